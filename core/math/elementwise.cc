@@ -1,0 +1,112 @@
+#include "core/math/elementwise.h"
+
+#include <Eigen/Core>
+
+namespace dtrain::math {
+namespace {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatrixMap = Eigen::Map<RowMatrix>;
+using ConstMatrixMap = Eigen::Map<const RowMatrix>;
+using ArrayMap = Eigen::Map<Eigen::ArrayXf>;
+using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
+using ConstRowVectorMap = Eigen::Map<const Eigen::RowVectorXf>;
+
+Eigen::Index Size(std::span<const float> s) { return static_cast<Eigen::Index>(s.size()); }
+
+template <typename In>
+void Convert(const In* in, int rows, int cols, const float* shift, const float* scale,
+             float uniform_scale, float* out) {
+  using InMatrix = Eigen::Matrix<In, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<const InMatrix> src(in, rows, cols);
+  MatrixMap dst(out, rows, cols);
+  if (shift == nullptr && scale == nullptr) {
+    dst = src.template cast<float>() * uniform_scale;
+    return;
+  }
+  ConstRowVectorMap mu(shift, cols);
+  ConstRowVectorMap inv_sigma(scale, cols);
+  dst = ((src.template cast<float>().rowwise() - mu).array().rowwise() * inv_sigma.array())
+            .matrix();
+}
+
+}  // namespace
+
+void AddBiasActivate(float* z, int rows, int cols, const float* bias, Activation act) {
+  MatrixMap m(z, rows, cols);
+  ConstRowVectorMap b(bias, cols);
+  switch (act) {
+    case Activation::kIdentity:
+      m.rowwise() += b;
+      break;
+    case Activation::kRelu:
+      m = (m.rowwise() + b).cwiseMax(0.0f);
+      break;
+    case Activation::kTanh:
+      m = (m.rowwise() + b).array().tanh().matrix();
+      break;
+    case Activation::kSigmoid:
+      m = ((-(m.rowwise() + b).array()).exp() + 1.0f).inverse().matrix();
+      break;
+  }
+}
+
+void ActivationBackward(const float* out, float* grad, std::size_t n, Activation act) {
+  const auto count = static_cast<Eigen::Index>(n);
+  ConstArrayMap a(out, count);
+  ArrayMap g(grad, count);
+  switch (act) {
+    case Activation::kIdentity:
+      break;
+    case Activation::kRelu:
+      g = (a > 0.0f).select(g, 0.0f);
+      break;
+    case Activation::kTanh:
+      g *= 1.0f - a.square();
+      break;
+    case Activation::kSigmoid:
+      g *= a * (1.0f - a);
+      break;
+  }
+}
+
+void ColumnSums(const float* m, int rows, int cols, float beta, float* out) {
+  ConstMatrixMap src(m, rows, cols);
+  Eigen::Map<Eigen::RowVectorXf> dst(out, cols);
+  if (beta == 0.0f) {
+    dst = src.colwise().sum();
+  } else {
+    dst = beta * dst + src.colwise().sum();
+  }
+}
+
+void Axpy(float alpha, std::span<const float> x, std::span<float> y) {
+  Eigen::Map<Eigen::VectorXf>(y.data(), Size(y)) +=
+      alpha * Eigen::Map<const Eigen::VectorXf>(x.data(), Size(x));
+}
+
+void Scale(float alpha, std::span<float> x) {
+  Eigen::Map<Eigen::VectorXf>(x.data(), Size(x)) *= alpha;
+}
+
+double Dot(std::span<const float> x, std::span<const float> y) {
+  return Eigen::Map<const Eigen::VectorXf>(x.data(), Size(x))
+      .cast<double>()
+      .dot(Eigen::Map<const Eigen::VectorXf>(y.data(), Size(y)).cast<double>());
+}
+
+double SquaredNorm(std::span<const float> x) {
+  return Eigen::Map<const Eigen::VectorXf>(x.data(), Size(x)).cast<double>().squaredNorm();
+}
+
+void BytesToFloat(const std::uint8_t* in, int rows, int cols, const float* shift,
+                  const float* scale, float uniform_scale, float* out) {
+  Convert(in, rows, cols, shift, scale, uniform_scale, out);
+}
+
+void FloatsToFloat(const float* in, int rows, int cols, const float* shift, const float* scale,
+                   float uniform_scale, float* out) {
+  Convert(in, rows, cols, shift, scale, uniform_scale, out);
+}
+
+}  // namespace dtrain::math

@@ -1,0 +1,18 @@
+#include "core/math/gemm.h"
+
+#include <cblas.h>
+
+namespace dtrain::math {
+
+void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+          const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a == Trans::kYes ? CblasTrans : CblasNoTrans,
+              trans_b == Trans::kYes ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
+              beta, c, ldc);
+}
+
+void SetBlasThreads(int threads) { openblas_set_num_threads(threads < 1 ? 1 : threads); }
+
+int BlasThreads() { return openblas_get_num_threads(); }
+
+}  // namespace dtrain::math

@@ -1,0 +1,22 @@
+// GEMM and BLAS thread control: the one place dtrain calls OpenBLAS.
+//
+//   Gemm(Trans::kNo, Trans::kYes, m, n, k, 1.f, a, lda, b, ldb, 0.f, c, ldc);  // C = A * B^T
+//
+// All matrices are row-major. SetBlasThreads must be called once per process before training
+// (dtrain never lets OpenBLAS pick its own thread count). Gemm is safe for concurrent use on
+// disjoint outputs; SetBlasThreads is process-wide.
+#pragma once
+
+namespace dtrain::math {
+
+enum class Trans { kNo, kYes };
+
+// C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C, row-major.
+void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+          const float* b, int ldb, float beta, float* c, int ldc);
+
+// Sets OpenBLAS's thread count for this process (>= 1).
+void SetBlasThreads(int threads);
+int BlasThreads();
+
+}  // namespace dtrain::math

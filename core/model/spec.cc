@@ -1,0 +1,194 @@
+#include "core/model/spec.h"
+
+#include <array>
+#include <charconv>
+#include <sstream>
+#include <utility>
+
+namespace dtrain::model {
+namespace {
+
+constexpr long kMaxLayerWidth = 1 << 24;  // 16M units: larger is a typo, not a model
+
+template <typename E, std::size_t N>
+struct NameTable {
+  std::array<std::pair<E, std::string_view>, N> entries;
+  std::string_view choices;
+
+  std::string_view Name(E value) const {
+    for (const auto& [e, name] : entries) {
+      if (e == value) return name;
+    }
+    return "?";
+  }
+  Result<E> Parse(std::string_view name, std::string_view what) const {
+    for (const auto& [e, n] : entries) {
+      if (n == name) return e;
+    }
+    return Status::Error("unknown " + std::string(what) + " '" + std::string(name) +
+                         "' (allowed: " + std::string(choices) + ")");
+  }
+};
+
+constexpr NameTable<ModelType, 4> kModelTypes{{{{ModelType::kLinear, "linear"},
+                                                {ModelType::kLogistic, "logistic"},
+                                                {ModelType::kSoftmax, "softmax"},
+                                                {ModelType::kMlp, "mlp"}}},
+                                              "linear, logistic, softmax, mlp"};
+constexpr NameTable<math::Activation, 4> kActivations{
+    {{{math::Activation::kRelu, "relu"},
+      {math::Activation::kTanh, "tanh"},
+      {math::Activation::kSigmoid, "sigmoid"},
+      {math::Activation::kIdentity, "identity"}}},
+    "relu, tanh, sigmoid, identity"};
+constexpr NameTable<LossType, 3> kLosses{{{{LossType::kSoftmaxCrossEntropy, "softmax_xent"},
+                                           {LossType::kBinaryCrossEntropy, "bce"},
+                                           {LossType::kMeanSquaredError, "mse"}}},
+                                         "softmax_xent, bce, mse"};
+constexpr NameTable<InitScheme, 3> kInits{
+    {{{InitScheme::kAuto, "auto"}, {InitScheme::kXavier, "xavier"}, {InitScheme::kHe, "he"}}},
+    "auto, xavier, he"};
+
+Result<int> ParseInt(std::string_view text, std::string_view key) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return Status::Error("model spec: " + std::string(key) + " expects an integer, got '" +
+                         std::string(text) + "'");
+  }
+  return value;
+}
+
+}  // namespace
+
+std::string_view ModelTypeName(ModelType type) { return kModelTypes.Name(type); }
+std::string_view ActivationName(math::Activation act) { return kActivations.Name(act); }
+std::string_view LossName(LossType loss) { return kLosses.Name(loss); }
+std::string_view InitName(InitScheme init) { return kInits.Name(init); }
+Result<ModelType> ParseModelType(std::string_view n) { return kModelTypes.Parse(n, "model type"); }
+Result<math::Activation> ParseActivation(std::string_view n) {
+  return kActivations.Parse(n, "activation");
+}
+Result<LossType> ParseLoss(std::string_view n) { return kLosses.Parse(n, "loss"); }
+Result<InitScheme> ParseInit(std::string_view n) { return kInits.Parse(n, "init"); }
+std::string_view ModelTypeChoices() { return kModelTypes.choices; }
+std::string_view ActivationChoices() { return kActivations.choices; }
+std::string_view LossChoices() { return kLosses.choices; }
+std::string_view InitChoices() { return kInits.choices; }
+
+LossType DefaultLoss(ModelType type, int outputs) {
+  switch (type) {
+    case ModelType::kLinear:
+      return LossType::kMeanSquaredError;
+    case ModelType::kLogistic:
+      return LossType::kBinaryCrossEntropy;
+    case ModelType::kSoftmax:
+      return LossType::kSoftmaxCrossEntropy;
+    case ModelType::kMlp:
+      return outputs == 1 ? LossType::kMeanSquaredError : LossType::kSoftmaxCrossEntropy;
+  }
+  return LossType::kSoftmaxCrossEntropy;
+}
+
+Status ValidateModelSpec(const ModelSpec& spec) {
+  auto width_ok = [](long w) { return w >= 1 && w <= kMaxLayerWidth; };
+  if (!width_ok(spec.inputs)) {
+    return Status::Error("model: inputs must be in [1, " + std::to_string(kMaxLayerWidth) +
+                         "], got " + std::to_string(spec.inputs));
+  }
+  if (!width_ok(spec.outputs)) {
+    return Status::Error("model: outputs must be in [1, " + std::to_string(kMaxLayerWidth) +
+                         "], got " + std::to_string(spec.outputs));
+  }
+  if (spec.type != ModelType::kMlp && !spec.hidden.empty()) {
+    return Status::Error("model: hidden layers are only allowed for type 'mlp'");
+  }
+  for (int h : spec.hidden) {
+    if (!width_ok(h)) {
+      return Status::Error("model: every hidden size must be in [1, " +
+                           std::to_string(kMaxLayerWidth) + "], got " + std::to_string(h));
+    }
+  }
+  if (spec.type == ModelType::kLogistic && spec.outputs != 1) {
+    return Status::Error("model: 'logistic' has exactly 1 output, got " +
+                         std::to_string(spec.outputs));
+  }
+  if (spec.type == ModelType::kSoftmax && spec.outputs < 2) {
+    return Status::Error("model: 'softmax' needs at least 2 outputs (classes)");
+  }
+  switch (spec.loss) {
+    case LossType::kSoftmaxCrossEntropy:
+      if (spec.outputs < 2) return Status::Error("model: loss 'softmax_xent' needs >= 2 outputs");
+      break;
+    case LossType::kBinaryCrossEntropy:
+    case LossType::kMeanSquaredError:
+      if (spec.outputs != 1) {
+        return Status::Error("model: loss '" + std::string(LossName(spec.loss)) +
+                             "' needs exactly 1 output, got " + std::to_string(spec.outputs));
+      }
+      break;
+  }
+  return Status::Ok();
+}
+
+std::string FormatModelSpec(const ModelSpec& spec) {
+  std::ostringstream out;
+  out << ModelTypeName(spec.type) << " inputs=" << spec.inputs << " hidden=";
+  for (std::size_t i = 0; i < spec.hidden.size(); ++i) out << (i ? "," : "") << spec.hidden[i];
+  out << " activation=" << ActivationName(spec.activation) << " outputs=" << spec.outputs
+      << " loss=" << LossName(spec.loss) << " init=" << InitName(spec.init);
+  return out.str();
+}
+
+Result<ModelSpec> ParseModelSpec(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  std::string word;
+  if (!(in >> word)) return Status::Error("model spec: empty");
+  auto type = ParseModelType(word);
+  if (!type.ok()) return type.status();
+  ModelSpec spec;
+  spec.type = type.value();
+  spec.loss = LossType::kSoftmaxCrossEntropy;
+  bool loss_given = false;
+  while (in >> word) {
+    auto eq = word.find('=');
+    if (eq == std::string::npos) return Status::Error("model spec: expected key=value, got " + word);
+    std::string_view key = std::string_view(word).substr(0, eq);
+    std::string_view value = std::string_view(word).substr(eq + 1);
+    if (key == "inputs" || key == "outputs") {
+      auto v = ParseInt(value, key);
+      if (!v.ok()) return v.status();
+      (key == "inputs" ? spec.inputs : spec.outputs) = v.value();
+    } else if (key == "hidden") {
+      spec.hidden.clear();
+      while (!value.empty()) {
+        auto comma = value.find(',');
+        auto v = ParseInt(value.substr(0, comma), key);
+        if (!v.ok()) return v.status();
+        spec.hidden.push_back(v.value());
+        value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+      }
+    } else if (key == "activation") {
+      auto a = ParseActivation(value);
+      if (!a.ok()) return a.status();
+      spec.activation = a.value();
+    } else if (key == "loss") {
+      auto l = ParseLoss(value);
+      if (!l.ok()) return l.status();
+      spec.loss = l.value();
+      loss_given = true;
+    } else if (key == "init") {
+      auto i = ParseInit(value);
+      if (!i.ok()) return i.status();
+      spec.init = i.value();
+    } else {
+      return Status::Error("model spec: unknown key '" + std::string(key) + "'");
+    }
+  }
+  if (!loss_given) spec.loss = DefaultLoss(spec.type, spec.outputs);
+  Status valid = ValidateModelSpec(spec);
+  if (!valid.ok()) return valid;
+  return spec;
+}
+
+}  // namespace dtrain::model

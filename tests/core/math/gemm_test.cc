@@ -1,0 +1,122 @@
+// GEMM and elementwise kernels against naive loops.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <random>
+
+#include "core/math/buffer.h"
+#include "core/math/elementwise.h"
+#include "core/math/gemm.h"
+
+namespace dtrain::math {
+namespace {
+
+FloatBuffer Random(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  FloatBuffer v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+BOOST_AUTO_TEST_SUITE(math)
+
+BOOST_AUTO_TEST_CASE(buffers_are_cache_line_aligned) {
+  for (std::size_t n : {1u, 3u, 17u, 1000u}) {
+    FloatBuffer b(n);
+    BOOST_TEST(reinterpret_cast<std::uintptr_t>(b.data()) % kBufferAlignment == 0u);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(gemm_matches_naive_for_every_transpose) {
+  const int m = 7, n = 5, k = 9;
+  for (Trans ta : {Trans::kNo, Trans::kYes}) {
+    for (Trans tb : {Trans::kNo, Trans::kYes}) {
+      FloatBuffer a = Random(m * k, 1), b = Random(k * n, 2), c = Random(m * n, 3);
+      FloatBuffer expected(c);
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+          double sum = 0;
+          for (int p = 0; p < k; ++p) {
+            const float av = ta == Trans::kNo ? a[i * k + p] : a[p * m + i];
+            const float bv = tb == Trans::kNo ? b[p * n + j] : b[j * k + p];
+            sum += static_cast<double>(av) * bv;
+          }
+          expected[i * n + j] = static_cast<float>(2.0 * sum + 0.5 * expected[i * n + j]);
+        }
+      }
+      Gemm(ta, tb, m, n, k, 2.0f, a.data(), ta == Trans::kNo ? k : m, b.data(),
+           tb == Trans::kNo ? n : k, 0.5f, c.data(), n);
+      for (int i = 0; i < m * n; ++i) BOOST_TEST(c[i] == expected[i], boost::test_tools::tolerance(1e-5f));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(blas_thread_count_is_set_explicitly) {
+  SetBlasThreads(1);
+  BOOST_TEST(BlasThreads() == 1);
+  SetBlasThreads(0);  // clamped, never "let OpenBLAS decide"
+  BOOST_TEST(BlasThreads() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(bias_and_activations_match_their_definitions) {
+  const int rows = 3, cols = 4;
+  FloatBuffer bias = Random(cols, 5);
+  for (Activation act :
+       {Activation::kIdentity, Activation::kRelu, Activation::kTanh, Activation::kSigmoid}) {
+    FloatBuffer z = Random(rows * cols, 4), original(z);
+    AddBiasActivate(z.data(), rows, cols, bias.data(), act);
+    for (int i = 0; i < rows * cols; ++i) {
+      const float pre = original[i] + bias[i % cols];
+      float want = pre;
+      if (act == Activation::kRelu) want = pre > 0 ? pre : 0;
+      if (act == Activation::kTanh) want = std::tanh(pre);
+      if (act == Activation::kSigmoid) want = 1.0f / (1.0f + std::exp(-pre));
+      BOOST_TEST(z[i] == want, boost::test_tools::tolerance(1e-5f));
+    }
+    // Backward: grad *= f'(pre) expressed through the output.
+    FloatBuffer grad(rows * cols, 1.0f);
+    ActivationBackward(z.data(), grad.data(), grad.size(), act);
+    for (int i = 0; i < rows * cols; ++i) {
+      const float pre = original[i] + bias[i % cols];
+      const float h = 1e-3f;
+      float fp = 1.0f;
+      if (act == Activation::kRelu) fp = pre > 0 ? 1.0f : 0.0f;
+      if (act == Activation::kTanh) fp = (std::tanh(pre + h) - std::tanh(pre - h)) / (2 * h);
+      if (act == Activation::kSigmoid) {
+        auto s = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
+        fp = (s(pre + h) - s(pre - h)) / (2 * h);
+      }
+      BOOST_TEST(grad[i] == fp, boost::test_tools::tolerance(2e-3f));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(reductions_and_conversions) {
+  FloatBuffer m = Random(12, 6);
+  FloatBuffer sums(4, 1.0f);
+  ColumnSums(m.data(), 3, 4, 2.0f, sums.data());
+  for (int c = 0; c < 4; ++c) {
+    BOOST_TEST(sums[c] == 2.0f + m[c] + m[4 + c] + m[8 + c], boost::test_tools::tolerance(1e-5f));
+  }
+  FloatBuffer y(12, 1.0f);
+  Axpy(0.5f, m, y);
+  Scale(2.0f, y);
+  for (int i = 0; i < 12; ++i) BOOST_TEST(y[i] == 2.0f * (1.0f + 0.5f * m[i]), boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(SquaredNorm(m) == Dot(m, m), boost::test_tools::tolerance(1e-12));
+
+  const std::uint8_t bytes[] = {0, 51, 255, 102};
+  float out[4];
+  BytesToFloat(bytes, 2, 2, nullptr, nullptr, 1.0f / 255.0f, out);
+  BOOST_TEST(out[1] == 0.2f, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(out[2] == 1.0f);
+  const float shift[] = {1.0f, 2.0f}, scale[] = {0.5f, 0.25f};
+  BytesToFloat(bytes, 2, 2, shift, scale, 1.0f, out);
+  BOOST_TEST(out[0] == -0.5f);
+  BOOST_TEST(out[3] == 25.0f);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::math
