@@ -1,5 +1,7 @@
 #include "core/math/elementwise.h"
 
+#include <algorithm>
+
 #include <Eigen/Core>
 
 namespace dtrain::math {
@@ -89,14 +91,27 @@ void Scale(float alpha, std::span<float> x) {
   Eigen::Map<Eigen::VectorXf>(x.data(), Size(x)) *= alpha;
 }
 
+// Reductions: float partial sums over short blocks (vectorised by Eigen), accumulated in double,
+// so the result stays accurate for millions of elements without a scalar double loop.
+constexpr std::size_t kReductionBlock = 1024;
+
 double Dot(std::span<const float> x, std::span<const float> y) {
-  return Eigen::Map<const Eigen::VectorXf>(x.data(), Size(x))
-      .cast<double>()
-      .dot(Eigen::Map<const Eigen::VectorXf>(y.data(), Size(y)).cast<double>());
+  double sum = 0.0;
+  for (std::size_t i = 0; i < x.size(); i += kReductionBlock) {
+    const auto n = static_cast<Eigen::Index>(std::min(kReductionBlock, x.size() - i));
+    sum += Eigen::Map<const Eigen::VectorXf>(x.data() + i, n)
+               .dot(Eigen::Map<const Eigen::VectorXf>(y.data() + i, n));
+  }
+  return sum;
 }
 
 double SquaredNorm(std::span<const float> x) {
-  return Eigen::Map<const Eigen::VectorXf>(x.data(), Size(x)).cast<double>().squaredNorm();
+  double sum = 0.0;
+  for (std::size_t i = 0; i < x.size(); i += kReductionBlock) {
+    const auto n = static_cast<Eigen::Index>(std::min(kReductionBlock, x.size() - i));
+    sum += Eigen::Map<const Eigen::VectorXf>(x.data() + i, n).squaredNorm();
+  }
+  return sum;
 }
 
 void BytesToFloat(const std::uint8_t* in, int rows, int cols, const float* shift,

@@ -28,9 +28,9 @@ void ColumnSums(const float* m, int rows, int cols, float beta, float* out);
 void Axpy(float alpha, std::span<const float> x, std::span<float> y);
 // x *= alpha
 void Scale(float alpha, std::span<float> x);
-// sum_i x_i * y_i, accumulated in double.
+// sum_i x_i * y_i: float partial sums over blocks of 1024, accumulated in double.
 double Dot(std::span<const float> x, std::span<const float> y);
-// sum_i x_i^2, accumulated in double.
+// sum_i x_i^2: float partial sums over blocks of 1024, accumulated in double.
 double SquaredNorm(std::span<const float> x);
 
 // out[i] = (in[i] - shift[i % cols]) * scale[i % cols] for a row-major [rows x cols] block;

@@ -1,0 +1,64 @@
+// Dataset: an in-memory table of feature rows and labels, and the per-batch scaling that turns a
+// set of its rows into the float matrix a model trains on.
+//
+//   Scaling s = FitStandardize(train);                 // statistics of the training rows only
+//   GatherBatch(train, s, sampler.Batch(epoch, i), x, y);  // x: [n x features], y: [n]
+//
+// Features stay in their stored type (uint8 pixels from IDX files stay one byte each); scaling
+// is applied a batch at a time, so no float copy of a whole byte data set ever exists.
+// Datasets and Scalings are plain values: one thread at a time, or shared read-only (GatherBatch
+// only reads them and may run concurrently on the same inputs with different outputs).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/math/buffer.h"
+
+namespace dtrain::data {
+
+struct Dataset {
+  std::size_t rows = 0, features = 0;
+  math::ByteBuffer bytes;     // rows*features row-major when features are stored as uint8 (IDX)
+  math::FloatBuffer floats;   // rows*features row-major otherwise
+  std::vector<float> labels;  // one per row: class index (0..num_classes-1) or regression target
+  int num_classes = 0;        // 0 for regression sets; max label + 1 for classification
+  std::string source;         // file (or "synthetic:blobs") for messages
+
+  // True when the features live in `bytes`. A data set without feature values (no rows or no
+  // features) reports false; it has nothing to gather either way.
+  bool stored_as_bytes() const { return !bytes.empty(); }
+  // Memory held by the features, in bytes.
+  std::size_t FeatureBytes() const { return bytes.size() + floats.size() * sizeof(float); }
+};
+
+// Scaling applied a batch at a time: divide by a constant, or standardise with per-feature
+// mean/std computed on the TRAINING set only (features with std 0 get inv_std 1).
+struct Scaling {
+  enum class Kind { kConstant, kStandardize } kind = Kind::kConstant;
+  float divisor = 1.0f;              // kConstant: x / divisor (applied as x * (1 / divisor))
+  std::vector<float> mean, inv_std;  // kStandardize: (x - mean[j]) * inv_std[j]
+};
+
+// divisor must be nonzero (255 maps pixels to [0, 1]).
+Scaling ConstantScaling(float divisor);
+// Population mean and standard deviation of every feature over all rows of `train`.
+Scaling FitStandardize(const Dataset& train);
+
+// Copies rows `indices` into x [indices.size() x features] (scaled, float) and y [indices.size()].
+// Every index must be < d.rows; a kStandardize scaling must have d.features entries.
+// Allocates nothing; runs of consecutive indices are converted as one block.
+void GatherBatch(const Dataset& d, const Scaling& s, std::span<const std::uint32_t> indices,
+                 float* x, float* y);
+
+// Splits off round(fraction*rows) rows (chosen by a seeded shuffle) as validation. Returns
+// {train, validation}. fraction is clamped to [0, 1]. Both parts keep the original row order,
+// storage type and num_classes; the training part reuses d's memory, so the peak is d plus the
+// validation rows.
+std::pair<Dataset, Dataset> SplitValidation(Dataset d, double fraction, std::uint64_t seed);
+
+}  // namespace dtrain::data

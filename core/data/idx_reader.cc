@@ -1,0 +1,182 @@
+// ReadIdx: IDX image/label files through zlib's gz* API, which reads gzip and plain files alike.
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/data/readers.h"
+
+namespace dtrain::data {
+namespace {
+
+constexpr std::uint32_t kImagesMagic = 0x00000803;  // unsigned byte, 3 dimensions
+constexpr std::uint32_t kLabelsMagic = 0x00000801;  // unsigned byte, 1 dimension
+// Items are read into a buffer of at most this size before it grows to the declared total, so a
+// corrupt header cannot make us allocate much more than the file really holds.
+constexpr std::size_t kFirstChunk = std::size_t{64} << 20;
+constexpr std::size_t kMaxGzRead = std::size_t{1} << 30;  // gzread takes an unsigned length
+constexpr unsigned kGzBufferSize = 1u << 18;
+
+std::string Hex32(std::uint32_t v) {
+  char text[16];
+  std::snprintf(text, sizeof(text), "0x%08x", v);
+  return text;
+}
+
+struct GzCloser {
+  void operator()(gzFile f) const { gzclose(f); }
+};
+
+// One open IDX file. Every error it produces starts with the file's path.
+class IdxFile {
+ public:
+  static Result<IdxFile> Open(const std::string& path) {
+    errno = 0;
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (f == nullptr) {
+      return Status::Error(
+          path + ": cannot open: " + (errno != 0 ? std::strerror(errno) : "out of memory"));
+    }
+    gzbuffer(f, kGzBufferSize);
+    return IdxFile(path, f);
+  }
+
+  Status Error(const std::string& what) const { return Status::Error(path_ + ": " + what); }
+
+  // Reads up to n bytes into dst; fewer only at the end of the data.
+  Result<std::size_t> Read(void* dst, std::size_t n) {
+    auto* out = static_cast<unsigned char*>(dst);
+    std::size_t done = 0;
+    while (done < n) {
+      const auto want = static_cast<unsigned>(std::min(n - done, kMaxGzRead));
+      const int got = gzread(file_.get(), out + done, want);
+      if (got < 0) return Error("read error: " + ZlibError());
+      if (got == 0) break;
+      done += static_cast<std::size_t>(got);
+    }
+    return done;
+  }
+
+  // Reads the magic number and the big-endian dimension sizes that follow it.
+  Result<std::vector<std::uint32_t>> ReadHeader(std::uint32_t expected_magic, const char* kind) {
+    const int dims = static_cast<int>(expected_magic & 0xFF);
+    std::vector<unsigned char> raw(4 * static_cast<std::size_t>(dims + 1));
+    Result<std::size_t> got = Read(raw.data(), raw.size());
+    if (!got.ok()) return got.status();
+    if (got.value() < 4) return Error("truncated: no IDX magic number (file too short)");
+    const std::uint32_t magic = BigEndian(raw.data());
+    if (magic != expected_magic) {
+      return Error("bad magic number " + Hex32(magic) + " (expected " + Hex32(expected_magic) +
+                   " for an IDX " + kind + " file)");
+    }
+    if (got.value() < raw.size()) {
+      return Error("truncated header: " + std::to_string(got.value()) + " of " +
+                   std::to_string(raw.size()) + " bytes");
+    }
+    std::vector<std::uint32_t> sizes(static_cast<std::size_t>(dims));
+    for (int d = 0; d < dims; ++d) sizes[d] = BigEndian(raw.data() + 4 * (d + 1));
+    return sizes;
+  }
+
+  // Reads `count` items of `item_bytes` each into `out` and checks that nothing follows them.
+  Status ReadItems(std::size_t count, std::size_t item_bytes, const char* item,
+                   math::ByteBuffer& out) {
+    const std::size_t total = count * item_bytes;
+    out.resize(std::min(total, kFirstChunk));
+    Result<std::size_t> got = Read(out.data(), out.size());
+    if (!got.ok()) return got.status();
+    std::size_t done = got.value();
+    if (done == out.size() && total > out.size()) {
+      out.resize(total);
+      got = Read(out.data() + done, total - done);
+      if (!got.ok()) return got.status();
+      done += got.value();
+    }
+    if (done < total) {
+      std::string what = "truncated: data ends before " + std::string(item) + " " +
+                         std::to_string(done / item_bytes) + " (0-based) of " +
+                         std::to_string(count) + " is complete (" + std::to_string(done) + " of " +
+                         std::to_string(total) + " data bytes present)";
+      if (std::string zlib = ZlibError(); !zlib.empty()) what += "; " + zlib;
+      return Error(what);
+    }
+    unsigned char extra = 0;
+    got = Read(&extra, 1);
+    if (!got.ok()) return got.status();
+    if (got.value() != 0) {
+      return Error("unexpected data after the last " + std::string(item) +
+                   " (the header declares " + std::to_string(count) + ")");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  IdxFile(std::string path, gzFile f) : path_(std::move(path)), file_(f) {}
+
+  static std::uint32_t BigEndian(const unsigned char* p) {
+    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+           std::uint32_t{p[3]};
+  }
+
+  // zlib's description of the stream's error state; empty when there is none.
+  std::string ZlibError() const {
+    int status = Z_OK;
+    const char* message = gzerror(file_.get(), &status);
+    if (status == Z_OK) return {};
+    if (status == Z_ERRNO) return std::strerror(errno);
+    return message;
+  }
+
+  std::string path_;
+  std::unique_ptr<gzFile_s, GzCloser> file_;
+};
+
+}  // namespace
+
+Result<Dataset> ReadIdx(const std::string& images_path, const std::string& labels_path) {
+  Result<IdxFile> images = IdxFile::Open(images_path);
+  if (!images.ok()) return images.status();
+  Result<std::vector<std::uint32_t>> image_dims = images.value().ReadHeader(kImagesMagic, "image");
+  if (!image_dims.ok()) return image_dims.status();
+  const std::uint32_t count = image_dims.value()[0];
+  const std::size_t height = image_dims.value()[1];
+  const std::size_t width = image_dims.value()[2];
+  if (count == 0) return images.value().Error("the header declares no images");
+  if (height == 0 || width == 0 || height * width > static_cast<std::size_t>(INT_MAX)) {
+    return images.value().Error("invalid image size " + std::to_string(height) + "x" +
+                                std::to_string(width) + " in the header");
+  }
+
+  Result<IdxFile> labels = IdxFile::Open(labels_path);
+  if (!labels.ok()) return labels.status();
+  Result<std::vector<std::uint32_t>> label_dims = labels.value().ReadHeader(kLabelsMagic, "label");
+  if (!label_dims.ok()) return label_dims.status();
+  if (label_dims.value()[0] != count) {
+    return labels.value().Error("holds " + std::to_string(label_dims.value()[0]) + " labels but " +
+                                images_path + " holds " + std::to_string(count) + " images");
+  }
+
+  Dataset d;
+  d.rows = count;
+  d.features = height * width;
+  d.source = images_path;
+
+  math::ByteBuffer raw_labels;
+  Status s = labels.value().ReadItems(count, 1, "label", raw_labels);
+  if (!s.ok()) return s;
+  d.labels.assign(raw_labels.begin(), raw_labels.end());
+  d.num_classes = 1 + *std::max_element(raw_labels.begin(), raw_labels.end());
+
+  s = images.value().ReadItems(count, d.features, "image", d.bytes);
+  if (!s.ok()) return s;
+  return d;
+}
+
+}  // namespace dtrain::data

@@ -1,0 +1,66 @@
+// Readers that load a whole data set into a Dataset (IDX, CSV, libsvm) and generators of
+// synthetic ones (Gaussian blobs, a linear teacher).
+//
+//   Result<Dataset> train = ReadIdx(dir + "/train-images-idx3-ubyte.gz",
+//                                   dir + "/train-labels-idx1-ubyte.gz");
+//
+// A reader either returns the complete data set or one error whose message names the file, the
+// record (item index or line number, plus column where there is one) and what was wrong. A data
+// set with no rows is an error. Generators are pure functions of their options. All functions
+// are safe for concurrent use.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/data/dataset.h"
+#include "core/status.h"
+
+namespace dtrain::data {
+
+// IDX image and label files (MNIST, Fashion-MNIST), plain or gzip-compressed. Pixels stay uint8
+// (Dataset::bytes); labels become class indices. Checks the magic numbers (0x00000803 images,
+// 0x00000801 labels), the dimensions, that both files hold the same number of items, and that
+// neither is truncated nor followed by extra data.
+Result<Dataset> ReadIdx(const std::string& images_path, const std::string& labels_path);
+
+// Delimited text: one row per line, numeric cells only. Blank lines are skipped; cells may be
+// padded with spaces or wrapped in double quotes (which may not contain the delimiter).
+struct CsvOptions {
+  bool header = true;        // the first non-blank line names the columns
+  std::string label_column;  // name (needs header)
+  int label_index = -1;      // 0-based; used when label_column empty; -1 = last column
+  char delimiter = ',';
+  bool classification = true;  // labels are class indices (see ReadLibsvm for the rule)
+};
+// A non-numeric or non-finite cell, or a short/long row, is an error naming line and column.
+Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& options);
+
+// libsvm/svmlight text: "label idx:val idx:val ... [# comment]" with 1-based indices, densified
+// into `features` float columns (absent entries are 0). An index of 0 or > features is an error
+// naming the line. Class labels: if every label is -1 or +1 they map to 0 and 1; otherwise they
+// must be non-negative integers. Regression labels may be any finite number.
+Result<Dataset> ReadLibsvm(const std::string& path, std::size_t features,
+                           bool classification = true);
+
+struct BlobsOptions {
+  std::size_t rows = 1000, features = 2;
+  int classes = 3;      // > 0
+  float spread = 1.0f;  // standard deviation of each blob
+  std::uint64_t seed = 1;
+};
+// Gaussian blobs: class centres uniform in [-5, 5]^features from the seed; each row picks a
+// class uniformly at random and adds N(0, spread^2) noise to its centre. Source "synthetic:blobs".
+Dataset MakeBlobs(const BlobsOptions& o);
+
+struct TeacherOptions {
+  std::size_t rows = 1000, features = 8;
+  float noise = 0.1f;  // standard deviation of the label noise
+  std::uint64_t seed = 1;
+};
+// Regression (num_classes = 0): x ~ N(0, I), y = w.x + b + noise * N(0, 1), with w ~ N(0,
+// 1/features) and b ~ N(0, 1) drawn from the seed. Source "synthetic:teacher".
+Dataset MakeLinearTeacher(const TeacherOptions& o);
+
+}  // namespace dtrain::data

@@ -1,0 +1,58 @@
+#include "core/data/sampler.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <numeric>
+#include <utility>
+
+#include "core/data/random.h"
+
+namespace dtrain::data {
+
+std::vector<std::uint32_t> EpochPermutation(std::size_t rows, std::uint64_t seed,
+                                            std::uint64_t epoch) {
+  assert(rows <= std::numeric_limits<std::uint32_t>::max());
+  std::vector<std::uint32_t> permutation(rows);
+  std::iota(permutation.begin(), permutation.end(), std::uint32_t{0});
+  SplitMix64 rng(MixSeed(seed, epoch));
+  for (std::size_t i = rows; i > 1; --i) {
+    const std::uint32_t j = rng.Bounded(static_cast<std::uint32_t>(i));
+    std::swap(permutation[i - 1], permutation[j]);
+  }
+  return permutation;
+}
+
+ShardRange ShardOf(std::size_t rows, int rank, int world_size) {
+  assert(world_size > 0 && rank >= 0 && rank < world_size);
+  const auto world = static_cast<std::size_t>(world_size);
+  const auto r = static_cast<std::size_t>(rank);
+  const std::size_t base = rows / world;
+  const std::size_t extra = rows % world;
+  ShardRange range;
+  range.begin = r * base + std::min(r, extra);
+  range.end = range.begin + base + (r < extra ? 1 : 0);
+  return range;
+}
+
+BatchSampler::BatchSampler(std::size_t rows, std::size_t batch_size, std::uint64_t seed, int rank,
+                           int world_size)
+    : rows_(rows), batch_size_(batch_size), seed_(seed), shard_(ShardOf(rows, rank, world_size)) {
+  assert(batch_size > 0);
+  // Rank 0's shard is a largest one.
+  steps_per_epoch_ = (ShardOf(rows, 0, world_size).size() + batch_size - 1) / batch_size;
+}
+
+std::span<const std::uint32_t> BatchSampler::Batch(std::uint64_t epoch, std::size_t index) {
+  assert(index < steps_per_epoch_);
+  if (!has_permutation_ || cached_epoch_ != epoch) {
+    permutation_ = EpochPermutation(rows_, seed_, epoch);
+    cached_epoch_ = epoch;
+    has_permutation_ = true;
+  }
+  const std::size_t begin = std::min(shard_.begin + index * batch_size_, shard_.end);
+  const std::size_t end = std::min(begin + batch_size_, shard_.end);
+  return std::span<const std::uint32_t>(permutation_).subspan(begin, end - begin);
+}
+
+}  // namespace dtrain::data

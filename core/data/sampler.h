@@ -1,0 +1,61 @@
+// Deterministic shuffling, sharding and batching of row indices for data-parallel training.
+//
+//   BatchSampler sampler(train.rows, /*batch_size=*/128, seed, rank, world_size);
+//   for (std::size_t i = 0; i < sampler.StepsPerEpoch(); ++i) Use(sampler.Batch(epoch, i));
+//
+// Every rank computes the same epoch permutation from (rows, seed, epoch) and takes its own
+// contiguous slice of it, so ranks never exchange indices and together see each row exactly once
+// per epoch. The free functions are pure (safe for concurrent use); a BatchSampler caches the
+// current epoch's permutation: one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dtrain::data {
+
+// Permutation of [0, rows) for this epoch, a pure function of (rows, seed, epoch): Fisher–Yates
+// driven by SplitMix64, so it does not depend on the standard library. rows < 2^32.
+std::vector<std::uint32_t> EpochPermutation(std::size_t rows, std::uint64_t seed,
+                                            std::uint64_t epoch);
+
+struct ShardRange {
+  std::size_t begin = 0, end = 0;
+  std::size_t size() const { return end - begin; }
+};
+
+// Rank `rank`'s part of [0, rows): disjoint, sizes differ by at most 1 (lower ranks get the
+// extra rows), union = [0, rows). Requires 0 <= rank < world_size.
+ShardRange ShardOf(std::size_t rows, int rank, int world_size);
+
+// Iterates one rank's batches: each epoch, permute all rows with (seed, epoch), take this rank's
+// ShardOf slice of the permutation, cut it into batches of batch_size (last may be short).
+// StepsPerEpoch() is the same on every rank: ceil(largest shard / batch_size); a rank whose
+// shard is smaller may get a shorter (or empty) final batch.
+class BatchSampler {
+ public:
+  // batch_size > 0; 0 <= rank < world_size.
+  BatchSampler(std::size_t rows, std::size_t batch_size, std::uint64_t seed, int rank = 0,
+               int world_size = 1);
+
+  std::size_t StepsPerEpoch() const { return steps_per_epoch_; }
+  const ShardRange& shard() const { return shard_; }
+
+  // Row indices of batch `index` (0-based, < StepsPerEpoch()) of `epoch`. Computes and caches
+  // the epoch's permutation; the span stays valid until Batch is called with another epoch.
+  std::span<const std::uint32_t> Batch(std::uint64_t epoch, std::size_t index);
+
+ private:
+  std::size_t rows_;
+  std::size_t batch_size_;
+  std::uint64_t seed_;
+  ShardRange shard_;
+  std::size_t steps_per_epoch_ = 0;
+  bool has_permutation_ = false;
+  std::uint64_t cached_epoch_ = 0;
+  std::vector<std::uint32_t> permutation_;
+};
+
+}  // namespace dtrain::data

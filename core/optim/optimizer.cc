@@ -1,0 +1,255 @@
+#include "core/optim/optimizer.h"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <cmath>
+#include <experimental/simd>
+#include <string>
+#include <utility>
+
+#include "core/math/buffer.h"
+#include "core/optim/name_table.h"
+
+namespace dtrain::optim {
+namespace {
+
+// The kernels use std::experimental::simd rather than Eigen: Eigen's default fast-math packet
+// sqrt is an approximation while its scalar head/tail sqrt is exact, so results would depend on
+// where a range starts in memory; and GCC does not vectorise a plain std::sqrt loop (errno).
+namespace stdx = std::experimental;
+using Lanes = stdx::native_simd<float>;
+constexpr std::size_t kLanes = Lanes::size();
+
+constexpr NameTable<OptimizerType, 4> kOptimizerTypes{{{{OptimizerType::kSgd, "sgd"},
+                                                        {OptimizerType::kMomentum, "momentum"},
+                                                        {OptimizerType::kAdagrad, "adagrad"},
+                                                        {OptimizerType::kAdam, "adam"}}},
+                                                      "sgd, momentum, adagrad, adam"};
+
+void StoreIfWritable(const Lanes& v, float* at) { v.copy_to(at, stdx::element_aligned); }
+void StoreIfWritable(const Lanes&, const float*) {}
+void CopyBackIfWritable(const float* from, std::size_t n, float* to) { std::copy_n(from, n, to); }
+void CopyBackIfWritable(const float*, std::size_t, const float*) {}
+
+// GCC 12 warns inside its own AVX-512 intrinsics headers (_mm512_undefined_ps, GCC PR 105593)
+// wherever simd sqrt is inlined; the warning is about the compiler's header, not this code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// Loads kLanes floats from every stream, lets kernel update them (writable streams by Lanes&,
+// const streams by const Lanes&) and stores the writable ones back.
+template <typename Kernel, typename... T, std::size_t... K>
+void RunLanes(const Kernel& kernel, std::index_sequence<K...>, T*... at) {
+  std::array<Lanes, sizeof...(T)> v{Lanes(at, stdx::element_aligned)...};
+  kernel(v[K]...);
+  (StoreIfWritable(v[K], at), ...);
+}
+
+// The last rest (< kLanes) floats of every stream, through RunLanes on zero-padded copies.
+template <typename Kernel, typename... T, std::size_t... K>
+void RunPaddedLanes(const Kernel& kernel, std::size_t rest, std::index_sequence<K...> streams,
+                    T*... at) {
+  std::array<std::array<float, kLanes>, sizeof...(T)> pad{};
+  (std::copy_n(at, rest, pad[K].data()), ...);
+  RunLanes(kernel, streams, static_cast<T*>(pad[K].data())...);
+  (CopyBackIfWritable(pad[K].data(), rest, at), ...);
+}
+
+// One fused pass of kernel over n floats of every stream. The tail runs the same vector code on
+// padded copies, so each element gets identical arithmetic wherever a range starts or ends:
+// shards compute bit for bit what one optimizer over their union computes.
+template <typename Kernel, typename... T>
+void ForEachLanes(std::size_t n, const Kernel& kernel, T*... data) {
+  constexpr auto streams = std::index_sequence_for<T...>{};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) RunLanes(kernel, streams, (data + i)...);
+  if (i < n) RunPaddedLanes(kernel, n - i, streams, (data + i)...);
+}
+
+class Sgd final : public Optimizer {
+ public:
+  Sgd(std::size_t begin, std::size_t end) : Optimizer(OptimizerType::kSgd, begin, end) {}
+  std::vector<std::span<float>> StateVectors() override { return {}; }
+
+ private:
+  void Update(std::span<float> params, std::span<const float> grad, float lr) override {
+    ForEachLanes(
+        size(), [lr](Lanes& p, const Lanes& g) { p -= lr * g; }, params.data(), grad.data());
+  }
+};
+
+class Momentum final : public Optimizer {
+ public:
+  Momentum(const OptimizerOptions& options, std::size_t begin, std::size_t end)
+      : Optimizer(OptimizerType::kMomentum, begin, end),
+        momentum_(options.momentum),
+        nesterov_(options.nesterov),
+        velocity_(size(), 0.0f) {}
+  std::vector<std::span<float>> StateVectors() override { return {velocity_}; }
+
+ private:
+  void Update(std::span<float> params, std::span<const float> grad, float lr) override {
+    const float mu = momentum_;
+    if (nesterov_) {
+      ForEachLanes(
+          size(),
+          [lr, mu](Lanes& p, Lanes& v, const Lanes& g) {
+            v = mu * v + g;
+            p -= lr * (g + mu * v);
+          },
+          params.data(), velocity_.data(), grad.data());
+    } else {
+      ForEachLanes(
+          size(),
+          [lr, mu](Lanes& p, Lanes& v, const Lanes& g) {
+            v = mu * v + g;
+            p -= lr * v;
+          },
+          params.data(), velocity_.data(), grad.data());
+    }
+  }
+
+  float momentum_;
+  bool nesterov_;
+  math::FloatBuffer velocity_;
+};
+
+class Adagrad final : public Optimizer {
+ public:
+  Adagrad(const OptimizerOptions& options, std::size_t begin, std::size_t end)
+      : Optimizer(OptimizerType::kAdagrad, begin, end),
+        eps_(options.eps),
+        accumulator_(size(), options.initial_accumulator) {}
+  std::vector<std::span<float>> StateVectors() override { return {accumulator_}; }
+
+ private:
+  void Update(std::span<float> params, std::span<const float> grad, float lr) override {
+    const float eps = eps_;
+    ForEachLanes(
+        size(),
+        [lr, eps](Lanes& p, Lanes& acc, const Lanes& g) {
+          acc += g * g;
+          p -= lr * g / (stdx::sqrt(acc) + eps);
+        },
+        params.data(), accumulator_.data(), grad.data());
+  }
+
+  float eps_;
+  math::FloatBuffer accumulator_;
+};
+
+class Adam final : public Optimizer {
+ public:
+  Adam(const OptimizerOptions& options, std::size_t begin, std::size_t end)
+      : Optimizer(OptimizerType::kAdam, begin, end),
+        beta1_(options.beta1),
+        beta2_(options.beta2),
+        eps_(options.eps),
+        m_(size(), 0.0f),
+        v_(size(), 0.0f) {}
+  std::vector<std::span<float>> StateVectors() override { return {m_, v_}; }
+
+ private:
+  void Update(std::span<float> params, std::span<const float> grad, float lr) override {
+    const double t = static_cast<double>(steps() + 1);
+    const auto step_size = static_cast<float>(lr / (1.0 - std::pow(double{beta1_}, t)));
+    const auto inv_sqrt_bc2 =
+        static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(double{beta2_}, t)));
+    const float b1 = beta1_, one_minus_b1 = 1.0f - beta1_;
+    const float b2 = beta2_, one_minus_b2 = 1.0f - beta2_;
+    const float eps = eps_;
+    ForEachLanes(
+        size(),
+        [=](Lanes& p, Lanes& m, Lanes& v, const Lanes& g) {
+          m = b1 * m + one_minus_b1 * g;
+          v = b2 * v + one_minus_b2 * (g * g);
+          p -= step_size * m / (stdx::sqrt(v) * inv_sqrt_bc2 + eps);
+        },
+        params.data(), m_.data(), v_.data(), grad.data());
+  }
+
+  float beta1_;
+  float beta2_;
+  float eps_;
+  math::FloatBuffer m_;
+  math::FloatBuffer v_;
+};
+
+#pragma GCC diagnostic pop
+
+// NaN fails every comparison, so each check also rejects NaN.
+bool InUnitInterval(float x) { return x >= 0.0f && x < 1.0f; }  // [0, 1)
+
+}  // namespace
+
+Optimizer::Optimizer(OptimizerType type, std::size_t begin, std::size_t end)
+    : type_(type), begin_(begin), end_(end) {
+  assert(begin <= end && "optimizer range [begin, end) is reversed");
+}
+
+void Optimizer::Step(std::span<float> params, std::span<const float> grad, float lr) {
+  assert(params.size() == size() && grad.size() == size() &&
+         "Step takes exactly the optimizer's range of params and grad");
+  Update(params, grad, lr);
+  ++steps_;
+}
+
+Status ValidateOptimizerOptions(const OptimizerOptions& options) {
+  switch (options.type) {
+    case OptimizerType::kSgd:
+      break;
+    case OptimizerType::kMomentum:
+      if (!InUnitInterval(options.momentum)) {
+        return Status::Error("optimizer momentum: momentum must be in [0, 1), got " +
+                             std::to_string(options.momentum));
+      }
+      if (options.nesterov && options.momentum == 0.0f) {
+        return Status::Error("optimizer momentum: nesterov needs momentum > 0");
+      }
+      break;
+    case OptimizerType::kAdagrad:
+      if (!(options.initial_accumulator >= 0.0f)) {
+        return Status::Error("optimizer adagrad: initial_accumulator must be >= 0, got " +
+                             std::to_string(options.initial_accumulator));
+      }
+      break;
+    case OptimizerType::kAdam:
+      if (!InUnitInterval(options.beta1) || !InUnitInterval(options.beta2)) {
+        return Status::Error("optimizer adam: beta1 and beta2 must be in [0, 1), got " +
+                             std::to_string(options.beta1) + " and " +
+                             std::to_string(options.beta2));
+      }
+      break;
+  }
+  if ((options.type == OptimizerType::kAdagrad || options.type == OptimizerType::kAdam) &&
+      !(options.eps > 0.0f)) {
+    return Status::Error("optimizer " + std::string(OptimizerTypeName(options.type)) +
+                         ": eps must be > 0, got " + std::to_string(options.eps));
+  }
+  return Status::Ok();
+}
+
+std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options, std::size_t begin,
+                                         std::size_t end) {
+  switch (options.type) {
+    case OptimizerType::kSgd:
+      return std::make_unique<Sgd>(begin, end);
+    case OptimizerType::kMomentum:
+      return std::make_unique<Momentum>(options, begin, end);
+    case OptimizerType::kAdagrad:
+      return std::make_unique<Adagrad>(options, begin, end);
+    case OptimizerType::kAdam:
+      return std::make_unique<Adam>(options, begin, end);
+  }
+  return nullptr;
+}
+
+std::string_view OptimizerTypeName(OptimizerType type) { return kOptimizerTypes.Name(type); }
+Result<OptimizerType> ParseOptimizerType(std::string_view name) {
+  return kOptimizerTypes.Parse(name, "optimizer");
+}
+std::string_view OptimizerTypeChoices() { return kOptimizerTypes.choices; }
+
+}  // namespace dtrain::optim

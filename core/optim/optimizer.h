@@ -1,0 +1,99 @@
+// Optimizers over a contiguous range [begin, end) of the flat parameter vector.
+//
+//   auto opt = MakeOptimizer({.type = OptimizerType::kAdam}, shard.begin, shard.end);
+//   opt->Step(params.subspan(opt->begin(), opt->size()), grad.subspan(...), lr);
+//
+// Every state vector has the layout of the range it serves (element i belongs to parameter
+// begin() + i), so a parameter-server shard owns a range, a checkpoint stores StateVectors() and
+// steps(), and optimizers on [0, k) and [k, n) together compute bit for bit what one optimizer on
+// [0, n) computes. Step is one fused pass over the range and allocates nothing.
+//
+// The update rules (PyTorch conventions; g = grad, p = params, all elementwise, t = the 1-based
+// number of the step being taken, i.e. steps() + 1):
+//   kSgd       p -= lr * g
+//   kMomentum  v = momentum * v + g;  p -= lr * v                    (v starts at 0)
+//              nesterov:              p -= lr * (g + momentum * v)   (with the updated v)
+//   kAdagrad   acc += g * g;  p -= lr * g / (sqrt(acc) + eps)        (acc starts at
+//                                                                      initial_accumulator)
+//   kAdam      m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g
+//              p -= a * m / (sqrt(v) * b + eps)
+//              with a = lr / (1 - beta1^t) and b = 1 / sqrt(1 - beta2^t), the bias corrections,
+//              computed in double once per step and rounded to float (m, v start at 0); this is
+//              PyTorch's Adam without weight decay or amsgrad
+//
+// An Optimizer is used by one thread at a time; distinct optimizers are independent.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace dtrain::optim {
+
+enum class OptimizerType { kSgd, kMomentum, kAdagrad, kAdam };
+
+struct OptimizerOptions {
+  OptimizerType type = OptimizerType::kSgd;
+  float momentum = 0.9f;               // kMomentum, in [0, 1)
+  bool nesterov = false;               // kMomentum; needs momentum > 0
+  float beta1 = 0.9f, beta2 = 0.999f;  // kAdam, each in [0, 1)
+  float eps = 1e-8f;                   // kAdam and kAdagrad, > 0
+  float initial_accumulator = 0.1f;    // kAdagrad, >= 0
+};
+
+// OK when every field used by options.type is in its documented range; otherwise names the field.
+Status ValidateOptimizerOptions(const OptimizerOptions& options);
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // Applies one update. params and grad are exactly the range [begin(), end()) of the flat
+  // vectors (size() floats each, asserted) and may sit at any alignment. Increments steps().
+  void Step(std::span<float> params, std::span<const float> grad, float lr);
+
+  OptimizerType type() const { return type_; }
+  std::size_t begin() const { return begin_; }
+  std::size_t end() const { return end_; }
+  std::size_t size() const { return end_ - begin_; }
+
+  // The checkpointable state, size() floats each, in this order: kSgd none; kMomentum velocity;
+  // kAdagrad accumulator; kAdam m, v. Writing through the spans restores a checkpoint; together
+  // with set_steps() the optimizer then continues bit for bit as the one that was saved.
+  virtual std::vector<std::span<float>> StateVectors() = 0;
+
+  // Number of Step calls taken (or restored); Adam's bias correction depends on it.
+  std::uint64_t steps() const { return steps_; }
+  void set_steps(std::uint64_t steps) { steps_ = steps; }
+
+ protected:
+  Optimizer(OptimizerType type, std::size_t begin, std::size_t end);
+
+ private:
+  // The type's update rule over size() floats; steps() still counts the steps before this one.
+  virtual void Update(std::span<float> params, std::span<const float> grad, float lr) = 0;
+
+  OptimizerType type_;
+  std::size_t begin_;
+  std::size_t end_;
+  std::uint64_t steps_ = 0;
+};
+
+// An optimizer of options.type for [begin, end); begin <= end (asserted). Options are expected to
+// have passed ValidateOptimizerOptions.
+std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options, std::size_t begin,
+                                         std::size_t end);
+
+// Configuration names: "sgd", "momentum", "adagrad", "adam".
+std::string_view OptimizerTypeName(OptimizerType type);
+Result<OptimizerType> ParseOptimizerType(std::string_view name);  // error lists the choices
+std::string_view OptimizerTypeChoices();                          // "sgd, momentum, adagrad, adam"
+
+}  // namespace dtrain::optim

@@ -1,0 +1,31 @@
+// Metrics the training loop emits, and the sink interface that records or forwards them.
+//
+//   class PrintSink : public MetricSink { void Record(std::span<const MetricPoint> p) override; };
+//
+// Names are stable (they are the `name` column of the store and the keys of `dtrain metrics`):
+//   train_loss, train_accuracy, lr, grad_norm, samples_per_sec   (every log_every steps)
+//   eval_loss, eval_accuracy (classification) or eval_mse (regression)   (every evaluation)
+// A sink is called from the training thread only.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace dtrain::train {
+
+struct MetricPoint {
+  std::int64_t step = 0;  // optimizer steps completed
+  double epoch = 0.0;     // fractional epochs completed
+  std::string name;
+  double value = 0.0;
+};
+
+class MetricSink {
+ public:
+  virtual ~MetricSink() = default;
+  // One batch of points that belong together (same step).
+  virtual void Record(std::span<const MetricPoint> points) = 0;
+};
+
+}  // namespace dtrain::train

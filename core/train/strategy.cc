@@ -1,0 +1,17 @@
+#include "core/train/strategy.h"
+
+#include "core/optim/clip.h"
+
+namespace dtrain::train {
+
+LocalStrategy::LocalStrategy(std::unique_ptr<optim::Optimizer> optimizer, float clip_norm)
+    : optimizer_(std::move(optimizer)), clip_norm_(clip_norm) {}
+
+Status LocalStrategy::Apply(std::int64_t /*step*/, std::span<float> params,
+                            std::span<float> grad, float lr) {
+  if (clip_norm_ > 0.0f) optim::ClipByGlobalNorm(grad, clip_norm_);
+  optimizer_->Step(params, grad, lr);
+  return Status::Ok();
+}
+
+}  // namespace dtrain::train

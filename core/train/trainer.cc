@@ -1,0 +1,181 @@
+#include "core/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/optim/clip.h"
+
+namespace dtrain::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool IsClassification(const model::ModelSpec& spec) {
+  return spec.loss != model::LossType::kMeanSquaredError;
+}
+
+}  // namespace
+
+std::string_view StopReasonName(StopReason reason) {
+  switch (reason) {
+    case StopReason::kCompleted:
+      return "completed";
+    case StopReason::kTargetReached:
+      return "target reached";
+    case StopReason::kRequested:
+      return "stop requested";
+  }
+  return "?";
+}
+
+Trainer::Trainer(const model::Model& model, TrainOptions options, const data::Dataset& train,
+                 const data::Dataset* eval, data::Scaling scaling, Strategy& strategy)
+    : model_(model),
+      options_(std::move(options)),
+      train_(train),
+      eval_(eval),
+      scaling_(std::move(scaling)),
+      strategy_(strategy),
+      sampler_(train.rows, static_cast<std::size_t>(options_.batch_size), options_.seed,
+               options_.rank, options_.world_size),
+      workspace_(model, std::max(options_.batch_size, options_.eval_batch_size)),
+      params_(model.NumParams()),
+      grad_(model.NumParams()),
+      x_(static_cast<std::size_t>(std::max(options_.batch_size, options_.eval_batch_size)) *
+         train.features),
+      y_(static_cast<std::size_t>(std::max(options_.batch_size, options_.eval_batch_size))) {
+  if (options_.schedule.total_steps == 0) options_.schedule.total_steps = PlannedSteps();
+}
+
+void Trainer::InitParams() { model_.Init(params_, options_.seed); }
+
+std::int64_t Trainer::PlannedSteps() const {
+  const auto per_epoch = static_cast<std::int64_t>(sampler_.StepsPerEpoch());
+  std::int64_t planned = std::numeric_limits<std::int64_t>::max();
+  if (options_.epochs > 0) planned = options_.epochs * per_epoch;
+  if (options_.steps > 0) planned = std::min(planned, options_.steps);
+  return planned;
+}
+
+double Trainer::Epochs() const {
+  return static_cast<double>(position_.epoch) +
+         static_cast<double>(position_.batch) / static_cast<double>(sampler_.StepsPerEpoch());
+}
+
+bool Trainer::Finished() const { return position_.step >= PlannedSteps(); }
+
+Result<StopReason> Trainer::Run(TrainListener& listener) {
+  const bool classification = IsClassification(model_.spec());
+  double window_loss = 0.0;
+  long window_correct = 0;
+  std::size_t window_rows = 0;
+  auto window_start = Clock::now();
+
+  while (!Finished()) {
+    const std::span<const std::uint32_t> batch = sampler_.Batch(position_.epoch, position_.batch);
+    const int rows = static_cast<int>(batch.size());
+    if (rows > 0) {
+      data::GatherBatch(train_, scaling_, batch, x_.data(), y_.data());
+      const model::LossValue value = model_.ForwardBackward(
+          params_.data(), x_.data(), y_.data(), rows, options_.weight_decay, grad_.data(),
+          workspace_);
+      window_loss += value.loss_sum;
+      window_correct += value.correct;
+      window_rows += batch.size();
+    } else {
+      std::fill(grad_.begin(), grad_.end(), 0.0f);  // still takes part in the step
+    }
+
+    const float lr = optim::LearningRate(options_.schedule, position_.step);
+    const bool log_now = (position_.step + 1) % options_.log_every == 0 ||
+                         position_.step + 1 == PlannedSteps();
+    const double grad_norm = log_now ? optim::GlobalNorm(grad_) : 0.0;
+    Status applied = strategy_.Apply(position_.step, params_, grad_, lr);
+    if (!applied.ok()) return applied;
+
+    ++position_.step;
+    bool epoch_end = false;
+    if (++position_.batch == sampler_.StepsPerEpoch()) {
+      position_.batch = 0;
+      ++position_.epoch;
+      epoch_end = true;
+    }
+
+    if (log_now && window_rows > 0) {
+      const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
+      const double rows_seen = static_cast<double>(window_rows);
+      std::vector<MetricPoint> points{
+          {position_.step, Epochs(), "train_loss",
+           window_loss / rows_seen + model_.WeightDecayPenalty(params_.data(),
+                                                               options_.weight_decay)},
+          {position_.step, Epochs(), "lr", lr},
+          {position_.step, Epochs(), "grad_norm", grad_norm},
+          {position_.step, Epochs(), "samples_per_sec", seconds > 0 ? rows_seen / seconds : 0.0}};
+      if (classification) {
+        points.push_back({position_.step, Epochs(), "train_accuracy",
+                          static_cast<double>(window_correct) / rows_seen});
+      }
+      listener.Record(points);
+      window_loss = 0.0;
+      window_correct = 0;
+      window_rows = 0;
+      window_start = Clock::now();
+    }
+
+    const bool eval_now = eval_ != nullptr &&
+                          (options_.eval_every > 0 ? position_.step % options_.eval_every == 0
+                                                   : epoch_end);
+    if (eval_now || (eval_ != nullptr && Finished())) {
+      const EvalResult result = Evaluate(*eval_);
+      EmitEval(listener, result);
+      if (options_.target_accuracy > 0.0 && classification &&
+          result.accuracy >= options_.target_accuracy) {
+        listener.AfterStep(*this);
+        return StopReason::kTargetReached;
+      }
+    }
+    if (!listener.AfterStep(*this)) return StopReason::kRequested;
+  }
+  return StopReason::kCompleted;
+}
+
+EvalResult Trainer::Evaluate(const data::Dataset& set) {
+  EvalResult result;
+  double loss_sum = 0.0;
+  long correct = 0;
+  const auto chunk = static_cast<std::size_t>(options_.eval_batch_size);
+  eval_indices_.resize(chunk);
+  for (std::size_t begin = 0; begin < set.rows; begin += chunk) {
+    const std::size_t rows = std::min(chunk, set.rows - begin);
+    std::iota(eval_indices_.begin(), eval_indices_.begin() + static_cast<long>(rows),
+              static_cast<std::uint32_t>(begin));
+    data::GatherBatch(set, scaling_, {eval_indices_.data(), rows}, x_.data(), y_.data());
+    const model::LossValue v =
+        model_.Evaluate(params_.data(), x_.data(), y_.data(), static_cast<int>(rows), workspace_);
+    loss_sum += v.loss_sum;
+    correct += v.correct;
+  }
+  result.rows = set.rows;
+  if (set.rows == 0) return result;
+  result.loss = loss_sum / static_cast<double>(set.rows);
+  result.accuracy = IsClassification(model_.spec())
+                        ? static_cast<double>(correct) / static_cast<double>(set.rows)
+                        : std::numeric_limits<double>::quiet_NaN();
+  return result;
+}
+
+void Trainer::EmitEval(TrainListener& listener, const EvalResult& result) {
+  std::vector<MetricPoint> points;
+  if (IsClassification(model_.spec())) {
+    points.push_back({position_.step, Epochs(), "eval_loss", result.loss});
+    points.push_back({position_.step, Epochs(), "eval_accuracy", result.accuracy});
+  } else {
+    points.push_back({position_.step, Epochs(), "eval_mse", result.loss});
+  }
+  listener.Record(points);
+}
+
+}  // namespace dtrain::train

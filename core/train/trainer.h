@@ -1,0 +1,111 @@
+// Trainer: the training loop of one replica — batches, forward, backward, a Strategy step,
+// periodic evaluation and a stream of metrics. The same loop runs every distribution mode.
+//
+//   LocalStrategy strategy(optim::MakeOptimizer(opt, 0, model.NumParams()), clip_norm);
+//   Trainer trainer(model, options, train_set, &test_set, scaling, strategy);
+//   trainer.InitParams();
+//   Result<StopReason> why = trainer.Run(listener);
+//
+// Resuming: restore params(), the optimizer state and set_position() from a checkpoint; the data
+// order is a pure function of (seed, epoch), so the run continues exactly where it left off.
+// One thread at a time; the referenced model, datasets and strategy must outlive the Trainer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/data/dataset.h"
+#include "core/data/sampler.h"
+#include "core/math/buffer.h"
+#include "core/model/model.h"
+#include "core/optim/schedule.h"
+#include "core/status.h"
+#include "core/train/metrics.h"
+#include "core/train/strategy.h"
+
+namespace dtrain::train {
+
+struct TrainOptions {
+  std::int64_t epochs = 10;      // stop after this many epochs (0: no epoch limit)
+  std::int64_t steps = 0;        // stop after this many optimizer steps (0: no step limit)
+  int batch_size = 64;           // per replica
+  std::uint64_t seed = 1;        // initialisation and data order
+  std::int64_t eval_every = 0;   // steps between evaluations (0: at the end of every epoch)
+  std::int64_t log_every = 100;  // steps between train_* metrics
+  double target_accuracy = 0.0;  // stop once eval accuracy reaches it (0: off)
+  float weight_decay = 0.0f;     // L2 on weights (not biases)
+  optim::ScheduleOptions schedule;  // total_steps 0 means "the planned run length"
+  int rank = 0;
+  int world_size = 1;
+  int eval_batch_size = 1000;
+};
+
+// The next batch the loop will run; a checkpoint stores it.
+struct TrainPosition {
+  std::int64_t step = 0;      // optimizer steps completed
+  std::uint64_t epoch = 0;    // current epoch (0-based)
+  std::size_t batch = 0;      // next batch within the epoch
+};
+
+struct EvalResult {
+  double loss = 0.0;      // mean loss over the set (mse for regression)
+  double accuracy = 0.0;  // fraction correct; NaN for regression
+  std::size_t rows = 0;
+};
+
+enum class StopReason { kCompleted, kTargetReached, kRequested };
+std::string_view StopReasonName(StopReason reason);
+
+class Trainer;
+
+// Receives the loop's metrics and may stop it. Called on the training thread.
+class TrainListener : public MetricSink {
+ public:
+  // After every optimizer step; return false to stop (the step stays applied).
+  virtual bool AfterStep(const Trainer& trainer) = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(const model::Model& model, TrainOptions options, const data::Dataset& train,
+          const data::Dataset* eval, data::Scaling scaling, Strategy& strategy);
+
+  // Fresh parameters from the model's initialisation scheme and options.seed.
+  void InitParams();
+
+  Result<StopReason> Run(TrainListener& listener);
+  EvalResult Evaluate(const data::Dataset& set);
+
+  std::span<float> params() { return params_; }
+  std::span<const float> params() const { return params_; }
+  const TrainPosition& position() const { return position_; }
+  void set_position(const TrainPosition& position) { position_ = position; }
+  std::size_t StepsPerEpoch() const { return sampler_.StepsPerEpoch(); }
+  // Steps the whole run takes, from the epochs/steps limits.
+  std::int64_t PlannedSteps() const;
+  double Epochs() const;  // fractional epochs completed
+  const TrainOptions& options() const { return options_; }
+  Strategy& strategy() { return strategy_; }
+  const model::Model& model() const { return model_; }
+
+ private:
+  bool Finished() const;
+  void EmitEval(TrainListener& listener, const EvalResult& result);
+
+  const model::Model& model_;
+  TrainOptions options_;
+  const data::Dataset& train_;
+  const data::Dataset* eval_;  // may be null: no evaluation
+  data::Scaling scaling_;
+  Strategy& strategy_;
+  data::BatchSampler sampler_;
+  model::Workspace workspace_;
+  math::FloatBuffer params_, grad_, x_;
+  std::vector<float> y_;
+  std::vector<std::uint32_t> eval_indices_;
+  TrainPosition position_;
+};
+
+}  // namespace dtrain::train

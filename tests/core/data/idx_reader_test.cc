@@ -1,0 +1,184 @@
+#include <algorithm>
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "core/data/data_test_util.h"
+#include "core/data/readers.h"
+
+namespace dtrain::data {
+namespace {
+
+using testing::TempDir;
+
+const std::string kFashionDir = "/usr/share/datasets/fashion-mnist";
+
+// An IDX file: big-endian magic, big-endian dimension sizes, then the payload.
+std::string IdxBytes(std::uint32_t magic, const std::vector<std::uint32_t>& dims,
+                     const std::string& payload) {
+  std::string out;
+  auto put = [&out](std::uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
+  };
+  put(magic);
+  for (std::uint32_t d : dims) put(d);
+  return out + payload;
+}
+
+// Three 2x3 images with pixels 0..17 and labels 2, 0, 1.
+const std::string kPixels = [] {
+  std::string p;
+  for (int i = 0; i < 18; ++i) p.push_back(static_cast<char>(i * 10));
+  return p;
+}();
+const std::string kImages = IdxBytes(0x803, {3, 2, 3}, kPixels);
+const std::string kLabels = IdxBytes(0x801, {3}, std::string("\x02\x00\x01", 3));
+
+void CheckSmallSet(const Result<Dataset>& r, const std::string& images_path) {
+  BOOST_TEST_REQUIRE(r.ok(), r.status().message());
+  const Dataset& d = r.value();
+  BOOST_TEST(d.rows == 3u);
+  BOOST_TEST(d.features == 6u);
+  BOOST_TEST(d.stored_as_bytes());
+  BOOST_TEST(d.floats.empty());
+  BOOST_TEST(d.FeatureBytes() == 18u);
+  BOOST_TEST(std::string(d.bytes.begin(), d.bytes.end()) == kPixels);
+  BOOST_TEST(d.labels == (std::vector<float>{2, 0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(d.num_classes == 3);
+  BOOST_TEST(d.source == images_path);
+}
+
+// The read fails and its message names `path` and contains `fragment`.
+void CheckError(const Result<Dataset>& r, const std::string& path, const std::string& fragment) {
+  BOOST_TEST_REQUIRE(!r.ok());
+  const std::string m = r.status().message();
+  BOOST_TEST(m.find(path) != std::string::npos, m);
+  BOOST_TEST(m.find(fragment) != std::string::npos, m);
+}
+
+boost::test_tools::assertion_result FashionMnistPresent(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result present(
+      std::filesystem::exists(kFashionDir + "/t10k-images-idx3-ubyte.gz"));
+  present.message() << "Fashion-MNIST not installed under " << kFashionDir;
+  return present;
+}
+
+BOOST_AUTO_TEST_SUITE(idx_reader)
+
+BOOST_AUTO_TEST_CASE(reads_plain_files) {
+  TempDir dir;
+  const std::string images = dir.Write("images", kImages);
+  CheckSmallSet(ReadIdx(images, dir.Write("labels", kLabels)), images);
+}
+
+BOOST_AUTO_TEST_CASE(reads_gzip_files_and_mixes_them_with_plain_ones) {
+  TempDir dir;
+  const std::string images = dir.WriteGz("images.gz", kImages);
+  CheckSmallSet(ReadIdx(images, dir.WriteGz("labels.gz", kLabels)), images);
+  CheckSmallSet(ReadIdx(images, dir.Write("labels", kLabels)), images);
+}
+
+BOOST_AUTO_TEST_CASE(truncated_images_name_the_incomplete_image) {
+  TempDir dir;
+  const std::string labels = dir.Write("labels", kLabels);
+  const std::string cut = kImages.substr(0, kImages.size() - 4);  // image 2 loses 4 of 6 bytes
+  const std::string plain = dir.Write("images", cut);
+  CheckError(ReadIdx(plain, labels), plain, "truncated");
+  CheckError(ReadIdx(plain, labels), plain, "image 2 (0-based) of 3");
+  const std::string gz = dir.WriteGz("images.gz", cut);
+  CheckError(ReadIdx(gz, labels), gz, "image 2 (0-based) of 3");
+}
+
+BOOST_AUTO_TEST_CASE(truncated_gzip_stream_is_an_error) {
+  TempDir dir;
+  const std::string whole = dir.WriteGz("whole.gz", kImages);
+  std::string compressed;
+  {
+    std::ifstream in(whole, std::ios::binary);
+    compressed.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string cut = dir.Write("cut.gz", compressed.substr(0, compressed.size() / 2));
+  CheckError(ReadIdx(cut, dir.Write("labels", kLabels)), cut, "truncated");
+}
+
+BOOST_AUTO_TEST_CASE(truncated_header_and_empty_file_are_errors) {
+  TempDir dir;
+  const std::string labels = dir.Write("labels", kLabels);
+  const std::string empty = dir.Write("empty", "");
+  CheckError(ReadIdx(empty, labels), empty, "too short");
+  const std::string header = dir.Write("header", kImages.substr(0, 10));
+  CheckError(ReadIdx(header, labels), header, "truncated header");
+}
+
+BOOST_AUTO_TEST_CASE(wrong_magic_is_reported_with_both_numbers) {
+  TempDir dir;
+  const std::string images = dir.Write("images", kImages);
+  const std::string labels = dir.Write("labels", kLabels);
+  // Files swapped: the label file is read as images.
+  CheckError(ReadIdx(labels, images), labels, "bad magic number 0x00000801");
+  CheckError(ReadIdx(labels, images), labels, "expected 0x00000803");
+  CheckError(ReadIdx(images, images), images, "expected 0x00000801");
+}
+
+BOOST_AUTO_TEST_CASE(label_count_must_match_image_count) {
+  TempDir dir;
+  const std::string images = dir.Write("images", kImages);
+  const std::string labels = dir.Write("labels", IdxBytes(0x801, {2}, std::string("\x01\x01")));
+  CheckError(ReadIdx(images, labels), labels, "holds 2 labels but");
+  CheckError(ReadIdx(images, labels), images, "holds 3 images");
+}
+
+BOOST_AUTO_TEST_CASE(data_after_the_declared_items_is_an_error) {
+  TempDir dir;
+  const std::string images = dir.Write("images", kImages + "x");
+  CheckError(ReadIdx(images, dir.Write("labels", kLabels)), images, "unexpected data");
+}
+
+BOOST_AUTO_TEST_CASE(zero_images_or_empty_image_size_are_errors) {
+  TempDir dir;
+  const std::string labels = dir.Write("labels", IdxBytes(0x801, {0}, ""));
+  const std::string none = dir.Write("none", IdxBytes(0x803, {0, 2, 2}, ""));
+  CheckError(ReadIdx(none, labels), none, "no images");
+  const std::string flat = dir.Write("flat", IdxBytes(0x803, {3, 0, 2}, ""));
+  CheckError(ReadIdx(flat, dir.Write("labels3", kLabels)), flat, "invalid image size 0x2");
+}
+
+BOOST_AUTO_TEST_CASE(missing_file_names_the_file) {
+  TempDir dir;
+  const std::string missing = dir.Path("no-such-file.gz");
+  const std::string labels = dir.Write("labels", kLabels);
+  CheckError(ReadIdx(missing, labels), missing, "cannot open");
+  const std::string images = dir.Write("images", kImages);
+  CheckError(ReadIdx(images, missing), missing, "No such file");
+}
+
+BOOST_AUTO_TEST_CASE(reads_the_fashion_mnist_test_set,
+                     *boost::unit_test::precondition(FashionMnistPresent)) {
+  const Result<Dataset> r = ReadIdx(kFashionDir + "/t10k-images-idx3-ubyte.gz",
+                                    kFashionDir + "/t10k-labels-idx1-ubyte.gz");
+  BOOST_TEST_REQUIRE(r.ok(), r.status().message());
+  const Dataset& d = r.value();
+  BOOST_TEST(d.rows == 10000u);
+  BOOST_TEST(d.features == 784u);
+  BOOST_TEST(d.stored_as_bytes());
+  BOOST_TEST(d.FeatureBytes() == 10000u * 784u);  // one byte per pixel, no float copy
+  BOOST_TEST(d.num_classes == 10);
+  std::vector<int> per_class(10, 0);
+  for (float label : d.labels) {
+    BOOST_TEST_REQUIRE((label >= 0.0f && label <= 9.0f && label == static_cast<int>(label)));
+    ++per_class[static_cast<int>(label)];
+  }
+  for (int n : per_class) BOOST_TEST(n == 1000);  // the test set is exactly balanced
+  BOOST_TEST(d.labels[0] == 9.0f);                // the first item is an ankle boot
+  const auto [lo, hi] = std::minmax_element(d.bytes.begin(), d.bytes.end());
+  BOOST_TEST(*lo == 0);
+  BOOST_TEST(*hi == 255);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::data

@@ -1,0 +1,154 @@
+#include "core/data/sampler.h"
+
+#include <algorithm>
+#include <boost/test/unit_test.hpp>
+#include <numeric>
+#include <vector>
+
+#include "core/data/random.h"
+
+namespace dtrain::data {
+namespace {
+
+const std::size_t kRowCounts[] = {0, 1, 5, 7, 10, 13, 97, 100, 1000};
+
+bool IsPermutation(std::vector<std::uint32_t> v, std::size_t n) {
+  if (v.size() != n) return false;
+  std::sort(v.begin(), v.end());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (v[i] != i) return false;
+  }
+  return true;
+}
+
+BOOST_AUTO_TEST_SUITE(sampler)
+
+BOOST_AUTO_TEST_CASE(splitmix64_matches_the_reference_sequence) {
+  // First outputs of Vigna's splitmix64.c with x = 0: the generator is the published one.
+  SplitMix64 rng(0);
+  BOOST_TEST(rng.Next() == 0xE220A8397B1DCDAFULL);
+  BOOST_TEST(rng.Next() == 0x6E789E6AA1B965F4ULL);
+  BOOST_TEST(rng.Next() == 0x06C45D188009454FULL);
+}
+
+BOOST_AUTO_TEST_CASE(bounded_stays_in_range_and_uniform_stays_in_unit_interval) {
+  SplitMix64 rng(7);
+  for (std::uint32_t bound : {1u, 2u, 3u, 10u, 1000u, 4000000000u}) {
+    for (int i = 0; i < 1000; ++i) BOOST_TEST(rng.Bounded(bound) < bound);
+  }
+  for (int i = 0; i < 1000; ++i) {
+    const double u = rng.Uniform();
+    BOOST_TEST((u >= 0.0 && u < 1.0));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(shards_cover_every_row_exactly_once) {
+  for (std::size_t rows : kRowCounts) {
+    for (int world = 1; world <= 7; ++world) {
+      std::size_t expected_begin = 0, smallest = rows, largest = 0;
+      for (int rank = 0; rank < world; ++rank) {
+        const ShardRange s = ShardOf(rows, rank, world);
+        BOOST_TEST(s.begin == expected_begin, "rows " << rows << " world " << world);
+        BOOST_TEST(s.end >= s.begin);
+        expected_begin = s.end;
+        smallest = std::min(smallest, s.size());
+        largest = std::max(largest, s.size());
+      }
+      BOOST_TEST(expected_begin == rows, "rows " << rows << " world " << world);
+      BOOST_TEST(largest - smallest <= 1u, "rows " << rows << " world " << world);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(epoch_permutation_is_a_deterministic_permutation) {
+  for (std::size_t rows : kRowCounts) {
+    const auto p = EpochPermutation(rows, 42, 3);
+    BOOST_TEST(IsPermutation(p, rows), "rows " << rows);
+    BOOST_TEST(p == EpochPermutation(rows, 42, 3));
+  }
+  const auto a = EpochPermutation(1000, 42, 0);
+  BOOST_TEST(a != EpochPermutation(1000, 42, 1));  // another epoch
+  BOOST_TEST(a != EpochPermutation(1000, 43, 0));  // another seed
+}
+
+BOOST_AUTO_TEST_CASE(epoch_permutation_is_pinned) {
+  // Resuming from a checkpoint replays epochs: the sequence must not change between versions.
+  const std::vector<std::uint32_t> expected = {2, 6, 3, 4, 9, 8, 5, 7, 0, 1};
+  BOOST_TEST(EpochPermutation(10, 42, 0) == expected);
+}
+
+BOOST_AUTO_TEST_CASE(epoch_permutation_is_unbiased) {
+  // Each row must land in each position with probability 1/n. A classic off-by-one (drawing j
+  // from [0, i) instead of [0, i]) never leaves a row in place, which this would catch.
+  constexpr std::size_t kRows = 5;
+  constexpr int kEpochs = 20000;
+  std::vector<int> count(kRows * kRows, 0);  // [row][position]
+  for (int epoch = 0; epoch < kEpochs; ++epoch) {
+    const auto p = EpochPermutation(kRows, 9, static_cast<std::uint64_t>(epoch));
+    for (std::size_t pos = 0; pos < kRows; ++pos) ++count[p[pos] * kRows + pos];
+  }
+  const double expected = static_cast<double>(kEpochs) / kRows;
+  for (int c : count) BOOST_TEST(std::abs(c - expected) < 0.08 * expected);
+}
+
+BOOST_AUTO_TEST_CASE(batches_over_all_ranks_cover_each_row_once_per_epoch) {
+  for (std::size_t rows : {1u, 10u, 97u, 1000u}) {
+    for (std::size_t batch : {1u, 3u, 32u}) {
+      for (int world = 1; world <= 7; ++world) {
+        std::vector<BatchSampler> samplers;
+        for (int rank = 0; rank < world; ++rank) samplers.emplace_back(rows, batch, 5, rank, world);
+        const std::size_t steps = samplers[0].StepsPerEpoch();
+        for (const BatchSampler& s : samplers) BOOST_TEST(s.StepsPerEpoch() == steps);
+        for (std::uint64_t epoch : {0u, 1u, 2u}) {
+          std::vector<int> seen(rows, 0);
+          for (BatchSampler& s : samplers) {
+            std::vector<std::uint32_t> mine;
+            for (std::size_t i = 0; i < steps; ++i) {
+              const auto b = s.Batch(epoch, i);
+              BOOST_TEST(b.size() <= batch);
+              mine.insert(mine.end(), b.begin(), b.end());
+            }
+            // A rank's batches are its shard's slice of the epoch permutation, in order.
+            const auto p = EpochPermutation(rows, 5, epoch);
+            const std::vector<std::uint32_t> slice(p.begin() + s.shard().begin,
+                                                   p.begin() + s.shard().end);
+            BOOST_TEST(mine == slice);
+            for (std::uint32_t r : mine) ++seen[r];
+          }
+          const bool once = std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; });
+          BOOST_TEST(once, "rows " << rows << " batch " << batch << " world " << world << " epoch "
+                                   << epoch);
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(steps_per_epoch_follows_the_largest_shard) {
+  // 10 rows over 3 ranks: shards of 4, 3, 3; batch 2 -> 2 steps everywhere.
+  BatchSampler r0(10, 2, 1, 0, 3), r2(10, 2, 1, 2, 3);
+  BOOST_TEST(r0.StepsPerEpoch() == 2u);
+  BOOST_TEST(r2.StepsPerEpoch() == 2u);
+  BOOST_TEST(r0.Batch(0, 1).size() == 2u);
+  BOOST_TEST(r2.Batch(0, 1).size() == 1u);  // the smaller shard's short final batch
+  // 2 rows over 3 ranks: rank 2 holds nothing but still takes the one step, with an empty batch.
+  BatchSampler empty(2, 4, 1, 2, 3);
+  BOOST_TEST(empty.StepsPerEpoch() == 1u);
+  BOOST_TEST(empty.Batch(0, 0).empty());
+}
+
+BOOST_AUTO_TEST_CASE(going_back_to_an_earlier_epoch_recomputes_it) {
+  BatchSampler s(100, 100, 3);
+  const auto first = s.Batch(0, 0);
+  const std::vector<std::uint32_t> epoch0(first.begin(), first.end());
+  const auto second = s.Batch(1, 0);
+  const std::vector<std::uint32_t> epoch1(second.begin(), second.end());
+  BOOST_TEST(epoch0 != epoch1);
+  const auto again = s.Batch(0, 0);
+  BOOST_TEST(std::vector<std::uint32_t>(again.begin(), again.end()) == epoch0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::data

@@ -1,0 +1,354 @@
+// Optimizers against scalar reference loops, and the invariants parameter-server shards and
+// checkpoints rely on: a range is all an optimizer touches, shards equal one optimizer bit for
+// bit, and restored state continues bit for bit.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/math/buffer.h"
+#include "core/optim/optimizer.h"
+#include "core/optim/test_util.h"
+
+namespace dtrain::optim {
+namespace {
+
+using math::FloatBuffer;
+
+// Every update rule once, with non-default hyperparameters so that a rule reading the wrong
+// option (or its default) shows.
+std::vector<OptimizerOptions> AllConfigs() {
+  return {
+      {.type = OptimizerType::kSgd},
+      {.type = OptimizerType::kMomentum, .momentum = 0.8f},
+      {.type = OptimizerType::kMomentum, .momentum = 0.7f, .nesterov = true},
+      {.type = OptimizerType::kAdagrad, .eps = 1e-6f, .initial_accumulator = 0.2f},
+      {.type = OptimizerType::kAdam, .beta1 = 0.8f, .beta2 = 0.99f, .eps = 1e-6f},
+  };
+}
+
+std::string Describe(const OptimizerOptions& o) {
+  return std::string(OptimizerTypeName(o.type)) + (o.nesterov ? " (nesterov)" : "");
+}
+
+FloatBuffer Random(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  FloatBuffer v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+float StepLr(int step) { return 0.01f * static_cast<float>(step + 1); }
+
+// The update rules written out as the textbook scalar loops, in double.
+class Reference {
+ public:
+  Reference(const OptimizerOptions& o, std::size_t n) : o_(o), a_(n, 0.0), b_(n, 0.0) {
+    if (o.type == OptimizerType::kAdagrad) std::fill(a_.begin(), a_.end(), o.initial_accumulator);
+  }
+
+  void Step(std::vector<double>& p, std::span<const float> grad, double lr) {
+    ++t_;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      const double g = grad[i];
+      switch (o_.type) {
+        case OptimizerType::kSgd:
+          p[i] -= lr * g;
+          break;
+        case OptimizerType::kMomentum:
+          a_[i] = o_.momentum * a_[i] + g;
+          p[i] -= lr * (o_.nesterov ? g + o_.momentum * a_[i] : a_[i]);
+          break;
+        case OptimizerType::kAdagrad:
+          a_[i] += g * g;
+          p[i] -= lr * g / (std::sqrt(a_[i]) + o_.eps);
+          break;
+        case OptimizerType::kAdam: {
+          a_[i] = o_.beta1 * a_[i] + (1.0 - o_.beta1) * g;
+          b_[i] = o_.beta2 * b_[i] + (1.0 - o_.beta2) * g * g;
+          const double m_hat = a_[i] / (1.0 - std::pow(double{o_.beta1}, t_));
+          const double v_hat = b_[i] / (1.0 - std::pow(double{o_.beta2}, t_));
+          p[i] -= lr * m_hat / (std::sqrt(v_hat) + o_.eps);
+          break;
+        }
+      }
+    }
+  }
+
+  // The state vectors in the order StateVectors() promises.
+  std::vector<const std::vector<double>*> State() const {
+    switch (o_.type) {
+      case OptimizerType::kSgd:
+        return {};
+      case OptimizerType::kMomentum:
+      case OptimizerType::kAdagrad:
+        return {&a_};
+      case OptimizerType::kAdam:
+        return {&a_, &b_};
+    }
+    return {};
+  }
+
+ private:
+  OptimizerOptions o_;
+  std::vector<double> a_, b_;  // velocity | accumulator | m, and Adam's v
+  int t_ = 0;
+};
+
+void ExpectClose(std::span<const float> actual, const std::vector<double>& expected,
+                 const std::string& what) {
+  BOOST_REQUIRE_EQUAL(actual.size(), expected.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    const double tolerance = 1e-5 * std::max(1.0, std::abs(expected[i]));
+    if (!(std::abs(actual[i] - expected[i]) <= tolerance) && bad++ == 0) first = i;
+  }
+  BOOST_TEST(bad == 0u, what << ": " << bad << " of " << actual.size() << " differ, first at "
+                             << first << ": " << actual[first] << " vs reference "
+                             << expected[first]);
+}
+
+BOOST_AUTO_TEST_SUITE(optim)
+
+BOOST_AUTO_TEST_CASE(each_optimizer_matches_its_scalar_reference) {
+  // Sizes below, at and above the vector width, so full blocks and the padded tail both count.
+  for (std::size_t n : {1u, 5u, 16u, 1037u}) {
+    for (const OptimizerOptions& o : AllConfigs()) {
+      const std::string what = Describe(o) + " n=" + std::to_string(n);
+      auto opt = MakeOptimizer(o, 0, n);
+      Reference ref(o, n);
+      FloatBuffer params = Random(n, 1);
+      std::vector<double> expected(params.begin(), params.end());
+      for (int step = 0; step < 5; ++step) {
+        const FloatBuffer grad = Random(n, 100 + step);
+        opt->Step(params, grad, StepLr(step));
+        ref.Step(expected, grad, StepLr(step));
+      }
+      ExpectClose(params, expected, what + " params");
+      const auto state = opt->StateVectors();
+      const auto ref_state = ref.State();
+      BOOST_REQUIRE_EQUAL(state.size(), ref_state.size());
+      for (std::size_t s = 0; s < state.size(); ++s) {
+        ExpectClose(state[s], *ref_state[s], what + " state " + std::to_string(s));
+      }
+      BOOST_TEST(opt->steps() == 5u);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(adam_first_step_moves_each_parameter_by_lr_against_the_gradient_sign) {
+  // With bias correction m_hat = g and v_hat = g^2 after one step, so the update is lr * sign(g).
+  const std::size_t n = 100;
+  auto opt = MakeOptimizer({.type = OptimizerType::kAdam, .eps = 1e-12f}, 0, n);
+  FloatBuffer params(n, 1.0f);
+  const FloatBuffer grad = Random(n, 7);
+  opt->Step(params, grad, 0.1f);
+  for (std::size_t i = 0; i < n; ++i) {
+    BOOST_TEST(params[i] == (grad[i] > 0 ? 0.9f : 1.1f), boost::test_tools::tolerance(1e-5f));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(optimizer_on_a_range_touches_nothing_outside_it) {
+  const std::size_t n = 1000, begin = 123, end = 777;
+  for (const OptimizerOptions& o : AllConfigs()) {
+    auto opt = MakeOptimizer(o, begin, end);
+    BOOST_TEST(opt->begin() == begin);
+    BOOST_TEST(opt->end() == end);
+    BOOST_TEST(opt->size() == end - begin);
+    for (const std::span<float> s : opt->StateVectors()) BOOST_TEST(s.size() == end - begin);
+
+    FloatBuffer params = Random(n, 2);
+    const FloatBuffer before = params;
+    const FloatBuffer grad = Random(n, 3);
+    for (int step = 0; step < 3; ++step) {
+      opt->Step(std::span(params).subspan(begin, end - begin),
+                std::span(grad).subspan(begin, end - begin), StepLr(step));
+    }
+    const std::span<const float> p(params), b(before);
+    BOOST_TEST(BitEqual(p.first(begin), b.first(begin)), Describe(o) << ": prefix changed");
+    BOOST_TEST(BitEqual(p.subspan(end), b.subspan(end)), Describe(o) << ": suffix changed");
+    std::size_t unchanged = 0;
+    for (std::size_t i = begin; i < end; ++i) unchanged += params[i] == before[i];
+    BOOST_TEST(unchanged == 0u, Describe(o) << ": " << unchanged << " parameters in range kept");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(two_shards_equal_one_optimizer_bit_for_bit) {
+  const std::size_t n = 1000;
+  for (const OptimizerOptions& o : AllConfigs()) {
+    // Split points on and off the vector width, including an empty left shard.
+    for (std::size_t k : {0u, 1u, 7u, 16u, 333u, 999u}) {
+      auto whole = MakeOptimizer(o, 0, n);
+      auto left = MakeOptimizer(o, 0, k);
+      auto right = MakeOptimizer(o, k, n);
+      FloatBuffer p_whole = Random(n, 4);
+      FloatBuffer p_shards = p_whole;
+      const std::span<float> shards(p_shards);
+      for (int step = 0; step < 4; ++step) {
+        const FloatBuffer grad = Random(n, 200 + step);
+        const std::span<const float> g(grad);
+        whole->Step(p_whole, g, StepLr(step));
+        left->Step(shards.first(k), g.first(k), StepLr(step));
+        right->Step(shards.subspan(k), g.subspan(k), StepLr(step));
+      }
+      const std::string what = Describe(o) + " split at " + std::to_string(k);
+      BOOST_TEST(BitEqual(p_whole, p_shards), what << ": parameters differ");
+      const auto s_whole = whole->StateVectors();
+      const auto s_left = left->StateVectors();
+      const auto s_right = right->StateVectors();
+      for (std::size_t s = 0; s < s_whole.size(); ++s) {
+        BOOST_TEST(BitEqual(s_whole[s].first(k), s_left[s]), what << ": left state " << s);
+        BOOST_TEST(BitEqual(s_whole[s].subspan(k), s_right[s]), what << ": right state " << s);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fresh_optimizer_starts_from_the_documented_state) {
+  const std::size_t n = 40;
+  const std::size_t expected_vectors[] = {0, 1, 1, 1, 2};  // in AllConfigs() order
+  const auto configs = AllConfigs();
+  for (std::size_t c = 0; c < configs.size(); ++c) {
+    const OptimizerOptions& o = configs[c];
+    auto opt = MakeOptimizer(o, 10, 10 + n);
+    BOOST_TEST((opt->type() == o.type));
+    BOOST_TEST(opt->steps() == 0u);
+    const auto state = opt->StateVectors();
+    BOOST_REQUIRE_EQUAL(state.size(), expected_vectors[c]);
+    const float initial = o.type == OptimizerType::kAdagrad ? o.initial_accumulator : 0.0f;
+    for (const std::span<float> s : state) {
+      BOOST_TEST(s.size() == n);
+      BOOST_TEST(std::all_of(s.begin(), s.end(), [&](float x) { return x == initial; }),
+                 Describe(o));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(restored_state_continues_bit_for_bit) {
+  const std::size_t n = 517;
+  for (const OptimizerOptions& o : AllConfigs()) {
+    auto saved = MakeOptimizer(o, 0, n);
+    FloatBuffer p_saved = Random(n, 5);
+    for (int step = 0; step < 3; ++step) saved->Step(p_saved, Random(n, 300 + step), StepLr(step));
+
+    // A checkpoint holds the parameters, the state vectors and the step count.
+    auto restored = MakeOptimizer(o, 0, n);
+    FloatBuffer p_restored = p_saved;
+    const auto from = saved->StateVectors();
+    const auto to = restored->StateVectors();
+    for (std::size_t s = 0; s < from.size(); ++s) std::ranges::copy(from[s], to[s].begin());
+    restored->set_steps(saved->steps());
+
+    for (int step = 3; step < 6; ++step) {
+      const FloatBuffer grad = Random(n, 300 + step);
+      saved->Step(p_saved, grad, StepLr(step));
+      restored->Step(p_restored, grad, StepLr(step));
+    }
+    BOOST_TEST(BitEqual(p_saved, p_restored), Describe(o) << ": parameters diverged");
+    BOOST_TEST(restored->steps() == 6u);
+    const auto s_saved = saved->StateVectors();
+    const auto s_restored = restored->StateVectors();
+    for (std::size_t s = 0; s < s_saved.size(); ++s) {
+      BOOST_TEST(BitEqual(s_saved[s], s_restored[s]), Describe(o) << ": state " << s);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(adam_needs_its_step_count_restored) {
+  // The step count is part of Adam's state: the same vectors with steps() = 0 step differently.
+  const std::size_t n = 64;
+  const OptimizerOptions o{.type = OptimizerType::kAdam};
+  auto saved = MakeOptimizer(o, 0, n);
+  FloatBuffer params = Random(n, 6);
+  for (int step = 0; step < 3; ++step) saved->Step(params, Random(n, 400 + step), 0.01f);
+  auto forgetful = MakeOptimizer(o, 0, n);
+  const auto from = saved->StateVectors();
+  const auto to = forgetful->StateVectors();
+  for (std::size_t s = 0; s < from.size(); ++s) std::ranges::copy(from[s], to[s].begin());
+  FloatBuffer p_forgetful = params;
+  const FloatBuffer grad = Random(n, 500);
+  saved->Step(params, grad, 0.01f);
+  forgetful->Step(p_forgetful, grad, 0.01f);
+  BOOST_TEST(!BitEqual(params, p_forgetful));
+}
+
+BOOST_AUTO_TEST_CASE(each_optimizer_converges_on_a_quadratic) {
+  // f(p) = 1/2 sum_i a_i (p_i - c_i)^2 with curvatures a_i in [0.5, 2]; gradient a_i (p_i - c_i).
+  const std::size_t n = 64;
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<float> curvature(0.5f, 2.0f), centre(-3.0f, 3.0f);
+  FloatBuffer a(n), c(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i] = curvature(rng);
+    c[i] = centre(rng);
+  }
+  auto loss = [&](const FloatBuffer& p) {
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i) sum += 0.5 * a[i] * (p[i] - c[i]) * (p[i] - c[i]);
+    return sum;
+  };
+  const float lrs[] = {0.5f, 0.1f, 0.1f, 0.5f, 0.05f};  // in AllConfigs() order
+  const auto configs = AllConfigs();
+  for (std::size_t k = 0; k < configs.size(); ++k) {
+    auto opt = MakeOptimizer(configs[k], 0, n);
+    FloatBuffer p(n, 0.0f), grad(n);
+    const double initial = loss(p);
+    for (int step = 0; step < 1000; ++step) {
+      for (std::size_t i = 0; i < n; ++i) grad[i] = a[i] * (p[i] - c[i]);
+      opt->Step(p, grad, lrs[k]);
+    }
+    BOOST_TEST(loss(p) < 1e-6 * initial, Describe(configs[k])
+                                             << ": loss " << loss(p) << " from " << initial);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(options_are_validated_per_type) {
+  for (const OptimizerOptions& o : AllConfigs()) {
+    BOOST_TEST(ValidateOptimizerOptions(o).ok(), Describe(o));
+  }
+  // Fields of other types are ignored.
+  BOOST_TEST(ValidateOptimizerOptions({.type = OptimizerType::kSgd, .momentum = 5.0f}).ok());
+
+  const OptimizerOptions bad[] = {
+      {.type = OptimizerType::kMomentum, .momentum = 1.0f},
+      {.type = OptimizerType::kMomentum, .momentum = -0.1f},
+      {.type = OptimizerType::kMomentum, .momentum = std::nanf("")},
+      {.type = OptimizerType::kMomentum, .momentum = 0.0f, .nesterov = true},
+      {.type = OptimizerType::kAdam, .beta1 = 1.0f},
+      {.type = OptimizerType::kAdam, .beta2 = 1.5f},
+      {.type = OptimizerType::kAdam, .eps = 0.0f},
+      {.type = OptimizerType::kAdagrad, .eps = -1e-8f},
+      {.type = OptimizerType::kAdagrad, .initial_accumulator = -0.1f},
+  };
+  for (const OptimizerOptions& o : bad) {
+    const Status s = ValidateOptimizerOptions(o);
+    BOOST_TEST(!s.ok(), Describe(o));
+    BOOST_TEST(s.message().find(OptimizerTypeName(o.type)) != std::string::npos, s.message());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(optimizer_names_round_trip_and_a_bad_name_lists_the_choices) {
+  BOOST_TEST(OptimizerTypeChoices() == "sgd, momentum, adagrad, adam");
+  for (OptimizerType t : {OptimizerType::kSgd, OptimizerType::kMomentum, OptimizerType::kAdagrad,
+                          OptimizerType::kAdam}) {
+    const Result<OptimizerType> parsed = ParseOptimizerType(OptimizerTypeName(t));
+    BOOST_REQUIRE(parsed.ok());
+    BOOST_TEST((parsed.value() == t));
+    BOOST_TEST(OptimizerTypeChoices().find(OptimizerTypeName(t)) != std::string_view::npos);
+  }
+  const Result<OptimizerType> bad = ParseOptimizerType("rmsprop");
+  BOOST_REQUIRE(!bad.ok());
+  BOOST_TEST(bad.status().message().find("'rmsprop'") != std::string::npos);
+  BOOST_TEST(bad.status().message().find(OptimizerTypeChoices()) != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::optim

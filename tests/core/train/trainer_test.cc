@@ -1,0 +1,217 @@
+// The training loop: determinism, resumption, convergence, stopping rules.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "core/data/dataset.h"
+#include "core/data/readers.h"
+#include "core/math/gemm.h"
+#include "core/optim/optimizer.h"
+#include "core/train/trainer.h"
+
+namespace dtrain::train {
+namespace {
+
+// Records every metric; optionally stops after a number of steps.
+class RecordingListener : public TrainListener {
+ public:
+  explicit RecordingListener(std::int64_t stop_after = -1) : stop_after_(stop_after) {}
+  void Record(std::span<const MetricPoint> points) override {
+    for (const MetricPoint& p : points) last_[p.name] = p, counts_[p.name]++;
+  }
+  bool AfterStep(const Trainer& t) override {
+    ++steps_seen_;
+    return stop_after_ < 0 || t.position().step < stop_after_;
+  }
+  std::map<std::string, MetricPoint> last_;
+  std::map<std::string, int> counts_;
+  std::int64_t steps_seen_ = 0;
+
+ private:
+  std::int64_t stop_after_;
+};
+
+model::ModelSpec MlpSpec(int inputs, int classes) {
+  model::ModelSpec s;
+  s.type = model::ModelType::kMlp;
+  s.inputs = inputs;
+  s.hidden = {16, 8};
+  s.activation = math::Activation::kTanh;
+  s.outputs = classes;
+  s.loss = model::LossType::kSoftmaxCrossEntropy;
+  return s;
+}
+
+struct Fixture {
+  Fixture() {
+    math::SetBlasThreads(1);
+    data::BlobsOptions o;
+    o.rows = 900;
+    o.features = 5;
+    o.classes = 3;
+    o.seed = 11;
+    std::tie(train, test) = data::SplitValidation(data::MakeBlobs(o), 1.0 / 3.0, 3);
+  }
+  data::Dataset train, test;
+};
+
+struct Run {
+  Run(const data::Dataset& train, const data::Dataset& test, TrainOptions options,
+      optim::OptimizerType type = optim::OptimizerType::kAdam)
+      : model(MlpSpec(static_cast<int>(train.features), train.num_classes)),
+        strategy(optim::MakeOptimizer(Opt(type), 0, model.NumParams()), 1.0f),
+        trainer(model, options, train, &test, data::ConstantScaling(1.0f), strategy) {
+    trainer.InitParams();
+  }
+  static optim::OptimizerOptions Opt(optim::OptimizerType type) {
+    optim::OptimizerOptions o;
+    o.type = type;
+    return o;
+  }
+  model::Model model;
+  LocalStrategy strategy;
+  Trainer trainer;
+};
+
+TrainOptions Options() {
+  TrainOptions o;
+  o.epochs = 3;
+  o.batch_size = 32;
+  o.seed = 5;
+  o.log_every = 10;
+  o.schedule.lr = 0.01f;
+  o.schedule.type = optim::ScheduleType::kCosine;
+  o.schedule.warmup_steps = 5;
+  o.weight_decay = 1e-4f;
+  return o;
+}
+
+BOOST_FIXTURE_TEST_SUITE(trainer, Fixture)
+
+BOOST_AUTO_TEST_CASE(same_seed_same_threads_gives_bit_identical_parameters) {
+  Run a(train, test, Options()), b(train, test, Options());
+  RecordingListener la, lb;
+  BOOST_REQUIRE(a.trainer.Run(la).ok());
+  BOOST_REQUIRE(b.trainer.Run(lb).ok());
+  BOOST_TEST(std::equal(a.trainer.params().begin(), a.trainer.params().end(),
+                        b.trainer.params().begin()));
+  TrainOptions other = Options();
+  other.seed = 6;
+  Run c(train, test, other);
+  RecordingListener lc;
+  BOOST_REQUIRE(c.trainer.Run(lc).ok());
+  BOOST_TEST(!std::equal(a.trainer.params().begin(), a.trainer.params().end(),
+                         c.trainer.params().begin()));
+}
+
+BOOST_AUTO_TEST_CASE(resuming_from_saved_state_continues_bit_identically) {
+  Run straight(train, test, Options());
+  RecordingListener all;
+  BOOST_REQUIRE(straight.trainer.Run(all).ok());
+
+  // Stop mid-epoch, carry params + optimizer state + position into a fresh trainer.
+  Run first(train, test, Options());
+  RecordingListener stop(23);
+  auto why = first.trainer.Run(stop);
+  BOOST_REQUIRE(why.ok());
+  BOOST_TEST((why.value() == StopReason::kRequested));
+  BOOST_TEST(first.trainer.position().step == 23);
+
+  Run second(train, test, Options());
+  std::copy(first.trainer.params().begin(), first.trainer.params().end(),
+            second.trainer.params().begin());
+  optim::Optimizer* from = first.strategy.LocalOptimizer();
+  optim::Optimizer* to = second.strategy.LocalOptimizer();
+  auto src = from->StateVectors();
+  auto dst = to->StateVectors();
+  BOOST_REQUIRE(src.size() == dst.size());
+  for (std::size_t i = 0; i < src.size(); ++i) std::copy(src[i].begin(), src[i].end(), dst[i].begin());
+  to->set_steps(from->steps());
+  second.trainer.set_position(first.trainer.position());
+  RecordingListener rest;
+  BOOST_REQUIRE(second.trainer.Run(rest).ok());
+  BOOST_TEST(second.trainer.position().step == straight.trainer.position().step);
+  BOOST_TEST(std::equal(straight.trainer.params().begin(), straight.trainer.params().end(),
+                        second.trainer.params().begin()));
+}
+
+BOOST_AUTO_TEST_CASE(learns_separable_blobs_and_reports_metrics) {
+  Run run(train, test, Options());
+  RecordingListener l;
+  auto why = run.trainer.Run(l);
+  BOOST_REQUIRE(why.ok());
+  BOOST_TEST((why.value() == StopReason::kCompleted));
+  const auto per_epoch = static_cast<std::int64_t>(run.trainer.StepsPerEpoch());
+  BOOST_TEST(per_epoch == 19);  // ceil(600 / 32)
+  BOOST_TEST(run.trainer.position().step == 3 * per_epoch);
+  BOOST_TEST(l.counts_["eval_accuracy"] == 3);  // once per epoch
+  BOOST_TEST(l.last_["eval_accuracy"].value > 0.9);
+  BOOST_TEST(l.last_["train_loss"].value < 0.5);
+  BOOST_TEST(l.last_["lr"].value < 0.01);  // cosine decayed
+  for (const char* name : {"train_loss", "train_accuracy", "lr", "grad_norm", "samples_per_sec",
+                           "eval_loss", "eval_accuracy"}) {
+    BOOST_TEST_CONTEXT(name) { BOOST_TEST(l.counts_.count(name) == 1u); }
+  }
+  const EvalResult eval = run.trainer.Evaluate(test);
+  BOOST_TEST(eval.rows == test.rows);
+  BOOST_TEST(eval.accuracy == l.last_["eval_accuracy"].value);
+}
+
+BOOST_AUTO_TEST_CASE(stops_on_step_limit_and_on_target_accuracy) {
+  TrainOptions limited = Options();
+  limited.steps = 7;
+  Run a(train, test, limited);
+  RecordingListener la;
+  BOOST_REQUIRE(a.trainer.Run(la).ok());
+  BOOST_TEST(a.trainer.position().step == 7);
+  BOOST_TEST(la.steps_seen_ == 7);
+  BOOST_TEST(la.counts_["eval_accuracy"] == 1);  // the final evaluation
+
+  TrainOptions target = Options();
+  target.epochs = 50;
+  target.eval_every = 5;
+  target.target_accuracy = 0.8;
+  Run b(train, test, target);
+  RecordingListener lb;
+  auto why = b.trainer.Run(lb);
+  BOOST_REQUIRE(why.ok());
+  BOOST_TEST((why.value() == StopReason::kTargetReached));
+  BOOST_TEST(lb.last_["eval_accuracy"].value >= 0.8);
+  BOOST_TEST(b.trainer.position().step < 50 * 19);
+}
+
+BOOST_AUTO_TEST_CASE(linear_regression_recovers_a_linear_teacher) {
+  data::TeacherOptions o;
+  o.rows = 2000;
+  o.features = 6;
+  o.noise = 0.01f;
+  data::Dataset teach = data::MakeLinearTeacher(o);
+  model::ModelSpec spec;
+  spec.type = model::ModelType::kLinear;
+  spec.inputs = 6;
+  spec.outputs = 1;
+  spec.loss = model::LossType::kMeanSquaredError;
+  model::Model m(spec);
+  optim::OptimizerOptions opt;
+  opt.type = optim::OptimizerType::kMomentum;
+  LocalStrategy strategy(optim::MakeOptimizer(opt, 0, m.NumParams()), 0.0f);
+  TrainOptions options;
+  options.epochs = 20;
+  options.batch_size = 50;
+  options.schedule.lr = 0.02f;
+  Trainer t(m, options, teach, &teach, data::ConstantScaling(1.0f), strategy);
+  t.InitParams();
+  RecordingListener l;
+  BOOST_REQUIRE(t.Run(l).ok());
+  BOOST_TEST(l.counts_.count("eval_mse") == 1u);
+  BOOST_TEST(l.counts_.count("eval_accuracy") == 0u);
+  BOOST_TEST(l.last_["eval_mse"].value < 0.01);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::train
