@@ -5,30 +5,12 @@
 #include <sstream>
 #include <utility>
 
+#include "core/name_table.h"
+
 namespace dtrain::model {
 namespace {
 
 constexpr long kMaxLayerWidth = 1 << 24;  // 16M units: larger is a typo, not a model
-
-template <typename E, std::size_t N>
-struct NameTable {
-  std::array<std::pair<E, std::string_view>, N> entries;
-  std::string_view choices;
-
-  std::string_view Name(E value) const {
-    for (const auto& [e, name] : entries) {
-      if (e == value) return name;
-    }
-    return "?";
-  }
-  Result<E> Parse(std::string_view name, std::string_view what) const {
-    for (const auto& [e, n] : entries) {
-      if (n == name) return e;
-    }
-    return Status::Error("unknown " + std::string(what) + " '" + std::string(name) +
-                         "' (allowed: " + std::string(choices) + ")");
-  }
-};
 
 constexpr NameTable<ModelType, 4> kModelTypes{{{{ModelType::kLinear, "linear"},
                                                 {ModelType::kLogistic, "logistic"},

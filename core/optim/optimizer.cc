@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "core/math/buffer.h"
-#include "core/optim/name_table.h"
+#include "core/name_table.h"
 
 namespace dtrain::optim {
 namespace {

@@ -5,7 +5,7 @@
 #include <numbers>
 #include <string>
 
-#include "core/optim/name_table.h"
+#include "core/name_table.h"
 
 namespace dtrain::optim {
 namespace {

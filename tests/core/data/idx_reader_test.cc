@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "core/data/data_test_util.h"
+#include "common/temp_dir.h"
 #include "core/data/readers.h"
 
 namespace dtrain::data {
 namespace {
 
-using testing::TempDir;
+using dtrain::testing::TempDir;
 
 const std::string kFashionDir = "/usr/share/datasets/fashion-mnist";
 

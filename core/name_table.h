@@ -1,5 +1,5 @@
 // NameTable: the one two-way table between an enum and its configuration names, behind each
-// *Name / Parse* / *Choices function of this folder.
+// *Name / Parse* / *Choices function in dtrain (model types, optimizers, job states, ...).
 //
 //   constexpr NameTable<ScheduleType, 2> kTypes{{{{ScheduleType::kConstant, "constant"}, ...}},
 //                                               "constant, ..."};
@@ -16,7 +16,7 @@
 
 #include "core/status.h"
 
-namespace dtrain::optim {
+namespace dtrain {
 
 template <typename E, std::size_t N>
 struct NameTable {
@@ -40,4 +40,4 @@ struct NameTable {
   }
 };
 
-}  // namespace dtrain::optim
+}  // namespace dtrain

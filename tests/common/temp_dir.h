@@ -1,4 +1,5 @@
-// Helpers for the core/data tests: a self-deleting temporary directory and file writers.
+// TempDir: a fresh temporary directory for one test, deleted with everything in it when the
+// object goes away; plus writers for plain and gzip-compressed files inside it.
 //
 //   TempDir dir;
 //   std::string path = dir.Write("train.csv", "a,b,label\n1,2,0\n");
@@ -6,29 +7,24 @@
 // One thread at a time.
 #pragma once
 
-#include <unistd.h>
+#include <stdlib.h>
 #include <zlib.h>
 
-#include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 
-namespace dtrain::data::testing {
+namespace dtrain::testing {
 
 class TempDir {
  public:
   TempDir() {
-    static std::atomic<int> counter{0};
-    const auto base = std::filesystem::temp_directory_path();
-    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    for (;;) {
-      path_ = base / ("dtrain-data-test-" + std::to_string(::getpid()) + "-" +
-                      std::to_string(stamp) + "-" + std::to_string(counter++));
-      if (std::filesystem::create_directory(path_)) break;
-    }
+    std::string pattern = (std::filesystem::temp_directory_path() / "dtrain-test-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
   }
   ~TempDir() {
     std::error_code ignored;
@@ -37,6 +33,7 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 
+  const std::filesystem::path& path() const { return path_; }
   std::string Path(std::string_view name) const { return (path_ / name).string(); }
 
   // Writes `content` as is; returns the file's path.
@@ -60,4 +57,4 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-}  // namespace dtrain::data::testing
+}  // namespace dtrain::testing

@@ -1,0 +1,165 @@
+// dtrain predict / dtrain eval: run a model file over a data set (a job file's held-out data,
+// or a file named with --data), printing predictions or loss and accuracy.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cmd/commands.h"
+#include "cmd/exit_codes.h"
+#include "cmd/terminal.h"
+#include "config/job_file.h"
+#include "core/train/inference.h"
+#include "daemon/runner/job_data.h"
+
+namespace dtrain::cli {
+namespace {
+
+struct InferenceArgs {
+  std::string model;
+  std::string job_file;
+  std::vector<std::string> overrides;
+  std::string data;
+  std::string labels;
+  std::string format;
+  bool json = false;
+};
+
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The data set named by the arguments: --data PATH, or the held-out data of a job file.
+Result<data::Dataset> LoadInput(const InferenceArgs& args, const model::ModelSpec& spec) {
+  const bool classification = spec.loss != model::LossType::kMeanSquaredError;
+  if (!args.data.empty()) {
+    config::DataConfig d;
+    std::string format = args.format;
+    if (format.empty()) {
+      format = EndsWith(args.data, ".csv") ? "csv"
+               : EndsWith(args.data, ".svm") || EndsWith(args.data, ".libsvm") ? "libsvm"
+                                                                               : "idx";
+    }
+    if (format == "csv") {
+      d.format = config::DataFormat::kCsv;
+    } else if (format == "libsvm") {
+      d.format = config::DataFormat::kLibsvm;
+      d.features = spec.inputs;
+    } else if (format == "idx") {
+      d.format = config::DataFormat::kIdx;
+      if (args.labels.empty()) return Status::Error("--format idx needs --labels PATH");
+    } else {
+      return Status::Error("--format must be one of: idx, csv, libsvm; got '" + format + "'");
+    }
+    return runner::ReadJobDataset(d, args.data, args.labels, classification);
+  }
+  if (args.job_file.empty()) return Status::Error("name the data: a job file, or --data PATH");
+  config::LoadResult loaded = config::LoadJobFile(args.job_file, args.overrides);
+  if (!loaded.ok()) {
+    std::string message = "invalid job file:";
+    for (const config::Diagnostic& diag : loaded.diagnostics) {
+      message += "\n  " + config::FormatDiagnostic(diag);
+    }
+    return Status::Error(message);
+  }
+  auto data = runner::LoadJobData(*loaded.job);
+  if (!data.ok()) return data.status();
+  if (data.value().eval.rows == 0) {
+    return Status::Error(args.job_file + " has no test or validation data to use");
+  }
+  return std::move(data.value().eval);
+}
+
+// Loads the model and the data and runs the model; prints errors itself.
+std::optional<train::InferenceResult> Infer(const InferenceArgs& args, int& code) {
+  auto model = train::ReadModelFile(args.model);
+  if (!model.ok()) {
+    PrintError(model.status().message());
+    code = kExitUsage;
+    return std::nullopt;
+  }
+  auto set = LoadInput(args, model.value().spec);
+  if (!set.ok()) {
+    PrintError(set.status().message());
+    code = kExitUsage;
+    return std::nullopt;
+  }
+  auto result = train::RunInference(model.value(), set.value());
+  if (!result.ok()) {
+    PrintError(result.status().message());
+    code = kExitUsage;
+    return std::nullopt;
+  }
+  code = kExitOk;
+  return std::move(result).value();
+}
+
+int Predict(const InferenceArgs& args) {
+  int code = kExitOk;
+  auto result = Infer(args, code);
+  if (!result) return code;
+  if (args.json) {
+    std::cout << nlohmann::json{{"predictions", result->predictions}}.dump() << std::endl;
+    return kExitOk;
+  }
+  std::string out;
+  char line[32];
+  for (float p : result->predictions) {
+    const int n = result->classification ? std::snprintf(line, sizeof line, "%d\n", static_cast<int>(p))
+                                         : std::snprintf(line, sizeof line, "%.9g\n", p);
+    out.append(line, static_cast<std::size_t>(n));
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
+int Eval(const InferenceArgs& args) {
+  int code = kExitOk;
+  auto result = Infer(args, code);
+  if (!result) return code;
+  const std::size_t rows = result->predictions.size();
+  if (args.json) {
+    nlohmann::json out = {{"loss", result->loss}, {"rows", rows}};
+    if (result->classification) {
+      out["accuracy"] = result->accuracy;
+    } else {
+      out["mse"] = result->loss;
+    }
+    std::cout << out.dump() << std::endl;
+  } else if (result->classification) {
+    std::printf("rows %zu loss %.6f accuracy %.4f\n", rows, result->loss, result->accuracy);
+  } else {
+    std::printf("rows %zu mse %.6f\n", rows, result->loss);
+  }
+  return kExitOk;
+}
+
+CLI::App* AddInferenceCommand(CLI::App& app, const char* name, const char* description,
+                              const std::shared_ptr<InferenceArgs>& args) {
+  CLI::App* cmd = app.add_subcommand(name, description);
+  cmd->add_option("model", args->model, "The model file (.dtm) from dtrain export")->required();
+  cmd->add_option("job_file", args->job_file, "A job file whose held-out data to use");
+  cmd->add_option("--set", args->overrides, "Override a key of that job file")
+      ->type_name("KEY=VALUE");
+  cmd->add_option("--data", args->data, "A data file instead of a job file")->type_name("PATH");
+  cmd->add_option("--labels", args->labels, "Labels file for --data in IDX format")
+      ->type_name("PATH");
+  cmd->add_option("--format", args->format, "Format of --data: idx, csv or libsvm")
+      ->type_name("FORMAT");
+  cmd->add_flag("--json", args->json, "Print JSON");
+  return cmd;
+}
+
+}  // namespace
+
+void AddPredictAndEvalCommands(CLI::App& app, int& exit_code) {
+  auto predict = std::make_shared<InferenceArgs>();
+  AddInferenceCommand(app, "predict", "Print a model's prediction for every row of a data set",
+                      predict)
+      ->callback([predict, &exit_code] { exit_code = Predict(*predict); });
+  auto eval = std::make_shared<InferenceArgs>();
+  AddInferenceCommand(app, "eval", "Print a model's loss and accuracy on a data set", eval)
+      ->callback([eval, &exit_code] { exit_code = Eval(*eval); });
+}
+
+}  // namespace dtrain::cli

@@ -1,0 +1,240 @@
+// dtrain run: train a job in the foreground, recording into a local store file.
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cmd/commands.h"
+#include "cmd/exit_codes.h"
+#include "cmd/progress.h"
+#include "cmd/stored_job.h"
+#include "cmd/terminal.h"
+#include "config/job_file.h"
+#include "daemon/runner/local_run.h"
+
+namespace dtrain::cli {
+namespace {
+
+struct RunArgs {
+  std::string job_file;
+  std::vector<std::string> overrides;
+  std::string db = kDefaultDb;
+  bool json = false;
+  std::string resume;       // job id, or "" with resume_flag: the newest matching job
+  bool resume_flag = false;
+};
+
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "used from a signal handler");
+
+extern "C" void OnStopSignal(int) { g_stop.store(true); }
+
+void InstallStopHandlers() {
+  struct sigaction action {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+void PrintDiagnostics(const std::vector<config::Diagnostic>& diagnostics) {
+  for (const config::Diagnostic& d : diagnostics) {
+    std::cerr << config::FormatDiagnostic(d) << '\n';
+  }
+}
+
+// Makes a previously interrupted/crashed job runnable again; refuses one that is finished or
+// still being run by a live process.
+Status PrepareResume(store::Store& store, std::int64_t job_id) {
+  auto record = store.GetJob(job_id);
+  if (!record.ok()) return record.status();
+  const store::JobState state = record.value().state;
+  if (state == store::JobState::kSucceeded) {
+    return Status::Error("job " + std::to_string(job_id) + " already succeeded");
+  }
+  auto workers = store.Workers(job_id);
+  if (!workers.ok()) return workers.status();
+  for (const store::WorkerRecord& w : workers.value()) {
+    if (w.state == store::WorkerState::kRunning && w.host == HostName() && w.pid > 0 &&
+        ::kill(static_cast<pid_t>(w.pid), 0) == 0) {
+      return Status::Error("job " + std::to_string(job_id) + " is being run by process " +
+                           std::to_string(w.pid));
+    }
+    if (w.state == store::WorkerState::kRunning) {
+      // That process is gone without recording its exit (killed): record it now.
+      Status s = store.RecordWorkerExit(w.id, -1, SIGKILL);
+      if (!s.ok()) return s;
+    }
+  }
+  if (store::IsTerminal(state)) {
+    return store.SetJobState(job_id, store::JobState::kQueued, "resumed by the user");
+  }
+  return Status::Ok();
+}
+
+// The newest unfinished job in the store whose resolved job file equals `resolved`.
+Result<std::int64_t> FindResumableJob(store::Store& store, const std::string& resolved) {
+  auto jobs = store.ListJobs();
+  if (!jobs.ok()) return jobs.status();
+  for (auto it = jobs.value().rbegin(); it != jobs.value().rend(); ++it) {
+    if (it->spec_toml == resolved && it->state != store::JobState::kSucceeded) return it->id;
+  }
+  return Status::Error("no unfinished job with this job file in the store; start it without --resume");
+}
+
+void PrintSummary(const RunArgs& args, const config::JobConfig& job, std::int64_t job_id,
+                  const runner::RunOutcome& outcome) {
+  if (args.json) {
+    nlohmann::json metrics = nlohmann::json::object();
+    if (outcome.final_eval) {
+      metrics["loss"] = outcome.final_eval->loss;
+      metrics[outcome.classification ? "accuracy" : "mse"] =
+          outcome.classification ? outcome.final_eval->accuracy : outcome.final_eval->loss;
+    }
+    nlohmann::json out = {{"job", job_id},
+                          {"name", job.name},
+                          {"state", store::JobStateName(outcome.state)},
+                          {"reason", outcome.reason},
+                          {"steps", outcome.steps},
+                          {"seconds", outcome.seconds},
+                          {"metrics", metrics},
+                          {"eval_set", outcome.eval_name},
+                          {"db", args.db}};
+    if (outcome.resumed_from >= 0) out["resumed_from"] = outcome.resumed_from;
+    std::cout << out.dump() << std::endl;
+    return;
+  }
+  std::printf("job %lld (%s) %s: %s in %.1f s\n", static_cast<long long>(job_id), job.name.c_str(),
+              std::string(store::JobStateName(outcome.state)).c_str(), outcome.reason.c_str(),
+              outcome.seconds);
+  if (outcome.final_eval) {
+    if (outcome.classification) {
+      std::printf("  %s accuracy %.4f  loss %.4f\n", outcome.eval_name.c_str(),
+                  outcome.final_eval->accuracy, outcome.final_eval->loss);
+    } else {
+      std::printf("  %s mse %.6f\n", outcome.eval_name.c_str(), outcome.final_eval->loss);
+    }
+  }
+  std::printf("  store: %s (metrics: dtrain metrics %lld --db %s)\n", args.db.c_str(),
+              static_cast<long long>(job_id), args.db.c_str());
+  std::printf("  model: checkpoint in the store; dtrain export %lld --db %s -o %s.dtm\n",
+              static_cast<long long>(job_id), args.db.c_str(), job.name.c_str());
+}
+
+int Run(const RunArgs& args) {
+  const bool resume = args.resume_flag || !args.resume.empty();
+  if (args.job_file.empty() && args.resume.empty()) {
+    PrintError("run needs a job file, or --resume JOB");
+    return kExitUsage;
+  }
+  std::unique_ptr<store::Store> store = OpenStoreOrReport(args.db);
+  if (!store) return kExitFailed;
+
+  config::JobConfig job;
+  std::int64_t job_id = 0;
+  if (!args.resume.empty()) {
+    char* end = nullptr;
+    job_id = std::strtoll(args.resume.c_str(), &end, 10);
+    if (end == args.resume.c_str() || *end != '\0' || job_id <= 0) {
+      PrintError("--resume takes a job id, got '" + args.resume + "'");
+      return kExitUsage;
+    }
+    auto stored = StoredJobConfig(*store, job_id);
+    if (!stored.ok()) {
+      PrintError(stored.status().message());
+      return kExitFailed;
+    }
+    job = stored.value();
+  } else {
+    config::LoadResult loaded = config::LoadJobFile(args.job_file, args.overrides);
+    if (!loaded.ok()) {
+      PrintDiagnostics(loaded.diagnostics);
+      return kExitUsage;
+    }
+    job = *loaded.job;
+    const std::string resolved = config::FormatResolvedJob(job);
+    if (resume) {
+      auto found = FindResumableJob(*store, resolved);
+      if (!found.ok()) {
+        PrintError(found.status().message());
+        return kExitFailed;
+      }
+      job_id = found.value();
+    } else {
+      store::JobRecord record;
+      record.name = job.name;
+      record.owner_uid = static_cast<std::int64_t>(::getuid());
+      record.spec_toml = resolved;
+      auto created = store->CreateJob(record);
+      if (!created.ok()) {
+        PrintError(created.status().message());
+        return kExitFailed;
+      }
+      job_id = created.value();
+    }
+  }
+  if (resume) {
+    Status prepared = PrepareResume(*store, job_id);
+    if (!prepared.ok()) {
+      PrintError(prepared.message());
+      return kExitFailed;
+    }
+  }
+
+  auto worker = store->RecordWorkerStart(job_id, 0, "replica", HostName(), ::getpid());
+  if (!worker.ok()) {
+    PrintError(worker.status().message());
+    return kExitFailed;
+  }
+  InstallStopHandlers();
+  ProgressPrinter progress(args.json);
+  auto outcome = runner::RunJobInProcess(job, job_id, *store, {&g_stop, &progress});
+  progress.Finish();
+  const int code = !outcome.ok()                                        ? kExitFailed
+                   : outcome.value().state == store::JobState::kSucceeded ? kExitOk
+                   : outcome.value().state == store::JobState::kCancelled ? kExitInterrupted
+                                                                          : kExitFailed;
+  Status exited = store->RecordWorkerExit(worker.value(), code, 0);
+  if (!outcome.ok()) {
+    PrintError("job " + std::to_string(job_id) + ": " + outcome.status().message());
+    return kExitFailed;
+  }
+  if (!exited.ok()) PrintError(exited.message());
+  PrintSummary(args, job, job_id, outcome.value());
+  return code;
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* run = app.add_subcommand(
+      "run", "Train a job in the foreground, without a daemon, recording into a local store");
+  run->add_option("job_file", args->job_file, "The job file (job.toml)");
+  run->add_option("--set", args->overrides, "Override a job-file key: --set train.epochs=1")
+      ->type_name("KEY=VALUE");
+  run->add_option("--db", args->db, "The store file")->type_name("PATH")->capture_default_str();
+  run->add_flag("--json", args->json, "Print one JSON object as the summary");
+  CLI::Option* resume =
+      run->add_option("--resume", args->resume,
+                      "Continue a job from its newest checkpoint: by id, or (no value) the "
+                      "newest unfinished job of this job file")
+          ->type_name("JOB")
+          ->expected(0, 1);
+  run->callback([args, resume, &exit_code] {
+    args->resume_flag = resume->count() > 0;
+    exit_code = Run(*args);
+  });
+}
+
+}  // namespace dtrain::cli

@@ -1,0 +1,44 @@
+// dtrain validate: check a job file and print it fully resolved, or every problem in it.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cmd/commands.h"
+#include "cmd/exit_codes.h"
+#include "config/job_file.h"
+
+namespace dtrain::cli {
+namespace {
+
+struct ValidateArgs {
+  std::string job_file;
+  std::vector<std::string> overrides;
+};
+
+int Validate(const ValidateArgs& args) {
+  config::LoadResult loaded = config::LoadJobFile(args.job_file, args.overrides);
+  if (!loaded.ok()) {
+    for (const config::Diagnostic& d : loaded.diagnostics) {
+      std::cerr << config::FormatDiagnostic(d) << '\n';
+    }
+    std::cerr << loaded.diagnostics.size()
+              << (loaded.diagnostics.size() == 1 ? " problem" : " problems") << " in "
+              << args.job_file << '\n';
+    return kExitUsage;
+  }
+  std::cout << config::FormatResolvedJob(*loaded.job);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddValidateCommand(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<ValidateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "Check a job file; print it fully resolved (defaults filled in) or its errors");
+  cmd->add_option("job_file", args->job_file, "The job file (job.toml)")->required();
+  cmd->add_option("--set", args->overrides, "Override a job-file key: --set train.epochs=1")
+      ->type_name("KEY=VALUE");
+  cmd->callback([args, &exit_code] { exit_code = Validate(*args); });
+}
+
+}  // namespace dtrain::cli

@@ -1,0 +1,66 @@
+#include "config/job.h"
+
+#include "core/name_table.h"
+
+namespace dtrain::config {
+namespace {
+
+constexpr NameTable<DataFormat, 4> kFormats{{{{DataFormat::kIdx, "idx"},
+                                                     {DataFormat::kCsv, "csv"},
+                                                     {DataFormat::kLibsvm, "libsvm"},
+                                                     {DataFormat::kSynthetic, "synthetic"}}},
+                                                   "idx, csv, libsvm, synthetic"};
+constexpr NameTable<SyntheticKind, 2> kSyntheticKinds{
+    {{{SyntheticKind::kBlobs, "blobs"}, {SyntheticKind::kLinear, "linear"}}}, "blobs, linear"};
+constexpr NameTable<ClusterMode, 4> kModes{{{{ClusterMode::kSingle, "single"},
+                                                    {ClusterMode::kSync, "sync"},
+                                                    {ClusterMode::kAsync, "async"},
+                                                    {ClusterMode::kLocal, "local"}}},
+                                                  "single, sync, async, local"};
+
+bool SameSchedule(const optim::ScheduleOptions& a, const optim::ScheduleOptions& b) {
+  return a.type == b.type && a.lr == b.lr && a.warmup_steps == b.warmup_steps &&
+         a.step_size == b.step_size && a.gamma == b.gamma && a.total_steps == b.total_steps &&
+         a.min_lr == b.min_lr;
+}
+
+bool SameTrain(const train::TrainOptions& a, const train::TrainOptions& b) {
+  return a.epochs == b.epochs && a.steps == b.steps && a.batch_size == b.batch_size &&
+         a.seed == b.seed && a.eval_every == b.eval_every && a.log_every == b.log_every &&
+         a.target_accuracy == b.target_accuracy && a.weight_decay == b.weight_decay &&
+         SameSchedule(a.schedule, b.schedule) && a.rank == b.rank && a.world_size == b.world_size &&
+         a.eval_batch_size == b.eval_batch_size;
+}
+
+bool SameOptimizer(const optim::OptimizerOptions& a, const optim::OptimizerOptions& b) {
+  return a.type == b.type && a.momentum == b.momentum && a.nesterov == b.nesterov &&
+         a.beta1 == b.beta1 && a.beta2 == b.beta2 && a.eps == b.eps &&
+         a.initial_accumulator == b.initial_accumulator;
+}
+
+}  // namespace
+
+bool JobConfig::operator==(const JobConfig& other) const {
+  return name == other.name && source_path == other.source_path && data == other.data &&
+         model == other.model && SameTrain(train, other.train) && threads == other.threads &&
+         clip_norm == other.clip_norm && SameOptimizer(optimizer, other.optimizer) &&
+         cluster == other.cluster && checkpoint == other.checkpoint;
+}
+
+std::string_view DataFormatName(DataFormat format) { return kFormats.Name(format); }
+std::string_view SyntheticKindName(SyntheticKind kind) { return kSyntheticKinds.Name(kind); }
+std::string_view ClusterModeName(ClusterMode mode) { return kModes.Name(mode); }
+Result<DataFormat> ParseDataFormat(std::string_view name) {
+  return kFormats.Parse(name, "data format");
+}
+Result<SyntheticKind> ParseSyntheticKind(std::string_view name) {
+  return kSyntheticKinds.Parse(name, "synthetic data kind");
+}
+Result<ClusterMode> ParseClusterMode(std::string_view name) {
+  return kModes.Parse(name, "cluster mode");
+}
+std::string_view DataFormatChoices() { return kFormats.choices; }
+std::string_view SyntheticKindChoices() { return kSyntheticKinds.choices; }
+std::string_view ClusterModeChoices() { return kModes.choices; }
+
+}  // namespace dtrain::config

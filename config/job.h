@@ -1,0 +1,109 @@
+// JobConfig: a job file (job.toml) as plain structs, every key with its default filled in.
+//
+//   LoadResult r = LoadJobFile("job.toml", {"train.epochs=1"});      // config/job_file.h
+//   if (!r.ok()) { for (auto& d : r.diagnostics) std::cerr << FormatDiagnostic(d) << "\n"; }
+//
+// The key names are the product's interface (see man/dtrain-job.toml.5). Relative paths in
+// [data] are resolved against the job file's directory and stored absolute. Plain value types;
+// the name functions are safe for concurrent use.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model/spec.h"
+#include "core/optim/optimizer.h"
+#include "core/status.h"
+#include "core/train/trainer.h"
+
+namespace dtrain::config {
+
+enum class DataFormat { kIdx, kCsv, kLibsvm, kSynthetic };
+enum class SyntheticKind { kBlobs, kLinear };
+enum class ClusterMode { kSingle, kSync, kAsync, kLocal };
+
+struct DataConfig {
+  DataFormat format = DataFormat::kIdx;
+  std::string train;         // idx: images; csv/libsvm: the file
+  std::string train_labels;  // idx only
+  std::string test;          // optional held-out set
+  std::string test_labels;   // idx only
+  // csv
+  bool header = true;
+  std::string label_column;  // by name (needs header); empty: label_index
+  int label_index = -1;      // -1: last column
+  char delimiter = ',';
+  // libsvm: the feature count (required); csv/idx: inferred when 0
+  std::int64_t features = 0;
+  // Scaling applied a batch at a time: divide by `scale`, or standardise on the training set.
+  bool standardize = false;
+  float scale = 1.0f;                // default 255 for idx, 1 otherwise
+  double validation_fraction = 0.0;  // held out of train when > 0 (used for eval if no test)
+  // synthetic
+  SyntheticKind synthetic = SyntheticKind::kBlobs;
+  std::int64_t rows = 10000;
+  std::int64_t test_rows = 2000;
+  int classes = 3;
+  float noise = 1.0f;  // blobs: spread; linear: noise std
+  std::uint64_t data_seed = 1;
+
+  bool operator==(const DataConfig&) const = default;
+};
+
+struct ClusterConfig {
+  int workers = 1;
+  ClusterMode mode = ClusterMode::kSingle;
+
+  bool operator==(const ClusterConfig&) const = default;
+};
+
+struct CheckpointConfig {
+  std::int64_t every_steps = 0;  // 0: off
+  double every_seconds = 0.0;    // 0: off
+  int keep = 3;                  // newest kept
+
+  bool operator==(const CheckpointConfig&) const = default;
+};
+
+struct JobConfig {
+  std::string name;
+  std::string source_path;  // the job file, as given
+  DataConfig data;
+  model::ModelSpec model;  // inputs/outputs 0 until the data is known (see ResolveModelShape)
+  train::TrainOptions train;
+  int threads = 1;         // BLAS threads per worker
+  float clip_norm = 0.0f;  // 0: off
+  optim::OptimizerOptions optimizer;
+  ClusterConfig cluster;
+  CheckpointConfig checkpoint;
+
+  // Field by field, through the nested engine options too (they define no operator==).
+  bool operator==(const JobConfig& other) const;
+};
+
+struct Diagnostic {
+  std::string file;
+  int line = 0;  // 0 when not tied to a place in the file (e.g. a --set override)
+  int column = 0;
+  std::string key;  // dotted: "train.batch_size"
+  std::string message;
+};
+
+// "job.toml:12:3: train.batch_size: must be in [1, 1048576], got 0"
+std::string FormatDiagnostic(const Diagnostic& d);
+
+// Job-file names of the enums above ("idx", "blobs", "sync", ...); Parse* errors list the
+// choices, *Choices() joins them for messages: "idx, csv, libsvm, synthetic".
+std::string_view DataFormatName(DataFormat format);
+std::string_view SyntheticKindName(SyntheticKind kind);
+std::string_view ClusterModeName(ClusterMode mode);
+Result<DataFormat> ParseDataFormat(std::string_view name);
+Result<SyntheticKind> ParseSyntheticKind(std::string_view name);
+Result<ClusterMode> ParseClusterMode(std::string_view name);
+std::string_view DataFormatChoices();
+std::string_view SyntheticKindChoices();
+std::string_view ClusterModeChoices();
+
+}  // namespace dtrain::config

@@ -1,0 +1,53 @@
+// Loading a job file: TOML text plus --set overrides → a validated JobConfig, or the complete
+// list of what is wrong with it; and the reverse, a JobConfig as fully resolved TOML text.
+//
+//   LoadResult r = LoadJobFile("jobs/mnist.toml", {"train.epochs=1", "optimizer.type=adam"});
+//   if (!r.ok()) { for (const Diagnostic& d : r.diagnostics) std::cerr << FormatDiagnostic(d); }
+//   std::cout << FormatResolvedJob(*r.job);
+//
+// Every problem is collected, not just the first: syntax errors (one diagnostic, where toml++
+// stopped), unknown sections and keys (with a "did you mean" when a known name is close),
+// wrong types, out-of-range and non-finite values, missing required keys, data files that do
+// not exist or cannot be read, and keys that contradict each other. Places: a value's problem
+// is at the value, an unknown key's at the key, a missing key's at its section's header (line
+// 0 when the section is absent); a problem with an override is at file "--set", line 0.
+//
+// Overrides are "dotted.key=value"; the value is TOML ("train.epochs=1", "model.hidden=[64]",
+// "optimizer.type=\"adam\"") or, when it does not parse as TOML and holds no whitespace, quotes
+// or brackets, a bare string ("optimizer.type=adam"). They replace the file's values before
+// validation and are validated the same way. Relative data paths from the file are resolved
+// against its directory, those from overrides against the current directory.
+//
+// No exception escapes these functions. Safe for concurrent use (they share no state).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/job.h"
+
+namespace dtrain::config {
+
+struct LoadResult {
+  std::optional<JobConfig> job;         // set exactly when diagnostics is empty
+  std::vector<Diagnostic> diagnostics;  // file order (by line, then column); overrides last
+
+  bool ok() const { return job.has_value(); }
+};
+
+// Reads the job file at `path` (kept as JobConfig::source_path and diagnostic file name).
+LoadResult LoadJobFile(const std::string& path, const std::vector<std::string>& overrides);
+
+// The same for text already in memory: `display_path` names it in diagnostics (and becomes
+// source_path and the default job name's source); relative data paths are resolved against
+// `base_dir` (itself made absolute against the current directory).
+LoadResult ParseJobText(std::string_view toml_text, const std::string& display_path,
+                        const std::vector<std::string>& overrides, const std::string& base_dir);
+
+// The job as TOML with every key present, defaults filled in and paths absolute. Parsing it
+// again (with the same display path) yields an equal JobConfig.
+std::string FormatResolvedJob(const JobConfig& job);
+
+}  // namespace dtrain::config

@@ -1,0 +1,142 @@
+// FormatResolvedJob: a JobConfig back to job-file TOML, every key written out.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/job_file.h"
+#include "config/toml_text.h"
+
+namespace dtrain::config {
+namespace {
+
+// Appends [section] headers and `key = value` lines to a TOML document.
+class TomlWriter {
+ public:
+  void Comment(std::string_view text) { Line("# " + std::string(text)); }
+  void Section(std::string_view name) { Line("\n[" + std::string(name) + "]"); }
+  void String(std::string_view key, std::string_view value) { Key(key, TomlString(value)); }
+  void Bool(std::string_view key, bool value) { Key(key, value ? "true" : "false"); }
+  void Int(std::string_view key, std::int64_t value) { Key(key, std::to_string(value)); }
+  void Unsigned(std::string_view key, std::uint64_t value) { Key(key, std::to_string(value)); }
+  void Float(std::string_view key, float value) { Key(key, TomlFloat(value)); }
+  void Double(std::string_view key, double value) { Key(key, TomlFloat(value)); }
+  void IntArray(std::string_view key, const std::vector<int>& values) {
+    std::string text = "[";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      text += (i > 0 ? ", " : "") + std::to_string(values[i]);
+    }
+    Key(key, text + "]");
+  }
+  // A path; an empty one means "not given" and is left out.
+  void Path(std::string_view key, const std::string& path) {
+    if (!path.empty()) String(key, path);
+  }
+
+  std::string Take() && { return std::move(text_); }
+
+ private:
+  void Key(std::string_view key, const std::string& value) {
+    Line(std::string(key) + " = " + value);
+  }
+  void Line(const std::string& line) { text_ += line + "\n"; }
+
+  std::string text_;
+};
+
+void WriteData(const DataConfig& d, TomlWriter& w) {
+  w.Section("data");
+  w.String("format", DataFormatName(d.format));
+  w.Path("train", d.train);
+  w.Path("train_labels", d.train_labels);
+  w.Path("test", d.test);
+  w.Path("test_labels", d.test_labels);
+  w.Bool("header", d.header);
+  if (d.label_column.empty()) {
+    w.Int("label_index", d.label_index);
+  } else {
+    w.String("label_column", d.label_column);
+  }
+  w.String("delimiter", std::string(1, d.delimiter));
+  w.Int("features", d.features);
+  if (d.standardize) {
+    w.String("scale", "standardize");
+  } else {
+    w.Float("scale", d.scale);
+  }
+  w.Double("validation_fraction", d.validation_fraction);
+  w.String("synthetic", SyntheticKindName(d.synthetic));
+  w.Int("rows", d.rows);
+  w.Int("test_rows", d.test_rows);
+  w.Int("classes", d.classes);
+  w.Float("noise", d.noise);
+  w.Unsigned("seed", d.data_seed);
+}
+
+void WriteModel(const model::ModelSpec& m, TomlWriter& w) {
+  w.Section("model");
+  w.String("type", model::ModelTypeName(m.type));
+  w.IntArray("hidden", m.hidden);
+  w.String("activation", model::ActivationName(m.activation));
+  w.String("loss", model::LossName(m.loss));
+  w.String("init", model::InitName(m.init));
+  w.Int("inputs", m.inputs);
+  w.Int("outputs", m.outputs);
+}
+
+void WriteTrain(const JobConfig& job, TomlWriter& w) {
+  const train::TrainOptions& t = job.train;
+  w.Section("train");
+  w.Int("epochs", t.epochs);
+  w.Int("steps", t.steps);
+  w.Int("batch_size", t.batch_size);
+  w.Unsigned("seed", t.seed);
+  w.Int("threads", job.threads);
+  w.Int("eval_every", t.eval_every);
+  w.Int("log_every", t.log_every);
+  w.Double("target_accuracy", t.target_accuracy);
+  w.Float("weight_decay", t.weight_decay);
+  w.Float("clip_norm", job.clip_norm);
+}
+
+void WriteOptimizer(const optim::OptimizerOptions& o, const optim::ScheduleOptions& s,
+                    TomlWriter& w) {
+  w.Section("optimizer");
+  w.String("type", optim::OptimizerTypeName(o.type));
+  w.Float("lr", s.lr);
+  w.Float("momentum", o.momentum);
+  w.Bool("nesterov", o.nesterov);
+  w.Float("beta1", o.beta1);
+  w.Float("beta2", o.beta2);
+  w.Float("eps", o.eps);
+  w.Float("initial_accumulator", o.initial_accumulator);
+  w.String("schedule", optim::ScheduleTypeName(s.type));
+  w.Int("warmup_steps", s.warmup_steps);
+  w.Int("step_size", s.step_size);
+  w.Float("gamma", s.gamma);
+  w.Float("min_lr", s.min_lr);
+}
+
+}  // namespace
+
+std::string FormatResolvedJob(const JobConfig& job) {
+  TomlWriter w;
+  w.Comment("dtrain job resolved from " + TomlString(job.source_path) +
+            ": every key, with its value.");
+  w.String("name", job.name);
+  WriteData(job.data, w);
+  WriteModel(job.model, w);
+  WriteTrain(job, w);
+  WriteOptimizer(job.optimizer, job.train.schedule, w);
+  w.Section("cluster");
+  w.Int("workers", job.cluster.workers);
+  w.String("mode", ClusterModeName(job.cluster.mode));
+  w.Section("checkpoint");
+  w.Int("every_steps", job.checkpoint.every_steps);
+  w.Double("every_seconds", job.checkpoint.every_seconds);
+  w.Int("keep", job.checkpoint.keep);
+  return std::move(w).Take();
+}
+
+}  // namespace dtrain::config

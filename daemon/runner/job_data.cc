@@ -1,0 +1,114 @@
+#include "daemon/runner/job_data.h"
+
+#include <utility>
+
+#include "core/data/readers.h"
+
+namespace dtrain::runner {
+namespace {
+
+// Synthetic sets are generated as one set and split, so train and test share class centres
+// (or the teacher's weights).
+std::pair<data::Dataset, data::Dataset> MakeSynthetic(const config::DataConfig& d) {
+  const auto total = static_cast<std::size_t>(d.rows + d.test_rows);
+  const auto features = static_cast<std::size_t>(d.features > 0 ? d.features : 2);
+  data::Dataset all;
+  if (d.synthetic == config::SyntheticKind::kBlobs) {
+    all = data::MakeBlobs({total, features, d.classes, d.noise, d.data_seed});
+  } else {
+    all = data::MakeLinearTeacher({total, features, d.noise, d.data_seed});
+  }
+  const double fraction = static_cast<double>(d.test_rows) / static_cast<double>(total);
+  return data::SplitValidation(std::move(all), fraction, d.data_seed);
+}
+
+}  // namespace
+
+Result<data::Dataset> ReadJobDataset(const config::DataConfig& data, const std::string& path,
+                                     const std::string& labels_path, bool classification) {
+  switch (data.format) {
+    case config::DataFormat::kIdx:
+      return data::ReadIdx(path, labels_path);
+    case config::DataFormat::kCsv: {
+      data::CsvOptions csv;
+      csv.header = data.header;
+      csv.label_column = data.label_column;
+      csv.label_index = data.label_index;
+      csv.delimiter = data.delimiter;
+      csv.classification = classification;
+      return data::ReadCsv(path, csv);
+    }
+    case config::DataFormat::kLibsvm:
+      return data::ReadLibsvm(path, static_cast<std::size_t>(data.features),
+                               classification);
+    case config::DataFormat::kSynthetic:
+      break;
+  }
+  return Status::Error(path + ": synthetic data has no file to read");
+}
+
+Result<model::ModelSpec> ResolveModelShape(const model::ModelSpec& job_spec,
+                                           const data::Dataset& train) {
+  model::ModelSpec spec = job_spec;
+  const auto features = static_cast<int>(train.features);
+  if (spec.inputs == 0) spec.inputs = features;
+  if (spec.inputs != features) {
+    return Status::Error("model.inputs is " + std::to_string(spec.inputs) + " but " +
+                         train.source + " has " + std::to_string(features) + " features");
+  }
+  const bool classifies = spec.loss == model::LossType::kSoftmaxCrossEntropy;
+  if (spec.outputs == 0) spec.outputs = classifies ? train.num_classes : 1;
+  if (classifies && train.num_classes > spec.outputs) {
+    return Status::Error("model.outputs is " + std::to_string(spec.outputs) + " but " +
+                         train.source + " has labels up to " +
+                         std::to_string(train.num_classes - 1));
+  }
+  if (spec.loss == model::LossType::kBinaryCrossEntropy && train.num_classes > 2) {
+    return Status::Error("model.loss 'bce' needs labels 0/1, but " + train.source + " has " +
+                         std::to_string(train.num_classes) + " classes");
+  }
+  Status valid = model::ValidateModelSpec(spec);
+  if (!valid.ok()) return valid;
+  return spec;
+}
+
+Result<JobData> LoadJobData(const config::JobConfig& job) {
+  const config::DataConfig& d = job.data;
+  JobData out;
+  const bool classification = job.model.loss != model::LossType::kMeanSquaredError;
+  if (d.format == config::DataFormat::kSynthetic) {
+    std::tie(out.train, out.eval) = MakeSynthetic(d);
+    out.eval_name = "test";
+  } else {
+    auto train = ReadJobDataset(d, d.train, d.train_labels, classification);
+    if (!train.ok()) return train.status();
+    out.train = std::move(train).value();
+    if (!d.test.empty()) {
+      auto test = ReadJobDataset(d, d.test, d.test_labels, classification);
+      if (!test.ok()) return test.status();
+      out.eval = std::move(test).value();
+      out.eval_name = "test";
+    } else if (d.validation_fraction > 0.0) {
+      std::tie(out.train, out.eval) =
+          data::SplitValidation(std::move(out.train), d.validation_fraction, job.train.seed);
+      out.eval_name = "validation";
+    }
+  }
+  if (out.eval.rows > 0 && out.eval.features != out.train.features) {
+    return Status::Error(out.eval.source + " has " + std::to_string(out.eval.features) +
+                         " features but " + out.train.source + " has " +
+                         std::to_string(out.train.features));
+  }
+  auto spec = ResolveModelShape(job.model, out.train);
+  if (!spec.ok()) return spec.status();
+  out.spec = spec.value();
+  if (classification && out.eval.num_classes > out.spec.outputs) {
+    return Status::Error(out.eval.source + " has labels up to " +
+                         std::to_string(out.eval.num_classes - 1) + " but the model has " +
+                         std::to_string(out.spec.outputs) + " outputs");
+  }
+  out.scaling = d.standardize ? data::FitStandardize(out.train) : data::ConstantScaling(d.scale);
+  return out;
+}
+
+}  // namespace dtrain::runner

@@ -1,0 +1,43 @@
+// JobData: what a job file's [data] and [model] sections resolve to at run time — the training
+// set, the held-out set, the feature scaling, and the model spec with inputs/outputs filled in
+// from the data.
+//
+//   Result<JobData> d = LoadJobData(job);
+//   model::Model m(d.value().spec);
+//
+// The held-out set is the test file when the job names one, else a validation split of the
+// training data (data.validation_fraction), else none. Scaling statistics come from the
+// training rows only. Plain values; LoadJobData is safe for concurrent use.
+#pragma once
+
+#include <string>
+
+#include "config/job.h"
+#include "core/data/dataset.h"
+#include "core/model/spec.h"
+#include "core/status.h"
+
+namespace dtrain::runner {
+
+struct JobData {
+  data::Dataset train;
+  data::Dataset eval;          // rows == 0: nothing to evaluate on
+  std::string eval_name;       // "test", "validation" or "" (none)
+  data::Scaling scaling;
+  model::ModelSpec spec;       // inputs and outputs resolved
+};
+
+Result<JobData> LoadJobData(const config::JobConfig& job);
+
+// Reads one data set in the job's format (paths given explicitly: the job's test set, or a
+// file named on the command line). `labels_path` is used by idx only; `classification` says
+// whether labels are class indices (else regression targets).
+Result<data::Dataset> ReadJobDataset(const config::DataConfig& data, const std::string& path,
+                                     const std::string& labels_path, bool classification);
+
+// The job's spec with inputs/outputs taken from the data where the job left them 0, checked
+// against the data (feature count, number of classes).
+Result<model::ModelSpec> ResolveModelShape(const model::ModelSpec& spec,
+                                           const data::Dataset& train);
+
+}  // namespace dtrain::runner

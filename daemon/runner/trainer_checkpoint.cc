@@ -1,0 +1,63 @@
+#include "daemon/runner/trainer_checkpoint.h"
+
+#include <algorithm>
+
+namespace dtrain::runner {
+
+store::CheckpointData CaptureCheckpoint(train::Trainer& trainer) {
+  store::CheckpointData c;
+  const train::TrainPosition& pos = trainer.position();
+  c.step = pos.step;
+  c.epoch = pos.epoch;
+  c.batch = pos.batch;
+  c.seed = trainer.options().seed;
+  c.model_spec = model::FormatModelSpec(trainer.model().spec());
+  c.params.assign(trainer.params().begin(), trainer.params().end());
+  if (optim::Optimizer* opt = trainer.strategy().LocalOptimizer()) {
+    c.optimizer_steps = opt->steps();
+    for (std::span<float> v : opt->StateVectors()) c.optimizer_state.emplace_back(v.begin(), v.end());
+  }
+  return c;
+}
+
+Status RestoreCheckpoint(const store::CheckpointData& c, train::Trainer& trainer) {
+  const std::string spec = model::FormatModelSpec(trainer.model().spec());
+  if (c.model_spec != spec) {
+    return Status::Error("checkpoint at step " + std::to_string(c.step) + " is of model '" +
+                         c.model_spec + "', not the job's '" + spec + "'");
+  }
+  if (c.seed != trainer.options().seed) {
+    return Status::Error("checkpoint at step " + std::to_string(c.step) + " was taken with seed " +
+                         std::to_string(c.seed) + ", the job has seed " +
+                         std::to_string(trainer.options().seed));
+  }
+  if (c.params.size() != trainer.params().size()) {
+    return Status::Error("checkpoint at step " + std::to_string(c.step) + " holds " +
+                         std::to_string(c.params.size()) + " parameters, the model has " +
+                         std::to_string(trainer.params().size()));
+  }
+  optim::Optimizer* opt = trainer.strategy().LocalOptimizer();
+  std::vector<std::span<float>> state;
+  if (opt != nullptr) state = opt->StateVectors();
+  if (state.size() != c.optimizer_state.size()) {
+    return Status::Error("checkpoint at step " + std::to_string(c.step) + " holds " +
+                         std::to_string(c.optimizer_state.size()) +
+                         " optimizer state vectors, the job's optimizer has " +
+                         std::to_string(state.size()));
+  }
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    if (state[i].size() != c.optimizer_state[i].size()) {
+      return Status::Error("checkpoint at step " + std::to_string(c.step) +
+                           ": optimizer state vector " + std::to_string(i) + " has the wrong size");
+    }
+  }
+  std::copy(c.params.begin(), c.params.end(), trainer.params().begin());
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    std::copy(c.optimizer_state[i].begin(), c.optimizer_state[i].end(), state[i].begin());
+  }
+  if (opt != nullptr) opt->set_steps(c.optimizer_steps);
+  trainer.set_position({c.step, c.epoch, static_cast<std::size_t>(c.batch)});
+  return Status::Ok();
+}
+
+}  // namespace dtrain::runner

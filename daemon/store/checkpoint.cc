@@ -1,0 +1,127 @@
+#include "daemon/store/checkpoint.h"
+
+#include <cassert>
+#include <limits>
+
+#include "core/codec/bytes.h"
+
+namespace dtrain::store {
+namespace {
+
+// The grammar these constants follow is daemon/store/checkpoint_format.md.
+constexpr std::string_view kMagic{"DTRAINCK", 8};
+// magic, version, step, epoch, batch, seed, spec length, optimizer steps, vector count, CRC.
+constexpr std::size_t kFixedSize = 8 + 4 + 8 + 8 + 8 + 8 + 8 + 8 + 4 + 4;
+constexpr std::size_t kCrcSize = 4;
+
+std::uint32_t LoadU32(std::string_view bytes) {
+  std::uint32_t v = 0;
+  codec::ByteReader(bytes).U32(v);
+  return v;
+}
+
+}  // namespace
+
+std::string EncodeCheckpoint(const CheckpointData& checkpoint) {
+  std::size_t size = kFixedSize + checkpoint.model_spec.size() + 8 +
+                     checkpoint.params.size() * sizeof(float);
+  for (const auto& v : checkpoint.optimizer_state) size += 8 + v.size() * sizeof(float);
+  const std::size_t vectors = 1 + checkpoint.optimizer_state.size();
+  assert(vectors <= std::numeric_limits<std::uint32_t>::max());
+
+  codec::ByteWriter out;
+  out.Reserve(size);
+  out.Raw(kMagic);
+  out.U32(kCheckpointFormatVersion);
+  out.U64(static_cast<std::uint64_t>(checkpoint.step));
+  out.U64(checkpoint.epoch);
+  out.U64(checkpoint.batch);
+  out.U64(checkpoint.seed);
+  out.String(checkpoint.model_spec);
+  out.U64(checkpoint.optimizer_steps);
+  out.U32(static_cast<std::uint32_t>(vectors));
+  out.Floats(checkpoint.params);
+  for (const auto& v : checkpoint.optimizer_state) out.Floats(v);
+  out.U32(codec::Crc32(out.bytes()));
+  assert(out.bytes().size() == size);
+  return std::move(out).Take();
+}
+
+Result<CheckpointData> DecodeCheckpoint(std::string_view blob) {
+  const std::string size_text = std::to_string(blob.size()) + " bytes";
+  if (blob.size() < kMagic.size() + 4) {
+    return Status::Error("not a checkpoint: only " + size_text);
+  }
+  if (blob.substr(0, kMagic.size()) != kMagic) {
+    return Status::Error("not a checkpoint: bad magic (expected \"DTRAINCK\")");
+  }
+  const std::uint32_t version = LoadU32(blob.substr(kMagic.size()));
+  if (version != kCheckpointFormatVersion) {
+    return Status::Error("unsupported checkpoint format version " + std::to_string(version) +
+                         " (this build reads version " +
+                         std::to_string(kCheckpointFormatVersion) + ")");
+  }
+  if (blob.size() < kFixedSize) {
+    return Status::Error("checkpoint truncated: " + size_text + ", the fixed fields alone take " +
+                         std::to_string(kFixedSize));
+  }
+  const std::string_view body = blob.substr(0, blob.size() - kCrcSize);
+  const std::uint32_t stored = LoadU32(blob.substr(body.size()));
+  const std::uint32_t computed = codec::Crc32(body);
+  if (stored != computed) {
+    return Status::Error("checksum mismatch: stored " + FormatChecksum(stored) + ", computed " +
+                         FormatChecksum(computed) + " over " + size_text +
+                         " (the checkpoint is corrupted or truncated)");
+  }
+
+  // From here on the bytes are what the writer wrote; the length checks still guard against a
+  // writer bug or a crafted blob with a valid CRC. The fixed-size fields are all present
+  // (checked above), so their reads cannot fail.
+  codec::ByteReader in(body.substr(kMagic.size() + 4));
+  CheckpointData out;
+  std::uint64_t step = 0, spec_size = 0;
+  in.U64(step);
+  out.step = static_cast<std::int64_t>(step);
+  in.U64(out.epoch);
+  in.U64(out.batch);
+  in.U64(out.seed);
+  in.U64(spec_size);
+  // What must still follow the spec: optimizer steps and the vector count.
+  std::string_view spec;
+  if (in.remaining() < 12 || spec_size > in.remaining() - 12 ||
+      !in.Raw(static_cast<std::size_t>(spec_size), spec)) {
+    return Status::Error("model spec length " + std::to_string(spec_size) + " exceeds the " +
+                         std::to_string(in.remaining()) + " bytes left");
+  }
+  out.model_spec.assign(spec);
+  std::uint32_t vectors = 0;
+  in.U64(out.optimizer_steps);
+  in.U32(vectors);
+  if (vectors == 0) return Status::Error("checkpoint holds no parameter vector");
+  if (vectors > in.remaining() / 8) {
+    return Status::Error("vector count " + std::to_string(vectors) + " exceeds what the " +
+                         std::to_string(in.remaining()) + " bytes left can hold");
+  }
+  out.optimizer_state.resize(vectors - 1);
+  for (std::uint32_t i = 0; i < vectors; ++i) {
+    math::FloatBuffer& v = i == 0 ? out.params : out.optimizer_state[i - 1];
+    if (!in.Floats(v)) {
+      return Status::Error("vector " + std::to_string(i) + " claims more floats than the " +
+                           std::to_string(in.remaining()) + " bytes left (or lacks its length)");
+    }
+  }
+  if (in.remaining() != 0) {
+    return Status::Error(std::to_string(in.remaining()) +
+                         " unexpected bytes after the last vector");
+  }
+  return out;
+}
+
+std::string FormatChecksum(std::uint32_t checksum) { return codec::FormatCrc32(checksum); }
+
+std::optional<std::uint32_t> StoredChecksum(std::string_view blob) {
+  if (blob.size() < kCrcSize) return std::nullopt;
+  return LoadU32(blob.substr(blob.size() - kCrcSize));
+}
+
+}  // namespace dtrain::store

@@ -1,0 +1,64 @@
+#include "daemon/store/records.h"
+
+#include "core/name_table.h"
+
+namespace dtrain::store {
+namespace {
+
+constexpr NameTable<JobState, 7> kJobStates{
+    {{{JobState::kQueued, "queued"},
+      {JobState::kStarting, "starting"},
+      {JobState::kRunning, "running"},
+      {JobState::kRecovering, "recovering"},
+      {JobState::kSucceeded, "succeeded"},
+      {JobState::kFailed, "failed"},
+      {JobState::kCancelled, "cancelled"}}},
+    "queued, starting, running, recovering, succeeded, failed, cancelled"};
+
+constexpr NameTable<WorkerState, 3> kWorkerStates{{{{WorkerState::kRunning, "running"},
+                                                           {WorkerState::kExited, "exited"},
+                                                           {WorkerState::kKilled, "killed"}}},
+                                                         "running, exited, killed"};
+
+}  // namespace
+
+std::string_view JobStateName(JobState state) { return kJobStates.Name(state); }
+
+Result<JobState> ParseJobState(std::string_view name) {
+  return kJobStates.Parse(name, "job state");
+}
+
+bool IsTerminal(JobState state) {
+  return state == JobState::kSucceeded || state == JobState::kFailed ||
+         state == JobState::kCancelled;
+}
+
+bool IsValidTransition(JobState from, JobState to) {
+  // The one way out of a terminal state: a failed or cancelled job resumed by its owner.
+  if (to == JobState::kQueued) return from == JobState::kFailed || from == JobState::kCancelled;
+  if (IsTerminal(from)) return false;
+  switch (to) {
+    case JobState::kQueued:
+      return false;
+    case JobState::kStarting:
+      return from == JobState::kQueued;
+    case JobState::kRunning:
+      return from == JobState::kStarting || from == JobState::kRecovering;
+    case JobState::kRecovering:
+      return from == JobState::kRunning;
+    case JobState::kSucceeded:
+      return from == JobState::kRunning;
+    case JobState::kFailed:
+    case JobState::kCancelled:
+      return true;
+  }
+  return false;
+}
+
+std::string_view WorkerStateName(WorkerState state) { return kWorkerStates.Name(state); }
+
+Result<WorkerState> ParseWorkerState(std::string_view name) {
+  return kWorkerStates.Parse(name, "worker state");
+}
+
+}  // namespace dtrain::store

@@ -1,0 +1,98 @@
+// The rows of the run store as plain structs, and the job and worker state machines.
+//
+//   Result<JobState> s = ParseJobState("running");
+//   if (s.ok() && IsValidTransition(s.value(), JobState::kRecovering)) { ... }
+//
+// A job moves  queued -> starting -> running -> succeeded | failed | cancelled,  and
+// running -> recovering -> running after a fault; queued, starting and recovering may also end
+// in failed or cancelled. The only way out of a terminal state is failed|cancelled -> queued,
+// when the owner resumes the job from its newest checkpoint; succeeded is final. The names below are stored in the
+// `state` columns and shown by the CLI, so they are part of the file format.
+//
+// Plain values and constexpr tables: safe for concurrent use.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace dtrain::store {
+
+enum class JobState { kQueued, kStarting, kRunning, kRecovering, kSucceeded, kFailed, kCancelled };
+
+std::string_view JobStateName(JobState state);
+Result<JobState> ParseJobState(std::string_view name);
+bool IsTerminal(JobState state);
+// Whether the lifecycle above allows `from` -> `to` (a state never moves to itself).
+bool IsValidTransition(JobState from, JobState to);
+
+// A worker process row: running until its exit is recorded, then exited (it returned an exit
+// status) or killed (a signal ended it).
+enum class WorkerState { kRunning, kExited, kKilled };
+
+std::string_view WorkerStateName(WorkerState state);
+Result<WorkerState> ParseWorkerState(std::string_view name);
+
+// Times are seconds since the Unix epoch (wall clock), as the store stamps them.
+struct JobRecord {
+  std::int64_t id = 0;
+  std::string name;
+  std::int64_t owner_uid = 0;
+  JobState state = JobState::kQueued;
+  int priority = 0;
+  std::string spec_toml;  // the fully resolved job file text
+  double created = 0;
+  double updated = 0;
+  std::string reason;  // the reason of the latest transition
+};
+
+struct EventRecord {
+  std::int64_t job = 0;
+  double time = 0;
+  std::optional<JobState> from;  // nullopt for the submission event, which creates the job
+  JobState to = JobState::kQueued;
+  std::string reason;
+};
+
+struct WorkerRecord {
+  std::int64_t id = 0;  // the handle RecordWorkerStart returned
+  std::int64_t job = 0;
+  int rank = 0;
+  std::string role;  // e.g. "replica" or "ps"
+  std::string host;
+  std::int64_t pid = 0;
+  WorkerState state = WorkerState::kRunning;
+  std::optional<int> exit_status;  // set when state is kExited
+  std::optional<int> signal;       // set when state is kKilled
+  double started = 0;
+  std::optional<double> ended;
+};
+
+struct MetricRow {
+  std::int64_t step = 0;
+  int worker = 0;
+  std::string name;
+  double value = 0;
+  double epoch = 0;  // fractional epochs completed
+  double time = 0;   // when the store received the point
+};
+
+struct LogRow {
+  std::int64_t id = 0;  // increases with every appended line of any job; never reused
+  int worker = 0;
+  std::string stream;  // "stdout", "stderr", or a name the runner chooses
+  double time = 0;
+  std::string line;
+};
+
+struct CheckpointInfo {
+  std::int64_t step = 0;
+  double time = 0;
+  std::int64_t bytes = 0;      // size of the encoded blob
+  std::uint32_t checksum = 0;  // CRC32 recorded at save time (see checkpoint_format.md)
+};
+
+}  // namespace dtrain::store

@@ -1,0 +1,128 @@
+#include "daemon/store/schema.h"
+
+#include <cstdint>
+#include <string>
+
+namespace dtrain::store {
+namespace {
+
+// Times are REAL seconds since the Unix epoch. Every table that belongs to a job starts its
+// indexes with `job`, which also serves ON DELETE CASCADE.
+constexpr std::string_view kCreateTables = R"sql(
+CREATE TABLE jobs (
+  id        INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are shown to users: never reused
+  name      TEXT    NOT NULL,
+  owner_uid INTEGER NOT NULL,
+  state     TEXT    NOT NULL,                   -- JobStateName
+  priority  INTEGER NOT NULL,
+  spec_toml TEXT    NOT NULL,                   -- the fully resolved job file
+  created   REAL    NOT NULL,
+  updated   REAL    NOT NULL,
+  reason    TEXT    NOT NULL                    -- reason of the latest transition
+) STRICT;
+
+CREATE TABLE events (
+  id         INTEGER PRIMARY KEY,
+  job        INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  time       REAL    NOT NULL,
+  from_state TEXT,                              -- NULL for the submission
+  to_state   TEXT    NOT NULL,
+  reason     TEXT    NOT NULL
+) STRICT;
+CREATE INDEX events_by_job ON events(job, id);
+
+CREATE TABLE workers (
+  id          INTEGER PRIMARY KEY,
+  job         INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  rank        INTEGER NOT NULL,
+  role        TEXT    NOT NULL,
+  host        TEXT    NOT NULL,
+  pid         INTEGER NOT NULL,
+  state       TEXT    NOT NULL,                 -- WorkerStateName
+  exit_status INTEGER,
+  signal      INTEGER,
+  started     REAL    NOT NULL,
+  ended       REAL
+) STRICT;
+CREATE INDEX workers_by_job ON workers(job, id);
+
+CREATE TABLE metrics (
+  job    INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  step   INTEGER NOT NULL,
+  worker INTEGER NOT NULL,
+  name   TEXT    NOT NULL,
+  value  REAL    NOT NULL,
+  epoch  REAL    NOT NULL,
+  time   REAL    NOT NULL
+) STRICT;
+CREATE INDEX metrics_by_name ON metrics(job, name, step);
+
+CREATE TABLE checkpoints (
+  id        INTEGER PRIMARY KEY,
+  job       INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  step      INTEGER NOT NULL,
+  epoch     INTEGER NOT NULL,
+  time      REAL    NOT NULL,
+  byte_size INTEGER NOT NULL,
+  checksum  INTEGER NOT NULL,                   -- the blob's CRC-32 (checkpoint_format.md)
+  blob      BLOB    NOT NULL,
+  UNIQUE (job, step)
+) STRICT;
+
+CREATE TABLE logs (
+  id     INTEGER PRIMARY KEY AUTOINCREMENT,     -- the cursor of `dtrain logs -f`: never reused
+  job    INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  worker INTEGER NOT NULL,
+  stream TEXT    NOT NULL,
+  time   REAL    NOT NULL,
+  line   TEXT    NOT NULL
+) STRICT;
+CREATE INDEX logs_by_job ON logs(job, id);
+)sql";
+
+constexpr Migration kMigrations[] = {
+    {"create the run store tables", kCreateTables},
+};
+
+}  // namespace
+
+std::span<const Migration> StoreMigrations() { return kMigrations; }
+
+Status Migrate(Database& db, std::span<const Migration> migrations) {
+  const auto known = static_cast<std::int64_t>(migrations.size());
+  for (;;) {
+    std::int64_t applying = -1;  // the 0-based step being applied, when one is
+    bool done = false;
+    Status step = InTransaction(db, [&]() -> Status {
+      Result<std::int64_t> version = db.QueryInt("PRAGMA user_version");
+      if (!version.ok()) return version.status();
+      if (version.value() > known) {
+        return Status::Error("schema version " + std::to_string(version.value()) +
+                             " is newer than this dtrain understands (" + std::to_string(known) +
+                             "); open it with a newer dtrain");
+      }
+      if (version.value() < 0) {
+        return Status::Error("invalid schema version " + std::to_string(version.value()));
+      }
+      if (version.value() == known) {
+        done = true;
+        return Status::Ok();
+      }
+      applying = version.value();
+      if (Status applied = db.Exec(migrations[applying].sql); !applied.ok()) return applied;
+      // PRAGMA takes no bound parameters; the value is an integer computed here.
+      return db.Exec("PRAGMA user_version = " + std::to_string(applying + 1));
+    });
+    if (!step.ok()) {
+      std::string where = db.path() + ": ";
+      if (applying >= 0) {
+        where += "migration " + std::to_string(applying + 1) + " (" +
+                 std::string(migrations[applying].description) + "): ";
+      }
+      return Status::Error(where + step.message());
+    }
+    if (done) return Status::Ok();
+  }
+}
+
+}  // namespace dtrain::store

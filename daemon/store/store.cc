@@ -1,0 +1,476 @@
+#include "daemon/store/store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <utility>
+
+#include "daemon/store/schema.h"
+#include "daemon/store/sqlite.h"
+#include "daemon/store/writer.h"
+
+namespace dtrain::store {
+namespace {
+
+// How long a connection waits for a lock held by another connection before failing. Only the
+// writer takes write locks, so this covers WAL checkpoints and a second process on the file.
+constexpr std::string_view kBusyTimeout = "PRAGMA busy_timeout = 10000";
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string JobName(std::int64_t job) { return "job " + std::to_string(job); }
+
+std::string CheckpointName(std::int64_t job, std::int64_t step) {
+  return "checkpoint of job " + std::to_string(job) + " at step " + std::to_string(step);
+}
+
+Status WithPath(const std::string& path, const Status& status) {
+  return Status::Error(path + ": " + status.message());
+}
+
+// The write connection: WAL so readers never block the writer nor it them; FULL so that a
+// commit is on disk when it returns; foreign keys so rows cannot name a missing job.
+Status ConfigureWriter(Database& db) {
+  if (Status s = db.Exec(kBusyTimeout); !s.ok()) return s;
+  Result<std::string> mode = db.QueryText("PRAGMA journal_mode = WAL");
+  if (!mode.ok()) return mode.status();
+  if (mode.value() != "wal") {
+    return Status::Error("cannot switch to WAL mode (the journal mode stays '" + mode.value() +
+                         "')");
+  }
+  return db.Exec("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON");
+}
+
+Result<Database> OpenReader(const std::string& path) {
+  Result<Database> db = Database::Open(path, Database::kExisting);
+  if (!db.ok()) return db;
+  Status s = db.value().Exec(std::string(kBusyTimeout) + "; PRAGMA query_only = ON");
+  if (!s.ok()) return WithPath(path, s);
+  return db;
+}
+
+// Runs a query on a lent read connection: bind(statement) sets its parameters, parse(statement)
+// turns each row into a Row (or an error for a row it cannot read).
+template <typename Row, typename Bind, typename Parse>
+Result<std::vector<Row>> QueryRows(ConnectionPool& pool, std::string_view sql, const Bind& bind,
+                                   const Parse& parse) {
+  Result<ConnectionPool::Lease> lease = pool.Acquire();
+  if (!lease.ok()) return lease.status();
+  Database& db = *lease.value();
+  Result<Statement> statement = db.Prepare(sql);
+  if (!statement.ok()) return WithPath(db.path(), statement.status());
+  Statement& s = statement.value();
+  bind(s);
+  std::vector<Row> rows;
+  for (;;) {
+    Result<bool> row = s.Step();
+    if (!row.ok()) return WithPath(db.path(), row.status());
+    if (!row.value()) return rows;
+    Result<Row> parsed = parse(s);
+    if (!parsed.ok()) return parsed.status();
+    rows.push_back(std::move(parsed).value());
+  }
+}
+
+constexpr std::string_view kJobColumns =
+    "id, name, owner_uid, state, priority, spec_toml, created, updated, reason";
+
+Result<JobRecord> ParseJob(const Statement& s) {
+  JobRecord job;
+  job.id = s.ColumnInt(0);
+  job.name = s.ColumnText(1);
+  job.owner_uid = s.ColumnInt(2);
+  Result<JobState> state = ParseJobState(s.ColumnText(3));
+  if (!state.ok()) return Status::Error(JobName(job.id) + ": " + state.status().message());
+  job.state = state.value();
+  job.priority = static_cast<int>(s.ColumnInt(4));
+  job.spec_toml = s.ColumnText(5);
+  job.created = s.ColumnDouble(6);
+  job.updated = s.ColumnDouble(7);
+  job.reason = s.ColumnText(8);
+  return job;
+}
+
+// The job's current state, read inside the writer's transaction; an error if there is no such
+// job.
+Result<JobState> CurrentState(Database& db, std::int64_t job) {
+  Result<Statement> select = db.Prepare("SELECT state FROM jobs WHERE id = ?1");
+  if (!select.ok()) return select.status();
+  select.value().BindInt(1, job);
+  Result<bool> row = select.value().Step();
+  if (!row.ok()) return row.status();
+  if (!row.value()) return Status::Error("no " + JobName(job));
+  return ParseJobState(select.value().ColumnText(0));
+}
+
+Status InsertEvent(Database& db, std::int64_t job, double time, std::optional<JobState> from,
+                   JobState to, std::string_view reason) {
+  Result<Statement> insert = db.Prepare(
+      "INSERT INTO events (job, time, from_state, to_state, reason) VALUES (?1, ?2, ?3, ?4, ?5)");
+  if (!insert.ok()) return insert.status();
+  Statement& s = insert.value();
+  s.BindInt(1, job).BindDouble(2, time).BindText(4, JobStateName(to)).BindText(5, reason);
+  if (from.has_value()) {
+    s.BindText(3, JobStateName(*from));
+  } else {
+    s.BindNull(3);
+  }
+  return s.Run();
+}
+
+// Decodes a stored checkpoint and checks it against its row: the checksum column and the step.
+Result<CheckpointData> VerifyCheckpoint(std::int64_t job, std::int64_t step,
+                                        std::int64_t checksum_column, std::string_view blob) {
+  const std::string context = CheckpointName(job, step) + ": ";
+  Result<CheckpointData> data = DecodeCheckpoint(blob);
+  if (!data.ok()) return Status::Error(context + data.status().message());
+  const std::uint32_t checksum = *StoredChecksum(blob);
+  if (checksum_column != static_cast<std::int64_t>(checksum)) {
+    return Status::Error(context + "the checksum column says " +
+                         FormatChecksum(static_cast<std::uint32_t>(checksum_column)) +
+                         " but the blob's checksum is " + FormatChecksum(checksum));
+  }
+  if (data.value().step != step) {
+    return Status::Error(context + "the blob holds step " + std::to_string(data.value().step));
+  }
+  return data;
+}
+
+}  // namespace
+
+Store::Store(std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> writer)
+    : readers_(std::move(readers)), writer_(std::move(writer)) {}
+
+Store::~Store() = default;
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  Result<Database> db = Database::Open(path, Database::kCreate);
+  if (!db.ok()) return db.status();
+  if (Status s = ConfigureWriter(db.value()); !s.ok()) return WithPath(path, s);
+  if (Status s = Migrate(db.value(), StoreMigrations()); !s.ok()) return s;
+  Result<std::unique_ptr<Writer>> writer = Writer::Start(std::move(db).value());
+  if (!writer.ok()) return WithPath(path, writer.status());
+  auto readers = std::make_unique<ConnectionPool>([path] { return OpenReader(path); });
+  // Open the first reader now, so that a file readers cannot use is refused here.
+  if (Result<ConnectionPool::Lease> first = readers->Acquire(); !first.ok()) {
+    return first.status();
+  }
+  return std::unique_ptr<Store>(new Store(std::move(readers), std::move(writer).value()));
+}
+
+// --- jobs ---
+
+Result<std::int64_t> Store::CreateJob(const JobRecord& job) {
+  const double now = Now();
+  constexpr std::string_view kReason = "submitted";
+  std::int64_t id = 0;
+  Status status = writer_->Execute([&](Database& db) -> Status {
+    Result<Statement> insert = db.Prepare(
+        "INSERT INTO jobs (name, owner_uid, state, priority, spec_toml, created, updated, reason)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)");
+    if (!insert.ok()) return insert.status();
+    insert.value()
+        .BindText(1, job.name)
+        .BindInt(2, job.owner_uid)
+        .BindText(3, JobStateName(JobState::kQueued))
+        .BindInt(4, job.priority)
+        .BindText(5, job.spec_toml)
+        .BindDouble(6, now)
+        .BindText(7, kReason);
+    if (Status s = insert.value().Run(); !s.ok()) return s;
+    id = db.LastInsertRowId();
+    return InsertEvent(db, id, now, std::nullopt, JobState::kQueued, kReason);
+  });
+  if (!status.ok())
+    return Status::Error("cannot create job '" + job.name + "': " + status.message());
+  return id;
+}
+
+Status Store::SetJobState(std::int64_t job, JobState to, const std::string& reason) {
+  const double now = Now();
+  Status status = writer_->Execute([&](Database& db) -> Status {
+    Result<JobState> from = CurrentState(db, job);
+    if (!from.ok()) return from.status();
+    if (!IsValidTransition(from.value(), to)) {
+      return Status::Error("cannot go from " + std::string(JobStateName(from.value())) + " to " +
+                           std::string(JobStateName(to)));
+    }
+    Result<Statement> update =
+        db.Prepare("UPDATE jobs SET state = ?2, updated = ?3, reason = ?4 WHERE id = ?1");
+    if (!update.ok()) return update.status();
+    update.value()
+        .BindInt(1, job)
+        .BindText(2, JobStateName(to))
+        .BindDouble(3, now)
+        .BindText(4, reason);
+    if (Status s = update.value().Run(); !s.ok()) return s;
+    return InsertEvent(db, job, now, from.value(), to, reason);
+  });
+  if (!status.ok()) return Status::Error(JobName(job) + ": " + status.message());
+  return status;
+}
+
+Result<JobRecord> Store::GetJob(std::int64_t job) {
+  Result<std::vector<JobRecord>> rows = QueryRows<JobRecord>(
+      *readers_, "SELECT " + std::string(kJobColumns) + " FROM jobs WHERE id = ?1",
+      [&](Statement& s) { s.BindInt(1, job); }, ParseJob);
+  if (!rows.ok()) return rows.status();
+  if (rows.value().empty()) return Status::Error("no " + JobName(job));
+  return std::move(rows.value().front());
+}
+
+Result<std::vector<JobRecord>> Store::ListJobs() {
+  return QueryRows<JobRecord>(
+      *readers_, "SELECT " + std::string(kJobColumns) + " FROM jobs ORDER BY id", [](Statement&) {},
+      ParseJob);
+}
+
+Result<std::vector<EventRecord>> Store::Events(std::int64_t job) {
+  return QueryRows<EventRecord>(
+      *readers_, "SELECT time, from_state, to_state, reason FROM events WHERE job = ?1 ORDER BY id",
+      [&](Statement& s) { s.BindInt(1, job); },
+      [&](const Statement& s) -> Result<EventRecord> {
+        EventRecord event;
+        event.job = job;
+        event.time = s.ColumnDouble(0);
+        if (!s.ColumnIsNull(1)) {
+          Result<JobState> from = ParseJobState(s.ColumnText(1));
+          if (!from.ok()) return Status::Error(JobName(job) + ": " + from.status().message());
+          event.from = from.value();
+        }
+        Result<JobState> to = ParseJobState(s.ColumnText(2));
+        if (!to.ok()) return Status::Error(JobName(job) + ": " + to.status().message());
+        event.to = to.value();
+        event.reason = s.ColumnText(3);
+        return event;
+      });
+}
+
+// --- worker processes ---
+
+Result<std::int64_t> Store::RecordWorkerStart(std::int64_t job, int rank, std::string_view role,
+                                              std::string_view host, std::int64_t pid) {
+  const double now = Now();
+  std::int64_t id = 0;
+  Status status = writer_->Execute([&](Database& db) -> Status {
+    if (Result<JobState> state = CurrentState(db, job); !state.ok()) return state.status();
+    Result<Statement> insert = db.Prepare(
+        "INSERT INTO workers (job, rank, role, host, pid, state, started)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    if (!insert.ok()) return insert.status();
+    insert.value()
+        .BindInt(1, job)
+        .BindInt(2, rank)
+        .BindText(3, role)
+        .BindText(4, host)
+        .BindInt(5, pid)
+        .BindText(6, WorkerStateName(WorkerState::kRunning))
+        .BindDouble(7, now);
+    if (Status s = insert.value().Run(); !s.ok()) return s;
+    id = db.LastInsertRowId();
+    return Status::Ok();
+  });
+  if (!status.ok()) {
+    return Status::Error(JobName(job) + ": cannot record worker " + std::to_string(rank) + ": " +
+                         status.message());
+  }
+  return id;
+}
+
+Status Store::RecordWorkerExit(std::int64_t worker, int exit_status, int signal) {
+  const double now = Now();
+  const bool killed = signal > 0;
+  Status status = writer_->Execute([&](Database& db) -> Status {
+    Result<Statement> update = db.Prepare(
+        "UPDATE workers SET state = ?2, exit_status = ?3, signal = ?4, ended = ?5"
+        " WHERE id = ?1 AND ended IS NULL");
+    if (!update.ok()) return update.status();
+    Statement& s = update.value();
+    s.BindInt(1, worker).BindText(
+        2, WorkerStateName(killed ? WorkerState::kKilled : WorkerState::kExited));
+    if (killed) {
+      s.BindNull(3).BindInt(4, signal);
+    } else {
+      s.BindInt(3, exit_status).BindNull(4);
+    }
+    s.BindDouble(5, now);
+    if (Status run = s.Run(); !run.ok()) return run;
+    if (db.Changes() == 0) return Status::Error("no running worker with that id");
+    return Status::Ok();
+  });
+  if (!status.ok()) {
+    return Status::Error("worker record " + std::to_string(worker) + ": " + status.message());
+  }
+  return status;
+}
+
+Result<std::vector<WorkerRecord>> Store::Workers(std::int64_t job) {
+  return QueryRows<WorkerRecord>(
+      *readers_,
+      "SELECT id, rank, role, host, pid, state, exit_status, signal, started, ended"
+      " FROM workers WHERE job = ?1 ORDER BY id",
+      [&](Statement& s) { s.BindInt(1, job); },
+      [&](const Statement& s) -> Result<WorkerRecord> {
+        WorkerRecord w;
+        w.id = s.ColumnInt(0);
+        w.job = job;
+        w.rank = static_cast<int>(s.ColumnInt(1));
+        w.role = s.ColumnText(2);
+        w.host = s.ColumnText(3);
+        w.pid = s.ColumnInt(4);
+        Result<WorkerState> state = ParseWorkerState(s.ColumnText(5));
+        if (!state.ok()) return Status::Error(JobName(job) + ": " + state.status().message());
+        w.state = state.value();
+        if (!s.ColumnIsNull(6)) w.exit_status = static_cast<int>(s.ColumnInt(6));
+        if (!s.ColumnIsNull(7)) w.signal = static_cast<int>(s.ColumnInt(7));
+        w.started = s.ColumnDouble(8);
+        if (!s.ColumnIsNull(9)) w.ended = s.ColumnDouble(9);
+        return w;
+      });
+}
+
+// --- metrics and logs ---
+
+void Store::AppendMetrics(std::int64_t job, int worker,
+                          std::span<const train::MetricPoint> points) {
+  writer_->Append(MetricRows{job, worker, Now(), {points.begin(), points.end()}});
+}
+
+void Store::AppendLog(std::int64_t job, int worker, std::string_view stream,
+                      std::string_view line) {
+  writer_->Append(LogLine{job, worker, Now(), std::string(stream), std::string(line)});
+}
+
+Status Store::Flush() { return writer_->Flush(); }
+
+Result<std::vector<MetricRow>> Store::Metrics(std::int64_t job, const std::string& name_filter,
+                                              std::int64_t after_step) {
+  // Two texts rather than "(?2 = '' OR name = ?2)", which would keep SQLite from using the
+  // (job, name, step) index.
+  const std::string_view sql =
+      name_filter.empty() ? "SELECT step, worker, name, value, epoch, time FROM metrics"
+                            " WHERE job = ?1 AND step > ?3 ORDER BY step, rowid"
+                          : "SELECT step, worker, name, value, epoch, time FROM metrics"
+                            " WHERE job = ?1 AND name = ?2 AND step > ?3 ORDER BY step, rowid";
+  return QueryRows<MetricRow>(
+      *readers_, sql,
+      [&](Statement& s) { s.BindInt(1, job).BindText(2, name_filter).BindInt(3, after_step); },
+      [](const Statement& s) -> Result<MetricRow> {
+        return MetricRow{s.ColumnInt(0),
+                         static_cast<int>(s.ColumnInt(1)),
+                         std::string(s.ColumnText(2)),
+                         s.ColumnDouble(3),
+                         s.ColumnDouble(4),
+                         s.ColumnDouble(5)};
+      });
+}
+
+Result<std::vector<LogRow>> Store::Logs(std::int64_t job, std::int64_t after_id,
+                                        std::size_t limit) {
+  const auto bounded = static_cast<std::int64_t>(
+      std::min<std::size_t>(limit, std::numeric_limits<std::int64_t>::max()));
+  return QueryRows<LogRow>(
+      *readers_,
+      "SELECT id, worker, stream, time, line FROM logs WHERE job = ?1 AND id > ?2"
+      " ORDER BY id LIMIT ?3",
+      [&](Statement& s) { s.BindInt(1, job).BindInt(2, after_id).BindInt(3, bounded); },
+      [](const Statement& s) -> Result<LogRow> {
+        return LogRow{s.ColumnInt(0), static_cast<int>(s.ColumnInt(1)),
+                      std::string(s.ColumnText(2)), s.ColumnDouble(3),
+                      std::string(s.ColumnText(4))};
+      });
+}
+
+// --- checkpoints ---
+
+Status Store::SaveCheckpoint(std::int64_t job, const CheckpointData& checkpoint, int keep) {
+  const std::string context = CheckpointName(job, checkpoint.step) + ": ";
+  if (keep < 1)
+    return Status::Error(context + "keep must be at least 1, not " + std::to_string(keep));
+  // Serialised here, on the caller's thread: the writer only binds the bytes.
+  const std::string blob = EncodeCheckpoint(checkpoint);
+  const std::uint32_t checksum = *StoredChecksum(blob);
+  const double now = Now();
+  Status status = writer_->Execute([&](Database& db) -> Status {
+    if (static_cast<std::int64_t>(blob.size()) > db.MaxBlobSize()) {
+      return Status::Error("the checkpoint is " + std::to_string(blob.size()) +
+                           " bytes, more than SQLite's limit of " +
+                           std::to_string(db.MaxBlobSize()));
+    }
+    if (Result<JobState> state = CurrentState(db, job); !state.ok()) return state.status();
+    Result<Statement> insert = db.Prepare(
+        "INSERT INTO checkpoints (job, step, epoch, time, byte_size, checksum, blob)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+        " ON CONFLICT (job, step) DO UPDATE SET epoch = excluded.epoch, time = excluded.time,"
+        " byte_size = excluded.byte_size, checksum = excluded.checksum, blob = excluded.blob");
+    if (!insert.ok()) return insert.status();
+    insert.value()
+        .BindInt(1, job)
+        .BindInt(2, checkpoint.step)
+        .BindInt(3, static_cast<std::int64_t>(checkpoint.epoch))
+        .BindDouble(4, now)
+        .BindInt(5, static_cast<std::int64_t>(blob.size()))
+        .BindInt(6, checksum)
+        .BindBlob(7, blob);
+    if (Status s = insert.value().Run(); !s.ok()) return s;
+    Result<Statement> prune = db.Prepare(
+        "DELETE FROM checkpoints WHERE job = ?1 AND step NOT IN"
+        " (SELECT step FROM checkpoints WHERE job = ?1 ORDER BY step DESC LIMIT ?2)");
+    if (!prune.ok()) return prune.status();
+    prune.value().BindInt(1, job).BindInt(2, keep);
+    return prune.value().Run();
+  });
+  if (!status.ok()) return Status::Error(context + status.message());
+  return status;
+}
+
+Result<LatestCheckpointResult> Store::LatestCheckpoint(std::int64_t job) {
+  Result<ConnectionPool::Lease> lease = readers_->Acquire();
+  if (!lease.ok()) return lease.status();
+  Database& db = *lease.value();
+  Result<Statement> select =
+      db.Prepare("SELECT step, checksum, blob FROM checkpoints WHERE job = ?1 ORDER BY step DESC");
+  if (!select.ok()) return WithPath(db.path(), select.status());
+  Statement& s = select.value();
+  s.BindInt(1, job);
+  LatestCheckpointResult result;
+  for (;;) {
+    Result<bool> row = s.Step();
+    if (!row.ok()) return WithPath(db.path(), row.status());
+    if (!row.value()) return result;
+    Result<CheckpointData> data =
+        VerifyCheckpoint(job, s.ColumnInt(0), s.ColumnInt(1), s.ColumnBlob(2));
+    if (data.ok()) {
+      result.checkpoint = std::move(data).value();
+      return result;
+    }
+    result.skipped.push_back(data.status().message());
+  }
+}
+
+Result<CheckpointData> Store::LoadCheckpoint(std::int64_t job, std::int64_t step) {
+  Result<std::vector<CheckpointData>> rows = QueryRows<CheckpointData>(
+      *readers_, "SELECT checksum, blob FROM checkpoints WHERE job = ?1 AND step = ?2",
+      [&](Statement& s) { s.BindInt(1, job).BindInt(2, step); },
+      [&](const Statement& s) {
+        return VerifyCheckpoint(job, step, s.ColumnInt(0), s.ColumnBlob(1));
+      });
+  if (!rows.ok()) return rows.status();
+  if (rows.value().empty()) return Status::Error("no " + CheckpointName(job, step));
+  return std::move(rows.value().front());
+}
+
+Result<std::vector<CheckpointInfo>> Store::Checkpoints(std::int64_t job) {
+  return QueryRows<CheckpointInfo>(
+      *readers_,
+      "SELECT step, time, byte_size, checksum FROM checkpoints WHERE job = ?1 ORDER BY step",
+      [&](Statement& s) { s.BindInt(1, job); },
+      [](const Statement& s) -> Result<CheckpointInfo> {
+        return CheckpointInfo{s.ColumnInt(0), s.ColumnDouble(1), s.ColumnInt(2),
+                              static_cast<std::uint32_t>(s.ColumnInt(3))};
+      });
+}
+
+}  // namespace dtrain::store

@@ -1,0 +1,122 @@
+// Store: the run store, one SQLite file per daemon (and ./dtrain.db per `dtrain run`) holding
+// jobs, their state transitions, worker processes, metrics, logs and checkpoints.
+//
+//   Result<std::unique_ptr<Store>> store = Store::Open("/var/lib/dtrain/dtrain.db");
+//   Result<std::int64_t> job = store.value()->CreateJob(record);      // durable on return
+//   store.value()->AppendMetrics(job.value(), 0, points);            // returns at once
+//   Status s = store.value()->Flush();                               // now committed
+//
+// Durability: CreateJob, SetJobState, the worker records and SaveCheckpoint return once their
+// transaction is committed with synchronous=FULL, so an acknowledged operation survives the
+// process being killed (and, the WAL being fsynced, a power loss). Metric and log appends are
+// asynchronous: they are batched into few transactions and are committed when Flush() returns.
+//
+// Thread safety: safe for concurrent use. One writer thread (writer.h) owns the only write
+// connection and carries out every change in the order it was requested; a caller's own
+// requests keep their order. Reads use a pool of read-only connections, one lent to each
+// reading call, so readers run in parallel and, the file being in WAL mode, neither wait for
+// the writer nor delay it. A read sees every durable operation that returned before it and
+// every append flushed before it.
+//
+// Errors are values: every failure returns a Status naming the job (and step) involved. An
+// append that SQLite refuses (e.g. for a job that does not exist) is dropped without stopping
+// the writer and reported by the next Flush().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/train/metrics.h"
+#include "daemon/store/checkpoint.h"
+#include "daemon/store/records.h"
+
+namespace dtrain::store {
+
+class ConnectionPool;
+class Writer;
+
+struct LatestCheckpointResult {
+  std::optional<CheckpointData> checkpoint;  // the newest that verifies; nullopt if none does
+  // One message per newer checkpoint that failed verification, newest first, each naming the
+  // job, the step and the damage.
+  std::vector<std::string> skipped;
+};
+
+class Store {
+ public:
+  // Opens or creates the file at `path` (its directory must exist): WAL mode, foreign keys,
+  // a busy timeout, and the schema migrated to this build's version. A file written by a newer
+  // dtrain (a higher schema version) is refused with a message saying so.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  ~Store();  // writes everything queued, then stops the writer
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // --- jobs (durable) ---
+
+  // Inserts the job in state queued, with a 'submitted' event; uses name, owner_uid, priority
+  // and spec_toml of `job` and ignores its other fields. Returns the new job id.
+  Result<std::int64_t> CreateJob(const JobRecord& job);
+  // Moves the job to `to` and records the event, in one transaction. Refused when the
+  // lifecycle (records.h) does not allow it, e.g. out of a terminal state, so a late
+  // "succeeded" cannot overwrite "cancelled".
+  Status SetJobState(std::int64_t job, JobState to, const std::string& reason);
+  Result<JobRecord> GetJob(std::int64_t job);
+  Result<std::vector<JobRecord>> ListJobs();                  // by id
+  Result<std::vector<EventRecord>> Events(std::int64_t job);  // in the order they happened
+
+  // --- worker processes (durable) ---
+
+  // Records a started worker process; returns the handle RecordWorkerExit takes.
+  Result<std::int64_t> RecordWorkerStart(std::int64_t job, int rank, std::string_view role,
+                                         std::string_view host, std::int64_t pid);
+  // signal > 0: the process was killed by that signal (exit_status is then not stored);
+  // otherwise it exited with exit_status. Refused for a worker whose exit is already recorded.
+  Status RecordWorkerExit(std::int64_t worker, int exit_status, int signal);
+  Result<std::vector<WorkerRecord>> Workers(std::int64_t job);  // in start order
+
+  // --- metrics and logs (asynchronous) ---
+
+  // Queue rows stamped with the current time and return at once (see writer.h for the
+  // backpressure limit).
+  void AppendMetrics(std::int64_t job, int worker, std::span<const train::MetricPoint> points);
+  void AppendLog(std::int64_t job, int worker, std::string_view stream, std::string_view line);
+  // Returns once everything appended before the call is committed; an error if appended rows
+  // (from any thread) were dropped since the previous Flush, which reports each drop once.
+  Status Flush();
+  // Rows with step > after_step, of one name (or all names when name_filter is empty), by
+  // step and then in append order.
+  Result<std::vector<MetricRow>> Metrics(std::int64_t job, const std::string& name_filter,
+                                         std::int64_t after_step = -1);
+  // At most `limit` lines with id > after_id, by id: pass the last id seen to follow a log.
+  Result<std::vector<LogRow>> Logs(std::int64_t job, std::int64_t after_id = 0,
+                                   std::size_t limit = 10000);
+
+  // --- checkpoints ---
+
+  // Encodes (on the calling thread) and stores the checkpoint, replacing one of the same step,
+  // and deletes all but the newest `keep` (>= 1) checkpoints of the job by step, in one
+  // durable transaction.
+  Status SaveCheckpoint(std::int64_t job, const CheckpointData& checkpoint, int keep);
+  // The newest checkpoint whose blob verifies (checkpoint_format.md) and agrees with its row;
+  // damaged newer ones are skipped and reported. An error only when the store cannot be read.
+  Result<LatestCheckpointResult> LatestCheckpoint(std::int64_t job);
+  // One checkpoint by step, verified; an error naming the job and step if absent or damaged.
+  Result<CheckpointData> LoadCheckpoint(std::int64_t job, std::int64_t step);
+  Result<std::vector<CheckpointInfo>> Checkpoints(std::int64_t job);  // by step, oldest first
+
+ private:
+  Store(std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> writer);
+
+  std::unique_ptr<ConnectionPool> readers_;
+  std::unique_ptr<Writer> writer_;  // declared last: destroyed (drained) first
+};
+
+}  // namespace dtrain::store

@@ -1,0 +1,180 @@
+#include "daemon/store/writer.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace dtrain::store {
+namespace {
+
+bool IsRow(const auto& request) {
+  return std::holds_alternative<MetricRows>(request) || std::holds_alternative<LogLine>(request);
+}
+
+// Errors that concern one row only: SQLite undoes that statement and the transaction goes on.
+bool IsRowError(int code) { return (code & 0xff) == SQLITE_CONSTRAINT || code == SQLITE_TOOBIG; }
+
+std::string Owner(std::int64_t job, int worker) {
+  return "job " + std::to_string(job) + " (worker " + std::to_string(worker) + ")";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Writer>> Writer::Start(Database db) {
+  Result<Statement> metric = db.Prepare(
+      "INSERT INTO metrics (job, step, worker, name, value, epoch, time) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  if (!metric.ok()) return metric.status();
+  Result<Statement> log =
+      db.Prepare("INSERT INTO logs (job, worker, stream, time, line) VALUES (?1, ?2, ?3, ?4, ?5)");
+  if (!log.ok()) return log.status();
+  return std::unique_ptr<Writer>(
+      new Writer(std::move(db), std::move(metric).value(), std::move(log).value()));
+}
+
+Writer::Writer(Database db, Statement insert_metric, Statement insert_log)
+    : db_(std::move(db)),
+      insert_metric_(std::move(insert_metric)),
+      insert_log_(std::move(insert_log)),
+      thread_([this] { Loop(); }) {}
+
+Writer::~Writer() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+void Writer::Append(MetricRows rows) {
+  const std::size_t count = rows.points.size();
+  if (count > 0) Post(std::move(rows), count);
+}
+
+void Writer::Append(LogLine line) { Post(std::move(line), 1); }
+
+Status Writer::Execute(const std::function<Status(Database&)>& body) {
+  std::promise<Status> done;
+  std::future<Status> result = done.get_future();
+  Post(Transaction{&body, std::move(done)}, 0);
+  return result.get();
+}
+
+Status Writer::Flush() {
+  std::promise<Status> done;
+  std::future<Status> result = done.get_future();
+  Post(Barrier{std::move(done)}, 0);
+  return result.get();
+}
+
+void Writer::Post(Request request, std::size_t rows) {
+  std::unique_lock lock(mu_);
+  if (rows > 0) space_.wait(lock, [&] { return queued_rows_ < kMaxQueuedRows; });
+  // The writer only ever waits on an empty queue, so only the first request needs to wake it.
+  const bool was_empty = queue_.empty();
+  queue_.push_back(std::move(request));
+  queued_rows_ += rows;
+  if (was_empty) wake_.notify_one();
+}
+
+void Writer::Loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything queued is written
+    std::vector<Request> requests;
+    requests.swap(queue_);
+    queued_rows_ = 0;
+    space_.notify_all();
+    lock.unlock();
+    Process(requests);
+    lock.lock();
+  }
+}
+
+void Writer::Process(std::vector<Request>& requests) {
+  for (auto it = requests.begin(); it != requests.end();) {
+    if (IsRow(*it)) {
+      const auto end =
+          std::find_if_not(it, requests.end(), [](const Request& r) { return IsRow(r); });
+      WriteRows(std::span<Request>(it, end));
+      it = end;
+      continue;
+    }
+    if (auto* transaction = std::get_if<Transaction>(&*it)) {
+      transaction->done.set_value(InTransaction(db_, [&] { return (*transaction->body)(db_); }));
+    } else {
+      std::get<Barrier>(*it).done.set_value(TakeDropReport());
+    }
+    ++it;
+  }
+}
+
+void Writer::WriteRows(std::span<Request> rows) {
+  std::size_t total = 0;  // rows holds MetricRows and LogLine requests only
+  for (const Request& r : rows) {
+    const auto* m = std::get_if<MetricRows>(&r);
+    total += m != nullptr ? m->points.size() : 1;
+  }
+  std::size_t refused = 0;
+  // Runs a bound insert. A refused row is dropped alone; any other error aborts the
+  // transaction (returned as an error, so InTransaction rolls back).
+  auto insert = [&](Statement& statement, const auto& describe) -> Status {
+    Status status = statement.Run();
+    const int code = statement.last_error();
+    statement.Reset();
+    if (status.ok()) return status;
+    if (!IsRowError(code)) return Status::Error(describe() + ": " + status.message());
+    ++refused;
+    Drop(1, describe() + ": " + status.message());
+    return Status::Ok();
+  };
+  Status status = InTransaction(db_, [&]() -> Status {
+    for (const Request& r : rows) {
+      if (const auto* m = std::get_if<MetricRows>(&r)) {
+        for (const train::MetricPoint& p : m->points) {
+          insert_metric_.BindInt(1, m->job)
+              .BindInt(2, p.step)
+              .BindInt(3, m->worker)
+              .BindText(4, p.name)
+              .BindDouble(5, p.value)
+              .BindDouble(6, p.epoch)
+              .BindDouble(7, m->time);
+          Status s = insert(insert_metric_, [&] {
+            return "metric '" + p.name + "' of " + Owner(m->job, m->worker);
+          });
+          if (!s.ok()) return s;
+        }
+      } else if (const auto* l = std::get_if<LogLine>(&r)) {
+        insert_log_.BindInt(1, l->job)
+            .BindInt(2, l->worker)
+            .BindText(3, l->stream)
+            .BindDouble(4, l->time)
+            .BindText(5, l->line);
+        Status s = insert(insert_log_, [&] { return "log line of " + Owner(l->job, l->worker); });
+        if (!s.ok()) return s;
+      }
+    }
+    return Status::Ok();
+  });
+  if (!status.ok()) Drop(total - refused, status.message());
+}
+
+void Writer::Drop(std::size_t rows, const std::string& why) {
+  if (rows == 0) return;
+  if (dropped_rows_ == 0) first_drop_ = why;
+  dropped_rows_ += rows;
+}
+
+Status Writer::TakeDropReport() {
+  if (dropped_rows_ == 0) return Status::Ok();
+  Status report = Status::Error(std::to_string(dropped_rows_) +
+                                " appended row(s) were not stored; the first: " + first_drop_);
+  dropped_rows_ = 0;
+  first_drop_.clear();
+  return report;
+}
+
+}  // namespace dtrain::store

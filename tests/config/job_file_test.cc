@@ -1,0 +1,487 @@
+#include "config/job_file.h"
+
+#include <boost/test/unit_test.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dtrain::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+// tests/data: $DTRAIN_TEST_DATA under ctest, else beside this source file.
+fs::path TestData() {
+  if (const char* dir = std::getenv("DTRAIN_TEST_DATA")) return dir;
+  return fs::path(__FILE__).parent_path().parent_path() / "data";
+}
+std::string JobPath(std::string_view name) { return (TestData() / "jobs" / name).string(); }
+std::string DataFile(std::string_view name) {
+  return (TestData() / "jobs" / "files" / name).lexically_normal().string();
+}
+
+// A job that must load; fails the test with the diagnostics otherwise.
+JobConfig MustLoad(const std::string& path, const std::vector<std::string>& overrides = {}) {
+  LoadResult r = LoadJobFile(path, overrides);
+  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(r.ok());
+  BOOST_REQUIRE(r.diagnostics.empty());
+  return *r.job;
+}
+
+LoadResult Parse(std::string_view text, const std::vector<std::string>& overrides = {}) {
+  return ParseJobText(text, "inline.toml", overrides, (TestData() / "jobs").string());
+}
+
+// One expected diagnostic: where, which key, and a piece of the message.
+struct Expected {
+  std::string file;
+  int line, column;
+  std::string key;
+  std::string message_part;
+};
+
+void CheckDiagnostics(const LoadResult& r, const std::vector<Expected>& expected) {
+  BOOST_TEST(!r.ok());
+  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE_EQUAL(r.diagnostics.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const Diagnostic& d = r.diagnostics[i];
+    const Expected& e = expected[i];
+    BOOST_TEST_CONTEXT("diagnostic " << i << ": " << FormatDiagnostic(d)) {
+      BOOST_TEST(d.file == e.file);
+      BOOST_TEST(d.line == e.line);
+      BOOST_TEST(d.column == e.column);
+      BOOST_TEST(d.key == e.key);
+      BOOST_TEST(d.message.find(e.message_part) != std::string::npos,
+                 "message lacks '" << e.message_part << "'");
+    }
+  }
+}
+
+// The one diagnostic of a load that must fail with exactly one.
+Diagnostic Single(const LoadResult& r) {
+  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(!r.ok());
+  BOOST_REQUIRE_EQUAL(r.diagnostics.size(), 1u);
+  return r.diagnostics[0];
+}
+
+BOOST_AUTO_TEST_SUITE(job_file)
+
+BOOST_AUTO_TEST_CASE(minimal_file_resolves_every_default) {
+  const JobConfig job = MustLoad(JobPath("blobs-minimal.toml"));
+  BOOST_TEST(job.name == "blobs-minimal");  // the file's stem
+  BOOST_TEST(job.source_path == JobPath("blobs-minimal.toml"));
+  const DataConfig& d = job.data;
+  BOOST_TEST((d.format == DataFormat::kSynthetic));
+  BOOST_TEST(d.train.empty());
+  BOOST_TEST(d.header);
+  BOOST_TEST(d.label_column.empty());
+  BOOST_TEST(d.label_index == -1);
+  BOOST_TEST(d.delimiter == ',');
+  BOOST_TEST(d.features == 2);  // the blobs generator's default
+  BOOST_TEST(!d.standardize);
+  BOOST_TEST(d.scale == 1.0f);
+  BOOST_TEST(d.validation_fraction == 0.0);
+  BOOST_TEST((d.synthetic == SyntheticKind::kBlobs));
+  BOOST_TEST(d.rows == 10000);
+  BOOST_TEST(d.test_rows == 2000);
+  BOOST_TEST(d.classes == 3);
+  BOOST_TEST(d.noise == 1.0f);
+  BOOST_TEST(d.data_seed == 1u);
+
+  BOOST_TEST((job.model.type == model::ModelType::kSoftmax));
+  BOOST_TEST(job.model.hidden.empty());
+  BOOST_TEST((job.model.activation == math::Activation::kRelu));
+  BOOST_TEST((job.model.loss == model::LossType::kSoftmaxCrossEntropy));
+  BOOST_TEST((job.model.init == model::InitScheme::kAuto));
+  BOOST_TEST(job.model.inputs == 0);  // from the data
+  BOOST_TEST(job.model.outputs == 0);
+
+  const train::TrainOptions& t = job.train;
+  BOOST_TEST(t.epochs == 10);
+  BOOST_TEST(t.steps == 0);
+  BOOST_TEST(t.batch_size == 64);
+  BOOST_TEST(t.seed == 1u);
+  BOOST_TEST(job.threads == 1);
+  BOOST_TEST(t.eval_every == 0);
+  BOOST_TEST(t.log_every == 100);
+  BOOST_TEST(t.target_accuracy == 0.0);
+  BOOST_TEST(t.weight_decay == 0.0f);
+  BOOST_TEST(job.clip_norm == 0.0f);
+
+  BOOST_TEST((job.optimizer.type == optim::OptimizerType::kSgd));
+  BOOST_TEST(job.optimizer.momentum == 0.9f);
+  BOOST_TEST(!job.optimizer.nesterov);
+  BOOST_TEST(job.optimizer.beta1 == 0.9f);
+  BOOST_TEST(job.optimizer.beta2 == 0.999f);
+  BOOST_TEST(job.optimizer.eps == 1e-8f);
+  BOOST_TEST(job.optimizer.initial_accumulator == 0.1f);
+  const optim::ScheduleOptions& s = t.schedule;
+  BOOST_TEST((s.type == optim::ScheduleType::kConstant));
+  BOOST_TEST(s.lr == 0.01f);
+  BOOST_TEST(s.warmup_steps == 0);
+  BOOST_TEST(s.step_size == 1000);
+  BOOST_TEST(s.gamma == 0.1f);
+  BOOST_TEST(s.min_lr == 0.0f);
+
+  BOOST_TEST(job.cluster.workers == 1);
+  BOOST_TEST((job.cluster.mode == ClusterMode::kSingle));
+  BOOST_TEST(job.checkpoint.every_steps == 0);
+  BOOST_TEST(job.checkpoint.every_seconds == 0.0);
+  BOOST_TEST(job.checkpoint.keep == 3);
+}
+
+BOOST_AUTO_TEST_CASE(idx_job_maps_every_key_and_resolves_paths_against_the_file) {
+  const JobConfig job = MustLoad(JobPath("fashion-mlp.toml"));
+  BOOST_TEST(job.name == "fashion-mlp");
+  BOOST_TEST(job.data.train == DataFile("train-images-idx3-ubyte"));
+  BOOST_TEST(job.data.train_labels == DataFile("train-labels-idx1-ubyte"));
+  BOOST_TEST(job.data.test == DataFile("t10k-images-idx3-ubyte"));
+  BOOST_TEST(job.data.test_labels == DataFile("t10k-labels-idx1-ubyte"));
+  BOOST_TEST(fs::path(job.data.train).is_absolute());
+  BOOST_TEST(job.data.scale == 255.0f);  // the idx default
+  BOOST_TEST(job.data.validation_fraction == 0.1);
+  BOOST_TEST((job.model.type == model::ModelType::kMlp));
+  BOOST_TEST((job.model.hidden == std::vector<int>{256, 128}));
+  BOOST_TEST((job.model.init == model::InitScheme::kHe));
+  // No loss given: model::DefaultLoss(mlp, outputs unknown).
+  BOOST_TEST((job.model.loss == model::DefaultLoss(model::ModelType::kMlp, 0)));
+  BOOST_TEST(job.train.epochs == 5);
+  BOOST_TEST(job.train.batch_size == 128);
+  BOOST_TEST(job.train.seed == 42u);
+  BOOST_TEST(job.train.eval_every == 500);
+  BOOST_TEST(job.clip_norm == 5.0f);  // train.clip_norm lives on JobConfig
+  BOOST_TEST((job.optimizer.type == optim::OptimizerType::kAdam));
+  BOOST_TEST(job.train.schedule.lr == 0.001f);  // optimizer.lr lives in the schedule
+  BOOST_TEST((job.train.schedule.type == optim::ScheduleType::kCosine));
+  BOOST_TEST(job.train.schedule.warmup_steps == 200);
+  BOOST_TEST(job.train.schedule.min_lr == 0.00001f);
+  BOOST_TEST(job.checkpoint.every_steps == 1000);
+  BOOST_TEST(job.checkpoint.keep == 5);
+}
+
+BOOST_AUTO_TEST_CASE(csv_job_with_standardize_momentum_and_workers) {
+  const JobConfig job = MustLoad(JobPath("iris-sync.toml"));
+  BOOST_TEST((job.data.format == DataFormat::kCsv));
+  BOOST_TEST(job.data.train == DataFile("iris.csv"));
+  BOOST_TEST(job.data.label_column == "species");
+  BOOST_TEST(job.data.standardize);
+  BOOST_TEST(job.data.scale == 1.0f);
+  BOOST_TEST(job.model.outputs == 3);
+  BOOST_TEST(job.train.epochs == 0);
+  BOOST_TEST(job.train.steps == 2000);
+  BOOST_TEST(job.threads == 2);  // train.threads lives on JobConfig
+  BOOST_TEST(job.train.weight_decay == 0.0001f);
+  BOOST_TEST(job.train.target_accuracy == 0.95);
+  BOOST_TEST((job.optimizer.type == optim::OptimizerType::kMomentum));
+  BOOST_TEST(job.optimizer.nesterov);
+  BOOST_TEST((job.train.schedule.type == optim::ScheduleType::kStep));
+  BOOST_TEST(job.train.schedule.step_size == 500);
+  BOOST_TEST(job.train.schedule.gamma == 0.5f);
+  BOOST_TEST(job.cluster.workers == 4);
+  BOOST_TEST((job.cluster.mode == ClusterMode::kSync));
+  BOOST_TEST(job.checkpoint.every_seconds == 30.0);
+}
+
+BOOST_AUTO_TEST_CASE(syntax_error_is_one_diagnostic_where_toml_stopped) {
+  const std::string path = JobPath("invalid/syntax-error.toml");
+  CheckDiagnostics(LoadJobFile(path, {}), {{path, 5, 14, "", "TOML syntax error"}});
+}
+
+BOOST_AUTO_TEST_CASE(every_error_of_a_file_is_reported_in_file_order) {
+  const std::string f = JobPath("invalid/many-errors.toml");
+  CheckDiagnostics(
+      LoadJobFile(f, {}),
+      {{f, 5, 8, "data.rows", "must be an integer in [1, 100000000], got -5"},
+       {f, 6, 9, "data.noise", "must be a finite number in [0, 1000000], got nan"},
+       {f, 10, 15, "model.hidden",
+        "layer 2 must be an integer in [1, 16777216], got 1000000000000"},
+       {f, 13, 10, "train.epochs", "must be an integer in [0, 1000000], got the float 2.5"},
+       {f, 14, 1, "train.batchsize", "unknown key; did you mean 'batch_size'?"},
+       {f, 15, 11, "train.threads", "must be an integer in [1, 1024], got the string \"4\""},
+       {f, 18, 8, "optimizer.type",
+        "must be one of: sgd, momentum, adagrad, adam; got \"rmsprop\""},
+       {f, 19, 6, "optimizer.lr", "must be a number in (0, 1000], got 0"},
+       {f, 20, 9, "optimizer.beta2", "must be a finite number in [0, 1), got inf"},
+       {f, 23, 11, "cluster.workers", "mode \"single\" trains one worker"},
+       {f, 25, 2, "chekpoint", "unknown section; did you mean 'checkpoint'?"}});
+}
+
+BOOST_AUTO_TEST_CASE(missing_keys_are_placed_at_their_section_and_missing_files_named) {
+  const std::string f = JobPath("invalid/missing-files.toml");
+  const std::string absent = DataFile("no-such-images-idx3-ubyte");
+  CheckDiagnostics(LoadJobFile(f, {}),
+                   {{f, 1, 1, "data.train_labels", "is required for format \"idx\""},
+                    {f, 1, 1, "data.test_labels", "is required with data.test"},
+                    {f, 3, 9, "data.train", "no such file: " + absent}});
+}
+
+BOOST_AUTO_TEST_CASE(contradicting_keys_are_reported_at_the_later_key) {
+  const std::string f = JobPath("invalid/inconsistent.toml");
+  CheckDiagnostics(
+      LoadJobFile(f, {}),
+      {{f, 5, 16, "data.label_column", "needs data.header = true"},
+       {f, 6, 15, "data.label_index", "conflicts with data.label_column"},
+       {f, 10, 8, "model.loss", "needs at least 2 outputs, but type \"logistic\" has exactly 1"},
+       {f, 13, 10, "train.epochs", "train.epochs and train.steps are both 0"},
+       {f, 18, 10, "optimizer.min_lr", "must not exceed optimizer.lr (0.1), got 0.5"}});
+}
+
+BOOST_AUTO_TEST_CASE(libsvm_needs_features_and_refuses_label_files) {
+  const std::string f = JobPath("invalid/libsvm-no-features.toml");
+  CheckDiagnostics(LoadJobFile(f, {}),
+                   {{f, 2, 1, "data.features", "is required for format \"libsvm\""},
+                    {f, 5, 16, "data.train_labels", "is only used with format \"idx\""}});
+}
+
+BOOST_AUTO_TEST_CASE(missing_job_file_is_named) {
+  const std::string path = JobPath("no-such-job.toml");
+  const Diagnostic d = Single(LoadJobFile(path, {}));
+  BOOST_TEST(d.file == path);
+  BOOST_TEST(d.line == 0);
+  BOOST_TEST(d.message.find("No such file or directory") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(absent_data_section_is_reported_at_line_zero) {
+  CheckDiagnostics(Parse("name = \"x\"\n"),
+                   {{"inline.toml", 0, 0, "data.train", "is required for format \"idx\""},
+                    {"inline.toml", 0, 0, "data.train_labels", "is required for format \"idx\""}});
+}
+
+BOOST_AUTO_TEST_CASE(wrong_types_and_ranges_name_what_is_allowed) {
+  CheckDiagnostics(
+      Parse("[data]\n"
+            "format = \"synthetic\"\n"
+            "delimiter = \"::\"\n"
+            "scale = \"std\"\n"
+            "validation_fraction = 0.95\n"
+            "[train]\n"
+            "batch_size = 2000000\n"
+            "log_every = 0\n"
+            "[optimizer]\n"
+            "eps = 1e-50\n"
+            "nesterov = \"yes\"\n"
+            "[checkpoint]\n"
+            "keep = []\n"),
+      {{"inline.toml", 3, 13, "data.delimiter", "must be one character"},
+       {"inline.toml", 4, 9, "data.scale",
+        "(the divisor) or \"standardize\", got the string \"std\""},
+       {"inline.toml", 5, 23, "data.validation_fraction", "must be a number in [0, 0.9], got 0.95"},
+       {"inline.toml", 7, 14, "train.batch_size",
+        "must be an integer in [1, 1048576], got 2000000"},
+       {"inline.toml", 8, 13, "train.log_every", "must be an integer in [1, 10000000000], got 0"},
+       {"inline.toml", 10, 7, "optimizer.eps", "got 1e-50, which single precision rounds to 0"},
+       {"inline.toml", 11, 12, "optimizer.nesterov", "must be true or false, got the string"},
+       {"inline.toml", 13, 8, "checkpoint.keep",
+        "must be an integer in [1, 10000], got an array"}});
+}
+
+BOOST_AUTO_TEST_CASE(integers_are_numbers_but_floats_are_not_integers) {
+  const LoadResult ok = Parse("[data]\nformat = \"synthetic\"\n[optimizer]\nlr = 1\n");
+  BOOST_REQUIRE(ok.ok());
+  BOOST_TEST(ok.job->train.schedule.lr == 1.0f);
+  const Diagnostic d =
+      Single(Parse("[data]\nformat = \"synthetic\"\n[train]\nbatch_size = 64.0\n"));
+  BOOST_TEST(d.key == "train.batch_size");
+  BOOST_TEST(d.message == "must be an integer in [1, 1048576], got the float 64");
+}
+
+BOOST_AUTO_TEST_CASE(model_shape_contradictions) {
+  CheckDiagnostics(Parse("[data]\nformat = \"synthetic\"\n"
+                         "[model]\n"
+                         "type = \"logistic\"\n"
+                         "hidden = [8]\n"
+                         "outputs = 3\n"),
+                   {{"inline.toml", 5, 10, "model.hidden", "only allowed for type \"mlp\""},
+                    {"inline.toml", 6, 11, "model.outputs", "has exactly 1 output, got 3"}});
+  const Diagnostic loss =
+      Single(Parse("[data]\nformat = \"synthetic\"\n"
+                   "[model]\ntype = \"mlp\"\noutputs = 10\nloss = \"mse\"\n"));
+  BOOST_TEST(loss.key == "model.loss");
+  BOOST_TEST(loss.message == "loss \"mse\" needs exactly 1 output, got outputs = 10");
+}
+
+BOOST_AUTO_TEST_CASE(default_loss_follows_type_outputs_and_generated_data) {
+  const LoadResult r =
+      Parse("[data]\nformat = \"synthetic\"\n[model]\ntype = \"mlp\"\noutputs = 1\n");
+  BOOST_REQUIRE(r.ok());
+  BOOST_TEST((r.job->model.loss == model::LossType::kMeanSquaredError));
+  // Outputs left to the data: generated data tells them (linear: 1, so regression).
+  const LoadResult linear =
+      Parse("[data]\nformat = \"synthetic\"\nsynthetic = \"linear\"\n[model]\ntype = \"mlp\"\n");
+  BOOST_REQUIRE(linear.ok());
+  BOOST_TEST((linear.job->model.loss == model::LossType::kMeanSquaredError));
+  BOOST_TEST(linear.job->model.outputs == 0);
+  BOOST_TEST(linear.job->data.noise == 0.1f);  // the linear generator's default
+  BOOST_TEST(linear.job->data.features == 8);
+  const LoadResult blobs = Parse("[data]\nformat = \"synthetic\"\n[model]\ntype = \"mlp\"\n");
+  BOOST_REQUIRE(blobs.ok());
+  BOOST_TEST((blobs.job->model.loss == model::LossType::kSoftmaxCrossEntropy));
+  const LoadResult logistic =
+      Parse("[data]\nformat = \"synthetic\"\n[model]\ntype = \"logistic\"\n");
+  BOOST_REQUIRE(logistic.ok());
+  BOOST_TEST((logistic.job->model.loss == model::LossType::kBinaryCrossEntropy));
+}
+
+BOOST_AUTO_TEST_CASE(schedule_and_optimizer_consistency) {
+  CheckDiagnostics(
+      Parse("[data]\nformat = \"synthetic\"\n"
+            "[train]\nsteps = 100\n"
+            "[optimizer]\n"
+            "type = \"momentum\"\n"
+            "momentum = 0.0\n"
+            "nesterov = true\n"
+            "schedule = \"cosine\"\n"
+            "warmup_steps = 100\n"),
+      {{"inline.toml", 8, 12, "optimizer.nesterov", "needs optimizer.momentum > 0"},
+       {"inline.toml", 10, 16, "optimizer.warmup_steps", "must be less than train.steps (100)"}});
+}
+
+BOOST_AUTO_TEST_CASE(several_workers_need_a_distributed_mode) {
+  BOOST_TEST(Parse("[data]\nformat = \"synthetic\"\n[cluster]\nmode = \"sync\"\n").ok());
+  BOOST_TEST(
+      Parse("[data]\nformat = \"synthetic\"\n[cluster]\nworkers = 3\nmode = \"local\"\n").ok());
+  const Diagnostic d =
+      Single(Parse("[data]\nformat = \"synthetic\"\n[cluster]\nworkers = 2\nmode = \"single\"\n"));
+  BOOST_TEST(d.key == "cluster.workers");
+  BOOST_TEST(d.line == 4);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_keys_get_the_closest_name_or_the_list) {
+  CheckDiagnostics(
+      Parse("epochs = 3\n"
+            "[data]\nformat = \"synthetic\"\n"
+            "[model]\nlr = 0.1\n"
+            "[cluster]\ncolour = 1\n"
+            "[optimizer]\ntype = \"adamw\"\n"),
+      {{"inline.toml", 1, 1, "epochs", "unknown key; did you mean 'train.epochs'?"},
+       {"inline.toml", 5, 1, "model.lr", "unknown key; did you mean 'optimizer.lr'?"},
+       {"inline.toml", 7, 1, "cluster.colour", "unknown key; allowed: workers, mode"},
+       {"inline.toml", 9, 8, "optimizer.type", "got \"adamw\" (did you mean \"adam\"?)"}});
+}
+
+BOOST_AUTO_TEST_CASE(sections_must_be_tables_and_names_must_be_simple) {
+  CheckDiagnostics(
+      Parse("name = \"my job\"\ntrain = 5\n[data]\nformat = \"synthetic\"\n"),
+      {{"inline.toml", 1, 8, "name", "letters, digits, '.', '_' or '-'"},
+       {"inline.toml", 2, 9, "train", "must be a table ([train]), got the integer 5"}});
+}
+
+BOOST_AUTO_TEST_CASE(data_paths_must_fit_the_format) {
+  CheckDiagnostics(
+      Parse("[data]\nformat = \"synthetic\"\ntrain = \"files/iris.csv\"\n"
+            "test_labels = \"files/t10k-labels-idx1-ubyte\"\n"),
+      {{"inline.toml", 3, 9, "data.train", "is not used with format \"synthetic\""},
+       {"inline.toml", 4, 15, "data.test_labels", "is only used with format \"idx\""}});
+  const Diagnostic d =
+      Single(Parse("[data]\ntrain = \"files/train-images-idx3-ubyte\"\n"
+                   "train_labels = \"files/train-labels-idx1-ubyte\"\n"
+                   "test_labels = \"files/t10k-labels-idx1-ubyte\"\n"));
+  BOOST_TEST(d.key == "data.test_labels");
+  BOOST_TEST(d.message == "is given without data.test");
+  const Diagnostic dir = Single(Parse("[data]\nformat = \"csv\"\ntrain = \"files\"\n"));
+  BOOST_TEST(dir.message == "is a directory, not a file: " +
+                                (TestData() / "jobs" / "files").lexically_normal().string());
+}
+
+BOOST_AUTO_TEST_CASE(overrides_are_applied_before_validation) {
+  const JobConfig job =
+      MustLoad(JobPath("fashion-mlp.toml"),
+               {"train.epochs=1", "model.hidden=[64]", "optimizer.type=sgd", "optimizer.lr = 0.5",
+                "cluster.mode=\"sync\"", "cluster.workers=2"});
+  BOOST_TEST(job.train.epochs == 1);
+  BOOST_TEST((job.model.hidden == std::vector<int>{64}));
+  BOOST_TEST((job.optimizer.type == optim::OptimizerType::kSgd));  // a bare word is a string
+  BOOST_TEST(job.train.schedule.lr == 0.5f);
+  BOOST_TEST((job.cluster.mode == ClusterMode::kSync));  // [cluster] is absent from the file
+  BOOST_TEST(job.cluster.workers == 2);
+  BOOST_TEST(job.train.batch_size == 128);  // the rest of the file stays
+}
+
+BOOST_AUTO_TEST_CASE(override_paths_are_relative_to_the_current_directory) {
+  const std::string csv = DataFile("iris.csv");
+  const std::string relative = fs::relative(csv, fs::current_path()).string();
+  const JobConfig job = MustLoad(JobPath("iris-sync.toml"), {"data.train=" + relative});
+  BOOST_TEST(job.data.train == csv);
+}
+
+BOOST_AUTO_TEST_CASE(overrides_are_validated_and_reported_as_set) {
+  const std::string f = JobPath("fashion-mlp.toml");
+  CheckDiagnostics(LoadJobFile(f, {"train.epochs=-1", "train.batchsize=3", "model.hidden=[64",
+                                   "optimizer.lr", "optimizer.type=adamw"}),
+                   {{"--set", 0, 0, "model.hidden", "cannot parse \"model.hidden=[64\""},
+                    {"--set", 0, 0, "optimizer.lr", "expected key=value, got \"optimizer.lr\""},
+                    {"--set", 0, 0, "train.epochs", "must be an integer in [0, 1000000], got -1"},
+                    {"--set", 0, 0, "optimizer.type", "(did you mean \"adam\"?)"},
+                    {"--set", 0, 0, "train.batchsize", "unknown key; did you mean 'batch_size'?"}});
+}
+
+BOOST_AUTO_TEST_CASE(file_diagnostics_come_before_override_diagnostics) {
+  const std::string f = JobPath("invalid/inconsistent.toml");
+  const LoadResult r = LoadJobFile(f, {"train.seed=-3"});
+  BOOST_REQUIRE_EQUAL(r.diagnostics.size(), 6u);
+  BOOST_TEST(r.diagnostics[4].file == f);
+  BOOST_TEST(r.diagnostics[5].file == "--set");
+  BOOST_TEST(r.diagnostics[5].key == "train.seed");
+}
+
+BOOST_AUTO_TEST_CASE(resolved_toml_parses_back_to_an_equal_job) {
+  for (const char* name : {"blobs-minimal.toml", "fashion-mlp.toml", "iris-sync.toml"}) {
+    BOOST_TEST_CONTEXT(name) {
+      const JobConfig job = MustLoad(JobPath(name));
+      const std::string text = FormatResolvedJob(job);
+      const LoadResult again = ParseJobText(text, job.source_path, {}, "/nonexistent");
+      for (const Diagnostic& d : again.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+      BOOST_REQUIRE(again.ok());
+      BOOST_TEST((*again.job == job));
+      BOOST_TEST(FormatResolvedJob(*again.job) == text);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(resolved_toml_round_trips_awkward_values) {
+  const LoadResult r = Parse(
+      "name = \"odd.values_1\"\n"
+      "[data]\nformat = \"csv\"\ntrain = \"files/iris.csv\"\n"
+      "label_column = \"tab\\there \\\"quoted\\\" back\\\\slash\"\n"
+      "delimiter = \"\\t\"\nscale = 3.3\n"
+      "[optimizer]\nlr = 0.003\nmin_lr = 1e-7\neps = 1e-9\ngamma = 0.3\n"
+      "[train]\ntarget_accuracy = 0.123456789\nseed = 9223372036854775807\n"
+      "[checkpoint]\nevery_seconds = 0.1\n");
+  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(r.ok());
+  const LoadResult back = ParseJobText(FormatResolvedJob(*r.job), "inline.toml", {}, "/");
+  BOOST_REQUIRE(back.ok());
+  const JobConfig& again = *back.job;
+  BOOST_TEST((again == *r.job));
+  BOOST_TEST(again.data.label_column == "tab\there \"quoted\" back\\slash");
+  BOOST_TEST(again.data.delimiter == '\t');
+  BOOST_TEST(again.train.seed == 9223372036854775807u);
+}
+
+BOOST_AUTO_TEST_CASE(job_equality_sees_nested_engine_options) {
+  const JobConfig job = MustLoad(JobPath("blobs-minimal.toml"));
+  JobConfig other = job;
+  BOOST_TEST((other == job));
+  other.train.schedule.min_lr = 0.001f;
+  BOOST_TEST(!(other == job));
+  other = job;
+  other.optimizer.beta2 = 0.99f;
+  BOOST_TEST(!(other == job));
+}
+
+BOOST_AUTO_TEST_CASE(diagnostics_format_with_and_without_a_place) {
+  BOOST_TEST(FormatDiagnostic({"job.toml", 12, 3, "train.batch_size", "must be ..."}) ==
+             "job.toml:12:3: train.batch_size: must be ...");
+  BOOST_TEST(FormatDiagnostic({"--set", 0, 0, "train.epochs", "must be ..."}) ==
+             "--set: train.epochs: must be ...");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::config

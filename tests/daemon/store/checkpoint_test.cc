@@ -1,0 +1,171 @@
+#include "daemon/store/checkpoint.h"
+
+#include <zlib.h>
+
+#include <boost/test/unit_test.hpp>
+#include <cstdint>
+#include <string>
+
+#include "daemon/store/store_test_util.h"
+
+namespace dtrain::store {
+namespace {
+
+using testing::Contains;
+using testing::SameBits;
+using testing::SampleCheckpoint;
+
+std::uint64_t ReadU64(const std::string& blob, std::size_t at) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i)
+    v |= std::uint64_t{static_cast<unsigned char>(blob[at + i])} << (8 * i);
+  return v;
+}
+
+void WriteU64(std::string& blob, std::size_t at, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) blob[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+void WriteU32(std::string& blob, std::size_t at, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) blob[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+std::uint32_t Crc(std::string_view bytes) {
+  return static_cast<std::uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+}
+
+// Recomputes the trailer after a deliberate edit, as a crafted (not damaged) blob would have.
+void Reseal(std::string& blob) {
+  WriteU32(blob, blob.size() - 4, Crc({blob.data(), blob.size() - 4}));
+}
+
+// Offsets fixed by checkpoint_format.md.
+constexpr std::size_t kSpecLengthAt = 8 + 4 + 32;
+std::size_t VectorCountAt(const std::string& blob) {
+  return kSpecLengthAt + 8 + ReadU64(blob, kSpecLengthAt) + 8;
+}
+
+BOOST_AUTO_TEST_SUITE(checkpoint_codec)
+
+BOOST_AUTO_TEST_CASE(round_trip_is_bit_exact) {
+  const CheckpointData original = SampleCheckpoint(12345, 1000);
+  const std::string blob = EncodeCheckpoint(original);
+  Result<CheckpointData> decoded = DecodeCheckpoint(blob);
+  BOOST_REQUIRE_MESSAGE(decoded.ok(), decoded.status().message());
+  BOOST_TEST(SameBits(original, decoded.value()));
+  BOOST_TEST(EncodeCheckpoint(decoded.value()) == blob);
+}
+
+BOOST_AUTO_TEST_CASE(negative_step_and_empty_vectors_round_trip) {
+  CheckpointData c;
+  c.step = -7;
+  c.seed = ~std::uint64_t{0};
+  Result<CheckpointData> decoded = DecodeCheckpoint(EncodeCheckpoint(c));
+  BOOST_REQUIRE_MESSAGE(decoded.ok(), decoded.status().message());
+  BOOST_TEST(SameBits(c, decoded.value()));
+}
+
+BOOST_AUTO_TEST_CASE(layout_follows_the_documented_grammar) {
+  CheckpointData c = SampleCheckpoint(0x0102030405060708, 3);
+  c.epoch = 9;
+  c.batch = 10;
+  c.model_spec = "abc";
+  c.optimizer_steps = 11;
+  c.params = {1.0f, -2.0f, 0.5f};
+  c.optimizer_state.resize(1);
+  const std::string blob = EncodeCheckpoint(c);
+  BOOST_TEST(blob.size() == 68u + 3 + 2 * 8 + 6 * 4);
+  BOOST_TEST(blob.substr(0, 8) == "DTRAINCK");
+  BOOST_TEST(blob.substr(8, 4) == std::string("\x01\x00\x00\x00", 4));
+  BOOST_TEST(blob.substr(12, 8) == std::string("\x08\x07\x06\x05\x04\x03\x02\x01", 8));
+  BOOST_TEST(ReadU64(blob, 20) == 9u);
+  BOOST_TEST(ReadU64(blob, 28) == 10u);
+  BOOST_TEST(ReadU64(blob, kSpecLengthAt) == 3u);
+  BOOST_TEST(blob.substr(kSpecLengthAt + 8, 3) == "abc");
+  BOOST_TEST(ReadU64(blob, kSpecLengthAt + 11) == 11u);
+  BOOST_TEST(blob.substr(VectorCountAt(blob), 4) == std::string("\x02\x00\x00\x00", 4));
+  BOOST_TEST(ReadU64(blob, VectorCountAt(blob) + 4) == 3u);
+  // -2.0f is 0xc0000000: little-endian bytes 00 00 00 c0.
+  BOOST_TEST(blob.substr(VectorCountAt(blob) + 12 + 4, 4) == std::string("\x00\x00\x00\xc0", 4));
+  const std::uint32_t crc = Crc({blob.data(), blob.size() - 4});
+  BOOST_TEST(StoredChecksum(blob).value() == crc);
+  BOOST_TEST(FormatChecksum(0x1a2b3c4d) == "0x1a2b3c4d");
+}
+
+BOOST_AUTO_TEST_CASE(every_flipped_byte_is_an_error_naming_the_damage) {
+  const std::string blob = EncodeCheckpoint(SampleCheckpoint(3, 6));
+  for (std::size_t i = 0; i < blob.size(); ++i) {
+    std::string damaged = blob;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0x10);
+    Result<CheckpointData> decoded = DecodeCheckpoint(damaged);
+    BOOST_REQUIRE_MESSAGE(!decoded.ok(), "flipping byte " << i << " went unnoticed");
+    const std::string message = decoded.status().message();
+    const std::string_view expected = i < 8    ? "bad magic"
+                                      : i < 12 ? "version"
+                                               : "checksum mismatch";
+    BOOST_TEST(Contains(message, expected), "byte " << i << ": " << message);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(every_truncation_is_an_error) {
+  const std::string blob = EncodeCheckpoint(SampleCheckpoint(3, 6));
+  for (std::size_t size = 0; size < blob.size(); ++size) {
+    Result<CheckpointData> decoded = DecodeCheckpoint(std::string_view(blob).substr(0, size));
+    BOOST_REQUIRE_MESSAGE(!decoded.ok(), "a blob cut to " << size << " bytes was accepted");
+    const std::string message = decoded.status().message();
+    BOOST_TEST((Contains(message, "not a checkpoint") || Contains(message, "truncated")),
+               size << ": " << message);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(wrong_magic_and_newer_versions_are_refused) {
+  std::string blob = EncodeCheckpoint(SampleCheckpoint(1, 4));
+  std::string other = blob;
+  other.replace(0, 8, "SQLite f");
+  BOOST_TEST(Contains(DecodeCheckpoint(other).status().message(), "bad magic"));
+  WriteU32(blob, 8, 2);
+  Reseal(blob);
+  BOOST_TEST(DecodeCheckpoint(blob).status().message() ==
+             "unsupported checkpoint format version 2 (this build reads version 1)");
+}
+
+BOOST_AUTO_TEST_CASE(lengths_beyond_the_blob_are_refused_even_under_a_valid_crc) {
+  const std::string blob = EncodeCheckpoint(SampleCheckpoint(1, 4));
+  const std::size_t count_at = VectorCountAt(blob);
+
+  std::string spec = blob;
+  WriteU64(spec, kSpecLengthAt, ~std::uint64_t{0});
+  Reseal(spec);
+  BOOST_TEST(Contains(DecodeCheckpoint(spec).status().message(), "model spec length"));
+
+  std::string vectors = blob;
+  WriteU32(vectors, count_at, 0xffffffff);
+  Reseal(vectors);
+  BOOST_TEST(Contains(DecodeCheckpoint(vectors).status().message(), "vector count 4294967295"));
+
+  std::string none = blob;
+  WriteU32(none, count_at, 0);
+  Reseal(none);
+  BOOST_TEST(Contains(DecodeCheckpoint(none).status().message(), "no parameter vector"));
+
+  std::string floats = blob;
+  WriteU64(floats, count_at + 4, std::uint64_t{1} << 62);  // * 4 bytes overflows 64 bits
+  Reseal(floats);
+  BOOST_TEST(Contains(DecodeCheckpoint(floats).status().message(), "vector 0 claims"));
+
+  std::string extra = blob;
+  extra.insert(extra.size() - 4, "xyz");
+  Reseal(extra);
+  BOOST_TEST(Contains(DecodeCheckpoint(extra).status().message(), "3 unexpected bytes"));
+
+  std::string fewer = blob;
+  WriteU32(fewer, count_at, 2);  // the third vector's bytes are then left over
+  Reseal(fewer);
+  BOOST_TEST(Contains(DecodeCheckpoint(fewer).status().message(), "unexpected bytes"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::store

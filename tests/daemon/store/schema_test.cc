@@ -1,0 +1,134 @@
+#include "daemon/store/schema.h"
+
+#include <boost/test/unit_test.hpp>
+#include <fstream>
+#include <string>
+
+#include "daemon/store/store_test_util.h"
+
+namespace dtrain::store {
+namespace {
+
+using testing::Contains;
+using testing::OpenRaw;
+using testing::OpenStore;
+using testing::SampleJob;
+using testing::TempStoreDir;
+
+std::int64_t UserVersion(Database& db) { return db.QueryInt("PRAGMA user_version").value(); }
+
+std::int64_t TableCount(Database& db, const std::string& name) {
+  Result<Statement> s =
+      db.Prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1");
+  BOOST_REQUIRE(s.ok());
+  s.value().BindText(1, name);
+  BOOST_REQUIRE(s.value().Step().value());
+  return s.value().ColumnInt(0);
+}
+
+BOOST_AUTO_TEST_SUITE(store_schema)
+
+BOOST_AUTO_TEST_CASE(open_creates_the_schema_in_wal_mode_with_its_version) {
+  TempStoreDir dir;
+  const std::string path = dir.Path("dtrain.db");
+  OpenStore(path);
+  Database db = OpenRaw(path);
+  BOOST_TEST(UserVersion(db) == static_cast<std::int64_t>(StoreMigrations().size()));
+  BOOST_TEST(db.QueryText("PRAGMA journal_mode").value() == "wal");
+  for (const char* table : {"jobs", "events", "workers", "metrics", "checkpoints", "logs"}) {
+    BOOST_TEST(TableCount(db, table) == 1, table);
+  }
+  BOOST_TEST(
+      db.QueryInt("SELECT count(*) FROM sqlite_schema WHERE name = 'metrics_by_name'").value() ==
+      1);
+}
+
+BOOST_AUTO_TEST_CASE(reopening_keeps_data_and_the_version) {
+  TempStoreDir dir;
+  const std::string path = dir.Path("dtrain.db");
+  std::int64_t id = 0;
+  {
+    auto store = OpenStore(path);
+    id = store->CreateJob(SampleJob("first")).value();
+  }
+  for (int i = 0; i < 2; ++i) {
+    auto store = OpenStore(path);
+    Result<JobRecord> job = store->GetJob(id);
+    BOOST_REQUIRE(job.ok());
+    BOOST_TEST(job.value().name == "first");
+  }
+  Database db = OpenRaw(path);
+  BOOST_TEST(UserVersion(db) == static_cast<std::int64_t>(StoreMigrations().size()));
+}
+
+BOOST_AUTO_TEST_CASE(migrations_apply_in_order_once_each) {
+  TempStoreDir dir;
+  const std::string path = dir.Path("m.db");
+  Database db = Database::Open(path, Database::kCreate).value();
+  // Step 2 depends on step 1; re-running either would fail (the table exists, or the row's
+  // primary key does).
+  const Migration two[] = {{"create t", "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)"},
+                           {"seed t", "INSERT INTO t VALUES (1, 'a')"}};
+  BOOST_REQUIRE(Migrate(db, two).ok());
+  BOOST_TEST(UserVersion(db) == 2);
+  Status again = Migrate(db, two);
+  BOOST_TEST(again.ok(), again.message());
+
+  const Migration three[] = {two[0], two[1], {"add t2", "CREATE TABLE t2 (x INTEGER)"}};
+  BOOST_REQUIRE(Migrate(db, three).ok());
+  BOOST_TEST(UserVersion(db) == 3);
+  BOOST_TEST(db.QueryInt("SELECT count(*) FROM t").value() == 1);
+  BOOST_TEST(TableCount(db, "t2") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_migration_rolls_back_its_step_and_names_it) {
+  TempStoreDir dir;
+  const std::string path = dir.Path("m.db");
+  Database db = Database::Open(path, Database::kCreate).value();
+  const Migration steps[] = {
+      {"create t", "CREATE TABLE t (id INTEGER PRIMARY KEY)"},
+      {"half done", "CREATE TABLE u (x INTEGER); INSERT INTO nowhere VALUES (1)"}};
+  Status status = Migrate(db, steps);
+  BOOST_REQUIRE(!status.ok());
+  BOOST_TEST(Contains(status.message(), "migration 2 (half done)"), status.message());
+  BOOST_TEST(Contains(status.message(), path), status.message());
+  BOOST_TEST(UserVersion(db) == 1);
+  BOOST_TEST(TableCount(db, "t") == 1);
+  BOOST_TEST(TableCount(db, "u") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_file_from_a_newer_dtrain_is_refused_untouched) {
+  TempStoreDir dir;
+  const std::string path = dir.Path("dtrain.db");
+  OpenStore(path);
+  {
+    Database db = OpenRaw(path);
+    BOOST_REQUIRE(db.Exec("PRAGMA user_version = 99").ok());
+  }
+  Result<std::unique_ptr<Store>> store = Store::Open(path);
+  BOOST_REQUIRE(!store.ok());
+  const std::string message = store.status().message();
+  BOOST_TEST(Contains(message, path), message);
+  BOOST_TEST(Contains(message, "schema version 99 is newer than this dtrain understands"), message);
+  Database db = OpenRaw(path);
+  BOOST_TEST(UserVersion(db) == 99);
+}
+
+BOOST_AUTO_TEST_CASE(a_file_that_is_not_a_database_is_refused) {
+  TempStoreDir dir;
+  const std::string path = dir.Path("junk.db");
+  std::ofstream(path) << std::string(8192, 'x');
+  Result<std::unique_ptr<Store>> store = Store::Open(path);
+  BOOST_REQUIRE(!store.ok());
+  BOOST_TEST(Contains(store.status().message(), path), store.status().message());
+  BOOST_TEST(Contains(store.status().message(), "not a database"), store.status().message());
+
+  Result<std::unique_ptr<Store>> missing = Store::Open(dir.Path("no/such/dir/dtrain.db"));
+  BOOST_REQUIRE(!missing.ok());
+  BOOST_TEST(Contains(missing.status().message(), "cannot open"), missing.status().message());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::store
