@@ -1,0 +1,146 @@
+// The CLI's surface matches its one command table: --help of every subcommand, the committed
+// completion scripts (completions/), and the man page (man/dtrain.1).
+#include <boost/test/unit_test.hpp>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cmd/commands.h"
+#include "common/process.h"
+#include "common/temp_dir.h"
+
+namespace dtrain::cli {
+namespace {
+
+using dtrain::testing::ReadFile;
+using dtrain::testing::RunProcess;
+using dtrain::testing::TempDir;
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  BOOST_REQUIRE_MESSAGE(value != nullptr, name << " is not set (run through ctest)");
+  return value;
+}
+
+struct Command {
+  std::string name;
+  std::vector<std::string> long_options;  // "--db"
+};
+
+std::vector<Command> CommandTable() {
+  int exit_code = 0;
+  std::unique_ptr<CLI::App> app = BuildApp(exit_code);
+  std::vector<Command> out;
+  for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; })) {
+    Command c{sub->get_name(), {}};
+    for (const CLI::Option* opt : sub->get_options()) {
+      for (const std::string& l : opt->get_lnames()) c.long_options.push_back("--" + l);
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// The man page's text for one subcommand: from its .SS header to the next section header.
+std::string ManSection(const std::string& page, const std::string& command) {
+  const std::string header = ".SS \"dtrain " + command;
+  const auto begin = page.find(header);
+  if (begin == std::string::npos) return "";
+  auto end = page.find("\n.S", begin + header.size());
+  return page.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+// roff writes a literal "-" as "\-".
+std::string RoffDashes(const std::string& option) {
+  std::string out;
+  for (char c : option) out += c == '-' ? std::string("\\-") : std::string(1, c);
+  return out;
+}
+
+BOOST_AUTO_TEST_SUITE(cli_surface)
+
+BOOST_AUTO_TEST_CASE(the_table_has_the_documented_subcommands) {
+  std::vector<std::string> names;
+  for (const Command& c : CommandTable()) names.push_back(c.name);
+  for (const char* expected : {"run", "validate", "export", "predict", "eval", "metrics",
+                               "completion"}) {
+    BOOST_TEST_CONTEXT(expected) {
+      BOOST_TEST((std::find(names.begin(), names.end(), expected) != names.end()));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(help_of_every_subcommand_lists_its_options) {
+  TempDir dir;
+  const std::string bin = Env("DTRAIN_BIN");
+  const auto top = RunProcess({bin, "--help"}, dir.Path(""));
+  BOOST_TEST(top.exit_code == 0);
+  for (const Command& c : CommandTable()) {
+    BOOST_TEST_CONTEXT("dtrain " << c.name << " --help") {
+      BOOST_TEST(top.out.find(c.name) != std::string::npos);
+      const auto help = RunProcess({bin, c.name, "--help"}, dir.Path(""));
+      BOOST_TEST(help.exit_code == 0);
+      for (const std::string& opt : c.long_options) {
+        BOOST_TEST(help.out.find(opt) != std::string::npos, opt);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(committed_completions_are_what_the_binary_generates) {
+  TempDir dir;
+  const std::string bin = Env("DTRAIN_BIN");
+  const std::string source = Env("DTRAIN_SOURCE_DIR");
+  for (const char* shell : {"bash", "zsh", "fish"}) {
+    BOOST_TEST_CONTEXT(shell) {
+      const auto generated = RunProcess({bin, "completion", shell}, dir.Path(""));
+      BOOST_TEST(generated.exit_code == 0);
+      const std::string committed =
+          ReadFile(source + "/completions/dtrain." + std::string(shell));
+      BOOST_TEST(!committed.empty());
+      BOOST_TEST(generated.out == committed,
+                 "regenerate with: dtrain completion " << shell << " > completions/dtrain."
+                                                       << shell);
+      for (const Command& c : CommandTable()) {
+        BOOST_TEST(committed.find(c.name) != std::string::npos, c.name);
+      }
+    }
+  }
+  // The bash script completes subcommands and their options.
+  const std::string script = source + "/completions/dtrain.bash";
+  auto complete = [&](const std::string& words, int cword) {
+    return RunProcess({"/bin/bash", "-c",
+                       "source '" + script + "'; COMP_WORDS=(" + words + "); COMP_CWORD=" +
+                           std::to_string(cword) + "; _dtrain; echo \"${COMPREPLY[*]}\""},
+                      dir.Path(""))
+        .out;
+  };
+  BOOST_TEST(complete("dtrain va", 1) == "validate\n");
+  BOOST_TEST(complete("dtrain run --re", 2) == "--resume\n");
+  BOOST_TEST(complete("dtrain export 3 --o", 3) == "--output\n");
+}
+
+BOOST_AUTO_TEST_CASE(the_man_page_documents_every_subcommand_and_option) {
+  const std::string page = ReadFile(Env("DTRAIN_SOURCE_DIR") + "/man/dtrain.1");
+  BOOST_REQUIRE(!page.empty());
+  for (const Command& c : CommandTable()) {
+    BOOST_TEST_CONTEXT("dtrain " << c.name) {
+      const std::string section = ManSection(page, c.name);
+      BOOST_TEST(!section.empty(), "man/dtrain.1 has no .SS \"dtrain " << c.name << "\"");
+      for (const std::string& opt : c.long_options) {
+        if (opt == "--help") continue;
+        BOOST_TEST(section.find(RoffDashes(opt)) != std::string::npos, opt);
+      }
+    }
+  }
+  for (const char* heading : {".SH EXIT STATUS", ".SH ENVIRONMENT", ".SH FILES"}) {
+    BOOST_TEST(page.find(heading) != std::string::npos, heading);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::cli

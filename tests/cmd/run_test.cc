@@ -1,0 +1,339 @@
+// End to end through the real binary: dtrain run (JSON summary, store contents, exit codes),
+// resume after SIGKILL and after SIGINT (bit-identical to an uninterrupted run), and
+// export -> predict/eval (predictions equal the in-memory model's).
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/process.h"
+#include "common/temp_dir.h"
+#include "config/job_file.h"
+#include "core/model/model.h"
+#include "daemon/runner/job_data.h"
+#include "daemon/store/store.h"
+
+namespace dtrain::cli {
+namespace {
+
+using dtrain::testing::ProcessResult;
+using dtrain::testing::RunProcess;
+using dtrain::testing::StartProcess;
+using dtrain::testing::TempDir;
+
+// Big enough to take a few seconds (so a kill lands mid-run), small enough for CI.
+constexpr const char* kLongJob = R"(name = "blobs-long"
+[data]
+format = "synthetic"
+synthetic = "blobs"
+rows = 20000
+test_rows = 2000
+features = 128
+classes = 4
+noise = 6.0
+[model]
+type = "mlp"
+hidden = [256, 256]
+activation = "relu"
+[train]
+epochs = 6
+batch_size = 64
+seed = 3
+[optimizer]
+type = "adam"
+lr = 0.001
+schedule = "cosine"
+warmup_steps = 50
+[checkpoint]
+every_steps = 100
+keep = 2
+)";
+
+constexpr const char* kQuickJob = R"(name = "blobs-quick"
+[data]
+format = "synthetic"
+synthetic = "blobs"
+rows = 2000
+test_rows = 500
+features = 6
+classes = 3
+noise = 1.5
+[model]
+type = "mlp"
+hidden = [16]
+activation = "tanh"
+[train]
+epochs = 3
+batch_size = 32
+seed = 9
+[optimizer]
+type = "momentum"
+lr = 0.05
+[checkpoint]
+every_steps = 40
+)";
+
+std::string Bin() {
+  const char* bin = std::getenv("DTRAIN_BIN");
+  BOOST_REQUIRE_MESSAGE(bin != nullptr, "DTRAIN_BIN is not set (run through ctest)");
+  return bin;
+}
+
+std::unique_ptr<store::Store> OpenStore(const std::string& path) {
+  auto s = store::Store::Open(path);
+  BOOST_REQUIRE_MESSAGE(s.ok(), s.status().message());
+  return std::move(s).value();
+}
+
+store::CheckpointData Final(const std::string& db, std::int64_t job) {
+  auto s = OpenStore(db);
+  auto latest = s->LatestCheckpoint(job);
+  BOOST_REQUIRE(latest.ok());
+  BOOST_REQUIRE(latest.value().checkpoint.has_value());
+  return *latest.value().checkpoint;
+}
+
+bool SameBits(const math::FloatBuffer& a, const math::FloatBuffer& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+bool SameState(const store::CheckpointData& a, const store::CheckpointData& b) {
+  if (a.step != b.step || !SameBits(a.params, b.params) ||
+      a.optimizer_state.size() != b.optimizer_state.size() ||
+      a.optimizer_steps != b.optimizer_steps) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.optimizer_state.size(); ++i) {
+    if (!SameBits(a.optimizer_state[i], b.optimizer_state[i])) return false;
+  }
+  return true;
+}
+
+// Waits until the job in `db` has a checkpoint at or past `step`.
+void WaitForCheckpoint(const std::string& db, std::int64_t job, std::int64_t step) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!std::filesystem::exists(db)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto s = OpenStore(db);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto infos = s->Checkpoints(job);
+    if (infos.ok() && !infos.value().empty() && infos.value().back().step >= step) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  BOOST_FAIL("no checkpoint at step " << step << " within 120 s");
+}
+
+nlohmann::json ParseJson(const ProcessResult& r) {
+  BOOST_TEST_INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  BOOST_REQUIRE(nlohmann::json::accept(r.out));
+  return nlohmann::json::parse(r.out);
+}
+
+BOOST_AUTO_TEST_SUITE(run_end_to_end)
+
+BOOST_AUTO_TEST_CASE(json_summary_and_what_the_store_holds) {
+  TempDir dir;
+  const std::string job = dir.Write("job.toml", kQuickJob);
+  const std::string db = dir.Path("runs.db");
+  const ProcessResult r = RunProcess({Bin(), "run", job, "--db", db, "--json"}, dir.Path(""));
+  BOOST_TEST(r.exit_code == 0, r.err);
+  const nlohmann::json summary = ParseJson(r);
+  BOOST_TEST(summary["job"].get<int>() == 1);
+  BOOST_TEST(summary["state"].get<std::string>() == "succeeded");
+  BOOST_TEST(summary["steps"].get<int>() == 3 * 63);  // ceil(2000 / 32) per epoch
+  BOOST_TEST(summary["seconds"].get<double>() > 0.0);
+  BOOST_TEST(summary["db"].get<std::string>() == db);
+  BOOST_TEST(summary["metrics"]["accuracy"].get<double>() > 0.8);
+  BOOST_TEST(summary["metrics"].contains("loss"));
+  BOOST_TEST(!summary["metrics"].contains("mse"));
+
+  auto s = OpenStore(db);
+  auto record = s->GetJob(1);
+  BOOST_REQUIRE(record.ok());
+  BOOST_TEST(record.value().name == "blobs-quick");
+  BOOST_TEST(record.value().spec_toml.find("[optimizer]") != std::string::npos);
+  auto events = s->Events(1);
+  BOOST_REQUIRE(events.ok());
+  std::vector<std::string> states;
+  for (const auto& e : events.value()) states.emplace_back(store::JobStateName(e.to));
+  BOOST_TEST((states ==
+              std::vector<std::string>{"queued", "starting", "running", "succeeded"}));
+  auto accuracy = s->Metrics(1, "eval_accuracy");
+  BOOST_REQUIRE(accuracy.ok());
+  BOOST_TEST(accuracy.value().size() == 3u);  // once per epoch
+  BOOST_TEST(accuracy.value().back().value == summary["metrics"]["accuracy"].get<double>(),
+             boost::test_tools::tolerance(1e-12));
+  auto checkpoints = s->Checkpoints(1);
+  BOOST_REQUIRE(checkpoints.ok());
+  BOOST_TEST(checkpoints.value().back().step == 189);  // the end is always checkpointed
+  auto workers = s->Workers(1);
+  BOOST_REQUIRE(workers.ok());
+  BOOST_REQUIRE(workers.value().size() == 1u);
+  BOOST_TEST((workers.value()[0].state == store::WorkerState::kExited));
+
+  const ProcessResult csv =
+      RunProcess({Bin(), "metrics", "1", "--db", db, "--name", "eval", "--format", "csv"},
+                 dir.Path(""));
+  BOOST_TEST(csv.exit_code == 0);
+  BOOST_TEST(csv.out.rfind("step,epoch,worker,name,value,time\n", 0) == 0u);
+  BOOST_TEST(csv.out.find("eval_accuracy") != std::string::npos);
+  BOOST_TEST(csv.out.find("train_loss") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(an_invalid_job_file_exits_2_naming_file_line_and_key) {
+  TempDir dir;
+  const std::string job = dir.Write("bad.toml", "name = \"x\"\n[train]\nbatch_sise = 64\n");
+  for (const char* command : {"validate", "run"}) {
+    BOOST_TEST_CONTEXT(command) {
+      const ProcessResult r =
+          RunProcess({Bin(), command, job, "--db", dir.Path("x.db")}, dir.Path(""));
+      if (std::string(command) == "validate") continue;  // validate has no --db: usage error
+      BOOST_TEST(r.exit_code == 2);
+      BOOST_TEST(r.err.find("bad.toml:3:1: train.batch_sise") != std::string::npos, r.err);
+      BOOST_TEST(r.err.find("did you mean 'batch_size'") != std::string::npos, r.err);
+    }
+  }
+  const ProcessResult v = RunProcess({Bin(), "validate", job}, dir.Path(""));
+  BOOST_TEST(v.exit_code == 2);
+  BOOST_TEST(v.err.find("bad.toml:3:1") != std::string::npos, v.err);
+  const ProcessResult ok = RunProcess(
+      {Bin(), "validate", dir.Write("ok.toml", kQuickJob), "--set", "train.epochs=7"},
+      dir.Path(""));
+  BOOST_TEST(ok.exit_code == 0, ok.err);
+  BOOST_TEST(ok.out.find("epochs = 7") != std::string::npos, ok.out);
+}
+
+BOOST_AUTO_TEST_CASE(resume_after_sigkill_ends_bit_identical_to_an_uninterrupted_run) {
+  TempDir dir;
+  const std::string job = dir.Write("job.toml", kLongJob);
+  const std::string straight_db = dir.Path("straight.db");
+  const ProcessResult straight =
+      RunProcess({Bin(), "run", job, "--db", straight_db, "--json"}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(straight.exit_code == 0, straight.err);
+
+  const std::string db = dir.Path("killed.db");
+  auto child = StartProcess({Bin(), "run", job, "--db", db}, dir.Path(""));
+  WaitForCheckpoint(db, 1, 300);
+  child.Signal(SIGKILL);
+  const ProcessResult killed = child.Wait();
+  BOOST_REQUIRE_MESSAGE(killed.signal == SIGKILL, "the run ended before it could be killed");
+  {
+    auto s = OpenStore(db);
+    BOOST_TEST((s->GetJob(1).value().state == store::JobState::kRunning));  // left behind
+  }
+
+  const ProcessResult resumed =
+      RunProcess({Bin(), "run", "--resume", "1", "--db", db, "--json"}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
+  const nlohmann::json summary = ParseJson(resumed);
+  BOOST_TEST(summary["state"].get<std::string>() == "succeeded");
+  BOOST_TEST(summary["resumed_from"].get<int>() >= 300);
+  BOOST_TEST(SameState(Final(straight_db, 1), Final(db, 1)),
+             "resumed parameters differ from the uninterrupted run's");
+
+  auto s = OpenStore(db);
+  auto events = s->Events(1);
+  BOOST_REQUIRE(events.ok());
+  bool recovered = false;
+  for (const auto& e : events.value()) recovered |= e.to == store::JobState::kRecovering;
+  BOOST_TEST(recovered);
+  auto workers = s->Workers(1);
+  BOOST_REQUIRE(workers.ok() && workers.value().size() == 2u);
+  BOOST_TEST((workers.value()[0].state == store::WorkerState::kKilled));
+}
+
+BOOST_AUTO_TEST_CASE(sigint_checkpoints_exits_130_and_resumes_identically) {
+  TempDir dir;
+  const std::string job = dir.Write("job.toml", kLongJob);
+  const std::string straight_db = dir.Path("straight.db");
+  BOOST_REQUIRE(RunProcess({Bin(), "run", job, "--db", straight_db}, dir.Path("")).exit_code == 0);
+
+  const std::string db = dir.Path("interrupted.db");
+  auto child = StartProcess({Bin(), "run", job, "--db", db, "--json"}, dir.Path(""));
+  WaitForCheckpoint(db, 1, 200);
+  child.Signal(SIGINT);
+  const ProcessResult interrupted = child.Wait();
+  BOOST_REQUIRE_MESSAGE(interrupted.exit_code == 130, interrupted.err);
+  const nlohmann::json summary = ParseJson(interrupted);
+  BOOST_TEST(summary["state"].get<std::string>() == "cancelled");
+  const std::int64_t stopped_at = summary["steps"].get<std::int64_t>();
+  BOOST_TEST(Final(db, 1).step == stopped_at);  // checkpoint written at the stop
+
+  // --resume with no value finds the job by its job file.
+  const ProcessResult resumed =
+      RunProcess({Bin(), "run", job, "--resume", "--db", db, "--json"}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
+  BOOST_TEST(ParseJson(resumed)["resumed_from"].get<std::int64_t>() == stopped_at);
+  BOOST_TEST(SameState(Final(straight_db, 1), Final(db, 1)));
+
+  // A succeeded job is not run again.
+  const ProcessResult again =
+      RunProcess({Bin(), "run", "--resume", "1", "--db", db}, dir.Path(""));
+  BOOST_TEST(again.exit_code == 1);
+  BOOST_TEST(again.err.find("already succeeded") != std::string::npos, again.err);
+}
+
+BOOST_AUTO_TEST_CASE(export_then_predict_matches_the_in_memory_model) {
+  TempDir dir;
+  const std::string job = dir.Write("job.toml", kQuickJob);
+  const std::string db = dir.Path("runs.db");
+  BOOST_REQUIRE(RunProcess({Bin(), "run", job, "--db", db}, dir.Path("")).exit_code == 0);
+  const std::string model_path = dir.Path("model.dtm");
+  const ProcessResult exported =
+      RunProcess({Bin(), "export", "1", "--db", db, "-o", model_path}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(exported.exit_code == 0, exported.err);
+
+  const ProcessResult predicted =
+      RunProcess({Bin(), "predict", model_path, job, "--json"}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(predicted.exit_code == 0, predicted.err);
+  const auto predictions = ParseJson(predicted)["predictions"].get<std::vector<float>>();
+
+  // The same predictions from the checkpoint's parameters, computed here.
+  config::LoadResult loaded = config::LoadJobFile(job, {});
+  BOOST_REQUIRE(loaded.ok());
+  auto data = runner::LoadJobData(*loaded.job);
+  BOOST_REQUIRE(data.ok());
+  const store::CheckpointData final = Final(db, 1);
+  model::Model model(data.value().spec);
+  const data::Dataset& test = data.value().eval;
+  BOOST_REQUIRE(predictions.size() == test.rows);
+  model::Workspace ws(model, static_cast<int>(test.rows));
+  std::vector<std::uint32_t> all(test.rows);
+  for (std::uint32_t i = 0; i < test.rows; ++i) all[i] = i;
+  math::FloatBuffer x(test.rows * test.features);
+  std::vector<float> y(test.rows);
+  data::GatherBatch(test, data.value().scaling, all, x.data(), y.data());
+  const float* out = model.Forward(final.params.data(), x.data(), static_cast<int>(test.rows), ws);
+  long correct = 0;
+  for (std::size_t r = 0; r < test.rows; ++r) {
+    const float* row = out + r * 3;
+    const auto expected = static_cast<float>(std::max_element(row, row + 3) - row);
+    BOOST_TEST(predictions[r] == expected);
+    correct += expected == y[r];
+  }
+
+  const ProcessResult evaluated =
+      RunProcess({Bin(), "eval", model_path, job, "--json"}, dir.Path(""));
+  BOOST_REQUIRE(evaluated.exit_code == 0);
+  const nlohmann::json eval = ParseJson(evaluated);
+  BOOST_TEST(eval["accuracy"].get<double>() ==
+             static_cast<double>(correct) / static_cast<double>(test.rows));
+  BOOST_TEST(eval["rows"].get<std::size_t>() == test.rows);
+  BOOST_TEST(eval.contains("loss"));
+
+  // A damaged model file is refused with a clear error.
+  std::string bytes = dtrain::testing::ReadFile(model_path);
+  bytes[bytes.size() / 2] ^= 0x40;
+  const std::string damaged = dir.Write("damaged.dtm", bytes);
+  const ProcessResult refused = RunProcess({Bin(), "eval", damaged, job}, dir.Path(""));
+  BOOST_TEST(refused.exit_code == 2);
+  BOOST_TEST(refused.err.find("checksum mismatch") != std::string::npos, refused.err);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::cli
