@@ -16,53 +16,6 @@ using store::JobState;
 
 constexpr int kWorker = 0;  // `dtrain run` is a single replica
 
-// Forwards metrics to the store and the observer; checkpoints on the job's schedule; stops on
-// request.
-class RecordingListener final : public train::TrainListener {
- public:
-  RecordingListener(const config::JobConfig& job, std::int64_t job_id, store::Store& store,
-                    const RunOptions& options)
-      : job_(job), job_id_(job_id), store_(store), options_(options) {}
-
-  void Record(std::span<const train::MetricPoint> points) override {
-    store_.AppendMetrics(job_id_, kWorker, points);
-    if (options_.observer != nullptr && trainer_ != nullptr) {
-      options_.observer->OnMetrics(*trainer_, points);
-    }
-  }
-
-  bool AfterStep(const train::Trainer& trainer) override {
-    const config::CheckpointConfig& policy = job_.checkpoint;
-    const std::int64_t step = trainer.position().step;
-    const bool by_steps = policy.every_steps > 0 && step % policy.every_steps == 0;
-    const bool by_time =
-        policy.every_seconds > 0 &&
-        std::chrono::duration<double>(Clock::now() - last_checkpoint_).count() >=
-            policy.every_seconds;
-    stop_requested_ = options_.stop != nullptr && options_.stop->load();
-    if (by_steps || by_time) checkpoint_due_ = true;
-    return !stop_requested_ && !checkpoint_due_;
-  }
-
-  void set_trainer(train::Trainer* trainer) { trainer_ = trainer; }
-  bool checkpoint_due() const { return checkpoint_due_; }
-  bool stop_requested() const { return stop_requested_; }
-  void CheckpointTaken() {
-    checkpoint_due_ = false;
-    last_checkpoint_ = Clock::now();
-  }
-
- private:
-  const config::JobConfig& job_;
-  std::int64_t job_id_;
-  store::Store& store_;
-  const RunOptions& options_;
-  train::Trainer* trainer_ = nullptr;  // set before Run; outlives the listener's use
-  Clock::time_point last_checkpoint_ = Clock::now();
-  bool checkpoint_due_ = false;
-  bool stop_requested_ = false;
-};
-
 // Moves the job from whatever state a previous process left it in to `starting`.
 Status EnterStarting(store::Store& store, std::int64_t job_id) {
   auto record = store.GetJob(job_id);
@@ -139,32 +92,9 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
   if (!running.ok()) return running;
   if (options.observer != nullptr) options.observer->OnStart(trainer, data, resumed);
 
-  RecordingListener listener(job, job_id, store, options);
-  listener.set_trainer(&trainer);
-  std::int64_t last_saved = resumed ? outcome.resumed_from : -1;
-  auto save = [&]() -> Status {
-    if (trainer.position().step == last_saved) return Status::Ok();
-    Status saved = store.SaveCheckpoint(job_id, CaptureCheckpoint(trainer), job.checkpoint.keep);
-    if (!saved.ok()) return saved;
-    last_saved = trainer.position().step;
-    listener.CheckpointTaken();
-    if (options.observer != nullptr) options.observer->OnCheckpoint(trainer);
-    return Status::Ok();
-  };
-
-  // Train in legs between checkpoints: the listener asks to stop when one is due, the
-  // checkpoint is written here (off the step loop's hot path), and the loop continues.
-  Result<train::StopReason> why = train::StopReason::kCompleted;
-  while (true) {
-    why = trainer.Run(listener);
-    if (!why.ok()) break;
-    if (listener.checkpoint_due() || why.value() != train::StopReason::kRequested ||
-        listener.stop_requested()) {
-      Status saved = save();
-      if (!saved.ok()) return finish(JobState::kFailed, "checkpoint failed: " + saved.message());
-    }
-    if (why.value() != train::StopReason::kRequested || listener.stop_requested()) break;
-  }
+  const Result<train::StopReason> why =
+      TrainRecorded(trainer, job.checkpoint, job_id, kWorker, store, options,
+                    resumed ? outcome.resumed_from : -1);
   outcome.steps = trainer.position().step;
   if (!why.ok()) return finish(JobState::kFailed, why.status().message());
   if (data.eval.rows > 0) outcome.final_eval = trainer.Evaluate(data.eval);

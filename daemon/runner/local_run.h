@@ -11,33 +11,17 @@
 // Blocks until training ends; one call per job at a time.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <string>
 
 #include "config/job.h"
 #include "core/train/trainer.h"
 #include "daemon/runner/job_data.h"
+#include "daemon/runner/recorded_training.h"
 #include "daemon/store/store.h"
 
 namespace dtrain::runner {
-
-// Told what happens, on the training thread (for progress bars and plain-text logs).
-class RunObserver {
- public:
-  virtual ~RunObserver() = default;
-  virtual void OnStart(const train::Trainer& trainer, const JobData& data, bool resumed) = 0;
-  virtual void OnMetrics(const train::Trainer& trainer,
-                         std::span<const train::MetricPoint> points) = 0;
-  virtual void OnCheckpoint(const train::Trainer& trainer) = 0;
-};
-
-struct RunOptions {
-  const std::atomic<bool>* stop = nullptr;  // set it (e.g. from SIGINT) to stop after a checkpoint
-  RunObserver* observer = nullptr;
-};
 
 struct RunOutcome {
   store::JobState state = store::JobState::kFailed;

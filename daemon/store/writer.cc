@@ -72,11 +72,15 @@ Status Writer::Flush() {
 void Writer::Post(Request request, std::size_t rows) {
   std::unique_lock lock(mu_);
   if (rows > 0) space_.wait(lock, [&] { return queued_rows_ < kMaxQueuedRows; });
-  // The writer only ever waits on an empty queue, so only the first request needs to wake it.
+  // The writer waits on an empty queue (any request wakes it), or lingers over queued rows
+  // (only an urgent request or a full batch cuts that short).
   const bool was_empty = queue_.empty();
+  const bool urgent = rows == 0;
+  const bool batch_full = queued_rows_ < kBatchRows && queued_rows_ + rows >= kBatchRows;
   queue_.push_back(std::move(request));
   queued_rows_ += rows;
-  if (was_empty) wake_.notify_one();
+  if (was_empty || (urgent && !urgent_) || batch_full) wake_.notify_one();
+  urgent_ = urgent_ || urgent;
 }
 
 void Writer::Loop() {
@@ -84,9 +88,12 @@ void Writer::Loop() {
   for (;;) {
     wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything queued is written
+    wake_.wait_for(lock, kRowLinger,
+                   [&] { return stopping_ || urgent_ || queued_rows_ >= kBatchRows; });
     std::vector<Request> requests;
     requests.swap(queue_);
     queued_rows_ = 0;
+    urgent_ = false;
     space_.notify_all();
     lock.unlock();
     Process(requests);

@@ -13,12 +13,16 @@
 // returns its result. The connection's synchronous=FULL makes every commit durable.
 //
 // Appends return at once unless more than kMaxQueuedRows rows are waiting; then they wait for
-// the writer to catch up (backpressure instead of unbounded memory).
+// the writer to catch up (backpressure instead of unbounded memory). Rows are gathered for up
+// to kRowLinger (or kBatchRows rows) before they are written, so a training loop appending a
+// few metrics every step costs one commit and one wake-up per linger, not per step; a durable
+// operation or a Flush is served at once, with every row queued before it.
 //
 // Safe for concurrent use. Requests from one thread are carried out in that thread's order.
 // The destructor writes everything queued, then stops the thread.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -56,6 +60,8 @@ struct LogLine {
 class Writer {
  public:
   static constexpr std::size_t kMaxQueuedRows = std::size_t{1} << 20;
+  static constexpr std::size_t kBatchRows = 4096;
+  static constexpr std::chrono::milliseconds kRowLinger{50};
 
   // Takes over `db`, which must already have the store's schema.
   static Result<std::unique_ptr<Writer>> Start(Database db);
@@ -107,6 +113,7 @@ class Writer {
   std::vector<Request> queue_;     // guarded by mu_
   std::size_t queued_rows_ = 0;    // guarded by mu_
   bool stopping_ = false;          // guarded by mu_
+  bool urgent_ = false;            // guarded by mu_: a non-row request is queued
   std::thread thread_;             // last: starts once the members above exist
 };
 

@@ -1,0 +1,45 @@
+// TrainRecorded: runs a Trainer to its end while recording it — every metric to the store (and
+// an observer), checkpoints by the job's policy (every_steps / every_seconds), on a stop
+// request, and at the end. The part of the job runner that sits on the training hot path,
+// kept apart so bench/ can measure its cost against a bare Trainer::Run.
+//
+//   Result<train::StopReason> why = TrainRecorded(trainer, job.checkpoint, id, store, options, -1);
+//
+// One thread at a time (the training thread).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+
+#include "config/job.h"
+#include "core/train/trainer.h"
+#include "daemon/runner/job_data.h"
+#include "daemon/store/store.h"
+
+namespace dtrain::runner {
+
+// Told what happens, on the training thread (for progress bars and plain-text logs).
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  virtual void OnStart(const train::Trainer& trainer, const JobData& data, bool resumed) = 0;
+  virtual void OnMetrics(const train::Trainer& trainer,
+                         std::span<const train::MetricPoint> points) = 0;
+  virtual void OnCheckpoint(const train::Trainer& trainer) = 0;
+};
+
+struct RunOptions {
+  const std::atomic<bool>* stop = nullptr;  // set it (e.g. from SIGINT) to stop after a checkpoint
+  RunObserver* observer = nullptr;
+};
+
+// `last_saved_step` is the step of the checkpoint the trainer was restored from (-1 if none):
+// it is not written again. Metrics are recorded as worker `worker`. An error names what failed
+// (a strategy step, or "checkpoint failed: ...").
+Result<train::StopReason> TrainRecorded(train::Trainer& trainer,
+                                        const config::CheckpointConfig& policy,
+                                        std::int64_t job_id, int worker, store::Store& store,
+                                        const RunOptions& options, std::int64_t last_saved_step);
+
+}  // namespace dtrain::runner
