@@ -1,0 +1,42 @@
+// Every job file in examples/ runs as it is: each validates, and the small synthetic ones train
+// to success through the real binary (the Fashion-MNIST ones are run by bench/fashion-accuracy).
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "common/process.h"
+#include "common/temp_dir.h"
+
+namespace dtrain::cli {
+namespace {
+
+using dtrain::testing::RunProcess;
+using dtrain::testing::TempDir;
+
+BOOST_AUTO_TEST_CASE(every_example_validates_and_the_synthetic_ones_train) {
+  const char* bin = std::getenv("DTRAIN_BIN");
+  const char* source = std::getenv("DTRAIN_SOURCE_DIR");
+  BOOST_REQUIRE(bin != nullptr && source != nullptr);
+  TempDir dir;
+  int examples = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(source) + "/examples")) {
+    if (entry.path().extension() != ".toml") continue;
+    ++examples;
+    const std::string path = entry.path().string();
+    BOOST_TEST_CONTEXT(path) {
+      const auto validated = RunProcess({bin, "validate", path}, dir.Path(""));
+      BOOST_TEST(validated.exit_code == 0, validated.err);
+      if (validated.out.find("format = \"synthetic\"") == std::string::npos) continue;
+      const auto ran =
+          RunProcess({bin, "run", path, "--db", dir.Path("examples.db"), "--json"}, dir.Path(""));
+      BOOST_TEST(ran.exit_code == 0, ran.err);
+      BOOST_TEST(ran.out.find("\"state\":\"succeeded\"") != std::string::npos, ran.out);
+    }
+  }
+  BOOST_TEST(examples >= 4);
+}
+
+}  // namespace
+}  // namespace dtrain::cli
