@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
       const std::int64_t id = recording ? store->CreateJob(job).value() : 0;
       const auto start = Clock::now();
       if (recording) {
-        auto why = runner::TrainRecorded(trainer, policy, id, 0, *store, {}, -1);
+        runner::StoreRecorder recorder(*store, id, 0, policy.keep);
+        auto why = runner::TrainRecorded(trainer, policy, recorder, {}, -1);
         if (!why.ok() || !store->Flush().ok()) {
           std::fprintf(stderr, "recording failed\n");
           return 1;

@@ -92,8 +92,9 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
   if (!running.ok()) return running;
   if (options.observer != nullptr) options.observer->OnStart(trainer, data, resumed);
 
+  StoreRecorder recorder(store, job_id, kWorker, job.checkpoint.keep);
   const Result<train::StopReason> why =
-      TrainRecorded(trainer, job.checkpoint, job_id, kWorker, store, options,
+      TrainRecorded(trainer, job.checkpoint, recorder, options,
                     resumed ? outcome.resumed_from : -1);
   outcome.steps = trainer.position().step;
   if (!why.ok()) return finish(JobState::kFailed, why.status().message());

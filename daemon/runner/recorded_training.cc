@@ -9,21 +9,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Forwards metrics to the store and the observer; asks the loop to stop when a checkpoint is
+// Forwards metrics to the recorder and the observer; asks the loop to stop when a checkpoint is
 // due or a stop was requested.
 class RecordingListener final : public train::TrainListener {
  public:
-  RecordingListener(const config::CheckpointConfig& policy, std::int64_t job_id, int worker,
-                    store::Store& store, const RunOptions& options, const train::Trainer& trainer)
-      : policy_(policy),
-        job_id_(job_id),
-        worker_(worker),
-        store_(store),
-        options_(options),
-        trainer_(trainer) {}
+  RecordingListener(const config::CheckpointConfig& policy, RunRecorder& recorder,
+                    const RunOptions& options, const train::Trainer& trainer)
+      : policy_(policy), recorder_(recorder), options_(options), trainer_(trainer) {}
 
   void Record(std::span<const train::MetricPoint> points) override {
-    store_.AppendMetrics(job_id_, worker_, points);
+    recorder_.RecordMetrics(points);
     if (options_.observer != nullptr) options_.observer->OnMetrics(trainer_, points);
   }
 
@@ -48,9 +43,7 @@ class RecordingListener final : public train::TrainListener {
 
  private:
   const config::CheckpointConfig& policy_;
-  std::int64_t job_id_;
-  int worker_;
-  store::Store& store_;
+  RunRecorder& recorder_;
   const RunOptions& options_;
   const train::Trainer& trainer_;
   Clock::time_point last_checkpoint_ = Clock::now();
@@ -62,12 +55,12 @@ class RecordingListener final : public train::TrainListener {
 
 Result<train::StopReason> TrainRecorded(train::Trainer& trainer,
                                         const config::CheckpointConfig& policy,
-                                        std::int64_t job_id, int worker, store::Store& store,
-                                        const RunOptions& options, std::int64_t last_saved_step) {
-  RecordingListener listener(policy, job_id, worker, store, options, trainer);
+                                        RunRecorder& recorder, const RunOptions& options,
+                                        std::int64_t last_saved_step) {
+  RecordingListener listener(policy, recorder, options, trainer);
   auto save = [&]() -> Status {
     if (trainer.position().step == last_saved_step) return Status::Ok();
-    Status saved = store.SaveCheckpoint(job_id, CaptureCheckpoint(trainer), policy.keep);
+    Status saved = recorder.SaveCheckpoint(CaptureCheckpoint(trainer));
     if (!saved.ok()) return Status::Error("checkpoint failed: " + saved.message());
     last_saved_step = trainer.position().step;
     listener.CheckpointTaken();

@@ -1,9 +1,10 @@
-// TrainRecorded: runs a Trainer to its end while recording it — every metric to the store (and
-// an observer), checkpoints by the job's policy (every_steps / every_seconds), on a stop
+// TrainRecorded: runs a Trainer to its end while recording it — every metric to a RunRecorder
+// (and an observer), checkpoints by the job's policy (every_steps / every_seconds), on a stop
 // request, and at the end. The part of the job runner that sits on the training hot path,
 // kept apart so bench/ can measure its cost against a bare Trainer::Run.
 //
-//   Result<train::StopReason> why = TrainRecorded(trainer, job.checkpoint, id, store, options, -1);
+//   StoreRecorder recorder(store, id, 0, job.checkpoint.keep);
+//   Result<train::StopReason> why = TrainRecorded(trainer, job.checkpoint, recorder, options, -1);
 //
 // One thread at a time (the training thread).
 #pragma once
@@ -15,7 +16,7 @@
 #include "config/job.h"
 #include "core/train/trainer.h"
 #include "daemon/runner/job_data.h"
-#include "daemon/store/store.h"
+#include "daemon/runner/recorder.h"
 
 namespace dtrain::runner {
 
@@ -35,11 +36,11 @@ struct RunOptions {
 };
 
 // `last_saved_step` is the step of the checkpoint the trainer was restored from (-1 if none):
-// it is not written again. Metrics are recorded as worker `worker`. An error names what failed
-// (a strategy step, or "checkpoint failed: ...").
+// it is not written again. An error names what failed (a strategy step, or "checkpoint failed:
+// ...").
 Result<train::StopReason> TrainRecorded(train::Trainer& trainer,
                                         const config::CheckpointConfig& policy,
-                                        std::int64_t job_id, int worker, store::Store& store,
-                                        const RunOptions& options, std::int64_t last_saved_step);
+                                        RunRecorder& recorder, const RunOptions& options,
+                                        std::int64_t last_saved_step);
 
 }  // namespace dtrain::runner

@@ -1,0 +1,49 @@
+// RunRecorder: where a training run's records go — straight into the store (`dtrain run`, the
+// daemon) or up a worker's connection to its daemon (worker processes never open SQLite).
+//
+//   StoreRecorder recorder(store, job_id, /*worker=*/0, /*keep=*/3);
+//   TrainRecorded(trainer, policy, recorder, options, -1);
+//
+// One thread at a time (the training thread).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "core/status.h"
+#include "core/train/metrics.h"
+#include "daemon/store/checkpoint.h"
+#include "daemon/store/store.h"
+
+namespace dtrain::runner {
+
+class RunRecorder {
+ public:
+  virtual ~RunRecorder() = default;
+  // Queues the points; returns at once.
+  virtual void RecordMetrics(std::span<const train::MetricPoint> points) = 0;
+  // Returns once the checkpoint is committed (durable), or why it is not.
+  virtual Status SaveCheckpoint(const store::CheckpointData& checkpoint) = 0;
+};
+
+class StoreRecorder final : public RunRecorder {
+ public:
+  // Keeps the newest `keep` checkpoints of the job. `store` must outlive the recorder.
+  StoreRecorder(store::Store& store, std::int64_t job_id, int worker, int keep)
+      : store_(store), job_id_(job_id), worker_(worker), keep_(keep) {}
+
+  void RecordMetrics(std::span<const train::MetricPoint> points) override {
+    store_.AppendMetrics(job_id_, worker_, points);
+  }
+  Status SaveCheckpoint(const store::CheckpointData& checkpoint) override {
+    return store_.SaveCheckpoint(job_id_, checkpoint, keep_);
+  }
+
+ private:
+  store::Store& store_;
+  std::int64_t job_id_;
+  int worker_;
+  int keep_;
+};
+
+}  // namespace dtrain::runner
