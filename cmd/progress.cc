@@ -1,30 +1,17 @@
 #include "cmd/progress.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 
+#include "cmd/human.h"
 #include "cmd/terminal.h"
+#include "daemon/runner/progress_lines.h"
 
 namespace dtrain::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string FormatDuration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "--";
-  const auto s = static_cast<long>(seconds + 0.5);
-  char out[32];
-  if (s >= 3600) {
-    std::snprintf(out, sizeof out, "%ldh%02ldm", s / 3600, (s / 60) % 60);
-  } else if (s >= 60) {
-    std::snprintf(out, sizeof out, "%ldm%02lds", s / 60, s % 60);
-  } else {
-    std::snprintf(out, sizeof out, "%lds", s);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -38,37 +25,27 @@ void ProgressPrinter::OnStart(const train::Trainer& trainer, const runner::JobDa
   start_step_ = trainer.position().step;
   start_ = last_draw_ = Clock::now();
   if (lines_ && !bar_) {
-    std::printf("%s %zu training rows, %zu parameters (%s), %lld steps planned\n",
-                resumed ? "resuming:" : "training:", data.train.rows,
-                trainer.model().NumParams(), model::FormatModelSpec(data.spec).c_str(),
-                static_cast<long long>(trainer.PlannedSteps()));
+    std::printf("%s\n", runner::StartLine(trainer, data, resumed).c_str());
     std::fflush(stdout);
   }
 }
 
 void ProgressPrinter::OnMetrics(const train::Trainer& trainer,
                                 std::span<const train::MetricPoint> points) {
-  bool eval = false;
-  double eval_loss = 0.0, eval_metric = 0.0;
-  std::string metric_name;
   for (const train::MetricPoint& p : points) {
     if (p.name == "train_loss") loss_ = p.value;
     if (p.name == "train_accuracy") accuracy_ = p.value;
     if (p.name == "samples_per_sec") samples_per_sec_ = p.value;
-    if (p.name == "eval_loss") eval = true, eval_loss = p.value;
-    if (p.name == "eval_accuracy") metric_name = "accuracy", eval_metric = p.value;
-    if (p.name == "eval_mse") eval = true, metric_name = "mse", eval_metric = eval_loss = p.value;
   }
-  if (eval && lines_) {
+  const std::optional<std::string> eval_line = runner::EvalLine(trainer, points, eval_name_);
+  if (eval_line && lines_) {
     if (drawn_) std::fprintf(stderr, "\r\033[K");
-    std::printf("step %lld epoch %.2f %s loss %.4f %s %.4f\n",
-                static_cast<long long>(trainer.position().step), trainer.Epochs(),
-                eval_name_.c_str(), eval_loss, metric_name.c_str(), eval_metric);
+    std::printf("%s\n", eval_line->c_str());
     std::fflush(stdout);
     drawn_ = false;
   }
   const auto now = Clock::now();
-  if (bar_ && (now - last_draw_ > std::chrono::milliseconds(100) || eval)) {
+  if (bar_ && (now - last_draw_ > std::chrono::milliseconds(100) || eval_line)) {
     last_draw_ = now;
     DrawBar(trainer);
   }

@@ -44,7 +44,8 @@ bool JobConfig::operator==(const JobConfig& other) const {
   return name == other.name && source_path == other.source_path && data == other.data &&
          model == other.model && SameTrain(train, other.train) && threads == other.threads &&
          clip_norm == other.clip_norm && SameOptimizer(optimizer, other.optimizer) &&
-         cluster == other.cluster && checkpoint == other.checkpoint;
+         cluster == other.cluster && checkpoint == other.checkpoint && priority == other.priority &&
+         max_restarts == other.max_restarts;
 }
 
 std::string_view DataFormatName(DataFormat format) { return kFormats.Name(format); }

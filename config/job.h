@@ -67,6 +67,12 @@ struct CheckpointConfig {
   bool operator==(const CheckpointConfig&) const = default;
 };
 
+// Ranges of JobConfig::priority and of the restart limits (the job's [restart] max_restarts and
+// the daemon's [workers] max_restarts, its default).
+inline constexpr int kMinPriority = -100;
+inline constexpr int kMaxPriority = 100;
+inline constexpr int kMaxRestartsLimit = 100;
+
 struct JobConfig {
   std::string name;
   std::string source_path;  // the job file, as given
@@ -78,6 +84,8 @@ struct JobConfig {
   optim::OptimizerOptions optimizer;
   ClusterConfig cluster;
   CheckpointConfig checkpoint;
+  int priority = 0;       // [kMinPriority, kMaxPriority]; among queued jobs, higher runs first
+  int max_restarts = -1;  // restarts after a failure, at most; -1: the daemon's default
 
   // Field by field, through the nested engine options too (they define no operator==).
   bool operator==(const JobConfig& other) const;

@@ -1,25 +1,19 @@
 #include "config/job_file.h"
 
-#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdint>
-#include <exception>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
-#include <span>
-#include <sstream>
 #include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
 
-#include "config/suggest.h"
+#include "config/toml_reader.h"
 #include "config/toml_text.h"
 #include "core/data/readers.h"
 
@@ -27,8 +21,24 @@ namespace dtrain::config {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr std::string_view kOverrideFile = "--set";
+using internal::Closed;
+using internal::ClosedOpen;
+using internal::Describe;
+using internal::FromOverride;
+using internal::Guarded;
+using internal::Interval;
+using internal::IntIn;
+using internal::kOverrideFile;
+using internal::NumberIn;
+using internal::OpenClosed;
+using internal::ParseDocument;
+using internal::ParseToml;
+using internal::ReadWholeFile;
+using internal::RejectUnknown;
+using internal::SectionTable;
+using internal::Sink;
+using internal::SyntaxError;
+using internal::TableReader;
 
 // Upper limits far beyond any sensible job: they catch a typo (three digits too many) at load
 // time instead of as an allocation failure or a run that never ends.
@@ -46,159 +56,7 @@ constexpr std::int64_t kMaxSeed = std::numeric_limits<std::int64_t>::max();
 constexpr std::size_t kMaxNameLength = 64;
 
 // ---------------------------------------------------------------------------------------------
-// Diagnostics with places.
-
-bool FromOverride(const toml::source_region& where) {
-  return where.path && *where.path == kOverrideFile;
-}
-
-// The diagnostics of one load: the job file's, then the overrides'.
-class Sink {
- public:
-  explicit Sink(std::string file) : file_(std::move(file)) {}
-
-  void InFile(int line, int column, std::string key, std::string message) {
-    list_.push_back({file_, line, column, std::move(key), std::move(message)});
-  }
-  void InOverride(std::string key, std::string message) {
-    list_.push_back({std::string(kOverrideFile), 0, 0, std::move(key), std::move(message)});
-  }
-  // At a value or table: its position in the file, or "--set" when an override supplied it.
-  void AtNode(const toml::node& node, std::string key, std::string message) {
-    At(node.source(), node.source(), std::move(key), std::move(message));
-  }
-  // At a key's position. Whether it came from an override is told by its value, whose source
-  // region moves with it when an override is merged into the file's table.
-  void AtKey(const toml::key& key, const toml::node& value, std::string dotted,
-             std::string message) {
-    At(value.source(), key.source(), std::move(dotted), std::move(message));
-  }
-
-  std::size_t size() const { return list_.size(); }
-
-  std::vector<Diagnostic> Take() && {
-    std::stable_sort(list_.begin(), list_.end(), [this](const Diagnostic& a, const Diagnostic& b) {
-      const bool a_set = a.file != file_, b_set = b.file != file_;
-      if (a_set != b_set) return b_set;
-      return a.line != b.line ? a.line < b.line : a.column < b.column;
-    });
-    return std::move(list_);
-  }
-
- private:
-  void At(const toml::source_region& origin, const toml::source_region& where, std::string key,
-          std::string message) {
-    if (FromOverride(origin)) {
-      InOverride(std::move(key), std::move(message));
-    } else {
-      InFile(static_cast<int>(where.begin.line), static_cast<int>(where.begin.column),
-             std::move(key), std::move(message));
-    }
-  }
-
-  std::string file_;
-  std::vector<Diagnostic> list_;
-};
-
-// "the string \"64\"", "the float 1.5", "a table": what a value is, for messages.
-std::string Describe(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::string:
-      return "the string " + TomlString(node.as_string()->get());
-    case toml::node_type::integer:
-      return "the integer " + std::to_string(node.as_integer()->get());
-    case toml::node_type::floating_point:
-      return "the float " + PlainNumber(node.as_floating_point()->get());
-    case toml::node_type::boolean:
-      return std::string("the boolean ") + (node.as_boolean()->get() ? "true" : "false");
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::date:
-      return "a date";
-    case toml::node_type::time:
-      return "a time";
-    case toml::node_type::date_time:
-      return "a date-time";
-    case toml::node_type::none:
-      break;
-  }
-  return "nothing";
-}
-
-// ---------------------------------------------------------------------------------------------
-// Checked values.
-
-// An interval of real numbers, such as (0, 1000] for a learning rate.
-struct Interval {
-  double lo = 0.0, hi = 0.0;
-  bool lo_open = false, hi_open = false;
-
-  bool Contains(double v) const {  // false for nan
-    return (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
-  }
-  std::string Text() const {
-    return (lo_open ? "(" : "[") + PlainNumber(lo) + ", " + PlainNumber(hi) + (hi_open ? ")" : "]");
-  }
-};
-Interval Closed(double lo, double hi) { return {lo, hi, false, false}; }
-Interval OpenClosed(double lo, double hi) { return {lo, hi, true, false}; }  // (lo, hi]
-Interval ClosedOpen(double lo, double hi) { return {lo, hi, false, true}; }  // [lo, hi)
-
-// The value of an integer node within [lo, hi], or nothing and *problem says why.
-std::optional<std::int64_t> IntIn(const toml::node& node, std::int64_t lo, std::int64_t hi,
-                                  std::string* problem) {
-  const std::string allowed =
-      "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got ";
-  const toml::value<std::int64_t>* value = node.as_integer();
-  if (value == nullptr) {
-    *problem = allowed + Describe(node);
-    return std::nullopt;
-  }
-  if (value->get() < lo || value->get() > hi) {
-    *problem = allowed + std::to_string(value->get());
-    return std::nullopt;
-  }
-  return value->get();
-}
-
-// The value of a number node (integers are numbers) within `range` once stored as a T, or
-// nothing and *problem says why.
-template <typename T>
-std::optional<T> NumberIn(const toml::node& node, Interval range, std::string* problem) {
-  double given = 0.0;
-  if (const auto* integer = node.as_integer()) {
-    given = static_cast<double>(integer->get());
-  } else if (const auto* floating = node.as_floating_point()) {
-    given = floating->get();
-  } else {
-    *problem = "must be a number in " + range.Text() + ", got " + Describe(node);
-    return std::nullopt;
-  }
-  const T stored = static_cast<T>(given);
-  if (!std::isfinite(given)) {
-    *problem = "must be a finite number in " + range.Text() + ", got " + PlainNumber(given);
-  } else if (!range.Contains(given)) {
-    *problem = "must be a number in " + range.Text() + ", got " + PlainNumber(given);
-  } else if (!range.Contains(static_cast<double>(stored))) {
-    *problem = "must be a number in " + range.Text() + ", got " + PlainNumber(given) +
-               ", which single precision rounds to " + PlainNumber(static_cast<double>(stored));
-  } else {
-    return stored;
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string_view> SplitChoices(std::string_view choices) {
-  std::vector<std::string_view> names;
-  while (!choices.empty()) {
-    const std::size_t comma = choices.find(", ");
-    names.push_back(choices.substr(0, comma));
-    choices = comma == std::string_view::npos ? std::string_view() : choices.substr(comma + 2);
-  }
-  return names;
-}
+// Names and files.
 
 bool NameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -235,133 +93,7 @@ std::string FileProblem(const fs::path& path) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reading tables.
-
-// Reads one table of the job: the top level (section "") or a section such as [train]. Every
-// key asked for is registered as known, so RejectUnknown can name the others; the section may be
-// absent (null), and then every read finds nothing. A typed read assigns a present, valid value
-// and returns its node; it reports a present, invalid one (the key then counts as failed) and
-// returns null; it returns null for an absent key and leaves the output alone.
-class TableReader {
- public:
-  TableReader(const toml::table* table, std::string section, Sink& sink)
-      : table_(table), section_(std::move(section)), sink_(sink) {}
-
-  const toml::table* table() const { return table_; }
-  const std::string& section() const { return section_; }
-  std::span<const std::string_view> known() const { return known_; }
-  bool Knows(std::string_view key) const { return Contains(known_, key); }
-  bool Failed(std::string_view key) const { return Contains(failed_, key); }
-  bool Present(std::string_view key) const { return table_ != nullptr && table_->contains(key); }
-  std::string Dotted(std::string_view key) const {
-    return section_.empty() ? std::string(key) : section_ + "." + std::string(key);
-  }
-
-  const toml::node* Find(std::string_view key) {
-    if (!Knows(key)) known_.push_back(key);
-    return table_ != nullptr ? table_->get(key) : nullptr;
-  }
-
-  template <typename T>
-  const toml::node* Int(std::string_view key, std::int64_t lo, std::int64_t hi, T* out) {
-    const toml::node* node = Find(key);
-    if (node == nullptr) return nullptr;
-    std::string problem;
-    const std::optional<std::int64_t> value = IntIn(*node, lo, hi, &problem);
-    if (!value) return Report(*node, key, problem);
-    *out = static_cast<T>(*value);
-    return node;
-  }
-
-  template <typename T>
-  const toml::node* Number(std::string_view key, Interval range, T* out) {
-    const toml::node* node = Find(key);
-    if (node == nullptr) return nullptr;
-    std::string problem;
-    const std::optional<T> value = NumberIn<T>(*node, range, &problem);
-    if (!value) return Report(*node, key, problem);
-    *out = *value;
-    return node;
-  }
-
-  const toml::node* Bool(std::string_view key, bool* out) {
-    const toml::node* node = Find(key);
-    if (node == nullptr) return nullptr;
-    if (!node->is_boolean()) {
-      return Report(*node, key, "must be true or false, got " + Describe(*node));
-    }
-    *out = node->as_boolean()->get();
-    return node;
-  }
-
-  const toml::node* String(std::string_view key, std::string* out) {
-    const toml::node* node = Find(key);
-    if (node == nullptr) return nullptr;
-    if (!node->is_string()) return Report(*node, key, "must be a string, got " + Describe(*node));
-    *out = node->as_string()->get();
-    return node;
-  }
-
-  // A name from `choices` (as listed by the engine's *Choices()), turned into E by `parse`.
-  template <typename E>
-  const toml::node* Enum(std::string_view key, Result<E> (*parse)(std::string_view),
-                         std::string_view choices, E* out) {
-    const toml::node* node = Find(key);
-    if (node == nullptr) return nullptr;
-    const std::string allowed = "must be one of: " + std::string(choices) + "; got ";
-    if (!node->is_string()) return Report(*node, key, allowed + Describe(*node));
-    const std::string& name = node->as_string()->get();
-    Result<E> value = parse(name);
-    if (!value.ok()) {
-      const std::string_view close = ClosestName(name, SplitChoices(choices));
-      return Report(*node, key,
-                    allowed + TomlString(name) +
-                        (close.empty() ? "" : " (did you mean \"" + std::string(close) + "\"?)"));
-    }
-    *out = value.value();
-    return node;
-  }
-
-  // Reports a problem with the value of `key` (which then counts as failed); returns null.
-  const toml::node* Report(const toml::node& node, std::string_view key, std::string message) {
-    if (!Failed(key)) failed_.push_back(key);
-    sink_.AtNode(node, Dotted(key), std::move(message));
-    return nullptr;
-  }
-
-  // Reports a required key that is absent: at the section's header, or at line 0 of the file
-  // when the whole section is missing.
-  void Missing(std::string_view key, std::string message) {
-    if (table_ != nullptr) {
-      sink_.AtNode(*table_, Dotted(key), std::move(message));
-    } else {
-      sink_.InFile(0, 0, Dotted(key), std::move(message));
-    }
-  }
-
- private:
-  static bool Contains(const std::vector<std::string_view>& list, std::string_view key) {
-    return std::find(list.begin(), list.end(), key) != list.end();
-  }
-
-  const toml::table* table_;  // in the document the caller keeps alive; null: section absent
-  std::string section_;
-  Sink& sink_;
-  std::vector<std::string_view> known_;   // the keys asked for: literals, static storage
-  std::vector<std::string_view> failed_;  // the keys whose values were reported
-};
-
-// The section table `name` of the top level, or null (reported when present but no table).
-const toml::table* SectionTable(TableReader& top, std::string_view name) {
-  const toml::node* node = top.Find(name);
-  if (node == nullptr) return nullptr;
-  if (!node->is_table()) {
-    top.Report(*node, name,
-               "must be a table ([" + std::string(name) + "]), got " + Describe(*node));
-    return nullptr;
-  }
-  return node->as_table();
-}
+// Sections.
 
 // Where relative data paths are resolved from.
 struct PathBase {
@@ -696,39 +428,6 @@ void CheckWarmup(TableReader& optimizer, const train::TrainOptions& t) {
   }
 }
 
-// The hint for an unknown key of `where`: its closest known key, else the section where a key
-// of that name belongs, else the list of allowed keys.
-std::string UnknownKeyHint(std::string_view key, const TableReader& where,
-                           std::span<const TableReader* const> readers) {
-  if (const std::string_view close = ClosestName(key, where.known()); !close.empty()) {
-    return "did you mean '" + std::string(close) + "'?";
-  }
-  for (const TableReader* other : readers) {
-    if (other != &where && !other->section().empty() && other->Knows(key)) {
-      return "did you mean '" + other->Dotted(key) + "'?";
-    }
-  }
-  std::string allowed = "allowed: ";
-  for (std::size_t i = 0; i < where.known().size(); ++i) {
-    allowed += (i > 0 ? ", " : "") + std::string(where.known()[i]);
-  }
-  return allowed;
-}
-
-// Reports every key that no reader asked for.
-void RejectUnknown(std::span<const TableReader* const> readers, Sink& sink) {
-  for (const TableReader* r : readers) {
-    if (r->table() == nullptr) continue;
-    for (auto&& [key, node] : *r->table()) {
-      if (r->Knows(key.str())) continue;
-      const bool section = r->section().empty() && node.is_table();
-      sink.AtKey(key, node, r->Dotted(key.str()),
-                 std::string(section ? "unknown section; " : "unknown key; ") +
-                     UnknownKeyHint(key.str(), *r, readers));
-    }
-  }
-}
-
 // The top-level name: kept simple, because it names the job in listings, paths and logs.
 void ReadName(TableReader& top, std::string* name) {
   std::string given;
@@ -750,12 +449,14 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   TableReader top(&root, "", sink);
   job.name = DefaultName(display_path);
   ReadName(top, &job.name);
+  top.Int("priority", kMinPriority, kMaxPriority, &job.priority);
   TableReader data(SectionTable(top, "data"), "data", sink);
   TableReader model(SectionTable(top, "model"), "model", sink);
   TableReader train(SectionTable(top, "train"), "train", sink);
   TableReader optimizer(SectionTable(top, "optimizer"), "optimizer", sink);
   TableReader cluster(SectionTable(top, "cluster"), "cluster", sink);
   TableReader checkpoint(SectionTable(top, "checkpoint"), "checkpoint", sink);
+  TableReader restart(SectionTable(top, "restart"), "restart", sink);
 
   ReadData(data, base, &job.data);
   ReadModel(model, job.data, &job.model);
@@ -763,10 +464,11 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule);
   ReadCluster(cluster, &job.cluster);
   ReadCheckpoint(checkpoint, &job.checkpoint);
+  restart.Int("max_restarts", 0, kMaxRestartsLimit, &job.max_restarts);
   CheckWarmup(optimizer, job.train);
 
-  const TableReader* const readers[] = {&top,       &data,    &model,     &train,
-                                        &optimizer, &cluster, &checkpoint};
+  const TableReader* const readers[] = {&top,       &data,    &model,      &train,
+                                        &optimizer, &cluster, &checkpoint, &restart};
   RejectUnknown(readers, sink);
   return job;
 }
@@ -783,23 +485,6 @@ std::string Trim(std::string_view text) {
 // A value that --set takes as a string when it is not TOML: no whitespace, quotes or brackets.
 bool IsBareWord(std::string_view value) {
   return !value.empty() && value.find_first_of(" \t\"'[]{}#,=") == std::string_view::npos;
-}
-
-// Where and why toml++ stopped.
-struct SyntaxError {
-  int line = 0, column = 0;
-  std::string description;
-};
-
-std::optional<toml::table> ParseToml(std::string_view text, std::string_view source,
-                                     SyntaxError* error) {
-  try {
-    return toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    *error = {static_cast<int>(e.source().begin.line), static_cast<int>(e.source().begin.column),
-              std::string(e.description())};
-    return std::nullopt;
-  }
 }
 
 // Each override as a one-key document whose nodes carry the source path "--set".
@@ -847,9 +532,7 @@ void Merge(toml::table& into, toml::table&& from) {
 LoadResult Load(std::string_view text, const std::string& display_path,
                 const std::vector<std::string>& overrides, const std::string& base_dir) {
   Sink sink(display_path);
-  SyntaxError error;
-  std::optional<toml::table> root = ParseToml(text, display_path, &error);
-  if (!root) sink.InFile(error.line, error.column, "", "TOML syntax error: " + error.description);
+  std::optional<toml::table> root = ParseDocument(text, display_path, sink);
   std::vector<toml::table> documents = ParseOverrides(overrides, sink);
   if (!root) return {std::nullopt, std::move(sink).Take()};
   for (toml::table& document : documents) Merge(*root, std::move(document));
@@ -861,48 +544,18 @@ LoadResult Load(std::string_view text, const std::string& display_path,
   return {std::move(job), {}};
 }
 
-bool ReadWholeFile(const std::string& path, std::string* text, std::string* problem) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    *problem = "cannot read the job file: it is a directory";
-    return false;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *problem = "cannot read the job file: " + std::generic_category().message(errno);
-    return false;
-  }
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) {
-    *problem = "cannot read the job file: read error";
-    return false;
-  }
-  *text = std::move(contents).str();
-  return true;
-}
-
-// Runs `load`, turning any exception (an allocation failure) into a diagnostic on `file`.
-template <typename F>
-LoadResult Guarded(const std::string& file, F&& load) {
-  try {
-    return load();
-  } catch (const std::exception& e) {
-    return {std::nullopt, {Diagnostic{file, 0, 0, "", std::string("internal error: ") + e.what()}}};
-  }
-}
-
 }  // namespace
 
 LoadResult ParseJobText(std::string_view toml_text, const std::string& display_path,
                         const std::vector<std::string>& overrides, const std::string& base_dir) {
-  return Guarded(display_path, [&] { return Load(toml_text, display_path, overrides, base_dir); });
+  return Guarded<LoadResult>(display_path,
+                             [&] { return Load(toml_text, display_path, overrides, base_dir); });
 }
 
 LoadResult LoadJobFile(const std::string& path, const std::vector<std::string>& overrides) {
-  return Guarded(path, [&]() -> LoadResult {
+  return Guarded<LoadResult>(path, [&]() -> LoadResult {
     std::string text, problem;
-    if (!ReadWholeFile(path, &text, &problem)) {
+    if (!ReadWholeFile(path, "the job file", &text, &problem)) {
       return {std::nullopt, {Diagnostic{path, 0, 0, "", problem}}};
     }
     std::error_code ec;

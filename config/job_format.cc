@@ -1,49 +1,12 @@
 // FormatResolvedJob: a JobConfig back to job-file TOML, every key written out.
-#include <cstdint>
 #include <string>
-#include <string_view>
 #include <utility>
-#include <vector>
 
 #include "config/job_file.h"
 #include "config/toml_text.h"
 
 namespace dtrain::config {
 namespace {
-
-// Appends [section] headers and `key = value` lines to a TOML document.
-class TomlWriter {
- public:
-  void Comment(std::string_view text) { Line("# " + std::string(text)); }
-  void Section(std::string_view name) { Line("\n[" + std::string(name) + "]"); }
-  void String(std::string_view key, std::string_view value) { Key(key, TomlString(value)); }
-  void Bool(std::string_view key, bool value) { Key(key, value ? "true" : "false"); }
-  void Int(std::string_view key, std::int64_t value) { Key(key, std::to_string(value)); }
-  void Unsigned(std::string_view key, std::uint64_t value) { Key(key, std::to_string(value)); }
-  void Float(std::string_view key, float value) { Key(key, TomlFloat(value)); }
-  void Double(std::string_view key, double value) { Key(key, TomlFloat(value)); }
-  void IntArray(std::string_view key, const std::vector<int>& values) {
-    std::string text = "[";
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      text += (i > 0 ? ", " : "") + std::to_string(values[i]);
-    }
-    Key(key, text + "]");
-  }
-  // A path; an empty one means "not given" and is left out.
-  void Path(std::string_view key, const std::string& path) {
-    if (!path.empty()) String(key, path);
-  }
-
-  std::string Take() && { return std::move(text_); }
-
- private:
-  void Key(std::string_view key, const std::string& value) {
-    Line(std::string(key) + " = " + value);
-  }
-  void Line(const std::string& line) { text_ += line + "\n"; }
-
-  std::string text_;
-};
 
 void WriteData(const DataConfig& d, TomlWriter& w) {
   w.Section("data");
@@ -125,6 +88,7 @@ std::string FormatResolvedJob(const JobConfig& job) {
   w.Comment("dtrain job resolved from " + TomlString(job.source_path) +
             ": every key, with its value.");
   w.String("name", job.name);
+  w.Int("priority", job.priority);
   WriteData(job.data, w);
   WriteModel(job.model, w);
   WriteTrain(job, w);
@@ -136,6 +100,12 @@ std::string FormatResolvedJob(const JobConfig& job) {
   w.Int("every_steps", job.checkpoint.every_steps);
   w.Double("every_seconds", job.checkpoint.every_seconds);
   w.Int("keep", job.checkpoint.keep);
+  w.Section("restart");
+  if (job.max_restarts < 0) {
+    w.Comment("max_restarts: not set, so the daemon's default applies");
+  } else {
+    w.Int("max_restarts", job.max_restarts);
+  }
   return std::move(w).Take();
 }
 

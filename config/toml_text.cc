@@ -82,4 +82,34 @@ std::string PlainNumber(double value) {
   return Shortest(value);
 }
 
+void TomlWriter::Comment(std::string_view text) { Line("# " + std::string(text)); }
+void TomlWriter::Section(std::string_view name) { Line("\n[" + std::string(name) + "]"); }
+void TomlWriter::String(std::string_view key, std::string_view value) {
+  Key(key, TomlString(value));
+}
+void TomlWriter::Bool(std::string_view key, bool value) { Key(key, value ? "true" : "false"); }
+void TomlWriter::Int(std::string_view key, std::int64_t value) { Key(key, std::to_string(value)); }
+void TomlWriter::Unsigned(std::string_view key, std::uint64_t value) {
+  Key(key, std::to_string(value));
+}
+void TomlWriter::Float(std::string_view key, float value) { Key(key, TomlFloat(value)); }
+void TomlWriter::Double(std::string_view key, double value) { Key(key, TomlFloat(value)); }
+
+void TomlWriter::IntArray(std::string_view key, const std::vector<int>& values) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    text += (i > 0 ? ", " : "") + std::to_string(values[i]);
+  }
+  Key(key, text + "]");
+}
+
+void TomlWriter::Path(std::string_view key, const std::string& path) {
+  if (!path.empty()) String(key, path);
+}
+
+void TomlWriter::Key(std::string_view key, const std::string& value) {
+  Line(std::string(key) + " = " + value);
+}
+void TomlWriter::Line(const std::string& line) { text_ += line + "\n"; }
+
 }  // namespace dtrain::config

@@ -3,10 +3,8 @@
 #include <chrono>
 #include <memory>
 
-#include "core/math/gemm.h"
-#include "core/model/model.h"
-#include "core/optim/optimizer.h"
 #include "daemon/runner/trainer_checkpoint.h"
+#include "daemon/runner/training_session.h"
 
 namespace dtrain::runner {
 namespace {
@@ -64,12 +62,8 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
   outcome.eval_name = data.eval_name;
   outcome.classification = data.spec.loss != model::LossType::kMeanSquaredError;
 
-  math::SetBlasThreads(job.threads);
-  model::Model model(data.spec);
-  train::LocalStrategy strategy(optim::MakeOptimizer(job.optimizer, 0, model.NumParams()),
-                                job.clip_norm);
-  train::Trainer trainer(model, job.train, data.train, data.eval.rows > 0 ? &data.eval : nullptr,
-                         data.scaling, strategy);
+  std::unique_ptr<TrainingSession> session = MakeTrainingSession(job, data);
+  train::Trainer& trainer = session->trainer;
 
   auto latest = store.LatestCheckpoint(job_id);
   if (!latest.ok()) return latest.status();
@@ -88,7 +82,7 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
       job_id, JobState::kRunning,
       resumed ? "resumed from the checkpoint at step " + std::to_string(outcome.resumed_from)
               : "training " + std::to_string(data.train.rows) + " rows, " +
-                    std::to_string(model.NumParams()) + " parameters");
+                    std::to_string(session->model.NumParams()) + " parameters");
   if (!running.ok()) return running;
   if (options.observer != nullptr) options.observer->OnStart(trainer, data, resumed);
 

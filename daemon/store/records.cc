@@ -44,8 +44,8 @@ bool IsValidTransition(JobState from, JobState to) {
       return from == JobState::kQueued;
     case JobState::kRunning:
       return from == JobState::kStarting || from == JobState::kRecovering;
-    case JobState::kRecovering:
-      return from == JobState::kRunning;
+    case JobState::kRecovering:  // from starting: its worker died before training began
+      return from == JobState::kRunning || from == JobState::kStarting;
     case JobState::kSucceeded:
       return from == JobState::kRunning;
     case JobState::kFailed:

@@ -4,7 +4,7 @@
 //   if (s.ok() && IsValidTransition(s.value(), JobState::kRecovering)) { ... }
 //
 // A job moves  queued -> starting -> running -> succeeded | failed | cancelled,  and
-// running -> recovering -> running after a fault; queued, starting and recovering may also end
+// running|starting -> recovering -> running after a fault; queued, starting and recovering may also end
 // in failed or cancelled. The only way out of a terminal state is failed|cancelled -> queued,
 // when the owner resumes the job from its newest checkpoint; succeeded is final. The names below are stored in the
 // `state` columns and shown by the CLI, so they are part of the file format.

@@ -138,6 +138,15 @@ Result<CheckpointData> VerifyCheckpoint(std::int64_t job, std::int64_t step,
   return data;
 }
 
+Result<MetricRow> ReadMetricRow(const Statement& s) {
+  return MetricRow{s.ColumnInt(0),
+                   static_cast<int>(s.ColumnInt(1)),
+                   std::string(s.ColumnText(2)),
+                   s.ColumnDouble(3),
+                   s.ColumnDouble(4),
+                   s.ColumnDouble(5)};
+}
+
 }  // namespace
 
 Store::Store(std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> writer)
@@ -357,14 +366,15 @@ Result<std::vector<MetricRow>> Store::Metrics(std::int64_t job, const std::strin
   return QueryRows<MetricRow>(
       *readers_, sql,
       [&](Statement& s) { s.BindInt(1, job).BindText(2, name_filter).BindInt(3, after_step); },
-      [](const Statement& s) -> Result<MetricRow> {
-        return MetricRow{s.ColumnInt(0),
-                         static_cast<int>(s.ColumnInt(1)),
-                         std::string(s.ColumnText(2)),
-                         s.ColumnDouble(3),
-                         s.ColumnDouble(4),
-                         s.ColumnDouble(5)};
-      });
+      ReadMetricRow);
+}
+
+Result<std::vector<MetricRow>> Store::LatestMetrics(std::int64_t job) {
+  return QueryRows<MetricRow>(
+      *readers_,
+      "SELECT step, worker, name, value, epoch, time FROM metrics WHERE rowid IN"
+      " (SELECT max(rowid) FROM metrics WHERE job = ?1 GROUP BY name) ORDER BY name",
+      [&](Statement& s) { s.BindInt(1, job); }, ReadMetricRow);
 }
 
 Result<std::vector<LogRow>> Store::Logs(std::int64_t job, std::int64_t after_id,

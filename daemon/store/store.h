@@ -95,6 +95,8 @@ class Store {
   // step and then in append order.
   Result<std::vector<MetricRow>> Metrics(std::int64_t job, const std::string& name_filter,
                                          std::int64_t after_step = -1);
+  // The newest row of each metric name (by append order), ordered by name.
+  Result<std::vector<MetricRow>> LatestMetrics(std::int64_t job);
   // At most `limit` lines with id > after_id, by id: pass the last id seen to follow a log.
   Result<std::vector<LogRow>> Logs(std::int64_t job, std::int64_t after_id = 0,
                                    std::size_t limit = 10000);

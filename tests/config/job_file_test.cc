@@ -1,22 +1,21 @@
 #include "config/job_file.h"
 
 #include <boost/test/unit_test.hpp>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "config/diagnostic_checks.h"
+
 namespace dtrain::config {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::CheckDiagnostics;
+using testing::Single;
+using testing::TestData;
 
-// tests/data: $DTRAIN_TEST_DATA under ctest, else beside this source file.
-fs::path TestData() {
-  if (const char* dir = std::getenv("DTRAIN_TEST_DATA")) return dir;
-  return fs::path(__FILE__).parent_path().parent_path() / "data";
-}
 std::string JobPath(std::string_view name) { return (TestData() / "jobs" / name).string(); }
 std::string DataFile(std::string_view name) {
   return (TestData() / "jobs" / "files" / name).lexically_normal().string();
@@ -33,40 +32,6 @@ JobConfig MustLoad(const std::string& path, const std::vector<std::string>& over
 
 LoadResult Parse(std::string_view text, const std::vector<std::string>& overrides = {}) {
   return ParseJobText(text, "inline.toml", overrides, (TestData() / "jobs").string());
-}
-
-// One expected diagnostic: where, which key, and a piece of the message.
-struct Expected {
-  std::string file;
-  int line, column;
-  std::string key;
-  std::string message_part;
-};
-
-void CheckDiagnostics(const LoadResult& r, const std::vector<Expected>& expected) {
-  BOOST_TEST(!r.ok());
-  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
-  BOOST_REQUIRE_EQUAL(r.diagnostics.size(), expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    const Diagnostic& d = r.diagnostics[i];
-    const Expected& e = expected[i];
-    BOOST_TEST_CONTEXT("diagnostic " << i << ": " << FormatDiagnostic(d)) {
-      BOOST_TEST(d.file == e.file);
-      BOOST_TEST(d.line == e.line);
-      BOOST_TEST(d.column == e.column);
-      BOOST_TEST(d.key == e.key);
-      BOOST_TEST(d.message.find(e.message_part) != std::string::npos,
-                 "message lacks '" << e.message_part << "'");
-    }
-  }
-}
-
-// The one diagnostic of a load that must fail with exactly one.
-Diagnostic Single(const LoadResult& r) {
-  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
-  BOOST_REQUIRE(!r.ok());
-  BOOST_REQUIRE_EQUAL(r.diagnostics.size(), 1u);
-  return r.diagnostics[0];
 }
 
 BOOST_AUTO_TEST_SUITE(job_file)
@@ -133,6 +98,8 @@ BOOST_AUTO_TEST_CASE(minimal_file_resolves_every_default) {
   BOOST_TEST(job.checkpoint.every_steps == 0);
   BOOST_TEST(job.checkpoint.every_seconds == 0.0);
   BOOST_TEST(job.checkpoint.keep == 3);
+  BOOST_TEST(job.priority == 0);
+  BOOST_TEST(job.max_restarts == -1);  // the daemon's default
 }
 
 BOOST_AUTO_TEST_CASE(idx_job_maps_every_key_and_resolves_paths_against_the_file) {
@@ -463,6 +430,69 @@ BOOST_AUTO_TEST_CASE(resolved_toml_round_trips_awkward_values) {
   BOOST_TEST(again.train.seed == 9223372036854775807u);
 }
 
+BOOST_AUTO_TEST_CASE(priority_and_restart_limit_are_read) {
+  const LoadResult r =
+      Parse("priority = -7\n[data]\nformat = \"synthetic\"\n[restart]\nmax_restarts = 5\n");
+  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(r.ok());
+  BOOST_TEST(r.job->priority == -7);
+  BOOST_TEST(r.job->max_restarts == 5);
+  const LoadResult limits =
+      Parse("priority = 100\n[data]\nformat = \"synthetic\"\n[restart]\nmax_restarts = 0\n");
+  BOOST_REQUIRE(limits.ok());
+  BOOST_TEST(limits.job->priority == 100);
+  BOOST_TEST(limits.job->max_restarts == 0);
+  const LoadResult empty_section = Parse("[data]\nformat = \"synthetic\"\n[restart]\n");
+  BOOST_REQUIRE(empty_section.ok());
+  BOOST_TEST(empty_section.job->max_restarts == -1);
+  const JobConfig overridden =
+      MustLoad(JobPath("blobs-minimal.toml"), {"priority=-100", "restart.max_restarts=100"});
+  BOOST_TEST(overridden.priority == -100);
+  BOOST_TEST(overridden.max_restarts == 100);
+}
+
+BOOST_AUTO_TEST_CASE(priority_and_restart_limit_ranges) {
+  CheckDiagnostics(
+      Parse("priority = 101\n"
+            "max_restarts = 2\n"
+            "[data]\nformat = \"synthetic\"\n"
+            "[restart]\n"
+            "max_restarts = -1\n"
+            "max_restart = 2\n"),
+      {{"inline.toml", 1, 12, "priority", "must be an integer in [-100, 100], got 101"},
+       {"inline.toml", 2, 1, "max_restarts", "unknown key; did you mean 'restart.max_restarts'?"},
+       {"inline.toml", 6, 16, "restart.max_restarts", "must be an integer in [0, 100], got -1"},
+       {"inline.toml", 7, 1, "restart.max_restart", "unknown key; did you mean 'max_restarts'?"}});
+  CheckDiagnostics(Parse("priority = 1.5\nrestart = 3\n[data]\nformat = \"synthetic\"\n"),
+                   {{"inline.toml", 1, 12, "priority", "got the float 1.5"},
+                    {"inline.toml", 2, 11, "restart", "must be a table ([restart])"}});
+  CheckDiagnostics(
+      Parse("priority = -101\n[data]\nformat = \"synthetic\"\n[restart]\nmax_restarts = "
+            "\"3\"\n"),
+      {{"inline.toml", 1, 12, "priority", "got -101"},
+       {"inline.toml", 5, 16, "restart.max_restarts", "got the string \"3\""}});
+}
+
+BOOST_AUTO_TEST_CASE(resolved_toml_round_trips_priority_and_restart_limit) {
+  for (const char* extra : {"", "priority = 42\n[restart]\nmax_restarts = 7\n",
+                            "priority = -3\n[restart]\nmax_restarts = 0\n"}) {
+    BOOST_TEST_CONTEXT(extra) {
+      const LoadResult r = Parse(std::string(extra) + "[data]\nformat = \"synthetic\"\n");
+      BOOST_REQUIRE(r.ok());
+      const std::string text = FormatResolvedJob(*r.job);
+      BOOST_TEST(text.find("priority = " + std::to_string(r.job->priority) + "\n") !=
+                 std::string::npos);
+      BOOST_TEST(text.find("\n[restart]\n") != std::string::npos);
+      const LoadResult back = ParseJobText(text, "inline.toml", {}, "/");
+      for (const Diagnostic& d : back.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+      BOOST_REQUIRE(back.ok());
+      BOOST_TEST((*back.job == *r.job));
+      BOOST_TEST(back.job->max_restarts == r.job->max_restarts);
+      BOOST_TEST(FormatResolvedJob(*back.job) == text);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(job_equality_sees_nested_engine_options) {
   const JobConfig job = MustLoad(JobPath("blobs-minimal.toml"));
   JobConfig other = job;
@@ -471,6 +501,12 @@ BOOST_AUTO_TEST_CASE(job_equality_sees_nested_engine_options) {
   BOOST_TEST(!(other == job));
   other = job;
   other.optimizer.beta2 = 0.99f;
+  BOOST_TEST(!(other == job));
+  other = job;
+  other.priority = 1;
+  BOOST_TEST(!(other == job));
+  other = job;
+  other.max_restarts = 0;
   BOOST_TEST(!(other == job));
 }
 

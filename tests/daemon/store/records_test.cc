@@ -32,6 +32,8 @@ BOOST_AUTO_TEST_CASE(lifecycle_allows_the_documented_transitions_only) {
   using enum JobState;
   BOOST_TEST(IsValidTransition(kQueued, kStarting));
   BOOST_TEST(IsValidTransition(kStarting, kRunning));
+  BOOST_TEST(IsValidTransition(kStarting, kRecovering));  // the worker died before training
+  BOOST_TEST(!IsValidTransition(kQueued, kRecovering));
   BOOST_TEST(IsValidTransition(kRunning, kRecovering));
   BOOST_TEST(IsValidTransition(kRecovering, kRunning));
   BOOST_TEST(IsValidTransition(kRunning, kSucceeded));

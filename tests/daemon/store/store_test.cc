@@ -416,6 +416,24 @@ BOOST_AUTO_TEST_CASE(latest_checkpoint_skips_a_corrupted_newest_one) {
   BOOST_TEST(Contains(latest.value().skipped[2], "at step 100: not a checkpoint: bad magic"));
 }
 
+BOOST_AUTO_TEST_CASE(latest_metrics_are_the_newest_row_of_each_name) {
+  const std::int64_t id = NewJob();
+  const std::int64_t other = NewJob();
+  store->AppendMetrics(id, 0, Points(0, 10, "train_loss"));
+  store->AppendMetrics(id, 0, Points(0, 3, "eval_accuracy"));
+  store->AppendMetrics(other, 0, Points(0, 50, "train_loss"));
+  BOOST_REQUIRE(store->Flush().ok());
+  Result<std::vector<MetricRow>> latest = store->LatestMetrics(id);
+  BOOST_REQUIRE(latest.ok());
+  BOOST_REQUIRE(latest.value().size() == 2u);
+  BOOST_TEST(latest.value()[0].name == "eval_accuracy");
+  BOOST_TEST(latest.value()[0].step == 2);
+  BOOST_TEST(latest.value()[1].name == "train_loss");
+  BOOST_TEST(latest.value()[1].step == 9);
+  BOOST_TEST(latest.value()[1].value == 4.5);
+  BOOST_TEST(store->LatestMetrics(12345).value().empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace

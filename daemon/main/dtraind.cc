@@ -1,0 +1,73 @@
+// dtraind: the dtrain daemon (see man/dtraind.8), and `dtraind worker ...`, the worker process it
+// starts for each job (internal: never started by hand).
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <climits>
+#include <filesystem>
+#include <iostream>
+
+#include "config/daemon_config.h"
+#include "daemon/server/daemon.h"
+#include "daemon/worker/worker_main.h"
+
+namespace {
+
+constexpr int kExitUsage = 2;
+
+std::string SelfExe(const char* argv0) {
+  char path[PATH_MAX] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n > 0) return std::string(path, static_cast<std::size_t>(n));
+  return std::filesystem::absolute(argv0).string();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("dtraind: the dtrain daemon. Queues and supervises training jobs; see dtraind(8).",
+               "dtraind");
+  app.set_version_flag("--version", "dtraind 0.1.0");
+  std::string config_path, socket, state_dir;
+  int max_jobs = 0, cores = -1;
+  app.add_option("--config", config_path,
+                 "Daemon configuration file (missing file: defaults)")->type_name("FILE");
+  app.add_option("--socket", socket, "Unix control socket (overrides the file)")->type_name("PATH");
+  app.add_option("--state-dir", state_dir, "Directory of the store (overrides the file)")
+      ->type_name("DIR");
+  app.add_option("--max-jobs", max_jobs, "Jobs running at once (overrides the file)")
+      ->check(CLI::Range(1, dtrain::config::kMaxJobsLimit));
+  app.add_option("--cores", cores, "Cores to hand out, 0 = all (overrides the file)")
+      ->check(CLI::Range(0, dtrain::config::kMaxCoresLimit));
+
+  dtrain::worker::WorkerArgs worker;
+  CLI::App* worker_cmd = app.add_subcommand("worker", "Internal: a job's worker process");
+  worker_cmd->group("");  // not listed in --help: only the daemon starts workers
+  worker_cmd->add_option("--socket", worker.socket)->required();
+  worker_cmd->add_option("--job", worker.job)->required();
+  worker_cmd->add_option("--rank", worker.rank)->required();
+  worker_cmd->add_option("--token", worker.token)->required();
+  worker_cmd->add_option("--parent", worker.parent)->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+  if (*worker_cmd) return dtrain::worker::WorkerMain(worker);
+
+  dtrain::config::DaemonConfigLoad loaded =
+      !config_path.empty() && std::filesystem::exists(config_path)
+          ? dtrain::config::LoadDaemonConfig(config_path)
+          : dtrain::config::ParseDaemonConfigText("", "defaults");
+  if (!loaded.ok()) {
+    for (const auto& d : loaded.diagnostics) std::cerr << dtrain::config::FormatDiagnostic(d) << '\n';
+    return kExitUsage;
+  }
+  dtrain::config::DaemonConfig config = *loaded.config;
+  if (!socket.empty()) config.socket = std::filesystem::absolute(socket).string();
+  if (!state_dir.empty()) config.state_dir = std::filesystem::absolute(state_dir).string();
+  if (max_jobs > 0) config.max_jobs = max_jobs;
+  if (cores >= 0) config.cores = cores;
+  return dtrain::server::RunDaemon({config, config_path, SelfExe(argv[0])});
+}

@@ -1,0 +1,36 @@
+#include "daemon/runner/progress_lines.h"
+
+#include <cstdio>
+
+namespace dtrain::runner {
+
+std::string StartLine(const train::Trainer& trainer, const JobData& data, bool resumed) {
+  char line[128];
+  std::snprintf(line, sizeof line, " %zu training rows, %zu parameters (", data.train.rows,
+                trainer.model().NumParams());
+  return (resumed ? "resuming from step " + std::to_string(trainer.position().step) + ":"
+                  : std::string("training:")) +
+         line + model::FormatModelSpec(data.spec) + "), " +
+         std::to_string(trainer.PlannedSteps()) + " steps planned";
+}
+
+std::optional<std::string> EvalLine(const train::Trainer& trainer,
+                                    std::span<const train::MetricPoint> points,
+                                    const std::string& eval_name) {
+  bool eval = false;
+  double loss = 0.0, metric = 0.0;
+  const char* metric_name = "accuracy";
+  for (const train::MetricPoint& p : points) {
+    if (p.name == "eval_loss") eval = true, loss = p.value;
+    if (p.name == "eval_accuracy") metric = p.value;
+    if (p.name == "eval_mse") eval = true, metric_name = "mse", loss = metric = p.value;
+  }
+  if (!eval) return std::nullopt;
+  char line[256];
+  std::snprintf(line, sizeof line, "step %lld epoch %.2f %s loss %.4f %s %.4f",
+                static_cast<long long>(trainer.position().step), trainer.Epochs(),
+                eval_name.c_str(), loss, metric_name, metric);
+  return std::string(line);
+}
+
+}  // namespace dtrain::runner

@@ -1,0 +1,25 @@
+// The plain-text progress lines of a training run — what `dtrain run` prints when not on a TTY
+// and what a daemon's worker prints into its job's log:
+//   training: 60000 training rows, 235146 parameters (mlp inputs=784 ...), 4690 steps planned
+//   step 469 epoch 1.00 test loss 0.4326 accuracy 0.8459
+//
+// Pure functions: safe for concurrent use.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+
+#include "core/train/trainer.h"
+#include "daemon/runner/job_data.h"
+
+namespace dtrain::runner {
+
+std::string StartLine(const train::Trainer& trainer, const JobData& data, bool resumed);
+
+// The evaluation line, when `points` hold an evaluation; nullopt otherwise.
+std::optional<std::string> EvalLine(const train::Trainer& trainer,
+                                    std::span<const train::MetricPoint> points,
+                                    const std::string& eval_name);
+
+}  // namespace dtrain::runner

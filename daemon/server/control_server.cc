@@ -1,0 +1,619 @@
+#include "daemon/server/control_server.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/local/stream_protocol.hpp>
+#include <asio/steady_timer.hpp>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "daemon/server/async.h"
+
+namespace dtrain::server {
+namespace {
+
+using json = nlohmann::json;
+using Socket = asio::local::stream_protocol::socket;
+using store::JobState;
+using namespace std::chrono_literals;
+
+constexpr std::uint32_t kMaxClientPayload = 16u << 20;
+constexpr std::uint32_t kMaxWorkerPayload = 1u << 30;  // checkpoints of large models
+constexpr std::size_t kLogChunk = 1000;               // lines per `lines` frame
+
+json Ok(json body = json::object()) {
+  body["v"] = 1;
+  body["ok"] = true;
+  return body;
+}
+
+json Error(const std::string& code, const std::string& message) {
+  return {{"v", 1}, {"ok", false}, {"code", code}, {"error", message}};
+}
+
+json Error(const Refusal& r) {
+  json e = Error(r.code, r.message);
+  if (!r.diagnostics.empty()) {
+    json diags = json::array();
+    for (const config::Diagnostic& d : r.diagnostics) {
+      diags.push_back({{"file", d.file},
+                       {"line", d.line},
+                       {"column", d.column},
+                       {"key", d.key},
+                       {"message", d.message}});
+    }
+    e["diagnostics"] = std::move(diags);
+  }
+  return e;
+}
+
+json EventJson(const store::EventRecord& e) {
+  return {{"time", e.time},
+          {"from", e.from ? json(store::JobStateName(*e.from)) : json(nullptr)},
+          {"to", store::JobStateName(e.to)},
+          {"reason", e.reason}};
+}
+
+json WorkerJson(const store::WorkerRecord& w) {
+  return {{"rank", w.rank},
+          {"role", w.role},
+          {"host", w.host},
+          {"pid", w.pid},
+          {"state", store::WorkerStateName(w.state)},
+          {"exit_status", w.exit_status ? json(*w.exit_status) : json(nullptr)},
+          {"signal", w.signal ? json(*w.signal) : json(nullptr)},
+          {"started", w.started},
+          {"ended", w.ended ? json(*w.ended) : json(nullptr)}};
+}
+
+json MetricJson(const store::MetricRow& m) {
+  return {{"step", m.step},
+          {"epoch", m.epoch},
+          {"worker", m.worker},
+          {"name", m.name},
+          {"value", m.value},
+          {"time", m.time}};
+}
+
+json LineJson(const store::LogRow& l) {
+  return {{"id", l.id}, {"worker", l.worker}, {"stream", l.stream}, {"time", l.time},
+          {"line", l.line}};
+}
+
+// Reads an integer field; nullopt when absent or not an integer.
+std::optional<std::int64_t> IntField(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<std::int64_t>();
+}
+
+std::optional<std::string> StringField(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+std::optional<double> NumberField(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+bool BoolField(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+// A worker's metrics frame: {"points": [{"step", "epoch", "name", "value"}...]}. Plain function:
+// keeping such loops out of coroutine bodies avoids GCC 12 coroutine-frame bugs.
+std::optional<std::vector<train::MetricPoint>> ParseMetricPoints(std::string_view payload) {
+  const json message = json::parse(payload, nullptr, false);
+  if (!message.is_object()) return std::nullopt;
+  const auto list = message.find("points");
+  if (list == message.end() || !list->is_array()) return std::nullopt;
+  std::vector<train::MetricPoint> points;
+  for (const json& p : *list) {
+    if (!p.is_object()) return std::nullopt;
+    points.push_back({IntField(p, "step").value_or(0), NumberField(p, "epoch").value_or(0.0),
+                      StringField(p, "name").value_or(""), NumberField(p, "value").value_or(0.0)});
+  }
+  return points;
+}
+
+// The rows of `rows` a logs request keeps; advances *after past every row read.
+std::vector<store::LogRow> SelectLines(std::vector<store::LogRow>& rows, std::int64_t* after,
+                                       std::optional<std::int64_t> worker, double since,
+                                       std::optional<std::int64_t> tail) {
+  std::vector<store::LogRow> kept;
+  for (store::LogRow& row : rows) {
+    *after = row.id;
+    if (worker && row.worker != *worker) continue;
+    if (row.time < since) continue;
+    kept.push_back(std::move(row));
+  }
+  if (tail && static_cast<std::int64_t>(kept.size()) > *tail) {
+    kept.erase(kept.begin(), kept.end() - *tail);
+  }
+  return kept;
+}
+
+// `lines` frames' payloads for `kept`, kLogChunk lines each.
+std::vector<std::string> LinesPayloads(const std::vector<store::LogRow>& kept) {
+  std::vector<std::string> payloads;
+  for (std::size_t i = 0; i < kept.size(); i += kLogChunk) {
+    json lines = json::array();
+    for (std::size_t k = i; k < std::min(kept.size(), i + kLogChunk); ++k) {
+      lines.push_back(LineJson(kept[k]));
+    }
+    json reply = Ok();
+    reply["lines"] = std::move(lines);
+    payloads.push_back(reply.dump());
+  }
+  return payloads;
+}
+
+uid_t PeerUid(Socket& socket) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return static_cast<uid_t>(-1);  // unknown: owns nothing, is not root
+  }
+  return cred.uid;
+}
+
+}  // namespace
+
+struct ControlServer::Impl {
+  Impl(asio::io_context& io_context, asio::thread_pool& blocking, store::Store& run_store,
+       JobManager& manager, std::string path, unsigned mode)
+      : io(io_context),
+        pool(blocking),
+        store(run_store),
+        jobs(manager),
+        socket_path(std::move(path)),
+        socket_mode(mode),
+        acceptor(io_context) {}
+
+  // The JOB object of control_protocol.md; an error when the store has no such job.
+  asio::awaitable<Result<json>> JobObject(std::int64_t id, bool with_events) {
+    struct Rows {
+      store::JobRecord job;
+      std::vector<store::WorkerRecord> workers;
+      std::vector<store::MetricRow> metrics;
+      std::vector<store::EventRecord> events;
+    };
+    Result<Rows> rows = co_await OffThread(pool, [this, id, with_events]() -> Result<Rows> {
+      auto job = store.GetJob(id);
+      if (!job.ok()) return job.status();
+      auto workers = store.Workers(id);
+      auto metrics = store.LatestMetrics(id);
+      if (!workers.ok()) return workers.status();
+      if (!metrics.ok()) return metrics.status();
+      Rows r{std::move(job).value(), std::move(workers).value(), std::move(metrics).value(), {}};
+      if (with_events) {
+        auto events = store.Events(id);
+        if (!events.ok()) return events.status();
+        r.events = std::move(events).value();
+      }
+      return r;
+    });
+    if (!rows.ok()) co_return rows.status();
+    const Rows& r = rows.value();
+    json metrics = json::object();
+    std::int64_t step = 0;
+    for (const store::MetricRow& m : r.metrics) {
+      metrics[m.name] = m.value;
+      step = std::max(step, m.step);
+    }
+    json workers = json::array();
+    for (const store::WorkerRecord& w : r.workers) workers.push_back(WorkerJson(w));
+    std::string reason = r.job.reason;
+    int restarts = 0;
+    if (auto live = jobs.Live(id)) {
+      restarts = live->restarts;
+      if (r.job.state == JobState::kQueued && !live->pending_reason.empty()) {
+        reason = live->pending_reason;
+      }
+    }
+    json out = {{"id", r.job.id},           {"name", r.job.name},
+                {"state", store::JobStateName(r.job.state)},
+                {"reason", reason},         {"owner", r.job.owner_uid},
+                {"priority", r.job.priority}, {"created", r.job.created},
+                {"updated", r.job.updated}, {"step", step},
+                {"restarts", restarts},     {"metrics", std::move(metrics)},
+                {"workers", std::move(workers)}};
+    if (with_events) {
+      json events = json::array();
+      for (const store::EventRecord& e : r.events) events.push_back(EventJson(e));
+      out["events"] = std::move(events);
+    }
+    co_return out;
+  }
+
+  asio::awaitable<json> JobReply(std::int64_t id) {
+    Result<json> job = co_await JobObject(id, true);
+    if (!job.ok()) co_return Error("not_found", "no job " + std::to_string(id));
+    json reply = Ok();
+    reply["job"] = std::move(job).value();
+    co_return reply;
+  }
+
+  // Waits (polling the store) until the job has ended; false if it does not exist.
+  asio::awaitable<bool> WaitForEnd(std::int64_t id) {
+    asio::steady_timer tick(io);
+    for (;;) {
+      auto job = co_await OffThread(pool, [this, id] { return store.GetJob(id); });
+      if (!job.ok()) co_return false;
+      if (store::IsTerminal(job.value().state)) co_return true;
+      tick.expires_after(100ms);
+      co_await tick.async_wait(asio::use_awaitable);
+    }
+  }
+
+  asio::awaitable<json> Submit(const json& request, uid_t uid) {
+    auto text = StringField(request, "job_toml");
+    if (!text) co_return Error("bad_request", "submit needs \"job_toml\" (a string)");
+    const std::string source = StringField(request, "source").value_or("job.toml");
+    std::optional<int> priority;
+    if (auto p = IntField(request, "priority")) priority = static_cast<int>(*p);
+    const std::optional<std::string> name = StringField(request, "name");
+    Submitted s = co_await jobs.Submit(*text, source, uid, name, priority);
+    if (s.refusal) co_return Error(*s.refusal);
+    co_return co_await JobReply(s.id);
+  }
+
+  asio::awaitable<json> List(const json& request) {
+    std::optional<JobState> state;
+    if (auto name = StringField(request, "state")) {
+      auto parsed = store::ParseJobState(*name);
+      if (!parsed.ok()) co_return Error("bad_request", parsed.status().message());
+      state = parsed.value();
+    }
+    const std::int64_t limit = IntField(request, "limit").value_or(20);
+    auto all = co_await OffThread(pool, [this] { return store.ListJobs(); });
+    if (!all.ok()) co_return Error("internal", all.status().message());
+    json list = json::array();
+    for (auto it = all.value().rbegin(); it != all.value().rend(); ++it) {
+      if (static_cast<std::int64_t>(list.size()) >= limit) break;
+      if (state && it->state != *state) continue;
+      Result<json> job = co_await JobObject(it->id, false);
+      if (job.ok()) list.push_back(std::move(job).value());
+    }
+    json reply = Ok();
+    reply["jobs"] = std::move(list);
+    co_return reply;
+  }
+
+  // Streams `lines` frames, then `end`. Returns false if the connection broke.
+  asio::awaitable<bool> Logs(Socket& socket, const json& request, std::int64_t id) {
+    std::int64_t after = IntField(request, "after").value_or(0);
+    const auto worker = IntField(request, "worker");
+    const auto tail = IntField(request, "tail");
+    const double since = NumberField(request, "since").value_or(0.0);
+    const bool follow = BoolField(request, "follow");
+    bool first = true;
+    asio::steady_timer tick(io);
+    for (;;) {
+      // Whether the job had ended is read BEFORE its lines, so the lines read after it include
+      // the last ones (a job's state turns terminal only once its logs are committed).
+      auto state = co_await OffThread(pool, [this, id] { return store.GetJob(id); });
+      if (!state.ok()) {
+        const json reply_ = Error("not_found", "no job " + std::to_string(id));
+        co_return co_await WriteJson(socket, reply_);
+      }
+      const bool ended = store::IsTerminal(state.value().state);
+      for (;;) {
+        auto rows = co_await OffThread(
+            pool, [this, id, after] { return store.Logs(id, after, 100000); });
+        if (!rows.ok()) {
+          const json reply_ = Error("internal", rows.status().message());
+          co_return co_await WriteJson(socket, reply_);
+        }
+        const std::size_t read = rows.value().size();
+        const std::vector<std::string> payloads = LinesPayloads(
+            SelectLines(rows.value(), &after, worker, since, first ? tail : std::nullopt));
+        first = false;
+        for (const std::string& payload : payloads) {
+          if (!co_await WriteFrame(socket, net::MessageType::kControl, 0, payload)) co_return false;
+        }
+        if (read < 100000) break;
+      }
+      if (!follow || ended) break;
+      tick.expires_after(100ms);
+      co_await tick.async_wait(asio::use_awaitable);
+    }
+    Result<json> job = co_await JobObject(id, false);
+    json reply = Ok();
+    reply["end"] = true;
+    reply["job"] = job.ok() ? job.value() : json();
+    co_return co_await WriteJson(socket, reply);
+  }
+
+  asio::awaitable<bool> Checkpoint(Socket& socket, const json& request, std::int64_t id) {
+    const auto step = IntField(request, "step");
+    struct Found {
+      std::string spec_toml;
+      store::CheckpointData checkpoint;
+    };
+    Result<Found> found = co_await OffThread(pool, [this, id, step]() -> Result<Found> {
+      auto job = store.GetJob(id);
+      if (!job.ok()) return Status::Error("no job " + std::to_string(id));
+      Found f{job.value().spec_toml, {}};
+      if (step) {
+        auto c = store.LoadCheckpoint(id, *step);
+        if (!c.ok()) return c.status();
+        f.checkpoint = std::move(c).value();
+      } else {
+        auto latest = store.LatestCheckpoint(id);
+        if (!latest.ok()) return latest.status();
+        if (!latest.value().checkpoint) {
+          return Status::Error("job " + std::to_string(id) + " has no checkpoint");
+        }
+        f.checkpoint = std::move(*latest.value().checkpoint);
+      }
+      return f;
+    });
+    if (!found.ok()) {
+      const json reply_ = Error("not_found", found.status().message());
+      co_return co_await WriteJson(socket, reply_);
+    }
+    json reply = Ok();
+    reply["step"] = found.value().checkpoint.step;
+    reply["spec_toml"] = found.value().spec_toml;
+    if (!co_await WriteJson(socket, reply)) {
+      co_return false;
+    }
+    const std::string blob = store::EncodeCheckpoint(found.value().checkpoint);
+    co_return co_await WriteFrame(socket, net::MessageType::kCheckpoint,
+                                  static_cast<std::uint64_t>(id), blob);
+  }
+
+  asio::awaitable<bool> WriteJson(Socket& socket, const json& message) {
+    const std::string payload = message.dump();
+    co_return co_await WriteFrame(socket, net::MessageType::kControl, 0, payload);
+  }
+
+  // One client request; false when the connection should close.
+  asio::awaitable<bool> Serve(Socket& socket, const json& request, uid_t uid) {
+    const std::string type = StringField(request, "type").value_or("");
+    const auto id = IntField(request, "id");
+    const bool needs_id = type == "status" || type == "cancel" || type == "wait" ||
+                          type == "logs" || type == "metrics" || type == "checkpoints" ||
+                          type == "checkpoint";
+    if (needs_id && !id) {
+      const json reply_ = Error("bad_request", type + " needs \"id\" (an integer)");
+      co_return co_await WriteJson(socket, reply_);
+    }
+    if (type == "version") {
+      json reply = Ok();
+      reply["version"] = "0.1.0";
+      reply["protocol"] = net::kProtocolVersion;
+      reply["pid"] = ::getpid();
+      co_return co_await WriteJson(socket, reply);
+    }
+    if (type == "submit") {
+      const json reply_ = co_await Submit(request, uid);
+      co_return co_await WriteJson(socket, reply_);
+    }
+    if (type == "status") {
+      const json reply_ = co_await JobReply(*id);
+      co_return co_await WriteJson(socket, reply_);
+    }
+    if (type == "list") {
+      const json reply_ = co_await List(request);
+      co_return co_await WriteJson(socket, reply_);
+    }
+    if (type == "cancel") {
+      std::optional<Refusal> refused = co_await jobs.Cancel(*id, uid);
+      json reply_;
+      if (refused) {
+        reply_ = Error(*refused);
+      } else {
+        reply_ = co_await JobReply(*id);
+      }
+      co_return co_await WriteJson(socket, reply_);
+    }
+    if (type == "wait") {
+      if (!co_await WaitForEnd(*id)) {
+        const json reply_ = Error("not_found", "no job " + std::to_string(*id));
+        co_return co_await WriteJson(socket, reply_);
+      }
+      const json reply_ = co_await JobReply(*id);
+      co_return co_await WriteJson(socket, reply_);
+    }
+    if (type == "logs") co_return co_await Logs(socket, request, *id);
+    if (type == "metrics") {
+      const std::string name = StringField(request, "name").value_or("");
+      const std::int64_t job = *id;
+      auto rows = co_await OffThread(pool, [this, job] {
+        return std::make_pair(store.GetJob(job).ok(), store.Metrics(job, ""));
+      });
+      if (!rows.first) {
+        const json reply_ = Error("not_found", "no job " + std::to_string(job));
+        co_return co_await WriteJson(socket, reply_);
+      }
+      if (!rows.second.ok()) {
+        const json reply_ = Error("internal", rows.second.status().message());
+        co_return co_await WriteJson(socket, reply_);
+      }
+      json metrics = json::array();
+      for (const store::MetricRow& m : rows.second.value()) {
+        if (m.name.find(name) != std::string::npos) metrics.push_back(MetricJson(m));
+      }
+      json reply = Ok();
+      reply["metrics"] = std::move(metrics);
+      co_return co_await WriteJson(socket, reply);
+    }
+    if (type == "checkpoints") {
+      const std::int64_t job = *id;
+      auto rows = co_await OffThread(pool, [this, job] {
+        return std::make_pair(store.GetJob(job).ok(), store.Checkpoints(job));
+      });
+      if (!rows.first) {
+        const json reply_ = Error("not_found", "no job " + std::to_string(job));
+        co_return co_await WriteJson(socket, reply_);
+      }
+      if (!rows.second.ok()) {
+        const json reply_ = Error("internal", rows.second.status().message());
+        co_return co_await WriteJson(socket, reply_);
+      }
+      json list = json::array();
+      for (const store::CheckpointInfo& c : rows.second.value()) {
+        list.push_back({{"step", c.step}, {"time", c.time}, {"bytes", c.bytes},
+                        {"checksum", store::FormatChecksum(c.checksum)}});
+      }
+      json reply = Ok();
+      reply["checkpoints"] = std::move(list);
+      co_return co_await WriteJson(socket, reply);
+    }
+    if (type == "checkpoint") co_return co_await Checkpoint(socket, request, *id);
+    const json unknown = Error("bad_request", type.empty() ? "a request needs \"type\""
+                                                           : "unknown request type '" + type + "'");
+    co_return co_await WriteJson(socket, unknown);
+  }
+
+  // A worker's connection after its hello: metrics and checkpoints up, done at the end.
+  asio::awaitable<void> ServeWorker(Socket& socket, std::int64_t job, int rank) {
+    for (;;) {
+      Result<net::Frame> frame = co_await ReadFrame(socket, kMaxWorkerPayload);
+      if (!frame.ok()) co_return;
+      const net::FrameHeader& h = frame.value().header;
+      if (h.type == net::MessageType::kMetrics) {
+        const std::optional<std::vector<train::MetricPoint>> points =
+            ParseMetricPoints(frame.value().payload);
+        if (!points) co_return;
+        jobs.WorkerMetrics(job, rank, *points);
+      } else if (h.type == net::MessageType::kCheckpoint) {
+        Status saved = co_await jobs.WorkerCheckpoint(job, rank, frame.value().payload);
+        const json reply_ = saved.ok() ? Ok() : Error("internal", saved.message());
+        if (!co_await WriteJson(socket, reply_)) {
+          co_return;
+        }
+      } else if (h.type == net::MessageType::kControl) {
+        json done = json::parse(frame.value().payload, nullptr, false);
+        if (done.is_discarded() || StringField(done, "type") != "worker_done") co_return;
+        jobs.WorkerDone(job, rank, StringField(done, "stop").value_or(""),
+                        IntField(done, "steps").value_or(0));
+        const json reply_ = Ok();
+        if (!co_await WriteJson(socket, reply_)) co_return;
+      } else {
+        co_return;
+      }
+    }
+  }
+
+  // A connection's life; whatever goes wrong in it (even an exception from a library) closes
+  // that connection only.
+  asio::awaitable<void> Session(Socket socket) {
+    try {
+      co_await Converse(socket);
+    } catch (const std::exception&) {
+    }
+  }
+
+  asio::awaitable<void> Converse(Socket& socket) {
+    const uid_t uid = PeerUid(socket);
+    for (;;) {
+      Result<net::Frame> frame = co_await ReadFrame(socket, kMaxClientPayload);
+      if (!frame.ok() || frame.value().header.type != net::MessageType::kControl) co_return;
+      json request = json::parse(frame.value().payload, nullptr, false);
+      if (request.is_discarded() || !request.is_object()) co_return;
+      if (IntField(request, "v") != 1) {
+        const json reply_ = Error("bad_request", "unsupported message version; this daemon speaks \"v\": 1");
+        co_await WriteJson(socket, reply_);
+        co_return;
+      }
+      if (StringField(request, "type") == "worker_hello") {
+        const std::int64_t job = IntField(request, "job").value_or(0);
+        const int rank = static_cast<int>(IntField(request, "rank").value_or(-1));
+        const std::string token = StringField(request, "token").value_or("");
+        Result<Admission> admitted = co_await jobs.AdmitWorker(job, rank, token);
+        if (!admitted.ok()) {
+          const json reply_ = Error("denied", admitted.status().message());
+          co_await WriteJson(socket, reply_);
+          co_return;
+        }
+        const Admission& a = admitted.value();
+        json reply = Ok();
+        reply["spec_toml"] = a.spec_toml;
+        reply["resume_step"] = a.resume_step;
+        if (!co_await WriteJson(socket, reply)) {
+          co_return;
+        }
+        if (a.resume_step >= 0 &&
+            !co_await WriteFrame(socket, net::MessageType::kCheckpoint, static_cast<std::uint64_t>(job),
+                                 a.checkpoint_blob)) {
+          co_return;
+        }
+        co_await ServeWorker(socket, job, rank);
+        co_return;
+      }
+      if (!co_await Serve(socket, request, uid)) co_return;
+    }
+  }
+
+  asio::awaitable<void> AcceptLoop() {
+    for (;;) {
+      std::error_code ec;
+      Socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        if (!acceptor.is_open()) co_return;
+        continue;
+      }
+      asio::co_spawn(io, Session(std::move(socket)), asio::detached);
+    }
+  }
+
+  asio::io_context& io;
+  asio::thread_pool& pool;
+  store::Store& store;
+  JobManager& jobs;
+  std::string socket_path;
+  unsigned socket_mode;
+  asio::local::stream_protocol::acceptor acceptor;
+};
+
+ControlServer::ControlServer(asio::io_context& io, asio::thread_pool& pool, store::Store& store,
+                             JobManager& jobs, std::string socket_path, unsigned socket_mode)
+    : impl_(std::make_unique<Impl>(io, pool, store, jobs, std::move(socket_path), socket_mode)) {}
+
+ControlServer::~ControlServer() { Close(); }
+
+Status ControlServer::Listen() {
+  const std::string& path = impl_->socket_path;
+  // A socket file that accepts a connection belongs to a live daemon: leave it alone.
+  {
+    Socket probe(impl_->io);
+    std::error_code ec;
+    probe.connect(asio::local::stream_protocol::endpoint(path), ec);
+    if (!ec) return Status::Error(path + ": another daemon is already listening there");
+  }
+  ::unlink(path.c_str());
+  std::error_code ec;
+  impl_->acceptor.open(asio::local::stream_protocol(), ec);
+  if (!ec) impl_->acceptor.bind(asio::local::stream_protocol::endpoint(path), ec);
+  if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return Status::Error(path + ": cannot listen: " + ec.message());
+  if (::chmod(path.c_str(), impl_->socket_mode) != 0) {
+    return Status::Error(path + ": cannot set its mode: " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+void ControlServer::Start() { asio::co_spawn(impl_->io, impl_->AcceptLoop(), asio::detached); }
+
+void ControlServer::Close() {
+  if (!impl_->acceptor.is_open()) return;
+  std::error_code ignored;
+  impl_->acceptor.close(ignored);
+  ::unlink(impl_->socket_path.c_str());
+}
+
+}  // namespace dtrain::server

@@ -1,0 +1,219 @@
+#include "daemon/server/daemon.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/thread_pool.hpp>
+#include <filesystem>
+
+#include "daemon/server/async.h"
+#include "daemon/server/control_server.h"
+#include "daemon/server/job_manager.h"
+#include "daemon/server/logger.h"
+#include "daemon/server/supervisor.h"
+#include "daemon/store/store.h"
+
+namespace dtrain::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+int ResolveCores(int configured) {
+  if (configured > 0) return configured;
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<int>(online) : 1;
+}
+
+ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worker_exe) {
+  ManagerSettings s;
+  s.max_jobs = c.max_jobs;
+  s.cores = ResolveCores(c.cores);
+  s.grace = std::chrono::milliseconds(static_cast<long>(c.grace_seconds * 1000));
+  s.max_restarts = c.max_restarts;
+  s.socket_path = c.socket;
+  s.worker_exe = worker_exe;
+  return s;
+}
+
+Logger::Level LevelOf(const config::DaemonConfig& c) {
+  auto level = Logger::ParseLevel(c.log_level);
+  return level.ok() ? level.value() : Logger::Level::kInfo;
+}
+
+Status MakeDirectory(const std::string& path, std::filesystem::perms mode) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return Status::Error(path + ": cannot create: " + ec.message());
+  std::filesystem::permissions(path, mode, std::filesystem::perm_options::replace, ec);
+  return Status::Ok();
+}
+
+// Everything the daemon owns, in the order it is built (and the reverse it is torn down).
+class Daemon {
+ public:
+  Daemon(const DaemonOptions& options, std::unique_ptr<store::Store> run_store)
+      : options_(options),
+        log_(LevelOf(options.config)),
+        store_(std::move(run_store)),
+        pool_(2),
+        supervisor_(io_),
+        jobs_(io_, pool_, *store_, supervisor_, Settings(options.config, options.worker_exe)),
+        server_(io_, pool_, *store_, jobs_, options.config.socket, options.config.socket_mode),
+        signals_(io_, SIGTERM, SIGINT),
+        hangup_(io_, SIGHUP),
+        status_timer_(io_),
+        watchdog_timer_(io_) {}
+
+  int Run() {
+    Status listening = server_.Listen();
+    if (!listening.ok()) {
+      log_.Error(listening.message());
+      return 1;
+    }
+    asio::co_spawn(io_, Main(), asio::detached);
+    io_.run();
+    pool_.join();
+    return exit_code_;
+  }
+
+ private:
+  asio::awaitable<void> Main() {
+    Status reconciled = co_await jobs_.Reconcile();
+    if (!reconciled.ok()) {
+      log_.Error("cannot resume the jobs in the store: " + reconciled.message());
+      exit_code_ = 1;
+      server_.Close();
+      io_.stop();
+      co_return;
+    }
+    server_.Start();
+    log_.Info("dtraind ready: socket " + options_.config.socket + ", store " +
+              options_.config.state_dir + "/dtrain.db, " + std::to_string(jobs_.running()) +
+              " running, " + std::to_string(jobs_.queued()) + " queued");
+    ::sd_notify(0, "READY=1");
+    WaitForHangup();
+    asio::co_spawn(io_, ReportStatus(), asio::detached);
+    asio::co_spawn(io_, FeedWatchdog(), asio::detached);
+    signals_.async_wait([this](const std::error_code& ec, int signal) {
+      if (!ec) asio::co_spawn(io_, Stop(signal), asio::detached);
+    });
+  }
+
+  asio::awaitable<void> Stop(int signal) {
+    log_.Info(std::string("received ") + (signal == SIGTERM ? "SIGTERM" : "SIGINT") +
+              ": checkpointing and stopping " + std::to_string(jobs_.running()) + " job(s)");
+    ::sd_notify(0, "STOPPING=1");
+    server_.Close();
+    co_await jobs_.Shutdown();
+    Status flushed = store_->Flush();
+    if (!flushed.ok()) log_.Warning("store: " + flushed.message());
+    log_.Info("dtraind stopped");
+    stopped_ = true;
+    status_timer_.cancel();
+    watchdog_timer_.cancel();
+    hangup_.cancel();
+    io_.stop();
+  }
+
+  void WaitForHangup() {
+    hangup_.async_wait([this](const std::error_code& ec, int) {
+      if (ec) return;
+      Reload();
+      WaitForHangup();
+    });
+  }
+
+  void Reload() {
+    if (options_.config_path.empty() || !std::filesystem::exists(options_.config_path)) {
+      log_.Info("SIGHUP: no configuration file to re-read");
+      return;
+    }
+    ::sd_notify(0, "RELOADING=1");
+    config::DaemonConfigLoad loaded = config::LoadDaemonConfig(options_.config_path);
+    if (!loaded.ok()) {
+      for (const config::Diagnostic& d : loaded.diagnostics) {
+        log_.Error("SIGHUP: " + config::FormatDiagnostic(d));
+      }
+      log_.Error("SIGHUP: keeping the previous configuration");
+    } else {
+      const config::DaemonConfig& c = *loaded.config;
+      jobs_.Reload(Settings(c, options_.worker_exe));
+      log_.set_level(LevelOf(c));
+      log_.Info("SIGHUP: configuration re-read: max_jobs " + std::to_string(c.max_jobs) +
+                ", cores " + std::to_string(ResolveCores(c.cores)));
+    }
+    ::sd_notify(0, "READY=1");
+  }
+
+  asio::awaitable<void> ReportStatus() {
+    while (!stopped_) {
+      const std::string status = "STATUS=" + std::to_string(jobs_.running()) + " running, " +
+                                 std::to_string(jobs_.queued()) + " queued";
+      ::sd_notify(0, status.c_str());
+      status_timer_.expires_after(1s);
+      std::error_code ec;
+      co_await status_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+
+  asio::awaitable<void> FeedWatchdog() {
+    std::uint64_t usec = 0;
+    if (::sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) co_return;
+    while (!stopped_) {
+      ::sd_notify(0, "WATCHDOG=1");
+      watchdog_timer_.expires_after(std::chrono::microseconds(usec / 2));
+      std::error_code ec;
+      co_await watchdog_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+
+  const DaemonOptions& options_;
+  Logger log_;
+  std::unique_ptr<store::Store> store_;
+  asio::io_context io_;
+  asio::thread_pool pool_;
+  Supervisor supervisor_;
+  JobManager jobs_;
+  ControlServer server_;
+  asio::signal_set signals_;
+  asio::signal_set hangup_;
+  asio::steady_timer status_timer_;
+  asio::steady_timer watchdog_timer_;
+  bool stopped_ = false;
+  int exit_code_ = 0;
+};
+
+}  // namespace
+
+int RunDaemon(const DaemonOptions& options) {
+  Logger log(LevelOf(options.config));
+  ::signal(SIGPIPE, SIG_IGN);  // a vanished peer is an error code, not a signal
+  const config::DaemonConfig& c = options.config;
+  for (const auto& [dir, mode] :
+       {std::pair{c.state_dir, std::filesystem::perms(0750)},
+        std::pair{std::filesystem::path(c.socket).parent_path().string(),
+                  std::filesystem::perms(0755)}}) {
+    if (std::filesystem::exists(dir)) continue;
+    Status made = MakeDirectory(dir, mode);
+    if (!made.ok()) {
+      log.Error(made.message());
+      return 1;
+    }
+  }
+  auto opened = store::Store::Open(c.state_dir + "/dtrain.db");
+  if (!opened.ok()) {
+    log.Error(c.state_dir + "/dtrain.db: " + opened.status().message());
+    return 1;
+  }
+  Daemon daemon(options, std::move(opened).value());
+  return daemon.Run();
+}
+
+}  // namespace dtrain::server

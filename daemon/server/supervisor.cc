@@ -1,0 +1,204 @@
+#include "daemon/server/supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <asio/io_context.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <optional>
+
+extern char** environ;
+
+namespace dtrain::server {
+namespace {
+
+constexpr std::size_t kMaxLine = 16 * 1024;
+
+}  // namespace
+
+struct Supervisor::Impl {
+  // One pipe (stdout or stderr) of a process, read until EOF.
+  struct Stream {
+    Stream(asio::io_context& io_context, int fd, std::string stream_name)
+        : descriptor(io_context, fd), name(std::move(stream_name)) {}
+    asio::posix::stream_descriptor descriptor;
+    std::string name;
+    std::array<char, 8192> buffer{};
+    std::string partial;
+    bool open = true;
+  };
+
+  struct Process {
+    pid_t pid = 0;
+    std::unique_ptr<Stream> out, err;
+    LineHandler on_line;
+    ExitHandler on_exit;
+    std::optional<ProcessExit> exit;
+    std::unique_ptr<asio::steady_timer> kill_timer;
+  };
+
+  explicit Impl(asio::io_context& io_context) : io(io_context), children(io_context, SIGCHLD) {
+    WaitForChildren();
+  }
+
+  void WaitForChildren() {
+    children.async_wait([this](const std::error_code& ec, int) {
+      if (ec) return;  // cancelled: shutting down
+      Reap();
+      WaitForChildren();
+    });
+  }
+
+  void Reap() {
+    for (;;) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) return;
+      auto it = processes.find(pid);
+      if (it == processes.end()) continue;
+      ProcessExit exit;
+      if (WIFEXITED(status)) exit.exit_status = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
+      it->second.exit = exit;
+      if (it->second.kill_timer) it->second.kill_timer->cancel();
+      MaybeFinish(pid);
+    }
+  }
+
+  void Read(pid_t pid, Stream& stream) {
+    stream.descriptor.async_read_some(
+        asio::buffer(stream.buffer), [this, pid, &stream](const std::error_code& ec, std::size_t n) {
+          auto it = processes.find(pid);
+          if (it == processes.end()) return;
+          Process& p = it->second;
+          if (ec || n == 0) {
+            if (!stream.partial.empty()) p.on_line(stream.name, stream.partial);
+            stream.partial.clear();
+            stream.open = false;
+            MaybeFinish(pid);
+            return;
+          }
+          std::string_view chunk(stream.buffer.data(), n);
+          while (!chunk.empty()) {
+            const auto newline = chunk.find('\n');
+            const auto take = std::min(newline == std::string_view::npos ? chunk.size() : newline,
+                                       kMaxLine - stream.partial.size());
+            stream.partial.append(chunk.substr(0, take));
+            chunk.remove_prefix(take);
+            const bool ended = !chunk.empty() && chunk.front() == '\n';
+            if (ended) chunk.remove_prefix(1);
+            if (ended || stream.partial.size() >= kMaxLine) {
+              p.on_line(stream.name, stream.partial);
+              stream.partial.clear();
+            }
+          }
+          Read(pid, stream);
+        });
+  }
+
+  // Calls on_exit once the process is reaped and both pipes reached EOF.
+  void MaybeFinish(pid_t pid) {
+    auto it = processes.find(pid);
+    if (it == processes.end()) return;
+    Process& p = it->second;
+    if (!p.exit || p.out->open || p.err->open) return;
+    ExitHandler on_exit = std::move(p.on_exit);
+    const ProcessExit exit = *p.exit;
+    processes.erase(it);
+    on_exit(exit);
+  }
+
+  asio::io_context& io;
+  asio::signal_set children;
+  std::map<pid_t, Process> processes;
+};
+
+Supervisor::Supervisor(asio::io_context& io) : impl_(std::make_unique<Impl>(io)) {}
+
+Supervisor::~Supervisor() {
+  for (auto& [pid, process] : impl_->processes) {
+    if (!process.exit) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+}
+
+std::size_t Supervisor::running() const { return impl_->processes.size(); }
+
+Result<pid_t> Supervisor::Spawn(const std::vector<std::string>& argv, LineHandler on_line,
+                                ExitHandler on_exit) {
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return Status::Error(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    const int e = errno;
+    ::close(out[0]);
+    ::close(out[1]);
+    return Status::Error(std::string("pipe: ") + std::strerror(e));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE}) sigaddset(&defaults, sig);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setpgroup(&attr, 0);  // a process group of its own
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(out[1]);
+  ::close(err[1]);
+  if (rc != 0) {
+    ::close(out[0]);
+    ::close(err[0]);
+    return Status::Error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  }
+  Impl::Process& p = impl_->processes[pid];
+  p.pid = pid;
+  p.out = std::make_unique<Impl::Stream>(impl_->io, out[0], "stdout");
+  p.err = std::make_unique<Impl::Stream>(impl_->io, err[0], "stderr");
+  p.on_line = std::move(on_line);
+  p.on_exit = std::move(on_exit);
+  impl_->Read(pid, *p.out);
+  impl_->Read(pid, *p.err);
+  // A child that exited before the SIGCHLD handler saw it is picked up here.
+  impl_->Reap();
+  return pid;
+}
+
+void Supervisor::Stop(pid_t pid, std::chrono::milliseconds grace) {
+  auto it = impl_->processes.find(pid);
+  if (it == impl_->processes.end() || it->second.exit) return;
+  ::kill(-pid, SIGTERM);
+  auto& timer = it->second.kill_timer;
+  timer = std::make_unique<asio::steady_timer>(impl_->io, grace);
+  timer->async_wait([this, pid](const std::error_code& ec) {
+    if (ec) return;
+    auto found = impl_->processes.find(pid);
+    if (found != impl_->processes.end() && !found->second.exit) ::kill(-pid, SIGKILL);
+  });
+}
+
+}  // namespace dtrain::server

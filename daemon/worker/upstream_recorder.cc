@@ -1,0 +1,44 @@
+#include "daemon/worker/upstream_recorder.h"
+
+#include <nlohmann/json.hpp>
+
+namespace dtrain::worker {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr auto kSendTimeout = 30s;
+constexpr auto kCommitTimeout = 120s;  // a durable commit of a large checkpoint
+
+}  // namespace
+
+void UpstreamRecorder::RecordMetrics(std::span<const train::MetricPoint> points) {
+  if (!metrics_status_.ok()) return;
+  nlohmann::json list = nlohmann::json::array();
+  for (const train::MetricPoint& p : points) {
+    list.push_back({{"step", p.step}, {"epoch", p.epoch}, {"name", p.name}, {"value", p.value}});
+  }
+  const std::string payload = nlohmann::json{{"points", std::move(list)}}.dump();
+  metrics_status_ = stream_.WriteString(net::MessageType::kMetrics,
+                                        static_cast<std::uint64_t>(job_), 0, payload, kSendTimeout);
+}
+
+Status UpstreamRecorder::SaveCheckpoint(const store::CheckpointData& checkpoint) {
+  const std::string blob = store::EncodeCheckpoint(checkpoint);
+  Status sent = stream_.WriteString(net::MessageType::kCheckpoint,
+                                    static_cast<std::uint64_t>(job_), 0, blob, kSendTimeout);
+  if (!sent.ok()) return sent;
+  Result<net::Frame> reply = stream_.Read(kCommitTimeout);
+  if (!reply.ok()) return reply.status();
+  const nlohmann::json ack = nlohmann::json::parse(reply.value().payload, nullptr, false);
+  if (!ack.is_object() || !ack.contains("ok") || !ack["ok"].is_boolean()) {
+    return Status::Error("the daemon's reply to a checkpoint is malformed");
+  }
+  if (!ack["ok"].get<bool>()) {
+    const auto error = ack.find("error");
+    return Status::Error(error != ack.end() && error->is_string() ? error->get<std::string>()
+                                                                 : "the daemon refused the checkpoint");
+  }
+  return Status::Ok();
+}
+
+}  // namespace dtrain::worker

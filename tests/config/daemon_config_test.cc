@@ -1,0 +1,349 @@
+#include "config/daemon_config.h"
+
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/temp_dir.h"
+#include "config/diagnostic_checks.h"
+
+namespace dtrain::config {
+namespace {
+
+using testing::CheckDiagnostics;
+using testing::Single;
+using testing::TestData;
+
+std::string DaemonPath(std::string_view name) { return (TestData() / "daemon" / name).string(); }
+
+// Sets or unsets environment variables for one test and restores every one on destruction.
+class ScopedEnv {
+ public:
+  ScopedEnv() = default;
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->second) {
+        ::setenv(it->first.c_str(), it->second->c_str(), 1);
+      } else {
+        ::unsetenv(it->first.c_str());
+      }
+    }
+  }
+
+  // `value` nullopt: unset.
+  void Set(const std::string& name, std::optional<std::string> value) {
+    const char* old = std::getenv(name.c_str());
+    saved_.emplace_back(name, old != nullptr ? std::optional<std::string>(old) : std::nullopt);
+    if (value) {
+      ::setenv(name.c_str(), value->c_str(), 1);
+    } else {
+      ::unsetenv(name.c_str());
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// An environment with none of the variables the defaults come from, then `set` on top.
+void Environment(ScopedEnv& env, const std::vector<std::pair<std::string, std::string>>& set) {
+  for (const char* name :
+       {"RUNTIME_DIRECTORY", "STATE_DIRECTORY", "XDG_RUNTIME_DIR", "XDG_STATE_HOME", "HOME"}) {
+    env.Set(name, std::nullopt);
+  }
+  for (const auto& [name, value] : set) env.Set(name, value);
+}
+
+std::string UserTemp() { return "/tmp/dtrain-" + std::to_string(::getuid()); }
+
+DaemonConfig MustParse(std::string_view text, const std::string& display = "dtraind.toml") {
+  const DaemonConfigLoad r = ParseDaemonConfigText(text, display);
+  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(r.ok());
+  BOOST_REQUIRE(r.diagnostics.empty());
+  return *r.config;
+}
+
+BOOST_AUTO_TEST_SUITE(daemon_config)
+
+BOOST_AUTO_TEST_CASE(defaults_under_systemd_come_from_its_directories) {
+  ScopedEnv env;
+  Environment(env, {{"RUNTIME_DIRECTORY", "/run/dtrain"},
+                    {"STATE_DIRECTORY", "/var/lib/dtrain"},
+                    {"XDG_RUNTIME_DIR", "/run/user/1000"},
+                    {"XDG_STATE_HOME", "/home/u/.local/state"},
+                    {"HOME", "/home/u"}});
+  const DaemonConfig c = DefaultDaemonConfig();
+  BOOST_TEST(c.socket == "/run/dtrain/dtraind.sock");
+  BOOST_TEST(c.state_dir == "/var/lib/dtrain");
+  BOOST_TEST(c.socket_mode == 0660u);
+  BOOST_TEST(c.max_jobs == 2);
+  BOOST_TEST(c.cores == 0);
+  BOOST_TEST(c.log_level == "info");
+  BOOST_TEST(c.grace_seconds == 10.0);
+  BOOST_TEST(c.max_restarts == 3);
+  BOOST_TEST(c.listen.empty());
+  BOOST_TEST(c.source_path.empty());
+}
+
+BOOST_AUTO_TEST_CASE(systemd_lists_of_directories_count_by_their_first) {
+  ScopedEnv env;
+  Environment(env, {{"RUNTIME_DIRECTORY", "/run/dtrain:/run/other"},
+                    {"STATE_DIRECTORY", "/var/lib/dtrain:/var/lib/other"}});
+  const DaemonConfig c = DefaultDaemonConfig();
+  BOOST_TEST(c.socket == "/run/dtrain/dtraind.sock");
+  BOOST_TEST(c.state_dir == "/var/lib/dtrain");
+}
+
+BOOST_AUTO_TEST_CASE(defaults_for_a_user_follow_xdg) {
+  ScopedEnv env;
+  Environment(env, {{"XDG_RUNTIME_DIR", "/run/user/1000"},
+                    {"XDG_STATE_HOME", "/home/u/state"},
+                    {"HOME", "/home/u"}});
+  const DaemonConfig c = DefaultDaemonConfig();
+  BOOST_TEST(c.socket == "/run/user/1000/dtrain/dtraind.sock");
+  BOOST_TEST(c.state_dir == "/home/u/state/dtrain");
+}
+
+BOOST_AUTO_TEST_CASE(without_xdg_the_socket_is_in_tmp_and_the_state_in_home) {
+  ScopedEnv env;
+  // Relative or empty values do not count (the XDG base directory specification says so).
+  Environment(env, {{"RUNTIME_DIRECTORY", ""},
+                    {"XDG_RUNTIME_DIR", "relative/run"},
+                    {"XDG_STATE_HOME", ""},
+                    {"HOME", "/home/someone"}});
+  const DaemonConfig c = DefaultDaemonConfig();
+  BOOST_TEST(c.socket == UserTemp() + "/dtraind.sock");
+  BOOST_TEST(c.state_dir == "/home/someone/.local/state/dtrain");
+}
+
+BOOST_AUTO_TEST_CASE(without_home_the_state_is_in_the_users_home_or_tmp) {
+  ScopedEnv env;
+  Environment(env, {});
+  const std::string state = DefaultDaemonConfig().state_dir;
+  BOOST_TEST_MESSAGE("state_dir: " << state);
+  BOOST_TEST(state.front() == '/');
+  BOOST_TEST((state.ends_with("/.local/state/dtrain") || state == UserTemp() + "/state"));
+}
+
+BOOST_AUTO_TEST_CASE(absent_keys_take_the_defaults_of_the_environment) {
+  ScopedEnv env;
+  Environment(env, {{"RUNTIME_DIRECTORY", "/run/dtrain"}, {"STATE_DIRECTORY", "/var/lib/dtrain"}});
+  DaemonConfig expected = DefaultDaemonConfig();
+  expected.source_path = "empty.toml";
+  BOOST_TEST((MustParse("", "empty.toml") == expected));
+  // A section present with a few keys leaves the others at their defaults.
+  const DaemonConfig c = MustParse("[daemon]\nmax_jobs = 5\n[workers]\n");
+  BOOST_TEST(c.max_jobs == 5);
+  BOOST_TEST(c.socket == "/run/dtrain/dtraind.sock");
+  BOOST_TEST(c.grace_seconds == 10.0);
+}
+
+BOOST_AUTO_TEST_CASE(full_file_maps_every_key) {
+  const DaemonConfigLoad r = LoadDaemonConfig(DaemonPath("full.toml"));
+  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(r.ok());
+  const DaemonConfig& c = *r.config;
+  BOOST_TEST(c.socket == "/run/dtrain-test/control.sock");
+  BOOST_TEST(c.state_dir == "/var/lib/dtrain-test");
+  BOOST_TEST(c.socket_mode == 0600u);
+  BOOST_TEST(c.max_jobs == 8);
+  BOOST_TEST(c.cores == 16);
+  BOOST_TEST(c.log_level == "debug");
+  BOOST_TEST(c.grace_seconds == 2.5);
+  BOOST_TEST(c.max_restarts == 0);
+  BOOST_TEST(c.listen == "[::1]:7070");
+  BOOST_TEST(c.source_path == DaemonPath("full.toml"));
+}
+
+BOOST_AUTO_TEST_CASE(every_error_of_a_file_is_reported_in_file_order) {
+  const std::string f = DaemonPath("invalid/many-errors.toml");
+  CheckDiagnostics(
+      LoadDaemonConfig(f),
+      {{f, 2, 1, "max_jobs", "unknown key; did you mean 'daemon.max_jobs'?"},
+       {f, 5, 10, "daemon.socket", "must be an absolute path, got \"run/dtraind.sock\""},
+       {f, 6, 13, "daemon.state_dir", "must be a string, got the integer 42"},
+       {f, 7, 15, "daemon.socket_mode",
+        "must be an octal string of permission bits from \"0000\" to \"0777\", such as "
+        "\"0660\", got the string \"0668\""},
+       {f, 8, 12, "daemon.max_jobs", "must be an integer in [1, 1024], got 0"},
+       {f, 9, 9, "daemon.cores", "must be an integer in [0, 8192], got the string \"all\""},
+       {f, 10, 13, "daemon.log_level",
+        "must be one of: debug, info, warning, error; got \"warnig\" (did you mean \"warning\"?)"},
+       {f, 11, 1, "daemon.sockets", "unknown key; did you mean 'socket'?"},
+       {f, 14, 17, "workers.grace_seconds", "must be a finite number in [0.1, 600], got inf"},
+       {f, 15, 16, "workers.max_restarts", "must be an integer in [0, 100], got 101"},
+       {f, 18, 10, "cluster.listen", "must be \"ADDR:PORT\""},
+       {f, 20, 2, "worker", "unknown section; did you mean 'workers'?"}});
+}
+
+BOOST_AUTO_TEST_CASE(syntax_error_is_one_diagnostic_where_toml_stopped) {
+  const std::string f = DaemonPath("invalid/syntax-error.toml");
+  const Diagnostic d = Single(LoadDaemonConfig(f));
+  BOOST_TEST(d.file == f);
+  BOOST_TEST(d.line == 3);
+  BOOST_TEST(d.key.empty());
+  BOOST_TEST(d.message.starts_with("TOML syntax error: "));
+}
+
+BOOST_AUTO_TEST_CASE(the_file_must_exist_and_be_a_file) {
+  const std::string absent = DaemonPath("no-such.toml");
+  const Diagnostic missing = Single(LoadDaemonConfig(absent));
+  BOOST_TEST(missing.file == absent);
+  BOOST_TEST(missing.line == 0);
+  BOOST_TEST(missing.message ==
+             "cannot read the daemon configuration file: No such file or directory");
+  const dtrain::testing::TempDir dir;
+  const Diagnostic directory = Single(LoadDaemonConfig(dir.path().string()));
+  BOOST_TEST(directory.message == "cannot read the daemon configuration file: it is a directory");
+}
+
+BOOST_AUTO_TEST_CASE(other_values_out_of_range_or_of_the_wrong_type) {
+  CheckDiagnostics(
+      ParseDaemonConfigText("[daemon]\n"
+                            "max_jobs = 2.0\n"
+                            "cores = 8193\n"
+                            "log_level = 3\n"
+                            "state_dir = \"\"\n"
+                            "[workers]\n"
+                            "grace_seconds = 0.05\n"
+                            "max_restarts = -1\n"
+                            "[cluster]\n"
+                            "listen = 7070\n",
+                            "d.toml"),
+      {{"d.toml", 2, 12, "daemon.max_jobs", "got the float 2"},
+       {"d.toml", 3, 9, "daemon.cores", "must be an integer in [0, 8192], got 8193"},
+       {"d.toml", 4, 13, "daemon.log_level", "got the integer 3"},
+       {"d.toml", 5, 13, "daemon.state_dir", "must be an absolute path, got \"\""},
+       {"d.toml", 7, 17, "workers.grace_seconds", "must be a number in [0.1, 600], got 0.05"},
+       {"d.toml", 8, 16, "workers.max_restarts", "[0, 100], got -1"},
+       {"d.toml", 10, 10, "cluster.listen", "must be a string, got the integer 7070"}});
+  const DaemonConfig c = MustParse("[workers]\ngrace_seconds = 30\n");  // an integer is a number
+  BOOST_TEST(c.grace_seconds == 30.0);
+}
+
+BOOST_AUTO_TEST_CASE(sections_must_be_tables_and_unknown_keys_list_the_allowed) {
+  CheckDiagnostics(
+      ParseDaemonConfigText("daemon = 5\n"
+                            "[cluster]\n"
+                            "colour = \"blue\"\n"
+                            "[extra]\n",
+                            "d.toml"),
+      {{"d.toml", 1, 10, "daemon", "must be a table ([daemon]), got the integer 5"},
+       {"d.toml", 3, 1, "cluster.colour", "unknown key; allowed: listen"},
+       {"d.toml", 4, 2, "extra", "unknown section; allowed: daemon, workers, cluster"}});
+}
+
+BOOST_AUTO_TEST_CASE(socket_paths_must_fit_a_socket_address) {
+  const std::string longest = "/" + std::string(106, 's');  // 107 bytes: the limit
+  BOOST_TEST(MustParse("[daemon]\nsocket = \"" + longest + "\"\n").socket == longest);
+  CheckDiagnostics(ParseDaemonConfigText("[daemon]\nsocket = \"" + longest + "s\"\n", "d.toml"),
+                   {{"d.toml", 2, 10, "daemon.socket", "must be at most 107 bytes long"}});
+  CheckDiagnostics(ParseDaemonConfigText("[daemon]\nsocket = \"/run/dtrain/\"\n", "d.toml"),
+                   {{"d.toml", 2, 10, "daemon.socket", "must name the socket file"}});
+}
+
+BOOST_AUTO_TEST_CASE(a_default_socket_too_long_is_reported_where_the_key_belongs) {
+  ScopedEnv env;
+  const std::string runtime = "/run/" + std::string(100, 'r');
+  Environment(env, {{"RUNTIME_DIRECTORY", runtime}});
+  const std::string message = "is not set, and its default from the environment, \"" + runtime +
+                              "/dtraind.sock\", cannot be used: must be at most 107 bytes long";
+  CheckDiagnostics(ParseDaemonConfigText("", "d.toml"),
+                   {{"d.toml", 0, 0, "daemon.socket", message}});
+  CheckDiagnostics(ParseDaemonConfigText("\n[daemon]\nmax_jobs = 1\n", "d.toml"),
+                   {{"d.toml", 2, 1, "daemon.socket", message}});
+  BOOST_TEST(MustParse("[daemon]\nsocket = \"/run/d.sock\"\n").socket == "/run/d.sock");
+}
+
+BOOST_AUTO_TEST_CASE(socket_modes_are_octal_strings_of_permission_bits) {
+  for (const auto& [text, mode] : std::vector<std::pair<std::string, unsigned>>{
+           {"0660", 0660u}, {"660", 0660u}, {"0777", 0777u}, {"0", 0u}, {"0600", 0600u}}) {
+    BOOST_TEST_CONTEXT(text) {
+      BOOST_TEST(MustParse("[daemon]\nsocket_mode = \"" + text + "\"\n").socket_mode == mode);
+    }
+  }
+  for (const std::string bad :
+       {"\"07777\"", "\"1660\"", "\"0o660\"", "\"\"", "\"rw-rw----\"", "0o660", "660"}) {
+    BOOST_TEST_CONTEXT(bad) {
+      const Diagnostic d =
+          Single(ParseDaemonConfigText("[daemon]\nsocket_mode = " + bad + "\n", "d.toml"));
+      BOOST_TEST(d.key == "daemon.socket_mode");
+      BOOST_TEST(d.column == 15);
+      BOOST_TEST(d.message.starts_with("must be an octal string of permission bits"));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(listen_addresses_have_the_form_addr_port) {
+  for (const std::string good : {"", "0.0.0.0:7070", "127.0.0.1:1", "[::]:65535", "[::1]:7070",
+                                 "[fe80::1:2]:80", "node-1.example.org:7070", "localhost:7070"}) {
+    BOOST_TEST_CONTEXT(good) {
+      BOOST_TEST(MustParse("[cluster]\nlisten = \"" + good + "\"\n").listen == good);
+    }
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"7070", "must be \"ADDR:PORT\""},
+      {"localhost", "must be \"ADDR:PORT\""},
+      {"0.0.0.0:0", "must end in a port in [1, 65535]"},
+      {"0.0.0.0:65536", "must end in a port in [1, 65535]"},
+      {"0.0.0.0:", "must end in a port in [1, 65535]"},
+      {"0.0.0.0:http", "must end in a port in [1, 65535]"},
+      {"0.0.0.0:+80", "must end in a port in [1, 65535]"},
+      {"256.0.0.1:7070", "must have a valid IPv4 address"},
+      {"10.0.0:7070", "must have a valid IPv4 address"},
+      {"::1:7070", "must have an IPv6 address in brackets"},
+      {"[::g]:7070", "must have an IPv6 address inside the brackets"},
+      {"[]:7070", "must have an IPv6 address inside the brackets"},
+      {":7070", "must have an IPv4 address, an IPv6 address in brackets or a host name"},
+      {"-node:7070", "must have an IPv4 address, an IPv6 address in brackets or a host name"},
+      {"node..example:7070", "must have an IPv4 address, an IPv6 address in brackets or a host"},
+      {"no de:7070", "must have an IPv4 address, an IPv6 address in brackets or a host name"}};
+  for (const auto& [text, message] : bad) {
+    BOOST_TEST_CONTEXT(text) {
+      const Diagnostic d =
+          Single(ParseDaemonConfigText("[cluster]\nlisten = \"" + text + "\"\n", "d.toml"));
+      BOOST_TEST(d.key == "cluster.listen");
+      BOOST_TEST((d.line == 2 && d.column == 10));
+      BOOST_TEST(d.message.starts_with(message), d.message);
+      BOOST_TEST(d.message.ends_with(", got \"" + text + "\""), d.message);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(formatted_config_parses_back_to_an_equal_config) {
+  ScopedEnv env;
+  Environment(env, {{"XDG_RUNTIME_DIR", "/run/user/1000"}, {"HOME", "/home/u"}});
+  const DaemonConfigLoad full = LoadDaemonConfig(DaemonPath("full.toml"));
+  BOOST_REQUIRE(full.ok());
+  const DaemonConfig awkward = MustParse(
+      "[daemon]\nsocket = \"/run/with \\\"quotes\\\" and \\\\ back\"\nsocket_mode = \"7\"\n"
+      "[workers]\ngrace_seconds = 0.1\n[cluster]\nlisten = \"localhost:1\"\n",
+      "odd name.toml");
+  for (const DaemonConfig& c : {*full.config, DefaultDaemonConfig(), MustParse(""), awkward}) {
+    const std::string text = FormatDaemonConfig(c);
+    BOOST_TEST_CONTEXT(text) {
+      const DaemonConfig again = MustParse(text, c.source_path);
+      BOOST_TEST((again == c));
+      BOOST_TEST(FormatDaemonConfig(again) == text);
+    }
+  }
+  const std::string text = FormatDaemonConfig(*full.config);
+  BOOST_TEST(text.find("socket_mode = \"0600\"\n") != std::string::npos);
+  BOOST_TEST(text.find("grace_seconds = 2.5\n") != std::string::npos);
+  BOOST_TEST(text.find("listen = \"[::1]:7070\"\n") != std::string::npos);
+  BOOST_TEST(FormatDaemonConfig(awkward).find("socket_mode = \"0007\"\n") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::config
