@@ -1,0 +1,161 @@
+// A real dtraind for a test: started as its own process on a socket and state directory in a
+// temporary folder, spoken to over the control protocol, stopped (SIGTERM) or killed (SIGKILL)
+// on demand, and always gone when the fixture is.
+//
+//   DaemonFixture daemon;                      // started and accepting
+//   nlohmann::json reply = daemon.Request({{"type", "version"}});
+//   std::int64_t id = daemon.Submit(kJobText);
+//   nlohmann::json job = daemon.Wait(id);      // the JOB object once it ended
+//
+// One thread at a time per fixture; Request opens a connection per call, so threads may each
+// call it concurrently.
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/process.h"
+#include "common/temp_dir.h"
+#include "core/net/frame_stream.h"
+
+namespace dtrain::testing {
+
+inline std::string EnvPath(const char* name) {
+  const char* value = std::getenv(name);
+  BOOST_REQUIRE_MESSAGE(value != nullptr, name << " is not set (run through ctest)");
+  return value;
+}
+
+class DaemonFixture {
+ public:
+  explicit DaemonFixture(std::vector<std::string> extra_args = {})
+      : extra_args_(std::move(extra_args)) {
+    Start();
+  }
+  ~DaemonFixture() {
+    if (daemon_) {
+      daemon_->Signal(SIGTERM);
+      daemon_->Wait();
+    }
+  }
+
+  const std::string& socket() const { return socket_; }
+  const TempDir& dir() const { return dir_; }
+  pid_t pid() const { return daemon_ ? daemon_->pid() : -1; }
+
+  void Start() {
+    std::vector<std::string> args = {EnvPath("DTRAIND_BIN"), "--socket", socket_, "--state-dir",
+                                     dir_.Path("state")};
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+    daemon_.emplace(StartProcess(args, dir_.Path("")));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto probe = net::FrameStream::ConnectUnix(socket_, std::chrono::milliseconds(200));
+      if (probe.ok()) {
+        auto reply = TryRequest({{"type", "version"}});
+        if (reply && (*reply)["ok"] == true) return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    BOOST_FAIL("dtraind did not start: " << daemon_->Wait().err);
+  }
+
+  // Stops the daemon with `signal` and returns how it ended.
+  ProcessResult Stop(int signal) {
+    daemon_->Signal(signal);
+    ProcessResult r = daemon_->Wait();
+    daemon_.reset();
+    return r;
+  }
+
+  // One request on a fresh connection; nullopt when the daemon did not answer.
+  std::optional<nlohmann::json> TryRequest(nlohmann::json request) const {
+    request["v"] = 1;
+    auto stream = net::FrameStream::ConnectUnix(socket_, std::chrono::seconds(5));
+    if (!stream.ok()) return std::nullopt;
+    if (!stream.value()
+             .WriteString(net::MessageType::kControl, 0, 0, request.dump(), std::chrono::seconds(5))
+             .ok()) {
+      return std::nullopt;
+    }
+    auto frame = stream.value().Read(std::chrono::seconds(120));
+    if (!frame.ok()) return std::nullopt;
+    nlohmann::json reply = nlohmann::json::parse(frame.value().payload, nullptr, false);
+    if (reply.is_discarded()) return std::nullopt;
+    return reply;
+  }
+
+  nlohmann::json Request(const nlohmann::json& request) const {
+    auto reply = TryRequest(request);
+    BOOST_REQUIRE_MESSAGE(reply.has_value(), "no reply to " << request.dump());
+    return *reply;
+  }
+
+  std::int64_t Submit(const std::string& job_toml, int priority = 0) const {
+    nlohmann::json reply = Request({{"type", "submit"}, {"job_toml", job_toml},
+                                    {"source", "test.toml"}, {"priority", priority}});
+    BOOST_REQUIRE_MESSAGE(reply["ok"] == true, reply.dump());
+    return reply["job"]["id"].get<std::int64_t>();
+  }
+
+  nlohmann::json Status(std::int64_t id) const {
+    nlohmann::json reply = Request({{"type", "status"}, {"id", id}});
+    BOOST_REQUIRE_MESSAGE(reply["ok"] == true, reply.dump());
+    return reply["job"];
+  }
+
+  nlohmann::json Wait(std::int64_t id) const {
+    nlohmann::json reply = Request({{"type", "wait"}, {"id", id}});
+    BOOST_REQUIRE_MESSAGE(reply["ok"] == true, reply.dump());
+    return reply["job"];
+  }
+
+  // Polls until the job's state is `state` (or 60 s pass).
+  nlohmann::json WaitForState(std::int64_t id, const std::string& state) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    nlohmann::json job;
+    while (std::chrono::steady_clock::now() < deadline) {
+      job = Status(id);
+      if (job["state"] == state) return job;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    BOOST_FAIL("job " << id << " never became " << state << ": " << job.dump());
+    return job;
+  }
+
+ private:
+  TempDir dir_;
+  std::string socket_ = dir_.Path("dtraind.sock");
+  std::vector<std::string> extra_args_;
+  std::optional<ChildProcess> daemon_;
+};
+
+// Whether any process still runs with `needle` in its command line (e.g. "dtraind worker --socket
+// /tmp/dtrain-test-XXXX/...").
+inline bool ProcessRunning(const std::string& needle) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(entry.path().string() + "/cmdline");
+    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
+    if (cmdline.find(needle) != std::string::npos) {
+      // A zombie is gone for our purposes.
+      const std::string stat = ReadFile(entry.path().string() + "/stat");
+      const auto paren = stat.rfind(')');
+      if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z') continue;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace dtrain::testing
