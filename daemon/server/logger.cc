@@ -26,7 +26,9 @@ void Logger::Write(Level level, std::string_view message) const {
   const auto index = static_cast<int>(level);
   std::string line;
   if (journald_) {
-    line = "<" + std::to_string(kSyslogPriority[index]) + ">";
+    line.push_back('<');
+    line += std::to_string(kSyslogPriority[index]);
+    line.push_back('>');
   } else {
     char stamp[32];
     const std::time_t now = std::time(nullptr);
