@@ -3,6 +3,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -329,6 +332,50 @@ BOOST_AUTO_TEST_CASE(a_hundred_concurrent_clients_see_no_error_and_no_duplicate)
     const std::string state = job["state"];
     BOOST_TEST((state == "cancelled" || state == "succeeded"), state);
   }
+}
+
+BOOST_AUTO_TEST_CASE(the_queue_runs_by_priority_then_order_and_says_why_a_job_waits) {
+  DaemonFixture d({"--max-jobs", "1"});
+  const std::int64_t running = d.Submit(kLongJob);
+  d.WaitForState(running, "running");
+  const std::int64_t low = d.Submit(kQuickJob, 0);
+  const std::int64_t high = d.Submit(kQuickJob, 10);
+  const json waiting = d.Status(low);
+  BOOST_TEST(waiting["state"] == "queued");
+  BOOST_TEST(waiting["reason"] == "waiting behind job " + std::to_string(high), waiting.dump());
+  BOOST_TEST(d.Status(high)["reason"] == "waiting for a job slot (max_jobs = 1)");
+  d.Request({{"type", "cancel"}, {"id", running}});
+  const json first = d.Wait(high);
+  const json second = d.Wait(low);
+  BOOST_TEST(first["state"] == "succeeded");
+  BOOST_TEST(second["state"] == "succeeded");
+  // The high-priority job started (and so ended) first although submitted later.
+  BOOST_TEST(first["workers"][0]["started"].get<double>() <
+             second["workers"][0]["started"].get<double>());
+}
+
+BOOST_AUTO_TEST_CASE(only_the_owner_or_root_may_cancel_a_job) {
+  TempDir dir;
+  const std::string config = dir.Write("dtraind.toml", "[daemon]\nsocket_mode = \"0666\"\n");
+  DaemonFixture d({"--config", config});
+  ::chmod(d.dir().path().c_str(), 0755);
+  const std::int64_t id = d.Submit(kLongJob);  // owned by this test's uid (root in CI)
+  d.WaitForState(id, "running");
+  // Another user (nobody) asks to cancel it, from a child process that dropped privileges.
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    const auto reply = d.TryRequest({{"type", "cancel"}, {"id", id}});
+    ::_exit(reply && (*reply)["code"] == "denied" ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (::getuid() == 0) {
+    BOOST_TEST(WEXITSTATUS(status) == 0);  // denied
+    BOOST_TEST(d.Status(id)["state"] == "running");
+  }
+  BOOST_TEST(d.Status(id)["owner"] == ::getuid());
+  BOOST_TEST(d.Request({{"type", "cancel"}, {"id", id}})["job"]["state"] == "cancelled");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
