@@ -10,12 +10,27 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
       "See dtrain(1), dtrain-job.toml(5).",
       "dtrain");
   app->require_subcommand(1);
-  app->set_version_flag("--version", "dtrain 0.1.0");
+  app->set_version_flag("--version", std::string("dtrain ") + kVersion);
+  // Subcommands hand options they do not know to the root, so global options may follow them.
+  app->fallthrough();
+  auto globals = std::make_shared<GlobalOptions>();
+  app->add_option("--socket", globals->socket,
+                  "The daemon's control socket (default: $DTRAIN_SOCKET, then the user's, then "
+                  "the system's)")
+      ->type_name("PATH")
+      ->group(kGlobalGroup);
   AddRunCommand(*app, exit_code);
+  AddSubmitCommand(*app, globals, exit_code);
+  AddStatusAndListCommands(*app, globals, exit_code);
+  AddCancelCommand(*app, globals, exit_code);
+  AddWaitCommand(*app, globals, exit_code);
+  AddLogsCommand(*app, globals, exit_code);
+  AddMetricsCommand(*app, globals, exit_code);
+  AddCheckpointsCommand(*app, globals, exit_code);
+  AddExportCommand(*app, globals, exit_code);
   AddValidateCommand(*app, exit_code);
-  AddExportCommand(*app, exit_code);
   AddPredictAndEvalCommands(*app, exit_code);
-  AddMetricsCommand(*app, exit_code);
+  AddVersionCommand(*app, globals, exit_code);
   AddCompletionCommand(*app, exit_code);
   return app;
 }

@@ -1,13 +1,17 @@
 // dtrain completion: print a bash, zsh or fish completion script generated from the command
 // tree itself, so completions always match the binary. completions/ holds their output
 // (tests/cmd checks the files are current).
+//
+// Beyond subcommands and options, the scripts complete a job id where a subcommand's first
+// positional is one (its name is "job"), from `dtrain list --json --limit 50` run quietly at
+// completion time (nothing when no daemon answers), and *.toml files where it is a job file
+// (named "job_file"). Global options (kGlobalGroup) are offered everywhere.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <sstream>
 
 #include "cmd/commands.h"
 #include "cmd/exit_codes.h"
-#include "cmd/terminal.h"
 
 namespace dtrain::cli {
 namespace {
@@ -19,40 +23,70 @@ struct OptionInfo {
   bool takes_value;
 };
 
+// What a subcommand's first positional argument is.
+enum class Positional { kNone, kJob, kJobFile, kFile };
+
 struct CommandInfo {
   std::string name;
   std::string description;
   std::vector<OptionInfo> options;
-  bool takes_files;  // has positional arguments
+  Positional first = Positional::kNone;
 };
 
-std::vector<CommandInfo> Describe(const CLI::App& root) {
-  std::vector<CommandInfo> out;
+struct Tree {
+  std::vector<OptionInfo> root;     // the root command's options (--help, --version, globals)
+  std::vector<OptionInfo> globals;  // those of kGlobalGroup, valid after a subcommand too
+  std::vector<CommandInfo> commands;
+};
+
+// The shell command that prints the ids of the daemon's newest jobs, one per line.
+constexpr const char* kJobIds =
+    "dtrain list --json --limit 50 2>/dev/null | grep -o '\"id\":[0-9]*' | cut -d: -f2";
+
+OptionInfo Describe(const CLI::Option& opt) {
+  const auto& shorts = opt.get_snames();
+  return {opt.get_lnames().front(), shorts.empty() ? "" : shorts.front(), opt.get_description(),
+          opt.get_expected_max() != 0};
+}
+
+Tree Describe(const CLI::App& root) {
+  Tree tree;
+  for (const CLI::Option* opt : root.get_options()) {
+    if (opt->get_lnames().empty()) continue;
+    tree.root.push_back(Describe(*opt));
+    if (opt->get_group() == kGlobalGroup) tree.globals.push_back(Describe(*opt));
+  }
   for (const CLI::App* sub : root.get_subcommands([](const CLI::App*) { return true; })) {
-    CommandInfo cmd{sub->get_name(), sub->get_description(), {}, false};
+    CommandInfo cmd{sub->get_name(), sub->get_description(), {}, Positional::kNone};
     for (const CLI::Option* opt : sub->get_options()) {
       if (!opt->nonpositional()) {
-        cmd.takes_files = true;
+        if (cmd.first == Positional::kNone) {
+          const std::string& name = opt->get_name();
+          cmd.first = name == "job"        ? Positional::kJob
+                      : name == "job_file" ? Positional::kJobFile
+                                           : Positional::kFile;
+        }
         continue;
       }
-      const auto& longs = opt->get_lnames();
-      const auto& shorts = opt->get_snames();
-      if (longs.empty()) continue;
-      cmd.options.push_back({longs.front(), shorts.empty() ? "" : shorts.front(),
-                             opt->get_description(), opt->get_type_size() != 0});
+      if (!opt->get_lnames().empty()) cmd.options.push_back(Describe(*opt));
     }
-    out.push_back(std::move(cmd));
+    tree.commands.push_back(std::move(cmd));
   }
+  return tree;
+}
+
+// Text safe inside single quotes in every shell.
+std::string SingleQuoted(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out;
 }
 
-// Text safe inside single quotes in every shell, and inside zsh's [description].
-std::string Quote(std::string text) {
+// Text safe inside single quotes and inside zsh's [description].
+std::string ZshQuoted(const std::string& text) {
   std::string out;
-  for (char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else if (c == '[' || c == ']') {
+  for (char c : SingleQuoted(text)) {
+    if (c == '[' || c == ']') {
       out += c == '[' ? '(' : ')';
     } else if (c == ':') {
       out += "\\:";
@@ -63,36 +97,72 @@ std::string Quote(std::string text) {
   return out;
 }
 
-std::string Bash(const std::vector<CommandInfo>& commands) {
+// "--a -a --b": every name of the options (with takes_value == only_valued, or all).
+std::string Names(const std::vector<OptionInfo>& options, bool only_valued) {
+  std::string out;
+  for (const OptionInfo& o : options) {
+    if (only_valued && !o.takes_value) continue;
+    out += (out.empty() ? "--" : " --") + o.long_name;
+    if (!o.short_name.empty()) out += " -" + o.short_name;
+  }
+  return out;
+}
+
+std::string Bash(const Tree& tree) {
+  std::string names, alternatives;
+  for (const CommandInfo& c : tree.commands) {
+    names += (names.empty() ? "" : " ") + c.name;
+    alternatives += (alternatives.empty() ? "" : "|") + c.name;
+  }
+  const std::string global_valued = Names(tree.globals, true);
   std::ostringstream s;
-  std::string names;
-  for (const CommandInfo& c : commands) names += (names.empty() ? "" : " ") + c.name;
   s << "# bash completion for dtrain. Generated by `dtrain completion bash`; do not edit.\n"
+    << "_dtrain_jobs() {\n"
+    << "  " << kJobIds << "\n"
+    << "}\n"
     << "_dtrain() {\n"
-    << "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" sub=\"\" opts=\"\" i\n"
+    << "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
+    << "  local sub=\"\" at=0 opts=\"\" valued=\"" << global_valued << "\" first=\"\" word i n=0\n"
     << "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
-    << "    case \"${COMP_WORDS[i]}\" in\n"
-    << "      " << [&] {
-         std::string alt;
-         for (const CommandInfo& c : commands) alt += (alt.empty() ? "" : "|") + c.name;
-         return alt;
-       }()
-    << ") sub=\"${COMP_WORDS[i]}\"; break ;;\n"
+    << "    case \"${COMP_WORDS[i]}\" in\n";
+  for (const OptionInfo& o : tree.globals) {
+    if (o.takes_value) s << "      --" << o.long_name << ") i=$((i + 1)) ;;\n";
+  }
+  s << "      " << alternatives << ") sub=\"${COMP_WORDS[i]}\"; at=$i; break ;;\n"
     << "    esac\n"
     << "  done\n"
     << "  case \"$sub\" in\n"
-    << "    \"\") COMPREPLY=($(compgen -W \"" << names << " --help --version\" -- \"$cur\")); return ;;\n";
-  for (const CommandInfo& c : commands) {
-    std::string opts;
-    for (const OptionInfo& o : c.options) {
-      opts += (opts.empty() ? "--" : " --") + o.long_name;
-      if (!o.short_name.empty()) opts += " -" + o.short_name;
-    }
-    s << "    " << c.name << ") opts=\"" << opts << "\" ;;\n";
+    << "    \"\") opts=\"" << names << " " << Names(tree.root, false) << "\" ;;\n";
+  for (const CommandInfo& c : tree.commands) {
+    std::string valued = Names(c.options, true);
+    s << "    " << c.name << ") opts=\"" << Names(c.options, false) << " "
+      << Names(tree.globals, false) << "\"";
+    if (!valued.empty()) s << "; valued=\"$valued " << valued << "\"";
+    if (c.first == Positional::kJob) s << "; first=job";
+    if (c.first == Positional::kJobFile) s << "; first=toml";
+    s << " ;;\n";
   }
   s << "  esac\n"
-    << "  if [[ \"$cur\" == -* ]]; then\n"
+    << "  if [[ \" $valued \" == *\" $prev \"* ]]; then\n"
+    << "    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
+    << "    return\n"
+    << "  fi\n"
+    << "  if [[ -z \"$sub\" || \"$cur\" == -* ]]; then\n"
     << "    COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
+    << "    return\n"
+    << "  fi\n"
+    << "  for ((i = at + 1; i < COMP_CWORD; i++)); do\n"
+    << "    word=\"${COMP_WORDS[i]}\"\n"
+    << "    if [[ \"$word\" != -* ]]; then\n"
+    << "      n=$((n + 1))\n"
+    << "    elif [[ \" $valued \" == *\" $word \"* ]]; then\n"
+    << "      i=$((i + 1))\n"
+    << "    fi\n"
+    << "  done\n"
+    << "  if [[ $n -eq 0 && \"$first\" == job ]]; then\n"
+    << "    COMPREPLY=($(compgen -W \"$(_dtrain_jobs)\" -- \"$cur\"))\n"
+    << "  elif [[ $n -eq 0 && \"$first\" == toml ]]; then\n"
+    << "    COMPREPLY=($(compgen -f -X '!*.toml' -- \"$cur\") $(compgen -d -- \"$cur\"))\n"
     << "  else\n"
     << "    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
     << "  fi\n"
@@ -101,55 +171,106 @@ std::string Bash(const std::vector<CommandInfo>& commands) {
   return s.str();
 }
 
-std::string Zsh(const std::vector<CommandInfo>& commands) {
+// One _arguments spec per option name: '--name[description]:name:_files' for a value.
+void ZshOption(std::ostringstream& s, const OptionInfo& o, const std::string& indent) {
+  const std::string value = o.takes_value ? ":" + o.long_name + ":_files" : "";
+  s << " \\\n"
+    << indent << "'--" << o.long_name << "[" << ZshQuoted(o.description) << "]" << value << "'";
+  if (!o.short_name.empty()) {
+    s << " \\\n"
+      << indent << "'-" << o.short_name << "[" << ZshQuoted(o.description) << "]" << value << "'";
+  }
+}
+
+std::string Zsh(const Tree& tree) {
   std::ostringstream s;
   s << "#compdef dtrain\n"
     << "# zsh completion for dtrain. Generated by `dtrain completion zsh`; do not edit.\n"
+    << "_dtrain_jobs() {\n"
+    << "  local -a ids\n"
+    << "  ids=(${(f)\"$(" << kJobIds << ")\"})\n"
+    << "  compadd -a ids\n"
+    << "}\n"
     << "_dtrain() {\n"
+    << "  local curcontext=\"$curcontext\" state line\n"
     << "  local -a commands\n"
     << "  commands=(\n";
-  for (const CommandInfo& c : commands) s << "    '" << c.name << ":" << Quote(c.description) << "'\n";
+  for (const CommandInfo& c : tree.commands) {
+    s << "    '" << c.name << ":" << ZshQuoted(c.description) << "'\n";
+  }
   s << "  )\n"
-    << "  if (( CURRENT == 2 )); then\n"
-    << "    _describe 'command' commands\n"
-    << "    return\n"
-    << "  fi\n"
-    << "  case $words[2] in\n";
-  for (const CommandInfo& c : commands) {
-    s << "    " << c.name << ")\n      _arguments";
-    for (const OptionInfo& o : c.options) {
-      const std::string value = o.takes_value ? ":" + o.long_name + ":_files" : "";
-      s << " \\\n        '--" << o.long_name << "[" << Quote(o.description) << "]" << value << "'";
-      if (!o.short_name.empty()) {
-        s << " \\\n        '-" << o.short_name << "[" << Quote(o.description) << "]" << value << "'";
-      }
+    << "  _arguments -C";
+  for (const OptionInfo& o : tree.root) ZshOption(s, o, "    ");
+  s << " \\\n    '1: :->command'"
+    << " \\\n    '*:: :->args'\n"
+    << "  case $state in\n"
+    << "    command) _describe 'command' commands ;;\n"
+    << "    args)\n"
+    << "      case $words[1] in\n";
+  for (const CommandInfo& c : tree.commands) {
+    s << "        " << c.name << ")\n          _arguments";
+    for (const OptionInfo& o : c.options) ZshOption(s, o, "            ");
+    for (const OptionInfo& o : tree.globals) ZshOption(s, o, "            ");
+    switch (c.first) {
+      case Positional::kJob:
+        s << " \\\n            '1:job:_dtrain_jobs'";
+        break;
+      case Positional::kJobFile:
+        s << " \\\n            '1:job file:_files -g \"*.toml\"'";
+        break;
+      case Positional::kFile:
+        s << " \\\n            '*:file:_files'";
+        break;
+      case Positional::kNone:
+        break;
     }
-    if (c.takes_files) s << " \\\n        '*:file:_files'";
     s << " ;;\n";
   }
-  s << "  esac\n"
+  s << "      esac ;;\n"
+    << "  esac\n"
     << "}\n"
     << "_dtrain \"$@\"\n";
   return s.str();
 }
 
-std::string Fish(const std::vector<CommandInfo>& commands) {
+void FishOption(std::ostringstream& s, const std::string& when, const OptionInfo& o) {
+  s << "complete -c dtrain" << when << " -l " << o.long_name;
+  if (!o.short_name.empty()) s << " -s " << o.short_name;
+  if (o.takes_value) s << " -r -F";
+  s << " -d '" << SingleQuoted(o.description) << "'\n";
+}
+
+std::string Fish(const Tree& tree) {
   std::ostringstream s;
   s << "# fish completion for dtrain. Generated by `dtrain completion fish`; do not edit.\n"
+    << "function __dtrain_jobs\n"
+    << "    " << kJobIds << "\n"
+    << "end\n"
+    << "function __dtrain_job_files\n"
+    << "    __fish_complete_path (commandline -ct) | string match -r -- '^.*(?:\\.toml|/)(?:\\t.*)?$'\n"
+    << "end\n"
     << "complete -c dtrain -f\n";
-  for (const CommandInfo& c : commands) {
+  for (const OptionInfo& o : tree.globals) FishOption(s, "", o);
+  for (const CommandInfo& c : tree.commands) {
     s << "complete -c dtrain -n __fish_use_subcommand -a " << c.name << " -d '"
-      << Quote(c.description) << "'\n";
+      << SingleQuoted(c.description) << "'\n";
   }
-  for (const CommandInfo& c : commands) {
-    const std::string when = "-n '__fish_seen_subcommand_from " + c.name + "'";
-    for (const OptionInfo& o : c.options) {
-      s << "complete -c dtrain " << when << " -l " << o.long_name;
-      if (!o.short_name.empty()) s << " -s " << o.short_name;
-      if (o.takes_value) s << " -r";
-      s << " -d '" << Quote(o.description) << "'\n";
+  for (const CommandInfo& c : tree.commands) {
+    const std::string when = " -n '__fish_seen_subcommand_from " + c.name + "'";
+    for (const OptionInfo& o : c.options) FishOption(s, when, o);
+    switch (c.first) {
+      case Positional::kJob:
+        s << "complete -c dtrain" << when << " -a '(__dtrain_jobs)'\n";
+        break;
+      case Positional::kJobFile:
+        s << "complete -c dtrain" << when << " -a '(__dtrain_job_files)'\n";
+        break;
+      case Positional::kFile:
+        s << "complete -c dtrain" << when << " -F\n";
+        break;
+      case Positional::kNone:
+        break;
     }
-    if (c.takes_files) s << "complete -c dtrain " << when << " -F\n";
   }
   return s.str();
 }
@@ -163,8 +284,8 @@ void AddCompletionCommand(CLI::App& app, int& exit_code) {
       ->required()
       ->check(CLI::IsMember({"bash", "zsh", "fish"}));
   cmd->callback([shell, &app, &exit_code] {
-    const std::vector<CommandInfo> commands = Describe(app);
-    std::cout << (*shell == "bash" ? Bash(commands) : *shell == "zsh" ? Zsh(commands) : Fish(commands));
+    const Tree tree = Describe(app);
+    std::cout << (*shell == "bash" ? Bash(tree) : *shell == "zsh" ? Zsh(tree) : Fish(tree));
     exit_code = kExitOk;
   });
 }

@@ -1,10 +1,15 @@
-// dtrain export: write a job's checkpoint as a self-describing model file (.dtm).
+// dtrain export: write a job's checkpoint as a self-describing model file (.dtm), taking the
+// checkpoint from the daemon or from a store file (--db).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cmd/cli_error.h"
 #include "cmd/commands.h"
+#include "cmd/daemon_client.h"
 #include "cmd/exit_codes.h"
+#include "cmd/json_fields.h"
 #include "cmd/stored_job.h"
 #include "cmd/terminal.h"
 #include "core/train/model_file.h"
@@ -17,61 +22,97 @@ struct ExportArgs {
   std::int64_t job = 0;
   std::int64_t step = -1;  // -1: the newest checkpoint
   std::string output;
-  std::string db = kDefaultDb;
+  std::string db;  // empty: ask the daemon
   bool json = false;
 };
 
-int Export(const ExportArgs& args) {
-  std::unique_ptr<store::Store> store = OpenStoreOrReport(args.db);
-  if (!store) return kExitFailed;
-  auto job = StoredJobConfig(*store, args.job);
-  if (!job.ok()) {
-    PrintError(job.status().message());
-    return kExitFailed;
-  }
+// What a model file is made of: the job (its name and data scaling) and one checkpoint.
+struct ExportSource {
+  config::JobConfig job;
   store::CheckpointData checkpoint;
-  if (args.step >= 0) {
-    auto loaded = store->LoadCheckpoint(args.job, args.step);
-    if (!loaded.ok()) {
-      PrintError(loaded.status().message());
-      return kExitFailed;
-    }
-    checkpoint = std::move(loaded).value();
-  } else {
-    auto latest = store->LatestCheckpoint(args.job);
-    if (!latest.ok()) {
-      PrintError(latest.status().message());
-      return kExitFailed;
-    }
-    for (const std::string& skipped : latest.value().skipped) PrintError("skipped " + skipped);
-    if (!latest.value().checkpoint) {
-      PrintError("job " + std::to_string(args.job) + " has no checkpoint to export");
-      return kExitFailed;
-    }
-    checkpoint = std::move(*latest.value().checkpoint);
-  }
+};
 
-  train::ModelFile file;
+std::string JobName(std::int64_t job) { return "job " + std::to_string(job); }
+
+CliResult<store::CheckpointData> StoredCheckpoint(store::Store& store, const ExportArgs& args) {
+  if (args.step >= 0) {
+    auto infos = store.Checkpoints(args.job);
+    if (!infos.ok()) return ErrorFrom(infos.status());
+    if (std::none_of(infos.value().begin(), infos.value().end(),
+                     [&](const store::CheckpointInfo& c) { return c.step == args.step; })) {
+      return CliError{kExitNotFound,
+                      JobName(args.job) + " has no checkpoint at step " + std::to_string(args.step),
+                      "not_found",
+                      {}};
+    }
+    auto loaded = store.LoadCheckpoint(args.job, args.step);
+    if (!loaded.ok()) return ErrorFrom(loaded.status());
+    return std::move(loaded).value();
+  }
+  auto latest = store.LatestCheckpoint(args.job);
+  if (!latest.ok()) return ErrorFrom(latest.status());
+  for (const std::string& skipped : latest.value().skipped) PrintError("skipped " + skipped);
+  if (!latest.value().checkpoint) {
+    return CliError{kExitFailed, JobName(args.job) + " has no checkpoint to export", "", {}};
+  }
+  return std::move(*latest.value().checkpoint);
+}
+
+CliResult<ExportSource> FromStore(const ExportArgs& args) {
+  CliResult<std::unique_ptr<store::Store>> store = OpenExistingStore(args.db);
+  if (!store.ok()) return store.error();
+  CliResult<config::JobConfig> job = StoredJobConfig(*store.value(), args.job, args.db);
+  if (!job.ok()) return job.error();
+  CliResult<store::CheckpointData> checkpoint = StoredCheckpoint(*store.value(), args);
+  if (!checkpoint.ok()) return checkpoint.error();
+  return ExportSource{std::move(job).value(), std::move(checkpoint).value()};
+}
+
+CliResult<ExportSource> FromDaemon(const ExportArgs& args, const GlobalOptions& globals) {
+  CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+  if (!client.ok()) return client.error();
+  nlohmann::json request = {{"type", "checkpoint"}, {"id", args.job}};
+  if (args.step >= 0) request["step"] = args.step;
+  CliResult<nlohmann::json> reply = client.value().Request(std::move(request));
+  if (!reply.ok()) return reply.error();
+  CliResult<std::string> blob = client.value().ReadCheckpointBlob();
+  if (!blob.ok()) return blob.error();
+  const std::string which =
+      JobName(args.job) + "'s checkpoint at step " + std::to_string(JsonInt(reply.value(), "step"));
+  auto checkpoint = store::DecodeCheckpoint(blob.value());
+  if (!checkpoint.ok()) {
+    return CliError{kExitFailed, which + ": " + checkpoint.status().message(), "", {}};
+  }
+  CliResult<config::JobConfig> job =
+      ParseRecordedJob(JsonString(reply.value(), "spec_toml"), args.job);
+  if (!job.ok()) return job.error();
+  return ExportSource{std::move(job).value(), std::move(checkpoint).value()};
+}
+
+int WriteModel(const ExportArgs& args, ExportSource source) {
+  store::CheckpointData& checkpoint = source.checkpoint;
+  const config::JobConfig& job = source.job;
   auto spec = model::ParseModelSpec(checkpoint.model_spec);
   if (!spec.ok()) {
     PrintError("checkpoint at step " + std::to_string(checkpoint.step) + ": " +
                spec.status().message());
     return kExitFailed;
   }
+  train::ModelFile file;
   file.spec = spec.value();
   file.step = checkpoint.step;
-  file.job_name = job.value().name;
+  file.job_name = job.name;
   file.params = std::move(checkpoint.params);
-  if (job.value().data.standardize) {
+  if (job.data.standardize) {
     // The statistics are a pure function of the training data: recompute them.
-    auto data = runner::LoadJobData(job.value());
+    auto data = runner::LoadJobData(job);
     if (!data.ok()) {
       PrintError("cannot recompute the feature scaling: " + data.status().message());
       return kExitFailed;
     }
     file.scaling = data.value().scaling;
   } else {
-    file.scaling = data::ConstantScaling(job.value().data.scale);
+    file.scaling = data::ConstantScaling(job.data.scale);
   }
   Status written = train::WriteModelFile(args.output, file);
   if (!written.ok()) {
@@ -86,15 +127,21 @@ int Export(const ExportArgs& args) {
                      .dump()
               << std::endl;
   } else {
-    std::cout << "wrote " << args.output << " (job " << args.job << ", step " << file.step
-              << ", " << file.params.size() << " parameters)\n";
+    std::cout << "wrote " << args.output << " (job " << args.job << ", step " << file.step << ", "
+              << file.params.size() << " parameters)\n";
   }
   return kExitOk;
 }
 
+int Export(const ExportArgs& args, const GlobalOptions& globals) {
+  CliResult<ExportSource> source = args.db.empty() ? FromDaemon(args, globals) : FromStore(args);
+  if (!source.ok()) return Report(source.error());
+  return WriteModel(args, std::move(source).value());
+}
+
 }  // namespace
 
-void AddExportCommand(CLI::App& app, int& exit_code) {
+void AddExportCommand(CLI::App& app, Globals globals, int& exit_code) {
   auto args = std::make_shared<ExportArgs>();
   CLI::App* cmd = app.add_subcommand("export", "Write a job's checkpoint as a model file (.dtm)");
   cmd->add_option("job", args->job, "The job id")->required();
@@ -103,9 +150,10 @@ void AddExportCommand(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("--step", args->step, "Export the checkpoint of this step (default: newest)")
       ->type_name("N");
-  cmd->add_option("--db", args->db, "The store file")->type_name("PATH")->capture_default_str();
+  cmd->add_option("--db", args->db, "Read this store file instead of asking the daemon")
+      ->type_name("PATH");
   cmd->add_flag("--json", args->json, "Print one JSON object");
-  cmd->callback([args, &exit_code] { exit_code = Export(*args); });
+  cmd->callback([args, globals, &exit_code] { exit_code = Export(*args, *globals); });
 }
 
 }  // namespace dtrain::cli

@@ -52,8 +52,7 @@ std::string FormatAge(double then, double now) {
 }
 
 double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string FormatBytes(std::int64_t bytes) {
@@ -85,8 +84,8 @@ std::optional<double> ParseTimePoint(std::string_view text, double now) {
     if (scale > 0) return now - value * scale;
   }
   const std::string s(text);
-  for (const char* format : {"%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M",
-                             "%Y-%m-%dT%H:%M", "%Y-%m-%d"}) {
+  for (const char* format :
+       {"%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d"}) {
     std::tm local{};
     const char* end = ::strptime(s.c_str(), format, &local);
     if (end == nullptr || *end != '\0') continue;

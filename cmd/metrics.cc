@@ -1,11 +1,18 @@
-// dtrain metrics: read a job's metrics back from the store, as a table, CSV or JSON.
+// dtrain metrics: a job's recorded metrics, from the daemon or from a store file (--db), as a
+// table, CSV, JSON or a plot over steps.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "cmd/cli_error.h"
 #include "cmd/commands.h"
+#include "cmd/daemon_client.h"
 #include "cmd/exit_codes.h"
+#include "cmd/json_fields.h"
+#include "cmd/plot.h"
 #include "cmd/stored_job.h"
 #include "cmd/terminal.h"
 
@@ -14,31 +21,68 @@ namespace {
 
 struct MetricsArgs {
   std::int64_t job = 0;
-  std::string db = kDefaultDb;
+  std::string db;    // empty: ask the daemon
   std::string name;  // substring of the metric name; empty: all
   std::string format = "table";
+  bool plot = false;
 };
 
-int Metrics(const MetricsArgs& args) {
-  std::unique_ptr<store::Store> store = OpenStoreOrReport(args.db);
-  if (!store) return kExitFailed;
-  auto job = store->GetJob(args.job);
-  if (!job.ok()) {
-    PrintError(job.status().message());
-    return kExitFailed;
+CliResult<std::vector<store::MetricRow>> FromStore(const MetricsArgs& args) {
+  CliResult<std::unique_ptr<store::Store>> store = OpenStoreWithJob(args.db, args.job);
+  if (!store.ok()) return store.error();
+  auto rows = store.value()->Metrics(args.job, "");
+  if (!rows.ok()) return ErrorFrom(rows.status());
+  return std::move(rows).value();
+}
+
+CliResult<std::vector<store::MetricRow>> FromDaemon(const MetricsArgs& args,
+                                                    const GlobalOptions& globals) {
+  CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+  if (!client.ok()) return client.error();
+  nlohmann::json request = {{"type", "metrics"}, {"id", args.job}};
+  if (!args.name.empty()) request["name"] = args.name;
+  CliResult<nlohmann::json> reply = client.value().Request(std::move(request));
+  if (!reply.ok()) return reply.error();
+  std::vector<store::MetricRow> rows;
+  for (const nlohmann::json& m : JsonArray(reply.value(), "metrics")) {
+    rows.push_back({.step = JsonInt(m, "step"),
+                    .worker = static_cast<int>(JsonInt(m, "worker")),
+                    .name = JsonString(m, "name"),
+                    .value = JsonNumber(m, "value"),
+                    .epoch = JsonNumber(m, "epoch"),
+                    .time = JsonNumber(m, "time")});
   }
-  auto rows = store->Metrics(args.job, "");
-  if (!rows.ok()) {
-    PrintError(rows.status().message());
-    return kExitFailed;
+  return rows;
+}
+
+// One plot per metric name, or per name and worker when several workers reported.
+void Plot(const std::vector<store::MetricRow>& rows) {
+  std::set<int> workers;
+  for (const store::MetricRow& r : rows) workers.insert(r.worker);
+  std::map<std::pair<std::string, int>, PlotSeries> series;
+  for (const store::MetricRow& r : rows) {
+    const int worker = workers.size() > 1 ? r.worker : 0;
+    PlotSeries& s = series[{r.name, worker}];
+    if (s.title.empty()) {
+      s.title = workers.size() > 1 ? r.name + " (worker " + std::to_string(r.worker) + ")" : r.name;
+    }
+    s.points.emplace_back(static_cast<double>(r.step), r.value);
   }
-  std::vector<store::MetricRow> kept;
-  for (store::MetricRow& row : rows.value()) {
-    if (row.name.find(args.name) != std::string::npos) kept.push_back(std::move(row));
+  PlotStyle style;
+  style.braille = TerminalIsUtf8();
+  style.color = ColorOnStdout();
+  bool first = true;
+  for (const auto& [key, s] : series) {
+    if (!first) std::cout << '\n';
+    first = false;
+    PrintPlot(s, style, std::cout);
   }
-  if (args.format == "json") {
+}
+
+void Print(const std::vector<store::MetricRow>& rows, const std::string& format) {
+  if (format == "json") {
     nlohmann::json out = nlohmann::json::array();
-    for (const store::MetricRow& r : kept) {
+    for (const store::MetricRow& r : rows) {
       out.push_back({{"step", r.step},
                      {"epoch", r.epoch},
                      {"worker", r.worker},
@@ -47,36 +91,54 @@ int Metrics(const MetricsArgs& args) {
                      {"time", r.time}});
     }
     std::cout << out.dump() << std::endl;
-  } else if (args.format == "csv") {
+  } else if (format == "csv") {
     std::printf("step,epoch,worker,name,value,time\n");
-    for (const store::MetricRow& r : kept) {
-      std::printf("%lld,%.6f,%d,%s,%.9g,%.3f\n", static_cast<long long>(r.step), r.epoch,
-                  r.worker, r.name.c_str(), r.value, r.time);
+    for (const store::MetricRow& r : rows) {
+      std::printf("%lld,%.6f,%d,%s,%.9g,%.3f\n", static_cast<long long>(r.step), r.epoch, r.worker,
+                  r.name.c_str(), r.value, r.time);
     }
   } else {
     std::printf("%10s %8s %6s  %-16s %14s\n", "STEP", "EPOCH", "WORKER", "NAME", "VALUE");
-    for (const store::MetricRow& r : kept) {
+    for (const store::MetricRow& r : rows) {
       std::printf("%10lld %8.3f %6d  %-16s %14.6g\n", static_cast<long long>(r.step), r.epoch,
                   r.worker, r.name.c_str(), r.value);
     }
+  }
+}
+
+int Metrics(const MetricsArgs& args, const GlobalOptions& globals) {
+  CliResult<std::vector<store::MetricRow>> rows =
+      args.db.empty() ? FromDaemon(args, globals) : FromStore(args);
+  if (!rows.ok()) return Report(rows.error());
+  std::vector<store::MetricRow> kept;
+  for (store::MetricRow& row : rows.value()) {
+    if (row.name.find(args.name) != std::string::npos) kept.push_back(std::move(row));
+  }
+  if (args.plot) {
+    Plot(kept);
+  } else {
+    Print(kept, args.format);
   }
   return kExitOk;
 }
 
 }  // namespace
 
-void AddMetricsCommand(CLI::App& app, int& exit_code) {
+void AddMetricsCommand(CLI::App& app, Globals globals, int& exit_code) {
   auto args = std::make_shared<MetricsArgs>();
-  CLI::App* cmd = app.add_subcommand("metrics", "Print a job's recorded metrics");
+  CLI::App* cmd = app.add_subcommand("metrics", "Print or plot a job's recorded metrics");
   cmd->add_option("job", args->job, "The job id")->required();
-  cmd->add_option("--db", args->db, "The store file")->type_name("PATH")->capture_default_str();
   cmd->add_option("--name", args->name,
                   "Only metrics whose name contains this (e.g. loss, eval_accuracy)")
       ->type_name("NAME");
-  cmd->add_option("--format", args->format, "Output format")
-      ->check(CLI::IsMember({"table", "csv", "json"}))
-      ->capture_default_str();
-  cmd->callback([args, &exit_code] { exit_code = Metrics(*args); });
+  CLI::Option* format = cmd->add_option("--format", args->format, "Output format")
+                            ->check(CLI::IsMember({"table", "csv", "json"}))
+                            ->capture_default_str();
+  cmd->add_flag("--plot", args->plot, "Plot each metric over the steps in the terminal")
+      ->excludes(format);
+  cmd->add_option("--db", args->db, "Read this store file instead of asking the daemon")
+      ->type_name("PATH");
+  cmd->callback([args, globals, &exit_code] { exit_code = Metrics(*args, *globals); });
 }
 
 }  // namespace dtrain::cli

@@ -3,13 +3,14 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cmd/cli_error.h"
 #include "cmd/commands.h"
 #include "cmd/exit_codes.h"
+#include "cmd/interrupt.h"
 #include "cmd/progress.h"
 #include "cmd/stored_job.h"
 #include "cmd/terminal.h"
@@ -28,29 +29,10 @@ struct RunArgs {
   bool resume_flag = false;
 };
 
-std::atomic<bool> g_stop{false};
-static_assert(std::atomic<bool>::is_always_lock_free, "used from a signal handler");
-
-extern "C" void OnStopSignal(int) { g_stop.store(true); }
-
-void InstallStopHandlers() {
-  struct sigaction action {};
-  action.sa_handler = OnStopSignal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-}
-
 std::string HostName() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
   return name;
-}
-
-void PrintDiagnostics(const std::vector<config::Diagnostic>& diagnostics) {
-  for (const config::Diagnostic& d : diagnostics) {
-    std::cerr << config::FormatDiagnostic(d) << '\n';
-  }
 }
 
 // Makes a previously interrupted/crashed job runnable again; refuses one that is finished or
@@ -137,8 +119,9 @@ int Run(const RunArgs& args) {
     PrintError("run needs a job file, or --resume JOB");
     return kExitUsage;
   }
-  std::unique_ptr<store::Store> store = OpenStoreOrReport(args.db);
-  if (!store) return kExitFailed;
+  CliResult<std::unique_ptr<store::Store>> opened = OpenStore(args.db);
+  if (!opened.ok()) return Report(opened.error());
+  store::Store* store = opened.value().get();
 
   config::JobConfig job;
   std::int64_t job_id = 0;
@@ -149,16 +132,13 @@ int Run(const RunArgs& args) {
       PrintError("--resume takes a job id, got '" + args.resume + "'");
       return kExitUsage;
     }
-    auto stored = StoredJobConfig(*store, job_id);
-    if (!stored.ok()) {
-      PrintError(stored.status().message());
-      return kExitFailed;
-    }
-    job = stored.value();
+    CliResult<config::JobConfig> stored = StoredJobConfig(*store, job_id, args.db);
+    if (!stored.ok()) return Report(stored.error());
+    job = std::move(stored).value();
   } else {
     config::LoadResult loaded = config::LoadJobFile(args.job_file, args.overrides);
     if (!loaded.ok()) {
-      PrintDiagnostics(loaded.diagnostics);
+      PrintDiagnostics(loaded.diagnostics, args.job_file);
       return kExitUsage;
     }
     job = *loaded.job;
@@ -198,7 +178,7 @@ int Run(const RunArgs& args) {
   }
   InstallStopHandlers();
   ProgressPrinter progress(args.json);
-  auto outcome = runner::RunJobInProcess(job, job_id, *store, {&g_stop, &progress});
+  auto outcome = runner::RunJobInProcess(job, job_id, *store, {StopFlag(), &progress});
   progress.Finish();
   const int code = !outcome.ok()                                        ? kExitFailed
                    : outcome.value().state == store::JobState::kSucceeded ? kExitOk

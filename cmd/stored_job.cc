@@ -1,32 +1,63 @@
 #include "cmd/stored_job.h"
 
-#include "cmd/terminal.h"
+#include <filesystem>
+#include <system_error>
+
 #include "config/job_file.h"
 
 namespace dtrain::cli {
 
-std::unique_ptr<store::Store> OpenStoreOrReport(const std::string& path) {
+CliResult<std::unique_ptr<store::Store>> OpenStore(const std::string& path) {
   auto opened = store::Store::Open(path);
-  if (!opened.ok()) {
-    PrintError(path + ": " + opened.status().message());
-    return nullptr;
-  }
+  if (!opened.ok()) return CliError{kExitFailed, path + ": " + opened.status().message(), "", {}};
   return std::move(opened).value();
 }
 
-Result<config::JobConfig> StoredJobConfig(store::Store& store, std::int64_t job_id) {
-  auto record = store.GetJob(job_id);
-  if (!record.ok()) return record.status();
-  const std::string display = "job " + std::to_string(job_id);
-  config::LoadResult loaded = config::ParseJobText(record.value().spec_toml, display, {}, "/");
-  if (!loaded.ok()) {
-    std::string message = display + ": the recorded job file no longer validates:";
-    for (const config::Diagnostic& d : loaded.diagnostics) {
-      message += "\n  " + config::FormatDiagnostic(d);
-    }
-    return Status::Error(message);
+CliResult<std::unique_ptr<store::Store>> OpenExistingStore(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
+    return CliError{kExitNotFound, path + ": no such store file", "not_found", {}};
   }
-  return *loaded.job;
+  return OpenStore(path);
+}
+
+CliResult<std::unique_ptr<store::Store>> OpenStoreWithJob(const std::string& db,
+                                                          std::int64_t job_id) {
+  CliResult<std::unique_ptr<store::Store>> store = OpenExistingStore(db);
+  if (!store.ok()) return store;
+  CliResult<store::JobRecord> job = StoredJob(*store.value(), job_id, db);
+  if (!job.ok()) return job.error();
+  return store;
+}
+
+CliResult<store::JobRecord> StoredJob(store::Store& store, std::int64_t job_id,
+                                      const std::string& db) {
+  auto record = store.GetJob(job_id);
+  if (record.ok()) return std::move(record).value();
+  // Absent, or the store could not be read? Only the former is "not found".
+  auto jobs = store.ListJobs();
+  if (!jobs.ok()) return ErrorFrom(record.status());
+  for (const store::JobRecord& job : jobs.value()) {
+    if (job.id == job_id) return ErrorFrom(record.status());
+  }
+  return CliError{kExitNotFound, db + " has no job " + std::to_string(job_id), "not_found", {}};
+}
+
+CliResult<config::JobConfig> ParseRecordedJob(const std::string& spec_toml, std::int64_t job_id) {
+  const std::string display = "job " + std::to_string(job_id);
+  config::LoadResult loaded = config::ParseJobText(spec_toml, display, {}, "/");
+  if (!loaded.ok()) {
+    return CliError{kExitFailed, display + ": the recorded job file no longer validates:", "",
+                    std::move(loaded.diagnostics)};
+  }
+  return std::move(*loaded.job);
+}
+
+CliResult<config::JobConfig> StoredJobConfig(store::Store& store, std::int64_t job_id,
+                                             const std::string& db) {
+  CliResult<store::JobRecord> record = StoredJob(store, job_id, db);
+  if (!record.ok()) return record.error();
+  return ParseRecordedJob(record.value().spec_toml, job_id);
 }
 
 }  // namespace dtrain::cli

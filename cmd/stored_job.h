@@ -1,7 +1,10 @@
-// Helpers for subcommands that work on a job recorded in a local store file (`--db PATH`).
+// Helpers for subcommands that work on a job recorded in a local store file (`run`, and
+// `metrics`, `checkpoints`, `export` with `--db PATH`), and for reading a recorded job file back
+// (also what the daemon sends as `spec_toml`).
 //
-//   auto store = OpenStoreOrReport(db);            // prints the error itself
-//   Result<config::JobConfig> job = StoredJobConfig(*store, id);
+//   CliResult<std::unique_ptr<store::Store>> store = OpenStoreWithJob(db, id);
+//   if (!store.ok()) return Report(store.error());   // no such file or job: exit 4
+//   CliResult<config::JobConfig> job = StoredJobConfig(*store.value(), id, db);
 //
 // One thread at a time.
 #pragma once
@@ -10,18 +13,34 @@
 #include <memory>
 #include <string>
 
+#include "cmd/cli_error.h"
 #include "config/job.h"
-#include "core/status.h"
 #include "daemon/store/store.h"
 
 namespace dtrain::cli {
 
 inline constexpr const char* kDefaultDb = "dtrain.db";
 
-// The store at `path`, or null after printing why it could not be opened.
-std::unique_ptr<store::Store> OpenStoreOrReport(const std::string& path);
+// The store at `path`, created when missing (for `run`).
+CliResult<std::unique_ptr<store::Store>> OpenStore(const std::string& path);
+// The store at `path`, which must exist: reading commands never create one. A missing file is
+// kExitNotFound (it holds no job).
+CliResult<std::unique_ptr<store::Store>> OpenExistingStore(const std::string& path);
 
-// The job's fully resolved job file, as recorded at submission, parsed back.
-Result<config::JobConfig> StoredJobConfig(store::Store& store, std::int64_t job_id);
+// OpenExistingStore, then StoredJob: the store at `db`, when it holds the job.
+CliResult<std::unique_ptr<store::Store>> OpenStoreWithJob(const std::string& db,
+                                                          std::int64_t job_id);
+
+// The job's record; kExitNotFound, naming `db`, when the store has no such job.
+CliResult<store::JobRecord> StoredJob(store::Store& store, std::int64_t job_id,
+                                      const std::string& db);
+
+// A recorded, fully resolved job file parsed back (exit code kExitFailed if it no longer
+// validates, e.g. a data file has gone).
+CliResult<config::JobConfig> ParseRecordedJob(const std::string& spec_toml, std::int64_t job_id);
+
+// StoredJob, then ParseRecordedJob of its job file.
+CliResult<config::JobConfig> StoredJobConfig(store::Store& store, std::int64_t job_id,
+                                             const std::string& db);
 
 }  // namespace dtrain::cli

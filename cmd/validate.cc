@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "cmd/cli_error.h"
 #include "cmd/commands.h"
 #include "cmd/exit_codes.h"
 #include "config/job_file.h"
@@ -17,12 +18,7 @@ struct ValidateArgs {
 int Validate(const ValidateArgs& args) {
   config::LoadResult loaded = config::LoadJobFile(args.job_file, args.overrides);
   if (!loaded.ok()) {
-    for (const config::Diagnostic& d : loaded.diagnostics) {
-      std::cerr << config::FormatDiagnostic(d) << '\n';
-    }
-    std::cerr << loaded.diagnostics.size()
-              << (loaded.diagnostics.size() == 1 ? " problem" : " problems") << " in "
-              << args.job_file << '\n';
+    PrintDiagnostics(loaded.diagnostics, args.job_file);
     return kExitUsage;
   }
   std::cout << config::FormatResolvedJob(*loaded.job);

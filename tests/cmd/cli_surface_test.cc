@@ -29,6 +29,18 @@ struct Command {
   std::vector<std::string> long_options;  // "--db"
 };
 
+// The long options of the root command in kGlobalGroup.
+std::vector<std::string> GlobalOptions() {
+  int exit_code = 0;
+  std::unique_ptr<CLI::App> app = BuildApp(exit_code);
+  std::vector<std::string> out;
+  for (const CLI::Option* opt : app->get_options()) {
+    if (opt->get_group() != kGlobalGroup) continue;
+    for (const std::string& l : opt->get_lnames()) out.push_back("--" + l);
+  }
+  return out;
+}
+
 std::vector<Command> CommandTable() {
   int exit_code = 0;
   std::unique_ptr<CLI::App> app = BuildApp(exit_code);
@@ -43,9 +55,8 @@ std::vector<Command> CommandTable() {
   return out;
 }
 
-// The man page's text for one subcommand: from its .SS header to the next section header.
-std::string ManSection(const std::string& page, const std::string& command) {
-  const std::string header = ".SS \"dtrain " + command;
+// The man page's text from `header` to the next section header.
+std::string ManPart(const std::string& page, const std::string& header) {
   const auto begin = page.find(header);
   if (begin == std::string::npos) return "";
   auto end = page.find("\n.S", begin + header.size());
@@ -64,8 +75,9 @@ BOOST_AUTO_TEST_SUITE(cli_surface)
 BOOST_AUTO_TEST_CASE(the_table_has_the_documented_subcommands) {
   std::vector<std::string> names;
   for (const Command& c : CommandTable()) names.push_back(c.name);
-  for (const char* expected : {"run", "validate", "export", "predict", "eval", "metrics",
-                               "completion"}) {
+  for (const char* expected :
+       {"run", "submit", "status", "list", "cancel", "wait", "logs", "metrics", "checkpoints",
+        "export", "validate", "predict", "eval", "version", "completion"}) {
     BOOST_TEST_CONTEXT(expected) {
       BOOST_TEST((std::find(names.begin(), names.end(), expected) != names.end()));
     }
@@ -77,6 +89,10 @@ BOOST_AUTO_TEST_CASE(help_of_every_subcommand_lists_its_options) {
   const std::string bin = Env("DTRAIN_BIN");
   const auto top = RunProcess({bin, "--help"}, dir.Path(""));
   BOOST_TEST(top.exit_code == 0);
+  BOOST_TEST(!GlobalOptions().empty());
+  for (const std::string& opt : GlobalOptions()) {
+    BOOST_TEST(top.out.find(opt) != std::string::npos, opt);
+  }
   for (const Command& c : CommandTable()) {
     BOOST_TEST_CONTEXT("dtrain " << c.name << " --help") {
       BOOST_TEST(top.out.find(c.name) != std::string::npos);
@@ -120,6 +136,35 @@ BOOST_AUTO_TEST_CASE(committed_completions_are_what_the_binary_generates) {
   BOOST_TEST(complete("dtrain va", 1) == "validate\n");
   BOOST_TEST(complete("dtrain run --re", 2) == "--resume\n");
   BOOST_TEST(complete("dtrain export 3 --o", 3) == "--output\n");
+  BOOST_TEST(complete("dtrain --socket /x.sock st", 3) == "status\n");
+  BOOST_TEST(complete("dtrain status --so", 2) == "--socket\n");
+
+  const auto loaded = RunProcess(
+      {"/bin/bash", "-c", "source '" + script + "' && complete -p dtrain"}, dir.Path(""));
+  BOOST_TEST(loaded.exit_code == 0, loaded.err);
+  BOOST_TEST(loaded.out == "complete -o filenames -F _dtrain dtrain\n");
+
+  // Job ids come from `dtrain list --json` (here a shell function standing in for the binary);
+  // job files are *.toml.
+  auto complete_in = [&](const std::string& words, int cword) {
+    const std::string fake_list =
+        "dtrain() { [[ \"$*\" == 'list --json --limit 50' ]] && "
+        "echo '[{\"id\":7,\"workers\":[{\"pid\":9}]},{\"id\":12}]'; }; ";
+    return RunProcess({"/bin/bash", "-c",
+                       fake_list + "cd '" + dir.Path("") + "' && source '" + script +
+                           "'; COMP_WORDS=(" + words + "); COMP_CWORD=" +
+                           std::to_string(cword) + "; _dtrain; echo \"${COMPREPLY[*]}\""},
+                      dir.Path(""))
+        .out;
+  };
+  dir.Write("a.toml", "");
+  dir.Write("b.txt", "");
+  BOOST_TEST(complete_in("dtrain status ''", 2) == "7 12\n");
+  BOOST_TEST(complete_in("dtrain logs -f --tail 5 1", 5) == "12\n");
+  BOOST_TEST(complete_in("dtrain --socket s wait ''", 4) == "7 12\n");
+  BOOST_TEST(complete_in("dtrain submit ''", 2).find("a.toml") != std::string::npos);
+  BOOST_TEST(complete_in("dtrain submit ''", 2).find("b.txt") == std::string::npos);
+  BOOST_TEST(complete_in("dtrain export 7 -o ''", 4).find("b.txt") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(the_man_page_documents_every_subcommand_and_option) {
@@ -127,7 +172,7 @@ BOOST_AUTO_TEST_CASE(the_man_page_documents_every_subcommand_and_option) {
   BOOST_REQUIRE(!page.empty());
   for (const Command& c : CommandTable()) {
     BOOST_TEST_CONTEXT("dtrain " << c.name) {
-      const std::string section = ManSection(page, c.name);
+      const std::string section = ManPart(page, ".SS \"dtrain " + c.name);
       BOOST_TEST(!section.empty(), "man/dtrain.1 has no .SS \"dtrain " << c.name << "\"");
       for (const std::string& opt : c.long_options) {
         if (opt == "--help") continue;
@@ -135,9 +180,18 @@ BOOST_AUTO_TEST_CASE(the_man_page_documents_every_subcommand_and_option) {
       }
     }
   }
-  for (const char* heading : {".SH EXIT STATUS", ".SH ENVIRONMENT", ".SH FILES"}) {
-    BOOST_TEST(page.find(heading) != std::string::npos, heading);
+  for (const std::string& opt : GlobalOptions()) {
+    BOOST_TEST(ManPart(page, ".SH OPTIONS").find(RoffDashes(opt)) != std::string::npos, opt);
   }
+  const std::string exit_status = ManPart(page, ".SH EXIT STATUS");
+  for (const char* code : {"0", "1", "2", "3", "4", "130"}) {
+    BOOST_TEST(exit_status.find(".B " + std::string(code) + "\n") != std::string::npos, code);
+  }
+  const std::string environment = ManPart(page, ".SH ENVIRONMENT");
+  for (const char* variable : {"DTRAIN_SOCKET", "XDG_RUNTIME_DIR", "NO_COLOR"}) {
+    BOOST_TEST(environment.find(variable) != std::string::npos, variable);
+  }
+  BOOST_TEST(ManPart(page, ".SH FILES").find("/run/dtrain/dtraind.sock") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,197 @@
+#include "cmd/job_view.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "cmd/exit_codes.h"
+#include "cmd/human.h"
+#include "cmd/json_fields.h"
+#include "cmd/terminal.h"
+#include "cmd/text_table.h"
+
+namespace dtrain::cli {
+namespace {
+
+// A uid as its user name on this host, else "uid N".
+std::string OwnerName(const nlohmann::json& job) {
+  const nlohmann::json* owner = JsonField(job, "owner");
+  if (owner == nullptr) return "";
+  if (owner->is_string()) return owner->get<std::string>();
+  if (!owner->is_number_integer()) return "";
+  const auto uid = owner->get<std::int64_t>();
+  passwd entry{};
+  passwd* found = nullptr;
+  char buffer[1024];
+  if (uid >= 0 &&
+      ::getpwuid_r(static_cast<uid_t>(uid), &entry, buffer, sizeof buffer, &found) == 0 &&
+      found != nullptr) {
+    return found->pw_name;
+  }
+  return "uid " + std::to_string(uid);
+}
+
+std::optional<std::int64_t> OptionalInt(const nlohmann::json& object, const std::string& key) {
+  if (!JsonOptionalNumber(object, key)) return std::nullopt;
+  return JsonInt(object, key);
+}
+
+std::string_view StateColor(const std::string& state) {
+  if (state == "succeeded") return kGreen;
+  if (state == "failed") return kRed;
+  if (state == "cancelled") return kYellow;
+  if (state == "queued") return {};
+  return kCyan;
+}
+
+std::string FormatValue(double value) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%.6g", value);
+  return out;
+}
+
+std::string MetricsLine(const JobInfo& job) {
+  std::string line;
+  for (const auto& [name, value] : job.metrics) {
+    line += (line.empty() ? "" : "  ") + name + " " + FormatValue(value);
+  }
+  return line;
+}
+
+std::string WorkerExit(const WorkerInfo& w) {
+  if (w.signal && *w.signal > 0) return "signal " + std::to_string(*w.signal);
+  if (w.exit_status) return "exit " + std::to_string(*w.exit_status);
+  return "-";
+}
+
+std::string TimeWithAge(double time, double now) {
+  if (!(time > 0)) return "-";
+  return FormatLocalTime(time) + " (" + FormatAge(time, now) + ")";
+}
+
+}  // namespace
+
+JobInfo ParseJob(const nlohmann::json& job) {
+  JobInfo info;
+  info.id = JsonInt(job, "id");
+  info.name = JsonString(job, "name");
+  info.state = JsonString(job, "state");
+  info.reason = JsonString(job, "reason");
+  info.owner = OwnerName(job);
+  info.priority = JsonInt(job, "priority");
+  info.created = JsonNumber(job, "created");
+  info.updated = JsonNumber(job, "updated");
+  info.step = JsonInt(job, "step");
+  info.restarts = JsonInt(job, "restarts");
+  if (const nlohmann::json* metrics = JsonField(job, "metrics"); metrics && metrics->is_object()) {
+    for (const auto& [name, value] : metrics->items()) {
+      if (value.is_number()) info.metrics.emplace_back(name, value.get<double>());
+    }
+  }
+  for (const nlohmann::json& w : JsonArray(job, "workers")) {
+    info.workers.push_back({JsonInt(w, "rank"), JsonString(w, "role"), JsonString(w, "host"),
+                            JsonInt(w, "pid"), JsonString(w, "state"),
+                            OptionalInt(w, "exit_status"), OptionalInt(w, "signal"),
+                            JsonNumber(w, "started"), JsonNumber(w, "ended")});
+  }
+  for (const nlohmann::json& e : JsonArray(job, "events")) {
+    info.events.push_back({JsonNumber(e, "time"), JsonString(e, "from"), JsonString(e, "to"),
+                           JsonString(e, "reason")});
+  }
+  return info;
+}
+
+std::vector<std::string> JobStateNames() {
+  return {"queued", "starting", "running", "recovering", "succeeded", "failed", "cancelled"};
+}
+
+int ExitCodeForState(const std::string& state) {
+  if (state == "succeeded") return kExitOk;
+  if (state == "cancelled") return kExitInterrupted;
+  return kExitFailed;
+}
+
+int DistinctRanks(const JobInfo& job) {
+  std::set<std::int64_t> ranks;
+  for (const WorkerInfo& w : job.workers) ranks.insert(w.rank);
+  return static_cast<int>(ranks.size());
+}
+
+void PrintJobDetail(const JobInfo& job, std::ostream& out, bool color, int max_events) {
+  const double now = UnixNow();
+  out << Paint(color, kBold, "job " + std::to_string(job.id)) << "  " << job.name << '\n';
+  out << "  state     " << Paint(color, StateColor(job.state), job.state)
+      << (job.reason.empty() ? "" : ": " + job.reason) << '\n';
+  out << "  owner     " << (job.owner.empty() ? "-" : job.owner) << '\n';
+  out << "  priority  " << job.priority << '\n';
+  out << "  created   " << TimeWithAge(job.created, now) << '\n';
+  out << "  updated   " << TimeWithAge(job.updated, now) << '\n';
+  out << "  step      " << job.step << '\n';
+  out << "  restarts  " << job.restarts << '\n';
+  out << "  metrics   " << (job.metrics.empty() ? "-" : MetricsLine(job)) << '\n';
+  if (!job.workers.empty()) {
+    out << "workers\n";
+    TextTable table({"RANK", "ROLE", "HOST", "PID", "STATE", "EXIT", "STARTED", "ENDED"},
+                    {true, false, false, true});
+    for (const WorkerInfo& w : job.workers) {
+      table.AddRow({{std::to_string(w.rank)},
+                    {w.role},
+                    {w.host},
+                    {w.pid > 0 ? std::to_string(w.pid) : "-"},
+                    {w.state, w.state == "running"  ? kCyan
+                              : w.state == "killed" ? kRed
+                                                    : ""},
+                    {WorkerExit(w)},
+                    {FormatLocalTime(w.started)},
+                    {FormatLocalTime(w.ended)}});
+    }
+    table.Print(out, color, "  ");
+  }
+  if (!job.events.empty()) {
+    const std::size_t shown = std::min(job.events.size(), static_cast<std::size_t>(max_events));
+    const std::size_t skipped = job.events.size() - shown;
+    out << "events"
+        << (skipped > 0 ? " (the last " + std::to_string(shown) + " of " +
+                              std::to_string(job.events.size()) + ")"
+                        : "")
+        << '\n';
+    TextTable table({"TIME", "FROM", "TO", "REASON"}, {});
+    for (std::size_t i = skipped; i < job.events.size(); ++i) {
+      const EventInfo& e = job.events[i];
+      table.AddRow({{FormatLocalTime(e.time)},
+                    {e.from.empty() ? "-" : e.from},
+                    {e.to, StateColor(e.to)},
+                    {e.reason}});
+    }
+    table.Print(out, color, "  ");
+  }
+}
+
+void PrintJobTable(const std::vector<JobInfo>& jobs, std::ostream& out, bool color) {
+  const double now = UnixNow();
+  TextTable table({"ID", "NAME", "STATE", "STEP", "PRI", "OWNER", "UPDATED", "REASON"},
+                  {true, false, false, true, true});
+  for (const JobInfo& job : jobs) {
+    table.AddRow({{std::to_string(job.id)},
+                  {job.name},
+                  {job.state, StateColor(job.state)},
+                  {std::to_string(job.step)},
+                  {std::to_string(job.priority)},
+                  {job.owner.empty() ? "-" : job.owner},
+                  {FormatAge(job.updated, now)},
+                  {job.reason}});
+  }
+  table.Print(out, color);
+}
+
+void PrintJobResult(const JobInfo& job, std::ostream& out, bool color) {
+  out << "job " << job.id << " (" << job.name << ") "
+      << Paint(color, StateColor(job.state), job.state) << " at step " << job.step
+      << (job.reason.empty() ? "" : ": " + job.reason) << '\n';
+  if (!job.metrics.empty()) out << "  " << MetricsLine(job) << '\n';
+}
+
+}  // namespace dtrain::cli

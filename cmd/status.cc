@@ -1,0 +1,97 @@
+// dtrain status / dtrain list: one daemon job in detail, or a table of recent jobs.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cmd/cli_error.h"
+#include "cmd/commands.h"
+#include "cmd/daemon_client.h"
+#include "cmd/exit_codes.h"
+#include "cmd/job_view.h"
+#include "cmd/json_fields.h"
+#include "cmd/terminal.h"
+
+namespace dtrain::cli {
+namespace {
+
+struct ListArgs {
+  std::string state;  // empty: every state
+  int limit = 20;
+  bool json = false;
+};
+
+struct StatusArgs {
+  std::int64_t job = 0;
+  bool job_given = false;
+  bool json = false;
+};
+
+// The newest jobs as a table, or (json) as an array of JOB objects.
+int List(const ListArgs& args, const GlobalOptions& globals) {
+  CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+  if (!client.ok()) return Report(client.error());
+  nlohmann::json request = {{"type", "list"}, {"limit", args.limit}};
+  if (!args.state.empty()) request["state"] = args.state;
+  CliResult<nlohmann::json> reply = client.value().Request(std::move(request));
+  if (!reply.ok()) return Report(reply.error());
+  const nlohmann::json& jobs = JsonArray(reply.value(), "jobs");
+  if (args.json) {
+    std::cout << jobs.dump() << std::endl;
+    return kExitOk;
+  }
+  if (jobs.empty()) {
+    std::cerr << "no jobs" << (args.state.empty() ? "" : " in state " + args.state) << '\n';
+    return kExitOk;
+  }
+  std::vector<JobInfo> infos;
+  for (const nlohmann::json& job : jobs) infos.push_back(ParseJob(job));
+  PrintJobTable(infos, std::cout, ColorOnStdout());
+  return kExitOk;
+}
+
+int Status(const StatusArgs& args, const GlobalOptions& globals) {
+  if (!args.job_given) {
+    ListArgs recent;
+    recent.json = args.json;
+    return List(recent, globals);
+  }
+  CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+  if (!client.ok()) return Report(client.error());
+  CliResult<nlohmann::json> reply = client.value().Request({{"type", "status"}, {"id", args.job}});
+  if (!reply.ok()) return Report(reply.error());
+  const nlohmann::json& object = JsonObject(reply.value(), "job");
+  if (args.json) {
+    std::cout << object.dump() << std::endl;
+  } else {
+    PrintJobDetail(ParseJob(object), std::cout, ColorOnStdout());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddStatusAndListCommands(CLI::App& app, Globals globals, int& exit_code) {
+  auto status = std::make_shared<StatusArgs>();
+  CLI::App* status_cmd = app.add_subcommand(
+      "status", "Show a job in detail (state, reason, workers, events), or the recent jobs");
+  CLI::Option* job =
+      status_cmd->add_option("job", status->job, "The job id (default: list recent jobs)");
+  status_cmd->add_flag("--json", status->json, "Print the daemon's job object (or array)");
+  status_cmd->callback([status, job, globals, &exit_code] {
+    status->job_given = job->count() > 0;
+    exit_code = Status(*status, *globals);
+  });
+
+  auto list = std::make_shared<ListArgs>();
+  CLI::App* list_cmd = app.add_subcommand("list", "List the daemon's jobs, newest first");
+  list_cmd->add_option("--state", list->state, "Only jobs in this state")
+      ->type_name("STATE")
+      ->check(CLI::IsMember(JobStateNames()));
+  list_cmd->add_option("--limit", list->limit, "At most this many jobs")
+      ->type_name("N")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  list_cmd->add_flag("--json", list->json, "Print an array of the daemon's job objects");
+  list_cmd->callback([list, globals, &exit_code] { exit_code = List(*list, *globals); });
+}
+
+}  // namespace dtrain::cli
