@@ -1,0 +1,93 @@
+// The dtrain CLI against a real dtraind: what a user types, end to end.
+#include <boost/test/unit_test.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon_fixture.h"
+
+namespace dtrain::testing {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kJob = R"(name = "cli-e2e"
+[data]
+format = "synthetic"
+synthetic = "blobs"
+rows = 2000
+test_rows = 500
+features = 6
+classes = 3
+[model]
+type = "softmax"
+[train]
+epochs = 2
+batch_size = 32
+[optimizer]
+type = "sgd"
+lr = 0.1
+[checkpoint]
+every_steps = 50
+)";
+
+ProcessResult Dtrain(const DaemonFixture& d, std::vector<std::string> args) {
+  args.insert(args.begin(), {EnvPath("DTRAIN_BIN"), "--socket", d.socket()});
+  return RunProcess(args, d.dir().Path(""));
+}
+
+BOOST_AUTO_TEST_CASE(a_user_submits_follows_inspects_exports_and_cancels) {
+  DaemonFixture d;
+  const std::string job = d.dir().Write("job.toml", kJob);
+
+  // submit follows the job to its end and exits with its result.
+  const ProcessResult submitted = Dtrain(d, {"submit", job});
+  BOOST_TEST(submitted.exit_code == 0, submitted.err);
+  BOOST_TEST(submitted.out.find("step 126 epoch 2.00 test loss") != std::string::npos,
+             submitted.out);
+  BOOST_TEST(submitted.out.find("completed 126 steps") != std::string::npos);
+
+  const ProcessResult status = Dtrain(d, {"status", "1", "--json"});
+  BOOST_TEST(status.exit_code == 0);
+  const json job_object = json::parse(status.out);
+  for (const char* key : {"id", "name", "state", "reason", "step", "metrics", "workers", "events"}) {
+    BOOST_TEST(job_object.contains(key), key);
+  }
+  BOOST_TEST(job_object["state"] == "succeeded");
+
+  const ProcessResult metrics = Dtrain(d, {"metrics", "1", "--name", "eval_accuracy", "--format", "csv"});
+  BOOST_TEST(metrics.exit_code == 0);
+  BOOST_TEST(metrics.out.find("eval_accuracy") != std::string::npos);
+  const ProcessResult checkpoints = Dtrain(d, {"checkpoints", "1", "--json"});
+  BOOST_TEST(checkpoints.exit_code == 0);
+  BOOST_TEST(json::parse(checkpoints.out).back()["step"] == 126, checkpoints.out);
+
+  const ProcessResult exported = Dtrain(d, {"export", "1", "-o", d.dir().Path("m.dtm")});
+  BOOST_TEST(exported.exit_code == 0, exported.err);
+  const ProcessResult evaluated = Dtrain(d, {"eval", d.dir().Path("m.dtm"), job, "--json"});
+  BOOST_TEST(evaluated.exit_code == 0, evaluated.err);
+  BOOST_TEST(json::parse(evaluated.out)["accuracy"] == job_object["metrics"]["eval_accuracy"]);
+
+  // A job that cannot finish soon: --no-wait, then cancel; wait reports the cancellation.
+  const ProcessResult queued =
+      Dtrain(d, {"submit", job, "--no-wait", "--set", "train.epochs=100000"});
+  BOOST_TEST(queued.exit_code == 0, queued.err);
+  const std::string id = queued.out.substr(0, queued.out.find_first_of("\n"));
+  BOOST_TEST(id == "2");
+  BOOST_TEST(Dtrain(d, {"cancel", id}).exit_code == 0);
+  BOOST_TEST(Dtrain(d, {"wait", id}).exit_code == 130);
+  BOOST_TEST(Dtrain(d, {"status", "99"}).exit_code == 4);
+  const ProcessResult logs = Dtrain(d, {"logs", "1", "--tail", "1"});
+  BOOST_TEST(logs.out == "completed 126 steps\n", logs.out);
+}
+
+BOOST_AUTO_TEST_CASE(no_daemon_is_exit_3_with_a_way_forward) {
+  TempDir dir;
+  const ProcessResult r =
+      RunProcess({EnvPath("DTRAIN_BIN"), "--socket", dir.Path("none.sock"), "list"}, dir.Path(""));
+  BOOST_TEST(r.exit_code == 3);
+  BOOST_TEST(r.err.find("none.sock") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("dtraind") != std::string::npos, r.err);
+}
+
+}  // namespace
+}  // namespace dtrain::testing
