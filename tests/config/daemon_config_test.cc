@@ -79,8 +79,8 @@ BOOST_AUTO_TEST_CASE(defaults_under_systemd_come_from_its_directories) {
   Environment(env, {{"RUNTIME_DIRECTORY", "/run/dtrain"},
                     {"STATE_DIRECTORY", "/var/lib/dtrain"},
                     {"XDG_RUNTIME_DIR", "/run/user/1000"},
-                    {"XDG_STATE_HOME", "/home/u/.local/state"},
-                    {"HOME", "/home/u"}});
+                    {"XDG_STATE_HOME", "/users/u/.local/state"},
+                    {"HOME", "/users/u"}});
   const DaemonConfig c = DefaultDaemonConfig();
   BOOST_TEST(c.socket == "/run/dtrain/dtraind.sock");
   BOOST_TEST(c.state_dir == "/var/lib/dtrain");
@@ -106,11 +106,11 @@ BOOST_AUTO_TEST_CASE(systemd_lists_of_directories_count_by_their_first) {
 BOOST_AUTO_TEST_CASE(defaults_for_a_user_follow_xdg) {
   ScopedEnv env;
   Environment(env, {{"XDG_RUNTIME_DIR", "/run/user/1000"},
-                    {"XDG_STATE_HOME", "/home/u/state"},
-                    {"HOME", "/home/u"}});
+                    {"XDG_STATE_HOME", "/users/u/state"},
+                    {"HOME", "/users/u"}});
   const DaemonConfig c = DefaultDaemonConfig();
   BOOST_TEST(c.socket == "/run/user/1000/dtrain/dtraind.sock");
-  BOOST_TEST(c.state_dir == "/home/u/state/dtrain");
+  BOOST_TEST(c.state_dir == "/users/u/state/dtrain");
 }
 
 BOOST_AUTO_TEST_CASE(without_xdg_the_socket_is_in_tmp_and_the_state_in_home) {
@@ -119,10 +119,10 @@ BOOST_AUTO_TEST_CASE(without_xdg_the_socket_is_in_tmp_and_the_state_in_home) {
   Environment(env, {{"RUNTIME_DIRECTORY", ""},
                     {"XDG_RUNTIME_DIR", "relative/run"},
                     {"XDG_STATE_HOME", ""},
-                    {"HOME", "/home/someone"}});
+                    {"HOME", "/users/someone"}});
   const DaemonConfig c = DefaultDaemonConfig();
   BOOST_TEST(c.socket == UserTemp() + "/dtraind.sock");
-  BOOST_TEST(c.state_dir == "/home/someone/.local/state/dtrain");
+  BOOST_TEST(c.state_dir == "/users/someone/.local/state/dtrain");
 }
 
 BOOST_AUTO_TEST_CASE(without_home_the_state_is_in_the_users_home_or_tmp) {
@@ -321,7 +321,7 @@ BOOST_AUTO_TEST_CASE(listen_addresses_have_the_form_addr_port) {
 
 BOOST_AUTO_TEST_CASE(formatted_config_parses_back_to_an_equal_config) {
   ScopedEnv env;
-  Environment(env, {{"XDG_RUNTIME_DIR", "/run/user/1000"}, {"HOME", "/home/u"}});
+  Environment(env, {{"XDG_RUNTIME_DIR", "/run/user/1000"}, {"HOME", "/users/u"}});
   const DaemonConfigLoad full = LoadDaemonConfig(DaemonPath("full.toml"));
   BOOST_REQUIRE(full.ok());
   const DaemonConfig awkward = MustParse(
