@@ -16,6 +16,18 @@
 namespace dtrain::testing {
 namespace {
 
+constexpr const char* kEndlessJob = R"(name = "endless"
+[data]
+format = "synthetic"
+rows = 4000
+features = 64
+[model]
+type = "mlp"
+hidden = [128]
+[train]
+epochs = 100000
+)";
+
 // Collects the datagrams dtraind sends to $NOTIFY_SOCKET.
 class NotifySocket {
  public:
@@ -87,10 +99,17 @@ BOOST_AUTO_TEST_CASE(sighup_rereads_the_config_without_touching_running_jobs) {
   DaemonFixture d({"--config", config});
   ::unsetenv("NOTIFY_SOCKET");
   BOOST_TEST(notify.WaitFor("READY=1"));
+  const std::int64_t id = d.Submit(kEndlessJob);
+  const auto running = d.WaitForState(id, "running");
   dir.Write("dtraind.toml", "[daemon]\nmax_jobs = 3\nlog_level = \"debug\"\n");
   ::kill(d.pid(), SIGHUP);
   BOOST_TEST(notify.WaitFor("RELOADING=1"));
   BOOST_TEST(notify.WaitFor("READY=1"));
+  // The running job kept its worker.
+  const auto after = d.Status(id);
+  BOOST_TEST(after["state"] == "running");
+  BOOST_TEST(after["workers"].size() == 1u);
+  BOOST_TEST(after["workers"][0]["pid"] == running["workers"][0]["pid"]);
   // A broken file keeps the previous configuration and the daemon keeps serving.
   dir.Write("dtraind.toml", "[daemon]\nmax_jobz = 3\n");
   ::kill(d.pid(), SIGHUP);
