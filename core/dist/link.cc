@@ -1,0 +1,24 @@
+#include "core/dist/link.h"
+
+#include <algorithm>
+
+namespace dtrain::dist {
+
+Status Link::Recv(std::uint32_t tag, std::span<float> out, Deadline deadline) {
+  Result<std::uint32_t> got = RecvAnyTag(out, deadline);
+  if (!got.ok()) return got.status();
+  if (got.value() != tag) return TagMismatch(tag, got.value());
+  return Status::Ok();
+}
+
+Status Link::TagMismatch(std::uint32_t want, std::uint32_t got) const {
+  return Status::Error("tag mismatch: " + peer() + " sent a message tagged " + std::to_string(got) +
+                       " where one tagged " + std::to_string(want) + " was expected");
+}
+
+std::chrono::milliseconds Remaining(Deadline deadline) {
+  return std::max(std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()),
+                  std::chrono::milliseconds(0));
+}
+
+}  // namespace dtrain::dist

@@ -1,0 +1,269 @@
+// Ring all-reduce under faults: a rank that closes its links, dies mid-op (a thread, or a real
+// process that exits), stays silent, or runs another op. Every other rank must fail (or, when the
+// death came too late to matter to it, hold the full sum), never hang, and say which rank and
+// which op; ranks that are not neighbours of a dead rank learn it from the failure notices that
+// travel around the ring. The ops get a 60 s timeout and must end in under 30 s: the failure,
+// not the deadline, ends them.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/test/unit_test.hpp>
+#include <functional>
+
+#include "core/dist/ring_allreduce.h"
+#include "ring_harness.h"
+
+namespace dtrain::dist {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Mentions;
+using testing::Transport;
+
+constexpr std::uint32_t kOp = 7;
+constexpr std::size_t kSize = 100'000;
+const RingOptions kOptions{.timeout = 60s, .segment_floats = 1000};
+
+// A link that forwards to `inner` until its rank has sent `*sends_left` messages, then dies
+// (`die`: close the rank's links, or exit its process) instead of sending.
+class DyingLink final : public Link {
+ public:
+  DyingLink(Link* inner, std::atomic<int>* sends_left, std::function<void()> die)
+      : inner_(inner), sends_left_(sends_left), die_(std::move(die)) {}
+
+  Status Send(std::uint32_t tag, std::span<const float> data, Deadline deadline) override {
+    if (sends_left_->fetch_sub(1) <= 0) {
+      die_();
+      return Status::Error("died on purpose");
+    }
+    return inner_->Send(tag, data, deadline);
+  }
+  Result<std::uint32_t> RecvAnyTag(std::span<float> out, Deadline deadline) override {
+    return inner_->RecvAnyTag(out, deadline);
+  }
+  bool Readable() override { return inner_->Readable(); }
+  void Close() override { inner_->Close(); }
+  const std::string& peer() const override { return inner_->peer(); }
+
+ private:
+  Link* const inner_;  // owned by the test's RingLinks, which outlive this link
+  std::atomic<int>* const sends_left_;
+  const std::function<void()> die_;
+};
+
+// One rank's op: reduce its input with tag `op` over its links, leaving the result in `*out`.
+Status ReduceAsRank(int rank, int world, const RingLinks& links, std::uint32_t op = kOp,
+                    RingOptions options = kOptions, std::vector<float>* out = nullptr) {
+  RingAllReduce ring(rank, world, links.left, links.right, options);
+  std::vector<float> data = testing::Input(rank, kSize, op);
+  Status s = ring.AllReduceSum(data, op);
+  if (out != nullptr) *out = std::move(data);
+  return s;
+}
+
+// Rank `victim`'s links wrapped so that it dies after `sends` messages.
+struct Doomed {
+  Doomed(const RingLinks& links, int sends, std::function<void()> die)
+      : sends_left(sends),
+        left(links.left, &sends_left, die),
+        right(links.right, &sends_left, die) {}
+  RingLinks Links() { return {.left = &left, .right = &right, .owned = {}}; }
+
+  std::atomic<int> sends_left;
+  DyingLink left, right;
+};
+
+void CheckEveryOtherRankNames(const std::vector<Status>& status, int victim,
+                              Clock::time_point start) {
+  BOOST_TEST(testing::SecondsSince(start) < 30.0);
+  const std::string name = "rank " + std::to_string(victim);
+  for (std::size_t r = 0; r < status.size(); ++r) {
+    if (static_cast<int>(r) == victim) continue;
+    BOOST_TEST_CONTEXT("rank " << r) {
+      BOOST_TEST_REQUIRE(!status[r].ok());
+      BOOST_TEST_MESSAGE(status[r].message());
+      BOOST_TEST(Mentions(status[r].message(), name));
+      BOOST_TEST(Mentions(status[r].message(), "op 7"));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE(dist_ring_failures)
+
+BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_that_closed_its_links) {
+  for (Transport transport : testing::kTransports) {
+    BOOST_TEST_CONTEXT(transport) {
+      const int world = 4, victim = 2;
+      std::vector<RingLinks> links = testing::MakeRing(transport, world);
+      const Clock::time_point start = Clock::now();
+      const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
+        const RingLinks& mine = links[static_cast<std::size_t>(r)];
+        if (r != victim) return ReduceAsRank(r, world, mine);
+        mine.left->Close();
+        mine.right->Close();
+        return Status::Ok();
+      });
+      CheckEveryOtherRankNames(status, victim, start);
+    }
+  }
+}
+
+// Runs op 7 over `world` ranks of `transport`, rank `victim` dying after `sends` messages; what
+// every rank returned, with the ranks' data.
+struct Outcome {
+  std::vector<Status> status;
+  std::vector<std::vector<float>> data;
+  Clock::time_point start;
+};
+
+Outcome RunWithVictim(Transport transport, int world, int victim, int sends) {
+  std::vector<RingLinks> links = testing::MakeRing(transport, world);
+  RingLinks& v = links[static_cast<std::size_t>(victim)];
+  Doomed doomed(v, sends, [&v] {
+    v.left->Close();
+    v.right->Close();
+  });
+  Outcome out;
+  out.data.resize(static_cast<std::size_t>(world));
+  out.start = Clock::now();
+  out.status = testing::RunRanks(world, [&](int r) {
+    const RingLinks mine = r == victim
+                               ? doomed.Links()
+                               : RingLinks{.left = links[static_cast<std::size_t>(r)].left,
+                                           .right = links[static_cast<std::size_t>(r)].right,
+                                           .owned = {}};
+    return ReduceAsRank(r, world, mine, kOp, kOptions, &out.data[static_cast<std::size_t>(r)]);
+  });
+  return out;
+}
+
+// With 100,000 floats over 4 ranks in segments of 1000, each rank sends 25 messages per step, six
+// steps. Rank 1, three hops downstream of rank 2, needs rank 2's messages up to step 3 (its
+// 100th): a death before that leaves every other rank short.
+BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_that_dies_mid_op) {
+  for (Transport transport : testing::kTransports) {
+    for (int sends : {0, 1, 20, 60, 99}) {  // before its first message, in each step up to 3
+      BOOST_TEST_CONTEXT(transport << ", dies after " << sends << " messages") {
+        const Outcome out = RunWithVictim(transport, 4, 2, sends);
+        BOOST_TEST(!out.status[2].ok());
+        CheckEveryOtherRankNames(out.status, 2, out.start);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(after_a_late_death_each_rank_has_the_sum_or_an_error_naming_it) {
+  // Past its 100th message the ranks downstream may already hold all they need.
+  const testing::Reference ref = testing::ReferenceSum(4, kSize, kOp);
+  for (Transport transport : testing::kTransports) {
+    for (int sends : {100, 125, 149}) {
+      BOOST_TEST_CONTEXT(transport << ", dies after " << sends << " messages") {
+        const Outcome out = RunWithVictim(transport, 4, 2, sends);
+        BOOST_TEST(testing::SecondsSince(out.start) < 30.0);
+        for (std::size_t r : {0u, 1u, 3u}) {
+          BOOST_TEST_CONTEXT("rank " << r) {
+            if (out.status[r].ok()) {
+              BOOST_TEST(testing::CountOutside(out.data[r], ref) == 0u);
+            } else {
+              BOOST_TEST(Mentions(out.status[r].message(), "rank 2"));
+            }
+          }
+        }
+        BOOST_TEST(!out.status[3].ok());  // the victim's right neighbour never gets step 5
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_process_that_exits_mid_op) {
+  const int world = 4, victim = 1;
+  Result<LoopbackRing> listening = LoopbackRing::Listen(world);
+  BOOST_TEST_REQUIRE(listening.ok(), listening.status().message());
+  // Fork before this process starts any thread.
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    Result<RingLinks> links = listening.value().Join(victim, 10s);
+    if (!links.ok()) ::_exit(1);
+    Doomed doomed(links.value(), 30, [] { ::_exit(3); });
+    ReduceAsRank(victim, world, doomed.Links());
+    ::_exit(2);  // it should have died before the op ended
+  }
+  const Clock::time_point start = Clock::now();
+  const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
+    if (r == victim) return Status::Ok();
+    Result<RingLinks> links = listening.value().Join(r, 10s);
+    if (!links.ok()) return links.status();
+    return ReduceAsRank(r, world, links.value());
+  });
+  int exit_status = 0;
+  ::waitpid(child, &exit_status, 0);
+  BOOST_TEST((WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 3));
+  CheckEveryOtherRankNames(status, victim, start);
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_rank_fails_the_others_within_the_timeout) {
+  for (Transport transport : testing::kTransports) {
+    BOOST_TEST_CONTEXT(transport) {
+      const int world = 3, silent = 2;
+      std::vector<RingLinks> links = testing::MakeRing(transport, world);
+      const Clock::time_point start = Clock::now();
+      const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
+        if (r == silent) return Status::Ok();  // keeps its links open, never sends
+        return ReduceAsRank(r, world, links[static_cast<std::size_t>(r)], kOp,
+                            {.timeout = 300ms, .segment_floats = 1000});
+      });
+      BOOST_TEST(testing::SecondsSince(start) < 30.0);
+      BOOST_TEST(!status[0].ok());
+      BOOST_TEST(!status[1].ok());
+      // Rank 0 waits for the silent rank's messages itself.
+      BOOST_TEST(Mentions(status[0].message(), "timeout"));
+      BOOST_TEST(Mentions(status[0].message(), "rank 2"));
+      BOOST_TEST(Mentions(status[0].message(), "op 7"));
+    }
+  }
+}
+
+// "tag mismatch", naming `got` and `want` (as message tags, or as the op a notice gave up).
+boost::test_tools::predicate_result NamesTags(const std::string& text, int got, int want) {
+  const auto either = [&](int tag) {
+    return text.find("tagged " + std::to_string(tag)) != std::string::npos ||
+           text.find("op " + std::to_string(tag)) != std::string::npos;
+  };
+  if (text.find("tag mismatch") != std::string::npos && either(got) && either(want)) return true;
+  boost::test_tools::predicate_result r(false);
+  r.message() << "\"" << text << "\" is not a tag mismatch naming " << got << " and " << want;
+  return r;
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_on_another_op_is_a_tag_mismatch_naming_both_tags) {
+  for (Transport transport : testing::kTransports) {
+    BOOST_TEST_CONTEXT(transport) {
+      const int world = 3, stray = 1;
+      testing::Ring ring(testing::MakeRing(transport, world), kOptions);
+      const Clock::time_point start = Clock::now();
+      const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
+        const std::uint32_t op = r == stray ? kOp + 1 : kOp;
+        std::vector<float> data = testing::Input(r, kSize, op);
+        return ring.ranks[static_cast<std::size_t>(r)]->AllReduceSum(data, op);
+      });
+      BOOST_TEST(testing::SecondsSince(start) < 30.0);
+      for (const Status& s : status) BOOST_TEST_REQUIRE(!s.ok());
+      BOOST_TEST(NamesTags(status[2].message(), 8, 7));  // receives the stray rank's messages
+      BOOST_TEST(NamesTags(status[1].message(), 7, 8));  // the stray rank itself
+      BOOST_TEST(Mentions(status[2].message(), "rank 1"));
+
+      // A ring that failed refuses to run again, since its links may be mid-message.
+      std::vector<float> data(10);
+      const Status again = ring.ranks[0]->AllReduceSum(data, kOp + 2);
+      BOOST_TEST(Mentions(again.message(), "refused"));
+      BOOST_TEST(Mentions(again.message(), "op 7 failed"));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::dist

@@ -1,0 +1,139 @@
+// Test helpers for core/dist: rings over either transport, per-rank inputs whose sum depends on
+// the order of addition (so bitwise agreement between ranks is not an accident), the exact
+// reference sum, one RingAllReduce per rank, ranks as threads, and message predicates.
+//
+//   std::vector<RingLinks> ring = MakeRing(Transport::kTcp, 4);
+//   std::vector<Status> s = RunRanks(4, [&](int r) { return ...; });
+//
+// One thread at a time, except RunRanks's function, which runs on one thread per rank.
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "core/dist/link.h"
+#include "core/dist/local_link.h"
+#include "core/dist/loopback_ring.h"
+#include "core/dist/ring_allreduce.h"
+#include "core/status.h"
+
+namespace dtrain::dist::testing {
+
+using namespace std::chrono_literals;
+
+enum class Transport { kLocal, kTcp };
+
+inline std::ostream& operator<<(std::ostream& out, Transport t) {
+  return out << (t == Transport::kLocal ? "local" : "tcp");
+}
+
+inline const Transport kTransports[] = {Transport::kLocal, Transport::kTcp};
+
+inline std::vector<RingLinks> MakeRing(Transport transport, int world) {
+  if (transport == Transport::kLocal) return MakeLocalRing(world);
+  Result<std::vector<RingLinks>> ring = LoopbackRing::ConnectAll(world, 10s);
+  BOOST_TEST_REQUIRE(ring.ok(), ring.status().message());
+  return std::move(ring).value();
+}
+
+// Rank `rank`'s input for op `op`: values in ±[2^-6, 2^6), so sums round differently in
+// different orders.
+inline std::vector<float> Input(int rank, std::size_t size, std::uint32_t op = 0) {
+  std::vector<float> v(size);
+  std::uint64_t state = 0x9E3779B97F4A7C15ull * (static_cast<std::uint64_t>(rank) + 1) + op;
+  for (float& x : v) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const std::uint32_t bits = static_cast<std::uint32_t>(state >> 32);
+    const float mantissa = 1.0f + static_cast<float>(bits & 0xFFFFF) / static_cast<float>(1 << 20);
+    const int exponent = static_cast<int>((bits >> 20) % 13) - 6;
+    x = std::ldexp((bits >> 31) ? -mantissa : mantissa, exponent);
+  }
+  return v;
+}
+
+// The exact sum (in double) of every rank's input, and the bound on a float sum's error.
+struct Reference {
+  std::vector<double> sum;
+  std::vector<double> tolerance;
+};
+
+inline Reference ReferenceSum(int world, std::size_t size, std::uint32_t op = 0) {
+  Reference ref{std::vector<double>(size, 0.0), std::vector<double>(size, 0.0)};
+  for (int r = 0; r < world; ++r) {
+    const std::vector<float> in = Input(r, size, op);
+    for (std::size_t i = 0; i < size; ++i) {
+      ref.sum[i] += in[i];
+      ref.tolerance[i] += std::fabs(in[i]);
+    }
+  }
+  // world - 1 roundings, each at most half an ulp of a partial sum bounded by sum |x|.
+  for (double& t : ref.tolerance) t *= static_cast<double>(world) * 0x1p-24;
+  return ref;
+}
+
+// How many values are further from `expected` (times `scale`) than its tolerance.
+inline std::size_t CountOutside(const std::vector<float>& got, const Reference& expected,
+                                double scale = 1.0) {
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double want = expected.sum[i] * scale;
+    if (std::fabs(static_cast<double>(got[i]) - want) > expected.tolerance[i] * scale) ++bad;
+  }
+  return bad;
+}
+
+inline bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// One RingAllReduce per rank over `links`, kept across ops like a training loop keeps it.
+struct Ring {
+  Ring(std::vector<RingLinks> ring_links, RingOptions options) : links(std::move(ring_links)) {
+    const int world = static_cast<int>(links.size());
+    for (int r = 0; r < world; ++r) {
+      const RingLinks& l = links[static_cast<std::size_t>(r)];
+      ranks.push_back(std::make_unique<RingAllReduce>(r, world, l.left, l.right, options));
+    }
+  }
+  int world() const { return static_cast<int>(ranks.size()); }
+
+  std::vector<RingLinks> links;
+  std::vector<std::unique_ptr<RingAllReduce>> ranks;
+};
+
+// Runs fn(rank) for every rank on its own thread; returns what each returned.
+inline std::vector<Status> RunRanks(int world, const std::function<Status(int)>& fn) {
+  std::vector<Status> results(static_cast<std::size_t>(world));
+  std::vector<std::jthread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] { results[static_cast<std::size_t>(r)] = fn(r); });
+  }
+  threads.clear();  // joins
+  return results;
+}
+
+// Seconds since `start`, for "< 30 s: no hang" bounds.
+inline double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+inline boost::test_tools::predicate_result Mentions(const std::string& text,
+                                                    std::string_view part) {
+  if (text.find(part) != std::string::npos) return true;
+  boost::test_tools::predicate_result r(false);
+  r.message() << "\"" << text << "\" does not mention \"" << part << "\"";
+  return r;
+}
+
+}  // namespace dtrain::dist::testing
