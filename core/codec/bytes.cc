@@ -1,6 +1,6 @@
 #include "core/codec/bytes.h"
 
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include <bit>
 #include <cstdio>
@@ -104,9 +104,12 @@ bool ByteReader::Floats(math::FloatBuffer& out) {
   return true;
 }
 
-std::uint32_t Crc32(std::string_view bytes) {
-  return static_cast<std::uint32_t>(
-      crc32_z(crc32_z(0, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+std::uint32_t Crc32(std::string_view bytes) { return Crc32Update(0, bytes); }
+
+std::uint32_t Crc32Update(std::uint32_t crc, std::string_view bytes) {
+  // libdeflate_crc32 given a null buffer returns the initial value, not `crc`.
+  if (bytes.empty()) return crc;
+  return libdeflate_crc32(crc, bytes.data(), bytes.size());
 }
 
 std::string FormatCrc32(std::uint32_t crc) {

@@ -55,7 +55,12 @@ class ByteReader {
   std::size_t pos_ = 0;
 };
 
+// CRC-32 (the zlib/gzip polynomial), computed by libdeflate with carry-less multiplication
+// where the CPU has it: tens of GB/s, so checksumming a frame costs far less than moving it.
 std::uint32_t Crc32(std::string_view bytes);
+// The CRC-32 of (what `crc` was computed over) followed by `bytes`: Crc32Update(Crc32(a), b) ==
+// Crc32(a + b), and Crc32Update(0, b) == Crc32(b).
+std::uint32_t Crc32Update(std::uint32_t crc, std::string_view bytes);
 // "0x1a2b3c4d"
 std::string FormatCrc32(std::uint32_t crc);
 

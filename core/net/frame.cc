@@ -1,7 +1,5 @@
 #include "core/net/frame.h"
 
-#include <zlib.h>
-
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
@@ -90,12 +88,8 @@ std::optional<FrameError> DecodeHeader(std::span<const std::uint8_t, kHeaderSize
 }
 
 std::uint32_t PayloadCrc(std::span<const std::span<const std::uint8_t>> parts) {
-  std::uint32_t crc = codec::Crc32({});
-  for (std::span<const std::uint8_t> part : parts) {
-    if (part.empty()) continue;
-    crc = static_cast<std::uint32_t>(
-        crc32_combine(crc, codec::Crc32(AsChars(part)), static_cast<z_off_t>(part.size())));
-  }
+  std::uint32_t crc = 0;
+  for (std::span<const std::uint8_t> part : parts) crc = codec::Crc32Update(crc, AsChars(part));
   return crc;
 }
 
