@@ -16,6 +16,7 @@
 #include "cmd/terminal.h"
 #include "config/job_file.h"
 #include "daemon/runner/local_run.h"
+#include "daemon/runner/supported.h"
 
 namespace dtrain::cli {
 namespace {
@@ -142,6 +143,10 @@ int Run(const RunArgs& args) {
       return kExitUsage;
     }
     job = *loaded.job;
+    if (Status runnable = runner::CheckRunnable(job); !runnable.ok()) {
+      PrintError(args.job_file + ": " + runnable.message());
+      return kExitUsage;
+    }
     const std::string resolved = config::FormatResolvedJob(job);
     if (resume) {
       auto found = FindResumableJob(*store, resolved);

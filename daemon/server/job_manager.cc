@@ -11,6 +11,7 @@
 #include <random>
 
 #include "config/job_file.h"
+#include "daemon/runner/supported.h"
 #include "daemon/server/async.h"
 
 namespace dtrain::server {
@@ -173,6 +174,10 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
     co_return out;
   }
   config::JobConfig config = *loaded.job;
+  if (Status runnable = runner::CheckRunnable(config); !runnable.ok()) {
+    out.refusal = Refusal{"invalid_job", source + ": " + runnable.message(), {}};
+    co_return out;
+  }
   if (name) config.name = *name;
   if (priority) config.priority = *priority;
   const int cores = std::max(1, config.cluster.workers * config.threads);

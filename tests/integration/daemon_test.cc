@@ -262,6 +262,12 @@ BOOST_AUTO_TEST_CASE(bad_requests_get_clear_replies_and_the_daemon_keeps_serving
   }
   BOOST_TEST(did_you_mean, invalid.dump());
 
+  const json distributed = d.Request(
+      {{"type", "submit"}, {"job_toml", std::string(kQuickJob) + "[cluster]\nworkers = 2\nmode = \"sync\"\n"},
+       {"source", "sync.toml"}});
+  BOOST_TEST(distributed["code"] == "invalid_job");
+  BOOST_TEST(distributed["error"].get<std::string>().find("not available") != std::string::npos);
+
   // Raw abuse: garbage, a frame claiming 4 GiB, a wrong version, a non-JSON payload. Each costs
   // only its own connection.
   auto send_raw = [&](const std::string& bytes) {
