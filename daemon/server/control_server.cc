@@ -159,6 +159,34 @@ std::vector<std::string> LinesPayloads(const std::vector<store::LogRow>& kept) {
   return payloads;
 }
 
+// Replies built from the store on the blocking pool (plain functions, not coroutines).
+json MetricsReply(store::Store& store, std::int64_t job, const std::string& name) {
+  if (!store.GetJob(job).ok()) return Error("not_found", "no job " + std::to_string(job));
+  auto rows = store.Metrics(job, "");
+  if (!rows.ok()) return Error("internal", rows.status().message());
+  json metrics = json::array();
+  for (const store::MetricRow& m : rows.value()) {
+    if (m.name.find(name) != std::string::npos) metrics.push_back(MetricJson(m));
+  }
+  json reply = Ok();
+  reply["metrics"] = std::move(metrics);
+  return reply;
+}
+
+json CheckpointsReply(store::Store& store, std::int64_t job) {
+  if (!store.GetJob(job).ok()) return Error("not_found", "no job " + std::to_string(job));
+  auto rows = store.Checkpoints(job);
+  if (!rows.ok()) return Error("internal", rows.status().message());
+  json list = json::array();
+  for (const store::CheckpointInfo& c : rows.value()) {
+    list.push_back({{"step", c.step}, {"time", c.time}, {"bytes", c.bytes},
+                    {"checksum", store::FormatChecksum(c.checksum)}});
+  }
+  json reply = Ok();
+  reply["checkpoints"] = std::move(list);
+  return reply;
+}
+
 uid_t PeerUid(Socket& socket) {
   ucred cred{};
   socklen_t len = sizeof cred;
@@ -429,48 +457,13 @@ struct ControlServer::Impl {
       co_return co_await WriteJson(socket, reply_);
     }
     if (type == "logs") co_return co_await Logs(socket, request, *id);
-    if (type == "metrics") {
+    if (type == "metrics" || type == "checkpoints") {
       const std::string name = StringField(request, "name").value_or("");
       const std::int64_t job = *id;
-      auto rows = co_await OffThread(pool, [this, job] {
-        return std::make_pair(store.GetJob(job).ok(), store.Metrics(job, ""));
-      });
-      if (!rows.first) {
-        const json reply_ = Error("not_found", "no job " + std::to_string(job));
-        co_return co_await WriteJson(socket, reply_);
-      }
-      if (!rows.second.ok()) {
-        const json reply_ = Error("internal", rows.second.status().message());
-        co_return co_await WriteJson(socket, reply_);
-      }
-      json metrics = json::array();
-      for (const store::MetricRow& m : rows.second.value()) {
-        if (m.name.find(name) != std::string::npos) metrics.push_back(MetricJson(m));
-      }
-      json reply = Ok();
-      reply["metrics"] = std::move(metrics);
-      co_return co_await WriteJson(socket, reply);
-    }
-    if (type == "checkpoints") {
-      const std::int64_t job = *id;
-      auto rows = co_await OffThread(pool, [this, job] {
-        return std::make_pair(store.GetJob(job).ok(), store.Checkpoints(job));
-      });
-      if (!rows.first) {
-        const json reply_ = Error("not_found", "no job " + std::to_string(job));
-        co_return co_await WriteJson(socket, reply_);
-      }
-      if (!rows.second.ok()) {
-        const json reply_ = Error("internal", rows.second.status().message());
-        co_return co_await WriteJson(socket, reply_);
-      }
-      json list = json::array();
-      for (const store::CheckpointInfo& c : rows.second.value()) {
-        list.push_back({{"step", c.step}, {"time", c.time}, {"bytes", c.bytes},
-                        {"checksum", store::FormatChecksum(c.checksum)}});
-      }
-      json reply = Ok();
-      reply["checkpoints"] = std::move(list);
+      auto build = [this, job, name, metrics = type == "metrics"] {
+        return metrics ? MetricsReply(store, job, name) : CheckpointsReply(store, job);
+      };
+      const json reply = co_await OffThread(pool, build);
       co_return co_await WriteJson(socket, reply);
     }
     if (type == "checkpoint") co_return co_await Checkpoint(socket, request, *id);
