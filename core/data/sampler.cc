@@ -36,11 +36,41 @@ ShardRange ShardOf(std::size_t rows, int rank, int world_size) {
 }
 
 BatchSampler::BatchSampler(std::size_t rows, std::size_t batch_size, std::uint64_t seed, int rank,
-                           int world_size)
-    : rows_(rows), batch_size_(batch_size), seed_(seed), shard_(ShardOf(rows, rank, world_size)) {
+                           int world_size, ShardMode mode)
+    : rows_(rows),
+      batch_size_(batch_size),
+      seed_(seed),
+      rank_(rank),
+      world_size_(world_size),
+      mode_(mode),
+      shard_(ShardOf(rows, rank, world_size)) {
   assert(batch_size > 0);
-  // Rank 0's shard is a largest one.
-  steps_per_epoch_ = (ShardOf(rows, 0, world_size).size() + batch_size - 1) / batch_size;
+  if (mode_ == ShardMode::kGlobalBatches) {
+    const std::size_t global = batch_size * static_cast<std::size_t>(world_size);
+    steps_per_epoch_ = (rows + global - 1) / global;
+  } else {
+    // Rank 0's shard is a largest one.
+    steps_per_epoch_ = (ShardOf(rows, 0, world_size).size() + batch_size - 1) / batch_size;
+  }
+}
+
+ShardRange BatchSampler::RangeOf(int rank, std::size_t index) const {
+  if (mode_ == ShardMode::kGlobalBatches) {
+    const std::size_t global = batch_size_ * static_cast<std::size_t>(world_size_);
+    const std::size_t begin = std::min(index * global, rows_);
+    const std::size_t end = std::min(begin + global, rows_);
+    const ShardRange part = ShardOf(end - begin, rank, world_size_);
+    return {begin + part.begin, begin + part.end};
+  }
+  const ShardRange shard = ShardOf(rows_, rank, world_size_);
+  const std::size_t begin = std::min(shard.begin + index * batch_size_, shard.end);
+  return {begin, std::min(begin + batch_size_, shard.end)};
+}
+
+std::size_t BatchSampler::StepRows(std::size_t index) const {
+  std::size_t total = 0;
+  for (int r = 0; r < world_size_; ++r) total += RangeOf(r, index).size();
+  return total;
 }
 
 std::span<const std::uint32_t> BatchSampler::Batch(std::uint64_t epoch, std::size_t index) {
@@ -50,9 +80,8 @@ std::span<const std::uint32_t> BatchSampler::Batch(std::uint64_t epoch, std::siz
     cached_epoch_ = epoch;
     has_permutation_ = true;
   }
-  const std::size_t begin = std::min(shard_.begin + index * batch_size_, shard_.end);
-  const std::size_t end = std::min(begin + batch_size_, shard_.end);
-  return std::span<const std::uint32_t>(permutation_).subspan(begin, end - begin);
+  const ShardRange range = RangeOf(rank_, index);
+  return std::span<const std::uint32_t>(permutation_).subspan(range.begin, range.size());
 }
 
 }  // namespace dtrain::data

@@ -30,27 +30,45 @@ struct ShardRange {
 // extra rows), union = [0, rows). Requires 0 <= rank < world_size.
 ShardRange ShardOf(std::size_t rows, int rank, int world_size);
 
-// Iterates one rank's batches: each epoch, permute all rows with (seed, epoch), take this rank's
-// ShardOf slice of the permutation, cut it into batches of batch_size (last may be short).
-// StepsPerEpoch() is the same on every rank: ceil(largest shard / batch_size); a rank whose
-// shard is smaller may get a shorter (or empty) final batch.
+// How the ranks divide an epoch's permutation.
+enum class ShardMode {
+  // Each rank owns a contiguous ShardOf slice of the permutation and cuts it into batches
+  // (asynchronous and local-SGD modes: every worker walks its own part of the data).
+  kContiguousShards,
+  // Step i's global batch is the permutation's slice [i*W*b, (i+1)*W*b); rank r takes its r-th
+  // ShardOf part. The ranks of a synchronous step together see exactly the batch one worker with
+  // batch W*b would see, so N workers x batch b train like one worker x batch N*b.
+  kGlobalBatches,
+};
+
+// Iterates one rank's batches of each epoch (permutation from (seed, epoch)), per ShardMode; the
+// last batch may be short. StepsPerEpoch() is the same on every rank; a rank may get a shorter
+// (or empty) final batch.
 class BatchSampler {
  public:
-  // batch_size > 0; 0 <= rank < world_size.
+  // batch_size > 0 (per rank); 0 <= rank < world_size.
   BatchSampler(std::size_t rows, std::size_t batch_size, std::uint64_t seed, int rank = 0,
-               int world_size = 1);
+               int world_size = 1, ShardMode mode = ShardMode::kContiguousShards);
 
   std::size_t StepsPerEpoch() const { return steps_per_epoch_; }
   const ShardRange& shard() const { return shard_; }
+  // Rows in batch `index` summed over all ranks (to weight a rank's share of a global step).
+  std::size_t StepRows(std::size_t index) const;
 
   // Row indices of batch `index` (0-based, < StepsPerEpoch()) of `epoch`. Computes and caches
   // the epoch's permutation; the span stays valid until Batch is called with another epoch.
   std::span<const std::uint32_t> Batch(std::uint64_t epoch, std::size_t index);
 
  private:
+  // [begin, end) of the permutation that `rank` trains on in step `index`.
+  ShardRange RangeOf(int rank, std::size_t index) const;
+
   std::size_t rows_;
   std::size_t batch_size_;
   std::uint64_t seed_;
+  int rank_;
+  int world_size_;
+  ShardMode mode_;
   ShardRange shard_;
   std::size_t steps_per_epoch_ = 0;
   bool has_permutation_ = false;

@@ -8,7 +8,7 @@ LocalStrategy::LocalStrategy(std::unique_ptr<optim::Optimizer> optimizer, float 
     : optimizer_(std::move(optimizer)), clip_norm_(clip_norm) {}
 
 Status LocalStrategy::Apply(std::int64_t /*step*/, std::span<float> params,
-                            std::span<float> grad, float lr) {
+                            std::span<float> grad, float lr, const StepShare& /*share*/) {
   if (clip_norm_ > 0.0f) optim::ClipByGlobalNorm(grad, clip_norm_);
   optimizer_->Step(params, grad, lr);
   return Status::Ok();

@@ -40,7 +40,7 @@ Trainer::Trainer(const model::Model& model, TrainOptions options, const data::Da
       scaling_(std::move(scaling)),
       strategy_(strategy),
       sampler_(train.rows, static_cast<std::size_t>(options_.batch_size), options_.seed,
-               options_.rank, options_.world_size),
+               options_.rank, options_.world_size, options_.sharding),
       workspace_(model, std::max(options_.batch_size, options_.eval_batch_size)),
       params_(model.NumParams()),
       grad_(model.NumParams()),
@@ -93,7 +93,8 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     const bool log_now = (position_.step + 1) % options_.log_every == 0 ||
                          position_.step + 1 == PlannedSteps();
     const double grad_norm = log_now ? optim::GlobalNorm(grad_) : 0.0;
-    Status applied = strategy_.Apply(position_.step, params_, grad_, lr);
+    const StepShare share{batch.size(), sampler_.StepRows(position_.batch)};
+    Status applied = strategy_.Apply(position_.step, params_, grad_, lr, share);
     if (!applied.ok()) return applied;
 
     ++position_.step;

@@ -39,6 +39,7 @@ struct TrainOptions {
   optim::ScheduleOptions schedule;  // total_steps 0 means "the planned run length"
   int rank = 0;
   int world_size = 1;
+  data::ShardMode sharding = data::ShardMode::kContiguousShards;  // kGlobalBatches: sync modes
   int eval_batch_size = 1000;
 };
 

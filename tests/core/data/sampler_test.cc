@@ -148,6 +148,37 @@ BOOST_AUTO_TEST_CASE(going_back_to_an_earlier_epoch_recomputes_it) {
   BOOST_TEST(std::vector<std::uint32_t>(again.begin(), again.end()) == epoch0);
 }
 
+BOOST_AUTO_TEST_CASE(global_batches_split_each_step_exactly_as_one_big_batch) {
+  for (int world = 1; world <= 7; ++world) {
+    for (std::size_t rows : {1u, 37u, 1000u}) {
+      const std::size_t batch = 5;
+      BatchSampler one(rows, batch * static_cast<std::size_t>(world), 9);
+      std::vector<BatchSampler> ranks;
+      for (int r = 0; r < world; ++r) {
+        ranks.emplace_back(rows, batch, 9, r, world, ShardMode::kGlobalBatches);
+      }
+      BOOST_TEST_CONTEXT("world " << world << " rows " << rows) {
+        for (const BatchSampler& s : ranks) BOOST_TEST(s.StepsPerEpoch() == one.StepsPerEpoch());
+        std::vector<int> seen(rows, 0);
+        for (std::size_t i = 0; i < one.StepsPerEpoch(); ++i) {
+          // The ranks' batches, in rank order, are the one big batch.
+          std::vector<std::uint32_t> joined;
+          for (BatchSampler& s : ranks) {
+            const auto b = s.Batch(1, i);
+            BOOST_TEST(b.size() <= batch);
+            joined.insert(joined.end(), b.begin(), b.end());
+          }
+          const auto big = one.Batch(1, i);
+          BOOST_TEST((joined == std::vector<std::uint32_t>(big.begin(), big.end())));
+          BOOST_TEST(ranks[0].StepRows(i) == big.size());
+          for (std::uint32_t row : joined) ++seen[row];
+        }
+        BOOST_TEST(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace

@@ -1,0 +1,30 @@
+#include "core/dist/sync_strategy.h"
+
+#include "core/math/elementwise.h"
+#include "core/optim/clip.h"
+
+namespace dtrain::dist {
+
+SyncAllReduceStrategy::SyncAllReduceStrategy(RingAllReduce& ring, int world,
+                                             std::unique_ptr<optim::Optimizer> optimizer,
+                                             float clip_norm)
+    : ring_(ring), world_(world), optimizer_(std::move(optimizer)), clip_norm_(clip_norm) {}
+
+Status SyncAllReduceStrategy::Apply(std::int64_t step, std::span<float> params,
+                                    std::span<float> grad, float lr,
+                                    const train::StepShare& share) {
+  // The mean over replicas of (world * rows_r / total) * grad_r is the mean over all rows.
+  if (share.total_rows > 0 && share.rows * static_cast<std::size_t>(world_) != share.total_rows) {
+    math::Scale(static_cast<float>(static_cast<double>(share.rows) * world_ /
+                                   static_cast<double>(share.total_rows)),
+                grad);
+  }
+  const auto op = static_cast<std::uint32_t>(step % RingAllReduce::kMaxOp);
+  Status reduced = ring_.AllReduceMean(grad, op);
+  if (!reduced.ok()) return Status::Error("step " + std::to_string(step) + ": " + reduced.message());
+  if (clip_norm_ > 0.0f) optim::ClipByGlobalNorm(grad, clip_norm_);
+  optimizer_->Step(params, grad, lr);
+  return Status::Ok();
+}
+
+}  // namespace dtrain::dist

@@ -1,0 +1,38 @@
+// SyncAllReduceStrategy: mode = "sync", allreduce = "ring". Every step, each replica's gradient
+// is weighted by its share of the step's rows, averaged over all replicas by ring all-reduce, then
+// clipped and applied by the same optimizer on every replica — so replicas stay bitwise
+// identical, and N replicas x batch b train like one x batch N*b (with ShardMode::kGlobalBatches).
+//
+//   RingAllReduce ring(rank, world, links.left, links.right);
+//   SyncAllReduceStrategy sync(ring, world, optim::MakeOptimizer(opts, 0, n), clip_norm);
+//   Trainer trainer(model, options /* sharding = kGlobalBatches */, train, &test, scaling, sync);
+//
+// One thread at a time (the training thread). The ring must outlive the strategy.
+#pragma once
+
+#include <memory>
+
+#include "core/dist/ring_allreduce.h"
+#include "core/optim/optimizer.h"
+#include "core/train/strategy.h"
+
+namespace dtrain::dist {
+
+class SyncAllReduceStrategy final : public train::Strategy {
+ public:
+  SyncAllReduceStrategy(RingAllReduce& ring, int world,
+                        std::unique_ptr<optim::Optimizer> optimizer, float clip_norm);
+
+  // grad becomes sum_r rows_r * grad_r / total_rows (the mean over the whole step's batch).
+  Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
+               const train::StepShare& share) override;
+  optim::Optimizer* LocalOptimizer() override { return optimizer_.get(); }
+
+ private:
+  RingAllReduce& ring_;  // owned by the caller: it also owns the links the ring uses
+  int world_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  float clip_norm_;
+};
+
+}  // namespace dtrain::dist
