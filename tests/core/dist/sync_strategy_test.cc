@@ -2,12 +2,16 @@
 // (within float tolerance) to one replica x batch N*b on the same global batches.
 #include <boost/test/unit_test.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <thread>
 #include <tuple>
 
 #include "core/data/readers.h"
 #include "core/dist/local_link.h"
+#include "core/dist/loopback_ring.h"
 #include "core/dist/sync_strategy.h"
 #include "core/math/gemm.h"
 #include "core/train/trainer.h"
@@ -51,59 +55,125 @@ optim::OptimizerOptions Momentum() {
   return o;
 }
 
-BOOST_AUTO_TEST_CASE(n_replicas_match_one_replica_with_n_times_the_batch) {
-  math::SetBlasThreads(1);
+// Trains rank `rank` of `world` over `links` to the end; its final parameters, or an error.
+Result<std::vector<float>> TrainReplica(const model::Model& model, const data::Dataset& set,
+                                        int batch, int rank, int world, const RingLinks& links) {
+  RingAllReduce ring(rank, world, links.left, links.right);
+  SyncAllReduceStrategy sync(ring, world, optim::MakeOptimizer(Momentum(), 0, model.NumParams()),
+                             1.0f);
+  train::Trainer trainer(model, Options(batch, rank, world), set, nullptr,
+                         data::ConstantScaling(1.0f), sync);
+  trainer.InitParams();
+  Quiet listener;
+  auto why = trainer.Run(listener);
+  if (!why.ok()) return why.status();
+  return std::vector<float>(trainer.params().begin(), trainer.params().end());
+}
+
+std::vector<float> Reference(const model::Model& model, const data::Dataset& set, int batch,
+                             int world) {
+  train::LocalStrategy single(optim::MakeOptimizer(Momentum(), 0, model.NumParams()), 1.0f);
+  train::Trainer reference(model, Options(batch * world, 0, 1), set, nullptr,
+                           data::ConstantScaling(1.0f), single);
+  reference.InitParams();
+  Quiet quiet;
+  BOOST_REQUIRE(reference.Run(quiet).ok());
+  return std::vector<float>(reference.params().begin(), reference.params().end());
+}
+
+double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) /
+                                std::max(1.0, std::abs(static_cast<double>(b[i]))));
+  }
+  return worst;
+}
+
+data::Dataset Blobs() {
   data::BlobsOptions blobs;
-  blobs.rows = 1000;
+  blobs.rows = 1000;  // with these batches, each epoch ends with a short global batch
   blobs.features = 6;
   blobs.classes = 3;
-  const data::Dataset set = data::MakeBlobs(blobs);
+  return data::MakeBlobs(blobs);
+}
+
+BOOST_AUTO_TEST_CASE(replicas_as_processes_over_tcp_match_one_replica) {
+  math::SetBlasThreads(1);
+  const data::Dataset set = Blobs();
+  const model::Model model(Spec());
+  const int world = 3, batch = 16;
+  const std::vector<float> reference = Reference(model, set, batch, world);
+  auto ring = LoopbackRing::Listen(world);
+  BOOST_REQUIRE(ring.ok());
+  // Each rank is a forked process; it reports its parameters through a pipe.
+  std::vector<pid_t> children;
+  std::vector<int> pipes;
+  for (int r = 0; r < world; ++r) {
+    int fds[2];
+    BOOST_REQUIRE(::pipe(fds) == 0);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      auto links = ring.value().Join(r, std::chrono::seconds(20));
+      if (!links.ok()) ::_exit(2);
+      auto params = TrainReplica(model, set, batch, r, world, links.value());
+      if (!params.ok()) ::_exit(3);
+      const auto bytes = params.value().size() * sizeof(float);
+      if (::write(fds[1], params.value().data(), bytes) != static_cast<ssize_t>(bytes)) ::_exit(4);
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    children.push_back(pid);
+    pipes.push_back(fds[0]);
+  }
+  std::vector<std::vector<float>> finals;
+  for (int r = 0; r < world; ++r) {
+    std::vector<float> params(reference.size());
+    std::size_t got = 0;
+    auto* bytes = reinterpret_cast<char*>(params.data());
+    const std::size_t want = params.size() * sizeof(float);
+    while (got < want) {
+      const ssize_t n = ::read(pipes[r], bytes + got, want - got);
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    ::close(pipes[r]);
+    int status = 0;
+    ::waitpid(children[r], &status, 0);
+    BOOST_TEST_CONTEXT("rank " << r) {
+      BOOST_REQUIRE(WIFEXITED(status));
+      BOOST_REQUIRE(WEXITSTATUS(status) == 0);
+      BOOST_REQUIRE(got == want);
+    }
+    finals.push_back(std::move(params));
+  }
+  for (int r = 1; r < world; ++r) BOOST_TEST((finals[r] == finals[0]), "rank " << r);
+  BOOST_TEST(MaxRelativeDifference(finals[0], reference) < 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(n_replicas_match_one_replica_with_n_times_the_batch) {
+  math::SetBlasThreads(1);
+  const data::Dataset set = Blobs();
   const model::Model model(Spec());
   const int batch = 16;
-
   for (int world : {2, 3, 4}) {
     BOOST_TEST_CONTEXT("world " << world) {
-      // One replica, batch world*b.
-      train::LocalStrategy single(optim::MakeOptimizer(Momentum(), 0, model.NumParams()), 1.0f);
-      train::Trainer reference(model, Options(batch * world, 0, 1), set, nullptr,
-                               data::ConstantScaling(1.0f), single);
-      reference.InitParams();
-      Quiet quiet;
-      BOOST_REQUIRE(reference.Run(quiet).ok());
-
-      // world replicas as threads over an in-process ring.
+      const std::vector<float> reference = Reference(model, set, batch, world);
       std::vector<RingLinks> links = MakeLocalRing(world);
-      std::vector<std::vector<float>> finals(static_cast<std::size_t>(world));
-      std::vector<std::string> errors(static_cast<std::size_t>(world));
-      std::vector<std::int64_t> steps(static_cast<std::size_t>(world));
+      std::vector<Result<std::vector<float>>> finals(static_cast<std::size_t>(world),
+                                                     Status::Error("not run"));
       std::vector<std::thread> ranks;
       for (int r = 0; r < world; ++r) {
-        ranks.emplace_back([&, r] {
-          RingAllReduce ring(r, world, links[r].left, links[r].right);
-          SyncAllReduceStrategy sync(ring, world,
-                                     optim::MakeOptimizer(Momentum(), 0, model.NumParams()), 1.0f);
-          train::Trainer trainer(model, Options(batch, r, world), set, nullptr,
-                                 data::ConstantScaling(1.0f), sync);
-          trainer.InitParams();
-          Quiet listener;
-          auto why = trainer.Run(listener);
-          if (!why.ok()) errors[r] = why.status().message();
-          steps[r] = trainer.position().step;
-          finals[r].assign(trainer.params().begin(), trainer.params().end());
-        });
+        ranks.emplace_back(
+            [&, r] { finals[r] = TrainReplica(model, set, batch, r, world, links[r]); });
       }
       for (std::thread& t : ranks) t.join();
-      for (int r = 0; r < world; ++r) BOOST_TEST(errors[r].empty(), errors[r]);
-      BOOST_TEST(steps[0] == reference.position().step);
+      for (int r = 0; r < world; ++r) BOOST_REQUIRE_MESSAGE(finals[r].ok(), finals[r].status().message());
       for (int r = 1; r < world; ++r) {
-        BOOST_TEST((finals[r] == finals[0]), "rank " << r << " differs from rank 0");
+        BOOST_TEST((finals[r].value() == finals[0].value()), "rank " << r << " differs from rank 0");
       }
-      double worst = 0.0;
-      for (std::size_t i = 0; i < finals[0].size(); ++i) {
-        const double want = reference.params()[i];
-        const double diff = std::abs(finals[0][i] - want) / std::max(1.0, std::abs(want));
-        worst = std::max(worst, diff);
-      }
+      const double worst = MaxRelativeDifference(finals[0].value(), reference);
       BOOST_TEST_MESSAGE("world " << world << ": max relative difference " << worst);
       BOOST_TEST(worst < 1e-5);
     }
