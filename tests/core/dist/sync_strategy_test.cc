@@ -5,36 +5,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmath>
-#include <thread>
-#include <tuple>
 
-#include "core/data/readers.h"
-#include "core/dist/local_link.h"
 #include "core/dist/loopback_ring.h"
 #include "core/dist/sync_strategy.h"
 #include "core/math/gemm.h"
-#include "core/train/trainer.h"
+#include "replica_harness.h"
 
 namespace dtrain::dist {
 namespace {
 
-class Quiet final : public train::TrainListener {
- public:
-  void Record(std::span<const train::MetricPoint>) override {}
-  bool AfterStep(const train::Trainer&) override { return true; }
-};
-
-model::ModelSpec Spec() {
-  model::ModelSpec s;
-  s.type = model::ModelType::kMlp;
-  s.inputs = 6;
-  s.hidden = {12};
-  s.activation = math::Activation::kTanh;
-  s.outputs = 3;
-  s.loss = model::LossType::kSoftmaxCrossEntropy;
-  return s;
-}
+using testing::Blobs;
+using testing::MaxRelativeDifference;
+using testing::Quiet;
+using testing::TrainReplica;
+using testing::TrainReplicasAsThreads;
 
 train::TrainOptions Options(int batch, int rank, int world) {
   train::TrainOptions o;
@@ -55,25 +39,19 @@ optim::OptimizerOptions Momentum() {
   return o;
 }
 
-// Trains rank `rank` of `world` over `links` to the end; its final parameters, or an error.
-Result<std::vector<float>> TrainReplica(const model::Model& model, const data::Dataset& set,
-                                        int batch, int rank, int world, const RingLinks& links) {
-  RingAllReduce ring(rank, world, links.left, links.right);
-  SyncAllReduceStrategy sync(ring, world, optim::MakeOptimizer(Momentum(), 0, model.NumParams()),
-                             1.0f);
-  train::Trainer trainer(model, Options(batch, rank, world), set, nullptr,
-                         data::ConstantScaling(1.0f), sync);
-  trainer.InitParams();
-  Quiet listener;
-  auto why = trainer.Run(listener);
-  if (!why.ok()) return why.status();
-  return std::vector<float>(trainer.params().begin(), trainer.params().end());
+constexpr int kBatch = 16;
+
+train::TrainOptions PerReplica(int rank, int world) { return Options(kBatch, rank, world); }
+
+std::unique_ptr<train::Strategy> MakeSync(RingAllReduce& ring, int, int world, std::size_t n) {
+  return std::make_unique<SyncAllReduceStrategy>(ring, world, optim::MakeOptimizer(Momentum(), 0, n),
+                                                 1.0f);
 }
 
-std::vector<float> Reference(const model::Model& model, const data::Dataset& set, int batch,
-                             int world) {
+// One replica with batch world * kBatch, the same global batches.
+std::vector<float> Reference(const model::Model& model, const data::Dataset& set, int world) {
   train::LocalStrategy single(optim::MakeOptimizer(Momentum(), 0, model.NumParams()), 1.0f);
-  train::Trainer reference(model, Options(batch * world, 0, 1), set, nullptr,
+  train::Trainer reference(model, Options(kBatch * world, 0, 1), set, nullptr,
                            data::ConstantScaling(1.0f), single);
   reference.InitParams();
   Quiet quiet;
@@ -81,29 +59,12 @@ std::vector<float> Reference(const model::Model& model, const data::Dataset& set
   return std::vector<float>(reference.params().begin(), reference.params().end());
 }
 
-double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) /
-                                std::max(1.0, std::abs(static_cast<double>(b[i]))));
-  }
-  return worst;
-}
-
-data::Dataset Blobs() {
-  data::BlobsOptions blobs;
-  blobs.rows = 1000;  // with these batches, each epoch ends with a short global batch
-  blobs.features = 6;
-  blobs.classes = 3;
-  return data::MakeBlobs(blobs);
-}
-
 BOOST_AUTO_TEST_CASE(replicas_as_processes_over_tcp_match_one_replica) {
   math::SetBlasThreads(1);
-  const data::Dataset set = Blobs();
-  const model::Model model(Spec());
-  const int world = 3, batch = 16;
-  const std::vector<float> reference = Reference(model, set, batch, world);
+  const data::Dataset set = Blobs(1000);
+  const model::Model model(testing::SmallSpec());
+  const int world = 3;
+  const std::vector<float> reference = Reference(model, set, world);
   auto ring = LoopbackRing::Listen(world);
   BOOST_REQUIRE(ring.ok());
   // Each rank is a forked process; it reports its parameters through a pipe.
@@ -117,7 +78,7 @@ BOOST_AUTO_TEST_CASE(replicas_as_processes_over_tcp_match_one_replica) {
       ::close(fds[0]);
       auto links = ring.value().Join(r, std::chrono::seconds(20));
       if (!links.ok()) ::_exit(2);
-      auto params = TrainReplica(model, set, batch, r, world, links.value());
+      auto params = TrainReplica(model, set, r, world, links.value(), PerReplica, MakeSync);
       if (!params.ok()) ::_exit(3);
       const auto bytes = params.value().size() * sizeof(float);
       if (::write(fds[1], params.value().data(), bytes) != static_cast<ssize_t>(bytes)) ::_exit(4);
@@ -154,21 +115,12 @@ BOOST_AUTO_TEST_CASE(replicas_as_processes_over_tcp_match_one_replica) {
 
 BOOST_AUTO_TEST_CASE(n_replicas_match_one_replica_with_n_times_the_batch) {
   math::SetBlasThreads(1);
-  const data::Dataset set = Blobs();
-  const model::Model model(Spec());
-  const int batch = 16;
+  const data::Dataset set = Blobs(1000);
+  const model::Model model(testing::SmallSpec());
   for (int world : {2, 3, 4}) {
     BOOST_TEST_CONTEXT("world " << world) {
-      const std::vector<float> reference = Reference(model, set, batch, world);
-      std::vector<RingLinks> links = MakeLocalRing(world);
-      std::vector<Result<std::vector<float>>> finals(static_cast<std::size_t>(world),
-                                                     Status::Error("not run"));
-      std::vector<std::thread> ranks;
-      for (int r = 0; r < world; ++r) {
-        ranks.emplace_back(
-            [&, r] { finals[r] = TrainReplica(model, set, batch, r, world, links[r]); });
-      }
-      for (std::thread& t : ranks) t.join();
+      const std::vector<float> reference = Reference(model, set, world);
+      auto finals = TrainReplicasAsThreads(model, set, world, PerReplica, MakeSync);
       for (int r = 0; r < world; ++r) BOOST_REQUIRE_MESSAGE(finals[r].ok(), finals[r].status().message());
       for (int r = 1; r < world; ++r) {
         BOOST_TEST((finals[r].value() == finals[0].value()), "rank " << r << " differs from rank 0");

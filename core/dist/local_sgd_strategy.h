@@ -1,0 +1,36 @@
+// LocalSgdStrategy: mode = "local" (model averaging / local SGD). Each replica takes ordinary
+// local optimizer steps on its own data; every `average_every` steps the parameters are averaged
+// over all replicas by ring all-reduce, so right after each average the replicas are bitwise
+// identical. With average_every = 1 and plain SGD this is exactly synchronous SGD.
+//
+//   LocalSgdStrategy local(ring, optim::MakeOptimizer(opts, 0, n), clip_norm, /*average_every=*/8);
+//
+// Optimizer state (momentum, Adam moments) stays per replica. One thread at a time (the training
+// thread); the ring must outlive the strategy.
+#pragma once
+
+#include <memory>
+
+#include "core/dist/ring_allreduce.h"
+#include "core/optim/optimizer.h"
+#include "core/train/strategy.h"
+
+namespace dtrain::dist {
+
+class LocalSgdStrategy final : public train::Strategy {
+ public:
+  LocalSgdStrategy(RingAllReduce& ring, std::unique_ptr<optim::Optimizer> optimizer,
+                   float clip_norm, int average_every);
+
+  Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
+               const train::StepShare& share) override;
+  optim::Optimizer* LocalOptimizer() override { return optimizer_.get(); }
+
+ private:
+  RingAllReduce& ring_;  // owned by the caller, with its links
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  float clip_norm_;
+  int average_every_;
+};
+
+}  // namespace dtrain::dist
