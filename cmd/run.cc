@@ -15,6 +15,7 @@
 #include "cmd/stored_job.h"
 #include "cmd/terminal.h"
 #include "config/job_file.h"
+#include "core/net/host_name.h"
 #include "daemon/runner/local_run.h"
 #include "daemon/runner/supported.h"
 
@@ -30,12 +31,6 @@ struct RunArgs {
   bool resume_flag = false;
 };
 
-std::string HostName() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
-
 // Makes a previously interrupted/crashed job runnable again; refuses one that is finished or
 // still being run by a live process.
 Status PrepareResume(store::Store& store, std::int64_t job_id) {
@@ -48,7 +43,7 @@ Status PrepareResume(store::Store& store, std::int64_t job_id) {
   auto workers = store.Workers(job_id);
   if (!workers.ok()) return workers.status();
   for (const store::WorkerRecord& w : workers.value()) {
-    if (w.state == store::WorkerState::kRunning && w.host == HostName() && w.pid > 0 &&
+    if (w.state == store::WorkerState::kRunning && w.host == net::LocalHostName() && w.pid > 0 &&
         ::kill(static_cast<pid_t>(w.pid), 0) == 0) {
       return Status::Error("job " + std::to_string(job_id) + " is being run by process " +
                            std::to_string(w.pid));
@@ -176,7 +171,7 @@ int Run(const RunArgs& args) {
     }
   }
 
-  auto worker = store->RecordWorkerStart(job_id, 0, "replica", HostName(), ::getpid());
+  auto worker = store->RecordWorkerStart(job_id, 0, "replica", net::LocalHostName(), ::getpid());
   if (!worker.ok()) {
     PrintError(worker.status().message());
     return kExitFailed;

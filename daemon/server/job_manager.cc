@@ -11,6 +11,7 @@
 #include <random>
 
 #include "config/job_file.h"
+#include "core/net/host_name.h"
 #include "daemon/runner/supported.h"
 #include "daemon/server/async.h"
 
@@ -26,12 +27,6 @@ std::string RandomToken() {
   static constexpr char kHex[] = "0123456789abcdef";
   for (int i = 0; i < 32; ++i) token.push_back(kHex[device() % 16]);
   return token;
-}
-
-std::string HostName() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
 }
 
 std::string DescribeExit(const ProcessExit& exit) {
@@ -290,7 +285,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
     job->stop_sent = true;
   }
   auto row = co_await OffThread(pool_, [this, id, worker_pid] {
-    return store_.RecordWorkerStart(id, 0, "replica", HostName(), worker_pid);
+    return store_.RecordWorkerStart(id, 0, "replica", net::LocalHostName(), worker_pid);
   });
   auto it = jobs_.find(id);
   if (it != jobs_.end() && row.ok()) it->second->worker_row = row.value();
