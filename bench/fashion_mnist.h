@@ -1,11 +1,13 @@
-// The Fashion-MNIST training set as shipped by Debian's dataset-fashion-mnist package, for the
-// benchmarks (scripts/install-deps installs it). Exits the benchmark with a message if absent.
+// What the benchmarks train: the Fashion-MNIST training set as shipped by Debian's
+// dataset-fashion-mnist package (scripts/install-deps installs it; a benchmark exits with a
+// message if it is absent), and the MLPs they time on it.
 #pragma once
 
 #include <cstdio>
 #include <cstdlib>
 
 #include "core/data/readers.h"
+#include "core/model/spec.h"
 
 namespace dtrain::bench {
 
@@ -19,6 +21,16 @@ inline data::Dataset LoadFashionTrain() {
     std::exit(1);
   }
   return std::move(set).value();
+}
+
+// MLP 784-<hidden...>-10, ReLU, softmax cross-entropy.
+inline model::ModelSpec FashionMlp(std::vector<int> hidden) {
+  model::ModelSpec spec;
+  spec.type = model::ModelType::kMlp;
+  spec.inputs = 784;
+  spec.hidden = std::move(hidden);
+  spec.outputs = 10;
+  return spec;
 }
 
 }  // namespace dtrain::bench

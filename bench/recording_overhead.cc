@@ -22,12 +22,6 @@ namespace {
 using namespace dtrain;
 using Clock = std::chrono::steady_clock;
 
-class NullListener final : public train::TrainListener {
- public:
-  void Record(std::span<const train::MetricPoint>) override {}
-  bool AfterStep(const train::Trainer&) override { return true; }
-};
-
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -42,12 +36,7 @@ int main(int argc, char** argv) {
   const data::Dataset set = bench::LoadFashionTrain();
   const data::Scaling scaling = data::ConstantScaling(255.0f);
 
-  model::ModelSpec spec;
-  spec.type = model::ModelType::kMlp;
-  spec.inputs = 784;
-  spec.hidden = {256, 128};
-  spec.outputs = 10;
-  const model::Model model(spec);
+  const model::Model model(bench::FashionMlp({256, 128}));
   optim::OptimizerOptions adam;
   adam.type = optim::OptimizerType::kAdam;
   train::TrainOptions options;
@@ -89,7 +78,7 @@ int main(int argc, char** argv) {
           return 1;
         }
       } else {
-        NullListener none;
+        train::NullListener none;
         if (!trainer.Run(none).ok()) return 1;
       }
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();

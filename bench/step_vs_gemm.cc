@@ -37,12 +37,7 @@ int main(int argc, char** argv) {
   const int batch = 128;
   math::SetBlasThreads(1);
 
-  model::ModelSpec spec;
-  spec.type = model::ModelType::kMlp;
-  spec.inputs = 784;
-  spec.hidden = {512, 256};
-  spec.outputs = 10;
-  model::Model model(spec);
+  model::Model model(bench::FashionMlp({512, 256}));
 
   // Real uint8 pixels, so the step includes the batch conversion training does.
   const data::Dataset set = bench::LoadFashionTrain();

@@ -24,12 +24,6 @@ namespace {
 using namespace dtrain;
 using Clock = std::chrono::steady_clock;
 
-class Quiet final : public train::TrainListener {
- public:
-  void Record(std::span<const train::MetricPoint>) override {}
-  bool AfterStep(const train::Trainer&) override { return true; }
-};
-
 // Runs `world` worker processes for `steps` steps; returns the slowest worker's seconds.
 double Round(const data::Dataset& set, int world, std::int64_t steps) {
   auto ring = dist::LoopbackRing::Listen(world);
@@ -46,12 +40,7 @@ double Round(const data::Dataset& set, int world, std::int64_t steps) {
     if (pid == 0) {
       ::close(fds[0]);
       math::SetBlasThreads(1);
-      model::ModelSpec spec;
-      spec.type = model::ModelType::kMlp;
-      spec.inputs = 784;
-      spec.hidden = {512, 256};
-      spec.outputs = 10;
-      const model::Model model(spec);
+      const model::Model model(bench::FashionMlp({512, 256}));
       auto links = ring.value().Join(r, std::chrono::seconds(30));
       if (!links.ok()) ::_exit(2);
       dist::RingAllReduce allreduce(r, world, links.value().left, links.value().right);
@@ -67,7 +56,7 @@ double Round(const data::Dataset& set, int world, std::int64_t steps) {
       options.sharding = data::ShardMode::kGlobalBatches;
       train::Trainer trainer(model, options, set, nullptr, data::ConstantScaling(255.0f), sync);
       trainer.InitParams();
-      Quiet quiet;
+      train::NullListener quiet;
       const auto start = Clock::now();
       if (!trainer.Run(quiet).ok()) ::_exit(3);
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -68,6 +68,13 @@ class TrainListener : public MetricSink {
   virtual bool AfterStep(const Trainer& trainer) = 0;
 };
 
+// A listener that drops every metric and never stops the loop (benchmarks, tests).
+class NullListener final : public TrainListener {
+ public:
+  void Record(std::span<const MetricPoint>) override {}
+  bool AfterStep(const Trainer&) override { return true; }
+};
+
 class Trainer {
  public:
   Trainer(const model::Model& model, TrainOptions options, const data::Dataset& train,

@@ -22,12 +22,6 @@
 
 namespace dtrain::dist::testing {
 
-class Quiet final : public train::TrainListener {
- public:
-  void Record(std::span<const train::MetricPoint>) override {}
-  bool AfterStep(const train::Trainer&) override { return true; }
-};
-
 inline model::ModelSpec SmallSpec() {
   model::ModelSpec s;
   s.type = model::ModelType::kMlp;
@@ -71,7 +65,7 @@ inline Result<std::vector<float>> TrainReplica(const model::Model& model, const 
   train::Trainer trainer(model, options(rank, world), set, nullptr, data::ConstantScaling(1.0f),
                          *strategy);
   trainer.InitParams();
-  Quiet listener;
+  train::NullListener listener;
   auto why = trainer.Run(listener);
   if (!why.ok()) return why.status();
   return std::vector<float>(trainer.params().begin(), trainer.params().end());

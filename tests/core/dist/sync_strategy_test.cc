@@ -16,7 +16,6 @@ namespace {
 
 using testing::Blobs;
 using testing::MaxRelativeDifference;
-using testing::Quiet;
 using testing::TrainReplica;
 using testing::TrainReplicasAsThreads;
 
@@ -54,7 +53,7 @@ std::vector<float> Reference(const model::Model& model, const data::Dataset& set
   train::Trainer reference(model, Options(kBatch * world, 0, 1), set, nullptr,
                            data::ConstantScaling(1.0f), single);
   reference.InitParams();
-  Quiet quiet;
+  train::NullListener quiet;
   BOOST_REQUIRE(reference.Run(quiet).ok());
   return std::vector<float>(reference.params().begin(), reference.params().end());
 }
