@@ -24,12 +24,11 @@ class LocalSgdStrategy final : public train::Strategy {
 
   Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
                const train::StepShare& share) override;
-  optim::Optimizer* LocalOptimizer() override { return optimizer_.get(); }
+  optim::Optimizer* LocalOptimizer() override { return local_.LocalOptimizer(); }
 
  private:
   RingAllReduce& ring_;  // owned by the caller, with its links
-  std::unique_ptr<optim::Optimizer> optimizer_;
-  float clip_norm_;
+  train::LocalStrategy local_;  // the clip-and-step every replica takes
   int average_every_;
 };
 

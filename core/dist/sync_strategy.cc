@@ -1,14 +1,13 @@
 #include "core/dist/sync_strategy.h"
 
 #include "core/math/elementwise.h"
-#include "core/optim/clip.h"
 
 namespace dtrain::dist {
 
 SyncAllReduceStrategy::SyncAllReduceStrategy(RingAllReduce& ring, int world,
                                              std::unique_ptr<optim::Optimizer> optimizer,
                                              float clip_norm)
-    : ring_(ring), world_(world), optimizer_(std::move(optimizer)), clip_norm_(clip_norm) {}
+    : ring_(ring), world_(world), local_(std::move(optimizer), clip_norm) {}
 
 Status SyncAllReduceStrategy::Apply(std::int64_t step, std::span<float> params,
                                     std::span<float> grad, float lr,
@@ -22,9 +21,7 @@ Status SyncAllReduceStrategy::Apply(std::int64_t step, std::span<float> params,
   const auto op = static_cast<std::uint32_t>(step % RingAllReduce::kMaxOp);
   Status reduced = ring_.AllReduceMean(grad, op);
   if (!reduced.ok()) return Status::Error("step " + std::to_string(step) + ": " + reduced.message());
-  if (clip_norm_ > 0.0f) optim::ClipByGlobalNorm(grad, clip_norm_);
-  optimizer_->Step(params, grad, lr);
-  return Status::Ok();
+  return local_.Apply(step, params, grad, lr, share);
 }
 
 }  // namespace dtrain::dist

@@ -26,13 +26,12 @@ class SyncAllReduceStrategy final : public train::Strategy {
   // grad becomes sum_r rows_r * grad_r / total_rows (the mean over the whole step's batch).
   Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
                const train::StepShare& share) override;
-  optim::Optimizer* LocalOptimizer() override { return optimizer_.get(); }
+  optim::Optimizer* LocalOptimizer() override { return local_.LocalOptimizer(); }
 
  private:
   RingAllReduce& ring_;  // owned by the caller: it also owns the links the ring uses
   int world_;
-  std::unique_ptr<optim::Optimizer> optimizer_;
-  float clip_norm_;
+  train::LocalStrategy local_;  // the clip-and-step every replica takes
 };
 
 }  // namespace dtrain::dist
