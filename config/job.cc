@@ -1,5 +1,7 @@
 #include "config/job.h"
 
+#include <cmath>
+
 #include "core/name_table.h"
 
 namespace dtrain::config {
@@ -17,6 +19,12 @@ constexpr NameTable<ClusterMode, 4> kModes{{{{ClusterMode::kSingle, "single"},
                                                     {ClusterMode::kAsync, "async"},
                                                     {ClusterMode::kLocal, "local"}}},
                                                   "single, sync, async, local"};
+constexpr NameTable<AllReduce, 2> kAllReduces{{{{AllReduce::kRing, "ring"}, {AllReduce::kPs, "ps"}}},
+                                              "ring, ps"};
+constexpr NameTable<LrScaling, 3> kLrScalings{{{{LrScaling::kNone, "none"},
+                                                {LrScaling::kLinear, "linear"},
+                                                {LrScaling::kSqrt, "sqrt"}}},
+                                              "none, linear, sqrt"};
 
 bool SameSchedule(const optim::ScheduleOptions& a, const optim::ScheduleOptions& b) {
   return a.type == b.type && a.lr == b.lr && a.warmup_steps == b.warmup_steps &&
@@ -51,6 +59,8 @@ bool JobConfig::operator==(const JobConfig& other) const {
 std::string_view DataFormatName(DataFormat format) { return kFormats.Name(format); }
 std::string_view SyntheticKindName(SyntheticKind kind) { return kSyntheticKinds.Name(kind); }
 std::string_view ClusterModeName(ClusterMode mode) { return kModes.Name(mode); }
+std::string_view AllReduceName(AllReduce kind) { return kAllReduces.Name(kind); }
+std::string_view LrScalingName(LrScaling scaling) { return kLrScalings.Name(scaling); }
 Result<DataFormat> ParseDataFormat(std::string_view name) {
   return kFormats.Parse(name, "data format");
 }
@@ -63,5 +73,28 @@ Result<ClusterMode> ParseClusterMode(std::string_view name) {
 std::string_view DataFormatChoices() { return kFormats.choices; }
 std::string_view SyntheticKindChoices() { return kSyntheticKinds.choices; }
 std::string_view ClusterModeChoices() { return kModes.choices; }
+std::string_view AllReduceChoices() { return kAllReduces.choices; }
+std::string_view LrScalingChoices() { return kLrScalings.choices; }
+Result<AllReduce> ParseAllReduce(std::string_view name) {
+  return kAllReduces.Parse(name, "all-reduce");
+}
+Result<LrScaling> ParseLrScaling(std::string_view name) {
+  return kLrScalings.Parse(name, "learning-rate scaling");
+}
+
+float ScaledLearningRate(const JobConfig& job) {
+  const float lr = job.train.schedule.lr;
+  if (job.cluster.mode != ClusterMode::kSync && job.cluster.mode != ClusterMode::kLocal) return lr;
+  const auto n = static_cast<float>(job.cluster.workers);
+  switch (job.cluster.lr_scaling) {
+    case LrScaling::kLinear:
+      return lr * n;
+    case LrScaling::kSqrt:
+      return lr * std::sqrt(n);
+    case LrScaling::kNone:
+      break;
+  }
+  return lr;
+}
 
 }  // namespace dtrain::config

@@ -23,6 +23,8 @@ namespace dtrain::config {
 enum class DataFormat { kIdx, kCsv, kLibsvm, kSynthetic };
 enum class SyntheticKind { kBlobs, kLinear };
 enum class ClusterMode { kSingle, kSync, kAsync, kLocal };
+enum class AllReduce { kRing, kPs };  // how mode "sync" averages gradients
+enum class LrScaling { kNone, kLinear, kSqrt };  // of optimizer.lr with the worker count (sync, local)
 
 struct DataConfig {
   DataFormat format = DataFormat::kIdx;
@@ -55,6 +57,22 @@ struct DataConfig {
 struct ClusterConfig {
   int workers = 1;
   ClusterMode mode = ClusterMode::kSingle;
+  AllReduce allreduce = AllReduce::kRing;  // sync
+  int servers = 1;                         // parameter-server shards: sync with ps, and async
+  int push_every = 1;                      // async: steps between gradient pushes
+  int fetch_every = 1;                     // async: steps between parameter fetches
+  int max_staleness = 0;                   // async: clocks ahead of the slowest worker; 0 = unbounded
+  int average_every = 8;                   // local: steps between parameter averages
+  bool average_optimizer = false;          // local: average the optimizer state too
+  LrScaling lr_scaling = LrScaling::kNone;
+  double timeout_seconds = 60.0;           // every wait for a peer, shard or rendezvous
+
+  // Processes the job runs: its workers, and its shards where a mode uses parameter servers.
+  int Servers() const {
+    return mode == ClusterMode::kAsync || (mode == ClusterMode::kSync && allreduce == AllReduce::kPs)
+               ? servers
+               : 0;
+  }
 
   bool operator==(const ClusterConfig&) const = default;
 };
@@ -107,11 +125,20 @@ std::string FormatDiagnostic(const Diagnostic& d);
 std::string_view DataFormatName(DataFormat format);
 std::string_view SyntheticKindName(SyntheticKind kind);
 std::string_view ClusterModeName(ClusterMode mode);
+std::string_view AllReduceName(AllReduce kind);
+std::string_view LrScalingName(LrScaling scaling);
 Result<DataFormat> ParseDataFormat(std::string_view name);
 Result<SyntheticKind> ParseSyntheticKind(std::string_view name);
 Result<ClusterMode> ParseClusterMode(std::string_view name);
+Result<AllReduce> ParseAllReduce(std::string_view name);
+Result<LrScaling> ParseLrScaling(std::string_view name);
 std::string_view DataFormatChoices();
 std::string_view SyntheticKindChoices();
 std::string_view ClusterModeChoices();
+std::string_view AllReduceChoices();
+std::string_view LrScalingChoices();
+
+// optimizer.lr as the workers use it: scaled by cluster.lr_scaling in the sync and local modes.
+float ScaledLearningRate(const JobConfig& job);
 
 }  // namespace dtrain::config

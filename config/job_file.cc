@@ -51,6 +51,7 @@ constexpr std::int64_t kMaxRows = 100'000'000;
 constexpr std::int64_t kMaxClasses = 1 << 16;
 constexpr std::int64_t kMaxThreads = 1024;
 constexpr std::int64_t kMaxWorkers = 1024;
+constexpr std::int64_t kMaxEvery = 1000000;  // cluster.*_every and max_staleness
 constexpr std::int64_t kMaxKeep = 10'000;
 constexpr std::int64_t kMaxSeed = std::numeric_limits<std::int64_t>::max();
 constexpr std::size_t kMaxNameLength = 64;
@@ -408,6 +409,15 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
                  ", but cluster.mode \"single\" trains one worker: use mode \"sync\", \"async\" "
                  "or \"local\" for several");
   }
+  r.Enum("allreduce", ParseAllReduce, AllReduceChoices(), &c->allreduce);
+  r.Int("servers", 1, kMaxWorkers, &c->servers);
+  r.Int("push_every", 1, kMaxEvery, &c->push_every);
+  r.Int("fetch_every", 1, kMaxEvery, &c->fetch_every);
+  r.Int("max_staleness", 0, kMaxEvery, &c->max_staleness);
+  r.Int("average_every", 1, kMaxEvery, &c->average_every);
+  r.Bool("average_optimizer", &c->average_optimizer);
+  r.Enum("lr_scaling", ParseLrScaling, LrScalingChoices(), &c->lr_scaling);
+  r.Number("timeout_seconds", Closed(0.1, 86400), &c->timeout_seconds);
 }
 
 void ReadCheckpoint(TableReader& r, CheckpointConfig* c) {
@@ -463,6 +473,10 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   ReadTrain(train, &job.train, &job.threads, &job.clip_norm);
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule);
   ReadCluster(cluster, &job.cluster);
+  // Downpour's shards default to Adagrad (Dean et al. 2012); an explicit optimizer.type wins.
+  if (job.cluster.mode == ClusterMode::kAsync && !optimizer.Present("type")) {
+    job.optimizer.type = optim::OptimizerType::kAdagrad;
+  }
   ReadCheckpoint(checkpoint, &job.checkpoint);
   restart.Int("max_restarts", 0, kMaxRestartsLimit, &job.max_restarts);
   CheckWarmup(optimizer, job.train);

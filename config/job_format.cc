@@ -96,6 +96,15 @@ std::string FormatResolvedJob(const JobConfig& job) {
   w.Section("cluster");
   w.Int("workers", job.cluster.workers);
   w.String("mode", ClusterModeName(job.cluster.mode));
+  w.String("allreduce", AllReduceName(job.cluster.allreduce));
+  w.Int("servers", job.cluster.servers);
+  w.Int("push_every", job.cluster.push_every);
+  w.Int("fetch_every", job.cluster.fetch_every);
+  w.Int("max_staleness", job.cluster.max_staleness);
+  w.Int("average_every", job.cluster.average_every);
+  w.Bool("average_optimizer", job.cluster.average_optimizer);
+  w.String("lr_scaling", LrScalingName(job.cluster.lr_scaling));
+  w.Double("timeout_seconds", job.cluster.timeout_seconds);
   w.Section("checkpoint");
   w.Int("every_steps", job.checkpoint.every_steps);
   w.Double("every_seconds", job.checkpoint.every_seconds);

@@ -5,13 +5,16 @@
 //
 //   LocalSgdStrategy local(ring, optim::MakeOptimizer(opts, 0, n), clip_norm, /*average_every=*/8);
 //
-// Optimizer state (momentum, Adam moments) stays per replica. One thread at a time (the training
-// thread); the ring must outlive the strategy.
+// Optimizer state (momentum, Adam moments, Adagrad accumulators) stays per replica unless
+// `average_optimizer`, which averages it with the parameters. Stop votes travel with the averages
+// (VotingAllReduce), so the replicas stop together right after an average. One thread at a time
+// (the training thread); the ring must outlive the strategy.
 #pragma once
 
 #include <memory>
 
 #include "core/dist/ring_allreduce.h"
+#include "core/dist/voting_allreduce.h"
 #include "core/optim/optimizer.h"
 #include "core/train/strategy.h"
 
@@ -20,16 +23,27 @@ namespace dtrain::dist {
 class LocalSgdStrategy final : public train::Strategy {
  public:
   LocalSgdStrategy(RingAllReduce& ring, std::unique_ptr<optim::Optimizer> optimizer,
-                   float clip_norm, int average_every);
+                   float clip_norm, int average_every, bool average_optimizer = false);
 
   Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
                const train::StepShare& share) override;
   optim::Optimizer* LocalOptimizer() override { return local_.LocalOptimizer(); }
+  bool ProposeStop(train::StopReason reason) override {
+    exchange_.Propose(reason);
+    return true;
+  }
+  std::optional<train::StopReason> AgreedStop() const override { return agreed_; }
+  train::CommStats Stats() const override { return exchange_.stats(); }
 
  private:
-  RingAllReduce& ring_;  // owned by the caller, with its links
+  // Averages params (and the optimizer state) in place.
+  Status Average(std::span<float> params, std::uint32_t op);
+
+  VotingAllReduce exchange_;  // over the caller's ring, which also owns its links
   train::LocalStrategy local_;  // the clip-and-step every replica takes
   int average_every_;
+  bool average_optimizer_;
+  std::optional<train::StopReason> agreed_;  // at the last step
 };
 
 }  // namespace dtrain::dist

@@ -97,15 +97,19 @@ Status RingAllReduce::Run(std::span<float> data, std::uint32_t op, float scale) 
 
   data_ = data;
   op_ = op;
-  deadline_ = Clock::now() + options_.timeout;
+  op_start_ = Clock::now();
+  deadline_ = op_start_ + options_.timeout;
   // Deep enough a pipeline for small ranges too, of messages not so small that their fixed
   // costs dominate; the same on every rank, as it depends only on the size and the world.
   segment_ = std::min(options_.segment_floats,
                       std::max(kMinSegment, (ChunkSize(0) + kPipelineDepth - 1) / kPipelineDepth));
   const int steps = 2 * (world_ - 1);
   send_start_.assign(1, 0);
+  last_op_ = {};
   for (int step = 0; step < steps; ++step) {
     send_start_.push_back(send_start_.back() + Segments(Mod(rank_ - step)));
+    last_op_.bytes_sent += ChunkSize(Mod(rank_ - step)) * sizeof(float);
+    last_op_.bytes_received += ChunkSize(Mod(rank_ - step - 1)) * sizeof(float);
   }
   posted_.store(Segments(rank_), std::memory_order_relaxed);  // step 0 sends this rank's own chunk
   sent_.store(0, std::memory_order_relaxed);
@@ -170,6 +174,9 @@ void RingAllReduce::ReceiveAll(float scale) {
         return;
       }
       if (tag.value() != op_) return FailOnTag(tag.value(), into);
+      if (s == 0 && k == 0) {
+        last_op_.wait_seconds = std::chrono::duration<double>(Clock::now() - op_start_).count();
+      }
       if (cause_by) continue;
       if (reduce) Accumulate(segment, into, step_scale);
       if (s + 1 < steps) {

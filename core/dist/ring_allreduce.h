@@ -61,6 +61,14 @@ struct RingOptions {
   std::chrono::microseconds spin{0};
 };
 
+// What the last op cost this rank.
+struct RingOpStats {
+  double wait_seconds = 0.0;  // from the op's start until the left neighbour's first segment came:
+                              // mostly waiting for the slowest rank to reach the op
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+};
+
 class RingAllReduce {
  public:
   // Op tags are below 2^31; the top bit marks a failure notice.
@@ -81,6 +89,8 @@ class RingAllReduce {
   // AllReduceSum, then * (1/world) (applied once, by the rank that finishes each chunk).
   Status AllReduceMean(std::span<float> data, std::uint32_t op);
 
+  // The last op's costs (zero before the first, and when world == 1).
+  const RingOpStats& last_op() const { return last_op_; }
   int rank() const { return rank_; }
   int world() const { return world_; }
 
@@ -128,6 +138,8 @@ class RingAllReduce {
   Link* const right_;
   const RingOptions options_;
   Status unusable_;             // why no op can run (bad arguments, an earlier failure); OK if none
+  RingOpStats last_op_;         // written by the calling thread only
+  Clock::time_point op_start_{};
   std::vector<float> scratch_;  // one segment from the left, before it is added in
 
   // The current op: written by the calling thread before it bumps op_seq_, read by the sender

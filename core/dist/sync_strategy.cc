@@ -7,21 +7,23 @@ namespace dtrain::dist {
 SyncAllReduceStrategy::SyncAllReduceStrategy(RingAllReduce& ring, int world,
                                              std::unique_ptr<optim::Optimizer> optimizer,
                                              float clip_norm)
-    : ring_(ring), world_(world), local_(std::move(optimizer), clip_norm) {}
+    : exchange_(ring), world_(world), local_(std::move(optimizer), clip_norm) {}
 
 Status SyncAllReduceStrategy::Apply(std::int64_t step, std::span<float> params,
                                     std::span<float> grad, float lr,
                                     const train::StepShare& share) {
   // The mean over replicas of (world * rows_r / total) * grad_r is the mean over all rows.
-  if (share.total_rows > 0 && share.rows * static_cast<std::size_t>(world_) != share.total_rows) {
-    math::Scale(static_cast<float>(static_cast<double>(share.rows) * world_ /
-                                   static_cast<double>(share.total_rows)),
-                grad);
-  }
+  const float weight =
+      share.total_rows > 0 && share.rows * static_cast<std::size_t>(world_) != share.total_rows
+          ? static_cast<float>(static_cast<double>(share.rows) * world_ /
+                               static_cast<double>(share.total_rows))
+          : 1.0f;
+  const std::span<float> mean = exchange_.Payload(grad.size());
+  math::ScaleInto(weight, grad, mean);
   const auto op = static_cast<std::uint32_t>(step % RingAllReduce::kMaxOp);
-  Status reduced = ring_.AllReduceMean(grad, op);
+  Status reduced = exchange_.Mean(op);
   if (!reduced.ok()) return Status::Error("step " + std::to_string(step) + ": " + reduced.message());
-  return local_.Apply(step, params, grad, lr, share);
+  return local_.Apply(step, params, mean, lr, share);
 }
 
 }  // namespace dtrain::dist

@@ -7,12 +7,15 @@
 //   SyncAllReduceStrategy sync(ring, world, optim::MakeOptimizer(opts, 0, n), clip_norm);
 //   Trainer trainer(model, options /* sharding = kGlobalBatches */, train, &test, scaling, sync);
 //
+// Stop votes travel with the gradients (VotingAllReduce): every replica stops after the same step.
+//
 // One thread at a time (the training thread). The ring must outlive the strategy.
 #pragma once
 
 #include <memory>
 
 #include "core/dist/ring_allreduce.h"
+#include "core/dist/voting_allreduce.h"
 #include "core/optim/optimizer.h"
 #include "core/train/strategy.h"
 
@@ -27,9 +30,15 @@ class SyncAllReduceStrategy final : public train::Strategy {
   Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
                const train::StepShare& share) override;
   optim::Optimizer* LocalOptimizer() override { return local_.LocalOptimizer(); }
+  bool ProposeStop(train::StopReason reason) override {
+    exchange_.Propose(reason);
+    return true;
+  }
+  std::optional<train::StopReason> AgreedStop() const override { return exchange_.agreed(); }
+  train::CommStats Stats() const override { return exchange_.stats(); }
 
  private:
-  RingAllReduce& ring_;  // owned by the caller: it also owns the links the ring uses
+  VotingAllReduce exchange_;  // over the caller's ring, which also owns the links it uses
   int world_;
   train::LocalStrategy local_;  // the clip-and-step every replica takes
 };

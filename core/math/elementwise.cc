@@ -1,6 +1,7 @@
 #include "core/math/elementwise.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include <Eigen/Core>
 
@@ -89,6 +90,16 @@ void Axpy(float alpha, std::span<const float> x, std::span<float> y) {
 
 void Scale(float alpha, std::span<float> x) {
   Eigen::Map<Eigen::VectorXf>(x.data(), Size(x)) *= alpha;
+}
+
+void ScaleInto(float alpha, std::span<const float> x, std::span<float> out) {
+  assert(x.size() == out.size());
+  if (alpha == 1.0f) {
+    std::copy(x.begin(), x.end(), out.begin());
+    return;
+  }
+  Eigen::Map<Eigen::VectorXf>(out.data(), Size(out)) =
+      alpha * Eigen::Map<const Eigen::VectorXf>(x.data(), Size(x));
 }
 
 // Reductions: float partial sums over short blocks (vectorised by Eigen), accumulated in double,

@@ -28,6 +28,8 @@ void ColumnSums(const float* m, int rows, int cols, float beta, float* out);
 void Axpy(float alpha, std::span<const float> x, std::span<float> y);
 // x *= alpha
 void Scale(float alpha, std::span<float> x);
+// out = alpha * x (same sizes); a plain copy when alpha == 1
+void ScaleInto(float alpha, std::span<const float> x, std::span<float> out);
 // sum_i x_i * y_i: float partial sums over blocks of 1024, accumulated in double.
 double Dot(std::span<const float> x, std::span<const float> y);
 // sum_i x_i^2: float partial sums over blocks of 1024, accumulated in double.

@@ -5,6 +5,8 @@
 // Names are stable (they are the `name` column of the store and the keys of `dtrain metrics`):
 //   train_loss, train_accuracy, lr, grad_norm, samples_per_sec   (every log_every steps)
 //   eval_loss, eval_accuracy (classification) or eval_mse (regression)   (every evaluation)
+//   compute_seconds, comm_seconds, wait_seconds, bytes_sent   (every log_every steps, when the
+//     job has several workers: this worker's totals over the steps since the previous point)
 // A sink is called from the training thread only.
 #pragma once
 

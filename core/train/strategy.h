@@ -4,18 +4,35 @@
 //   LocalStrategy single(MakeOptimizer(opts, 0, n), clip_norm);
 //   single.Apply(step, params, grad, lr, {rows, rows});
 //
+// Collective strategies (the replicas must all take the same number of steps) agree on when to
+// stop: a replica that wants to stop calls ProposeStop, keeps training, and carries its vote with
+// its next exchange; once AgreedStop() says so after an Apply, every replica stops after that same
+// step. Independent strategies (single, async) refuse the proposal, and the caller stops at once.
+//
 // One thread at a time (the training thread).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "core/optim/optimizer.h"
 #include "core/status.h"
 
 namespace dtrain::train {
+
+// Why a training loop stopped. The numeric values travel in stop votes; keep them.
+enum class StopReason { kCompleted = 0, kTargetReached = 1, kRequested = 2 };
+
+// What a strategy spent on communication since it was built; cumulative, for per-worker metrics.
+struct CommStats {
+  double comm_seconds = 0.0;  // inside the strategy's exchanges, waiting included
+  double wait_seconds = 0.0;  // of which blocked on peers or shards (not moving bytes)
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+};
 
 // This replica's part of a step's batch: `rows` of the `total_rows` all replicas trained on
 // (equal for one replica). `grad` is the mean over this replica's rows.
@@ -34,6 +51,15 @@ class Strategy {
   // The optimizer whose state a checkpoint holds, or null if it lives elsewhere (e.g. on
   // parameter-server shards).
   virtual optim::Optimizer* LocalOptimizer() = 0;
+
+  // Asks every replica to stop for `reason` after an upcoming step (see the contract above).
+  // False: this strategy does not vote, the caller stops on its own now.
+  virtual bool ProposeStop(StopReason /*reason*/) { return false; }
+  // After Apply: the stop every replica agreed on at this step, if any (the most urgent reason
+  // proposed: requested over target reached).
+  virtual std::optional<StopReason> AgreedStop() const { return std::nullopt; }
+  // Communication so far (zero for strategies that do not communicate).
+  virtual CommStats Stats() const { return {}; }
 };
 
 // mode = "single": clip by global norm (if clip_norm > 0), then a local optimizer step.

@@ -73,8 +73,19 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
   long window_correct = 0;
   std::size_t window_rows = 0;
   auto window_start = Clock::now();
+  double window_compute = 0.0;
+  CommStats window_comm = strategy_.Stats();
+  bool stop_proposed = false;
+  // Stops now when the strategy does not vote; otherwise waits for the agreed step.
+  const auto propose = [&](StopReason reason) -> std::optional<StopReason> {
+    if (stop_proposed) return std::nullopt;
+    stop_proposed = true;
+    if (strategy_.ProposeStop(reason)) return std::nullopt;
+    return reason;
+  };
 
   while (!Finished()) {
+    const auto compute_start = Clock::now();
     const std::span<const std::uint32_t> batch = sampler_.Batch(position_.epoch, position_.batch);
     const int rows = static_cast<int>(batch.size());
     if (rows > 0) {
@@ -94,8 +105,10 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
                          position_.step + 1 == PlannedSteps();
     const double grad_norm = log_now ? optim::GlobalNorm(grad_) : 0.0;
     const StepShare share{batch.size(), sampler_.StepRows(position_.batch)};
+    window_compute += std::chrono::duration<double>(Clock::now() - compute_start).count();
     Status applied = strategy_.Apply(position_.step, params_, grad_, lr, share);
     if (!applied.ok()) return applied;
+    std::optional<StopReason> stop = strategy_.AgreedStop();
 
     ++position_.step;
     bool epoch_end = false;
@@ -119,7 +132,19 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
         points.push_back({position_.step, Epochs(), "train_accuracy",
                           static_cast<double>(window_correct) / rows_seen});
       }
+      const CommStats comm = strategy_.Stats();
+      if (options_.world_size > 1) {
+        points.push_back({position_.step, Epochs(), "compute_seconds", window_compute});
+        points.push_back({position_.step, Epochs(), "comm_seconds",
+                          comm.comm_seconds - window_comm.comm_seconds});
+        points.push_back({position_.step, Epochs(), "wait_seconds",
+                          comm.wait_seconds - window_comm.wait_seconds});
+        points.push_back({position_.step, Epochs(), "bytes_sent",
+                          static_cast<double>(comm.bytes_sent - window_comm.bytes_sent)});
+      }
       listener.Record(points);
+      window_comm = comm;
+      window_compute = 0.0;
       window_loss = 0.0;
       window_correct = 0;
       window_rows = 0;
@@ -133,12 +158,12 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       const EvalResult result = Evaluate(*eval_);
       EmitEval(listener, result);
       if (options_.target_accuracy > 0.0 && classification &&
-          result.accuracy >= options_.target_accuracy) {
-        listener.AfterStep(*this);
-        return StopReason::kTargetReached;
+          result.accuracy >= options_.target_accuracy && !stop) {
+        stop = propose(StopReason::kTargetReached);
       }
     }
-    if (!listener.AfterStep(*this)) return StopReason::kRequested;
+    if (!listener.AfterStep(*this) && !stop) stop = propose(StopReason::kRequested);
+    if (stop) return *stop;
   }
   return StopReason::kCompleted;
 }

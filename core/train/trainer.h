@@ -56,7 +56,6 @@ struct EvalResult {
   std::size_t rows = 0;
 };
 
-enum class StopReason { kCompleted, kTargetReached, kRequested };
 std::string_view StopReasonName(StopReason reason);
 
 class Trainer;

@@ -318,6 +318,54 @@ BOOST_AUTO_TEST_CASE(several_workers_need_a_distributed_mode) {
   BOOST_TEST(d.line == 4);
 }
 
+BOOST_AUTO_TEST_CASE(cluster_keys_of_every_mode_are_read_and_checked) {
+  const LoadResult r = Parse(
+      "[data]\nformat = \"synthetic\"\n"
+      "[cluster]\nworkers = 4\nmode = \"sync\"\nallreduce = \"ps\"\nservers = 2\n"
+      "push_every = 3\nfetch_every = 5\nmax_staleness = 2\naverage_every = 16\n"
+      "average_optimizer = true\nlr_scaling = \"sqrt\"\ntimeout_seconds = 7.5\n");
+  BOOST_REQUIRE(r.ok());
+  const ClusterConfig& c = r.job->cluster;
+  BOOST_TEST((c.allreduce == AllReduce::kPs));
+  BOOST_TEST(c.servers == 2);
+  BOOST_TEST(c.Servers() == 2);
+  BOOST_TEST(c.push_every == 3);
+  BOOST_TEST(c.fetch_every == 5);
+  BOOST_TEST(c.max_staleness == 2);
+  BOOST_TEST(c.average_every == 16);
+  BOOST_TEST(c.average_optimizer);
+  BOOST_TEST((c.lr_scaling == LrScaling::kSqrt));
+  BOOST_TEST(c.timeout_seconds == 7.5);
+  BOOST_TEST(ScaledLearningRate(*r.job) == r.job->train.schedule.lr * 2.0f);
+  const LoadResult again = ParseJobText(FormatResolvedJob(*r.job), "again", {}, "/");
+  BOOST_REQUIRE(again.ok());
+  BOOST_TEST((again.job->cluster == c));
+
+  // Ring mode runs no shards; async's shards default to Adagrad unless the file names one.
+  const LoadResult ring = Parse("[data]\nformat = \"synthetic\"\n[cluster]\nmode = \"sync\"\n");
+  BOOST_REQUIRE(ring.ok());
+  BOOST_TEST(ring.job->cluster.Servers() == 0);
+  const LoadResult async =
+      Parse("[data]\nformat = \"synthetic\"\n[cluster]\nworkers = 2\nmode = \"async\"\n");
+  BOOST_REQUIRE(async.ok());
+  BOOST_TEST((async.job->optimizer.type == optim::OptimizerType::kAdagrad));
+  BOOST_TEST(async.job->cluster.Servers() == 1);
+  const LoadResult named = Parse(
+      "[data]\nformat = \"synthetic\"\n[optimizer]\ntype = \"adam\"\n"
+      "[cluster]\nworkers = 2\nmode = \"async\"\n");
+  BOOST_REQUIRE(named.ok());
+  BOOST_TEST((named.job->optimizer.type == optim::OptimizerType::kAdam));
+
+  CheckDiagnostics(
+      Parse("[data]\nformat = \"synthetic\"\n[cluster]\nallreduce = \"tree\"\nservers = 0\n"
+            "max_staleness = -1\nlr_scaling = \"square\"\ntimeout_seconds = 0.0\n"),
+      {{"inline.toml", 4, 13, "cluster.allreduce", "got \"tree\""},
+       {"inline.toml", 5, 11, "cluster.servers", "must be an integer in [1, 1024]"},
+       {"inline.toml", 6, 17, "cluster.max_staleness", "must be an integer in [0, 1000000]"},
+       {"inline.toml", 7, 14, "cluster.lr_scaling", "got \"square\""},
+       {"inline.toml", 8, 19, "cluster.timeout_seconds", "in [0.1, 86400]"}});
+}
+
 BOOST_AUTO_TEST_CASE(unknown_keys_get_the_closest_name_or_the_list) {
   CheckDiagnostics(
       Parse("epochs = 3\n"
@@ -327,7 +375,7 @@ BOOST_AUTO_TEST_CASE(unknown_keys_get_the_closest_name_or_the_list) {
             "[optimizer]\ntype = \"adamw\"\n"),
       {{"inline.toml", 1, 1, "epochs", "unknown key; did you mean 'train.epochs'?"},
        {"inline.toml", 5, 1, "model.lr", "unknown key; did you mean 'optimizer.lr'?"},
-       {"inline.toml", 7, 1, "cluster.colour", "unknown key; allowed: workers, mode"},
+       {"inline.toml", 7, 1, "cluster.colour", "unknown key; allowed: workers, mode, allreduce, servers, push_every, fetch_every, max_staleness, average_every, average_optimizer, lr_scaling, timeout_seconds"},
        {"inline.toml", 9, 8, "optimizer.type", "got \"adamw\" (did you mean \"adam\"?)"}});
 }
 

@@ -1,0 +1,48 @@
+// VotingAllReduce: averages one buffer over a ring per op and carries the replicas' stop votes
+// with it, in two floats after the payload, so agreeing on when to stop costs no extra round trip.
+// Also keeps the communication totals that the collective strategies report.
+//
+//   VotingAllReduce exchange(ring);
+//   std::span<float> payload = exchange.Payload(grad.size());   // fill it
+//   Status s = exchange.Mean(op);   // payload now holds the mean; exchange.agreed() the vote
+//
+// After Mean, agreed() is the most urgent stop any replica proposed since its previous op
+// (requested over target reached), the same on every replica. One thread at a time; the ring
+// must outlive this object.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/dist/ring_allreduce.h"
+#include "core/train/strategy.h"
+
+namespace dtrain::dist {
+
+class VotingAllReduce {
+ public:
+  explicit VotingAllReduce(RingAllReduce& ring) : ring_(ring) {}
+
+  // This replica's vote, carried by the next Mean.
+  void Propose(train::StopReason reason);
+  // The first `floats` floats of the buffer the next Mean averages (valid until the next call).
+  std::span<float> Payload(std::size_t floats);
+  // Averages the payload (and the votes) over the ring, as op `op`.
+  Status Mean(std::uint32_t op);
+
+  std::optional<train::StopReason> agreed() const { return agreed_; }
+  const train::CommStats& stats() const { return stats_; }
+
+ private:
+  RingAllReduce& ring_;  // owned by the caller, with its links
+  std::vector<float> buffer_;  // payload, then the "requested" and "target reached" votes
+  std::size_t payload_ = 0;
+  std::optional<train::StopReason> proposed_;
+  std::optional<train::StopReason> agreed_;
+  train::CommStats stats_;
+};
+
+}  // namespace dtrain::dist
