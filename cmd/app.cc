@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd/commands.h"
+#include "daemon/worker/worker_command.h"
 
 namespace dtrain::cli {
 
@@ -32,6 +33,11 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
   AddPredictAndEvalCommands(*app, exit_code);
   AddVersionCommand(*app, globals, exit_code);
   AddCompletionCommand(*app, exit_code);
+  // Hidden: the worker processes `dtrain run` starts for a job of several workers.
+  auto worker_args = std::make_shared<worker::WorkerArgs>();
+  worker::AddWorkerCommand(*app, *worker_args)->callback([worker_args, &exit_code] {
+    exit_code = worker::WorkerMain(*worker_args);
+  });
   return app;
 }
 

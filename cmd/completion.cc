@@ -49,6 +49,7 @@ OptionInfo Describe(const CLI::Option& opt) {
           opt.get_expected_max() != 0};
 }
 
+// Hidden subcommands (the internal `worker`) have no group and are left out.
 Tree Describe(const CLI::App& root) {
   Tree tree;
   for (const CLI::Option* opt : root.get_options()) {
@@ -56,7 +57,7 @@ Tree Describe(const CLI::App& root) {
     tree.root.push_back(Describe(*opt));
     if (opt->get_group() == kGlobalGroup) tree.globals.push_back(Describe(*opt));
   }
-  for (const CLI::App* sub : root.get_subcommands([](const CLI::App*) { return true; })) {
+  for (const CLI::App* sub : root.get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); })) {
     CommandInfo cmd{sub->get_name(), sub->get_description(), {}, Positional::kNone};
     for (const CLI::Option* opt : sub->get_options()) {
       if (!opt->nonpositional()) {

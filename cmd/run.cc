@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <optional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -17,7 +20,7 @@
 #include "config/job_file.h"
 #include "core/net/host_name.h"
 #include "daemon/runner/local_run.h"
-#include "daemon/runner/supported.h"
+#include "daemon/server/embedded_coordinator.h"
 
 namespace dtrain::cli {
 namespace {
@@ -109,6 +112,64 @@ void PrintSummary(const RunArgs& args, const config::JobConfig& job, std::int64_
               static_cast<long long>(job_id), args.db.c_str(), job.name.c_str());
 }
 
+// The final evaluation of a job whose workers ran in other processes: rank 0's last eval points.
+void FillFinalEval(store::Store& store, std::int64_t job_id, const config::JobConfig& job,
+                   runner::RunOutcome* outcome) {
+  outcome->classification = job.model.loss != model::LossType::kMeanSquaredError;
+  outcome->eval_name = !job.data.test.empty() || job.data.format == config::DataFormat::kSynthetic
+                           ? "test"
+                           : job.data.validation_fraction > 0 ? "validation" : "";
+  auto rows = store.Metrics(job_id, "");
+  if (!rows.ok()) return;
+  std::optional<double> loss, accuracy;
+  for (const store::MetricRow& m : rows.value()) {
+    if (m.worker != 0) continue;
+    outcome->steps = std::max(outcome->steps, m.step);
+    if (m.name == "eval_loss" || m.name == "eval_mse") loss = m.value;
+    if (m.name == "eval_accuracy") accuracy = m.value;
+  }
+  if (loss) {
+    outcome->final_eval = train::EvalResult{*loss, accuracy.value_or(0.0), 0};
+  }
+}
+
+// A job of several processes: they run as worker processes of this binary (`dtrain worker`),
+// coordinated from here as dtraind would; rank 0's output is shown as it comes.
+int RunWithWorkers(const RunArgs& args, const config::JobConfig& job, std::int64_t job_id,
+                   store::Store& store) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    PrintError("cannot find this program to start the workers: " + ec.message());
+    return kExitFailed;
+  }
+  InstallStopHandlers();
+  const auto start = std::chrono::steady_clock::now();
+  server::EmbeddedOptions options;
+  options.worker_exe = self.string();
+  options.stop = StopFlag();
+  options.on_line = [json = args.json](int rank, std::string_view stream, std::string_view line) {
+    if (json || (rank != 0 && stream == "stdout")) return;
+    std::fprintf(stream == "stdout" ? stdout : stderr, "[%d] %.*s\n", rank,
+                 static_cast<int>(line.size()), line.data());
+  };
+  Result<store::JobState> ended = server::RunJobWithWorkers(job_id, store, options);
+  if (!ended.ok()) {
+    PrintError("job " + std::to_string(job_id) + ": " + ended.status().message());
+    return kExitFailed;
+  }
+  runner::RunOutcome outcome;
+  outcome.state = ended.value();
+  outcome.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (auto record = store.GetJob(job_id); record.ok()) outcome.reason = record.value().reason;
+  FillFinalEval(store, job_id, job, &outcome);
+  PrintSummary(args, job, job_id, outcome);
+  return outcome.state == store::JobState::kSucceeded   ? kExitOk
+         : outcome.state == store::JobState::kCancelled ? kExitInterrupted
+                                                        : kExitFailed;
+}
+
 int Run(const RunArgs& args) {
   const bool resume = args.resume_flag || !args.resume.empty();
   if (args.job_file.empty() && args.resume.empty()) {
@@ -138,10 +199,6 @@ int Run(const RunArgs& args) {
       return kExitUsage;
     }
     job = *loaded.job;
-    if (Status runnable = runner::CheckRunnable(job); !runnable.ok()) {
-      PrintError(args.job_file + ": " + runnable.message());
-      return kExitUsage;
-    }
     const std::string resolved = config::FormatResolvedJob(job);
     if (resume) {
       auto found = FindResumableJob(*store, resolved);
@@ -171,6 +228,9 @@ int Run(const RunArgs& args) {
     }
   }
 
+  if (job.cluster.workers > 1 || job.cluster.Servers() > 0) {
+    return RunWithWorkers(args, job, job_id, *store);
+  }
   auto worker = store->RecordWorkerStart(job_id, 0, "replica", net::LocalHostName(), ::getpid());
   if (!worker.ok()) {
     PrintError(worker.status().message());
@@ -178,7 +238,10 @@ int Run(const RunArgs& args) {
   }
   InstallStopHandlers();
   ProgressPrinter progress(args.json);
-  auto outcome = runner::RunJobInProcess(job, job_id, *store, {StopFlag(), &progress});
+  runner::RunOptions options;
+  options.stop = StopFlag();
+  options.observer = &progress;
+  auto outcome = runner::RunJobInProcess(job, job_id, *store, options);
   progress.Finish();
   const int code = !outcome.ok()                                        ? kExitFailed
                    : outcome.value().state == store::JobState::kSucceeded ? kExitOk

@@ -8,9 +8,7 @@
 //
 //   Result<std::vector<RingLinks>> all = LoopbackRing::ConnectAll(4, 10s);  // ranks as threads
 //
-// Rank r connects to rank r+1 and accepts rank r-1 (two ranks share one connection); the
-// connecting side introduces itself with a heartbeat frame whose sender is its rank, which the
-// accepting side checks. Join is one call per rank (any thread or process holding the ring);
+// The connections are those of JoinRing (peer_links.h). Join is one call per rank (any thread or process holding the ring);
 // the object itself is one thread at a time.
 #pragma once
 
@@ -19,6 +17,7 @@
 #include <vector>
 
 #include "core/dist/link.h"
+#include "core/dist/peer_links.h"
 #include "core/status.h"
 
 namespace dtrain::dist {
@@ -29,22 +28,15 @@ class LoopbackRing {
   // Joins every rank from its own thread of this process; element r belongs to rank r.
   static Result<std::vector<RingLinks>> ConnectAll(int world, std::chrono::milliseconds timeout);
 
-  LoopbackRing(LoopbackRing&& other) noexcept;
-  LoopbackRing& operator=(LoopbackRing&& other) noexcept;
-  LoopbackRing(const LoopbackRing&) = delete;
-  LoopbackRing& operator=(const LoopbackRing&) = delete;
-  ~LoopbackRing();  // closes this process's listening sockets
-
   int world() const { return static_cast<int>(listeners_.size()); }
   // Rank `rank`'s links to its neighbours, connected within `timeout`.
   Result<RingLinks> Join(int rank, std::chrono::milliseconds timeout) const;
 
  private:
-  LoopbackRing(std::vector<int> listeners, std::vector<std::uint16_t> ports);
-  void CloseListeners();
+  LoopbackRing() = default;
 
-  std::vector<int> listeners_;  // listeners_[r]: rank r's listening socket
-  std::vector<std::uint16_t> ports_;
+  std::vector<PeerListener> listeners_;  // listeners_[r]: rank r's listening socket
+  std::vector<Endpoint> endpoints_;
 };
 
 }  // namespace dtrain::dist

@@ -13,9 +13,10 @@
 namespace dtrain::dist {
 
 Result<std::unique_ptr<TcpLink>> TcpLink::Create(net::FrameStream stream, int self_rank,
-                                                 int peer_rank) {
+                                                 int peer_rank, std::string peer_label) {
   const int fd = stream.fd();
-  const std::string peer = "rank " + std::to_string(peer_rank) + " (" + stream.peer() + ")";
+  if (peer_label.empty()) peer_label = "rank " + std::to_string(peer_rank);
+  const std::string peer = peer_label + " (" + stream.peer() + ")";
   const int one = 1;
   if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
     return Status::Error("cannot set TCP_NODELAY on the link to " + peer + ": " +

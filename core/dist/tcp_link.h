@@ -23,9 +23,10 @@ namespace dtrain::dist {
 
 class TcpLink final : public Link {
  public:
-  // `stream` is connected to rank `peer_rank`; this end is rank `self_rank`.
+  // `stream` is connected to rank `peer_rank`; this end is rank `self_rank`. Errors name the peer
+  // "<peer_label> (address)", by default "rank <peer_rank>".
   static Result<std::unique_ptr<TcpLink>> Create(net::FrameStream stream, int self_rank,
-                                                 int peer_rank);
+                                                 int peer_rank, std::string peer_label = "");
 
   Status Send(std::uint32_t tag, std::span<const float> data, Deadline deadline) override;
   Result<std::uint32_t> RecvAnyTag(std::span<float> out, Deadline deadline) override;

@@ -9,7 +9,7 @@
 
 #include "config/daemon_config.h"
 #include "daemon/server/daemon.h"
-#include "daemon/worker/worker_main.h"
+#include "daemon/worker/worker_command.h"
 
 namespace {
 
@@ -41,13 +41,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, dtrain::config::kMaxCoresLimit));
 
   dtrain::worker::WorkerArgs worker;
-  CLI::App* worker_cmd = app.add_subcommand("worker", "Internal: a job's worker process");
-  worker_cmd->group("");  // not listed in --help: only the daemon starts workers
-  worker_cmd->add_option("--socket", worker.socket)->required();
-  worker_cmd->add_option("--job", worker.job)->required();
-  worker_cmd->add_option("--rank", worker.rank)->required();
-  worker_cmd->add_option("--token", worker.token)->required();
-  worker_cmd->add_option("--parent", worker.parent)->required();
+  CLI::App* worker_cmd = dtrain::worker::AddWorkerCommand(app, worker);
 
   try {
     app.parse(argc, argv);

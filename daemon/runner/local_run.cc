@@ -62,8 +62,10 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
   outcome.eval_name = data.eval_name;
   outcome.classification = data.spec.loss != model::LossType::kMeanSquaredError;
 
-  std::unique_ptr<TrainingSession> session = MakeTrainingSession(job, data);
-  train::Trainer& trainer = session->trainer;
+  auto made = TrainingSession::Make(job, data);
+  if (!made.ok()) return finish(JobState::kFailed, made.status().message());
+  std::unique_ptr<TrainingSession> session = std::move(made).value();
+  train::Trainer& trainer = session->trainer();
 
   auto latest = store.LatestCheckpoint(job_id);
   if (!latest.ok()) return latest.status();
@@ -82,7 +84,7 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
       job_id, JobState::kRunning,
       resumed ? "resumed from the checkpoint at step " + std::to_string(outcome.resumed_from)
               : "training " + std::to_string(data.train.rows) + " rows, " +
-                    std::to_string(session->model.NumParams()) + " parameters");
+                    std::to_string(session->model().NumParams()) + " parameters");
   if (!running.ok()) return running;
   if (options.observer != nullptr) options.observer->OnStart(trainer, data, resumed);
 

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "config/job.h"
@@ -33,9 +34,15 @@ class RunObserver {
 struct RunOptions {
   const std::atomic<bool>* stop = nullptr;  // set it (e.g. from SIGINT) to stop after a checkpoint
   RunObserver* observer = nullptr;
+  // False on the replicas of a job that do not write its checkpoints (all but rank 0).
+  bool checkpoints = true;
+  // How a checkpoint is captured when the state is not all in the trainer (parameter servers);
+  // default CaptureCheckpoint(trainer).
+  std::function<Result<store::CheckpointData>(train::Trainer&)> capture;
 };
 
-// `last_saved_step` is the step of the checkpoint the trainer was restored from (-1 if none):
+// Checkpoints are taken between steps, inside the loop, so the replicas of a collective job keep
+// stepping together. `last_saved_step` is the step of the checkpoint the trainer was restored from (-1 if none):
 // it is not written again. An error names what failed (a strategy step, or "checkpoint failed:
 // ...").
 Result<train::StopReason> TrainRecorded(train::Trainer& trainer,

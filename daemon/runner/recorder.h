@@ -46,4 +46,17 @@ class StoreRecorder final : public RunRecorder {
   int keep_;
 };
 
+// Forwards a MetricSink's points to a recorder (metrics recorded outside a training loop, such as a
+// parameter server's). `recorder` must outlive the sink.
+class MetricsToRecorder final : public train::MetricSink {
+ public:
+  explicit MetricsToRecorder(RunRecorder& recorder) : recorder_(recorder) {}
+  void Record(std::span<const train::MetricPoint> points) override {
+    recorder_.RecordMetrics(points);
+  }
+
+ private:
+  RunRecorder& recorder_;
+};
+
 }  // namespace dtrain::runner

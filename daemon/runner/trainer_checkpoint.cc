@@ -36,10 +36,11 @@ Status RestoreCheckpoint(const store::CheckpointData& c, train::Trainer& trainer
                          std::to_string(c.params.size()) + " parameters, the model has " +
                          std::to_string(trainer.params().size()));
   }
+  // Without a local optimizer (parameter servers) the shards restore the optimizer state.
   optim::Optimizer* opt = trainer.strategy().LocalOptimizer();
   std::vector<std::span<float>> state;
   if (opt != nullptr) state = opt->StateVectors();
-  if (state.size() != c.optimizer_state.size()) {
+  if (opt != nullptr && state.size() != c.optimizer_state.size()) {
     return Status::Error("checkpoint at step " + std::to_string(c.step) + " holds " +
                          std::to_string(c.optimizer_state.size()) +
                          " optimizer state vectors, the job's optimizer has " +

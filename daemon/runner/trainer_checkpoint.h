@@ -15,7 +15,9 @@ namespace dtrain::runner {
 
 store::CheckpointData CaptureCheckpoint(train::Trainer& trainer);
 
-// Checks the model spec, seed and every vector's size before touching the trainer.
+// Checks the model spec, seed and every vector's size before touching the trainer. A trainer
+// whose strategy has no local optimizer (parameter servers) takes the parameters and position
+// only.
 Status RestoreCheckpoint(const store::CheckpointData& checkpoint, train::Trainer& trainer);
 
 }  // namespace dtrain::runner

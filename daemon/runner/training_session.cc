@@ -1,20 +1,155 @@
 #include "daemon/runner/training_session.h"
 
+#include <algorithm>
+#include <chrono>
+
+#include "core/dist/downpour_strategy.h"
+#include "core/dist/local_sgd_strategy.h"
+#include "core/dist/sync_ps_strategy.h"
+#include "core/dist/sync_strategy.h"
 #include "core/math/gemm.h"
 #include "core/optim/optimizer.h"
+#include "daemon/runner/trainer_checkpoint.h"
 
 namespace dtrain::runner {
+namespace {
 
-TrainingSession::TrainingSession(const config::JobConfig& job, const JobData& data)
-    : model(data.spec),
-      strategy(optim::MakeOptimizer(job.optimizer, 0, model.NumParams()), job.clip_norm),
-      trainer(model, job.train, data.train, data.eval.rows > 0 ? &data.eval : nullptr,
-              data.scaling, strategy) {}
+using config::ClusterMode;
 
-std::unique_ptr<TrainingSession> MakeTrainingSession(const config::JobConfig& job,
-                                                     const JobData& data) {
+std::chrono::milliseconds Timeout(const config::JobConfig& job) {
+  return std::chrono::milliseconds(static_cast<long>(job.cluster.timeout_seconds * 1000));
+}
+
+bool UsesShards(const config::JobConfig& job) { return job.cluster.Servers() > 0; }
+
+}  // namespace
+
+train::TrainOptions ReplicaOptions(const config::JobConfig& job, int rank) {
+  train::TrainOptions o = job.train;
+  o.rank = rank;
+  o.world_size = job.cluster.workers;
+  // Sync modes split one global batch per step; the others train each worker on its own shard.
+  o.sharding = job.cluster.mode == ClusterMode::kSync ? data::ShardMode::kGlobalBatches
+                                                      : data::ShardMode::kContiguousShards;
+  o.schedule.lr = config::ScaledLearningRate(job);
+  return o;
+}
+
+TrainingSession::~TrainingSession() {
+  trainer_.reset();
+  strategy_.reset();  // says goodbye to the shards if Finish was not called
+}
+
+Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::JobConfig& job,
+                                                               const JobData& data,
+                                                               const Placement& placement) {
   math::SetBlasThreads(job.threads);
-  return std::make_unique<TrainingSession>(job, data);
+  std::unique_ptr<TrainingSession> s(new TrainingSession(data.spec));
+  if (Status connected = s->Connect(job, placement); !connected.ok()) return connected;
+  s->trainer_ = std::make_unique<train::Trainer>(
+      s->model_, ReplicaOptions(job, placement.rank), data.train,
+      data.eval.rows > 0 ? &data.eval : nullptr, data.scaling, *s->strategy_);
+  return s;
+}
+
+Status TrainingSession::Connect(const config::JobConfig& job, const Placement& placement) {
+  const std::size_t n = model_.NumParams();
+  const int workers = job.cluster.workers;
+  const int rank = placement.rank;
+  auto optimizer = [&] { return optim::MakeOptimizer(job.optimizer, 0, n); };
+  if (job.cluster.mode == ClusterMode::kSingle || (workers == 1 && !UsesShards(job))) {
+    strategy_ = std::make_unique<train::LocalStrategy>(optimizer(), job.clip_norm);
+    return Status::Ok();
+  }
+  if (placement.listener == nullptr ||
+      placement.peers.size() != static_cast<std::size_t>(workers + job.cluster.Servers())) {
+    return Status::Error("a job of " + std::to_string(workers) + " workers and " +
+                         std::to_string(job.cluster.Servers()) +
+                         " shards needs the address of every process (rendezvous)");
+  }
+  const dist::Deadline deadline = dist::Clock::now() + Timeout(job);
+  if (!UsesShards(job)) {
+    const std::vector<dist::Endpoint> ring(placement.peers.begin(),
+                                           placement.peers.begin() + workers);
+    Result<dist::RingLinks> links = dist::JoinRing(rank, ring, *placement.listener, deadline);
+    if (!links.ok()) return links.status();
+    ring_links_ = std::move(links).value();
+    ring_ = std::make_unique<dist::RingAllReduce>(rank, workers, ring_links_.left,
+                                                  ring_links_.right,
+                                                  dist::RingOptions{.timeout = Timeout(job)});
+    if (job.cluster.mode == ClusterMode::kSync) {
+      strategy_ = std::make_unique<dist::SyncAllReduceStrategy>(*ring_, workers, optimizer(),
+                                                                job.clip_norm);
+    } else {
+      strategy_ = std::make_unique<dist::LocalSgdStrategy>(*ring_, optimizer(), job.clip_norm,
+                                                           job.cluster.average_every,
+                                                           job.cluster.average_optimizer);
+    }
+    return Status::Ok();
+  }
+  for (int s = 0; s < job.cluster.Servers(); ++s) {
+    const int id = workers + s;
+    Result<std::unique_ptr<dist::TcpLink>> link =
+        dist::ConnectPeer(placement.peers[static_cast<std::size_t>(id)], rank, id,
+                          "shard " + std::to_string(s), deadline);
+    if (!link.ok()) return link.status();
+    shards_.push_back(link.value().get());
+    shard_links_.push_back(std::move(link).value());
+  }
+  if (job.cluster.mode == ClusterMode::kSync) {
+    auto ps = std::make_unique<dist::SyncPsStrategy>(
+        shards_, n,
+        dist::SyncPsOptions{
+            .rank = rank, .workers = workers, .clip_norm = job.clip_norm, .timeout = Timeout(job)});
+    sync_ps_ = ps.get();
+    strategy_ = std::move(ps);
+  } else {
+    auto downpour = std::make_unique<dist::DownpourStrategy>(
+        shards_, n,
+        dist::DownpourOptions{.rank = rank,
+                              .workers = workers,
+                              .push_every = job.cluster.push_every,
+                              .fetch_every = job.cluster.fetch_every,
+                              .max_staleness = job.cluster.max_staleness,
+                              .clip_norm = job.clip_norm,
+                              .timeout = Timeout(job)});
+    downpour_ = downpour.get();
+    strategy_ = std::move(downpour);
+  }
+  return Status::Ok();
+}
+
+Status TrainingSession::Start() {
+  if (sync_ps_ != nullptr) return sync_ps_->Connect(trainer_->params());
+  if (downpour_ != nullptr) return downpour_->Connect(trainer_->params());
+  return Status::Ok();
+}
+
+std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::Capturer() {
+  return [this](train::Trainer& trainer) -> Result<store::CheckpointData> {
+    store::CheckpointData c = CaptureCheckpoint(trainer);
+    if (sync_ps_ == nullptr && downpour_ == nullptr) return c;
+    Result<dist::PsSnapshot> snapshot =
+        sync_ps_ != nullptr ? sync_ps_->Snapshot() : downpour_->Snapshot();
+    if (!snapshot.ok()) return snapshot.status();
+    const dist::PsSnapshot& shards = snapshot.value();
+    c.params.assign(shards.params.begin(), shards.params.end());
+    c.optimizer_state.clear();
+    for (const std::vector<float>& v : shards.state) c.optimizer_state.emplace_back(v.begin(), v.end());
+    // Every shard's optimizer takes the same steps in sync mode; in async each counts its own
+    // pushes, and the checkpoint keeps the most advanced (only Adam's bias correction uses it).
+    c.optimizer_steps = 0;
+    for (std::uint64_t steps : shards.steps) {
+      c.optimizer_steps = std::max(c.optimizer_steps, steps);
+    }
+    return c;
+  };
+}
+
+Status TrainingSession::Finish() {
+  if (sync_ps_ != nullptr) return sync_ps_->Finish();
+  if (downpour_ != nullptr) return downpour_->Finish();
+  return Status::Ok();
 }
 
 }  // namespace dtrain::runner

@@ -1,30 +1,84 @@
 // TrainingSession: the model, strategy and trainer of one replica of a job, built from its job
-// file and data — the same for `dtrain run` and a daemon's worker process.
+// file and data — the same for `dtrain run` and a daemon's worker process. For a job of several
+// workers it also joins the job's data plane (the ring, or the parameter-server shards) from the
+// Placement the rendezvous gave it, and picks the strategy of cluster.mode.
 //
-//   auto session = MakeTrainingSession(job, data);   // sets the BLAS thread count too
-//   session->trainer.InitParams();                    // or RestoreCheckpoint(c, session->trainer)
+//   auto session = TrainingSession::Make(job, data, placement);  // sets the BLAS thread count too
+//   session.value()->trainer().InitParams();   // or RestoreCheckpoint(c, session->trainer())
+//   Status s = session.value()->Start();       // PS modes: take the shards' parameters
+//   ... TrainRecorded(..., {.capture = session->Capturer()}) ...;  session->Finish();
 //
-// The session refers to `data`, which must outlive it. One thread at a time.
+// The session refers to `data` and the placement's listener, which must outlive it. One thread
+// at a time.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "config/job.h"
+#include "core/dist/peer_links.h"
+#include "core/dist/ring_allreduce.h"
 #include "core/model/model.h"
 #include "core/train/strategy.h"
 #include "core/train/trainer.h"
 #include "daemon/runner/job_data.h"
+#include "daemon/store/checkpoint.h"
+
+namespace dtrain::dist {
+class SyncPsStrategy;
+class DownpourStrategy;
+}  // namespace dtrain::dist
 
 namespace dtrain::runner {
 
-struct TrainingSession {
-  TrainingSession(const config::JobConfig& job, const JobData& data);
-  model::Model model;
-  train::LocalStrategy strategy;
-  train::Trainer trainer;
+// Where one process sits in its job. Ids: workers 0..N-1, then shards N..N+S-1.
+struct Placement {
+  int rank = 0;
+  std::vector<dist::Endpoint> peers;             // by id; empty for a one-worker job
+  const dist::PeerListener* listener = nullptr;  // this process's data-plane socket
 };
 
-std::unique_ptr<TrainingSession> MakeTrainingSession(const config::JobConfig& job,
-                                                     const JobData& data);
+class TrainingSession {
+ public:
+  // Connects to the job's other processes as cluster.mode needs (each wait bounded by
+  // cluster.timeout_seconds).
+  static Result<std::unique_ptr<TrainingSession>> Make(const config::JobConfig& job,
+                                                       const JobData& data,
+                                                       const Placement& placement = {});
+  ~TrainingSession();
+  TrainingSession(const TrainingSession&) = delete;
+  TrainingSession& operator=(const TrainingSession&) = delete;
+
+  const model::Model& model() const { return model_; }
+  train::Trainer& trainer() { return *trainer_; }
+
+  // After InitParams or a restore, before training: in the parameter-server modes the replica
+  // takes its starting parameters from the shards (which loaded the same initialisation or
+  // checkpoint), so every replica starts from the shards' values.
+  Status Start();
+  // How this replica captures a checkpoint: the trainer's own state, or in the parameter-server
+  // modes the shards' consistent snapshot with this replica's data position.
+  std::function<Result<store::CheckpointData>(train::Trainer&)> Capturer();
+  // Says goodbye to the shards (a no-op in the other modes). Idempotent.
+  Status Finish();
+
+ private:
+  explicit TrainingSession(const model::ModelSpec& spec) : model_(spec) {}
+  Status Connect(const config::JobConfig& job, const Placement& placement);
+
+  model::Model model_;
+  dist::RingLinks ring_links_;
+  std::unique_ptr<dist::RingAllReduce> ring_;
+  std::vector<std::unique_ptr<dist::Link>> shard_links_;
+  std::vector<dist::Link*> shards_;
+  std::unique_ptr<train::Strategy> strategy_;
+  dist::SyncPsStrategy* sync_ps_ = nullptr;     // strategy_, when mode sync with ps
+  dist::DownpourStrategy* downpour_ = nullptr;  // strategy_, when mode async
+  std::unique_ptr<train::Trainer> trainer_;
+};
+
+// The engine's options for replica `rank` of `job`: rank, world, sharding and scaled rate.
+train::TrainOptions ReplicaOptions(const config::JobConfig& job, int rank);
 
 }  // namespace dtrain::runner

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
@@ -71,6 +72,14 @@ json WorkerJson(const store::WorkerRecord& w) {
           {"signal", w.signal ? json(*w.signal) : json(nullptr)},
           {"started", w.started},
           {"ended", w.ended ? json(*w.ended) : json(nullptr)}};
+}
+
+json PeersJson(const std::vector<PeerAddress>& peers) {
+  json out = json::array();
+  for (const PeerAddress& p : peers) {
+    out.push_back({{"rank", p.rank}, {"role", p.role}, {"host", p.host}, {"port", p.port}});
+  }
+  return out;
 }
 
 json MetricJson(const store::MetricRow& m) {
@@ -527,7 +536,9 @@ struct ControlServer::Impl {
         const std::int64_t job = IntField(request, "job").value_or(0);
         const int rank = static_cast<int>(IntField(request, "rank").value_or(-1));
         const std::string token = StringField(request, "token").value_or("");
-        Result<Admission> admitted = co_await jobs.AdmitWorker(job, rank, token);
+        const auto port = static_cast<std::uint16_t>(
+            std::clamp<std::int64_t>(IntField(request, "data_port").value_or(0), 0, 65535));
+        Result<Admission> admitted = co_await jobs.AdmitWorker(job, rank, token, port);
         if (!admitted.ok()) {
           const json reply_ = Error("denied", admitted.status().message());
           co_await WriteJson(socket, reply_);
@@ -537,6 +548,7 @@ struct ControlServer::Impl {
         json reply = Ok();
         reply["spec_toml"] = a.spec_toml;
         reply["resume_step"] = a.resume_step;
+        reply["peers"] = PeersJson(a.peers);
         if (!co_await WriteJson(socket, reply)) {
           co_return;
         }

@@ -12,7 +12,6 @@
 
 #include "config/job_file.h"
 #include "core/net/host_name.h"
-#include "daemon/runner/supported.h"
 #include "daemon/server/async.h"
 
 namespace dtrain::server {
@@ -38,7 +37,28 @@ std::string DescribeExit(const ProcessExit& exit) {
   return "exited with status " + std::to_string(exit.exit_status);
 }
 
+// Cores a job holds while it runs: a thread count per replica, capped at the host's cores (a job
+// larger than the host runs alone, oversubscribed). Shards mostly wait and are not counted.
+int JobCores(const config::JobConfig& job, int host_cores) {
+  return std::clamp(job.cluster.workers * job.threads, 1, std::max(1, host_cores));
+}
+
 }  // namespace
+
+// One process of a job's current attempt: replica `rank` (< workers) or shard rank - workers.
+struct JobManager::Process {
+  int rank = 0;
+  pid_t pid = 0;  // 0 until it is started
+  std::int64_t row = 0;
+  std::string token;
+  bool admitted = false;
+  std::uint16_t data_port = 0;
+  std::string done_stop;  // what it said when it finished: completed, target, requested
+  std::int64_t steps = 0;
+  bool exited = false;
+  ProcessExit exit;        // once exited
+  bool stop_sent = false;  // SIGTERM sent (its SIGKILL timer is running)
+};
 
 struct JobManager::Job {
   std::int64_t id = 0;
@@ -50,16 +70,27 @@ struct JobManager::Job {
   int max_restarts = 0;
   int restarts = 0;
   std::string pending_reason;
-  // The worker process, while one runs.
-  pid_t pid = 0;
-  std::int64_t worker_row = 0;
-  std::string token;
-  bool connected = false;
-  std::string done_stop;  // what the worker said when it finished: completed, target, requested
-  std::int64_t steps = 0;
+  // The current attempt: its processes, while any is running or being started.
+  bool active = false;
+  std::uint64_t attempt = 0;
+  std::vector<Process> processes;
+  int live = 0;         // processes of the attempt that have not exited
+  std::string failure;  // the attempt's first failure, empty while none
+  // Rendezvous: admitted processes wait on the timer, which expires at the deadline or is
+  // cancelled once the last one arrived (ready) or the attempt failed.
+  std::unique_ptr<asio::steady_timer> rendezvous;
+  bool ready = false;
+  Admission admission;  // common to every process, filled in by the last to arrive
   bool cancel_requested = false;
   uid_t cancelled_by = 0;
-  bool stop_sent = false;  // SIGTERM sent to this worker (its SIGKILL timer is running)
+
+  std::string Who(int rank) const {
+    const int workers = config.cluster.workers;
+    const Process& p = processes[static_cast<std::size_t>(rank)];
+    return (rank < workers ? "worker rank " + std::to_string(rank)
+                           : "shard " + std::to_string(rank - workers)) +
+           " (pid " + std::to_string(p.pid) + ")";
+  }
 };
 
 JobManager::JobManager(asio::io_context& io, asio::thread_pool& pool, store::Store& store,
@@ -70,7 +101,7 @@ JobManager::~JobManager() = default;
 
 int JobManager::running() const {
   return static_cast<int>(std::count_if(jobs_.begin(), jobs_.end(), [](const auto& j) {
-    return j.second->pid != 0;
+    return j.second->active;
   }));
 }
 
@@ -78,7 +109,7 @@ int JobManager::queued() const { return static_cast<int>(jobs_.size()) - running
 
 int JobManager::CoresInUse() const {
   int used = 0;
-  for (const auto& [id, job] : jobs_) used += job->pid != 0 ? job->cores : 0;
+  for (const auto& [id, job] : jobs_) used += job->active ? job->cores : 0;
   return used;
 }
 
@@ -96,58 +127,79 @@ void JobManager::Reload(const ManagerSettings& settings) {
   Schedule();
 }
 
+asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
+    const store::JobRecord& record) {
+  const std::int64_t id = record.id;
+  // Processes an earlier daemon started died with it (PR_SET_PDEATHSIG): record that.
+  auto workers = co_await OffThread(pool_, [this, id] { return store_.Workers(id); });
+  if (!workers.ok()) co_return workers.status();
+  for (const store::WorkerRecord& w : workers.value()) {
+    if (w.state != store::WorkerState::kRunning) continue;
+    const std::int64_t row = w.id;
+    Status s = co_await OffThread(pool_, [this, row] { return store_.RecordWorkerExit(row, -1, SIGKILL); });
+    if (!s.ok()) co_return s;
+  }
+  config::LoadResult loaded = co_await OffThread(pool_, [&record] {
+    return config::ParseJobText(record.spec_toml, "job " + std::to_string(record.id), {}, "/");
+  });
+  if (!loaded.ok()) {
+    std::string why = "its job file no longer validates: " +
+                      config::FormatDiagnostic(loaded.diagnostics.front());
+    auto fail = [this, id, why] { return store_.SetJobState(id, JobState::kFailed, why); };
+    Status s = co_await OffThread(pool_, fail);
+    if (!s.ok()) co_return s;
+    co_return std::unique_ptr<Job>();
+  }
+  JobState state = record.state;
+  if (state == JobState::kStarting || state == JobState::kRunning) {
+    state = JobState::kRecovering;
+    Status s = co_await OffThread(pool_, [this, id] {
+      return store_.SetJobState(id, JobState::kRecovering,
+                                "its processes are gone; resuming from the newest checkpoint");
+    });
+    if (!s.ok()) co_return s;
+  }
+  auto job = std::make_unique<Job>();
+  job->id = id;
+  job->config = *loaded.job;
+  job->spec_toml = record.spec_toml;
+  job->state = state;
+  job->priority = record.priority;
+  job->cores = JobCores(job->config, settings_.cores);
+  job->max_restarts =
+      job->config.max_restarts >= 0 ? job->config.max_restarts : settings_.max_restarts;
+  auto events = co_await OffThread(pool_, [this, id] { return store_.Events(id); });
+  if (events.ok()) {
+    for (const store::EventRecord& e : events.value()) {
+      job->restarts += e.reason.rfind("restart ", 0) == 0 ? 1 : 0;
+    }
+  }
+  co_return job;
+}
+
 asio::awaitable<Status> JobManager::Reconcile() {
   auto jobs = co_await OffThread(pool_, [this] { return store_.ListJobs(); });
   if (!jobs.ok()) co_return jobs.status();
   for (const store::JobRecord& record : jobs.value()) {
     if (store::IsTerminal(record.state)) continue;
-    const std::int64_t id = record.id;
-    // Workers the previous daemon started died with it (PR_SET_PDEATHSIG): record that.
-    auto workers = co_await OffThread(pool_, [this, id] { return store_.Workers(id); });
-    if (!workers.ok()) co_return workers.status();
-    for (const store::WorkerRecord& w : workers.value()) {
-      if (w.state != store::WorkerState::kRunning) continue;
-      const std::int64_t row = w.id;
-      Status s = co_await OffThread(pool_, [this, row] { return store_.RecordWorkerExit(row, -1, SIGKILL); });
-      if (!s.ok()) co_return s;
-    }
-    config::LoadResult loaded = co_await OffThread(pool_, [&record] {
-      return config::ParseJobText(record.spec_toml, "job " + std::to_string(record.id), {}, "/");
-    });
-    if (!loaded.ok()) {
-      std::string why = "after a daemon restart its job file no longer validates: " +
-                        config::FormatDiagnostic(loaded.diagnostics.front());
-      auto fail = [this, id, why] { return store_.SetJobState(id, JobState::kFailed, why); };
-      Status s = co_await OffThread(pool_, fail);
-      if (!s.ok()) co_return s;
-      continue;
-    }
-    JobState state = record.state;
-    if (state == JobState::kStarting || state == JobState::kRunning) {
-      state = JobState::kRecovering;
-      Status s = co_await OffThread(pool_, [this, id] {
-        return store_.SetJobState(id, JobState::kRecovering,
-                                  "the daemon restarted; resuming from the newest checkpoint");
-      });
-      if (!s.ok()) co_return s;
-    }
-    auto job = std::make_unique<Job>();
-    job->id = id;
-    job->config = *loaded.job;
-    job->spec_toml = record.spec_toml;
-    job->state = state;
-    job->priority = record.priority;
-    job->cores = std::max(1, job->config.cluster.workers * job->config.threads);
-    job->max_restarts =
-        job->config.max_restarts >= 0 ? job->config.max_restarts : settings_.max_restarts;
-    auto events = co_await OffThread(pool_, [this, id] { return store_.Events(id); });
-    if (events.ok()) {
-      for (const store::EventRecord& e : events.value()) {
-        job->restarts += e.reason.rfind("restart ", 0) == 0 ? 1 : 0;
-      }
-    }
-    jobs_[id] = std::move(job);
+    Result<std::unique_ptr<Job>> job = co_await LoadJob(record);
+    if (!job.ok()) co_return job.status();
+    if (job.value()) jobs_[record.id] = std::move(job).value();
   }
+  Schedule();
+  co_return Status::Ok();
+}
+
+asio::awaitable<Status> JobManager::Adopt(std::int64_t id) {
+  auto record = co_await OffThread(pool_, [this, id] { return store_.GetJob(id); });
+  if (!record.ok()) co_return record.status();
+  if (store::IsTerminal(record.value().state)) {
+    co_return Status::Error("job " + std::to_string(id) + " has already ended");
+  }
+  Result<std::unique_ptr<Job>> job = co_await LoadJob(record.value());
+  if (!job.ok()) co_return job.status();
+  if (!job.value()) co_return Status::Error("job " + std::to_string(id) + " cannot run");
+  jobs_[id] = std::move(job).value();
   Schedule();
   co_return Status::Ok();
 }
@@ -169,21 +221,9 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
     co_return out;
   }
   config::JobConfig config = *loaded.job;
-  if (Status runnable = runner::CheckRunnable(config); !runnable.ok()) {
-    out.refusal = Refusal{"invalid_job", source + ": " + runnable.message(), {}};
-    co_return out;
-  }
   if (name) config.name = *name;
   if (priority) config.priority = *priority;
-  const int cores = std::max(1, config.cluster.workers * config.threads);
-  if (cores > settings_.cores) {
-    out.refusal = Refusal{"invalid_job",
-                          "the job needs " + std::to_string(cores) + " cores (cluster.workers x "
-                          "train.threads) but this daemon has " +
-                              std::to_string(settings_.cores),
-                          {}};
-    co_return out;
-  }
+  const int cores = JobCores(config, settings_.cores);
   store::JobRecord record;
   record.name = config.name;
   record.owner_uid = owner;
@@ -213,7 +253,7 @@ void JobManager::Schedule() {
   if (shutting_down_) return;
   std::vector<Job*> waiting;
   for (auto& [id, job] : jobs_) {
-    if (job->pid == 0 && !job->cancel_requested &&
+    if (!job->active && !job->cancel_requested &&
         (job->state == JobState::kQueued || job->state == JobState::kRecovering)) {
       waiting.push_back(job.get());
     }
@@ -233,7 +273,7 @@ void JobManager::Schedule() {
                             std::to_string(free_cores) + " free)";
     } else {
       job->pending_reason.clear();
-      job->pid = -1;  // reserved until the process exists
+      job->active = true;  // its cores are taken from now on
       asio::co_spawn(io_, Start(job->id), asio::detached);
       continue;
     }
@@ -248,76 +288,177 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   Job* job = jobs_.at(id).get();
   if (job->state == JobState::kQueued) {
     Status s = co_await OffThread(pool_, [this, id] {
-      return store_.SetJobState(id, JobState::kStarting, "starting the worker process");
+      return store_.SetJobState(id, JobState::kStarting, "starting the worker processes");
     });
     job = jobs_.at(id).get();
     if (!s.ok()) {
-      job->pid = 0;
+      job->active = false;
       co_await Finish(id, JobState::kFailed, s.message());
       co_return;
     }
     job->state = JobState::kStarting;
   }
-  job->token = RandomToken();
-  job->connected = false;
-  job->stop_sent = false;
-  job->done_stop.clear();
-  const std::vector<std::string> argv = {
-      settings_.worker_exe, "worker", "--socket", settings_.socket_path, "--job",
-      std::to_string(id), "--rank", "0", "--token", job->token, "--parent",
-      std::to_string(::getpid())};
-  Result<pid_t> pid = supervisor_.Spawn(
-      argv,
-      [this, id](std::string_view stream, std::string_view line) {
-        store_.AppendLog(id, 0, stream, line);
-      },
-      [this, id](ProcessExit exit) { asio::co_spawn(io_, OnWorkerExit(id, exit), asio::detached); });
-  if (!pid.ok()) {
-    job->pid = 0;
-    const std::string reason = pid.status().message();
-    co_await Finish(id, JobState::kFailed, reason);
+  const int workers = job->config.cluster.workers;
+  const int count = workers + job->config.cluster.Servers();
+  const std::uint64_t attempt = ++job->attempt;
+  job->processes.assign(static_cast<std::size_t>(count), Process{});
+  job->live = 0;
+  job->failure.clear();
+  job->ready = false;
+  job->admission = Admission{};
+  job->rendezvous = std::make_unique<asio::steady_timer>(
+      io_, std::chrono::milliseconds(static_cast<long>(job->config.cluster.timeout_seconds * 1000)));
+  for (int rank = 0; rank < count; ++rank) {
+    Process& p = job->processes[static_cast<std::size_t>(rank)];
+    p.rank = rank;
+    p.token = RandomToken();
+    const std::vector<std::string> argv = {
+        settings_.worker_exe, "worker", "--socket", settings_.socket_path, "--job",
+        std::to_string(id), "--rank", std::to_string(rank), "--token", p.token, "--parent",
+        std::to_string(::getpid()), "--data-host", settings_.data_host};
+    Result<pid_t> pid = supervisor_.Spawn(
+        argv,
+        [this, id, rank](std::string_view stream, std::string_view line) {
+          store_.AppendLog(id, rank, stream, line);
+          if (settings_.on_line) settings_.on_line(id, rank, stream, line);
+        },
+        [this, id, attempt, rank](ProcessExit exit) {
+          asio::co_spawn(io_, OnWorkerExit(id, attempt, rank, exit), asio::detached);
+        });
+    if (!pid.ok()) {
+      FailAttempt(*job, "cannot start " + job->Who(rank) + ": " + pid.status().message());
+      break;
+    }
+    p.pid = pid.value();
+    ++job->live;
+  }
+  if (job->live == 0) {
+    job->active = false;
+    co_await Finish(id, JobState::kFailed, job->failure);
+    Schedule();
     co_return;
   }
-  job->pid = pid.value();
-  const pid_t worker_pid = pid.value();
-  if (shutting_down_ || job->cancel_requested) {  // asked while the process was being started
-    supervisor_.Stop(worker_pid, settings_.grace);
-    job->stop_sent = true;
+  if (shutting_down_ || job->cancel_requested) StopProcesses(*job);  // asked meanwhile
+  for (int rank = 0; rank < count; ++rank) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
+    const Process& p = it->second->processes[static_cast<std::size_t>(rank)];
+    if (p.pid <= 0) continue;
+    const pid_t pid = p.pid;
+    const char* role = rank < workers ? "replica" : "server";
+    auto row = co_await OffThread(pool_, [this, id, rank, role, pid] {
+      return store_.RecordWorkerStart(id, rank, role, net::LocalHostName(), pid);
+    });
+    it = jobs_.find(id);
+    if (it != jobs_.end() && it->second->attempt == attempt && row.ok()) {
+      Process& q = it->second->processes[static_cast<std::size_t>(rank)];
+      q.row = row.value();
+      if (q.exited) {  // it ended before its row existed
+        const std::int64_t r = q.row;
+        const ProcessExit e = q.exit;
+        co_await OffThread(pool_, [this, r, e] {
+          return store_.RecordWorkerExit(r, e.exit_status, e.signal);
+        });
+      }
+    }
   }
-  auto row = co_await OffThread(pool_, [this, id, worker_pid] {
-    return store_.RecordWorkerStart(id, 0, "replica", net::LocalHostName(), worker_pid);
-  });
-  auto it = jobs_.find(id);
-  if (it != jobs_.end() && row.ok()) it->second->worker_row = row.value();
+}
+
+void JobManager::FailAttempt(Job& job, const std::string& why) {
+  if (!job.failure.empty()) return;
+  job.failure = why;
+  store_.AppendLog(job.id, 0, "daemon", why);
+  if (job.rendezvous) job.rendezvous->cancel();
+  StopProcesses(job);
+}
+
+void JobManager::StopProcesses(Job& job) {
+  for (Process& p : job.processes) {
+    if (p.pid > 0 && !p.exited && !p.stop_sent) {
+      supervisor_.Stop(p.pid, settings_.grace);
+      p.stop_sent = true;
+    }
+  }
 }
 
 asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int rank,
-                                                           const std::string& token) {
+                                                           const std::string& token,
+                                                           std::uint16_t data_port) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end() || rank != 0 || it->second->token.empty() || it->second->token != token ||
-      it->second->connected) {
-    co_return Status::Error("no worker of job " + std::to_string(id) + " rank " +
-                            std::to_string(rank) + " is expected with that token");
+  const auto refused = Status::Error("no worker of job " + std::to_string(id) + " rank " +
+                                     std::to_string(rank) + " is expected with that token");
+  if (it == jobs_.end() || rank < 0 ||
+      rank >= static_cast<int>(it->second->processes.size())) {
+    co_return refused;
   }
-  it->second->connected = true;
-  auto latest = co_await OffThread(pool_, [this, id] { return store_.LatestCheckpoint(id); });
-  if (!latest.ok()) co_return latest.status();
-  for (const std::string& skipped : latest.value().skipped) {
-    store_.AppendLog(id, 0, "daemon", "skipped damaged checkpoint: " + skipped);
+  Job* job = it->second.get();
+  Process& me = job->processes[static_cast<std::size_t>(rank)];
+  if (me.token.empty() || me.token != token || me.admitted || !job->failure.empty()) {
+    co_return refused;
   }
-  Admission admission;
-  admission.spec_toml = jobs_.at(id)->spec_toml;
-  std::string reason = "worker pid " + std::to_string(jobs_.at(id)->pid) + " training";
-  if (latest.value().checkpoint) {
-    admission.resume_step = latest.value().checkpoint->step;
-    admission.checkpoint_blob = store::EncodeCheckpoint(*latest.value().checkpoint);
-    reason += " from the checkpoint at step " + std::to_string(admission.resume_step);
+  me.admitted = true;
+  me.data_port = data_port;
+  const std::uint64_t attempt = job->attempt;
+  const bool last = std::all_of(job->processes.begin(), job->processes.end(),
+                                [](const Process& p) { return p.admitted; });
+  if (last) {
+    auto latest = co_await OffThread(pool_, [this, id] { return store_.LatestCheckpoint(id); });
+    it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
+    job = it->second.get();
+    if (!latest.ok()) {
+      FailAttempt(*job, "reading the newest checkpoint: " + latest.status().message());
+      co_return latest.status();
+    }
+    for (const std::string& skipped : latest.value().skipped) {
+      store_.AppendLog(id, 0, "daemon", "skipped damaged checkpoint: " + skipped);
+    }
+    Admission& a = job->admission;
+    a.spec_toml = job->spec_toml;
+    const int workers = job->config.cluster.workers;
+    for (const Process& p : job->processes) {
+      a.peers.push_back({p.rank, p.rank < workers ? "replica" : "server", settings_.data_host,
+                         p.data_port});
+    }
+    std::string reason = std::to_string(workers) + (workers == 1 ? " worker" : " workers");
+    if (job->processes.size() > static_cast<std::size_t>(workers)) {
+      reason += " and " + std::to_string(job->processes.size() - workers) + " shard(s)";
+    }
+    reason += " training";
+    if (latest.value().checkpoint) {
+      a.resume_step = latest.value().checkpoint->step;
+      a.checkpoint_blob = store::EncodeCheckpoint(*latest.value().checkpoint);
+      reason += " from the checkpoint at step " + std::to_string(a.resume_step);
+    }
+    auto run = [this, id, reason] { return store_.SetJobState(id, JobState::kRunning, reason); };
+    Status s = co_await OffThread(pool_, run);
+    it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
+    job = it->second.get();
+    if (!s.ok()) {
+      FailAttempt(*job, s.message());
+      co_return s;
+    }
+    job->state = JobState::kRunning;
+    job->ready = true;
+    job->rendezvous->cancel();
+    co_return job->admission;
   }
-  auto run = [this, id, reason] { return store_.SetJobState(id, JobState::kRunning, reason); };
-  Status s = co_await OffThread(pool_, run);
-  if (!s.ok()) co_return s;
-  if (auto found = jobs_.find(id); found != jobs_.end()) found->second->state = JobState::kRunning;
-  co_return admission;
+  std::error_code ec;
+  co_await job->rendezvous->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  it = jobs_.find(id);
+  if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
+  job = it->second.get();
+  if (job->ready) co_return job->admission;
+  if (job->failure.empty()) {
+    std::string missing;
+    for (const Process& p : job->processes) {
+      if (!p.admitted) missing += (missing.empty() ? "" : ", ") + job->Who(p.rank);
+    }
+    FailAttempt(*job, "rendezvous: " + missing + " did not connect within " +
+                          std::to_string(job->config.cluster.timeout_seconds) + " s");
+  }
+  co_return Status::Error("the job's rendezvous failed: " + job->failure);
 }
 
 void JobManager::WorkerMetrics(std::int64_t id, int rank,
@@ -339,33 +480,54 @@ asio::awaitable<Status> JobManager::WorkerCheckpoint(std::int64_t id, int rank,
   co_return co_await OffThread(pool_, save);
 }
 
-void JobManager::WorkerDone(std::int64_t id, int, const std::string& stop, std::int64_t steps) {
+void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop,
+                            std::int64_t steps) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return;
-  it->second->done_stop = stop;
-  it->second->steps = steps;
+  if (it == jobs_.end() || rank < 0 ||
+      rank >= static_cast<int>(it->second->processes.size())) {
+    return;
+  }
+  Process& p = it->second->processes[static_cast<std::size_t>(rank)];
+  p.done_stop = stop;
+  p.steps = steps;
 }
 
-asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, ProcessExit exit) {
+asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t attempt, int rank,
+                                               ProcessExit exit) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) co_return;
-  Job& job = *it->second;
-  const std::int64_t row = job.worker_row;
-  job.pid = 0;
-  job.worker_row = 0;
-  job.token.clear();
+  if (it == jobs_.end() || it->second->attempt != attempt) co_return;
+  Job* job = it->second.get();
+  Process& p = job->processes[static_cast<std::size_t>(rank)];
+  p.exited = true;
+  p.exit = exit;
+  --job->live;
+  const bool ended_well = exit.signal == 0 && exit.exit_status == 0 &&
+                          (p.done_stop == "completed" || p.done_stop == "target");
+  if (!ended_well && !job->cancel_requested && !shutting_down_) {
+    FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
+  }
+  if (!job->ready && job->rendezvous) job->rendezvous->cancel();  // admitted ones stop waiting
+  const std::int64_t row = p.row;
   if (row != 0) {
     co_await OffThread(pool_, [this, row, exit] {
       return store_.RecordWorkerExit(row, exit.exit_status, exit.signal);
     });
   }
-  Job& j = *jobs_.at(id);
-  const bool finished = exit.signal == 0 && exit.exit_status == 0 &&
-                        (j.done_stop == "completed" || j.done_stop == "target");
+  it = jobs_.find(id);
+  if (it == jobs_.end() || it->second->attempt != attempt || it->second->live > 0) co_return;
+  Job& j = *it->second;
+  j.active = false;
+  j.rendezvous.reset();
+  const Process& lead = j.processes.front();
+  const bool finished = j.failure.empty() && !j.cancel_requested && !shutting_down_ &&
+                        std::all_of(j.processes.begin(), j.processes.end(), [](const Process& q) {
+                          return q.done_stop == "completed" || q.done_stop == "target";
+                        });
   std::string reason;
   if (finished) {
-    reason = j.done_stop == "target" ? "reached target accuracy at step " + std::to_string(j.steps)
-                                     : "completed " + std::to_string(j.steps) + " steps";
+    reason = lead.done_stop == "target"
+                 ? "reached target accuracy at step " + std::to_string(lead.steps)
+                 : "completed " + std::to_string(lead.steps) + " steps";
     co_await Finish(id, JobState::kSucceeded, reason);
   } else if (j.cancel_requested) {
     reason = "cancelled by uid " + std::to_string(j.cancelled_by);
@@ -381,19 +543,22 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, ProcessExit exit
   } else if (j.restarts < j.max_restarts) {
     ++j.restarts;
     reason = "restart " + std::to_string(j.restarts) + " of " + std::to_string(j.max_restarts) +
-             ": the worker " + DescribeExit(exit) + "; resuming from the newest checkpoint";
+             ": " + j.failure + "; resuming from the newest checkpoint";
     if (j.state != JobState::kRecovering) {
       auto recover = [this, id, reason] {
         return store_.SetJobState(id, JobState::kRecovering, reason);
       };
       co_await OffThread(pool_, recover);
       jobs_.at(id)->state = JobState::kRecovering;
+    } else {
+      store_.AppendLog(id, 0, "daemon", reason);
     }
     // A short, growing pause so a worker that dies at once does not spin.
-    asio::steady_timer pause(io_, std::chrono::milliseconds(200) * j.restarts);
+    const int restarts = j.restarts;
+    asio::steady_timer pause(io_, std::chrono::milliseconds(200) * restarts);
     co_await pause.async_wait(asio::use_awaitable);
   } else {
-    reason = "the worker " + DescribeExit(exit) + " (see dtrain logs " + std::to_string(id) + ")";
+    reason = j.failure + " (see dtrain logs " + std::to_string(id) + ")";
     if (j.max_restarts > 0) {
       reason += "; gave up after " + std::to_string(j.max_restarts) + " restarts";
     }
@@ -435,17 +600,14 @@ asio::awaitable<std::optional<Refusal>> JobManager::Cancel(std::int64_t id, uid_
   Job& job = *it->second;
   job.cancel_requested = true;
   job.cancelled_by = caller;
-  if (job.pid == 0) {
+  if (!job.active) {
     const std::string reason = "cancelled by uid " + std::to_string(caller);
     co_await Finish(id, JobState::kCancelled, reason);
     Schedule();
     co_return std::nullopt;
   }
-  if (job.pid > 0 && !job.stop_sent) {
-    supervisor_.Stop(job.pid, settings_.grace);
-    job.stop_sent = true;
-  }
-  // The worker's exit finishes the job (a worker still being started is stopped by Start).
+  StopProcesses(job);
+  // The last process's exit finishes the job (one still being started is stopped by Start).
   asio::steady_timer tick(io_);
   while (jobs_.count(id) != 0) {
     tick.expires_after(50ms);
@@ -456,12 +618,7 @@ asio::awaitable<std::optional<Refusal>> JobManager::Cancel(std::int64_t id, uid_
 
 asio::awaitable<void> JobManager::Shutdown() {
   shutting_down_ = true;
-  for (auto& [id, job] : jobs_) {
-    if (job->pid > 0 && !job->stop_sent) {
-      supervisor_.Stop(job->pid, settings_.grace);
-      job->stop_sent = true;
-    }
-  }
+  for (auto& [id, job] : jobs_) StopProcesses(*job);
   asio::steady_timer tick(io_);
   while (running() > 0) {
     tick.expires_after(50ms);

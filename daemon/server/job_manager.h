@@ -1,8 +1,12 @@
 // JobManager: the daemon's scheduler and the coordinator of every job it accepted — the queue
 // (priority, then submission order), the host limits (max_jobs, cores), starting each job's
-// worker process, admitting it when it connects, recording what it sends, and deciding what
-// happens when it exits: success, cancellation, a restart from the newest checkpoint (up to
-// max_restarts), failure, or — when the daemon stops — recovery at the next start.
+// processes (cluster.workers replicas, then the parameter-server shards of its mode), the
+// rendezvous (a process is admitted once every process of the job has said hello, and then
+// learns every process's data-plane address), recording what they send, and deciding what
+// happens when they exit: success once every process ended well; after the first failure the
+// others are stopped, and once all have exited the job is cancelled, restarted from the newest
+// checkpoint (up to max_restarts), failed, or — when the daemon stops — left to recover at the
+// next start.
 //
 //   JobManager jobs(io, pool, store, supervisor, settings);
 //   co_await jobs.Reconcile();                       // before serving: resume what was running
@@ -16,6 +20,8 @@
 
 #include <asio/awaitable.hpp>
 #include <chrono>
+#include <functional>
+#include <string_view>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -43,6 +49,10 @@ struct ManagerSettings {
   int max_restarts = 3;      // for jobs whose file does not say
   std::string socket_path;   // workers connect here
   std::string worker_exe;    // dtraind, started as `dtraind worker ...`
+  std::string data_host = "127.0.0.1";  // where this host's workers listen for their peers
+  // Also told every line a worker prints (dtrain run echoes them); optional.
+  std::function<void(std::int64_t job, int rank, std::string_view stream, std::string_view line)>
+      on_line;
 };
 
 // A refusal, with the control protocol's error code ("not_found", "denied", "conflict", ...).
@@ -57,11 +67,21 @@ struct Submitted {
   std::optional<Refusal> refusal;
 };
 
-// What a connecting worker gets: the job and, to resume from, a checkpoint blob.
+// A process's data-plane address, as the rendezvous hands it out.
+struct PeerAddress {
+  int rank = 0;
+  std::string role;  // "replica" or "server"
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+// What a connecting worker gets: the job, to resume from a checkpoint blob, and every process of
+// the job by rank.
 struct Admission {
   std::string spec_toml;
   std::int64_t resume_step = -1;
   std::string checkpoint_blob;
+  std::vector<PeerAddress> peers;
 };
 
 // In-memory facts about an active job that the store does not hold.
@@ -86,11 +106,19 @@ class JobManager {
   // Returns once the job has ended (queued jobs at once; running ones once their worker exited).
   asio::awaitable<std::optional<Refusal>> Cancel(std::int64_t id, uid_t caller);
 
+  // Returns once every process of the job has said hello (or the rendezvous failed: a process
+  // exited, or cluster.timeout_seconds passed).
   asio::awaitable<Result<Admission>> AdmitWorker(std::int64_t job, int rank,
-                                                 const std::string& token);
+                                                 const std::string& token,
+                                                 std::uint16_t data_port);
   void WorkerMetrics(std::int64_t job, int rank, std::span<const train::MetricPoint> points);
   asio::awaitable<Status> WorkerCheckpoint(std::int64_t job, int rank, std::string_view blob);
   void WorkerDone(std::int64_t job, int rank, const std::string& stop, std::int64_t steps);
+  // Starts an existing job of the store that is queued or recovering (dtrain run's embedded
+  // coordinator); the daemon finds its jobs with Reconcile instead.
+  asio::awaitable<Status> Adopt(std::int64_t id);
+  // Whether the job is still active (queued .. recovering) here.
+  bool Active(std::int64_t id) const { return jobs_.count(id) != 0; }
 
   // Stops every worker (they checkpoint and exit) and leaves their jobs to resume at the next
   // start; returns when all have exited. Queued jobs stay queued.
@@ -102,9 +130,17 @@ class JobManager {
   int queued() const;
 
  private:
+  struct Process;
   struct Job;
   asio::awaitable<void> Start(std::int64_t id);
-  asio::awaitable<void> OnWorkerExit(std::int64_t id, ProcessExit exit);
+  asio::awaitable<void> OnWorkerExit(std::int64_t id, std::uint64_t attempt, int rank,
+                                     ProcessExit exit);
+  // After the first failure of an attempt: remembers why, ends its rendezvous, stops the others.
+  void FailAttempt(Job& job, const std::string& why);
+  // SIGTERM (then SIGKILL after the grace period) to every live process of the job.
+  void StopProcesses(Job& job);
+  // Builds a Job from a stored record, or says why it cannot run.
+  asio::awaitable<Result<std::unique_ptr<Job>>> LoadJob(const store::JobRecord& record);
   asio::awaitable<void> Finish(std::int64_t id, store::JobState state, const std::string& reason);
   void Schedule();
   int CoresInUse() const;

@@ -9,10 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "config/job_file.h"
+#include "core/dist/peer_links.h"
 #include "core/net/frame_stream.h"
 #include "daemon/runner/progress_lines.h"
 #include "daemon/runner/recorded_training.h"
 #include "daemon/runner/trainer_checkpoint.h"
+#include "daemon/runner/shard_service.h"
 #include "daemon/runner/training_session.h"
 #include "daemon/worker/upstream_recorder.h"
 
@@ -27,7 +29,7 @@ constexpr int kExitFailed = 1;
 constexpr int kExitStopped = 130;
 
 std::atomic<bool> g_stop{false};
-extern "C" void OnStopSignal(int) { g_stop.store(true); }
+extern "C" void OnWorkerStopSignal(int) { g_stop.store(true); }
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "worker: %s\n", message.c_str());
@@ -72,13 +74,129 @@ Result<json> ReadReply(net::FrameStream& stream, std::chrono::milliseconds timeo
   return reply;
 }
 
+// What the daemon answered to worker_hello once every process of the job had said hello.
+struct Admitted {
+  config::JobConfig job;
+  std::optional<store::CheckpointData> resume;
+  std::vector<dist::Endpoint> peers;  // by process id; empty for a one-worker job
+};
+
+Result<Admitted> ReadAdmission(net::FrameStream& stream, std::int64_t job_id,
+                               std::chrono::milliseconds timeout) {
+  Result<json> admitted = ReadReply(stream, timeout);
+  if (!admitted.ok()) return Status::Error("not admitted: " + admitted.status().message());
+  const json& reply = admitted.value();
+  if (!reply.contains("spec_toml") || !reply["spec_toml"].is_string()) {
+    return Status::Error("the daemon sent no job file");
+  }
+  config::LoadResult loaded = config::ParseJobText(reply["spec_toml"].get<std::string>(),
+                                                   "job " + std::to_string(job_id), {}, "/");
+  if (!loaded.ok()) return Status::Error(config::FormatDiagnostic(loaded.diagnostics.front()));
+  Admitted out{*loaded.job, std::nullopt, {}};
+  const auto peers = reply.find("peers");
+  if (peers != reply.end() && peers->is_array()) {
+    for (const json& p : *peers) {
+      if (!p.is_object() || !p.contains("host") || !p["host"].is_string() ||
+          !p.contains("port") || !p["port"].is_number_unsigned()) {
+        return Status::Error("malformed peer table from the daemon");
+      }
+      out.peers.push_back({p["host"].get<std::string>(), p["port"].get<std::uint16_t>()});
+    }
+  }
+  const auto resume_step = reply.find("resume_step");
+  if (resume_step != reply.end() && resume_step->is_number_integer() &&
+      resume_step->get<std::int64_t>() >= 0) {
+    Result<net::Frame> blob = stream.Read(120s);
+    if (!blob.ok()) return Status::Error("receiving the checkpoint: " + blob.status().message());
+    auto decoded = store::DecodeCheckpoint(blob.value().payload);
+    if (!decoded.ok()) {
+      return Status::Error("the checkpoint to resume from: " + decoded.status().message());
+    }
+    out.resume = std::move(decoded).value();
+  }
+  return out;
+}
+
+// Tells the daemon this process is done, and waits for its acknowledgement.
+Status SayDone(net::FrameStream& stream, std::int64_t job, const char* stop, std::int64_t steps) {
+  const json done = {{"v", 1}, {"type", "worker_done"}, {"stop", stop}, {"steps", steps}};
+  Status said = stream.WriteString(net::MessageType::kControl, static_cast<std::uint64_t>(job), 0,
+                                   done.dump(), 10s);
+  if (!said.ok()) return said;
+  Result<json> acknowledged = ReadReply(stream, 30s);
+  return acknowledged.ok() ? Status::Ok() : acknowledged.status();
+}
+
+int RunReplica(const WorkerArgs& args, net::FrameStream& stream, const Admitted& admitted,
+               const runner::Placement& placement) {
+  const config::JobConfig& job = admitted.job;
+  auto data = runner::LoadJobData(job);
+  if (!data.ok()) return Fail(data.status().message());
+  auto made = runner::TrainingSession::Make(job, data.value(), placement);
+  if (!made.ok()) return Fail(made.status().message());
+  runner::TrainingSession& session = *made.value();
+  train::Trainer& trainer = session.trainer();
+  const std::optional<store::CheckpointData>& resume = admitted.resume;
+  if (resume) {
+    Status restored = runner::RestoreCheckpoint(*resume, trainer);
+    if (!restored.ok()) return Fail(restored.message());
+  } else {
+    trainer.InitParams();
+  }
+  if (Status started = session.Start(); !started.ok()) return Fail(started.message());
+
+  LinePrinter printer;
+  printer.OnStart(trainer, data.value(), resume.has_value());
+  UpstreamRecorder recorder(stream, args.job);
+  runner::RunOptions options;
+  options.stop = &g_stop;
+  options.observer = &printer;
+  options.checkpoints = placement.rank == 0;  // replicas agree; one writes the job's checkpoints
+  options.capture = session.Capturer();
+  const Result<train::StopReason> why = runner::TrainRecorded(
+      trainer, job.checkpoint, recorder, options, resume ? resume->step : -1);
+  if (!why.ok()) return Fail(why.status().message());
+  if (Status finished = session.Finish(); !finished.ok()) return Fail(finished.message());
+  if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
+
+  const char* stop = why.value() == train::StopReason::kCompleted       ? "completed"
+                     : why.value() == train::StopReason::kTargetReached ? "target"
+                                                                         : "requested";
+  if (Status said = SayDone(stream, args.job, stop, trainer.position().step); !said.ok()) {
+    return Fail(said.message());
+  }
+  std::printf("%s after %lld steps\n", stop, static_cast<long long>(trainer.position().step));
+  return why.value() == train::StopReason::kRequested ? kExitStopped : kExitCompleted;
+}
+
+// A parameter-server shard: serves until every worker has left. A stop signal does not end it
+// early — the workers stop (and take the final checkpoint, from the shards) first.
+int RunShard(const WorkerArgs& args, net::FrameStream& stream, const Admitted& admitted,
+             const runner::Placement& placement) {
+  const config::JobConfig& job = admitted.job;
+  auto data = runner::LoadJobData(job);  // for the model's shape, from the training data
+  if (!data.ok()) return Fail(data.status().message());
+  UpstreamRecorder recorder(stream, args.job);
+  runner::MetricsToRecorder sink(recorder);
+  std::printf("shard %d of %d serving %d workers\n", placement.rank - job.cluster.workers,
+              job.cluster.Servers(), job.cluster.workers);
+  std::fflush(stdout);
+  Status served = runner::ServeShardOfJob(job, data.value().spec, placement, admitted.resume, sink);
+  if (!served.ok()) return Fail(served.message());
+  if (Status said = SayDone(stream, args.job, "completed", 0); !said.ok()) {
+    return Fail(said.message());
+  }
+  std::printf("every worker has left; shard done\n");
+  return kExitCompleted;
+}
+
 }  // namespace
 
 int WorkerMain(const WorkerArgs& args) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != args.parent) return Fail("the daemon that started this worker is gone");
   struct sigaction action {};
-  action.sa_handler = OnStopSignal;
+  action.sa_handler = OnWorkerStopSignal;
   sigemptyset(&action.sa_mask);
   ::sigaction(SIGTERM, &action, nullptr);
   ::sigaction(SIGINT, &action, nullptr);
@@ -87,65 +205,23 @@ int WorkerMain(const WorkerArgs& args) {
   if (!connected.ok()) return Fail(connected.status().message());
   net::FrameStream& stream = connected.value();
   stream.set_sender(static_cast<std::uint32_t>(args.rank));
-  const json hello = {{"v", 1}, {"type", "worker_hello"}, {"job", args.job},
-                      {"rank", args.rank}, {"token", args.token}};
+  // The data-plane socket exists before the hello, so its port can go into it.
+  Result<dist::PeerListener> listener = dist::PeerListener::Open(args.data_host);
+  if (!listener.ok()) return Fail(listener.status().message());
+  const json hello = {{"v", 1},          {"type", "worker_hello"},
+                      {"job", args.job}, {"rank", args.rank},
+                      {"token", args.token}, {"data_port", listener.value().port()}};
   Status said = stream.WriteString(net::MessageType::kControl, static_cast<std::uint64_t>(args.job),
                                    0, hello.dump(), 10s);
   if (!said.ok()) return Fail(said.message());
-  Result<json> admitted = ReadReply(stream, 60s);
-  if (!admitted.ok()) return Fail("not admitted: " + admitted.status().message());
-  const json& reply = admitted.value();
-  if (!reply.contains("spec_toml") || !reply["spec_toml"].is_string()) {
-    return Fail("the daemon sent no job file");
+  // The answer comes once every process of the job has said hello (bounded by the daemon).
+  Result<Admitted> admitted = ReadAdmission(stream, args.job, 24h);
+  if (!admitted.ok()) return Fail(admitted.status().message());
+  const runner::Placement placement{args.rank, admitted.value().peers, &listener.value()};
+  if (args.rank >= admitted.value().job.cluster.workers) {
+    return RunShard(args, stream, admitted.value(), placement);
   }
-  const std::string display = "job " + std::to_string(args.job);
-  config::LoadResult loaded =
-      config::ParseJobText(reply["spec_toml"].get<std::string>(), display, {}, "/");
-  if (!loaded.ok()) return Fail(config::FormatDiagnostic(loaded.diagnostics.front()));
-  const config::JobConfig& job = *loaded.job;
-
-  std::optional<store::CheckpointData> resume;
-  const auto resume_step = reply.find("resume_step");
-  if (resume_step != reply.end() && resume_step->is_number_integer() &&
-      resume_step->get<std::int64_t>() >= 0) {
-    Result<net::Frame> blob = stream.Read(120s);
-    if (!blob.ok()) return Fail("receiving the checkpoint: " + blob.status().message());
-    auto decoded = store::DecodeCheckpoint(blob.value().payload);
-    if (!decoded.ok()) return Fail("the checkpoint to resume from: " + decoded.status().message());
-    resume = std::move(decoded).value();
-  }
-
-  auto data = runner::LoadJobData(job);
-  if (!data.ok()) return Fail(data.status().message());
-  std::unique_ptr<runner::TrainingSession> session = runner::MakeTrainingSession(job, data.value());
-  train::Trainer& trainer = session->trainer;
-  if (resume) {
-    Status restored = runner::RestoreCheckpoint(*resume, trainer);
-    if (!restored.ok()) return Fail(restored.message());
-  } else {
-    trainer.InitParams();
-  }
-
-  LinePrinter printer;
-  printer.OnStart(trainer, data.value(), resume.has_value());
-  UpstreamRecorder recorder(stream, args.job);
-  const Result<train::StopReason> why = runner::TrainRecorded(
-      trainer, job.checkpoint, recorder, {&g_stop, &printer}, resume ? resume->step : -1);
-  if (!why.ok()) return Fail(why.status().message());
-  if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
-
-  const char* stop = why.value() == train::StopReason::kCompleted       ? "completed"
-                     : why.value() == train::StopReason::kTargetReached ? "target"
-                                                                         : "requested";
-  const json done = {{"v", 1}, {"type", "worker_done"}, {"stop", stop},
-                     {"steps", trainer.position().step}};
-  said = stream.WriteString(net::MessageType::kControl, static_cast<std::uint64_t>(args.job), 0,
-                            done.dump(), 10s);
-  if (!said.ok()) return Fail(said.message());
-  Result<json> acknowledged = ReadReply(stream, 30s);
-  if (!acknowledged.ok()) return Fail(acknowledged.status().message());
-  std::printf("%s after %lld steps\n", stop, static_cast<long long>(trainer.position().step));
-  return why.value() == train::StopReason::kRequested ? kExitStopped : kExitCompleted;
+  return RunReplica(args, stream, admitted.value(), placement);
 }
 
 }  // namespace dtrain::worker

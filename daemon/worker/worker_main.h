@@ -1,7 +1,10 @@
 // WorkerMain: the worker process a daemon starts for a job (`dtraind worker ...`). It connects
-// to its daemon, introduces itself with its token, receives the job file (and the checkpoint to
-// resume from), trains, and sends metrics and checkpoints up the same connection — it never
-// opens the store. Progress lines go to stdout, which the daemon captures into the job's log.
+// to its daemon, opens its data-plane socket, introduces itself with its token and that socket's
+// port, and waits until the daemon has heard from every process of the job (the rendezvous); the
+// answer brings the job file, the checkpoint to resume from, and every process's address. Process
+// ids below cluster.workers are replicas, which train; the others are parameter-server shards,
+// which serve the replicas until they leave. Metrics and checkpoints go up the daemon connection —
+// a worker never opens the store. Progress lines go to stdout, which the daemon captures into the job's log.
 //
 //   return WorkerMain({socket, job, rank, token, parent_pid});
 //
@@ -23,6 +26,7 @@ struct WorkerArgs {
   int rank = 0;
   std::string token;
   pid_t parent = 0;  // the daemon; the worker exits at once if it is not its parent
+  std::string data_host = "127.0.0.1";  // where this process listens for its job's peers
 };
 
 int WorkerMain(const WorkerArgs& args);

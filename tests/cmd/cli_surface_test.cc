@@ -45,7 +45,7 @@ std::vector<Command> CommandTable() {
   int exit_code = 0;
   std::unique_ptr<CLI::App> app = BuildApp(exit_code);
   std::vector<Command> out;
-  for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; })) {
+  for (const CLI::App* sub : app->get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); })) {
     Command c{sub->get_name(), {}};
     for (const CLI::Option* opt : sub->get_options()) {
       for (const std::string& l : opt->get_lnames()) c.long_options.push_back("--" + l);

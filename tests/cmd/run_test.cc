@@ -196,17 +196,6 @@ BOOST_AUTO_TEST_CASE(an_invalid_job_file_exits_2_naming_file_line_and_key) {
       BOOST_TEST(r.err.find("did you mean 'batch_size'") != std::string::npos, r.err);
     }
   }
-  // A valid job asking for a distributed mode that is not built yet is refused, not run as one
-  // replica.
-  const std::string sync = dir.Write("sync.toml", kQuickJob);
-  const ProcessResult distributed = RunProcess(
-      {Bin(), "run", sync, "--db", dir.Path("x.db"), "--set", "cluster.workers=4", "--set",
-       "cluster.mode=sync"},
-      dir.Path(""));
-  BOOST_TEST(distributed.exit_code == 2);
-  BOOST_TEST(distributed.err.find("mode 'sync' with 4 workers is not available") !=
-                 std::string::npos,
-             distributed.err);
   const ProcessResult v = RunProcess({Bin(), "validate", job}, dir.Path(""));
   BOOST_TEST(v.exit_code == 2);
   BOOST_TEST(v.err.find("bad.toml:3:1") != std::string::npos, v.err);

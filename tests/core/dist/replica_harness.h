@@ -5,19 +5,41 @@
 //   auto finals = TrainReplicasAsThreads(model, set, 3, OptionsFor, MakeSync);
 //   BOOST_TEST((finals[1].value() == finals[0].value()));
 //
+// For parameter-server strategies: links between workers and shards (in-process or TCP on
+// 127.0.0.1), shards loaded with the model's initial values, and ServePs, which runs the shards
+// and the workers as threads:
+//   PsLinks links = MakeLocalPsLinks(3, 2);
+//   auto shards = MakeShards(model, seed, 3, 2, PsMode::kSync, optimizer);
+//   std::vector<Status> served = ServePs(links, shards, [&](int rank, std::span<Link* const> l) {
+//     ...  // rank's strategy over l, its links to the shards
+//   });
+//
 // One thread at a time (it starts and joins its own threads).
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "core/data/readers.h"
 #include "core/dist/local_link.h"
+#include "core/dist/parameter_shard.h"
 #include "core/dist/ring_allreduce.h"
+#include "core/dist/shard_ranges.h"
+#include "core/dist/tcp_link.h"
+#include "core/net/frame_stream.h"
 #include "core/train/trainer.h"
 
 namespace dtrain::dist::testing {
@@ -84,6 +106,169 @@ inline std::vector<Result<std::vector<float>>> TrainReplicasAsThreads(
   }
   for (std::thread& t : ranks) t.join();
   return finals;
+}
+
+// ---- Parameter-server strategies ------------------------------------------------------------
+
+// Trains one replica with a strategy the caller built and keeps. `before_run` (may be empty) runs
+// after InitParams with the trainer's parameters, e.g. a strategy's Connect, which may replace
+// them; `listener` may be null (a NullListener). Returns the final parameters.
+inline Result<std::vector<float>> TrainWithStrategy(
+    const model::Model& model, const data::Dataset& set, const train::TrainOptions& options,
+    train::Strategy& strategy, const std::function<Status(std::span<float>)>& before_run = {},
+    train::TrainListener* listener = nullptr) {
+  train::Trainer trainer(model, options, set, nullptr, data::ConstantScaling(1.0f), strategy);
+  trainer.InitParams();
+  if (before_run) {
+    if (Status s = before_run(trainer.params()); !s.ok()) return s;
+  }
+  train::NullListener quiet;
+  auto why = trainer.Run(listener != nullptr ? *listener : quiet);
+  if (!why.ok()) return why.status();
+  return std::vector<float>(trainer.params().begin(), trainer.params().end());
+}
+
+// Links between `workers` workers and `shards` shards: worker[r][k] and shard[k][r] are the two
+// ends of one link.
+struct PsLinks {
+  std::vector<std::vector<Link*>> worker;  // worker[r][k]: rank r's link to shard k
+  std::vector<std::vector<Link*>> shard;   // shard[k][r]: shard k's link to rank r
+  std::vector<std::unique_ptr<Link>> owned;
+};
+
+inline PsLinks EmptyPsLinks(int workers, int shards) {
+  PsLinks links;
+  links.worker.assign(static_cast<std::size_t>(workers),
+                      std::vector<Link*>(static_cast<std::size_t>(shards)));
+  links.shard.assign(static_cast<std::size_t>(shards),
+                     std::vector<Link*>(static_cast<std::size_t>(workers)));
+  return links;
+}
+
+// In-process links; errors name the ends "worker rank R (in-process)" and "shard K (in-process)".
+inline PsLinks MakeLocalPsLinks(int workers, int shards) {
+  PsLinks links = EmptyPsLinks(workers, shards);
+  for (int r = 0; r < workers; ++r) {
+    for (int k = 0; k < shards; ++k) {
+      LocalLinkPair p = MakeLocalLinkPair("worker rank " + std::to_string(r) + " (in-process)",
+                                          "shard " + std::to_string(k) + " (in-process)");
+      links.worker[r][k] = p.a.get();
+      links.shard[k][r] = p.b.get();
+      links.owned.push_back(std::move(p.a));
+      links.owned.push_back(std::move(p.b));
+    }
+  }
+  return links;
+}
+
+// TcpLinks over 127.0.0.1, one connection per (worker, shard); ids as in a job: workers 0..N-1,
+// shards N..N+K-1. Empty on failure (with a message in *error).
+inline PsLinks MakeTcpPsLinks(int workers, int shards, std::string* error) {
+  using namespace std::chrono_literals;
+  PsLinks links = EmptyPsLinks(workers, shards);
+  const auto fail = [&](std::string what) {
+    *error = std::move(what);
+    return PsLinks{};
+  };
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listener < 0) return fail("socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  auto* sa = reinterpret_cast<sockaddr*>(&addr);
+  if (::bind(listener, sa, len) != 0 || ::listen(listener, 16) != 0 ||
+      ::getsockname(listener, sa, &len) != 0) {
+    ::close(listener);
+    return fail("listen on 127.0.0.1");
+  }
+  const std::uint16_t port = ntohs(addr.sin_port);
+  for (int r = 0; r < workers; ++r) {
+    for (int k = 0; k < shards; ++k) {
+      // The kernel completes the handshake into the backlog, so one thread connects, then accepts.
+      Result<net::FrameStream> out = net::FrameStream::ConnectTcp("127.0.0.1", port, 5s);
+      if (!out.ok()) {
+        ::close(listener);
+        return fail(out.status().message());
+      }
+      pollfd p{.fd = listener, .events = POLLIN, .revents = 0};
+      const int fd =
+          ::poll(&p, 1, 5000) == 1 ? ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC) : -1;
+      if (fd < 0) {
+        ::close(listener);
+        return fail("accept");
+      }
+      const int shard_id = workers + k;
+      auto w = TcpLink::Create(std::move(out).value(), r, shard_id);
+      auto s = TcpLink::Create(net::FrameStream(fd), shard_id, r);
+      if (!w.ok() || !s.ok()) {
+        ::close(listener);
+        return fail("TcpLink::Create");
+      }
+      links.worker[r][k] = w.value().get();
+      links.shard[k][r] = s.value().get();
+      links.owned.push_back(std::move(w).value());
+      links.owned.push_back(std::move(s).value());
+    }
+  }
+  ::close(listener);
+  return links;
+}
+
+// `shards` shards over the model's parameters, loaded with model.Init(seed) (what every replica's
+// InitParams computes).
+inline std::vector<std::unique_ptr<ParameterShard>> MakeShards(
+    const model::Model& model, std::uint64_t seed, int workers, int shards, PsMode mode,
+    const optim::OptimizerOptions& optimizer, int max_staleness = 0,
+    std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  const std::size_t n = model.NumParams();
+  std::vector<float> initial(n);
+  model.Init(initial, seed);
+  const std::vector<ShardRange> ranges = ShardRanges(n, shards);
+  std::vector<std::unique_ptr<ParameterShard>> out;
+  for (int k = 0; k < shards; ++k) {
+    const ShardRange& r = ranges[static_cast<std::size_t>(k)];
+    auto shard = std::make_unique<ParameterShard>(ShardOptions{.shard = k,
+                                                               .shards = shards,
+                                                               .begin = r.begin,
+                                                               .end = r.end,
+                                                               .num_params = n,
+                                                               .workers = workers,
+                                                               .mode = mode,
+                                                               .max_staleness = max_staleness,
+                                                               .optimizer = optimizer,
+                                                               .timeout = timeout});
+    if (Status s = shard->Load(std::span<const float>(initial).subspan(r.begin, r.size()));
+        !s.ok()) {
+      return {};
+    }
+    out.push_back(std::move(shard));
+  }
+  return out;
+}
+
+// Runs every shard's Serve and `worker(rank, rank's links to the shards)` for every rank, each on
+// its own thread; returns each shard's Serve status once all have ended.
+inline std::vector<Status> ServePs(
+    const PsLinks& links, std::vector<std::unique_ptr<ParameterShard>>& shards,
+    const std::function<void(int rank, std::span<Link* const> shard_links)>& worker) {
+  std::vector<Status> served(shards.size(), Status::Error("not run"));
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < shards.size(); ++k) {
+    threads.emplace_back([&, k] { served[k] = shards[k]->Serve(links.shard[k]); });
+  }
+  for (std::size_t r = 0; r < links.worker.size(); ++r) {
+    threads.emplace_back([&, r] { worker(static_cast<int>(r), links.worker[r]); });
+  }
+  for (std::thread& t : threads) t.join();
+  return served;
+}
+
+// The shards' ranges put together: the whole parameter vector.
+inline std::vector<float> ShardParams(const std::vector<std::unique_ptr<ParameterShard>>& shards) {
+  std::vector<float> all;
+  for (const auto& s : shards) all.insert(all.end(), s->params().begin(), s->params().end());
+  return all;
 }
 
 }  // namespace dtrain::dist::testing

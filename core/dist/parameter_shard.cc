@@ -1,0 +1,716 @@
+#include "core/dist/parameter_shard.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "core/dist/shard_ranges.h"
+#include "core/math/elementwise.h"
+
+namespace dtrain::dist {
+namespace {
+
+// Slot layout of the header (ps_protocol.md).
+enum Slot : std::size_t {
+  kMagic = 0,
+  kFrom = 1,
+  kVote = 2,
+  kLr = 3,
+  kClock = 4,  // u64: 4, 5
+  kBasis = 6,  // u64: 6, 7
+  kRows = 8,
+  kTotalRows = 9,
+  kNumParams = 10,  // u64: 10, 11
+  kBegin = 12,      // u64: 12, 13
+  kEnd = 14,        // u64: 14, 15
+  kSteps = 16,      // u64: 16, 17
+  kShard = 18,
+  kShards = 19,
+  kWorkers = 20,
+  kMode = 21,
+  kMaxStaleness = 22,
+  kStateVectors = 23,
+  kFlags = 24,
+};
+static_assert(kFlags + 1 == kPsHeaderFloats);
+
+void PutU32(std::span<float, kPsHeaderFloats> out, std::size_t slot, std::uint32_t v) {
+  out[slot] = std::bit_cast<float>(v);
+}
+void PutU64(std::span<float, kPsHeaderFloats> out, std::size_t slot, std::uint64_t v) {
+  PutU32(out, slot, static_cast<std::uint32_t>(v));
+  PutU32(out, slot + 1, static_cast<std::uint32_t>(v >> 32));
+}
+std::uint32_t GetU32(std::span<const float, kPsHeaderFloats> in, std::size_t slot) {
+  return std::bit_cast<std::uint32_t>(in[slot]);
+}
+std::uint64_t GetU64(std::span<const float, kPsHeaderFloats> in, std::size_t slot) {
+  return GetU32(in, slot) | (std::uint64_t{GetU32(in, slot + 1)} << 32);
+}
+
+std::string Range(std::size_t begin, std::size_t end) {
+  std::string r = "[";  // appended piece by piece: "[" + to_string(...) trips GCC 12's -Wrestrict
+  r += std::to_string(begin);
+  r += ", ";
+  r += std::to_string(end);
+  r += ")";
+  return r;
+}
+
+std::string ShardName(const ShardOptions& o) {
+  return "shard " + std::to_string(o.shard) + " of " + std::to_string(o.shards) + " " +
+         Range(o.begin, o.end);
+}
+
+std::string FloatText(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+  return buf;
+}
+
+Status CheckOptions(const ShardOptions& o) {
+  if (o.shards < 1 || o.shard < 0 || o.shard >= o.shards) {
+    return Status::Error("shard index " + std::to_string(o.shard) + " is not in [0, " +
+                         std::to_string(o.shards) + ")");
+  }
+  if (o.workers < 1) {
+    return Status::Error("a shard needs at least one worker, not " + std::to_string(o.workers));
+  }
+  if (o.max_staleness < 0) {
+    return Status::Error("max_staleness must be >= 0, not " + std::to_string(o.max_staleness));
+  }
+  const ShardRange want = ShardRanges(o.num_params, o.shards)[static_cast<std::size_t>(o.shard)];
+  if (o.begin != want.begin || o.end != want.end) {
+    return Status::Error("range " + Range(o.begin, o.end) + " is not shard " +
+                         std::to_string(o.shard) + "'s range " + Range(want.begin, want.end) +
+                         " of " + std::to_string(o.num_params) + " parameters in " +
+                         std::to_string(o.shards) + " shards");
+  }
+  if (o.timeout.count() <= 0) return Status::Error("the timeout must be positive");
+  return optim::ValidateOptimizerOptions(o.optimizer);
+}
+
+}  // namespace
+
+std::string_view PsModeName(PsMode mode) { return mode == PsMode::kSync ? "sync" : "async"; }
+
+std::string PsTagName(std::uint32_t tag) {
+  const std::uint32_t kind = tag & 0x7F;
+  const bool ours = (tag & ~std::uint32_t{0x1FF}) == kPsTagBase && kind >= 1 && kind <= 5;
+  if (!ours) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "tag 0x%08x", tag);
+    return buf;
+  }
+  static constexpr const char* kNames[] = {"", "hello", "push", "fetch", "snapshot", "goodbye"};
+  std::string name = kNames[kind];
+  if (tag & kPsReplyBit) name += " reply";
+  if (tag & kPsDataBit) name += " data";
+  return name;
+}
+
+void EncodePsHeader(const PsHeader& h, std::span<float, kPsHeaderFloats> out) {
+  PutU32(out, kMagic, kPsMagic);
+  PutU32(out, kFrom, h.from);
+  PutU32(out, kVote, h.vote);
+  out[kLr] = h.lr;
+  PutU64(out, kClock, h.clock);
+  PutU64(out, kBasis, h.basis);
+  PutU32(out, kRows, h.rows);
+  PutU32(out, kTotalRows, h.total_rows);
+  PutU64(out, kNumParams, h.num_params);
+  PutU64(out, kBegin, h.begin);
+  PutU64(out, kEnd, h.end);
+  PutU64(out, kSteps, h.steps);
+  PutU32(out, kShard, h.shard);
+  PutU32(out, kShards, h.shards);
+  PutU32(out, kWorkers, h.workers);
+  PutU32(out, kMode, h.mode);
+  PutU32(out, kMaxStaleness, h.max_staleness);
+  PutU32(out, kStateVectors, h.state_vectors);
+  PutU32(out, kFlags, h.flags);
+}
+
+Result<PsHeader> DecodePsHeader(std::span<const float, kPsHeaderFloats> in) {
+  const std::uint32_t magic = GetU32(in, kMagic);
+  if (magic != kPsMagic) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "bad parameter-server header: magic 0x%08x, not 0x%08x", magic,
+                  kPsMagic);
+    return Status::Error(buf);
+  }
+  PsHeader h;
+  h.from = GetU32(in, kFrom);
+  h.vote = GetU32(in, kVote);
+  h.lr = in[kLr];
+  h.clock = GetU64(in, kClock);
+  h.basis = GetU64(in, kBasis);
+  h.rows = GetU32(in, kRows);
+  h.total_rows = GetU32(in, kTotalRows);
+  h.num_params = GetU64(in, kNumParams);
+  h.begin = GetU64(in, kBegin);
+  h.end = GetU64(in, kEnd);
+  h.steps = GetU64(in, kSteps);
+  h.shard = GetU32(in, kShard);
+  h.shards = GetU32(in, kShards);
+  h.workers = GetU32(in, kWorkers);
+  h.mode = GetU32(in, kMode);
+  h.max_staleness = GetU32(in, kMaxStaleness);
+  h.state_vectors = GetU32(in, kStateVectors);
+  h.flags = GetU32(in, kFlags);
+  return h;
+}
+
+std::uint64_t ShardStats::StalenessPercentile(double q) const {
+  if (pushes_applied == 0 || staleness_histogram.empty()) return 0;
+  const double want = std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(pushes_applied));
+  std::uint64_t seen = 0;
+  for (std::size_t s = 0; s < staleness_histogram.size(); ++s) {
+    seen += staleness_histogram[s];
+    if (static_cast<double>(seen) >= want && seen > 0) return s;
+  }
+  return staleness_histogram.size() - 1;
+}
+
+ParameterShard::ParameterShard(ShardOptions options)
+    : options_(std::move(options)), name_(ShardName(options_)), invalid_(CheckOptions(options_)) {
+  if (!invalid_.ok()) {
+    invalid_ = Status::Error(name_ + ": invalid options: " + invalid_.message());
+    return;
+  }
+  optimizer_ = optim::MakeOptimizer(options_.optimizer, options_.begin, options_.end);
+  params_.assign(options_.end - options_.begin, 0.0f);
+  clocks_.assign(static_cast<std::size_t>(options_.workers), 0);
+  departed_.assign(static_cast<std::size_t>(options_.workers), false);
+}
+
+ParameterShard::~ParameterShard() = default;
+
+Status ParameterShard::Load(std::span<const float> params,
+                            std::span<const std::span<const float>> optimizer_state,
+                            std::uint64_t steps) {
+  if (!invalid_.ok()) return invalid_;
+  if (params.size() != params_.size()) {
+    return Status::Error(name_ + ": loading " + std::to_string(params.size()) +
+                         " parameters into a range of " + std::to_string(params_.size()));
+  }
+  std::vector<std::span<float>> state = optimizer_->StateVectors();
+  if (!optimizer_state.empty() && optimizer_state.size() != state.size()) {
+    return Status::Error(name_ + ": loading " + std::to_string(optimizer_state.size()) +
+                         " optimizer state vectors into a " +
+                         std::string(optim::OptimizerTypeName(optimizer_->type())) +
+                         " optimizer, which has " + std::to_string(state.size()));
+  }
+  for (std::size_t i = 0; i < optimizer_state.size(); ++i) {
+    if (optimizer_state[i].size() != state[i].size()) {
+      return Status::Error(name_ + ": optimizer state vector " + std::to_string(i) + " has " +
+                           std::to_string(optimizer_state[i].size()) + " floats, not " +
+                           std::to_string(state[i].size()));
+    }
+  }
+  std::copy(params.begin(), params.end(), params_.begin());
+  for (std::size_t i = 0; i < optimizer_state.size(); ++i) {
+    std::copy(optimizer_state[i].begin(), optimizer_state[i].end(), state[i].begin());
+  }
+  optimizer_->set_steps(steps);
+  std::lock_guard lock(mu_);
+  stats_.steps = steps;
+  return Status::Ok();
+}
+
+ShardStats ParameterShard::Stats() const {
+  std::lock_guard lock(mu_);
+  ShardStats s = stats_;
+  s.global_clock = global_clock_;
+  return s;
+}
+
+Status ParameterShard::Serve(std::span<Link* const> links) {
+  Status served = invalid_;
+  if (served.ok() && links.size() != static_cast<std::size_t>(options_.workers)) {
+    served = Status::Error(name_ + ": " + std::to_string(links.size()) + " links for " +
+                           std::to_string(options_.workers) + " workers");
+  }
+  for (std::size_t r = 0; served.ok() && r < links.size(); ++r) {
+    if (links[r] == nullptr) {
+      served = Status::Error(name_ + ": no link to worker rank " + std::to_string(r));
+    }
+  }
+  if (served.ok()) {
+    served = options_.mode == PsMode::kSync ? ServeSync(links) : ServeAsync(links);
+  }
+  if (!served.ok()) {
+    // The workers learn at once that this shard is gone, instead of at their deadlines.
+    for (Link* link : links) {
+      if (link != nullptr) link->Close();
+    }
+  }
+  return served;
+}
+
+Status ParameterShard::Fail(const std::string& context, const Status& status) const {
+  return Status::Error(name_ + ": " + context + ": " + status.message());
+}
+
+Status ParameterShard::Unexpected(int rank, std::uint32_t tag, const std::string& context) const {
+  return Status::Error(name_ + ": " + context + ": " + Worker(rank) + " sent a " + PsTagName(tag) +
+                       " message, which the shard does not expect now");
+}
+
+Result<std::pair<std::uint32_t, PsHeader>> ParameterShard::ReceiveRequest(
+    Link& link, int rank, const std::string& waiting_for) {
+  std::array<float, kPsHeaderFloats> raw;
+  Result<std::uint32_t> tag = link.RecvAnyTag(raw, Clock::now() + options_.timeout);
+  if (!tag.ok()) return Fail(waiting_for, tag.status());
+  const std::uint32_t t = tag.value();
+  const bool request = (t & ~std::uint32_t{0x7F}) == kPsTagBase && (t & 0x7F) >= 1 &&
+                       (t & 0x7F) <= static_cast<std::uint32_t>(PsMessage::kGoodbye);
+  if (!request) return Unexpected(rank, t, waiting_for);
+  Result<PsHeader> h = DecodePsHeader(raw);
+  if (!h.ok()) return Fail(waiting_for + ": from " + Worker(rank), h.status());
+  if (h.value().from != static_cast<std::uint32_t>(rank)) {
+    return Status::Error(name_ + ": " + waiting_for + ": the link of " + Worker(rank) +
+                         " carried a " + PsTagName(t) + " from worker rank " +
+                         std::to_string(h.value().from));
+  }
+  return std::pair{t, h.value()};
+}
+
+Status ParameterShard::SendReply(Link& link, int rank, PsMessage kind, const PsHeader& header,
+                                 std::span<const std::span<const float>> data,
+                                 const std::string& context) {
+  std::array<float, kPsHeaderFloats> raw;
+  EncodePsHeader(header, raw);
+  const std::uint32_t tag = PsReplyTag(kind);
+  const Deadline deadline = Clock::now() + options_.timeout;
+  Status sent = link.Send(tag, raw, deadline);
+  for (std::size_t i = 0; sent.ok() && i < data.size(); ++i) {
+    sent = link.Send(PsDataTag(tag), data[i], deadline);
+  }
+  if (!sent.ok()) {
+    return Fail((context.empty() ? "" : context + ": ") + "sending a " + PsTagName(tag) + " to " +
+                    Worker(rank),
+                sent);
+  }
+  return Status::Ok();
+}
+
+Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello,
+                                   std::span<const float> params, std::uint64_t clock,
+                                   std::uint64_t steps) {
+  PsHeader reply;
+  reply.from = static_cast<std::uint32_t>(options_.shard);
+  reply.clock = clock;
+  reply.num_params = options_.num_params;
+  reply.begin = options_.begin;
+  reply.end = options_.end;
+  reply.steps = steps;
+  reply.shard = static_cast<std::uint32_t>(options_.shard);
+  reply.shards = static_cast<std::uint32_t>(options_.shards);
+  reply.workers = static_cast<std::uint32_t>(options_.workers);
+  reply.mode = static_cast<std::uint32_t>(options_.mode);
+  reply.max_staleness = static_cast<std::uint32_t>(options_.max_staleness);
+  reply.flags = hello.flags & kPsWantParams;
+  const std::span<const float> parts[] = {params};
+  const std::span<const std::span<const float>> data =
+      reply.flags & kPsWantParams ? std::span(parts) : std::span<const std::span<const float>>();
+  // Answer even a mismatched hello with this shard's view, so the worker can say what differs.
+  Status sent = SendReply(link, rank, PsMessage::kHello, reply, data);
+  std::string mismatch;
+  const auto differ = [&](const char* what, std::uint64_t theirs, std::uint64_t ours) {
+    if (theirs != ours && mismatch.empty()) {
+      mismatch = std::string(what) + " " + std::to_string(theirs) + " where the shard has " +
+                 std::to_string(ours);
+    }
+  };
+  differ("shards", hello.shards, reply.shards);
+  differ("shard index", hello.shard, reply.shard);
+  differ("parameter count", hello.num_params, reply.num_params);
+  differ("range begin", hello.begin, reply.begin);
+  differ("range end", hello.end, reply.end);
+  differ("workers", hello.workers, reply.workers);
+  if (hello.mode != reply.mode && mismatch.empty()) {
+    mismatch = "mode " + std::string(PsModeName(static_cast<PsMode>(hello.mode & 1))) +
+               " where the shard has " + std::string(PsModeName(options_.mode));
+  }
+  if (options_.mode == PsMode::kAsync) {
+    differ("max_staleness", hello.max_staleness, reply.max_staleness);
+  }
+  if (!mismatch.empty()) {
+    return Status::Error(name_ + ": " + Worker(rank) + " said hello with " + mismatch);
+  }
+  return sent;
+}
+
+Status ParameterShard::AnswerSnapshot(Link& link, int rank, std::span<const float> params,
+                                      std::span<const std::span<const float>> state,
+                                      std::uint64_t steps, std::uint64_t clock,
+                                      std::span<const std::uint64_t> clocks) {
+  PsHeader reply;
+  reply.from = static_cast<std::uint32_t>(options_.shard);
+  reply.clock = clock;
+  reply.steps = steps;
+  reply.begin = options_.begin;
+  reply.end = options_.end;
+  reply.workers = static_cast<std::uint32_t>(options_.workers);
+  reply.mode = static_cast<std::uint32_t>(options_.mode);
+  reply.state_vectors = static_cast<std::uint32_t>(state.size());
+  // The version vector: each clock as two u32 bit patterns, low word first.
+  std::vector<float> version(2 * clocks.size());
+  for (std::size_t w = 0; w < clocks.size(); ++w) {
+    version[2 * w] = std::bit_cast<float>(static_cast<std::uint32_t>(clocks[w]));
+    version[2 * w + 1] = std::bit_cast<float>(static_cast<std::uint32_t>(clocks[w] >> 32));
+  }
+  std::vector<std::span<const float>> data;
+  data.reserve(state.size() + 2);
+  data.push_back(params);
+  for (std::span<const float> s : state) data.push_back(s);
+  data.push_back(version);
+  return SendReply(link, rank, PsMessage::kSnapshot, reply, data);
+}
+
+// ---- Sync -----------------------------------------------------------------------------------
+
+Status ParameterShard::ServeSync(std::span<Link* const> links) {
+  const auto workers = static_cast<std::size_t>(options_.workers);
+  const std::size_t size = params_.size();
+  math::FloatBuffer sum(size), scratch(size);
+  std::vector<bool> greeted(workers, false);
+  std::optional<std::uint64_t> step;  // the step the next push must carry (set by the first)
+  std::uint64_t steps_done = optimizer_->steps();  // the global clock: Load's steps, then +1 each
+  // The version vector of snapshots: every worker has pushed every step, so all equal g.
+  std::vector<std::uint64_t> pushes(workers, steps_done);
+
+  for (;;) {
+    std::vector<std::uint32_t> votes(workers, kNoVote);
+    std::optional<int> pusher, leaver;  // the first worker that pushed / said goodbye
+    float lr = 0.0f;
+    std::uint32_t total_rows = 0;
+    for (std::size_t r = 0; r < workers; ++r) {
+      const int rank = static_cast<int>(r);
+      Link& link = *links[r];
+      bool done = false;  // this worker's push or goodbye of this round has arrived
+      while (!done) {
+        // The first push of a run sets the step; until then it is unknown.
+        const std::string at = step ? "step " + std::to_string(*step) : "the first step";
+        Result<std::pair<std::uint32_t, PsHeader>> request =
+            ReceiveRequest(link, rank, at + ": waiting for " + Worker(rank) + "'s push");
+        if (!request.ok()) return request.status();
+        const auto [tag, h] = request.value();
+        const auto kind = static_cast<PsMessage>(tag & 0x7F);
+        if (!greeted[r] && kind != PsMessage::kHello) {
+          return Unexpected(rank, tag, at + ": before its hello");
+        }
+        switch (kind) {
+          case PsMessage::kHello: {
+            if (greeted[r]) return Unexpected(rank, tag, at + ": a second hello");
+            greeted[r] = true;
+            Status s = AnswerHello(link, rank, h, params_, steps_done, optimizer_->steps());
+            if (!s.ok()) return s;
+            break;
+          }
+          case PsMessage::kFetch: {
+            PsHeader reply;
+            reply.from = static_cast<std::uint32_t>(options_.shard);
+            reply.clock = steps_done;
+            reply.basis = stats_.pushes_applied;
+            const std::span<const float> parts[] = {params_};
+            Status s = SendReply(link, rank, PsMessage::kFetch, reply, parts);
+            if (!s.ok()) return s;
+            break;
+          }
+          case PsMessage::kSnapshot: {
+            std::vector<std::span<float>> state = optimizer_->StateVectors();
+            std::vector<std::span<const float>> state_view(state.begin(), state.end());
+            Status s = AnswerSnapshot(link, rank, params_, state_view, optimizer_->steps(),
+                                      steps_done, pushes);
+            if (!s.ok()) return s;
+            break;
+          }
+          case PsMessage::kGoodbye: {
+            if (pusher) {
+              return Status::Error(name_ + ": " + at + ": " + Worker(rank) +
+                                   " said goodbye while " + Worker(*pusher) + " pushed " + at);
+            }
+            if (!leaver) leaver = rank;
+            PsHeader reply;
+            reply.from = static_cast<std::uint32_t>(options_.shard);
+            reply.clock = pushes[r];
+            Status s = SendReply(link, rank, PsMessage::kGoodbye, reply, {});
+            if (!s.ok()) return s;
+            done = true;
+            break;
+          }
+          case PsMessage::kPush: {
+            if (leaver) {
+              return Status::Error(name_ + ": " + Worker(rank) + " pushed step " +
+                                   std::to_string(h.clock) + " after " + Worker(*leaver) +
+                                   " said goodbye");
+            }
+            if (!step) step = h.clock;
+            if (h.clock != *step) {
+              return Status::Error(name_ + ": " + Worker(rank) + " pushed step " +
+                                   std::to_string(h.clock) + " where the shard expected step " +
+                                   std::to_string(*step));
+            }
+            const std::string what = "step " + std::to_string(*step) + ": " + Worker(rank);
+            if (!pusher) {
+              pusher = rank;
+              lr = h.lr;
+              total_rows = h.total_rows;
+            } else if (std::bit_cast<std::uint32_t>(h.lr) != std::bit_cast<std::uint32_t>(lr)) {
+              return Status::Error(name_ + ": " + what + " pushed with lr " + FloatText(h.lr) +
+                                   " where " + Worker(*pusher) + " pushed with lr " +
+                                   FloatText(lr));
+            } else if (h.total_rows != total_rows) {
+              return Status::Error(name_ + ": " + what + " says the step has " +
+                                   std::to_string(h.total_rows) + " rows where " + Worker(*pusher) +
+                                   " says " + std::to_string(total_rows));
+            }
+            Status got = link.Recv(PsDataTag(tag), scratch, Clock::now() + options_.timeout);
+            if (!got.ok()) return Fail(what + "'s push", got);
+            // Each push weighted by its share of the step's rows, summed in rank order.
+            const float weight = total_rows > 0
+                                     ? static_cast<float>(static_cast<double>(h.rows) / total_rows)
+                                     : static_cast<float>(1.0 / static_cast<double>(workers));
+            if (*pusher == rank) {
+              math::ScaleInto(weight, scratch, sum);
+            } else {
+              math::Axpy(weight, scratch, sum);
+            }
+            votes[r] = h.vote;
+            done = true;
+            break;
+          }
+        }
+      }
+    }
+    if (leaver) return Status::Ok();  // every worker said goodbye (a push would have failed)
+
+    optimizer_->Step(params_, sum, lr);
+    ++steps_done;
+    std::fill(pushes.begin(), pushes.end(), steps_done);
+    {
+      std::lock_guard lock(mu_);
+      stats_.steps = optimizer_->steps();
+      stats_.pushes_applied += workers;
+      global_clock_ = steps_done;
+      if (stats_.staleness_histogram.empty()) stats_.staleness_histogram.push_back(0);
+      stats_.staleness_histogram[0] += workers;
+    }
+    PsHeader reply;
+    reply.from = static_cast<std::uint32_t>(options_.shard);
+    reply.clock = *step;
+    reply.vote = *std::max_element(votes.begin(), votes.end());
+    const std::span<const float> parts[] = {params_};
+    for (std::size_t r = 0; r < workers; ++r) {
+      Status s = SendReply(*links[r], static_cast<int>(r), PsMessage::kPush, reply, parts,
+                           "step " + std::to_string(*step));
+      if (!s.ok()) return s;
+    }
+    ++*step;
+  }
+}
+
+// ---- Async ----------------------------------------------------------------------------------
+
+void ParameterShard::RecomputeGlobalClock() {
+  std::optional<std::uint64_t> g;
+  for (std::size_t w = 0; w < clocks_.size(); ++w) {
+    if (!departed_[w]) g = std::min(g.value_or(clocks_[w]), clocks_[w]);
+  }
+  // With every worker gone, g keeps its value. It never decreases.
+  if (g && *g > global_clock_) global_clock_ = *g;
+}
+
+void ParameterShard::RecordStaleness(std::uint64_t staleness) {
+  if (stats_.staleness_histogram.size() <= staleness) {
+    stats_.staleness_histogram.resize(staleness + 1, 0);
+  }
+  ++stats_.staleness_histogram[staleness];
+  const double n = static_cast<double>(++stats_.pushes_applied);
+  stats_.mean_staleness += (static_cast<double>(staleness) - stats_.mean_staleness) / n;
+  stats_.max_staleness = std::max(stats_.max_staleness, staleness);
+  stats_.steps = optimizer_->steps();
+}
+
+void ParameterShard::FailAsync(const Status& status) {
+  {
+    std::lock_guard lock(mu_);
+    if (failed_) return;
+    failed_ = true;
+    failure_ = status;
+    changed_.notify_all();
+  }
+  for (Link* link : links_) link->Close();
+}
+
+Status ParameterShard::ServeAsync(std::span<Link* const> links) {
+  {
+    std::lock_guard lock(mu_);
+    failed_ = false;
+    failure_ = Status::Ok();
+    links_ = links;
+    // Clocks count the pushes of this Serve, whatever Load restored.
+    std::fill(clocks_.begin(), clocks_.end(), 0);
+    std::fill(departed_.begin(), departed_.end(), false);
+    global_clock_ = 0;
+  }
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(links.size());
+    for (std::size_t r = 0; r < links.size(); ++r) {
+      threads.emplace_back([this, &links, r] {
+        Status s = ServeAsyncWorker(*links[r], static_cast<int>(r));
+        if (!s.ok()) FailAsync(s);
+      });
+    }
+  }
+  std::lock_guard lock(mu_);
+  links_ = {};
+  return failed_ ? failure_ : Status::Ok();
+}
+
+Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  const std::size_t size = params_.size();
+  math::FloatBuffer scratch(size), reply_params(size);
+  bool greeted = false;
+  for (;;) {
+    // Only this thread writes clocks_[r], so it may read it without the lock.
+    const std::string at = Worker(rank) + " at clock " + std::to_string(clocks_[r]);
+    Result<std::pair<std::uint32_t, PsHeader>> request =
+        ReceiveRequest(link, rank, at + ": waiting for its next message");
+    if (!request.ok()) {
+      std::lock_guard lock(mu_);
+      if (failed_) return Status::Ok();  // closed because another worker failed: not the cause
+      return request.status();
+    }
+    const auto [tag, h] = request.value();
+    const auto kind = static_cast<PsMessage>(tag & 0x7F);
+    if (!greeted && kind != PsMessage::kHello) return Unexpected(rank, tag, at + ": before hello");
+    switch (kind) {
+      case PsMessage::kHello: {
+        if (greeted) return Unexpected(rank, tag, at + ": a second hello");
+        greeted = true;
+        std::uint64_t g, steps;
+        {
+          std::lock_guard lock(mu_);
+          std::copy(params_.begin(), params_.end(), reply_params.begin());
+          g = global_clock_;
+          steps = optimizer_->steps();
+        }
+        Status s = AnswerHello(link, rank, h, reply_params, g, steps);
+        if (!s.ok()) return s;
+        break;
+      }
+      case PsMessage::kPush: {
+        if (h.clock != clocks_[r]) {
+          return Status::Error(name_ + ": " + Worker(rank) + " pushed clock " +
+                               std::to_string(h.clock) + " where the shard expected clock " +
+                               std::to_string(clocks_[r]) + " (the pushes it has applied)");
+        }
+        Status got = link.Recv(PsDataTag(tag), scratch, Clock::now() + options_.timeout);
+        if (!got.ok()) return Fail(at + "'s push", got);
+        std::lock_guard lock(mu_);
+        if (failed_) return Status::Ok();
+        if (h.basis > global_clock_ || h.basis > h.clock) {
+          return Status::Error(name_ + ": " + at +
+                               " pushed a gradient computed from global "
+                               "clock " +
+                               std::to_string(h.basis) + ", but the global clock is " +
+                               std::to_string(global_clock_));
+        }
+        const std::uint64_t staleness = h.clock - h.basis;
+        if (options_.max_staleness > 0 &&
+            staleness > static_cast<std::uint64_t>(options_.max_staleness)) {
+          return Status::Error(name_ + ": " + at + " pushed a gradient of staleness " +
+                               std::to_string(staleness) + " (computed from global clock " +
+                               std::to_string(h.basis) + "), above max_staleness " +
+                               std::to_string(options_.max_staleness));
+        }
+        optimizer_->Step(params_, scratch, h.lr);
+        ++clocks_[r];
+        RecomputeGlobalClock();
+        RecordStaleness(staleness);
+        changed_.notify_all();
+        break;
+      }
+      case PsMessage::kFetch: {
+        PsHeader reply;
+        reply.from = static_cast<std::uint32_t>(options_.shard);
+        {
+          std::unique_lock lock(mu_);
+          const Deadline deadline = Clock::now() + options_.timeout;
+          const bool ready = changed_.wait_until(
+              lock, deadline, [&] { return failed_ || global_clock_ >= h.clock; });
+          if (failed_) return Status::Ok();
+          if (!ready) {
+            std::string behind;
+            for (std::size_t w = 0; w < clocks_.size(); ++w) {
+              if (!departed_[w] && clocks_[w] < h.clock) {
+                behind += (behind.empty() ? "" : ", ") + Worker(static_cast<int>(w)) +
+                          " at clock " + std::to_string(clocks_[w]);
+              }
+            }
+            return Status::Error(
+                name_ + ": " + at + " fetched needing global clock >= " + std::to_string(h.clock) +
+                " (max_staleness " + std::to_string(options_.max_staleness) + "), but after " +
+                std::to_string(options_.timeout.count()) + " ms it is " +
+                std::to_string(global_clock_) + ", held back by " + behind);
+          }
+          std::copy(params_.begin(), params_.end(), reply_params.begin());
+          reply.clock = global_clock_;
+          reply.basis = stats_.pushes_applied;
+        }
+        const std::span<const float> parts[] = {reply_params};
+        Status s = SendReply(link, rank, PsMessage::kFetch, reply, parts);
+        if (!s.ok()) return s;
+        break;
+      }
+      case PsMessage::kSnapshot: {
+        std::vector<math::FloatBuffer> state;
+        std::vector<std::uint64_t> clocks;
+        std::uint64_t steps, g;
+        {
+          std::lock_guard lock(mu_);
+          std::copy(params_.begin(), params_.end(), reply_params.begin());
+          for (std::span<float> v : optimizer_->StateVectors())
+            state.emplace_back(v.begin(), v.end());
+          clocks = clocks_;
+          steps = optimizer_->steps();
+          g = global_clock_;
+        }
+        std::vector<std::span<const float>> state_view(state.begin(), state.end());
+        Status s = AnswerSnapshot(link, rank, reply_params, state_view, steps, g, clocks);
+        if (!s.ok()) return s;
+        break;
+      }
+      case PsMessage::kGoodbye: {
+        if (h.clock != clocks_[r]) {
+          return Status::Error(name_ + ": " + Worker(rank) + " said goodbye after " +
+                               std::to_string(h.clock) + " pushes, but the shard applied " +
+                               std::to_string(clocks_[r]));
+        }
+        {
+          std::lock_guard lock(mu_);
+          departed_[r] = true;
+          RecomputeGlobalClock();
+          changed_.notify_all();
+        }
+        PsHeader reply;
+        reply.from = static_cast<std::uint32_t>(options_.shard);
+        reply.clock = clocks_[r];
+        return SendReply(link, rank, PsMessage::kGoodbye, reply, {});
+      }
+    }
+  }
+}
+
+}  // namespace dtrain::dist

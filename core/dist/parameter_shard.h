@@ -1,0 +1,242 @@
+// ParameterShard: one parameter-server shard (runs in a server process). It owns the range
+// [begin, end) of the flat parameter vector and an optimizer over that range (so the optimizer's
+// state vectors and step count are the shard's), and serves N workers, one Link each, in the
+// parameter-server protocol of core/dist/ps_protocol.md. This header also holds that protocol's
+// message codec (PsHeader and the tags), shared with the worker side (ps_client.h).
+//
+//   ParameterShard shard({.shard = 1, .shards = 2, .begin = r[1].begin, .end = r[1].end,
+//                         .num_params = n, .workers = 4, .mode = PsMode::kSync, ...});
+//   shard.Load(initial.subspan(r[1].begin, r[1].size()));   // then Serve(links), links[r]: rank r
+//
+// Initial values come from Load before Serve (the server process builds them from the job's seed
+// or a checkpoint); a worker that says hello asking for parameters receives them, so workers start
+// from the shard's values (ps_protocol.md). Without Load the range starts at zero.
+//
+// Sync mode (mode = "sync", allreduce = "ps"): step t is applied once every worker has pushed
+// step t. The shard reads the links in rank order 0..N-1, so the gradients are summed in that
+// order: g = sum_r (rows_r / total_rows) * g_r, the mean over the whole step's batch, bitwise the
+// same every run; then optimizer.Step(g, lr) with the lr of the pushes (all equal), and every
+// worker receives the new range and the agreed stop vote (the most urgent one proposed). A snapshot
+// or fetch a worker sends between receiving step t's reply and pushing step t+1 is answered with
+// the state after step t on every shard: a consistent cut, used for checkpoints.
+//
+// Async mode (Downpour, Dean et al. 2012; Adagrad is the usual optimizer): each push is applied on
+// arrival with the lr it carries; a fetch is answered with the current range. Each worker's link
+// is served by a thread of its own, and the optimizer step, the clocks and the copy of the range
+// into a fetch reply happen under one mutex. Why threads rather than a poll loop over
+// Link::Readable: a Link has no blocking wait on several links at once, so a poll loop would have
+// to spin or sleep (burning a core, or adding latency, on 2-core hosts), while a thread blocked in
+// Recv costs nothing and wakes at once; and a fetch that the staleness bound delays simply waits
+// on a condition variable in its own thread without holding up the other workers. N is small
+// (workers of one job), so N threads are cheap.
+//
+// Clocks and staleness (async): worker w's clock c_w is the number of its pushes the shard has
+// applied; the global clock g is the minimum of c_w over the workers still training (a worker
+// that said goodbye no longer counts; g never decreases). Fetch replies carry g. A push is
+// computed by a worker at clock c (it had made c pushes before it) from parameters whose fetch
+// reply said g_f; its staleness is c - g_f >= 0 (0: every worker had pushed as often as this one,
+// as in synchronous SGD). With max_staleness s > 0 (stale synchronous parallel, Ho et al. 2013)
+// a worker at clock c computes only with parameters of g_f >= c - s: it fetches with that minimum
+// when its cached parameters are older, and the shard delays the reply until g >= c - s; a push
+// with staleness above s is refused as a protocol error. So the recorded staleness never exceeds
+// s. With s = 0 there is no bound. Stats() reports the staleness of every applied push.
+//
+// Deadlines and failures: every wait for a worker (its next message, its push of step t, a
+// delayed fetch) has the deadline options.timeout from when the wait began; a silent, dead or
+// misbehaving worker is an error naming the shard, "worker rank R" and the step or clock. On the
+// first failure Serve closes every link (so the other workers fail promptly, naming this shard
+// rather than waiting for their deadlines) and returns that failure.
+//
+// Thread safety: Load, Serve and the accessors params()/optimizer() one thread at a time, never
+// concurrently with Serve; Stats() and name() are safe from any thread at any time (a server
+// process reports metrics while Serve runs).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dist/link.h"
+#include "core/math/buffer.h"
+#include "core/optim/optimizer.h"
+#include "core/status.h"
+
+namespace dtrain::dist {
+
+enum class PsMode : std::uint32_t { kSync = 0, kAsync = 1 };
+std::string_view PsModeName(PsMode mode);  // "sync", "async"
+
+// ---- Wire protocol (ps_protocol.md) ---------------------------------------------------------
+
+// Request kinds; a reply's tag and the data messages' tags derive from them.
+enum class PsMessage : std::uint32_t {
+  kHello = 1,
+  kPush = 2,
+  kFetch = 3,
+  kSnapshot = 4,
+  kGoodbye = 5,
+};
+
+inline constexpr std::uint32_t kPsTagBase = 0x50530000;  // "PS" in the high half
+inline constexpr std::uint32_t kPsReplyBit = 0x80;
+inline constexpr std::uint32_t kPsDataBit = 0x100;
+constexpr std::uint32_t PsRequestTag(PsMessage m) {
+  return kPsTagBase | static_cast<std::uint32_t>(m);
+}
+constexpr std::uint32_t PsReplyTag(PsMessage m) { return PsRequestTag(m) | kPsReplyBit; }
+// The tag of the float arrays that follow a header tagged `header_tag`.
+constexpr std::uint32_t PsDataTag(std::uint32_t header_tag) { return header_tag | kPsDataBit; }
+// "push", "push reply", "push data", ... or "tag 0x..." for a tag outside the protocol.
+std::string PsTagName(std::uint32_t tag);
+
+// A stop vote on the wire: 0 for none, else 1 + the StopReason value (so the most urgent vote is
+// the largest: requested 3 > target reached 2 > completed 1).
+inline constexpr std::uint32_t kNoVote = 0;
+
+// Every request and reply starts with one header message of kPsHeaderFloats floats. Fields a
+// message does not use are zero. Encoded field by field (little-endian u32 bit patterns in the
+// float slots; u64 as two u32, low word first; lr as a float), never as a raw struct.
+inline constexpr std::size_t kPsHeaderFloats = 25;
+inline constexpr std::uint32_t kPsMagic = 0x31765350;  // the bytes 'P' 'S' 'v' '1'
+
+struct PsHeader {
+  std::uint32_t from = 0;        // worker rank (requests) or shard index (replies)
+  std::uint32_t vote = kNoVote;  // push: the worker's vote; push reply: the agreed vote
+  float lr = 0.0f;               // push: the learning rate to apply it with
+  std::uint64_t clock = 0;       // see ps_protocol.md, per message
+  std::uint64_t basis = 0;       // push (async): g_f; fetch reply: pushes applied in total
+  std::uint32_t rows = 0;        // push (sync): this worker's rows of the step
+  std::uint32_t total_rows = 0;  // push (sync): every worker's rows of the step
+  std::uint64_t num_params = 0;  // hello, hello reply: n, the whole vector's length
+  std::uint64_t begin = 0;       // hello, hello reply: the shard's range
+  std::uint64_t end = 0;
+  std::uint64_t steps = 0;  // hello and snapshot reply: the shard optimizer's steps
+  std::uint32_t shard = 0;  // hello, hello reply
+  std::uint32_t shards = 0;
+  std::uint32_t workers = 0;
+  std::uint32_t mode = 0;  // PsMode
+  std::uint32_t max_staleness = 0;
+  std::uint32_t state_vectors = 0;  // snapshot reply: optimizer state vectors that follow
+  std::uint32_t flags = 0;          // hello: kPsWantParams; hello reply: kPsWantParams if sent
+};
+inline constexpr std::uint32_t kPsWantParams = 1;
+
+void EncodePsHeader(const PsHeader& header, std::span<float, kPsHeaderFloats> out);
+// Fails on a wrong magic (the message is not a parameter-server header).
+Result<PsHeader> DecodePsHeader(std::span<const float, kPsHeaderFloats> in);
+
+// ---- The shard ------------------------------------------------------------------------------
+
+struct ShardOptions {
+  int shard = 0;  // this shard's index, in [0, shards)
+  int shards = 1;
+  std::size_t begin = 0;  // the range served: ShardRanges(num_params, shards)[shard]
+  std::size_t end = 0;
+  std::size_t num_params = 0;  // n, the whole flat vector's length
+  int workers = 1;             // N
+  PsMode mode = PsMode::kSync;
+  int max_staleness = 0;  // async: s; 0 = unbounded
+  optim::OptimizerOptions optimizer;
+  std::chrono::milliseconds timeout{30'000};  // every wait for a worker
+};
+
+// What a shard has applied; cumulative since construction.
+struct ShardStats {
+  std::uint64_t steps = 0;           // optimizer steps applied (sync: steps; async: pushes)
+  std::uint64_t pushes_applied = 0;  // worker pushes applied (sync: N per step)
+  std::uint64_t global_clock = 0;    // g (sync: steps applied)
+  // staleness_histogram[s]: pushes applied with staleness s (sync: all 0).
+  std::vector<std::uint64_t> staleness_histogram;
+  std::uint64_t max_staleness = 0;
+  double mean_staleness = 0.0;
+  // The smallest staleness s with at least q of the applied pushes at or below s; 0 when none.
+  std::uint64_t StalenessPercentile(double q) const;
+};
+
+class ParameterShard {
+ public:
+  // Invalid options (a range that is not ShardRanges(num_params, shards)[shard], no workers,
+  // invalid optimizer options...) make Load and Serve fail, saying why.
+  explicit ParameterShard(ShardOptions options);
+  ~ParameterShard();
+  ParameterShard(const ParameterShard&) = delete;
+  ParameterShard& operator=(const ParameterShard&) = delete;
+
+  // Sets the range's values, and optionally the optimizer's state vectors (all of them, in
+  // Optimizer::StateVectors order, end - begin floats each) and step count. Before Serve.
+  Status Load(std::span<const float> params,
+              std::span<const std::span<const float>> optimizer_state = {},
+              std::uint64_t steps = 0);
+
+  // Serves until every worker has said goodbye (OK) or the first failure (then every link is
+  // closed). links[r] is connected to worker rank r; links.size() must be options.workers. The
+  // links must outlive the call; nobody else may use them meanwhile.
+  Status Serve(std::span<Link* const> links);
+
+  ShardStats Stats() const;
+  // "shard 1 of 3 [100, 200)"
+  const std::string& name() const { return name_; }
+  const ShardOptions& options() const { return options_; }
+  // The range's values and the optimizer (state vectors, steps), e.g. after Serve.
+  std::span<const float> params() const { return params_; }
+  optim::Optimizer& optimizer() { return *optimizer_; }
+
+ private:
+  struct WorkerState;
+
+  Status ServeSync(std::span<Link* const> links);
+  Status ServeAsync(std::span<Link* const> links);
+  // The whole conversation with one worker in async mode (its own thread).
+  Status ServeAsyncWorker(Link& link, int rank);
+
+  // Receives the next request header from worker `rank`.
+  Result<std::pair<std::uint32_t, PsHeader>> ReceiveRequest(Link& link, int rank,
+                                                            const std::string& waiting_for);
+  // Checks a hello against this shard's options and answers it (with the range if asked).
+  // `params`, `clock` and `steps` are what to send (in async mode taken under the lock).
+  Status AnswerHello(Link& link, int rank, const PsHeader& hello, std::span<const float> params,
+                     std::uint64_t clock, std::uint64_t steps);
+  // A reply header and its data messages; `context` (e.g. "step 3") prefixes an error.
+  Status SendReply(Link& link, int rank, PsMessage kind, const PsHeader& header,
+                   std::span<const std::span<const float>> data, const std::string& context = "");
+  // Snapshot: the range, the state vectors, the steps, g and the version vector.
+  Status AnswerSnapshot(Link& link, int rank, std::span<const float> params,
+                        std::span<const std::span<const float>> state, std::uint64_t steps,
+                        std::uint64_t clock, std::span<const std::uint64_t> clocks);
+  // The error for a request that this state does not expect.
+  Status Unexpected(int rank, std::uint32_t tag, const std::string& context) const;
+  std::string Worker(int rank) const { return "worker rank " + std::to_string(rank); }
+  Status Fail(const std::string& context, const Status& status) const;
+
+  // Async helpers; call with mu_ held.
+  void RecomputeGlobalClock();
+  void RecordStaleness(std::uint64_t staleness);
+  // Records the first failure of ServeAsync and closes every link.
+  void FailAsync(const Status& status);
+
+  const ShardOptions options_;
+  const std::string name_;
+  Status invalid_;  // why the options are unusable; OK if they are fine
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  math::FloatBuffer params_;
+
+  // Clocks, stats and the async failure: guarded by mu_ (written under it in both modes).
+  mutable std::mutex mu_;
+  std::condition_variable changed_;    // a clock, a departure or the failure changed
+  std::vector<std::uint64_t> clocks_;  // per worker: pushes applied
+  std::vector<bool> departed_;         // per worker: said goodbye
+  std::uint64_t global_clock_ = 0;
+  ShardStats stats_;
+  bool failed_ = false;
+  Status failure_;
+  std::span<Link* const> links_;  // during ServeAsync, to close them on failure
+};
+
+}  // namespace dtrain::dist

@@ -1,0 +1,147 @@
+#include "core/dist/peer_links.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <utility>
+
+namespace dtrain::dist {
+namespace {
+
+std::string SystemError(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+}  // namespace
+
+Result<PeerListener> PeerListener::Open(const std::string& host, int backlog) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    return Status::Error("cannot listen on '" + host + "': not an IPv4 address");
+  }
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::Error(SystemError("cannot create a TCP socket"));
+  socklen_t len = sizeof addr;
+  auto* sa = reinterpret_cast<sockaddr*>(&addr);
+  if (::bind(fd, sa, len) != 0 || ::listen(fd, backlog) != 0 || ::getsockname(fd, sa, &len) != 0) {
+    Status failed = Status::Error(SystemError("cannot listen on " + host));
+    ::close(fd);
+    return failed;
+  }
+  return PeerListener(fd, ntohs(addr.sin_port));
+}
+
+PeerListener::PeerListener(PeerListener&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), port_(other.port_) {}
+
+PeerListener& PeerListener::operator=(PeerListener&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    port_ = other.port_;
+  }
+  return *this;
+}
+
+PeerListener::~PeerListener() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
+  for (;;) {
+    const auto left = Remaining(deadline);
+    pollfd p{.fd = fd_, .events = POLLIN, .revents = 0};
+    const int ready =
+        ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), INT_MAX)));
+    if (ready < 0 && errno != EINTR) return Status::Error(SystemError("poll on a listener"));
+    if (ready > 0) {
+      const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        net::FrameStream stream(fd);
+        Result<net::Frame> hello = stream.Read(Remaining(deadline));
+        if (!hello.ok()) {
+          return Status::Error("a peer from " + stream.peer() + " did not introduce itself: " +
+                               hello.status().message());
+        }
+        if (hello.value().header.type != net::MessageType::kHeartbeat) {
+          return Status::Error("a peer from " + stream.peer() + " opened with a " +
+                               std::string(net::MessageTypeName(hello.value().header.type)) +
+                               " frame, not an introduction");
+        }
+        return IntroducedPeer{hello.value().header.sender, std::move(stream)};
+      }
+      if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
+        return Status::Error(SystemError("accept"));
+      }
+    }
+    if (ready == 0 && Clock::now() >= deadline) {
+      return Status::Error("timeout: no connection came in time");
+    }
+  }
+}
+
+Result<std::unique_ptr<TcpLink>> ConnectPeer(const Endpoint& to, int self_id, int peer_id,
+                                             const std::string& peer_label, Deadline deadline) {
+  const std::string who = (peer_label.empty() ? "rank " + std::to_string(peer_id) : peer_label) +
+                          " at " + to.host + ":" + std::to_string(to.port);
+  Result<net::FrameStream> s = net::FrameStream::ConnectTcp(to.host, to.port, Remaining(deadline));
+  if (!s.ok()) return Status::Error("connecting to " + who + ": " + s.status().message());
+  s.value().set_sender(static_cast<std::uint32_t>(self_id));
+  if (Status hello =
+          s.value().WriteString(net::MessageType::kHeartbeat, 0, 0, "", Remaining(deadline));
+      !hello.ok()) {
+    return Status::Error("introducing this process to " + who + ": " + hello.message());
+  }
+  return TcpLink::Create(std::move(s).value(), self_id, peer_id, peer_label);
+}
+
+Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int self_id,
+                                            int expected_id, const std::string& peer_label,
+                                            Deadline deadline) {
+  const std::string who =
+      peer_label.empty() ? "rank " + std::to_string(expected_id) : peer_label;
+  Result<IntroducedPeer> in = listener.Accept(deadline);
+  if (!in.ok()) return Status::Error("waiting for " + who + ": " + in.status().message());
+  if (in.value().id != static_cast<std::uint32_t>(expected_id)) {
+    return Status::Error("expected " + who + " to connect, but " + in.value().stream.peer() +
+                         " introduced itself as " + std::to_string(in.value().id));
+  }
+  return TcpLink::Create(std::move(in.value().stream), self_id, expected_id, peer_label);
+}
+
+Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
+                           const PeerListener& mine, Deadline deadline) {
+  const int n = static_cast<int>(workers.size());
+  if (rank < 0 || rank >= n) {
+    return Status::Error("rank " + std::to_string(rank) + " is not in a ring of " +
+                         std::to_string(n));
+  }
+  const std::string me = "rank " + std::to_string(rank) + ": ";
+  RingLinks links;
+  if (n == 1) return links;
+  const int right = (rank + 1) % n;
+  const int left = (rank + n - 1) % n;
+  // With two ranks the one connection goes from rank 0 to rank 1.
+  if (n > 2 || rank == 0) {
+    auto link = ConnectPeer(workers[static_cast<std::size_t>(right)], rank, right, "", deadline);
+    if (!link.ok()) return Status::Error(me + link.status().message());
+    links.right = link.value().get();
+    links.owned.push_back(std::move(link).value());
+  }
+  if (n > 2 || rank == 1) {
+    auto link = AcceptPeer(mine, rank, left, "", deadline);
+    if (!link.ok()) return Status::Error(me + link.status().message());
+    links.left = link.value().get();
+    links.owned.push_back(std::move(link).value());
+  }
+  if (n == 2) links.left = links.right = links.owned.front().get();
+  return links;
+}
+
+}  // namespace dtrain::dist

@@ -1,0 +1,76 @@
+// Making the data-plane connections of a job's processes once the rendezvous has told each one
+// where the others listen: a ring's neighbour links, or links between workers and shards.
+//
+//   Result<PeerListener> mine = PeerListener::Open("127.0.0.1");   // its port goes to the
+//                                                                   // coordinator
+//   Result<RingLinks> ring = JoinRing(rank, endpoints, mine.value(), deadline);
+//   Result<std::unique_ptr<TcpLink>> shard = ConnectPeer(endpoints[n + s], rank, n + s,
+//                                                        "shard " + std::to_string(s), deadline);
+//
+// Every connection starts with the connecting process introducing itself: a heartbeat frame whose
+// sender is its id (its rank in the job); the accepting side checks who it expected. Ids are the
+// job's process indices: worker ranks 0..N-1, then shards N..N+S-1.
+// PeerListener is one thread at a time for Accept; the free functions are safe for concurrent use.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dist/link.h"
+#include "core/dist/tcp_link.h"
+#include "core/net/frame_stream.h"
+#include "core/status.h"
+
+namespace dtrain::dist {
+
+struct Endpoint {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+// A connection accepted from a peer that introduced itself as `id`.
+struct IntroducedPeer {
+  std::uint32_t id = 0;
+  net::FrameStream stream;
+};
+
+class PeerListener {
+ public:
+  // Listens on `host` (an IPv4 address) at a port the kernel picks.
+  static Result<PeerListener> Open(const std::string& host, int backlog = 64);
+
+  PeerListener(PeerListener&& other) noexcept;
+  PeerListener& operator=(PeerListener&& other) noexcept;
+  PeerListener(const PeerListener&) = delete;
+  PeerListener& operator=(const PeerListener&) = delete;
+  ~PeerListener();
+
+  std::uint16_t port() const { return port_; }
+  // The next connection and its introduction, by the deadline.
+  Result<IntroducedPeer> Accept(Deadline deadline) const;
+
+ private:
+  PeerListener(int fd, std::uint16_t port) : fd_(fd), port_(port) {}
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+// Connects to `to` and introduces this process as `self_id`; the link names the other end
+// `peer_label` (default "rank <peer_id>").
+Result<std::unique_ptr<TcpLink>> ConnectPeer(const Endpoint& to, int self_id, int peer_id,
+                                             const std::string& peer_label, Deadline deadline);
+
+// Accepts one connection on `listener` that must come from `expected_id`.
+Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int self_id,
+                                            int expected_id, const std::string& peer_label,
+                                            Deadline deadline);
+
+// Rank `rank`'s ring links among the workers at `workers` (rank r listens at workers[r]): it
+// connects to rank + 1 and accepts rank - 1 on `mine` (two ranks share one connection, made by
+// rank 0).
+Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
+                           const PeerListener& mine, Deadline deadline);
+
+}  // namespace dtrain::dist

@@ -1,0 +1,411 @@
+#include "core/dist/ps_client.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <functional>
+#include <limits>
+#include <utility>
+
+namespace dtrain::dist {
+namespace {
+
+std::string Range(std::size_t begin, std::size_t end) {
+  std::string r = "[";  // appended piece by piece: "[" + to_string(...) trips GCC 12's -Wrestrict
+  r += std::to_string(begin);
+  r += ", ";
+  r += std::to_string(end);
+  r += ")";
+  return r;
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Times one client call into the stats, however it returns.
+class CallTimer {
+ public:
+  explicit CallTimer(std::function<void(Clock::time_point)> done)
+      : start_(Clock::now()), done_(std::move(done)) {}
+  ~CallTimer() { done_(start_); }
+  CallTimer(const CallTimer&) = delete;
+  CallTimer& operator=(const CallTimer&) = delete;
+
+ private:
+  Clock::time_point start_;
+  std::function<void(Clock::time_point)> done_;
+};
+
+}  // namespace
+
+PsClient::PsClient(std::span<Link* const> shard_links, PsClientOptions options)
+    : links_(shard_links.begin(), shard_links.end()), options_(std::move(options)) {
+  const std::string me = "worker rank " + std::to_string(options_.rank);
+  if (links_.empty()) {
+    unusable_ = Status::Error(me + ": no parameter-server shards to talk to");
+  } else if (options_.workers < 1 || options_.rank < 0 || options_.rank >= options_.workers) {
+    unusable_ =
+        Status::Error(me + ": rank is not in [0, " + std::to_string(options_.workers) + ")");
+  } else if (options_.max_staleness < 0) {
+    unusable_ = Status::Error(me + ": max_staleness must be >= 0, not " +
+                              std::to_string(options_.max_staleness));
+  } else if (options_.timeout.count() <= 0) {
+    unusable_ = Status::Error(me + ": the timeout must be positive");
+  } else if (std::find(links_.begin(), links_.end(), nullptr) != links_.end()) {
+    unusable_ = Status::Error(me + ": a shard's link is missing");
+  }
+  ranges_ = ShardRanges(options_.num_params, static_cast<int>(links_.size()));
+}
+
+std::string PsClient::Shard(int k) const {
+  const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
+  return "shard " + std::to_string(k) + " of " + std::to_string(shards()) + " " +
+         Range(r.begin, r.end);
+}
+
+Status PsClient::Error(int k, const std::string& context, const Status& status) const {
+  return Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) + ": " +
+                       context + ": " + status.message());
+}
+
+Status PsClient::Usable() const { return unusable_; }
+
+Status PsClient::Broken(Status status) {
+  if (unusable_.ok()) {
+    unusable_ = Status::Error("worker rank " + std::to_string(options_.rank) +
+                              ": the parameter-server links are unusable after an earlier "
+                              "failure: " +
+                              status.message());
+  }
+  return status;
+}
+
+void PsClient::AddTime(Clock::time_point start, double wait_seconds) {
+  std::lock_guard lock(stats_mu_);
+  stats_.comm_seconds += Seconds(Clock::now() - start);
+  stats_.wait_seconds += wait_seconds;
+}
+
+train::CommStats PsClient::Stats() const {
+  std::lock_guard lock(stats_mu_);
+  return stats_;
+}
+
+PsHeader PsClient::Request() const {
+  PsHeader h;
+  h.from = static_cast<std::uint32_t>(options_.rank);
+  return h;
+}
+
+Status PsClient::SendHeader(int k, PsMessage kind, const PsHeader& header, Deadline deadline) {
+  std::array<float, kPsHeaderFloats> raw;
+  EncodePsHeader(header, raw);
+  Status s = links_[static_cast<std::size_t>(k)]->Send(PsRequestTag(kind), raw, deadline);
+  if (!s.ok()) return Error(k, "sending a " + PsTagName(PsRequestTag(kind)), s);
+  std::lock_guard lock(stats_mu_);
+  stats_.bytes_sent += sizeof raw;
+  return Status::Ok();
+}
+
+Status PsClient::SendData(int k, PsMessage kind, std::span<const float> data, Deadline deadline) {
+  const std::uint32_t tag = PsDataTag(PsRequestTag(kind));
+  Status s = links_[static_cast<std::size_t>(k)]->Send(tag, data, deadline);
+  if (!s.ok()) return Error(k, "sending " + PsTagName(tag), s);
+  std::lock_guard lock(stats_mu_);
+  stats_.bytes_sent += data.size_bytes();
+  return Status::Ok();
+}
+
+Result<PsHeader> PsClient::ReceiveReply(int k, PsMessage kind, const std::string& context) {
+  std::array<float, kPsHeaderFloats> raw;
+  const Clock::time_point start = Clock::now();
+  Link& link = *links_[static_cast<std::size_t>(k)];
+  Result<std::uint32_t> tag = link.RecvAnyTag(raw, start + options_.timeout);
+  {
+    std::lock_guard lock(stats_mu_);
+    stats_.wait_seconds += Seconds(Clock::now() - start);
+    if (tag.ok()) stats_.bytes_received += sizeof raw;
+  }
+  if (!tag.ok()) return Error(k, context + ": waiting for its reply", tag.status());
+  const std::uint32_t want = PsReplyTag(kind);
+  if (tag.value() != want) {
+    return Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) + ": " +
+                         context + ": the shard sent a " + PsTagName(tag.value()) +
+                         " message where a " + PsTagName(want) + " was expected");
+  }
+  Result<PsHeader> h = DecodePsHeader(raw);
+  if (!h.ok()) return Error(k, context, h.status());
+  if (h.value().from != static_cast<std::uint32_t>(k)) {
+    return Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) + ": " +
+                         context + ": the reply comes from shard " +
+                         std::to_string(h.value().from) + " (are the links in shard order?)");
+  }
+  return h;
+}
+
+Status PsClient::ReceiveData(int k, PsMessage kind, std::span<float> out,
+                             const std::string& context) {
+  const std::uint32_t tag = PsDataTag(PsReplyTag(kind));
+  Status s = links_[static_cast<std::size_t>(k)]->Recv(tag, out, Clock::now() + options_.timeout);
+  if (!s.ok()) return Error(k, context + ": receiving its " + PsTagName(tag), s);
+  std::lock_guard lock(stats_mu_);
+  stats_.bytes_received += out.size_bytes();
+  return Status::Ok();
+}
+
+Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks) {
+  if (Status u = Usable(); !u.ok()) return u;
+  CallTimer timer([this](Clock::time_point start) { AddTime(start, 0.0); });
+  if (!params.empty() && params.size() != options_.num_params) {
+    return Status::Error("worker rank " + std::to_string(options_.rank) +
+                         ": hello: " + std::to_string(params.size()) + " parameters where " +
+                         std::to_string(options_.num_params) + " were expected");
+  }
+  if (!clocks.empty() && clocks.size() != links_.size()) {
+    return Status::Error("worker rank " + std::to_string(options_.rank) +
+                         ": hello: " + std::to_string(clocks.size()) + " clocks for " +
+                         std::to_string(links_.size()) + " shards");
+  }
+  const Deadline deadline = Clock::now() + options_.timeout;
+  for (int k = 0; k < shards(); ++k) {
+    const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
+    PsHeader h = Request();
+    h.num_params = options_.num_params;
+    h.begin = r.begin;
+    h.end = r.end;
+    h.shard = static_cast<std::uint32_t>(k);
+    h.shards = static_cast<std::uint32_t>(shards());
+    h.workers = static_cast<std::uint32_t>(options_.workers);
+    h.mode = static_cast<std::uint32_t>(options_.mode);
+    h.max_staleness = static_cast<std::uint32_t>(options_.max_staleness);
+    h.flags = params.empty() ? 0 : kPsWantParams;
+    if (Status s = SendHeader(k, PsMessage::kHello, h, deadline); !s.ok()) return Broken(s);
+  }
+  for (int k = 0; k < shards(); ++k) {
+    const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
+    Result<PsHeader> reply = ReceiveReply(k, PsMessage::kHello, "hello");
+    if (!reply.ok()) return Broken(reply.status());
+    const PsHeader& h = reply.value();
+    std::string mismatch;
+    const auto differ = [&](const char* what, std::uint64_t ours, std::uint64_t theirs) {
+      if (ours != theirs && mismatch.empty()) {
+        mismatch = std::string(what) + ": the worker has " + std::to_string(ours) + ", the shard " +
+                   std::to_string(theirs);
+      }
+    };
+    differ("shards", static_cast<std::uint64_t>(shards()), h.shards);
+    differ("shard index", static_cast<std::uint64_t>(k), h.shard);
+    differ("parameter count", options_.num_params, h.num_params);
+    differ("range begin", r.begin, h.begin);
+    differ("range end", r.end, h.end);
+    differ("workers", static_cast<std::uint64_t>(options_.workers), h.workers);
+    if (h.mode != static_cast<std::uint32_t>(options_.mode) && mismatch.empty()) {
+      mismatch = "mode: the worker has " + std::string(PsModeName(options_.mode)) + ", the shard " +
+                 std::string(PsModeName(static_cast<PsMode>(h.mode & 1)));
+    }
+    if (options_.mode == PsMode::kAsync) {
+      differ("max_staleness", static_cast<std::uint64_t>(options_.max_staleness), h.max_staleness);
+    }
+    if (!mismatch.empty()) {
+      return Broken(Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) +
+                                  ": hello: the two sides disagree on the " + mismatch));
+    }
+    if (!params.empty()) {
+      Status s = ReceiveData(k, PsMessage::kHello, params.subspan(r.begin, r.size()), "hello");
+      if (!s.ok()) return Broken(s);
+    }
+    if (!clocks.empty()) clocks[static_cast<std::size_t>(k)] = h.clock;
+  }
+  greeted_ = true;
+  return Status::Ok();
+}
+
+Result<std::uint32_t> PsClient::SyncStep(std::uint64_t step, std::span<const float> grad, float lr,
+                                         std::size_t rows, std::size_t total_rows,
+                                         std::uint32_t vote, std::span<float> params) {
+  if (Status u = Usable(); !u.ok()) return u;
+  CallTimer timer([this](Clock::time_point start) { AddTime(start, 0.0); });
+  const std::string at = "step " + std::to_string(step);
+  if (grad.size() != options_.num_params || params.size() != options_.num_params) {
+    return Status::Error("worker rank " + std::to_string(options_.rank) + ": " + at + ": " +
+                         std::to_string(grad.size()) + " gradient and " +
+                         std::to_string(params.size()) + " parameter floats where " +
+                         std::to_string(options_.num_params) + " were expected");
+  }
+  constexpr std::size_t kMaxRows = std::numeric_limits<std::uint32_t>::max();
+  if (rows > kMaxRows || total_rows > kMaxRows) {
+    return Status::Error("worker rank " + std::to_string(options_.rank) + ": " + at +
+                         ": more rows than the protocol's u32 fields carry");
+  }
+  const Deadline deadline = Clock::now() + options_.timeout;
+  for (int k = 0; k < shards(); ++k) {
+    const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
+    PsHeader h = Request();
+    h.clock = step;
+    h.lr = lr;
+    h.rows = static_cast<std::uint32_t>(rows);
+    h.total_rows = static_cast<std::uint32_t>(total_rows);
+    h.vote = vote;
+    if (Status s = SendHeader(k, PsMessage::kPush, h, deadline); !s.ok()) return Broken(s);
+    if (Status s = SendData(k, PsMessage::kPush, grad.subspan(r.begin, r.size()), deadline);
+        !s.ok()) {
+      return Broken(s);
+    }
+  }
+  std::uint32_t agreed = kNoVote;
+  for (int k = 0; k < shards(); ++k) {
+    const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
+    Result<PsHeader> reply = ReceiveReply(k, PsMessage::kPush, at);
+    if (!reply.ok()) return Broken(reply.status());
+    if (reply.value().clock != step) {
+      return Broken(Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) +
+                                  ": the worker pushed step " + std::to_string(step) +
+                                  " but the shard answered for step " +
+                                  std::to_string(reply.value().clock)));
+    }
+    if (k > 0 && reply.value().vote != agreed) {
+      return Broken(Status::Error("worker rank " + std::to_string(options_.rank) + ": " + at +
+                                  ": " + Shard(k) + " agreed on stop vote " +
+                                  std::to_string(reply.value().vote) + " but " + Shard(0) + " on " +
+                                  std::to_string(agreed)));
+    }
+    agreed = reply.value().vote;
+    Status s = ReceiveData(k, PsMessage::kPush, params.subspan(r.begin, r.size()), at);
+    if (!s.ok()) return Broken(s);
+  }
+  return agreed;
+}
+
+Status PsClient::Push(std::uint64_t clock, std::span<const float> grad, float lr,
+                      std::span<const std::uint64_t> basis) {
+  if (Status u = Usable(); !u.ok()) return u;
+  CallTimer timer([this](Clock::time_point start) { AddTime(start, 0.0); });
+  if (grad.size() != options_.num_params || basis.size() != links_.size()) {
+    return Status::Error("worker rank " + std::to_string(options_.rank) + ": push at clock " +
+                         std::to_string(clock) + ": " + std::to_string(grad.size()) +
+                         " gradient floats and " + std::to_string(basis.size()) + " clocks where " +
+                         std::to_string(options_.num_params) + " and " +
+                         std::to_string(links_.size()) + " were expected");
+  }
+  const Deadline deadline = Clock::now() + options_.timeout;
+  for (int k = 0; k < shards(); ++k) {
+    const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
+    PsHeader h = Request();
+    h.clock = clock;
+    h.basis = basis[static_cast<std::size_t>(k)];
+    h.lr = lr;
+    if (Status s = SendHeader(k, PsMessage::kPush, h, deadline); !s.ok()) return Broken(s);
+    if (Status s = SendData(k, PsMessage::kPush, grad.subspan(r.begin, r.size()), deadline);
+        !s.ok()) {
+      return Broken(s);
+    }
+  }
+  return Status::Ok();
+}
+
+Status PsClient::Fetch(std::uint64_t min_clock, std::span<float> params,
+                       std::span<std::uint64_t> clocks) {
+  if (Status u = Usable(); !u.ok()) return u;
+  CallTimer timer([this](Clock::time_point start) { AddTime(start, 0.0); });
+  if (params.size() != options_.num_params || clocks.size() != links_.size()) {
+    return Status::Error("worker rank " + std::to_string(options_.rank) +
+                         ": fetch: " + std::to_string(params.size()) + " parameter floats and " +
+                         std::to_string(clocks.size()) + " clocks where " +
+                         std::to_string(options_.num_params) + " and " +
+                         std::to_string(links_.size()) + " were expected");
+  }
+  const Deadline deadline = Clock::now() + options_.timeout;
+  for (int k = 0; k < shards(); ++k) {
+    PsHeader h = Request();
+    h.clock = min_clock;
+    if (Status s = SendHeader(k, PsMessage::kFetch, h, deadline); !s.ok()) return Broken(s);
+  }
+  const std::string at = "fetch (needing global clock >= " + std::to_string(min_clock) + ")";
+  for (int k = 0; k < shards(); ++k) {
+    const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
+    Result<PsHeader> reply = ReceiveReply(k, PsMessage::kFetch, at);
+    if (!reply.ok()) return Broken(reply.status());
+    if (reply.value().clock < min_clock) {
+      return Broken(Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) +
+                                  ": " + at + ": the shard answered at global clock " +
+                                  std::to_string(reply.value().clock)));
+    }
+    Status s = ReceiveData(k, PsMessage::kFetch, params.subspan(r.begin, r.size()), at);
+    if (!s.ok()) return Broken(s);
+    clocks[static_cast<std::size_t>(k)] = reply.value().clock;
+  }
+  return Status::Ok();
+}
+
+Result<PsSnapshot> PsClient::Snapshot() {
+  if (Status u = Usable(); !u.ok()) return u;
+  CallTimer timer([this](Clock::time_point start) { AddTime(start, 0.0); });
+  const Deadline deadline = Clock::now() + options_.timeout;
+  for (int k = 0; k < shards(); ++k) {
+    if (Status s = SendHeader(k, PsMessage::kSnapshot, Request(), deadline); !s.ok()) {
+      return Broken(s);
+    }
+  }
+  PsSnapshot snap;
+  snap.params.resize(options_.num_params);
+  const std::size_t workers = static_cast<std::size_t>(options_.workers);
+  std::vector<float> version(2 * workers);
+  for (int k = 0; k < shards(); ++k) {
+    const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
+    Result<PsHeader> reply = ReceiveReply(k, PsMessage::kSnapshot, "snapshot");
+    if (!reply.ok()) return Broken(reply.status());
+    const PsHeader& h = reply.value();
+    if (h.begin != r.begin || h.end != r.end || h.workers != workers) {
+      return Broken(Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) +
+                                  ": snapshot: the shard describes range " + Range(h.begin, h.end) +
+                                  " and " + std::to_string(h.workers) +
+                                  " workers, the worker expects " + Range(r.begin, r.end) +
+                                  " and " + std::to_string(workers)));
+    }
+    if (k == 0) {
+      snap.state.assign(h.state_vectors, std::vector<float>(options_.num_params));
+    } else if (h.state_vectors != snap.state.size()) {
+      return Broken(Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) +
+                                  ": snapshot: " + std::to_string(h.state_vectors) +
+                                  " optimizer state vectors where " + Shard(0) + " has " +
+                                  std::to_string(snap.state.size())));
+    }
+    Status s =
+        ReceiveData(k, PsMessage::kSnapshot, std::span(snap.params).subspan(r.begin, r.size()),
+                    "snapshot parameters");
+    for (std::size_t i = 0; s.ok() && i < snap.state.size(); ++i) {
+      s = ReceiveData(k, PsMessage::kSnapshot, std::span(snap.state[i]).subspan(r.begin, r.size()),
+                      "snapshot optimizer state vector " + std::to_string(i));
+    }
+    if (s.ok()) s = ReceiveData(k, PsMessage::kSnapshot, version, "snapshot version vector");
+    if (!s.ok()) return Broken(s);
+    std::vector<std::uint64_t> clocks(workers);
+    for (std::size_t w = 0; w < workers; ++w) {
+      clocks[w] = std::bit_cast<std::uint32_t>(version[2 * w]) |
+                  (std::uint64_t{std::bit_cast<std::uint32_t>(version[2 * w + 1])} << 32);
+    }
+    snap.steps.push_back(h.steps);
+    snap.global_clock.push_back(h.clock);
+    snap.clocks.push_back(std::move(clocks));
+  }
+  return snap;
+}
+
+Status PsClient::Goodbye(std::uint64_t clock) {
+  if (Status u = Usable(); !u.ok()) return u;
+  CallTimer timer([this](Clock::time_point start) { AddTime(start, 0.0); });
+  const Deadline deadline = Clock::now() + options_.timeout;
+  for (int k = 0; k < shards(); ++k) {
+    PsHeader h = Request();
+    h.clock = clock;
+    if (Status s = SendHeader(k, PsMessage::kGoodbye, h, deadline); !s.ok()) return Broken(s);
+  }
+  for (int k = 0; k < shards(); ++k) {
+    Result<PsHeader> reply = ReceiveReply(k, PsMessage::kGoodbye, "goodbye");
+    if (!reply.ok()) return Broken(reply.status());
+  }
+  unusable_ = Status::Error("worker rank " + std::to_string(options_.rank) +
+                            ": already said goodbye to the parameter servers");
+  return Status::Ok();
+}
+
+}  // namespace dtrain::dist

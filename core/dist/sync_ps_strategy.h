@@ -1,0 +1,81 @@
+// SyncPsStrategy: mode = "sync", allreduce = "ps". Every step each replica pushes its gradient,
+// weighted by its share of the step's rows, to the parameter-server shards (parameter_shard.h);
+// each shard waits for all N pushes of the step, sums them in rank order, applies its optimizer
+// and sends every replica the new range. So replicas receive bitwise identical parameters, and N
+// replicas x batch b train like one x batch N*b (with ShardMode::kGlobalBatches).
+//
+//   SyncPsStrategy ps(shard_links, model.NumParams(), {.rank = r, .workers = n});
+//   ps.Connect(trainer.params());   // after InitParams: start from the shards' values
+//   Trainer trainer(model, options /* sharding = kGlobalBatches */, train, &test, scaling, ps);
+//
+// The optimizer and its state live on the shards: LocalOptimizer() is null, and a checkpoint
+// takes Snapshot() (a consistent cut after the last step) instead.
+//
+// Clipping (clip_norm > 0) differs from ring mode: the global norm of the averaged gradient would
+// need another exchange between the shards, so each replica clips its OWN gradient by its global
+// norm before pushing. With one replica this equals ring/single mode; with several, the average
+// of clipped gradients is bounded by clip_norm too, but is not the clipped average.
+//
+// Stop votes ride on the pushes; the shards answer with the most urgent vote of the step, so
+// every replica sees the same AgreedStop() after the same Apply. Connect is optional (without it
+// the first Apply says hello and the replica's own initial values are used for step 0's gradient).
+// The destructor says goodbye (Finish) unless the strategy failed.
+//
+// One thread at a time (the training thread). The links must outlive the strategy.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "core/dist/ps_client.h"
+#include "core/train/strategy.h"
+
+namespace dtrain::dist {
+
+struct SyncPsOptions {
+  int rank = 0;
+  int workers = 1;
+  float clip_norm = 0.0f;  // per replica, before pushing (see above)
+  std::chrono::milliseconds timeout{30'000};
+};
+
+class SyncPsStrategy final : public train::Strategy {
+ public:
+  // shard_links[k] is connected to shard k.
+  SyncPsStrategy(std::span<Link* const> shard_links, std::size_t num_params, SyncPsOptions options);
+  ~SyncPsStrategy() override;
+  SyncPsStrategy(const SyncPsStrategy&) = delete;
+  SyncPsStrategy& operator=(const SyncPsStrategy&) = delete;
+
+  // Says hello to every shard and receives their current parameters into `params`.
+  Status Connect(std::span<float> params);
+
+  // Pushes grad (clipped first when clip_norm > 0) with lr and this replica's stop vote; `params`
+  // becomes the shards' parameters after step `step`.
+  Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
+               const train::StepShare& share) override;
+  optim::Optimizer* LocalOptimizer() override { return nullptr; }
+  bool ProposeStop(train::StopReason reason) override;
+  std::optional<train::StopReason> AgreedStop() const override { return agreed_; }
+  train::CommStats Stats() const override { return client_.Stats(); }
+
+  // Every shard's parameters and optimizer state after the last step this replica applied (any
+  // replica may ask between its steps; rank 0 does, for checkpoints).
+  Result<PsSnapshot> Snapshot();
+  // Says goodbye to every shard; later Applies fail. Idempotent.
+  Status Finish();
+
+ private:
+  PsClient client_;
+  SyncPsOptions options_;
+  std::uint32_t vote_ = kNoVote;  // this replica's vote on the wire (1 + StopReason)
+  std::optional<train::StopReason> agreed_;
+  std::uint64_t steps_ = 0;  // steps pushed
+  bool failed_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace dtrain::dist

@@ -1,0 +1,122 @@
+#include "daemon/runner/shard_service.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "core/dist/parameter_shard.h"
+#include "core/dist/shard_ranges.h"
+#include "core/model/model.h"
+
+namespace dtrain::runner {
+namespace {
+
+std::vector<train::MetricPoint> StatPoints(const dist::ShardStats& stats) {
+  const auto step = static_cast<std::int64_t>(stats.global_clock);
+  return {{step, 0.0, "pushes_applied", static_cast<double>(stats.pushes_applied)},
+          {step, 0.0, "staleness_p50", static_cast<double>(stats.StalenessPercentile(0.5))},
+          {step, 0.0, "staleness_p90", static_cast<double>(stats.StalenessPercentile(0.9))},
+          {step, 0.0, "staleness_max", static_cast<double>(stats.max_staleness)},
+          {step, 0.0, "staleness_mean", stats.mean_staleness}};
+}
+
+}  // namespace
+
+Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spec,
+                       const Placement& placement,
+                       const std::optional<store::CheckpointData>& resume,
+                       train::MetricSink& sink) {
+  const int workers = job.cluster.workers;
+  const int shards = job.cluster.Servers();
+  const int shard = placement.rank - workers;
+  if (shard < 0 || shard >= shards || placement.listener == nullptr) {
+    return Status::Error("process " + std::to_string(placement.rank) +
+                         " is not a parameter server of this job");
+  }
+  const model::Model model(spec);
+  const std::size_t n = model.NumParams();
+  const auto [begin, end] = dist::ShardRanges(n, shards)[static_cast<std::size_t>(shard)];
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<long>(job.cluster.timeout_seconds * 1000));
+  dist::ParameterShard server(dist::ShardOptions{
+      .shard = shard,
+      .shards = shards,
+      .begin = begin,
+      .end = end,
+      .num_params = n,
+      .workers = workers,
+      .mode = job.cluster.mode == config::ClusterMode::kAsync ? dist::PsMode::kAsync
+                                                              : dist::PsMode::kSync,
+      .max_staleness = job.cluster.max_staleness,
+      .optimizer = job.optimizer,
+      .timeout = timeout});
+
+  Status loaded;
+  if (resume) {
+    if (resume->params.size() != n) {
+      return Status::Error("the checkpoint at step " + std::to_string(resume->step) + " holds " +
+                           std::to_string(resume->params.size()) + " parameters, the model has " +
+                           std::to_string(n));
+    }
+    std::vector<std::span<const float>> state;
+    for (const auto& v : resume->optimizer_state) {
+      if (v.size() != n) return Status::Error("the checkpoint's optimizer state has the wrong size");
+      state.push_back(std::span<const float>(v).subspan(begin, end - begin));
+    }
+    loaded = server.Load(std::span<const float>(resume->params).subspan(begin, end - begin),
+                         state, resume->optimizer_steps);
+  } else {
+    std::vector<float> params(n);
+    model.Init(params, job.train.seed);
+    loaded = server.Load(std::span<const float>(params).subspan(begin, end - begin));
+  }
+  if (!loaded.ok()) return loaded;
+
+  // Every worker connects and introduces itself by rank, in any order.
+  std::vector<std::unique_ptr<dist::Link>> owned(static_cast<std::size_t>(workers));
+  std::vector<dist::Link*> links(static_cast<std::size_t>(workers), nullptr);
+  const dist::Deadline deadline = dist::Clock::now() + timeout;
+  for (int accepted = 0; accepted < workers; ++accepted) {
+    Result<dist::IntroducedPeer> in = placement.listener->Accept(deadline);
+    if (!in.ok()) {
+      return Status::Error(server.name() + ": waiting for the workers: " + in.status().message());
+    }
+    const std::uint32_t rank = in.value().id;
+    if (rank >= static_cast<std::uint32_t>(workers) || links[rank] != nullptr) {
+      return Status::Error(server.name() + ": a connection introduced itself as " +
+                           std::to_string(rank) + ", which is no worker still expected");
+    }
+    auto link = dist::TcpLink::Create(std::move(in.value().stream), placement.rank,
+                                      static_cast<int>(rank));
+    if (!link.ok()) return link.status();
+    links[rank] = link.value().get();
+    owned[rank] = std::move(link).value();
+  }
+
+  // Reports from a side thread while Serve blocks; the sink is used by that thread only until
+  // it is joined.
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  std::thread reporter([&] {
+    std::unique_lock lock(mu);
+    while (!done_cv.wait_for(lock, std::chrono::seconds(1), [&] { return done; })) {
+      const std::vector<train::MetricPoint> points = StatPoints(server.Stats());
+      sink.Record(points);
+    }
+  });
+  Status served = server.Serve(links);
+  {
+    std::lock_guard lock(mu);
+    done = true;
+  }
+  done_cv.notify_all();
+  reporter.join();
+  const std::vector<train::MetricPoint> points = StatPoints(server.Stats());
+  sink.Record(points);
+  return served;
+}
+
+}  // namespace dtrain::runner

@@ -1,0 +1,30 @@
+// ServeShardOfJob: the work of a job's parameter-server process (role "server", process id
+// N + s for shard s of a job of N workers). It loads the shard's range of the starting
+// parameters — the model's seeded initialisation, or the checkpoint the job resumes from, with
+// the optimizer state — accepts the N workers' connections on its listener, and serves them until
+// every worker has said goodbye (parameter_shard.h). While it serves, its statistics (pushes
+// applied, staleness percentiles) go to `sink` about once a second and at the end.
+//
+//   Status s = ServeShardOfJob(job, data.spec, placement, resume, recorder);
+//
+// Blocks; one call per process.
+#pragma once
+
+#include <optional>
+
+#include "config/job.h"
+#include "core/model/spec.h"
+#include "core/train/metrics.h"
+#include "daemon/runner/training_session.h"
+#include "daemon/store/checkpoint.h"
+
+namespace dtrain::runner {
+
+// The metrics a shard reports (name column of the store): pushes_applied, staleness_p50,
+// staleness_p90, staleness_max, staleness_mean; their step is the shard's global clock.
+Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spec,
+                       const Placement& placement,
+                       const std::optional<store::CheckpointData>& resume,
+                       train::MetricSink& sink);
+
+}  // namespace dtrain::runner

@@ -1,0 +1,19 @@
+#include "daemon/worker/worker_command.h"
+
+#include <CLI/CLI.hpp>
+
+namespace dtrain::worker {
+
+CLI::App* AddWorkerCommand(CLI::App& app, WorkerArgs& args) {
+  CLI::App* worker = app.add_subcommand("worker", "Internal: a job's worker process");
+  worker->group("");  // hidden
+  worker->add_option("--socket", args.socket)->required();
+  worker->add_option("--job", args.job)->required();
+  worker->add_option("--rank", args.rank)->required();
+  worker->add_option("--token", args.token)->required();
+  worker->add_option("--parent", args.parent)->required();
+  worker->add_option("--data-host", args.data_host);
+  return worker;
+}
+
+}  // namespace dtrain::worker
