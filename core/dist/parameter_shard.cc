@@ -386,6 +386,10 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
   std::uint64_t steps_done = optimizer_->steps();  // the global clock: Load's steps, then +1 each
   // The version vector of snapshots: every worker has pushed every step, so all equal g.
   std::vector<std::uint64_t> pushes(workers, steps_done);
+  {
+    std::lock_guard lock(mu_);
+    global_clock_ = steps_done;
+  }
 
   for (;;) {
     std::vector<std::uint32_t> votes(workers, kNoVote);
@@ -622,8 +626,7 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
         if (failed_) return Status::Ok();
         if (h.basis > global_clock_ || h.basis > h.clock) {
           return Status::Error(name_ + ": " + at +
-                               " pushed a gradient computed from global "
-                               "clock " +
+                               " pushed a gradient computed from global clock " +
                                std::to_string(h.basis) + ", but the global clock is " +
                                std::to_string(global_clock_));
         }

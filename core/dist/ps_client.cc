@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <functional>
 #include <limits>
 #include <utility>
 
@@ -21,18 +20,18 @@ std::string Range(std::size_t begin, std::size_t end) {
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// Times one client call into the stats, however it returns.
+// Runs `done(start)` when the call it times returns, however it returns.
+template <typename Done>
 class CallTimer {
  public:
-  explicit CallTimer(std::function<void(Clock::time_point)> done)
-      : start_(Clock::now()), done_(std::move(done)) {}
+  explicit CallTimer(Done done) : start_(Clock::now()), done_(std::move(done)) {}
   ~CallTimer() { done_(start_); }
   CallTimer(const CallTimer&) = delete;
   CallTimer& operator=(const CallTimer&) = delete;
 
  private:
   Clock::time_point start_;
-  std::function<void(Clock::time_point)> done_;
+  Done done_;
 };
 
 }  // namespace
@@ -79,10 +78,9 @@ Status PsClient::Broken(Status status) {
   return status;
 }
 
-void PsClient::AddTime(Clock::time_point start, double wait_seconds) {
+void PsClient::AddTime(Clock::time_point start) {
   std::lock_guard lock(stats_mu_);
   stats_.comm_seconds += Seconds(Clock::now() - start);
-  stats_.wait_seconds += wait_seconds;
 }
 
 train::CommStats PsClient::Stats() const {
@@ -154,7 +152,7 @@ Status PsClient::ReceiveData(int k, PsMessage kind, std::span<float> out,
 
 Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks) {
   if (Status u = Usable(); !u.ok()) return u;
-  CallTimer timer([this](Clock::time_point start) { AddTime(start, 0.0); });
+  CallTimer timer([this](Clock::time_point start) { AddTime(start); });
   if (!params.empty() && params.size() != options_.num_params) {
     return Status::Error("worker rank " + std::to_string(options_.rank) +
                          ": hello: " + std::to_string(params.size()) + " parameters where " +
@@ -223,7 +221,7 @@ Result<std::uint32_t> PsClient::SyncStep(std::uint64_t step, std::span<const flo
                                          std::size_t rows, std::size_t total_rows,
                                          std::uint32_t vote, std::span<float> params) {
   if (Status u = Usable(); !u.ok()) return u;
-  CallTimer timer([this](Clock::time_point start) { AddTime(start, 0.0); });
+  CallTimer timer([this](Clock::time_point start) { AddTime(start); });
   const std::string at = "step " + std::to_string(step);
   if (grad.size() != options_.num_params || params.size() != options_.num_params) {
     return Status::Error("worker rank " + std::to_string(options_.rank) + ": " + at + ": " +
@@ -278,7 +276,7 @@ Result<std::uint32_t> PsClient::SyncStep(std::uint64_t step, std::span<const flo
 Status PsClient::Push(std::uint64_t clock, std::span<const float> grad, float lr,
                       std::span<const std::uint64_t> basis) {
   if (Status u = Usable(); !u.ok()) return u;
-  CallTimer timer([this](Clock::time_point start) { AddTime(start, 0.0); });
+  CallTimer timer([this](Clock::time_point start) { AddTime(start); });
   if (grad.size() != options_.num_params || basis.size() != links_.size()) {
     return Status::Error("worker rank " + std::to_string(options_.rank) + ": push at clock " +
                          std::to_string(clock) + ": " + std::to_string(grad.size()) +
@@ -305,7 +303,7 @@ Status PsClient::Push(std::uint64_t clock, std::span<const float> grad, float lr
 Status PsClient::Fetch(std::uint64_t min_clock, std::span<float> params,
                        std::span<std::uint64_t> clocks) {
   if (Status u = Usable(); !u.ok()) return u;
-  CallTimer timer([this](Clock::time_point start) { AddTime(start, 0.0); });
+  CallTimer timer([this](Clock::time_point start) { AddTime(start); });
   if (params.size() != options_.num_params || clocks.size() != links_.size()) {
     return Status::Error("worker rank " + std::to_string(options_.rank) +
                          ": fetch: " + std::to_string(params.size()) + " parameter floats and " +
@@ -338,7 +336,7 @@ Status PsClient::Fetch(std::uint64_t min_clock, std::span<float> params,
 
 Result<PsSnapshot> PsClient::Snapshot() {
   if (Status u = Usable(); !u.ok()) return u;
-  CallTimer timer([this](Clock::time_point start) { AddTime(start, 0.0); });
+  CallTimer timer([this](Clock::time_point start) { AddTime(start); });
   const Deadline deadline = Clock::now() + options_.timeout;
   for (int k = 0; k < shards(); ++k) {
     if (Status s = SendHeader(k, PsMessage::kSnapshot, Request(), deadline); !s.ok()) {
@@ -392,7 +390,7 @@ Result<PsSnapshot> PsClient::Snapshot() {
 
 Status PsClient::Goodbye(std::uint64_t clock) {
   if (Status u = Usable(); !u.ok()) return u;
-  CallTimer timer([this](Clock::time_point start) { AddTime(start, 0.0); });
+  CallTimer timer([this](Clock::time_point start) { AddTime(start); });
   const Deadline deadline = Clock::now() + options_.timeout;
   for (int k = 0; k < shards(); ++k) {
     PsHeader h = Request();

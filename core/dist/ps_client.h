@@ -107,7 +107,7 @@ class PsClient {
   PsHeader Request() const;  // a header from this worker
   // Marks the client broken and returns `status`.
   Status Broken(Status status);
-  void AddTime(Clock::time_point start, double wait_seconds);
+  void AddTime(Clock::time_point start);  // the call that began at `start` into comm_seconds
 
   std::vector<Link*> links_;  // not owned: the caller keeps them alive (see above)
   PsClientOptions options_;

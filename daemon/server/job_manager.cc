@@ -500,7 +500,7 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   Process& p = job->processes[static_cast<std::size_t>(rank)];
   p.exited = true;
   p.exit = exit;
-  --job->live;
+  const bool last = --job->live == 0;  // only the last exit's handler decides the attempt
   const bool ended_well = exit.signal == 0 && exit.exit_status == 0 &&
                           (p.done_stop == "completed" || p.done_stop == "target");
   if (!ended_well && !job->cancel_requested && !shutting_down_) {
@@ -514,7 +514,7 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
     });
   }
   it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt || it->second->live > 0) co_return;
+  if (!last || it == jobs_.end() || it->second->attempt != attempt) co_return;
   Job& j = *it->second;
   j.active = false;
   j.rendezvous.reset();
