@@ -14,6 +14,7 @@
 
 #include "common/process.h"
 #include "common/temp_dir.h"
+#include "core/dist/replica_harness.h"
 #include "daemon/store/store.h"
 #include "integration/daemon_fixture.h"
 
@@ -67,16 +68,6 @@ Finished RunJob(const TempDir& dir, const std::string& name, const std::string& 
   return f;
 }
 
-double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  BOOST_REQUIRE_EQUAL(a.size(), b.size());
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) /
-                                std::max(1.0, std::abs(static_cast<double>(b[i]))));
-  }
-  return worst;
-}
-
 void CheckReplicasAgree(const Finished& f, int workers) {
   BOOST_REQUIRE_EQUAL(f.eval_loss.size(), static_cast<std::size_t>(workers));
   for (const auto& [rank, loss] : f.eval_loss) {
@@ -100,8 +91,10 @@ BOOST_AUTO_TEST_CASE(sync_ring_and_ps_with_n_workers_equal_one_worker_with_the_g
                  "servers = " + std::to_string(n - 1) + "\n",
                  batch));
     BOOST_TEST_CONTEXT(n << " workers") {
-      const double ring_diff = MaxRelativeDifference(ring.params, one.params);
-      const double ps_diff = MaxRelativeDifference(ps.params, one.params);
+      BOOST_REQUIRE_EQUAL(ring.params.size(), one.params.size());
+      BOOST_REQUIRE_EQUAL(ps.params.size(), one.params.size());
+      const double ring_diff = dist::testing::MaxRelativeDifference(ring.params, one.params);
+      const double ps_diff = dist::testing::MaxRelativeDifference(ps.params, one.params);
       BOOST_TEST_MESSAGE(n << " workers: ring vs one " << ring_diff << ", ps vs one " << ps_diff);
       BOOST_TEST(ring_diff < 1e-5);
       BOOST_TEST(ps_diff < 1e-5);
