@@ -83,6 +83,22 @@ struct JobManager::Job {
   Admission admission;  // common to every process, filled in by the last to arrive
   bool cancel_requested = false;
   uid_t cancelled_by = 0;
+  // A replica reached the target accuracy: the others were asked to stop (async replicas do not
+  // vote), and a replica that stops because it was asked ends this attempt well.
+  bool target_reached = false;
+
+  // Whether process `p` said it finished in a way that lets the job succeed.
+  bool StoppedWell(const Process& p) const {
+    return p.done_stop == "completed" || p.done_stop == "target" ||
+           (target_reached && p.done_stop == "requested");
+  }
+  // The step of the replica that reached the target (the lowest rank that did).
+  std::int64_t TargetStep() const {
+    for (const Process& p : processes) {
+      if (p.done_stop == "target") return p.steps;
+    }
+    return processes.front().steps;
+  }
 
   std::string Who(int rank) const {
     const int workers = config.cluster.workers;
@@ -487,9 +503,21 @@ void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop,
       rank >= static_cast<int>(it->second->processes.size())) {
     return;
   }
-  Process& p = it->second->processes[static_cast<std::size_t>(rank)];
+  Job& job = *it->second;
+  Process& p = job.processes[static_cast<std::size_t>(rank)];
   p.done_stop = stop;
   p.steps = steps;
+  if (stop != "target" || job.target_reached) return;
+  job.target_reached = true;
+  // Collective replicas stop together by their vote; async ones must be told. Shards end once
+  // every replica has left.
+  for (int r = 0; r < job.config.cluster.workers; ++r) {
+    Process& q = job.processes[static_cast<std::size_t>(r)];
+    if (q.pid > 0 && !q.exited && !q.stop_sent && q.done_stop.empty()) {
+      supervisor_.Stop(q.pid, settings_.grace);
+      q.stop_sent = true;
+    }
+  }
 }
 
 asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t attempt, int rank,
@@ -501,8 +529,7 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   p.exited = true;
   p.exit = exit;
   const bool last = --job->live == 0;  // only the last exit's handler decides the attempt
-  const bool ended_well = exit.signal == 0 && exit.exit_status == 0 &&
-                          (p.done_stop == "completed" || p.done_stop == "target");
+  const bool ended_well = exit.signal == 0 && exit.exit_status == 0 && job->StoppedWell(p);
   if (!ended_well && !job->cancel_requested && !shutting_down_) {
     FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
   }
@@ -520,13 +547,12 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   j.rendezvous.reset();
   const Process& lead = j.processes.front();
   const bool finished = j.failure.empty() && !j.cancel_requested && !shutting_down_ &&
-                        std::all_of(j.processes.begin(), j.processes.end(), [](const Process& q) {
-                          return q.done_stop == "completed" || q.done_stop == "target";
-                        });
+                        std::all_of(j.processes.begin(), j.processes.end(),
+                                    [&j](const Process& q) { return j.StoppedWell(q); });
   std::string reason;
   if (finished) {
-    reason = lead.done_stop == "target"
-                 ? "reached target accuracy at step " + std::to_string(lead.steps)
+    reason = j.target_reached
+                 ? "reached target accuracy at step " + std::to_string(j.TargetStep())
                  : "completed " + std::to_string(lead.steps) + " steps";
     co_await Finish(id, JobState::kSucceeded, reason);
   } else if (j.cancel_requested) {

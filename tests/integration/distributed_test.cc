@@ -24,12 +24,13 @@ namespace {
 using json = nlohmann::json;
 
 // 2880 rows = 30 global batches of 4 x 24 (and of 2 x 48, 3 x 32): no short batch, whatever N.
-std::string BlobsJob(const std::string& cluster, int batch, const std::string& extra = "") {
+std::string BlobsJob(const std::string& cluster, int batch, const std::string& extra = "",
+                     long long steps = 40) {
   return "name = \"dist\"\n"
          "[data]\nformat = \"synthetic\"\nsynthetic = \"blobs\"\nrows = 2880\nclasses = 3\n"
          "[model]\ntype = \"mlp\"\nhidden = [12]\nactivation = \"tanh\"\n"
-         "[train]\nepochs = 0\nsteps = 40\neval_every = 20\nbatch_size = " +
-         std::to_string(batch) + "\nseed = 5\n" + extra +
+         "[train]\nepochs = 0\nsteps = " + std::to_string(steps) +
+         "\neval_every = 20\nbatch_size = " + std::to_string(batch) + "\nseed = 5\n" + extra +
          "[optimizer]\nlr = 0.1\n[cluster]\n" + cluster + "[checkpoint]\nevery_steps = 20\n";
 }
 
@@ -134,6 +135,25 @@ BOOST_AUTO_TEST_CASE(async_converges_and_max_staleness_bounds_every_applied_grad
       if (s > 0) BOOST_TEST(async.worst.at("staleness_max") <= s);
       BOOST_TEST(async.worst.at("pushes_applied") > 0.0);
     }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_async_replica_reaching_the_target_stops_the_whole_job) {
+  // Async replicas do not vote: the coordinator stops the others once one reaches the target.
+  // Without that the job would run its 10^6 steps per worker.
+  TempDir dir;
+  const Finished async = RunJob(
+      dir, "target",
+      BlobsJob("workers = 3\nmode = \"async\"\nservers = 1\n", 32,
+               "target_accuracy = 0.8\n", 1000000));
+  const json result = json::parse(async.run.out);
+  BOOST_TEST(result["state"] == "succeeded", result.dump());
+  BOOST_TEST(result["reason"].get<std::string>().rfind("reached target accuracy", 0) == 0,
+             result.dump());
+  BOOST_TEST(result["metrics"]["accuracy"].get<double>() >= 0.8, result.dump());
+  BOOST_TEST(async.workers.size() == 4u);
+  for (const store::WorkerRecord& w : async.workers) {
+    BOOST_TEST((w.exit_status.has_value() && *w.exit_status == 0), "rank " << w.rank);
   }
 }
 
