@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -18,7 +19,7 @@
 #include "cmd/stored_job.h"
 #include "cmd/terminal.h"
 #include "config/job_file.h"
-#include "core/net/host_name.h"
+#include "core/net/host_info.h"
 #include "daemon/runner/local_run.h"
 #include "daemon/server/embedded_coordinator.h"
 
@@ -112,7 +113,9 @@ void PrintSummary(const RunArgs& args, const config::JobConfig& job, std::int64_
               static_cast<long long>(job_id), args.db.c_str(), job.name.c_str());
 }
 
-// The final evaluation of a job whose workers ran in other processes: rank 0's last eval points.
+// The final evaluation of a job whose workers ran in other processes: the last eval points of
+// the replica that evaluated furthest (rank 0 in sync modes, where replicas agree; in async the
+// one that reached the target, or trained longest).
 void FillFinalEval(store::Store& store, std::int64_t job_id, const config::JobConfig& job,
                    runner::RunOutcome* outcome) {
   outcome->classification = job.model.loss != model::LossType::kMeanSquaredError;
@@ -121,15 +124,27 @@ void FillFinalEval(store::Store& store, std::int64_t job_id, const config::JobCo
                            : job.data.validation_fraction > 0 ? "validation" : "";
   auto rows = store.Metrics(job_id, "");
   if (!rows.ok()) return;
-  std::optional<double> loss, accuracy;
+  struct LastEval {
+    std::int64_t step = -1;
+    std::int64_t steps = 0;
+    std::optional<double> loss, accuracy;
+  };
+  std::map<int, LastEval> replicas;
   for (const store::MetricRow& m : rows.value()) {
-    if (m.worker != 0) continue;
-    outcome->steps = std::max(outcome->steps, m.step);
-    if (m.name == "eval_loss" || m.name == "eval_mse") loss = m.value;
-    if (m.name == "eval_accuracy") accuracy = m.value;
+    if (m.worker >= job.cluster.workers) continue;  // shards
+    LastEval& r = replicas[m.worker];
+    r.steps = std::max(r.steps, m.step);
+    if (m.name == "eval_loss" || m.name == "eval_mse") r.loss = m.value, r.step = m.step;
+    if (m.name == "eval_accuracy") r.accuracy = m.value;
   }
-  if (loss) {
-    outcome->final_eval = train::EvalResult{*loss, accuracy.value_or(0.0), 0};
+  const LastEval* best = nullptr;
+  for (const auto& [rank, r] : replicas) {
+    if (best == nullptr || r.step > best->step) best = &r;
+  }
+  if (best == nullptr) return;
+  outcome->steps = std::max(outcome->steps, best->steps);
+  if (best->loss) {
+    outcome->final_eval = train::EvalResult{*best->loss, best->accuracy.value_or(0.0), 0};
   }
 }
 

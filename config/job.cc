@@ -1,5 +1,6 @@
 #include "config/job.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/name_table.h"
@@ -80,6 +81,11 @@ Result<AllReduce> ParseAllReduce(std::string_view name) {
 }
 Result<LrScaling> ParseLrScaling(std::string_view name) {
   return kLrScalings.Parse(name, "learning-rate scaling");
+}
+
+int BlasThreadsPerReplica(const JobConfig& job, int replicas_on_host, int host_cores) {
+  if (job.threads > 0) return job.threads;
+  return std::max(1, host_cores / std::max(1, replicas_on_host));
 }
 
 float ScaledLearningRate(const JobConfig& job) {

@@ -97,7 +97,7 @@ struct JobConfig {
   DataConfig data;
   model::ModelSpec model;  // inputs/outputs 0 until the data is known (see ResolveModelShape)
   train::TrainOptions train;
-  int threads = 1;         // BLAS threads per worker
+  int threads = 0;         // BLAS threads per replica; 0: auto (see BlasThreadsPerReplica)
   float clip_norm = 0.0f;  // 0: off
   optim::OptimizerOptions optimizer;
   ClusterConfig cluster;
@@ -137,6 +137,10 @@ std::string_view SyntheticKindChoices();
 std::string_view ClusterModeChoices();
 std::string_view AllReduceChoices();
 std::string_view LrScalingChoices();
+
+// BLAS threads of each replica: train.threads, or when it is 0 (auto) the host's cores shared
+// evenly among the job's replicas on that host, at least 1.
+int BlasThreadsPerReplica(const JobConfig& job, int replicas_on_host, int host_cores);
 
 // optimizer.lr as the workers use it: scaled by cluster.lr_scaling in the sync and local modes.
 float ScaledLearningRate(const JobConfig& job);

@@ -355,7 +355,7 @@ void ReadTrain(TableReader& r, train::TrainOptions* t, int* threads, float* clip
   const toml::node* steps = r.Int("steps", 0, kMaxSteps, &t->steps);
   r.Int("batch_size", 1, kMaxBatchSize, &t->batch_size);
   r.Int("seed", 0, kMaxSeed, &t->seed);
-  r.Int("threads", 1, kMaxThreads, threads);
+  r.Int("threads", 0, kMaxThreads, threads);
   r.Int("eval_every", 0, kMaxSteps, &t->eval_every);
   r.Int("log_every", 1, kMaxSteps, &t->log_every);
   r.Number("target_accuracy", Closed(0, 1), &t->target_accuracy);

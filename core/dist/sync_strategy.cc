@@ -18,12 +18,11 @@ Status SyncAllReduceStrategy::Apply(std::int64_t step, std::span<float> params,
           ? static_cast<float>(static_cast<double>(share.rows) * world_ /
                                static_cast<double>(share.total_rows))
           : 1.0f;
-  const std::span<float> mean = exchange_.Payload(grad.size());
-  math::ScaleInto(weight, grad, mean);
+  if (weight != 1.0f) math::Scale(weight, grad);
   const auto op = static_cast<std::uint32_t>(step % RingAllReduce::kMaxOp);
-  Status reduced = exchange_.Mean(op);
+  Status reduced = exchange_.MeanInPlace(grad, op);  // the votes ride in the GradientTail()
   if (!reduced.ok()) return Status::Error("step " + std::to_string(step) + ": " + reduced.message());
-  return local_.Apply(step, params, mean, lr, share);
+  return local_.Apply(step, params, grad, lr, share);
 }
 
 }  // namespace dtrain::dist

@@ -30,6 +30,7 @@ class SyncAllReduceStrategy final : public train::Strategy {
   Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
                const train::StepShare& share) override;
   optim::Optimizer* LocalOptimizer() override { return local_.LocalOptimizer(); }
+  std::size_t GradientTail() const override { return VotingAllReduce::kVoteFloats; }
   bool ProposeStop(train::StopReason reason) override {
     exchange_.Propose(reason);
     return true;

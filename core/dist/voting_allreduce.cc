@@ -10,16 +10,26 @@ void VotingAllReduce::Propose(train::StopReason reason) {
 
 std::span<float> VotingAllReduce::Payload(std::size_t floats) {
   payload_ = floats;
-  if (buffer_.size() != floats + 2) buffer_.assign(floats + 2, 0.0f);
+  if (buffer_.size() != floats + kVoteFloats) buffer_.assign(floats + kVoteFloats, 0.0f);
   return std::span<float>(buffer_).first(floats);
 }
 
 Status VotingAllReduce::Mean(std::uint32_t op) {
-  buffer_[payload_] = proposed_ == train::StopReason::kRequested ? 1.0f : 0.0f;
-  buffer_[payload_ + 1] = proposed_ == train::StopReason::kTargetReached ? 1.0f : 0.0f;
+  return MeanWithVotes(std::span<float>(buffer_).first(payload_ + kVoteFloats), op);
+}
+
+Status VotingAllReduce::MeanInPlace(std::span<float> payload, std::uint32_t op) {
+  return MeanWithVotes(std::span<float>(payload.data(), payload.size() + kVoteFloats), op);
+}
+
+Status VotingAllReduce::MeanWithVotes(std::span<float> buffer, std::uint32_t op) {
+  float& requested = buffer[buffer.size() - 2];
+  float& target = buffer[buffer.size() - 1];
+  requested = proposed_ == train::StopReason::kRequested ? 1.0f : 0.0f;
+  target = proposed_ == train::StopReason::kTargetReached ? 1.0f : 0.0f;
   proposed_.reset();
   const auto start = Clock::now();
-  Status reduced = ring_.AllReduceMean(buffer_, op);
+  Status reduced = ring_.AllReduceMean(buffer, op);
   stats_.comm_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   stats_.wait_seconds += ring_.last_op().wait_seconds;
   stats_.bytes_sent += ring_.last_op().bytes_sent;
@@ -27,9 +37,9 @@ Status VotingAllReduce::Mean(std::uint32_t op) {
   if (!reduced.ok()) return reduced;
   // Any replica's vote leaves a mean of at least 1/world > 0; no vote leaves exactly 0.
   agreed_.reset();
-  if (buffer_[payload_] > 0.0f) {
+  if (requested > 0.0f) {
     agreed_ = train::StopReason::kRequested;
-  } else if (buffer_[payload_ + 1] > 0.0f) {
+  } else if (target > 0.0f) {
     agreed_ = train::StopReason::kTargetReached;
   }
   return Status::Ok();

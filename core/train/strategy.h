@@ -45,9 +45,13 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
   // Consumes this replica's gradient of step `step` (it may be modified, e.g. clipped or
-  // averaged) and updates `params` in place.
+  // averaged) and updates `params` in place. The GradientTail() floats right after `grad` belong
+  // to the same buffer and are the strategy's to overwrite.
   virtual Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad,
                        float lr, const StepShare& share) = 0;
+  // Floats the caller must allocate after the gradient, for the strategy's own use (e.g. stop
+  // votes sent in the same message as the gradient, without copying it).
+  virtual std::size_t GradientTail() const { return 0; }
   // The optimizer whose state a checkpoint holds, or null if it lives elsewhere (e.g. on
   // parameter-server shards).
   virtual optim::Optimizer* LocalOptimizer() = 0;

@@ -43,10 +43,11 @@ Trainer::Trainer(const model::Model& model, TrainOptions options, const data::Da
                options_.rank, options_.world_size, options_.sharding),
       workspace_(model, std::max(options_.batch_size, options_.eval_batch_size)),
       params_(model.NumParams()),
-      grad_(model.NumParams()),
       x_(static_cast<std::size_t>(std::max(options_.batch_size, options_.eval_batch_size)) *
          train.features),
-      y_(static_cast<std::size_t>(std::max(options_.batch_size, options_.eval_batch_size))) {
+      y_(static_cast<std::size_t>(std::max(options_.batch_size, options_.eval_batch_size))),
+      grad_buffer_(model.NumParams() + strategy.GradientTail()),
+      grad_(std::span<float>(grad_buffer_).first(model.NumParams())) {
   if (options_.schedule.total_steps == 0) options_.schedule.total_steps = PlannedSteps();
 }
 

@@ -109,8 +109,10 @@ class Trainer {
   Strategy& strategy_;
   data::BatchSampler sampler_;
   model::Workspace workspace_;
-  math::FloatBuffer params_, grad_, x_;
+  math::FloatBuffer params_, x_;
   std::vector<float> y_;
+  math::FloatBuffer grad_buffer_;  // the gradient, then the strategy's GradientTail()
+  std::span<float> grad_;          // the gradient: the first NumParams() floats of grad_buffer_
   std::vector<std::uint32_t> eval_indices_;
   TrainPosition position_;
 };

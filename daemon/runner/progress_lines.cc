@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "core/math/gemm.h"
+
 namespace dtrain::runner {
 
 std::string StartLine(const train::Trainer& trainer, const JobData& data, bool resumed) {
@@ -11,7 +13,8 @@ std::string StartLine(const train::Trainer& trainer, const JobData& data, bool r
   return (resumed ? "resuming from step " + std::to_string(trainer.position().step) + ":"
                   : std::string("training:")) +
          line + model::FormatModelSpec(data.spec) + "), " +
-         std::to_string(trainer.PlannedSteps()) + " steps planned";
+         std::to_string(trainer.PlannedSteps()) + " steps planned, " +
+         std::to_string(math::BlasThreads()) + " BLAS threads";
 }
 
 std::optional<std::string> EvalLine(const train::Trainer& trainer,

@@ -8,6 +8,7 @@
 #include "core/dist/sync_ps_strategy.h"
 #include "core/dist/sync_strategy.h"
 #include "core/math/gemm.h"
+#include "core/net/host_info.h"
 #include "core/optim/optimizer.h"
 #include "daemon/runner/trainer_checkpoint.h"
 
@@ -21,6 +22,18 @@ std::chrono::milliseconds Timeout(const config::JobConfig& job) {
 }
 
 bool UsesShards(const config::JobConfig& job) { return job.cluster.Servers() > 0; }
+
+// The job's replicas whose data-plane address is this process's host (1 with no peer table).
+int ReplicasOnThisHost(const config::JobConfig& job, const Placement& placement) {
+  const auto& peers = placement.peers;
+  const auto rank = static_cast<std::size_t>(placement.rank);
+  if (rank >= peers.size()) return 1;
+  const auto replicas = std::min(peers.size(), static_cast<std::size_t>(job.cluster.workers));
+  return static_cast<int>(std::count_if(peers.begin(), peers.begin() + replicas,
+                                        [&](const dist::Endpoint& e) {
+                                          return e.host == peers[rank].host;
+                                        }));
+}
 
 }  // namespace
 
@@ -43,7 +56,8 @@ TrainingSession::~TrainingSession() {
 Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::JobConfig& job,
                                                                const JobData& data,
                                                                const Placement& placement) {
-  math::SetBlasThreads(job.threads);
+  math::SetBlasThreads(config::BlasThreadsPerReplica(job, ReplicasOnThisHost(job, placement),
+                                                     net::OnlineCores()));
   std::unique_ptr<TrainingSession> s(new TrainingSession(data.spec));
   if (Status connected = s->Connect(job, placement); !connected.ok()) return connected;
   s->trainer_ = std::make_unique<train::Trainer>(

@@ -13,6 +13,7 @@
 #include <asio/thread_pool.hpp>
 #include <filesystem>
 
+#include "core/net/host_info.h"
 #include "daemon/server/async.h"
 #include "daemon/server/control_server.h"
 #include "daemon/server/job_manager.h"
@@ -25,11 +26,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-int ResolveCores(int configured) {
-  if (configured > 0) return configured;
-  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return online > 0 ? static_cast<int>(online) : 1;
-}
+int ResolveCores(int configured) { return configured > 0 ? configured : net::OnlineCores(); }
 
 ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worker_exe) {
   ManagerSettings s;

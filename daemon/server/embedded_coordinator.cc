@@ -1,5 +1,7 @@
 #include "daemon/server/embedded_coordinator.h"
 
+#include "core/net/host_info.h"
+
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include <asio/use_awaitable.hpp>
 #include <filesystem>
 
+#include "core/net/host_info.h"
 #include "daemon/server/control_server.h"
 #include "daemon/server/job_manager.h"
 #include "daemon/server/supervisor.h"
@@ -48,11 +51,6 @@ class PrivateDirectory {
   std::string path_;
 };
 
-int OnlineCores() {
-  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return online > 0 ? static_cast<int>(online) : 1;
-}
-
 }  // namespace
 
 Result<store::JobState> RunJobWithWorkers(std::int64_t job_id, store::Store& store,
@@ -63,7 +61,7 @@ Result<store::JobState> RunJobWithWorkers(std::int64_t job_id, store::Store& sto
 
   ManagerSettings settings;
   settings.max_jobs = 1;
-  settings.cores = OnlineCores();
+  settings.cores = net::OnlineCores();
   settings.grace = options.grace;
   settings.max_restarts = 0;  // in the foreground, a failure is reported, not retried
   settings.socket_path = dir.value().path() + "/control.sock";

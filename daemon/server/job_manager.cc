@@ -11,7 +11,7 @@
 #include <random>
 
 #include "config/job_file.h"
-#include "core/net/host_name.h"
+#include "core/net/host_info.h"
 #include "daemon/server/async.h"
 
 namespace dtrain::server {
@@ -37,10 +37,13 @@ std::string DescribeExit(const ProcessExit& exit) {
   return "exited with status " + std::to_string(exit.exit_status);
 }
 
-// Cores a job holds while it runs: a thread count per replica, capped at the host's cores (a job
-// larger than the host runs alone, oversubscribed). Shards mostly wait and are not counted.
+// Cores a job holds while it runs: its replicas' BLAS threads (all the host's cores when
+// train.threads is auto), capped at the host's cores (a job larger than the host runs alone,
+// oversubscribed). Shards mostly wait and are not counted.
 int JobCores(const config::JobConfig& job, int host_cores) {
-  return std::clamp(job.cluster.workers * job.threads, 1, std::max(1, host_cores));
+  const int workers = job.cluster.workers;
+  const int threads = config::BlasThreadsPerReplica(job, workers, host_cores);
+  return std::clamp(workers * threads, 1, std::max(1, host_cores));
 }
 
 }  // namespace
@@ -529,7 +532,9 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   p.exited = true;
   p.exit = exit;
   const bool last = --job->live == 0;  // only the last exit's handler decides the attempt
-  const bool ended_well = exit.signal == 0 && exit.exit_status == 0 && job->StoppedWell(p);
+  // A replica asked to stop exits with its own status for that (130), after saying so.
+  const bool ended_well = exit.signal == 0 && job->StoppedWell(p) &&
+                          (exit.exit_status == 0 || p.done_stop == "requested");
   if (!ended_well && !job->cancel_requested && !shutting_down_) {
     FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
   }

@@ -71,7 +71,7 @@ BOOST_AUTO_TEST_CASE(minimal_file_resolves_every_default) {
   BOOST_TEST(t.steps == 0);
   BOOST_TEST(t.batch_size == 64);
   BOOST_TEST(t.seed == 1u);
-  BOOST_TEST(job.threads == 1);
+  BOOST_TEST(job.threads == 0);  // auto
   BOOST_TEST(t.eval_every == 0);
   BOOST_TEST(t.log_every == 100);
   BOOST_TEST(t.target_accuracy == 0.0);
@@ -169,7 +169,7 @@ BOOST_AUTO_TEST_CASE(every_error_of_a_file_is_reported_in_file_order) {
         "layer 2 must be an integer in [1, 16777216], got 1000000000000"},
        {f, 13, 10, "train.epochs", "must be an integer in [0, 1000000], got the float 2.5"},
        {f, 14, 1, "train.batchsize", "unknown key; did you mean 'batch_size'?"},
-       {f, 15, 11, "train.threads", "must be an integer in [1, 1024], got the string \"4\""},
+       {f, 15, 11, "train.threads", "must be an integer in [0, 1024], got the string \"4\""},
        {f, 18, 8, "optimizer.type",
         "must be one of: sgd, momentum, adagrad, adam; got \"rmsprop\""},
        {f, 19, 6, "optimizer.lr", "must be a number in (0, 1000], got 0"},
@@ -316,6 +316,15 @@ BOOST_AUTO_TEST_CASE(several_workers_need_a_distributed_mode) {
       Single(Parse("[data]\nformat = \"synthetic\"\n[cluster]\nworkers = 2\nmode = \"single\"\n"));
   BOOST_TEST(d.key == "cluster.workers");
   BOOST_TEST(d.line == 4);
+}
+
+BOOST_AUTO_TEST_CASE(automatic_blas_threads_share_the_host_cores_among_its_replicas) {
+  JobConfig job;  // threads = 0: auto
+  BOOST_TEST(BlasThreadsPerReplica(job, 1, 8) == 8);
+  BOOST_TEST(BlasThreadsPerReplica(job, 3, 8) == 2);
+  BOOST_TEST(BlasThreadsPerReplica(job, 4, 2) == 1);  // never below one
+  job.threads = 3;
+  BOOST_TEST(BlasThreadsPerReplica(job, 4, 2) == 3);  // as the file says
 }
 
 BOOST_AUTO_TEST_CASE(cluster_keys_of_every_mode_are_read_and_checked) {

@@ -15,6 +15,7 @@
 #include "common/process.h"
 #include "common/temp_dir.h"
 #include "core/dist/replica_harness.h"
+#include "core/net/host_info.h"
 #include "daemon/store/store.h"
 #include "integration/daemon_fixture.h"
 
@@ -40,6 +41,7 @@ struct Finished {
   std::map<int, double> eval_loss;           // the last eval_loss of each worker
   std::map<std::string, double> worst;       // the largest value of each metric, any worker
   std::vector<store::WorkerRecord> workers;
+  std::vector<store::LogRow> logs;
 };
 
 Finished RunJob(const TempDir& dir, const std::string& name, const std::string& text) {
@@ -66,6 +68,9 @@ Finished RunJob(const TempDir& dir, const std::string& name, const std::string& 
   auto workers = store.value()->Workers(1);
   BOOST_REQUIRE(workers.ok());
   f.workers = workers.value();
+  auto logs = store.value()->Logs(1);
+  BOOST_REQUIRE(logs.ok());
+  f.logs = logs.value();
   return f;
 }
 
@@ -74,6 +79,19 @@ void CheckReplicasAgree(const Finished& f, int workers) {
   for (const auto& [rank, loss] : f.eval_loss) {
     BOOST_TEST(loss == f.eval_loss.at(0), "worker " << rank << " evaluates differently");
   }
+}
+
+// train.threads is auto in these jobs: the host's cores are shared among its n replicas.
+void CheckBlasThreads(const Finished& f, int replicas) {
+  const std::string expected =
+      std::to_string(std::max(1, net::OnlineCores() / replicas)) + " BLAS threads";
+  int starts = 0;
+  for (const store::LogRow& row : f.logs) {
+    if (row.line.rfind("training:", 0) != 0) continue;
+    ++starts;
+    BOOST_TEST(row.line.find(expected) != std::string::npos, row.line << " != " << expected);
+  }
+  BOOST_TEST(starts == replicas);
 }
 
 BOOST_AUTO_TEST_SUITE(distributed_jobs)
@@ -101,6 +119,7 @@ BOOST_AUTO_TEST_CASE(sync_ring_and_ps_with_n_workers_equal_one_worker_with_the_g
       BOOST_TEST(ps_diff < 1e-5);
       CheckReplicasAgree(ring, n);
       CheckReplicasAgree(ps, n);
+      CheckBlasThreads(ring, n);
       BOOST_TEST(ring.workers.size() == static_cast<std::size_t>(n));
       BOOST_TEST(ps.workers.size() == static_cast<std::size_t>(2 * n - 1));
       BOOST_TEST(ps.workers.back().role == "server");
@@ -152,9 +171,16 @@ BOOST_AUTO_TEST_CASE(an_async_replica_reaching_the_target_stops_the_whole_job) {
              result.dump());
   BOOST_TEST(result["metrics"]["accuracy"].get<double>() >= 0.8, result.dump());
   BOOST_TEST(async.workers.size() == 4u);
+  // The replica that reached the target and the shard exit 0; the replicas told to stop exit
+  // with the status of a requested stop (130); none is killed.
+  int reached = 0;
   for (const store::WorkerRecord& w : async.workers) {
-    BOOST_TEST((w.exit_status.has_value() && *w.exit_status == 0), "rank " << w.rank);
+    BOOST_REQUIRE_MESSAGE(w.exit_status.has_value(), "rank " << w.rank << " was killed");
+    BOOST_TEST((*w.exit_status == 0 || (w.role == "replica" && *w.exit_status == 130)),
+               "rank " << w.rank << " exited " << *w.exit_status);
+    reached += w.role == "replica" && *w.exit_status == 0;
   }
+  BOOST_TEST(reached >= 1);
 }
 
 BOOST_AUTO_TEST_CASE(a_daemon_runs_sync_and_async_jobs_of_several_workers) {
