@@ -163,6 +163,12 @@ std::string ListenProblem(const std::string& listen) {
   return "";
 }
 
+// A peer daemon's address: like a listen address, but never empty.
+std::string PeerProblem(const std::string& peer) {
+  if (peer.empty()) return "must be \"HOST:PORT\" (such as \"10.0.0.2:7070\"), got \"\"";
+  return ListenProblem(peer);
+}
+
 // 1 to 4 octal digits meaning at most 0777 ("0660", "640"), or nothing.
 std::optional<unsigned> ParseMode(std::string_view text) {
   if (text.empty() || text.size() > 4) return std::nullopt;
@@ -227,6 +233,60 @@ void ReadDaemon(TableReader& r, DaemonConfig* c) {
   }
 }
 
+void ReadPeers(TableReader& r, std::vector<std::string>* peers) {
+  const toml::node* node = r.Find("peers");
+  if (node == nullptr) return;
+  const toml::array* list = node->as_array();
+  if (list == nullptr) {
+    r.Report(*node, "peers", "must be an array of \"HOST:PORT\" strings");
+    return;
+  }
+  std::vector<std::string> found;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const toml::node& item = (*list)[i];
+    const std::string number = "peer " + std::to_string(i + 1) + " ";
+    if (!item.is_string()) {
+      r.Report(item, "peers", number + "must be a \"HOST:PORT\" string");
+      continue;
+    }
+    std::string text(item.as_string()->get());
+    if (std::string why = PeerProblem(text); !why.empty()) {
+      r.Report(item, "peers", number + why);
+    } else {
+      found.push_back(std::move(text));
+    }
+  }
+  if (!r.Failed("peers")) *peers = std::move(found);
+}
+
+void ReadCluster(TableReader& r, DaemonConfig* c) {
+  const toml::node* listen = r.String("listen", &c->listen);
+  if (listen != nullptr) {
+    if (std::string why = ListenProblem(c->listen); !why.empty()) {
+      r.Report(*listen, "listen", std::move(why));
+      c->listen.clear();
+    }
+  }
+  ReadPeers(r, &c->peers);
+  ReadChecked(r, "key_file", AbsolutePathProblem, &c->key_file);
+  const toml::node* name = r.String("name", &c->name);
+  if (name != nullptr && !c->name.empty() && !IsHostName(c->name)) {
+    r.Report(*name, "name",
+             "must be letters, digits, hyphens and dots, like a host name, got " +
+                 TomlString(c->name));
+  }
+  if (!c->key_file.empty() || r.Failed("key_file")) return;
+  if (listen != nullptr && !c->listen.empty() && !IsLoopbackListen(c->listen)) {
+    r.Report(*listen, "listen",
+             "is not a loopback address, and no key_file is set: a daemon without the cluster's "
+             "key listens only on 127.0.0.1, [::1] or localhost, got " +
+                 TomlString(c->listen));
+  }
+  if (const toml::node* peers = r.Find("peers"); peers != nullptr && !c->peers.empty()) {
+    r.Report(*peers, "peers", "need key_file: peer daemons authenticate with the cluster's key");
+  }
+}
+
 DaemonConfig ReadDaemonConfig(const toml::table& root, const std::string& display_path,
                               Sink& sink) {
   DaemonConfig c = DefaultDaemonConfig();
@@ -239,7 +299,7 @@ DaemonConfig ReadDaemonConfig(const toml::table& root, const std::string& displa
   ReadDaemon(daemon, &c);
   workers.Number("grace_seconds", Closed(0.1, 600), &c.grace_seconds);
   workers.Int("max_restarts", 0, kMaxRestartsLimit, &c.max_restarts);
-  ReadChecked(cluster, "listen", ListenProblem, &c.listen);
+  ReadCluster(cluster, &c);
 
   const TableReader* const readers[] = {&top, &daemon, &workers, &cluster};
   RejectUnknown(readers, sink);
@@ -278,6 +338,12 @@ DaemonConfigLoad LoadDaemonConfig(const std::string& path) {
   });
 }
 
+bool IsLoopbackListen(std::string_view listen) {
+  const std::string_view host = listen.substr(0, listen.rfind(':'));
+  return host == "localhost" || host == "[::1]" ||
+         (host.starts_with("127.") && IsAddress(AF_INET, std::string(host)));
+}
+
 std::string FormatDaemonConfig(const DaemonConfig& c) {
   TomlWriter w;
   w.Comment("dtraind configuration resolved from " +
@@ -295,6 +361,9 @@ std::string FormatDaemonConfig(const DaemonConfig& c) {
   w.Int("max_restarts", c.max_restarts);
   w.Section("cluster");
   w.String("listen", c.listen);
+  w.StringArray("peers", c.peers);
+  w.Path("key_file", c.key_file);
+  w.String("name", c.name);
   return std::move(w).Take();
 }
 

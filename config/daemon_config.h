@@ -8,7 +8,8 @@
 //
 // Checked like job files (config/job_file.h), every problem at once: syntax errors, unknown
 // sections and keys (with a "did you mean"), wrong types, ranges, paths that are not absolute
-// or too long for a socket address, malformed modes and listen addresses. A value's problem is
+// or too long for a socket address, malformed modes and listen or peer addresses, a listener on a
+// non-loopback address or peers without a key_file. A value's problem is
 // at the value, an unknown key's at the key; a default from the environment that cannot be used
 // (a socket path too long) is at its section's header, or line 0 when the section is absent.
 // The file must exist: a daemon that runs without one uses DefaultDaemonConfig(), which
@@ -56,7 +57,11 @@ struct DaemonConfig {
   double grace_seconds = 10.0;  // SIGTERM to SIGKILL when a worker is cancelled or stopped
   int max_restarts = 3;         // for jobs whose [restart] max_restarts is not set (-1)
   // [cluster]
-  std::string listen;  // "ADDR:PORT" of the TCP listener; empty: none
+  std::string listen;              // "ADDR:PORT" of the TCP listener; empty: none. Without a
+                                   // key_file only a loopback address is allowed
+  std::vector<std::string> peers;  // "HOST:PORT" of the other daemons' listeners; needs key_file
+  std::string key_file;            // the cluster's shared secret: absolute; empty: none
+  std::string name;                // this node's name among its peers; empty: the host name
 
   std::string source_path;  // the file read, as given; empty for DefaultDaemonConfig()
 
@@ -78,6 +83,10 @@ DaemonConfigLoad ParseDaemonConfigText(std::string_view text, const std::string&
 
 // Every key at its default, the paths resolved from the environment (see above); unchecked.
 DaemonConfig DefaultDaemonConfig();
+
+// Whether a listen address ("ADDR:PORT", already checked) is on loopback: 127.0.0.0/8, [::1] or
+// localhost.
+bool IsLoopbackListen(std::string_view listen);
 
 // The configuration as TOML with every key present. Parsing it again (with source_path as the
 // display path) yields an equal DaemonConfig.

@@ -103,6 +103,14 @@ void TomlWriter::IntArray(std::string_view key, const std::vector<int>& values) 
   Key(key, text + "]");
 }
 
+void TomlWriter::StringArray(std::string_view key, const std::vector<std::string>& values) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    text += (i > 0 ? ", " : "") + TomlString(values[i]);
+  }
+  Key(key, text + "]");
+}
+
 void TomlWriter::Path(std::string_view key, const std::string& path) {
   if (!path.empty()) String(key, path);
 }

@@ -43,6 +43,7 @@ class TomlWriter {
   void Float(std::string_view key, float value);
   void Double(std::string_view key, double value);
   void IntArray(std::string_view key, const std::vector<int>& values);
+  void StringArray(std::string_view key, const std::vector<std::string>& values);
   // A path; an empty one means "not given" and is left out.
   void Path(std::string_view key, const std::string& path);
 

@@ -161,6 +161,9 @@ BOOST_AUTO_TEST_CASE(full_file_maps_every_key) {
   BOOST_TEST(c.grace_seconds == 2.5);
   BOOST_TEST(c.max_restarts == 0);
   BOOST_TEST(c.listen == "[::1]:7070");
+  BOOST_TEST((c.peers == std::vector<std::string>{"[::1]:7071", "node-2:7070"}));
+  BOOST_TEST(c.key_file == "/etc/dtrain-test/cluster.key");
+  BOOST_TEST(c.name == "node-1");
   BOOST_TEST(c.source_path == DaemonPath("full.toml"));
 }
 
@@ -238,7 +241,7 @@ BOOST_AUTO_TEST_CASE(sections_must_be_tables_and_unknown_keys_list_the_allowed) 
                             "[extra]\n",
                             "d.toml"),
       {{"d.toml", 1, 10, "daemon", "must be a table ([daemon]), got the integer 5"},
-       {"d.toml", 3, 1, "cluster.colour", "unknown key; allowed: listen"},
+       {"d.toml", 3, 1, "cluster.colour", "unknown key; allowed: listen, peers, key_file, name"},
        {"d.toml", 4, 2, "extra", "unknown section; allowed: daemon, workers, cluster"}});
 }
 
@@ -287,7 +290,8 @@ BOOST_AUTO_TEST_CASE(listen_addresses_have_the_form_addr_port) {
   for (const std::string good : {"", "0.0.0.0:7070", "127.0.0.1:1", "[::]:65535", "[::1]:7070",
                                  "[fe80::1:2]:80", "node-1.example.org:7070", "localhost:7070"}) {
     BOOST_TEST_CONTEXT(good) {
-      BOOST_TEST(MustParse("[cluster]\nlisten = \"" + good + "\"\n").listen == good);
+      BOOST_TEST(MustParse("[cluster]\nlisten = \"" + good + "\"\nkey_file = \"/etc/k\"\n")
+                     .listen == good);
     }
   }
   const std::vector<std::pair<std::string, std::string>> bad = {
@@ -341,6 +345,47 @@ BOOST_AUTO_TEST_CASE(formatted_config_parses_back_to_an_equal_config) {
   BOOST_TEST(text.find("grace_seconds = 2.5\n") != std::string::npos);
   BOOST_TEST(text.find("listen = \"[::1]:7070\"\n") != std::string::npos);
   BOOST_TEST(FormatDaemonConfig(awkward).find("socket_mode = \"0007\"\n") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(without_a_key_the_daemon_listens_only_on_loopback_and_has_no_peers) {
+  for (const std::string loopback : {"127.0.0.1:7070", "127.1.2.3:7070", "[::1]:7070",
+                                     "localhost:7070"}) {
+    BOOST_TEST(MustParse("[cluster]\nlisten = \"" + loopback + "\"\n").listen == loopback);
+  }
+  for (const std::string open : {"0.0.0.0:7070", "10.0.0.1:7070", "[::]:7070", "node:7070"}) {
+    BOOST_TEST_CONTEXT(open) {
+      const Diagnostic d =
+          Single(ParseDaemonConfigText("[cluster]\nlisten = \"" + open + "\"\n", "d.toml"));
+      BOOST_TEST(d.key == "cluster.listen");
+      BOOST_TEST(d.message.starts_with("is not a loopback address, and no key_file is set"),
+                 d.message);
+    }
+  }
+  const Diagnostic peers = Single(ParseDaemonConfigText(
+      "[cluster]\nlisten = \"127.0.0.1:7070\"\npeers = [\"127.0.0.1:7071\"]\n", "d.toml"));
+  BOOST_TEST(peers.key == "cluster.peers");
+  BOOST_TEST(peers.message.starts_with("need key_file"), peers.message);
+}
+
+BOOST_AUTO_TEST_CASE(peers_key_file_and_name_are_read_checked_and_written_back) {
+  const DaemonConfig c = MustParse(
+      "[cluster]\nlisten = \"10.0.0.1:7070\"\npeers = [\"10.0.0.2:7070\", \"node-3:7070\"]\n"
+      "key_file = \"/etc/dtrain/cluster.key\"\nname = \"node-1\"\n");
+  BOOST_TEST((c.peers == std::vector<std::string>{"10.0.0.2:7070", "node-3:7070"}));
+  BOOST_TEST(c.key_file == "/etc/dtrain/cluster.key");
+  BOOST_TEST(c.name == "node-1");
+  DaemonConfig again = MustParse(FormatDaemonConfig(c), c.source_path);
+  BOOST_TEST((again == c));
+
+  CheckDiagnostics(
+      ParseDaemonConfigText("[cluster]\npeers = [\"10.0.0.2\", 7, \"\"]\nkey_file = \"k\"\n"
+                            "name = \"a b\"\n",
+                            "d.toml"),
+      {{"d.toml", 2, 10, "cluster.peers", "peer 1 must be \"ADDR:PORT\""},
+       {"d.toml", 2, 22, "cluster.peers", "peer 2 must be a \"HOST:PORT\" string"},
+       {"d.toml", 2, 25, "cluster.peers", "peer 3 must be \"HOST:PORT\""},
+       {"d.toml", 3, 12, "cluster.key_file", "must be an absolute path"},
+       {"d.toml", 4, 8, "cluster.name", "must be letters, digits, hyphens and dots"}});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
