@@ -20,6 +20,15 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
                   "the system's)")
       ->type_name("PATH")
       ->group(kGlobalGroup);
+  app->add_option("--host", globals->host,
+                  "A daemon's TCP listener, HOST:PORT, instead of a local socket (default: "
+                  "$DTRAIN_HOST)")
+      ->type_name("HOST:PORT")
+      ->group(kGlobalGroup);
+  app->add_option("--key-file", globals->key_file,
+                  "The cluster key that authenticates --host (default: $DTRAIN_KEY_FILE)")
+      ->type_name("PATH")
+      ->group(kGlobalGroup);
   AddRunCommand(*app, exit_code);
   AddSubmitCommand(*app, globals, exit_code);
   AddStatusAndListCommands(*app, globals, exit_code);
@@ -32,6 +41,7 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
   AddValidateCommand(*app, exit_code);
   AddPredictAndEvalCommands(*app, exit_code);
   AddVersionCommand(*app, globals, exit_code);
+  AddNodesCommand(*app, globals, exit_code);
   AddCompletionCommand(*app, exit_code);
   // Hidden: the worker processes `dtrain run` starts for a job of several workers.
   auto worker_args = std::make_shared<worker::WorkerArgs>();

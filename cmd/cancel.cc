@@ -18,7 +18,7 @@ struct CancelArgs {
 };
 
 int Cancel(const CancelArgs& args, const GlobalOptions& globals) {
-  CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+  CliResult<DaemonClient> client = DaemonClient::Connect(globals);
   if (!client.ok()) return Report(client.error());
   CliResult<nlohmann::json> reply = client.value().Request({{"type", "cancel"}, {"id", args.job}});
   if (!reply.ok()) return Report(reply.error());

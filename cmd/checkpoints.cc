@@ -42,7 +42,7 @@ std::uint32_t ParseChecksum(const nlohmann::json& checkpoint) {
 
 CliResult<std::vector<store::CheckpointInfo>> FromDaemon(const CheckpointsArgs& args,
                                                          const GlobalOptions& globals) {
-  CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+  CliResult<DaemonClient> client = DaemonClient::Connect(globals);
   if (!client.ok()) return client.error();
   CliResult<nlohmann::json> reply =
       client.value().Request({{"type", "checkpoints"}, {"id", args.job}});

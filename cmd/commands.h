@@ -6,7 +6,7 @@
 //   std::unique_ptr<CLI::App> app = BuildApp(exit_code);
 //   app->parse(argc, argv);   // the chosen subcommand's callback runs and sets exit_code
 //
-// Options of the root command in the group kGlobalGroup (--socket) are global: they may come
+// Options of the root command in the group kGlobalGroup (--socket, --host, --key-file) are global: they may come
 // before or after the subcommand, and the completion scripts offer them everywhere.
 //
 // One thread at a time.
@@ -26,7 +26,9 @@ inline constexpr const char* kVersion = DTRAIN_VERSION;  // the project's versio
 
 // The values of the global options, filled in by parsing before any subcommand runs.
 struct GlobalOptions {
-  std::string socket;  // --socket PATH; empty: $DTRAIN_SOCKET, then the default sockets
+  std::string socket;    // --socket PATH; empty: $DTRAIN_SOCKET, then the default sockets
+  std::string host;      // --host HOST:PORT; empty: $DTRAIN_HOST, then the Unix socket
+  std::string key_file;  // --key-file PATH; empty: $DTRAIN_KEY_FILE, then none
 };
 using Globals = std::shared_ptr<const GlobalOptions>;
 
@@ -46,6 +48,7 @@ void AddCheckpointsCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddExportCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddPredictAndEvalCommands(CLI::App& app, int& exit_code);
 void AddVersionCommand(CLI::App& app, Globals globals, int& exit_code);
+void AddNodesCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddCompletionCommand(CLI::App& app, int& exit_code);
 
 }  // namespace dtrain::cli

@@ -10,6 +10,8 @@
 
 #include "cmd/interrupt.h"
 #include "cmd/json_fields.h"
+#include "core/net/auth.h"
+#include "core/net/host_info.h"
 
 namespace dtrain::cli {
 namespace {
@@ -81,6 +83,45 @@ SocketSearch FindSockets(const std::string& socket_flag) {
 
 DaemonClient::DaemonClient(net::FrameStream stream, std::string path)
     : stream_(std::move(stream)), path_(std::move(path)) {}
+
+CliResult<DaemonClient> DaemonClient::Connect(const GlobalOptions& globals) {
+  const std::string host = !globals.host.empty() ? globals.host : EnvOrEmpty("DTRAIN_HOST");
+  if (host.empty()) return Connect(FindSockets(globals.socket));
+  const std::string key_file =
+      !globals.key_file.empty() ? globals.key_file : EnvOrEmpty("DTRAIN_KEY_FILE");
+  return ConnectHost(host, key_file);
+}
+
+CliResult<DaemonClient> DaemonClient::ConnectHost(const std::string& host,
+                                                  const std::string& key_file) {
+  const std::optional<net::HostPort> target = net::SplitHostPort(host);
+  if (!target) {
+    return CliError{kExitUsage,
+                    "--host (or DTRAIN_HOST) must be HOST:PORT, such as 10.0.0.2:7070 or "
+                    "[::1]:7070, got '" + host + "'",
+                    "usage",
+                    {}};
+  }
+  std::optional<net::ClusterKey> key;
+  if (!key_file.empty()) {
+    Result<net::ClusterKey> loaded = net::LoadClusterKey(key_file);
+    if (!loaded.ok()) return CliError{kExitUsage, loaded.status().message(), "usage", {}};
+    key = std::move(loaded).value();
+  }
+  auto stream =
+      net::FrameStream::ConnectTcp(target->host, target->port, kConnectTimeout, kMaxReplyPayload);
+  if (!stream.ok()) {
+    return Lost("no dtrain daemon is reachable at " + host + ": " + stream.status().message());
+  }
+  stream.value().set_peer_name(host);  // the handshake's messages say "the daemon at HOST"
+  if (key) {
+    if (Status auth = net::AuthenticateClient(stream.value(), *key, kConnectTimeout); !auth.ok()) {
+      return CliError{kExitFailed, auth.message(), "denied", {}};
+    }
+  }
+  stream.value().set_peer_name("the daemon at " + host);
+  return DaemonClient(std::move(stream).value(), host);
+}
 
 CliResult<DaemonClient> DaemonClient::Connect(const SocketSearch& search) {
   const bool given = !search.given_by.empty();

@@ -2,14 +2,18 @@
 // which socket, connecting, one request and its reply, the frames of a `logs` stream, and the
 // checkpoint blob that follows a `checkpoint` reply.
 //
-//   CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+//   CliResult<DaemonClient> client = DaemonClient::Connect(*globals);
 //   if (!client.ok()) return Report(client.error());           // exit 3, says how to start one
 //   CliResult<nlohmann::json> reply = client.value().Request({{"type", "status"}, {"id", 3}});
 //   if (!reply.ok()) return Report(reply.error());              // e.g. not_found -> exit 4
 //
-// Which daemon: --socket PATH, else $DTRAIN_SOCKET (each used as given), else the first of the
-// user socket ($XDG_RUNTIME_DIR/dtrain/dtraind.sock, or /tmp/dtrain-UID/dtraind.sock without
-// XDG_RUNTIME_DIR) and the system socket (/run/dtrain/dtraind.sock) that accepts a connection.
+// Which daemon: --host HOST:PORT, else $DTRAIN_HOST: that daemon's TCP listener, authenticated
+// with the cluster key of --key-file or $DTRAIN_KEY_FILE when one is given (core/net/auth.md; a
+// daemon without a key answers queries only, and one with a key refuses a client without it).
+// Otherwise a Unix socket: --socket PATH, else $DTRAIN_SOCKET (each used as given), else the
+// first of the user socket ($XDG_RUNTIME_DIR/dtrain/dtraind.sock, or
+// /tmp/dtrain-UID/dtraind.sock without XDG_RUNTIME_DIR) and the system socket
+// (/run/dtrain/dtraind.sock) that accepts a connection.
 //
 // Every read has a deadline: kRequestTimeout for a reply; with Patience::kUntilEnd (wait, logs
 // -f) the wait for a frame's first byte is unbounded but ends on Ctrl-C (interrupt.h, exit 130),
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "cmd/cli_error.h"
+#include "cmd/commands.h"
 #include "core/net/frame_stream.h"
 
 namespace dtrain::cli {
@@ -56,9 +61,14 @@ class DaemonClient {
   static constexpr std::chrono::seconds kRequestTimeout{30};
   static constexpr std::chrono::seconds kConnectTimeout{5};
 
+  // The daemon the global options name (see above).
+  static CliResult<DaemonClient> Connect(const GlobalOptions& globals);
   // Connects to the first socket of `search` that accepts; otherwise one error listing every
   // socket tried and why, and how to start a daemon (exit code kExitUnreachable).
   static CliResult<DaemonClient> Connect(const SocketSearch& search);
+  // A daemon's TCP listener at "HOST:PORT"; with a `key_file`, authenticated. A bad address or
+  // key file is kExitUsage, a refused handshake kExitFailed, no answer kExitUnreachable.
+  static CliResult<DaemonClient> ConnectHost(const std::string& host, const std::string& key_file);
 
   // Sends `request` ("v": 1 added) and returns the reply object once its "ok" is true.
   CliResult<nlohmann::json> Request(nlohmann::json request, Patience patience = Patience::kRequest);
@@ -70,7 +80,7 @@ class DaemonClient {
   // The checkpoint frame that follows a successful `checkpoint` reply: the encoded blob.
   CliResult<std::string> ReadCheckpointBlob();
 
-  // The socket this client is connected to.
+  // The socket (or "HOST:PORT") this client is connected to.
   const std::string& socket_path() const { return path_; }
 
  private:

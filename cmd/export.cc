@@ -69,7 +69,7 @@ CliResult<ExportSource> FromStore(const ExportArgs& args) {
 }
 
 CliResult<ExportSource> FromDaemon(const ExportArgs& args, const GlobalOptions& globals) {
-  CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+  CliResult<DaemonClient> client = DaemonClient::Connect(globals);
   if (!client.ok()) return client.error();
   nlohmann::json request = {{"type", "checkpoint"}, {"id", args.job}};
   if (args.step >= 0) request["step"] = args.step;

@@ -41,7 +41,7 @@ int Logs(const LogsArgs& args, const GlobalOptions& globals) {
       return kExitUsage;
     }
   }
-  CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+  CliResult<DaemonClient> client = DaemonClient::Connect(globals);
   if (!client.ok()) return Report(client.error());
   if (!query.worker) {
     // Lines get a rank prefix when the job has several workers.

@@ -37,7 +37,7 @@ CliResult<std::vector<store::MetricRow>> FromStore(const MetricsArgs& args) {
 
 CliResult<std::vector<store::MetricRow>> FromDaemon(const MetricsArgs& args,
                                                     const GlobalOptions& globals) {
-  CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+  CliResult<DaemonClient> client = DaemonClient::Connect(globals);
   if (!client.ok()) return client.error();
   nlohmann::json request = {{"type", "metrics"}, {"id", args.job}};
   if (!args.name.empty()) request["name"] = args.name;

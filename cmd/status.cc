@@ -27,7 +27,7 @@ struct StatusArgs {
 
 // The newest jobs as a table, or (json) as an array of JOB objects.
 int List(const ListArgs& args, const GlobalOptions& globals) {
-  CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+  CliResult<DaemonClient> client = DaemonClient::Connect(globals);
   if (!client.ok()) return Report(client.error());
   nlohmann::json request = {{"type", "list"}, {"limit", args.limit}};
   if (!args.state.empty()) request["state"] = args.state;
@@ -54,7 +54,7 @@ int Status(const StatusArgs& args, const GlobalOptions& globals) {
     recent.json = args.json;
     return List(recent, globals);
   }
-  CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+  CliResult<DaemonClient> client = DaemonClient::Connect(globals);
   if (!client.ok()) return Report(client.error());
   CliResult<nlohmann::json> reply = client.value().Request({{"type", "status"}, {"id", args.job}});
   if (!reply.ok()) return Report(reply.error());

@@ -46,7 +46,7 @@ int Submit(const SubmitArgs& args, const GlobalOptions& globals) {
   }
   const config::JobConfig& job = *loaded.job;
 
-  CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+  CliResult<DaemonClient> client = DaemonClient::Connect(globals);
   if (!client.ok()) return Report(client.error());
   nlohmann::json request = {{"type", "submit"},
                             {"job_toml", config::FormatResolvedJob(job)},

@@ -17,7 +17,7 @@ int Version(bool json, const GlobalOptions& globals) {
   const nlohmann::json client = {{"version", kVersion}, {"protocol", net::kProtocolVersion}};
   nlohmann::json daemon;  // null: none reachable
   std::string why_not;
-  CliResult<DaemonClient> connection = DaemonClient::Connect(FindSockets(globals.socket));
+  CliResult<DaemonClient> connection = DaemonClient::Connect(globals);
   if (connection.ok()) {
     CliResult<nlohmann::json> reply = connection.value().Request({{"type", "version"}});
     if (reply.ok()) {

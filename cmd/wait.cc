@@ -16,7 +16,7 @@ struct WaitArgs {
 };
 
 int Wait(const WaitArgs& args, const GlobalOptions& globals) {
-  CliResult<DaemonClient> client = DaemonClient::Connect(FindSockets(globals.socket));
+  CliResult<DaemonClient> client = DaemonClient::Connect(globals);
   if (!client.ok()) return Report(client.error());
   InstallStopHandlers();
   CliResult<nlohmann::json> ended = WaitForJob(client.value(), args.job);

@@ -4,30 +4,33 @@ _dtrain_jobs() {
 }
 _dtrain() {
   local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
-  local sub="" at=0 opts="" valued="--socket" first="" word i n=0
+  local sub="" at=0 opts="" valued="--socket --host --key-file" first="" word i n=0
   for ((i = 1; i < COMP_CWORD; i++)); do
     case "${COMP_WORDS[i]}" in
       --socket) i=$((i + 1)) ;;
-      run|submit|status|list|cancel|wait|logs|metrics|checkpoints|export|validate|predict|eval|version|completion) sub="${COMP_WORDS[i]}"; at=$i; break ;;
+      --host) i=$((i + 1)) ;;
+      --key-file) i=$((i + 1)) ;;
+      run|submit|status|list|cancel|wait|logs|metrics|checkpoints|export|validate|predict|eval|version|nodes|completion) sub="${COMP_WORDS[i]}"; at=$i; break ;;
     esac
   done
   case "$sub" in
-    "") opts="run submit status list cancel wait logs metrics checkpoints export validate predict eval version completion --help -h --version --socket" ;;
-    run) opts="--help -h --set --db --json --resume --socket"; valued="$valued --set --db --resume"; first=toml ;;
-    submit) opts="--help -h --set --name --priority --no-wait --json --socket"; valued="$valued --set --name --priority"; first=toml ;;
-    status) opts="--help -h --json --socket"; first=job ;;
-    list) opts="--help -h --state --limit --json --socket"; valued="$valued --state --limit" ;;
-    cancel) opts="--help -h --json --socket"; first=job ;;
-    wait) opts="--help -h --json --socket"; first=job ;;
-    logs) opts="--help -h --follow -f --worker --tail --since --socket"; valued="$valued --worker --tail --since"; first=job ;;
-    metrics) opts="--help -h --name --format --plot --db --socket"; valued="$valued --name --format --db"; first=job ;;
-    checkpoints) opts="--help -h --json --db --socket"; valued="$valued --db"; first=job ;;
-    export) opts="--help -h --output -o --step --db --json --socket"; valued="$valued --output -o --step --db"; first=job ;;
-    validate) opts="--help -h --set --socket"; valued="$valued --set"; first=toml ;;
-    predict) opts="--help -h --set --data --labels --format --json --socket"; valued="$valued --set --data --labels --format" ;;
-    eval) opts="--help -h --set --data --labels --format --json --socket"; valued="$valued --set --data --labels --format" ;;
-    version) opts="--help -h --json --socket" ;;
-    completion) opts="--help -h --socket" ;;
+    "") opts="run submit status list cancel wait logs metrics checkpoints export validate predict eval version nodes completion --help -h --version --socket --host --key-file" ;;
+    run) opts="--help -h --set --db --json --resume --socket --host --key-file"; valued="$valued --set --db --resume"; first=toml ;;
+    submit) opts="--help -h --set --name --priority --no-wait --json --socket --host --key-file"; valued="$valued --set --name --priority"; first=toml ;;
+    status) opts="--help -h --json --socket --host --key-file"; first=job ;;
+    list) opts="--help -h --state --limit --json --socket --host --key-file"; valued="$valued --state --limit" ;;
+    cancel) opts="--help -h --json --socket --host --key-file"; first=job ;;
+    wait) opts="--help -h --json --socket --host --key-file"; first=job ;;
+    logs) opts="--help -h --follow -f --worker --tail --since --socket --host --key-file"; valued="$valued --worker --tail --since"; first=job ;;
+    metrics) opts="--help -h --name --format --plot --db --socket --host --key-file"; valued="$valued --name --format --db"; first=job ;;
+    checkpoints) opts="--help -h --json --db --socket --host --key-file"; valued="$valued --db"; first=job ;;
+    export) opts="--help -h --output -o --step --db --json --socket --host --key-file"; valued="$valued --output -o --step --db"; first=job ;;
+    validate) opts="--help -h --set --socket --host --key-file"; valued="$valued --set"; first=toml ;;
+    predict) opts="--help -h --set --data --labels --format --json --socket --host --key-file"; valued="$valued --set --data --labels --format" ;;
+    eval) opts="--help -h --set --data --labels --format --json --socket --host --key-file"; valued="$valued --set --data --labels --format" ;;
+    version) opts="--help -h --json --socket --host --key-file" ;;
+    nodes) opts="--help -h --json --socket --host --key-file" ;;
+    completion) opts="--help -h --socket --host --key-file" ;;
   esac
   if [[ " $valued " == *" $prev "* ]]; then
     COMPREPLY=($(compgen -f -- "$cur"))

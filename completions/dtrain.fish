@@ -7,6 +7,8 @@ function __dtrain_job_files
 end
 complete -c dtrain -f
 complete -c dtrain -l socket -r -F -d 'The daemon'\''s control socket (default: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)'
+complete -c dtrain -l host -r -F -d 'A daemon'\''s TCP listener, HOST:PORT, instead of a local socket (default: $DTRAIN_HOST)'
+complete -c dtrain -l key-file -r -F -d 'The cluster key that authenticates --host (default: $DTRAIN_KEY_FILE)'
 complete -c dtrain -n __fish_use_subcommand -a run -d 'Train a job in the foreground, without a daemon, recording into a local store'
 complete -c dtrain -n __fish_use_subcommand -a submit -d 'Check a job file and queue it on the daemon; follow it until it ends'
 complete -c dtrain -n __fish_use_subcommand -a status -d 'Show a job in detail (state, reason, workers, events), or the recent jobs'
@@ -21,6 +23,7 @@ complete -c dtrain -n __fish_use_subcommand -a validate -d 'Check a job file; pr
 complete -c dtrain -n __fish_use_subcommand -a predict -d 'Print a model'\''s prediction for every row of a data set'
 complete -c dtrain -n __fish_use_subcommand -a eval -d 'Print a model'\''s loss and accuracy on a data set'
 complete -c dtrain -n __fish_use_subcommand -a version -d 'Print the client'\''s and the daemon'\''s versions'
+complete -c dtrain -n __fish_use_subcommand -a nodes -d 'Show this daemon and its peer daemons: up or down since when, cores, jobs'
 complete -c dtrain -n __fish_use_subcommand -a completion -d 'Print a shell completion script'
 complete -c dtrain -n '__fish_seen_subcommand_from run' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from run' -l set -r -F -d 'Override a job-file key: --set train.epochs=1'
@@ -89,5 +92,7 @@ complete -c dtrain -n '__fish_seen_subcommand_from eval' -l json -d 'Print JSON'
 complete -c dtrain -n '__fish_seen_subcommand_from eval' -F
 complete -c dtrain -n '__fish_seen_subcommand_from version' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from version' -l json -d 'Print {"client": {...}, "daemon": {...} or null}'
+complete -c dtrain -n '__fish_seen_subcommand_from nodes' -l help -s h -d 'Print this help message and exit'
+complete -c dtrain -n '__fish_seen_subcommand_from nodes' -l json -d 'Print the array of nodes: {"name", "address", "state", "since", "last_seen", "cores", "running", "queued", "error"}'
 complete -c dtrain -n '__fish_seen_subcommand_from completion' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from completion' -F

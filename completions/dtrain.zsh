@@ -23,6 +23,7 @@ _dtrain() {
     'predict:Print a model'\''s prediction for every row of a data set'
     'eval:Print a model'\''s loss and accuracy on a data set'
     'version:Print the client'\''s and the daemon'\''s versions'
+    'nodes:Show this daemon and its peer daemons\: up or down since when, cores, jobs'
     'completion:Print a shell completion script'
   )
   _arguments -C \
@@ -30,6 +31,8 @@ _dtrain() {
     '-h[Print this help message and exit]' \
     '--version[Display program version information and exit]' \
     '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+    '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+    '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
     '1: :->command' \
     '*:: :->args'
   case $state in
@@ -45,6 +48,8 @@ _dtrain() {
             '--json[Print one JSON object as the summary]' \
             '--resume[Continue a job from its newest checkpoint\: by id, or (no value) the newest unfinished job of this job file]:resume:_files' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '1:job file:_files -g "*.toml"' ;;
         submit)
           _arguments \
@@ -56,6 +61,8 @@ _dtrain() {
             '--no-wait[Print the job id and return at once]' \
             '--json[Print the job object (at once with --no-wait, else when it has ended)]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '1:job file:_files -g "*.toml"' ;;
         status)
           _arguments \
@@ -63,6 +70,8 @@ _dtrain() {
             '-h[Print this help message and exit]' \
             '--json[Print the daemon'\''s job object (or array)]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '1:job:_dtrain_jobs' ;;
         list)
           _arguments \
@@ -71,13 +80,17 @@ _dtrain() {
             '--state[Only jobs in this state]:state:_files' \
             '--limit[At most this many jobs]:limit:_files' \
             '--json[Print an array of the daemon'\''s job objects]' \
-            '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' ;;
+            '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' ;;
         cancel)
           _arguments \
             '--help[Print this help message and exit]' \
             '-h[Print this help message and exit]' \
             '--json[Print the daemon'\''s job object]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '1:job:_dtrain_jobs' ;;
         wait)
           _arguments \
@@ -85,6 +98,8 @@ _dtrain() {
             '-h[Print this help message and exit]' \
             '--json[Print the daemon'\''s job object once it has ended]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '1:job:_dtrain_jobs' ;;
         logs)
           _arguments \
@@ -96,6 +111,8 @@ _dtrain() {
             '--tail[Only the last N lines]:tail:_files' \
             '--since[Only lines from this time on\: 10m, 2h, 1d ago, a local time (2026-11-30 14\:05) or Unix seconds]:since:_files' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '1:job:_dtrain_jobs' ;;
         metrics)
           _arguments \
@@ -106,6 +123,8 @@ _dtrain() {
             '--plot[Plot each metric over the steps in the terminal]' \
             '--db[Read this store file instead of asking the daemon]:db:_files' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '1:job:_dtrain_jobs' ;;
         checkpoints)
           _arguments \
@@ -114,6 +133,8 @@ _dtrain() {
             '--json[Print an array of {step, time, bytes, checksum} (checksum as "0x...")]' \
             '--db[Read this store file instead of asking the daemon]:db:_files' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '1:job:_dtrain_jobs' ;;
         export)
           _arguments \
@@ -125,6 +146,8 @@ _dtrain() {
             '--db[Read this store file instead of asking the daemon]:db:_files' \
             '--json[Print one JSON object]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '1:job:_dtrain_jobs' ;;
         validate)
           _arguments \
@@ -132,6 +155,8 @@ _dtrain() {
             '-h[Print this help message and exit]' \
             '--set[Override a job-file key\: --set train.epochs=1]:set:_files' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '1:job file:_files -g "*.toml"' ;;
         predict)
           _arguments \
@@ -143,6 +168,8 @@ _dtrain() {
             '--format[Format of --data\: idx, csv or libsvm]:format:_files' \
             '--json[Print JSON]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '*:file:_files' ;;
         eval)
           _arguments \
@@ -154,18 +181,32 @@ _dtrain() {
             '--format[Format of --data\: idx, csv or libsvm]:format:_files' \
             '--json[Print JSON]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '*:file:_files' ;;
         version)
           _arguments \
             '--help[Print this help message and exit]' \
             '-h[Print this help message and exit]' \
             '--json[Print {"client"\: {...}, "daemon"\: {...} or null}]' \
-            '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' ;;
+            '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' ;;
+        nodes)
+          _arguments \
+            '--help[Print this help message and exit]' \
+            '-h[Print this help message and exit]' \
+            '--json[Print the array of nodes\: {"name", "address", "state", "since", "last_seen", "cores", "running", "queued", "error"}]' \
+            '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' ;;
         completion)
           _arguments \
             '--help[Print this help message and exit]' \
             '-h[Print this help message and exit]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '*:file:_files' ;;
       esac ;;
   esac

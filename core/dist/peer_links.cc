@@ -12,6 +12,8 @@
 #include <cstring>
 #include <utility>
 
+#include "core/net/auth.h"
+
 namespace dtrain::dist {
 namespace {
 
@@ -53,6 +55,27 @@ PeerListener::~PeerListener() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+Result<IntroducedPeer> PeerListener::Introduce(int fd, Deadline deadline) const {
+  // Nothing larger than a token is read before the token checked out.
+  constexpr std::size_t kTokenBytes = 64;
+  net::FrameStream stream(fd, static_cast<std::uint32_t>(std::max(token_.size(), kTokenBytes)));
+  Result<net::Frame> hello = stream.Read(Remaining(deadline));
+  if (!hello.ok()) {
+    return Status::Error("a peer from " + stream.peer() + " did not introduce itself: " +
+                         hello.status().message());
+  }
+  if (hello.value().header.type != net::MessageType::kHeartbeat) {
+    return Status::Error("a peer from " + stream.peer() + " opened with a " +
+                         std::string(net::MessageTypeName(hello.value().header.type)) +
+                         " frame, not an introduction");
+  }
+  if (!token_.empty() && !net::TokensEqual(hello.value().payload, token_)) {
+    return Status::Error("a peer from " + stream.peer() + " did not have this job's token");
+  }
+  stream.set_max_payload(net::kDefaultMaxPayload);
+  return IntroducedPeer{hello.value().header.sender, std::move(stream)};
+}
+
 Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
   for (;;) {
     const auto left = Remaining(deadline);
@@ -63,18 +86,12 @@ Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
     if (ready > 0) {
       const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd >= 0) {
-        net::FrameStream stream(fd);
-        Result<net::Frame> hello = stream.Read(Remaining(deadline));
-        if (!hello.ok()) {
-          return Status::Error("a peer from " + stream.peer() + " did not introduce itself: " +
-                               hello.status().message());
-        }
-        if (hello.value().header.type != net::MessageType::kHeartbeat) {
-          return Status::Error("a peer from " + stream.peer() + " opened with a " +
-                               std::string(net::MessageTypeName(hello.value().header.type)) +
-                               " frame, not an introduction");
-        }
-        return IntroducedPeer{hello.value().header.sender, std::move(stream)};
+        Result<IntroducedPeer> peer =
+            Introduce(fd, std::min(deadline, Clock::now() + kIntroductionTimeout));
+        // With a token, a stranger costs its own connection only: wait for the right peer.
+        if (peer.ok() || token_.empty()) return peer;
+        ++refused_;
+        continue;
       }
       if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
         return Status::Error(SystemError("accept"));
@@ -87,14 +104,15 @@ Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
 }
 
 Result<std::unique_ptr<TcpLink>> ConnectPeer(const Endpoint& to, int self_id, int peer_id,
-                                             const std::string& peer_label, Deadline deadline) {
+                                             const std::string& peer_label, Deadline deadline,
+                                             const std::string& token) {
   const std::string who = (peer_label.empty() ? "rank " + std::to_string(peer_id) : peer_label) +
                           " at " + to.host + ":" + std::to_string(to.port);
   Result<net::FrameStream> s = net::FrameStream::ConnectTcp(to.host, to.port, Remaining(deadline));
   if (!s.ok()) return Status::Error("connecting to " + who + ": " + s.status().message());
   s.value().set_sender(static_cast<std::uint32_t>(self_id));
   if (Status hello =
-          s.value().WriteString(net::MessageType::kHeartbeat, 0, 0, "", Remaining(deadline));
+          s.value().WriteString(net::MessageType::kHeartbeat, 0, 0, token, Remaining(deadline));
       !hello.ok()) {
     return Status::Error("introducing this process to " + who + ": " + hello.message());
   }
@@ -116,7 +134,7 @@ Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int se
 }
 
 Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
-                           const PeerListener& mine, Deadline deadline) {
+                           const PeerListener& mine, Deadline deadline, const std::string& token) {
   const int n = static_cast<int>(workers.size());
   if (rank < 0 || rank >= n) {
     return Status::Error("rank " + std::to_string(rank) + " is not in a ring of " +
@@ -129,7 +147,8 @@ Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
   const int left = (rank + n - 1) % n;
   // With two ranks the one connection goes from rank 0 to rank 1.
   if (n > 2 || rank == 0) {
-    auto link = ConnectPeer(workers[static_cast<std::size_t>(right)], rank, right, "", deadline);
+    auto link =
+        ConnectPeer(workers[static_cast<std::size_t>(right)], rank, right, "", deadline, token);
     if (!link.ok()) return Status::Error(me + link.status().message());
     links.right = link.value().get();
     links.owned.push_back(std::move(link).value());

@@ -8,11 +8,17 @@
 //                                                        "shard " + std::to_string(s), deadline);
 //
 // Every connection starts with the connecting process introducing itself: a heartbeat frame whose
-// sender is its id (its rank in the job); the accepting side checks who it expected. Ids are the
-// job's process indices: worker ranks 0..N-1, then shards N..N+S-1.
+// sender is its id (its rank in the job) and whose payload is the job's data-plane token (the
+// coordinator hands it out at the rendezvous; core/net/auth.h derives it from the cluster key).
+// A listener that requires a token closes, before reading anything else, every connection whose
+// introduction does not carry it, is not a heartbeat, is larger than a token, or does not come
+// within kIntroductionTimeout — and goes on waiting for the right peers. The accepting side then
+// checks who it expected. Ids are the job's process indices: worker ranks 0..N-1, then shards
+// N..N+S-1.
 // PeerListener is one thread at a time for Accept; the free functions are safe for concurrent use.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,10 +42,17 @@ struct IntroducedPeer {
   net::FrameStream stream;
 };
 
+inline constexpr std::chrono::seconds kIntroductionTimeout{5};
+
 class PeerListener {
  public:
   // Listens on `host` (an IPv4 address) at a port the kernel picks.
   static Result<PeerListener> Open(const std::string& host, int backlog = 64);
+
+  // From now on only connections introduced with `token` are accepted (empty: any).
+  void RequireToken(std::string token) { token_ = std::move(token); }
+  // Connections closed so far for a missing or wrong introduction.
+  std::uint64_t refused() const { return refused_; }
 
   PeerListener(PeerListener&& other) noexcept;
   PeerListener& operator=(PeerListener&& other) noexcept;
@@ -53,14 +66,20 @@ class PeerListener {
 
  private:
   PeerListener(int fd, std::uint16_t port) : fd_(fd), port_(port) {}
+  // The introduction on a new connection `fd`: the peer, or why it is refused.
+  Result<IntroducedPeer> Introduce(int fd, Deadline deadline) const;
+
   int fd_ = -1;
   std::uint16_t port_ = 0;
+  std::string token_;
+  mutable std::uint64_t refused_ = 0;
 };
 
-// Connects to `to` and introduces this process as `self_id`; the link names the other end
-// `peer_label` (default "rank <peer_id>").
+// Connects to `to` and introduces this process as `self_id` with `token`; the link names the
+// other end `peer_label` (default "rank <peer_id>").
 Result<std::unique_ptr<TcpLink>> ConnectPeer(const Endpoint& to, int self_id, int peer_id,
-                                             const std::string& peer_label, Deadline deadline);
+                                             const std::string& peer_label, Deadline deadline,
+                                             const std::string& token = "");
 
 // Accepts one connection on `listener` that must come from `expected_id`.
 Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int self_id,
@@ -71,6 +90,7 @@ Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int se
 // connects to rank + 1 and accepts rank - 1 on `mine` (two ranks share one connection, made by
 // rank 0).
 Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
-                           const PeerListener& mine, Deadline deadline);
+                           const PeerListener& mine, Deadline deadline,
+                           const std::string& token = "");
 
 }  // namespace dtrain::dist

@@ -83,6 +83,8 @@ class FrameStream {
   void set_peer_name(std::string name) { peer_ = std::move(name); }
   std::uint32_t sender() const { return sender_; }
   void set_sender(std::uint32_t sender) { sender_ = sender; }
+  // What Read accepts from now on, e.g. more once a stranger has introduced itself.
+  void set_max_payload(std::uint32_t max_payload) { max_payload_ = max_payload; }
   // Closes the socket now; later calls fail with kClosed.
   void Close();
 

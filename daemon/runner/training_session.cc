@@ -85,7 +85,8 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
   if (!UsesShards(job)) {
     const std::vector<dist::Endpoint> ring(placement.peers.begin(),
                                            placement.peers.begin() + workers);
-    Result<dist::RingLinks> links = dist::JoinRing(rank, ring, *placement.listener, deadline);
+    Result<dist::RingLinks> links =
+        dist::JoinRing(rank, ring, *placement.listener, deadline, placement.data_token);
     if (!links.ok()) return links.status();
     ring_links_ = std::move(links).value();
     ring_ = std::make_unique<dist::RingAllReduce>(rank, workers, ring_links_.left,
@@ -105,7 +106,7 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
     const int id = workers + s;
     Result<std::unique_ptr<dist::TcpLink>> link =
         dist::ConnectPeer(placement.peers[static_cast<std::size_t>(id)], rank, id,
-                          "shard " + std::to_string(s), deadline);
+                          "shard " + std::to_string(s), deadline, placement.data_token);
     if (!link.ok()) return link.status();
     shards_.push_back(link.value().get());
     shard_links_.push_back(std::move(link).value());

@@ -36,7 +36,9 @@ namespace dtrain::runner {
 struct Placement {
   int rank = 0;
   std::vector<dist::Endpoint> peers;             // by id; empty for a one-worker job
-  const dist::PeerListener* listener = nullptr;  // this process's data-plane socket
+  const dist::PeerListener* listener = nullptr;  // this process's data-plane socket, requiring
+                                                 // data_token of the connections it accepts
+  std::string data_token;                        // this process's introduction to its peers
 };
 
 class TrainingSession {

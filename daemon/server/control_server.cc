@@ -7,25 +7,31 @@
 #include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
+#include <asio/generic/stream_protocol.hpp>
 #include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/steady_timer.hpp>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <type_traits>
 
+#include "core/net/host_info.h"
 #include "daemon/server/async.h"
 
 namespace dtrain::server {
 namespace {
 
 using json = nlohmann::json;
-using Socket = asio::local::stream_protocol::socket;
+// Unix and TCP connections alike.
+using Socket = asio::generic::stream_protocol::socket;
 using store::JobState;
 using namespace std::chrono_literals;
 
 constexpr std::uint32_t kMaxClientPayload = 16u << 20;
+constexpr std::uint32_t kMaxHandshakePayload = 4096;
 constexpr std::uint32_t kMaxWorkerPayload = 1u << 30;  // checkpoints of large models
 constexpr std::size_t kLogChunk = 1000;               // lines per `lines` frame
 
@@ -196,6 +202,31 @@ json CheckpointsReply(store::Store& store, std::int64_t job) {
   return reply;
 }
 
+// Who sent a connection's requests.
+struct Caller {
+  uid_t uid = static_cast<uid_t>(-1);  // -1: nobody (owns nothing, is not root)
+  bool may_change = false;             // submit, cancel, introduce a worker, send heartbeats
+};
+
+// What a TCP caller without the cluster key may ask for.
+bool IsQuery(const std::string& type) {
+  static const char* const kQueries[] = {"version", "status",      "list",       "wait", "logs",
+                                         "metrics", "checkpoints", "checkpoint", "nodes"};
+  return std::find(std::begin(kQueries), std::end(kQueries), type) != std::end(kQueries);
+}
+
+json PeerJson(const PeerState& p) {
+  return {{"name", p.name},
+          {"address", p.address},
+          {"state", p.up ? "up" : "down"},
+          {"since", p.since},
+          {"last_seen", p.last_seen > 0 ? json(p.last_seen) : json(nullptr)},
+          {"cores", p.cores},
+          {"running", p.running},
+          {"queued", p.queued},
+          {"error", p.error}};
+}
+
 uid_t PeerUid(Socket& socket) {
   ucred cred{};
   socklen_t len = sizeof cred;
@@ -209,14 +240,67 @@ uid_t PeerUid(Socket& socket) {
 
 struct ControlServer::Impl {
   Impl(asio::io_context& io_context, asio::thread_pool& blocking, store::Store& run_store,
-       JobManager& manager, std::string path, unsigned mode)
+       JobManager& manager, std::string path, unsigned mode, ClusterSide cluster_side)
       : io(io_context),
         pool(blocking),
         store(run_store),
         jobs(manager),
         socket_path(std::move(path)),
         socket_mode(mode),
-        acceptor(io_context) {}
+        cluster(std::move(cluster_side)),
+        acceptor(io_context),
+        tcp_acceptor(io_context) {}
+
+  // This daemon's state as `nodes` and heartbeat answers give it.
+  json NodeJson() const {
+    return {{"name", cluster.node_name}, {"address", cluster.listen}, {"state", "up"},
+            {"self", true}, {"cores", jobs.cores()}, {"running", jobs.running()},
+            {"queued", jobs.queued()}};
+  }
+
+  json NodesReply() const {
+    json nodes = json::array({NodeJson()});
+    if (cluster.membership != nullptr) {
+      for (const PeerState& p : cluster.membership->Snapshot()) nodes.push_back(PeerJson(p));
+    }
+    json reply = Ok();
+    reply["nodes"] = std::move(nodes);
+    return reply;
+  }
+
+  // The server's side of core/net/auth.md, bounded by kHandshakeTimeout; false: the caller
+  // failed it (it was told why when it got that far) and the connection must close.
+  asio::awaitable<bool> Authenticate(Socket& socket, const std::string& peer) {
+    asio::steady_timer deadline(io);
+    deadline.expires_after(ControlServer::kHandshakeTimeout);
+    deadline.async_wait([&socket](const std::error_code& ec) {
+      std::error_code ignored;
+      if (!ec) socket.close(ignored);  // a stale handshake: the pending read fails
+    });
+    net::ServerHandshake handshake(*cluster.key, nonces, peer);
+    Result<net::Frame> hello = co_await ReadFrame(socket, kMaxHandshakePayload);
+    if (!hello.ok()) co_return false;
+    const json first = json::parse(hello.value().payload, nullptr, false);
+    if (first.is_object() && StringField(first, "type").value_or("") != "auth_hello") {
+      const json refused = Error("denied",
+                                 "this daemon requires the cluster key: authenticate first "
+                                 "(dtrain --key-file PATH, or DTRAIN_KEY_FILE)");
+      co_await WriteJson(socket, refused);
+      co_return false;
+    }
+    Result<std::string> challenge = handshake.OnHello(hello.value().payload);
+    const std::string answer = challenge.ok() ? challenge.value() : handshake.FailureReply();
+    if (!co_await WriteFrame(socket, net::MessageType::kControl, 0, answer) || !challenge.ok()) {
+      co_return false;
+    }
+    Result<net::Frame> proof = co_await ReadFrame(socket, kMaxHandshakePayload);
+    if (!proof.ok()) co_return false;
+    const bool proven = handshake.OnProof(proof.value().payload).ok();
+    const std::string verdict =
+        proven ? net::ServerHandshake::OkReply() : handshake.FailureReply();
+    const bool sent = co_await WriteFrame(socket, net::MessageType::kControl, 0, verdict);
+    co_return proven && sent;
+  }
 
   // The JOB object of control_protocol.md; an error when the store has no such job.
   asio::awaitable<Result<json>> JobObject(std::int64_t id, bool with_events) {
@@ -418,8 +502,22 @@ struct ControlServer::Impl {
   }
 
   // One client request; false when the connection should close.
-  asio::awaitable<bool> Serve(Socket& socket, const json& request, uid_t uid) {
+  asio::awaitable<bool> Serve(Socket& socket, const json& request, const Caller& caller) {
+    const uid_t uid = caller.uid;
     const std::string type = StringField(request, "type").value_or("");
+    if (!caller.may_change && !IsQuery(type)) {
+      const json reply_ = Error("denied",
+                                "this daemon has no cluster key, so over TCP it only answers "
+                                "queries; submit through its Unix socket, or give the daemons "
+                                "[cluster] key_file");
+      co_return co_await WriteJson(socket, reply_);
+    }
+    if (type == "nodes") co_return co_await WriteJson(socket, NodesReply());
+    if (type == "node_heartbeat") {
+      json reply = Ok();
+      reply["node"] = NodeJson();
+      co_return co_await WriteJson(socket, reply);
+    }
     const auto id = IntField(request, "id");
     const bool needs_id = type == "status" || type == "cancel" || type == "wait" ||
                           type == "logs" || type == "metrics" || type == "checkpoints" ||
@@ -513,15 +611,22 @@ struct ControlServer::Impl {
 
   // A connection's life; whatever goes wrong in it (even an exception from a library) closes
   // that connection only.
-  asio::awaitable<void> Session(Socket socket) {
+  // `tcp_peer`: "ADDR:PORT" of a TCP caller; nullopt for the Unix socket.
+  asio::awaitable<void> Session(Socket socket, std::optional<std::string> tcp_peer) {
     try {
-      co_await Converse(socket);
+      co_await Converse(socket, tcp_peer);
     } catch (const std::exception&) {
     }
   }
 
-  asio::awaitable<void> Converse(Socket& socket) {
-    const uid_t uid = PeerUid(socket);
+  asio::awaitable<void> Converse(Socket& socket, const std::optional<std::string>& tcp_peer) {
+    Caller caller{PeerUid(socket), true};
+    if (tcp_peer && cluster.key == nullptr) {
+      caller = Caller{};  // loopback only (the configuration saw to it), and only queries
+    } else if (tcp_peer) {
+      if (!co_await Authenticate(socket, *tcp_peer)) co_return;
+      caller = Caller{0, true};  // the holder of the cluster's key
+    }
     for (;;) {
       Result<net::Frame> frame = co_await ReadFrame(socket, kMaxClientPayload);
       if (!frame.ok() || frame.value().header.type != net::MessageType::kControl) co_return;
@@ -532,7 +637,7 @@ struct ControlServer::Impl {
         co_await WriteJson(socket, reply_);
         co_return;
       }
-      if (StringField(request, "type") == "worker_hello") {
+      if (StringField(request, "type") == "worker_hello" && caller.may_change) {
         const std::int64_t job = IntField(request, "job").value_or(0);
         const int rank = static_cast<int>(IntField(request, "rank").value_or(-1));
         const std::string token = StringField(request, "token").value_or("");
@@ -547,6 +652,7 @@ struct ControlServer::Impl {
         const Admission& a = admitted.value();
         json reply = Ok();
         reply["spec_toml"] = a.spec_toml;
+        reply["data_token"] = a.data_token;
         reply["resume_step"] = a.resume_step;
         reply["peers"] = PeersJson(a.peers);
         if (!co_await WriteJson(socket, reply)) {
@@ -560,20 +666,49 @@ struct ControlServer::Impl {
         co_await ServeWorker(socket, job, rank);
         co_return;
       }
-      if (!co_await Serve(socket, request, uid)) co_return;
+      if (!co_await Serve(socket, request, caller)) co_return;
     }
   }
 
-  asio::awaitable<void> AcceptLoop() {
+  template <typename Acceptor>
+  asio::awaitable<void> AcceptLoop(Acceptor& from) {
+    constexpr bool tcp = std::is_same_v<Acceptor, asio::ip::tcp::acceptor>;
     for (;;) {
       std::error_code ec;
-      Socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+      auto accepted = co_await from.async_accept(asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
-        if (!acceptor.is_open()) co_return;
+        if (!from.is_open()) co_return;
         continue;
       }
-      asio::co_spawn(io, Session(std::move(socket)), asio::detached);
+      std::optional<std::string> peer;
+      if constexpr (tcp) {
+        accepted.set_option(asio::ip::tcp::no_delay(true), ec);
+        const asio::ip::tcp::endpoint remote = accepted.remote_endpoint(ec);
+        peer = ec ? std::string("a TCP client")
+                  : remote.address().to_string() + ":" + std::to_string(remote.port());
+      }
+      asio::co_spawn(io, Session(Socket(std::move(accepted)), std::move(peer)), asio::detached);
     }
+  }
+
+  Status ListenTcp() {
+    const std::optional<net::HostPort> where = net::SplitHostPort(cluster.listen);
+    if (!where) return Status::Error(cluster.listen + ": not an ADDR:PORT address");
+    std::error_code ec;
+    asio::ip::tcp::resolver resolver(io);
+    const auto found = resolver.resolve(where->host, std::to_string(where->port),
+                                        asio::ip::tcp::resolver::passive, ec);
+    if (ec || found.empty()) {
+      return Status::Error("[cluster] listen " + cluster.listen + ": " +
+                           (ec ? ec.message() : "no address"));
+    }
+    const asio::ip::tcp::endpoint endpoint = found.begin()->endpoint();
+    tcp_acceptor.open(endpoint.protocol(), ec);
+    if (!ec) tcp_acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) tcp_acceptor.bind(endpoint, ec);
+    if (!ec) tcp_acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return Status::Error("[cluster] listen " + cluster.listen + ": " + ec.message());
+    return Status::Ok();
   }
 
   asio::io_context& io;
@@ -582,12 +717,17 @@ struct ControlServer::Impl {
   JobManager& jobs;
   std::string socket_path;
   unsigned socket_mode;
+  ClusterSide cluster;
+  net::NonceCache nonces;  // client nonces of recent handshakes: a replayed hello is refused
   asio::local::stream_protocol::acceptor acceptor;
+  asio::ip::tcp::acceptor tcp_acceptor;
 };
 
 ControlServer::ControlServer(asio::io_context& io, asio::thread_pool& pool, store::Store& store,
-                             JobManager& jobs, std::string socket_path, unsigned socket_mode)
-    : impl_(std::make_unique<Impl>(io, pool, store, jobs, std::move(socket_path), socket_mode)) {}
+                             JobManager& jobs, std::string socket_path, unsigned socket_mode,
+                             ClusterSide cluster)
+    : impl_(std::make_unique<Impl>(io, pool, store, jobs, std::move(socket_path), socket_mode,
+                                   std::move(cluster))) {}
 
 ControlServer::~ControlServer() { Close(); }
 
@@ -595,7 +735,7 @@ Status ControlServer::Listen() {
   const std::string& path = impl_->socket_path;
   // A socket file that accepts a connection belongs to a live daemon: leave it alone.
   {
-    Socket probe(impl_->io);
+    asio::local::stream_protocol::socket probe(impl_->io);
     std::error_code ec;
     probe.connect(asio::local::stream_protocol::endpoint(path), ec);
     if (!ec) return Status::Error(path + ": another daemon is already listening there");
@@ -609,14 +749,21 @@ Status ControlServer::Listen() {
   if (::chmod(path.c_str(), impl_->socket_mode) != 0) {
     return Status::Error(path + ": cannot set its mode: " + std::strerror(errno));
   }
-  return Status::Ok();
+  if (impl_->cluster.listen.empty()) return Status::Ok();
+  return impl_->ListenTcp();
 }
 
-void ControlServer::Start() { asio::co_spawn(impl_->io, impl_->AcceptLoop(), asio::detached); }
+void ControlServer::Start() {
+  asio::co_spawn(impl_->io, impl_->AcceptLoop(impl_->acceptor), asio::detached);
+  if (impl_->tcp_acceptor.is_open()) {
+    asio::co_spawn(impl_->io, impl_->AcceptLoop(impl_->tcp_acceptor), asio::detached);
+  }
+}
 
 void ControlServer::Close() {
-  if (!impl_->acceptor.is_open()) return;
   std::error_code ignored;
+  impl_->tcp_acceptor.close(ignored);
+  if (!impl_->acceptor.is_open()) return;
   impl_->acceptor.close(ignored);
   ::unlink(impl_->socket_path.c_str());
 }

@@ -1,33 +1,56 @@
-// ControlServer: the daemon's Unix control socket. Accepts clients (`dtrain`) and worker
-// processes, reads one request frame at a time per connection, and answers per
-// daemon/control_protocol.md: job submission and queries go to the JobManager and the store;
-// workers introduce themselves, then stream metrics and checkpoints up.
+// ControlServer: the daemon's Unix control socket and, when configured, its TCP listener for
+// peer daemons and remote clients. Accepts clients (`dtrain`) and worker processes, reads one
+// request frame at a time per connection, and answers per daemon/control_protocol.md: job
+// submission and queries go to the JobManager and the store; workers introduce themselves, then
+// stream metrics and checkpoints up; peer daemons send heartbeats.
 //
-//   ControlServer server(io, pool, store, jobs, path, 0660);
+//   ControlServer server(io, pool, store, jobs, path, 0660, {.listen = "10.0.0.1:7070", .key = &k});
 //   Status s = server.Listen();   // bound and listening: READY=1 may be sent
 //   server.Start();               // accepts until Close()
 //
+// Who may do what: a Unix-socket caller is its uid (SO_PEERCRED). A TCP caller must first prove
+// it holds the cluster key (core/net/auth.md) when the daemon has one, and then acts as root (the
+// key is the cluster's administrator's); with no key (loopback only) a TCP caller may only read
+// (status, list, logs, metrics, checkpoints, nodes, version, wait). A TCP connection that fails
+// the handshake, or does not finish it within kHandshakeTimeout, is closed having done nothing.
+//
 // Malformed input (bad frame, non-JSON payload) closes that connection only; an unknown or
-// ill-formed request gets an error reply. The caller's uid comes from SO_PEERCRED. Runs on the
-// io_context's thread (store reads on the pool); one thread at a time.
+// ill-formed request gets an error reply. Runs on the io_context's thread (store reads on the
+// pool); one thread at a time.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
+#include "core/net/auth.h"
 #include "core/status.h"
 #include "daemon/server/job_manager.h"
+#include "daemon/server/membership.h"
 #include "daemon/store/store.h"
 
 namespace dtrain::server {
 
+// The daemon as a member of a cluster: its TCP listener, its key, its view of its peers.
+struct ClusterSide {
+  std::string listen;                      // "ADDR:PORT"; empty: no TCP listener
+  const net::ClusterKey* key = nullptr;    // when set, TCP callers must authenticate with it
+  const Membership* membership = nullptr;  // the peers `nodes` reports; null: none
+  std::string node_name;                   // this daemon's name in `nodes` and heartbeats
+};
+
 class ControlServer {
  public:
+  static constexpr std::chrono::seconds kHandshakeTimeout{5};
+
   ControlServer(asio::io_context& io, asio::thread_pool& pool, store::Store& store,
-                JobManager& jobs, std::string socket_path, unsigned socket_mode);
+                JobManager& jobs, std::string socket_path, unsigned socket_mode,
+                ClusterSide cluster = {});
   ~ControlServer();
 
-  Status Listen();  // removes a stale socket file first; refuses if a live daemon answers there
+  // Removes a stale socket file first; refuses if a live daemon answers there. Also binds the
+  // TCP listener, if any.
+  Status Listen();
   void Start();
   void Close();     // stops accepting and removes the socket file
 

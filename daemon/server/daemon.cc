@@ -12,12 +12,15 @@
 #include <asio/steady_timer.hpp>
 #include <asio/thread_pool.hpp>
 #include <filesystem>
+#include <optional>
 
+#include "core/net/auth.h"
 #include "core/net/host_info.h"
 #include "daemon/server/async.h"
 #include "daemon/server/control_server.h"
 #include "daemon/server/job_manager.h"
 #include "daemon/server/logger.h"
+#include "daemon/server/membership.h"
 #include "daemon/server/supervisor.h"
 #include "daemon/store/store.h"
 
@@ -28,13 +31,28 @@ using namespace std::chrono_literals;
 
 int ResolveCores(int configured) { return configured > 0 ? configured : net::OnlineCores(); }
 
-ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worker_exe) {
+// Where this host's workers open their data-plane sockets: the listener's address when it names
+// one, else loopback (a daemon without peers).
+std::string DataHost(const config::DaemonConfig& c) {
+  const std::optional<net::HostPort> listen = net::SplitHostPort(c.listen);
+  if (!listen || listen->host == "0.0.0.0" || listen->host == "::") return "127.0.0.1";
+  return listen->host;
+}
+
+std::string NodeName(const config::DaemonConfig& c) {
+  return c.name.empty() ? net::LocalHostName() : c.name;
+}
+
+ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worker_exe,
+                         const net::ClusterKey* key) {
   ManagerSettings s;
   s.max_jobs = c.max_jobs;
   s.cores = ResolveCores(c.cores);
   s.grace = std::chrono::milliseconds(static_cast<long>(c.grace_seconds * 1000));
   s.max_restarts = c.max_restarts;
   s.socket_path = c.socket;
+  s.data_host = DataHost(c);
+  s.key = key;
   s.worker_exe = worker_exe;
   return s;
 }
@@ -55,14 +73,20 @@ Status MakeDirectory(const std::string& path, std::filesystem::perms mode) {
 // Everything the daemon owns, in the order it is built (and the reverse it is torn down).
 class Daemon {
  public:
-  Daemon(const DaemonOptions& options, std::unique_ptr<store::Store> run_store)
+  // `cluster_key`: when the configuration names a key file.
+  Daemon(const DaemonOptions& options, std::unique_ptr<store::Store> run_store,
+         std::optional<net::ClusterKey> cluster_key)
       : options_(options),
         log_(LevelOf(options.config)),
         store_(std::move(run_store)),
+        key_(std::move(cluster_key)),
+        membership_(options.config.peers, key(), NodeName(options.config), {}),
         pool_(2),
         supervisor_(io_),
-        jobs_(io_, pool_, *store_, supervisor_, Settings(options.config, options.worker_exe)),
-        server_(io_, pool_, *store_, jobs_, options.config.socket, options.config.socket_mode),
+        jobs_(io_, pool_, *store_, supervisor_, Settings(options.config, options.worker_exe, key())),
+        server_(io_, pool_, *store_, jobs_, options.config.socket, options.config.socket_mode,
+                ClusterSide{options.config.listen, key(), &membership_,
+                            NodeName(options.config)}),
         signals_(io_, SIGTERM, SIGINT),
         hangup_(io_, SIGHUP),
         status_timer_(io_),
@@ -81,6 +105,8 @@ class Daemon {
   }
 
  private:
+  const net::ClusterKey* key() const { return key_ ? &*key_ : nullptr; }
+
   asio::awaitable<void> Main() {
     Status reconciled = co_await jobs_.Reconcile();
     if (!reconciled.ok()) {
@@ -91,7 +117,13 @@ class Daemon {
       co_return;
     }
     server_.Start();
-    log_.Info("dtraind ready: socket " + options_.config.socket + ", store " +
+    membership_.Start();
+    log_.Info("dtraind ready: socket " + options_.config.socket +
+              (options_.config.listen.empty() ? "" : ", listening on " + options_.config.listen) +
+              (options_.config.peers.empty()
+                   ? ""
+                   : ", " + std::to_string(options_.config.peers.size()) + " peer(s)") +
+              ", store " +
               options_.config.state_dir + "/dtrain.db, " + std::to_string(jobs_.running()) +
               " running, " + std::to_string(jobs_.queued()) + " queued");
     ::sd_notify(0, "READY=1");
@@ -141,7 +173,7 @@ class Daemon {
       log_.Error("SIGHUP: keeping the previous configuration");
     } else {
       const config::DaemonConfig& c = *loaded.config;
-      jobs_.Reload(Settings(c, options_.worker_exe));
+      jobs_.Reload(Settings(c, options_.worker_exe, key()));
       log_.set_level(LevelOf(c));
       log_.Info("SIGHUP: configuration re-read: max_jobs " + std::to_string(c.max_jobs) +
                 ", cores " + std::to_string(ResolveCores(c.cores)));
@@ -174,6 +206,8 @@ class Daemon {
   const DaemonOptions& options_;
   Logger log_;
   std::unique_ptr<store::Store> store_;
+  const std::optional<net::ClusterKey> key_;
+  Membership membership_;  // its threads only read key_ and the configuration
   asio::io_context io_;
   asio::thread_pool pool_;
   Supervisor supervisor_;
@@ -209,7 +243,16 @@ int RunDaemon(const DaemonOptions& options) {
     log.Error(c.state_dir + "/dtrain.db: " + opened.status().message());
     return 1;
   }
-  Daemon daemon(options, std::move(opened).value());
+  std::optional<net::ClusterKey> key;
+  if (!c.key_file.empty()) {
+    Result<net::ClusterKey> loaded = net::LoadClusterKey(c.key_file);
+    if (!loaded.ok()) {
+      log.Error("[cluster] key_file: " + loaded.status().message());
+      return 1;
+    }
+    key = std::move(loaded).value();
+  }
+  Daemon daemon(options, std::move(opened).value(), std::move(key));
   return daemon.Run();
 }
 

@@ -8,9 +8,9 @@
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
-#include <random>
 
 #include "config/job_file.h"
+#include "core/net/auth.h"
 #include "core/net/host_info.h"
 #include "daemon/server/async.h"
 
@@ -19,14 +19,6 @@ namespace {
 
 using store::JobState;
 using namespace std::chrono_literals;
-
-std::string RandomToken() {
-  std::random_device device;
-  std::string token;
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (int i = 0; i < 32; ++i) token.push_back(kHex[device() % 16]);
-  return token;
-}
 
 std::string DescribeExit(const ProcessExit& exit) {
   if (exit.signal != 0) {
@@ -325,12 +317,17 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   job->failure.clear();
   job->ready = false;
   job->admission = Admission{};
+  // The attempt's data-plane token: derived from the cluster key, so every host's daemon can
+  // check it; random on a host without one.
+  job->admission.data_token = settings_.key != nullptr
+                                  ? net::DataPlaneToken(*settings_.key, job->id, attempt)
+                                  : net::RandomToken();
   job->rendezvous = std::make_unique<asio::steady_timer>(
       io_, std::chrono::milliseconds(static_cast<long>(job->config.cluster.timeout_seconds * 1000)));
   for (int rank = 0; rank < count; ++rank) {
     Process& p = job->processes[static_cast<std::size_t>(rank)];
     p.rank = rank;
-    p.token = RandomToken();
+    p.token = net::RandomToken();
     const std::vector<std::string> argv = {
         settings_.worker_exe, "worker", "--socket", settings_.socket_path, "--job",
         std::to_string(id), "--rank", std::to_string(rank), "--token", p.token, "--parent",

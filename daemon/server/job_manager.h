@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "config/job.h"
+#include "core/net/auth.h"
 #include "core/train/metrics.h"
 #include "daemon/server/supervisor.h"
 #include "daemon/store/store.h"
@@ -50,6 +51,7 @@ struct ManagerSettings {
   std::string socket_path;   // workers connect here
   std::string worker_exe;    // dtraind, started as `dtraind worker ...`
   std::string data_host = "127.0.0.1";  // where this host's workers listen for their peers
+  const net::ClusterKey* key = nullptr;  // the cluster key, if any: derives data-plane tokens
   // Also told every line a worker prints (dtrain run echoes them); optional.
   std::function<void(std::int64_t job, int rank, std::string_view stream, std::string_view line)>
       on_line;
@@ -79,6 +81,7 @@ struct PeerAddress {
 // the job by rank.
 struct Admission {
   std::string spec_toml;
+  std::string data_token;  // every data-plane connection of the attempt opens with it
   std::int64_t resume_step = -1;
   std::string checkpoint_blob;
   std::vector<PeerAddress> peers;
@@ -128,6 +131,7 @@ class JobManager {
   std::optional<LiveJob> Live(std::int64_t id) const;
   int running() const;
   int queued() const;
+  int cores() const { return settings_.cores; }
 
  private:
   struct Process;

@@ -79,6 +79,7 @@ struct Admitted {
   config::JobConfig job;
   std::optional<store::CheckpointData> resume;
   std::vector<dist::Endpoint> peers;  // by process id; empty for a one-worker job
+  std::string data_token;             // opens every data-plane connection of this attempt
 };
 
 Result<Admitted> ReadAdmission(net::FrameStream& stream, std::int64_t job_id,
@@ -92,7 +93,10 @@ Result<Admitted> ReadAdmission(net::FrameStream& stream, std::int64_t job_id,
   config::LoadResult loaded = config::ParseJobText(reply["spec_toml"].get<std::string>(),
                                                    "job " + std::to_string(job_id), {}, "/");
   if (!loaded.ok()) return Status::Error(config::FormatDiagnostic(loaded.diagnostics.front()));
-  Admitted out{*loaded.job, std::nullopt, {}};
+  Admitted out{*loaded.job, std::nullopt, {}, {}};
+  if (reply.contains("data_token") && reply["data_token"].is_string()) {
+    out.data_token = reply["data_token"].get<std::string>();
+  }
   const auto peers = reply.find("peers");
   if (peers != reply.end() && peers->is_array()) {
     for (const json& p : *peers) {
@@ -217,7 +221,9 @@ int WorkerMain(const WorkerArgs& args) {
   // The answer comes once every process of the job has said hello (bounded by the daemon).
   Result<Admitted> admitted = ReadAdmission(stream, args.job, 24h);
   if (!admitted.ok()) return Fail(admitted.status().message());
-  const runner::Placement placement{args.rank, admitted.value().peers, &listener.value()};
+  listener.value().RequireToken(admitted.value().data_token);
+  const runner::Placement placement{args.rank, admitted.value().peers, &listener.value(),
+                                    admitted.value().data_token};
   if (args.rank >= admitted.value().job.cluster.workers) {
     return RunShard(args, stream, admitted.value(), placement);
   }
