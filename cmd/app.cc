@@ -42,6 +42,7 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
   AddPredictAndEvalCommands(*app, exit_code);
   AddVersionCommand(*app, globals, exit_code);
   AddNodesCommand(*app, globals, exit_code);
+  AddKeygenCommand(*app, exit_code);
   AddCompletionCommand(*app, exit_code);
   // Hidden: the worker processes `dtrain run` starts for a job of several workers.
   auto worker_args = std::make_shared<worker::WorkerArgs>();

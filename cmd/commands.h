@@ -49,6 +49,7 @@ void AddExportCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddPredictAndEvalCommands(CLI::App& app, int& exit_code);
 void AddVersionCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddNodesCommand(CLI::App& app, Globals globals, int& exit_code);
+void AddKeygenCommand(CLI::App& app, int& exit_code);
 void AddCompletionCommand(CLI::App& app, int& exit_code);
 
 }  // namespace dtrain::cli

@@ -10,11 +10,11 @@ _dtrain() {
       --socket) i=$((i + 1)) ;;
       --host) i=$((i + 1)) ;;
       --key-file) i=$((i + 1)) ;;
-      run|submit|status|list|cancel|wait|logs|metrics|checkpoints|export|validate|predict|eval|version|nodes|completion) sub="${COMP_WORDS[i]}"; at=$i; break ;;
+      run|submit|status|list|cancel|wait|logs|metrics|checkpoints|export|validate|predict|eval|version|nodes|keygen|completion) sub="${COMP_WORDS[i]}"; at=$i; break ;;
     esac
   done
   case "$sub" in
-    "") opts="run submit status list cancel wait logs metrics checkpoints export validate predict eval version nodes completion --help -h --version --socket --host --key-file" ;;
+    "") opts="run submit status list cancel wait logs metrics checkpoints export validate predict eval version nodes keygen completion --help -h --version --socket --host --key-file" ;;
     run) opts="--help -h --set --db --json --resume --socket --host --key-file"; valued="$valued --set --db --resume"; first=toml ;;
     submit) opts="--help -h --set --name --priority --no-wait --json --socket --host --key-file"; valued="$valued --set --name --priority"; first=toml ;;
     status) opts="--help -h --json --socket --host --key-file"; first=job ;;
@@ -30,6 +30,7 @@ _dtrain() {
     eval) opts="--help -h --set --data --labels --format --json --socket --host --key-file"; valued="$valued --set --data --labels --format" ;;
     version) opts="--help -h --json --socket --host --key-file" ;;
     nodes) opts="--help -h --json --socket --host --key-file" ;;
+    keygen) opts="--help -h --socket --host --key-file" ;;
     completion) opts="--help -h --socket --host --key-file" ;;
   esac
   if [[ " $valued " == *" $prev "* ]]; then

@@ -24,6 +24,7 @@ complete -c dtrain -n __fish_use_subcommand -a predict -d 'Print a model'\''s pr
 complete -c dtrain -n __fish_use_subcommand -a eval -d 'Print a model'\''s loss and accuracy on a data set'
 complete -c dtrain -n __fish_use_subcommand -a version -d 'Print the client'\''s and the daemon'\''s versions'
 complete -c dtrain -n __fish_use_subcommand -a nodes -d 'Show this daemon and its peer daemons: up or down since when, cores, jobs'
+complete -c dtrain -n __fish_use_subcommand -a keygen -d 'Write a new random cluster key file (mode 0600) for [cluster] key_file'
 complete -c dtrain -n __fish_use_subcommand -a completion -d 'Print a shell completion script'
 complete -c dtrain -n '__fish_seen_subcommand_from run' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from run' -l set -r -F -d 'Override a job-file key: --set train.epochs=1'
@@ -94,5 +95,7 @@ complete -c dtrain -n '__fish_seen_subcommand_from version' -l help -s h -d 'Pri
 complete -c dtrain -n '__fish_seen_subcommand_from version' -l json -d 'Print {"client": {...}, "daemon": {...} or null}'
 complete -c dtrain -n '__fish_seen_subcommand_from nodes' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from nodes' -l json -d 'Print the array of nodes: {"name", "address", "state", "since", "last_seen", "cores", "running", "queued", "error"}'
+complete -c dtrain -n '__fish_seen_subcommand_from keygen' -l help -s h -d 'Print this help message and exit'
+complete -c dtrain -n '__fish_seen_subcommand_from keygen' -F
 complete -c dtrain -n '__fish_seen_subcommand_from completion' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from completion' -F

@@ -24,6 +24,7 @@ _dtrain() {
     'eval:Print a model'\''s loss and accuracy on a data set'
     'version:Print the client'\''s and the daemon'\''s versions'
     'nodes:Show this daemon and its peer daemons\: up or down since when, cores, jobs'
+    'keygen:Write a new random cluster key file (mode 0600) for (cluster) key_file'
     'completion:Print a shell completion script'
   )
   _arguments -C \
@@ -200,6 +201,14 @@ _dtrain() {
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
             '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' ;;
+        keygen)
+          _arguments \
+            '--help[Print this help message and exit]' \
+            '-h[Print this help message and exit]' \
+            '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
+            '*:file:_files' ;;
         completion)
           _arguments \
             '--help[Print this help message and exit]' \

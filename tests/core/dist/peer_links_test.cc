@@ -1,0 +1,75 @@
+// The introductions that open data-plane connections: a listener that requires the job's token
+// closes a stranger's connection before reading anything of it but the introduction, and goes on
+// waiting for the peer it expects.
+#include "core/dist/peer_links.h"
+
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "core/net/frame_stream.h"
+
+namespace dtrain::dist {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string kToken(64, 'a');
+
+// A stranger's connection, introduced with `payload`; true once the listener has closed it.
+bool ClosedAfterIntroducing(std::uint16_t port, net::MessageType type, const std::string& payload) {
+  auto s = net::FrameStream::ConnectTcp("127.0.0.1", port, 5s);
+  BOOST_REQUIRE(s.ok());
+  s.value().set_sender(0);
+  if (!s.value().WriteString(type, 0, 0, payload, 5s).ok()) return true;
+  // Anything that is not the right introduction gets no answer but the close.
+  return !s.value().Read(10s).ok();
+}
+
+BOOST_AUTO_TEST_SUITE(peer_links)
+
+BOOST_AUTO_TEST_CASE(strangers_without_the_token_are_closed_and_the_peer_still_gets_in) {
+  auto listener = PeerListener::Open("127.0.0.1");
+  BOOST_REQUIRE(listener.ok());
+  listener.value().RequireToken(kToken);
+  const std::uint16_t port = listener.value().port();
+
+  std::thread strangers([&] {
+    BOOST_TEST(ClosedAfterIntroducing(port, net::MessageType::kHeartbeat, ""));
+    BOOST_TEST(ClosedAfterIntroducing(port, net::MessageType::kHeartbeat, std::string(64, 'b')));
+    // A float frame claiming to be data: refused before its payload is read.
+    BOOST_TEST(ClosedAfterIntroducing(port, net::MessageType::kFloats, std::string(4096, 'x')));
+    // The right peer, after all of them.
+    auto link = ConnectPeer({"127.0.0.1", port}, 0, 1, "", Clock::now() + 10s, kToken);
+    BOOST_TEST(link.ok());
+    if (link.ok()) {
+      const float one = 1.0f;
+      BOOST_TEST(link.value()->Send(7, std::span<const float>(&one, 1), Clock::now() + 5s).ok());
+    }
+  });
+  auto accepted = AcceptPeer(listener.value(), 1, 0, "", Clock::now() + 30s);
+  BOOST_REQUIRE_MESSAGE(accepted.ok(), accepted.status().message());
+  float got = 0.0f;
+  BOOST_TEST(accepted.value()->Recv(7, std::span<float>(&got, 1), Clock::now() + 5s).ok());
+  BOOST_TEST(got == 1.0f);
+  strangers.join();
+  BOOST_TEST(listener.value().refused() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(without_a_token_required_an_introduction_is_enough) {
+  auto listener = PeerListener::Open("127.0.0.1");
+  BOOST_REQUIRE(listener.ok());
+  std::thread peer([&] {
+    BOOST_TEST(ConnectPeer({"127.0.0.1", listener.value().port()}, 0, 1, "", Clock::now() + 5s)
+                   .ok());
+  });
+  auto accepted = AcceptPeer(listener.value(), 1, 0, "", Clock::now() + 10s);
+  peer.join();
+  BOOST_TEST(accepted.ok());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::dist
