@@ -26,6 +26,8 @@ constexpr NameTable<LrScaling, 3> kLrScalings{{{{LrScaling::kNone, "none"},
                                                 {LrScaling::kLinear, "linear"},
                                                 {LrScaling::kSqrt, "sqrt"}}},
                                               "none, linear, sqrt"};
+constexpr NameTable<PlacementPolicy, 2> kPlacements{
+    {{{PlacementPolicy::kPack, "pack"}, {PlacementPolicy::kSpread, "spread"}}}, "pack, spread"};
 
 bool SameSchedule(const optim::ScheduleOptions& a, const optim::ScheduleOptions& b) {
   return a.type == b.type && a.lr == b.lr && a.warmup_steps == b.warmup_steps &&
@@ -62,6 +64,7 @@ std::string_view SyntheticKindName(SyntheticKind kind) { return kSyntheticKinds.
 std::string_view ClusterModeName(ClusterMode mode) { return kModes.Name(mode); }
 std::string_view AllReduceName(AllReduce kind) { return kAllReduces.Name(kind); }
 std::string_view LrScalingName(LrScaling scaling) { return kLrScalings.Name(scaling); }
+std::string_view PlacementPolicyName(PlacementPolicy policy) { return kPlacements.Name(policy); }
 Result<DataFormat> ParseDataFormat(std::string_view name) {
   return kFormats.Parse(name, "data format");
 }
@@ -76,11 +79,16 @@ std::string_view SyntheticKindChoices() { return kSyntheticKinds.choices; }
 std::string_view ClusterModeChoices() { return kModes.choices; }
 std::string_view AllReduceChoices() { return kAllReduces.choices; }
 std::string_view LrScalingChoices() { return kLrScalings.choices; }
+std::string_view PlacementPolicyChoices() { return kPlacements.choices; }
 Result<AllReduce> ParseAllReduce(std::string_view name) {
   return kAllReduces.Parse(name, "all-reduce");
 }
 Result<LrScaling> ParseLrScaling(std::string_view name) {
   return kLrScalings.Parse(name, "learning-rate scaling");
+}
+
+Result<PlacementPolicy> ParsePlacementPolicy(std::string_view name) {
+  return kPlacements.Parse(name, "placement");
 }
 
 int BlasThreadsPerReplica(const JobConfig& job, int replicas_on_host, int host_cores) {

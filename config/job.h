@@ -24,7 +24,10 @@ enum class DataFormat { kIdx, kCsv, kLibsvm, kSynthetic };
 enum class SyntheticKind { kBlobs, kLinear };
 enum class ClusterMode { kSingle, kSync, kAsync, kLocal };
 enum class AllReduce { kRing, kPs };  // how mode "sync" averages gradients
-enum class LrScaling { kNone, kLinear, kSqrt };  // of optimizer.lr with the worker count (sync, local)
+enum class LrScaling { kNone, kLinear, kSqrt };
+// Where a job's processes run when it names no hosts: all on the accepting daemon's host (pack),
+// or round-robin over it and its peers that are up (spread).
+enum class PlacementPolicy { kPack, kSpread };  // of optimizer.lr with the worker count (sync, local)
 
 struct DataConfig {
   DataFormat format = DataFormat::kIdx;
@@ -66,6 +69,8 @@ struct ClusterConfig {
   bool average_optimizer = false;          // local: average the optimizer state too
   LrScaling lr_scaling = LrScaling::kNone;
   double timeout_seconds = 60.0;           // every wait for a peer, shard or rendezvous
+  PlacementPolicy placement = PlacementPolicy::kPack;
+  std::vector<std::string> hosts;          // node names: process r runs on hosts[r % size]
 
   // Processes the job runs: its workers, and its shards where a mode uses parameter servers.
   int Servers() const {
@@ -127,16 +132,19 @@ std::string_view SyntheticKindName(SyntheticKind kind);
 std::string_view ClusterModeName(ClusterMode mode);
 std::string_view AllReduceName(AllReduce kind);
 std::string_view LrScalingName(LrScaling scaling);
+std::string_view PlacementPolicyName(PlacementPolicy policy);
 Result<DataFormat> ParseDataFormat(std::string_view name);
 Result<SyntheticKind> ParseSyntheticKind(std::string_view name);
 Result<ClusterMode> ParseClusterMode(std::string_view name);
 Result<AllReduce> ParseAllReduce(std::string_view name);
 Result<LrScaling> ParseLrScaling(std::string_view name);
+Result<PlacementPolicy> ParsePlacementPolicy(std::string_view name);
 std::string_view DataFormatChoices();
 std::string_view SyntheticKindChoices();
 std::string_view ClusterModeChoices();
 std::string_view AllReduceChoices();
 std::string_view LrScalingChoices();
+std::string_view PlacementPolicyChoices();
 
 // BLAS threads of each replica: train.threads, or when it is 0 (auto) the host's cores shared
 // evenly among the job's replicas on that host, at least 1.

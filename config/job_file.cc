@@ -399,6 +399,34 @@ void ReadOptimizer(TableReader& r, optim::OptimizerOptions* o, optim::ScheduleOp
   }
 }
 
+// cluster.hosts: node names, as the daemons' [cluster] name (or host names) give them.
+void ReadHosts(TableReader& r, std::vector<std::string>* hosts) {
+  const toml::node* node = r.Find("hosts");
+  if (node == nullptr) return;
+  const toml::array* list = node->as_array();
+  if (list == nullptr || list->empty()) {
+    r.Report(*node, "hosts", "must be a non-empty array of node names, such as [\"node1\"]");
+    return;
+  }
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const toml::node& item = (*list)[i];
+    const std::optional<std::string_view> name = item.value<std::string_view>();
+    const bool valid = name && !name->empty() && name->size() <= 253 &&
+                       name->find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") ==
+                           std::string_view::npos;
+    if (!valid) {
+      r.Report(item, "hosts",
+               "host " + std::to_string(i + 1) +
+                   " must be a node name (letters, digits, dots and hyphens)");
+      continue;
+    }
+    names.emplace_back(*name);
+  }
+  if (!r.Failed("hosts")) *hosts = std::move(names);
+}
+
 void ReadCluster(TableReader& r, ClusterConfig* c) {
   const toml::node* workers = r.Int("workers", 1, kMaxWorkers, &c->workers);
   r.Enum("mode", ParseClusterMode, ClusterModeChoices(), &c->mode);
@@ -418,6 +446,8 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
   r.Bool("average_optimizer", &c->average_optimizer);
   r.Enum("lr_scaling", ParseLrScaling, LrScalingChoices(), &c->lr_scaling);
   r.Number("timeout_seconds", Closed(0.1, 86400), &c->timeout_seconds);
+  r.Enum("placement", ParsePlacementPolicy, PlacementPolicyChoices(), &c->placement);
+  ReadHosts(r, &c->hosts);
 }
 
 void ReadCheckpoint(TableReader& r, CheckpointConfig* c) {

@@ -105,6 +105,8 @@ std::string FormatResolvedJob(const JobConfig& job) {
   w.Bool("average_optimizer", job.cluster.average_optimizer);
   w.String("lr_scaling", LrScalingName(job.cluster.lr_scaling));
   w.Double("timeout_seconds", job.cluster.timeout_seconds);
+  w.String("placement", PlacementPolicyName(job.cluster.placement));
+  if (!job.cluster.hosts.empty()) w.StringArray("hosts", job.cluster.hosts);
   w.Section("checkpoint");
   w.Int("every_steps", job.checkpoint.every_steps);
   w.Double("every_seconds", job.checkpoint.every_seconds);

@@ -9,6 +9,7 @@
 
 #include "config/daemon_config.h"
 #include "daemon/server/daemon.h"
+#include "daemon/worker/remote_worker.h"
 #include "daemon/worker/worker_command.h"
 
 namespace {
@@ -42,6 +43,8 @@ int main(int argc, char** argv) {
 
   dtrain::worker::WorkerArgs worker;
   CLI::App* worker_cmd = dtrain::worker::AddWorkerCommand(app, worker);
+  dtrain::worker::RemoteWorkerArgs remote;
+  CLI::App* remote_cmd = dtrain::worker::AddRemoteWorkerCommand(app, remote);
 
   try {
     app.parse(argc, argv);
@@ -49,6 +52,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
   if (*worker_cmd) return dtrain::worker::WorkerMain(worker);
+  if (*remote_cmd) return dtrain::worker::RemoteWorkerMain(remote);
 
   dtrain::config::DaemonConfigLoad loaded =
       !config_path.empty() && std::filesystem::exists(config_path)

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <deque>
 #include <optional>
 #include <type_traits>
 
@@ -201,6 +202,22 @@ json CheckpointsReply(store::Store& store, std::int64_t job) {
   reply["checkpoints"] = std::move(list);
   return reply;
 }
+
+// A worker started here for a job coordinated by a peer, and the connection its stand-in holds
+// there: events (the reply, its lines, its exit) queue in `out` for one writer; the stand-in's
+// stop orders come in on the same socket.
+struct HostedWorker {
+  HostedWorker(Socket s, asio::io_context& io) : socket(std::move(s)), wake(io) {}
+  Socket socket;
+  std::deque<std::string> out;  // control payloads still to send
+  bool exited = false;          // its exit is in `out` (or was sent)
+  pid_t pid = 0;
+  asio::steady_timer wake;      // cancelled when `out` grows
+  void Push(const json& event) {
+    out.push_back(event.dump());
+    wake.cancel();
+  }
+};
 
 // Who sent a connection's requests.
 struct Caller {
@@ -611,6 +628,91 @@ struct ControlServer::Impl {
 
   // A connection's life; whatever goes wrong in it (even an exception from a library) closes
   // that connection only.
+  // `spawn_worker` from a peer's stand-in: starts the worker here, then the connection carries its
+  // lines and exit up and stop orders down until it has exited. Takes the socket over.
+  asio::awaitable<void> HostWorker(Socket& socket, const json& request) {
+    const auto job = IntField(request, "job");
+    const auto rank = IntField(request, "rank");
+    const auto token = StringField(request, "token");
+    const auto coordinator = StringField(request, "coordinator");
+    if (!job || !rank || !token || !coordinator || cluster.supervisor == nullptr) {
+      const json reply_ = Error("bad_request",
+                                cluster.supervisor == nullptr
+                                    ? std::string("this daemon does not start workers for peers")
+                                    : std::string("spawn_worker needs job, rank, token and "
+                                                  "coordinator"));
+      co_await WriteJson(socket, reply_);
+      co_return;
+    }
+    auto hosted = std::make_shared<HostedWorker>(std::move(socket), io);
+    const std::vector<std::string> argv = {
+        cluster.worker_exe, "worker",  "--coordinator", *coordinator,
+        "--key-file",       cluster.key_file, "--job",  std::to_string(*job),
+        "--rank",           std::to_string(*rank), "--token", *token,
+        "--parent",         std::to_string(::getpid()), "--data-host", cluster.data_host};
+    Result<pid_t> pid = cluster.supervisor->Spawn(
+        argv,
+        [hosted](std::string_view stream, std::string_view line) {
+          hosted->Push({{"v", 1}, {"type", "line"}, {"stream", stream}, {"line", line}});
+        },
+        [hosted](ProcessExit exit) {
+          hosted->exited = true;
+          hosted->Push({{"v", 1},
+                        {"type", "exit"},
+                        {"exit_status", exit.exit_status},
+                        {"signal", exit.signal}});
+        });
+    if (!pid.ok()) {
+      const json reply_ = Error("internal", "cannot start the worker: " + pid.status().message());
+      co_await WriteJson(hosted->socket, reply_);
+      co_return;
+    }
+    hosted->pid = pid.value();
+    json started = Ok();
+    started["pid"] = pid.value();
+    started["node"] = cluster.node_name;
+    hosted->out.push_front(started.dump());  // before any line: no handler has run yet
+    asio::co_spawn(io, SendHostedEvents(hosted), asio::detached);
+    asio::co_spawn(io, ReadStopOrders(hosted), asio::detached);
+  }
+
+  asio::awaitable<void> SendHostedEvents(std::shared_ptr<HostedWorker> hosted) {
+    for (;;) {
+      while (!hosted->out.empty()) {
+        const std::string payload = std::move(hosted->out.front());
+        hosted->out.pop_front();
+        if (!co_await WriteFrame(hosted->socket, net::MessageType::kControl, 0, payload)) {
+          if (!hosted->exited) cluster.supervisor->Stop(hosted->pid, std::chrono::milliseconds(0));
+          co_return;
+        }
+      }
+      if (hosted->exited) {
+        std::error_code ignored;
+        hosted->socket.shutdown(Socket::shutdown_both, ignored);
+        co_return;
+      }
+      std::error_code ec;
+      hosted->wake.expires_at(asio::steady_timer::time_point::max());
+      co_await hosted->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+
+  // A stand-in that goes away takes its worker with it.
+  asio::awaitable<void> ReadStopOrders(std::shared_ptr<HostedWorker> hosted) {
+    for (;;) {
+      Result<net::Frame> frame = co_await ReadFrame(hosted->socket, kMaxHandshakePayload);
+      if (!frame.ok()) {
+        if (!hosted->exited) cluster.supervisor->Stop(hosted->pid, std::chrono::milliseconds(0));
+        co_return;
+      }
+      const json order = json::parse(frame.value().payload, nullptr, false);
+      if (order.is_object() && StringField(order, "type") == "stop" && !hosted->exited) {
+        cluster.supervisor->Stop(hosted->pid, std::chrono::hours(1));  // the stand-in's
+                                                                        // coordinator escalates
+      }
+    }
+  }
+
   // `tcp_peer`: "ADDR:PORT" of a TCP caller; nullopt for the Unix socket.
   asio::awaitable<void> Session(Socket socket, std::optional<std::string> tcp_peer) {
     try {
@@ -637,13 +739,18 @@ struct ControlServer::Impl {
         co_await WriteJson(socket, reply_);
         co_return;
       }
+      if (StringField(request, "type") == "spawn_worker" && tcp_peer && cluster.key != nullptr) {
+        co_await HostWorker(socket, request);
+        co_return;
+      }
       if (StringField(request, "type") == "worker_hello" && caller.may_change) {
         const std::int64_t job = IntField(request, "job").value_or(0);
         const int rank = static_cast<int>(IntField(request, "rank").value_or(-1));
         const std::string token = StringField(request, "token").value_or("");
         const auto port = static_cast<std::uint16_t>(
             std::clamp<std::int64_t>(IntField(request, "data_port").value_or(0), 0, 65535));
-        Result<Admission> admitted = co_await jobs.AdmitWorker(job, rank, token, port);
+        const std::string data_host = StringField(request, "data_host").value_or("");
+        Result<Admission> admitted = co_await jobs.AdmitWorker(job, rank, token, data_host, port);
         if (!admitted.ok()) {
           const json reply_ = Error("denied", admitted.status().message());
           co_await WriteJson(socket, reply_);

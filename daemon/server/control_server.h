@@ -27,6 +27,7 @@
 #include "core/status.h"
 #include "daemon/server/job_manager.h"
 #include "daemon/server/membership.h"
+#include "daemon/server/supervisor.h"
 #include "daemon/store/store.h"
 
 namespace dtrain::server {
@@ -37,6 +38,11 @@ struct ClusterSide {
   const net::ClusterKey* key = nullptr;    // when set, TCP callers must authenticate with it
   const Membership* membership = nullptr;  // the peers `nodes` reports; null: none
   std::string node_name;                   // this daemon's name in `nodes` and heartbeats
+  // For `spawn_worker` (a peer coordinates a job with a worker here): how to start it.
+  Supervisor* supervisor = nullptr;
+  std::string worker_exe;
+  std::string key_file;
+  std::string data_host;
 };
 
 class ControlServer {

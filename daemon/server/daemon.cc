@@ -43,8 +43,23 @@ std::string NodeName(const config::DaemonConfig& c) {
   return c.name.empty() ? net::LocalHostName() : c.name;
 }
 
+ClusterSide Cluster(const DaemonOptions& options, const net::ClusterKey* key,
+                    const Membership* membership, Supervisor* supervisor) {
+  const config::DaemonConfig& c = options.config;
+  ClusterSide side;
+  side.listen = c.listen;
+  side.key = key;
+  side.membership = membership;
+  side.node_name = NodeName(c);
+  side.supervisor = supervisor;
+  side.worker_exe = options.worker_exe;
+  side.key_file = c.key_file;
+  side.data_host = DataHost(c);
+  return side;
+}
+
 ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worker_exe,
-                         const net::ClusterKey* key) {
+                         const net::ClusterKey* key, const Membership* membership) {
   ManagerSettings s;
   s.max_jobs = c.max_jobs;
   s.cores = ResolveCores(c.cores);
@@ -53,6 +68,18 @@ ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worke
   s.socket_path = c.socket;
   s.data_host = DataHost(c);
   s.key = key;
+  s.node_name = NodeName(c);
+  s.coordinator = c.listen;
+  s.key_file = c.key_file;
+  if (!c.peers.empty()) {
+    s.nodes = [membership] {
+      std::vector<NodeCapacity> nodes;
+      for (const PeerState& p : membership->Snapshot()) {
+        nodes.push_back({p.name.empty() ? p.address : p.name, p.address, p.cores, p.up});
+      }
+      return nodes;
+    };
+  }
   s.worker_exe = worker_exe;
   return s;
 }
@@ -83,10 +110,9 @@ class Daemon {
         membership_(options.config.peers, key(), NodeName(options.config), {}),
         pool_(2),
         supervisor_(io_),
-        jobs_(io_, pool_, *store_, supervisor_, Settings(options.config, options.worker_exe, key())),
+        jobs_(io_, pool_, *store_, supervisor_, Settings(options.config, options.worker_exe, key(), &membership_)),
         server_(io_, pool_, *store_, jobs_, options.config.socket, options.config.socket_mode,
-                ClusterSide{options.config.listen, key(), &membership_,
-                            NodeName(options.config)}),
+                Cluster(options, key(), &membership_, &supervisor_)),
         signals_(io_, SIGTERM, SIGINT),
         hangup_(io_, SIGHUP),
         status_timer_(io_),
@@ -173,7 +199,7 @@ class Daemon {
       log_.Error("SIGHUP: keeping the previous configuration");
     } else {
       const config::DaemonConfig& c = *loaded.config;
-      jobs_.Reload(Settings(c, options_.worker_exe, key()));
+      jobs_.Reload(Settings(c, options_.worker_exe, key(), &membership_));
       log_.set_level(LevelOf(c));
       log_.Info("SIGHUP: configuration re-read: max_jobs " + std::to_string(c.max_jobs) +
                 ", cores " + std::to_string(ResolveCores(c.cores)));

@@ -29,13 +29,13 @@ std::string DescribeExit(const ProcessExit& exit) {
   return "exited with status " + std::to_string(exit.exit_status);
 }
 
-// Cores a job holds while it runs: its replicas' BLAS threads (all the host's cores when
-// train.threads is auto), capped at the host's cores (a job larger than the host runs alone,
-// oversubscribed). Shards mostly wait and are not counted.
-int JobCores(const config::JobConfig& job, int host_cores) {
-  const int workers = job.cluster.workers;
-  const int threads = config::BlasThreadsPerReplica(job, workers, host_cores);
-  return std::clamp(workers * threads, 1, std::max(1, host_cores));
+// Cores a job holds on this host while it runs: its local replicas' BLAS threads (all the host's
+// cores when train.threads is auto), capped at the host's cores (a job larger than the host runs
+// alone, oversubscribed). Shards mostly wait and are not counted.
+int JobCores(const config::JobConfig& job, int host_cores, int local_replicas) {
+  if (local_replicas == 0) return 0;
+  const int threads = config::BlasThreadsPerReplica(job, local_replicas, host_cores);
+  return std::clamp(local_replicas * threads, 1, std::max(1, host_cores));
 }
 
 }  // namespace
@@ -43,10 +43,12 @@ int JobCores(const config::JobConfig& job, int host_cores) {
 // One process of a job's current attempt: replica `rank` (< workers) or shard rank - workers.
 struct JobManager::Process {
   int rank = 0;
+  std::string node;  // the peer it runs on; empty: this daemon's host
   pid_t pid = 0;  // 0 until it is started
   std::int64_t row = 0;
   std::string token;
   bool admitted = false;
+  std::string data_host;  // where it listens for its peers, as its hello said
   std::uint16_t data_port = 0;
   std::string done_stop;  // what it said when it finished: completed, target, requested
   std::int64_t steps = 0;
@@ -69,6 +71,7 @@ struct JobManager::Job {
   bool active = false;
   std::uint64_t attempt = 0;
   std::vector<Process> processes;
+  std::vector<std::string> placement;  // node by rank, chosen when the job was scheduled
   int live = 0;         // processes of the attempt that have not exited
   std::string failure;  // the attempt's first failure, empty while none
   // Rendezvous: admitted processes wait on the timer, which expires at the deadline or is
@@ -100,7 +103,7 @@ struct JobManager::Job {
     const Process& p = processes[static_cast<std::size_t>(rank)];
     return (rank < workers ? "worker rank " + std::to_string(rank)
                            : "shard " + std::to_string(rank - workers)) +
-           " (pid " + std::to_string(p.pid) + ")";
+           (p.node.empty() ? "" : " on " + p.node) + " (pid " + std::to_string(p.pid) + ")";
   }
 };
 
@@ -176,7 +179,7 @@ asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
   job->spec_toml = record.spec_toml;
   job->state = state;
   job->priority = record.priority;
-  job->cores = JobCores(job->config, settings_.cores);
+  job->cores = JobCores(job->config, settings_.cores, job->config.cluster.workers);
   job->max_restarts =
       job->config.max_restarts >= 0 ? job->config.max_restarts : settings_.max_restarts;
   auto events = co_await OffThread(pool_, [this, id] { return store_.Events(id); });
@@ -234,7 +237,7 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
   config::JobConfig config = *loaded.job;
   if (name) config.name = *name;
   if (priority) config.priority = *priority;
-  const int cores = JobCores(config, settings_.cores);
+  const int cores = JobCores(config, settings_.cores, config.cluster.workers);
   store::JobRecord record;
   record.name = config.name;
   record.owner_uid = owner;
@@ -260,6 +263,50 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
   co_return out;
 }
 
+Placed JobManager::Place(Job& job) const {
+  std::vector<NodeCapacity> nodes = {{settings_.node_name, "", settings_.cores, true}};
+  if (settings_.nodes) {
+    for (NodeCapacity& n : settings_.nodes()) nodes.push_back(std::move(n));
+  }
+  Placed placed = PlaceJob(job.config.cluster, job.config.threads, nodes);
+  if (placed.ok()) {
+    const int local = static_cast<int>(std::count(
+        placed.nodes.begin(), placed.nodes.begin() + job.config.cluster.workers,
+        settings_.node_name));
+    job.cores = JobCores(job.config, settings_.cores, local);
+  }
+  return placed;
+}
+
+std::vector<std::string> JobManager::WorkerArgv(std::int64_t id, int rank,
+                                                const Process& p) const {
+  const std::vector<std::string> common = {"--job",   std::to_string(id), "--rank",
+                                           std::to_string(rank), "--token", p.token,
+                                           "--parent", std::to_string(::getpid())};
+  std::vector<std::string> argv = {settings_.worker_exe};
+  if (p.node.empty()) {
+    argv.insert(argv.end(), {"worker", "--socket", settings_.socket_path, "--data-host",
+                             settings_.data_host});
+  } else {
+    // Its local stand-in asks the peer's daemon to start it; it reaches back over TCP.
+    std::string address;
+    if (settings_.nodes) {
+      for (const NodeCapacity& n : settings_.nodes()) {
+        if (n.name == p.node) address = n.address;
+      }
+    }
+    argv.insert(argv.end(), {"remote-worker", "--peer", address, "--node", p.node, "--key-file",
+                             settings_.key_file, "--coordinator", settings_.coordinator});
+  }
+  argv.insert(argv.end(), common.begin(), common.end());
+  return argv;
+}
+
+asio::awaitable<void> JobManager::FailUnplaceable(std::int64_t id, std::string why) {
+  co_await Finish(id, JobState::kFailed, why);
+  Schedule();
+}
+
 void JobManager::Schedule() {
   if (shutting_down_) return;
   std::vector<Job*> waiting;
@@ -276,7 +323,16 @@ void JobManager::Schedule() {
   for (std::size_t i = 0; i < waiting.size(); ++i) {
     Job* job = waiting[i];
     const int free_cores = settings_.cores - CoresInUse();
-    if (running() >= settings_.max_jobs) {
+    const Placed placed = Place(*job);
+    if (!placed.error.empty()) {
+      job->pending_reason.clear();
+      job->active = true;  // Finish takes it off the queue
+      asio::co_spawn(io_, FailUnplaceable(job->id, placed.error), asio::detached);
+      continue;
+    }
+    if (!placed.wait.empty()) {
+      job->pending_reason = placed.wait;
+    } else if (running() >= settings_.max_jobs) {
       job->pending_reason = "waiting for a job slot (max_jobs = " +
                             std::to_string(settings_.max_jobs) + ")";
     } else if (job->cores > free_cores) {
@@ -284,6 +340,7 @@ void JobManager::Schedule() {
                             std::to_string(free_cores) + " free)";
     } else {
       job->pending_reason.clear();
+      job->placement = placed.nodes;
       job->active = true;  // its cores are taken from now on
       asio::co_spawn(io_, Start(job->id), asio::detached);
       continue;
@@ -328,10 +385,11 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
     Process& p = job->processes[static_cast<std::size_t>(rank)];
     p.rank = rank;
     p.token = net::RandomToken();
-    const std::vector<std::string> argv = {
-        settings_.worker_exe, "worker", "--socket", settings_.socket_path, "--job",
-        std::to_string(id), "--rank", std::to_string(rank), "--token", p.token, "--parent",
-        std::to_string(::getpid()), "--data-host", settings_.data_host};
+    const auto r = static_cast<std::size_t>(rank);
+    if (r < job->placement.size() && job->placement[r] != settings_.node_name) {
+      p.node = job->placement[r];
+    }
+    const std::vector<std::string> argv = WorkerArgv(id, rank, p);
     Result<pid_t> pid = supervisor_.Spawn(
         argv,
         [this, id, rank](std::string_view stream, std::string_view line) {
@@ -362,9 +420,14 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
     if (p.pid <= 0) continue;
     const pid_t pid = p.pid;
     const char* role = rank < workers ? "replica" : "server";
-    auto row = co_await OffThread(pool_, [this, id, rank, role, pid] {
-      return store_.RecordWorkerStart(id, rank, role, net::LocalHostName(), pid);
-    });
+    // A peer's worker is recorded under the peer's name, with its local stand-in's pid.
+    const std::string host = !p.node.empty()                  ? p.node
+                             : !settings_.node_name.empty() ? settings_.node_name
+                                                            : net::LocalHostName();
+    auto record = [this, id, rank, role, host, pid] {
+      return store_.RecordWorkerStart(id, rank, role, host, pid);
+    };
+    auto row = co_await OffThread(pool_, record);
     it = jobs_.find(id);
     if (it != jobs_.end() && it->second->attempt == attempt && row.ok()) {
       Process& q = it->second->processes[static_cast<std::size_t>(rank)];
@@ -399,6 +462,7 @@ void JobManager::StopProcesses(Job& job) {
 
 asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int rank,
                                                            const std::string& token,
+                                                           const std::string& data_host,
                                                            std::uint16_t data_port) {
   auto it = jobs_.find(id);
   const auto refused = Status::Error("no worker of job " + std::to_string(id) + " rank " +
@@ -409,10 +473,12 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
   }
   Job* job = it->second.get();
   Process& me = job->processes[static_cast<std::size_t>(rank)];
-  if (me.token.empty() || me.token != token || me.admitted || !job->failure.empty()) {
+  if (me.token.empty() || !net::TokensEqual(me.token, token) || me.admitted ||
+      !job->failure.empty()) {
     co_return refused;
   }
   me.admitted = true;
+  me.data_host = data_host;
   me.data_port = data_port;
   const std::uint64_t attempt = job->attempt;
   const bool last = std::all_of(job->processes.begin(), job->processes.end(),
@@ -433,8 +499,8 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
     a.spec_toml = job->spec_toml;
     const int workers = job->config.cluster.workers;
     for (const Process& p : job->processes) {
-      a.peers.push_back({p.rank, p.rank < workers ? "replica" : "server", settings_.data_host,
-                         p.data_port});
+      a.peers.push_back({p.rank, p.rank < workers ? "replica" : "server",
+                         p.data_host.empty() ? settings_.data_host : p.data_host, p.data_port});
     }
     std::string reason = std::to_string(workers) + (workers == 1 ? " worker" : " workers");
     if (job->processes.size() > static_cast<std::size_t>(workers)) {

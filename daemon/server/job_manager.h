@@ -33,6 +33,7 @@
 #include "config/job.h"
 #include "core/net/auth.h"
 #include "core/train/metrics.h"
+#include "daemon/server/placement.h"
 #include "daemon/server/supervisor.h"
 #include "daemon/store/store.h"
 
@@ -52,6 +53,12 @@ struct ManagerSettings {
   std::string worker_exe;    // dtraind, started as `dtraind worker ...`
   std::string data_host = "127.0.0.1";  // where this host's workers listen for their peers
   const net::ClusterKey* key = nullptr;  // the cluster key, if any: derives data-plane tokens
+  // Several hosts: this node's name, the nodes a job may be placed on (this one first, then the
+  // peers; none: this one only), and what workers on peers need to reach this coordinator.
+  std::string node_name;
+  std::function<std::vector<NodeCapacity>()> nodes;
+  std::string coordinator;  // this daemon's [cluster] listen address
+  std::string key_file;     // handed to the processes that start workers on peers
   // Also told every line a worker prints (dtrain run echoes them); optional.
   std::function<void(std::int64_t job, int rank, std::string_view stream, std::string_view line)>
       on_line;
@@ -113,6 +120,7 @@ class JobManager {
   // exited, or cluster.timeout_seconds passed).
   asio::awaitable<Result<Admission>> AdmitWorker(std::int64_t job, int rank,
                                                  const std::string& token,
+                                                 const std::string& data_host,
                                                  std::uint16_t data_port);
   void WorkerMetrics(std::int64_t job, int rank, std::span<const train::MetricPoint> points);
   asio::awaitable<Status> WorkerCheckpoint(std::int64_t job, int rank, std::string_view blob);
@@ -146,6 +154,13 @@ class JobManager {
   // Builds a Job from a stored record, or says why it cannot run.
   asio::awaitable<Result<std::unique_ptr<Job>>> LoadJob(const store::JobRecord& record);
   asio::awaitable<void> Finish(std::int64_t id, store::JobState state, const std::string& reason);
+  // Where the job's processes would run now (and its cores on this host, set on the job).
+  Placed Place(Job& job) const;
+  // The command that starts process `rank` of job `id`: a worker here, or the local stand-in of
+  // one on a peer (`dtraind remote-worker`).
+  std::vector<std::string> WorkerArgv(std::int64_t id, int rank, const Process& p) const;
+  // Ends a job whose placement can never succeed, then schedules the others.
+  asio::awaitable<void> FailUnplaceable(std::int64_t id, std::string why);
   void Schedule();
   int CoresInUse() const;
 

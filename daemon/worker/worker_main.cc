@@ -10,7 +10,9 @@
 
 #include "config/job_file.h"
 #include "core/dist/peer_links.h"
+#include "core/net/auth.h"
 #include "core/net/frame_stream.h"
+#include "core/net/host_info.h"
 #include "daemon/runner/progress_lines.h"
 #include "daemon/runner/recorded_training.h"
 #include "daemon/runner/trainer_checkpoint.h"
@@ -194,6 +196,27 @@ int RunShard(const WorkerArgs& args, net::FrameStream& stream, const Admitted& a
   return kExitCompleted;
 }
 
+// The control connection to the job's coordinator: its Unix socket, or its TCP listener with the
+// cluster key's handshake.
+Result<net::FrameStream> ConnectToCoordinator(const WorkerArgs& args) {
+  constexpr std::uint32_t kMaxPayload = 1u << 30;  // checkpoints to resume from
+  if (args.coordinator.empty()) {
+    if (args.socket.empty()) return Status::Error("a worker needs --socket or --coordinator");
+    return net::FrameStream::ConnectUnix(args.socket, 10s, kMaxPayload);
+  }
+  const std::optional<net::HostPort> to = net::SplitHostPort(args.coordinator);
+  if (!to) return Status::Error("--coordinator must be HOST:PORT, got " + args.coordinator);
+  Result<net::ClusterKey> key = net::LoadClusterKey(args.key_file);
+  if (!key.ok()) return key.status();
+  Result<net::FrameStream> stream = net::FrameStream::ConnectTcp(to->host, to->port, 10s, kMaxPayload);
+  if (!stream.ok()) return stream.status();
+  stream.value().set_peer_name("the coordinator at " + args.coordinator);
+  if (Status auth = net::AuthenticateClient(stream.value(), key.value(), 10s); !auth.ok()) {
+    return auth;
+  }
+  return stream;
+}
+
 }  // namespace
 
 int WorkerMain(const WorkerArgs& args) {
@@ -205,16 +228,20 @@ int WorkerMain(const WorkerArgs& args) {
   ::sigaction(SIGTERM, &action, nullptr);
   ::sigaction(SIGINT, &action, nullptr);
 
-  auto connected = net::FrameStream::ConnectUnix(args.socket, 10s, 1u << 30);
+  Result<net::FrameStream> connected = ConnectToCoordinator(args);
   if (!connected.ok()) return Fail(connected.status().message());
   net::FrameStream& stream = connected.value();
   stream.set_sender(static_cast<std::uint32_t>(args.rank));
   // The data-plane socket exists before the hello, so its port can go into it.
   Result<dist::PeerListener> listener = dist::PeerListener::Open(args.data_host);
   if (!listener.ok()) return Fail(listener.status().message());
-  const json hello = {{"v", 1},          {"type", "worker_hello"},
-                      {"job", args.job}, {"rank", args.rank},
-                      {"token", args.token}, {"data_port", listener.value().port()}};
+  const json hello = {{"v", 1},
+                      {"type", "worker_hello"},
+                      {"job", args.job},
+                      {"rank", args.rank},
+                      {"token", args.token},
+                      {"data_host", args.data_host},
+                      {"data_port", listener.value().port()}};
   Status said = stream.WriteString(net::MessageType::kControl, static_cast<std::uint64_t>(args.job),
                                    0, hello.dump(), 10s);
   if (!said.ok()) return Fail(said.message());

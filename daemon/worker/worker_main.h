@@ -1,5 +1,6 @@
 // WorkerMain: the worker process a daemon starts for a job (`dtraind worker ...`). It connects
-// to its daemon, opens its data-plane socket, introduces itself with its token and that socket's
+// to its job's coordinator — its daemon's Unix socket, or, when a peer daemon started it for a
+// job coordinated elsewhere, the coordinator's TCP listener, proving the cluster key — opens its data-plane socket, introduces itself with its token and that socket's
 // port, and waits until the daemon has heard from every process of the job (the rendezvous); the
 // answer brings the job file, the checkpoint to resume from, and every process's address. Process
 // ids below cluster.workers are replicas, which train; the others are parameter-server shards,
@@ -21,11 +22,13 @@
 namespace dtrain::worker {
 
 struct WorkerArgs {
-  std::string socket;
+  std::string socket;       // the coordinator's Unix socket, or
+  std::string coordinator;  // its TCP listener, HOST:PORT, authenticated with key_file
+  std::string key_file;
   std::int64_t job = 0;
   int rank = 0;
   std::string token;
-  pid_t parent = 0;  // the daemon; the worker exits at once if it is not its parent
+  pid_t parent = 0;  // the daemon that started it; the worker exits at once if it is not its parent
   std::string data_host = "127.0.0.1";  // where this process listens for its job's peers
 };
 

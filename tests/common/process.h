@@ -52,10 +52,14 @@ class ChildProcess {
     }
   }
   pid_t pid() const { return pid_; }
-  void Signal(int sig) const { ::kill(pid_, sig); }
+  // No-op once waited for (kill(-1, ...) would signal every process).
+  void Signal(int sig) const {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
 
   ProcessResult Wait() {
     int status = 0;
+    if (pid_ <= 0) return ProcessResult{};  // waited for already
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
     ProcessResult r;

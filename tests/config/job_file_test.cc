@@ -318,6 +318,20 @@ BOOST_AUTO_TEST_CASE(several_workers_need_a_distributed_mode) {
   BOOST_TEST(d.line == 4);
 }
 
+BOOST_AUTO_TEST_CASE(cluster_hosts_must_be_node_names) {
+  const LoadResult r = Parse("[data]\nformat = \"synthetic\"\n[cluster]\nhosts = [\"a b\", 3]\n"
+                             "placement = \"everywhere\"\n");
+  BOOST_REQUIRE(!r.ok());
+  BOOST_REQUIRE(r.diagnostics.size() == 3u);
+  BOOST_TEST(r.diagnostics[0].key == "cluster.hosts");
+  BOOST_TEST(r.diagnostics[0].message.starts_with("host 1 must be a node name"));
+  BOOST_TEST(r.diagnostics[1].message.starts_with("host 2 must be a node name"));
+  BOOST_TEST(r.diagnostics[2].key == "cluster.placement");
+  BOOST_TEST(r.diagnostics[2].message.find("pack, spread") != std::string::npos,
+             r.diagnostics[2].message);
+  BOOST_TEST(!Parse("[data]\nformat = \"synthetic\"\n[cluster]\nhosts = []\n").ok());
+}
+
 BOOST_AUTO_TEST_CASE(automatic_blas_threads_share_the_host_cores_among_its_replicas) {
   JobConfig job;  // threads = 0: auto
   BOOST_TEST(BlasThreadsPerReplica(job, 1, 8) == 8);
@@ -332,7 +346,8 @@ BOOST_AUTO_TEST_CASE(cluster_keys_of_every_mode_are_read_and_checked) {
       "[data]\nformat = \"synthetic\"\n"
       "[cluster]\nworkers = 4\nmode = \"sync\"\nallreduce = \"ps\"\nservers = 2\n"
       "push_every = 3\nfetch_every = 5\nmax_staleness = 2\naverage_every = 16\n"
-      "average_optimizer = true\nlr_scaling = \"sqrt\"\ntimeout_seconds = 7.5\n");
+      "average_optimizer = true\nlr_scaling = \"sqrt\"\ntimeout_seconds = 7.5\n"
+      "placement = \"spread\"\nhosts = [\"node-1\", \"node-2.lab\"]\n");
   BOOST_REQUIRE(r.ok());
   const ClusterConfig& c = r.job->cluster;
   BOOST_TEST((c.allreduce == AllReduce::kPs));
@@ -345,6 +360,8 @@ BOOST_AUTO_TEST_CASE(cluster_keys_of_every_mode_are_read_and_checked) {
   BOOST_TEST(c.average_optimizer);
   BOOST_TEST((c.lr_scaling == LrScaling::kSqrt));
   BOOST_TEST(c.timeout_seconds == 7.5);
+  BOOST_TEST((c.placement == PlacementPolicy::kSpread));
+  BOOST_TEST((c.hosts == std::vector<std::string>{"node-1", "node-2.lab"}));
   BOOST_TEST(ScaledLearningRate(*r.job) == r.job->train.schedule.lr * 2.0f);
   const LoadResult again = ParseJobText(FormatResolvedJob(*r.job), "again", {}, "/");
   BOOST_REQUIRE(again.ok());
