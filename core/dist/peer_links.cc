@@ -21,14 +21,18 @@ std::string SystemError(const std::string& what) { return what + ": " + std::str
 
 }  // namespace
 
-Result<PeerListener> PeerListener::Open(const std::string& host, int backlog) {
+Result<PeerListener> PeerListener::Open(const std::string& host, int backlog,
+                                        std::uint16_t port) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
   if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
     return Status::Error("cannot listen on '" + host + "': not an IPv4 address");
   }
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::Error(SystemError("cannot create a TCP socket"));
+  const int one = 1;
+  if (port != 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   socklen_t len = sizeof addr;
   auto* sa = reinterpret_cast<sockaddr*>(&addr);
   if (::bind(fd, sa, len) != 0 || ::listen(fd, backlog) != 0 || ::getsockname(fd, sa, &len) != 0) {

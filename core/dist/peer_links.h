@@ -46,8 +46,9 @@ inline constexpr std::chrono::seconds kIntroductionTimeout{5};
 
 class PeerListener {
  public:
-  // Listens on `host` (an IPv4 address) at a port the kernel picks.
-  static Result<PeerListener> Open(const std::string& host, int backlog = 64);
+  // Listens on `host` (an IPv4 address) at `port`, or at a port the kernel picks (0).
+  static Result<PeerListener> Open(const std::string& host, int backlog = 64,
+                                   std::uint16_t port = 0);
 
   // From now on only connections introduced with `token` are accepted (empty: any).
   void RequireToken(std::string token) { token_ = std::move(token); }

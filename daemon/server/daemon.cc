@@ -75,7 +75,8 @@ ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worke
     s.nodes = [membership] {
       std::vector<NodeCapacity> nodes;
       for (const PeerState& p : membership->Snapshot()) {
-        nodes.push_back({p.name.empty() ? p.address : p.name, p.address, p.cores, p.up});
+        nodes.push_back({p.name.empty() ? p.address : p.name, p.address, p.cores, p.up,
+                         !p.name.empty()});
       }
       return nodes;
     };

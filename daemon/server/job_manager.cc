@@ -307,6 +307,13 @@ asio::awaitable<void> JobManager::FailUnplaceable(std::int64_t id, std::string w
   Schedule();
 }
 
+asio::awaitable<void> JobManager::ScheduleLater() {
+  asio::steady_timer pause(io_, std::chrono::milliseconds(500));
+  co_await pause.async_wait(asio::use_awaitable);
+  schedule_later_ = false;
+  Schedule();
+}
+
 void JobManager::Schedule() {
   if (shutting_down_) return;
   std::vector<Job*> waiting;
@@ -332,6 +339,10 @@ void JobManager::Schedule() {
     }
     if (!placed.wait.empty()) {
       job->pending_reason = placed.wait;
+      if (!schedule_later_) {
+        schedule_later_ = true;
+        asio::co_spawn(io_, ScheduleLater(), asio::detached);
+      }
     } else if (running() >= settings_.max_jobs) {
       job->pending_reason = "waiting for a job slot (max_jobs = " +
                             std::to_string(settings_.max_jobs) + ")";

@@ -162,6 +162,8 @@ class JobManager {
   // Ends a job whose placement can never succeed, then schedules the others.
   asio::awaitable<void> FailUnplaceable(std::int64_t id, std::string why);
   void Schedule();
+  // Schedules again in a moment: a job waits for a peer that may come up (no event says so).
+  asio::awaitable<void> ScheduleLater();
   int CoresInUse() const;
 
   asio::io_context& io_;
@@ -171,6 +173,7 @@ class JobManager {
   ManagerSettings settings_;
   std::map<std::int64_t, std::unique_ptr<Job>> jobs_;  // active: queued .. recovering
   bool shutting_down_ = false;
+  bool schedule_later_ = false;  // ScheduleLater is pending
 };
 
 }  // namespace dtrain::server

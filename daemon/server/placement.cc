@@ -40,8 +40,12 @@ Placed PlaceJob(const config::ClusterConfig& cluster, int threads,
       auto node = std::find_if(nodes.begin(), nodes.end(),
                                [&](const NodeCapacity& n) { return n.name == host; });
       if (node == nodes.end()) {
-        p.error = "cluster.hosts names " + host + ", which is not a node of this cluster (" +
-                  Names(nodes) + ")";
+        const bool unheard = std::any_of(nodes.begin(), nodes.end(),
+                                         [](const NodeCapacity& n) { return !n.named; });
+        (unheard ? p.wait : p.error) =
+            unheard ? "waiting for host " + host + ": not every peer has answered yet"
+                    : "cluster.hosts names " + host + ", which is not a node of this cluster (" +
+                          Names(nodes) + ")";
         return p;
       }
       if (!node->up) {

@@ -11,8 +11,9 @@
 //   placement = "pack"  replicas fill the first node (this daemon's) up to its cores, then the
 //                       next; shards go where replica 0 is.
 //   placement = "spread" replicas, then shards, go round-robin over the nodes that are up.
-// A node that is down, or a cluster without the cores, makes the job wait, saying why; a name that
-// is no node fails it. Pure function: safe for concurrent use.
+// A node that is down, or a cluster without the cores, makes the job wait, saying why; so does a
+// name that is no node while some peer has never answered (it may be that one); otherwise such a
+// name fails the job. Pure function: safe for concurrent use.
 #pragma once
 
 #include <string>
@@ -27,6 +28,7 @@ struct NodeCapacity {
   std::string address;  // its daemon's listener, HOST:PORT (empty for this daemon's own node)
   int cores = 0;
   bool up = false;
+  bool named = true;  // false: a peer that never answered, known only by its address
 };
 
 struct Placed {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cluster/netns_cluster.h"
+#include "cluster/netns_ready.h"
 #include "integration/daemon_fixture.h"
 
 namespace dtrain::testing {
@@ -25,7 +26,6 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 
 constexpr int kHosts = 3;
-constexpr int kPort = 7070;
 
 // The cluster, its key, and a daemon per host named h0, h1, h2 with the others as peers.
 struct ThreeHosts {
@@ -33,21 +33,9 @@ struct ThreeHosts {
     key = cluster.HostDir(0) + "/cluster.key";
     std::ofstream(key) << "a shared secret for the test cluster, 32+ bytes\n";
     ::chmod(key.c_str(), 0600);
-    for (int h = 0; h < kHosts; ++h) daemons.push_back(StartHost(h));
-  }
-
-  NetnsDaemon StartHost(int h) {
-    std::string peers;
-    for (int p = 0; p < kHosts; ++p) {
-      if (p == h) continue;
-      peers += (peers.empty() ? "\"" : ", \"") + cluster.Address(p) + ":" + std::to_string(kPort) +
-               "\"";
+    for (int h = 0; h < kHosts; ++h) {
+      daemons.push_back(cluster.StartPeerDaemon(h, EnvPath("DTRAIND_BIN"), key));
     }
-    const std::string config = cluster.HostDir(h) + "/dtraind.toml";
-    std::ofstream(config) << "[cluster]\nlisten = \"" << cluster.Address(h) << ":" << kPort
-                          << "\"\npeers = [" << peers << "]\nkey_file = \"" << key
-                          << "\"\nname = \"h" << h << "\"\n";
-    return cluster.StartDaemon(h, EnvPath("DTRAIND_BIN"), {"--config", config});
   }
 
   // `dtrain ARGS...` inside host 0, talking to h0's daemon over its Unix socket.
@@ -172,6 +160,14 @@ BOOST_AUTO_TEST_CASE(a_job_the_cluster_cannot_hold_waits_and_an_unknown_host_fai
   BOOST_TEST(unknown["reason"].get<std::string>().find("h9, which is not a node of this cluster") !=
                  std::string::npos,
              unknown.dump());
+}
+
+BOOST_AUTO_TEST_CASE(a_job_submitted_before_the_peers_answered_waits_for_them) {
+  ThreeHosts c;  // no wait for the first heartbeats: h0 may not know h1's and h2's names yet
+  const json job = c.Submit(
+      "early", BlobsJob("workers = 3\nmode = \"sync\"\nhosts = [\"h2\", \"h1\", \"h0\"]\n", 32));
+  BOOST_TEST(job["state"] == "succeeded", job.dump());
+  BOOST_TEST((HostsOf(job) == std::set<std::string>{"h0", "h1", "h2"}), job.dump());
 }
 
 BOOST_AUTO_TEST_CASE(a_killed_peer_shows_down_within_five_seconds) {

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 #include <thread>
@@ -48,7 +49,6 @@ namespace {
 constexpr const char* kNetnsDir = "/run/netns/";
 constexpr const char* kSubnet = "10.77.0.";  // each cluster has its own namespaces: no clashes
 constexpr const char* kBridge = "br0";
-constexpr const char* kTbfBurst = "64kb";     // >= one MTU; tbf splits larger GSO packets
 constexpr const char* kTbfLatency = "100ms";  // queue depth: what waits longer is dropped
 
 std::string Join(const std::vector<std::string>& words) {
@@ -440,13 +440,28 @@ NetnsDaemon NetnsCluster::StartDaemon(int host, const std::string& dtraind,
   }
 }
 
+NetnsDaemon NetnsCluster::StartPeerDaemon(int host, const std::string& dtraind,
+                                          const std::string& key_file, std::uint16_t port) const {
+  const std::string suffix = ":" + std::to_string(port);
+  std::string peers;
+  for (int p = 0; p < hosts(); ++p) {
+    if (p != host) peers += (peers.empty() ? "\"" : ", \"") + Address(p) + suffix + "\"";
+  }
+  const std::string config = HostDir(host) + "/dtraind.toml";
+  std::ofstream(config) << "[cluster]\nlisten = \"" << Address(host) << suffix << "\"\npeers = ["
+                        << peers << "]\nkey_file = \"" << key_file << "\"\nname = \"h" << host
+                        << "\"\n";
+  return StartDaemon(host, dtraind, {"--config", config});
+}
+
 void NetnsCluster::SetLinkUp(int host, bool up) const {
   Ip({"-n", BridgeNamespace(), "link", "set", PortName(host), up ? "up" : "down"});
 }
 
-void NetnsCluster::LimitBandwidth(int host, const std::string& rate) const {
-  const std::vector<std::string> tbf = {"root",  "tbf",     "rate",    rate,
-                                        "burst", kTbfBurst, "latency", kTbfLatency};
+void NetnsCluster::LimitBandwidth(int host, const std::string& rate,
+                                  const std::string& burst) const {
+  const std::vector<std::string> tbf = {"root",  "tbf", "rate",    rate,
+                                        "burst", burst, "latency", kTbfLatency};
   std::vector<std::string> args = {"qdisc", "replace", "dev", "eth0"};
   args.insert(args.end(), tbf.begin(), tbf.end());
   Tc(Namespace(host), args);
@@ -496,14 +511,6 @@ NetnsScope::~NetnsScope() {
     std::abort();
   }
   ::close(saved_);
-}
-
-boost::test_tools::assertion_result NetnsReady(boost::unit_test::test_unit_id) {
-  std::string why;
-  if (NetnsAvailable(&why)) return true;
-  boost::test_tools::assertion_result skip(false);
-  skip.message() << "network namespaces unavailable, cluster tests skipped: " << why;
-  return skip;
 }
 
 }  // namespace dtrain::testing

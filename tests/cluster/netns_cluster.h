@@ -20,7 +20,6 @@
 
 #include <sys/types.h>
 
-#include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -34,9 +33,6 @@ namespace dtrain::testing {
 // True when clusters can be built here: root, `ip` and `tc` found, `ip netns add` works.
 // Otherwise false, with the reason in *why (when not null). Probed once per process.
 bool NetnsAvailable(std::string* why = nullptr);
-// For BOOST_AUTO_TEST_SUITE(..., *boost::unit_test::precondition(NetnsReady)): skips the tests,
-// saying why, where NetnsAvailable is false.
-boost::test_tools::assertion_result NetnsReady(boost::unit_test::test_unit_id);
 
 // A process started inside a host: ChildProcess (common/process.h) plus what a long-running
 // process needs: whether it still runs, its output so far, and a graceful stop. Killed (SIGKILL)
@@ -109,13 +105,20 @@ class NetnsCluster {
   NetnsDaemon StartDaemon(int host, const std::string& dtraind,
                           const std::vector<std::string>& extra_args = {},
                           std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
+  // StartDaemon with a [cluster] configuration: named "h<host>", listening on Address(host):port,
+  // every other host's daemon (on the same port) as its peers, and `key_file` as the key.
+  NetnsDaemon StartPeerDaemon(int host, const std::string& dtraind, const std::string& key_file,
+                              std::uint16_t port = 7070) const;
 
   // Takes the bridge's port of `host` down (a partition: the host keeps its address and routes
   // but nothing gets in or out; its connections stall, new ones time out) or up again.
   void SetLinkUp(int host, bool up) const;
   // Limits `host`'s link to `rate` (tc syntax: "80mbit", "1gbit") in each direction, with a tbf
-  // qdisc on eth0 and on the bridge's port; replaces an earlier limit.
-  void LimitBandwidth(int host, const std::string& rate) const;
+  // qdisc on eth0 and on the bridge's port; replaces an earlier limit. The bucket (`burst`) must
+  // hold at least one MTU (tbf splits larger GSO packets) and rate / HZ (about 1 MB at 1 Gbit/s),
+  // or the link stays below its rate.
+  void LimitBandwidth(int host, const std::string& rate,
+                      const std::string& burst = "64kb") const;
   void RemoveBandwidthLimit(int host) const;
 
   // The processes now running inside `host` (what `ip netns pids` lists).

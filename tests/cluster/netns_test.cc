@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "cluster/netns_cluster.h"
+#include "cluster/netns_ready.h"
 #include "integration/daemon_fixture.h"
 
 namespace dtrain::testing {
