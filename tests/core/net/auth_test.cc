@@ -22,32 +22,21 @@
 #include <vector>
 
 #include "common/temp_dir.h"
+#include "common/text_checks.h"
 
 namespace dtrain::net {
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using boost::test_tools::predicate_result;
+using testing::Mentions;
+using testing::StartsWith;
 using testing::TempDir;
 
 constexpr auto kGenerous = 5s;  // only proves that nothing hangs
 const std::string kNonceA(64, 'a');
 const std::string kNonceB(64, 'b');
 
-predicate_result Mentions(const std::string& text, std::string_view part) {
-  if (text.find(part) != std::string::npos) return true;
-  predicate_result r(false);
-  r.message() << "\"" << text << "\" does not mention \"" << part << "\"";
-  return r;
-}
-
-predicate_result StartsWith(const std::string& text, std::string_view prefix) {
-  if (text.starts_with(prefix)) return true;
-  predicate_result r(false);
-  r.message() << "\"" << text << "\" does not start with \"" << prefix << "\"";
-  return r;
-}
 
 bool IsLowerHex(std::string_view s) {
   return s.find_first_not_of("0123456789abcdef") == std::string_view::npos;

@@ -23,6 +23,7 @@
 
 #include "allocation_probe.h"
 #include "common/process.h"
+#include "common/text_checks.h"
 #include "common/temp_dir.h"
 
 namespace dtrain::net {
@@ -30,23 +31,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using boost::test_tools::predicate_result;
+using testing::Mentions;
+using testing::StartsWith;
 
 constexpr auto kGenerous = 5s;  // only proves that nothing hangs
 
-predicate_result Mentions(const std::string& text, std::string_view part) {
-  if (text.find(part) != std::string::npos) return true;
-  predicate_result r(false);
-  r.message() << "\"" << text << "\" does not mention \"" << part << "\"";
-  return r;
-}
-
-predicate_result StartsWith(const std::string& text, std::string_view prefix) {
-  if (text.starts_with(prefix)) return true;
-  predicate_result r(false);
-  r.message() << "\"" << text << "\" does not start with \"" << prefix << "\"";
-  return r;
-}
 
 std::span<const std::uint8_t> Bytes(std::string_view s) {
   return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
