@@ -54,18 +54,9 @@ std::uint64_t GetU64(std::span<const float, kPsHeaderFloats> in, std::size_t slo
   return GetU32(in, slot) | (std::uint64_t{GetU32(in, slot + 1)} << 32);
 }
 
-std::string Range(std::size_t begin, std::size_t end) {
-  std::string r = "[";  // appended piece by piece: "[" + to_string(...) trips GCC 12's -Wrestrict
-  r += std::to_string(begin);
-  r += ", ";
-  r += std::to_string(end);
-  r += ")";
-  return r;
-}
-
 std::string ShardName(const ShardOptions& o) {
   return "shard " + std::to_string(o.shard) + " of " + std::to_string(o.shards) + " " +
-         Range(o.begin, o.end);
+         FormatRange(o.begin, o.end);
 }
 
 std::string FloatText(float v) {
@@ -87,8 +78,8 @@ Status CheckOptions(const ShardOptions& o) {
   }
   const ShardRange want = ShardRanges(o.num_params, o.shards)[static_cast<std::size_t>(o.shard)];
   if (o.begin != want.begin || o.end != want.end) {
-    return Status::Error("range " + Range(o.begin, o.end) + " is not shard " +
-                         std::to_string(o.shard) + "'s range " + Range(want.begin, want.end) +
+    return Status::Error("range " + FormatRange(o.begin, o.end) + " is not shard " +
+                         std::to_string(o.shard) + "'s range " + FormatRange(want.begin, want.end) +
                          " of " + std::to_string(o.num_params) + " parameters in " +
                          std::to_string(o.shards) + " shards");
   }

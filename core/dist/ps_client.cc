@@ -9,15 +9,6 @@
 namespace dtrain::dist {
 namespace {
 
-std::string Range(std::size_t begin, std::size_t end) {
-  std::string r = "[";  // appended piece by piece: "[" + to_string(...) trips GCC 12's -Wrestrict
-  r += std::to_string(begin);
-  r += ", ";
-  r += std::to_string(end);
-  r += ")";
-  return r;
-}
-
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // Runs `done(start)` when the call it times returns, however it returns.
@@ -58,7 +49,7 @@ PsClient::PsClient(std::span<Link* const> shard_links, PsClientOptions options)
 std::string PsClient::Shard(int k) const {
   const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
   return "shard " + std::to_string(k) + " of " + std::to_string(shards()) + " " +
-         Range(r.begin, r.end);
+         FormatRange(r.begin, r.end);
 }
 
 Status PsClient::Error(int k, const std::string& context, const Status& status) const {
@@ -354,9 +345,9 @@ Result<PsSnapshot> PsClient::Snapshot() {
     const PsHeader& h = reply.value();
     if (h.begin != r.begin || h.end != r.end || h.workers != workers) {
       return Broken(Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) +
-                                  ": snapshot: the shard describes range " + Range(h.begin, h.end) +
+                                  ": snapshot: the shard describes range " + FormatRange(h.begin, h.end) +
                                   " and " + std::to_string(h.workers) +
-                                  " workers, the worker expects " + Range(r.begin, r.end) +
+                                  " workers, the worker expects " + FormatRange(r.begin, r.end) +
                                   " and " + std::to_string(workers)));
     }
     if (k == 0) {

@@ -18,4 +18,13 @@ std::vector<ShardRange> ShardRanges(std::size_t n, int shards) {
   return ranges;
 }
 
+std::string FormatRange(std::size_t begin, std::size_t end) {
+  std::string r = "[";  // appended piece by piece: "[" + to_string(...) trips GCC 12's -Wrestrict
+  r += std::to_string(begin);
+  r += ", ";
+  r += std::to_string(end);
+  r += ")";
+  return r;
+}
+
 }  // namespace dtrain::dist

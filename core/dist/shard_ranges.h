@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace dtrain::dist {
@@ -24,5 +25,8 @@ struct ShardRange {
 
 // `shards` contiguous ranges covering [0, n) in order; empty when shards < 1.
 std::vector<ShardRange> ShardRanges(std::size_t n, int shards);
+
+// "[begin, end)", for messages.
+std::string FormatRange(std::size_t begin, std::size_t end);
 
 }  // namespace dtrain::dist
