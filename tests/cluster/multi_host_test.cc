@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -168,6 +169,60 @@ BOOST_AUTO_TEST_CASE(a_job_submitted_before_the_peers_answered_waits_for_them) {
       "early", BlobsJob("workers = 3\nmode = \"sync\"\nhosts = [\"h2\", \"h1\", \"h0\"]\n", 32));
   BOOST_TEST(job["state"] == "succeeded", job.dump());
   BOOST_TEST((HostsOf(job) == std::set<std::string>{"h0", "h1", "h2"}), job.dump());
+}
+
+// The pid of the process in `host` whose command line contains `needle`, or 0.
+pid_t FindInHost(const NetnsCluster& cluster, int host, const std::string& needle) {
+  for (const pid_t pid : cluster.Pids(host)) {
+    std::string cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) return pid;
+  }
+  return 0;
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_killed_on_a_peer_restarts_the_job_naming_the_host) {
+  ThreeHosts c;
+  c.NodesUntil(AllUp);
+  std::string text = BlobsJob("workers = 2\nmode = \"sync\"\nhosts = [\"h0\", \"h1\"]\n", 32);
+  text.replace(text.find("steps = 60"), 10, "steps = 100000000");
+  text += "[checkpoint]\nevery_steps = 50\n[restart]\nmax_restarts = 1\n";
+  const std::string path = c.cluster.HostDir(0) + "/long.toml";
+  std::ofstream(path) << text;
+  const ProcessResult submitted = c.Cli({"submit", "--no-wait", "--json", path});
+  BOOST_REQUIRE_MESSAGE(submitted.exit_code == 0, submitted.err);
+  const std::string id = std::to_string(json::parse(submitted.out)["id"].get<int>());
+  auto status = [&] { return json::parse(c.Cli({"status", id, "--json"}).out); };
+  auto wait_until = [&](const std::function<bool(const json&)>& done) {
+    json job;
+    for (int i = 0; i < 300; ++i) {
+      job = status();
+      if (done(job)) break;
+      std::this_thread::sleep_for(100ms);
+    }
+    return job;
+  };
+  const json running = wait_until([](const json& j) { return j["step"].get<int>() >= 100; });
+  BOOST_REQUIRE_MESSAGE(running["state"] == "running", running.dump());
+
+  const pid_t worker = FindInHost(c.cluster, 1, "worker --coordinator");
+  BOOST_REQUIRE(worker > 0);
+  ::kill(worker, SIGKILL);
+  const json restarted = wait_until([](const json& j) {
+    return j["restarts"] == 1 && j["state"] == "running";
+  });
+  BOOST_TEST(restarted["restarts"] == 1, restarted.dump());
+  bool named = false;
+  for (const json& e : restarted["events"]) {
+    const std::string reason = e["reason"];
+    named = named || (reason.find("worker rank 1 on h1") != std::string::npos &&
+                      reason.find("SIGKILL") != std::string::npos);
+  }
+  BOOST_TEST(named, restarted.dump());
+  BOOST_TEST(c.Cli({"cancel", id}).exit_code == 0);
+  // Cancelled: no worker is left on the peer.
+  std::this_thread::sleep_for(500ms);
+  BOOST_TEST(FindInHost(c.cluster, 1, "worker --coordinator") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_killed_peer_shows_down_within_five_seconds) {
