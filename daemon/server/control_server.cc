@@ -617,7 +617,8 @@ struct ControlServer::Impl {
         json done = json::parse(frame.value().payload, nullptr, false);
         if (done.is_discarded() || StringField(done, "type") != "worker_done") co_return;
         jobs.WorkerDone(job, rank, StringField(done, "stop").value_or(""),
-                        IntField(done, "steps").value_or(0));
+                        IntField(done, "steps").value_or(0),
+                        StringField(done, "error").value_or(""));
         const json reply_ = Ok();
         if (!co_await WriteJson(socket, reply_)) co_return;
       } else {

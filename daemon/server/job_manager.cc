@@ -84,6 +84,8 @@ struct JobManager::Job {
   // A replica reached the target accuracy: the others were asked to stop (async replicas do not
   // vote), and a replica that stops because it was asked ends this attempt well.
   bool target_reached = false;
+  // Set when a process cannot read the job's data on its host: why, naming it; no restart.
+  std::string hopeless;
 
   // Whether process `p` said it finished in a way that lets the job succeed.
   bool StoppedWell(const Process& p) const {
@@ -574,7 +576,7 @@ asio::awaitable<Status> JobManager::WorkerCheckpoint(std::int64_t id, int rank,
 }
 
 void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop,
-                            std::int64_t steps) {
+                            std::int64_t steps, const std::string& error) {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || rank < 0 ||
       rank >= static_cast<int>(it->second->processes.size())) {
@@ -584,6 +586,7 @@ void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop,
   Process& p = job.processes[static_cast<std::size_t>(rank)];
   p.done_stop = stop;
   p.steps = steps;
+  if (stop == "no_data" && job.hopeless.empty()) job.hopeless = job.Who(rank) + ": " + error;
   if (stop != "target" || job.target_reached) return;
   job.target_reached = true;
   // Collective replicas stop together by their vote; async ones must be told. Shards end once
@@ -645,7 +648,7 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
       });
     }
     jobs_.erase(id);
-  } else if (j.restarts < j.max_restarts) {
+  } else if (j.restarts < j.max_restarts && j.hopeless.empty()) {
     ++j.restarts;
     reason = "restart " + std::to_string(j.restarts) + " of " + std::to_string(j.max_restarts) +
              ": " + j.failure + "; resuming from the newest checkpoint";
@@ -664,7 +667,9 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
     co_await pause.async_wait(asio::use_awaitable);
   } else {
     reason = j.failure + " (see dtrain logs " + std::to_string(id) + ")";
-    if (j.max_restarts > 0) {
+    if (!j.hopeless.empty()) {
+      reason = j.hopeless + " (not restarted: the data is missing there)";
+    } else if (j.max_restarts > 0) {
       reason += "; gave up after " + std::to_string(j.max_restarts) + " restarts";
     }
     co_await Finish(id, JobState::kFailed, reason);

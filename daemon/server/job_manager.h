@@ -124,7 +124,10 @@ class JobManager {
                                                  std::uint16_t data_port);
   void WorkerMetrics(std::int64_t job, int rank, std::span<const train::MetricPoint> points);
   asio::awaitable<Status> WorkerCheckpoint(std::int64_t job, int rank, std::string_view blob);
-  void WorkerDone(std::int64_t job, int rank, const std::string& stop, std::int64_t steps);
+  // `stop` "no_data": the process cannot read the job's data where it runs (`error` says why);
+  // the job then fails without restarts.
+  void WorkerDone(std::int64_t job, int rank, const std::string& stop, std::int64_t steps,
+                  const std::string& error = "");
   // Starts an existing job of the store that is queued or recovering (dtrain run's embedded
   // coordinator); the daemon finds its jobs with Reconcile instead.
   asio::awaitable<Status> Adopt(std::int64_t id);

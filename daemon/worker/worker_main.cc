@@ -84,6 +84,23 @@ struct Admitted {
   std::string data_token;             // opens every data-plane connection of this attempt
 };
 
+// Tells the coordinator that the job's data cannot be read on this host (no restart can help, as
+// this host's files stay as they are). Best effort: the process fails either way.
+void SayNoData(net::FrameStream& stream, std::int64_t job, const std::string& why) {
+  const json done = {{"v", 1}, {"type", "worker_done"}, {"stop", "no_data"}, {"steps", 0},
+                     {"error", why}};
+  if (stream.WriteString(net::MessageType::kControl, static_cast<std::uint64_t>(job), 0,
+                         done.dump(), 10s)
+          .ok()) {
+    stream.Read(10s);  // its acknowledgement (or the checkpoint that was on its way)
+  }
+}
+
+int FailOnData(net::FrameStream& stream, std::int64_t job, const std::string& why) {
+  SayNoData(stream, job, why);
+  return Fail(why);
+}
+
 Result<Admitted> ReadAdmission(net::FrameStream& stream, std::int64_t job_id,
                                std::chrono::milliseconds timeout) {
   Result<json> admitted = ReadReply(stream, timeout);
@@ -94,7 +111,11 @@ Result<Admitted> ReadAdmission(net::FrameStream& stream, std::int64_t job_id,
   }
   config::LoadResult loaded = config::ParseJobText(reply["spec_toml"].get<std::string>(),
                                                    "job " + std::to_string(job_id), {}, "/");
-  if (!loaded.ok()) return Status::Error(config::FormatDiagnostic(loaded.diagnostics.front()));
+  if (!loaded.ok()) {  // it was valid at submission: its files are missing here
+    const std::string why = config::FormatDiagnostic(loaded.diagnostics.front());
+    SayNoData(stream, job_id, why);
+    return Status::Error(why);
+  }
   Admitted out{*loaded.job, std::nullopt, {}, {}};
   if (reply.contains("data_token") && reply["data_token"].is_string()) {
     out.data_token = reply["data_token"].get<std::string>();
@@ -123,6 +144,7 @@ Result<Admitted> ReadAdmission(net::FrameStream& stream, std::int64_t job_id,
   return out;
 }
 
+
 // Tells the daemon this process is done, and waits for its acknowledgement.
 Status SayDone(net::FrameStream& stream, std::int64_t job, const char* stop, std::int64_t steps) {
   const json done = {{"v", 1}, {"type", "worker_done"}, {"stop", stop}, {"steps", steps}};
@@ -137,7 +159,7 @@ int RunReplica(const WorkerArgs& args, net::FrameStream& stream, const Admitted&
                const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;
   auto data = runner::LoadJobData(job);
-  if (!data.ok()) return Fail(data.status().message());
+  if (!data.ok()) return FailOnData(stream, args.job, data.status().message());
   auto made = runner::TrainingSession::Make(job, data.value(), placement);
   if (!made.ok()) return Fail(made.status().message());
   runner::TrainingSession& session = *made.value();
@@ -181,7 +203,7 @@ int RunShard(const WorkerArgs& args, net::FrameStream& stream, const Admitted& a
              const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;
   auto data = runner::LoadJobData(job);  // for the model's shape, from the training data
-  if (!data.ok()) return Fail(data.status().message());
+  if (!data.ok()) return FailOnData(stream, args.job, data.status().message());
   UpstreamRecorder recorder(stream, args.job);
   runner::MetricsToRecorder sink(recorder);
   std::printf("shard %d of %d serving %d workers\n", placement.rank - job.cluster.workers,
