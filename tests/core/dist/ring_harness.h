@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/text_checks.h"
 #include "core/dist/link.h"
 #include "core/dist/local_link.h"
 #include "core/dist/loopback_ring.h"
@@ -128,12 +129,6 @@ inline double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-inline boost::test_tools::predicate_result Mentions(const std::string& text,
-                                                    std::string_view part) {
-  if (text.find(part) != std::string::npos) return true;
-  boost::test_tools::predicate_result r(false);
-  r.message() << "\"" << text << "\" does not mention \"" << part << "\"";
-  return r;
-}
+using dtrain::testing::Mentions;
 
 }  // namespace dtrain::dist::testing
