@@ -69,12 +69,11 @@ int main(int argc, char** argv) {
   std::vector<NetnsDaemon> daemons;
   for (int h = 0; h < kHosts; ++h) daemons.push_back(cluster.StartPeerDaemon(h, dtraind, key));
 
-  std::vector<std::pair<std::string, std::string>> modes = {
+  const std::vector<std::pair<std::string, std::string>> modes = {
       {"sync ring", "mode = \"sync\"\n"},
       {"sync ps", "mode = \"sync\"\nallreduce = \"ps\"\nservers = 1\n"},
       {"async", "mode = \"async\"\nservers = 1\n"}};
   const std::vector<std::string> limits = {"", "100mbit", "20mbit"};
-  if (argc > 3) modes.resize(1);
   std::printf("Fashion-MNIST MLP 784-256-128-10, 3 replicas on 3 netns hosts, %d steps x %d rows "
               "each; samples/s (share of unlimited)\n", kSteps, kBatch);
   std::printf("%-10s %12s %20s %20s\n", "mode", "no limit", "100 Mbit/s", "20 Mbit/s");
