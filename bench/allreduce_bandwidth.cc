@@ -1,6 +1,7 @@
 // Ring all-reduce bus bandwidth on loopback TCP, ranks as separate processes, against raw TCP
 // measured in the same run:
-//   - dtrain: RingAllReduce::AllReduceMean over TcpLinks (LoopbackRing), n = 2 and 4 processes;
+//   - dtrain: RingAllReduce::AllReduceMean over TcpLinks (LoopbackRing), n = 2 and 4 processes
+//     (n = 2 by direct exchange unless --ring);
 //     bus bandwidth = 2(n-1)/n * bytes / time, the bytes each rank sends (and receives) per op
 //     over the time of one op;
 //   - raw: 2 processes over one TCP connection, each sending `bytes` and receiving `bytes` at once
@@ -13,6 +14,8 @@
 // larger sizes); a ratio is taken within a round, and the median round is printed. Four busy
 // threads share two cores here, so single rounds scatter by tens of percent.
 // Usage: bench_allreduce_bandwidth [--quick] [--bytes N]... [--segment FLOATS] [--spin US]
+//                                  [--yield US] [--threaded] [--ring]
+// (--threaded: RingOptions::caller_sends off; --ring: the two-phase ring for n = 2 too.)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -58,9 +61,16 @@ int main(int argc, char** argv) {
       options.segment_floats = std::strtoul(argv[++i], nullptr, 10);
     } else if (arg == "--spin" && i + 1 < argc) {
       options.spin = std::chrono::microseconds(std::strtol(argv[++i], nullptr, 10));
+    } else if (arg == "--yield" && i + 1 < argc) {
+      options.yield = std::chrono::microseconds(std::strtol(argv[++i], nullptr, 10));
+    } else if (arg == "--threaded") {
+      options.caller_sends = false;
+    } else if (arg == "--ring") {
+      options.direct_exchange = false;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--bytes N]... [--segment FLOATS] [--spin MICROSECONDS]\n",
+                   "usage: %s [--quick] [--bytes N]... [--segment FLOATS] [--spin MICROSECONDS]\n"
+                   "       [--yield MICROSECONDS] [--threaded] [--ring]\n",
                    argv[0]);
       return 2;
     }
@@ -69,10 +79,14 @@ int main(int argc, char** argv) {
   const std::size_t segment_bytes = options.segment_floats * sizeof(float);
   std::printf("ring all-reduce (mean) vs raw full-duplex TCP, 127.0.0.1, ranks as processes\n");
   std::printf(
-      "segment %zu floats (%s), spin %lld us, %u cores; GB/s = 1e9 bytes/s; medians of %d "
-      "round(s),\nratios per round (both measured in it), then their median\n",
+      "segment %zu floats (%s), yield %lld us, spin %lld us, %s, n=2 by %s, %u cores; GB/s = 1e9 "
+      "bytes/s;\nmedians of %d round(s), ratios per round (both measured in it), then their "
+      "median\n",
       options.segment_floats, SizeName(segment_bytes).c_str(),
-      static_cast<long long>(options.spin.count()), std::thread::hardware_concurrency(), rounds);
+      static_cast<long long>(options.yield.count()), static_cast<long long>(options.spin.count()),
+      options.caller_sends ? "caller sends" : "threaded",
+      options.direct_exchange ? "direct exchange" : "ring", std::thread::hardware_concurrency(),
+      rounds);
   std::printf("%-8s %8s %8s | %8s %7s %7s | %8s %7s %7s\n", "size", "raw", "raw+crc", "n=2", "/raw",
               "/r+crc", "n=4", "/raw", "/r+crc");
   for (std::size_t bytes : sizes) {

@@ -1,7 +1,12 @@
 #include "core/dist/ring_allreduce.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,13 +21,50 @@ constexpr std::uint32_t kNoticeBit = 0x80000000u;
 constexpr auto kNoticeGrace = std::chrono::milliseconds(250);
 
 // Segments are cut so that a chunk makes at least kPipelineDepth of them, but none smaller than
-// kMinSegment floats (unless RingOptions::segment_floats says so).
+// kMinSegment floats (unless RingOptions::segment_floats says so): below 64 KiB a message's fixed
+// costs (a frame, two or three system calls, perhaps a wake-up) outweigh what pipelining saves.
 constexpr std::size_t kPipelineDepth = 4;
-constexpr std::size_t kMinSegment = 4096;
+constexpr std::size_t kMinSegment = 16384;
+
+// A calling thread that sends sends at most this many bytes ahead of what it has received (two
+// ranks; a ring): well within what a TCP connection buffers (loopback's send buffer alone grows to
+// megabytes), so its sends do not block while the peer does the same. Measured best on 2 cores.
+constexpr std::size_t kExchangeAheadBytes = 512 << 10;
+constexpr std::size_t kRingAheadBytes = 1 << 20;
+// Rings of more than two ranks are driven by the calling thread only for ranges up to this many
+// bytes; larger ones go faster threaded (bench/README.md: 4 ranks on 2 cores, 16 MiB and more).
+constexpr std::size_t kDrivenRingBytes = 8 << 20;
+// While the calling thread drives an op, the sender thread looks this often whether its send has
+// moved; one seen under way at kStuckLooks looks in a row (so for kWatchPeriod * (kStuckLooks-1)
+// at least) is rescued if the calling thread sleeps in it (rather than being preempted).
+constexpr auto kWatchPeriod = std::chrono::milliseconds(2);
+constexpr int kStuckLooks = 3;
+// ... and keeps looking this long after an op, so that back-to-back ops need not wake it.
+constexpr auto kWatchLinger = std::chrono::milliseconds(10);
+// Threaded ops after a first rescue, and at most after rescues in a row (see threaded_left_).
+constexpr std::size_t kMinBackoff = 16;
+constexpr std::size_t kMaxBackoff = 4096;
 
 std::string RankName(int rank) { return "rank " + std::to_string(rank); }
 
-// acc = acc + in, or (acc + in) * scale for the last reduce-scatter step of a mean.
+// Whether thread `tid` of this process is runnable (running, or preempted) rather than asleep,
+// from /proc (Linux); false when that cannot be told.
+bool Runnable(pid_t tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(tid));
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  // "tid (comm) S ...": the state follows the last ')', as comm may contain one.
+  const char* end = std::strrchr(buf, ')');
+  return end != nullptr && end[1] == ' ' && end[2] == 'R';
+}
+
+// acc = acc + in, or (acc + in) * scale where that sum finishes a mean.
 void Accumulate(std::span<float> acc, std::span<const float> in, float scale) {
   float* a = acc.data();
   const float* b = in.data();
@@ -32,6 +74,27 @@ void Accumulate(std::span<float> acc, std::span<const float> in, float scale) {
   } else {
     for (std::size_t i = 0; i < n; ++i) a[i] = (a[i] + b[i]) * scale;
   }
+}
+
+// Floats per message for a chunk of `chunk` floats: at most `max_segment`, at least
+// kPipelineDepth messages per chunk where that leaves them kMinSegment floats or more.
+std::size_t SegmentFloats(std::size_t chunk, std::size_t max_segment) {
+  return std::min(max_segment,
+                  std::max(kMinSegment, (chunk + kPipelineDepth - 1) / kPipelineDepth));
+}
+
+// Calls f on each consecutive piece of `range` of `segment` floats (the last one shorter).
+template <typename F>
+void ForEachSegment(std::span<float> range, std::size_t segment, F f) {
+  for (std::size_t at = 0; at < range.size(); at += segment) {
+    f(range.subspan(at, std::min(segment, range.size() - at)));
+  }
+}
+
+// Messages of `segment` floats a calling thread that sends may send ahead of what it received,
+// `bytes` at most (one at least).
+std::size_t SendAhead(std::size_t bytes, std::size_t segment) {
+  return std::max<std::size_t>(1, bytes / (segment * sizeof(float)));
 }
 
 }  // namespace
@@ -54,7 +117,7 @@ RingAllReduce::RingAllReduce(int rank, int world, Link* left, Link* right, RingO
 
 RingAllReduce::~RingAllReduce() {
   if (!sender_.joinable()) return;
-  shutdown_.store(true, std::memory_order_release);
+  shutdown_.store(true, std::memory_order_seq_cst);
   sender_bell_.Ring();
   sender_.join();
 }
@@ -67,25 +130,64 @@ Status RingAllReduce::AllReduceMean(std::span<float> data, std::uint32_t op) {
   return Run(data, op, 1.0f / static_cast<float>(world_));
 }
 
-std::size_t RingAllReduce::ChunkSize(int c) const {
+std::span<float> RingAllReduce::Chunk(int c) const {
   const std::size_t n = static_cast<std::size_t>(world_);
   const std::size_t index = static_cast<std::size_t>(c);
-  return data_.size() / n + (index < data_.size() % n ? 1 : 0);
+  const std::size_t base = data_.size() / n, extra = data_.size() % n;
+  return data_.subspan(index * base + std::min(index, extra), base + (index < extra ? 1 : 0));
 }
 
-std::size_t RingAllReduce::ChunkBegin(int c) const {
-  const std::size_t n = static_cast<std::size_t>(world_);
-  const std::size_t index = static_cast<std::size_t>(c);
-  return index * (data_.size() / n) + std::min(index, data_.size() % n);
+void RingAllReduce::PlanRing(float scale) {
+  // Deep enough a pipeline for small ranges too, of messages not so small that their fixed
+  // costs dominate; the same on every rank, as it depends only on the size and the world.
+  const std::size_t segment = SegmentFloats(Chunk(0).size(), options_.segment_floats);
+  ahead_ = SendAhead(kRingAheadBytes, segment);
+  const int steps = 2 * (world_ - 1);
+  // Index of the first message sent in each step.
+  std::vector<std::size_t> send_start(1, 0);
+  for (int s = 0; s < steps; ++s) {
+    const std::span<float> chunk = Chunk(Mod(rank_ - s));
+    ForEachSegment(chunk, segment, [&](std::span<float> m) { sends_.push_back(m); });
+    send_start.push_back(sends_.size());
+    last_op_.bytes_sent += chunk.size_bytes();
+  }
+  for (int s = 0; s < steps; ++s) {
+    const std::span<float> chunk = Chunk(Mod(rank_ - s - 1));
+    const bool reduce = s < world_ - 1;
+    const float step_scale = s == world_ - 2 ? scale : 1.0f;  // the step that finishes the chunk
+    std::size_t k = 0;
+    ForEachSegment(chunk, segment, [&](std::span<float> m) {
+      // Sent on in step s+1. An all-gather segment lands in place, where this rank read what it
+      // sent in step s+1-world (segment k of the same chunk).
+      const std::size_t after_sent =
+          reduce ? 0 : send_start[static_cast<std::size_t>(s + 1 - world_)] + k + 1;
+      receives_.push_back(Incoming{.values = m,
+                                   .reduce = reduce,
+                                   .scale = step_scale,
+                                   .after_sent = after_sent,
+                                   .forward = s + 1 < steps});
+      ++k;
+    });
+    last_op_.bytes_received += chunk.size_bytes();
+  }
+  posted_.store(send_start[1], std::memory_order_relaxed);  // step 0 sends this rank's own chunk
 }
 
-std::size_t RingAllReduce::Segments(int c) const {
-  return (ChunkSize(c) + segment_ - 1) / segment_;
-}
-
-std::span<float> RingAllReduce::Segment(int c, std::size_t k) const {
-  const std::size_t offset = k * segment_;
-  return data_.subspan(ChunkBegin(c) + offset, std::min(segment_, ChunkSize(c) - offset));
+void RingAllReduce::PlanExchange(float scale) {
+  const std::size_t segment = SegmentFloats(data_.size(), options_.segment_floats);
+  ahead_ = SendAhead(kExchangeAheadBytes, segment);
+  ForEachSegment(data_, segment, [&](std::span<float> m) {
+    sends_.push_back(m);
+    // Added in once this rank has sent its own values of it.
+    receives_.push_back(Incoming{.values = m,
+                                 .reduce = true,
+                                 .scale = scale,
+                                 .after_sent = sends_.size(),
+                                 .forward = false});
+  });
+  last_op_.bytes_sent = data_.size_bytes();
+  last_op_.bytes_received = data_.size_bytes();
+  posted_.store(sends_.size(), std::memory_order_relaxed);  // nothing to wait for
 }
 
 Status RingAllReduce::Run(std::span<float> data, std::uint32_t op, float scale) {
@@ -99,34 +201,62 @@ Status RingAllReduce::Run(std::span<float> data, std::uint32_t op, float scale) 
   op_ = op;
   op_start_ = Clock::now();
   deadline_ = op_start_ + options_.timeout;
-  // Deep enough a pipeline for small ranges too, of messages not so small that their fixed
-  // costs dominate; the same on every rank, as it depends only on the size and the world.
-  segment_ = std::min(options_.segment_floats,
-                      std::max(kMinSegment, (ChunkSize(0) + kPipelineDepth - 1) / kPipelineDepth));
-  const int steps = 2 * (world_ - 1);
-  send_start_.assign(1, 0);
   last_op_ = {};
-  for (int step = 0; step < steps; ++step) {
-    send_start_.push_back(send_start_.back() + Segments(Mod(rank_ - step)));
-    last_op_.bytes_sent += ChunkSize(Mod(rank_ - step)) * sizeof(float);
-    last_op_.bytes_received += ChunkSize(Mod(rank_ - step - 1)) * sizeof(float);
+  sends_.clear();
+  receives_.clear();
+  if (world_ == 2 && options_.direct_exchange) {
+    PlanExchange(scale);
+  } else {
+    PlanRing(scale);
   }
-  posted_.store(Segments(rank_), std::memory_order_relaxed);  // step 0 sends this rank's own chunk
   sent_.store(0, std::memory_order_relaxed);
+  received_.store(0, std::memory_order_relaxed);
+  first_arrival_.store(0, std::memory_order_relaxed);
   abandon_.store(false, std::memory_order_relaxed);
   failed_.store(false, std::memory_order_relaxed);
-  failure_.reset();
-  const std::uint64_t seq = op_seq_.load(std::memory_order_relaxed) + 1;
-  op_seq_.store(seq, std::memory_order_release);
-  sender_bell_.Ring();
-
-  ReceiveAll(scale);
-  const bool failed = failed_.load(std::memory_order_acquire);
-  if (failed) {
-    abandon_.store(true, std::memory_order_release);
-    sender_bell_.Ring();
+  {
+    std::lock_guard lock(failure_mu_);
+    failure_.reset();
   }
-  WaitForSender(seq, failed);
+
+  bool failed = false;
+  bool driven = false;
+  if (caller_sends() && (world_ == 2 || data.size_bytes() <= kDrivenRingBytes)) {
+    driven = true;
+    threaded_ = false;
+    rescued_.store(false, std::memory_order_relaxed);
+    caller_tid_.store(::gettid(), std::memory_order_relaxed);
+    sending_.store(false, std::memory_order_relaxed);
+    // The sender thread watches this op: it looks by itself every kWatchPeriod, or sleeps and
+    // needs a ring (this seq_cst store and load pair with its own before it sleeps).
+    watch_seq_.store(++drives_, std::memory_order_seq_cst);
+    if (sender_idle_.load(std::memory_order_seq_cst)) sender_bell_.Ring();
+    Drive();
+  } else {
+    if (threaded_left_ > 0) --threaded_left_;
+    threaded_ = true;
+    const std::uint64_t seq = op_seq_.load(std::memory_order_relaxed) + 1;
+    op_seq_.store(seq, std::memory_order_seq_cst);
+    sender_bell_.Ring();
+    ReceiveAll();
+    failed = failed_.load(std::memory_order_acquire);
+    if (failed) {
+      abandon_.store(true, std::memory_order_seq_cst);
+      sender_bell_.Ring();
+    }
+    WaitForSender(seq, failed);
+  }
+  if (driven && rescued_.load(std::memory_order_acquire)) {
+    backoff_ = backoff_ == 0 ? kMinBackoff : std::min(kMaxBackoff, 2 * backoff_);
+    threaded_left_ = backoff_;
+    clean_ops_ = 0;
+  } else if (driven && backoff_ > 0 && ++clean_ops_ >= 4 * backoff_) {
+    backoff_ = backoff_ / 2 < kMinBackoff ? 0 : backoff_ / 2;
+    clean_ops_ = 0;
+  }
+  if (const Clock::rep at = first_arrival_.load(std::memory_order_acquire); at > 0) {
+    last_op_.wait_seconds = std::chrono::duration<double>(Clock::duration(at - 1)).count();
+  }
 
   std::lock_guard lock(failure_mu_);
   if (!failure_) return Status::Ok();
@@ -136,65 +266,187 @@ Status RingAllReduce::Run(std::span<float> data, std::uint32_t op, float scale) 
   return Status::Error(where + failure_->status.message());
 }
 
-void RingAllReduce::AwaitLeft() {
-  if (options_.spin.count() <= 0) return;
-  const Deadline spin_end = Clock::now() + options_.spin;
-  while (!left_->Readable() && !failed_.load(std::memory_order_acquire) &&
-         Clock::now() < spin_end) {
-    CpuRelax();
+template <typename Ready>
+bool RingAllReduce::WaitOn(Doorbell& bell, Ready ready, Deadline deadline) {
+  if (ready()) return true;
+  if (options_.yield.count() > 0) {
+    const Deadline end = std::min(Clock::now() + options_.yield, deadline);
+    while (Clock::now() < end) {
+      std::this_thread::yield();
+      if (ready()) return true;
+    }
   }
+  return bell.Wait(ready, options_.spin, deadline);
 }
 
-void RingAllReduce::ReceiveAll(float scale) {
-  const int steps = 2 * (world_ - 1);
-  const int left_rank = Mod(rank_ - 1);
+bool RingAllReduce::TakeReceiver(Receiver who) {
+  int expected = kNobody;
+  return receiver_.compare_exchange_strong(expected, who, std::memory_order_acq_rel);
+}
+
+void RingAllReduce::ReleaseReceiver() { receiver_.store(kNobody, std::memory_order_seq_cst); }
+
+void RingAllReduce::Drive() {
+  const std::size_t sends = sends_.size(), receives = receives_.size();
+  std::size_t ns = 0;  // messages sent
+  bool send_failed = false;
+  while (!failed_.load(std::memory_order_acquire)) {
+    const std::size_t nr = received_.load(std::memory_order_acquire);
+    const std::size_t posted = posted_.load(std::memory_order_acquire);
+    // Send what is ready, up to ahead_ messages ahead of what came in, and whatever the next
+    // message to come needs sent first.
+    if (ns < posted && (nr == receives || ns < nr + ahead_ || receives_[nr].after_sent > ns)) {
+      sending_.store(true, std::memory_order_seq_cst);
+      Status st = right_->Send(op_, sends_[ns], deadline_);
+      sending_.store(false, std::memory_order_seq_cst);
+      if (!st.ok()) {
+        Fail(std::move(st), Mod(rank_ + 1), Source::kSender);
+        send_failed = true;
+        rescue_bell_.Ring();
+        break;
+      }
+      sent_.store(++ns, std::memory_order_seq_cst);
+      rescue_bell_.Ring();
+      continue;
+    }
+    if (nr == receives) break;  // and so ns == sends: done
+    if (!TakeReceiver(kCaller)) {
+      // The sender thread receives in this thread's place (its send was stuck): wait until it lets
+      // go, or has dealt with a message, which may let this thread send.
+      const bool moved = WaitOn(
+          caller_bell_,
+          [&] {
+            return receiver_.load(std::memory_order_acquire) == kNobody ||
+                   received_.load(std::memory_order_acquire) != nr ||
+                   posted_.load(std::memory_order_acquire) != posted ||
+                   failed_.load(std::memory_order_acquire);
+          },
+          deadline_ + kNoticeGrace);
+      if (!moved) {
+        Fail(Status::Error("timeout: receiving from " + left_->peer() +
+                           " overran the op's deadline"),
+             Mod(rank_ - 1), Source::kReceiver);
+      }
+      continue;
+    }
+    if (received_.load(std::memory_order_acquire) == nr) {
+      AwaitLeft();
+      ReceiveMessage(nr, std::nullopt, caller_bell_);
+    }
+    ReleaseReceiver();
+  }
+
+  if (std::optional<Source> source = FailureSource()) {
+    if (send_failed && *source == Source::kSender) {
+      AwaitNotice();
+    } else if (!send_failed && *source != Source::kSender && ns < sends) {
+      SendNotice(sends_[ns].size());
+    }
+  }
+  // Take the receiving side back from the sender thread, and end the watch, so that nothing of
+  // this op is touched once it returns. The sender thread lets go as soon as its current message
+  // is in (or its link fails); on a failed op, closing the link ends a receive that would wait.
+  bool closed = false;
+  while (!TakeReceiver(kCaller)) {
+    const bool free = WaitOn(
+        caller_bell_, [&] { return receiver_.load(std::memory_order_acquire) == kNobody; },
+        closed || !failed_.load(std::memory_order_acquire) ? Deadline::max()
+                                                           : Clock::now() + 2 * kNoticeGrace);
+    if (!free) {
+      left_->Close();
+      closed = true;
+    }
+  }
+  watch_seq_.store(0, std::memory_order_seq_cst);
+  ReleaseReceiver();
+}
+
+void RingAllReduce::AwaitNotice() {
+  const Deadline cause_by = std::min(deadline_, Clock::now() + kNoticeGrace);
+  // The sender thread may be receiving in this thread's place; take over from it.
+  const bool receiving = WaitOn(
+      caller_bell_, [&] { return TakeReceiver(kCaller); }, cause_by);
+  if (!receiving) return;
+  for (std::size_t n = received_.load(std::memory_order_acquire);
+       n < receives_.size() && Clock::now() < cause_by; ++n) {
+    if (!ReceiveMessage(n, cause_by, caller_bell_)) break;
+  }
+  ReleaseReceiver();
+}
+
+void RingAllReduce::ReceiveAll() {
   // Set once the sender has failed (this thread returns at its own failures). The right
   // neighbour's failure may be the echo of an earlier one elsewhere (a rank that gave up closes
   // its links), whose notice is then on its way round the ring: keep receiving, without posting,
   // until it comes or kNoticeGrace has passed.
   std::optional<Deadline> cause_by;
-  for (int s = 0; s < steps; ++s) {
-    const int chunk = Mod(rank_ - s - 1);
-    const bool reduce = s < world_ - 1;
-    const float step_scale = s == world_ - 2 ? scale : 1.0f;  // the step that finishes the chunk
-    for (std::size_t k = 0, count = Segments(chunk); k < count; ++k) {
-      if (cause_by && Clock::now() >= *cause_by) return;
-      const std::span<float> segment = Segment(chunk, k);
-      // A reduce-scatter segment lands beside this rank's own values, an all-gather one in place.
-      const std::span<float> into =
-          reduce ? std::span<float>(scratch_).first(segment.size()) : segment;
-      if (!reduce && !AwaitSent(send_start_[s + 1 - world_] + k)) return;
-      if (!cause_by) AwaitLeft();
-      if (!cause_by && failed_.load(std::memory_order_acquire)) {
-        cause_by = std::min(deadline_, Clock::now() + kNoticeGrace);
-      }
-      Result<std::uint32_t> tag = left_->RecvAnyTag(into, cause_by.value_or(deadline_));
-      if (!tag.ok()) {
-        if (!cause_by) Fail(tag.status(), left_rank, Source::kReceiver);
-        return;
-      }
-      if (tag.value() != op_) return FailOnTag(tag.value(), into);
-      if (s == 0 && k == 0) {
-        last_op_.wait_seconds = std::chrono::duration<double>(Clock::now() - op_start_).count();
-      }
-      if (cause_by) continue;
-      if (reduce) Accumulate(segment, into, step_scale);
-      if (s + 1 < steps) {
-        posted_.fetch_add(1, std::memory_order_release);  // the sender forwards it in step s+1
-        sender_bell_.Ring();
-      }
+  for (std::size_t n = 0; n < receives_.size(); ++n) {
+    if (cause_by && Clock::now() >= *cause_by) return;
+    if (!cause_by) AwaitLeft();
+    if (!cause_by && failed_.load(std::memory_order_acquire)) {
+      cause_by = std::min(deadline_, Clock::now() + kNoticeGrace);
     }
+    if (!ReceiveMessage(n, cause_by, caller_bell_)) return;
   }
 }
 
-bool RingAllReduce::AwaitSent(std::size_t message) {
-  // Already true but for a moment in practice: the segment went round the ring since.
-  const bool sent = caller_bell_.Wait(
+bool RingAllReduce::ReceiveMessage(std::size_t n, const std::optional<Deadline>& cause_by,
+                                   Doorbell& bell) {
+  const Incoming& in = receives_[n];
+  // A reduced segment lands beside this rank's own values, a copied one in place; after a
+  // failure everything lands aside.
+  const bool in_place = !in.reduce && !cause_by;
+  const std::span<float> into =
+      in_place ? in.values : std::span<float>(scratch_).first(in.values.size());
+  if (in_place && !AwaitSent(in.after_sent, bell)) return false;
+  Result<std::uint32_t> tag = left_->RecvAnyTag(into, cause_by.value_or(deadline_));
+  if (!tag.ok()) {
+    if (!cause_by) Fail(tag.status(), Mod(rank_ - 1), Source::kReceiver);
+    return false;
+  }
+  if (tag.value() != op_) {
+    FailOnTag(tag.value(), into);
+    return false;
+  }
+  if (first_arrival_.load(std::memory_order_relaxed) == 0) {
+    first_arrival_.store((Clock::now() - op_start_).count() + 1, std::memory_order_release);
+  }
+  if (cause_by) return true;
+  if (in.reduce) {
+    if (!AwaitSent(in.after_sent, bell)) return false;
+    // After a failure a send may still be reading these values, which no longer matter.
+    if (!failed_.load(std::memory_order_acquire)) Accumulate(in.values, into, in.scale);
+  }
+  if (in.forward) {
+    posted_.fetch_add(1, std::memory_order_seq_cst);
+    if (threaded_) sender_bell_.Ring();
+  }
+  received_.store(n + 1, std::memory_order_seq_cst);
+  return true;
+}
+
+void RingAllReduce::AwaitLeft() {
+  const auto ready = [&] { return left_->Readable() || failed_.load(std::memory_order_acquire); };
+  if (options_.yield.count() > 0) {
+    const Deadline end = Clock::now() + options_.yield;
+    while (!ready() && Clock::now() < end) std::this_thread::yield();
+  }
+  if (options_.spin.count() > 0) {
+    const Deadline end = Clock::now() + options_.spin;
+    while (!ready() && Clock::now() < end) CpuRelax();
+  }
+}
+
+bool RingAllReduce::AwaitSent(std::size_t count, Doorbell& bell) {
+  // In the ring, already true but for a moment in practice: the segment went round the ring
+  // since. With two ranks, the peer's segment k usually comes after this rank sent its own.
+  const bool sent = WaitOn(
+      bell,
       [&] {
-        return sent_.load(std::memory_order_acquire) > message ||
+        return sent_.load(std::memory_order_acquire) >= count ||
                failed_.load(std::memory_order_acquire);
       },
-      options_.spin, deadline_ + kNoticeGrace);
+      deadline_ + kNoticeGrace);
   if (!sent) {
     Fail(Status::Error("timeout: sending to " + right_->peer() + " overran the op's deadline"),
          Mod(rank_ + 1), Source::kSender);
@@ -214,7 +466,7 @@ void RingAllReduce::FailOnTag(std::uint32_t tag, std::span<const float> message)
                               " was expected"),
                 left_rank, Source::kReceiver);
   }
-  const float culprit = message.front();
+  const float culprit = message.empty() ? -1.0f : message.front();
   if (culprit >= 0.0f && culprit < static_cast<float>(world_) && culprit == std::floor(culprit)) {
     const int who = static_cast<int>(culprit);
     return Fail(Status::Error(left_->peer() + " gave up op " + std::to_string(op_) +
@@ -226,16 +478,27 @@ void RingAllReduce::FailOnTag(std::uint32_t tag, std::span<const float> message)
 }
 
 void RingAllReduce::Fail(Status status, int culprit, Source source) {
-  std::lock_guard lock(failure_mu_);
-  if (!failure_) {
-    failure_ = Failure{std::move(status), culprit, source};
-  } else if (failure_->source == Source::kSender && source == Source::kNotice) {
-    // The notice names the cause; what the sender saw was its consequence.
-    failure_ = Failure{
-        Status::Error(status.message() + " (also seen: " + failure_->status.message() + ")"),
-        culprit, source};
+  {
+    std::lock_guard lock(failure_mu_);
+    if (!failure_) {
+      failure_ = Failure{std::move(status), culprit, source};
+    } else if (failure_->source == Source::kSender && source == Source::kNotice) {
+      // The notice names the cause; what the sender saw was its consequence.
+      failure_ = Failure{
+          Status::Error(status.message() + " (also seen: " + failure_->status.message() + ")"),
+          culprit, source};
+    }
+    failed_.store(true, std::memory_order_seq_cst);
   }
-  failed_.store(true, std::memory_order_release);
+  // Whoever waits for the other thread looks again.
+  caller_bell_.Ring();
+  rescue_bell_.Ring();
+}
+
+std::optional<RingAllReduce::Source> RingAllReduce::FailureSource() {
+  std::lock_guard lock(failure_mu_);
+  if (!failure_) return std::nullopt;
+  return failure_->source;
 }
 
 void RingAllReduce::WaitForSender(std::uint64_t seq, bool abandoned) {
@@ -245,7 +508,7 @@ void RingAllReduce::WaitForSender(std::uint64_t seq, bool abandoned) {
   // read (the op has failed anyway) or overran its link's deadline: closing the link ends it, as
   // the Link contract promises.
   const Deadline limit = abandoned ? Clock::now() + 2 * kNoticeGrace : deadline_ + kNoticeGrace;
-  if (caller_bell_.Wait(done, options_.spin, limit)) return;
+  if (WaitOn(caller_bell_, done, limit)) return;
   right_->Close();
   caller_bell_.Wait(done, options_.spin, Deadline::max());
   Fail(Status::Error("sending to " + right_->peer() + " overran the op's deadline"), Mod(rank_ + 1),
@@ -253,44 +516,104 @@ void RingAllReduce::WaitForSender(std::uint64_t seq, bool abandoned) {
 }
 
 void RingAllReduce::SenderLoop() {
-  std::uint64_t seen = 0;
+  std::uint64_t seen = 0;  // the last threaded op
+  // The last look at a driven op: which, how far its sends had got, and whether one was under way.
+  std::uint64_t looked_seq = 0;
+  std::size_t looked_sent = 0;
+  int looks = 0;  // in a row that saw that send under way
+  Deadline watch_until = Deadline::min();
+  const auto work = [&] {
+    return shutdown_.load(std::memory_order_seq_cst) ||
+           op_seq_.load(std::memory_order_seq_cst) != seen;
+  };
   for (;;) {
-    sender_bell_.Wait(
-        [&] {
-          return shutdown_.load(std::memory_order_acquire) ||
-                 op_seq_.load(std::memory_order_acquire) != seen;
-        },
-        options_.spin, Deadline::max());
-    if (shutdown_.load(std::memory_order_acquire)) return;
-    seen = op_seq_.load(std::memory_order_acquire);
-    SendAll();
-    done_seq_.store(seen, std::memory_order_release);
-    caller_bell_.Ring();
+    if (watch_seq_.load(std::memory_order_seq_cst) == 0 && Clock::now() >= watch_until) {
+      sender_idle_.store(true, std::memory_order_seq_cst);
+      sender_bell_.Wait([&] { return work() || watch_seq_.load(std::memory_order_seq_cst) != 0; },
+                        std::chrono::microseconds(0), Deadline::max());
+      sender_idle_.store(false, std::memory_order_seq_cst);
+    } else {
+      sender_bell_.Wait(work, std::chrono::microseconds(0), Clock::now() + kWatchPeriod);
+    }
+    if (shutdown_.load(std::memory_order_seq_cst)) return;
+    if (op_seq_.load(std::memory_order_seq_cst) != seen) {
+      seen = op_seq_.load(std::memory_order_seq_cst);
+      SendAll();
+      done_seq_.store(seen, std::memory_order_seq_cst);
+      caller_bell_.Ring();
+      continue;
+    }
+    const std::uint64_t seq = watch_seq_.load(std::memory_order_seq_cst);
+    if (seq == 0) continue;
+    watch_until = Clock::now() + kWatchLinger;
+    const std::size_t sent = sent_.load(std::memory_order_seq_cst);
+    const bool sending = sending_.load(std::memory_order_seq_cst);
+    looks = !sending ? 0 : seq == looked_seq && sent == looked_sent ? looks + 1 : 1;
+    if (looks >= kStuckLooks) {
+      // A calling thread that is runnable was preempted inside its send rather than blocked in it:
+      // look again later.
+      if (Runnable(caller_tid_.load(std::memory_order_acquire))) {
+        looks = kStuckLooks - 1;
+      } else {
+        Rescue(seq, sent);
+        looks = 0;
+      }
+    }
+    looked_seq = seq;
+    looked_sent = sent;
   }
 }
 
+void RingAllReduce::Rescue(std::uint64_t seq, std::size_t stuck) {
+  if (!TakeReceiver(kRescuer)) return;  // the calling thread is receiving: its send is not stuck
+  if (watch_seq_.load(std::memory_order_seq_cst) != seq) {
+    ReleaseReceiver();
+    caller_bell_.Ring();
+    return;
+  }
+  // The next ops are threaded: this transport may not buffer what the calling thread sends ahead.
+  rescued_.store(true, std::memory_order_release);
+  const auto still_stuck = [&] {
+    return sending_.load(std::memory_order_seq_cst) &&
+           sent_.load(std::memory_order_seq_cst) == stuck;
+  };
+  // Receive in the calling thread's place, which drains the peer's send, which frees the pair.
+  while (still_stuck() && !failed_.load(std::memory_order_acquire)) {
+    const std::size_t n = received_.load(std::memory_order_acquire);
+    if (n == receives_.size()) break;
+    const Incoming& in = receives_[n];
+    if (!in.reduce && in.after_sent > stuck) break;  // it lands where the stuck send reads
+    if (!ReceiveMessage(n, std::nullopt, rescue_bell_)) break;
+    caller_bell_.Ring();
+  }
+  // The op failed while the send is stuck: its peer has most likely stopped reading too. Closing
+  // the link ends the send, as the Link contract promises.
+  if (failed_.load(std::memory_order_acquire) && still_stuck() &&
+      !WaitOn(
+          rescue_bell_, [&] { return !still_stuck(); }, Clock::now() + 2 * kNoticeGrace)) {
+    right_->Close();
+  }
+  ReleaseReceiver();
+  caller_bell_.Ring();
+}
+
 void RingAllReduce::SendAll() {
-  const int steps = 2 * (world_ - 1);
-  std::size_t sent = 0;
-  for (int s = 0; s < steps; ++s) {
-    const int chunk = Mod(rank_ - s);
-    for (std::size_t k = 0, count = Segments(chunk); k < count; ++k, ++sent) {
-      // No deadline needed: the calling thread posts every message or abandons the op, both
-      // within deadline_.
-      sender_bell_.Wait(
-          [&] {
-            return posted_.load(std::memory_order_acquire) > sent ||
-                   abandon_.load(std::memory_order_acquire);
-          },
-          options_.spin, Deadline::max());
-      const std::span<float> segment = Segment(chunk, k);
-      if (abandon_.load(std::memory_order_acquire)) return SendNotice(segment.size());
-      if (Status st = right_->Send(op_, segment, deadline_); !st.ok()) {
-        return Fail(std::move(st), Mod(rank_ + 1), Source::kSender);
-      }
-      sent_.store(sent + 1, std::memory_order_release);
-      caller_bell_.Ring();
+  for (std::size_t i = 0; i < sends_.size(); ++i) {
+    // No deadline needed: the calling thread posts every message or abandons the op, both
+    // within deadline_.
+    WaitOn(
+        sender_bell_,
+        [&] {
+          return posted_.load(std::memory_order_acquire) > i ||
+                 abandon_.load(std::memory_order_acquire);
+        },
+        Deadline::max());
+    if (abandon_.load(std::memory_order_acquire)) return SendNotice(sends_[i].size());
+    if (Status st = right_->Send(op_, sends_[i], deadline_); !st.ok()) {
+      return Fail(std::move(st), Mod(rank_ + 1), Source::kSender);
     }
+    sent_.store(i + 1, std::memory_order_seq_cst);
+    caller_bell_.Ring();
   }
 }
 

@@ -1,28 +1,44 @@
-// RingAllReduce: in-place sum (or mean) of a contiguous float range over the ranks of a ring, by
-// reduce-scatter then all-gather (Patarasuk & Yuan; Baidu/Horovod's ring), over any Link.
+// RingAllReduce: in-place sum (or mean) of a contiguous float range over the ranks of a ring, over
+// any Link: with two ranks by one direct exchange, with more by reduce-scatter then all-gather
+// (Patarasuk & Yuan; Baidu/Horovod's ring).
 //
 //   RingAllReduce ring(rank, world, links.left, links.right, {.timeout = 30s});
 //   Status s = ring.AllReduceMean(gradient, /*op=*/step);  // every rank passes the same op
 //   // on failure: "all-reduce op 12 at rank 1 of 4: closed: rank 2 (10.0.0.3:7070) closed ..."
 //
-// The range is split into `world` contiguous chunks whose sizes differ by at most one float (some
-// are empty when the range has fewer floats than ranks). In step s of the reduce-scatter, rank r
-// sends chunk r-s to its right and adds chunk r-s-1 from its left into its own (indices mod
-// world); after world-1 steps rank r holds the finished chunk r+1, which world-1 all-gather steps
-// pass on verbatim.
-// Every chunk is cut into segments of at most RingOptions::segment_floats (and, for small ranges,
-// into at least four of 16 KiB or more), and each segment moves on as soon as it is ready, so the
-// ring works as a pipeline.
+// Two ranks (world == 2, unless RingOptions::direct_exchange is off): each rank sends its whole
+// range to the other and adds the other's into its own as it arrives: the same bytes on the wire
+// as a two-rank ring, in one phase instead of two, with nothing to forward.
+// More ranks: the range is split into `world` contiguous chunks whose sizes differ by at most one
+// float (some are empty when the range has fewer floats than ranks). In step s of the
+// reduce-scatter, rank r sends chunk r-s to its right and adds chunk r-s-1 from its left into its
+// own (indices mod world); after world-1 steps rank r holds the finished chunk r+1, which world-1
+// all-gather steps pass on verbatim.
+// Either way the messages are segments of at most RingOptions::segment_floats (and, for small
+// ranges, at least four per chunk, of 64 KiB or more), and each moves on as soon as it is ready,
+// so the ring works as a pipeline. The messages depend only on the world, the rank and the range's
+// size.
 //
-// Full duplex: a sender thread owned by this object sends to the right while the calling thread
-// receives from the left (the Link contract allows one of each at once, also when left == right).
-// The caller posts each segment to the sender as soon as it is reduced; the two wait for each
-// other through Doorbells, and with RingOptions::spin they spin briefly before sleeping (the
-// caller on Link::Readable before a blocking receive).
+// Driving an op. By default (RingOptions::caller_sends; with more than two ranks only for ranges
+// up to 8 MiB, above which 4 ranks on 2 cores measured faster threaded) the calling thread does
+// everything: it sends up to 512 KiB (two ranks) or 1 MiB (rings) ahead of what it has received,
+// then receives, reduces and forwards, with no hand-off between threads as long as the transport
+// buffers what it sends (the usual case: loopback buffers megabytes). A thread owned by this object
+// watches meanwhile: when the calling thread has been asleep in one send for 4 ms (a peer that does
+// not read, maybe because its own send is blocked too), it receives in its place until the send
+// moves, so two ranks cannot deadlock; the next 16 ops (doubling while rescues recur) are then
+// threaded. A threaded op (caller_sends off, large rings, after a rescue) has that thread send
+// while the calling thread receives, full duplex from the start (the Link contract allows one of
+// each at once, also when left == right): the caller posts each segment to forward as soon as it is
+// reduced, and the two wait for each other through Doorbells. The messages, their order and their
+// contents are the same either way, so ranks may differ in how they drive an op. Every wait for a
+// peer or for the other thread first polls for up to RingOptions::yield, yielding the core between
+// looks, then spins for up to RingOptions::spin, then sleeps.
 //
-// Bitwise identity: each float of the result is computed by exactly one rank (chunk c's finisher,
-// rank c-1), always in the same order (ranks c, c+1, ..., c-1), scaled there for a mean, and then
-// only copied. Every rank ends with the same bits.
+// Bitwise identity: with two ranks, rank 0 computes a+b and rank 1 b+a (then * 1/2 for a mean),
+// which IEEE addition makes the same bits. With more, each float of the result is computed by
+// exactly one rank (chunk c's finisher, rank c-1), always in the same order (ranks c, c+1, ...,
+// c-1), scaled there for a mean, and then only copied. Every rank ends with the same bits.
 //
 // Deadlines and failures: each op must finish within RingOptions::timeout of its start; a dead,
 // silent or misbehaving peer is an error naming that peer and the op. A rank whose op fails tells
@@ -33,6 +49,8 @@
 // Thread safety: one op at a time, from one thread at a time. The links must outlive the ring and
 // must not be used by anyone else while an op runs.
 #pragma once
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
@@ -55,10 +73,20 @@ struct RingOptions {
   std::chrono::milliseconds timeout{30'000};
   // Pipelining unit: a chunk moves on in messages of at most this many floats (256 KiB).
   std::size_t segment_floats = 64 << 10;
-  // How long a wait for a peer or for the other thread of this rank spins before it sleeps.
-  // Spinning pays where each rank's two threads have cores of their own; on the 2-core hosts of
-  // bench/README.md, with two ranks (four threads) per host, any spin made every size slower.
+  // How long a wait for a peer or for the other thread of this rank spins (pause, no yield) after
+  // `yield` before it sleeps. Pure spinning pays only where each thread has a core of its own; on
+  // the 2-core hosts of bench/README.md it made every size slower.
   std::chrono::microseconds spin{0};
+  // With two ranks, one direct exchange instead of the two-phase ring (the same result, bit for
+  // bit); off: the ring, e.g. to compare the two.
+  bool direct_exchange = true;
+  // The calling thread sends as well as receives (see "Driving an op" above); off: the sender
+  // thread sends from the start of every op.
+  bool caller_sends = true;
+  // How long a wait for a peer or for the other thread of this rank polls, giving its core to any
+  // other runnable thread between looks (sched_yield), before it spins or sleeps. Waking a
+  // sleeping thread costs tens of microseconds on virtual hosts (DESIGN.md, Threads).
+  std::chrono::microseconds yield{1000};
 };
 
 // What the last op cost this rank.
@@ -86,49 +114,83 @@ class RingAllReduce {
   // passes the same size and the same op tag (distinct from the previous op's). On failure `data`
   // holds unspecified values.
   Status AllReduceSum(std::span<float> data, std::uint32_t op);
-  // AllReduceSum, then * (1/world) (applied once, by the rank that finishes each chunk).
+  // AllReduceSum, then * (1/world), applied once to each sum before it is copied anywhere.
   Status AllReduceMean(std::span<float> data, std::uint32_t op);
 
   // The last op's costs (zero before the first, and when world == 1).
   const RingOpStats& last_op() const { return last_op_; }
   int rank() const { return rank_; }
   int world() const { return world_; }
+  // Whether the calling thread may send in the next op: RingOptions::caller_sends, unless a recent
+  // op's send needed rescuing (rings of more than two ranks also need a range of 8 MiB or less).
+  bool caller_sends() const { return options_.caller_sends && threaded_left_ == 0; }
 
  private:
-  // Who saw a failure: the sender (on the right link), the receiving thread (on the left link),
-  // or a notice from the left naming its cause.
+  // Who saw a failure: a sending thread (on the right link), a receiving thread (on the left
+  // link), or a notice from the left naming its cause.
   enum class Source { kSender, kReceiver, kNotice };
   struct Failure {
     Status status;
     int culprit;  // the rank that caused it
     Source source;
   };
+  // One message the current op receives, in order, and what becomes of it.
+  struct Incoming {
+    std::span<float> values;  // the floats of the op's range it is for
+    bool reduce;              // received beside `values` and added in (else received into them)
+    float scale;              // the factor of that sum: 1/world where it finishes a mean, else 1
+    std::size_t after_sent;   // `values` may be written once this many messages have been sent
+    bool forward;             // the message is sent on afterwards: post one more
+  };
+  // Who may receive from the left link now (one receiver at a time, as the Link contract says).
+  enum Receiver : int { kNobody, kCaller, kRescuer };
 
   Status Run(std::span<float> data, std::uint32_t op, float scale);
-  // The calling thread's side of an op: receive, reduce, post to the sender.
-  void ReceiveAll(float scale);
-  // Spins for options_.spin until the left link is readable or the op failed.
+  // Fill sends_, receives_, posted_ and the op's byte counts for the current op's range.
+  void PlanRing(float scale);
+  void PlanExchange(float scale);
+
+  // The calling thread drives the whole op (caller_sends).
+  void Drive();
+  // After this rank's send failed: receive what is left, for up to kNoticeGrace, in case the left
+  // neighbour's notice names the failure's cause.
+  void AwaitNotice();
+  // The calling thread's side of a threaded op: receive, reduce, post to the sender.
+  void ReceiveAll();
+  // Receives message n of the op and does with it what the plan says (nothing once `cause_by` is
+  // set: the op has failed and only a notice matters). False when the op failed here. `bell` is
+  // what this thread waits on for sends.
+  bool ReceiveMessage(std::size_t n, const std::optional<Deadline>& cause_by, Doorbell& bell);
+  // Polls, then spins, for up to options_.yield and options_.spin, until the left link is readable
+  // or the op failed.
   void AwaitLeft();
-  // Waits until the sender has sent message `message` of this op (it reads the memory that an
-  // all-gather segment is about to be received into), or the op has failed; false if neither
+  // Waits on `bell` until `count` messages of this op have been sent (the memory a message is
+  // about to change may still be read by one of them), or the op has failed; false if neither
   // happens within the op's deadline.
-  bool AwaitSent(std::size_t message);
+  bool AwaitSent(std::size_t count, Doorbell& bell);
+  // Yields, spins, then sleeps on `bell` until ready() or `deadline`.
+  template <typename Ready>
+  bool WaitOn(Doorbell& bell, Ready ready, Deadline deadline);
   void FailOnTag(std::uint32_t tag, std::span<const float> message);
+  bool TakeReceiver(Receiver who);
+  void ReleaseReceiver();
+
   void SenderLoop();
-  // The sender thread's side of an op.
+  // The sender thread's side of a threaded op.
   void SendAll();
+  // While the calling thread is stuck in sending message `stuck` of driven op `seq`: receive in
+  // its place until that send moves.
+  void Rescue(std::uint64_t seq, std::size_t stuck);
   void SendNotice(std::size_t floats);
-  // Records the op's first failure; a notice replaces what the sender saw (its consequence).
+  // Records the op's first failure; a notice replaces what a sender saw (its consequence).
   void Fail(Status status, int culprit, Source source);
+  std::optional<Source> FailureSource();
   // Waits until the sender has finished op `seq`; `abandoned`: the op failed and the sender was
   // told so.
   void WaitForSender(std::uint64_t seq, bool abandoned);
 
-  // Chunk c's floats in the current op's range, and its segment k.
-  std::size_t ChunkBegin(int c) const;
-  std::size_t ChunkSize(int c) const;
-  std::size_t Segments(int c) const;
-  std::span<float> Segment(int c, std::size_t k) const;
+  // The ring's chunk c of the current op's range.
+  std::span<float> Chunk(int c) const;
   int Mod(int r) const { return ((r % world_) + world_) % world_; }
 
   const int rank_;
@@ -137,28 +199,50 @@ class RingAllReduce {
   Link* const left_;
   Link* const right_;
   const RingOptions options_;
-  Status unusable_;             // why no op can run (bad arguments, an earlier failure); OK if none
-  RingOpStats last_op_;         // written by the calling thread only
+  Status unusable_;      // why no op can run (bad arguments, an earlier failure); OK if none
+  RingOpStats last_op_;  // written by the calling thread only
   Clock::time_point op_start_{};
   std::vector<float> scratch_;  // one segment from the left, before it is added in
+  // After a rescue the next threaded_left_ ops are threaded: backoff_ of them, doubling with each
+  // rescue that follows soon after and halving after long runs without one (a send preempted for
+  // long looks stuck too, so a rescue alone does not prove that this transport cannot buffer).
+  std::size_t threaded_left_ = 0;
+  std::size_t backoff_ = 0;
+  std::size_t clean_ops_ = 0;         // driven ops since the last rescue
+  std::atomic<bool> rescued_{false};  // set by the sender thread when it rescued this op
 
-  // The current op: written by the calling thread before it bumps op_seq_, read by the sender
-  // thread after it sees the bump, constant until the sender bumps done_seq_.
+  // The current op: written by the calling thread before it bumps op_seq_ or watch_seq_, read by
+  // the other thread after it sees the bump, constant until the op ends (threaded: until the
+  // sender bumps done_seq_; driven: until the calling thread holds the receiver and clears
+  // watch_seq_).
   std::span<float> data_;
-  std::size_t segment_ = 0;  // floats per message of this op
   std::uint32_t op_ = 0;
   Deadline deadline_{};
-  std::atomic<std::uint64_t> op_seq_{0};
-  std::atomic<std::uint64_t> done_seq_{0};  // the last op the sender has finished
-  std::vector<std::size_t> send_start_;     // index of the first message the sender sends in step s
-  std::atomic<std::size_t> posted_{0};      // messages of this op ready to send
-  std::atomic<std::size_t> sent_{0};        // messages of this op sent
-  std::atomic<bool> abandon_{false};        // the caller failed: send a notice, not the rest
-  std::atomic<bool> failed_{false};         // failure_ is set
+  std::vector<std::span<const float>> sends_;  // what this rank sends, in order
+  std::vector<Incoming> receives_;             // what this rank receives, in order
+  std::size_t ahead_ = 0;  // driven: how many messages the calling thread sends ahead of receiving
+
+  std::atomic<std::uint64_t> op_seq_{0};     // bumped to start a threaded op
+  std::atomic<std::uint64_t> done_seq_{0};   // the last threaded op the sender has finished
+  std::uint64_t drives_ = 0;                 // ops the calling thread has driven
+  std::atomic<std::uint64_t> watch_seq_{0};  // the driven op being watched (0: none)
+  bool threaded_ = false;                    // the current op is threaded
+  std::atomic<bool> sender_idle_{false};     // the sender thread sleeps until rung (else it looks
+                                             // every kWatchPeriod)
+  std::atomic<std::size_t> posted_{0};       // messages of this op ready to send
+  std::atomic<std::size_t> sent_{0};         // messages of this op sent
+  std::atomic<std::size_t> received_{0};     // messages of this op received and dealt with
+  std::atomic<bool> sending_{false};         // driven: the calling thread is inside a Send
+  std::atomic<pid_t> caller_tid_{0};         // driven: the calling thread
+  std::atomic<int> receiver_{kNobody};
+  std::atomic<Clock::rep> first_arrival_{0};  // since op_start_, +1; 0 until the first message
+  std::atomic<bool> abandon_{false};          // the caller failed: send a notice, not the rest
+  std::atomic<bool> failed_{false};           // failure_ is set
   std::atomic<bool> shutdown_{false};
   std::mutex failure_mu_;
   std::optional<Failure> failure_;  // guarded by failure_mu_
-  Doorbell sender_bell_;            // the sender waits on it
+  Doorbell sender_bell_;            // the sender thread waits on it (threaded ops, idle)
+  Doorbell rescue_bell_;            // the sender thread waits on it for sends while rescuing
   Doorbell caller_bell_;            // the calling thread waits on it
   std::thread sender_;              // when world > 1
 };

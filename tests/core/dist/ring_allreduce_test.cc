@@ -53,16 +53,23 @@ void CheckSum(const std::vector<std::vector<float>>& data, std::size_t size, std
   }
 }
 
+// Either way of driving an op (RingOptions::caller_sends): the same messages, the same result.
+const bool kCallerSends[] = {true, false};
+
 void CheckWorldsAndSizes(Transport transport, int max_world) {
-  for (int world = 1; world <= max_world; ++world) {
-    // Small segments, so the large range goes as a pipeline of hundreds of messages per chunk.
-    Ring ring(testing::MakeRing(transport, world), {.timeout = 60s, .segment_floats = 4096});
-    std::uint32_t op = 0;
-    for (std::size_t size : {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(world - 1),
-                             std::size_t{1000}, std::size_t{1'000'003}}) {
-      ++op;
-      BOOST_TEST_CONTEXT(transport << ", world " << world << ", " << size << " floats") {
-        CheckSum(ReduceOnce(ring, size, op), size, op);
+  for (bool caller_sends : kCallerSends) {
+    for (int world = 1; world <= max_world; ++world) {
+      // Small segments, so the large range goes as a pipeline of hundreds of messages per chunk.
+      Ring ring(testing::MakeRing(transport, world),
+                {.timeout = 60s, .segment_floats = 4096, .caller_sends = caller_sends});
+      std::uint32_t op = 0;
+      for (std::size_t size : {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(world - 1),
+                               std::size_t{3}, std::size_t{1000}, std::size_t{1'000'003}}) {
+        ++op;
+        BOOST_TEST_CONTEXT(transport << ", world " << world << ", " << size << " floats"
+                                     << (caller_sends ? "" : ", threaded")) {
+          CheckSum(ReduceOnce(ring, size, op), size, op);
+        }
       }
     }
   }
@@ -81,14 +88,17 @@ BOOST_AUTO_TEST_CASE(tcp_worlds_1_to_7_sum_every_size_identically) {
 BOOST_AUTO_TEST_CASE(the_mean_is_the_sum_times_one_over_world_bit_for_bit) {
   for (Transport transport : testing::kTransports) {
     for (int world : {2, 3, 7}) {
-      BOOST_TEST_CONTEXT(transport << ", world " << world) {
-        Ring ring(testing::MakeRing(transport, world), {.segment_floats = 100});
-        const std::size_t size = 1001;
-        std::vector<std::vector<float>> sum = ReduceOnce(ring, size, 1, Reduction::kSum);
-        std::vector<std::vector<float>> mean = ReduceOnce(ring, size, 1, Reduction::kMean);
-        for (float& x : sum[0]) x *= 1.0f / static_cast<float>(world);
-        for (int r = 0; r < world; ++r) {
-          BOOST_TEST(testing::SameBits(mean[static_cast<std::size_t>(r)], sum[0]));
+      for (bool caller_sends : kCallerSends) {
+        BOOST_TEST_CONTEXT(transport << ", world " << world << (caller_sends ? "" : ", threaded")) {
+          Ring ring(testing::MakeRing(transport, world),
+                    {.segment_floats = 100, .caller_sends = caller_sends});
+          const std::size_t size = 1001;
+          std::vector<std::vector<float>> sum = ReduceOnce(ring, size, 1, Reduction::kSum);
+          std::vector<std::vector<float>> mean = ReduceOnce(ring, size, 1, Reduction::kMean);
+          for (float& x : sum[0]) x *= 1.0f / static_cast<float>(world);
+          for (int r = 0; r < world; ++r) {
+            BOOST_TEST(testing::SameBits(mean[static_cast<std::size_t>(r)], sum[0]));
+          }
         }
       }
     }
@@ -97,12 +107,14 @@ BOOST_AUTO_TEST_CASE(the_mean_is_the_sum_times_one_over_world_bit_for_bit) {
 
 BOOST_AUTO_TEST_CASE(many_consecutive_ops_with_increasing_tags) {
   for (Transport transport : testing::kTransports) {
-    BOOST_TEST_CONTEXT(transport) {
-      Ring ring(testing::MakeRing(transport, 4), {.timeout = 60s, .segment_floats = 512});
-      for (std::uint32_t op = 1; op <= 150; ++op) {
-        const std::size_t size = (op * 7919u) % 5000u;
-        BOOST_TEST_CONTEXT("op " << op << ", " << size << " floats") {
-          CheckSum(ReduceOnce(ring, size, op), size, op);
+    for (int world : {2, 4}) {
+      BOOST_TEST_CONTEXT(transport << ", world " << world) {
+        Ring ring(testing::MakeRing(transport, world), {.timeout = 60s, .segment_floats = 512});
+        for (std::uint32_t op = 1; op <= 150; ++op) {
+          const std::size_t size = (op * 7919u) % 5000u;
+          BOOST_TEST_CONTEXT("op " << op << ", " << size << " floats") {
+            CheckSum(ReduceOnce(ring, size, op), size, op);
+          }
         }
       }
     }
@@ -113,13 +125,19 @@ BOOST_AUTO_TEST_CASE(segmenting_and_spinning_change_nothing_in_the_result) {
   const int world = 3;
   const std::size_t size = 1000;
   std::vector<float> reference;
-  for (RingOptions options : {RingOptions{.segment_floats = 1},  // every float its own message
-                              RingOptions{.segment_floats = 7},
-                              RingOptions{.segment_floats = 1 << 20},  // one message per chunk
-                              RingOptions{.segment_floats = 64, .spin = 0us},
-                              RingOptions{.segment_floats = 64, .spin = 2000us}}) {
+  for (RingOptions options :
+       {RingOptions{.segment_floats = 1},  // every float its own message
+        RingOptions{.segment_floats = 7},
+        RingOptions{.segment_floats = 1 << 20},  // one message per chunk
+        RingOptions{.segment_floats = 64, .spin = 0us},
+        RingOptions{.segment_floats = 64, .spin = 2000us},
+        RingOptions{.segment_floats = 64, .yield = 0us},
+        RingOptions{.segment_floats = 64, .spin = 50us, .yield = 0us},
+        RingOptions{.segment_floats = 64, .caller_sends = false},
+        RingOptions{.segment_floats = 64, .spin = 50us, .caller_sends = false, .yield = 0us}}) {
     BOOST_TEST_CONTEXT("segment " << options.segment_floats << ", spin " << options.spin.count()
-                                  << " us") {
+                                  << " us, yield " << options.yield.count() << " us"
+                                  << (options.caller_sends ? "" : ", threaded")) {
       Ring ring(testing::MakeRing(Transport::kLocal, world), options);
       std::vector<std::vector<float>> data = ReduceOnce(ring, size, 1);
       CheckSum(data, size, 1);
@@ -132,14 +150,17 @@ BOOST_AUTO_TEST_CASE(segmenting_and_spinning_change_nothing_in_the_result) {
 BOOST_AUTO_TEST_CASE(full_duplex_when_chunks_far_exceed_the_link_buffer) {
   // Each chunk goes as several messages into links that buffer 1 KiB: if a rank could not
   // receive while it sends, every rank would block in its second send and the ring would stall.
-  for (int world : {2, 3}) {
-    BOOST_TEST_CONTEXT("world " << world) {
-      Ring ring(MakeLocalRing(world, /*capacity_bytes=*/1024),
-                {.timeout = 60s, .segment_floats = 10'000});
-      const std::size_t size = 200'000;
-      const Clock::time_point start = Clock::now();
-      CheckSum(ReduceOnce(ring, size, 1), size, 1);
-      BOOST_TEST(testing::SecondsSince(start) < 30.0);
+  // A calling thread that sends is rescued by its sender thread, which receives meanwhile.
+  for (bool caller_sends : kCallerSends) {
+    for (int world : {2, 3}) {
+      BOOST_TEST_CONTEXT("world " << world << (caller_sends ? "" : ", threaded")) {
+        Ring ring(MakeLocalRing(world, /*capacity_bytes=*/1024),
+                  {.timeout = 60s, .segment_floats = 10'000, .caller_sends = caller_sends});
+        const std::size_t size = 200'000;
+        const Clock::time_point start = Clock::now();
+        CheckSum(ReduceOnce(ring, size, 1), size, 1);
+        BOOST_TEST(testing::SecondsSince(start) < 30.0);
+      }
     }
   }
 }
@@ -169,8 +190,7 @@ int RankProcess(const LoopbackRing& listening, int rank, std::size_t size,
   return out.good() ? 0 : 1;
 }
 
-BOOST_AUTO_TEST_CASE(ranks_as_separate_processes_agree_bit_for_bit) {
-  const int world = 3;
+void CheckRanksAsProcesses(int world) {
   const std::size_t size = 300'007;
   dtrain::testing::TempDir dir;
   Result<LoopbackRing> listening = LoopbackRing::Listen(world);
@@ -198,6 +218,12 @@ BOOST_AUTO_TEST_CASE(ranks_as_separate_processes_agree_bit_for_bit) {
     std::memcpy(data.back().data(), bytes.data(), bytes.size());
   }
   CheckSum(data, size, 3);
+}
+
+BOOST_AUTO_TEST_CASE(ranks_as_separate_processes_agree_bit_for_bit) {
+  for (int world : {2, 3}) {
+    BOOST_TEST_CONTEXT("world " << world) { CheckRanksAsProcesses(world); }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(invalid_arguments_make_every_op_fail_saying_why) {

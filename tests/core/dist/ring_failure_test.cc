@@ -3,13 +3,16 @@
 // death came too late to matter to it, hold the full sum), never hang, and say which rank and
 // which op; ranks that are not neighbours of a dead rank learn it from the failure notices that
 // travel around the ring. The ops get a 60 s timeout and must end in under 30 s: the failure,
-// not the deadline, ends them.
+// not the deadline, ends them. Each runs with ops driven both ways (RingOptions::caller_sends),
+// and with two ranks (the direct exchange) as well as rings.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <functional>
+#include <string>
+#include <utility>
 
 #include "core/dist/ring_allreduce.h"
 #include "ring_harness.h"
@@ -24,6 +27,12 @@ using testing::Transport;
 constexpr std::uint32_t kOp = 7;
 constexpr std::size_t kSize = 100'000;
 const RingOptions kOptions{.timeout = 60s, .segment_floats = 1000};
+const RingOptions kThreaded{.timeout = 60s, .segment_floats = 1000, .caller_sends = false};
+const RingOptions kDrivings[] = {kOptions, kThreaded};
+
+const char* Driving(const RingOptions& options) {
+  return options.caller_sends ? "caller sends" : "threaded";
+}
 
 // A link that forwards to `inner` until its rank has sent `*sends_left` messages, then dies
 // (`die`: close the rank's links, or exit its process) instead of sending.
@@ -93,18 +102,21 @@ BOOST_AUTO_TEST_SUITE(dist_ring_failures)
 
 BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_that_closed_its_links) {
   for (Transport transport : testing::kTransports) {
-    BOOST_TEST_CONTEXT(transport) {
-      const int world = 4, victim = 2;
-      std::vector<RingLinks> links = testing::MakeRing(transport, world);
-      const Clock::time_point start = Clock::now();
-      const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
-        const RingLinks& mine = links[static_cast<std::size_t>(r)];
-        if (r != victim) return ReduceAsRank(r, world, mine);
-        mine.left->Close();
-        mine.right->Close();
-        return Status::Ok();
-      });
-      CheckEveryOtherRankNames(status, victim, start);
+    for (const RingOptions& options : kDrivings) {
+      for (const auto& [world, victim] : {std::pair{4, 2}, std::pair{2, 1}}) {
+        BOOST_TEST_CONTEXT(transport << ", " << Driving(options) << ", world " << world) {
+          std::vector<RingLinks> links = testing::MakeRing(transport, world);
+          const Clock::time_point start = Clock::now();
+          const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
+            const RingLinks& mine = links[static_cast<std::size_t>(r)];
+            if (r != victim) return ReduceAsRank(r, world, mine, kOp, options);
+            mine.left->Close();
+            mine.right->Close();
+            return Status::Ok();
+          });
+          CheckEveryOtherRankNames(status, victim, start);
+        }
+      }
     }
   }
 }
@@ -117,7 +129,8 @@ struct Outcome {
   Clock::time_point start;
 };
 
-Outcome RunWithVictim(Transport transport, int world, int victim, int sends) {
+Outcome RunWithVictim(Transport transport, int world, int victim, int sends,
+                      const RingOptions& options) {
   std::vector<RingLinks> links = testing::MakeRing(transport, world);
   RingLinks& v = links[static_cast<std::size_t>(victim)];
   Doomed doomed(v, sends, [&v] {
@@ -133,7 +146,7 @@ Outcome RunWithVictim(Transport transport, int world, int victim, int sends) {
                                : RingLinks{.left = links[static_cast<std::size_t>(r)].left,
                                            .right = links[static_cast<std::size_t>(r)].right,
                                            .owned = {}};
-    return ReduceAsRank(r, world, mine, kOp, kOptions, &out.data[static_cast<std::size_t>(r)]);
+    return ReduceAsRank(r, world, mine, kOp, options, &out.data[static_cast<std::size_t>(r)]);
   });
   return out;
 }
@@ -143,11 +156,30 @@ Outcome RunWithVictim(Transport transport, int world, int victim, int sends) {
 // 100th): a death before that leaves every other rank short.
 BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_that_dies_mid_op) {
   for (Transport transport : testing::kTransports) {
-    for (int sends : {0, 1, 20, 60, 99}) {  // before its first message, in each step up to 3
-      BOOST_TEST_CONTEXT(transport << ", dies after " << sends << " messages") {
-        const Outcome out = RunWithVictim(transport, 4, 2, sends);
-        BOOST_TEST(!out.status[2].ok());
-        CheckEveryOtherRankNames(out.status, 2, out.start);
+    for (const RingOptions& options : kDrivings) {
+      for (int sends : {0, 1, 20, 60, 99}) {  // before its first message, in each step up to 3
+        BOOST_TEST_CONTEXT(transport << ", " << Driving(options) << ", dies after " << sends
+                                     << " messages") {
+          const Outcome out = RunWithVictim(transport, 4, 2, sends, options);
+          BOOST_TEST(!out.status[2].ok());
+          CheckEveryOtherRankNames(out.status, 2, out.start);
+        }
+      }
+    }
+  }
+}
+
+// With two ranks each sends its 100 messages of 1000 floats and needs all 100 of the other's.
+BOOST_AUTO_TEST_CASE(the_peer_of_a_two_rank_exchange_names_it_when_it_dies_mid_op) {
+  for (Transport transport : testing::kTransports) {
+    for (const RingOptions& options : kDrivings) {
+      for (int sends : {0, 1, 50, 99}) {
+        BOOST_TEST_CONTEXT(transport << ", " << Driving(options) << ", dies after " << sends
+                                     << " messages") {
+          const Outcome out = RunWithVictim(transport, 2, 1, sends, options);
+          BOOST_TEST(!out.status[1].ok());
+          CheckEveryOtherRankNames(out.status, 1, out.start);
+        }
       }
     }
   }
@@ -157,27 +189,29 @@ BOOST_AUTO_TEST_CASE(after_a_late_death_each_rank_has_the_sum_or_an_error_naming
   // Past its 100th message the ranks downstream may already hold all they need.
   const testing::Reference ref = testing::ReferenceSum(4, kSize, kOp);
   for (Transport transport : testing::kTransports) {
-    for (int sends : {100, 125, 149}) {
-      BOOST_TEST_CONTEXT(transport << ", dies after " << sends << " messages") {
-        const Outcome out = RunWithVictim(transport, 4, 2, sends);
-        BOOST_TEST(testing::SecondsSince(out.start) < 30.0);
-        for (std::size_t r : {0u, 1u, 3u}) {
-          BOOST_TEST_CONTEXT("rank " << r) {
-            if (out.status[r].ok()) {
-              BOOST_TEST(testing::CountOutside(out.data[r], ref) == 0u);
-            } else {
-              BOOST_TEST(Mentions(out.status[r].message(), "rank 2"));
+    for (const RingOptions& options : kDrivings) {
+      for (int sends : {100, 125, 149}) {
+        BOOST_TEST_CONTEXT(transport << ", " << Driving(options) << ", dies after " << sends
+                                     << " messages") {
+          const Outcome out = RunWithVictim(transport, 4, 2, sends, options);
+          BOOST_TEST(testing::SecondsSince(out.start) < 30.0);
+          for (std::size_t r : {0u, 1u, 3u}) {
+            BOOST_TEST_CONTEXT("rank " << r) {
+              if (out.status[r].ok()) {
+                BOOST_TEST(testing::CountOutside(out.data[r], ref) == 0u);
+              } else {
+                BOOST_TEST(Mentions(out.status[r].message(), "rank 2"));
+              }
             }
           }
+          BOOST_TEST(!out.status[3].ok());  // the victim's right neighbour never gets step 5
         }
-        BOOST_TEST(!out.status[3].ok());  // the victim's right neighbour never gets step 5
       }
     }
   }
 }
 
-BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_process_that_exits_mid_op) {
-  const int world = 4, victim = 1;
+void CheckProcessExitsMidOp(int world, int victim, const RingOptions& options) {
   Result<LoopbackRing> listening = LoopbackRing::Listen(world);
   BOOST_TEST_REQUIRE(listening.ok(), listening.status().message());
   // Fork before this process starts any thread.
@@ -187,7 +221,7 @@ BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_process_that_exits_mid_op) {
     Result<RingLinks> links = listening.value().Join(victim, 10s);
     if (!links.ok()) ::_exit(1);
     Doomed doomed(links.value(), 30, [] { ::_exit(3); });
-    ReduceAsRank(victim, world, doomed.Links());
+    ReduceAsRank(victim, world, doomed.Links(), kOp, options);
     ::_exit(2);  // it should have died before the op ended
   }
   const Clock::time_point start = Clock::now();
@@ -195,7 +229,7 @@ BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_process_that_exits_mid_op) {
     if (r == victim) return Status::Ok();
     Result<RingLinks> links = listening.value().Join(r, 10s);
     if (!links.ok()) return links.status();
-    return ReduceAsRank(r, world, links.value());
+    return ReduceAsRank(r, world, links.value(), kOp, options);
   });
   int exit_status = 0;
   ::waitpid(child, &exit_status, 0);
@@ -203,24 +237,38 @@ BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_process_that_exits_mid_op) {
   CheckEveryOtherRankNames(status, victim, start);
 }
 
+BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_process_that_exits_mid_op) {
+  for (const RingOptions& options : kDrivings) {
+    for (const auto& [world, victim] : {std::pair{4, 1}, std::pair{2, 1}}) {
+      BOOST_TEST_CONTEXT(Driving(options) << ", world " << world) {
+        CheckProcessExitsMidOp(world, victim, options);
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_silent_rank_fails_the_others_within_the_timeout) {
   for (Transport transport : testing::kTransports) {
-    BOOST_TEST_CONTEXT(transport) {
-      const int world = 3, silent = 2;
-      std::vector<RingLinks> links = testing::MakeRing(transport, world);
-      const Clock::time_point start = Clock::now();
-      const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
-        if (r == silent) return Status::Ok();  // keeps its links open, never sends
-        return ReduceAsRank(r, world, links[static_cast<std::size_t>(r)], kOp,
-                            {.timeout = 300ms, .segment_floats = 1000});
-      });
-      BOOST_TEST(testing::SecondsSince(start) < 30.0);
-      BOOST_TEST(!status[0].ok());
-      BOOST_TEST(!status[1].ok());
-      // Rank 0 waits for the silent rank's messages itself.
-      BOOST_TEST(Mentions(status[0].message(), "timeout"));
-      BOOST_TEST(Mentions(status[0].message(), "rank 2"));
-      BOOST_TEST(Mentions(status[0].message(), "op 7"));
+    for (bool caller_sends : {true, false}) {
+      for (const auto& [world, silent] : {std::pair{3, 2}, std::pair{2, 1}}) {
+        BOOST_TEST_CONTEXT(transport << (caller_sends ? "" : ", threaded") << ", world " << world) {
+          std::vector<RingLinks> links = testing::MakeRing(transport, world);
+          const Clock::time_point start = Clock::now();
+          const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
+            if (r == silent) return Status::Ok();  // keeps its links open, never sends
+            return ReduceAsRank(
+                r, world, links[static_cast<std::size_t>(r)], kOp,
+                {.timeout = 300ms, .segment_floats = 1000, .caller_sends = caller_sends});
+          });
+          BOOST_TEST(testing::SecondsSince(start) < 30.0);
+          for (int r = 0; r < silent; ++r) BOOST_TEST(!status[static_cast<std::size_t>(r)].ok());
+          // Rank 0 waits for the silent rank's messages itself.
+          const std::string name = "rank " + std::to_string(silent);
+          BOOST_TEST(Mentions(status[0].message(), "timeout"));
+          BOOST_TEST(Mentions(status[0].message(), name));
+          BOOST_TEST(Mentions(status[0].message(), "op 7"));
+        }
+      }
     }
   }
 }
@@ -239,26 +287,50 @@ boost::test_tools::predicate_result NamesTags(const std::string& text, int got, 
 
 BOOST_AUTO_TEST_CASE(a_rank_on_another_op_is_a_tag_mismatch_naming_both_tags) {
   for (Transport transport : testing::kTransports) {
-    BOOST_TEST_CONTEXT(transport) {
-      const int world = 3, stray = 1;
-      testing::Ring ring(testing::MakeRing(transport, world), kOptions);
-      const Clock::time_point start = Clock::now();
-      const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
-        const std::uint32_t op = r == stray ? kOp + 1 : kOp;
-        std::vector<float> data = testing::Input(r, kSize, op);
-        return ring.ranks[static_cast<std::size_t>(r)]->AllReduceSum(data, op);
-      });
-      BOOST_TEST(testing::SecondsSince(start) < 30.0);
-      for (const Status& s : status) BOOST_TEST_REQUIRE(!s.ok());
-      BOOST_TEST(NamesTags(status[2].message(), 8, 7));  // receives the stray rank's messages
-      BOOST_TEST(NamesTags(status[1].message(), 7, 8));  // the stray rank itself
-      BOOST_TEST(Mentions(status[2].message(), "rank 1"));
+    for (const RingOptions& options : kDrivings) {
+      BOOST_TEST_CONTEXT(transport << ", " << Driving(options)) {
+        const int world = 3, stray = 1;
+        testing::Ring ring(testing::MakeRing(transport, world), options);
+        const Clock::time_point start = Clock::now();
+        const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
+          const std::uint32_t op = r == stray ? kOp + 1 : kOp;
+          std::vector<float> data = testing::Input(r, kSize, op);
+          return ring.ranks[static_cast<std::size_t>(r)]->AllReduceSum(data, op);
+        });
+        BOOST_TEST(testing::SecondsSince(start) < 30.0);
+        for (const Status& s : status) BOOST_TEST_REQUIRE(!s.ok());
+        BOOST_TEST(NamesTags(status[2].message(), 8, 7));  // receives the stray rank's messages
+        BOOST_TEST(NamesTags(status[1].message(), 7, 8));  // the stray rank itself
+        BOOST_TEST(Mentions(status[2].message(), "rank 1"));
 
-      // A ring that failed refuses to run again, since its links may be mid-message.
-      std::vector<float> data(10);
-      const Status again = ring.ranks[0]->AllReduceSum(data, kOp + 2);
-      BOOST_TEST(Mentions(again.message(), "refused"));
-      BOOST_TEST(Mentions(again.message(), "op 7 failed"));
+        // A ring that failed refuses to run again, since its links may be mid-message.
+        std::vector<float> data(10);
+        const Status again = ring.ranks[0]->AllReduceSum(data, kOp + 2);
+        BOOST_TEST(Mentions(again.message(), "refused"));
+        BOOST_TEST(Mentions(again.message(), "op 7 failed"));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_two_rank_peer_on_another_op_is_a_tag_mismatch_naming_both_tags) {
+  for (Transport transport : testing::kTransports) {
+    for (const RingOptions& options : kDrivings) {
+      BOOST_TEST_CONTEXT(transport << ", " << Driving(options)) {
+        testing::Ring ring(testing::MakeRing(transport, 2), options);
+        const Clock::time_point start = Clock::now();
+        const std::vector<Status> status = testing::RunRanks(2, [&](int r) {
+          const std::uint32_t op = r == 1 ? kOp + 1 : kOp;
+          std::vector<float> data = testing::Input(r, kSize, op);
+          return ring.ranks[static_cast<std::size_t>(r)]->AllReduceSum(data, op);
+        });
+        BOOST_TEST(testing::SecondsSince(start) < 30.0);
+        for (const Status& s : status) BOOST_TEST_REQUIRE(!s.ok());
+        BOOST_TEST(NamesTags(status[0].message(), 8, 7));
+        BOOST_TEST(Mentions(status[0].message(), "rank 1"));
+        BOOST_TEST(NamesTags(status[1].message(), 7, 8));
+        BOOST_TEST(Mentions(status[1].message(), "rank 0"));
+      }
     }
   }
 }
