@@ -1,7 +1,9 @@
-// Ring all-reduce bus bandwidth on loopback TCP, ranks as separate processes, against raw TCP
-// measured in the same run:
+// Ring all-reduce bus bandwidth on loopback TCP and over shared memory, ranks as separate
+// processes, against raw TCP measured in the same run:
 //   - dtrain: RingAllReduce::AllReduceMean over TcpLinks (LoopbackRing), n = 2 and 4 processes
 //     (n = 2 by direct exchange unless --ring);
+//   - shm: the same over ShmLinks (what JoinRing makes between processes of one host), n = 2
+//     and 4, and its ratio to TCP (--no-shm leaves it out);
 //     bus bandwidth = 2(n-1)/n * bytes / time, the bytes each rank sends (and receives) per op
 //     over the time of one op;
 //   - raw: 2 processes over one TCP connection, each sending `bytes` and receiving `bytes` at once
@@ -14,7 +16,7 @@
 // larger sizes); a ratio is taken within a round, and the median round is printed. Four busy
 // threads share two cores here, so single rounds scatter by tens of percent.
 // Usage: bench_allreduce_bandwidth [--quick] [--bytes N]... [--segment FLOATS] [--spin US]
-//                                  [--yield US] [--threaded] [--ring]
+//                                  [--yield US] [--threaded] [--ring] [--no-shm]
 // (--threaded: RingOptions::caller_sends off; --ring: the two-phase ring for n = 2 too.)
 #include <algorithm>
 #include <chrono>
@@ -40,8 +42,8 @@ std::string SizeName(std::size_t bytes) {
   return std::to_string(bytes) + " B";
 }
 
-// Bandwidths of one round, GB/s: raw, raw+crc, ring n=2, ring n=4.
-constexpr int kColumns = 4;
+// Bandwidths of one round, GB/s: raw, raw+crc, ring n=2, ring n=4 (TCP), then over shm.
+constexpr int kColumns = 6;
 
 }  // namespace
 
@@ -50,6 +52,7 @@ int main(int argc, char** argv) {
   double rep_scale = 1.0;
   std::vector<std::size_t> sizes;
   RingOptions options;
+  bool shm = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
@@ -67,17 +70,21 @@ int main(int argc, char** argv) {
       options.caller_sends = false;
     } else if (arg == "--ring") {
       options.direct_exchange = false;
+    } else if (arg == "--no-shm") {
+      shm = false;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--bytes N]... [--segment FLOATS] [--spin MICROSECONDS]\n"
-                   "       [--yield MICROSECONDS] [--threaded] [--ring]\n",
+                   "       [--yield MICROSECONDS] [--threaded] [--ring] [--no-shm]\n",
                    argv[0]);
       return 2;
     }
   }
   if (sizes.empty()) sizes = {std::size_t{256} << 10, std::size_t{4} << 20, std::size_t{64} << 20};
   const std::size_t segment_bytes = options.segment_floats * sizeof(float);
-  std::printf("ring all-reduce (mean) vs raw full-duplex TCP, 127.0.0.1, ranks as processes\n");
+  std::printf("ring all-reduce (mean) over TCP on 127.0.0.1%s vs raw full-duplex TCP, ranks as "
+              "processes\n",
+              shm ? " and over shared memory" : "");
   std::printf(
       "segment %zu floats (%s), yield %lld us, spin %lld us, %s, n=2 by %s, %u cores; GB/s = 1e9 "
       "bytes/s;\nmedians of %d round(s), ratios per round (both measured in it), then their "
@@ -87,15 +94,18 @@ int main(int argc, char** argv) {
       options.caller_sends ? "caller sends" : "threaded",
       options.direct_exchange ? "direct exchange" : "ring", std::thread::hardware_concurrency(),
       rounds);
-  std::printf("%-8s %8s %8s | %8s %7s %7s | %8s %7s %7s\n", "size", "raw", "raw+crc", "n=2", "/raw",
+  std::printf("%-8s %8s %8s | %8s %7s %7s | %8s %7s %7s", "size", "raw", "raw+crc", "n=2", "/raw",
               "/r+crc", "n=4", "/raw", "/r+crc");
+  if (shm) std::printf(" | %8s %7s %8s %7s", "shm n=2", "/tcp", "shm n=4", "/tcp");
+  std::printf("\n");
   for (std::size_t bytes : sizes) {
     const int reps = std::max(
         3, static_cast<int>(rep_scale * std::clamp(static_cast<double>(std::size_t{256} << 20) /
                                                        static_cast<double>(bytes),
                                                    5.0, 200.0)));
     std::vector<double> columns[kColumns];
-    std::vector<double> ratios[4];  // n=2/raw, n=2/raw+crc, n=4/raw, n=4/raw+crc
+    // n=2/raw, n=2/raw+crc, n=4/raw, n=4/raw+crc, shm n=2/tcp n=2, shm n=4/tcp n=4
+    std::vector<double> ratios[6];
     for (int round = 0; round < rounds; ++round) {
       double gbps[kColumns];
       gbps[0] = static_cast<double>(bytes) / RawSeconds(bytes, reps, 0) / 1e9;
@@ -104,17 +114,29 @@ int main(int argc, char** argv) {
         const int n = i == 0 ? 2 : 4;
         const double moved = 2.0 * (n - 1) / n * static_cast<double>(bytes);
         gbps[2 + i] = moved / RingSeconds(n, bytes / sizeof(float), reps, options) / 1e9;
+        gbps[4 + i] = shm ? moved /
+                                RingSeconds(n, bytes / sizeof(float), reps, options,
+                                            dtrain::dist::LinkTransport::kAuto) /
+                                1e9
+                          : 0.0;
       }
       for (int c = 0; c < kColumns; ++c) columns[c].push_back(gbps[c]);
       ratios[0].push_back(gbps[2] / gbps[0]);
       ratios[1].push_back(gbps[2] / gbps[1]);
       ratios[2].push_back(gbps[3] / gbps[0]);
       ratios[3].push_back(gbps[3] / gbps[1]);
+      ratios[4].push_back(gbps[4] / gbps[2]);
+      ratios[5].push_back(gbps[5] / gbps[3]);
     }
-    std::printf("%-8s %8.2f %8.2f | %8.2f %7.2f %7.2f | %8.2f %7.2f %7.2f\n",
+    std::printf("%-8s %8.2f %8.2f | %8.2f %7.2f %7.2f | %8.2f %7.2f %7.2f",
                 SizeName(bytes).c_str(), Median(columns[0]), Median(columns[1]), Median(columns[2]),
                 Median(ratios[0]), Median(ratios[1]), Median(columns[3]), Median(ratios[2]),
                 Median(ratios[3]));
+    if (shm) {
+      std::printf(" | %8.2f %7.2f %8.2f %7.2f", Median(columns[4]), Median(ratios[4]),
+                  Median(columns[5]), Median(ratios[5]));
+    }
+    std::printf("\n");
     std::fflush(stdout);
   }
   return 0;

@@ -80,8 +80,9 @@ double InProcesses(int n, const std::function<double(int)>& fn) {
   return seconds;
 }
 
-double RingSeconds(int n, std::size_t floats, int reps, dist::RingOptions options) {
-  Result<dist::LoopbackRing> listening = dist::LoopbackRing::Listen(n);
+double RingSeconds(int n, std::size_t floats, int reps, dist::RingOptions options,
+                   dist::LinkTransport transport) {
+  Result<dist::LoopbackRing> listening = dist::LoopbackRing::Listen(n, transport);
   if (!listening.ok()) {
     std::fprintf(stderr, "%s\n", listening.status().message().c_str());
     return NAN;

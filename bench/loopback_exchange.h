@@ -13,6 +13,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/dist/peer_links.h"
 #include "core/dist/ring_allreduce.h"
 
 namespace dtrain::bench {
@@ -24,8 +25,10 @@ double Median(std::vector<double> v);
 double InProcesses(int n, const std::function<double(int)>& fn);
 
 // Seconds per RingAllReduce::AllReduceMean of `floats` floats among `n` processes over loopback
-// TCP, median over `reps` ops after one warm-up op.
-double RingSeconds(int n, std::size_t floats, int reps, dist::RingOptions options);
+// TCP (or, with LinkTransport::kAuto, over shared memory: ShmLink), median over `reps` ops after
+// one warm-up op.
+double RingSeconds(int n, std::size_t floats, int reps, dist::RingOptions options,
+                   dist::LinkTransport transport = dist::LinkTransport::kTcp);
 
 // Seconds per full-duplex exchange of `bytes` each way between two processes, each driving its
 // socket from one thread with non-blocking send and recv under poll (no framing, no thread

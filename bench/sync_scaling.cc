@@ -1,14 +1,15 @@
 // Synchronous data-parallel scaling: samples/s of 2 worker processes x 1 thread each (sync ring
-// all-reduce over loopback TCP) beside 1 worker x 1 thread, MLP 784-512-256-10, batch 128 per
-// worker, Fashion-MNIST, SGD. Rounds alternate between the two; each worker times its own
-// training (after the ring is connected and the data loaded); a round's time is its slowest
-// worker's. Prints the speed-up (target >= 1.8 on this 2-core machine).
+// all-reduce, over shared memory (ShmLink, the default for processes of one host) and over
+// loopback TCP) beside 1 worker x 1 thread, MLP 784-512-256-10, batch 128 per worker,
+// Fashion-MNIST, SGD. Rounds alternate between the three; each worker times its own training
+// (after the ring is connected and the data loaded); a round's time is its slowest worker's.
+// Prints the speed-ups (target >= 1.8 on this 2-core machine).
 //
-// Beside it, in the same rounds, what bounds that speed-up here: the all-reduce of one step's
-// gradient alone (2 processes, no compute) and a raw full-duplex TCP exchange of the same bytes.
-// With two cores and two busy workers, moving bytes through loopback costs CPU time that no
-// overlap can hide, so 2 t1 / (t1 + t_comm) bounds the speed-up (t1: one worker's step); with
-// t_raw in place of the ring's time it bounds any TCP all-reduce on this machine.
+// Beside them, in the same rounds, what bounds the speed-up here: the all-reduce of one step's
+// gradient alone (2 processes, no compute) over each transport, and a raw full-duplex TCP
+// exchange of the same bytes. With two cores and two busy workers, moving bytes costs CPU time
+// that no overlap can hide, so 2 t1 / (t1 + t_comm) bounds the speed-up (t1: one worker's step);
+// with t_raw in place of the ring's time it bounds any TCP all-reduce on this machine.
 // Usage: bench_sync_scaling [ROUNDS] [STEPS]
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,16 +33,21 @@ using namespace dtrain;
 using Clock = std::chrono::steady_clock;
 using bench::Median;
 
-// Runs `world` worker processes for `steps` steps; returns the slowest worker's seconds.
-double Round(const data::Dataset& set, int world, std::int64_t steps) {
-  auto ring = dist::LoopbackRing::Listen(world);
+// Runs `world` worker processes for `steps` steps; returns the slowest worker's seconds. With
+// `independent`, the processes are `world` one-worker jobs side by side (no ring, no bytes moved):
+// what two busy cores give here at best.
+double Round(const data::Dataset& set, int world, std::int64_t steps,
+             dist::LinkTransport transport, bool independent = false) {
+  const int processes = world;
+  if (independent) world = 1;
+  auto ring = dist::LoopbackRing::Listen(world, transport);
   if (!ring.ok()) {
     std::fprintf(stderr, "%s\n", ring.status().message().c_str());
     std::exit(1);
   }
   std::vector<pid_t> children;
   std::vector<int> pipes;
-  for (int r = 0; r < world; ++r) {
+  for (int r = 0; r < processes; ++r) {
     int fds[2];
     if (::pipe(fds) != 0) std::exit(1);
     const pid_t pid = ::fork();
@@ -49,9 +55,10 @@ double Round(const data::Dataset& set, int world, std::int64_t steps) {
       ::close(fds[0]);
       math::SetBlasThreads(1);
       const model::Model model(bench::FashionMlp({512, 256}));
-      auto links = ring.value().Join(r, std::chrono::seconds(30));
+      const int rank = r % world;
+      auto links = ring.value().Join(rank, std::chrono::seconds(30));
       if (!links.ok()) ::_exit(2);
-      dist::RingAllReduce allreduce(r, world, links.value().left, links.value().right);
+      dist::RingAllReduce allreduce(rank, world, links.value().left, links.value().right);
       dist::SyncAllReduceStrategy sync(allreduce, world,
                                        optim::MakeOptimizer({}, 0, model.NumParams()), 0.0f);
       train::TrainOptions options;
@@ -59,7 +66,7 @@ double Round(const data::Dataset& set, int world, std::int64_t steps) {
       options.steps = steps;
       options.batch_size = 128;
       options.log_every = 1000000;
-      options.rank = r;
+      options.rank = rank;
       options.world_size = world;
       options.sharding = data::ShardMode::kGlobalBatches;
       train::Trainer trainer(model, options, set, nullptr, data::ConstantScaling(255.0f), sync);
@@ -76,7 +83,7 @@ double Round(const data::Dataset& set, int world, std::int64_t steps) {
     pipes.push_back(fds[0]);
   }
   double slowest = 0.0;
-  for (int r = 0; r < world; ++r) {
+  for (int r = 0; r < processes; ++r) {
     double seconds = 0.0;
     if (::read(pipes[r], &seconds, sizeof seconds) != sizeof seconds) {
       std::fprintf(stderr, "worker %d failed\n", r);
@@ -98,25 +105,48 @@ int main(int argc, char** argv) {
   // The flat gradient plus the two stop-vote floats the sync strategy sends with it.
   const std::size_t floats = model::Model(bench::FashionMlp({512, 256})).NumParams() + 2;
   const int ops = static_cast<int>(std::max<std::int64_t>(steps / 3, 10));
-  std::vector<double> one, two, ring, raw;
+  constexpr auto kShm = dist::LinkTransport::kAuto;  // every process here is on one host
+  constexpr auto kTcp = dist::LinkTransport::kTcp;
+  std::vector<double> one, two_shm, two_tcp, ring_shm, ring_tcp, raw;
+  std::vector<double> speedup_shm, speedup_tcp, speedup_alone;  // per round
   for (int round = 0; round < rounds; ++round) {
-    one.push_back(static_cast<double>(steps * 128) / Round(set, 1, steps));
-    two.push_back(static_cast<double>(steps * 2 * 128) / Round(set, 2, steps));
-    ring.push_back(bench::RingSeconds(2, floats, ops, {}));
+    one.push_back(static_cast<double>(steps * 128) / Round(set, 1, steps, kTcp));
+    speedup_alone.push_back(static_cast<double>(steps * 2 * 128) /
+                            Round(set, 2, steps, kTcp, /*independent=*/true) / one.back());
+    two_shm.push_back(static_cast<double>(steps * 2 * 128) / Round(set, 2, steps, kShm));
+    two_tcp.push_back(static_cast<double>(steps * 2 * 128) / Round(set, 2, steps, kTcp));
+    speedup_shm.push_back(two_shm.back() / one.back());
+    speedup_tcp.push_back(two_tcp.back() / one.back());
+    ring_shm.push_back(bench::RingSeconds(2, floats, ops, {}, kShm));
+    ring_tcp.push_back(bench::RingSeconds(2, floats, ops, {}, kTcp));
     raw.push_back(bench::RawSeconds(floats * sizeof(float), ops, 0));
+    std::fprintf(stderr, "round %d: 1 worker %.0f/s, 2 independent %.2fx, 2 over shm %.0f/s "
+                 "(%.2fx), over tcp %.0f/s (%.2fx); ring alone shm %.2f ms, tcp %.2f ms, raw tcp "
+                 "%.2f ms\n",
+                 round + 1, one.back(), speedup_alone.back(), two_shm.back(), speedup_shm.back(),
+                 two_tcp.back(),
+                 speedup_tcp.back(), ring_shm.back() * 1e3, ring_tcp.back() * 1e3,
+                 raw.back() * 1e3);
   }
   const double t1 = 128.0 / Median(one);
-  const double bound_ring = 2.0 * t1 / (t1 + Median(ring));
-  const double bound_raw = 2.0 * t1 / (t1 + Median(raw));
+  const auto bound = [&](const std::vector<double>& comm) { return 2.0 * t1 / (t1 + Median(comm)); };
   std::printf("sync ring, MLP 784-512-256-10, batch 128 per worker, 1 thread each, %lld steps, "
-              "%d rounds (medians)\n", static_cast<long long>(steps), rounds);
-  std::printf("  1 worker    %9.0f samples/s  (%.2f ms a step)\n", Median(one), t1 * 1e3);
-  std::printf("  2 workers   %9.0f samples/s\n", Median(two));
-  std::printf("  speed-up    %9.2f x   (target >= 1.8)\n", Median(two) / Median(one));
-  std::printf("  a step's all-reduce alone (%.2f MB): ring %.2f ms, raw TCP exchange %.2f ms\n",
-              static_cast<double>(floats * sizeof(float)) / 1e6, Median(ring) * 1e3,
-              Median(raw) * 1e3);
-  std::printf("  bound on this machine: %.2f x with this ring, %.2f x with any TCP all-reduce\n",
-              bound_ring, bound_raw);
+              "%d rounds (medians; speed-ups: median of the per-round ratios)\n",
+              static_cast<long long>(steps), rounds);
+  std::printf("  1 worker            %9.0f samples/s  (%.2f ms a step)\n", Median(one), t1 * 1e3);
+  std::printf("  2 workers over shm  %9.0f samples/s  speed-up %.2f x  (target >= 1.8)\n",
+              Median(two_shm), Median(speedup_shm));
+  std::printf("  2 workers over tcp  %9.0f samples/s  speed-up %.2f x\n", Median(two_tcp),
+              Median(speedup_tcp));
+  std::printf("  shm / tcp           %9.2f x\n", Median(two_shm) / Median(two_tcp));
+  std::printf("  2 one-worker jobs side by side (no communication): %.2f x\n",
+              Median(speedup_alone));
+  std::printf("  a step's all-reduce alone (%.2f MB): ring over shm %.2f ms, over tcp %.2f ms, "
+              "raw TCP exchange %.2f ms\n",
+              static_cast<double>(floats * sizeof(float)) / 1e6, Median(ring_shm) * 1e3,
+              Median(ring_tcp) * 1e3, Median(raw) * 1e3);
+  std::printf("  bound on this machine: %.2f x with the ring over shm, %.2f x over tcp, %.2f x with "
+              "any TCP all-reduce\n",
+              bound(ring_shm), bound(ring_tcp), bound(raw));
   return 0;
 }

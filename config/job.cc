@@ -22,6 +22,8 @@ constexpr NameTable<ClusterMode, 4> kModes{{{{ClusterMode::kSingle, "single"},
                                                   "single, sync, async, local"};
 constexpr NameTable<AllReduce, 2> kAllReduces{{{{AllReduce::kRing, "ring"}, {AllReduce::kPs, "ps"}}},
                                               "ring, ps"};
+constexpr NameTable<Transport, 2> kTransports{
+    {{{Transport::kAuto, "auto"}, {Transport::kTcp, "tcp"}}}, "auto, tcp"};
 constexpr NameTable<LrScaling, 3> kLrScalings{{{{LrScaling::kNone, "none"},
                                                 {LrScaling::kLinear, "linear"},
                                                 {LrScaling::kSqrt, "sqrt"}}},
@@ -63,6 +65,7 @@ std::string_view DataFormatName(DataFormat format) { return kFormats.Name(format
 std::string_view SyntheticKindName(SyntheticKind kind) { return kSyntheticKinds.Name(kind); }
 std::string_view ClusterModeName(ClusterMode mode) { return kModes.Name(mode); }
 std::string_view AllReduceName(AllReduce kind) { return kAllReduces.Name(kind); }
+std::string_view TransportName(Transport transport) { return kTransports.Name(transport); }
 std::string_view LrScalingName(LrScaling scaling) { return kLrScalings.Name(scaling); }
 std::string_view PlacementPolicyName(PlacementPolicy policy) { return kPlacements.Name(policy); }
 Result<DataFormat> ParseDataFormat(std::string_view name) {
@@ -78,10 +81,14 @@ std::string_view DataFormatChoices() { return kFormats.choices; }
 std::string_view SyntheticKindChoices() { return kSyntheticKinds.choices; }
 std::string_view ClusterModeChoices() { return kModes.choices; }
 std::string_view AllReduceChoices() { return kAllReduces.choices; }
+std::string_view TransportChoices() { return kTransports.choices; }
 std::string_view LrScalingChoices() { return kLrScalings.choices; }
 std::string_view PlacementPolicyChoices() { return kPlacements.choices; }
 Result<AllReduce> ParseAllReduce(std::string_view name) {
   return kAllReduces.Parse(name, "all-reduce");
+}
+Result<Transport> ParseTransport(std::string_view name) {
+  return kTransports.Parse(name, "transport");
 }
 Result<LrScaling> ParseLrScaling(std::string_view name) {
   return kLrScalings.Parse(name, "learning-rate scaling");

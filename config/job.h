@@ -24,6 +24,9 @@ enum class DataFormat { kIdx, kCsv, kLibsvm, kSynthetic };
 enum class SyntheticKind { kBlobs, kLinear };
 enum class ClusterMode { kSingle, kSync, kAsync, kLocal };
 enum class AllReduce { kRing, kPs };  // how mode "sync" averages gradients
+// What carries a ring's links: shared memory between processes of one host, TCP otherwise (auto),
+// or always TCP.
+enum class Transport { kAuto, kTcp };
 enum class LrScaling { kNone, kLinear, kSqrt };
 // Where a job's processes run when it names no hosts: all on the accepting daemon's host (pack),
 // or round-robin over it and its peers that are up (spread).
@@ -61,6 +64,7 @@ struct ClusterConfig {
   int workers = 1;
   ClusterMode mode = ClusterMode::kSingle;
   AllReduce allreduce = AllReduce::kRing;  // sync
+  Transport transport = Transport::kAuto;  // the ring's links (sync with ring, local)
   int servers = 1;                         // parameter-server shards: sync with ps, and async
   int push_every = 1;                      // async: steps between gradient pushes
   int fetch_every = 1;                     // async: steps between parameter fetches
@@ -69,6 +73,9 @@ struct ClusterConfig {
   bool average_optimizer = false;          // local: average the optimizer state too
   LrScaling lr_scaling = LrScaling::kNone;
   double timeout_seconds = 60.0;           // every wait for a peer, shard or rendezvous
+  // A process that sends its coordinator nothing (not even a heartbeat) for this long is taken
+  // for dead: killed, and the attempt recovers (worker heartbeats go every fifth of it, <= 1 s).
+  double heartbeat_timeout = 5.0;
   PlacementPolicy placement = PlacementPolicy::kPack;
   std::vector<std::string> hosts;          // node names: process r runs on hosts[r % size]
 
@@ -131,18 +138,21 @@ std::string_view DataFormatName(DataFormat format);
 std::string_view SyntheticKindName(SyntheticKind kind);
 std::string_view ClusterModeName(ClusterMode mode);
 std::string_view AllReduceName(AllReduce kind);
+std::string_view TransportName(Transport transport);
 std::string_view LrScalingName(LrScaling scaling);
 std::string_view PlacementPolicyName(PlacementPolicy policy);
 Result<DataFormat> ParseDataFormat(std::string_view name);
 Result<SyntheticKind> ParseSyntheticKind(std::string_view name);
 Result<ClusterMode> ParseClusterMode(std::string_view name);
 Result<AllReduce> ParseAllReduce(std::string_view name);
+Result<Transport> ParseTransport(std::string_view name);
 Result<LrScaling> ParseLrScaling(std::string_view name);
 Result<PlacementPolicy> ParsePlacementPolicy(std::string_view name);
 std::string_view DataFormatChoices();
 std::string_view SyntheticKindChoices();
 std::string_view ClusterModeChoices();
 std::string_view AllReduceChoices();
+std::string_view TransportChoices();
 std::string_view LrScalingChoices();
 std::string_view PlacementPolicyChoices();
 

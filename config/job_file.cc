@@ -446,8 +446,10 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
   r.Bool("average_optimizer", &c->average_optimizer);
   r.Enum("lr_scaling", ParseLrScaling, LrScalingChoices(), &c->lr_scaling);
   r.Number("timeout_seconds", Closed(0.1, 86400), &c->timeout_seconds);
+  r.Number("heartbeat_timeout", Closed(0.2, 3600), &c->heartbeat_timeout);
   r.Enum("placement", ParsePlacementPolicy, PlacementPolicyChoices(), &c->placement);
   ReadHosts(r, &c->hosts);
+  r.Enum("transport", ParseTransport, TransportChoices(), &c->transport);
 }
 
 void ReadCheckpoint(TableReader& r, CheckpointConfig* c) {

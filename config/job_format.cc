@@ -97,6 +97,7 @@ std::string FormatResolvedJob(const JobConfig& job) {
   w.Int("workers", job.cluster.workers);
   w.String("mode", ClusterModeName(job.cluster.mode));
   w.String("allreduce", AllReduceName(job.cluster.allreduce));
+  w.String("transport", TransportName(job.cluster.transport));
   w.Int("servers", job.cluster.servers);
   w.Int("push_every", job.cluster.push_every);
   w.Int("fetch_every", job.cluster.fetch_every);
@@ -105,6 +106,7 @@ std::string FormatResolvedJob(const JobConfig& job) {
   w.Bool("average_optimizer", job.cluster.average_optimizer);
   w.String("lr_scaling", LrScalingName(job.cluster.lr_scaling));
   w.Double("timeout_seconds", job.cluster.timeout_seconds);
+  w.Double("heartbeat_timeout", job.cluster.heartbeat_timeout);
   w.String("placement", PlacementPolicyName(job.cluster.placement));
   if (!job.cluster.hosts.empty()) w.StringArray("hosts", job.cluster.hosts);
   w.Section("checkpoint");

@@ -11,6 +11,13 @@ Status Link::Recv(std::uint32_t tag, std::span<float> out, Deadline deadline) {
   return Status::Ok();
 }
 
+Result<Link::Received> Link::RecvFold(std::span<float> out, const FoldAccept& /*accept*/,
+                                      const FoldPiece& /*fold*/, Deadline deadline) {
+  Result<std::uint32_t> got = RecvAnyTag(out, deadline);
+  if (!got.ok()) return got.status();
+  return Received{.tag = got.value(), .folded = false};
+}
+
 Status Link::TagMismatch(std::uint32_t want, std::uint32_t got) const {
   return Status::Error("tag mismatch: " + peer() + " sent a message tagged " + std::to_string(got) +
                        " where one tagged " + std::to_string(want) + " was expected");

@@ -16,7 +16,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -44,6 +46,21 @@ class Link {
 
   // RecvAnyTag that also requires the message's tag to be `tag` (TagMismatch otherwise).
   Status Recv(std::uint32_t tag, std::span<float> out, Deadline deadline);
+
+  // A receive that lets the caller consume the message where the transport holds it, saving the
+  // copy into `out` (ShmLink: straight out of shared memory). Once the tag is known,
+  // accept(tag) says whether to fold: if so, fold(offset, floats) is called for consecutive
+  // pieces that cover the message in order, `out` is left alone, and `folded` is true; if not,
+  // or where the transport cannot (the default), the message lands in `out` as with RecvAnyTag.
+  // Sizes and failures as RecvAnyTag; a failure may come after some pieces were folded.
+  struct Received {
+    std::uint32_t tag = 0;
+    bool folded = false;
+  };
+  using FoldAccept = std::function<bool(std::uint32_t tag)>;
+  using FoldPiece = std::function<void(std::size_t offset, std::span<const float> floats)>;
+  virtual Result<Received> RecvFold(std::span<float> out, const FoldAccept& accept,
+                                    const FoldPiece& fold, Deadline deadline);
 
   // True when a receive would start without blocking: a message, the first bytes of one, or the
   // peer's close has arrived. Never blocks; lets a caller spin briefly before a blocking receive.

@@ -5,10 +5,11 @@
 
 namespace dtrain::dist {
 
-Result<LoopbackRing> LoopbackRing::Listen(int world) {
+Result<LoopbackRing> LoopbackRing::Listen(int world, LinkTransport transport) {
   if (world < 1)
     return Status::Error("a ring needs at least one rank, not " + std::to_string(world));
   LoopbackRing ring;
+  ring.transport_ = transport;
   for (int r = 0; r < world; ++r) {
     Result<PeerListener> l = PeerListener::Open("127.0.0.1", /*backlog=*/4);
     if (!l.ok()) return l.status();
@@ -24,12 +25,13 @@ Result<RingLinks> LoopbackRing::Join(int rank, std::chrono::milliseconds timeout
                          std::to_string(world()));
   }
   return JoinRing(rank, endpoints_, listeners_[static_cast<std::size_t>(rank)],
-                  Clock::now() + timeout);
+                  Clock::now() + timeout, "", transport_);
 }
 
 Result<std::vector<RingLinks>> LoopbackRing::ConnectAll(int world,
-                                                        std::chrono::milliseconds timeout) {
-  Result<LoopbackRing> ring = Listen(world);
+                                                        std::chrono::milliseconds timeout,
+                                                        LinkTransport transport) {
+  Result<LoopbackRing> ring = Listen(world, transport);
   if (!ring.ok()) return ring.status();
   std::vector<std::optional<Result<RingLinks>>> joined(static_cast<std::size_t>(world));
   {

@@ -8,7 +8,8 @@
 //
 //   Result<std::vector<RingLinks>> all = LoopbackRing::ConnectAll(4, 10s);  // ranks as threads
 //
-// The connections are those of JoinRing (peer_links.h). Join is one call per rank (any thread or process holding the ring);
+// The connections are those of JoinRing (peer_links.h), over TCP unless the transport is kAuto
+// (then shared memory: every rank is on this host). Join is one call per rank (any thread or process holding the ring);
 // the object itself is one thread at a time.
 #pragma once
 
@@ -24,9 +25,10 @@ namespace dtrain::dist {
 
 class LoopbackRing {
  public:
-  static Result<LoopbackRing> Listen(int world);
+  static Result<LoopbackRing> Listen(int world, LinkTransport transport = LinkTransport::kTcp);
   // Joins every rank from its own thread of this process; element r belongs to rank r.
-  static Result<std::vector<RingLinks>> ConnectAll(int world, std::chrono::milliseconds timeout);
+  static Result<std::vector<RingLinks>> ConnectAll(int world, std::chrono::milliseconds timeout,
+                                                   LinkTransport transport = LinkTransport::kTcp);
 
   int world() const { return static_cast<int>(listeners_.size()); }
   // Rank `rank`'s links to its neighbours, connected within `timeout`.
@@ -37,6 +39,7 @@ class LoopbackRing {
 
   std::vector<PeerListener> listeners_;  // listeners_[r]: rank r's listening socket
   std::vector<Endpoint> endpoints_;
+  LinkTransport transport_ = LinkTransport::kTcp;
 };
 
 }  // namespace dtrain::dist

@@ -10,8 +10,11 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <future>
+#include <optional>
 #include <utility>
 
+#include "core/dist/shm_link.h"
 #include "core/net/auth.h"
 
 namespace dtrain::dist {
@@ -107,9 +110,12 @@ Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
   }
 }
 
-Result<std::unique_ptr<TcpLink>> ConnectPeer(const Endpoint& to, int self_id, int peer_id,
-                                             const std::string& peer_label, Deadline deadline,
-                                             const std::string& token) {
+namespace {
+
+// A connection to `to`, introduced as `self_id` with `token`.
+Result<net::FrameStream> ConnectIntroduced(const Endpoint& to, int self_id, int peer_id,
+                                           const std::string& peer_label, Deadline deadline,
+                                           const std::string& token) {
   const std::string who = (peer_label.empty() ? "rank " + std::to_string(peer_id) : peer_label) +
                           " at " + to.host + ":" + std::to_string(to.port);
   Result<net::FrameStream> s = net::FrameStream::ConnectTcp(to.host, to.port, Remaining(deadline));
@@ -120,12 +126,12 @@ Result<std::unique_ptr<TcpLink>> ConnectPeer(const Endpoint& to, int self_id, in
       !hello.ok()) {
     return Status::Error("introducing this process to " + who + ": " + hello.message());
   }
-  return TcpLink::Create(std::move(s).value(), self_id, peer_id, peer_label);
+  return s;
 }
 
-Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int self_id,
-                                            int expected_id, const std::string& peer_label,
-                                            Deadline deadline) {
+// The next connection on `listener`, which must come from `expected_id`.
+Result<net::FrameStream> AcceptIntroduced(const PeerListener& listener, int expected_id,
+                                          const std::string& peer_label, Deadline deadline) {
   const std::string who =
       peer_label.empty() ? "rank " + std::to_string(expected_id) : peer_label;
   Result<IntroducedPeer> in = listener.Accept(deadline);
@@ -134,11 +140,42 @@ Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int se
     return Status::Error("expected " + who + " to connect, but " + in.value().stream.peer() +
                          " introduced itself as " + std::to_string(in.value().id));
   }
-  return TcpLink::Create(std::move(in.value().stream), self_id, expected_id, peer_label);
+  return std::move(in.value().stream);
+}
+
+// The link over an introduced connection: by `transport`, the connecting end `role`.
+Result<std::unique_ptr<Link>> MakeLink(net::FrameStream stream, LinkTransport transport,
+                                       ShmRole role, int self_id, int peer_id,
+                                       Deadline deadline) {
+  if (transport == LinkTransport::kAuto) {
+    return NegotiateLink(std::move(stream), role, self_id, peer_id, "", deadline);
+  }
+  Result<std::unique_ptr<TcpLink>> tcp = TcpLink::Create(std::move(stream), self_id, peer_id);
+  if (!tcp.ok()) return tcp.status();
+  return std::unique_ptr<Link>(std::move(tcp).value());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TcpLink>> ConnectPeer(const Endpoint& to, int self_id, int peer_id,
+                                             const std::string& peer_label, Deadline deadline,
+                                             const std::string& token) {
+  Result<net::FrameStream> s = ConnectIntroduced(to, self_id, peer_id, peer_label, deadline, token);
+  if (!s.ok()) return s.status();
+  return TcpLink::Create(std::move(s).value(), self_id, peer_id, peer_label);
+}
+
+Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int self_id,
+                                            int expected_id, const std::string& peer_label,
+                                            Deadline deadline) {
+  Result<net::FrameStream> s = AcceptIntroduced(listener, expected_id, peer_label, deadline);
+  if (!s.ok()) return s.status();
+  return TcpLink::Create(std::move(s).value(), self_id, expected_id, peer_label);
 }
 
 Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
-                           const PeerListener& mine, Deadline deadline, const std::string& token) {
+                           const PeerListener& mine, Deadline deadline, const std::string& token,
+                           LinkTransport transport) {
   const int n = static_cast<int>(workers.size());
   if (rank < 0 || rank >= n) {
     return Status::Error("rank " + std::to_string(rank) + " is not in a ring of " +
@@ -149,16 +186,37 @@ Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
   if (n == 1) return links;
   const int right = (rank + 1) % n;
   const int left = (rank + n - 1) % n;
-  // With two ranks the one connection goes from rank 0 to rank 1.
+  // With two ranks the one connection goes from rank 0 to rank 1. Every rank connects to its
+  // right before it accepts its left, as before any handshake: the listen backlog lets that
+  // finish. Each connection's upgrade handshake then needs both of its ends at once, so the left
+  // one runs on a thread of its own while this thread negotiates with the right.
+  std::optional<net::FrameStream> to_right, from_left;
   if (n > 2 || rank == 0) {
-    auto link =
-        ConnectPeer(workers[static_cast<std::size_t>(right)], rank, right, "", deadline, token);
+    Result<net::FrameStream> s = ConnectIntroduced(workers[static_cast<std::size_t>(right)], rank,
+                                                   right, "", deadline, token);
+    if (!s.ok()) return Status::Error(me + s.status().message());
+    to_right.emplace(std::move(s).value());
+  }
+  if (n > 2 || rank == 1) {
+    Result<net::FrameStream> s = AcceptIntroduced(mine, left, "", deadline);
+    if (!s.ok()) return Status::Error(me + s.status().message());
+    from_left.emplace(std::move(s).value());
+  }
+  const auto make_left = [&] {
+    return MakeLink(std::move(*from_left), transport, ShmRole::kOpener, rank, left, deadline);
+  };
+  std::future<Result<std::unique_ptr<Link>>> left_link;
+  if (from_left && to_right && transport == LinkTransport::kAuto) {
+    left_link = std::async(std::launch::async, make_left);
+  }
+  if (to_right) {
+    auto link = MakeLink(std::move(*to_right), transport, ShmRole::kCreator, rank, right, deadline);
     if (!link.ok()) return Status::Error(me + link.status().message());
     links.right = link.value().get();
     links.owned.push_back(std::move(link).value());
   }
-  if (n > 2 || rank == 1) {
-    auto link = AcceptPeer(mine, rank, left, "", deadline);
+  if (from_left) {
+    auto link = left_link.valid() ? left_link.get() : make_left();
     if (!link.ok()) return Status::Error(me + link.status().message());
     links.left = link.value().get();
     links.owned.push_back(std::move(link).value());

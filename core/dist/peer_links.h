@@ -10,6 +10,7 @@
 // Every connection starts with the connecting process introducing itself: a heartbeat frame whose
 // sender is its id (its rank in the job) and whose payload is the job's data-plane token (the
 // coordinator hands it out at the rendezvous; core/net/auth.h derives it from the cluster key).
+// On a ring, the introduction may be followed by the shared-memory upgrade (shm_link.h).
 // A listener that requires a token closes, before reading anything else, every connection whose
 // introduction does not carry it, is not a heartbeat, is larger than a token, or does not come
 // within kIntroductionTimeout — and goes on waiting for the right peers. The accepting side then
@@ -87,11 +88,17 @@ Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int se
                                             int expected_id, const std::string& peer_label,
                                             Deadline deadline);
 
+// What carries a ring's links: kAuto, shared memory between processes of one host (ShmLink,
+// after the upgrade handshake of core/net/protocol.md) and TCP otherwise; kTcp, always TCP (no
+// handshake). Every rank of a ring must use the same.
+enum class LinkTransport { kAuto, kTcp };
+
 // Rank `rank`'s ring links among the workers at `workers` (rank r listens at workers[r]): it
 // connects to rank + 1 and accepts rank - 1 on `mine` (two ranks share one connection, made by
-// rank 0).
+// rank 0). With kAuto, the connecting end of each connection creates the shared-memory segment.
 Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
                            const PeerListener& mine, Deadline deadline,
-                           const std::string& token = "");
+                           const std::string& token = "",
+                           LinkTransport transport = LinkTransport::kAuto);
 
 }  // namespace dtrain::dist

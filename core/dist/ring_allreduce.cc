@@ -399,20 +399,37 @@ bool RingAllReduce::ReceiveMessage(std::size_t n, const std::optional<Deadline>&
   const std::span<float> into =
       in_place ? in.values : std::span<float>(scratch_).first(in.values.size());
   if (in_place && !AwaitSent(in.after_sent, bell)) return false;
-  Result<std::uint32_t> tag = left_->RecvAnyTag(into, cause_by.value_or(deadline_));
-  if (!tag.ok()) {
-    if (!cause_by) Fail(tag.status(), Mod(rank_ - 1), Source::kReceiver);
+  // A segment to reduce whose own values this rank has sent already is added in as it is read,
+  // where the link can (shared memory: no copy into the scratch); any other lands in `into`.
+  Result<Link::Received> got = Link::Received{};
+  if (in.reduce && !cause_by) {
+    const Link::FoldAccept accept = [&](std::uint32_t tag) {
+      return tag == op_ && sent_.load(std::memory_order_acquire) >= in.after_sent &&
+             !failed_.load(std::memory_order_acquire);
+    };
+    const Link::FoldPiece add = [&](std::size_t offset, std::span<const float> floats) {
+      Accumulate(in.values.subspan(offset, floats.size()), floats, in.scale);
+    };
+    got = left_->RecvFold(into, accept, add, deadline_);
+  } else if (Result<std::uint32_t> tag = left_->RecvAnyTag(into, cause_by.value_or(deadline_));
+             tag.ok()) {
+    got = Link::Received{.tag = tag.value(), .folded = false};
+  } else {
+    got = tag.status();
+  }
+  if (!got.ok()) {
+    if (!cause_by) Fail(got.status(), Mod(rank_ - 1), Source::kReceiver);
     return false;
   }
-  if (tag.value() != op_) {
-    FailOnTag(tag.value(), into);
+  if (got.value().tag != op_) {
+    FailOnTag(got.value().tag, into);
     return false;
   }
   if (first_arrival_.load(std::memory_order_relaxed) == 0) {
     first_arrival_.store((Clock::now() - op_start_).count() + 1, std::memory_order_release);
   }
   if (cause_by) return true;
-  if (in.reduce) {
+  if (in.reduce && !got.value().folded) {
     if (!AwaitSent(in.after_sent, bell)) return false;
     // After a failure a send may still be reading these values, which no longer matter.
     if (!failed_.load(std::memory_order_acquire)) Accumulate(in.values, into, in.scale);

@@ -35,6 +35,12 @@
 // peer or for the other thread first polls for up to RingOptions::yield, yielding the core between
 // looks, then spins for up to RingOptions::spin, then sleeps.
 //
+// A segment to reduce is added into this rank's values as the link reads it (Link::RecvFold) when
+// this rank has already sent its own values of that segment: over shared memory (ShmLink) the
+// sum is taken straight out of the ring, with no copy into a scratch buffer; other links, and
+// segments that came before this rank sent its own, go through the scratch. The additions are
+// the same either way.
+//
 // Bitwise identity: with two ranks, rank 0 computes a+b and rank 1 b+a (then * 1/2 for a mean),
 // which IEEE addition makes the same bits. With more, each float of the result is computed by
 // exactly one rank (chunk c's finisher, rank c-1), always in the same order (ranks c, c+1, ...,

@@ -85,8 +85,12 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
   if (!UsesShards(job)) {
     const std::vector<dist::Endpoint> ring(placement.peers.begin(),
                                            placement.peers.begin() + workers);
-    Result<dist::RingLinks> links =
-        dist::JoinRing(rank, ring, *placement.listener, deadline, placement.data_token);
+    // Shared memory between replicas on one host unless the job says tcp (shm_link.h).
+    const dist::LinkTransport transport = job.cluster.transport == config::Transport::kTcp
+                                              ? dist::LinkTransport::kTcp
+                                              : dist::LinkTransport::kAuto;
+    Result<dist::RingLinks> links = dist::JoinRing(rank, ring, *placement.listener, deadline,
+                                                   placement.data_token, transport);
     if (!links.ok()) return links.status();
     ring_links_ = std::move(links).value();
     ring_ = std::make_unique<dist::RingAllReduce>(rank, workers, ring_links_.left,

@@ -392,6 +392,25 @@ BOOST_AUTO_TEST_CASE(cluster_keys_of_every_mode_are_read_and_checked) {
        {"inline.toml", 8, 19, "cluster.timeout_seconds", "in [0.1, 86400]"}});
 }
 
+BOOST_AUTO_TEST_CASE(the_ring_transport_is_auto_unless_the_file_says_tcp) {
+  const LoadResult plain = Parse("[data]\nformat = \"synthetic\"\n");
+  BOOST_REQUIRE(plain.ok());
+  BOOST_TEST((plain.job->cluster.transport == Transport::kAuto));
+  const LoadResult tcp = Parse(
+      "[data]\nformat = \"synthetic\"\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
+      "transport = \"tcp\"\n");
+  BOOST_REQUIRE(tcp.ok());
+  BOOST_TEST((tcp.job->cluster.transport == Transport::kTcp));
+  const std::string text = FormatResolvedJob(*tcp.job);
+  BOOST_TEST(text.find("transport = \"tcp\"") != std::string::npos);
+  const LoadResult again = ParseJobText(text, "again", {}, "/");
+  BOOST_REQUIRE(again.ok());
+  BOOST_TEST((again.job->cluster == tcp.job->cluster));
+  CheckDiagnostics(
+      Parse("[data]\nformat = \"synthetic\"\n[cluster]\ntransport = \"shm\"\n"),
+      {{"inline.toml", 4, 13, "cluster.transport", "got \"shm\""}});
+}
+
 BOOST_AUTO_TEST_CASE(unknown_keys_get_the_closest_name_or_the_list) {
   CheckDiagnostics(
       Parse("epochs = 3\n"

@@ -85,6 +85,10 @@ BOOST_AUTO_TEST_CASE(tcp_worlds_1_to_7_sum_every_size_identically) {
   CheckWorldsAndSizes(Transport::kTcp, 7);
 }
 
+BOOST_AUTO_TEST_CASE(shm_worlds_1_to_5_sum_every_size_identically) {
+  CheckWorldsAndSizes(Transport::kShm, 5);
+}
+
 BOOST_AUTO_TEST_CASE(the_mean_is_the_sum_times_one_over_world_bit_for_bit) {
   for (Transport transport : testing::kTransports) {
     for (int world : {2, 3, 7}) {
@@ -190,10 +194,10 @@ int RankProcess(const LoopbackRing& listening, int rank, std::size_t size,
   return out.good() ? 0 : 1;
 }
 
-void CheckRanksAsProcesses(int world) {
+std::vector<std::vector<float>> ReduceInProcesses(int world, LinkTransport transport) {
   const std::size_t size = 300'007;
   dtrain::testing::TempDir dir;
-  Result<LoopbackRing> listening = LoopbackRing::Listen(world);
+  Result<LoopbackRing> listening = LoopbackRing::Listen(world, transport);
   BOOST_TEST_REQUIRE(listening.ok(), listening.status().message());
   std::vector<pid_t> children;
   for (int r = 0; r < world; ++r) {
@@ -218,11 +222,25 @@ void CheckRanksAsProcesses(int world) {
     std::memcpy(data.back().data(), bytes.data(), bytes.size());
   }
   CheckSum(data, size, 3);
+  return data;
 }
 
 BOOST_AUTO_TEST_CASE(ranks_as_separate_processes_agree_bit_for_bit) {
   for (int world : {2, 3}) {
-    BOOST_TEST_CONTEXT("world " << world) { CheckRanksAsProcesses(world); }
+    BOOST_TEST_CONTEXT("world " << world) { ReduceInProcesses(world, LinkTransport::kTcp); }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(processes_over_shared_memory_get_the_bits_of_tcp) {
+  for (int world : {2, 3, 4}) {
+    BOOST_TEST_CONTEXT("world " << world) {
+      const std::vector<std::vector<float>> shm = ReduceInProcesses(world, LinkTransport::kAuto);
+      const std::vector<std::vector<float>> tcp = ReduceInProcesses(world, LinkTransport::kTcp);
+      BOOST_TEST_REQUIRE(shm.size() == tcp.size());
+      for (std::size_t r = 0; r < shm.size(); ++r) {
+        BOOST_TEST(testing::SameBits(shm[r], tcp[r]), "rank " << r);
+      }
+    }
   }
 }
 

@@ -32,17 +32,19 @@ namespace dtrain::dist::testing {
 
 using namespace std::chrono_literals;
 
-enum class Transport { kLocal, kTcp };
+// kShm: JoinRing's shared-memory links (ShmLink), here between threads of one process.
+enum class Transport { kLocal, kTcp, kShm };
 
 inline std::ostream& operator<<(std::ostream& out, Transport t) {
-  return out << (t == Transport::kLocal ? "local" : "tcp");
+  return out << (t == Transport::kLocal ? "local" : t == Transport::kTcp ? "tcp" : "shm");
 }
 
-inline const Transport kTransports[] = {Transport::kLocal, Transport::kTcp};
+inline const Transport kTransports[] = {Transport::kLocal, Transport::kTcp, Transport::kShm};
 
 inline std::vector<RingLinks> MakeRing(Transport transport, int world) {
   if (transport == Transport::kLocal) return MakeLocalRing(world);
-  Result<std::vector<RingLinks>> ring = LoopbackRing::ConnectAll(world, 10s);
+  Result<std::vector<RingLinks>> ring = LoopbackRing::ConnectAll(
+      world, 10s, transport == Transport::kShm ? LinkTransport::kAuto : LinkTransport::kTcp);
   BOOST_TEST_REQUIRE(ring.ok(), ring.status().message());
   return std::move(ring).value();
 }
