@@ -265,7 +265,10 @@ int RunDaemon(const DaemonOptions& options) {
       return 1;
     }
   }
-  auto opened = store::Store::Open(c.state_dir + "/dtrain.db");
+  // A full disk must not also cost the record of what it broke: the store keeps this much in
+  // state_dir/dtrain.db-reserve and gives it back to write job states, events and logs.
+  constexpr std::uint64_t kStoreReserveBytes = 4u << 20;
+  auto opened = store::Store::Open(c.state_dir + "/dtrain.db", {kStoreReserveBytes});
   if (!opened.ok()) {
     log.Error(c.state_dir + "/dtrain.db: " + opened.status().message());
     return 1;

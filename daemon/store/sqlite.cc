@@ -189,8 +189,16 @@ std::int64_t Database::Changes() const { return sqlite3_changes64(db_); }
 
 std::int64_t Database::MaxBlobSize() const { return sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1); }
 
-Status InTransaction(Database& db, const std::function<Status()>& body) {
+int Database::ErrorCode() const { return sqlite3_extended_errcode(db_); }
+
+bool IsDiskFull(int code) { return (code & 0xff) == SQLITE_FULL; }
+
+Status InTransaction(Database& db, const std::function<Status()>& body, int* failure_code) {
+  int ignored = 0;
+  int& code = failure_code != nullptr ? *failure_code : ignored;
+  code = 0;
   if (Status begin = db.Exec("BEGIN IMMEDIATE"); !begin.ok()) {
+    code = db.ErrorCode();
     return Status::Error("cannot begin a transaction: " + begin.message());
   }
   Status status;
@@ -204,6 +212,7 @@ Status InTransaction(Database& db, const std::function<Status()>& body) {
     if (status.ok()) return status;
     status = Status::Error("cannot commit: " + status.message());
   }
+  code = db.ErrorCode();  // before ROLLBACK replaces it
   // Fails harmlessly when SQLite has already rolled back (e.g. after SQLITE_FULL).
   db.Exec("ROLLBACK");
   return status;

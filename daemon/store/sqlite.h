@@ -97,6 +97,8 @@ class Database {
   std::int64_t Changes() const;  // rows changed by the latest INSERT, UPDATE or DELETE
   // SQLite's largest string or blob on this connection (SQLITE_LIMIT_LENGTH).
   std::int64_t MaxBlobSize() const;
+  // SQLite's extended result code for this connection's latest failed call.
+  int ErrorCode() const;
   const std::string& path() const { return path_; }
 
  private:
@@ -111,7 +113,13 @@ class Database {
 // Runs `body` between BEGIN IMMEDIATE and COMMIT; rolls back when body fails (returns an error
 // or throws) or COMMIT fails, and returns that failure. IMMEDIATE takes the write lock up front, so
 // a transaction that reads before it writes never fails half way to a competing writer.
-Status InTransaction(Database& db, const std::function<Status()>& body);
+// `failure_code`, when given, receives SQLite's (extended) result code for the failure — e.g.
+// SQLITE_FULL, see IsDiskFull — and 0 when the transaction was committed.
+Status InTransaction(Database& db, const std::function<Status()>& body,
+                     int* failure_code = nullptr);
+
+// Whether a SQLite result code (primary or extended) says the disk (or the database) is full.
+bool IsDiskFull(int code);
 
 // Connections to one file, opened on demand by `open` and reused: Acquire lends an idle one
 // (or opens another when all are lent), and the Lease gives it back when destroyed. The pool

@@ -154,12 +154,13 @@ Store::Store(std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> wr
 
 Store::~Store() = default;
 
-Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
   Result<Database> db = Database::Open(path, Database::kCreate);
   if (!db.ok()) return db.status();
   if (Status s = ConfigureWriter(db.value()); !s.ok()) return WithPath(path, s);
   if (Status s = Migrate(db.value(), StoreMigrations()); !s.ok()) return s;
-  Result<std::unique_ptr<Writer>> writer = Writer::Start(std::move(db).value());
+  Result<std::unique_ptr<Writer>> writer =
+      Writer::Start(std::move(db).value(), SpaceReserve(path + "-reserve", options.reserve_bytes));
   if (!writer.ok()) return WithPath(path, writer.status());
   auto readers = std::make_unique<ConnectionPool>([path] { return OpenReader(path); });
   // Open the first reader now, so that a file readers cannot use is refused here.
@@ -431,7 +432,7 @@ Status Store::SaveCheckpoint(std::int64_t job, const CheckpointData& checkpoint,
     if (!prune.ok()) return prune.status();
     prune.value().BindInt(1, job).BindInt(2, keep);
     return prune.value().Run();
-  });
+  }, OnDiskFull::kFail);  // a checkpoint must not eat the space kept to record its failure
   if (!status.ok()) return Status::Error(context + status.message());
   return status;
 }

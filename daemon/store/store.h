@@ -18,6 +18,11 @@
 // the writer nor delay it. A read sees every durable operation that returned before it and
 // every append flushed before it.
 //
+// A full disk: a checkpoint that does not fit fails (its transaction rolls back; the previous
+// checkpoint stays) with an error that says "database or disk is full". When opened with a
+// reserve (StoreOptions), the store gives that space back to record the rest — job states,
+// events, logs — rather than lose them too (writer.h).
+//
 // Errors are values: every failure returns a Status naming the job (and step) involved. An
 // append that SQLite refuses (e.g. for a job that does not exist) is dropped without stopping
 // the writer and reported by the next Flush().
@@ -49,12 +54,19 @@ struct LatestCheckpointResult {
   std::vector<std::string> skipped;
 };
 
+struct StoreOptions {
+  // Bytes kept in the file `PATH-reserve` (space_reserve.h) and given back when the disk is
+  // full; 0: none. Only the store's one long-lived owner (the daemon) should keep one.
+  std::uint64_t reserve_bytes = 0;
+};
+
 class Store {
  public:
   // Opens or creates the file at `path` (its directory must exist): WAL mode, foreign keys,
   // a busy timeout, and the schema migrated to this build's version. A file written by a newer
   // dtrain (a higher schema version) is refused with a message saying so.
-  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  static Result<std::unique_ptr<Store>> Open(const std::string& path,
+                                             const StoreOptions& options = {});
   ~Store();  // writes everything queued, then stops the writer
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;

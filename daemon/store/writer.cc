@@ -21,7 +21,7 @@ std::string Owner(std::int64_t job, int worker) {
 
 }  // namespace
 
-Result<std::unique_ptr<Writer>> Writer::Start(Database db) {
+Result<std::unique_ptr<Writer>> Writer::Start(Database db, SpaceReserve reserve) {
   Result<Statement> metric = db.Prepare(
       "INSERT INTO metrics (job, step, worker, name, value, epoch, time) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
@@ -29,14 +29,16 @@ Result<std::unique_ptr<Writer>> Writer::Start(Database db) {
   Result<Statement> log =
       db.Prepare("INSERT INTO logs (job, worker, stream, time, line) VALUES (?1, ?2, ?3, ?4, ?5)");
   if (!log.ok()) return log.status();
-  return std::unique_ptr<Writer>(
-      new Writer(std::move(db), std::move(metric).value(), std::move(log).value()));
+  reserve.Make();  // an existing one is kept as it is; none made when the disk is full
+  return std::unique_ptr<Writer>(new Writer(std::move(db), std::move(metric).value(),
+                                            std::move(log).value(), std::move(reserve)));
 }
 
-Writer::Writer(Database db, Statement insert_metric, Statement insert_log)
+Writer::Writer(Database db, Statement insert_metric, Statement insert_log, SpaceReserve reserve)
     : db_(std::move(db)),
       insert_metric_(std::move(insert_metric)),
       insert_log_(std::move(insert_log)),
+      reserve_(std::move(reserve)),
       thread_([this] { Loop(); }) {}
 
 Writer::~Writer() {
@@ -55,10 +57,10 @@ void Writer::Append(MetricRows rows) {
 
 void Writer::Append(LogLine line) { Post(std::move(line), 1); }
 
-Status Writer::Execute(const std::function<Status(Database&)>& body) {
+Status Writer::Execute(const std::function<Status(Database&)>& body, OnDiskFull on_full) {
   std::promise<Status> done;
   std::future<Status> result = done.get_future();
-  Post(Transaction{&body, std::move(done)}, 0);
+  Post(Transaction{&body, on_full, std::move(done)}, 0);
   return result.get();
 }
 
@@ -111,7 +113,8 @@ void Writer::Process(std::vector<Request>& requests) {
       continue;
     }
     if (auto* transaction = std::get_if<Transaction>(&*it)) {
-      transaction->done.set_value(InTransaction(db_, [&] { return (*transaction->body)(db_); }));
+      transaction->done.set_value(
+          Commit([&] { return (*transaction->body)(db_); }, transaction->on_full));
     } else {
       std::get<Barrier>(*it).done.set_value(TakeDropReport());
     }
@@ -120,27 +123,33 @@ void Writer::Process(std::vector<Request>& requests) {
 }
 
 void Writer::WriteRows(std::span<Request> rows) {
-  std::size_t total = 0;  // rows holds MetricRows and LogLine requests only
+  std::size_t points = 0, lines = 0;  // rows holds MetricRows and LogLine requests only
   for (const Request& r : rows) {
-    const auto* m = std::get_if<MetricRows>(&r);
-    total += m != nullptr ? m->points.size() : 1;
+    if (const auto* m = std::get_if<MetricRows>(&r)) {
+      points += m->points.size();
+    } else {
+      ++lines;
+    }
   }
   std::size_t refused = 0;
-  // Runs a bound insert. A refused row is dropped alone; any other error aborts the
-  // transaction (returned as an error, so InTransaction rolls back).
+  std::string first_refusal;
+  // Runs a bound insert. A refused row is dropped alone (once the rest is committed); any other
+  // error aborts the transaction (returned as an error, so InTransaction rolls back).
   auto insert = [&](Statement& statement, const auto& describe) -> Status {
     Status status = statement.Run();
     const int code = statement.last_error();
     statement.Reset();
     if (status.ok()) return status;
     if (!IsRowError(code)) return Status::Error(describe() + ": " + status.message());
-    ++refused;
-    Drop(1, describe() + ": " + status.message());
+    if (refused++ == 0) first_refusal = describe() + ": " + status.message();
     return Status::Ok();
   };
-  Status status = InTransaction(db_, [&]() -> Status {
+  auto write = [&](bool with_metrics) -> Status {
+    refused = 0;  // another try starts afresh
+    first_refusal.clear();
     for (const Request& r : rows) {
       if (const auto* m = std::get_if<MetricRows>(&r)) {
+        if (!with_metrics) continue;
         for (const train::MetricPoint& p : m->points) {
           insert_metric_.BindInt(1, m->job)
               .BindInt(2, p.step)
@@ -165,8 +174,56 @@ void Writer::WriteRows(std::span<Request> rows) {
       }
     }
     return Status::Ok();
-  });
-  if (!status.ok()) Drop(total - refused, status.message());
+  };
+  int code = 0;
+  Status status;
+  if (reserve_.bytes() > 0 && !reserve_.held()) {
+    // The reserve was given back and not made again: the disk is full, and the space it freed
+    // is for state changes and log lines, not for the metrics that come every step.
+    status = Status::Error("metric rows dropped while the disk is full (" + reserve_.path() +
+                           " is in use)");
+    code = SQLITE_FULL;
+  } else {
+    status = InTransaction(db_, [&] { return write(true); }, &code);
+  }
+  if (status.ok()) {
+    Drop(refused, first_refusal);
+    return;
+  }
+  if (!IsDiskFull(code) || lines == 0) {
+    Drop(points + lines, status.message());
+    return;
+  }
+  // The disk is full: the log lines (a worker's last words) are kept, in the reserve if need be;
+  // the metrics, which come every step and would eat it, are dropped.
+  Drop(points, status.message());
+  status = InTransaction(db_, [&] { return write(false); }, &code);
+  if (!status.ok() && IsDiskFull(code) && ReleaseReserve()) {
+    status = InTransaction(db_, [&] { return write(false); }, &code);
+  }
+  if (status.ok()) {
+    Drop(refused, first_refusal);
+  } else {
+    Drop(lines, status.message());
+  }
+}
+
+Status Writer::Commit(const std::function<Status()>& body, OnDiskFull on_full) {
+  // A large write goes ahead only while the reserve is held: space the reserve gave back is for
+  // the records, not for the next checkpoint.
+  if (on_full == OnDiskFull::kFail && reserve_.bytes() > 0 && !reserve_.held() &&
+      !RemakeReserve()) {
+    return Status::Error("database or disk is full (the " +
+                         std::to_string(reserve_.bytes() >> 20) + " MiB the store keeps free in " +
+                         reserve_.path() + " are in use)");
+  }
+  int code = 0;
+  Status status = InTransaction(db_, body, &code);
+  if (!status.ok() && IsDiskFull(code) && on_full == OnDiskFull::kUseReserve &&
+      ReleaseReserve()) {
+    status = InTransaction(db_, body, &code);
+  }
+  return status;
 }
 
 void Writer::Drop(std::size_t rows, const std::string& why) {
@@ -182,6 +239,20 @@ Status Writer::TakeDropReport() {
   dropped_rows_ = 0;
   first_drop_.clear();
   return report;
+}
+
+bool Writer::ReleaseReserve() {
+  if (!reserve_.Release()) return false;
+  // Copying the WAL back into the database file would grow that file into the space just given
+  // back: no automatic WAL checkpoint until the reserve is made again.
+  db_.Exec("PRAGMA wal_autocheckpoint = 0");
+  return true;
+}
+
+bool Writer::RemakeReserve() {
+  if (!reserve_.Make()) return false;
+  db_.Exec("PRAGMA wal_autocheckpoint = 1000");  // SQLite's default
+  return true;
 }
 
 }  // namespace dtrain::store

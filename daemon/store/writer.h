@@ -12,6 +12,15 @@
 // request queued before it is committed. Execute runs a body in a transaction of its own and
 // returns its result. The connection's synchronous=FULL makes every commit durable.
 //
+// A full disk: the writer keeps a SpaceReserve (space_reserve.h) when it was given one. A
+// transaction that fails with SQLITE_FULL gives the reserve back and is tried once more, so
+// state changes are still recorded; a batch of rows that fails so is written again without its
+// metric rows (dropped), then once more in the reserve, so the log lines that explain a failure
+// are kept too (and metric rows are dropped at once until the reserve is made again); a
+// transaction run with OnDiskFull::kFail (a checkpoint) never uses the reserve and just fails;
+// once the reserve was given back, such a transaction first makes it again, and fails (disk
+// full) when it cannot.
+//
 // Appends return at once unless more than kMaxQueuedRows rows are waiting; then they wait for
 // the writer to catch up (backpressure instead of unbounded memory). Rows are gathered for up
 // to kRowLinger (or kBatchRows rows) before they are written, so a training loop appending a
@@ -38,6 +47,7 @@
 
 #include "core/status.h"
 #include "core/train/metrics.h"
+#include "daemon/store/space_reserve.h"
 #include "daemon/store/sqlite.h"
 
 namespace dtrain::store {
@@ -57,14 +67,19 @@ struct LogLine {
   std::string line;
 };
 
+// What a transaction does when the disk is full: use the space reserve (small, vital writes) or
+// fail at once (large ones, which would eat it).
+enum class OnDiskFull { kUseReserve, kFail };
+
 class Writer {
  public:
   static constexpr std::size_t kMaxQueuedRows = std::size_t{1} << 20;
   static constexpr std::size_t kBatchRows = 4096;
   static constexpr std::chrono::milliseconds kRowLinger{50};
 
-  // Takes over `db`, which must already have the store's schema.
-  static Result<std::unique_ptr<Writer>> Start(Database db);
+  // Takes over `db`, which must already have the store's schema, and keeps `reserve` (made
+  // now if the disk has room).
+  static Result<std::unique_ptr<Writer>> Start(Database db, SpaceReserve reserve = {"", 0});
   ~Writer();
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -74,7 +89,8 @@ class Writer {
 
   // Runs body(db) on the writer thread inside BEGIN IMMEDIATE ... COMMIT (rolled back if body
   // fails) after everything queued before it, and returns its status once committed.
-  Status Execute(const std::function<Status(Database&)>& body);
+  Status Execute(const std::function<Status(Database&)>& body,
+                 OnDiskFull on_full = OnDiskFull::kUseReserve);
 
   // Waits until everything queued before the call is committed. Returns an error if rows
   // appended since the previous Flush (by any thread) were dropped, saying how many and the
@@ -84,6 +100,7 @@ class Writer {
  private:
   struct Transaction {
     const std::function<Status(Database&)>* body;  // not owned: Execute waits for it
+    OnDiskFull on_full;
     std::promise<Status> done;
   };
   struct Barrier {
@@ -91,12 +108,20 @@ class Writer {
   };
   using Request = std::variant<MetricRows, LogLine, Transaction, Barrier>;
 
-  Writer(Database db, Statement insert_metric, Statement insert_log);
+  Writer(Database db, Statement insert_metric, Statement insert_log, SpaceReserve reserve);
   void Post(Request request, std::size_t rows);
   void Loop();
   void Process(std::vector<Request>& requests);
   // Writes a run of MetricRows and LogLine requests in one transaction.
   void WriteRows(std::span<Request> rows);
+  // InTransaction, once more after giving the reserve back if the disk was full and `on_full`
+  // allows; kFail first makes the reserve again if it was given back.
+  Status Commit(const std::function<Status()>& body, OnDiskFull on_full);
+  // Give the reserve back (false if none was held) / make it again (false if there is no room),
+  // stopping and resuming automatic WAL checkpoints, which would grow the database file into
+  // the space given back.
+  bool ReleaseReserve();
+  bool RemakeReserve();
   void Drop(std::size_t rows, const std::string& why);
   Status TakeDropReport();
 
@@ -106,6 +131,7 @@ class Writer {
   Statement insert_log_;
   std::uint64_t dropped_rows_ = 0;
   std::string first_drop_;
+  SpaceReserve reserve_;
 
   std::mutex mu_;
   std::condition_variable wake_;   // the writer: requests arrived or stopping_

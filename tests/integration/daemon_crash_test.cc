@@ -1,0 +1,475 @@
+// dtraind killed (SIGKILL) mid-training and in the middle of a checkpoint's write, and dtraind on a
+// full disk: real daemons, real workers, the store read back as a restarted daemon would find it.
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include "daemon/store/store.h"
+#include "daemon_fixture.h"
+
+namespace dtrain::testing {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+// Two replicas (sync, ring) for long enough to be killed in the middle.
+constexpr const char* kSyncJob = R"(name = "crash-sync"
+[data]
+format = "synthetic"
+synthetic = "blobs"
+rows = 8000
+test_rows = 500
+features = 64
+classes = 4
+noise = 4.0
+[model]
+type = "mlp"
+hidden = [256, 256]
+[train]
+epochs = 24
+batch_size = 32
+threads = 1
+seed = 5
+[optimizer]
+type = "momentum"
+lr = 0.02
+[checkpoint]
+every_steps = 25
+[cluster]
+workers = 2
+mode = "sync"
+)";
+
+// A checkpoint of about 2 MiB after every step: the store is writing one most of the time.
+constexpr const char* kEveryStepJob = R"(name = "every-step"
+[data]
+format = "synthetic"
+synthetic = "blobs"
+rows = 4000
+test_rows = 200
+features = 256
+classes = 4
+[model]
+type = "mlp"
+hidden = [512, 256]
+[train]
+epochs = 2
+batch_size = 64
+threads = 1
+[optimizer]
+type = "momentum"
+lr = 0.01
+[checkpoint]
+every_steps = 1
+keep = 2
+)";
+
+constexpr const char* kTinyJob = R"(name = "tiny"
+[data]
+format = "synthetic"
+synthetic = "blobs"
+rows = 200
+features = 4
+classes = 2
+[model]
+type = "logistic"
+[train]
+epochs = 1
+batch_size = 50
+)";
+
+// Checkpoints of about 1 MiB every 10 steps; `restarts` as given.
+std::string DiskJob(const std::string& name, int restarts) {
+  return "name = \"" + name + R"("
+[data]
+format = "synthetic"
+synthetic = "blobs"
+rows = 8000
+test_rows = 200
+features = 256
+classes = 4
+[model]
+type = "mlp"
+hidden = [512]
+[train]
+epochs = 4
+batch_size = 64
+threads = 1
+[optimizer]
+type = "momentum"
+lr = 0.01
+[checkpoint]
+every_steps = 10
+keep = 5
+[restart]
+max_restarts = )" + std::to_string(restarts) + "\n";
+}
+
+bool WaitUntil(const std::function<bool()>& done, std::chrono::seconds limit = 60s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return done();
+}
+
+// Whether `pid` is still a live (not zombie) dtraind worker: a recycled pid does not count.
+bool WorkerAlive(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  const std::string stat = ReadFile(proc + "/stat");
+  const auto paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z') {
+    return false;
+  }
+  std::string cmdline = ReadFile(proc + "/cmdline");
+  for (char& c : cmdline) c = c == '\0' ? ' ' : c;
+  return cmdline.find(" worker ") != std::string::npos;
+}
+
+std::vector<pid_t> RunningWorkerPids(const json& job) {
+  std::vector<pid_t> pids;
+  for (const json& w : job["workers"]) {
+    if (w["state"] == "running") pids.push_back(w["pid"].get<pid_t>());
+  }
+  return pids;
+}
+
+std::vector<std::string> Reasons(const json& job) {
+  std::vector<std::string> out;
+  for (const json& e : job["events"]) out.push_back(e["reason"]);
+  return out;
+}
+
+bool AnyContains(const std::vector<std::string>& lines, const std::string& needle) {
+  for (const std::string& l : lines) {
+    if (l.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> LogLines(const DaemonFixture& d, std::int64_t id) {
+  auto stream = net::FrameStream::ConnectUnix(d.socket(), 5s);
+  BOOST_REQUIRE(stream.ok());
+  const json request = {{"v", 1}, {"type", "logs"}, {"id", id}, {"follow", false}};
+  BOOST_REQUIRE(stream.value().WriteString(net::MessageType::kControl, 0, 0, request.dump(), 5s).ok());
+  std::vector<std::string> lines;
+  for (;;) {
+    auto frame = stream.value().Read(60s);
+    BOOST_REQUIRE_MESSAGE(frame.ok(), frame.status().message());
+    const json reply = json::parse(frame.value().payload);
+    BOOST_REQUIRE(reply["ok"] == true);
+    if (reply.contains("lines")) {
+      for (const json& l : reply["lines"]) lines.push_back(l["line"]);
+    }
+    if (reply.contains("end")) return lines;
+  }
+}
+
+// Polls the job's status until it has ended (`wait` would hide a daemon that stopped answering).
+json WaitEnded(const DaemonFixture& d, std::int64_t id) {
+  json job;
+  const bool ended = WaitUntil([&] {
+    job = d.Status(id);
+    const std::string state = job["state"];
+    return state == "succeeded" || state == "failed" || state == "cancelled";
+  }, 90s);
+  BOOST_TEST(ended, "job " << id << " has not ended: " << job.dump());
+  return job;
+}
+
+std::int64_t NewestCheckpointStep(const DaemonFixture& d, std::int64_t id) {
+  const json cps = d.Request({{"type", "checkpoints"}, {"id", id}});
+  if (cps["ok"] != true || cps["checkpoints"].empty()) return -1;
+  return cps["checkpoints"].back()["step"].get<std::int64_t>();
+}
+
+// The store as a killed daemon left it (the file and its WAL, copied so the live files stay
+// untouched), opened as the next daemon would open it: every checkpoint row of `jobs` must load
+// and verify its checksum. Returns how many rows were checked.
+int VerifyCheckpointsAsLeft(const std::string& state_dir, const std::vector<std::int64_t>& jobs) {
+  TempDir copy;
+  for (const char* suffix : {"", "-wal"}) {
+    const std::string from = state_dir + "/dtrain.db" + suffix;
+    if (std::filesystem::exists(from)) {
+      std::filesystem::copy_file(from, copy.Path(std::string("dtrain.db") + suffix));
+    }
+  }
+  auto store = store::Store::Open(copy.Path("dtrain.db"));
+  BOOST_REQUIRE_MESSAGE(store.ok(), store.status().message());
+  int checked = 0;
+  for (std::int64_t job : jobs) {
+    auto rows = store.value()->Checkpoints(job);
+    BOOST_REQUIRE_MESSAGE(rows.ok(), rows.status().message());
+    for (const store::CheckpointInfo& row : rows.value()) {
+      auto loaded = store.value()->LoadCheckpoint(job, row.step);
+      BOOST_TEST(loaded.ok(), "corrupt: " << loaded.status().message());
+      ++checked;
+    }
+    auto latest = store.value()->LatestCheckpoint(job);
+    BOOST_REQUIRE(latest.ok());
+    BOOST_TEST(latest.value().skipped.empty());
+  }
+  return checked;
+}
+
+std::uint32_t BigEndian32(const std::string& bytes, std::size_t at) {
+  return (static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[at])) << 24) |
+         (static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[at + 1])) << 16) |
+         (static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[at + 2])) << 8) |
+         static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[at + 3]));
+}
+
+// Frames of the WAL's current generation written after its last commit frame: a transaction
+// being written (sqlite.org/fileformat2.html#walformat). 0 when none is.
+int UncommittedWalFrames(const std::string& wal_path) {
+  const std::string wal = ReadFile(wal_path);
+  if (wal.size() < 32) return 0;
+  const std::uint32_t page = BigEndian32(wal, 8);
+  const std::uint32_t salt1 = BigEndian32(wal, 16), salt2 = BigEndian32(wal, 20);
+  int pending = 0;
+  for (std::size_t at = 32; at + 24 <= wal.size(); at += 24 + page) {
+    if (BigEndian32(wal, at + 8) != salt1 || BigEndian32(wal, at + 12) != salt2) break;
+    pending = BigEndian32(wal, at + 4) != 0 ? 0 : pending + 1;  // a commit frame ends a transaction
+  }
+  return pending;
+}
+
+// Whether every thread of `pid` has stopped (SIGSTOP takes effect asynchronously).
+bool Stopped(pid_t pid) {
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+    const std::string stat = ReadFile(task.path().string() + "/stat");
+    const auto paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size()) continue;  // gone meanwhile
+    const char state = stat[paren + 2];
+    if (state != 'T' && state != 't') return false;
+  }
+  return !ec;
+}
+
+// Freezes the daemon at random moments until a checkpoint's transaction is half written to the
+// WAL (64 pages or more; metric and state writes are a few), and kills it there (SIGSTOP then
+// SIGKILL is a SIGKILL at that moment). Returns whether it caught one; after `tries` misses it
+// kills it anyway.
+bool KillMidWrite(DaemonFixture& d, const std::string& wal, std::mt19937& random, int tries = 400) {
+  std::uniform_int_distribution<int> pause_ms(1, 15);
+  for (int i = 0; i < tries; ++i) {
+    ::kill(d.pid(), SIGSTOP);
+    for (int spin = 0; spin < 1000 && !Stopped(d.pid()); ++spin) std::this_thread::sleep_for(100us);
+    if (UncommittedWalFrames(wal) >= 64) {  // 256 KiB or more: a checkpoint, not metrics
+      d.Stop(SIGKILL);
+      return true;
+    }
+    ::kill(d.pid(), SIGCONT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(random)));
+  }
+  d.Stop(SIGKILL);
+  return false;
+}
+
+// A tmpfs of `size` mounted on `path` for the guard's life (lazily unmounted: also when a test
+// fails with a daemon still holding files there).
+class TmpfsMount {
+ public:
+  TmpfsMount(std::string path, const std::string& size) : path_(std::move(path)) {
+    const std::string options = "size=" + size;
+    mounted_ = ::mount("tmpfs", path_.c_str(), "tmpfs", 0, options.c_str()) == 0;
+    error_ = mounted_ ? 0 : errno;
+  }
+  ~TmpfsMount() {
+    if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
+  }
+  TmpfsMount(const TmpfsMount&) = delete;
+  TmpfsMount& operator=(const TmpfsMount&) = delete;
+  bool mounted() const { return mounted_; }
+  int error() const { return error_; }
+
+ private:
+  std::string path_;
+  bool mounted_ = false;
+  int error_ = 0;
+};
+
+// Writes `path` until the file system says ENOSPC; returns the bytes written.
+std::uint64_t FillDisk(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  BOOST_REQUIRE(fd >= 0);
+  std::uint64_t total = 0;
+  for (std::size_t chunk : {std::size_t{1} << 20, std::size_t{4096}, std::size_t{1}}) {
+    const std::string bytes(chunk, 'x');
+    for (;;) {
+      const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+      if (n <= 0) break;
+      total += static_cast<std::uint64_t>(n);
+    }
+  }
+  ::close(fd);
+  return total;
+}
+
+BOOST_AUTO_TEST_SUITE(daemon_crash)
+
+BOOST_AUTO_TEST_CASE(sigkill_mid_training_orphans_no_worker_loses_no_submission_and_resumes) {
+  DaemonFixture d({"--max-jobs", "1"});
+  const std::int64_t sync = d.Submit(kSyncJob);
+  BOOST_REQUIRE(WaitUntil([&] { return NewestCheckpointStep(d, sync) >= 100; }));
+  const json running = d.Status(sync);
+  BOOST_REQUIRE_MESSAGE(running["state"] == "running", running.dump());
+  const std::vector<pid_t> workers = RunningWorkerPids(running);
+  BOOST_REQUIRE_EQUAL(workers.size(), 2u);
+
+  // Submissions keep arriving while the daemon is killed: each one it answered must survive.
+  std::vector<std::int64_t> acknowledged;  // read once the submitter has ended
+  std::atomic<int> answered{0};
+  std::atomic<bool> killed{false};
+  std::thread submitter([&] {
+    for (int i = 0; i < 40 && !killed; ++i) {
+      const auto reply = d.TryRequest({{"type", "submit"}, {"job_toml", kTinyJob},
+                                       {"source", "tiny.toml"}});
+      if (!reply) break;
+      if ((*reply)["ok"] == true) {
+        acknowledged.push_back((*reply)["job"]["id"].get<std::int64_t>());
+        ++answered;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  WaitUntil([&] { return answered >= 3; }, 20s);
+  d.Stop(SIGKILL);
+  killed = true;
+  submitter.join();
+  BOOST_TEST_MESSAGE(acknowledged.size() << " submissions acknowledged before the kill");
+
+  // Its workers die with it (PR_SET_PDEATHSIG), none keeps training as an orphan.
+  BOOST_TEST(WaitUntil([&] {
+    for (pid_t pid : workers) {
+      if (WorkerAlive(pid)) return false;
+    }
+    return true;
+  }, 10s));
+  BOOST_TEST(!ProcessRunning("dtraind worker --socket " + d.socket()));
+  BOOST_TEST(VerifyCheckpointsAsLeft(d.dir().Path("state"), {sync}) >= 1);
+
+  d.Start();
+  for (std::int64_t id : acknowledged) {
+    const json reply = d.Request({{"type", "status"}, {"id", id}});
+    BOOST_TEST(reply["ok"] == true, "acknowledged job " << id << " is lost: " << reply.dump());
+    d.Request({{"type", "cancel"}, {"id", id}});  // they only had to exist
+  }
+  const json done = d.Wait(sync);
+  BOOST_TEST(done["state"] == "succeeded", done.dump());
+  const std::vector<std::string> reasons = Reasons(done);
+  BOOST_TEST(AnyContains(reasons, "its processes are gone; resuming from the newest checkpoint"));
+  BOOST_TEST(AnyContains(reasons, "from the checkpoint at step"));
+  // The old attempt's processes are recorded as killed, not left "running".
+  for (const json& w : done["workers"]) {
+    const pid_t pid = w["pid"].get<pid_t>();
+    if (std::find(workers.begin(), workers.end(), pid) != workers.end()) {
+      BOOST_TEST(w["state"] == "killed");
+    }
+  }
+  BOOST_TEST(!AnyContains(LogLines(d, sync), "skipped damaged checkpoint"));
+}
+
+BOOST_AUTO_TEST_CASE(sigkill_while_a_checkpoint_is_being_written_never_corrupts_one) {
+  DaemonFixture d;
+  const std::string wal = d.dir().Path("state") + "/dtrain.db-wal";
+  const std::int64_t id = d.Submit(kEveryStepJob);
+  std::mt19937 random(7);
+  int mid_write = 0;
+  std::int64_t newest = -1;
+  for (int kill = 0; kill < 3; ++kill) {
+    // Training (again), with a checkpoint written since the (re)start.
+    BOOST_REQUIRE(WaitUntil([&] {
+      return d.Status(id)["state"] == "running" && NewestCheckpointStep(d, id) > newest;
+    }));
+    mid_write += KillMidWrite(d, wal, random) ? 1 : 0;
+    BOOST_TEST(WaitUntil([&] { return !ProcessRunning("dtraind worker --socket " + d.socket()); },
+                         10s));
+    BOOST_TEST(VerifyCheckpointsAsLeft(d.dir().Path("state"), {id}) >= 1);
+    d.Start();
+    newest = NewestCheckpointStep(d, id);
+  }
+  BOOST_TEST_MESSAGE(mid_write << " of 3 kills landed in the middle of a checkpoint's write");
+  BOOST_TEST(mid_write >= 1);
+  const json done = d.Wait(id);
+  BOOST_TEST(done["state"] == "succeeded", done.dump());
+  BOOST_TEST(!AnyContains(Reasons(done), "restart "));  // a daemon's crash is not the job's fault
+  BOOST_TEST(!AnyContains(LogLines(d, id), "skipped damaged checkpoint"));
+}
+
+BOOST_AUTO_TEST_CASE(a_full_disk_fails_the_checkpoint_keeps_the_previous_and_says_why) {
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
+    return;
+  }
+  DaemonFixture d;
+  d.Stop(SIGTERM);
+  const std::string state = d.dir().Path("state");
+  TmpfsMount mount(state, "32m");
+  if (!mount.mounted()) {
+    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs: " << std::strerror(mount.error()));
+    return;
+  }
+  d.Start();
+  const std::string filler = state + "/filler";
+
+  // 1. The disk fills while a job checkpoints; space comes back before its restarts run out.
+  const std::int64_t id = d.Submit(DiskJob("disk-full", 10));
+  BOOST_REQUIRE(WaitUntil([&] { return NewestCheckpointStep(d, id) >= 20; }));
+  BOOST_TEST_MESSAGE("filled " << FillDisk(filler) << " bytes");
+  json job;
+  BOOST_REQUIRE_MESSAGE(WaitUntil([&] {
+    job = d.Status(id);  // the daemon keeps answering
+    return AnyContains(Reasons(job), "database or disk is full") ||
+           (job["state"] != "running" && job["state"] != "recovering");
+  }), job.dump());
+  BOOST_TEST(AnyContains(Reasons(job), "database or disk is full"), job.dump());
+  BOOST_TEST(AnyContains(Reasons(job), "sent a checkpoint that could not be stored"), job.dump());
+  // The newest checkpoint that was committed still loads and verifies.
+  const json newest = d.Request({{"type", "checkpoint"}, {"id", id}});
+  BOOST_TEST(newest["ok"] == true, newest.dump());
+  // The worker's own words made it into the log, although the disk is full.
+  BOOST_TEST(AnyContains(LogLines(d, id), "checkpoint failed"));
+  std::filesystem::remove(filler);
+  const json recovered = WaitEnded(d, id);
+  BOOST_TEST(recovered["state"] == "succeeded", recovered.dump());
+  BOOST_TEST(AnyContains(Reasons(recovered), "restart 1 of 10: worker rank 0"), recovered.dump());
+  for (const std::string& r : Reasons(recovered)) BOOST_TEST_MESSAGE("event: " << r);
+
+  // 2. The disk stays full: the job fails, and says why.
+  const std::int64_t doomed = d.Submit(DiskJob("disk-stays-full", 1));
+  BOOST_REQUIRE(WaitUntil([&] { return NewestCheckpointStep(d, doomed) >= 20; }));
+  FillDisk(filler);
+  const json failed = WaitEnded(d, doomed);
+  BOOST_TEST(failed["state"] == "failed", failed.dump());
+  const std::string reason = failed["reason"];
+  BOOST_TEST(reason.find("disk is full") != std::string::npos, reason);
+  BOOST_TEST(reason.find("gave up after 1 restarts") != std::string::npos, reason);
+  for (const std::string& r : Reasons(failed)) BOOST_TEST_MESSAGE("event: " << r);
+  for (const std::string& l : LogLines(d, doomed)) BOOST_TEST_MESSAGE("log: " << l);
+  BOOST_TEST(d.Request({{"type", "checkpoint"}, {"id", doomed}})["ok"] == true);
+  std::filesystem::remove(filler);
+  BOOST_TEST(d.Request({{"type", "list"}})["ok"] == true);
+  d.Stop(SIGTERM);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::testing
