@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Writes the generated seeds of tests/fuzz/corpus/: frames (core/net/protocol.md) and model
+files (core/train/model_format.md), built here from the format specs, and the control requests
+of daemon/control_protocol.md. Job-file seeds are copies of examples/ and tests/data/jobs/ plus
+hand-written broken ones. Rerun after a format change:  tests/fuzz/make_corpus.py
+Seeds that libFuzzer found (scripts/fuzz --merge) or regressions live beside these under other
+names and are left alone."""
+import json
+import pathlib
+import shutil
+import struct
+import zlib
+
+ROOT = pathlib.Path(__file__).resolve().parent
+CORPUS = ROOT / "corpus"
+PROJECT = ROOT.parent.parent
+
+
+def write(target, name, data):
+    d = CORPUS / target
+    d.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    (d / name).write_bytes(data)
+
+
+# ---- frames: magic "DTRN", u16 version, u16 type, u64 job, u32 sender, u32 tag, u32 length, u32 crc
+def header(mtype, payload_len, crc, job=0, sender=0xFFFFFFFF, tag=0, version=1, magic=b"DTRN"):
+    return magic + struct.pack("<HHQIIII", version, mtype, job, sender, tag, payload_len, crc)
+
+
+def frame(mtype, payload, **kw):
+    return header(mtype, len(payload), zlib.crc32(payload), **kw) + payload
+
+
+CONTROL, LOG, METRICS, CHECKPOINT, HEARTBEAT, FLOATS, MISMATCH = 1, 2, 3, 4, 5, 16, 255
+
+
+def frames():
+    ctl = json.dumps({"v": 1, "type": "status", "id": 42}).encode()
+    floats = struct.pack("<6f", 1.0, -0.0, 3.5, float("inf"), 1e-40, -2.0)
+    write("frame", "control", frame(CONTROL, ctl, job=7, tag=1))
+    write("frame", "log_line", frame(LOG, b"epoch 1 loss 0.5\n", job=7, sender=0))
+    write("frame", "metrics", frame(METRICS, b'{"points":[{"step":1,"epoch":0.1,"name":"train_loss","value":0.7}]}', job=7, sender=1))
+    write("frame", "checkpoint", frame(CHECKPOINT, b"DTRCKPT\x01" + bytes(24), job=7, sender=0))
+    write("frame", "heartbeat_empty", frame(HEARTBEAT, b"", sender=3))
+    write("frame", "heartbeat_token", frame(HEARTBEAT, b"9f86d081884c7d659a2feaa0c55ad015", sender=2))
+    write("frame", "floats", frame(FLOATS, floats, job=7, sender=1, tag=9))
+    write("frame", "version_mismatch_reply", frame(MISMATCH, b'{"v":1,"error":"version mismatch","supported":[1]}'))
+    write("frame", "unknown_type", frame(77, b"xyz"))
+    write("frame", "two_frames", frame(CONTROL, b'{"v":1,"type":"version"}') + frame(FLOATS, floats))
+    write("frame", "float_then_control", frame(FLOATS, floats[:8]) + frame(CONTROL, ctl))
+    write("frame", "other_version", header(CONTROL, 2, zlib.crc32(b"{}"), version=2) + b"{}")
+    write("frame", "version_zero", header(CONTROL, 0, 0, version=0))
+    write("frame", "huge_length", header(CONTROL, 0xFFFFFFFF, 0) + b"{}")
+    write("frame", "over_default_limit", header(FLOATS, (64 << 20) + 1, 0) + bytes(16))
+    write("frame", "at_default_limit", header(FLOATS, 64 << 20, 0) + bytes(64))
+    write("frame", "bad_magic", header(CONTROL, 2, zlib.crc32(b"{}"), magic=b"HTTP") + b"{}")
+    write("frame", "bad_crc", header(CONTROL, 2, 0xDEADBEEF) + b"{}")
+    write("frame", "truncated_header", frame(CONTROL, b"{}")[:20])
+    write("frame", "truncated_payload", frame(CONTROL, ctl)[:-5])
+
+
+# ---- model files
+def model_file(spec, params, job="fuzz", step=100, kind=0, divisor=255.0, mean=(), inv_std=()):
+    def string(s):
+        s = s.encode()
+        return struct.pack("<Q", len(s)) + s
+
+    def floats(v):
+        return struct.pack("<Q", len(v)) + struct.pack("<%df" % len(v), *v)
+
+    body = b"DTRMODEL" + struct.pack("<I", 1) + string(spec) + struct.pack("<Q", step) + string(job)
+    body += struct.pack("<I", kind) + struct.pack("<f", divisor) + floats(mean) + floats(inv_std)
+    body += floats(params)
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def model_files():
+    mlp = "mlp inputs=4 hidden=3 activation=relu outputs=2 loss=softmax_xent init=auto"
+    n = 4 * 3 + 3 + 3 * 2 + 2
+    write("model_file", "mlp_constant", model_file(mlp, [0.01 * i for i in range(n)]))
+    write("model_file", "mlp_standardize", model_file(mlp, [0.5] * n, kind=1, divisor=1.0,
+                                                      mean=(0.1, 0.2, 0.3, 0.4), inv_std=(1, 2, 3, 4)))
+    lin = "linear inputs=3 hidden= activation=identity outputs=1 loss=mse init=auto"
+    write("model_file", "linear", model_file(lin, [1.0, 2.0, 3.0, 0.5], job="reg"))
+    soft = "softmax inputs=2 hidden= activation=identity outputs=3 loss=softmax_xent init=auto"
+    write("model_file", "softmax", model_file(soft, [0.0] * 9))
+    write("model_file", "wrong_param_count", model_file(mlp, [0.0] * (n - 1)))
+    write("model_file", "bad_spec", model_file("mlp inputs=-4 outputs=2", []))
+    write("model_file", "huge_spec", model_file("mlp inputs=16777216 hidden=16777216 outputs=2", []))
+    good = model_file(mlp, [0.0] * n)
+    write("model_file", "bad_crc", good[:-4] + b"\0\0\0\0")
+    write("model_file", "truncated", good[:40])
+    write("model_file", "version_2", model_file(mlp, [0.0] * n).replace(b"\x01\x00\x00\x00", b"\x02\x00\x00\x00", 1))
+
+
+# ---- control requests (daemon/control_protocol.md)
+def requests():
+    toml = (PROJECT / "examples" / "blobs.toml").read_text()
+    reqs = {
+        "version": {"v": 1, "type": "version"},
+        "submit": {"v": 1, "type": "submit", "job_toml": toml, "source": "blobs.toml", "name": "b", "priority": 5},
+        "status": {"v": 1, "type": "status", "id": 1},
+        "list": {"v": 1, "type": "list", "state": "running", "limit": 5},
+        "cancel": {"v": 1, "type": "cancel", "id": 3},
+        "wait": {"v": 1, "type": "wait", "id": 3},
+        "logs": {"v": 1, "type": "logs", "id": 1, "after": 2, "tail": 3, "worker": 1, "since": 5.0, "follow": True},
+        "logs_tail_0": {"v": 1, "type": "logs", "id": 1, "tail": 0},
+        "metrics": {"v": 1, "type": "metrics", "id": 1, "name": "loss"},
+        "checkpoints": {"v": 1, "type": "checkpoints", "id": 1},
+        "checkpoint": {"v": 1, "type": "checkpoint", "id": 1, "step": 200},
+        "nodes": {"v": 1, "type": "nodes"},
+        "node_heartbeat": {"v": 1, "type": "node_heartbeat", "name": "node2"},
+        "spawn_worker": {"v": 1, "type": "spawn_worker", "job": 4, "rank": 1, "token": "ab12", "coordinator": "10.0.0.1:7070"},
+        "stop": {"v": 1, "type": "stop"},
+        "worker_hello": {"v": 1, "type": "worker_hello", "job": 4, "rank": 0, "token": "ab12", "data_host": "127.0.0.1", "data_port": 40000},
+        "worker_done": {"v": 1, "type": "worker_done", "steps": 100, "reason": "done", "stop": "completed"},
+        "worker_done_no_data": {"v": 1, "type": "worker_done", "stop": "no_data", "steps": 0, "error": "no such file"},
+        "auth_hello": {"v": 1, "type": "auth_hello", "nonce": "00" * 16},
+        "metric_points": {"points": [{"step": 10, "epoch": 0.5, "name": "train_loss", "value": 0.25}]},
+        "status_no_id": {"v": 1, "type": "status"},
+        "status_string_id": {"v": 1, "type": "status", "id": "1"},
+        "no_type": {"v": 1},
+        "unknown_type": {"v": 1, "type": "reboot"},
+        "version_2": {"v": 2, "type": "version"},
+        "unicode": {"v": 1, "type": "list", "state": "r\u00e9\u2603"},
+        "huge_numbers": {"v": 1, "type": "logs", "id": 18446744073709551615, "tail": 9223372036854775807, "since": 1e308},
+    }
+    for name, body in reqs.items():
+        write("control_request", name, json.dumps(body))
+    write("control_request", "not_json", "GET / HTTP/1.1\r\n\r\n")
+    write("control_request", "array", "[1,2,3]")
+    write("control_request", "truncated", '{"v":1,"type":"sta')
+    write("control_request", "deep", "[" * 200 + "]" * 200)
+
+
+# ---- job files
+def job_files():
+    for src in sorted((PROJECT / "examples").glob("*.toml")):
+        write("job_file", "example_" + src.name, src.read_bytes())
+    for src in sorted((PROJECT / "tests" / "data" / "jobs").rglob("*.toml")):
+        rel = src.relative_to(PROJECT / "tests" / "data" / "jobs")
+        write("job_file", "testdata_" + "_".join(rel.parts), src.read_bytes())
+    blobs = (PROJECT / "examples" / "blobs.toml").read_bytes()
+    write("job_file", "overrides", blobs + b"\0train.epochs=1\0model.hidden=[8,4]\0optimizer.type=adam")
+    write("job_file", "bad_override", blobs + b"\0train.epochs\0nosuch.key=3\0=")
+    write("job_file", "empty", b"")
+    write("job_file", "broken_syntax", b"[data\nformat = \"synthetic\"\nrows = \n")
+    write("job_file", "wrong_types", b"name = 3\n[data]\nformat = 1\n[model]\nhidden = \"big\"\n[train]\nepochs = -1\nbatch_size = 1e400\n")
+    write("job_file", "unicode_and_escapes", "name = \"\\u00e9t\u00e9\\t\\\\\"\n[data]\nformat = \"csv\"\ntrain = \"\u2603.csv\"\n".encode())
+    write("job_file", "cluster", b"[data]\nformat=\"synthetic\"\nsynthetic=\"blobs\"\n[cluster]\nworkers = 3\nmode = \"sync\"\nhosts = [\"a\", \"b\", \"a\"]\nplacement = \"spread\"\n")
+
+
+if __name__ == "__main__":
+    frames()
+    model_files()
+    requests()
+    job_files()
