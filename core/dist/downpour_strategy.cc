@@ -88,7 +88,11 @@ void DownpourStrategy::StopThread() {
 Status DownpourStrategy::Connect(std::span<float> params) {
   if (connected_) return Failure();
   connected_ = true;
-  const std::uint64_t seq = Post([this, params] { return client_.Hello(params, cached_clock_); });
+  const std::uint64_t seq = Post([this, params] {
+    Status s = client_.Hello(params, cached_clock_);
+    pushes_ = client_.own_clock();  // a restarted worker goes on counting where it rejoined
+    return s;
+  });
   return WaitFor(seq);
 }
 

@@ -179,6 +179,9 @@ ParameterShard::ParameterShard(ShardOptions options)
   params_.assign(options_.end - options_.begin, 0.0f);
   clocks_.assign(static_cast<std::size_t>(options_.workers), 0);
   departed_.assign(static_cast<std::size_t>(options_.workers), false);
+  absent_.assign(static_cast<std::size_t>(options_.workers), false);
+  absent_since_.assign(static_cast<std::size_t>(options_.workers), Clock::time_point{});
+  may_jump_.assign(static_cast<std::size_t>(options_.workers), false);
 }
 
 ParameterShard::~ParameterShard() = default;
@@ -255,10 +258,13 @@ Status ParameterShard::Unexpected(int rank, std::uint32_t tag, const std::string
 }
 
 Result<std::pair<std::uint32_t, PsHeader>> ParameterShard::ReceiveRequest(
-    Link& link, int rank, const std::string& waiting_for) {
+    Link& link, int rank, const std::string& waiting_for, bool* link_broke) {
   std::array<float, kPsHeaderFloats> raw;
   Result<std::uint32_t> tag = link.RecvAnyTag(raw, Clock::now() + options_.timeout);
-  if (!tag.ok()) return Fail(waiting_for, tag.status());
+  if (!tag.ok()) {
+    if (link_broke != nullptr) *link_broke = true;
+    return Fail(waiting_for, tag.status());
+  }
   const std::uint32_t t = tag.value();
   const bool request = (t & ~std::uint32_t{0x7F}) == kPsTagBase && (t & 0x7F) >= 1 &&
                        (t & 0x7F) <= static_cast<std::uint32_t>(PsMessage::kGoodbye);
@@ -294,10 +300,11 @@ Status ParameterShard::SendReply(Link& link, int rank, PsMessage kind, const PsH
 
 Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello,
                                    std::span<const float> params, std::uint64_t clock,
-                                   std::uint64_t steps) {
+                                   std::uint64_t steps, std::uint64_t own_clock) {
   PsHeader reply;
   reply.from = static_cast<std::uint32_t>(options_.shard);
   reply.clock = clock;
+  reply.basis = own_clock;
   reply.num_params = options_.num_params;
   reply.begin = options_.begin;
   reply.end = options_.end;
@@ -518,7 +525,7 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
 void ParameterShard::RecomputeGlobalClock() {
   std::optional<std::uint64_t> g;
   for (std::size_t w = 0; w < clocks_.size(); ++w) {
-    if (!departed_[w]) g = std::min(g.value_or(clocks_[w]), clocks_[w]);
+    if (!departed_[w] && !absent_[w]) g = std::min(g.value_or(clocks_[w]), clocks_[w]);
   }
   // With every worker gone, g keeps its value. It never decreases.
   if (g && *g > global_clock_) global_clock_ = *g;
@@ -546,30 +553,94 @@ void ParameterShard::FailAsync(const Status& status) {
   for (Link* link : links_) link->Close();
 }
 
+void ParameterShard::StartWorkerThread(int rank, Link* link) {
+  links_.push_back(link);
+  threads_.emplace_back([this, rank, link] {
+    Status s = ServeAsyncWorker(*link, rank);
+    if (!s.ok()) FailAsync(s);
+  });
+}
+
 Status ParameterShard::ServeAsync(std::span<Link* const> links) {
   {
     std::lock_guard lock(mu_);
     failed_ = false;
     failure_ = Status::Ok();
-    links_ = links;
+    links_.clear();
     // Clocks count the pushes of this Serve, whatever Load restored.
     std::fill(clocks_.begin(), clocks_.end(), 0);
     std::fill(departed_.begin(), departed_.end(), false);
+    std::fill(absent_.begin(), absent_.end(), false);
+    std::fill(may_jump_.begin(), may_jump_.end(), false);
     global_clock_ = 0;
+    serving_ = true;
+    for (std::size_t r = 0; r < links.size(); ++r) StartWorkerThread(static_cast<int>(r), links[r]);
   }
   {
-    std::vector<std::jthread> threads;
-    threads.reserve(links.size());
-    for (std::size_t r = 0; r < links.size(); ++r) {
-      threads.emplace_back([this, &links, r] {
-        Status s = ServeAsyncWorker(*links[r], static_cast<int>(r));
-        if (!s.ok()) FailAsync(s);
-      });
+    // Until every worker has said goodbye, or the first failure; an absent worker that does not
+    // come back in time is one.
+    std::unique_lock lock(mu_);
+    for (;;) {
+      if (failed_ || std::all_of(departed_.begin(), departed_.end(), [](bool d) { return d; })) {
+        break;
+      }
+      std::string overdue;
+      const Clock::time_point now = Clock::now();
+      for (std::size_t w = 0; w < absent_.size(); ++w) {
+        if (absent_[w] && now - absent_since_[w] > options_.timeout) {
+          overdue = Worker(static_cast<int>(w)) + " left without a goodbye at clock " +
+                    std::to_string(clocks_[w]) + " and did not come back within " +
+                    std::to_string(options_.timeout.count()) + " ms";
+        }
+      }
+      if (!overdue.empty()) {
+        lock.unlock();
+        FailAsync(Status::Error(name_ + ": " + overdue));
+        lock.lock();
+        continue;
+      }
+      changed_.wait_for(lock, std::chrono::milliseconds(100));
     }
+    serving_ = false;  // no Rejoin from now
   }
+  std::vector<std::jthread> threads;
+  {
+    std::lock_guard lock(mu_);
+    threads.swap(threads_);
+  }
+  threads.clear();  // joins them: every link is closed or its worker has said goodbye
   std::lock_guard lock(mu_);
-  links_ = {};
+  links_.clear();
   return failed_ ? failure_ : Status::Ok();
+}
+
+Status ParameterShard::Rejoin(int rank, Link* link) {
+  std::lock_guard lock(mu_);
+  if (!serving_ || failed_ || !options_.rejoin || link == nullptr) {
+    return Status::Error(name_ + ": not taking workers back now");
+  }
+  if (rank < 0 || rank >= options_.workers || !absent_[static_cast<std::size_t>(rank)]) {
+    return Status::Error(name_ + ": " + Worker(rank) + " is not absent");
+  }
+  const auto r = static_cast<std::size_t>(rank);
+  absent_[r] = false;
+  clocks_[r] = std::max(clocks_[r], global_clock_);  // g never decreases
+  StartWorkerThread(rank, link);
+  changed_.notify_all();
+  return Status::Ok();
+}
+
+Status ParameterShard::LinkBroke(int rank, Link& link, Status why) {
+  if (!options_.rejoin) return why;
+  std::lock_guard lock(mu_);
+  if (failed_) return Status::Ok();  // closed because of another failure: not the cause
+  const auto r = static_cast<std::size_t>(rank);
+  absent_[r] = true;
+  absent_since_[r] = Clock::now();
+  RecomputeGlobalClock();
+  changed_.notify_all();
+  link.Close();
+  return Status::Ok();
 }
 
 Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
@@ -580,9 +651,11 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
   for (;;) {
     // Only this thread writes clocks_[r], so it may read it without the lock.
     const std::string at = Worker(rank) + " at clock " + std::to_string(clocks_[r]);
+    bool broke = false;
     Result<std::pair<std::uint32_t, PsHeader>> request =
-        ReceiveRequest(link, rank, at + ": waiting for its next message");
+        ReceiveRequest(link, rank, at + ": waiting for its next message", &broke);
     if (!request.ok()) {
+      if (broke) return LinkBroke(rank, link, request.status());
       std::lock_guard lock(mu_);
       if (failed_) return Status::Ok();  // closed because another worker failed: not the cause
       return request.status();
@@ -594,27 +667,33 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
       case PsMessage::kHello: {
         if (greeted) return Unexpected(rank, tag, at + ": a second hello");
         greeted = true;
-        std::uint64_t g, steps;
+        std::uint64_t g, steps, own;
         {
           std::lock_guard lock(mu_);
           std::copy(params_.begin(), params_.end(), reply_params.begin());
           g = global_clock_;
           steps = optimizer_->steps();
+          own = clocks_[r];
+          may_jump_[r] = true;
         }
-        Status s = AnswerHello(link, rank, h, reply_params, g, steps);
+        Status s = AnswerHello(link, rank, h, reply_params, g, steps, own);
         if (!s.ok()) return s;
         break;
       }
       case PsMessage::kPush: {
-        if (h.clock != clocks_[r]) {
+        // After a hello the worker may start from a larger clock: the largest any shard gave it.
+        const bool jump = may_jump_[r] && h.clock > clocks_[r];
+        if (h.clock != clocks_[r] && !jump) {
           return Status::Error(name_ + ": " + Worker(rank) + " pushed clock " +
                                std::to_string(h.clock) + " where the shard expected clock " +
                                std::to_string(clocks_[r]) + " (the pushes it has applied)");
         }
         Status got = link.Recv(PsDataTag(tag), scratch, Clock::now() + options_.timeout);
-        if (!got.ok()) return Fail(at + "'s push", got);
+        if (!got.ok()) return LinkBroke(rank, link, Fail(at + "'s push", got));
         std::lock_guard lock(mu_);
         if (failed_) return Status::Ok();
+        may_jump_[r] = false;
+        if (jump) clocks_[r] = h.clock;
         if (h.basis > global_clock_ || h.basis > h.clock) {
           return Status::Error(name_ + ": " + at +
                                " pushed a gradient computed from global clock " +
@@ -665,7 +744,7 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
         }
         const std::span<const float> parts[] = {reply_params};
         Status s = SendReply(link, rank, PsMessage::kFetch, reply, parts);
-        if (!s.ok()) return s;
+        if (!s.ok()) return LinkBroke(rank, link, s);
         break;
       }
       case PsMessage::kSnapshot: {
@@ -683,7 +762,7 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
         }
         std::vector<std::span<const float>> state_view(state.begin(), state.end());
         Status s = AnswerSnapshot(link, rank, reply_params, state_view, steps, g, clocks);
-        if (!s.ok()) return s;
+        if (!s.ok()) return LinkBroke(rank, link, s);
         break;
       }
       case PsMessage::kGoodbye: {

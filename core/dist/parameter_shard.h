@@ -47,6 +47,14 @@
 // first failure Serve closes every link (so the other workers fail promptly, naming this shard
 // rather than waiting for their deadlines) and returns that failure.
 //
+// Rejoining (async with options.rejoin): a worker whose link breaks — not one that breaks the
+// protocol — is absent instead: the others go on (an absent worker does not hold back g), the
+// push it was sending is dropped, and a new link for the same rank (a restarted process) may
+// take its place through Rejoin within options.timeout. Its clock is then max(c_w, g), which the
+// hello reply tells it (basis slot); its first push may carry a larger clock (the largest any
+// shard told it), which the shard adopts, so every shard counts the same pushes from then on.
+// A worker absent for longer than options.timeout fails the shard.
+//
 // Thread safety: Load, Serve and the accessors params()/optimizer() one thread at a time, never
 // concurrently with Serve; Stats() and name() are safe from any thread at any time (a server
 // process reports metrics while Serve runs).
@@ -58,6 +66,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <span>
 #include <string>
 #include <string_view>
@@ -145,6 +154,9 @@ struct ShardOptions {
   int max_staleness = 0;  // async: s; 0 = unbounded
   optim::OptimizerOptions optimizer;
   std::chrono::milliseconds timeout{30'000};  // every wait for a worker
+  // Async: a worker whose link breaks (it died, or its host went away) leaves without failing the
+  // shard, and may come back within `timeout` through Rejoin (a restarted worker process).
+  bool rejoin = false;
 };
 
 // What a shard has applied; cumulative since construction.
@@ -179,6 +191,10 @@ class ParameterShard {
   // closed). links[r] is connected to worker rank r; links.size() must be options.workers. The
   // links must outlive the call; nobody else may use them meanwhile.
   Status Serve(std::span<Link* const> links);
+  // Async with options.rejoin, while Serve runs (from any thread): serves worker `rank` over
+  // `link` in place of its broken one. An error (and `link` unused) when that worker is not
+  // absent or the shard is not serving. `link` must outlive Serve.
+  Status Rejoin(int rank, Link* link);
 
   ShardStats Stats() const;
   // "shard 1 of 3 [100, 200)"
@@ -196,13 +212,16 @@ class ParameterShard {
   // The whole conversation with one worker in async mode (its own thread).
   Status ServeAsyncWorker(Link& link, int rank);
 
-  // Receives the next request header from worker `rank`.
+  // Receives the next request header from worker `rank`; `link_broke`, if given, is set when the
+  // link failed (rather than the worker breaking the protocol).
   Result<std::pair<std::uint32_t, PsHeader>> ReceiveRequest(Link& link, int rank,
-                                                            const std::string& waiting_for);
+                                                            const std::string& waiting_for,
+                                                            bool* link_broke = nullptr);
   // Checks a hello against this shard's options and answers it (with the range if asked).
   // `params`, `clock` and `steps` are what to send (in async mode taken under the lock).
+  // `own_clock`: async, the worker's clock (its pushes applied), sent in the basis slot.
   Status AnswerHello(Link& link, int rank, const PsHeader& hello, std::span<const float> params,
-                     std::uint64_t clock, std::uint64_t steps);
+                     std::uint64_t clock, std::uint64_t steps, std::uint64_t own_clock = 0);
   // A reply header and its data messages; `context` (e.g. "step 3") prefixes an error.
   Status SendReply(Link& link, int rank, PsMessage kind, const PsHeader& header,
                    std::span<const std::span<const float>> data, const std::string& context = "");
@@ -220,6 +239,11 @@ class ParameterShard {
   void RecordStaleness(std::uint64_t staleness);
   // Records the first failure of ServeAsync and closes every link.
   void FailAsync(const Status& status);
+  // Worker `rank`'s link broke (`why`): with options_.rejoin it is absent from now and OK is
+  // returned; without, `why` is.
+  Status LinkBroke(int rank, Link& link, Status why);
+  // Starts the thread serving worker `rank` over `link`; call with mu_ held.
+  void StartWorkerThread(int rank, Link* link);
 
   const ShardOptions options_;
   const std::string name_;
@@ -232,11 +256,16 @@ class ParameterShard {
   std::condition_variable changed_;    // a clock, a departure or the failure changed
   std::vector<std::uint64_t> clocks_;  // per worker: pushes applied
   std::vector<bool> departed_;         // per worker: said goodbye
+  std::vector<bool> absent_;           // per worker: its link broke, it may rejoin (async)
+  std::vector<Clock::time_point> absent_since_;
+  std::vector<bool> may_jump_;         // per worker: its next push may carry a larger clock
+  bool serving_ = false;               // ServeAsync runs: Rejoin is allowed
+  std::vector<std::jthread> threads_;  // ServeAsync's, one per worker link ever served
   std::uint64_t global_clock_ = 0;
   ShardStats stats_;
   bool failed_ = false;
   Status failure_;
-  std::span<Link* const> links_;  // during ServeAsync, to close them on failure
+  std::vector<Link*> links_;  // during ServeAsync, to close them on failure (rejoined ones too)
 };
 
 }  // namespace dtrain::dist

@@ -203,6 +203,7 @@ Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks)
       if (!s.ok()) return Broken(s);
     }
     if (!clocks.empty()) clocks[static_cast<std::size_t>(k)] = h.clock;
+    if (options_.mode == PsMode::kAsync) own_clock_ = std::max(own_clock_, h.basis);
   }
   greeted_ = true;
   return Status::Ok();

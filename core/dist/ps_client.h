@@ -68,6 +68,9 @@ class PsClient {
   // (num_params floats), receives the shards' current values into it. `clocks` (when not empty,
   // one per shard) receives each shard's clock (sync: steps applied; async: g).
   Status Hello(std::span<float> params, std::span<std::uint64_t> clocks = {});
+  // Async, after Hello: the clock this worker continues from, the largest any shard gave it (0
+  // for a fresh worker; a restarted one rejoins where its predecessor left, or at g).
+  std::uint64_t own_clock() const { return own_clock_; }
 
   // Sync: pushes this worker's gradient of `step` (the mean over its `rows` of the step's
   // `total_rows`) with the lr and its stop vote, then receives the new parameters into `params`.
@@ -114,6 +117,7 @@ class PsClient {
   std::vector<ShardRange> ranges_;
   Status unusable_;
   bool greeted_ = false;
+  std::uint64_t own_clock_ = 0;
 
   mutable std::mutex stats_mu_;
   train::CommStats stats_;  // guarded by stats_mu_

@@ -246,7 +246,7 @@ FrameStream::FrameStream(FrameStream&& other) noexcept
       max_payload_(other.max_payload_),
       sender_(other.sender_),
       peer_(std::move(other.peer_)),
-      last_error_(other.last_error_),
+      last_error_(other.last_error_.load()),
       read_failure_(std::move(other.read_failure_)),
       write_failure_(std::move(other.write_failure_)) {}
 
@@ -257,7 +257,7 @@ FrameStream& FrameStream::operator=(FrameStream&& other) noexcept {
     max_payload_ = other.max_payload_;
     sender_ = other.sender_;
     peer_ = std::move(other.peer_);
-    last_error_ = other.last_error_;
+    last_error_.store(other.last_error_.load());
     read_failure_ = std::move(other.read_failure_);
     write_failure_ = std::move(other.write_failure_);
   }
@@ -356,7 +356,7 @@ Result<FrameStream> FrameStream::ConnectTcp(const std::string& host, std::uint16
 }
 
 Status FrameStream::Fail(FrameError error, const std::string& detail) {
-  last_error_ = error;
+  last_error_.store(static_cast<int>(error));
   return StreamError(error, detail);
 }
 
@@ -370,7 +370,7 @@ Status FrameStream::Break(std::optional<Failure>& direction, FrameError error,
 std::optional<Status> FrameStream::CheckUsable(const std::optional<Failure>& direction) {
   if (fd_ < 0) return Fail(FrameError::kClosed, "the stream to " + peer_ + " is closed");
   if (direction) {
-    last_error_ = direction->error;
+    last_error_.store(static_cast<int>(direction->error));
     return direction->status;
   }
   return std::nullopt;
@@ -398,7 +398,7 @@ Status FrameStream::Write(MessageType type, std::uint64_t job, std::uint32_t sen
   EncodeHeader(h, header);
   const IoOutcome out = SendAll(fd_, header, payload_parts, DeadlineAfter(timeout));
   if (!out.error) {
-    last_error_.reset();
+    last_error_.store(kNoError);
     return Status::Ok();
   }
   const std::string progress = " (sent " + std::to_string(out.done) + " of " +
@@ -515,7 +515,7 @@ Result<Frame> FrameStream::Read(milliseconds timeout) {
   const std::span<const std::uint8_t> payload(
       reinterpret_cast<const std::uint8_t*>(frame.payload.data()), frame.payload.size());
   if (Status s = CheckPayload(frame.header, payload); !s.ok()) return s;
-  last_error_.reset();
+  last_error_.store(kNoError);
   return frame;
 }
 
@@ -540,7 +540,7 @@ Result<FrameHeader> FrameStream::ReadFloatsInto(std::span<float> out, millisecon
     return s;
   }
   if (Status s = CheckPayload(h, bytes); !s.ok()) return s;
-  last_error_.reset();
+  last_error_.store(kNoError);
   return header;
 }
 

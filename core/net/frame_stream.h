@@ -12,9 +12,12 @@
 // caller's floats. A frame that failed half-way (a timeout, a close, a protocol error) leaves that
 // direction unusable: every later call in it fails with the same error; a read that timed out
 // before the first byte of a frame arrived can simply be retried. A dead peer is an error value,
-// never SIGPIPE. A stream is one thread at a time; it may be moved to another thread.
+// never SIGPIPE. Full duplex: one thread may read while another writes (the two directions keep
+// separate state); two concurrent reads, or two concurrent writes, are not allowed. A stream may
+// be moved to another thread while no call runs.
 #pragma once
 
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstdint>
@@ -74,7 +77,10 @@ class FrameStream {
 
   // What the most recent Read/ReadFloatsInto/Write/WriteString failed with; nullopt after a
   // success.
-  std::optional<FrameError> LastError() const { return last_error_; }
+  std::optional<FrameError> LastError() const {
+    const int error = last_error_.load();
+    return error == kNoError ? std::nullopt : std::optional(static_cast<FrameError>(error));
+  }
 
   int fd() const { return fd_; }
   // How errors name the other end: "unix:/path", "127.0.0.1:7070", "unix peer pid 1234", or what
@@ -111,7 +117,8 @@ class FrameStream {
   std::uint32_t max_payload_;
   std::uint32_t sender_ = kNoSender;
   std::string peer_;
-  std::optional<FrameError> last_error_;
+  static constexpr int kNoError = -1;
+  std::atomic<int> last_error_{kNoError};  // a FrameError; written by both directions
   std::optional<Failure> read_failure_;
   std::optional<Failure> write_failure_;
 };

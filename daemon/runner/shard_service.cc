@@ -22,6 +22,29 @@ std::vector<train::MetricPoint> StatPoints(const dist::ShardStats& stats) {
           {step, 0.0, "staleness_mean", stats.mean_staleness}};
 }
 
+// Until `serving` drops: a connection introduced as a worker rank becomes that worker's link again
+// if the shard takes it back (a restarted worker); anything else is closed.
+void AcceptRejoining(const dist::PeerListener& listener, int self, int workers,
+                     dist::ParameterShard& server, const std::atomic<bool>& serving,
+                     std::vector<std::unique_ptr<dist::Link>>& rejoined) {
+  using namespace std::chrono_literals;
+  while (serving) {
+    const auto start = dist::Clock::now();
+    Result<dist::IntroducedPeer> in = listener.Accept(start + 200ms);
+    if (!in.ok()) {
+      if (dist::Clock::now() - start < 50ms) std::this_thread::sleep_for(50ms);  // not a timeout
+      continue;
+    }
+    const std::uint32_t rank = in.value().id;
+    if (rank >= static_cast<std::uint32_t>(workers)) continue;
+    auto link = dist::TcpLink::Create(std::move(in.value().stream), self, static_cast<int>(rank));
+    if (!link.ok()) continue;
+    if (server.Rejoin(static_cast<int>(rank), link.value().get()).ok()) {
+      rejoined.push_back(std::move(link).value());
+    }
+  }
+}
+
 }  // namespace
 
 Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spec,
@@ -51,7 +74,8 @@ Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spe
                                                               : dist::PsMode::kSync,
       .max_staleness = job.cluster.max_staleness,
       .optimizer = job.optimizer,
-      .timeout = timeout});
+      .timeout = timeout,
+      .rejoin = job.cluster.mode == config::ClusterMode::kAsync});
 
   Status loaded;
   if (resume) {
@@ -96,7 +120,8 @@ Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spe
   }
 
   // Reports from a side thread while Serve blocks; the sink is used by that thread only until
-  // it is joined.
+  // it is joined. In async mode another thread takes restarted workers back (ParameterShard::
+  // Rejoin); their links live in `rejoined` until Serve has returned.
   std::mutex mu;
   std::condition_variable done_cv;
   bool done = false;
@@ -107,7 +132,17 @@ Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spe
       sink.Record(points);
     }
   });
+  std::atomic<bool> serving{true};
+  std::vector<std::unique_ptr<dist::Link>> rejoined;
+  std::thread acceptor;
+  if (job.cluster.mode == config::ClusterMode::kAsync) {
+    acceptor = std::thread([&] {
+      AcceptRejoining(*placement.listener, placement.rank, workers, server, serving, rejoined);
+    });
+  }
   Status served = server.Serve(links);
+  serving = false;
+  if (acceptor.joinable()) acceptor.join();
   {
     std::lock_guard lock(mu);
     done = true;

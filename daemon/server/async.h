@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <asio/awaitable.hpp>
 #include <asio/async_result.hpp>
 #include <asio/executor_work_guard.hpp>
@@ -63,14 +64,19 @@ asio::awaitable<std::invoke_result_t<F&>> OffThread(asio::thread_pool& pool, F&&
 }
 
 // Reads one frame; any malformed input is an error (the caller closes the connection). A
-// version mismatch is answered with a version-mismatch frame first.
+// version mismatch is answered with a version-mismatch frame first. `progress`, if given, is set
+// to the time whenever bytes of the frame have arrived (at least every MiB), so a watchdog can tell
+// a large frame on a slow link from a silent peer.
 template <typename Socket>
-asio::awaitable<Result<net::Frame>> ReadFrame(Socket& socket, std::uint32_t max_payload) {
+asio::awaitable<Result<net::Frame>> ReadFrame(
+    Socket& socket, std::uint32_t max_payload,
+    std::chrono::steady_clock::time_point* progress = nullptr) {
   std::array<std::uint8_t, net::kHeaderSize> header_bytes;
   std::error_code ec;
   co_await asio::async_read(socket, asio::buffer(header_bytes),
                             asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return Status::Error(std::string(net::FrameErrorName(net::FrameError::kClosed)));
+  if (progress != nullptr) *progress = std::chrono::steady_clock::now();
   net::Frame frame;
   std::uint16_t peer_version = 0;
   if (auto err = net::DecodeHeader(header_bytes, max_payload, frame.header, &peer_version)) {
@@ -83,16 +89,18 @@ asio::awaitable<Result<net::Frame>> ReadFrame(Socket& socket, std::uint32_t max_
     }
     co_return Status::Error(std::string(net::FrameErrorName(*err)));
   }
-  // The buffer grows with what arrives (64 KiB, then doubling), so a header that merely claims
-  // a large payload costs nothing.
+  // The buffer grows with what arrives (64 KiB, then doubling up to 1 MiB a read), so a header
+  // that merely claims a large payload costs nothing.
   const std::size_t length = frame.header.length;
   std::size_t have = 0;
   while (have < length && !ec) {
-    const std::size_t chunk = std::min(length - have, std::max<std::size_t>(64 * 1024, have));
+    const std::size_t chunk =
+        std::min({length - have, std::max<std::size_t>(64 * 1024, have), std::size_t{1} << 20});
     frame.payload.resize(have + chunk);
     co_await asio::async_read(socket, asio::buffer(frame.payload.data() + have, chunk),
                               asio::redirect_error(asio::use_awaitable, ec));
     have += chunk;
+    if (progress != nullptr) *progress = std::chrono::steady_clock::now();
   }
   if (ec) co_return Status::Error(std::string(net::FrameErrorName(net::FrameError::kClosed)));
   if (!net::PayloadMatches(frame.header, {reinterpret_cast<const std::uint8_t*>(frame.payload.data()),

@@ -21,6 +21,7 @@
 
 #include "core/net/host_info.h"
 #include "daemon/server/async.h"
+#include "daemon/server/control_request.h"
 
 namespace dtrain::server {
 namespace {
@@ -103,63 +104,6 @@ json LineJson(const store::LogRow& l) {
           {"line", l.line}};
 }
 
-// Reads an integer field; nullopt when absent or not an integer.
-std::optional<std::int64_t> IntField(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<std::int64_t>();
-}
-
-std::optional<std::string> StringField(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return std::nullopt;
-  return it->get<std::string>();
-}
-
-std::optional<double> NumberField(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-bool BoolField(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_boolean() && it->get<bool>();
-}
-
-// A worker's metrics frame: {"points": [{"step", "epoch", "name", "value"}...]}. Plain function:
-// keeping such loops out of coroutine bodies avoids GCC 12 coroutine-frame bugs.
-std::optional<std::vector<train::MetricPoint>> ParseMetricPoints(std::string_view payload) {
-  const json message = json::parse(payload, nullptr, false);
-  if (!message.is_object()) return std::nullopt;
-  const auto list = message.find("points");
-  if (list == message.end() || !list->is_array()) return std::nullopt;
-  std::vector<train::MetricPoint> points;
-  for (const json& p : *list) {
-    if (!p.is_object()) return std::nullopt;
-    points.push_back({IntField(p, "step").value_or(0), NumberField(p, "epoch").value_or(0.0),
-                      StringField(p, "name").value_or(""), NumberField(p, "value").value_or(0.0)});
-  }
-  return points;
-}
-
-// The rows of `rows` a logs request keeps; advances *after past every row read.
-std::vector<store::LogRow> SelectLines(std::vector<store::LogRow>& rows, std::int64_t* after,
-                                       std::optional<std::int64_t> worker, double since,
-                                       std::optional<std::int64_t> tail) {
-  std::vector<store::LogRow> kept;
-  for (store::LogRow& row : rows) {
-    *after = row.id;
-    if (worker && row.worker != *worker) continue;
-    if (row.time < since) continue;
-    kept.push_back(std::move(row));
-  }
-  if (tail && static_cast<std::int64_t>(kept.size()) > *tail) {
-    kept.erase(kept.begin(), kept.end() - *tail);
-  }
-  return kept;
-}
-
 // `lines` frames' payloads for `kept`, kLogChunk lines each.
 std::vector<std::string> LinesPayloads(const std::vector<store::LogRow>& kept) {
   std::vector<std::string> payloads;
@@ -224,13 +168,6 @@ struct Caller {
   uid_t uid = static_cast<uid_t>(-1);  // -1: nobody (owns nothing, is not root)
   bool may_change = false;             // submit, cancel, introduce a worker, send heartbeats
 };
-
-// What a TCP caller without the cluster key may ask for.
-bool IsQuery(const std::string& type) {
-  static const char* const kQueries[] = {"version", "status",      "list",       "wait", "logs",
-                                         "metrics", "checkpoints", "checkpoint", "nodes"};
-  return std::find(std::begin(kQueries), std::end(kQueries), type) != std::end(kQueries);
-}
 
 json PeerJson(const PeerState& p) {
   return {{"name", p.name},
@@ -536,11 +473,8 @@ struct ControlServer::Impl {
       co_return co_await WriteJson(socket, reply);
     }
     const auto id = IntField(request, "id");
-    const bool needs_id = type == "status" || type == "cancel" || type == "wait" ||
-                          type == "logs" || type == "metrics" || type == "checkpoints" ||
-                          type == "checkpoint";
-    if (needs_id && !id) {
-      const json reply_ = Error("bad_request", type + " needs \"id\" (an integer)");
+    if (const std::optional<std::string> missing = MissingField(type, request)) {
+      const json reply_ = Error("bad_request", *missing);
       co_return co_await WriteJson(socket, reply_);
     }
     if (type == "version") {
@@ -596,12 +530,49 @@ struct ControlServer::Impl {
     co_return co_await WriteJson(socket, unknown);
   }
 
-  // A worker's connection after its hello: metrics and checkpoints up, done at the end.
-  asio::awaitable<void> ServeWorker(Socket& socket, std::int64_t job, int rank) {
+  // When a worker's connection last showed life, for its heartbeat watchdog.
+  struct WorkerPulse {
+    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+    bool busy = false;   // this daemon is handling a frame: the worker waits for us
+    bool ended = false;  // the connection is over
+  };
+
+  // Tells the job manager when a worker's connection has been silent for its heartbeat timeout.
+  asio::awaitable<void> WatchPulse(std::shared_ptr<WorkerPulse> pulse, std::int64_t job,
+                                   int rank, std::string token,
+                                   std::chrono::milliseconds timeout) {
+    asio::steady_timer tick(io);
+    while (!pulse->ended) {
+      const auto now = std::chrono::steady_clock::now();
+      if (pulse->busy) pulse->last = now;
+      const auto silence = std::chrono::duration_cast<std::chrono::milliseconds>(now - pulse->last);
+      if (silence >= timeout) {
+        jobs.WorkerSilent(job, rank, token, silence);
+        co_return;
+      }
+      tick.expires_after(std::min<std::chrono::milliseconds>(timeout - silence, timeout / 4 + 1ms));
+      co_await tick.async_wait(asio::use_awaitable);
+    }
+  }
+
+  // A worker's connection after its hello: heartbeats, metrics and checkpoints up, done at the
+  // end. A watchdog reports the worker when nothing arrives for the job's heartbeat_timeout.
+  asio::awaitable<void> ServeWorker(Socket& socket, std::int64_t job, int rank,
+                                    const std::string& token,
+                                    std::chrono::milliseconds heartbeat_timeout) {
+    auto pulse = std::make_shared<WorkerPulse>();
+    asio::co_spawn(io, WatchPulse(pulse, job, rank, token, heartbeat_timeout), asio::detached);
+    struct EndPulse {
+      WorkerPulse& pulse;
+      ~EndPulse() { pulse.ended = true; }
+    } end_pulse{*pulse};
     for (;;) {
-      Result<net::Frame> frame = co_await ReadFrame(socket, kMaxWorkerPayload);
+      pulse->busy = false;
+      Result<net::Frame> frame = co_await ReadFrame(socket, kMaxWorkerPayload, &pulse->last);
       if (!frame.ok()) co_return;
+      pulse->busy = true;
       const net::FrameHeader& h = frame.value().header;
+      if (h.type == net::MessageType::kHeartbeat) continue;
       if (h.type == net::MessageType::kMetrics) {
         const std::optional<std::vector<train::MetricPoint>> points =
             ParseMetricPoints(frame.value().payload);
@@ -722,6 +693,22 @@ struct ControlServer::Impl {
     }
   }
 
+  // The next request frame of a client: it may keep the connection idle as long as it likes, but
+  // once its first byte has come the whole frame must follow within kRequestTimeout, or the
+  // connection is closed (a client dribbling a byte a second holds nothing for long).
+  asio::awaitable<Result<net::Frame>> ReadRequest(Socket& socket) {
+    std::error_code ec;
+    co_await socket.async_wait(Socket::wait_read, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return Status::Error(std::string(net::FrameErrorName(net::FrameError::kClosed)));
+    asio::steady_timer deadline(io);
+    deadline.expires_after(ControlServer::kRequestTimeout);
+    deadline.async_wait([&socket](const std::error_code& expired) {
+      std::error_code ignored;
+      if (!expired) socket.close(ignored);  // the pending read fails
+    });
+    co_return co_await ReadFrame(socket, kMaxClientPayload);
+  }
+
   asio::awaitable<void> Converse(Socket& socket, const std::optional<std::string>& tcp_peer) {
     Caller caller{PeerUid(socket), true};
     if (tcp_peer && cluster.key == nullptr) {
@@ -731,15 +718,16 @@ struct ControlServer::Impl {
       caller = Caller{0, true};  // the holder of the cluster's key
     }
     for (;;) {
-      Result<net::Frame> frame = co_await ReadFrame(socket, kMaxClientPayload);
+      Result<net::Frame> frame = co_await ReadRequest(socket);
       if (!frame.ok() || frame.value().header.type != net::MessageType::kControl) co_return;
-      json request = json::parse(frame.value().payload, nullptr, false);
-      if (request.is_discarded() || !request.is_object()) co_return;
-      if (IntField(request, "v") != 1) {
-        const json reply_ = Error("bad_request", "unsupported message version; this daemon speaks \"v\": 1");
+      ParsedRequest parsed = ParseControlRequest(frame.value().payload);
+      if (parsed.verdict == ParsedRequest::Verdict::kClose) co_return;
+      if (parsed.verdict == ParsedRequest::Verdict::kBadVersion) {
+        const json reply_ = Error("bad_request", std::string(kUnsupportedVersion));
         co_await WriteJson(socket, reply_);
         co_return;
       }
+      const json& request = parsed.request;
       if (StringField(request, "type") == "spawn_worker" && tcp_peer && cluster.key != nullptr) {
         co_await HostWorker(socket, request);
         co_return;
@@ -771,7 +759,7 @@ struct ControlServer::Impl {
                                  a.checkpoint_blob)) {
           co_return;
         }
-        co_await ServeWorker(socket, job, rank);
+        co_await ServeWorker(socket, job, rank, token, a.heartbeat_timeout);
         co_return;
       }
       if (!co_await Serve(socket, request, caller)) co_return;

@@ -15,7 +15,9 @@
 // the handshake, or does not finish it within kHandshakeTimeout, is closed having done nothing.
 //
 // Malformed input (bad frame, non-JSON payload) closes that connection only; an unknown or
-// ill-formed request gets an error reply. Runs on the io_context's thread (store reads on the
+// ill-formed request gets an error reply. A request frame not complete kRequestTimeout after its
+// first byte closes its connection; a worker connection silent for its job's heartbeat_timeout
+// gets the worker killed (JobManager::WorkerSilent). Runs on the io_context's thread (store reads on the
 // pool); one thread at a time.
 #pragma once
 
@@ -48,6 +50,8 @@ struct ClusterSide {
 class ControlServer {
  public:
   static constexpr std::chrono::seconds kHandshakeTimeout{5};
+  // A request frame must be complete this long after its first byte arrived (idle is allowed).
+  static constexpr std::chrono::seconds kRequestTimeout{10};
 
   ControlServer(asio::io_context& io, asio::thread_pool& pool, store::Store& store,
                 JobManager& jobs, std::string socket_path, unsigned socket_mode,

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
@@ -402,16 +404,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
     if (r < job->placement.size() && job->placement[r] != settings_.node_name) {
       p.node = job->placement[r];
     }
-    const std::vector<std::string> argv = WorkerArgv(id, rank, p);
-    Result<pid_t> pid = supervisor_.Spawn(
-        argv,
-        [this, id, rank](std::string_view stream, std::string_view line) {
-          store_.AppendLog(id, rank, stream, line);
-          if (settings_.on_line) settings_.on_line(id, rank, stream, line);
-        },
-        [this, id, attempt, rank](ProcessExit exit) {
-          asio::co_spawn(io_, OnWorkerExit(id, attempt, rank, exit), asio::detached);
-        });
+    Result<pid_t> pid = SpawnProcess(id, attempt, p);
     if (!pid.ok()) {
       FailAttempt(*job, "cannot start " + job->Who(rank) + ": " + pid.status().message());
       break;
@@ -425,35 +418,81 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
     Schedule();
     co_return;
   }
-  if (shutting_down_ || job->cancel_requested) StopProcesses(*job);  // asked meanwhile
+  if (shutting_down_ || job->cancel_requested) StopProcesses(*job, settings_.grace);  // asked meanwhile
   for (int rank = 0; rank < count; ++rank) {
     auto it = jobs_.find(id);
     if (it == jobs_.end() || it->second->attempt != attempt) co_return;
     const Process& p = it->second->processes[static_cast<std::size_t>(rank)];
-    if (p.pid <= 0) continue;
-    const pid_t pid = p.pid;
-    const char* role = rank < workers ? "replica" : "server";
-    // A peer's worker is recorded under the peer's name, with its local stand-in's pid.
-    const std::string host = !p.node.empty()                  ? p.node
-                             : !settings_.node_name.empty() ? settings_.node_name
-                                                            : net::LocalHostName();
-    auto record = [this, id, rank, role, host, pid] {
-      return store_.RecordWorkerStart(id, rank, role, host, pid);
-    };
-    auto row = co_await OffThread(pool_, record);
-    it = jobs_.find(id);
-    if (it != jobs_.end() && it->second->attempt == attempt && row.ok()) {
-      Process& q = it->second->processes[static_cast<std::size_t>(rank)];
-      q.row = row.value();
-      if (q.exited) {  // it ended before its row existed
-        const std::int64_t r = q.row;
-        const ProcessExit e = q.exit;
-        co_await OffThread(pool_, [this, r, e] {
-          return store_.RecordWorkerExit(r, e.exit_status, e.signal);
-        });
-      }
-    }
+    if (p.pid > 0) co_await RecordStart(id, attempt, rank, p.pid);
   }
+}
+
+Result<pid_t> JobManager::SpawnProcess(std::int64_t id, std::uint64_t attempt, const Process& p) {
+  const int rank = p.rank;
+  return supervisor_.Spawn(
+      WorkerArgv(id, rank, p),
+      [this, id, rank](std::string_view stream, std::string_view line) {
+        store_.AppendLog(id, rank, stream, line);
+        if (settings_.on_line) settings_.on_line(id, rank, stream, line);
+      },
+      [this, id, attempt, rank](ProcessExit exit) {
+        asio::co_spawn(io_, OnWorkerExit(id, attempt, rank, exit), asio::detached);
+      });
+}
+
+asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t attempt, int rank,
+                                              pid_t pid) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second->attempt != attempt) co_return;
+  const Process& p = it->second->processes[static_cast<std::size_t>(rank)];
+  const char* role = rank < it->second->config.cluster.workers ? "replica" : "server";
+  // A peer's worker is recorded under the peer's name, with its local stand-in's pid.
+  const std::string host = !p.node.empty()                  ? p.node
+                           : !settings_.node_name.empty() ? settings_.node_name
+                                                          : net::LocalHostName();
+  auto record = [this, id, rank, role, host, pid] {
+    return store_.RecordWorkerStart(id, rank, role, host, pid);
+  };
+  auto row = co_await OffThread(pool_, record);
+  it = jobs_.find(id);
+  if (it == jobs_.end() || it->second->attempt != attempt || !row.ok()) co_return;
+  Process& q = it->second->processes[static_cast<std::size_t>(rank)];
+  if (q.pid != pid) co_return;  // replaced meanwhile
+  q.row = row.value();
+  if (q.exited) {  // it ended before its row existed
+    const std::int64_t r = q.row;
+    const ProcessExit e = q.exit;
+    co_await OffThread(pool_, [this, r, e] {
+      return store_.RecordWorkerExit(r, e.exit_status, e.signal);
+    });
+  }
+}
+
+bool JobManager::CanRestartAlone(const Job& job, const Process& p) const {
+  return job.config.cluster.mode == config::ClusterMode::kAsync &&
+         p.rank < job.config.cluster.workers && job.ready && job.failure.empty() &&
+         p.done_stop.empty() && !job.cancel_requested && !shutting_down_ &&
+         !job.target_reached && job.hopeless.empty() && job.restarts < job.max_restarts;
+}
+
+Status JobManager::RestartAlone(Job& job, int rank, const ProcessExit& exit) {
+  Process& old = job.processes[static_cast<std::size_t>(rank)];
+  const std::string why = job.Who(rank) + " " + DescribeExit(exit);
+  Process fresh;
+  fresh.rank = rank;
+  fresh.node = old.node;
+  fresh.token = net::RandomToken();
+  Result<pid_t> pid = SpawnProcess(job.id, job.attempt, fresh);
+  if (!pid.ok()) return pid.status();
+  fresh.pid = pid.value();
+  old = std::move(fresh);
+  ++job.restarts;
+  store_.AppendLog(job.id, 0, "daemon",
+                   "restart " + std::to_string(job.restarts) + " of " +
+                       std::to_string(job.max_restarts) + ": " + why +
+                       "; started again alone (pid " + std::to_string(old.pid) +
+                       "): it rejoins the shards while the others go on");
+  return Status::Ok();
 }
 
 void JobManager::FailAttempt(Job& job, const std::string& why) {
@@ -461,13 +500,35 @@ void JobManager::FailAttempt(Job& job, const std::string& why) {
   job.failure = why;
   store_.AppendLog(job.id, 0, "daemon", why);
   if (job.rendezvous) job.rendezvous->cancel();
-  StopProcesses(job);
+  // The job is recovering from now, not once the last process has gone: `dtrain status` says why
+  // at once. (Whether it restarts is known now too; the last exit then restarts it.)
+  if (job.restarts < job.max_restarts && job.hopeless.empty() && !job.cancel_requested &&
+      !shutting_down_ && job.state != JobState::kRecovering) {
+    job.state = JobState::kRecovering;
+    asio::co_spawn(io_, MarkRecovering(job.id, RestartReason(job)), asio::detached);
+  }
+  // The survivors of a failed attempt cannot finish a step their peers will not share, and the
+  // next attempt starts from the newest checkpoint: they get a short grace only.
+  StopProcesses(job, std::min(settings_.grace, kFailedAttemptGrace));
 }
 
-void JobManager::StopProcesses(Job& job) {
+asio::awaitable<void> JobManager::MarkRecovering(std::int64_t id, std::string reason) {
+  auto mark = [this, id, &reason] {
+    return store_.SetJobState(id, JobState::kRecovering, reason);
+  };
+  co_await OffThread(pool_, mark);
+}
+
+std::string JobManager::RestartReason(const Job& job) const {
+  return "restart " + std::to_string(job.restarts + 1) + " of " +
+         std::to_string(job.max_restarts) + ": " + job.failure +
+         "; resuming from the newest checkpoint";
+}
+
+void JobManager::StopProcesses(Job& job, std::chrono::milliseconds grace) {
   for (Process& p : job.processes) {
     if (p.pid > 0 && !p.exited && !p.stop_sent) {
-      supervisor_.Stop(p.pid, settings_.grace);
+      supervisor_.Stop(p.pid, grace);
       p.stop_sent = true;
     }
   }
@@ -494,6 +555,20 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
   me.data_host = data_host;
   me.data_port = data_port;
   const std::uint64_t attempt = job->attempt;
+  if (job->ready) {
+    // A replica restarted alone (async) joins the running attempt, from the newest checkpoint.
+    auto latest = co_await OffThread(pool_, [this, id] { return store_.LatestCheckpoint(id); });
+    it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
+    Admission late = it->second->admission;
+    late.resume_step = -1;
+    late.checkpoint_blob.clear();
+    if (latest.ok() && latest.value().checkpoint) {
+      late.resume_step = latest.value().checkpoint->step;
+      late.checkpoint_blob = store::EncodeCheckpoint(*latest.value().checkpoint);
+    }
+    co_return late;
+  }
   const bool last = std::all_of(job->processes.begin(), job->processes.end(),
                                 [](const Process& p) { return p.admitted; });
   if (last) {
@@ -510,6 +585,8 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
     }
     Admission& a = job->admission;
     a.spec_toml = job->spec_toml;
+    a.heartbeat_timeout = std::chrono::milliseconds(
+        std::llround(job->config.cluster.heartbeat_timeout * 1000.0));
     const int workers = job->config.cluster.workers;
     for (const Process& p : job->processes) {
       a.peers.push_back({p.rank, p.rank < workers ? "replica" : "server",
@@ -556,6 +633,37 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
   co_return Status::Error("the job's rendezvous failed: " + job->failure);
 }
 
+std::pair<JobManager::Job*, JobManager::Process*> JobManager::FindProcess(std::int64_t id,
+                                                                          int rank) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || rank < 0 ||
+      rank >= static_cast<int>(it->second->processes.size())) {
+    return {nullptr, nullptr};
+  }
+  return {it->second.get(), &it->second->processes[static_cast<std::size_t>(rank)]};
+}
+
+void JobManager::WorkerSilent(std::int64_t id, int rank, const std::string& token,
+                              std::chrono::milliseconds silence) {
+  auto [found, process] = FindProcess(id, rank);
+  if (found == nullptr) return;
+  Job& job = *found;
+  Process& p = *process;
+  if (p.exited || p.pid <= 0 || !net::TokensEqual(p.token, token)) return;  // not that process
+  // Stopped or hung: a SIGTERM would wait in vain.
+  supervisor_.Stop(p.pid, std::chrono::milliseconds(0));
+  p.stop_sent = true;
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(silence.count()) / 1000.0);
+  std::string why = job.Who(rank) + " sent nothing for ";
+  why += seconds;
+  why += " s (cluster.heartbeat_timeout is ";
+  std::snprintf(seconds, sizeof seconds, "%g", job.config.cluster.heartbeat_timeout);
+  why += seconds;
+  why += " s): killed";
+  FailAttempt(job, why);
+}
+
 void JobManager::WorkerMetrics(std::int64_t id, int rank,
                                std::span<const train::MetricPoint> points) {
   if (jobs_.count(id) == 0) return;
@@ -569,21 +677,28 @@ asio::awaitable<Status> JobManager::WorkerCheckpoint(std::int64_t id, int rank,
   auto decoded = store::DecodeCheckpoint(blob);
   if (!decoded.ok()) co_return Status::Error("checkpoint refused: " + decoded.status().message());
   const int keep = it->second->config.checkpoint.keep;
+  const std::uint64_t attempt = it->second->attempt;
   auto save = [this, id, keep, c = std::move(decoded).value()] {
     return store_.SaveCheckpoint(id, c, keep);
   };
-  co_return co_await OffThread(pool_, save);
+  Status saved = co_await OffThread(pool_, save);
+  it = jobs_.find(id);
+  if (!saved.ok() && it != jobs_.end() && it->second->attempt == attempt) {
+    // The worker stops on this too; the job's reason then names the cause (a full disk: the
+    // transaction rolled back and the previous checkpoint stays), not just an exit status.
+    FailAttempt(*it->second,
+                it->second->Who(rank) + " sent a checkpoint that could not be stored: " +
+                    saved.message());
+  }
+  co_return saved;
 }
 
 void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop,
                             std::int64_t steps, const std::string& error) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || rank < 0 ||
-      rank >= static_cast<int>(it->second->processes.size())) {
-    return;
-  }
-  Job& job = *it->second;
-  Process& p = job.processes[static_cast<std::size_t>(rank)];
+  auto [found, process] = FindProcess(id, rank);
+  if (found == nullptr) return;
+  Job& job = *found;
+  Process& p = *process;
   p.done_stop = stop;
   p.steps = steps;
   if (stop == "no_data" && job.hopeless.empty()) job.hopeless = job.Who(rank) + ": " + error;
@@ -608,15 +723,38 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   Process& p = job->processes[static_cast<std::size_t>(rank)];
   p.exited = true;
   p.exit = exit;
-  const bool last = --job->live == 0;  // only the last exit's handler decides the attempt
   // A replica asked to stop exits with its own status for that (130), after saying so.
   const bool ended_well = exit.signal == 0 && job->StoppedWell(p) &&
                           (exit.exit_status == 0 || p.done_stop == "requested");
+  if (!ended_well && CanRestartAlone(*job, p)) {
+    // Async: the others go on; a new process takes this one's place among the shards.
+    const std::int64_t old_row = p.row;
+    if (RestartAlone(*job, rank, exit).ok()) {
+      const pid_t pid = job->processes[static_cast<std::size_t>(rank)].pid;
+      if (old_row != 0) {
+        co_await OffThread(pool_, [this, old_row, exit] {
+          return store_.RecordWorkerExit(old_row, exit.exit_status, exit.signal);
+        });
+      }
+      co_await RecordStart(id, attempt, rank, pid);
+      co_return;
+    }
+  }
+  if (!ended_well && exit.signal == 0 && job->failure.empty() && job->live > 1) {
+    // A process that failed on its own is often the survivor of a peer that was killed (its
+    // link closed): give that death a moment to arrive, so the job's reason names the cause.
+    asio::steady_timer blame(io_, kBlameGrace);
+    co_await blame.async_wait(asio::use_awaitable);
+    it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
+    job = it->second.get();
+  }
+  const std::int64_t row = job->processes[static_cast<std::size_t>(rank)].row;
+  const bool last = --job->live == 0;  // only the last exit's handler decides the attempt
   if (!ended_well && !job->cancel_requested && !shutting_down_) {
     FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
   }
   if (!job->ready && job->rendezvous) job->rendezvous->cancel();  // admitted ones stop waiting
-  const std::int64_t row = p.row;
   if (row != 0) {
     co_await OffThread(pool_, [this, row, exit] {
       return store_.RecordWorkerExit(row, exit.exit_status, exit.signal);
@@ -649,9 +787,8 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
     }
     jobs_.erase(id);
   } else if (j.restarts < j.max_restarts && j.hopeless.empty()) {
+    reason = RestartReason(j);
     ++j.restarts;
-    reason = "restart " + std::to_string(j.restarts) + " of " + std::to_string(j.max_restarts) +
-             ": " + j.failure + "; resuming from the newest checkpoint";
     if (j.state != JobState::kRecovering) {
       auto recover = [this, id, reason] {
         return store_.SetJobState(id, JobState::kRecovering, reason);
@@ -716,7 +853,7 @@ asio::awaitable<std::optional<Refusal>> JobManager::Cancel(std::int64_t id, uid_
     Schedule();
     co_return std::nullopt;
   }
-  StopProcesses(job);
+  StopProcesses(job, settings_.grace);
   // The last process's exit finishes the job (one still being started is stopped by Start).
   asio::steady_timer tick(io_);
   while (jobs_.count(id) != 0) {
@@ -728,7 +865,7 @@ asio::awaitable<std::optional<Refusal>> JobManager::Cancel(std::int64_t id, uid_
 
 asio::awaitable<void> JobManager::Shutdown() {
   shutting_down_ = true;
-  for (auto& [id, job] : jobs_) StopProcesses(*job);
+  for (auto& [id, job] : jobs_) StopProcesses(*job, settings_.grace);
   asio::steady_timer tick(io_);
   while (running() > 0) {
     tick.expires_after(50ms);

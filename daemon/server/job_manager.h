@@ -28,6 +28,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/job.h"
@@ -43,6 +44,13 @@ class thread_pool;
 }  // namespace asio
 
 namespace dtrain::server {
+
+// How long the survivors of a failed attempt get to exit after SIGTERM (at most the daemon's
+// grace): blocked on a dead peer, they rarely can.
+inline constexpr std::chrono::milliseconds kFailedAttemptGrace{2000};
+// How long a process's failure (an exit status, not a signal) waits before it becomes the
+// attempt's reason, so that a peer's death by a signal, usually its cause, is named instead.
+inline constexpr std::chrono::milliseconds kBlameGrace{300};
 
 struct ManagerSettings {
   int max_jobs = 2;
@@ -92,6 +100,7 @@ struct Admission {
   std::int64_t resume_step = -1;
   std::string checkpoint_blob;
   std::vector<PeerAddress> peers;
+  std::chrono::milliseconds heartbeat_timeout{5000};  // the job's cluster.heartbeat_timeout
 };
 
 // In-memory facts about an active job that the store does not hold.
@@ -124,6 +133,11 @@ class JobManager {
                                                  std::uint16_t data_port);
   void WorkerMetrics(std::int64_t job, int rank, std::span<const train::MetricPoint> points);
   asio::awaitable<Status> WorkerCheckpoint(std::int64_t job, int rank, std::string_view blob);
+  // The process of the job admitted with `token` as rank `rank` has sent nothing for `silence`
+  // (longer than cluster.heartbeat_timeout): it is killed now and the attempt recovers as after
+  // a crash. Nothing happens when that process is gone or replaced already.
+  void WorkerSilent(std::int64_t job, int rank, const std::string& token,
+                    std::chrono::milliseconds silence);
   // `stop` "no_data": the process cannot read the job's data where it runs (`error` says why);
   // the job then fails without restarts.
   void WorkerDone(std::int64_t job, int rank, const std::string& stop, std::int64_t steps,
@@ -152,8 +166,23 @@ class JobManager {
                                      ProcessExit exit);
   // After the first failure of an attempt: remembers why, ends its rendezvous, stops the others.
   void FailAttempt(Job& job, const std::string& why);
-  // SIGTERM (then SIGKILL after the grace period) to every live process of the job.
-  void StopProcesses(Job& job);
+  // Records that the job is recovering, `reason` saying why.
+  asio::awaitable<void> MarkRecovering(std::int64_t id, std::string reason);
+  // The active job `id` and its process `rank`; both null when there is no such process.
+  std::pair<Job*, Process*> FindProcess(std::int64_t id, int rank);
+  // Starts process `p` of attempt `attempt` (its exit goes to OnWorkerExit).
+  Result<pid_t> SpawnProcess(std::int64_t id, std::uint64_t attempt, const Process& p);
+  // Records that process `rank` (pid `pid`) started, and its exit if it came first.
+  asio::awaitable<void> RecordStart(std::int64_t id, std::uint64_t attempt, int rank, pid_t pid);
+  // Whether a failed process may be restarted alone while the others go on: an async replica of
+  // a job whose rendezvous is over and whose restart budget is not spent.
+  bool CanRestartAlone(const Job& job, const Process& p) const;
+  // Replaces the exited process `rank` with a new one of the same attempt (counted as a restart).
+  Status RestartAlone(Job& job, int rank, const ProcessExit& exit);
+  // "restart N of M: <the attempt's failure>; resuming from the newest checkpoint".
+  std::string RestartReason(const Job& job) const;
+  // SIGTERM (then SIGKILL after `grace`) to every live process of the job.
+  void StopProcesses(Job& job, std::chrono::milliseconds grace);
   // Builds a Job from a stored record, or says why it cannot run.
   asio::awaitable<Result<std::unique_ptr<Job>>> LoadJob(const store::JobRecord& record);
   asio::awaitable<void> Finish(std::int64_t id, store::JobState state, const std::string& reason);

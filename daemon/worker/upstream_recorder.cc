@@ -18,16 +18,14 @@ void UpstreamRecorder::RecordMetrics(std::span<const train::MetricPoint> points)
     list.push_back({{"step", p.step}, {"epoch", p.epoch}, {"name", p.name}, {"value", p.value}});
   }
   const std::string payload = nlohmann::json{{"points", std::move(list)}}.dump();
-  metrics_status_ = stream_.WriteString(net::MessageType::kMetrics,
-                                        static_cast<std::uint64_t>(job_), 0, payload, kSendTimeout);
+  metrics_status_ = upstream_.Send(net::MessageType::kMetrics, payload, kSendTimeout);
 }
 
 Status UpstreamRecorder::SaveCheckpoint(const store::CheckpointData& checkpoint) {
   const std::string blob = store::EncodeCheckpoint(checkpoint);
-  Status sent = stream_.WriteString(net::MessageType::kCheckpoint,
-                                    static_cast<std::uint64_t>(job_), 0, blob, kSendTimeout);
+  Status sent = upstream_.Send(net::MessageType::kCheckpoint, blob, kSendTimeout);
   if (!sent.ok()) return sent;
-  Result<net::Frame> reply = stream_.Read(kCommitTimeout);
+  Result<net::Frame> reply = upstream_.Read(kCommitTimeout);
   if (!reply.ok()) return reply.status();
   const nlohmann::json ack = nlohmann::json::parse(reply.value().payload, nullptr, false);
   if (!ack.is_object() || !ack.contains("ok") || !ack["ok"].is_boolean()) {

@@ -1,24 +1,25 @@
 // UpstreamRecorder: a RunRecorder that sends a worker's metrics and checkpoints to its daemon
 // over the worker's connection (daemon/control_protocol.md, "Worker messages").
 //
-//   stream.set_sender(rank);   // frames carry the worker's rank
-//   UpstreamRecorder recorder(stream, job);
+//   upstream.set_sender(rank);   // frames carry the worker's rank
+//   UpstreamRecorder recorder(upstream);
 //   runner::TrainRecorded(trainer, policy, recorder, options, -1);
 //
-// SaveCheckpoint returns once the daemon acknowledged the commit. One thread at a time.
+// SaveCheckpoint returns once the daemon acknowledged the commit. One thread at a time (the
+// Upstream's heartbeats may run beside it).
 #pragma once
 
 #include <cstdint>
 
-#include "core/net/frame_stream.h"
 #include "daemon/runner/recorder.h"
+#include "daemon/worker/upstream.h"
 
 namespace dtrain::worker {
 
 class UpstreamRecorder final : public runner::RunRecorder {
  public:
-  // `stream` must outlive the recorder.
-  UpstreamRecorder(net::FrameStream& stream, std::int64_t job) : stream_(stream), job_(job) {}
+  // `upstream` must outlive the recorder.
+  explicit UpstreamRecorder(Upstream& upstream) : upstream_(upstream) {}
 
   void RecordMetrics(std::span<const train::MetricPoint> points) override;
   Status SaveCheckpoint(const store::CheckpointData& checkpoint) override;
@@ -26,8 +27,7 @@ class UpstreamRecorder final : public runner::RunRecorder {
   const Status& metrics_status() const { return metrics_status_; }
 
  private:
-  net::FrameStream& stream_;
-  std::int64_t job_;
+  Upstream& upstream_;
   Status metrics_status_;
 };
 

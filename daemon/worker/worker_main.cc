@@ -18,6 +18,7 @@
 #include "daemon/runner/trainer_checkpoint.h"
 #include "daemon/runner/shard_service.h"
 #include "daemon/runner/training_session.h"
+#include "daemon/worker/upstream.h"
 #include "daemon/worker/upstream_recorder.h"
 
 namespace dtrain::worker {
@@ -62,8 +63,8 @@ class LinePrinter final : public runner::RunObserver {
 };
 
 // Reads a control reply and checks "ok".
-Result<json> ReadReply(net::FrameStream& stream, std::chrono::milliseconds timeout) {
-  Result<net::Frame> frame = stream.Read(timeout);
+Result<json> ReadReply(Upstream& upstream, std::chrono::milliseconds timeout) {
+  Result<net::Frame> frame = upstream.Read(timeout);
   if (!frame.ok()) return frame.status();
   json reply = json::parse(frame.value().payload, nullptr, false);
   if (!reply.is_object()) return Status::Error("malformed reply from the daemon");
@@ -86,24 +87,22 @@ struct Admitted {
 
 // Tells the coordinator that the job's data cannot be read on this host (no restart can help, as
 // this host's files stay as they are). Best effort: the process fails either way.
-void SayNoData(net::FrameStream& stream, std::int64_t job, const std::string& why) {
+void SayNoData(Upstream& upstream, const std::string& why) {
   const json done = {{"v", 1}, {"type", "worker_done"}, {"stop", "no_data"}, {"steps", 0},
                      {"error", why}};
-  if (stream.WriteString(net::MessageType::kControl, static_cast<std::uint64_t>(job), 0,
-                         done.dump(), 10s)
-          .ok()) {
-    stream.Read(10s);  // its acknowledgement (or the checkpoint that was on its way)
+  if (upstream.Send(net::MessageType::kControl, done.dump(), 10s).ok()) {
+    upstream.Read(10s);  // its acknowledgement (or the checkpoint that was on its way)
   }
 }
 
-int FailOnData(net::FrameStream& stream, std::int64_t job, const std::string& why) {
-  SayNoData(stream, job, why);
+int FailOnData(Upstream& upstream, const std::string& why) {
+  SayNoData(upstream, why);
   return Fail(why);
 }
 
-Result<Admitted> ReadAdmission(net::FrameStream& stream, std::int64_t job_id,
-                               std::chrono::milliseconds timeout) {
-  Result<json> admitted = ReadReply(stream, timeout);
+Result<Admitted> ReadAdmission(Upstream& upstream, std::chrono::milliseconds timeout) {
+  const std::int64_t job_id = upstream.job();
+  Result<json> admitted = ReadReply(upstream, timeout);
   if (!admitted.ok()) return Status::Error("not admitted: " + admitted.status().message());
   const json& reply = admitted.value();
   if (!reply.contains("spec_toml") || !reply["spec_toml"].is_string()) {
@@ -113,7 +112,7 @@ Result<Admitted> ReadAdmission(net::FrameStream& stream, std::int64_t job_id,
                                                    "job " + std::to_string(job_id), {}, "/");
   if (!loaded.ok()) {  // it was valid at submission: its files are missing here
     const std::string why = config::FormatDiagnostic(loaded.diagnostics.front());
-    SayNoData(stream, job_id, why);
+    SayNoData(upstream, why);
     return Status::Error(why);
   }
   Admitted out{*loaded.job, std::nullopt, {}, {}};
@@ -133,7 +132,7 @@ Result<Admitted> ReadAdmission(net::FrameStream& stream, std::int64_t job_id,
   const auto resume_step = reply.find("resume_step");
   if (resume_step != reply.end() && resume_step->is_number_integer() &&
       resume_step->get<std::int64_t>() >= 0) {
-    Result<net::Frame> blob = stream.Read(120s);
+    Result<net::Frame> blob = upstream.Read(120s);
     if (!blob.ok()) return Status::Error("receiving the checkpoint: " + blob.status().message());
     auto decoded = store::DecodeCheckpoint(blob.value().payload);
     if (!decoded.ok()) {
@@ -146,20 +145,18 @@ Result<Admitted> ReadAdmission(net::FrameStream& stream, std::int64_t job_id,
 
 
 // Tells the daemon this process is done, and waits for its acknowledgement.
-Status SayDone(net::FrameStream& stream, std::int64_t job, const char* stop, std::int64_t steps) {
+Status SayDone(Upstream& upstream, const char* stop, std::int64_t steps) {
   const json done = {{"v", 1}, {"type", "worker_done"}, {"stop", stop}, {"steps", steps}};
-  Status said = stream.WriteString(net::MessageType::kControl, static_cast<std::uint64_t>(job), 0,
-                                   done.dump(), 10s);
+  Status said = upstream.Send(net::MessageType::kControl, done.dump(), 10s);
   if (!said.ok()) return said;
-  Result<json> acknowledged = ReadReply(stream, 30s);
+  Result<json> acknowledged = ReadReply(upstream, 30s);
   return acknowledged.ok() ? Status::Ok() : acknowledged.status();
 }
 
-int RunReplica(const WorkerArgs& args, net::FrameStream& stream, const Admitted& admitted,
-               const runner::Placement& placement) {
+int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;
   auto data = runner::LoadJobData(job);
-  if (!data.ok()) return FailOnData(stream, args.job, data.status().message());
+  if (!data.ok()) return FailOnData(upstream, data.status().message());
   auto made = runner::TrainingSession::Make(job, data.value(), placement);
   if (!made.ok()) return Fail(made.status().message());
   runner::TrainingSession& session = *made.value();
@@ -175,7 +172,7 @@ int RunReplica(const WorkerArgs& args, net::FrameStream& stream, const Admitted&
 
   LinePrinter printer;
   printer.OnStart(trainer, data.value(), resume.has_value());
-  UpstreamRecorder recorder(stream, args.job);
+  UpstreamRecorder recorder(upstream);
   runner::RunOptions options;
   options.stop = &g_stop;
   options.observer = &printer;
@@ -190,7 +187,7 @@ int RunReplica(const WorkerArgs& args, net::FrameStream& stream, const Admitted&
   const char* stop = why.value() == train::StopReason::kCompleted       ? "completed"
                      : why.value() == train::StopReason::kTargetReached ? "target"
                                                                          : "requested";
-  if (Status said = SayDone(stream, args.job, stop, trainer.position().step); !said.ok()) {
+  if (Status said = SayDone(upstream, stop, trainer.position().step); !said.ok()) {
     return Fail(said.message());
   }
   std::printf("%s after %lld steps\n", stop, static_cast<long long>(trainer.position().step));
@@ -199,19 +196,18 @@ int RunReplica(const WorkerArgs& args, net::FrameStream& stream, const Admitted&
 
 // A parameter-server shard: serves until every worker has left. A stop signal does not end it
 // early — the workers stop (and take the final checkpoint, from the shards) first.
-int RunShard(const WorkerArgs& args, net::FrameStream& stream, const Admitted& admitted,
-             const runner::Placement& placement) {
+int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;
   auto data = runner::LoadJobData(job);  // for the model's shape, from the training data
-  if (!data.ok()) return FailOnData(stream, args.job, data.status().message());
-  UpstreamRecorder recorder(stream, args.job);
+  if (!data.ok()) return FailOnData(upstream, data.status().message());
+  UpstreamRecorder recorder(upstream);
   runner::MetricsToRecorder sink(recorder);
   std::printf("shard %d of %d serving %d workers\n", placement.rank - job.cluster.workers,
               job.cluster.Servers(), job.cluster.workers);
   std::fflush(stdout);
   Status served = runner::ServeShardOfJob(job, data.value().spec, placement, admitted.resume, sink);
   if (!served.ok()) return Fail(served.message());
-  if (Status said = SayDone(stream, args.job, "completed", 0); !said.ok()) {
+  if (Status said = SayDone(upstream, "completed", 0); !said.ok()) {
     return Fail(said.message());
   }
   std::printf("every worker has left; shard done\n");
@@ -252,8 +248,8 @@ int WorkerMain(const WorkerArgs& args) {
 
   Result<net::FrameStream> connected = ConnectToCoordinator(args);
   if (!connected.ok()) return Fail(connected.status().message());
-  net::FrameStream& stream = connected.value();
-  stream.set_sender(static_cast<std::uint32_t>(args.rank));
+  Upstream upstream(std::move(connected).value(), args.job);
+  upstream.set_sender(static_cast<std::uint32_t>(args.rank));
   // The data-plane socket exists before the hello, so its port can go into it.
   Result<dist::PeerListener> listener = dist::PeerListener::Open(args.data_host);
   if (!listener.ok()) return Fail(listener.status().message());
@@ -264,19 +260,21 @@ int WorkerMain(const WorkerArgs& args) {
                       {"token", args.token},
                       {"data_host", args.data_host},
                       {"data_port", listener.value().port()}};
-  Status said = stream.WriteString(net::MessageType::kControl, static_cast<std::uint64_t>(args.job),
-                                   0, hello.dump(), 10s);
+  Status said = upstream.Send(net::MessageType::kControl, hello.dump(), 10s);
   if (!said.ok()) return Fail(said.message());
   // The answer comes once every process of the job has said hello (bounded by the daemon).
-  Result<Admitted> admitted = ReadAdmission(stream, args.job, 24h);
+  Result<Admitted> admitted = ReadAdmission(upstream, 24h);
   if (!admitted.ok()) return Fail(admitted.status().message());
+  // From here the coordinator expects a beat every heartbeat interval, whatever this process does.
+  upstream.StartHeartbeats(HeartbeatInterval(admitted.value().job.cluster.heartbeat_timeout),
+                           &g_stop);
   listener.value().RequireToken(admitted.value().data_token);
   const runner::Placement placement{args.rank, admitted.value().peers, &listener.value(),
                                     admitted.value().data_token};
   if (args.rank >= admitted.value().job.cluster.workers) {
-    return RunShard(args, stream, admitted.value(), placement);
+    return RunShard(upstream, admitted.value(), placement);
   }
-  return RunReplica(args, stream, admitted.value(), placement);
+  return RunReplica(upstream, admitted.value(), placement);
 }
 
 }  // namespace dtrain::worker

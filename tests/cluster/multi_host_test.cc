@@ -181,39 +181,53 @@ pid_t FindInHost(const NetnsCluster& cluster, int host, const std::string& needl
   return 0;
 }
 
-BOOST_AUTO_TEST_CASE(a_worker_killed_on_a_peer_restarts_the_job_naming_the_host) {
-  ThreeHosts c;
-  c.NodesUntil(AllUp);
-  std::string text = BlobsJob("workers = 2\nmode = \"sync\"\nhosts = [\"h0\", \"h1\"]\n", 32);
-  text.replace(text.find("steps = 60"), 10, "steps = 100000000");
-  text += "[checkpoint]\nevery_steps = 50\n[restart]\nmax_restarts = 1\n";
-  const std::string path = c.cluster.HostDir(0) + "/long.toml";
-  std::ofstream(path) << text;
-  const ProcessResult submitted = c.Cli({"submit", "--no-wait", "--json", path});
-  BOOST_REQUIRE_MESSAGE(submitted.exit_code == 0, submitted.err);
-  const std::string id = std::to_string(json::parse(submitted.out)["id"].get<int>());
-  auto status = [&] { return json::parse(c.Cli({"status", id, "--json"}).out); };
-  auto wait_until = [&](const std::function<bool(const json&)>& done) {
+// A sync ring job of ranks 0 on h0 and 1 on h1 that runs until cancelled, checkpointing every 50
+// steps, with the default heartbeat_timeout (5 s); `status` and `wait_until` follow it.
+struct LongRingJob {
+  explicit LongRingJob(ThreeHosts& hosts) : c(hosts) {
+    std::string text = BlobsJob("workers = 2\nmode = \"sync\"\nhosts = [\"h0\", \"h1\"]\n", 32);
+    text.replace(text.find("steps = 60"), 10, "steps = 100000000");
+    text += "[checkpoint]\nevery_steps = 50\n[restart]\nmax_restarts = 1\n";
+    const std::string path = c.cluster.HostDir(0) + "/long.toml";
+    std::ofstream(path) << text;
+    const ProcessResult submitted = c.Cli({"submit", "--no-wait", "--json", path});
+    BOOST_REQUIRE_MESSAGE(submitted.exit_code == 0, submitted.err);
+    id = std::to_string(json::parse(submitted.out)["id"].get<int>());
+  }
+  ~LongRingJob() { c.Cli({"cancel", id}); }
+
+  json status() { return json::parse(c.Cli({"status", id, "--json"}).out); }
+  json wait_until(const std::function<bool(const json&)>& done, int tenths = 600) {
     json job;
-    for (int i = 0; i < 300; ++i) {
+    for (int i = 0; i < tenths; ++i) {
       job = status();
       if (done(job)) break;
       std::this_thread::sleep_for(100ms);
     }
     return job;
-  };
-  const json running = wait_until([](const json& j) { return j["step"].get<int>() >= 100; });
+  }
+
+  ThreeHosts& c;
+  std::string id;
+};
+
+bool RunningAgainAfterRecovery(const json& job) {
+  const json& events = job["events"];
+  return job["state"] == "running" && events.size() >= 2 &&
+         events[events.size() - 2]["to"] == "recovering";
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_killed_on_a_peer_restarts_the_job_naming_the_host) {
+  ThreeHosts c;
+  c.NodesUntil(AllUp);
+  LongRingJob job(c);
+  const json running = job.wait_until([](const json& j) { return j["step"].get<int>() >= 100; });
   BOOST_REQUIRE_MESSAGE(running["state"] == "running", running.dump());
 
   const pid_t worker = FindInHost(c.cluster, 1, "worker --coordinator");
   BOOST_REQUIRE(worker > 0);
   ::kill(worker, SIGKILL);
-  // Running again after a recovery (the restart count moves before the events are written).
-  const json restarted = wait_until([](const json& j) {
-    const json& events = j["events"];
-    return j["state"] == "running" && events.size() >= 2 &&
-           events[events.size() - 2]["to"] == "recovering";
-  });
+  const json restarted = job.wait_until(RunningAgainAfterRecovery);
   BOOST_TEST(restarted["restarts"] == 1, restarted.dump());
   bool named = false;
   for (const json& e : restarted["events"]) {
@@ -222,10 +236,63 @@ BOOST_AUTO_TEST_CASE(a_worker_killed_on_a_peer_restarts_the_job_naming_the_host)
                       reason.find("SIGKILL") != std::string::npos);
   }
   BOOST_TEST(named, restarted.dump());
-  BOOST_TEST(c.Cli({"cancel", id}).exit_code == 0);
+  BOOST_TEST(c.Cli({"cancel", job.id}).exit_code == 0);
   // Cancelled: no worker is left on the peer.
   std::this_thread::sleep_for(500ms);
   BOOST_TEST(FindInHost(c.cluster, 1, "worker --coordinator") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_two_second_partition_is_absorbed_without_a_restart) {
+  ThreeHosts c;
+  c.NodesUntil(AllUp);
+  LongRingJob job(c);
+  const json before = job.wait_until([](const json& j) { return j["step"].get<int>() >= 100; });
+  BOOST_REQUIRE_MESSAGE(before["state"] == "running", before.dump());
+  c.cluster.SetLinkUp(1, false);
+  std::this_thread::sleep_for(2s);
+  c.cluster.SetLinkUp(1, true);
+  const int cut_at = before["step"].get<int>();
+  // Training goes on where it was: the stall is shorter than every timeout.
+  const json after = job.wait_until(
+      [cut_at](const json& j) { return j["step"].get<int>() >= cut_at + 200; });
+  BOOST_TEST(after["step"].get<int>() >= cut_at + 200, after.dump());
+  BOOST_TEST(after["state"] == "running", after.dump());
+  BOOST_TEST(after["restarts"] == 0, after.dump());
+}
+
+BOOST_AUTO_TEST_CASE(a_thirty_second_partition_is_detected_within_ten_seconds_and_recovers) {
+  ThreeHosts c;
+  c.NodesUntil(AllUp);
+  LongRingJob job(c);
+  const json before = job.wait_until([](const json& j) { return j["step"].get<int>() >= 100; });
+  BOOST_REQUIRE_MESSAGE(before["state"] == "running", before.dump());
+  const pid_t stale = FindInHost(c.cluster, 1, "worker --coordinator");
+  BOOST_REQUIRE(stale > 0);
+  c.cluster.SetLinkUp(1, false);
+  const auto cut = std::chrono::steady_clock::now();
+  const json detected = job.wait_until([](const json& j) { return j["state"] != "running"; }, 300);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - cut).count();
+  BOOST_TEST_MESSAGE("partition detected after " << seconds << " s: " << detected["reason"]);
+  BOOST_TEST(seconds <= 10.0);  // the bound: one heartbeat_timeout (5 s) and the poll
+  const std::string reason = detected["reason"];
+  BOOST_TEST(reason.find("worker rank 1 on h1") != std::string::npos, detected.dump());
+  BOOST_TEST(reason.find("sent nothing for") != std::string::npos, detected.dump());
+  // While h1 is cut off the job cannot be placed on it, and waits.
+  std::this_thread::sleep_for(30s - (std::chrono::steady_clock::now() - cut));
+  BOOST_TEST(job.status()["state"] != "running");
+  c.cluster.SetLinkUp(1, true);
+  const json resumed = job.wait_until(RunningAgainAfterRecovery);
+  BOOST_TEST(RunningAgainAfterRecovery(resumed), resumed.dump());
+  BOOST_TEST(resumed["restarts"] == 1, resumed.dump());
+  // The worker that was cut off does not linger to write into the new attempt: once its link is
+  // back, its daemon sees the coordinator's side gone and kills it.
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = ::kill(stale, 0) != 0;
+    std::this_thread::sleep_for(100ms);
+  }
+  BOOST_TEST(gone, "the cut-off worker (pid " << stale << ") still runs");
 }
 
 BOOST_AUTO_TEST_CASE(a_killed_peer_shows_down_within_five_seconds) {

@@ -286,6 +286,27 @@ BOOST_AUTO_TEST_CASE(bad_requests_get_clear_replies_and_the_daemon_keeps_serving
   BOOST_TEST((mismatch.value().header.type == net::MessageType::kVersionMismatch));
   BOOST_TEST(!send_raw(net::EncodeFrame(net::MessageType::kControl, 0, net::kNoSender, 0,
                                         "not json")).ok());
+  // A client that sends a header, then a byte a second, is closed within the request deadline,
+  // while another client is served meanwhile.
+  {
+    auto slow = net::FrameStream::ConnectUnix(d.socket(), std::chrono::seconds(5));
+    BOOST_REQUIRE(slow.ok());
+    const std::string frame = net::EncodeFrame(net::MessageType::kControl, 0, net::kNoSender, 0,
+                                               std::string(1000, ' '));
+    const auto started = std::chrono::steady_clock::now();
+    bool closed = false;
+    for (std::size_t i = 0; i < net::kHeaderSize + 20 && !closed; ++i) {  // 20 s at most
+      const std::size_t n = i == 0 ? net::kHeaderSize : 1;  // the header, then byte by byte
+      closed = ::send(slow.value().fd(), frame.data() + i, n, MSG_NOSIGNAL) < 0;
+      i += n - 1;
+      BOOST_TEST(d.Request({{"type", "version"}})["ok"] == true);
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    const double held =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    BOOST_TEST(closed, "the daemon still reads a request dribbled for " << held << " s");
+    BOOST_TEST_MESSAGE("a dribbling client was closed after " << held << " s");
+  }
   // A worker impostor with a wrong token is refused.
   const json impostor = d.Request({{"type", "worker_hello"}, {"job", 1}, {"rank", 0},
                                    {"token", "guess"}});

@@ -231,6 +231,52 @@ BOOST_AUTO_TEST_CASE(a_killed_sync_worker_stops_its_peers_and_the_job_restarts) 
   d.Request({{"type", "cancel"}, {"id", id}});
 }
 
+BOOST_AUTO_TEST_CASE(a_killed_async_worker_restarts_alone_while_the_others_go_on) {
+  DaemonFixture d;
+  const std::int64_t id = d.Submit(
+      "name = \"downpour\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
+      "[train]\nepochs = 0\nsteps = 60000\nbatch_size = 16\neval_every = 5000\n"
+      "[cluster]\nworkers = 2\nmode = \"async\"\nservers = 1\ntimeout_seconds = 30\n"
+      "[checkpoint]\nevery_steps = 200\n[restart]\nmax_restarts = 1\n");
+  json job;
+  for (int i = 0; i < 1500; ++i) {
+    job = d.Status(id);
+    if (job["state"] == "running" && job["step"].get<std::int64_t>() >= 100) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
+  const pid_t victim = job["workers"][1]["pid"].get<pid_t>();
+  const pid_t survivor = job["workers"][0]["pid"].get<pid_t>();
+  const pid_t shard = job["workers"][2]["pid"].get<pid_t>();
+  ::kill(victim, SIGKILL);
+  for (int i = 0; i < 1500; ++i) {  // the restart count lives while the job does
+    job = d.Status(id);
+    if (job["restarts"] == 1 || job["state"] != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  BOOST_TEST(job["restarts"] == 1, job.dump());
+  BOOST_TEST(job["state"] == "running", job.dump());
+  job = d.Wait(id);
+  BOOST_TEST(job["state"] == "succeeded", job.dump());
+  // The job never stopped: no recovery, and the survivor and the shard are the same processes.
+  for (const json& e : job["events"]) BOOST_TEST(e["to"] != "recovering", job.dump());
+  std::multiset<int> ranks;
+  for (const json& w : job["workers"]) {
+    ranks.insert(w["rank"].get<int>());
+    const pid_t pid = w["pid"].get<pid_t>();
+    if (pid == victim) BOOST_TEST(w["signal"] == 9, job.dump());
+    if (pid == survivor || pid == shard) BOOST_TEST(w["exit_status"] == 0, job.dump());
+  }
+  BOOST_TEST(ranks.count(0) == 1u, job.dump());
+  BOOST_TEST(ranks.count(1) == 2u, job.dump());  // the killed one and its replacement
+  BOOST_TEST(ranks.count(2) == 1u, job.dump());
+  // The replacement resumed from a checkpoint rather than from step 0, and said so.
+  const ProcessResult logs =
+      RunProcess({EnvPath("DTRAIN_BIN"), "--socket", d.socket(), "logs", std::to_string(id)},
+                 d.dir().Path(""));
+  BOOST_TEST(logs.out.find("started again alone") != std::string::npos, logs.out);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/dist/downpour_strategy.h"
+#include "core/dist/local_link.h"
 #include "core/dist/ps_client.h"
 #include "core/math/gemm.h"
 #include "replica_harness.h"
@@ -326,6 +327,88 @@ BOOST_AUTO_TEST_CASE(an_async_worker_whose_link_closes_fails_serve_naming_it) {
   BOOST_TEST(Mentions(served[0], "worker rank 1 at clock 2"), served[0].message());
   BOOST_TEST(!survivor.ok());
   BOOST_TEST(Mentions(survivor, "shard 0 of 1"), survivor.message());
+}
+
+ShardOptions RejoiningShard(std::size_t n, int workers, std::chrono::milliseconds timeout) {
+  return ShardOptions{.shard = 0,
+                      .shards = 1,
+                      .begin = 0,
+                      .end = n,
+                      .num_params = n,
+                      .workers = workers,
+                      .mode = PsMode::kAsync,
+                      .max_staleness = 0,
+                      .optimizer = Adagrad(),
+                      .timeout = timeout,
+                      .rejoin = true};
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_whose_link_breaks_rejoins_at_the_global_clock_and_goes_on) {
+  const std::size_t n = 16;
+  ParameterShard shard(RejoiningShard(n, 2, 10s));
+  BOOST_REQUIRE(shard.Load(std::vector<float>(n, 0.0f)).ok());
+  LocalLinkPair w0 = MakeLocalLinkPair("worker rank 0", "shard 0");
+  LocalLinkPair w1 = MakeLocalLinkPair("worker rank 1", "shard 0");
+  std::vector<Link*> shard_ends = {w0.b.get(), w1.b.get()};
+  Status served;
+  std::thread server([&] { served = shard.Serve(shard_ends); });
+
+  const PsClientOptions o0{.rank = 0, .workers = 2, .num_params = n, .mode = PsMode::kAsync};
+  PsClientOptions o1 = o0;
+  o1.rank = 1;
+  std::vector<Link*> l0 = {w0.a.get()}, l1 = {w1.a.get()};
+  PsClient c0(l0, o0), c1(l1, o1);
+  std::vector<float> params(n), grad(n, 1.0f);
+  std::vector<std::uint64_t> clocks(1, 0);
+  BOOST_REQUIRE(c0.Hello(params, clocks).ok());
+  BOOST_REQUIRE(c1.Hello(params, clocks).ok());
+  BOOST_TEST(c1.own_clock() == 0u);
+  for (std::uint64_t c = 0; c < 2; ++c) BOOST_REQUIRE(c1.Push(c, grad, 0.1f, clocks).ok());
+  w1.a->Close();  // rank 1 dies without a goodbye: absent, not a failure
+  for (std::uint64_t c = 0; c < 5; ++c) BOOST_REQUIRE(c0.Push(c, grad, 0.1f, clocks).ok());
+  BOOST_REQUIRE(c0.Fetch(0, params, clocks).ok());
+  BOOST_TEST(clocks[0] == 5u);  // g no longer waits for the absent worker
+
+  BOOST_TEST(!shard.Rejoin(0, w1.b.get()).ok());  // rank 0 is not absent
+  LocalLinkPair again = MakeLocalLinkPair("worker rank 1, restarted", "shard 0");
+  Status rejoined;
+  for (int i = 0; i < 500; ++i) {  // the shard notices the broken link on its own thread
+    rejoined = shard.Rejoin(1, again.b.get());
+    if (rejoined.ok()) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  BOOST_REQUIRE_MESSAGE(rejoined.ok(), rejoined.message());
+  std::vector<Link*> l1b = {again.a.get()};
+  PsClient restarted(l1b, o1);
+  BOOST_REQUIRE(restarted.Hello(params, clocks).ok());
+  BOOST_TEST(restarted.own_clock() == 5u);  // max(its 2 pushes, g = 5)
+  BOOST_REQUIRE(restarted.Push(5, grad, 0.1f, clocks).ok());
+  BOOST_REQUIRE(restarted.Goodbye(6).ok());
+  BOOST_REQUIRE(c0.Goodbye(5).ok());
+  server.join();
+  BOOST_TEST(served.ok(), served.message());
+  BOOST_TEST(shard.Stats().pushes_applied == 8u);  // 2 + 5 + 1: the dead one's pushes stay
+}
+
+BOOST_AUTO_TEST_CASE(an_absent_worker_that_does_not_come_back_fails_serve_naming_it) {
+  const std::size_t n = 8;
+  ParameterShard shard(RejoiningShard(n, 1, 300ms));
+  LocalLinkPair w0 = MakeLocalLinkPair("worker rank 0", "shard 0");
+  std::vector<Link*> shard_ends = {w0.b.get()};
+  Status served;
+  std::thread server([&] { served = shard.Serve(shard_ends); });
+  std::vector<Link*> l0 = {w0.a.get()};
+  PsClient c0(l0, {.rank = 0, .workers = 1, .num_params = n, .mode = PsMode::kAsync});
+  std::vector<float> grad(n, 1.0f);
+  std::vector<std::uint64_t> clocks(1, 0);
+  BOOST_REQUIRE(c0.Hello({}, clocks).ok());
+  BOOST_REQUIRE(c0.Push(0, grad, 0.1f, clocks).ok());
+  w0.a->Close();
+  server.join();
+  BOOST_TEST_REQUIRE(!served.ok());
+  BOOST_TEST(Mentions(served, "worker rank 0 left without a goodbye at clock 1 and did not come "
+                              "back within 300 ms"),
+             served.message());
 }
 
 BOOST_AUTO_TEST_CASE(a_push_of_the_wrong_clock_is_an_error_naming_both_sides) {
