@@ -85,6 +85,11 @@ BOOST_AUTO_TEST_CASE(a_stopped_sync_ring_worker_is_killed_for_its_silence_and_th
   StopAndExpectRecovery("workers = 2\nmode = \"sync\"\n", 1, "worker rank 1");
 }
 
+BOOST_AUTO_TEST_CASE(a_stopped_sync_ps_worker_is_found_the_same_way) {
+  StopAndExpectRecovery("workers = 2\nmode = \"sync\"\nallreduce = \"ps\"\nservers = 1\n", 0,
+                        "worker rank 0");
+}
+
 BOOST_AUTO_TEST_CASE(a_stopped_parameter_server_shard_is_found_the_same_way) {
   StopAndExpectRecovery("workers = 2\nmode = \"async\"\nservers = 1\n", 2, "shard 0");
 }
