@@ -218,6 +218,17 @@ Status ParameterShard::Load(std::span<const float> params,
   return Status::Ok();
 }
 
+Status ParameterShard::LoadClocks(std::span<const std::uint64_t> clocks) {
+  if (!invalid_.ok()) return invalid_;
+  if (clocks.size() != static_cast<std::size_t>(options_.workers)) {
+    return Status::Error(name_ + ": loading " + std::to_string(clocks.size()) +
+                         " worker clocks for " + std::to_string(options_.workers) + " workers");
+  }
+  std::lock_guard lock(mu_);
+  loaded_clocks_.assign(clocks.begin(), clocks.end());
+  return Status::Ok();
+}
+
 ShardStats ParameterShard::Stats() const {
   std::lock_guard lock(mu_);
   ShardStats s = stats_;
@@ -567,12 +578,17 @@ Status ParameterShard::ServeAsync(std::span<Link* const> links) {
     failed_ = false;
     failure_ = Status::Ok();
     links_.clear();
-    // Clocks count the pushes of this Serve, whatever Load restored.
-    std::fill(clocks_.begin(), clocks_.end(), 0);
+    // Clocks go on from the checkpoint's version vector (LoadClocks), else from 0.
+    if (loaded_clocks_.empty()) {
+      std::fill(clocks_.begin(), clocks_.end(), 0);
+    } else {
+      clocks_ = loaded_clocks_;
+    }
     std::fill(departed_.begin(), departed_.end(), false);
     std::fill(absent_.begin(), absent_.end(), false);
     std::fill(may_jump_.begin(), may_jump_.end(), false);
     global_clock_ = 0;
+    RecomputeGlobalClock();
     serving_ = true;
     for (std::size_t r = 0; r < links.size(); ++r) StartWorkerThread(static_cast<int>(r), links[r]);
   }

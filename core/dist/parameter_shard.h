@@ -186,6 +186,9 @@ class ParameterShard {
   Status Load(std::span<const float> params,
               std::span<const std::span<const float>> optimizer_state = {},
               std::uint64_t steps = 0);
+  // Async, before Serve: each worker's clock to start from (a checkpoint's version vector for
+  // this shard, options.workers of them); g starts at their minimum. Without it clocks start at 0.
+  Status LoadClocks(std::span<const std::uint64_t> clocks);
 
   // Serves until every worker has said goodbye (OK) or the first failure (then every link is
   // closed). links[r] is connected to worker rank r; links.size() must be options.workers. The
@@ -255,6 +258,7 @@ class ParameterShard {
   mutable std::mutex mu_;
   std::condition_variable changed_;    // a clock, a departure or the failure changed
   std::vector<std::uint64_t> clocks_;  // per worker: pushes applied
+  std::vector<std::uint64_t> loaded_clocks_;  // what LoadClocks gave: where ServeAsync starts
   std::vector<bool> departed_;         // per worker: said goodbye
   std::vector<bool> absent_;           // per worker: its link broke, it may rejoin (async)
   std::vector<Clock::time_point> absent_since_;

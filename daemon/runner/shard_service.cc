@@ -91,6 +91,13 @@ Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spe
     }
     loaded = server.Load(std::span<const float>(resume->params).subspan(begin, end - begin),
                          state, resume->optimizer_steps);
+    // An async checkpoint keeps each shard's version vector: the clocks go on from it.
+    const auto k = static_cast<std::size_t>(shard);
+    if (loaded.ok() && job.cluster.mode == config::ClusterMode::kAsync &&
+        resume->clocks.size() == static_cast<std::size_t>(shards) &&
+        resume->clocks[k].size() == static_cast<std::size_t>(workers)) {
+      loaded = server.LoadClocks(resume->clocks[k]);
+    }
   } else {
     std::vector<float> params(n);
     model.Init(params, job.train.seed);

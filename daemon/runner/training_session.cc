@@ -161,6 +161,7 @@ std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::C
     for (std::uint64_t steps : shards.steps) {
       c.optimizer_steps = std::max(c.optimizer_steps, steps);
     }
+    if (downpour_ != nullptr) c.clocks = shards.clocks;  // each shard's version vector
     return c;
   };
 }

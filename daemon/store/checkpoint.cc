@@ -13,6 +13,8 @@ constexpr std::string_view kMagic{"DTRAINCK", 8};
 // magic, version, step, epoch, batch, seed, spec length, optimizer steps, vector count, CRC.
 constexpr std::size_t kFixedSize = 8 + 4 + 8 + 8 + 8 + 8 + 8 + 8 + 4 + 4;
 constexpr std::size_t kCrcSize = 4;
+// Version 2: the version vectors' dimensions (shards, workers) after the last vector.
+constexpr std::size_t kClockHeaderSize = 4 + 4;
 
 std::uint32_t LoadU32(std::string_view bytes) {
   std::uint32_t v = 0;
@@ -23,11 +25,16 @@ std::uint32_t LoadU32(std::string_view bytes) {
 }  // namespace
 
 std::string EncodeCheckpoint(const CheckpointData& checkpoint) {
+  const std::size_t clock_shards = checkpoint.clocks.size();
+  const std::size_t clock_workers = clock_shards == 0 ? 0 : checkpoint.clocks.front().size();
   std::size_t size = kFixedSize + checkpoint.model_spec.size() + 8 +
-                     checkpoint.params.size() * sizeof(float);
+                     checkpoint.params.size() * sizeof(float) + kClockHeaderSize +
+                     clock_shards * clock_workers * 8;
   for (const auto& v : checkpoint.optimizer_state) size += 8 + v.size() * sizeof(float);
   const std::size_t vectors = 1 + checkpoint.optimizer_state.size();
   assert(vectors <= std::numeric_limits<std::uint32_t>::max());
+  assert(clock_shards <= std::numeric_limits<std::uint32_t>::max() &&
+         clock_workers <= std::numeric_limits<std::uint32_t>::max());
 
   codec::ByteWriter out;
   out.Reserve(size);
@@ -42,6 +49,12 @@ std::string EncodeCheckpoint(const CheckpointData& checkpoint) {
   out.U32(static_cast<std::uint32_t>(vectors));
   out.Floats(checkpoint.params);
   for (const auto& v : checkpoint.optimizer_state) out.Floats(v);
+  out.U32(static_cast<std::uint32_t>(clock_shards));
+  out.U32(static_cast<std::uint32_t>(clock_workers));
+  for (const auto& row : checkpoint.clocks) {
+    assert(row.size() == clock_workers);
+    for (std::uint64_t clock : row) out.U64(clock);
+  }
   out.U32(codec::Crc32(out.bytes()));
   assert(out.bytes().size() == size);
   return std::move(out).Take();
@@ -56,9 +69,9 @@ Result<CheckpointData> DecodeCheckpoint(std::string_view blob) {
     return Status::Error("not a checkpoint: bad magic (expected \"DTRAINCK\")");
   }
   const std::uint32_t version = LoadU32(blob.substr(kMagic.size()));
-  if (version != kCheckpointFormatVersion) {
+  if (version != 1 && version != kCheckpointFormatVersion) {
     return Status::Error("unsupported checkpoint format version " + std::to_string(version) +
-                         " (this build reads version " +
+                         " (this build reads versions 1 to " +
                          std::to_string(kCheckpointFormatVersion) + ")");
   }
   if (blob.size() < kFixedSize) {
@@ -110,9 +123,25 @@ Result<CheckpointData> DecodeCheckpoint(std::string_view blob) {
                            std::to_string(in.remaining()) + " bytes left (or lacks its length)");
     }
   }
+  if (version >= 2) {
+    std::uint32_t shards = 0, workers = 0;
+    if (!in.U32(shards) || !in.U32(workers)) {
+      return Status::Error("the version vectors' dimensions are missing after the last vector");
+    }
+    const std::uint64_t count = std::uint64_t{shards} * workers;
+    if (count > in.remaining() / 8) {
+      return Status::Error("version vectors of " + std::to_string(shards) + " x " +
+                           std::to_string(workers) + " clocks exceed the " +
+                           std::to_string(in.remaining()) + " bytes left");
+    }
+    out.clocks.assign(shards, std::vector<std::uint64_t>(workers));
+    for (auto& row : out.clocks) {
+      for (std::uint64_t& clock : row) in.U64(clock);
+    }
+  }
   if (in.remaining() != 0) {
-    return Status::Error(std::to_string(in.remaining()) +
-                         " unexpected bytes after the last vector");
+    return Status::Error(std::to_string(in.remaining()) + " unexpected bytes after the " +
+                         (version >= 2 ? "version vectors" : "last vector"));
   }
   return out;
 }

@@ -20,7 +20,7 @@
 
 namespace dtrain::store {
 
-inline constexpr std::uint32_t kCheckpointFormatVersion = 1;
+inline constexpr std::uint32_t kCheckpointFormatVersion = 2;  // also reads 1 (no clocks)
 
 struct CheckpointData {
   std::int64_t step = 0;    // optimizer steps completed
@@ -31,6 +31,9 @@ struct CheckpointData {
   std::uint64_t optimizer_steps = 0;
   math::FloatBuffer params;                        // the flat parameter vector
   std::vector<math::FloatBuffer> optimizer_state;  // Optimizer::StateVectors(), in that order
+  // Async parameter servers: the version vector of each shard, clocks[k][w] = the pushes of
+  // worker w that shard k had applied (every row the same length); empty for other modes.
+  std::vector<std::vector<std::uint64_t>> clocks;
 };
 
 std::string EncodeCheckpoint(const CheckpointData& checkpoint);

@@ -38,6 +38,7 @@ std::string BlobsJob(const std::string& cluster, int batch, const std::string& e
 struct Finished {
   ProcessResult run;
   std::vector<float> params;                 // the job's newest checkpoint
+  std::vector<std::vector<std::uint64_t>> clocks;  // its version vectors (async)
   std::map<int, double> eval_loss;           // the last eval_loss of each worker
   std::map<std::string, double> worst;       // the largest value of each metric, any worker
   std::vector<store::WorkerRecord> workers;
@@ -58,6 +59,7 @@ Finished RunJob(const TempDir& dir, const std::string& name, const std::string& 
   BOOST_REQUIRE(latest.ok() && latest.value().checkpoint.has_value());
   f.params.assign(latest.value().checkpoint->params.begin(),
                   latest.value().checkpoint->params.end());
+  f.clocks = latest.value().checkpoint->clocks;
   auto metrics = store.value()->Metrics(1, "");
   BOOST_REQUIRE(metrics.ok());
   for (const store::MetricRow& m : metrics.value()) {
@@ -153,6 +155,14 @@ BOOST_AUTO_TEST_CASE(async_converges_and_max_staleness_bounds_every_applied_grad
       BOOST_REQUIRE(async.worst.count("staleness_max") == 1);
       if (s > 0) BOOST_TEST(async.worst.at("staleness_max") <= s);
       BOOST_TEST(async.worst.at("pushes_applied") > 0.0);
+      // The checkpoint keeps each shard's version vector: 2 shards x 3 workers, at most the
+      // 40 / push_every = 20 pushes a worker makes, and rank 0's all there (it took it last).
+      BOOST_REQUIRE_EQUAL(async.clocks.size(), 2u);
+      for (const std::vector<std::uint64_t>& shard : async.clocks) {
+        BOOST_REQUIRE_EQUAL(shard.size(), 3u);
+        for (std::uint64_t clock : shard) BOOST_TEST(clock <= 20u);
+        BOOST_TEST(shard[0] == 20u);
+      }
     }
   }
 }
@@ -217,9 +227,14 @@ BOOST_AUTO_TEST_CASE(a_killed_sync_worker_stops_its_peers_and_the_job_restarts) 
   const auto killed = std::chrono::steady_clock::now();
   ::kill(victim, SIGKILL);
   // The survivor fails at once (its peer closed), so the job restarts well within the timeout.
+  // (The restart count moves before the events are written: wait for running after recovering.)
   for (int i = 0; i < 1500; ++i) {
     job = d.Status(id);
-    if (job["restarts"] == 1 && job["state"] == "running") break;
+    const json& events = job["events"];
+    if (job["state"] == "running" && events.size() >= 2 &&
+        events[events.size() - 2]["to"] == "recovering" && events.back()["to"] == "running") {
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const double seconds =

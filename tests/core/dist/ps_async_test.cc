@@ -390,6 +390,37 @@ BOOST_AUTO_TEST_CASE(a_worker_whose_link_breaks_rejoins_at_the_global_clock_and_
   BOOST_TEST(shard.Stats().pushes_applied == 8u);  // 2 + 5 + 1: the dead one's pushes stay
 }
 
+BOOST_AUTO_TEST_CASE(clocks_loaded_from_a_checkpoint_go_on_where_they_stood) {
+  const std::size_t n = 8;
+  ParameterShard shard(RejoiningShard(n, 2, 5s));
+  BOOST_REQUIRE(shard.LoadClocks(std::vector<std::uint64_t>{7, 4}).ok());
+  BOOST_TEST(!shard.LoadClocks(std::vector<std::uint64_t>{7}).ok());  // one per worker
+  LocalLinkPair w0 = MakeLocalLinkPair("worker rank 0", "shard 0");
+  LocalLinkPair w1 = MakeLocalLinkPair("worker rank 1", "shard 0");
+  std::vector<Link*> shard_ends = {w0.b.get(), w1.b.get()};
+  Status served;
+  std::thread server([&] { served = shard.Serve(shard_ends); });
+  const PsClientOptions o0{.rank = 0, .workers = 2, .num_params = n, .mode = PsMode::kAsync};
+  PsClientOptions o1 = o0;
+  o1.rank = 1;
+  std::vector<Link*> l0 = {w0.a.get()}, l1 = {w1.a.get()};
+  PsClient c0(l0, o0), c1(l1, o1);
+  std::vector<float> grad(n, 1.0f);
+  std::vector<std::uint64_t> clocks(1, 0);
+  BOOST_REQUIRE(c0.Hello({}, clocks).ok());
+  BOOST_TEST(c0.own_clock() == 7u);
+  BOOST_TEST(clocks[0] == 4u);  // g: the slowest worker's clock
+  BOOST_REQUIRE(c1.Hello({}, clocks).ok());
+  BOOST_TEST(c1.own_clock() == 4u);
+  BOOST_REQUIRE(c0.Push(7, grad, 0.1f, clocks).ok());
+  BOOST_REQUIRE(c1.Push(4, grad, 0.1f, clocks).ok());
+  BOOST_REQUIRE(c0.Goodbye(8).ok());
+  BOOST_REQUIRE(c1.Goodbye(5).ok());
+  server.join();
+  BOOST_TEST(served.ok(), served.message());
+  BOOST_TEST(shard.Stats().global_clock == 5u);
+}
+
 BOOST_AUTO_TEST_CASE(an_absent_worker_that_does_not_come_back_fails_serve_naming_it) {
   const std::size_t n = 8;
   ParameterShard shard(RejoiningShard(n, 1, 300ms));

@@ -74,10 +74,11 @@ BOOST_AUTO_TEST_CASE(layout_follows_the_documented_grammar) {
   c.optimizer_steps = 11;
   c.params = {1.0f, -2.0f, 0.5f};
   c.optimizer_state.resize(1);
+  c.clocks = {{5, 6}};
   const std::string blob = EncodeCheckpoint(c);
-  BOOST_TEST(blob.size() == 68u + 3 + 2 * 8 + 6 * 4);
+  BOOST_TEST(blob.size() == 68u + 3 + 2 * 8 + 6 * 4 + 8 + 2 * 8);
   BOOST_TEST(blob.substr(0, 8) == "DTRAINCK");
-  BOOST_TEST(blob.substr(8, 4) == std::string("\x01\x00\x00\x00", 4));
+  BOOST_TEST(blob.substr(8, 4) == std::string("\x02\x00\x00\x00", 4));
   BOOST_TEST(blob.substr(12, 8) == std::string("\x08\x07\x06\x05\x04\x03\x02\x01", 8));
   BOOST_TEST(ReadU64(blob, 20) == 9u);
   BOOST_TEST(ReadU64(blob, 28) == 10u);
@@ -88,6 +89,11 @@ BOOST_AUTO_TEST_CASE(layout_follows_the_documented_grammar) {
   BOOST_TEST(ReadU64(blob, VectorCountAt(blob) + 4) == 3u);
   // -2.0f is 0xc0000000: little-endian bytes 00 00 00 c0.
   BOOST_TEST(blob.substr(VectorCountAt(blob) + 12 + 4, 4) == std::string("\x00\x00\x00\xc0", 4));
+  // After the vectors (3 floats, then 3 of state): the version vectors' dimensions, then 5, 6.
+  const std::size_t clocks_at = VectorCountAt(blob) + 4 + 2 * (8 + 12);
+  BOOST_TEST(blob.substr(clocks_at, 8) == std::string("\x01\x00\x00\x00\x02\x00\x00\x00", 8));
+  BOOST_TEST(ReadU64(blob, clocks_at + 8) == 5u);
+  BOOST_TEST(ReadU64(blob, clocks_at + 16) == 6u);
   const std::uint32_t crc = Crc({blob.data(), blob.size() - 4});
   BOOST_TEST(StoredChecksum(blob).value() == crc);
   BOOST_TEST(FormatChecksum(0x1a2b3c4d) == "0x1a2b3c4d");
@@ -124,10 +130,36 @@ BOOST_AUTO_TEST_CASE(wrong_magic_and_newer_versions_are_refused) {
   std::string other = blob;
   other.replace(0, 8, "SQLite f");
   BOOST_TEST(Contains(DecodeCheckpoint(other).status().message(), "bad magic"));
-  WriteU32(blob, 8, 2);
+  WriteU32(blob, 8, 3);
   Reseal(blob);
   BOOST_TEST(DecodeCheckpoint(blob).status().message() ==
-             "unsupported checkpoint format version 2 (this build reads version 1)");
+             "unsupported checkpoint format version 3 (this build reads versions 1 to 2)");
+}
+
+BOOST_AUTO_TEST_CASE(version_vectors_round_trip_and_version_1_blobs_still_load) {
+  CheckpointData c = SampleCheckpoint(40, 8);
+  c.clocks = {{10, 12, 9}, {11, 12, 9}};  // 2 shards, 3 workers
+  Result<CheckpointData> decoded = DecodeCheckpoint(EncodeCheckpoint(c));
+  BOOST_REQUIRE_MESSAGE(decoded.ok(), decoded.status().message());
+  BOOST_TEST(SameBits(c, decoded.value()));
+
+  // A blob of the first version: no dimensions after the last vector.
+  c.clocks.clear();
+  std::string v1 = EncodeCheckpoint(c);
+  v1.erase(v1.size() - 4 - 8, 8);
+  WriteU32(v1, 8, 1);
+  Reseal(v1);
+  Result<CheckpointData> old = DecodeCheckpoint(v1);
+  BOOST_REQUIRE_MESSAGE(old.ok(), old.status().message());
+  BOOST_TEST(SameBits(c, old.value()));
+
+  // Dimensions the blob cannot hold are refused before anything is allocated.
+  std::string huge = EncodeCheckpoint(c);
+  WriteU32(huge, huge.size() - 4 - 8, 0xffffffff);
+  WriteU32(huge, huge.size() - 4 - 4, 0xffffffff);
+  Reseal(huge);
+  BOOST_TEST(Contains(DecodeCheckpoint(huge).status().message(),
+                      "version vectors of 4294967295 x 4294967295 clocks exceed"));
 }
 
 BOOST_AUTO_TEST_CASE(lengths_beyond_the_blob_are_refused_even_under_a_valid_crc) {

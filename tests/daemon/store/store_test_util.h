@@ -92,7 +92,8 @@ inline bool SameBits(const math::FloatBuffer& a, const math::FloatBuffer& b) {
 inline bool SameBits(const CheckpointData& a, const CheckpointData& b) {
   if (a.step != b.step || a.epoch != b.epoch || a.batch != b.batch || a.seed != b.seed ||
       a.model_spec != b.model_spec || a.optimizer_steps != b.optimizer_steps ||
-      !SameBits(a.params, b.params) || a.optimizer_state.size() != b.optimizer_state.size()) {
+      !SameBits(a.params, b.params) || a.optimizer_state.size() != b.optimizer_state.size() ||
+      a.clocks != b.clocks) {
     return false;
   }
   for (std::size_t i = 0; i < a.optimizer_state.size(); ++i) {
