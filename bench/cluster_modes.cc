@@ -1,11 +1,13 @@
 // Each distributed mode across three "hosts" (network namespaces, one dtraind each, a shared
 // cluster key) when the network is fast and when it is the bottleneck: Fashion-MNIST MLP
-// 784-256-128-10, 3 replicas (one per host; async and ps add one shard), a fixed number of steps,
+// 784-256-128-10, 3 replicas (one per host; async and ps add one shard on h0, or three shards, one
+// per host: process r runs on hosts[r % 3]), a fixed number of steps,
 // submitted to h0's daemon, with no limit and with every host's link at 100 and 20 Mbit/s (tc
 // tbf). Prints samples/s (all replicas' rows over the job's running time, from its events) and
 // each limited figure as a share of the unlimited one, measured in one run.
-// Needs root. Usage: bench_cluster_modes [DTRAIND DTRAIN]   (default: beside this binary's
-// build tree: ../daemon/dtraind, ../cmd/dtrain)
+// Needs root. Usage: bench_cluster_modes [--only TEXT] [DTRAIND DTRAIN]   (default: beside this
+// binary's build tree: ../daemon/dtraind, ../cmd/dtrain); --only runs the modes whose name
+// contains TEXT.
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -59,8 +61,17 @@ int main(int argc, char** argv) {
   }
   const std::filesystem::path build =
       std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path();
-  const std::string dtraind = argc > 2 ? argv[1] : (build / "daemon/dtraind").string();
-  const std::string dtrain = argc > 2 ? argv[2] : (build / "cmd/dtrain").string();
+  std::string only;
+  std::vector<std::string> paths;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else {
+      paths.emplace_back(argv[i]);
+    }
+  }
+  const std::string dtraind = paths.size() == 2 ? paths[0] : (build / "daemon/dtraind").string();
+  const std::string dtrain = paths.size() == 2 ? paths[1] : (build / "cmd/dtrain").string();
 
   NetnsCluster cluster(kHosts);
   const std::string key = cluster.HostDir(0) + "/cluster.key";
@@ -72,15 +83,18 @@ int main(int argc, char** argv) {
   const std::vector<std::pair<std::string, std::string>> modes = {
       {"sync ring", "mode = \"sync\"\n"},
       {"sync ps", "mode = \"sync\"\nallreduce = \"ps\"\nservers = 1\n"},
-      {"async", "mode = \"async\"\nservers = 1\n"}};
+      {"async", "mode = \"async\"\nservers = 1\n"},
+      {"sync ps, 3 shards", "mode = \"sync\"\nallreduce = \"ps\"\nservers = 3\n"},
+      {"async, 3 shards", "mode = \"async\"\nservers = 3\n"}};
   const std::vector<std::string> limits = {"", "100mbit", "20mbit"};
   std::printf("Fashion-MNIST MLP 784-256-128-10, 3 replicas on 3 netns hosts, %d steps x %d rows "
               "each; samples/s (share of unlimited)\n", kSteps, kBatch);
-  std::printf("%-10s %12s %20s %20s\n", "mode", "no limit", "100 Mbit/s", "20 Mbit/s");
+  std::printf("%-18s %12s %20s %20s\n", "mode", "no limit", "100 Mbit/s", "20 Mbit/s");
   for (const auto& [name, cluster_keys] : modes) {
+    if (name.find(only) == std::string::npos) continue;
     const std::string text = Job(cluster_keys);
     const std::string path = cluster.HostDir(0) + "/job.toml";
-    std::printf("%-10s", name.c_str());
+    std::printf("%-18s", name.c_str());
     double unlimited = 0.0;
     for (const std::string& rate : limits) {
       for (int h = 0; h < kHosts; ++h) {
