@@ -264,20 +264,17 @@ struct ControlServer::Impl {
       std::vector<store::MetricRow> metrics;
       std::vector<store::EventRecord> events;
     };
-    Result<Rows> rows = co_await OffThread(pool, [this, id, with_events]() -> Result<Rows> {
+    Result<Rows> rows = co_await OffThread(pool, [this, id]() -> Result<Rows> {
       auto job = store.GetJob(id);
       if (!job.ok()) return job.status();
       auto workers = store.Workers(id);
       auto metrics = store.LatestMetrics(id);
       if (!workers.ok()) return workers.status();
       if (!metrics.ok()) return metrics.status();
-      Rows r{std::move(job).value(), std::move(workers).value(), std::move(metrics).value(), {}};
-      if (with_events) {
-        auto events = store.Events(id);
-        if (!events.ok()) return events.status();
-        r.events = std::move(events).value();
-      }
-      return r;
+      auto events = store.Events(id);  // also for the restart count of an ended job
+      if (!events.ok()) return events.status();
+      return Rows{std::move(job).value(), std::move(workers).value(), std::move(metrics).value(),
+                  std::move(events).value()};
     });
     if (!rows.ok()) co_return rows.status();
     const Rows& r = rows.value();
@@ -290,9 +287,9 @@ struct ControlServer::Impl {
     json workers = json::array();
     for (const store::WorkerRecord& w : r.workers) workers.push_back(WorkerJson(w));
     std::string reason = r.job.reason;
-    int restarts = 0;
+    int restarts = store::CountRestarts(r.events);
     if (auto live = jobs.Live(id)) {
-      restarts = live->restarts;
+      restarts = std::max(restarts, live->restarts);  // the count moves before its event
       if (r.job.state == JobState::kQueued && !live->pending_reason.empty()) {
         reason = live->pending_reason;
       }

@@ -187,11 +187,7 @@ asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
   job->max_restarts =
       job->config.max_restarts >= 0 ? job->config.max_restarts : settings_.max_restarts;
   auto events = co_await OffThread(pool_, [this, id] { return store_.Events(id); });
-  if (events.ok()) {
-    for (const store::EventRecord& e : events.value()) {
-      job->restarts += e.reason.rfind("restart ", 0) == 0 ? 1 : 0;
-    }
-  }
+  if (events.ok()) job->restarts = store::CountRestarts(events.value());
   co_return job;
 }
 
@@ -475,9 +471,8 @@ bool JobManager::CanRestartAlone(const Job& job, const Process& p) const {
          !job.target_reached && job.hopeless.empty() && job.restarts < job.max_restarts;
 }
 
-Status JobManager::RestartAlone(Job& job, int rank, const ProcessExit& exit) {
+Status JobManager::RestartAlone(Job& job, int rank) {
   Process& old = job.processes[static_cast<std::size_t>(rank)];
-  const std::string why = job.Who(rank) + " " + DescribeExit(exit);
   Process fresh;
   fresh.rank = rank;
   fresh.node = old.node;
@@ -487,12 +482,14 @@ Status JobManager::RestartAlone(Job& job, int rank, const ProcessExit& exit) {
   fresh.pid = pid.value();
   old = std::move(fresh);
   ++job.restarts;
-  store_.AppendLog(job.id, 0, "daemon",
-                   "restart " + std::to_string(job.restarts) + " of " +
-                       std::to_string(job.max_restarts) + ": " + why +
-                       "; started again alone (pid " + std::to_string(old.pid) +
-                       "): it rejoins the shards while the others go on");
   return Status::Ok();
+}
+
+std::string JobManager::AloneReason(const Job& job, int rank, const std::string& why) const {
+  return "restart " + std::to_string(job.restarts) + " of " + std::to_string(job.max_restarts) +
+         ": " + why + "; started again alone (pid " +
+         std::to_string(job.processes[static_cast<std::size_t>(rank)].pid) +
+         "): it rejoins the shards while the others go on";
 }
 
 void JobManager::FailAttempt(Job& job, const std::string& why) {
@@ -729,8 +726,12 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   if (!ended_well && CanRestartAlone(*job, p)) {
     // Async: the others go on; a new process takes this one's place among the shards.
     const std::int64_t old_row = p.row;
-    if (RestartAlone(*job, rank, exit).ok()) {
+    const std::string why = job->Who(rank) + " " + DescribeExit(exit);
+    if (RestartAlone(*job, rank).ok()) {
       const pid_t pid = job->processes[static_cast<std::size_t>(rank)].pid;
+      const std::string reason = AloneReason(*job, rank, why);
+      store_.AppendLog(id, 0, "daemon", reason);
+      co_await OffThread(pool_, [this, id, &reason] { return store_.NoteEvent(id, reason); });
       if (old_row != 0) {
         co_await OffThread(pool_, [this, old_row, exit] {
           return store_.RecordWorkerExit(old_row, exit.exit_status, exit.signal);

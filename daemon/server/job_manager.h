@@ -178,7 +178,9 @@ class JobManager {
   // a job whose rendezvous is over and whose restart budget is not spent.
   bool CanRestartAlone(const Job& job, const Process& p) const;
   // Replaces the exited process `rank` with a new one of the same attempt (counted as a restart).
-  Status RestartAlone(Job& job, int rank, const ProcessExit& exit);
+  Status RestartAlone(Job& job, int rank);
+  // The event and log line for that restart; `why` names the process that ended and how.
+  std::string AloneReason(const Job& job, int rank, const std::string& why) const;
   // "restart N of M: <the attempt's failure>; resuming from the newest checkpoint".
   std::string RestartReason(const Job& job) const;
   // SIGTERM (then SIGKILL after `grace`) to every live process of the job.

@@ -33,6 +33,12 @@ bool IsTerminal(JobState state) {
          state == JobState::kCancelled;
 }
 
+int CountRestarts(std::span<const EventRecord> events) {
+  int restarts = 0;
+  for (const EventRecord& e : events) restarts += e.reason.rfind("restart ", 0) == 0 ? 1 : 0;
+  return restarts;
+}
+
 bool IsValidTransition(JobState from, JobState to) {
   // The one way out of a terminal state: a failed or cancelled job resumed by its owner.
   if (to == JobState::kQueued) return from == JobState::kFailed || from == JobState::kCancelled;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -56,6 +57,10 @@ struct EventRecord {
   JobState to = JobState::kQueued;
   std::string reason;
 };
+
+// The restarts a job has had: its events whose reason starts "restart " (the daemon's own
+// restarts after a crash of its own do not count).
+int CountRestarts(std::span<const EventRecord> events);
 
 struct WorkerRecord {
   std::int64_t id = 0;  // the handle RecordWorkerStart returned

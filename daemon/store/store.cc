@@ -222,6 +222,17 @@ Status Store::SetJobState(std::int64_t job, JobState to, const std::string& reas
   return status;
 }
 
+Status Store::NoteEvent(std::int64_t job, const std::string& reason) {
+  const double now = Now();
+  Status status = writer_->Execute([&](Database& db) -> Status {
+    Result<JobState> state = CurrentState(db, job);
+    if (!state.ok()) return state.status();
+    return InsertEvent(db, job, now, state.value(), state.value(), reason);
+  });
+  if (!status.ok()) return Status::Error(JobName(job) + ": " + status.message());
+  return status;
+}
+
 Result<JobRecord> Store::GetJob(std::int64_t job) {
   Result<std::vector<JobRecord>> rows = QueryRows<JobRecord>(
       *readers_, "SELECT " + std::string(kJobColumns) + " FROM jobs WHERE id = ?1",

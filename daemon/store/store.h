@@ -80,6 +80,9 @@ class Store {
   // lifecycle (records.h) does not allow it, e.g. out of a terminal state, so a late
   // "succeeded" cannot overwrite "cancelled".
   Status SetJobState(std::int64_t job, JobState to, const std::string& reason);
+  // An event that changes no state (from and to are the job's current state), e.g. an async
+  // replica restarted alone while the job runs on.
+  Status NoteEvent(std::int64_t job, const std::string& reason);
   Result<JobRecord> GetJob(std::int64_t job);
   Result<std::vector<JobRecord>> ListJobs();                  // by id
   Result<std::vector<EventRecord>> Events(std::int64_t job);  // in the order they happened

@@ -244,6 +244,7 @@ BOOST_AUTO_TEST_CASE(a_killed_sync_worker_stops_its_peers_and_the_job_restarts) 
   BOOST_TEST(job["state"] == "running", job.dump());
   BOOST_TEST(job["workers"].size() == 4u, job.dump());
   d.Request({{"type", "cancel"}, {"id", id}});
+  BOOST_TEST(d.Wait(id)["restarts"] == 1);  // counted from its events once it has ended
 }
 
 BOOST_AUTO_TEST_CASE(a_killed_async_worker_restarts_alone_while_the_others_go_on) {
@@ -273,8 +274,21 @@ BOOST_AUTO_TEST_CASE(a_killed_async_worker_restarts_alone_while_the_others_go_on
   BOOST_TEST(job["state"] == "running", job.dump());
   job = d.Wait(id);
   BOOST_TEST(job["state"] == "succeeded", job.dump());
+  BOOST_TEST(job["restarts"] == 1, job.dump());  // also once the job has ended
   // The job never stopped: no recovery, and the survivor and the shard are the same processes.
-  for (const json& e : job["events"]) BOOST_TEST(e["to"] != "recovering", job.dump());
+  // The restart is an event that changes no state.
+  int alone = 0;
+  for (const json& e : job["events"]) {
+    BOOST_TEST(e["to"] != "recovering", job.dump());
+    const std::string reason = e["reason"];
+    if (reason.find("started again alone") != std::string::npos) {
+      ++alone;
+      BOOST_TEST(e["from"] == "running");
+      BOOST_TEST(e["to"] == "running");
+      BOOST_TEST(reason.find("restart 1 of 1: worker rank 1") == 0, reason);
+    }
+  }
+  BOOST_TEST(alone == 1, job.dump());
   std::multiset<int> ranks;
   for (const json& w : job["workers"]) {
     ranks.insert(w["rank"].get<int>());
