@@ -343,83 +343,99 @@ ShardOptions RejoiningShard(std::size_t n, int workers, std::chrono::millisecond
                       .rejoin = true};
 }
 
-BOOST_AUTO_TEST_CASE(a_worker_whose_link_breaks_rejoins_at_the_global_clock_and_goes_on) {
-  const std::size_t n = 16;
-  ParameterShard shard(RejoiningShard(n, 2, 10s));
-  BOOST_REQUIRE(shard.Load(std::vector<float>(n, 0.0f)).ok());
+// A rejoining async shard of n floats and two in-process workers: Start() serves them on a
+// thread of its own, client(r) speaks for worker r, Join() waits for Serve's result.
+struct TwoWorkersOneShard {
+  TwoWorkersOneShard(std::size_t floats, std::chrono::milliseconds timeout)
+      : n(floats), shard(RejoiningShard(floats, 2, timeout)) {}
+  ~TwoWorkersOneShard() {  // after a failed check: the shard ends once its workers are gone
+    if (!server.joinable()) return;
+    w0.a->Close();
+    w1.a->Close();
+    server.join();
+  }
+  void Start() { server = std::thread([this] { served = shard.Serve(shard_ends); }); }
+  Status Join() {
+    server.join();
+    return served;
+  }
+  PsClientOptions Options(int rank) const {
+    return {.rank = rank, .workers = 2, .num_params = n, .mode = PsMode::kAsync};
+  }
+  PsClient& client(int rank) { return rank == 0 ? c0 : c1; }
+
+  const std::size_t n;
+  ParameterShard shard;
   LocalLinkPair w0 = MakeLocalLinkPair("worker rank 0", "shard 0");
   LocalLinkPair w1 = MakeLocalLinkPair("worker rank 1", "shard 0");
   std::vector<Link*> shard_ends = {w0.b.get(), w1.b.get()};
-  Status served;
-  std::thread server([&] { served = shard.Serve(shard_ends); });
-
-  const PsClientOptions o0{.rank = 0, .workers = 2, .num_params = n, .mode = PsMode::kAsync};
-  PsClientOptions o1 = o0;
-  o1.rank = 1;
   std::vector<Link*> l0 = {w0.a.get()}, l1 = {w1.a.get()};
-  PsClient c0(l0, o0), c1(l1, o1);
+  PsClient c0{l0, Options(0)}, c1{l1, Options(1)};
+  Status served;
+  std::thread server;
+};
+
+BOOST_AUTO_TEST_CASE(a_worker_whose_link_breaks_rejoins_at_the_global_clock_and_goes_on) {
+  const std::size_t n = 16;
+  TwoWorkersOneShard t(n, 10s);
+  BOOST_REQUIRE(t.shard.Load(std::vector<float>(n, 0.0f)).ok());
+  t.Start();
   std::vector<float> params(n), grad(n, 1.0f);
   std::vector<std::uint64_t> clocks(1, 0);
-  BOOST_REQUIRE(c0.Hello(params, clocks).ok());
-  BOOST_REQUIRE(c1.Hello(params, clocks).ok());
-  BOOST_TEST(c1.own_clock() == 0u);
-  for (std::uint64_t c = 0; c < 2; ++c) BOOST_REQUIRE(c1.Push(c, grad, 0.1f, clocks).ok());
-  w1.a->Close();  // rank 1 dies without a goodbye: absent, not a failure
-  for (std::uint64_t c = 0; c < 5; ++c) BOOST_REQUIRE(c0.Push(c, grad, 0.1f, clocks).ok());
+  BOOST_REQUIRE(t.client(0).Hello(params, clocks).ok());
+  BOOST_REQUIRE(t.client(1).Hello(params, clocks).ok());
+  BOOST_TEST(t.client(1).own_clock() == 0u);
+  for (std::uint64_t c = 0; c < 2; ++c) {
+    BOOST_REQUIRE(t.client(1).Push(c, grad, 0.1f, clocks).ok());
+  }
+  t.w1.a->Close();  // rank 1 dies without a goodbye: absent, not a failure
+  for (std::uint64_t c = 0; c < 5; ++c) {
+    BOOST_REQUIRE(t.client(0).Push(c, grad, 0.1f, clocks).ok());
+  }
   // g no longer waits for the absent worker (once the shard has seen its link break).
-  BOOST_REQUIRE(c0.Fetch(5, params, clocks).ok());
+  BOOST_REQUIRE(t.client(0).Fetch(5, params, clocks).ok());
   BOOST_TEST(clocks[0] == 5u);
 
-  BOOST_TEST(!shard.Rejoin(0, w1.b.get()).ok());  // rank 0 is not absent
+  BOOST_TEST(!t.shard.Rejoin(0, t.w1.b.get()).ok());  // rank 0 is not absent
   LocalLinkPair again = MakeLocalLinkPair("worker rank 1, restarted", "shard 0");
   Status rejoined;
   for (int i = 0; i < 500; ++i) {  // the shard notices the broken link on its own thread
-    rejoined = shard.Rejoin(1, again.b.get());
+    rejoined = t.shard.Rejoin(1, again.b.get());
     if (rejoined.ok()) break;
     std::this_thread::sleep_for(10ms);
   }
   BOOST_REQUIRE_MESSAGE(rejoined.ok(), rejoined.message());
   std::vector<Link*> l1b = {again.a.get()};
-  PsClient restarted(l1b, o1);
+  PsClient restarted(l1b, t.Options(1));
   BOOST_REQUIRE(restarted.Hello(params, clocks).ok());
   BOOST_TEST(restarted.own_clock() == 5u);  // max(its 2 pushes, g = 5)
   BOOST_REQUIRE(restarted.Push(5, grad, 0.1f, clocks).ok());
   BOOST_REQUIRE(restarted.Goodbye(6).ok());
-  BOOST_REQUIRE(c0.Goodbye(5).ok());
-  server.join();
+  BOOST_REQUIRE(t.client(0).Goodbye(5).ok());
+  const Status served = t.Join();
   BOOST_TEST(served.ok(), served.message());
-  BOOST_TEST(shard.Stats().pushes_applied == 8u);  // 2 + 5 + 1: the dead one's pushes stay
+  BOOST_TEST(t.shard.Stats().pushes_applied == 8u);  // 2 + 5 + 1: the dead one's pushes stay
 }
 
 BOOST_AUTO_TEST_CASE(clocks_loaded_from_a_checkpoint_go_on_where_they_stood) {
-  const std::size_t n = 8;
-  ParameterShard shard(RejoiningShard(n, 2, 5s));
-  BOOST_REQUIRE(shard.LoadClocks(std::vector<std::uint64_t>{7, 4}).ok());
-  BOOST_TEST(!shard.LoadClocks(std::vector<std::uint64_t>{7}).ok());  // one per worker
-  LocalLinkPair w0 = MakeLocalLinkPair("worker rank 0", "shard 0");
-  LocalLinkPair w1 = MakeLocalLinkPair("worker rank 1", "shard 0");
-  std::vector<Link*> shard_ends = {w0.b.get(), w1.b.get()};
-  Status served;
-  std::thread server([&] { served = shard.Serve(shard_ends); });
-  const PsClientOptions o0{.rank = 0, .workers = 2, .num_params = n, .mode = PsMode::kAsync};
-  PsClientOptions o1 = o0;
-  o1.rank = 1;
-  std::vector<Link*> l0 = {w0.a.get()}, l1 = {w1.a.get()};
-  PsClient c0(l0, o0), c1(l1, o1);
-  std::vector<float> grad(n, 1.0f);
+  TwoWorkersOneShard t(8, 5s);
+  BOOST_REQUIRE(t.shard.LoadClocks(std::vector<std::uint64_t>{7, 4}).ok());
+  BOOST_TEST(!t.shard.LoadClocks(std::vector<std::uint64_t>{7}).ok());  // one per worker
+  t.Start();
+  std::vector<float> grad(8, 1.0f);
   std::vector<std::uint64_t> clocks(1, 0);
-  BOOST_REQUIRE(c0.Hello({}, clocks).ok());
-  BOOST_TEST(c0.own_clock() == 7u);
+  BOOST_REQUIRE(t.client(0).Hello({}, clocks).ok());
+  BOOST_TEST(t.client(0).own_clock() == 7u);
   BOOST_TEST(clocks[0] == 4u);  // g: the slowest worker's clock
-  BOOST_REQUIRE(c1.Hello({}, clocks).ok());
-  BOOST_TEST(c1.own_clock() == 4u);
-  BOOST_REQUIRE(c0.Push(7, grad, 0.1f, clocks).ok());
-  BOOST_REQUIRE(c1.Push(4, grad, 0.1f, clocks).ok());
-  BOOST_REQUIRE(c0.Goodbye(8).ok());
-  BOOST_REQUIRE(c1.Goodbye(5).ok());
-  server.join();
+  BOOST_REQUIRE(t.client(1).Hello({}, clocks).ok());
+  BOOST_TEST(t.client(1).own_clock() == 4u);
+  BOOST_REQUIRE(t.client(0).Push(7, grad, 0.1f, clocks).ok());
+  BOOST_REQUIRE(t.client(1).Push(4, grad, 0.1f, clocks).ok());
+  BOOST_REQUIRE(t.client(0).Goodbye(8).ok());
+  BOOST_REQUIRE(t.client(1).Goodbye(5).ok());
+  const Status served = t.Join();
   BOOST_TEST(served.ok(), served.message());
-  BOOST_TEST(shard.Stats().global_clock == 5u);
+  BOOST_TEST(t.shard.Stats().global_clock == 5u);
 }
 
 BOOST_AUTO_TEST_CASE(an_absent_worker_that_does_not_come_back_fails_serve_naming_it) {
