@@ -10,9 +10,7 @@ namespace dtrain::codec {
 namespace {
 
 std::uint64_t LoadLittle(const char* p, int width) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < width; ++i) v |= std::uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
-  return v;
+  return codec::LoadLittle(reinterpret_cast<const std::uint8_t*>(p), width);
 }
 
 }  // namespace

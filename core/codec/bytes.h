@@ -55,6 +55,17 @@ class ByteReader {
   std::size_t pos_ = 0;
 };
 
+// A little-endian integer of `width` bytes (1..8) written to or read from a fixed place, for
+// headers built in place (shared-memory messages, authentication transcripts).
+inline void StoreLittle(std::uint8_t* out, std::uint64_t v, int width) {
+  for (int i = 0; i < width; ++i) out[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+inline std::uint64_t LoadLittle(const std::uint8_t* in, int width) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < width; ++i) v |= std::uint64_t{in[i]} << (8 * i);
+  return v;
+}
+
 // CRC-32 (the zlib/gzip polynomial), computed by libdeflate with carry-less multiplication
 // where the CPU has it: tens of GB/s, so checksumming a frame costs far less than moving it.
 std::uint32_t Crc32(std::string_view bytes);

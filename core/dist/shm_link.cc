@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "core/codec/bytes.h"
 #include "core/dist/same_host.h"
 #include "core/dist/tcp_link.h"
 
@@ -152,23 +153,6 @@ void CopyOut(const std::uint8_t* ring, std::size_t capacity, std::uint64_t pos, 
   const std::size_t first = std::min(n, capacity - at);
   std::memcpy(dst, ring + at, first);
   if (first < n) std::memcpy(dst + first, ring, n - first);
-}
-
-void PutU32(std::uint8_t* p, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-void PutU64(std::uint8_t* p, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-std::uint32_t GetU32(const std::uint8_t* p) {
-  std::uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-std::uint64_t GetU64(const std::uint8_t* p) {
-  std::uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
 }
 
 // A mapped segment; unmapped by the destructor unless released.
@@ -457,9 +441,9 @@ Status ShmLink::Send(std::uint32_t tag, std::span<const float> data, Deadline de
     return *send_broken_;
   }
   std::uint8_t header[kMessageHeader];
-  PutU32(header, kMessageMarker);
-  PutU32(header + 4, tag);
-  PutU64(header + 8, data.size_bytes());
+  codec::StoreLittle(header, kMessageMarker, 4);
+  codec::StoreLittle(header + 4, tag, 4);
+  codec::StoreLittle(header + 8, data.size_bytes(), 8);
   const auto* payload = reinterpret_cast<const std::uint8_t*>(data.data());
   const std::size_t total = kMessageHeader + data.size_bytes();
   std::size_t sent = 0;
@@ -557,9 +541,9 @@ Result<Link::Received> ShmLink::Receive(std::span<float> out, const FoldAccept* 
   }
   std::uint8_t header[kMessageHeader];
   CopyOut(in_data_, capacity_, in_tail_, header, kMessageHeader);
-  const std::uint32_t marker = GetU32(header);
-  const std::uint32_t tag = GetU32(header + 4);
-  const std::uint64_t length = GetU64(header + 8);
+  const auto marker = static_cast<std::uint32_t>(codec::LoadLittle(header, 4));
+  const auto tag = static_cast<std::uint32_t>(codec::LoadLittle(header + 4, 4));
+  const std::uint64_t length = codec::LoadLittle(header + 8, 8);
   if (marker != kMessageMarker) {
     recv_broken_ = Status::Error("bad magic: the shared-memory ring from " + peer_ +
                                  " holds no message header");

@@ -17,6 +17,8 @@
 #include <system_error>
 #include <utility>
 
+#include "core/codec/bytes.h"
+
 namespace dtrain::net {
 namespace {
 
@@ -72,15 +74,6 @@ bool FromHex(std::string_view hex, std::span<std::uint8_t> out) {
   return bin_len == out.size() && end == hex.data() + hex.size();
 }
 
-void PutU16(std::uint8_t* out, std::uint16_t v) {
-  out[0] = static_cast<std::uint8_t>(v);
-  out[1] = static_cast<std::uint8_t>(v >> 8);
-}
-
-void PutU64(std::uint8_t* out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-
 // HMAC-SHA256(key, parts...), parts concatenated.
 Mac Hmac(std::span<const std::uint8_t, kClusterKeyBytes> key,
          std::initializer_list<std::span<const std::uint8_t>> parts) {
@@ -105,7 +98,7 @@ std::span<const std::uint8_t> Bytes(std::string_view s) {
 Mac HandshakeProof(std::span<const std::uint8_t, kClusterKeyBytes> key, std::string_view label,
                    std::uint16_t version, const Nonce& first, const Nonce& second) {
   std::uint8_t v[2];
-  PutU16(v, version);
+  codec::StoreLittle(v, version, 2);
   return Hmac(key, {Bytes(label), std::span<const std::uint8_t>(v), first, second});
 }
 
@@ -612,8 +605,8 @@ Status AuthenticateServer(FrameStream& stream, const ClusterKey& key, NonceCache
 
 std::string DataPlaneToken(const ClusterKey& key, std::int64_t job, std::uint64_t attempt) {
   std::uint8_t numbers[16];
-  PutU64(numbers, static_cast<std::uint64_t>(job));
-  PutU64(numbers + 8, attempt);
+  codec::StoreLittle(numbers, static_cast<std::uint64_t>(job), 8);
+  codec::StoreLittle(numbers + 8, attempt, 8);
   const Mac mac =
       Hmac(key.bytes(), {Bytes(kDataPlaneLabel), std::span<const std::uint8_t>(numbers)});
   return Hex(mac);
