@@ -600,22 +600,27 @@ Status ParameterShard::ServeAsync(std::span<Link* const> links) {
       if (failed_ || std::all_of(departed_.begin(), departed_.end(), [](bool d) { return d; })) {
         break;
       }
-      std::string overdue;
-      const Clock::time_point now = Clock::now();
+      // The absent worker whose time to come back ends first, if any.
+      std::optional<std::size_t> first;
       for (std::size_t w = 0; w < absent_.size(); ++w) {
-        if (absent_[w] && now - absent_since_[w] > options_.timeout) {
-          overdue = Worker(static_cast<int>(w)) + " left without a goodbye at clock " +
-                    std::to_string(clocks_[w]) + " and did not come back within " +
-                    std::to_string(options_.timeout.count()) + " ms";
-        }
+        if (absent_[w] && (!first || absent_since_[w] < absent_since_[*first])) first = w;
       }
-      if (!overdue.empty()) {
-        lock.unlock();
-        FailAsync(Status::Error(name_ + ": " + overdue));
-        lock.lock();
+      if (!first) {
+        changed_.wait(lock);  // every change of the above notifies
         continue;
       }
-      changed_.wait_for(lock, std::chrono::milliseconds(100));
+      const Clock::time_point due = absent_since_[*first] + options_.timeout;
+      if (Clock::now() < due) {
+        changed_.wait_until(lock, due);
+        continue;
+      }
+      const std::string overdue = Worker(static_cast<int>(*first)) +
+                                  " left without a goodbye at clock " +
+                                  std::to_string(clocks_[*first]) + " and did not come back within " +
+                                  std::to_string(options_.timeout.count()) + " ms";
+      lock.unlock();
+      FailAsync(Status::Error(name_ + ": " + overdue));
+      lock.lock();
     }
     serving_ = false;  // no Rejoin from now
   }

@@ -468,7 +468,11 @@ bool JobManager::CanRestartAlone(const Job& job, const Process& p) const {
   return job.config.cluster.mode == config::ClusterMode::kAsync &&
          p.rank < job.config.cluster.workers && job.ready && job.failure.empty() &&
          p.done_stop.empty() && !job.cancel_requested && !shutting_down_ &&
-         !job.target_reached && job.hopeless.empty() && job.restarts < job.max_restarts;
+         !job.target_reached && WillRestart(job);
+}
+
+bool JobManager::WillRestart(const Job& job) const {
+  return job.restarts < job.max_restarts && job.hopeless.empty();
 }
 
 Status JobManager::RestartAlone(Job& job, int rank) {
@@ -499,8 +503,8 @@ void JobManager::FailAttempt(Job& job, const std::string& why) {
   if (job.rendezvous) job.rendezvous->cancel();
   // The job is recovering from now, not once the last process has gone: `dtrain status` says why
   // at once. (Whether it restarts is known now too; the last exit then restarts it.)
-  if (job.restarts < job.max_restarts && job.hopeless.empty() && !job.cancel_requested &&
-      !shutting_down_ && job.state != JobState::kRecovering) {
+  if (WillRestart(job) && !job.cancel_requested && !shutting_down_ &&
+      job.state != JobState::kRecovering) {
     job.state = JobState::kRecovering;
     asio::co_spawn(io_, MarkRecovering(job.id, RestartReason(job)), asio::detached);
   }
@@ -557,9 +561,12 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
     auto latest = co_await OffThread(pool_, [this, id] { return store_.LatestCheckpoint(id); });
     it = jobs_.find(id);
     if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
-    Admission late = it->second->admission;
-    late.resume_step = -1;
-    late.checkpoint_blob.clear();
+    const Admission& common = it->second->admission;
+    Admission late;  // the common one without its (maybe large) checkpoint blob
+    late.spec_toml = common.spec_toml;
+    late.data_token = common.data_token;
+    late.peers = common.peers;
+    late.heartbeat_timeout = common.heartbeat_timeout;
     if (latest.ok() && latest.value().checkpoint) {
       late.resume_step = latest.value().checkpoint->step;
       late.checkpoint_blob = store::EncodeCheckpoint(*latest.value().checkpoint);
@@ -787,20 +794,16 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
       });
     }
     jobs_.erase(id);
-  } else if (j.restarts < j.max_restarts && j.hopeless.empty()) {
+  } else if (WillRestart(j)) {
     reason = RestartReason(j);
-    ++j.restarts;
-    if (j.state != JobState::kRecovering) {
-      auto recover = [this, id, reason] {
-        return store_.SetJobState(id, JobState::kRecovering, reason);
-      };
-      co_await OffThread(pool_, recover);
-      jobs_.at(id)->state = JobState::kRecovering;
+    const int restarts = ++j.restarts;
+    if (j.state != JobState::kRecovering) {  // FailAttempt marks it as a rule
+      j.state = JobState::kRecovering;
+      co_await MarkRecovering(id, reason);
     } else {
       store_.AppendLog(id, 0, "daemon", reason);
     }
     // A short, growing pause so a worker that dies at once does not spin.
-    const int restarts = j.restarts;
     asio::steady_timer pause(io_, std::chrono::milliseconds(200) * restarts);
     co_await pause.async_wait(asio::use_awaitable);
   } else {

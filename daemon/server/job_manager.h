@@ -177,6 +177,8 @@ class JobManager {
   // Whether a failed process may be restarted alone while the others go on: an async replica of
   // a job whose rendezvous is over and whose restart budget is not spent.
   bool CanRestartAlone(const Job& job, const Process& p) const;
+  // Whether a failed attempt of the job is followed by another: restarts left, data readable.
+  bool WillRestart(const Job& job) const;
   // Replaces the exited process `rank` with a new one of the same attempt (counted as a restart).
   Status RestartAlone(Job& job, int rank);
   // The event and log line for that restart; `why` names the process that ended and how.
