@@ -169,6 +169,19 @@ std::string PeerProblem(const std::string& peer) {
   return ListenProblem(peer);
 }
 
+// [cluster] advertise: an IPv4 address or a host name (the data plane is IPv4), never the
+// wildcard; or nothing.
+std::string AdvertiseProblem(const std::string& host) {
+  if (host.empty()) return "";
+  const std::string given = ", got " + TomlString(host);
+  if (host.find_first_not_of("0123456789.") != std::string::npos) {
+    return IsHostName(host) ? "" : "must be an IPv4 address or a host name, without a port" + given;
+  }
+  if (!IsAddress(AF_INET, host)) return "must be a valid IPv4 address" + given;
+  if (host == "0.0.0.0") return "must be an address peers can reach, not 0.0.0.0" + given;
+  return "";
+}
+
 // 1 to 4 octal digits meaning at most 0777 ("0660", "640"), or nothing.
 std::optional<unsigned> ParseMode(std::string_view text) {
   if (text.empty() || text.size() > 4) return std::nullopt;
@@ -275,6 +288,7 @@ void ReadCluster(TableReader& r, DaemonConfig* c) {
              "must be letters, digits, hyphens and dots, like a host name, got " +
                  TomlString(c->name));
   }
+  ReadChecked(r, "advertise", AdvertiseProblem, &c->advertise);
   if (!c->key_file.empty() || r.Failed("key_file")) return;
   if (listen != nullptr && !c->listen.empty() && !IsLoopbackListen(c->listen)) {
     r.Report(*listen, "listen",
@@ -364,6 +378,7 @@ std::string FormatDaemonConfig(const DaemonConfig& c) {
   w.StringArray("peers", c.peers);
   w.Path("key_file", c.key_file);
   w.String("name", c.name);
+  w.String("advertise", c.advertise);
   return std::move(w).Take();
 }
 

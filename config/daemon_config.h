@@ -62,6 +62,9 @@ struct DaemonConfig {
   std::vector<std::string> peers;  // "HOST:PORT" of the other daemons' listeners; needs key_file
   std::string key_file;            // the cluster's shared secret: absolute; empty: none
   std::string name;                // this node's name among its peers; empty: the host name
+  std::string advertise;           // the IPv4 address or host name peers reach this host at;
+                                   // empty: the listen address, or when that is a wildcard the
+                                   // address of the route to the first peer, else 127.0.0.1
 
   std::string source_path;  // the file read, as given; empty for DefaultDaemonConfig()
 

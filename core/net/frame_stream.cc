@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/codec/bytes.h"
+#include "core/net/host_info.h"
 
 namespace dtrain::net {
 namespace {
@@ -83,23 +84,18 @@ std::string Quote(std::span<const std::uint8_t> bytes) {
   return s + "\"";
 }
 
-std::string FormatHostPort(const std::string& host, std::uint16_t port) {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
 // "127.0.0.1:7070", "[::1]:7070"; empty for other families.
 std::string FormatAddress(const sockaddr* addr) {
   char text[INET6_ADDRSTRLEN] = {};
   if (addr->sa_family == AF_INET) {
     const auto* in = reinterpret_cast<const sockaddr_in*>(addr);
     ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
-    return FormatHostPort(text, ntohs(in->sin_port));
+    return JoinHostPort(text, ntohs(in->sin_port));
   }
   if (addr->sa_family == AF_INET6) {
     const auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
     ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
-    return FormatHostPort(text, ntohs(in6->sin6_port));
+    return JoinHostPort(text, ntohs(in6->sin6_port));
   }
   return {};
 }
@@ -304,7 +300,7 @@ Result<FrameStream> FrameStream::ConnectUnix(const std::string& path, millisecon
 
 Result<FrameStream> FrameStream::ConnectTcp(const std::string& host, std::uint16_t port,
                                             milliseconds timeout, std::uint32_t max_payload) {
-  const std::string target = FormatHostPort(host, port);
+  const std::string target = JoinHostPort(host, port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

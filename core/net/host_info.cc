@@ -1,8 +1,14 @@
 #include "core/net/host_info.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <charconv>
+#include <cstring>
+#include <memory>
 
 namespace dtrain::net {
 
@@ -34,6 +40,56 @@ std::optional<HostPort> SplitHostPort(std::string_view text) {
     return std::nullopt;
   }
   return HostPort{std::string(host), static_cast<std::uint16_t>(number)};
+}
+
+std::string JoinHostPort(const std::string& host, std::uint16_t port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+namespace {
+
+std::optional<sockaddr_in> FirstIPv4(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) {
+    return std::nullopt;
+  }
+  const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
+  sockaddr_in address{};
+  std::memcpy(&address, list->ai_addr, sizeof address);
+  return address;
+}
+
+std::string Text(const in_addr& address) {
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &address, text, sizeof text);
+  return text;
+}
+
+}  // namespace
+
+std::optional<std::string> ResolveIPv4(const std::string& host) {
+  const std::optional<sockaddr_in> address = FirstIPv4(host);
+  if (!address) return std::nullopt;
+  return Text(address->sin_addr);
+}
+
+std::optional<std::string> RouteSourceIPv4(const std::string& host) {
+  std::optional<sockaddr_in> to = FirstIPv4(host);
+  if (!to) return std::nullopt;
+  to->sin_port = htons(9);  // any port: a UDP connect only asks the routing table
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  sockaddr_in mine{};
+  socklen_t length = sizeof mine;
+  const bool routed = ::connect(fd, reinterpret_cast<const sockaddr*>(&*to), sizeof *to) == 0 &&
+                      ::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &length) == 0;
+  ::close(fd);
+  if (!routed) return std::nullopt;
+  return Text(mine.sin_addr);
 }
 
 }  // namespace dtrain::net

@@ -31,12 +31,31 @@ using namespace std::chrono_literals;
 
 int ResolveCores(int configured) { return configured > 0 ? configured : net::OnlineCores(); }
 
-// Where this host's workers open their data-plane sockets: the listener's address when it names
-// one, else loopback (a daemon without peers).
+bool IsWildcard(const std::string& host) { return host == "0.0.0.0" || host == "::"; }
+
+// The IPv4 address this host's peers reach it at, where its workers open their data-plane
+// sockets: [cluster] advertise; else the listen address unless it is a wildcard (or IPv6); else
+// this host's end of the route to the first peer that has one; else loopback (no peers).
 std::string DataHost(const config::DaemonConfig& c) {
+  if (!c.advertise.empty()) return net::ResolveIPv4(c.advertise).value_or(c.advertise);
   const std::optional<net::HostPort> listen = net::SplitHostPort(c.listen);
-  if (!listen || listen->host == "0.0.0.0" || listen->host == "::") return "127.0.0.1";
-  return listen->host;
+  if (listen && !IsWildcard(listen->host)) {
+    if (std::optional<std::string> mine = net::ResolveIPv4(listen->host)) return *mine;
+  }
+  for (const std::string& peer : c.peers) {
+    const std::optional<net::HostPort> to = net::SplitHostPort(peer);
+    if (!to) continue;
+    if (std::optional<std::string> mine = net::RouteSourceIPv4(to->host)) return *mine;
+  }
+  return "127.0.0.1";
+}
+
+// What workers on peers dial to reach this coordinator: the listen address, with the data host
+// in place of a wildcard.
+std::string CoordinatorAddress(const config::DaemonConfig& c) {
+  const std::optional<net::HostPort> listen = net::SplitHostPort(c.listen);
+  if (!listen || !IsWildcard(listen->host)) return c.listen;
+  return net::JoinHostPort(DataHost(c), listen->port);
 }
 
 std::string NodeName(const config::DaemonConfig& c) {
@@ -69,7 +88,7 @@ ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worke
   s.data_host = DataHost(c);
   s.key = key;
   s.node_name = NodeName(c);
-  s.coordinator = c.listen;
+  s.coordinator = CoordinatorAddress(c);
   s.key_file = c.key_file;
   if (!c.peers.empty()) {
     s.nodes = [membership] {
@@ -146,7 +165,10 @@ class Daemon {
     server_.Start();
     membership_.Start();
     log_.Info("dtraind ready: socket " + options_.config.socket +
-              (options_.config.listen.empty() ? "" : ", listening on " + options_.config.listen) +
+              (options_.config.listen.empty()
+                   ? ""
+                   : ", listening on " + options_.config.listen + " (peers reach it at " +
+                         DataHost(options_.config) + ")") +
               (options_.config.peers.empty()
                    ? ""
                    : ", " + std::to_string(options_.config.peers.size()) + " peer(s)") +

@@ -65,7 +65,7 @@ struct ManagerSettings {
   // peers; none: this one only), and what workers on peers need to reach this coordinator.
   std::string node_name;
   std::function<std::vector<NodeCapacity>()> nodes;
-  std::string coordinator;  // this daemon's [cluster] listen address
+  std::string coordinator;  // [cluster] listen, a wildcard host replaced by data_host
   std::string key_file;     // handed to the processes that start workers on peers
   // Also told every line a worker prints (dtrain run echoes them); optional.
   std::function<void(std::int64_t job, int rank, std::string_view stream, std::string_view line)>

@@ -441,14 +441,15 @@ NetnsDaemon NetnsCluster::StartDaemon(int host, const std::string& dtraind,
 }
 
 NetnsDaemon NetnsCluster::StartPeerDaemon(int host, const std::string& dtraind,
-                                          const std::string& key_file, std::uint16_t port) const {
+                                          const std::string& key_file, std::uint16_t port,
+                                          bool wildcard) const {
   const std::string suffix = ":" + std::to_string(port);
   std::string peers;
   for (int p = 0; p < hosts(); ++p) {
     if (p != host) peers += (peers.empty() ? "\"" : ", \"") + Address(p) + suffix + "\"";
   }
   const std::string config = HostDir(host) + "/dtraind.toml";
-  std::ofstream(config) << "[cluster]\nlisten = \"" << Address(host) << suffix << "\"\npeers = ["
+  std::ofstream(config) << "[cluster]\nlisten = \"" << (wildcard ? "0.0.0.0" : Address(host)) << suffix << "\"\npeers = ["
                         << peers << "]\nkey_file = \"" << key_file << "\"\nname = \"h" << host
                         << "\"\n";
   return StartDaemon(host, dtraind, {"--config", config});

@@ -105,10 +105,11 @@ class NetnsCluster {
   NetnsDaemon StartDaemon(int host, const std::string& dtraind,
                           const std::vector<std::string>& extra_args = {},
                           std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
-  // StartDaemon with a [cluster] configuration: named "h<host>", listening on Address(host):port,
-  // every other host's daemon (on the same port) as its peers, and `key_file` as the key.
+  // StartDaemon with a [cluster] configuration: named "h<host>", listening on Address(host):port
+  // (or 0.0.0.0:port when `wildcard`, leaving the daemon to find the address its peers reach it
+  // at), every other host's daemon (on the same port) as its peers, and `key_file` as the key.
   NetnsDaemon StartPeerDaemon(int host, const std::string& dtraind, const std::string& key_file,
-                              std::uint16_t port = 7070) const;
+                              std::uint16_t port = 7070, bool wildcard = false) const;
 
   // Takes the bridge's port of `host` down (a partition: the host keeps its address and routes
   // but nothing gets in or out; its connections stall, new ones time out) or up again.

@@ -164,6 +164,7 @@ BOOST_AUTO_TEST_CASE(full_file_maps_every_key) {
   BOOST_TEST((c.peers == std::vector<std::string>{"[::1]:7071", "node-2:7070"}));
   BOOST_TEST(c.key_file == "/etc/dtrain-test/cluster.key");
   BOOST_TEST(c.name == "node-1");
+  BOOST_TEST(c.advertise == "node-1.lab");
   BOOST_TEST(c.source_path == DaemonPath("full.toml"));
 }
 
@@ -241,7 +242,8 @@ BOOST_AUTO_TEST_CASE(sections_must_be_tables_and_unknown_keys_list_the_allowed) 
                             "[extra]\n",
                             "d.toml"),
       {{"d.toml", 1, 10, "daemon", "must be a table ([daemon]), got the integer 5"},
-       {"d.toml", 3, 1, "cluster.colour", "unknown key; allowed: listen, peers, key_file, name"},
+       {"d.toml", 3, 1, "cluster.colour",
+        "unknown key; allowed: listen, peers, key_file, name, advertise"},
        {"d.toml", 4, 2, "extra", "unknown section; allowed: daemon, workers, cluster"}});
 }
 
@@ -367,25 +369,36 @@ BOOST_AUTO_TEST_CASE(without_a_key_the_daemon_listens_only_on_loopback_and_has_n
   BOOST_TEST(peers.message.starts_with("need key_file"), peers.message);
 }
 
-BOOST_AUTO_TEST_CASE(peers_key_file_and_name_are_read_checked_and_written_back) {
+BOOST_AUTO_TEST_CASE(peers_key_file_name_and_advertise_are_read_checked_and_written_back) {
   const DaemonConfig c = MustParse(
-      "[cluster]\nlisten = \"10.0.0.1:7070\"\npeers = [\"10.0.0.2:7070\", \"node-3:7070\"]\n"
-      "key_file = \"/etc/dtrain/cluster.key\"\nname = \"node-1\"\n");
+      "[cluster]\nlisten = \"0.0.0.0:7070\"\npeers = [\"10.0.0.2:7070\", \"node-3:7070\"]\n"
+      "key_file = \"/etc/dtrain/cluster.key\"\nname = \"node-1\"\nadvertise = \"10.0.0.1\"\n");
   BOOST_TEST((c.peers == std::vector<std::string>{"10.0.0.2:7070", "node-3:7070"}));
   BOOST_TEST(c.key_file == "/etc/dtrain/cluster.key");
   BOOST_TEST(c.name == "node-1");
+  BOOST_TEST(c.advertise == "10.0.0.1");
   DaemonConfig again = MustParse(FormatDaemonConfig(c), c.source_path);
   BOOST_TEST((again == c));
 
   CheckDiagnostics(
       ParseDaemonConfigText("[cluster]\npeers = [\"10.0.0.2\", 7, \"\"]\nkey_file = \"k\"\n"
-                            "name = \"a b\"\n",
+                            "name = \"a b\"\nadvertise = \"0.0.0.0\"\n",
                             "d.toml"),
       {{"d.toml", 2, 10, "cluster.peers", "peer 1 must be \"ADDR:PORT\""},
        {"d.toml", 2, 22, "cluster.peers", "peer 2 must be a \"HOST:PORT\" string"},
        {"d.toml", 2, 25, "cluster.peers", "peer 3 must be \"HOST:PORT\""},
        {"d.toml", 3, 12, "cluster.key_file", "must be an absolute path"},
-       {"d.toml", 4, 8, "cluster.name", "must be letters, digits, hyphens and dots"}});
+       {"d.toml", 4, 8, "cluster.name", "must be letters, digits, hyphens and dots"},
+       {"d.toml", 5, 13, "cluster.advertise", "must be an address peers can reach, not 0.0.0.0"}});
+  for (const auto& [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {"10.0.0.1:7070", "must be an IPv4 address or a host name, without a port"},
+           {"::1", "must be an IPv4 address or a host name, without a port"},
+           {"10.0.0.300", "must be a valid IPv4 address"}}) {
+    const Diagnostic d =
+        Single(ParseDaemonConfigText("[cluster]\nadvertise = \"" + text + "\"\n", "d.toml"));
+    BOOST_TEST(d.key == "cluster.advertise");
+    BOOST_TEST(d.message.starts_with(why), d.message);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
