@@ -1,4 +1,5 @@
-// ReadIdx: IDX image/label files through zlib's gz* API, which reads gzip and plain files alike.
+// ReadIdx and ReadIdxShape: IDX image/label files through zlib's gz* API, which reads gzip and
+// plain files alike.
 #include <zlib.h>
 
 #include <algorithm>
@@ -138,45 +139,88 @@ class IdxFile {
   std::unique_ptr<gzFile_s, GzCloser> file_;
 };
 
-}  // namespace
+// An image file whose header has been read and checked; its items come next.
+struct ImageFile {
+  IdxFile file;
+  std::uint32_t count = 0;   // images
+  std::size_t features = 0;  // pixels per image
+};
 
-Result<Dataset> ReadIdx(const std::string& images_path, const std::string& labels_path) {
-  Result<IdxFile> images = IdxFile::Open(images_path);
+// Opens an IDX image file and reads its header: at least one image of non-empty size.
+Result<ImageFile> OpenImages(const std::string& path) {
+  Result<IdxFile> images = IdxFile::Open(path);
   if (!images.ok()) return images.status();
-  Result<std::vector<std::uint32_t>> image_dims = images.value().ReadHeader(kImagesMagic, "image");
-  if (!image_dims.ok()) return image_dims.status();
-  const std::uint32_t count = image_dims.value()[0];
-  const std::size_t height = image_dims.value()[1];
-  const std::size_t width = image_dims.value()[2];
+  Result<std::vector<std::uint32_t>> dims = images.value().ReadHeader(kImagesMagic, "image");
+  if (!dims.ok()) return dims.status();
+  const std::uint32_t count = dims.value()[0];
+  const std::size_t height = dims.value()[1];
+  const std::size_t width = dims.value()[2];
   if (count == 0) return images.value().Error("the header declares no images");
   if (height == 0 || width == 0 || height * width > static_cast<std::size_t>(INT_MAX)) {
     return images.value().Error("invalid image size " + std::to_string(height) + "x" +
                                 std::to_string(width) + " in the header");
   }
+  return ImageFile{std::move(images).value(), count, height * width};
+}
 
+// Reads the whole label file, which must hold one label for each of `count` images (of
+// images_path, for the message).
+Result<math::ByteBuffer> ReadLabels(const std::string& labels_path, std::uint32_t count,
+                                    const std::string& images_path) {
   Result<IdxFile> labels = IdxFile::Open(labels_path);
   if (!labels.ok()) return labels.status();
-  Result<std::vector<std::uint32_t>> label_dims = labels.value().ReadHeader(kLabelsMagic, "label");
-  if (!label_dims.ok()) return label_dims.status();
-  if (label_dims.value()[0] != count) {
-    return labels.value().Error("holds " + std::to_string(label_dims.value()[0]) + " labels but " +
+  Result<std::vector<std::uint32_t>> dims = labels.value().ReadHeader(kLabelsMagic, "label");
+  if (!dims.ok()) return dims.status();
+  if (dims.value()[0] != count) {
+    return labels.value().Error("holds " + std::to_string(dims.value()[0]) + " labels but " +
                                 images_path + " holds " + std::to_string(count) + " images");
   }
-
-  Dataset d;
-  d.rows = count;
-  d.features = height * width;
-  d.source = images_path;
-
-  math::ByteBuffer raw_labels;
-  Status s = labels.value().ReadItems(count, 1, "label", raw_labels);
+  math::ByteBuffer raw;
+  Status s = labels.value().ReadItems(count, 1, "label", raw);
   if (!s.ok()) return s;
-  d.labels.assign(raw_labels.begin(), raw_labels.end());
-  d.num_classes = 1 + *std::max_element(raw_labels.begin(), raw_labels.end());
+  return raw;
+}
 
-  s = images.value().ReadItems(count, d.features, "image", d.bytes);
+// An image file with its header read and all its labels; the pixels are still to be read.
+struct LabelledImages {
+  ImageFile images;
+  math::ByteBuffer labels;  // one per image
+  int num_classes = 0;      // the largest label + 1
+};
+
+// Opens the image file and reads its header, then the label file, checking that they match.
+Result<LabelledImages> OpenLabelledImages(const std::string& images_path,
+                                          const std::string& labels_path) {
+  Result<ImageFile> images = OpenImages(images_path);
+  if (!images.ok()) return images.status();
+  Result<math::ByteBuffer> labels = ReadLabels(labels_path, images.value().count, images_path);
+  if (!labels.ok()) return labels.status();
+  const int num_classes = 1 + *std::max_element(labels.value().begin(), labels.value().end());
+  return LabelledImages{std::move(images).value(), std::move(labels).value(), num_classes};
+}
+
+}  // namespace
+
+Result<Dataset> ReadIdx(const std::string& images_path, const std::string& labels_path) {
+  Result<LabelledImages> opened = OpenLabelledImages(images_path, labels_path);
+  if (!opened.ok()) return opened.status();
+  LabelledImages& in = opened.value();
+  Dataset d;
+  d.rows = in.images.count;
+  d.features = in.images.features;
+  d.source = images_path;
+  d.labels.assign(in.labels.begin(), in.labels.end());
+  d.num_classes = in.num_classes;
+  Status s = in.images.file.ReadItems(d.rows, d.features, "image", d.bytes);
   if (!s.ok()) return s;
   return d;
+}
+
+Result<DatasetShape> ReadIdxShape(const std::string& images_path, const std::string& labels_path) {
+  Result<LabelledImages> opened = OpenLabelledImages(images_path, labels_path);
+  if (!opened.ok()) return opened.status();
+  const LabelledImages& in = opened.value();
+  return DatasetShape{in.images.count, in.images.features, in.num_classes, images_path};
 }
 
 }  // namespace dtrain::data

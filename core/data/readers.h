@@ -1,5 +1,5 @@
-// Readers that load a whole data set into a Dataset (IDX, CSV, libsvm) and generators of
-// synthetic ones (Gaussian blobs, a linear teacher).
+// Readers that load a whole data set into a Dataset (IDX, CSV, libsvm) or only its shape (IDX),
+// and generators of synthetic ones (Gaussian blobs, a linear teacher).
 //
 //   Result<Dataset> train = ReadIdx(dir + "/train-images-idx3-ubyte.gz",
 //                                   dir + "/train-labels-idx1-ubyte.gz");
@@ -24,6 +24,17 @@ namespace dtrain::data {
 // 0x00000801 labels), the dimensions, that both files hold the same number of items, and that
 // neither is truncated nor followed by extra data.
 Result<Dataset> ReadIdx(const std::string& images_path, const std::string& labels_path);
+
+// What a data set's files say about it without its feature values.
+struct DatasetShape {
+  std::size_t rows = 0, features = 0;
+  int num_classes = 0;  // 0 for regression sets; max label + 1 for classification
+  std::string source;   // as Dataset::source
+};
+// The shape ReadIdx's data set would have, from the image file's header and the label file only
+// (the pixels are not read, so a truncated or over-long image file goes unnoticed). Checks and
+// messages as ReadIdx.
+Result<DatasetShape> ReadIdxShape(const std::string& images_path, const std::string& labels_path);
 
 // Delimited text: one row per line, numeric cells only. Blank lines are skipped; cells may be
 // padded with spaces or wrapped in double quotes (which may not contain the delimiter).

@@ -7,10 +7,11 @@
 namespace dtrain::runner {
 namespace {
 
-// Synthetic sets are generated as one set and split, so train and test share class centres
-// (or the teacher's weights).
-std::pair<data::Dataset, data::Dataset> MakeSynthetic(const config::DataConfig& d) {
-  const auto total = static_cast<std::size_t>(d.rows + d.test_rows);
+// Synthetic sets are generated as one set of `total` rows and split, so train and test share
+// class centres (or the teacher's weights). With total 0 it generates no rows, only the sets'
+// features, classes and names.
+std::pair<data::Dataset, data::Dataset> MakeSynthetic(const config::DataConfig& d,
+                                                      std::size_t total) {
   const auto features = static_cast<std::size_t>(d.features > 0 ? d.features : 2);
   data::Dataset all;
   if (d.synthetic == config::SyntheticKind::kBlobs) {
@@ -18,8 +19,36 @@ std::pair<data::Dataset, data::Dataset> MakeSynthetic(const config::DataConfig& 
   } else {
     all = data::MakeLinearTeacher({total, features, d.noise, d.data_seed});
   }
-  const double fraction = static_cast<double>(d.test_rows) / static_cast<double>(total);
+  const double fraction =
+      total > 0 ? static_cast<double>(d.test_rows) / static_cast<double>(total) : 0.0;
   return data::SplitValidation(std::move(all), fraction, d.data_seed);
+}
+
+// The shape of a data set in memory, for ResolveModelShape.
+data::DatasetShape ShapeOf(const data::Dataset& d) {
+  return {d.rows, d.features, d.num_classes, d.source};
+}
+
+// The training set's name after LoadJobData's held-out choice: a validation split renames it.
+std::string TrainingSource(const config::JobConfig& job, std::string file) {
+  if (job.data.test.empty() && job.data.validation_fraction > 0.0) {
+    data::Dataset unread;
+    unread.source = std::move(file);
+    return data::SplitValidation(std::move(unread), job.data.validation_fraction, job.train.seed)
+        .first.source;
+  }
+  return file;
+}
+
+// The training file's shape, for ResolveJobShape: from the header and the labels for idx.
+Result<data::DatasetShape> ReadTrainingShape(const config::JobConfig& job) {
+  const config::DataConfig& d = job.data;
+  if (d.format == config::DataFormat::kIdx) return data::ReadIdxShape(d.train, d.train_labels);
+  // csv and libsvm have no header that tells the feature count and the classes: read it all.
+  const bool classification = job.model.loss != model::LossType::kMeanSquaredError;
+  Result<data::Dataset> train = ReadJobDataset(d, d.train, d.train_labels, classification);
+  if (!train.ok()) return train.status();
+  return ShapeOf(train.value());
 }
 
 }  // namespace
@@ -48,7 +77,7 @@ Result<data::Dataset> ReadJobDataset(const config::DataConfig& data, const std::
 }
 
 Result<model::ModelSpec> ResolveModelShape(const model::ModelSpec& job_spec,
-                                           const data::Dataset& train) {
+                                           const data::DatasetShape& train) {
   model::ModelSpec spec = job_spec;
   const auto features = static_cast<int>(train.features);
   if (spec.inputs == 0) spec.inputs = features;
@@ -72,12 +101,28 @@ Result<model::ModelSpec> ResolveModelShape(const model::ModelSpec& job_spec,
   return spec;
 }
 
+Result<model::ModelSpec> ResolveJobShape(const config::JobConfig& job) {
+  if (job.data.format == config::DataFormat::kSynthetic) {
+    return ResolveModelShape(job.model, ShapeOf(MakeSynthetic(job.data, 0).first));
+  }
+  if (job.model.inputs != 0 && job.model.outputs != 0) {
+    Status valid = model::ValidateModelSpec(job.model);
+    if (!valid.ok()) return valid;
+    return job.model;
+  }
+  Result<data::DatasetShape> train = ReadTrainingShape(job);
+  if (!train.ok()) return train.status();
+  train.value().source = TrainingSource(job, std::move(train.value().source));
+  return ResolveModelShape(job.model, train.value());
+}
+
 Result<JobData> LoadJobData(const config::JobConfig& job) {
   const config::DataConfig& d = job.data;
   JobData out;
   const bool classification = job.model.loss != model::LossType::kMeanSquaredError;
   if (d.format == config::DataFormat::kSynthetic) {
-    std::tie(out.train, out.eval) = MakeSynthetic(d);
+    std::tie(out.train, out.eval) =
+        MakeSynthetic(d, static_cast<std::size_t>(d.rows + d.test_rows));
     out.eval_name = "test";
   } else {
     auto train = ReadJobDataset(d, d.train, d.train_labels, classification);
@@ -99,7 +144,7 @@ Result<JobData> LoadJobData(const config::JobConfig& job) {
                          " features but " + out.train.source + " has " +
                          std::to_string(out.train.features));
   }
-  auto spec = ResolveModelShape(job.model, out.train);
+  auto spec = ResolveModelShape(job.model, ShapeOf(out.train));
   if (!spec.ok()) return spec.status();
   out.spec = spec.value();
   if (classification && out.eval.num_classes > out.spec.outputs) {

@@ -7,13 +7,14 @@
 //
 // The held-out set is the test file when the job names one, else a validation split of the
 // training data (data.validation_fraction), else none. Scaling statistics come from the
-// training rows only. Plain values; LoadJobData is safe for concurrent use.
+// training rows only. Plain values; LoadJobData and ResolveJobShape are safe for concurrent use.
 #pragma once
 
 #include <string>
 
 #include "config/job.h"
 #include "core/data/dataset.h"
+#include "core/data/readers.h"
 #include "core/model/spec.h"
 #include "core/status.h"
 
@@ -35,9 +36,16 @@ Result<JobData> LoadJobData(const config::JobConfig& job);
 Result<data::Dataset> ReadJobDataset(const config::DataConfig& data, const std::string& path,
                                      const std::string& labels_path, bool classification);
 
-// The job's spec with inputs/outputs taken from the data where the job left them 0, checked
-// against the data (feature count, number of classes).
+// The job's spec with inputs/outputs taken from the training data's shape where the job left
+// them 0, checked against it (feature count, number of classes).
 Result<model::ModelSpec> ResolveModelShape(const model::ModelSpec& spec,
-                                           const data::Dataset& train);
+                                           const data::DatasetShape& train);
+
+// LoadJobData(job).value().spec, reading as little as it can (for a parameter-server shard, which
+// needs only the model's shape): nothing when the job sets both model.inputs and model.outputs
+// (then only the spec itself is checked) or uses synthetic data; the header and the labels for
+// idx; the whole training file for csv and libsvm. The test set is never read, so the checks
+// that involve it are LoadJobData's alone.
+Result<model::ModelSpec> ResolveJobShape(const config::JobConfig& job);
 
 }  // namespace dtrain::runner

@@ -198,14 +198,14 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
 // early — the workers stop (and take the final checkpoint, from the shards) first.
 int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;
-  auto data = runner::LoadJobData(job);  // for the model's shape, from the training data
-  if (!data.ok()) return FailOnData(upstream, data.status().message());
+  auto spec = runner::ResolveJobShape(job);  // the model's shape, reading as little as it can
+  if (!spec.ok()) return FailOnData(upstream, spec.status().message());
   UpstreamRecorder recorder(upstream);
   runner::MetricsToRecorder sink(recorder);
   std::printf("shard %d of %d serving %d workers\n", placement.rank - job.cluster.workers,
               job.cluster.Servers(), job.cluster.workers);
   std::fflush(stdout);
-  Status served = runner::ServeShardOfJob(job, data.value().spec, placement, admitted.resume, sink);
+  Status served = runner::ServeShardOfJob(job, spec.value(), placement, admitted.resume, sink);
   if (!served.ok()) return Fail(served.message());
   if (Status said = SayDone(upstream, "completed", 0); !said.ok()) {
     return Fail(said.message());

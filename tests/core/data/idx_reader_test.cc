@@ -1,32 +1,21 @@
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
 
+#include "common/idx_files.h"
 #include "common/temp_dir.h"
 #include "core/data/readers.h"
 
 namespace dtrain::data {
 namespace {
 
+using dtrain::testing::FashionMnistPresent;
+using dtrain::testing::IdxBytes;
+using dtrain::testing::kFashionDir;
 using dtrain::testing::TempDir;
-
-const std::string kFashionDir = "/usr/share/datasets/fashion-mnist";
-
-// An IDX file: big-endian magic, big-endian dimension sizes, then the payload.
-std::string IdxBytes(std::uint32_t magic, const std::vector<std::uint32_t>& dims,
-                     const std::string& payload) {
-  std::string out;
-  auto put = [&out](std::uint32_t v) {
-    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
-  };
-  put(magic);
-  for (std::uint32_t d : dims) put(d);
-  return out + payload;
-}
 
 // Three 2x3 images with pixels 0..17 and labels 2, 0, 1.
 const std::string kPixels = [] {
@@ -57,13 +46,6 @@ void CheckError(const Result<Dataset>& r, const std::string& path, const std::st
   const std::string m = r.status().message();
   BOOST_TEST(m.find(path) != std::string::npos, m);
   BOOST_TEST(m.find(fragment) != std::string::npos, m);
-}
-
-boost::test_tools::assertion_result FashionMnistPresent(boost::unit_test::test_unit_id) {
-  boost::test_tools::assertion_result present(
-      std::filesystem::exists(kFashionDir + "/t10k-images-idx3-ubyte.gz"));
-  present.message() << "Fashion-MNIST not installed under " << kFashionDir;
-  return present;
 }
 
 BOOST_AUTO_TEST_SUITE(idx_reader)
@@ -176,6 +158,73 @@ BOOST_AUTO_TEST_CASE(reads_the_fashion_mnist_test_set,
   const auto [lo, hi] = std::minmax_element(d.bytes.begin(), d.bytes.end());
   BOOST_TEST(*lo == 0);
   BOOST_TEST(*hi == 255);
+}
+
+// ReadIdxShape agrees with ReadIdx on every field the shape has.
+void CheckShapeMatches(const std::string& images, const std::string& labels) {
+  const Result<DatasetShape> shape = ReadIdxShape(images, labels);
+  BOOST_TEST_REQUIRE(shape.ok(), shape.status().message());
+  const Result<Dataset> whole = ReadIdx(images, labels);
+  BOOST_TEST_REQUIRE(whole.ok(), whole.status().message());
+  BOOST_TEST(shape.value().rows == whole.value().rows);
+  BOOST_TEST(shape.value().features == whole.value().features);
+  BOOST_TEST(shape.value().num_classes == whole.value().num_classes);
+  BOOST_TEST(shape.value().source == whole.value().source);
+}
+
+// Both readers fail with the same message.
+void CheckSameError(const std::string& images, const std::string& labels) {
+  const Result<DatasetShape> shape = ReadIdxShape(images, labels);
+  BOOST_TEST_REQUIRE(!shape.ok());
+  const Result<Dataset> whole = ReadIdx(images, labels);
+  BOOST_TEST_REQUIRE(!whole.ok());
+  BOOST_TEST(shape.status().message() == whole.status().message());
+}
+
+BOOST_AUTO_TEST_CASE(shape_of_plain_and_gzip_files) {
+  TempDir dir;
+  const std::string images = dir.Write("images", kImages);
+  const Result<DatasetShape> shape = ReadIdxShape(images, dir.Write("labels", kLabels));
+  BOOST_TEST_REQUIRE(shape.ok(), shape.status().message());
+  BOOST_TEST(shape.value().rows == 3u);
+  BOOST_TEST(shape.value().features == 6u);
+  BOOST_TEST(shape.value().num_classes == 3);
+  BOOST_TEST(shape.value().source == images);
+  CheckShapeMatches(images, dir.Path("labels"));
+  CheckShapeMatches(dir.WriteGz("images.gz", kImages), dir.WriteGz("labels.gz", kLabels));
+}
+
+BOOST_AUTO_TEST_CASE(shape_does_not_read_the_pixels) {
+  TempDir dir;
+  const std::string header_only = dir.Write("images", kImages.substr(0, 16));
+  const Result<DatasetShape> shape = ReadIdxShape(header_only, dir.Write("labels", kLabels));
+  BOOST_TEST_REQUIRE(shape.ok(), shape.status().message());
+  BOOST_TEST(shape.value().features == 6u);
+}
+
+BOOST_AUTO_TEST_CASE(shape_errors_are_read_idx_errors) {
+  TempDir dir;
+  const std::string images = dir.Write("images", kImages);
+  const std::string labels = dir.Write("labels", kLabels);
+  CheckSameError(labels, images);  // swapped
+  CheckSameError(images, dir.Write("two", IdxBytes(0x801, {2}, "\x01\x01")));
+  CheckSameError(images, dir.Write("short", IdxBytes(0x801, {3}, "\x01")));
+  CheckSameError(dir.Write("none", IdxBytes(0x803, {0, 2, 2}, "")), labels);
+  CheckSameError(dir.Write("flat", IdxBytes(0x803, {3, 0, 2}, "")), labels);
+  CheckSameError(dir.Path("no-such-file"), labels);
+  CheckSameError(images, dir.Path("no-such-file"));
+}
+
+BOOST_AUTO_TEST_CASE(shape_of_the_fashion_mnist_test_set,
+                     *boost::unit_test::precondition(FashionMnistPresent)) {
+  const std::string images = kFashionDir + "/t10k-images-idx3-ubyte.gz";
+  const std::string labels = kFashionDir + "/t10k-labels-idx1-ubyte.gz";
+  CheckShapeMatches(images, labels);
+  const Result<DatasetShape> shape = ReadIdxShape(images, labels);
+  BOOST_TEST_REQUIRE(shape.ok(), shape.status().message());
+  BOOST_TEST(shape.value().rows == 10000u);
+  BOOST_TEST(shape.value().features == 784u);
+  BOOST_TEST(shape.value().num_classes == 10);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
