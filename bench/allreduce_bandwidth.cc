@@ -2,6 +2,7 @@
 // processes, against raw TCP measured in the same run:
 //   - dtrain: RingAllReduce::AllReduceMean over TcpLinks (LoopbackRing), n = 2 and 4 processes
 //     (n = 2 by direct exchange unless --ring);
+//     (--no-checksum: their frames carry no CRC-32, as with [cluster] checksum = false);
 //   - shm: the same over ShmLinks (what JoinRing makes between processes of one host), n = 2
 //     and 4, and its ratio to TCP (--no-shm leaves it out);
 //     bus bandwidth = 2(n-1)/n * bytes / time, the bytes each rank sends (and receives) per op
@@ -16,7 +17,7 @@
 // larger sizes); a ratio is taken within a round, and the median round is printed. Four busy
 // threads share two cores here, so single rounds scatter by tens of percent.
 // Usage: bench_allreduce_bandwidth [--quick] [--bytes N]... [--segment FLOATS] [--spin US]
-//                                  [--yield US] [--threaded] [--ring] [--no-shm]
+//                                  [--yield US] [--threaded] [--ring] [--no-shm] [--no-checksum]
 // (--threaded: RingOptions::caller_sends off; --ring: the two-phase ring for n = 2 too.)
 #include <algorithm>
 #include <chrono>
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes;
   RingOptions options;
   bool shm = true;
+  bool checksums = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
@@ -72,18 +74,22 @@ int main(int argc, char** argv) {
       options.direct_exchange = false;
     } else if (arg == "--no-shm") {
       shm = false;
+    } else if (arg == "--no-checksum") {
+      checksums = false;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--bytes N]... [--segment FLOATS] [--spin MICROSECONDS]\n"
-                   "       [--yield MICROSECONDS] [--threaded] [--ring] [--no-shm]\n",
+                   "       [--yield MICROSECONDS] [--threaded] [--ring] [--no-shm] "
+                   "[--no-checksum]\n",
                    argv[0]);
       return 2;
     }
   }
   if (sizes.empty()) sizes = {std::size_t{256} << 10, std::size_t{4} << 20, std::size_t{64} << 20};
   const std::size_t segment_bytes = options.segment_floats * sizeof(float);
-  std::printf("ring all-reduce (mean) over TCP on 127.0.0.1%s vs raw full-duplex TCP, ranks as "
-              "processes\n",
+  std::printf("ring all-reduce (mean) over TCP on 127.0.0.1 (%s)%s vs raw full-duplex TCP, ranks "
+              "as processes\n",
+              checksums ? "frames with CRC-32" : "frames without checksum",
               shm ? " and over shared memory" : "");
   std::printf(
       "segment %zu floats (%s), yield %lld us, spin %lld us, %s, n=2 by %s, %u cores; GB/s = 1e9 "
@@ -113,7 +119,10 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 2; ++i) {
         const int n = i == 0 ? 2 : 4;
         const double moved = 2.0 * (n - 1) / n * static_cast<double>(bytes);
-        gbps[2 + i] = moved / RingSeconds(n, bytes / sizeof(float), reps, options) / 1e9;
+        gbps[2 + i] = moved /
+                      RingSeconds(n, bytes / sizeof(float), reps, options,
+                                  dtrain::dist::LinkTransport::kTcp, checksums) /
+                      1e9;
         gbps[4 + i] = shm ? moved /
                                 RingSeconds(n, bytes / sizeof(float), reps, options,
                                             dtrain::dist::LinkTransport::kAuto) /

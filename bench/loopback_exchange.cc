@@ -81,7 +81,7 @@ double InProcesses(int n, const std::function<double(int)>& fn) {
 }
 
 double RingSeconds(int n, std::size_t floats, int reps, dist::RingOptions options,
-                   dist::LinkTransport transport) {
+                   dist::LinkTransport transport, bool checksums) {
   Result<dist::LoopbackRing> listening = dist::LoopbackRing::Listen(n, transport);
   if (!listening.ok()) {
     std::fprintf(stderr, "%s\n", listening.status().message().c_str());
@@ -93,6 +93,7 @@ double RingSeconds(int n, std::size_t floats, int reps, dist::RingOptions option
       std::fprintf(stderr, "%s\n", links.status().message().c_str());
       return NAN;
     }
+    for (const auto& link : links.value().owned) link->SetSendChecksums(checksums);
     dist::RingAllReduce ring(rank, n, links.value().left, links.value().right, options);
     std::vector<float> data(floats);
     for (std::size_t i = 0; i < floats; ++i) data[i] = static_cast<float>((i * 7 + rank) % 13);

@@ -26,9 +26,10 @@ double InProcesses(int n, const std::function<double(int)>& fn);
 
 // Seconds per RingAllReduce::AllReduceMean of `floats` floats among `n` processes over loopback
 // TCP (or, with LinkTransport::kAuto, over shared memory: ShmLink), median over `reps` ops after
-// one warm-up op.
+// one warm-up op. `checksums` false: the TCP links send without CRC ([cluster] checksum = false).
 double RingSeconds(int n, std::size_t floats, int reps, dist::RingOptions options,
-                   dist::LinkTransport transport = dist::LinkTransport::kTcp);
+                   dist::LinkTransport transport = dist::LinkTransport::kTcp,
+                   bool checksums = true);
 
 // Seconds per full-duplex exchange of `bytes` each way between two processes, each driving its
 // socket from one thread with non-blocking send and recv under poll (no framing, no thread

@@ -450,6 +450,7 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
   r.Enum("placement", ParsePlacementPolicy, PlacementPolicyChoices(), &c->placement);
   ReadHosts(r, &c->hosts);
   r.Enum("transport", ParseTransport, TransportChoices(), &c->transport);
+  r.Bool("checksum", &c->checksum);
 }
 
 void ReadCheckpoint(TableReader& r, CheckpointConfig* c) {

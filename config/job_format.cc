@@ -98,6 +98,7 @@ std::string FormatResolvedJob(const JobConfig& job) {
   w.String("mode", ClusterModeName(job.cluster.mode));
   w.String("allreduce", AllReduceName(job.cluster.allreduce));
   w.String("transport", TransportName(job.cluster.transport));
+  w.Bool("checksum", job.cluster.checksum);
   w.Int("servers", job.cluster.servers);
   w.Int("push_every", job.cluster.push_every);
   w.Int("fetch_every", job.cluster.fetch_every);

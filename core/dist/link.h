@@ -22,6 +22,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -62,6 +63,11 @@ class Link {
   virtual Result<Received> RecvFold(std::span<float> out, const FoldAccept& accept,
                                     const FoldPiece& fold, Deadline deadline);
 
+  // Whether the messages this end sends carry a checksum of their floats, where the transport
+  // has one (TcpLink: on by default; the receiver checks whatever the sender chose). Off saves a
+  // pass over the bytes at each end: [cluster] checksum = false. Call before the link is used.
+  virtual void SetSendChecksums(bool on) { (void)on; }
+
   // True when a receive would start without blocking: a message, the first bytes of one, or the
   // peer's close has arrived. Never blocks; lets a caller spin briefly before a blocking receive.
   virtual bool Readable() = 0;
@@ -69,6 +75,9 @@ class Link {
   // Ends the link in both directions now: blocked and later calls at this end fail promptly, and
   // the peer's fail once it has received what was sent before.
   virtual void Close() = 0;
+
+  // What carries the messages, for people: "tcp", "tcp without checksums", "shared memory".
+  virtual std::string_view Transport() const { return "in-process"; }
 
   // How errors name the other end, e.g. "rank 2 (127.0.0.1:40123)".
   virtual const std::string& peer() const = 0;

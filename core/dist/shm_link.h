@@ -84,6 +84,7 @@ class ShmLink final : public Link {
   // Marks this end closed in the segment, wakes every sleeper of either end and shuts the TCP
   // connection down.
   void Close() override;
+  std::string_view Transport() const override { return "shared memory"; }
   const std::string& peer() const override { return peer_; }
 
  private:

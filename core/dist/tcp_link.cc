@@ -45,8 +45,9 @@ TcpLink::TcpLink(net::FrameStream reader, net::FrameStream writer, int peer_rank
 
 Status TcpLink::Send(std::uint32_t tag, std::span<const float> data, Deadline deadline) {
   const std::span<const std::uint8_t> payload = net::FloatBytes(data);
-  return writer_.Write(net::MessageType::kFloats, 0, writer_.sender(), tag, {&payload, 1},
-                       Remaining(deadline));
+  const net::MessageType type =
+      checksums_ ? net::MessageType::kFloats : net::MessageType::kUncheckedFloats;
+  return writer_.Write(type, 0, writer_.sender(), tag, {&payload, 1}, Remaining(deadline));
 }
 
 Result<std::uint32_t> TcpLink::RecvAnyTag(std::span<float> out, Deadline deadline) {

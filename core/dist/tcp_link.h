@@ -30,6 +30,11 @@ class TcpLink final : public Link {
 
   Status Send(std::uint32_t tag, std::span<const float> data, Deadline deadline) override;
   Result<std::uint32_t> RecvAnyTag(std::span<float> out, Deadline deadline) override;
+  // Off: messages go as kUncheckedFloats frames (core/net/protocol.md).
+  void SetSendChecksums(bool on) override { checksums_ = on; }
+  std::string_view Transport() const override {
+    return checksums_ ? "tcp" : "tcp without checksums";
+  }
   bool Readable() override;
   // Shuts the socket down both ways (the descriptors close with the link).
   void Close() override;
@@ -43,6 +48,7 @@ class TcpLink final : public Link {
   const int socket_;         // reader_'s descriptor, for Close and Readable from any thread
   const int peer_rank_;
   const std::string peer_;
+  bool checksums_ = true;  // used only by the sending thread
 };
 
 }  // namespace dtrain::dist

@@ -40,6 +40,7 @@ enum class MessageType : std::uint16_t {
   kCheckpoint = 4,         // a checkpoint on its way to the coordinator
   kHeartbeat = 5,          // liveness, empty payload allowed
   kFloats = 16,            // raw little-endian float32 array
+  kUncheckedFloats = 17,   // kFloats without a checksum: the crc field is 0 and means nothing
   kVersionMismatch = 255,  // payload kVersionMismatchPayload
 };
 // "control", "floats", ...; "?" for a value this build does not know.
@@ -89,7 +90,10 @@ std::optional<FrameError> DecodeHeader(std::span<const std::uint8_t, kHeaderSize
 // CRC-32 of a payload given in parts, as if they were one contiguous array.
 std::uint32_t PayloadCrc(std::span<const std::span<const std::uint8_t>> parts);
 
-// True when `payload` has the header's length and CRC.
+// Whether frames of this type carry their payload's CRC (all but kUncheckedFloats).
+constexpr bool HasChecksum(MessageType type) { return type != MessageType::kUncheckedFloats; }
+
+// True when `payload` has the header's length and CRC (a type without a checksum: crc 0).
 bool PayloadMatches(const FrameHeader& h, std::span<const std::uint8_t> payload);
 
 // Header plus payload as one string, for small control frames (payload.size() <= 2^32-1).

@@ -389,7 +389,7 @@ Status FrameStream::Write(MessageType type, std::uint64_t job, std::uint32_t sen
                       .sender = sender,
                       .tag = tag,
                       .length = static_cast<std::uint32_t>(length),
-                      .crc = PayloadCrc(payload_parts)};
+                      .crc = HasChecksum(type) ? PayloadCrc(payload_parts) : 0};
   std::array<std::uint8_t, kHeaderSize> header;
   EncodeHeader(h, header);
   const IoOutcome out = SendAll(fd_, header, payload_parts, DeadlineAfter(timeout));
@@ -482,6 +482,12 @@ Result<FrameHeader> FrameStream::ReadHeader(std::uint32_t max_payload, Deadline 
 }
 
 Status FrameStream::CheckPayload(const FrameHeader& h, std::span<const std::uint8_t> payload) {
+  if (!HasChecksum(h.type)) {
+    if (h.crc == 0) return Status::Ok();
+    return Break(read_failure_, FrameError::kBadChecksum,
+                 DescribeType(h.type) + " from " + peer_ + " carries no checksum, but its CRC " +
+                     "field is " + codec::FormatCrc32(h.crc) + " instead of 0");
+  }
   const std::uint32_t crc = PayloadCrc({&payload, 1});
   if (crc == h.crc) return Status::Ok();
   return Break(read_failure_, FrameError::kBadChecksum,
@@ -525,7 +531,8 @@ Result<FrameHeader> FrameStream::ReadFloatsInto(std::span<float> out, millisecon
   Result<FrameHeader> header = ReadHeader(limit, deadline, timeout);
   if (!header.ok()) return header.status();
   const FrameHeader& h = header.value();
-  if (h.type != MessageType::kFloats || h.length != want) {
+  const bool floats = h.type == MessageType::kFloats || h.type == MessageType::kUncheckedFloats;
+  if (!floats || h.length != want) {
     return Break(read_failure_, FrameError::kUnexpected,
                  "expected a floats frame of " + std::to_string(want) + " bytes (" +
                      std::to_string(out.size()) + " floats) from " + peer_ + ", got a " +

@@ -71,8 +71,8 @@ class FrameStream {
   // the peer speaks another protocol version, first replies with a kVersionMismatch frame, then
   // fails. The payload buffer grows with the bytes that actually arrive, up to max_payload.
   Result<Frame> Read(std::chrono::milliseconds timeout);
-  // Reads a kFloats frame of exactly out.size() floats straight into `out`; any other type or
-  // size fails with kUnexpected, naming both sizes. On failure `out` holds unspecified values.
+  // Reads a kFloats (or kUncheckedFloats) frame of exactly out.size() floats straight into `out`;
+  // any other type or size fails with kUnexpected, naming both sizes. On failure `out` holds unspecified values.
   Result<FrameHeader> ReadFloatsInto(std::span<float> out, std::chrono::milliseconds timeout);
 
   // What the most recent Read/ReadFloatsInto/Write/WriteString failed with; nullopt after a

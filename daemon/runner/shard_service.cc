@@ -23,8 +23,9 @@ std::vector<train::MetricPoint> StatPoints(const dist::ShardStats& stats) {
 }
 
 // Until `serving` drops: a connection introduced as a worker rank becomes that worker's link again
-// if the shard takes it back (a restarted worker); anything else is closed.
-void AcceptRejoining(const dist::PeerListener& listener, int self, int workers,
+// if the shard takes it back (a restarted worker); anything else is closed. `checksums`: the
+// job's cluster.checksum.
+void AcceptRejoining(const dist::PeerListener& listener, int self, int workers, bool checksums,
                      dist::ParameterShard& server, const std::atomic<bool>& serving,
                      std::vector<std::unique_ptr<dist::Link>>& rejoined) {
   using namespace std::chrono_literals;
@@ -39,6 +40,7 @@ void AcceptRejoining(const dist::PeerListener& listener, int self, int workers,
     if (rank >= static_cast<std::uint32_t>(workers)) continue;
     auto link = dist::TcpLink::Create(std::move(in.value().stream), self, static_cast<int>(rank));
     if (!link.ok()) continue;
+    link.value()->SetSendChecksums(checksums);
     if (server.Rejoin(static_cast<int>(rank), link.value().get()).ok()) {
       rejoined.push_back(std::move(link).value());
     }
@@ -122,6 +124,7 @@ Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spe
     auto link = dist::TcpLink::Create(std::move(in.value().stream), placement.rank,
                                       static_cast<int>(rank));
     if (!link.ok()) return link.status();
+    link.value()->SetSendChecksums(job.cluster.checksum);
     links[rank] = link.value().get();
     owned[rank] = std::move(link).value();
   }
@@ -144,7 +147,8 @@ Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spe
   std::thread acceptor;
   if (job.cluster.mode == config::ClusterMode::kAsync) {
     acceptor = std::thread([&] {
-      AcceptRejoining(*placement.listener, placement.rank, workers, server, serving, rejoined);
+      AcceptRejoining(*placement.listener, placement.rank, workers, job.cluster.checksum, server,
+                      serving, rejoined);
     });
   }
   Status served = server.Serve(links);

@@ -93,6 +93,7 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
                                                    placement.data_token, transport);
     if (!links.ok()) return links.status();
     ring_links_ = std::move(links).value();
+    for (const auto& link : ring_links_.owned) link->SetSendChecksums(job.cluster.checksum);
     ring_ = std::make_unique<dist::RingAllReduce>(rank, workers, ring_links_.left,
                                                   ring_links_.right,
                                                   dist::RingOptions{.timeout = Timeout(job)});
@@ -112,6 +113,7 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
         dist::ConnectPeer(placement.peers[static_cast<std::size_t>(id)], rank, id,
                           "shard " + std::to_string(s), deadline, placement.data_token);
     if (!link.ok()) return link.status();
+    link.value()->SetSendChecksums(job.cluster.checksum);
     shards_.push_back(link.value().get());
     shard_links_.push_back(std::move(link).value());
   }
@@ -136,6 +138,20 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
     strategy_ = std::move(downpour);
   }
   return Status::Ok();
+}
+
+std::string TrainingSession::DescribeLinks() const {
+  if (ring_links_.left != nullptr) {
+    const std::string_view left = ring_links_.left->Transport();
+    const std::string_view right = ring_links_.right->Transport();
+    if (left == right) return "data plane: ring over " + std::string(left);
+    return "data plane: ring over " + std::string(left) + " from the left, " + std::string(right) +
+           " to the right";
+  }
+  if (shard_links_.empty()) return "";
+  return "data plane: " + std::to_string(shard_links_.size()) + " shard link" +
+         (shard_links_.size() == 1 ? "" : "s") + " over " +
+         std::string(shard_links_.front()->Transport());
 }
 
 Status TrainingSession::Start() {

@@ -64,6 +64,9 @@ class TrainingSession {
   std::function<Result<store::CheckpointData>(train::Trainer&)> Capturer();
   // Says goodbye to the shards (a no-op in the other modes). Idempotent.
   Status Finish();
+  // What carries this replica's messages, for its log: "data plane: ring over shared memory",
+  // "data plane: 2 shard links over tcp"; empty for a replica alone.
+  std::string DescribeLinks() const;
 
  private:
   explicit TrainingSession(const model::ModelSpec& spec) : model_(spec) {}

@@ -172,6 +172,10 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
 
   LinePrinter printer;
   printer.OnStart(trainer, data.value(), resume.has_value());
+  if (const std::string links = session.DescribeLinks(); !links.empty()) {
+    std::printf("%s\n", links.c_str());
+    std::fflush(stdout);
+  }
   UpstreamRecorder recorder(upstream);
   runner::RunOptions options;
   options.stop = &g_stop;

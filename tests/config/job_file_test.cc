@@ -411,6 +411,21 @@ BOOST_AUTO_TEST_CASE(the_ring_transport_is_auto_unless_the_file_says_tcp) {
       {{"inline.toml", 4, 13, "cluster.transport", "got \"shm\""}});
 }
 
+BOOST_AUTO_TEST_CASE(float_messages_carry_a_checksum_unless_the_file_says_not) {
+  const LoadResult plain = Parse("[data]\nformat = \"synthetic\"\n");
+  BOOST_REQUIRE(plain.ok());
+  BOOST_TEST(plain.job->cluster.checksum);
+  const LoadResult off = Parse(
+      "[data]\nformat = \"synthetic\"\n[cluster]\nworkers = 2\nmode = \"sync\"\nchecksum = false\n");
+  BOOST_REQUIRE(off.ok());
+  BOOST_TEST(!off.job->cluster.checksum);
+  const LoadResult again = ParseJobText(FormatResolvedJob(*off.job), "again", {}, "/");
+  BOOST_REQUIRE(again.ok());
+  BOOST_TEST((again.job->cluster == off.job->cluster));
+  CheckDiagnostics(Parse("[data]\nformat = \"synthetic\"\n[cluster]\nchecksum = \"no\"\n"),
+                   {{"inline.toml", 4, 12, "cluster.checksum", "must be true or false"}});
+}
+
 BOOST_AUTO_TEST_CASE(unknown_keys_get_the_closest_name_or_the_list) {
   CheckDiagnostics(
       Parse("epochs = 3\n"

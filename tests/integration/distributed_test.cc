@@ -132,6 +132,27 @@ BOOST_AUTO_TEST_CASE(sync_ring_and_ps_with_n_workers_equal_one_worker_with_the_g
   }
 }
 
+BOOST_AUTO_TEST_CASE(float_messages_without_checksums_train_the_same_bits) {
+  TempDir dir;
+  for (const std::string mode : {"transport = \"tcp\"\n", "allreduce = \"ps\"\n"}) {
+    const std::string cluster = "workers = 2\nmode = \"sync\"\n" + mode;
+    const std::string name = mode.substr(0, mode.find(' '));
+    const Finished checked = RunJob(dir, name + "-checked", BlobsJob(cluster, 48));
+    const Finished unchecked =
+        RunJob(dir, name + "-unchecked", BlobsJob(cluster + "checksum = false\n", 48));
+    BOOST_TEST(unchecked.params == checked.params, mode);
+    CheckReplicasAgree(unchecked, 2);
+    // The replicas say what carries their messages.
+    const auto said = [](const Finished& f, const std::string& line) {
+      return std::count_if(f.logs.begin(), f.logs.end(),
+                           [&](const store::LogRow& row) { return row.line == line; });
+    };
+    const std::string links = mode.find("ps") != std::string::npos ? "1 shard link" : "ring";
+    BOOST_TEST(said(checked, "data plane: " + links + " over tcp") == 2, mode);
+    BOOST_TEST(said(unchecked, "data plane: " + links + " over tcp without checksums") == 2, mode);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(local_sgd_replicas_are_identical_right_after_an_average) {
   // (That average_every = 1 with plain SGD computes sync SGD is shown on equal sampling in
   // tests/core/dist/local_sgd_test.cc; here each worker trains on its own shard.)

@@ -307,6 +307,28 @@ BOOST_AUTO_TEST_CASE(tcp_frames_carry_the_tag_and_the_senders_rank) {
   BOOST_TEST(std::memcmp(f.value().payload.data(), values.data(), f.value().payload.size()) == 0);
 }
 
+BOOST_AUTO_TEST_CASE(tcp_links_without_checksums_send_unchecked_frames_with_crc_zero) {
+  auto [raw, accepted] = TcpStreams();
+  Result<std::unique_ptr<TcpLink>> link = TcpLink::Create(std::move(accepted), 3, 1);
+  BOOST_TEST_REQUIRE(link.ok(), link.status().message());
+  link.value()->SetSendChecksums(false);
+  const std::vector<float> values = {0.5f, -2.0f};
+  BOOST_TEST_REQUIRE(link.value()->Send(78, values, In(5s)).ok());
+  Result<net::Frame> f = raw.Read(5s);
+  BOOST_TEST_REQUIRE(f.ok(), f.status().message());
+  BOOST_TEST((f.value().header.type == net::MessageType::kUncheckedFloats));
+  BOOST_TEST(f.value().header.crc == 0u);
+  BOOST_TEST(std::memcmp(f.value().payload.data(), values.data(), f.value().payload.size()) == 0);
+  // The link reads either kind, whatever it sends itself.
+  const std::span<const std::uint8_t> payload[] = {net::FloatBytes(values)};
+  for (const net::MessageType type : {net::MessageType::kFloats, net::MessageType::kUncheckedFloats}) {
+    BOOST_TEST_REQUIRE(raw.Write(type, 0, 1, 79, payload, 5s).ok());
+    std::vector<float> out(values.size());
+    BOOST_TEST_REQUIRE(link.value()->Recv(79, out, In(5s)).ok());
+    BOOST_TEST(out == values);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace

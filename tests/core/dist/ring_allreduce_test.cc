@@ -171,7 +171,7 @@ BOOST_AUTO_TEST_CASE(full_duplex_when_chunks_far_exceed_the_link_buffer) {
 
 // Rank `rank` of a ring forked from this process: reduces three ops and leaves its last result
 // (or its error) in `path`. Returns the exit status.
-int RankProcess(const LoopbackRing& listening, int rank, std::size_t size,
+int RankProcess(const LoopbackRing& listening, int rank, std::size_t size, bool checksums,
                 const std::string& path) {
   std::ofstream out(path, std::ios::binary);
   Result<RingLinks> links = listening.Join(rank, 10s);
@@ -179,6 +179,7 @@ int RankProcess(const LoopbackRing& listening, int rank, std::size_t size,
     out << links.status().message();
     return 1;
   }
+  for (const auto& link : links.value().owned) link->SetSendChecksums(checksums);
   RingAllReduce ring(rank, listening.world(), links.value().left, links.value().right,
                      {.timeout = 60s, .segment_floats = 8192});
   std::vector<float> data;
@@ -194,7 +195,8 @@ int RankProcess(const LoopbackRing& listening, int rank, std::size_t size,
   return out.good() ? 0 : 1;
 }
 
-std::vector<std::vector<float>> ReduceInProcesses(int world, LinkTransport transport) {
+std::vector<std::vector<float>> ReduceInProcesses(int world, LinkTransport transport,
+                                                  bool checksums = true) {
   const std::size_t size = 300'007;
   dtrain::testing::TempDir dir;
   Result<LoopbackRing> listening = LoopbackRing::Listen(world, transport);
@@ -204,7 +206,8 @@ std::vector<std::vector<float>> ReduceInProcesses(int world, LinkTransport trans
     const pid_t pid = ::fork();
     BOOST_TEST_REQUIRE(pid >= 0);
     if (pid == 0) {
-      ::_exit(RankProcess(listening.value(), r, size, dir.Path("rank" + std::to_string(r))));
+      ::_exit(RankProcess(listening.value(), r, size, checksums,
+                          dir.Path("rank" + std::to_string(r))));
     }
     children.push_back(pid);
   }
@@ -239,6 +242,18 @@ BOOST_AUTO_TEST_CASE(processes_over_shared_memory_get_the_bits_of_tcp) {
       BOOST_TEST_REQUIRE(shm.size() == tcp.size());
       for (std::size_t r = 0; r < shm.size(); ++r) {
         BOOST_TEST(testing::SameBits(shm[r], tcp[r]), "rank " << r);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(tcp_without_checksums_gets_the_same_bits) {
+  for (int world : {2, 3}) {
+    BOOST_TEST_CONTEXT("world " << world) {
+      const auto unchecked = ReduceInProcesses(world, LinkTransport::kTcp, /*checksums=*/false);
+      const auto checked = ReduceInProcesses(world, LinkTransport::kTcp);
+      for (std::size_t r = 0; r < unchecked.size(); ++r) {
+        BOOST_TEST(testing::SameBits(unchecked[r], checked[r]), "rank " << r);
       }
     }
   }

@@ -315,6 +315,30 @@ BOOST_AUTO_TEST_CASE(damaged_payload_is_a_bad_checksum) {
   BOOST_TEST((p.b.LastError() == FrameError::kBadChecksum));
 }
 
+BOOST_AUTO_TEST_CASE(unchecked_floats_carry_crc_zero_and_are_read_as_floats) {
+  const std::vector<float> values = {1.5f, -2.0f, 3.25f};
+  Pair p = SocketPair();
+  const std::span<const std::uint8_t> payload[] = {FloatBytes(values)};
+  BOOST_TEST_REQUIRE(p.a.Write(MessageType::kUncheckedFloats, 0, 0, 9, payload, 1s).ok());
+  std::vector<float> out(values.size());
+  Result<FrameHeader> h = p.b.ReadFloatsInto(out, 1s);
+  BOOST_TEST_REQUIRE(h.ok(), h.status().message());
+  BOOST_TEST(h.value().crc == 0u);
+  BOOST_TEST((h.value().type == MessageType::kUncheckedFloats));
+  BOOST_TEST(Bits(out) == Bits(values), boost::test_tools::per_element());
+
+  // Damage goes unnoticed (that is what the job chose), but a CRC field that is not 0 is not an
+  // unchecked frame: refused like any bad checksum.
+  std::array<std::uint8_t, kHeaderSize> header = Header(MessageType::kUncheckedFloats, 4, 0x1234);
+  SendRaw(p.a.fd(), header);
+  SendRaw(p.a.fd(), FloatBytes(std::span(values).first(1)));
+  Result<Frame> f = p.b.Read(1s);
+  BOOST_TEST_REQUIRE(!f.ok());
+  BOOST_TEST(StartsWith(f.status().message(), "bad checksum: unchecked floats frame from"),
+             f.status().message());
+  BOOST_TEST((p.b.LastError() == FrameError::kBadChecksum));
+}
+
 BOOST_AUTO_TEST_CASE(other_version_gets_a_version_mismatch_reply) {
   Pair p = SocketPair();
   std::array<std::uint8_t, kHeaderSize> v2 = Header(MessageType::kControl, 0);
