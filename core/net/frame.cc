@@ -108,7 +108,7 @@ std::string EncodeFrame(MessageType type, std::uint64_t job, std::uint32_t sende
                 .sender = sender,
                 .tag = tag,
                 .length = static_cast<std::uint32_t>(payload.size()),
-                .crc = codec::Crc32(payload)};
+                .crc = HasChecksum(type) ? codec::Crc32(payload) : 0};
   std::string frame(kHeaderSize + payload.size(), '\0');
   EncodeHeader(h, std::span<std::uint8_t, kHeaderSize>(
                       reinterpret_cast<std::uint8_t*>(frame.data()), kHeaderSize));

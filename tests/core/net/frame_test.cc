@@ -154,6 +154,23 @@ BOOST_AUTO_TEST_CASE(payload_checksum_catches_a_flipped_bit_and_a_wrong_length) 
   BOOST_TEST(!PayloadMatches(h, Bytes(payload).first(payload.size() - 1)));
 }
 
+BOOST_AUTO_TEST_CASE(unchecked_floats_match_any_payload_with_crc_zero_only) {
+  const std::string payload = "\x01\x02\x03\x04\x05\x06\x07\x08";
+  const std::string frame = EncodeFrame(MessageType::kUncheckedFloats, 0, 1, 2, payload);
+  FrameHeader h;
+  BOOST_TEST(!DecodeHeader(Bytes(frame).first<kHeaderSize>(), kDefaultMaxPayload, h).has_value());
+  BOOST_TEST(h.crc == 0u);
+  BOOST_TEST(PayloadMatches(h, Bytes(payload)));
+  std::string flipped = payload;
+  flipped[3] ^= 0x01;
+  BOOST_TEST(PayloadMatches(h, Bytes(flipped)));  // no checksum: nothing to catch it
+  BOOST_TEST(!PayloadMatches(h, Bytes(payload).first(7)));
+  h.crc = codec::Crc32(payload);
+  BOOST_TEST(!PayloadMatches(h, Bytes(payload)));  // a CRC where none may be
+  BOOST_TEST(!HasChecksum(MessageType::kUncheckedFloats));
+  BOOST_TEST(HasChecksum(MessageType::kFloats));
+}
+
 BOOST_AUTO_TEST_CASE(crc_over_parts_equals_crc_of_the_whole) {
   const std::string whole = "the quick brown fox jumps over the lazy dog, 0123456789";
   const std::uint32_t expected = codec::Crc32(whole);
