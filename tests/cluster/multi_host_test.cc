@@ -344,6 +344,33 @@ BOOST_AUTO_TEST_CASE(a_thirty_second_partition_is_detected_within_ten_seconds_an
   BOOST_TEST(gone, "the cut-off worker (pid " << stale << ") still runs");
 }
 
+BOOST_AUTO_TEST_CASE(a_coordinator_killed_outright_leaves_no_worker_behind_on_any_host) {
+  ThreeHosts c;
+  c.NodesUntil(AllUp);
+  LongRingJob job(c);
+  const json running = job.wait_until([](const json& j) { return j["step"].get<int>() >= 100; });
+  BOOST_REQUIRE_MESSAGE(running["state"] == "running", running.dump());
+  const pid_t remote = FindInHost(c.cluster, 1, "worker --coordinator");
+  BOOST_REQUIRE(remote > 0);
+  BOOST_REQUIRE(FindInHost(c.cluster, 0, "worker --") > 0);  // the local worker and the stand-in
+
+  // No SIGTERM, no goodbye: the stand-in dies with its daemon, its connection to h1's daemon
+  // breaks, and h1's daemon stops the worker it hosted.
+  c.daemons[0].process.Signal(SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  bool gone = false;
+  while (!gone && std::chrono::steady_clock::now() - killed < 30s) {
+    gone = ::kill(remote, 0) != 0 && FindInHost(c.cluster, 0, "worker --") == 0;
+    std::this_thread::sleep_for(100ms);
+  }
+  BOOST_TEST(gone, "worker pid " << remote << " on h1, or a process on h0, outlived the "
+                                  "coordinator");
+  BOOST_TEST_MESSAGE("every worker gone "
+                     << std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
+                            .count()
+                     << " s after the coordinator's SIGKILL");
+}
+
 BOOST_AUTO_TEST_CASE(a_killed_peer_shows_down_within_five_seconds) {
   ThreeHosts c;
   const json up = c.NodesUntil(AllUp);
