@@ -52,18 +52,20 @@ std::string DataHost(const config::DaemonConfig& c) {
 
 // What workers on peers dial to reach this coordinator: the listen address, with the data host
 // in place of a wildcard.
-std::string CoordinatorAddress(const config::DaemonConfig& c) {
+std::string CoordinatorAddress(const config::DaemonConfig& c, const std::string& data_host) {
   const std::optional<net::HostPort> listen = net::SplitHostPort(c.listen);
   if (!listen || !IsWildcard(listen->host)) return c.listen;
-  return net::JoinHostPort(DataHost(c), listen->port);
+  return net::JoinHostPort(data_host, listen->port);
 }
 
 std::string NodeName(const config::DaemonConfig& c) {
   return c.name.empty() ? net::LocalHostName() : c.name;
 }
 
+// `data_host`: DataHost of the configuration, found once at start.
 ClusterSide Cluster(const DaemonOptions& options, const net::ClusterKey* key,
-                    const Membership* membership, Supervisor* supervisor) {
+                    const Membership* membership, Supervisor* supervisor,
+                    const std::string& data_host) {
   const config::DaemonConfig& c = options.config;
   ClusterSide side;
   side.listen = c.listen;
@@ -73,22 +75,23 @@ ClusterSide Cluster(const DaemonOptions& options, const net::ClusterKey* key,
   side.supervisor = supervisor;
   side.worker_exe = options.worker_exe;
   side.key_file = c.key_file;
-  side.data_host = DataHost(c);
+  side.data_host = data_host;
   return side;
 }
 
 ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worker_exe,
-                         const net::ClusterKey* key, const Membership* membership) {
+                         const net::ClusterKey* key, const Membership* membership,
+                         const std::string& data_host) {
   ManagerSettings s;
   s.max_jobs = c.max_jobs;
   s.cores = ResolveCores(c.cores);
   s.grace = std::chrono::milliseconds(static_cast<long>(c.grace_seconds * 1000));
   s.max_restarts = c.max_restarts;
   s.socket_path = c.socket;
-  s.data_host = DataHost(c);
+  s.data_host = data_host;
   s.key = key;
   s.node_name = NodeName(c);
-  s.coordinator = CoordinatorAddress(c);
+  s.coordinator = CoordinatorAddress(c, data_host);
   s.key_file = c.key_file;
   if (!c.peers.empty()) {
     s.nodes = [membership] {
@@ -127,12 +130,14 @@ class Daemon {
         log_(LevelOf(options.config)),
         store_(std::move(run_store)),
         key_(std::move(cluster_key)),
+        data_host_(DataHost(options.config)),
         membership_(options.config.peers, key(), NodeName(options.config), {}),
         pool_(2),
         supervisor_(io_),
-        jobs_(io_, pool_, *store_, supervisor_, Settings(options.config, options.worker_exe, key(), &membership_)),
+        jobs_(io_, pool_, *store_, supervisor_,
+              Settings(options.config, options.worker_exe, key(), &membership_, data_host_)),
         server_(io_, pool_, *store_, jobs_, options.config.socket, options.config.socket_mode,
-                Cluster(options, key(), &membership_, &supervisor_)),
+                Cluster(options, key(), &membership_, &supervisor_, data_host_)),
         signals_(io_, SIGTERM, SIGINT),
         hangup_(io_, SIGHUP),
         status_timer_(io_),
@@ -168,7 +173,7 @@ class Daemon {
               (options_.config.listen.empty()
                    ? ""
                    : ", listening on " + options_.config.listen + " (peers reach it at " +
-                         DataHost(options_.config) + ")") +
+                         data_host_ + ")") +
               (options_.config.peers.empty()
                    ? ""
                    : ", " + std::to_string(options_.config.peers.size()) + " peer(s)") +
@@ -222,7 +227,7 @@ class Daemon {
       log_.Error("SIGHUP: keeping the previous configuration");
     } else {
       const config::DaemonConfig& c = *loaded.config;
-      jobs_.Reload(Settings(c, options_.worker_exe, key(), &membership_));
+      jobs_.Reload(Settings(c, options_.worker_exe, key(), &membership_, DataHost(c)));
       log_.set_level(LevelOf(c));
       log_.Info("SIGHUP: configuration re-read: max_jobs " + std::to_string(c.max_jobs) +
                 ", cores " + std::to_string(ResolveCores(c.cores)));
@@ -256,6 +261,7 @@ class Daemon {
   Logger log_;
   std::unique_ptr<store::Store> store_;
   const std::optional<net::ClusterKey> key_;
+  const std::string data_host_;  // DataHost(options_.config), resolved once
   Membership membership_;  // its threads only read key_ and the configuration
   asio::io_context io_;
   asio::thread_pool pool_;
