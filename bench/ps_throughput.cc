@@ -1,8 +1,9 @@
 // Asynchronous parameter-server throughput: 4 workers push a 1M-parameter gradient to 2 shards
-// and pull the parameters back, as fast as they can, over TCP on loopback (threads of this
-// process, each with its own sockets). Prints pushes + pulls per second, and beside it the bytes
-// per second that represents against a raw TCP stream of the same bytes between two threads of
-// this run (the ratio is what to compare across machines; absolute figures drift).
+// and pull the parameters back, as fast as they can, over TCP on loopback and over shared memory
+// (ShmLink, what a job's links between processes of one host use by default; threads of this
+// process, each with its own links). Prints pushes + pulls per second over each, and beside them
+// the bytes per second that represents against a raw TCP stream of the same bytes between two
+// threads of this run (the ratio is what to compare across machines; absolute figures drift).
 //
 //   build/bench/bench_ps_throughput [SECONDS]   (default 5 per measurement)
 #include <chrono>
@@ -33,7 +34,7 @@ void Check(const Status& s, const char* what) {
 }
 
 // Pushes + pulls per second of kWorkers workers against kShards async shards.
-double PsOpsPerSecond(double seconds) {
+double PsOpsPerSecond(double seconds, dist::LinkTransport transport) {
   std::vector<dist::PeerListener> listeners;
   std::vector<dist::Endpoint> shards;
   for (int s = 0; s < kShards; ++s) {
@@ -59,7 +60,9 @@ double PsOpsPerSecond(double seconds) {
         auto in = listeners[s].Accept(Clock::now() + timeout);
         Check(in.status(), "accept");
         const int rank = static_cast<int>(in.value().id);
-        auto link = dist::TcpLink::Create(std::move(in.value().stream), kWorkers + s, rank);
+        auto link = dist::MakeLink(std::move(in.value().stream), transport,
+                                   dist::ShmRole::kOpener, kWorkers + s, rank, "",
+                                   Clock::now() + timeout);
         Check(link.status(), "link");
         links[rank] = link.value().get();
         owned[rank] = std::move(link).value();
@@ -72,11 +75,11 @@ double PsOpsPerSecond(double seconds) {
   const auto start = Clock::now();
   for (int r = 0; r < kWorkers; ++r) {
     workers.emplace_back([&, r] {
-      std::vector<std::unique_ptr<dist::TcpLink>> owned;
+      std::vector<std::unique_ptr<dist::Link>> owned;
       std::vector<dist::Link*> links;
       for (int s = 0; s < kShards; ++s) {
-        auto link = dist::ConnectPeer(shards[s], r, kWorkers + s, "shard " + std::to_string(s),
-                                      Clock::now() + timeout);
+        auto link = dist::ConnectLink(shards[s], r, kWorkers + s, "shard " + std::to_string(s),
+                                      Clock::now() + timeout, "", transport);
         Check(link.status(), "connect");
         links.push_back(link.value().get());
         owned.push_back(std::move(link).value());
@@ -141,13 +144,23 @@ double RawTcpBytesPerSecond(double seconds) {
 int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 5.0;
   const double raw = RawTcpBytesPerSecond(seconds);
-  const double ops = PsOpsPerSecond(seconds);
-  // Each push or pull moves the whole 4 MiB vector once (in two shard slices).
-  const double ps_bytes = ops * kParams * sizeof(float);
-  std::printf("async PS, %d workers x %d shards, %zu parameters: %.1f pushes+pulls/s "
-              "(%.2f GB/s moved)\n",
-              kWorkers, kShards, kParams, ops, ps_bytes / 1e9);
   std::printf("raw TCP stream, one pair, 4 MiB messages: %.2f GB/s\n", raw / 1e9);
-  std::printf("ratio PS bytes / raw stream bytes: %.2f\n", ps_bytes / raw);
+  double tcp_ops = 0.0;
+  for (const auto transport : {dist::LinkTransport::kTcp, dist::LinkTransport::kAuto}) {
+    const double ops = PsOpsPerSecond(seconds, transport);
+    // Each push or pull moves the whole 4 MiB vector once (in two shard slices).
+    const double ps_bytes = ops * kParams * sizeof(float);
+    const bool tcp = transport == dist::LinkTransport::kTcp;
+    if (tcp) tcp_ops = ops;
+    std::printf("async PS over %s, %d workers x %d shards, %zu parameters: %.1f pushes+pulls/s "
+                "(%.2f GB/s moved; / raw stream %.2f)",
+                tcp ? "tcp" : "shared memory", kWorkers, kShards, kParams, ops, ps_bytes / 1e9,
+                ps_bytes / raw);
+    if (tcp) {
+      std::printf("\n");
+    } else {
+      std::printf("; shm / tcp %.2f\n", ops / tcp_ops);
+    }
+  }
   return 0;
 }

@@ -64,7 +64,7 @@ struct ClusterConfig {
   int workers = 1;
   ClusterMode mode = ClusterMode::kSingle;
   AllReduce allreduce = AllReduce::kRing;  // sync
-  Transport transport = Transport::kAuto;  // the ring's links (sync with ring, local)
+  Transport transport = Transport::kAuto;  // ring and worker-shard links: shm on one host
   bool checksum = true;                    // CRC-32 of every float message sent over TCP
   int servers = 1;                         // parameter-server shards: sync with ps, and async
   int push_every = 1;                      // async: steps between gradient pushes

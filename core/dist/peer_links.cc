@@ -143,19 +143,28 @@ Result<net::FrameStream> AcceptIntroduced(const PeerListener& listener, int expe
   return std::move(in.value().stream);
 }
 
-// The link over an introduced connection: by `transport`, the connecting end `role`.
+}  // namespace
+
 Result<std::unique_ptr<Link>> MakeLink(net::FrameStream stream, LinkTransport transport,
                                        ShmRole role, int self_id, int peer_id,
-                                       Deadline deadline) {
+                                       const std::string& peer_label, Deadline deadline) {
   if (transport == LinkTransport::kAuto) {
-    return NegotiateLink(std::move(stream), role, self_id, peer_id, "", deadline);
+    return NegotiateLink(std::move(stream), role, self_id, peer_id, peer_label, deadline);
   }
-  Result<std::unique_ptr<TcpLink>> tcp = TcpLink::Create(std::move(stream), self_id, peer_id);
+  Result<std::unique_ptr<TcpLink>> tcp =
+      TcpLink::Create(std::move(stream), self_id, peer_id, peer_label);
   if (!tcp.ok()) return tcp.status();
   return std::unique_ptr<Link>(std::move(tcp).value());
 }
 
-}  // namespace
+Result<std::unique_ptr<Link>> ConnectLink(const Endpoint& to, int self_id, int peer_id,
+                                          const std::string& peer_label, Deadline deadline,
+                                          const std::string& token, LinkTransport transport) {
+  Result<net::FrameStream> s = ConnectIntroduced(to, self_id, peer_id, peer_label, deadline, token);
+  if (!s.ok()) return s.status();
+  return MakeLink(std::move(s).value(), transport, ShmRole::kCreator, self_id, peer_id,
+                  peer_label, deadline);
+}
 
 Result<std::unique_ptr<TcpLink>> ConnectPeer(const Endpoint& to, int self_id, int peer_id,
                                              const std::string& peer_label, Deadline deadline,
@@ -203,14 +212,16 @@ Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
     from_left.emplace(std::move(s).value());
   }
   const auto make_left = [&] {
-    return MakeLink(std::move(*from_left), transport, ShmRole::kOpener, rank, left, deadline);
+    return MakeLink(std::move(*from_left), transport, ShmRole::kOpener, rank, left, "",
+                    deadline);
   };
   std::future<Result<std::unique_ptr<Link>>> left_link;
   if (from_left && to_right && transport == LinkTransport::kAuto) {
     left_link = std::async(std::launch::async, make_left);
   }
   if (to_right) {
-    auto link = MakeLink(std::move(*to_right), transport, ShmRole::kCreator, rank, right, deadline);
+    auto link =
+        MakeLink(std::move(*to_right), transport, ShmRole::kCreator, rank, right, "", deadline);
     if (!link.ok()) return Status::Error(me + link.status().message());
     links.right = link.value().get();
     links.owned.push_back(std::move(link).value());

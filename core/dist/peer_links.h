@@ -4,13 +4,14 @@
 //   Result<PeerListener> mine = PeerListener::Open("127.0.0.1");   // its port goes to the
 //                                                                   // coordinator
 //   Result<RingLinks> ring = JoinRing(rank, endpoints, mine.value(), deadline);
-//   Result<std::unique_ptr<TcpLink>> shard = ConnectPeer(endpoints[n + s], rank, n + s,
-//                                                        "shard " + std::to_string(s), deadline);
+//   Result<std::unique_ptr<Link>> shard = ConnectLink(endpoints[n + s], rank, n + s,
+//                                                     "shard " + std::to_string(s), deadline,
+//                                                     token, LinkTransport::kAuto);
 //
 // Every connection starts with the connecting process introducing itself: a heartbeat frame whose
 // sender is its id (its rank in the job) and whose payload is the job's data-plane token (the
 // coordinator hands it out at the rendezvous; core/net/auth.h derives it from the cluster key).
-// On a ring, the introduction may be followed by the shared-memory upgrade (shm_link.h).
+// The introduction may be followed by the shared-memory upgrade (shm_link.h, MakeLink).
 // A listener that requires a token closes, before reading anything else, every connection whose
 // introduction does not carry it, is not a heartbeat, is larger than a token, or does not come
 // within kIntroductionTimeout — and goes on waiting for the right peers. The accepting side then
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "core/dist/link.h"
+#include "core/dist/shm_link.h"
 #include "core/dist/tcp_link.h"
 #include "core/net/frame_stream.h"
 #include "core/status.h"
@@ -88,10 +90,23 @@ Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int se
                                             int expected_id, const std::string& peer_label,
                                             Deadline deadline);
 
-// What carries a ring's links: kAuto, shared memory between processes of one host (ShmLink,
+// What carries a job's links: kAuto, shared memory between processes of one host (ShmLink,
 // after the upgrade handshake of core/net/protocol.md) and TCP otherwise; kTcp, always TCP (no
-// handshake). Every rank of a ring must use the same.
+// handshake). Both ends of a connection must use the same.
 enum class LinkTransport { kAuto, kTcp };
+
+// The link over an introduced connection (ConnectIntroduced's, or a PeerListener's stream): by
+// `transport`; `role` kCreator at the end that connected, kOpener at the one that accepted.
+// Errors name the other end "<peer_label> (address)", by default "rank <peer_id>".
+Result<std::unique_ptr<Link>> MakeLink(net::FrameStream stream, LinkTransport transport,
+                                       ShmRole role, int self_id, int peer_id,
+                                       const std::string& peer_label, Deadline deadline);
+
+// ConnectPeer, then MakeLink as the connecting end: shared memory when `to` runs on this host
+// and `transport` is kAuto.
+Result<std::unique_ptr<Link>> ConnectLink(const Endpoint& to, int self_id, int peer_id,
+                                          const std::string& peer_label, Deadline deadline,
+                                          const std::string& token, LinkTransport transport);
 
 // Rank `rank`'s ring links among the workers at `workers` (rank r listens at workers[r]): it
 // connects to rank + 1 and accepts rank - 1 on `mine` (two ranks share one connection, made by

@@ -22,10 +22,21 @@ std::vector<train::MetricPoint> StatPoints(const dist::ShardStats& stats) {
           {step, 0.0, "staleness_mean", stats.mean_staleness}};
 }
 
+// The shard's link to worker `rank` over the connection it introduced (the worker made it, so
+// it creates the shared memory when they share a host), sending as the job's cluster.checksum
+// says.
+Result<std::unique_ptr<dist::Link>> WorkerLink(net::FrameStream stream, int self, int rank,
+                                               const config::JobConfig& job,
+                                               dist::Deadline deadline) {
+  auto link = dist::MakeLink(std::move(stream), LinkTransportOf(job), dist::ShmRole::kOpener,
+                             self, rank, "", deadline);
+  if (link.ok()) link.value()->SetSendChecksums(job.cluster.checksum);
+  return link;
+}
+
 // Until `serving` drops: a connection introduced as a worker rank becomes that worker's link again
-// if the shard takes it back (a restarted worker); anything else is closed. `checksums`: the
-// job's cluster.checksum.
-void AcceptRejoining(const dist::PeerListener& listener, int self, int workers, bool checksums,
+// if the shard takes it back (a restarted worker); anything else is closed.
+void AcceptRejoining(const dist::PeerListener& listener, int self, const config::JobConfig& job,
                      dist::ParameterShard& server, const std::atomic<bool>& serving,
                      std::vector<std::unique_ptr<dist::Link>>& rejoined) {
   using namespace std::chrono_literals;
@@ -37,10 +48,10 @@ void AcceptRejoining(const dist::PeerListener& listener, int self, int workers, 
       continue;
     }
     const std::uint32_t rank = in.value().id;
-    if (rank >= static_cast<std::uint32_t>(workers)) continue;
-    auto link = dist::TcpLink::Create(std::move(in.value().stream), self, static_cast<int>(rank));
+    if (rank >= static_cast<std::uint32_t>(job.cluster.workers)) continue;
+    auto link = WorkerLink(std::move(in.value().stream), self, static_cast<int>(rank), job,
+                           dist::Clock::now() + 10s);
     if (!link.ok()) continue;
-    link.value()->SetSendChecksums(checksums);
     if (server.Rejoin(static_cast<int>(rank), link.value().get()).ok()) {
       rejoined.push_back(std::move(link).value());
     }
@@ -121,10 +132,9 @@ Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spe
       return Status::Error(server.name() + ": a connection introduced itself as " +
                            std::to_string(rank) + ", which is no worker still expected");
     }
-    auto link = dist::TcpLink::Create(std::move(in.value().stream), placement.rank,
-                                      static_cast<int>(rank));
+    auto link = WorkerLink(std::move(in.value().stream), placement.rank, static_cast<int>(rank),
+                           job, deadline);
     if (!link.ok()) return link.status();
-    link.value()->SetSendChecksums(job.cluster.checksum);
     links[rank] = link.value().get();
     owned[rank] = std::move(link).value();
   }
@@ -147,8 +157,7 @@ Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spe
   std::thread acceptor;
   if (job.cluster.mode == config::ClusterMode::kAsync) {
     acceptor = std::thread([&] {
-      AcceptRejoining(*placement.listener, placement.rank, workers, job.cluster.checksum, server,
-                      serving, rejoined);
+      AcceptRejoining(*placement.listener, placement.rank, job, server, serving, rejoined);
     });
   }
   Status served = server.Serve(links);

@@ -66,6 +66,11 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::Job
   return s;
 }
 
+dist::LinkTransport LinkTransportOf(const config::JobConfig& job) {
+  return job.cluster.transport == config::Transport::kTcp ? dist::LinkTransport::kTcp
+                                                          : dist::LinkTransport::kAuto;
+}
+
 Status TrainingSession::Connect(const config::JobConfig& job, const Placement& placement) {
   const std::size_t n = model_.NumParams();
   const int workers = job.cluster.workers;
@@ -85,12 +90,8 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
   if (!UsesShards(job)) {
     const std::vector<dist::Endpoint> ring(placement.peers.begin(),
                                            placement.peers.begin() + workers);
-    // Shared memory between replicas on one host unless the job says tcp (shm_link.h).
-    const dist::LinkTransport transport = job.cluster.transport == config::Transport::kTcp
-                                              ? dist::LinkTransport::kTcp
-                                              : dist::LinkTransport::kAuto;
     Result<dist::RingLinks> links = dist::JoinRing(rank, ring, *placement.listener, deadline,
-                                                   placement.data_token, transport);
+                                                   placement.data_token, LinkTransportOf(job));
     if (!links.ok()) return links.status();
     ring_links_ = std::move(links).value();
     for (const auto& link : ring_links_.owned) link->SetSendChecksums(job.cluster.checksum);
@@ -109,9 +110,10 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
   }
   for (int s = 0; s < job.cluster.Servers(); ++s) {
     const int id = workers + s;
-    Result<std::unique_ptr<dist::TcpLink>> link =
-        dist::ConnectPeer(placement.peers[static_cast<std::size_t>(id)], rank, id,
-                          "shard " + std::to_string(s), deadline, placement.data_token);
+    Result<std::unique_ptr<dist::Link>> link =
+        dist::ConnectLink(placement.peers[static_cast<std::size_t>(id)], rank, id,
+                          "shard " + std::to_string(s), deadline, placement.data_token,
+                          LinkTransportOf(job));
     if (!link.ok()) return link.status();
     link.value()->SetSendChecksums(job.cluster.checksum);
     shards_.push_back(link.value().get());

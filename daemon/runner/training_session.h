@@ -41,6 +41,10 @@ struct Placement {
   std::string data_token;                        // this process's introduction to its peers
 };
 
+// What carries the job's links ([cluster] transport): shared memory between processes of one
+// host unless the job says tcp.
+dist::LinkTransport LinkTransportOf(const config::JobConfig& job);
+
 class TrainingSession {
  public:
   // Connects to the job's other processes as cluster.mode needs (each wait bounded by

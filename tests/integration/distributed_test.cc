@@ -76,6 +76,12 @@ Finished RunJob(const TempDir& dir, const std::string& name, const std::string& 
   return f;
 }
 
+// How many of the job's log lines are exactly `line`.
+long CountLines(const Finished& f, const std::string& line) {
+  return std::count_if(f.logs.begin(), f.logs.end(),
+                       [&](const store::LogRow& row) { return row.line == line; });
+}
+
 void CheckReplicasAgree(const Finished& f, int workers) {
   BOOST_REQUIRE_EQUAL(f.eval_loss.size(), static_cast<std::size_t>(workers));
   for (const auto& [rank, loss] : f.eval_loss) {
@@ -125,6 +131,11 @@ BOOST_AUTO_TEST_CASE(sync_ring_and_ps_with_n_workers_equal_one_worker_with_the_g
       BOOST_TEST(ring.workers.size() == static_cast<std::size_t>(n));
       BOOST_TEST(ps.workers.size() == static_cast<std::size_t>(2 * n - 1));
       BOOST_TEST(ps.workers.back().role == "server");
+      // On one host every link is shared memory: the ring's, and each replica's to each shard.
+      const std::string shard_links = "data plane: " + std::to_string(n - 1) + " shard link" +
+                                      (n == 2 ? "" : "s") + " over shared memory";
+      BOOST_TEST(CountLines(ps, shard_links) == n, shard_links);
+      BOOST_TEST(CountLines(ring, "data plane: ring over shared memory") == n);
       // Per-worker communication metrics are recorded.
       BOOST_TEST(ring.worst.at("bytes_sent") > 0.0);
       BOOST_TEST(ps.worst.at("comm_seconds") > 0.0);
@@ -134,22 +145,20 @@ BOOST_AUTO_TEST_CASE(sync_ring_and_ps_with_n_workers_equal_one_worker_with_the_g
 
 BOOST_AUTO_TEST_CASE(float_messages_without_checksums_train_the_same_bits) {
   TempDir dir;
-  for (const std::string mode : {"transport = \"tcp\"\n", "allreduce = \"ps\"\n"}) {
-    const std::string cluster = "workers = 2\nmode = \"sync\"\n" + mode;
-    const std::string name = mode.substr(0, mode.find(' '));
+  for (const std::string mode : {"allreduce = \"ring\"\n", "allreduce = \"ps\"\n"}) {
+    const std::string cluster = "workers = 2\nmode = \"sync\"\ntransport = \"tcp\"\n" + mode;
+    const bool ps = mode.find("ps") != std::string::npos;
+    const std::string name = ps ? "ps" : "ring";
     const Finished checked = RunJob(dir, name + "-checked", BlobsJob(cluster, 48));
     const Finished unchecked =
         RunJob(dir, name + "-unchecked", BlobsJob(cluster + "checksum = false\n", 48));
     BOOST_TEST(unchecked.params == checked.params, mode);
     CheckReplicasAgree(unchecked, 2);
     // The replicas say what carries their messages.
-    const auto said = [](const Finished& f, const std::string& line) {
-      return std::count_if(f.logs.begin(), f.logs.end(),
-                           [&](const store::LogRow& row) { return row.line == line; });
-    };
-    const std::string links = mode.find("ps") != std::string::npos ? "1 shard link" : "ring";
-    BOOST_TEST(said(checked, "data plane: " + links + " over tcp") == 2, mode);
-    BOOST_TEST(said(unchecked, "data plane: " + links + " over tcp without checksums") == 2, mode);
+    const std::string links = ps ? "1 shard link" : "ring";
+    BOOST_TEST(CountLines(checked, "data plane: " + links + " over tcp") == 2, mode);
+    BOOST_TEST(CountLines(unchecked, "data plane: " + links + " over tcp without checksums") == 2,
+               mode);
   }
 }
 
@@ -172,7 +181,11 @@ BOOST_AUTO_TEST_CASE(async_converges_and_max_staleness_bounds_every_applied_grad
           BlobsJob("workers = 3\nmode = \"async\"\nservers = 2\npush_every = 2\nfetch_every = 2\n"
                    "max_staleness = " + std::to_string(s) + "\n",
                    32));
-      BOOST_TEST(async.eval_loss.at(0) < 0.6);  // from ln 3 = 1.1 at the start
+      // The job's result, the evaluation of the replica that got furthest: from ln 3 = 1.1 at
+      // the start. (One replica may finish its 40 steps before the others have pushed much, over
+      // shared memory especially, so a given rank's last evaluation says less.)
+      const double loss = json::parse(async.run.out)["metrics"]["loss"].get<double>();
+      BOOST_TEST(loss < 0.6, async.run.out);
       BOOST_REQUIRE(async.worst.count("staleness_max") == 1);
       if (s > 0) BOOST_TEST(async.worst.at("staleness_max") <= s);
       BOOST_TEST(async.worst.at("pushes_applied") > 0.0);
