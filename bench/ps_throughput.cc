@@ -127,7 +127,8 @@ double RawTcpBytesPerSecond(double seconds) {
       if (tag.value() == 1) break;
     }
   });
-  auto link = dist::ConnectPeer(to, 0, 1, "", Clock::now() + timeout);
+  auto link =
+      dist::ConnectLink(to, 0, 1, "", Clock::now() + timeout, "", dist::LinkTransport::kTcp);
   Check(link.status(), "connect");
   const auto end = Clock::now() + std::chrono::duration<double>(seconds);
   while (Clock::now() < end) {

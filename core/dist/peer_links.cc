@@ -166,14 +166,6 @@ Result<std::unique_ptr<Link>> ConnectLink(const Endpoint& to, int self_id, int p
                   peer_label, deadline);
 }
 
-Result<std::unique_ptr<TcpLink>> ConnectPeer(const Endpoint& to, int self_id, int peer_id,
-                                             const std::string& peer_label, Deadline deadline,
-                                             const std::string& token) {
-  Result<net::FrameStream> s = ConnectIntroduced(to, self_id, peer_id, peer_label, deadline, token);
-  if (!s.ok()) return s.status();
-  return TcpLink::Create(std::move(s).value(), self_id, peer_id, peer_label);
-}
-
 Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int self_id,
                                             int expected_id, const std::string& peer_label,
                                             Deadline deadline) {

@@ -79,12 +79,6 @@ class PeerListener {
   mutable std::uint64_t refused_ = 0;
 };
 
-// Connects to `to` and introduces this process as `self_id` with `token`; the link names the
-// other end `peer_label` (default "rank <peer_id>").
-Result<std::unique_ptr<TcpLink>> ConnectPeer(const Endpoint& to, int self_id, int peer_id,
-                                             const std::string& peer_label, Deadline deadline,
-                                             const std::string& token = "");
-
 // Accepts one connection on `listener` that must come from `expected_id`.
 Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int self_id,
                                             int expected_id, const std::string& peer_label,
@@ -102,8 +96,8 @@ Result<std::unique_ptr<Link>> MakeLink(net::FrameStream stream, LinkTransport tr
                                        ShmRole role, int self_id, int peer_id,
                                        const std::string& peer_label, Deadline deadline);
 
-// ConnectPeer, then MakeLink as the connecting end: shared memory when `to` runs on this host
-// and `transport` is kAuto.
+// Connects to `to`, introduces this process as `self_id` with `token`, then MakeLink as the
+// connecting end: shared memory when `to` runs on this host and `transport` is kAuto.
 Result<std::unique_ptr<Link>> ConnectLink(const Endpoint& to, int self_id, int peer_id,
                                           const std::string& peer_label, Deadline deadline,
                                           const std::string& token, LinkTransport transport);

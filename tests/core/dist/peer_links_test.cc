@@ -41,7 +41,8 @@ BOOST_AUTO_TEST_CASE(strangers_without_the_token_are_closed_and_the_peer_still_g
     // A float frame claiming to be data: refused before its payload is read.
     BOOST_TEST(ClosedAfterIntroducing(port, net::MessageType::kFloats, std::string(4096, 'x')));
     // The right peer, after all of them.
-    auto link = ConnectPeer({"127.0.0.1", port}, 0, 1, "", Clock::now() + 10s, kToken);
+    auto link = ConnectLink({"127.0.0.1", port}, 0, 1, "", Clock::now() + 10s, kToken,
+                            LinkTransport::kTcp);
     BOOST_TEST(link.ok());
     if (link.ok()) {
       const float one = 1.0f;
@@ -61,7 +62,8 @@ BOOST_AUTO_TEST_CASE(without_a_token_required_an_introduction_is_enough) {
   auto listener = PeerListener::Open("127.0.0.1");
   BOOST_REQUIRE(listener.ok());
   std::thread peer([&] {
-    BOOST_TEST(ConnectPeer({"127.0.0.1", listener.value().port()}, 0, 1, "", Clock::now() + 5s)
+    BOOST_TEST(ConnectLink({"127.0.0.1", listener.value().port()}, 0, 1, "", Clock::now() + 5s,
+                           "", LinkTransport::kTcp)
                    .ok());
   });
   auto accepted = AcceptPeer(listener.value(), 1, 0, "", Clock::now() + 10s);
