@@ -1,6 +1,6 @@
 #include "core/codec/bytes.h"
 
-#include <libdeflate.h>
+#include <isa-l/crc.h>
 
 #include <bit>
 #include <cstdio>
@@ -105,9 +105,8 @@ bool ByteReader::Floats(math::FloatBuffer& out) {
 std::uint32_t Crc32(std::string_view bytes) { return Crc32Update(0, bytes); }
 
 std::uint32_t Crc32Update(std::uint32_t crc, std::string_view bytes) {
-  // libdeflate_crc32 given a null buffer returns the initial value, not `crc`.
   if (bytes.empty()) return crc;
-  return libdeflate_crc32(crc, bytes.data(), bytes.size());
+  return crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
 }
 
 std::string FormatCrc32(std::uint32_t crc) {

@@ -66,8 +66,9 @@ inline std::uint64_t LoadLittle(const std::uint8_t* in, int width) {
   return v;
 }
 
-// CRC-32 (the zlib/gzip polynomial), computed by libdeflate with carry-less multiplication
-// where the CPU has it: tens of GB/s, so checksumming a frame costs far less than moving it.
+// CRC-32 (the zlib/gzip polynomial), computed by Intel's ISA-L with carry-less multiplication
+// (512-bit VPCLMULQDQ where the CPU has it, picked at run time): about 60 GB/s on the development
+// VMs against libdeflate's 28, so checksumming a frame costs far less than moving it.
 std::uint32_t Crc32(std::string_view bytes);
 // The CRC-32 of (what `crc` was computed over) followed by `bytes`: Crc32Update(Crc32(a), b) ==
 // Crc32(a + b), and Crc32Update(0, b) == Crc32(b).
