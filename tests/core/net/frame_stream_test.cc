@@ -315,6 +315,32 @@ BOOST_AUTO_TEST_CASE(damaged_payload_is_a_bad_checksum) {
   BOOST_TEST((p.b.LastError() == FrameError::kBadChecksum));
 }
 
+BOOST_AUTO_TEST_CASE(damage_in_a_late_piece_of_a_float_frame_is_a_bad_checksum) {
+  // The receiver checksums each piece as it arrives; a flipped bit in the last one still counts.
+  std::vector<float> values(4096);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) - 100.0f;
+  const std::span<const std::uint8_t> payload = FloatBytes(values);
+  std::vector<std::uint8_t> damaged(payload.begin(), payload.end());
+  damaged[damaged.size() - 3] ^= 0x04;
+  const std::span<const std::uint8_t> intact[] = {payload};
+  Pair p = SocketPair();
+  SendRaw(p.a.fd(), Header(MessageType::kFloats, static_cast<std::uint32_t>(payload.size()),
+                           PayloadCrc(intact)));
+  const std::size_t half = damaged.size() / 2;
+  SendRaw(p.a.fd(), std::span<const std::uint8_t>(damaged).first(half));
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the reader has the first half
+    SendRaw(p.a.fd(), std::span<const std::uint8_t>(damaged).subspan(half));
+  });
+  std::vector<float> out(values.size());
+  Result<FrameHeader> h = p.b.ReadFloatsInto(out, 5s);
+  late.join();
+  BOOST_TEST_REQUIRE(!h.ok());
+  BOOST_TEST(StartsWith(h.status().message(), "bad checksum: floats frame of 16384 bytes"),
+             h.status().message());
+  BOOST_TEST((p.b.LastError() == FrameError::kBadChecksum));
+}
+
 BOOST_AUTO_TEST_CASE(unchecked_floats_carry_crc_zero_and_are_read_as_floats) {
   const std::vector<float> values = {1.5f, -2.0f, 3.25f};
   Pair p = SocketPair();
