@@ -1,14 +1,11 @@
 #include "core/dist/shm_link.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,6 +20,7 @@
 
 #include "core/codec/bytes.h"
 #include "core/dist/same_host.h"
+#include "core/dist/shm_segment.h"
 #include "core/dist/tcp_link.h"
 
 namespace dtrain::dist {
@@ -64,8 +62,6 @@ constexpr std::size_t kMessageHeader = 16;
 constexpr std::size_t kMaxPiece = std::size_t{256} << 10;
 constexpr std::size_t kMinRing = std::size_t{4} << 10;
 constexpr std::size_t kMaxRing = std::size_t{1} << 30;
-constexpr std::string_view kNamePrefix = "/dtrain-";
-constexpr std::size_t kNameRandomBytes = 16;
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
@@ -77,7 +73,6 @@ static_assert(offsetof(ShmRing, tail) == 64 && offsetof(ShmRing, data_seq) == 12
               offsetof(ShmRing, consumer_sleeping) == 132 && offsetof(ShmRing, space_seq) == 192 &&
               offsetof(ShmRing, producer_sleeping) == 196);
 
-std::string SystemError(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 std::string Ms(Deadline deadline) { return std::to_string(Remaining(deadline).count()) + " ms"; }
 
@@ -110,34 +105,6 @@ bool ValidRingBytes(std::uint64_t n) {
   return n >= kMinRing && n <= kMaxRing && (n & (n - 1)) == 0;
 }
 
-// "/dtrain-" and 32 lower-case hex digits: the only names this end creates, opens or unlinks.
-bool ValidName(const std::string& name) {
-  if (!name.starts_with(kNamePrefix) || name.size() != kNamePrefix.size() + 2 * kNameRandomBytes) {
-    return false;
-  }
-  return name.find_first_not_of("0123456789abcdef", kNamePrefix.size()) == std::string::npos;
-}
-
-Result<std::string> RandomName() {
-  unsigned char bytes[kNameRandomBytes];
-  std::size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::Error(SystemError("getrandom"));
-    }
-    got += static_cast<std::size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string name(kNamePrefix);
-  for (unsigned char b : bytes) {
-    name += kHex[b >> 4];
-    name += kHex[b & 15];
-  }
-  return name;
-}
-
 // Copies `n` bytes into/out of a ring of `capacity` bytes at position `pos`, wrapping.
 void CopyIn(std::uint8_t* ring, std::size_t capacity, std::uint64_t pos, const std::uint8_t* src,
             std::size_t n) {
@@ -155,46 +122,11 @@ void CopyOut(const std::uint8_t* ring, std::size_t capacity, std::uint64_t pos, 
   if (first < n) std::memcpy(dst + first, ring, n - first);
 }
 
-// A mapped segment; unmapped by the destructor unless released.
-struct Mapping {
-  void* map = nullptr;
-  std::size_t bytes = 0;
-  Mapping() = default;
-  Mapping(void* m, std::size_t b) : map(m), bytes(b) {}
-  Mapping(Mapping&& o) noexcept
-      : map(std::exchange(o.map, nullptr)), bytes(std::exchange(o.bytes, 0)) {}
-  Mapping& operator=(Mapping&&) = delete;
-  ~Mapping() {
-    if (map != nullptr) ::munmap(map, bytes);
-  }
-  void* Release() { return std::exchange(map, nullptr); }
-};
-
-Result<Mapping> MapSegment(int fd, std::size_t bytes) {
-  void* map =
-      ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  if (map == MAP_FAILED) return Status::Error(SystemError("mmap"));
-  return Mapping(map, bytes);
-}
-
 // Creates, sizes, maps and initialises a new segment under an unguessable name.
-Result<Mapping> CreateSegment(const std::string& name, std::size_t ring_bytes) {
-  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::Error(SystemError("shm_open " + name));
-  const std::size_t bytes = SegmentBytes(ring_bytes);
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    Status failed = Status::Error(SystemError("ftruncate " + name));
-    ::close(fd);
-    ::shm_unlink(name.c_str());
-    return failed;
-  }
-  Result<Mapping> m = MapSegment(fd, bytes);
-  ::close(fd);
-  if (!m.ok()) {
-    ::shm_unlink(name.c_str());
-    return m.status();
-  }
-  auto* s = new (m.value().map) ShmSegment{};
+Result<ShmMapping> CreateSegment(const std::string& name, std::size_t ring_bytes) {
+  Result<ShmMapping> m = CreateShmSegment(name, SegmentBytes(ring_bytes));
+  if (!m.ok()) return m;
+  auto* s = new (m.value().data()) ShmSegment{};
   s->magic = kSegmentMagic;
   s->version = kSegmentVersion;
   s->ring_bytes = ring_bytes;
@@ -202,28 +134,13 @@ Result<Mapping> CreateSegment(const std::string& name, std::size_t ring_bytes) {
 }
 
 // Opens the peer's segment, unlinks its name, and checks that it is what the offer said.
-Result<Mapping> OpenSegment(const std::string& name, std::uint64_t ring_bytes) {
-  if (!ValidName(name)) return Status::Error("'" + name + "' is not a segment name");
+Result<ShmMapping> OpenSegment(const std::string& name, std::uint64_t ring_bytes) {
   if (!ValidRingBytes(ring_bytes)) {
     return Status::Error("a ring of " + std::to_string(ring_bytes) + " bytes is not allowed");
   }
-  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-  const int open_errno = errno;
-  ::shm_unlink(name.c_str());
-  errno = open_errno;
-  if (fd < 0) return Status::Error(SystemError("shm_open " + name));
-  struct stat st {};
-  const std::size_t bytes = SegmentBytes(ring_bytes);
-  if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid() ||
-      static_cast<std::uint64_t>(st.st_size) != bytes) {
-    ::close(fd);
-    return Status::Error("segment " + name + " is not this user's or not " +
-                         std::to_string(bytes) + " bytes");
-  }
-  Result<Mapping> m = MapSegment(fd, bytes);
-  ::close(fd);
-  if (!m.ok()) return m.status();
-  const auto* s = static_cast<const ShmSegment*>(m.value().map);
+  Result<ShmMapping> m = OpenShmSegment(name, SegmentBytes(ring_bytes), /*unlink=*/true);
+  if (!m.ok()) return m;
+  const auto* s = static_cast<const ShmSegment*>(m.value().data());
   if (s->magic != kSegmentMagic || s->version != kSegmentVersion || s->ring_bytes != ring_bytes) {
     return Status::Error("segment " + name + " has another layout or version");
   }
@@ -267,13 +184,13 @@ Result<Json> ReadControl(net::FrameStream& stream, const std::string& op, int pe
 
 // The segment's set-up over the connection. A declined set-up (`*declined`) leaves the connection
 // clean for a TcpLink; any other failure leaves it unusable.
-Result<Mapping> SetUpSegment(net::FrameStream& stream, ShmRole role, int peer_rank,
+Result<ShmMapping> SetUpSegment(net::FrameStream& stream, ShmRole role, int peer_rank,
                              std::size_t ring_bytes, Deadline deadline, bool* declined) {
   *declined = false;
   if (role == ShmRole::kCreator) {
-    Result<std::string> name = RandomName();
-    Result<Mapping> mine = name.ok() ? CreateSegment(name.value(), ring_bytes)
-                                     : Result<Mapping>(name.status());
+    Result<std::string> name = RandomSegmentName();
+    Result<ShmMapping> mine = name.ok() ? CreateSegment(name.value(), ring_bytes)
+                                        : Result<ShmMapping>(name.status());
     if (!mine.ok()) {
       if (Status s = SendControl(
               stream, {{"v", 1}, {"op", "shm"}, {"error", mine.status().message()}}, deadline);
@@ -288,7 +205,7 @@ Result<Mapping> SetUpSegment(net::FrameStream& stream, ShmRole role, int peer_ra
         deadline);
     Result<Json> ack = offered.ok() ? ReadControl(stream, "shm-ack", peer_rank, deadline)
                                     : Result<Json>(offered);
-    ::shm_unlink(name.value().c_str());  // mapped here, and there if the peer opened it
+    UnlinkShmSegment(name.value());  // mapped here, and there if the peer opened it
     if (!ack.ok()) return ack.status();
     if (const Json* error = Field(ack.value(), "error")) {
       *declined = true;
@@ -305,10 +222,10 @@ Result<Mapping> SetUpSegment(net::FrameStream& stream, ShmRole role, int peer_ra
   }
   const Json* name = Field(offer.value(), "name");
   const Json* bytes = Field(offer.value(), "ring_bytes");
-  Result<Mapping> theirs =
+  Result<ShmMapping> theirs =
       name != nullptr && name->is_string() && bytes != nullptr && bytes->is_number_unsigned()
           ? OpenSegment(name->get<std::string>(), bytes->get<std::uint64_t>())
-          : Result<Mapping>(Status::Error("a malformed offer: " + offer.value().dump()));
+          : Result<ShmMapping>(Status::Error("a malformed offer: " + offer.value().dump()));
   if (!theirs.ok()) {
     if (Status s = SendControl(
             stream, {{"v", 1}, {"op", "shm-ack"}, {"error", theirs.status().message()}},
@@ -343,12 +260,12 @@ Result<std::unique_ptr<ShmLink>> ShmLink::Create(net::FrameStream stream, ShmRol
   stream.set_sender(static_cast<std::uint32_t>(self_rank));
   stream.set_peer_name(peer);
   bool declined = false;
-  Result<Mapping> m =
+  Result<ShmMapping> m =
       SetUpSegment(stream, role, peer_rank, options.ring_bytes, deadline, &declined);
   if (!m.ok()) {
     return Status::Error("setting up shared memory with " + peer + ": " + m.status().message());
   }
-  const std::size_t bytes = m.value().bytes;
+  const std::size_t bytes = m.value().size();
   void* map = m.value().Release();
   return std::unique_ptr<ShmLink>(
       new ShmLink(std::move(stream), map, bytes, role, peer, options));
@@ -654,13 +571,13 @@ Result<std::unique_ptr<Link>> NegotiateLink(net::FrameStream stream, ShmRole rol
   };
   if (!SameHost(mine, other) || !ValidRingBytes(options.ring_bytes)) return tcp();
   bool declined = false;
-  Result<Mapping> m =
+  Result<ShmMapping> m =
       SetUpSegment(stream, role, peer_rank, options.ring_bytes, deadline, &declined);
   if (!m.ok()) {
     if (declined) return tcp();  // e.g. /dev/shm full: TCP still works
     return Status::Error("setting up shared memory with " + peer + ": " + m.status().message());
   }
-  const std::size_t bytes = m.value().bytes;
+  const std::size_t bytes = m.value().size();
   void* map = m.value().Release();
   stream.set_peer_name(peer);
   return std::unique_ptr<Link>(new ShmLink(std::move(stream), map, bytes, role, peer, options));
