@@ -74,9 +74,11 @@ class Sgd final : public Optimizer {
   std::vector<std::span<float>> StateVectors() override { return {}; }
 
  private:
-  void Update(std::span<float> params, std::span<const float> grad, float lr) override {
+  void Update(std::size_t, std::span<float> params, std::span<const float> grad,
+              float lr) override {
     ForEachLanes(
-        size(), [lr](Lanes& p, const Lanes& g) { p -= lr * g; }, params.data(), grad.data());
+        params.size(), [lr](Lanes& p, const Lanes& g) { p -= lr * g; }, params.data(),
+        grad.data());
   }
 };
 
@@ -90,24 +92,26 @@ class Momentum final : public Optimizer {
   std::vector<std::span<float>> StateVectors() override { return {velocity_}; }
 
  private:
-  void Update(std::span<float> params, std::span<const float> grad, float lr) override {
+  void Update(std::size_t offset, std::span<float> params, std::span<const float> grad,
+              float lr) override {
     const float mu = momentum_;
+    float* velocity = velocity_.data() + offset;
     if (nesterov_) {
       ForEachLanes(
-          size(),
+          params.size(),
           [lr, mu](Lanes& p, Lanes& v, const Lanes& g) {
             v = mu * v + g;
             p -= lr * (g + mu * v);
           },
-          params.data(), velocity_.data(), grad.data());
+          params.data(), velocity, grad.data());
     } else {
       ForEachLanes(
-          size(),
+          params.size(),
           [lr, mu](Lanes& p, Lanes& v, const Lanes& g) {
             v = mu * v + g;
             p -= lr * v;
           },
-          params.data(), velocity_.data(), grad.data());
+          params.data(), velocity, grad.data());
     }
   }
 
@@ -125,15 +129,16 @@ class Adagrad final : public Optimizer {
   std::vector<std::span<float>> StateVectors() override { return {accumulator_}; }
 
  private:
-  void Update(std::span<float> params, std::span<const float> grad, float lr) override {
+  void Update(std::size_t offset, std::span<float> params, std::span<const float> grad,
+              float lr) override {
     const float eps = eps_;
     ForEachLanes(
-        size(),
+        params.size(),
         [lr, eps](Lanes& p, Lanes& acc, const Lanes& g) {
           acc += g * g;
           p -= lr * g / (stdx::sqrt(acc) + eps);
         },
-        params.data(), accumulator_.data(), grad.data());
+        params.data(), accumulator_.data() + offset, grad.data());
   }
 
   float eps_;
@@ -152,7 +157,8 @@ class Adam final : public Optimizer {
   std::vector<std::span<float>> StateVectors() override { return {m_, v_}; }
 
  private:
-  void Update(std::span<float> params, std::span<const float> grad, float lr) override {
+  void Update(std::size_t offset, std::span<float> params, std::span<const float> grad,
+              float lr) override {
     const double t = static_cast<double>(steps() + 1);
     const auto step_size = static_cast<float>(lr / (1.0 - std::pow(double{beta1_}, t)));
     const auto inv_sqrt_bc2 =
@@ -161,13 +167,13 @@ class Adam final : public Optimizer {
     const float b2 = beta2_, one_minus_b2 = 1.0f - beta2_;
     const float eps = eps_;
     ForEachLanes(
-        size(),
+        params.size(),
         [=](Lanes& p, Lanes& m, Lanes& v, const Lanes& g) {
           m = b1 * m + one_minus_b1 * g;
           v = b2 * v + one_minus_b2 * (g * g);
           p -= step_size * m / (stdx::sqrt(v) * inv_sqrt_bc2 + eps);
         },
-        params.data(), m_.data(), v_.data(), grad.data());
+        params.data(), m_.data() + offset, v_.data() + offset, grad.data());
   }
 
   float beta1_;
@@ -192,7 +198,20 @@ Optimizer::Optimizer(OptimizerType type, std::size_t begin, std::size_t end)
 void Optimizer::Step(std::span<float> params, std::span<const float> grad, float lr) {
   assert(params.size() == size() && grad.size() == size() &&
          "Step takes exactly the optimizer's range of params and grad");
-  Update(params, grad, lr);
+  Update(0, params, grad, lr);
+  ++steps_;
+}
+
+void Optimizer::StepFromBlocks(std::span<float> params, const GradientBlock& block, float lr) {
+  assert(params.size() == size() &&
+         "StepFromBlocks takes exactly the optimizer's range of params");
+  std::array<float, kGradientBlock> grad;
+  for (std::size_t at = 0; at < size(); at += kGradientBlock) {
+    const std::size_t n = std::min(kGradientBlock, size() - at);
+    const std::span<float> piece(grad.data(), n);
+    block(at, piece);
+    Update(at, params.subspan(at, n), piece, lr);
+  }
   ++steps_;
 }
 

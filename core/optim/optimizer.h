@@ -6,7 +6,10 @@
 // Every state vector has the layout of the range it serves (element i belongs to parameter
 // begin() + i), so a parameter-server shard owns a range, a checkpoint stores StateVectors() and
 // steps(), and optimizers on [0, k) and [k, n) together compute bit for bit what one optimizer on
-// [0, n) computes. Step is one fused pass over the range and allocates nothing.
+// [0, n) computes. Step is one fused pass over the range and allocates nothing. StepFromBlocks
+// takes the same step from a gradient that the caller produces a block at a time (e.g. the mean
+// of several workers' gradients, each block computed just before it is used, in cache) and
+// computes the same bits as Step given the whole gradient.
 //
 // The update rules (PyTorch conventions; g = grad, p = params, all elementwise, t = the 1-based
 // number of the step being taken, i.e. steps() + 1):
@@ -26,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -58,6 +62,12 @@ class Optimizer {
   // Applies one update. params and grad are exactly the range [begin(), end()) of the flat
   // vectors (size() floats each, asserted) and may sit at any alignment. Increments steps().
   void Step(std::span<float> params, std::span<const float> grad, float lr);
+  // Step, with the gradient written block by block into `out` by block(offset, out): the floats
+  // [offset, offset + out.size()) of the range, kGradientBlock of them (fewer in the last block),
+  // in order.
+  static constexpr std::size_t kGradientBlock = 2048;
+  using GradientBlock = std::function<void(std::size_t offset, std::span<float> out)>;
+  void StepFromBlocks(std::span<float> params, const GradientBlock& block, float lr);
 
   OptimizerType type() const { return type_; }
   std::size_t begin() const { return begin_; }
@@ -77,8 +87,10 @@ class Optimizer {
   Optimizer(OptimizerType type, std::size_t begin, std::size_t end);
 
  private:
-  // The type's update rule over size() floats; steps() still counts the steps before this one.
-  virtual void Update(std::span<float> params, std::span<const float> grad, float lr) = 0;
+  // The type's update rule over the floats [offset, offset + params.size()) of the range (params
+  // and grad are those floats); steps() still counts the steps before this one.
+  virtual void Update(std::size_t offset, std::span<float> params, std::span<const float> grad,
+                      float lr) = 0;
 
   OptimizerType type_;
   std::size_t begin_;

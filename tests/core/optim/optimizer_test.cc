@@ -210,6 +210,43 @@ BOOST_AUTO_TEST_CASE(two_shards_equal_one_optimizer_bit_for_bit) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_step_from_gradient_blocks_equals_a_step_from_the_whole_gradient) {
+  // Sizes below, at and across block boundaries, with a tail off the vector width.
+  for (std::size_t n :
+       {std::size_t{5}, Optimizer::kGradientBlock, 2 * Optimizer::kGradientBlock + 13}) {
+    for (const OptimizerOptions& o : AllConfigs()) {
+      auto whole = MakeOptimizer(o, 0, n);
+      auto blocks = MakeOptimizer(o, 0, n);
+      FloatBuffer p_whole = Random(n, 5);
+      FloatBuffer p_blocks = p_whole;
+      std::size_t covered = 0;
+      for (int step = 0; step < 4; ++step) {
+        const FloatBuffer grad = Random(n, 300 + step);
+        whole->Step(p_whole, grad, StepLr(step));
+        covered = 0;
+        blocks->StepFromBlocks(
+            p_blocks,
+            [&](std::size_t offset, std::span<float> out) {
+              BOOST_TEST(offset == covered);  // in order, no gaps
+              std::copy_n(grad.begin() + static_cast<std::ptrdiff_t>(offset), out.size(),
+                          out.begin());
+              covered += out.size();
+            },
+            StepLr(step));
+      }
+      const std::string what = Describe(o) + " over " + std::to_string(n);
+      BOOST_TEST(covered == n, what);
+      BOOST_TEST(blocks->steps() == whole->steps(), what);
+      BOOST_TEST(BitEqual(p_whole, p_blocks), what << ": parameters differ");
+      const auto s_whole = whole->StateVectors();
+      const auto s_blocks = blocks->StateVectors();
+      for (std::size_t s = 0; s < s_whole.size(); ++s) {
+        BOOST_TEST(BitEqual(s_whole[s], s_blocks[s]), what << ": state " << s);
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(fresh_optimizer_starts_from_the_documented_state) {
   const std::size_t n = 40;
   const std::size_t expected_vectors[] = {0, 1, 1, 1, 2};  // in AllConfigs() order
