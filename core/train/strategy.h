@@ -52,6 +52,10 @@ class Strategy {
   // Floats the caller must allocate after the gradient, for the strategy's own use (e.g. stop
   // votes sent in the same message as the gradient, without copying it).
   virtual std::size_t GradientTail() const { return 0; }
+  // Where the caller should compute its gradient and tail (`floats` of them), when the strategy
+  // wants it somewhere of its own (e.g. memory other replicas read); empty: the caller's choice.
+  // The span stays valid for the strategy's life.
+  virtual std::span<float> GradientStorage(std::size_t /*floats*/) { return {}; }
   // The optimizer whose state a checkpoint holds, or null if it lives elsewhere (e.g. on
   // parameter-server shards).
   virtual optim::Optimizer* LocalOptimizer() = 0;

@@ -46,8 +46,10 @@ Trainer::Trainer(const model::Model& model, TrainOptions options, const data::Da
       x_(static_cast<std::size_t>(std::max(options_.batch_size, options_.eval_batch_size)) *
          train.features),
       y_(static_cast<std::size_t>(std::max(options_.batch_size, options_.eval_batch_size))),
-      grad_buffer_(model.NumParams() + strategy.GradientTail()),
-      grad_(std::span<float>(grad_buffer_).first(model.NumParams())) {
+      grad_storage_(strategy.GradientStorage(model.NumParams() + strategy.GradientTail())),
+      grad_buffer_(grad_storage_.empty() ? model.NumParams() + strategy.GradientTail() : 0),
+      grad_((grad_storage_.empty() ? std::span<float>(grad_buffer_) : grad_storage_)
+                .first(model.NumParams())) {
   if (options_.schedule.total_steps == 0) options_.schedule.total_steps = PlannedSteps();
 }
 

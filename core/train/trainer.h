@@ -111,8 +111,11 @@ class Trainer {
   model::Workspace workspace_;
   math::FloatBuffer params_, x_;
   std::vector<float> y_;
-  math::FloatBuffer grad_buffer_;  // the gradient, then the strategy's GradientTail()
-  std::span<float> grad_;          // the gradient: the first NumParams() floats of grad_buffer_
+  // The gradient, then the strategy's GradientTail(): in the strategy's GradientStorage() if it
+  // gave any, else in grad_buffer_.
+  std::span<float> grad_storage_;
+  math::FloatBuffer grad_buffer_;
+  std::span<float> grad_;  // the gradient: the first NumParams() floats of either
   std::vector<std::uint32_t> eval_indices_;
   TrainPosition position_;
 };
