@@ -4,9 +4,9 @@
 #include <chrono>
 
 #include "core/dist/downpour_strategy.h"
+#include "core/dist/host_sync_strategy.h"
 #include "core/dist/local_sgd_strategy.h"
 #include "core/dist/sync_ps_strategy.h"
-#include "core/dist/sync_strategy.h"
 #include "core/math/gemm.h"
 #include "core/net/host_info.h"
 #include "core/optim/optimizer.h"
@@ -99,8 +99,11 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
                                                   ring_links_.right,
                                                   dist::RingOptions{.timeout = Timeout(job)});
     if (job.cluster.mode == ClusterMode::kSync) {
-      strategy_ = std::make_unique<dist::SyncAllReduceStrategy>(*ring_, workers, optimizer(),
-                                                                job.clip_norm);
+      Result<std::unique_ptr<train::Strategy>> sync =
+          dist::MakeSyncStrategy(*ring_, ring_links_, optimizer(), job.clip_norm, Timeout(job));
+      if (!sync.ok()) return sync.status();
+      strategy_ = std::move(sync).value();
+      shared_gradients_ = dynamic_cast<dist::HostSyncStrategy*>(strategy_.get()) != nullptr;
     } else {
       strategy_ = std::make_unique<dist::LocalSgdStrategy>(*ring_, optimizer(), job.clip_norm,
                                                            job.cluster.average_every,
@@ -143,6 +146,10 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
 }
 
 std::string TrainingSession::DescribeLinks() const {
+  if (shared_gradients_) {
+    return "data plane: gradients shared in memory by the " + std::to_string(ring_->world()) +
+           " workers of this host";
+  }
   if (ring_links_.left != nullptr) {
     const std::string_view left = ring_links_.left->Transport();
     const std::string_view right = ring_links_.right->Transport();

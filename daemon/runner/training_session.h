@@ -84,6 +84,7 @@ class TrainingSession {
   std::unique_ptr<train::Strategy> strategy_;
   dist::SyncPsStrategy* sync_ps_ = nullptr;     // strategy_, when mode sync with ps
   dist::DownpourStrategy* downpour_ = nullptr;  // strategy_, when mode async
+  bool shared_gradients_ = false;  // strategy_ is a HostSyncStrategy
   std::unique_ptr<train::Trainer> trainer_;
 };
 

@@ -1,0 +1,237 @@
+// mode = "sync" with every replica on one host: gradients shared in memory (HostSyncStrategy).
+// Replicas end bitwise identical and equal (within float tolerance) to one replica on the same
+// global batches; MakeSyncStrategy keeps the ring where the links are not shared memory; a replica
+// that dies or stalls fails the others' step, naming it.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/text_checks.h"
+#include "core/dist/host_sync_strategy.h"
+#include "core/dist/loopback_ring.h"
+#include "core/dist/sync_strategy.h"
+#include "core/math/gemm.h"
+#include "replica_harness.h"
+#include "ring_harness.h"
+
+namespace dtrain::dist {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Blobs;
+using testing::MaxRelativeDifference;
+using testing::Mentions;
+
+constexpr int kBatch = 16;
+
+train::TrainOptions Options(int batch, int rank, int world) {
+  train::TrainOptions o;
+  o.epochs = 2;  // 1000 rows: the last global batch of each epoch is short
+  o.batch_size = batch;
+  o.seed = 4;
+  o.weight_decay = 1e-3f;
+  o.schedule.lr = 0.05f;
+  o.rank = rank;
+  o.world_size = world;
+  o.sharding = data::ShardMode::kGlobalBatches;
+  return o;
+}
+
+optim::OptimizerOptions Adam() {
+  optim::OptimizerOptions o;
+  o.type = optim::OptimizerType::kAdam;
+  return o;
+}
+
+// One replica with batch world * kBatch, the same global batches; clipped at `clip`.
+std::vector<float> Reference(const model::Model& model, const data::Dataset& set, int world,
+                             float clip) {
+  train::LocalStrategy single(optim::MakeOptimizer(Adam(), 0, model.NumParams()), clip);
+  train::Trainer reference(model, Options(kBatch * world, 0, 1), set, nullptr,
+                           data::ConstantScaling(1.0f), single);
+  reference.InitParams();
+  train::NullListener quiet;
+  BOOST_REQUIRE(reference.Run(quiet).ok());
+  return std::vector<float>(reference.params().begin(), reference.params().end());
+}
+
+struct Trained {
+  Status status;
+  bool shared = false;  // the strategy was a HostSyncStrategy
+  std::vector<float> params;
+};
+
+// Trains `world` replicas as threads over a loopback ring of `transport`, each with the strategy
+// MakeSyncStrategy picks, or with `ring` the ring all-reduce's.
+std::vector<Trained> TrainWithMadeStrategy(const model::Model& model, const data::Dataset& set,
+                                           int world, LinkTransport transport, float clip,
+                                           bool ring_only = false) {
+  Result<LoopbackRing> ring = LoopbackRing::Listen(world, transport);
+  BOOST_REQUIRE(ring.ok());
+  std::vector<Trained> out(static_cast<std::size_t>(world));
+  testing::RunRanks(world, [&](int r) {
+    Trained& t = out[static_cast<std::size_t>(r)];
+    Result<RingLinks> links = ring.value().Join(r, 20s);
+    if (!links.ok()) return t.status = links.status();
+    RingAllReduce allreduce(r, world, links.value().left, links.value().right);
+    auto optimizer = optim::MakeOptimizer(Adam(), 0, model.NumParams());
+    Result<std::unique_ptr<train::Strategy>> sync =
+        ring_only
+            ? Result<std::unique_ptr<train::Strategy>>(std::make_unique<SyncAllReduceStrategy>(
+                  allreduce, world, std::move(optimizer), clip))
+            : MakeSyncStrategy(allreduce, links.value(), std::move(optimizer), clip, 20s);
+    if (!sync.ok()) return t.status = sync.status();
+    t.shared = dynamic_cast<HostSyncStrategy*>(sync.value().get()) != nullptr;
+    train::Trainer trainer(model, Options(kBatch, r, world), set, nullptr,
+                           data::ConstantScaling(1.0f), *sync.value());
+    trainer.InitParams();
+    train::NullListener quiet;
+    Result<train::StopReason> ran = trainer.Run(quiet);
+    t.status = ran.ok() ? Status::Ok() : ran.status();
+    t.params.assign(trainer.params().begin(), trainer.params().end());
+    return t.status;
+  });
+  return out;
+}
+
+BOOST_AUTO_TEST_SUITE(host_sync)
+
+BOOST_AUTO_TEST_CASE(replicas_sharing_gradients_compute_the_rings_bits) {
+  // Equal to one replica on the global batch within rounding, and to the ring bit for bit (the
+  // same sums in the same order), with and without clipping.
+  math::SetBlasThreads(1);
+  const data::Dataset set = Blobs(1000);
+  const model::Model model(testing::SmallSpec());
+  for (float clip : {0.0f, 0.5f}) {  // 0.5 clips most steps of this problem
+    for (int world : {2, 3, 4}) {
+      BOOST_TEST_CONTEXT("world " << world << ", clip " << clip) {
+        const std::vector<float> reference = Reference(model, set, world, clip);
+        const std::vector<Trained> finals =
+            TrainWithMadeStrategy(model, set, world, LinkTransport::kAuto, clip);
+        for (int r = 0; r < world; ++r) {
+          const Trained& t = finals[static_cast<std::size_t>(r)];
+          BOOST_TEST_REQUIRE(t.status.ok(), t.status.message());
+          BOOST_TEST(t.shared, "rank " << r << " did not share its gradients");
+          BOOST_TEST((t.params == finals[0].params), "rank " << r << " differs from rank 0");
+        }
+        BOOST_TEST(MaxRelativeDifference(finals[0].params, reference) < 1e-5);
+        const std::vector<Trained> ring =
+            TrainWithMadeStrategy(model, set, world, LinkTransport::kAuto, clip, true);
+        BOOST_TEST_REQUIRE(ring[0].status.ok(), ring[0].status.message());
+        BOOST_TEST(!ring[0].shared);
+        BOOST_TEST((finals[0].params == ring[0].params), "shared gradients vs the ring");
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(links_that_are_not_shared_memory_keep_the_ring) {
+  math::SetBlasThreads(1);
+  const data::Dataset set = Blobs(1000);
+  const model::Model model(testing::SmallSpec());
+  const std::vector<Trained> finals =
+      TrainWithMadeStrategy(model, set, 2, LinkTransport::kTcp, 0.0f);
+  const std::vector<float> reference = Reference(model, set, 2, 0.0f);
+  for (const Trained& t : finals) {
+    BOOST_TEST_REQUIRE(t.status.ok(), t.status.message());
+    BOOST_TEST(!t.shared);
+  }
+  BOOST_TEST((finals[1].params == finals[0].params));
+  BOOST_TEST(MaxRelativeDifference(finals[0].params, reference) < 1e-5);
+}
+
+// Rank `r` of `world` forked processes calls Apply with a constant gradient `steps` times (the
+// rank `victim` SIGKILLs itself before step `kill_at`, or sleeps `stall` first); each survivor
+// writes its first error (or "ok") to its pipe.
+std::vector<std::string> ApplyInProcesses(int world, int victim, int kill_at,
+                                          std::chrono::milliseconds stall,
+                                          std::chrono::milliseconds timeout) {
+  Result<LoopbackRing> ring = LoopbackRing::Listen(world, LinkTransport::kAuto);
+  BOOST_REQUIRE(ring.ok());
+  constexpr std::size_t kParams = 1000;
+  std::vector<pid_t> children;
+  std::vector<int> pipes;
+  for (int r = 0; r < world; ++r) {
+    int fds[2];
+    BOOST_REQUIRE(::pipe(fds) == 0);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      std::string result = "ok";
+      Result<RingLinks> links = ring.value().Join(r, 20s);
+      if (!links.ok()) ::_exit(2);
+      RingAllReduce allreduce(r, world, links.value().left, links.value().right);
+      Result<std::unique_ptr<train::Strategy>> sync = MakeSyncStrategy(
+          allreduce, links.value(), optim::MakeOptimizer({}, 0, kParams), 0.0f, timeout);
+      if (!sync.ok() || dynamic_cast<HostSyncStrategy*>(sync.value().get()) == nullptr) {
+        ::_exit(3);
+      }
+      std::vector<float> params(kParams, 1.0f);
+      const std::span<float> grad = sync.value()->GradientStorage(kParams + 2).first(kParams);
+      for (int step = 0; step < 20 && result == "ok"; ++step) {
+        if (r == victim && step == kill_at) {
+          if (stall.count() == 0) ::raise(SIGKILL);
+          std::this_thread::sleep_for(stall);
+        }
+        std::fill(grad.begin(), grad.end(), 0.5f);
+        Status s =
+            sync.value()->Apply(step, params, grad, 0.1f, {1, static_cast<std::size_t>(world)});
+        if (!s.ok()) result = s.message();
+      }
+      const bool written =
+          ::write(fds[1], result.data(), result.size()) == static_cast<ssize_t>(result.size());
+      ::_exit(written ? 0 : 4);
+    }
+    ::close(fds[1]);
+    children.push_back(pid);
+    pipes.push_back(fds[0]);
+  }
+  std::vector<std::string> results;
+  for (int r = 0; r < world; ++r) {
+    std::string text;
+    char buf[512];
+    ssize_t n = 0;
+    while ((n = ::read(pipes[r], buf, sizeof buf)) > 0)
+      text.append(buf, static_cast<std::size_t>(n));
+    ::close(pipes[r]);
+    int status = 0;
+    ::waitpid(children[r], &status, 0);
+    results.push_back(text);
+  }
+  return results;
+}
+
+BOOST_AUTO_TEST_CASE(a_replica_killed_mid_training_fails_every_other_replica_naming_it) {
+  // Four ranks: ranks 1 and 3 are rank 2's ring neighbours and see its links hang up; rank 0
+  // learns it from the flag they set in the segment. Long before the 20 s timeout.
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<std::string> results = ApplyInProcesses(4, 2, 5, 0ms, 20s);
+  BOOST_TEST(testing::SecondsSince(start) < 15.0, "the survivors waited for the timeout");
+  for (int r : {0, 1, 3}) {
+    const std::string& got = results[static_cast<std::size_t>(r)];
+    BOOST_TEST_CONTEXT("rank " << r << ": " << got) {
+      BOOST_TEST(got.starts_with("step 5: "));
+      BOOST_TEST((Mentions(got, "closed") || Mentions(got, "rank 2 failed")));
+      BOOST_TEST(!Mentions(got, "timeout"));
+    }
+  }
+  BOOST_TEST(results[2].empty());  // killed before it could write
+}
+
+BOOST_AUTO_TEST_CASE(a_replica_that_stalls_past_the_timeout_is_named) {
+  const std::vector<std::string> results = ApplyInProcesses(2, 1, 3, 1500ms, 300ms);
+  BOOST_TEST(results[0] == "step 3: timeout: rank 1 did not reach the step within 300 ms",
+             results[0]);
+  BOOST_TEST(results[1] != "ok");  // it comes back to a failed job
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::dist
