@@ -8,6 +8,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -144,6 +145,54 @@ BOOST_AUTO_TEST_CASE(links_that_are_not_shared_memory_keep_the_ring) {
   }
   BOOST_TEST((finals[1].params == finals[0].params));
   BOOST_TEST(MaxRelativeDifference(finals[0].params, reference) < 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(stop_votes_reach_every_replica_at_the_same_step) {
+  // Rank 1 asks to stop for the target at step 3; ranks 0 and 2 ask at step 6, rank 2 because
+  // the user requested it, which wins.
+  constexpr int kWorld = 3;
+  constexpr std::size_t kParams = 300;
+  Result<LoopbackRing> ring = LoopbackRing::Listen(kWorld, LinkTransport::kAuto);
+  BOOST_REQUIRE(ring.ok());
+  // What AgreedStop() said after each step: the reason's number, -1 for none.
+  std::vector<std::vector<int>> agreed(kWorld);
+  const std::vector<Status> status = testing::RunRanks(kWorld, [&](int r) -> Status {
+    Result<RingLinks> links = ring.value().Join(r, 20s);
+    if (!links.ok()) return links.status();
+    RingAllReduce allreduce(r, kWorld, links.value().left, links.value().right);
+    Result<std::unique_ptr<train::Strategy>> sync = MakeSyncStrategy(
+        allreduce, links.value(), optim::MakeOptimizer({}, 0, kParams), 0.0f, 20s);
+    if (!sync.ok()) return sync.status();
+    if (dynamic_cast<HostSyncStrategy*>(sync.value().get()) == nullptr) {
+      return Status::Error("not shared");
+    }
+    std::vector<float> params(kParams, 0.0f);
+    const std::span<float> grad = sync.value()->GradientStorage(kParams + 2).first(kParams);
+    for (int step = 0; step < 8; ++step) {
+      if (r == 1 && step == 3) sync.value()->ProposeStop(train::StopReason::kTargetReached);
+      if (r == 0 && step == 6) sync.value()->ProposeStop(train::StopReason::kTargetReached);
+      if (r == 2 && step == 6) sync.value()->ProposeStop(train::StopReason::kRequested);
+      std::fill(grad.begin(), grad.end(), static_cast<float>(r));
+      Status s = sync.value()->Apply(step, params, grad, 0.1f, {1, kWorld});
+      if (!s.ok()) return s;
+      const std::optional<train::StopReason> stop = sync.value()->AgreedStop();
+      agreed[static_cast<std::size_t>(r)].push_back(stop ? static_cast<int>(*stop) : -1);
+    }
+    return Status::Ok();
+  });
+  for (int r = 0; r < kWorld; ++r) {
+    BOOST_TEST_CONTEXT("rank " << r) {
+      BOOST_TEST_REQUIRE(status[static_cast<std::size_t>(r)].ok(),
+                         status[static_cast<std::size_t>(r)].message());
+      const auto& votes = agreed[static_cast<std::size_t>(r)];
+      for (int step = 0; step < 8; ++step) {
+        const int want = step == 3   ? static_cast<int>(train::StopReason::kTargetReached)
+                         : step == 6 ? static_cast<int>(train::StopReason::kRequested)
+                                     : -1;
+        BOOST_TEST(votes[static_cast<std::size_t>(step)] == want, "step " << step);
+      }
+    }
+  }
 }
 
 // Rank `r` of `world` forked processes calls Apply with a constant gradient `steps` times (the
