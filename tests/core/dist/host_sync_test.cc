@@ -26,35 +26,18 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::Blobs;
+using testing::GlobalBatchOptions;
 using testing::MaxRelativeDifference;
 using testing::Mentions;
 
 constexpr int kBatch = 16;
-
-train::TrainOptions Options(int batch, int rank, int world) {
-  train::TrainOptions o;
-  o.epochs = 2;  // 1000 rows: the last global batch of each epoch is short
-  o.batch_size = batch;
-  o.seed = 4;
-  o.weight_decay = 1e-3f;
-  o.schedule.lr = 0.05f;
-  o.rank = rank;
-  o.world_size = world;
-  o.sharding = data::ShardMode::kGlobalBatches;
-  return o;
-}
-
-optim::OptimizerOptions Adam() {
-  optim::OptimizerOptions o;
-  o.type = optim::OptimizerType::kAdam;
-  return o;
-}
+const optim::OptimizerOptions kAdam = testing::OptimizerOfType(optim::OptimizerType::kAdam);
 
 // One replica with batch world * kBatch, the same global batches; clipped at `clip`.
 std::vector<float> Reference(const model::Model& model, const data::Dataset& set, int world,
                              float clip) {
-  train::LocalStrategy single(optim::MakeOptimizer(Adam(), 0, model.NumParams()), clip);
-  train::Trainer reference(model, Options(kBatch * world, 0, 1), set, nullptr,
+  train::LocalStrategy single(optim::MakeOptimizer(kAdam, 0, model.NumParams()), clip);
+  train::Trainer reference(model, GlobalBatchOptions(kBatch * world, 0, 1), set, nullptr,
                            data::ConstantScaling(1.0f), single);
   reference.InitParams();
   train::NullListener quiet;
@@ -81,7 +64,7 @@ std::vector<Trained> TrainWithMadeStrategy(const model::Model& model, const data
     Result<RingLinks> links = ring.value().Join(r, 20s);
     if (!links.ok()) return t.status = links.status();
     RingAllReduce allreduce(r, world, links.value().left, links.value().right);
-    auto optimizer = optim::MakeOptimizer(Adam(), 0, model.NumParams());
+    auto optimizer = optim::MakeOptimizer(kAdam, 0, model.NumParams());
     Result<std::unique_ptr<train::Strategy>> sync =
         ring_only
             ? Result<std::unique_ptr<train::Strategy>>(std::make_unique<SyncAllReduceStrategy>(
@@ -89,7 +72,7 @@ std::vector<Trained> TrainWithMadeStrategy(const model::Model& model, const data
             : MakeSyncStrategy(allreduce, links.value(), std::move(optimizer), clip, 20s);
     if (!sync.ok()) return t.status = sync.status();
     t.shared = dynamic_cast<HostSyncStrategy*>(sync.value().get()) != nullptr;
-    train::Trainer trainer(model, Options(kBatch, r, world), set, nullptr,
+    train::Trainer trainer(model, GlobalBatchOptions(kBatch, r, world), set, nullptr,
                            data::ConstantScaling(1.0f), *sync.value());
     trainer.InitParams();
     train::NullListener quiet;

@@ -20,11 +20,13 @@ BOOST_AUTO_TEST_SUITE(ps_sync)
 
 using namespace std::chrono_literals;
 using testing::Blobs;
+using testing::GlobalBatchOptions;
 using testing::MaxRelativeDifference;
+using testing::OptimizerOfType;
 using testing::PsLinks;
 
 constexpr int kBatch = 16;
-constexpr std::uint64_t kSeed = 4;
+constexpr std::uint64_t kSeed = 4;  // GlobalBatchOptions's, so that the shards start as replicas do
 
 bool Mentions(const Status& s, const std::string& what) {
   return s.message().find(what) != std::string::npos;
@@ -32,25 +34,6 @@ bool Mentions(const Status& s, const std::string& what) {
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-train::TrainOptions Options(int batch, int rank, int world, std::int64_t epochs = 2) {
-  train::TrainOptions o;
-  o.epochs = epochs;  // 480 rows: the last global batch of each epoch is short for most worlds
-  o.batch_size = batch;
-  o.seed = kSeed;
-  o.weight_decay = 1e-3f;
-  o.schedule.lr = 0.05f;
-  o.rank = rank;
-  o.world_size = world;
-  o.sharding = data::ShardMode::kGlobalBatches;
-  return o;
-}
-
-optim::OptimizerOptions Optimizer(optim::OptimizerType type) {
-  optim::OptimizerOptions o;
-  o.type = type;
-  return o;
 }
 
 // One replica with batch world * kBatch on the same global batches; its final parameters and
@@ -96,7 +79,7 @@ SyncRun RunSync(const model::Model& model, const data::Dataset& set, PsLinks lin
     SyncPsStrategy ps(mine, model.NumParams(),
                       {.rank = rank, .workers = workers, .clip_norm = clip_norm});
     run.finals[rank] =
-        testing::TrainWithStrategy(model, set, Options(kBatch, rank, workers), ps,
+        testing::TrainWithStrategy(model, set, GlobalBatchOptions(kBatch, rank, workers), ps,
                                    [&](std::span<float> params) { return ps.Connect(params); });
     if (Status bye = ps.Finish(); !bye.ok() && run.finals[rank].ok()) run.finals[rank] = bye;
     run.comm[rank] = ps.Stats();
@@ -142,10 +125,10 @@ BOOST_AUTO_TEST_CASE(n_replicas_over_k_shards_match_one_replica_with_n_times_the
   math::SetBlasThreads(1);
   const data::Dataset set = Blobs(480);
   const model::Model model(testing::SmallSpec());
-  const optim::OptimizerOptions momentum = Optimizer(optim::OptimizerType::kMomentum);
+  const optim::OptimizerOptions momentum = OptimizerOfType(optim::OptimizerType::kMomentum);
   for (int workers : {2, 3, 4}) {
     const Single reference =
-        Reference(model, set, workers, momentum, Options(kBatch * workers, 0, 1));
+        Reference(model, set, workers, momentum, GlobalBatchOptions(kBatch * workers, 0, 1));
     for (int shards : {1, 2, 3}) {
       BOOST_TEST_CONTEXT("workers " << workers << ", shards " << shards) {
         SyncRun run = RunSync(model, set, testing::MakeLocalPsLinks(workers, shards), workers,
@@ -165,9 +148,10 @@ BOOST_AUTO_TEST_CASE(sharded_adam_and_adagrad_state_match_one_replica) {
     const int shards = type == optim::OptimizerType::kAdam ? 3 : 2;
     BOOST_TEST_CONTEXT(optim::OptimizerTypeName(type)) {
       const Single reference =
-          Reference(model, set, workers, Optimizer(type), Options(kBatch * workers, 0, 1));
+          Reference(model, set, workers, OptimizerOfType(type),
+                    GlobalBatchOptions(kBatch * workers, 0, 1));
       SyncRun run = RunSync(model, set, testing::MakeLocalPsLinks(workers, shards), workers, shards,
-                            Optimizer(type));
+                            OptimizerOfType(type));
       CheckMatchesReference(run, reference, workers);
     }
   }
@@ -178,14 +162,14 @@ BOOST_AUTO_TEST_CASE(one_replica_clips_like_single_mode) {
   math::SetBlasThreads(1);
   const data::Dataset set = Blobs(480);
   const model::Model model(testing::SmallSpec());
-  const optim::OptimizerOptions sgd = Optimizer(optim::OptimizerType::kSgd);
+  const optim::OptimizerOptions sgd = OptimizerOfType(optim::OptimizerType::kSgd);
   const float clip = 0.05f;  // below the gradients' norms: clipping changes every step
   train::LocalStrategy single(optim::MakeOptimizer(sgd, 0, model.NumParams()), clip);
   Result<std::vector<float>> reference =
-      testing::TrainWithStrategy(model, set, Options(kBatch, 0, 1), single);
+      testing::TrainWithStrategy(model, set, GlobalBatchOptions(kBatch, 0, 1), single);
   train::LocalStrategy unclipped(optim::MakeOptimizer(sgd, 0, model.NumParams()), 0.0f);
   Result<std::vector<float>> plain =
-      testing::TrainWithStrategy(model, set, Options(kBatch, 0, 1), unclipped);
+      testing::TrainWithStrategy(model, set, GlobalBatchOptions(kBatch, 0, 1), unclipped);
   BOOST_TEST_REQUIRE(reference.ok());
   BOOST_TEST_REQUIRE(plain.ok());
   BOOST_TEST_REQUIRE(MaxRelativeDifference(plain.value(), reference.value()) > 1e-3);
@@ -199,11 +183,12 @@ BOOST_AUTO_TEST_CASE(replicas_over_tcp_match_one_replica) {
   const data::Dataset set = Blobs(480);
   const model::Model model(testing::SmallSpec());
   const int workers = 3, shards = 2;
-  const optim::OptimizerOptions adam = Optimizer(optim::OptimizerType::kAdam);
+  const optim::OptimizerOptions adam = OptimizerOfType(optim::OptimizerType::kAdam);
   std::string error;
   PsLinks links = testing::MakeTcpPsLinks(workers, shards, &error);
   BOOST_TEST_REQUIRE(!links.owned.empty(), error);
-  const Single reference = Reference(model, set, workers, adam, Options(kBatch * workers, 0, 1));
+  const Single reference =
+      Reference(model, set, workers, adam, GlobalBatchOptions(kBatch * workers, 0, 1));
   SyncRun run = RunSync(model, set, std::move(links), workers, shards, adam);
   CheckMatchesReference(run, reference, workers);
 }
@@ -243,12 +228,12 @@ std::vector<Stopped> RunWithVotes(int workers,
   const data::Dataset set = Blobs(480);
   const model::Model model(testing::SmallSpec());
   auto servers = testing::MakeShards(model, kSeed, workers, 2, PsMode::kSync,
-                                     Optimizer(optim::OptimizerType::kSgd));
+                                     OptimizerOfType(optim::OptimizerType::kSgd));
   std::vector<Stopped> ended(static_cast<std::size_t>(workers));
   *served = testing::ServePs(
       testing::MakeLocalPsLinks(workers, 2), servers, [&](int rank, std::span<Link* const> mine) {
         SyncPsStrategy ps(mine, model.NumParams(), {.rank = rank, .workers = workers});
-        train::Trainer trainer(model, Options(kBatch, rank, workers, 10), set, nullptr,
+        train::Trainer trainer(model, GlobalBatchOptions(kBatch, rank, workers, 10), set, nullptr,
                                data::ConstantScaling(1.0f), ps);
         trainer.InitParams();
         Proposer listener(&ps, at, proposals[rank]);
@@ -295,8 +280,8 @@ BOOST_AUTO_TEST_CASE(a_sync_snapshot_is_the_single_process_state_at_that_step) {
   const model::Model model(testing::SmallSpec());
   const int workers = 2, shards = 3;
   const std::int64_t at = 7;
-  const optim::OptimizerOptions adam = Optimizer(optim::OptimizerType::kAdam);
-  train::TrainOptions single = Options(kBatch * workers, 0, 1);
+  const optim::OptimizerOptions adam = OptimizerOfType(optim::OptimizerType::kAdam);
+  train::TrainOptions single = GlobalBatchOptions(kBatch * workers, 0, 1);
   single.epochs = 0;
   single.steps = at;  // the lr is constant, so a shorter run sees the same rates
   const Single reference = Reference(model, set, workers, adam, single);
@@ -326,7 +311,8 @@ BOOST_AUTO_TEST_CASE(a_sync_snapshot_is_the_single_process_state_at_that_step) {
       [&](int rank, std::span<Link* const> mine) {
         SyncPsStrategy ps(mine, model.NumParams(), {.rank = rank, .workers = workers});
         SnapshotAt listener(&ps, rank == 0 ? at : -1, &snap);
-        finals[rank] = testing::TrainWithStrategy(model, set, Options(kBatch, rank, workers), ps,
+        finals[rank] = testing::TrainWithStrategy(model, set,
+                                                  GlobalBatchOptions(kBatch, rank, workers), ps,
                                                   {}, &listener);
       });
   for (const Status& s : served) BOOST_TEST_REQUIRE(s.ok(), s.message());
@@ -358,9 +344,9 @@ BOOST_AUTO_TEST_CASE(shards_loaded_from_a_snapshot_continue_bit_for_bit) {
   const model::Model model(testing::SmallSpec());
   const int workers = 2, shards = 2;
   const std::int64_t half = 7, total = 14;
-  const optim::OptimizerOptions adam = Optimizer(optim::OptimizerType::kAdam);
+  const optim::OptimizerOptions adam = OptimizerOfType(optim::OptimizerType::kAdam);
   const auto steps = [](std::int64_t n, int rank) {
-    train::TrainOptions o = Options(kBatch, rank, 2);
+    train::TrainOptions o = GlobalBatchOptions(kBatch, rank, 2);
     o.epochs = 0;
     o.steps = n;
     return o;

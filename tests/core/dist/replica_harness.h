@@ -73,6 +73,29 @@ inline double MaxRelativeDifference(const std::vector<float>& a, const std::vect
 }
 
 // Makes replica `rank`'s strategy over its ring.
+// Replica `rank` of `world` in the synchronous tests: `batch` rows of each global batch, seed 4,
+// weight decay 1e-3, lr 0.05, for `epochs` epochs.
+inline train::TrainOptions GlobalBatchOptions(int batch, int rank, int world,
+                                              std::int64_t epochs = 2) {
+  train::TrainOptions o;
+  o.epochs = epochs;
+  o.batch_size = batch;
+  o.seed = 4;
+  o.weight_decay = 1e-3f;
+  o.schedule.lr = 0.05f;
+  o.rank = rank;
+  o.world_size = world;
+  o.sharding = data::ShardMode::kGlobalBatches;
+  return o;
+}
+
+// The default options of an optimizer of `type`.
+inline optim::OptimizerOptions OptimizerOfType(optim::OptimizerType type) {
+  optim::OptimizerOptions o;
+  o.type = type;
+  return o;
+}
+
 using StrategyFactory = std::function<std::unique_ptr<train::Strategy>(
     RingAllReduce& ring, int rank, int world, std::size_t params)>;
 // The train options of replica `rank` of `world`.

@@ -15,42 +15,28 @@ namespace dtrain::dist {
 namespace {
 
 using testing::Blobs;
+using testing::GlobalBatchOptions;
 using testing::MaxRelativeDifference;
 using testing::TrainReplica;
 using testing::TrainReplicasAsThreads;
 
-train::TrainOptions Options(int batch, int rank, int world) {
-  train::TrainOptions o;
-  o.epochs = 2;  // 1000 rows: the last global batch of each epoch is short
-  o.batch_size = batch;
-  o.seed = 4;
-  o.weight_decay = 1e-3f;
-  o.schedule.lr = 0.05f;
-  o.rank = rank;
-  o.world_size = world;
-  o.sharding = data::ShardMode::kGlobalBatches;
-  return o;
-}
-
-optim::OptimizerOptions Momentum() {
-  optim::OptimizerOptions o;
-  o.type = optim::OptimizerType::kMomentum;
-  return o;
-}
-
+const optim::OptimizerOptions kMomentum =
+    testing::OptimizerOfType(optim::OptimizerType::kMomentum);
 constexpr int kBatch = 16;
 
-train::TrainOptions PerReplica(int rank, int world) { return Options(kBatch, rank, world); }
+train::TrainOptions PerReplica(int rank, int world) {
+  return GlobalBatchOptions(kBatch, rank, world);
+}
 
 std::unique_ptr<train::Strategy> MakeSync(RingAllReduce& ring, int, int world, std::size_t n) {
-  return std::make_unique<SyncAllReduceStrategy>(ring, world, optim::MakeOptimizer(Momentum(), 0, n),
+  return std::make_unique<SyncAllReduceStrategy>(ring, world, optim::MakeOptimizer(kMomentum, 0, n),
                                                  1.0f);
 }
 
 // One replica with batch world * kBatch, the same global batches.
 std::vector<float> Reference(const model::Model& model, const data::Dataset& set, int world) {
-  train::LocalStrategy single(optim::MakeOptimizer(Momentum(), 0, model.NumParams()), 1.0f);
-  train::Trainer reference(model, Options(kBatch * world, 0, 1), set, nullptr,
+  train::LocalStrategy single(optim::MakeOptimizer(kMomentum, 0, model.NumParams()), 1.0f);
+  train::Trainer reference(model, GlobalBatchOptions(kBatch * world, 0, 1), set, nullptr,
                            data::ConstantScaling(1.0f), single);
   reference.InitParams();
   train::NullListener quiet;
