@@ -187,55 +187,30 @@ std::vector<std::string> ApplyInProcesses(int world, int victim, int kill_at,
   Result<LoopbackRing> ring = LoopbackRing::Listen(world, LinkTransport::kAuto);
   BOOST_REQUIRE(ring.ok());
   constexpr std::size_t kParams = 1000;
-  std::vector<pid_t> children;
-  std::vector<int> pipes;
-  for (int r = 0; r < world; ++r) {
-    int fds[2];
-    BOOST_REQUIRE(::pipe(fds) == 0);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::close(fds[0]);
-      std::string result = "ok";
-      Result<RingLinks> links = ring.value().Join(r, 20s);
-      if (!links.ok()) ::_exit(2);
-      RingAllReduce allreduce(r, world, links.value().left, links.value().right);
-      Result<std::unique_ptr<train::Strategy>> sync = MakeSyncStrategy(
-          allreduce, links.value(), optim::MakeOptimizer({}, 0, kParams), 0.0f, timeout);
-      if (!sync.ok() || dynamic_cast<HostSyncStrategy*>(sync.value().get()) == nullptr) {
-        ::_exit(3);
+  const std::vector<testing::ForkedRank> ranks = testing::ForkRanks(world, [&](int r, int fd) {
+    std::string result = "ok";
+    Result<RingLinks> links = ring.value().Join(r, 20s);
+    if (!links.ok()) return 2;
+    RingAllReduce allreduce(r, world, links.value().left, links.value().right);
+    Result<std::unique_ptr<train::Strategy>> sync = MakeSyncStrategy(
+        allreduce, links.value(), optim::MakeOptimizer({}, 0, kParams), 0.0f, timeout);
+    if (!sync.ok() || dynamic_cast<HostSyncStrategy*>(sync.value().get()) == nullptr) return 3;
+    std::vector<float> params(kParams, 1.0f);
+    const std::span<float> grad = sync.value()->GradientStorage(kParams + 2).first(kParams);
+    for (int step = 0; step < 20 && result == "ok"; ++step) {
+      if (r == victim && step == kill_at) {
+        if (stall.count() == 0) ::raise(SIGKILL);
+        std::this_thread::sleep_for(stall);
       }
-      std::vector<float> params(kParams, 1.0f);
-      const std::span<float> grad = sync.value()->GradientStorage(kParams + 2).first(kParams);
-      for (int step = 0; step < 20 && result == "ok"; ++step) {
-        if (r == victim && step == kill_at) {
-          if (stall.count() == 0) ::raise(SIGKILL);
-          std::this_thread::sleep_for(stall);
-        }
-        std::fill(grad.begin(), grad.end(), 0.5f);
-        Status s =
-            sync.value()->Apply(step, params, grad, 0.1f, {1, static_cast<std::size_t>(world)});
-        if (!s.ok()) result = s.message();
-      }
-      const bool written =
-          ::write(fds[1], result.data(), result.size()) == static_cast<ssize_t>(result.size());
-      ::_exit(written ? 0 : 4);
+      std::fill(grad.begin(), grad.end(), 0.5f);
+      Status s =
+          sync.value()->Apply(step, params, grad, 0.1f, {1, static_cast<std::size_t>(world)});
+      if (!s.ok()) result = s.message();
     }
-    ::close(fds[1]);
-    children.push_back(pid);
-    pipes.push_back(fds[0]);
-  }
+    return testing::WriteAll(fd, result.data(), result.size()) ? 0 : 4;
+  });
   std::vector<std::string> results;
-  for (int r = 0; r < world; ++r) {
-    std::string text;
-    char buf[512];
-    ssize_t n = 0;
-    while ((n = ::read(pipes[r], buf, sizeof buf)) > 0)
-      text.append(buf, static_cast<std::size_t>(n));
-    ::close(pipes[r]);
-    int status = 0;
-    ::waitpid(children[r], &status, 0);
-    results.push_back(text);
-  }
+  for (const testing::ForkedRank& rank : ranks) results.push_back(rank.output);
   return results;
 }
 

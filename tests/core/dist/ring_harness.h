@@ -8,6 +8,9 @@
 // One thread at a time, except RunRanks's function, which runs on one thread per rank.
 #pragma once
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cmath>
@@ -114,6 +117,55 @@ struct Ring {
   std::vector<RingLinks> links;
   std::vector<std::unique_ptr<RingAllReduce>> ranks;
 };
+
+// What a forked rank wrote to its pipe, and how it ended (waitpid's status).
+struct ForkedRank {
+  std::string output;
+  int wait_status = 0;
+};
+
+// Runs fn(rank, fd) in `world` forked processes, rank r in the r-th; fn writes what it reports to
+// `fd` and returns the child's exit code. Returns each rank's output and status once all ended.
+inline std::vector<ForkedRank> ForkRanks(int world, const std::function<int(int, int)>& fn) {
+  std::vector<pid_t> children;
+  std::vector<int> pipes;
+  for (int r = 0; r < world; ++r) {
+    int fds[2];
+    BOOST_REQUIRE(::pipe(fds) == 0);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      ::_exit(fn(r, fds[1]));
+    }
+    ::close(fds[1]);
+    children.push_back(pid);
+    pipes.push_back(fds[0]);
+  }
+  std::vector<ForkedRank> ranks(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    ForkedRank& rank = ranks[static_cast<std::size_t>(r)];
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = ::read(pipes[r], buf, sizeof buf)) > 0) {
+      rank.output.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(pipes[r]);
+    ::waitpid(children[r], &rank.wait_status, 0);
+  }
+  return ranks;
+}
+
+// Writes all of `bytes` to `fd`; false if it could not.
+inline bool WriteAll(int fd, const void* bytes, std::size_t size) {
+  const auto* p = static_cast<const char*>(bytes);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
 
 // Runs fn(rank) for every rank on its own thread; returns what each returned.
 inline std::vector<Status> RunRanks(int world, const std::function<Status(int)>& fn) {

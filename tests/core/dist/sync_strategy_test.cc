@@ -3,13 +3,14 @@
 #include <boost/test/unit_test.hpp>
 
 #include <sys/wait.h>
-#include <unistd.h>
 
+#include <cstring>
 
 #include "core/dist/loopback_ring.h"
 #include "core/dist/sync_strategy.h"
 #include "core/math/gemm.h"
 #include "replica_harness.h"
+#include "ring_harness.h"
 
 namespace dtrain::dist {
 namespace {
@@ -53,45 +54,25 @@ BOOST_AUTO_TEST_CASE(replicas_as_processes_over_tcp_match_one_replica) {
   auto ring = LoopbackRing::Listen(world);
   BOOST_REQUIRE(ring.ok());
   // Each rank is a forked process; it reports its parameters through a pipe.
-  std::vector<pid_t> children;
-  std::vector<int> pipes;
-  for (int r = 0; r < world; ++r) {
-    int fds[2];
-    BOOST_REQUIRE(::pipe(fds) == 0);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::close(fds[0]);
-      auto links = ring.value().Join(r, std::chrono::seconds(20));
-      if (!links.ok()) ::_exit(2);
-      auto params = TrainReplica(model, set, r, world, links.value(), PerReplica, MakeSync);
-      if (!params.ok()) ::_exit(3);
-      const auto bytes = params.value().size() * sizeof(float);
-      if (::write(fds[1], params.value().data(), bytes) != static_cast<ssize_t>(bytes)) ::_exit(4);
-      ::_exit(0);
-    }
-    ::close(fds[1]);
-    children.push_back(pid);
-    pipes.push_back(fds[0]);
-  }
+  const std::vector<testing::ForkedRank> ranks = testing::ForkRanks(world, [&](int r, int fd) {
+    auto links = ring.value().Join(r, std::chrono::seconds(20));
+    if (!links.ok()) return 2;
+    auto params = TrainReplica(model, set, r, world, links.value(), PerReplica, MakeSync);
+    if (!params.ok()) return 3;
+    return testing::WriteAll(fd, params.value().data(), params.value().size() * sizeof(float))
+               ? 0
+               : 4;
+  });
   std::vector<std::vector<float>> finals;
   for (int r = 0; r < world; ++r) {
-    std::vector<float> params(reference.size());
-    std::size_t got = 0;
-    auto* bytes = reinterpret_cast<char*>(params.data());
-    const std::size_t want = params.size() * sizeof(float);
-    while (got < want) {
-      const ssize_t n = ::read(pipes[r], bytes + got, want - got);
-      if (n <= 0) break;
-      got += static_cast<std::size_t>(n);
-    }
-    ::close(pipes[r]);
-    int status = 0;
-    ::waitpid(children[r], &status, 0);
+    const testing::ForkedRank& rank = ranks[static_cast<std::size_t>(r)];
     BOOST_TEST_CONTEXT("rank " << r) {
-      BOOST_REQUIRE(WIFEXITED(status));
-      BOOST_REQUIRE(WEXITSTATUS(status) == 0);
-      BOOST_REQUIRE(got == want);
+      BOOST_REQUIRE(WIFEXITED(rank.wait_status));
+      BOOST_REQUIRE(WEXITSTATUS(rank.wait_status) == 0);
+      BOOST_REQUIRE(rank.output.size() == reference.size() * sizeof(float));
     }
+    std::vector<float> params(reference.size());
+    std::memcpy(params.data(), rank.output.data(), rank.output.size());
     finals.push_back(std::move(params));
   }
   for (int r = 1; r < world; ++r) BOOST_TEST((finals[r] == finals[0]), "rank " << r);
