@@ -165,11 +165,6 @@ std::span<float> HostSyncStrategy::GradientStorage(std::size_t floats) {
   return {OwnGradient(), floats};
 }
 
-bool HostSyncStrategy::ProposeStop(train::StopReason reason) {
-  if (!proposed_ || reason == train::StopReason::kRequested) proposed_ = reason;
-  return true;
-}
-
 Status HostSyncStrategy::Fail(int rank, Status error) {
   std::uint32_t none = 0;
   header_->failed.compare_exchange_strong(none, static_cast<std::uint32_t>(rank + 1),
@@ -267,31 +262,20 @@ Status HostSyncStrategy::Apply(std::int64_t step, std::span<float> params, std::
   const auto start = Clock::now();
   float* own = OwnGradient();
   if (grad.data() != own) std::copy(grad.begin(), grad.end(), own);  // a caller of its own
-  // The mean over replicas of (world * rows_r / total) * grad_r is the mean over all rows.
-  if (share.total_rows > 0 && share.rows * static_cast<std::size_t>(world_) != share.total_rows) {
-    math::Scale(static_cast<float>(static_cast<double>(share.rows) * world_ /
-                                   static_cast<double>(share.total_rows)),
-                {own, params_});
-  }
-  own[params_] = proposed_ == train::StopReason::kRequested ? 1.0f : 0.0f;
-  own[params_ + 1] = proposed_ == train::StopReason::kTargetReached ? 1.0f : 0.0f;
-  proposed_.reset();
+  const float weight = train::ShareWeight(share, world_);
+  if (weight != 1.0f) math::Scale(weight, {own, params_});
+  votes_.Cast(std::span<float, kVoteFloats>(own + params_, kVoteFloats));
 
   ++seq_;
   Arrived(header_, rank_).value.store(seq_, std::memory_order_release);
   if (Status s = AwaitAll(/*arrived=*/true, seq_, step); !s.ok()) return s;
 
-  agreed_.reset();
-  bool requested = false, target = false;
+  float requested = 0.0f, target = 0.0f;
   for (int r = 0; r < world_; ++r) {
-    requested = requested || Gradient(r)[params_] > 0.0f;
-    target = target || Gradient(r)[params_ + 1] > 0.0f;
+    requested += Gradient(r)[params_];
+    target += Gradient(r)[params_ + 1];
   }
-  if (requested) {
-    agreed_ = train::StopReason::kRequested;
-  } else if (target) {
-    agreed_ = train::StopReason::kTargetReached;
-  }
+  agreed_ = StopVotes::Agreed(requested, target);
 
   if (clip_norm_ > 0.0f) {
     // Clipping needs the whole mean's norm before any of it is used: write it out.

@@ -42,6 +42,7 @@
 #include "core/dist/link.h"
 #include "core/dist/ring_allreduce.h"
 #include "core/dist/shm_segment.h"
+#include "core/dist/stop_votes.h"
 #include "core/optim/optimizer.h"
 #include "core/status.h"
 #include "core/train/strategy.h"
@@ -54,7 +55,7 @@ struct HostSyncHeader;
 
 class HostSyncStrategy final : public train::Strategy {
  public:
-  static constexpr std::size_t kVoteFloats = 2;  // requested, target reached
+  static constexpr std::size_t kVoteFloats = StopVotes::kFloats;
   static constexpr std::uint32_t kSetupTag = RingAllReduce::kMaxOp - 2;
 
   HostSyncStrategy(const HostSyncStrategy&) = delete;
@@ -65,7 +66,10 @@ class HostSyncStrategy final : public train::Strategy {
   std::size_t GradientTail() const override { return kVoteFloats; }
   std::span<float> GradientStorage(std::size_t floats) override;
   optim::Optimizer* LocalOptimizer() override { return local_.LocalOptimizer(); }
-  bool ProposeStop(train::StopReason reason) override;
+  bool ProposeStop(train::StopReason reason) override {
+    votes_.Propose(reason);
+    return true;
+  }
   std::optional<train::StopReason> AgreedStop() const override { return agreed_; }
   train::CommStats Stats() const override { return stats_; }
 
@@ -99,7 +103,7 @@ class HostSyncStrategy final : public train::Strategy {
   std::vector<float> mean_;  // the written-out mean, when clipping needs it
   std::chrono::milliseconds timeout_;
   std::uint64_t seq_ = 0;
-  std::optional<train::StopReason> proposed_;
+  StopVotes votes_;
   std::optional<train::StopReason> agreed_;
   Status broken_;
   train::CommStats stats_;

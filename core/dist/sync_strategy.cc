@@ -12,12 +12,7 @@ SyncAllReduceStrategy::SyncAllReduceStrategy(RingAllReduce& ring, int world,
 Status SyncAllReduceStrategy::Apply(std::int64_t step, std::span<float> params,
                                     std::span<float> grad, float lr,
                                     const train::StepShare& share) {
-  // The mean over replicas of (world * rows_r / total) * grad_r is the mean over all rows.
-  const float weight =
-      share.total_rows > 0 && share.rows * static_cast<std::size_t>(world_) != share.total_rows
-          ? static_cast<float>(static_cast<double>(share.rows) * world_ /
-                               static_cast<double>(share.total_rows))
-          : 1.0f;
+  const float weight = train::ShareWeight(share, world_);
   if (weight != 1.0f) math::Scale(weight, grad);
   const auto op = static_cast<std::uint32_t>(step % RingAllReduce::kMaxOp);
   Status reduced = exchange_.MeanInPlace(grad, op);  // the votes ride in the GradientTail()

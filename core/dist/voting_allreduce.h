@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/dist/ring_allreduce.h"
+#include "core/dist/stop_votes.h"
 #include "core/train/strategy.h"
 
 namespace dtrain::dist {
@@ -27,12 +28,12 @@ namespace dtrain::dist {
 class VotingAllReduce {
  public:
   // The votes' floats after a payload.
-  static constexpr std::size_t kVoteFloats = 2;
+  static constexpr std::size_t kVoteFloats = StopVotes::kFloats;
 
   explicit VotingAllReduce(RingAllReduce& ring) : ring_(ring) {}
 
   // This replica's vote, carried by the next Mean.
-  void Propose(train::StopReason reason);
+  void Propose(train::StopReason reason) { votes_.Propose(reason); }
   // The first `floats` floats of the buffer the next Mean averages (valid until the next call).
   std::span<float> Payload(std::size_t floats);
   // Averages the payload (and the votes) over the ring, as op `op`.
@@ -51,7 +52,7 @@ class VotingAllReduce {
 
   std::vector<float> buffer_;  // Payload()'s, with room for the votes
   std::size_t payload_ = 0;
-  std::optional<train::StopReason> proposed_;
+  StopVotes votes_;
   std::optional<train::StopReason> agreed_;
   train::CommStats stats_;
 };

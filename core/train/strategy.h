@@ -41,6 +41,11 @@ struct StepShare {
   std::size_t total_rows = 0;
 };
 
+// What a sync replica scales its gradient by before the replicas' gradients are averaged, so that
+// their mean is the mean over all the step's rows: world * rows / total_rows (1 when the replicas
+// had equal shares).
+float ShareWeight(const StepShare& share, int world);
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
