@@ -264,12 +264,14 @@ BOOST_AUTO_TEST_CASE(a_killed_sync_worker_stops_its_peers_and_the_job_restarts) 
   const auto killed = std::chrono::steady_clock::now();
   ::kill(victim, SIGKILL);
   // The survivor fails at once (its peer closed), so the job restarts well within the timeout.
-  // (The restart count moves before the events are written: wait for running after recovering.)
+  // (The restart count moves before the events are written, and a new worker's row may land just
+  // after the job is running again: wait for running after recovering, with all four rows.)
   for (int i = 0; i < 1500; ++i) {
     job = d.Status(id);
     const json& events = job["events"];
     if (job["state"] == "running" && events.size() >= 2 &&
-        events[events.size() - 2]["to"] == "recovering" && events.back()["to"] == "running") {
+        events[events.size() - 2]["to"] == "recovering" && events.back()["to"] == "running" &&
+        job["workers"].size() == 4u) {
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
