@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -98,6 +99,18 @@ inline ChildProcess StartProcess(const std::vector<std::string>& args, const std
 
 inline ProcessResult RunProcess(const std::vector<std::string>& args, const std::string& dir) {
   return StartProcess(args, dir).Wait();
+}
+
+// Writes all of `size` bytes at `data` to `fd` (a pipe to the parent, say); false if it could not.
+inline bool WriteAll(int fd, const void* data, std::size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
 }
 
 }  // namespace dtrain::testing

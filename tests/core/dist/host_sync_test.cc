@@ -207,7 +207,7 @@ std::vector<std::string> ApplyInProcesses(int world, int victim, int kill_at,
           sync.value()->Apply(step, params, grad, 0.1f, {1, static_cast<std::size_t>(world)});
       if (!s.ok()) result = s.message();
     }
-    return testing::WriteAll(fd, result.data(), result.size()) ? 0 : 4;
+    return dtrain::testing::WriteAll(fd, result.data(), result.size()) ? 0 : 4;
   });
   std::vector<std::string> results;
   for (const testing::ForkedRank& rank : ranks) results.push_back(rank.output);

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/process.h"
 #include "common/text_checks.h"
 #include "core/dist/link.h"
 #include "core/dist/local_link.h"
@@ -153,18 +154,6 @@ inline std::vector<ForkedRank> ForkRanks(int world, const std::function<int(int,
     ::waitpid(children[r], &rank.wait_status, 0);
   }
   return ranks;
-}
-
-// Writes all of `bytes` to `fd`; false if it could not.
-inline bool WriteAll(int fd, const void* bytes, std::size_t size) {
-  const auto* p = static_cast<const char*>(bytes);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
 }
 
 // Runs fn(rank) for every rank on its own thread; returns what each returned.

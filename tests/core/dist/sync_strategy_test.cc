@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_CASE(replicas_as_processes_over_tcp_match_one_replica) {
     if (!links.ok()) return 2;
     auto params = TrainReplica(model, set, r, world, links.value(), PerReplica, MakeSync);
     if (!params.ok()) return 3;
-    return testing::WriteAll(fd, params.value().data(), params.value().size() * sizeof(float))
+    return dtrain::testing::WriteAll(fd, params.value().data(), params.value().size() * sizeof(float))
                ? 0
                : 4;
   });

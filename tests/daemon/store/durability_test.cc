@@ -11,12 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "common/process.h"
 #include "daemon/store/store.h"
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::store {
 namespace {
 
+using dtrain::testing::WriteAll;
 using testing::OpenRaw;
 using testing::OpenStore;
 using testing::SameBits;
@@ -25,17 +27,6 @@ using testing::SampleJob;
 using testing::TempStoreDir;
 
 constexpr std::size_t kFloats = 20000;
-
-bool WriteAll(int fd, const void* data, std::size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 // false at end of file (the writer is gone) or on error.
 bool ReadValue(int fd, std::int64_t* value) {
