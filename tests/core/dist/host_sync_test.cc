@@ -37,12 +37,10 @@ const optim::OptimizerOptions kAdam = testing::OptimizerOfType(optim::OptimizerT
 std::vector<float> Reference(const model::Model& model, const data::Dataset& set, int world,
                              float clip) {
   train::LocalStrategy single(optim::MakeOptimizer(kAdam, 0, model.NumParams()), clip);
-  train::Trainer reference(model, GlobalBatchOptions(kBatch * world, 0, 1), set, nullptr,
-                           data::ConstantScaling(1.0f), single);
-  reference.InitParams();
-  train::NullListener quiet;
-  BOOST_REQUIRE(reference.Run(quiet).ok());
-  return std::vector<float>(reference.params().begin(), reference.params().end());
+  Result<std::vector<float>> params =
+      testing::TrainWithStrategy(model, set, GlobalBatchOptions(kBatch * world, 0, 1), single);
+  BOOST_REQUIRE(params.ok());
+  return std::move(params).value();
 }
 
 struct Trained {
@@ -72,14 +70,11 @@ std::vector<Trained> TrainWithMadeStrategy(const model::Model& model, const data
             : MakeSyncStrategy(allreduce, links.value(), std::move(optimizer), clip, 20s);
     if (!sync.ok()) return t.status = sync.status();
     t.shared = dynamic_cast<HostSyncStrategy*>(sync.value().get()) != nullptr;
-    train::Trainer trainer(model, GlobalBatchOptions(kBatch, r, world), set, nullptr,
-                           data::ConstantScaling(1.0f), *sync.value());
-    trainer.InitParams();
-    train::NullListener quiet;
-    Result<train::StopReason> ran = trainer.Run(quiet);
-    t.status = ran.ok() ? Status::Ok() : ran.status();
-    t.params.assign(trainer.params().begin(), trainer.params().end());
-    return t.status;
+    Result<std::vector<float>> params = testing::TrainWithStrategy(
+        model, set, GlobalBatchOptions(kBatch, r, world), *sync.value());
+    if (!params.ok()) return t.status = params.status();
+    t.params = std::move(params).value();
+    return t.status = Status::Ok();
   });
   return out;
 }

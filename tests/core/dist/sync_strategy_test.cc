@@ -37,12 +37,10 @@ std::unique_ptr<train::Strategy> MakeSync(RingAllReduce& ring, int, int world, s
 // One replica with batch world * kBatch, the same global batches.
 std::vector<float> Reference(const model::Model& model, const data::Dataset& set, int world) {
   train::LocalStrategy single(optim::MakeOptimizer(kMomentum, 0, model.NumParams()), 1.0f);
-  train::Trainer reference(model, GlobalBatchOptions(kBatch * world, 0, 1), set, nullptr,
-                           data::ConstantScaling(1.0f), single);
-  reference.InitParams();
-  train::NullListener quiet;
-  BOOST_REQUIRE(reference.Run(quiet).ok());
-  return std::vector<float>(reference.params().begin(), reference.params().end());
+  Result<std::vector<float>> params =
+      testing::TrainWithStrategy(model, set, GlobalBatchOptions(kBatch * world, 0, 1), single);
+  BOOST_REQUIRE(params.ok());
+  return std::move(params).value();
 }
 
 BOOST_AUTO_TEST_CASE(replicas_as_processes_over_tcp_match_one_replica) {
