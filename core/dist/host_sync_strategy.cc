@@ -43,6 +43,7 @@ constexpr std::uint32_t kVersion = 1;
 constexpr std::size_t kHeaderBytes = 128;
 constexpr std::size_t kPage = 4096;
 constexpr std::size_t kNameFloats = 10;  // "/dtrain-" and 32 hex digits: 40 bytes
+constexpr std::uint32_t kSetupTag = RingAllReduce::kMaxOp - 2;
 constexpr std::uint32_t kLocalOp = RingAllReduce::kMaxOp - 1;
 constexpr std::uint32_t kMappedOp = RingAllReduce::kMaxOp;
 // A barrier polls, yielding the core between looks, for this long before it sleeps between
@@ -107,7 +108,7 @@ Result<ShmMapping> ShareSegment(RingAllReduce& ring, const RingLinks& links, std
       }
     }
   } else {
-    if (Status s = links.left->Recv(HostSyncStrategy::kSetupTag, message, deadline); !s.ok()) {
+    if (Status s = links.left->Recv(kSetupTag, message, deadline); !s.ok()) {
       return s;
     }
     const std::string got(reinterpret_cast<const char*>(message.data()), sizeof message);
@@ -118,7 +119,7 @@ Result<ShmMapping> ShareSegment(RingAllReduce& ring, const RingLinks& links, std
     }
   }
   if (rank + 1 < world) {
-    if (Status s = links.right->Send(HostSyncStrategy::kSetupTag, message, deadline); !s.ok()) {
+    if (Status s = links.right->Send(kSetupTag, message, deadline); !s.ok()) {
       return s;
     }
   }
@@ -144,25 +145,18 @@ HostSyncStrategy::HostSyncStrategy(ShmMapping segment, int rank, int world, std:
       world_(world),
       params_(params),
       stride_(stride),
+      gradients_(reinterpret_cast<float*>(static_cast<char*>(segment_.data()) +
+                                          CountersBytes(world))),
       left_(links.left),
       right_(links.right),
       local_(std::move(optimizer), clip_norm),
-      clip_norm_(clip_norm),
       timeout_(timeout) {
-  if (clip_norm_ > 0.0f) mean_.resize(params_);
+  if (clip_norm > 0.0f) mean_.resize(params_);
 }
-
-const float* HostSyncStrategy::Gradient(int r) const {
-  return reinterpret_cast<const float*>(static_cast<const char*>(segment_.data()) +
-                                        CountersBytes(world_)) +
-         static_cast<std::size_t>(r) * stride_;
-}
-
-float* HostSyncStrategy::OwnGradient() { return const_cast<float*>(Gradient(rank_)); }
 
 std::span<float> HostSyncStrategy::GradientStorage(std::size_t floats) {
   if (floats != params_ + kVoteFloats) return {};
-  return {OwnGradient(), floats};
+  return {Gradient(rank_), floats};
 }
 
 Status HostSyncStrategy::Fail(int rank, Status error) {
@@ -260,7 +254,7 @@ Status HostSyncStrategy::Apply(std::int64_t step, std::span<float> params, std::
                                float lr, const train::StepShare& share) {
   if (!broken_.ok()) return broken_;
   const auto start = Clock::now();
-  float* own = OwnGradient();
+  float* own = Gradient(rank_);
   if (grad.data() != own) std::copy(grad.begin(), grad.end(), own);  // a caller of its own
   const float weight = train::ShareWeight(share, world_);
   if (weight != 1.0f) math::Scale(weight, {own, params_});
@@ -277,7 +271,7 @@ Status HostSyncStrategy::Apply(std::int64_t step, std::span<float> params, std::
   }
   agreed_ = StopVotes::Agreed(requested, target);
 
-  if (clip_norm_ > 0.0f) {
+  if (!mean_.empty()) {
     // Clipping needs the whole mean's norm before any of it is used: write it out.
     MeanOf(0, mean_);
     if (Status s = local_.Apply(step, params, mean_, lr, share); !s.ok()) return s;

@@ -25,7 +25,7 @@
 // "arrived" counter and one with its "released" counter (the number of steps it has reached /
 // finished reading), rounded up to 4 KiB; then `world` gradients of `floats` floats each, 64-byte
 // aligned. Set-up: rank 0 creates it under an unguessable name and passes the name around the
-// ring (a message of kNameFloats floats on the links, tagged kSetupTag); every rank opens it; two
+// ring (a message of 10 floats on the links, tagged 2^31 - 3); every rank opens it; two
 // all-reduces over the ring agree that every rank is on this host and has it mapped; rank 0 then
 // unlinks the name.
 //
@@ -56,7 +56,6 @@ struct HostSyncHeader;
 class HostSyncStrategy final : public train::Strategy {
  public:
   static constexpr std::size_t kVoteFloats = StopVotes::kFloats;
-  static constexpr std::uint32_t kSetupTag = RingAllReduce::kMaxOp - 2;
 
   HostSyncStrategy(const HostSyncStrategy&) = delete;
   HostSyncStrategy& operator=(const HostSyncStrategy&) = delete;
@@ -84,8 +83,8 @@ class HostSyncStrategy final : public train::Strategy {
   Status AwaitAll(bool arrived, std::uint64_t seq, std::int64_t step);
   // Records that `rank` failed (first failure wins) and returns `error`.
   Status Fail(int rank, Status error);
-  const float* Gradient(int r) const;
-  float* OwnGradient();
+  // Rank r's gradient and votes in the segment.
+  float* Gradient(int r) const { return gradients_ + static_cast<std::size_t>(r) * stride_; }
   // The mean gradient's floats [offset, offset + out.size()) into `out`, summed in the ring's
   // order (so the same bits as SyncAllReduceStrategy computes).
   void MeanOf(std::size_t offset, std::span<float> out) const;
@@ -96,11 +95,11 @@ class HostSyncStrategy final : public train::Strategy {
   int world_;
   std::size_t params_;  // floats of gradient, before the vote tail
   std::size_t stride_;  // floats from one rank's gradient to the next
+  float* gradients_;    // rank 0's, in the segment
   Link* left_;
   Link* right_;
   train::LocalStrategy local_;  // the clip-and-step every replica takes
-  float clip_norm_;
-  std::vector<float> mean_;  // the written-out mean, when clipping needs it
+  std::vector<float> mean_;  // the written-out mean, when clipping needs it (else empty)
   std::chrono::milliseconds timeout_;
   std::uint64_t seq_ = 0;
   StopVotes votes_;
