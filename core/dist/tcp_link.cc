@@ -8,9 +8,24 @@
 #include <sys/socket.h>
 
 #include <cstring>
+#include <fstream>
 #include <utility>
 
 namespace dtrain::dist {
+namespace {
+
+// Sets SO_RCVBUF to TcpLink::kReceiveBufferBytes where net.core.rmem_max allows that much. Where
+// it does not, the kernel would cap the request below what autotuning may reach, so autotuning
+// stays. Best effort: the buffer's size changes only the speed.
+void WidenReceiveBuffer(int fd) {
+  std::ifstream rmem_max("/proc/sys/net/core/rmem_max");
+  long allowed = 0;
+  if (!(rmem_max >> allowed) || allowed < TcpLink::kReceiveBufferBytes) return;
+  const int bytes = TcpLink::kReceiveBufferBytes;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+}
+
+}  // namespace
 
 Result<std::unique_ptr<TcpLink>> TcpLink::Create(net::FrameStream stream, int self_rank,
                                                  int peer_rank, std::string peer_label) {
@@ -22,6 +37,7 @@ Result<std::unique_ptr<TcpLink>> TcpLink::Create(net::FrameStream stream, int se
     return Status::Error("cannot set TCP_NODELAY on the link to " + peer + ": " +
                          std::strerror(errno));
   }
+  WidenReceiveBuffer(fd);
   const int write_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (write_fd < 0) {
     return Status::Error("cannot duplicate the socket of the link to " + peer + ": " +

@@ -12,6 +12,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "core/dist/tcp_link.h"
@@ -326,6 +327,24 @@ BOOST_AUTO_TEST_CASE(tcp_links_without_checksums_send_unchecked_frames_with_crc_
     std::vector<float> out(values.size());
     BOOST_TEST_REQUIRE(link.value()->Recv(79, out, In(5s)).ok());
     BOOST_TEST(out == values);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(tcp_links_receive_into_a_buffer_that_holds_a_rings_send_ahead) {
+  auto [raw, accepted] = TcpStreams();
+  const int fd = accepted.fd();
+  Result<std::unique_ptr<TcpLink>> link = TcpLink::Create(std::move(accepted), 0, 1);
+  BOOST_TEST_REQUIRE(link.ok(), link.status().message());
+  int bytes = 0;
+  socklen_t size = sizeof bytes;
+  BOOST_TEST_REQUIRE(::getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, &size) == 0);
+  long allowed = 0;
+  std::ifstream("/proc/sys/net/core/rmem_max") >> allowed;
+  if (allowed >= TcpLink::kReceiveBufferBytes) {
+    BOOST_TEST(bytes == 2 * TcpLink::kReceiveBufferBytes);  // Linux doubles what it is asked
+  } else {
+    BOOST_TEST_MESSAGE("net.core.rmem_max is " << allowed << ": autotuning keeps the buffer");
+    BOOST_TEST(bytes < 2 * TcpLink::kReceiveBufferBytes);
   }
 }
 
