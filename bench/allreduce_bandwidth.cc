@@ -16,8 +16,9 @@
 // Each size runs a few rounds of all four side by side, each a median over many ops (fewer for
 // larger sizes); a ratio is taken within a round, and the median round is printed. Four busy
 // threads share two cores here, so single rounds scatter by tens of percent.
-// Usage: bench_allreduce_bandwidth [--quick] [--bytes N]... [--segment FLOATS] [--spin US]
-//                                  [--yield US] [--threaded] [--ring] [--no-shm] [--no-checksum]
+// Usage: bench_allreduce_bandwidth [--quick] [--rounds N] [--bytes N]... [--segment FLOATS]
+//                                  [--spin US] [--yield US] [--threaded] [--ring] [--no-shm]
+//                                  [--no-checksum]
 // (--threaded: RingOptions::caller_sends off; --ring: the two-phase ring for n = 2 too.)
 #include <algorithm>
 #include <chrono>
@@ -60,6 +61,8 @@ int main(int argc, char** argv) {
     if (arg == "--quick") {
       rounds = 1;
       rep_scale = 0.25;
+    } else if (arg == "--rounds" && i + 1 < argc) {
+      rounds = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--bytes" && i + 1 < argc) {
       sizes.push_back(std::strtoul(argv[++i], nullptr, 10) / sizeof(float) * sizeof(float));
     } else if (arg == "--segment" && i + 1 < argc) {
@@ -78,9 +81,9 @@ int main(int argc, char** argv) {
       checksums = false;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--bytes N]... [--segment FLOATS] [--spin MICROSECONDS]\n"
-                   "       [--yield MICROSECONDS] [--threaded] [--ring] [--no-shm] "
-                   "[--no-checksum]\n",
+                   "usage: %s [--quick] [--rounds N] [--bytes N]... [--segment FLOATS]\n"
+                   "       [--spin MICROSECONDS] [--yield MICROSECONDS] [--threaded] [--ring]\n"
+                   "       [--no-shm] [--no-checksum]\n",
                    argv[0]);
       return 2;
     }
