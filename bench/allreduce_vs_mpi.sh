@@ -5,11 +5,13 @@
 # Prints each round's GB/s and dtrain/MPI ratios, then the median ratio per size and n.
 # Needs the build tree's bench_allreduce_bandwidth and `apt-get install -y openmpi-bin
 # libopenmpi-dev`.
-# Usage: bench/allreduce_vs_mpi.sh [ROUNDS] [BUILD_DIR]   (defaults: 5 rounds, ./build)
+# Usage: bench/allreduce_vs_mpi.sh [ROUNDS [BUILD_DIR [BENCH_ARG...]]]
+#   (defaults: 5 rounds, ./build; BENCH_ARGs go to bench_allreduce_bandwidth, e.g. --no-checksum)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rounds=${1:-5}
 bench=${2:-build}/bench/bench_allreduce_bandwidth
+shift $(($# < 2 ? $# : 2))
 if [ ! -x "$bench" ]; then
   echo "allreduce_vs_mpi.sh: no $bench; build the project first" >&2
   exit 2
@@ -18,7 +20,7 @@ results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 for round in $(seq "$rounds"); do
   # Lines "SIZE n=2 GB/s n=4 GB/s" from dtrain's table ("4 MiB  raw raw+crc | n=2 ... | n=4 ...").
-  "$bench" --no-shm --rounds 1 | awk -v r="$round" '$2 ~ /iB$/ && $5 == "|" {
+  "$bench" --no-shm --rounds 1 "$@" | awk -v r="$round" '$2 ~ /iB$/ && $5 == "|" {
     print r, "dtrain", $1 $2, $6, $10 }' >>"$results"
   # Lines "n=N SIZE KiB GB/s GB/s" from the MPI benchmark.
   "$here/mpi_allreduce.sh" | awk -v r="$round" '$1 ~ /^n=/ {
