@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -143,6 +144,12 @@ Result<net::FrameStream> AcceptIntroduced(const PeerListener& listener, int expe
   return std::move(in.value().stream);
 }
 
+// Best effort, as JoinRing promises.
+void UseRingCongestionControl(const net::FrameStream& stream) {
+  ::setsockopt(stream.fd(), IPPROTO_TCP, TCP_CONGESTION, kRingCongestionControl.data(),
+               static_cast<socklen_t>(kRingCongestionControl.size()));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Link>> MakeLink(net::FrameStream stream, LinkTransport transport,
@@ -196,11 +203,13 @@ Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
     Result<net::FrameStream> s = ConnectIntroduced(workers[static_cast<std::size_t>(right)], rank,
                                                    right, "", deadline, token);
     if (!s.ok()) return Status::Error(me + s.status().message());
+    UseRingCongestionControl(s.value());
     to_right.emplace(std::move(s).value());
   }
   if (n > 2 || rank == 1) {
     Result<net::FrameStream> s = AcceptIntroduced(mine, left, "", deadline);
     if (!s.ok()) return Status::Error(me + s.status().message());
+    UseRingCongestionControl(s.value());
     from_left.emplace(std::move(s).value());
   }
   const auto make_left = [&] {

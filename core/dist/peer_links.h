@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dist/link.h"
@@ -102,9 +103,21 @@ Result<std::unique_ptr<Link>> ConnectLink(const Endpoint& to, int self_id, int p
                                           const std::string& peer_label, Deadline deadline,
                                           const std::string& token, LinkTransport transport);
 
+// TCP_CONGESTION of every ring connection, whatever the host's default: a loss-based algorithm
+// that does not pace. BBR, a common default on cloud images, paces each connection with a kernel
+// timer when the qdisc is not fq; for an all-reduce's back-to-back bursts that meant about 150
+// timer interrupts per 4 MiB op at n=4, and ops up to 40 % slower than with reno (cubic: between
+// the two; bench/README.md). On a lab network, with round trips of microseconds, reno and cubic
+// behave alike, and reno is the one every process may choose. Links between workers and shards
+// keep the host's algorithm: the parameter-server bench measured BBR fastest there.
+inline constexpr std::string_view kRingCongestionControl = "reno";
+
 // Rank `rank`'s ring links among the workers at `workers` (rank r listens at workers[r]): it
 // connects to rank + 1 and accepts rank - 1 on `mine` (two ranks share one connection, made by
-// rank 0). With kAuto, the connecting end of each connection creates the shared-memory segment.
+// rank 0), and sets kRingCongestionControl on each connection (best effort: the kernel refuses an
+// algorithm that net.ipv4.tcp_allowed_congestion_control does not list for a process without
+// CAP_NET_ADMIN; reno is always allowed). With kAuto, the connecting end of each connection
+// creates the shared-memory segment.
 Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
                            const PeerListener& mine, Deadline deadline,
                            const std::string& token = "",

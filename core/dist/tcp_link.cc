@@ -25,14 +25,6 @@ void WidenReceiveBuffer(int fd) {
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
 }
 
-// Switches the socket to TcpLink::kCongestionControl. Best effort: the kernel refuses an
-// algorithm it lacks, or one that net.ipv4.tcp_allowed_congestion_control does not list for a
-// process without CAP_NET_ADMIN (reno is always there and always allowed).
-void ChooseCongestionControl(int fd) {
-  const std::string_view name = TcpLink::kCongestionControl;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size()));
-}
-
 }  // namespace
 
 Result<std::unique_ptr<TcpLink>> TcpLink::Create(net::FrameStream stream, int self_rank,
@@ -46,7 +38,6 @@ Result<std::unique_ptr<TcpLink>> TcpLink::Create(net::FrameStream stream, int se
                          std::strerror(errno));
   }
   WidenReceiveBuffer(fd);
-  ChooseCongestionControl(fd);
   const int write_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (write_fd < 0) {
     return Status::Error("cannot duplicate the socket of the link to " + peer + ": " +
@@ -83,6 +74,13 @@ Result<std::uint32_t> TcpLink::RecvAnyTag(std::span<float> out, Deadline deadlin
                          std::to_string(h.value().sender));
   }
   return h.value().tag;
+}
+
+std::string TcpLink::CongestionControl() const {
+  char name[32] = {};
+  socklen_t size = sizeof name - 1;
+  if (::getsockopt(socket_, IPPROTO_TCP, TCP_CONGESTION, name, &size) != 0) return "";
+  return name;
 }
 
 bool TcpLink::Readable() {

@@ -2,8 +2,7 @@
 // every message is one kFloats frame whose tag field carries the message's tag and whose sender
 // field carries the writer's rank. Floats go straight from the caller's span into sendmsg and
 // straight from the socket into the caller's span (net::FrameStream); TCP_NODELAY is on.
-// The socket's receive buffer is set to kReceiveBufferBytes where net.core.rmem_max allows it,
-// and its congestion control to kCongestionControl.
+// The socket's receive buffer is set to kReceiveBufferBytes where net.core.rmem_max allows it.
 //
 //   Result<net::FrameStream> s = net::FrameStream::ConnectTcp("10.0.0.2", port, 5s);
 //   Result<std::unique_ptr<TcpLink>> link = TcpLink::Create(std::move(s).value(), 0, 1);
@@ -17,7 +16,6 @@
 
 #include <memory>
 #include <string>
-#include <string_view>
 
 #include "core/dist/link.h"
 #include "core/net/frame_stream.h"
@@ -31,13 +29,6 @@ class TcpLink final : public Link {
   // other's window. Autotuning, which setting it turns off, keeps loopback windows far smaller:
   // two ranks' 4 MiB all-reduce over loopback went from 2.0 to 3.2 GB/s (bench/README.md).
   static constexpr int kReceiveBufferBytes = 2 << 20;
-  // TCP_CONGESTION of every link, whatever the host's default: a loss-based algorithm that does
-  // not pace. BBR, a common default on cloud images, paces each connection with a kernel timer
-  // when the qdisc is not fq; for an all-reduce's back-to-back bursts that meant about 150 timer
-  // interrupts per 4 MiB op at n=4 and ops up to 40 % slower (bench/README.md). On a lab network,
-  // with round trips of microseconds, reno and cubic behave alike, and reno is the one every
-  // process may choose.
-  static constexpr std::string_view kCongestionControl = "reno";
 
   // `stream` is connected to rank `peer_rank`; this end is rank `self_rank`. Errors name the peer
   // "<peer_label> (address)", by default "rank <peer_rank>".
@@ -52,6 +43,8 @@ class TcpLink final : public Link {
     return checksums_ ? "tcp" : "tcp without checksums";
   }
   bool Readable() override;
+  // The socket's TCP congestion control ("reno", "cubic", ...; empty if it cannot be read).
+  std::string CongestionControl() const;
   // Shuts the socket down both ways (the descriptors close with the link).
   void Close() override;
   const std::string& peer() const override { return peer_; }

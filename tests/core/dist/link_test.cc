@@ -5,7 +5,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -347,27 +346,6 @@ BOOST_AUTO_TEST_CASE(tcp_links_receive_into_a_buffer_that_holds_a_rings_send_ahe
     BOOST_TEST_MESSAGE("net.core.rmem_max is " << allowed << ": autotuning keeps the buffer");
     BOOST_TEST(bytes < 2 * TcpLink::kReceiveBufferBytes);
   }
-}
-
-BOOST_AUTO_TEST_CASE(tcp_links_use_their_own_congestion_control_whatever_the_hosts_default) {
-  auto [raw, accepted] = TcpStreams();
-  const int fd = accepted.fd();
-  char before[16] = {};
-  socklen_t size = sizeof before;
-  BOOST_TEST_REQUIRE(::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, before, &size) == 0);
-  BOOST_TEST_MESSAGE("the host's default: " << before);
-  Result<std::unique_ptr<TcpLink>> link = TcpLink::Create(std::move(accepted), 0, 1);
-  BOOST_TEST_REQUIRE(link.ok(), link.status().message());
-  char after[16] = {};
-  size = sizeof after;
-  BOOST_TEST_REQUIRE(::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, after, &size) == 0);
-  BOOST_TEST(std::string_view(after) == TcpLink::kCongestionControl);
-  // The link still carries messages after the switch.
-  const std::vector<float> values = {1.5f, -3.0f};
-  BOOST_TEST_REQUIRE(link.value()->Send(5, values, In(5s)).ok());
-  Result<net::Frame> f = raw.Read(5s);
-  BOOST_TEST_REQUIRE(f.ok(), f.status().message());
-  BOOST_TEST(f.value().header.tag == 5u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -5,9 +5,11 @@
 
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 
+#include "core/dist/loopback_ring.h"
 #include "core/net/frame_stream.h"
 
 namespace dtrain::dist {
@@ -69,6 +71,34 @@ BOOST_AUTO_TEST_CASE(without_a_token_required_an_introduction_is_enough) {
   auto accepted = AcceptPeer(listener.value(), 1, 0, "", Clock::now() + 10s);
   peer.join();
   BOOST_TEST(accepted.ok());
+}
+
+BOOST_AUTO_TEST_CASE(ring_links_use_reno_and_shard_links_keep_the_hosts_congestion_control) {
+  std::string host_default;
+  std::ifstream("/proc/sys/net/ipv4/tcp_congestion_control") >> host_default;
+  BOOST_TEST_MESSAGE("the host's default: " << host_default);
+
+  Result<std::vector<RingLinks>> ring = LoopbackRing::ConnectAll(3, 10s);
+  BOOST_TEST_REQUIRE(ring.ok(), ring.status().message());
+  for (const RingLinks& rank : ring.value()) {
+    for (Link* link : {rank.left, rank.right}) {
+      const auto* tcp = dynamic_cast<const TcpLink*>(link);
+      BOOST_TEST_REQUIRE(tcp != nullptr);
+      BOOST_TEST(tcp->CongestionControl() == kRingCongestionControl);
+    }
+  }
+
+  auto listener = PeerListener::Open("127.0.0.1");
+  BOOST_TEST_REQUIRE(listener.ok());
+  std::thread worker([&] {
+    BOOST_TEST(ConnectLink({"127.0.0.1", listener.value().port()}, 0, 3, "", Clock::now() + 5s,
+                           "", LinkTransport::kTcp)
+                   .ok());
+  });
+  auto shard = AcceptPeer(listener.value(), 3, 0, "", Clock::now() + 10s);
+  worker.join();
+  BOOST_TEST_REQUIRE(shard.ok(), shard.status().message());
+  BOOST_TEST(shard.value()->CongestionControl() == host_default);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
