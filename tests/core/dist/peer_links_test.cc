@@ -29,6 +29,19 @@ bool ClosedAfterIntroducing(std::uint16_t port, net::MessageType type, const std
   return !s.value().Read(10s).ok();
 }
 
+// Process 0 connects to `listener` over TCP from a thread, without a token; the end that
+// process `self_id` accepts.
+Result<std::unique_ptr<TcpLink>> ConnectedWithoutToken(const PeerListener& listener, int self_id) {
+  std::thread peer([&] {
+    BOOST_TEST(ConnectLink({"127.0.0.1", listener.port()}, 0, self_id, "", Clock::now() + 5s, "",
+                           LinkTransport::kTcp)
+                   .ok());
+  });
+  auto accepted = AcceptPeer(listener, self_id, 0, "", Clock::now() + 10s);
+  peer.join();
+  return accepted;
+}
+
 BOOST_AUTO_TEST_SUITE(peer_links)
 
 BOOST_AUTO_TEST_CASE(strangers_without_the_token_are_closed_and_the_peer_still_gets_in) {
@@ -63,14 +76,7 @@ BOOST_AUTO_TEST_CASE(strangers_without_the_token_are_closed_and_the_peer_still_g
 BOOST_AUTO_TEST_CASE(without_a_token_required_an_introduction_is_enough) {
   auto listener = PeerListener::Open("127.0.0.1");
   BOOST_REQUIRE(listener.ok());
-  std::thread peer([&] {
-    BOOST_TEST(ConnectLink({"127.0.0.1", listener.value().port()}, 0, 1, "", Clock::now() + 5s,
-                           "", LinkTransport::kTcp)
-                   .ok());
-  });
-  auto accepted = AcceptPeer(listener.value(), 1, 0, "", Clock::now() + 10s);
-  peer.join();
-  BOOST_TEST(accepted.ok());
+  BOOST_TEST(ConnectedWithoutToken(listener.value(), 1).ok());
 }
 
 BOOST_AUTO_TEST_CASE(ring_links_use_reno_and_shard_links_keep_the_hosts_congestion_control) {
@@ -90,13 +96,7 @@ BOOST_AUTO_TEST_CASE(ring_links_use_reno_and_shard_links_keep_the_hosts_congesti
 
   auto listener = PeerListener::Open("127.0.0.1");
   BOOST_TEST_REQUIRE(listener.ok());
-  std::thread worker([&] {
-    BOOST_TEST(ConnectLink({"127.0.0.1", listener.value().port()}, 0, 3, "", Clock::now() + 5s,
-                           "", LinkTransport::kTcp)
-                   .ok());
-  });
-  auto shard = AcceptPeer(listener.value(), 3, 0, "", Clock::now() + 10s);
-  worker.join();
+  auto shard = ConnectedWithoutToken(listener.value(), 3);  // worker 0 to shard 3
   BOOST_TEST_REQUIRE(shard.ok(), shard.status().message());
   BOOST_TEST(shard.value()->CongestionControl() == host_default);
 }
