@@ -39,7 +39,7 @@ constexpr std::size_t kFirstChunk = 64 << 10;
 constexpr std::size_t kMaxIov = 64;
 // How long a transfer that has begun a frame polls for the peer, yielding the core between looks,
 // before it sleeps in poll(2): the rest of a frame under way usually follows within microseconds,
-// while waking a sleeping thread costs tens of them on virtual hosts (bench/README.md: +8 % for
+// while waking a sleeping thread costs tens of them on virtual hosts (bench/README.md: +9 % for
 // a 4 MiB all-reduce between two processes).
 constexpr auto kMidFrameYield = std::chrono::microseconds(200);
 
