@@ -48,11 +48,6 @@ std::uint32_t Crc(const char* p, std::size_t n) {
 
 }  // namespace
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 double InProcesses(int n, const std::function<double(int)>& fn) {
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) return NAN;

@@ -13,12 +13,11 @@
 #include <functional>
 #include <vector>
 
+#include "bench/median.h"
 #include "core/dist/peer_links.h"
 #include "core/dist/ring_allreduce.h"
 
 namespace dtrain::bench {
-
-double Median(std::vector<double> v);
 
 // Runs fn(rank) in `n` forked processes; returns what rank 0's fn returned, or NaN when any
 // process failed.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/fashion_mnist.h"
+#include "bench/median.h"
 #include "core/math/gemm.h"
 #include "core/model/model.h"
 #include "core/optim/optimizer.h"
@@ -22,10 +23,7 @@ namespace {
 using namespace dtrain;
 using Clock = std::chrono::steady_clock;
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using dtrain::bench::Median;
 
 }  // namespace
 

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "bench/fashion_mnist.h"
+#include "bench/median.h"
 #include "core/data/dataset.h"
 #include "core/math/gemm.h"
 #include "core/model/model.h"
@@ -157,10 +158,7 @@ double Run(const data::Dataset& set, Design design, int steps) {
   return static_cast<double>(kBatch) * world * steps / slowest;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using dtrain::bench::Median;
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/fashion_mnist.h"
+#include "bench/median.h"
 #include "core/data/dataset.h"
 #include "core/math/gemm.h"
 #include "core/model/model.h"
@@ -20,10 +21,7 @@ namespace {
 using namespace dtrain;
 using Clock = std::chrono::steady_clock;
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using dtrain::bench::Median;
 
 struct GemmShape {
   math::Trans ta, tb;
