@@ -101,16 +101,28 @@ inline ProcessResult RunProcess(const std::vector<std::string>& args, const std:
   return StartProcess(args, dir).Wait();
 }
 
-// Writes all of `size` bytes at `data` to `fd` (a pipe to the parent, say); false if it could not.
-inline bool WriteAll(int fd, const void* data, std::size_t size) {
-  const char* p = static_cast<const char*>(data);
+// Moves all of `size` bytes between `data` and `fd` with `io` (::read or ::write); false at end of
+// file or on an error.
+template <typename Io, typename Byte>
+bool TransferAll(Io io, int fd, Byte* data, std::size_t size) {
   while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
+    const ssize_t n = io(fd, data, size);
     if (n <= 0) return false;
-    p += n;
+    data += n;
     size -= static_cast<std::size_t>(n);
   }
   return true;
+}
+
+// Writes all of `size` bytes at `data` to `fd` (a pipe to the parent, say); false if it could not.
+inline bool WriteAll(int fd, const void* data, std::size_t size) {
+  return TransferAll(::write, fd, static_cast<const char*>(data), size);
+}
+
+// Reads exactly `size` bytes from `fd` into `data`; false at end of file (the writer is gone) or
+// on an error.
+inline bool ReadAll(int fd, void* data, std::size_t size) {
+  return TransferAll(::read, fd, static_cast<char*>(data), size);
 }
 
 }  // namespace dtrain::testing

@@ -18,6 +18,7 @@
 namespace dtrain::store {
 namespace {
 
+using dtrain::testing::ReadAll;
 using dtrain::testing::WriteAll;
 using testing::OpenRaw;
 using testing::OpenStore;
@@ -29,17 +30,7 @@ using testing::TempStoreDir;
 constexpr std::size_t kFloats = 20000;
 
 // false at end of file (the writer is gone) or on error.
-bool ReadValue(int fd, std::int64_t* value) {
-  char* p = reinterpret_cast<char*>(value);
-  std::size_t left = sizeof *value;
-  while (left > 0) {
-    const ssize_t n = ::read(fd, p, left);
-    if (n <= 0) return false;
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
+bool ReadValue(int fd, std::int64_t* value) { return ReadAll(fd, value, sizeof *value); }
 
 // The child: creates a job, then saves checkpoints 1, 2, 3, ... (keep 3), acknowledging each
 // job id and step on `ack` only after the store returned; between saves it keeps the writer
