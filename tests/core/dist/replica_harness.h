@@ -72,7 +72,6 @@ inline double MaxRelativeDifference(const std::vector<float>& a, const std::vect
   return worst;
 }
 
-// Makes replica `rank`'s strategy over its ring.
 // Replica `rank` of `world` in the synchronous tests: `batch` rows of each global batch, seed 4,
 // weight decay 1e-3, lr 0.05, for `epochs` epochs.
 inline train::TrainOptions GlobalBatchOptions(int batch, int rank, int world,
@@ -96,6 +95,7 @@ inline optim::OptimizerOptions OptimizerOfType(optim::OptimizerType type) {
   return o;
 }
 
+// Makes replica `rank`'s strategy over its ring.
 using StrategyFactory = std::function<std::unique_ptr<train::Strategy>(
     RingAllReduce& ring, int rank, int world, std::size_t params)>;
 // The train options of replica `rank` of `world`.
