@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/dist/shard_ranges.h"
 #include "core/dist/sync_strategy.h"
 #include "core/math/elementwise.h"
 
@@ -149,6 +150,7 @@ HostSyncStrategy::HostSyncStrategy(ShmMapping segment, int rank, int world, std:
                                           CountersBytes(world))),
       left_(links.left),
       right_(links.right),
+      chunks_(ShardRanges(params + kVoteFloats, world)),
       local_(std::move(optimizer), clip_norm),
       timeout_(timeout) {
   if (clip_norm > 0.0f) mean_.resize(params_);
@@ -215,20 +217,15 @@ Status HostSyncStrategy::AwaitAll(bool arrived, std::uint64_t seq, std::int64_t 
 }
 
 void HostSyncStrategy::MeanOf(std::size_t offset, std::span<float> out) const {
-  // Float i belongs to the ring's chunk c of the gradient and its vote tail (world chunks whose
-  // sizes differ by at most one), which the ring sums over ranks c, c+1, ..., c-1 in that order.
+  // Float i belongs to the ring's chunk c of the gradient and its vote tail (chunks_), which the
+  // ring sums over ranks c, c+1, ..., c-1 in that order.
   const std::size_t n = static_cast<std::size_t>(world_);
-  const std::size_t total = params_ + kVoteFloats;
-  const std::size_t base = total / n, extra = total % n;
   const float scale = 1.0f / static_cast<float>(world_);
-  std::size_t at = offset;
   const std::size_t end = offset + out.size();
-  while (at < end) {
-    // The chunk of `at` and where it ends: the first `extra` chunks hold base + 1 floats.
-    const std::size_t big = extra * (base + 1);
-    const std::size_t c = at < big ? at / (base + 1) : extra + (at - big) / base;
-    const std::size_t chunk_end =
-        std::min(end, c < extra ? (c + 1) * (base + 1) : big + (c + 1 - extra) * base);
+  for (std::size_t c = 0; c < n; ++c) {
+    const std::size_t at = std::max(offset, chunks_[c].begin);
+    const std::size_t chunk_end = std::min(end, chunks_[c].end);
+    if (at >= chunk_end) continue;
     float* o = out.data() + (at - offset);
     const std::size_t len = chunk_end - at;
     const float* a = Gradient(static_cast<int>(c)) + at;
@@ -246,7 +243,6 @@ void HostSyncStrategy::MeanOf(std::size_t offset, std::span<float> out) const {
         for (std::size_t i = 0; i < len; ++i) o[i] = (o[i] + g[i]) * scale;
       }
     }
-    at = chunk_end;
   }
 }
 

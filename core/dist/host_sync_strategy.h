@@ -41,6 +41,7 @@
 
 #include "core/dist/link.h"
 #include "core/dist/ring_allreduce.h"
+#include "core/dist/shard_ranges.h"
 #include "core/dist/shm_segment.h"
 #include "core/dist/stop_votes.h"
 #include "core/optim/optimizer.h"
@@ -98,6 +99,8 @@ class HostSyncStrategy final : public train::Strategy {
   float* gradients_;    // rank 0's, in the segment
   Link* left_;
   Link* right_;
+  // The ring's chunks of a gradient and its vote tail: the order MeanOf sums each float in.
+  std::vector<ShardRange> chunks_;
   train::LocalStrategy local_;  // the clip-and-step every replica takes
   std::vector<float> mean_;  // the written-out mean, when clipping needs it (else empty)
   std::chrono::milliseconds timeout_;

@@ -11,6 +11,8 @@
 #include <string>
 #include <utility>
 
+#include "core/dist/shard_ranges.h"
+
 namespace dtrain::dist {
 namespace {
 
@@ -131,10 +133,8 @@ Status RingAllReduce::AllReduceMean(std::span<float> data, std::uint32_t op) {
 }
 
 std::span<float> RingAllReduce::Chunk(int c) const {
-  const std::size_t n = static_cast<std::size_t>(world_);
-  const std::size_t index = static_cast<std::size_t>(c);
-  const std::size_t base = data_.size() / n, extra = data_.size() % n;
-  return data_.subspan(index * base + std::min(index, extra), base + (index < extra ? 1 : 0));
+  const ShardRange r = ShardRangeOf(data_.size(), world_, c);
+  return data_.subspan(r.begin, r.size());
 }
 
 void RingAllReduce::PlanRing(float scale) {
