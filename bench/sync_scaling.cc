@@ -67,16 +67,16 @@ double Round(const data::Dataset& set, int world, std::int64_t steps,
       auto links = ring.value().Join(rank, std::chrono::seconds(30));
       if (!links.ok()) ::_exit(2);
       dist::RingAllReduce allreduce(rank, world, links.value().left, links.value().right);
+      auto optimizer = optim::MakeOptimizer({}, 0, model.NumParams());
       std::unique_ptr<train::Strategy> sync;
       if (setup == Setup::kDefault) {
-        auto made = dist::MakeSyncStrategy(allreduce, links.value(),
-                                           optim::MakeOptimizer({}, 0, model.NumParams()), 0.0f,
+        auto made = dist::MakeSyncStrategy(allreduce, links.value(), std::move(optimizer), 0.0f,
                                            std::chrono::seconds(30));
         if (!made.ok()) ::_exit(5);
         sync = std::move(made).value();
       } else {
-        sync = std::make_unique<dist::SyncAllReduceStrategy>(
-            allreduce, world, optim::MakeOptimizer({}, 0, model.NumParams()), 0.0f);
+        sync = std::make_unique<dist::SyncAllReduceStrategy>(allreduce, world,
+                                                             std::move(optimizer), 0.0f);
       }
       train::TrainOptions options;
       options.epochs = 0;
