@@ -73,9 +73,9 @@ class IdxFile {
     if (!got.ok()) return got.status();
     if (got.value() < 4) return Error("truncated: no IDX magic number (file too short)");
     const std::uint32_t magic = BigEndian(raw.data());
-    if (magic != expected_magic) {
-      return Error("bad magic number " + Hex32(magic) + " (expected " + Hex32(expected_magic) +
-                   " for an IDX " + kind + " file)");
+    if (magic != expected_magic) {  // its value is the file's content: not named
+      return Error(std::string("not an IDX ") + kind + " file: bad magic number (expected " +
+                   Hex32(expected_magic) + ")");
     }
     if (got.value() < raw.size()) {
       return Error("truncated header: " + std::to_string(got.value()) + " of " +
@@ -101,10 +101,9 @@ class IdxFile {
       done += got.value();
     }
     if (done < total) {
-      std::string what = "truncated: data ends before " + std::string(item) + " " +
-                         std::to_string(done / item_bytes) + " (0-based) of " +
-                         std::to_string(count) + " is complete (" + std::to_string(done) + " of " +
-                         std::to_string(total) + " data bytes present)";
+      std::string what = "truncated: the data ends in " + std::string(item) + " " +
+                         std::to_string(done / item_bytes) + " (0-based), before the last one " +
+                         "the header declares (" + std::to_string(done) + " data bytes present)";
       if (std::string zlib = ZlibError(); !zlib.empty()) what += "; " + zlib;
       return Error(what);
     }
@@ -113,7 +112,7 @@ class IdxFile {
     if (!got.ok()) return got.status();
     if (got.value() != 0) {
       return Error("unexpected data after the last " + std::string(item) +
-                   " (the header declares " + std::to_string(count) + ")");
+                   " the header declares");
     }
     return Status::Ok();
   }
@@ -157,8 +156,8 @@ Result<ImageFile> OpenImages(const std::string& path) {
   const std::size_t width = dims.value()[2];
   if (count == 0) return images.value().Error("the header declares no images");
   if (height == 0 || width == 0 || height * width > static_cast<std::size_t>(INT_MAX)) {
-    return images.value().Error("invalid image size " + std::to_string(height) + "x" +
-                                std::to_string(width) + " in the header");
+    return images.value().Error("the header declares an invalid image size (a dimension of 0, "
+                                "or more than 2^31 pixels)");
   }
   return ImageFile{std::move(images).value(), count, height * width};
 }
@@ -172,8 +171,8 @@ Result<math::ByteBuffer> ReadLabels(const std::string& labels_path, std::uint32_
   Result<std::vector<std::uint32_t>> dims = labels.value().ReadHeader(kLabelsMagic, "label");
   if (!dims.ok()) return dims.status();
   if (dims.value()[0] != count) {
-    return labels.value().Error("holds " + std::to_string(dims.value()[0]) + " labels but " +
-                                images_path + " holds " + std::to_string(count) + " images");
+    return labels.value().Error("its header declares another number of labels than " +
+                                images_path + " declares images");
   }
   math::ByteBuffer raw;
   Status s = labels.value().ReadItems(count, 1, "label", raw);

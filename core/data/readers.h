@@ -5,8 +5,9 @@
 //                                   dir + "/train-labels-idx1-ubyte.gz");
 //
 // A reader either returns the complete data set or one error whose message names the file, the
-// record (item index or line number, plus column where there is one) and what was wrong. A data
-// set with no rows is an error. Generators are pure functions of their options. All functions
+// place (line and column, or the part of an IDX file) and what was wrong — never the bytes or text
+// found there: a job may name a file its submitter must not learn through an error, and messages
+// reach logs and job states. A data set with no rows is an error. Generators are pure functions of their options. All functions
 // are safe for concurrent use.
 #pragma once
 

@@ -1,4 +1,6 @@
 // ReadCsv and ReadLibsvm: line-oriented text formats, parsed with std::from_chars (locale-free).
+// An error names the place (file, line, column) and what is wrong, never the text found there:
+// a job may point at a file its submitter should not see through a message (readers.h).
 #include <sys/types.h>  // ssize_t, returned by POSIX getline
 
 #include <algorithm>
@@ -117,7 +119,8 @@ bool ParseFloat(std::string_view text, float* value) {
   return error == std::errc() && end == text.data() + text.size();
 }
 
-// 'text' (built by appending: GCC 12 gives a false -Wrestrict for "'" + std::string(...)).
+// 'text' (built by appending: GCC 12 gives a false -Wrestrict for "'" + std::string(...)). Only
+// for names from the job file, never for text read from the data file.
 std::string Quoted(std::string_view text) {
   std::string quoted;
   quoted.reserve(text.size() + 2);
@@ -128,8 +131,8 @@ std::string Quoted(std::string_view text) {
 // Why `text` is not a usable number, or empty when it is (stored in *value).
 std::string NumberProblem(std::string_view text, float* value) {
   if (text.empty()) return "missing number";
-  if (!ParseFloat(text, value)) return Quoted(text) + " is not a number";
-  if (!std::isfinite(*value)) return Quoted(text) + " is not a finite number";
+  if (!ParseFloat(text, value)) return "not a number";
+  if (!std::isfinite(*value)) return "not a finite number";
   return {};
 }
 
@@ -139,17 +142,16 @@ class LabelRule {
  public:
   explicit LabelRule(bool classification) : classification_(classification) {}
 
-  // Empty if `label` (parsed from `text`) may be a label, else what is wrong with it.
-  std::string Check(float label, std::string_view text, const LineReader& reader) {
+  // Empty if `label` may be a label, else what is wrong with it. `where` names its place.
+  std::string Check(float label, const std::string& where) {
     if (!classification_) return {};
-    if (label != std::floor(label)) return "class label " + Quoted(text) + " is not an integer";
+    if (label != std::floor(label)) return "class label is not an integer";
     if (std::fabs(label) > kMaxClassLabel) {
-      return "class label " + Quoted(text) + " is larger than " +
-             std::to_string(static_cast<int>(kMaxClassLabel));
+      return "class label is larger than " + std::to_string(static_cast<int>(kMaxClassLabel));
     }
     if (label != 1.0f && label != -1.0f) only_plus_minus_one_ = false;
     if (label < 0.0f && first_negative_.empty()) {
-      first_negative_ = reader.Line() + ": class label " + Quoted(text) + " is negative";
+      first_negative_ = where + ": class label is negative";
     }
     return {};
   }
@@ -170,7 +172,7 @@ class LabelRule {
  private:
   bool classification_;
   bool only_plus_minus_one_ = true;
-  std::string first_negative_;  // "line N: ..." of the first negative label, if any
+  std::string first_negative_;  // "line N, column C: ..." of the first negative label, if any
 };
 
 // Returns the next line that holds more than blanks.
@@ -217,7 +219,7 @@ Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& options) {
 
   std::string_view line;
   std::vector<std::string_view> cells;
-  std::vector<std::string> names;
+  std::vector<std::string> names;  // the header's: compared, never quoted
   if (options.header) {
     if (!NextNonBlank(reader, &line)) {
       Status end = reader.EndStatus();
@@ -242,10 +244,9 @@ Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& options) {
   if (!options.label_column.empty()) {
     const auto it = std::find(names.begin(), names.end(), options.label_column);
     if (it == names.end()) {
-      std::string known;
-      for (const std::string& name : names) known += (known.empty() ? "" : ", ") + name;
       return reader.Error("no column named " + Quoted(options.label_column) +
-                          " in the header (columns: " + known + ")");
+                          " (data.label_column) in the header line, which names " +
+                          std::to_string(columns) + " columns");
     }
     label_col = static_cast<std::size_t>(it - names.begin());
   } else if (options.label_index >= 0) {
@@ -256,10 +257,8 @@ Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& options) {
                           " columns (0-based indices)");
     }
   }
-  const auto describe = [&](std::size_t c) {
-    std::string text = "column " + std::to_string(c + 1);
-    if (c < names.size()) text += " (" + Quoted(names[c]) + ")";
-    return text;
+  const auto where = [&](std::size_t c) {
+    return reader.Line() + ", column " + std::to_string(c + 1);
   };
 
   Dataset d;
@@ -278,14 +277,14 @@ Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& options) {
       const std::string_view text = CellText(cells[c]);
       float value = 0.0f;
       if (std::string problem = NumberProblem(text, &value); !problem.empty()) {
-        return reader.Error(reader.Line() + ", " + describe(c) + ": " + problem);
+        return reader.Error(where(c) + ": " + problem);
       }
       if (c != label_col) {
         d.floats.push_back(value);
         continue;
       }
-      if (std::string problem = rule.Check(value, text, reader); !problem.empty()) {
-        return reader.Error(reader.Line() + ", " + describe(c) + ": " + problem);
+      if (std::string problem = rule.Check(value, where(c)); !problem.empty()) {
+        return reader.Error(where(c) + ": " + problem);
       }
       d.labels.push_back(value);
     }
@@ -312,12 +311,16 @@ Result<Dataset> ReadLibsvm(const std::string& path, std::size_t features, bool c
     std::string_view rest = line.substr(0, line.find('#'));
     const std::string_view label_text = NextToken(rest);
     if (label_text.empty()) continue;  // blank or comment-only line
+    // "line N, column C": C is the 1-based byte position of `token` in the line.
+    const auto where = [&](std::string_view token) {
+      return reader.Line() + ", column " + std::to_string(token.data() - line.data() + 1);
+    };
     float label = 0.0f;
     if (std::string problem = NumberProblem(label_text, &label); !problem.empty()) {
-      return reader.Error(reader.Line() + ": bad label: " + problem);
+      return reader.Error(where(label_text) + ": bad label: " + problem);
     }
-    if (std::string problem = rule.Check(label, label_text, reader); !problem.empty()) {
-      return reader.Error(reader.Line() + ": " + problem);
+    if (std::string problem = rule.Check(label, where(label_text)); !problem.empty()) {
+      return reader.Error(where(label_text) + ": " + problem);
     }
     d.labels.push_back(label);
 
@@ -326,23 +329,22 @@ Result<Dataset> ReadLibsvm(const std::string& path, std::size_t features, bool c
     for (std::string_view token = NextToken(rest); !token.empty(); token = NextToken(rest)) {
       const std::size_t colon = token.find(':');
       if (colon == std::string_view::npos) {
-        return reader.Error(reader.Line() + ": " + Quoted(token) + " is not an index:value pair");
+        return reader.Error(where(token) + ": not an index:value pair");
       }
       const std::string_view index_text = token.substr(0, colon);
       std::size_t index = 0;
       const auto [end, error] =
           std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
       if (end != index_text.data() + index_text.size() || index_text.empty()) {
-        return reader.Error(reader.Line() + ": " + Quoted(token) + ": index " + Quoted(index_text) +
-                            " is not a non-negative integer");
+        return reader.Error(where(token) + ": the feature index is not a non-negative integer");
       }
       if (error != std::errc() || index == 0 || index > features) {  // out_of_range: too large
-        return reader.Error(reader.Line() + ": feature index " + std::string(index_text) +
-                            " is out of range 1.." + std::to_string(features));
+        return reader.Error(where(token) + ": the feature index is out of range 1.." +
+                            std::to_string(features) + " (data.features)");
       }
       float value = 0.0f;
       if (std::string problem = NumberProblem(token.substr(colon + 1), &value); !problem.empty()) {
-        return reader.Error(reader.Line() + ": " + Quoted(token) + ": " + problem);
+        return reader.Error(where(token) + ": feature value: " + problem);
       }
       d.floats[row_start + index - 1] = value;
     }

@@ -52,9 +52,7 @@ Result<ModelFile> DecodeModelFile(std::string_view bytes) {
   trailer.U32(stored);
   const std::uint32_t computed = codec::Crc32(body);
   if (stored != computed) {
-    return Status::Error("checksum mismatch: stored " + codec::FormatCrc32(stored) +
-                         ", computed " + codec::FormatCrc32(computed) +
-                         " (the file is damaged or truncated)");
+    return Status::Error("checksum mismatch (the file is damaged or truncated)");
   }
 
   codec::ByteReader in(body.substr(kMagic.size()));
@@ -95,8 +93,8 @@ Result<ModelFile> DecodeModelFile(std::string_view bytes) {
   if (!in.Floats(m.params)) return Truncated("the parameters");
   const std::size_t expected = model::Model(m.spec).NumParams();
   if (m.params.size() != expected) {
-    return Status::Error("holds " + std::to_string(m.params.size()) + " parameters, the model '" +
-                         spec_text + "' has " + std::to_string(expected));
+    return Status::Error("holds " + std::to_string(m.params.size()) +
+                         " parameters, its model has " + std::to_string(expected));
   }
   if (in.remaining() != 0) {
     return Status::Error(std::to_string(in.remaining()) + " unexpected bytes after the parameters");

@@ -69,9 +69,9 @@ BOOST_AUTO_TEST_CASE(truncated_images_name_the_incomplete_image) {
   const std::string cut = kImages.substr(0, kImages.size() - 4);  // image 2 loses 4 of 6 bytes
   const std::string plain = dir.Write("images", cut);
   CheckError(ReadIdx(plain, labels), plain, "truncated");
-  CheckError(ReadIdx(plain, labels), plain, "image 2 (0-based) of 3");
+  CheckError(ReadIdx(plain, labels), plain, "in image 2 (0-based)");
   const std::string gz = dir.WriteGz("images.gz", cut);
-  CheckError(ReadIdx(gz, labels), gz, "image 2 (0-based) of 3");
+  CheckError(ReadIdx(gz, labels), gz, "in image 2 (0-based)");
 }
 
 BOOST_AUTO_TEST_CASE(truncated_gzip_stream_is_an_error) {
@@ -95,13 +95,14 @@ BOOST_AUTO_TEST_CASE(truncated_header_and_empty_file_are_errors) {
   CheckError(ReadIdx(header, labels), header, "truncated header");
 }
 
-BOOST_AUTO_TEST_CASE(wrong_magic_is_reported_with_both_numbers) {
+BOOST_AUTO_TEST_CASE(wrong_magic_names_the_expected_number_only) {
   TempDir dir;
   const std::string images = dir.Write("images", kImages);
   const std::string labels = dir.Write("labels", kLabels);
-  // Files swapped: the label file is read as images.
-  CheckError(ReadIdx(labels, images), labels, "bad magic number 0x00000801");
+  // Files swapped: the label file is read as images. What it holds is not quoted.
+  CheckError(ReadIdx(labels, images), labels, "not an IDX image file: bad magic number");
   CheckError(ReadIdx(labels, images), labels, "expected 0x00000803");
+  BOOST_TEST(ReadIdx(labels, images).status().message().find("0x00000801") == std::string::npos);
   CheckError(ReadIdx(images, images), images, "expected 0x00000801");
 }
 
@@ -109,8 +110,8 @@ BOOST_AUTO_TEST_CASE(label_count_must_match_image_count) {
   TempDir dir;
   const std::string images = dir.Write("images", kImages);
   const std::string labels = dir.Write("labels", IdxBytes(0x801, {2}, std::string("\x01\x01")));
-  CheckError(ReadIdx(images, labels), labels, "holds 2 labels but");
-  CheckError(ReadIdx(images, labels), images, "holds 3 images");
+  CheckError(ReadIdx(images, labels), labels, "another number of labels than");
+  CheckError(ReadIdx(images, labels), images, "declares images");
 }
 
 BOOST_AUTO_TEST_CASE(data_after_the_declared_items_is_an_error) {
@@ -125,7 +126,7 @@ BOOST_AUTO_TEST_CASE(zero_images_or_empty_image_size_are_errors) {
   const std::string none = dir.Write("none", IdxBytes(0x803, {0, 2, 2}, ""));
   CheckError(ReadIdx(none, labels), none, "no images");
   const std::string flat = dir.Write("flat", IdxBytes(0x803, {3, 0, 2}, ""));
-  CheckError(ReadIdx(flat, dir.Write("labels3", kLabels)), flat, "invalid image size 0x2");
+  CheckError(ReadIdx(flat, dir.Write("labels3", kLabels)), flat, "invalid image size");
 }
 
 BOOST_AUTO_TEST_CASE(missing_file_names_the_file) {

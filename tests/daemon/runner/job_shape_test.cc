@@ -111,7 +111,7 @@ BOOST_AUTO_TEST_CASE(idx_errors_match_load_job_data) {
       Job(IdxJob("images", "labels", "outputs = 4\n"), dir),
       "model.outputs is 4 but " + dir.Path("images") + " [train split] has labels up to 4");
   dir.Write("three-labels", IdxBytes(0x801, {3}, std::string("\x00\x01\x02", 3)));
-  CheckSameError(Job(IdxJob("images", "three-labels", ""), dir), "holds 3 labels but");
+  CheckSameError(Job(IdxJob("images", "three-labels", ""), dir), "another number of labels than");
 }
 
 BOOST_AUTO_TEST_CASE(idx_fashion_mnist,
