@@ -81,8 +81,8 @@ SocketSearch FindSockets(const std::string& socket_flag) {
   return {{UserSocketPath(), kSystemSocket}, ""};
 }
 
-DaemonClient::DaemonClient(net::FrameStream stream, std::string path)
-    : stream_(std::move(stream)), path_(std::move(path)) {}
+DaemonClient::DaemonClient(net::FrameStream stream, std::string path, bool tcp)
+    : stream_(std::move(stream)), path_(std::move(path)), tcp_(tcp) {}
 
 CliResult<DaemonClient> DaemonClient::Connect(const GlobalOptions& globals) {
   const std::string host = !globals.host.empty() ? globals.host : EnvOrEmpty("DTRAIN_HOST");
@@ -120,7 +120,7 @@ CliResult<DaemonClient> DaemonClient::ConnectHost(const std::string& host,
     }
   }
   stream.value().set_peer_name("the daemon at " + host);
-  return DaemonClient(std::move(stream).value(), host);
+  return DaemonClient(std::move(stream).value(), host, true);
 }
 
 CliResult<DaemonClient> DaemonClient::Connect(const SocketSearch& search) {
@@ -132,7 +132,7 @@ CliResult<DaemonClient> DaemonClient::Connect(const SocketSearch& search) {
       auto stream = net::FrameStream::ConnectUnix(path, kConnectTimeout, kMaxReplyPayload);
       if (stream.ok()) {
         stream.value().set_peer_name("the daemon at " + path);
-        return DaemonClient(std::move(stream).value(), path);
+        return DaemonClient(std::move(stream).value(), path, false);
       }
       why = stream.status().message();
     }
@@ -147,6 +147,7 @@ CliResult<DaemonClient> DaemonClient::Connect(const SocketSearch& search) {
 
 std::optional<CliError> DaemonClient::Send(nlohmann::json request) {
   request["v"] = 1;
+  if (tcp_) request["uid"] = ::getuid();
   const Status sent =
       stream_.WriteString(net::MessageType::kControl, 0, 0, request.dump(), kRequestTimeout);
   if (!sent.ok()) return Lost(sent.message());

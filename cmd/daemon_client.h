@@ -10,6 +10,7 @@
 // Which daemon: --host HOST:PORT, else $DTRAIN_HOST: that daemon's TCP listener, authenticated
 // with the cluster key of --key-file or $DTRAIN_KEY_FILE when one is given (core/net/auth.md; a
 // daemon without a key answers queries only, and one with a key refuses a client without it).
+// Over TCP every request names the uid it acts for (this process's real uid).
 // Otherwise a Unix socket: --socket PATH, else $DTRAIN_SOCKET (each used as given), else the
 // first of the user socket ($XDG_RUNTIME_DIR/dtrain/dtraind.sock, or
 // /tmp/dtrain-UID/dtraind.sock without XDG_RUNTIME_DIR) and the system socket
@@ -84,7 +85,7 @@ class DaemonClient {
   const std::string& socket_path() const { return path_; }
 
  private:
-  DaemonClient(net::FrameStream stream, std::string path);
+  DaemonClient(net::FrameStream stream, std::string path, bool tcp);
 
   CliResult<net::Frame> ReadFrame(Patience patience);
   // Parses a control frame's JSON object; an error reply ("ok": false) becomes the error.
@@ -92,6 +93,7 @@ class DaemonClient {
 
   net::FrameStream stream_;
   std::string path_;
+  bool tcp_ = false;  // requests name their uid
 };
 
 }  // namespace dtrain::cli

@@ -289,6 +289,7 @@ void ReadCluster(TableReader& r, DaemonConfig* c) {
                  TomlString(c->name));
   }
   ReadChecked(r, "advertise", AdvertiseProblem, &c->advertise);
+  r.Bool("allow_root", &c->allow_root);
   if (!c->key_file.empty() || r.Failed("key_file")) return;
   if (listen != nullptr && !c->listen.empty() && !IsLoopbackListen(c->listen)) {
     r.Report(*listen, "listen",
@@ -379,6 +380,7 @@ std::string FormatDaemonConfig(const DaemonConfig& c) {
   w.Path("key_file", c.key_file);
   w.String("name", c.name);
   w.String("advertise", c.advertise);
+  w.Bool("allow_root", c.allow_root);
   return std::move(w).Take();
 }
 

@@ -65,6 +65,8 @@ struct DaemonConfig {
   std::string advertise;           // the IPv4 address or host name peers reach this host at;
                                    // empty: the listen address, or when that is a wildcard the
                                    // address of the route to the first peer, else 127.0.0.1
+  bool allow_root = false;         // TCP clients may act as uid 0, and peers may have workers
+                                   // of uid 0 started here
 
   std::string source_path;  // the file read, as given; empty for DefaultDaemonConfig()
 

@@ -96,10 +96,11 @@ std::string FileProblem(const fs::path& path) {
 // ---------------------------------------------------------------------------------------------
 // Sections.
 
-// Where relative data paths are resolved from.
+// Where relative data paths are resolved from, and whether the files are looked at.
 struct PathBase {
   fs::path file;      // the job file's directory
   fs::path override;  // the current directory, for paths given with --set
+  DataFiles files = DataFiles::kCheck;
 };
 
 // Reads the data path `key`: made absolute, normalised, checked to be a readable file.
@@ -120,7 +121,8 @@ void ReadPath(TableReader& r, std::string_view key, const std::string& unused, c
   fs::path path(text);
   if (path.is_relative()) path = (FromOverride(node->source()) ? base.override : base.file) / path;
   path = path.lexically_normal();
-  if (std::string problem = FileProblem(path); !problem.empty()) {
+  if (std::string problem = base.files == DataFiles::kCheck ? FileProblem(path) : "";
+      !problem.empty()) {
     r.Report(*node, key, std::move(problem));
     return;
   }
@@ -577,7 +579,8 @@ void Merge(toml::table& into, toml::table&& from) {
 }
 
 LoadResult Load(std::string_view text, const std::string& display_path,
-                const std::vector<std::string>& overrides, const std::string& base_dir) {
+                const std::vector<std::string>& overrides, const std::string& base_dir,
+                DataFiles files) {
   Sink sink(display_path);
   std::optional<toml::table> root = ParseDocument(text, display_path, sink);
   std::vector<toml::table> documents = ParseOverrides(overrides, sink);
@@ -585,7 +588,7 @@ LoadResult Load(std::string_view text, const std::string& display_path,
   for (toml::table& document : documents) Merge(*root, std::move(document));
 
   std::error_code ec;
-  PathBase base{fs::absolute(fs::path(base_dir), ec), fs::current_path(ec)};
+  PathBase base{fs::absolute(fs::path(base_dir), ec), fs::current_path(ec), files};
   JobConfig job = ReadJob(*root, display_path, base, sink);
   if (sink.size() > 0) return {std::nullopt, std::move(sink).Take()};
   return {std::move(job), {}};
@@ -594,9 +597,10 @@ LoadResult Load(std::string_view text, const std::string& display_path,
 }  // namespace
 
 LoadResult ParseJobText(std::string_view toml_text, const std::string& display_path,
-                        const std::vector<std::string>& overrides, const std::string& base_dir) {
-  return Guarded<LoadResult>(display_path,
-                             [&] { return Load(toml_text, display_path, overrides, base_dir); });
+                        const std::vector<std::string>& overrides, const std::string& base_dir,
+                        DataFiles files) {
+  return Guarded<LoadResult>(
+      display_path, [&] { return Load(toml_text, display_path, overrides, base_dir, files); });
 }
 
 LoadResult LoadJobFile(const std::string& path, const std::vector<std::string>& overrides) {
@@ -607,7 +611,7 @@ LoadResult LoadJobFile(const std::string& path, const std::vector<std::string>& 
     }
     std::error_code ec;
     const fs::path directory = fs::absolute(fs::path(path), ec).parent_path();
-    return Load(text, path, overrides, directory.string());
+    return Load(text, path, overrides, directory.string(), DataFiles::kCheck);
   });
 }
 

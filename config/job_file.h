@@ -40,11 +40,18 @@ struct LoadResult {
 // Reads the job file at `path` (kept as JobConfig::source_path and diagnostic file name).
 LoadResult LoadJobFile(const std::string& path, const std::vector<std::string>& overrides);
 
+// Whether the data files a job names are looked at (that they exist and can be read). Only a
+// process with the submitter's rights may look: a daemon parses with kUnchecked, so that no file
+// a job names is ever opened or even examined with the daemon's rights, and the job's workers
+// (running as the submitter) check them.
+enum class DataFiles { kCheck, kUnchecked };
+
 // The same for text already in memory: `display_path` names it in diagnostics (and becomes
 // source_path and the default job name's source); relative data paths are resolved against
 // `base_dir` (itself made absolute against the current directory).
 LoadResult ParseJobText(std::string_view toml_text, const std::string& display_path,
-                        const std::vector<std::string>& overrides, const std::string& base_dir);
+                        const std::vector<std::string>& overrides, const std::string& base_dir,
+                        DataFiles files = DataFiles::kCheck);
 
 // The job as TOML with every key present, defaults filled in and paths absolute. Parsing it
 // again (with the same display path) yields an equal JobConfig.

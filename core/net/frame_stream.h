@@ -24,6 +24,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <string_view>
 
 #include "core/net/frame.h"
@@ -83,6 +84,9 @@ class FrameStream {
   }
 
   int fd() const { return fd_; }
+  // Gives the socket up to the caller, who then owns it (e.g. to hand it to another process);
+  // later calls fail with kClosed. Only between frames: nothing may be half read or written.
+  int Release() { return std::exchange(fd_, -1); }
   // How errors name the other end: "unix:/path", "127.0.0.1:7070", "unix peer pid 1234", or what
   // set_peer_name gave (e.g. "rank 3 at 10.0.0.2:7070").
   const std::string& peer() const { return peer_; }

@@ -20,8 +20,12 @@
 #include <type_traits>
 
 #include "core/net/host_info.h"
+#include "core/net/frame_stream.h"
+#include "daemon/server/account.h"
 #include "daemon/server/async.h"
 #include "daemon/server/control_request.h"
+
+extern char** environ;
 
 namespace dtrain::server {
 namespace {
@@ -166,7 +170,12 @@ struct HostedWorker {
 // Who sent a connection's requests.
 struct Caller {
   uid_t uid = static_cast<uid_t>(-1);  // -1: nobody (owns nothing, is not root)
-  bool may_change = false;             // submit, cancel, introduce a worker, send heartbeats
+  gid_t gid = static_cast<gid_t>(-1);
+  bool may_change = false;   // submit, cancel, send heartbeats
+  bool names_uid = false;    // a key holder over TCP: each request names the uid it acts as
+  bool worker_only = false;  // a worker channel: a worker's hello and its messages, nothing else
+
+  static Caller WorkerChannel() { return Caller{static_cast<uid_t>(-1), static_cast<gid_t>(-1), false, false, true}; }
 };
 
 json PeerJson(const PeerState& p) {
@@ -181,13 +190,19 @@ json PeerJson(const PeerState& p) {
           {"error", p.error}};
 }
 
-uid_t PeerUid(Socket& socket) {
+// A Unix-socket caller: the uid and gid the kernel says its process had when it connected.
+Caller PeerCaller(Socket& socket) {
   ucred cred{};
   socklen_t len = sizeof cred;
   if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-    return static_cast<uid_t>(-1);  // unknown: owns nothing, is not root
+    return Caller{};  // unknown: owns nothing, is not root, may only query
   }
-  return cred.uid;
+  return Caller{cred.uid, cred.gid, true, false, false};
+}
+
+// Whether a request acts for a user (its uid matters), rather than only reading shared state.
+bool ActsForUser(const std::string& type) {
+  return type == "submit" || type == "cancel" || type == "logs" || type == "checkpoint";
 }
 
 }  // namespace
@@ -329,14 +344,49 @@ struct ControlServer::Impl {
     }
   }
 
-  asio::awaitable<json> Submit(const json& request, uid_t uid) {
+  // The user a request acts as: the connection's, or the uid a key holder's request names (with
+  // that user's primary group here); an error says why there is none.
+  Result<Owner> ActingUser(const json& request, const Caller& caller) const {
+    if (!caller.names_uid) {
+      if (caller.uid == static_cast<uid_t>(-1)) {
+        return Status::Error("this daemon does not know who is asking over TCP without a cluster "
+                             "key: use its Unix socket, or give the daemons [cluster] key_file");
+      }
+      return Owner{caller.uid, caller.gid};
+    }
+    const std::optional<std::int64_t> uid = IntField(request, "uid");
+    if (!uid || *uid < 0 || *uid >= static_cast<std::int64_t>(static_cast<uid_t>(-1))) {
+      return Status::Error("over TCP, a request that acts for a user names its \"uid\"");
+    }
+    if (*uid == 0 && !cluster.allow_root) {
+      return Status::Error("uid 0 may not act over TCP on this daemon (its [cluster] allow_root "
+                           "is false): act as an ordinary user, or use its Unix socket");
+    }
+    Result<Account> account = ResolveAccount(static_cast<uid_t>(*uid), kPrimaryGroup);
+    if (!account.ok()) return account.status();
+    return Owner{account.value().uid, account.value().gid};
+  }
+
+  // An error reply unless `uid` owns job `id` or is root.
+  asio::awaitable<std::optional<json>> OwnerOnly(std::int64_t id, uid_t uid,
+                                                 const std::string& what) {
+    auto job = co_await OffThread(pool, [this, id] { return store.GetJob(id); });
+    if (!job.ok()) co_return Error("not_found", "no job " + std::to_string(id));
+    const std::int64_t owner = job.value().owner_uid;
+    if (uid == 0 || static_cast<std::int64_t>(uid) == owner) co_return std::nullopt;
+    co_return Error("denied", "job " + std::to_string(id) + " belongs to uid " +
+                                  std::to_string(owner) + "; only its owner or root may " + what +
+                                  " it");
+  }
+
+  asio::awaitable<json> Submit(const json& request, Owner owner) {
     auto text = StringField(request, "job_toml");
     if (!text) co_return Error("bad_request", "submit needs \"job_toml\" (a string)");
     const std::string source = StringField(request, "source").value_or("job.toml");
     std::optional<int> priority;
     if (auto p = IntField(request, "priority")) priority = static_cast<int>(*p);
     const std::optional<std::string> name = StringField(request, "name");
-    Submitted s = co_await jobs.Submit(*text, source, uid, name, priority);
+    Submitted s = co_await jobs.Submit(*text, source, owner, name, priority);
     if (s.refusal) co_return Error(*s.refusal);
     co_return co_await JobReply(s.id);
   }
@@ -454,7 +504,6 @@ struct ControlServer::Impl {
 
   // One client request; false when the connection should close.
   asio::awaitable<bool> Serve(Socket& socket, const json& request, const Caller& caller) {
-    const uid_t uid = caller.uid;
     const std::string type = StringField(request, "type").value_or("");
     if (!caller.may_change && !IsQuery(type)) {
       const json reply_ = Error("denied",
@@ -474,6 +523,20 @@ struct ControlServer::Impl {
       const json reply_ = Error("bad_request", *missing);
       co_return co_await WriteJson(socket, reply_);
     }
+    Owner acting;
+    if (ActsForUser(type)) {
+      Result<Owner> who = ActingUser(request, caller);
+      if (!who.ok()) {
+        const json reply_ = Error("denied", who.status().message());
+        co_return co_await WriteJson(socket, reply_);
+      }
+      acting = who.value();
+    }
+    if (type == "logs" || type == "checkpoint") {
+      const std::string what = type == "logs" ? "read the logs of" : "export";
+      std::optional<json> refused = co_await OwnerOnly(*id, acting.uid, what);
+      if (refused) co_return co_await WriteJson(socket, *refused);
+    }
     if (type == "version") {
       json reply = Ok();
       reply["version"] = "0.1.0";
@@ -482,7 +545,7 @@ struct ControlServer::Impl {
       co_return co_await WriteJson(socket, reply);
     }
     if (type == "submit") {
-      const json reply_ = co_await Submit(request, uid);
+      const json reply_ = co_await Submit(request, acting);
       co_return co_await WriteJson(socket, reply_);
     }
     if (type == "status") {
@@ -494,7 +557,7 @@ struct ControlServer::Impl {
       co_return co_await WriteJson(socket, reply_);
     }
     if (type == "cancel") {
-      std::optional<Refusal> refused = co_await jobs.Cancel(*id, uid);
+      std::optional<Refusal> refused = co_await jobs.Cancel(*id, acting.uid);
       json reply_;
       if (refused) {
         reply_ = Error(*refused);
@@ -597,30 +660,41 @@ struct ControlServer::Impl {
 
   // A connection's life; whatever goes wrong in it (even an exception from a library) closes
   // that connection only.
-  // `spawn_worker` from a peer's stand-in: starts the worker here, then the connection carries its
-  // lines and exit up and stop orders down until it has exited. Takes the socket over.
+  // `spawn_worker` from a peer's stand-in: opens the worker's channel to its coordinator (an
+  // authenticated TCP connection, turned into a worker channel), starts the worker here as the
+  // job's owner with that channel as its fd 3, then the connection carries its lines and exit up
+  // and stop orders down until it has exited. Takes the socket over.
   asio::awaitable<void> HostWorker(Socket& socket, const json& request) {
     const auto job = IntField(request, "job");
     const auto rank = IntField(request, "rank");
     const auto token = StringField(request, "token");
     const auto coordinator = StringField(request, "coordinator");
-    if (!job || !rank || !token || !coordinator || cluster.supervisor == nullptr) {
-      const json reply_ = Error("bad_request",
-                                cluster.supervisor == nullptr
-                                    ? std::string("this daemon does not start workers for peers")
-                                    : std::string("spawn_worker needs job, rank, token and "
-                                                  "coordinator"));
+    const auto uid = IntField(request, "uid");
+    const auto gid = IntField(request, "gid");
+    Result<Launch> launch = Status::Error("spawn_worker needs job, rank, token, coordinator, uid "
+                                          "and gid");
+    if (cluster.supervisor == nullptr) {
+      launch = Status::Error("this daemon does not start workers for peers");
+    } else if (job && rank && token && coordinator && uid && gid) {
+      launch = HostedLaunch(*job, *rank, *token, static_cast<uid_t>(*uid), static_cast<gid_t>(*gid));
+    }
+    if (!launch.ok()) {
+      const json reply_ = Error("denied", launch.status().message());
       co_await WriteJson(socket, reply_);
       co_return;
     }
+    auto connect = [this, address = *coordinator] { return OpenChannelTo(address); };
+    Result<int> channel = co_await OffThread(pool, connect);
+    if (!channel.ok()) {
+      const json reply_ = Error("internal", "cannot reach the coordinator at " + *coordinator +
+                                                ": " + channel.status().message());
+      co_await WriteJson(socket, reply_);
+      co_return;
+    }
+    launch.value().connection = channel.value();
     auto hosted = std::make_shared<HostedWorker>(std::move(socket), io);
-    const std::vector<std::string> argv = {
-        cluster.worker_exe, "worker",  "--coordinator", *coordinator,
-        "--key-file",       cluster.key_file, "--job",  std::to_string(*job),
-        "--rank",           std::to_string(*rank), "--token", *token,
-        "--parent",         std::to_string(::getpid()), "--data-host", cluster.data_host};
     Result<pid_t> pid = cluster.supervisor->Spawn(
-        argv,
+        launch.value(),
         [hosted](std::string_view stream, std::string_view line) {
           hosted->Push({{"v", 1}, {"type", "line"}, {"stream", stream}, {"line", line}});
         },
@@ -631,6 +705,7 @@ struct ControlServer::Impl {
                         {"exit_status", exit.exit_status},
                         {"signal", exit.signal}});
         });
+    ::close(channel.value());
     if (!pid.ok()) {
       const json reply_ = Error("internal", "cannot start the worker: " + pid.status().message());
       co_await WriteJson(hosted->socket, reply_);
@@ -643,6 +718,58 @@ struct ControlServer::Impl {
     hosted->out.push_front(started.dump());  // before any line: no handler has run yet
     asio::co_spawn(io, SendHostedEvents(hosted), asio::detached);
     asio::co_spawn(io, ReadStopOrders(hosted), asio::detached);
+  }
+
+  // How a worker a peer asked for starts here (its channel still to be opened), or why it may not:
+  // uid 0 only with allow_root; another user than the daemon's only when it runs as the owner.
+  Result<Launch> HostedLaunch(std::int64_t job, std::int64_t rank, const std::string& token,
+                              uid_t uid, gid_t gid) const {
+    if (uid == 0 && !cluster.allow_root) {
+      return Status::Error("this daemon does not start workers as uid 0 for its peers (its "
+                           "[cluster] allow_root is false)");
+    }
+    Launch launch;
+    if (cluster.run_as_owner) {
+      Result<Account> account = ResolveAccount(uid, gid);
+      if (!account.ok()) return account.status();
+      launch.account = std::move(account).value();
+    } else if (uid != ::geteuid()) {
+      return Status::Error("this daemon runs as uid " + std::to_string(::geteuid()) +
+                           " and cannot start workers as uid " + std::to_string(uid));
+    }
+    launch.argv = {cluster.worker_exe, "worker",   "--job",        std::to_string(job),
+                   "--rank",           std::to_string(rank), "--parent", std::to_string(::getpid()),
+                   "--data-host",      cluster.data_host};
+    launch.secret = json{{"token", token}}.dump();
+    launch.environment = JobEnvironment(environ, launch.account ? &*launch.account : nullptr);
+    return launch;
+  }
+
+  // A worker channel to the coordinator at `address` (blocking: run it on the pool): connected,
+  // authenticated with this daemon's key, and turned into a worker channel before the worker
+  // gets it, so the job's owner never holds a connection that acts for the key.
+  Result<int> OpenChannelTo(const std::string& address) const {
+    using namespace std::chrono_literals;
+    const std::optional<net::HostPort> to = net::SplitHostPort(address);
+    if (!to) return Status::Error("not HOST:PORT");
+    Result<net::FrameStream> stream = net::FrameStream::ConnectTcp(to->host, to->port, 10s);
+    if (!stream.ok()) return stream.status();
+    stream.value().set_peer_name("the coordinator at " + address);
+    if (Status auth = net::AuthenticateClient(stream.value(), *cluster.key, 10s); !auth.ok()) {
+      return auth;
+    }
+    const json ask = {{"v", 1}, {"type", "worker_channel"}};
+    if (Status sent = stream.value().WriteString(net::MessageType::kControl, 0, 0, ask.dump(), 10s);
+        !sent.ok()) {
+      return sent;
+    }
+    Result<net::Frame> answer = stream.value().Read(10s);
+    if (!answer.ok()) return answer.status();
+    const json reply = json::parse(answer.value().payload, nullptr, false);
+    if (!reply.is_object() || !BoolField(reply, "ok")) {
+      return Status::Error("it refused a worker channel");
+    }
+    return stream.value().Release();
   }
 
   asio::awaitable<void> SendHostedEvents(std::shared_ptr<HostedWorker> hosted) {
@@ -682,10 +809,12 @@ struct ControlServer::Impl {
     }
   }
 
-  // `tcp_peer`: "ADDR:PORT" of a TCP caller; nullopt for the Unix socket.
-  asio::awaitable<void> Session(Socket socket, std::optional<std::string> tcp_peer) {
+  // `tcp_peer`: "ADDR:PORT" of a TCP caller; nullopt for the Unix socket. `worker_channel`: a
+  // local worker's end of a socket pair.
+  asio::awaitable<void> Session(Socket socket, std::optional<std::string> tcp_peer,
+                                bool worker_channel) {
     try {
-      co_await Converse(socket, tcp_peer);
+      co_await Converse(socket, tcp_peer, worker_channel);
     } catch (const std::exception&) {
     }
   }
@@ -706,13 +835,17 @@ struct ControlServer::Impl {
     co_return co_await ReadFrame(socket, kMaxClientPayload);
   }
 
-  asio::awaitable<void> Converse(Socket& socket, const std::optional<std::string>& tcp_peer) {
-    Caller caller{PeerUid(socket), true};
-    if (tcp_peer && cluster.key == nullptr) {
-      caller = Caller{};  // loopback only (the configuration saw to it), and only queries
-    } else if (tcp_peer) {
+  asio::awaitable<void> Converse(Socket& socket, const std::optional<std::string>& tcp_peer,
+                                 bool worker_channel) {
+    Caller caller;  // loopback TCP without a key (the configuration saw to it): only queries
+    if (worker_channel) {
+      caller = Caller::WorkerChannel();
+    } else if (!tcp_peer) {
+      caller = PeerCaller(socket);
+    } else if (cluster.key != nullptr) {
       if (!co_await Authenticate(socket, *tcp_peer)) co_return;
-      caller = Caller{0, true};  // the holder of the cluster's key
+      caller.may_change = true;  // the holder of the cluster's key, for the uid it names
+      caller.names_uid = true;
     }
     for (;;) {
       Result<net::Frame> frame = co_await ReadRequest(socket);
@@ -725,11 +858,25 @@ struct ControlServer::Impl {
         co_return;
       }
       const json& request = parsed.request;
-      if (StringField(request, "type") == "spawn_worker" && tcp_peer && cluster.key != nullptr) {
+      const std::string type = StringField(request, "type").value_or("");
+      if (caller.worker_only && type != "worker_hello") co_return;
+      if (type == "spawn_worker" && caller.names_uid) {
         co_await HostWorker(socket, request);
         co_return;
       }
-      if (StringField(request, "type") == "worker_hello" && caller.may_change) {
+      if (type == "worker_channel" && caller.names_uid) {
+        caller = Caller::WorkerChannel();  // for a worker a peer starts: its hello comes next
+        const json reply_ = Ok();
+        if (!co_await WriteJson(socket, reply_)) co_return;
+        continue;
+      }
+      if (type == "worker_hello" && !caller.worker_only) {
+        const json reply_ = Error("denied", "a worker introduces itself only on the channel its "
+                                            "daemon gave it");
+        co_await WriteJson(socket, reply_);
+        co_return;
+      }
+      if (type == "worker_hello") {
         const std::int64_t job = IntField(request, "job").value_or(0);
         const int rank = static_cast<int>(IntField(request, "rank").value_or(-1));
         const std::string token = StringField(request, "token").value_or("");
@@ -780,7 +927,8 @@ struct ControlServer::Impl {
         peer = ec ? std::string("a TCP client")
                   : remote.address().to_string() + ":" + std::to_string(remote.port());
       }
-      asio::co_spawn(io, Session(Socket(std::move(accepted)), std::move(peer)), asio::detached);
+      asio::co_spawn(io, Session(Socket(std::move(accepted)), std::move(peer), false),
+                     asio::detached);
     }
   }
 
@@ -820,12 +968,24 @@ ControlServer::ControlServer(asio::io_context& io, asio::thread_pool& pool, stor
                              JobManager& jobs, std::string socket_path, unsigned socket_mode,
                              ClusterSide cluster)
     : impl_(std::make_unique<Impl>(io, pool, store, jobs, std::move(socket_path), socket_mode,
-                                   std::move(cluster))) {}
+                                   std::move(cluster))) {
+  jobs.SetChannelSink([this](int fd) { ServeWorkerChannel(fd); });
+}
 
-ControlServer::~ControlServer() { Close(); }
+ControlServer::~ControlServer() {
+  impl_->jobs.SetChannelSink({});
+  Close();
+}
+
+void ControlServer::ServeWorkerChannel(int fd) {
+  Socket socket(impl_->io, asio::generic::stream_protocol(asio::local::stream_protocol()), fd);
+  asio::co_spawn(impl_->io, impl_->Session(std::move(socket), std::nullopt, true),
+                 asio::detached);
+}
 
 Status ControlServer::Listen() {
   const std::string& path = impl_->socket_path;
+  if (path.empty()) return impl_->cluster.listen.empty() ? Status::Ok() : impl_->ListenTcp();
   // A socket file that accepts a connection belongs to a live daemon: leave it alone.
   {
     asio::local::stream_protocol::socket probe(impl_->io);
@@ -847,7 +1007,9 @@ Status ControlServer::Listen() {
 }
 
 void ControlServer::Start() {
-  asio::co_spawn(impl_->io, impl_->AcceptLoop(impl_->acceptor), asio::detached);
+  if (impl_->acceptor.is_open()) {
+    asio::co_spawn(impl_->io, impl_->AcceptLoop(impl_->acceptor), asio::detached);
+  }
   if (impl_->tcp_acceptor.is_open()) {
     asio::co_spawn(impl_->io, impl_->AcceptLoop(impl_->tcp_acceptor), asio::detached);
   }

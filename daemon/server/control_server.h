@@ -8,11 +8,18 @@
 //   Status s = server.Listen();   // bound and listening: READY=1 may be sent
 //   server.Start();               // accepts until Close()
 //
-// Who may do what: a Unix-socket caller is its uid (SO_PEERCRED). A TCP caller must first prove
-// it holds the cluster key (core/net/auth.md) when the daemon has one, and then acts as root (the
-// key is the cluster's administrator's); with no key (loopback only) a TCP caller may only read
-// (status, list, logs, metrics, checkpoints, nodes, version, wait). A TCP connection that fails
-// the handshake, or does not finish it within kHandshakeTimeout, is closed having done nothing.
+// Who may do what: a Unix-socket caller is its uid and gid (SO_PEERCRED). A TCP caller must first
+// prove it holds the cluster key (core/net/auth.md) when the daemon has one, and then acts as the
+// uid each request names ("uid"; 0 only with allow_root), with that user's primary group; with no
+// key (loopback only) a TCP caller is nobody and may only query (status, list, metrics,
+// checkpoints, nodes, version, wait). Only a job's owner, or root, may cancel it, read its logs or
+// export it. A TCP connection that fails the handshake, or does not finish it within
+// kHandshakeTimeout, is closed having done nothing.
+//
+// Worker channels: a local worker's coordinator connection is one end of a socket pair the job
+// manager made (ServeWorkerChannel); a peer daemon opens one over TCP for a worker it starts
+// (`worker_channel`). Such a connection carries a worker's hello and its messages, nothing else:
+// the worker runs as the job's owner and holds it.
 //
 // Malformed input (bad frame, non-JSON payload) closes that connection only; an unknown or
 // ill-formed request gets an error reply. A request frame not complete kRequestTimeout after its
@@ -38,6 +45,9 @@ namespace dtrain::server {
 struct ClusterSide {
   std::string listen;                      // "ADDR:PORT"; empty: no TCP listener
   const net::ClusterKey* key = nullptr;    // when set, TCP callers must authenticate with it
+  bool allow_root = false;                 // TCP callers may act as uid 0 (and peers start
+                                           // workers of uid 0 here)
+  bool run_as_owner = false;               // workers hosted for peers run as their job's owner
   const Membership* membership = nullptr;  // the peers `nodes` reports; null: none
   std::string node_name;                   // this daemon's name in `nodes` and heartbeats
   // For `spawn_worker` (a peer coordinates a job with a worker here): how to start it.
@@ -53,6 +63,8 @@ class ControlServer {
   // A request frame must be complete this long after its first byte arrived (idle is allowed).
   static constexpr std::chrono::seconds kRequestTimeout{10};
 
+  // `socket_path` empty: no Unix listener (dtrain run's coordinator serves worker channels only).
+  // Registers itself as `jobs`' channel sink.
   ControlServer(asio::io_context& io, asio::thread_pool& pool, store::Store& store,
                 JobManager& jobs, std::string socket_path, unsigned socket_mode,
                 ClusterSide cluster = {});
@@ -61,6 +73,8 @@ class ControlServer {
   // Removes a stale socket file first; refuses if a live daemon answers there. Also binds the
   // TCP listener, if any.
   Status Listen();
+  // Serves `fd`, a connected Unix socket, as a worker channel (taking it over).
+  void ServeWorkerChannel(int fd);
   void Start();
   void Close();     // stops accepting and removes the socket file
 

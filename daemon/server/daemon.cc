@@ -31,6 +31,9 @@ using namespace std::chrono_literals;
 
 int ResolveCores(int configured) { return configured > 0 ? configured : net::OnlineCores(); }
 
+// A daemon started as root runs each job as its submitter; any other runs only its own user's.
+bool RunsAsOwner() { return ::geteuid() == 0; }
+
 bool IsWildcard(const std::string& host) { return host == "0.0.0.0" || host == "::"; }
 
 // The IPv4 address this host's peers reach it at, where its workers open their data-plane
@@ -70,6 +73,8 @@ ClusterSide Cluster(const DaemonOptions& options, const net::ClusterKey* key,
   ClusterSide side;
   side.listen = c.listen;
   side.key = key;
+  side.allow_root = c.allow_root;
+  side.run_as_owner = RunsAsOwner();
   side.membership = membership;
   side.node_name = NodeName(c);
   side.supervisor = supervisor;
@@ -83,11 +88,11 @@ ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worke
                          const net::ClusterKey* key, const Membership* membership,
                          const std::string& data_host) {
   ManagerSettings s;
+  s.run_as_owner = RunsAsOwner();
   s.max_jobs = c.max_jobs;
   s.cores = ResolveCores(c.cores);
   s.grace = std::chrono::milliseconds(static_cast<long>(c.grace_seconds * 1000));
   s.max_restarts = c.max_restarts;
-  s.socket_path = c.socket;
   s.data_host = data_host;
   s.key = key;
   s.node_name = NodeName(c);
@@ -281,9 +286,12 @@ class Daemon {
 int RunDaemon(const DaemonOptions& options) {
   Logger log(LevelOf(options.config));
   ::signal(SIGPIPE, SIG_IGN);  // a vanished peer is an error code, not a signal
+  // The store, its journal and whatever else the daemon creates are its own user's alone (job
+  // processes run as their submitters); the socket's mode is set explicitly (socket_mode).
+  ::umask(077);
   const config::DaemonConfig& c = options.config;
   for (const auto& [dir, mode] :
-       {std::pair{c.state_dir, std::filesystem::perms(0750)},
+       {std::pair{c.state_dir, std::filesystem::perms(0700)},
         std::pair{std::filesystem::path(c.socket).parent_path().string(),
                   std::filesystem::perms(0755)}}) {
     if (std::filesystem::exists(dir)) continue;

@@ -1,9 +1,6 @@
 #include "daemon/server/embedded_coordinator.h"
 
-#include "core/net/host_info.h"
-
 #include <signal.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <asio/co_spawn.hpp>
@@ -12,7 +9,6 @@
 #include <asio/steady_timer.hpp>
 #include <asio/thread_pool.hpp>
 #include <asio/use_awaitable.hpp>
-#include <filesystem>
 
 #include "core/net/host_info.h"
 #include "daemon/server/control_server.h"
@@ -20,43 +16,11 @@
 #include "daemon/server/supervisor.h"
 
 namespace dtrain::server {
-namespace {
 
 using namespace std::chrono_literals;
 
-// A fresh private directory for the socket, removed with everything in it at the end.
-class PrivateDirectory {
- public:
-  static Result<PrivateDirectory> Make() {
-    const char* base = std::getenv("XDG_RUNTIME_DIR");
-    std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
-                          "/dtrain-run-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      return Status::Error("cannot create a directory for the job's socket in " + pattern);
-    }
-    return PrivateDirectory(pattern);
-  }
-  PrivateDirectory(PrivateDirectory&& other) noexcept : path_(std::move(other.path_)) {
-    other.path_.clear();
-  }
-  PrivateDirectory& operator=(PrivateDirectory&&) = delete;
-  ~PrivateDirectory() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit PrivateDirectory(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
-
-}  // namespace
-
 Result<store::JobState> RunJobWithWorkers(std::int64_t job_id, store::Store& store,
                                           const EmbeddedOptions& options) {
-  Result<PrivateDirectory> dir = PrivateDirectory::Make();
-  if (!dir.ok()) return dir.status();
   ::signal(SIGPIPE, SIG_IGN);  // a vanished worker is an error code, not a signal
 
   ManagerSettings settings;
@@ -64,7 +28,6 @@ Result<store::JobState> RunJobWithWorkers(std::int64_t job_id, store::Store& sto
   settings.cores = net::OnlineCores();
   settings.grace = options.grace;
   settings.max_restarts = 0;  // in the foreground, a failure is reported, not retried
-  settings.socket_path = dir.value().path() + "/control.sock";
   settings.worker_exe = options.worker_exe;
   if (options.on_line) {
     settings.on_line = [&options](std::int64_t, int rank, std::string_view stream,
@@ -77,7 +40,7 @@ Result<store::JobState> RunJobWithWorkers(std::int64_t job_id, store::Store& sto
   {
     Supervisor supervisor(io);
     JobManager jobs(io, pool, store, supervisor, settings);
-    ControlServer server(io, pool, store, jobs, settings.socket_path, 0600);
+    ControlServer server(io, pool, store, jobs, "", 0);  // worker channels only
     if (Status listening = server.Listen(); !listening.ok()) return listening;
     server.Start();
     auto main = [&]() -> asio::awaitable<void> {

@@ -1,8 +1,9 @@
 // RunJobWithWorkers: `dtrain run`'s coordinator for a job of several processes (cluster.workers
 // > 1, or a mode with parameter servers). It hosts the daemon's own JobManager, Supervisor and
-// worker protocol inside the calling process, on a private Unix socket (mode 0600, in a fresh
-// directory), so the job's replicas and shards run as real worker processes talking TCP, exactly
-// as under dtraind, and everything they report lands in the caller's store.
+// worker protocol inside the calling process — each worker's coordinator connection is a socket
+// pair, so nothing listens — and the job's replicas and shards run as real worker processes, as
+// the caller's user, talking TCP or shared memory exactly as under dtraind; everything they
+// report lands in the caller's store.
 //
 //   std::atomic<bool> stop{false};  // set from SIGINT: the workers checkpoint and stop
 //   Result<store::JobState> end = RunJobWithWorkers(job_id, store, {.worker_exe = self, ...});

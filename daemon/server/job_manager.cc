@@ -1,11 +1,15 @@
 #include "daemon/server/job_manager.h"
 
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
@@ -14,7 +18,10 @@
 #include "config/job_file.h"
 #include "core/net/auth.h"
 #include "core/net/host_info.h"
+#include "daemon/server/account.h"
 #include "daemon/server/async.h"
+
+extern char** environ;
 
 namespace dtrain::server {
 namespace {
@@ -61,6 +68,7 @@ struct JobManager::Process {
 
 struct JobManager::Job {
   std::int64_t id = 0;
+  Owner owner;
   config::JobConfig config;
   std::string spec_toml;
   JobState state = JobState::kQueued;
@@ -158,7 +166,8 @@ asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
     if (!s.ok()) co_return s;
   }
   config::LoadResult loaded = co_await OffThread(pool_, [&record] {
-    return config::ParseJobText(record.spec_toml, "job " + std::to_string(record.id), {}, "/");
+    return config::ParseJobText(record.spec_toml, "job " + std::to_string(record.id), {}, "/",
+                                config::DataFiles::kUnchecked);
   });
   if (!loaded.ok()) {
     std::string why = "its job file no longer validates: " +
@@ -179,6 +188,7 @@ asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
   }
   auto job = std::make_unique<Job>();
   job->id = id;
+  job->owner = {static_cast<uid_t>(record.owner_uid), static_cast<gid_t>(record.owner_gid)};
   job->config = *loaded.job;
   job->spec_toml = record.spec_toml;
   job->state = state;
@@ -219,7 +229,7 @@ asio::awaitable<Status> JobManager::Adopt(std::int64_t id) {
 }
 
 asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
-                                              const std::string& source, uid_t owner,
+                                              const std::string& source, Owner owner,
                                               std::optional<std::string> name,
                                               std::optional<int> priority) {
   Submitted out;
@@ -227,8 +237,22 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
     out.refusal = Refusal{"conflict", "the daemon is stopping", {}};
     co_return out;
   }
-  config::LoadResult loaded =
-      co_await OffThread(pool_, [&] { return config::ParseJobText(job_toml, source, {}, "/"); });
+  if (!settings_.run_as_owner && owner.uid != ::geteuid()) {
+    out.refusal = Refusal{
+        "denied",
+        "this daemon runs as uid " + std::to_string(::geteuid()) +
+            " and runs only that user's jobs (it cannot start processes as uid " +
+            std::to_string(owner.uid) +
+            "): submit to the system daemon (systemctl start dtraind), or start your own "
+            "(dtraind &)",
+        {}};
+    co_return out;
+  }
+  // The data files are not looked at here: only the job's processes, with its owner's rights,
+  // open them (the client checked them as the owner already).
+  config::LoadResult loaded = co_await OffThread(pool_, [&] {
+    return config::ParseJobText(job_toml, source, {}, "/", config::DataFiles::kUnchecked);
+  });
   if (!loaded.ok()) {
     out.refusal = Refusal{"invalid_job", source + " is not a valid job file",
                           std::move(loaded.diagnostics)};
@@ -240,7 +264,8 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
   const int cores = JobCores(config, settings_.cores, config.cluster.workers);
   store::JobRecord record;
   record.name = config.name;
-  record.owner_uid = owner;
+  record.owner_uid = owner.uid;
+  record.owner_gid = owner.gid;
   record.priority = config.priority;
   record.spec_toml = config::FormatResolvedJob(config);
   auto create = [this, record] { return store_.CreateJob(record); };
@@ -251,6 +276,7 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
   }
   auto job = std::make_unique<Job>();
   job->id = created.value();
+  job->owner = owner;
   job->config = std::move(config);
   job->spec_toml = record.spec_toml;
   job->priority = record.priority;
@@ -278,28 +304,43 @@ Placed JobManager::Place(Job& job) const {
   return placed;
 }
 
-std::vector<std::string> JobManager::WorkerArgv(std::int64_t id, int rank,
-                                                const Process& p) const {
-  const std::vector<std::string> common = {"--job",   std::to_string(id), "--rank",
-                                           std::to_string(rank), "--token", p.token,
-                                           "--parent", std::to_string(::getpid())};
-  std::vector<std::string> argv = {settings_.worker_exe};
+Result<Launch> JobManager::ProcessLaunch(const Job& job, const Process& p, int connection) const {
+  const std::string job_id = std::to_string(job.id), rank = std::to_string(p.rank),
+                    parent = std::to_string(::getpid());
+  Launch launch;
   if (p.node.empty()) {
-    argv.insert(argv.end(), {"worker", "--socket", settings_.socket_path, "--data-host",
-                             settings_.data_host});
-  } else {
-    // Its local stand-in asks the peer's daemon to start it; it reaches back over TCP.
-    std::string address;
-    if (settings_.nodes) {
-      for (const NodeCapacity& n : settings_.nodes()) {
-        if (n.name == p.node) address = n.address;
-      }
+    launch.argv = {settings_.worker_exe, "worker", "--job", job_id, "--rank", rank,
+                   "--parent", parent, "--data-host", settings_.data_host};
+    if (settings_.run_as_owner) {
+      Result<Account> account = ResolveAccount(job.owner.uid, job.owner.gid);
+      if (!account.ok()) return account.status();
+      launch.account = std::move(account).value();
     }
-    argv.insert(argv.end(), {"remote-worker", "--peer", address, "--node", p.node, "--key-file",
-                             settings_.key_file, "--coordinator", settings_.coordinator});
+    launch.connection = connection;
+    launch.secret = nlohmann::json{{"token", p.token}}.dump();
+    launch.environment = JobEnvironment(environ, launch.account ? &*launch.account : nullptr);
+    return launch;
   }
-  argv.insert(argv.end(), common.begin(), common.end());
-  return argv;
+  // Its local stand-in, as this daemon's user, asks the peer's daemon to start it; that daemon
+  // connects it back to this coordinator.
+  std::string address;
+  if (settings_.nodes) {
+    for (const NodeCapacity& n : settings_.nodes()) {
+      if (n.name == p.node) address = n.address;
+    }
+  }
+  launch.argv = {settings_.worker_exe, "remote-worker", "--peer", address, "--node", p.node,
+                 "--key-file", settings_.key_file, "--job", job_id, "--rank", rank,
+                 "--parent", parent};
+  launch.secret = nlohmann::json{{"job", job.id},
+                                 {"rank", p.rank},
+                                 {"token", p.token},
+                                 {"coordinator", settings_.coordinator},
+                                 {"uid", job.owner.uid},
+                                 {"gid", job.owner.gid}}
+                      .dump();
+  launch.environment = JobEnvironment(environ, nullptr);
+  return launch;
 }
 
 asio::awaitable<void> JobManager::FailUnplaceable(std::int64_t id, std::string why) {
@@ -425,15 +466,37 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
 
 Result<pid_t> JobManager::SpawnProcess(std::int64_t id, std::uint64_t attempt, const Process& p) {
   const int rank = p.rank;
-  return supervisor_.Spawn(
-      WorkerArgv(id, rank, p),
-      [this, id, rank](std::string_view stream, std::string_view line) {
-        store_.AppendLog(id, rank, stream, line);
-        if (settings_.on_line) settings_.on_line(id, rank, stream, line);
-      },
-      [this, id, attempt, rank](ProcessExit exit) {
-        asio::co_spawn(io_, OnWorkerExit(id, attempt, rank, exit), asio::detached);
-      });
+  // A local worker's coordinator connection: a socket pair, its end as the worker's fd 3.
+  int channel[2] = {-1, -1};
+  if (p.node.empty()) {
+    if (!channel_sink_) return Status::Error("no worker channels are served");
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
+      return Status::Error(std::string("socketpair: ") + std::strerror(errno));
+    }
+  }
+  const auto start = [&]() -> Result<pid_t> {
+    Result<Launch> launch = ProcessLaunch(*jobs_.at(id), p, channel[1]);
+    if (!launch.ok()) return launch.status();
+    return supervisor_.Spawn(
+        launch.value(),
+        [this, id, rank](std::string_view stream, std::string_view line) {
+          store_.AppendLog(id, rank, stream, line);
+          if (settings_.on_line) settings_.on_line(id, rank, stream, line);
+        },
+        [this, id, attempt, rank](ProcessExit exit) {
+          asio::co_spawn(io_, OnWorkerExit(id, attempt, rank, exit), asio::detached);
+        });
+  };
+  Result<pid_t> pid = start();
+  if (channel[1] >= 0) ::close(channel[1]);
+  if (channel[0] >= 0) {
+    if (pid.ok()) {
+      channel_sink_(channel[0]);
+    } else {
+      ::close(channel[0]);
+    }
+  }
+  return pid;
 }
 
 asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t attempt, int rank,

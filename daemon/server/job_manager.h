@@ -9,8 +9,14 @@
 // next start.
 //
 //   JobManager jobs(io, pool, store, supervisor, settings);
+//   jobs.SetChannelSink([&](int fd) { server.ServeWorkerChannel(fd); });
 //   co_await jobs.Reconcile();                       // before serving: resume what was running
-//   Submitted s = co_await jobs.Submit(text, "job.toml", uid, {}, {});
+//   Submitted s = co_await jobs.Submit(text, "job.toml", {uid, gid}, {}, {});
+//
+// Every process of a job runs as the job's owner (launch.h), on this host and on peers: its uid,
+// its gid and that user's supplementary groups. A local worker finds its coordinator connection
+// on fd 3 — one end of a socket pair whose other end goes to the channel sink — and its token on
+// standard input. A daemon that cannot change users (not root) runs only its own user's jobs.
 //
 // Lives on the io_context's thread: every method must be called there (coroutines resume there
 // too). Store calls that wait run on the blocking pool. Thread-compatible, not thread-safe.
@@ -53,11 +59,13 @@ inline constexpr std::chrono::milliseconds kFailedAttemptGrace{2000};
 inline constexpr std::chrono::milliseconds kBlameGrace{300};
 
 struct ManagerSettings {
+  // Whether job processes run as their owners (a root daemon); otherwise every job must be the
+  // daemon's own user's and its processes run as that user.
+  bool run_as_owner = false;
   int max_jobs = 2;
   int cores = 1;  // resolved: > 0
   std::chrono::milliseconds grace{10000};
   int max_restarts = 3;      // for jobs whose file does not say
-  std::string socket_path;   // workers connect here
   std::string worker_exe;    // dtraind, started as `dtraind worker ...`
   std::string data_host = "127.0.0.1";  // where this host's workers listen for their peers
   const net::ClusterKey* key = nullptr;  // the cluster key, if any: derives data-plane tokens
@@ -82,6 +90,12 @@ struct Refusal {
 struct Submitted {
   std::int64_t id = 0;
   std::optional<Refusal> refusal;
+};
+
+// Who submitted a job: its processes run with these ids.
+struct Owner {
+  uid_t uid = 0;
+  gid_t gid = 0;
 };
 
 // A process's data-plane address, as the rendezvous hands it out.
@@ -120,7 +134,7 @@ class JobManager {
   asio::awaitable<Status> Reconcile();
 
   asio::awaitable<Submitted> Submit(const std::string& job_toml, const std::string& source,
-                                    uid_t owner, std::optional<std::string> name,
+                                    Owner owner, std::optional<std::string> name,
                                     std::optional<int> priority);
   // Returns once the job has ended (queued jobs at once; running ones once their worker exited).
   asio::awaitable<std::optional<Refusal>> Cancel(std::int64_t id, uid_t caller);
@@ -157,6 +171,9 @@ class JobManager {
   int running() const;
   int queued() const;
   int cores() const { return settings_.cores; }
+  // Where the daemon's ends of local workers' coordinator connections go (a connected Unix
+  // socket each, to be served as a worker channel). Must be set before any job starts.
+  void SetChannelSink(std::function<void(int fd)> sink) { channel_sink_ = std::move(sink); }
 
  private:
   struct Process;
@@ -172,6 +189,9 @@ class JobManager {
   std::pair<Job*, Process*> FindProcess(std::int64_t id, int rank);
   // Starts process `p` of attempt `attempt` (its exit goes to OnWorkerExit).
   Result<pid_t> SpawnProcess(std::int64_t id, std::uint64_t attempt, const Process& p);
+  // How process `p` of job `job` starts: a worker here, as the job's owner, or the local stand-in
+  // of one on a peer (`dtraind remote-worker`); `connection` is the worker's end of its channel.
+  Result<Launch> ProcessLaunch(const Job& job, const Process& p, int connection) const;
   // Records that process `rank` (pid `pid`) started, and its exit if it came first.
   asio::awaitable<void> RecordStart(std::int64_t id, std::uint64_t attempt, int rank, pid_t pid);
   // Whether a failed process may be restarted alone while the others go on: an async replica of
@@ -192,9 +212,6 @@ class JobManager {
   asio::awaitable<void> Finish(std::int64_t id, store::JobState state, const std::string& reason);
   // Where the job's processes would run now (and its cores on this host, set on the job).
   Placed Place(Job& job) const;
-  // The command that starts process `rank` of job `id`: a worker here, or the local stand-in of
-  // one on a peer (`dtraind remote-worker`).
-  std::vector<std::string> WorkerArgv(std::int64_t id, int rank, const Process& p) const;
   // Ends a job whose placement can never succeed, then schedules the others.
   asio::awaitable<void> FailUnplaceable(std::int64_t id, std::string why);
   void Schedule();
@@ -207,6 +224,7 @@ class JobManager {
   store::Store& store_;
   Supervisor& supervisor_;
   ManagerSettings settings_;
+  std::function<void(int fd)> channel_sink_;
   std::map<std::int64_t, std::unique_ptr<Job>> jobs_;  // active: queued .. recovering
   bool shutting_down_ = false;
   bool schedule_later_ = false;  // ScheduleLater is pending

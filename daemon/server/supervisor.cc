@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,8 +14,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-
-extern char** environ;
 
 namespace dtrain::server {
 namespace {
@@ -135,8 +132,7 @@ Supervisor::~Supervisor() {
 
 std::size_t Supervisor::running() const { return impl_->processes.size(); }
 
-Result<pid_t> Supervisor::Spawn(const std::vector<std::string>& argv, LineHandler on_line,
-                                ExitHandler on_exit) {
+Result<pid_t> Supervisor::Spawn(const Launch& launch, LineHandler on_line, ExitHandler on_exit) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return Status::Error(std::string("pipe: ") + std::strerror(errno));
   if (::pipe2(err, O_CLOEXEC) != 0) {
@@ -145,36 +141,15 @@ Result<pid_t> Supervisor::Spawn(const std::vector<std::string>& argv, LineHandle
     ::close(out[1]);
     return Status::Error(std::string("pipe: ") + std::strerror(e));
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE}) sigaddset(&defaults, sig);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);  // a process group of its own
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  Result<pid_t> started = StartProcess(launch, out[1], err[1]);
   ::close(out[1]);
   ::close(err[1]);
-  if (rc != 0) {
+  if (!started.ok()) {
     ::close(out[0]);
     ::close(err[0]);
-    return Status::Error("cannot start " + argv[0] + ": " + std::strerror(rc));
+    return started;
   }
+  const pid_t pid = started.value();
   Impl::Process& p = impl_->processes[pid];
   p.pid = pid;
   p.out = std::make_unique<Impl::Stream>(impl_->io, out[0], "stdout");

@@ -1,9 +1,10 @@
-// Supervisor: starts worker processes, each in a process group of its own with stdout and stderr
-// on pipes; delivers their output line by line; reaps them asynchronously (SIGCHLD); stops them
-// with SIGTERM to the group, then SIGKILL once a grace period has passed.
+// Supervisor: starts worker processes (launch.h: each as its job's user, in a process group of its
+// own) with stdout and stderr on pipes; delivers their output line by line; reaps them
+// asynchronously (SIGCHLD); stops them with SIGTERM to the group, then SIGKILL once a grace period
+// has passed.
 //
 //   Supervisor sup(io);
-//   Result<pid_t> pid = sup.Spawn({exe, "worker", ...}, on_line, on_exit);
+//   Result<pid_t> pid = sup.Spawn(Launch{.argv = {exe, "worker", ...}}, on_line, on_exit);
 //   sup.Stop(pid.value(), std::chrono::seconds(10));
 //
 // on_exit runs once per process, after it has exited AND every line it printed was delivered, so
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "daemon/server/launch.h"
 
 namespace asio {
 class io_context;
@@ -41,9 +43,8 @@ class Supervisor {
   explicit Supervisor(asio::io_context& io);
   ~Supervisor();  // kills every process still running (SIGKILL to its group) and reaps it
 
-  // Starts argv[0] (a path) with stdin from /dev/null. Lines longer than 16 KiB are split.
-  Result<pid_t> Spawn(const std::vector<std::string>& argv, LineHandler on_line,
-                      ExitHandler on_exit);
+  // Starts `launch` (StartProcess). Lines longer than 16 KiB are split.
+  Result<pid_t> Spawn(const Launch& launch, LineHandler on_line, ExitHandler on_exit);
   // SIGTERM to the process's group now; SIGKILL to it after `grace` if it has not exited.
   void Stop(pid_t pid, std::chrono::milliseconds grace);
   std::size_t running() const;

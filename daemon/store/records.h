@@ -42,6 +42,8 @@ struct JobRecord {
   std::int64_t id = 0;
   std::string name;
   std::int64_t owner_uid = 0;
+  std::int64_t owner_gid = -1;  // the submitter's gid; -1 (jobs of a store before migration 2):
+                                // the owner's primary group
   JobState state = JobState::kQueued;
   int priority = 0;
   std::string spec_toml;  // the fully resolved job file text

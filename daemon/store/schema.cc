@@ -80,8 +80,14 @@ CREATE TABLE logs (
 CREATE INDEX logs_by_job ON logs(job, id);
 )sql";
 
+// A job's processes run as its submitter: uid and gid (-1: the primary group of owner_uid).
+constexpr std::string_view kAddOwnerGid = R"sql(
+ALTER TABLE jobs ADD COLUMN owner_gid INTEGER NOT NULL DEFAULT -1;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {"create the run store tables", kCreateTables},
+    {"add the owner's gid to jobs", kAddOwnerGid},
 };
 
 }  // namespace

@@ -75,7 +75,7 @@ Result<std::vector<Row>> QueryRows(ConnectionPool& pool, std::string_view sql, c
 }
 
 constexpr std::string_view kJobColumns =
-    "id, name, owner_uid, state, priority, spec_toml, created, updated, reason";
+    "id, name, owner_uid, state, priority, spec_toml, created, updated, reason, owner_gid";
 
 Result<JobRecord> ParseJob(const Statement& s) {
   JobRecord job;
@@ -90,6 +90,7 @@ Result<JobRecord> ParseJob(const Statement& s) {
   job.created = s.ColumnDouble(6);
   job.updated = s.ColumnDouble(7);
   job.reason = s.ColumnText(8);
+  job.owner_gid = s.ColumnInt(9);
   return job;
 }
 
@@ -178,8 +179,8 @@ Result<std::int64_t> Store::CreateJob(const JobRecord& job) {
   std::int64_t id = 0;
   Status status = writer_->Execute([&](Database& db) -> Status {
     Result<Statement> insert = db.Prepare(
-        "INSERT INTO jobs (name, owner_uid, state, priority, spec_toml, created, updated, reason)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)");
+        "INSERT INTO jobs (name, owner_uid, state, priority, spec_toml, created, updated, reason,"
+        " owner_gid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)");
     if (!insert.ok()) return insert.status();
     insert.value()
         .BindText(1, job.name)
@@ -188,7 +189,8 @@ Result<std::int64_t> Store::CreateJob(const JobRecord& job) {
         .BindInt(4, job.priority)
         .BindText(5, job.spec_toml)
         .BindDouble(6, now)
-        .BindText(7, kReason);
+        .BindText(7, kReason)
+        .BindInt(8, job.owner_gid);
     if (Status s = insert.value().Run(); !s.ok()) return s;
     id = db.LastInsertRowId();
     return InsertEvent(db, id, now, std::nullopt, JobState::kQueued, kReason);

@@ -15,6 +15,7 @@
 #include "core/net/auth.h"
 #include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
+#include "daemon/worker/launch_secret.h"
 
 namespace dtrain::worker {
 namespace {
@@ -67,10 +68,8 @@ CLI::App* AddRemoteWorkerCommand(CLI::App& app, RemoteWorkerArgs& args) {
   cmd->add_option("--peer", args.peer)->required();
   cmd->add_option("--node", args.node)->required();
   cmd->add_option("--key-file", args.key_file)->required();
-  cmd->add_option("--coordinator", args.coordinator)->required();
   cmd->add_option("--job", args.job)->required();
   cmd->add_option("--rank", args.rank)->required();
-  cmd->add_option("--token", args.token)->required();
   cmd->add_option("--parent", args.parent)->required();
   return cmd;
 }
@@ -86,13 +85,14 @@ int RemoteWorkerMain(const RemoteWorkerArgs& args) {
   ::sigaction(SIGINT, &action, nullptr);
 
   const std::string where = "worker rank " + std::to_string(args.rank) + " on " + args.node;
+  Result<json> spawn = ReadLaunchSecret();
+  if (!spawn.ok()) return Fail("starting " + where + ": " + spawn.status().message());
+  spawn.value()["v"] = 1;
+  spawn.value()["type"] = "spawn_worker";
   Result<net::FrameStream> connected = ConnectToPeer(args);
   if (!connected.ok()) return Fail("starting " + where + ": " + connected.status().message());
   net::FrameStream& stream = connected.value();
-  const json spawn = {{"v", 1},           {"type", "spawn_worker"},
-                      {"job", args.job},  {"rank", args.rank},
-                      {"token", args.token}, {"coordinator", args.coordinator}};
-  if (Status sent = stream.WriteString(net::MessageType::kControl, 0, 0, spawn.dump(), 10s);
+  if (Status sent = stream.WriteString(net::MessageType::kControl, 0, 0, spawn.value().dump(), 10s);
       !sent.ok()) {
     return Fail("starting " + where + ": " + sent.message());
   }

@@ -1,7 +1,9 @@
 #include "daemon/worker/worker_main.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -10,7 +12,6 @@
 
 #include "config/job_file.h"
 #include "core/dist/peer_links.h"
-#include "core/net/auth.h"
 #include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
 #include "daemon/runner/progress_lines.h"
@@ -18,6 +19,8 @@
 #include "daemon/runner/trainer_checkpoint.h"
 #include "daemon/runner/shard_service.h"
 #include "daemon/runner/training_session.h"
+#include "daemon/server/launch.h"
+#include "daemon/worker/launch_secret.h"
 #include "daemon/worker/upstream.h"
 #include "daemon/worker/upstream_recorder.h"
 
@@ -218,24 +221,17 @@ int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placeme
   return kExitCompleted;
 }
 
-// The control connection to the job's coordinator: its Unix socket, or its TCP listener with the
-// cluster key's handshake.
-Result<net::FrameStream> ConnectToCoordinator(const WorkerArgs& args) {
+// The control connection to the job's coordinator, inherited as fd 3 (launch.h).
+Result<net::FrameStream> CoordinatorConnection() {
   constexpr std::uint32_t kMaxPayload = 1u << 30;  // checkpoints to resume from
-  if (args.coordinator.empty()) {
-    if (args.socket.empty()) return Status::Error("a worker needs --socket or --coordinator");
-    return net::FrameStream::ConnectUnix(args.socket, 10s, kMaxPayload);
+  struct stat st {};
+  if (::fstat(server::kConnectionFd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    return Status::Error("no coordinator connection on fd 3: job processes are started by "
+                         "dtraind or dtrain run, never by hand");
   }
-  const std::optional<net::HostPort> to = net::SplitHostPort(args.coordinator);
-  if (!to) return Status::Error("--coordinator must be HOST:PORT, got " + args.coordinator);
-  Result<net::ClusterKey> key = net::LoadClusterKey(args.key_file);
-  if (!key.ok()) return key.status();
-  Result<net::FrameStream> stream = net::FrameStream::ConnectTcp(to->host, to->port, 10s, kMaxPayload);
-  if (!stream.ok()) return stream.status();
-  stream.value().set_peer_name("the coordinator at " + args.coordinator);
-  if (Status auth = net::AuthenticateClient(stream.value(), key.value(), 10s); !auth.ok()) {
-    return auth;
-  }
+  ::fcntl(server::kConnectionFd, F_SETFD, FD_CLOEXEC);  // nothing this process starts gets it
+  net::FrameStream stream(server::kConnectionFd, kMaxPayload);
+  stream.set_peer_name("the coordinator");
   return stream;
 }
 
@@ -250,7 +246,10 @@ int WorkerMain(const WorkerArgs& args) {
   ::sigaction(SIGTERM, &action, nullptr);
   ::sigaction(SIGINT, &action, nullptr);
 
-  Result<net::FrameStream> connected = ConnectToCoordinator(args);
+  Result<nlohmann::json> secret = ReadLaunchSecret();
+  if (!secret.ok()) return Fail(secret.status().message());
+  const std::string token = SecretString(secret.value(), "token").value_or("");
+  Result<net::FrameStream> connected = CoordinatorConnection();
   if (!connected.ok()) return Fail(connected.status().message());
   Upstream upstream(std::move(connected).value(), args.job);
   upstream.set_sender(static_cast<std::uint32_t>(args.rank));
@@ -261,7 +260,7 @@ int WorkerMain(const WorkerArgs& args) {
                       {"type", "worker_hello"},
                       {"job", args.job},
                       {"rank", args.rank},
-                      {"token", args.token},
+                      {"token", token},
                       {"data_host", args.data_host},
                       {"data_port", listener.value().port()}};
   Status said = upstream.Send(net::MessageType::kControl, hello.dump(), 10s);

@@ -273,7 +273,7 @@ BOOST_AUTO_TEST_CASE(a_worker_killed_on_a_peer_restarts_the_job_naming_the_host)
   const json running = job.wait_until([](const json& j) { return j["step"].get<int>() >= 100; });
   BOOST_REQUIRE_MESSAGE(running["state"] == "running", running.dump());
 
-  const pid_t worker = FindInHost(c.cluster, 1, "worker --coordinator");
+  const pid_t worker = FindInHost(c.cluster, 1, "worker --job");
   BOOST_REQUIRE(worker > 0);
   ::kill(worker, SIGKILL);
   const json restarted = job.wait_until(RunningAgainAfterRecovery);
@@ -288,7 +288,7 @@ BOOST_AUTO_TEST_CASE(a_worker_killed_on_a_peer_restarts_the_job_naming_the_host)
   BOOST_TEST(c.Cli({"cancel", job.id}).exit_code == 0);
   // Cancelled: no worker is left on the peer.
   std::this_thread::sleep_for(500ms);
-  BOOST_TEST(FindInHost(c.cluster, 1, "worker --coordinator") == 0);
+  BOOST_TEST(FindInHost(c.cluster, 1, "worker --job") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_two_second_partition_is_absorbed_without_a_restart) {
@@ -315,7 +315,7 @@ BOOST_AUTO_TEST_CASE(a_thirty_second_partition_is_detected_within_ten_seconds_an
   LongRingJob job(c);
   const json before = job.wait_until([](const json& j) { return j["step"].get<int>() >= 100; });
   BOOST_REQUIRE_MESSAGE(before["state"] == "running", before.dump());
-  const pid_t stale = FindInHost(c.cluster, 1, "worker --coordinator");
+  const pid_t stale = FindInHost(c.cluster, 1, "worker --job");
   BOOST_REQUIRE(stale > 0);
   c.cluster.SetLinkUp(1, false);
   const auto cut = std::chrono::steady_clock::now();
@@ -350,7 +350,7 @@ BOOST_AUTO_TEST_CASE(a_coordinator_killed_outright_leaves_no_worker_behind_on_an
   LongRingJob job(c);
   const json running = job.wait_until([](const json& j) { return j["step"].get<int>() >= 100; });
   BOOST_REQUIRE_MESSAGE(running["state"] == "running", running.dump());
-  const pid_t remote = FindInHost(c.cluster, 1, "worker --coordinator");
+  const pid_t remote = FindInHost(c.cluster, 1, "worker --job");
   BOOST_REQUIRE(remote > 0);
   BOOST_REQUIRE(FindInHost(c.cluster, 0, "worker --") > 0);  // the local worker and the stand-in
 

@@ -451,7 +451,7 @@ NetnsDaemon NetnsCluster::StartPeerDaemon(int host, const std::string& dtraind,
   const std::string config = HostDir(host) + "/dtraind.toml";
   std::ofstream(config) << "[cluster]\nlisten = \"" << (wildcard ? "0.0.0.0" : Address(host)) << suffix << "\"\npeers = ["
                         << peers << "]\nkey_file = \"" << key_file << "\"\nname = \"h" << host
-                        << "\"\n";
+                        << "\"\nallow_root = true\n";  // the tests run as root: so do jobs
   return StartDaemon(host, dtraind, {"--config", config});
 }
 

@@ -243,7 +243,7 @@ BOOST_AUTO_TEST_CASE(sections_must_be_tables_and_unknown_keys_list_the_allowed) 
                             "d.toml"),
       {{"d.toml", 1, 10, "daemon", "must be a table ([daemon]), got the integer 5"},
        {"d.toml", 3, 1, "cluster.colour",
-        "unknown key; allowed: listen, peers, key_file, name, advertise"},
+        "unknown key; allowed: listen, peers, key_file, name, advertise, allow_root"},
        {"d.toml", 4, 2, "extra", "unknown section; allowed: daemon, workers, cluster"}});
 }
 

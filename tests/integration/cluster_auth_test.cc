@@ -53,8 +53,9 @@ std::string WriteKey(const TempDir& dir, const std::string& name, const std::str
 // A daemon config file with a [cluster] section.
 std::string ClusterConfig(const TempDir& dir, const std::string& file, std::uint16_t port,
                           const std::string& key_path, const std::string& name,
-                          const std::vector<std::uint16_t>& peers = {}) {
+                          const std::vector<std::uint16_t>& peers = {}, bool allow_root = true) {
   std::string text = "[cluster]\nlisten = \"127.0.0.1:" + std::to_string(port) + "\"\n";
+  if (allow_root) text += "allow_root = true\n";
   if (!key_path.empty()) text += "key_file = \"" + key_path + "\"\n";
   if (!name.empty()) text += "name = \"" + name + "\"\n";
   if (!peers.empty()) {
@@ -105,6 +106,26 @@ json Exchange(net::FrameStream& stream, const std::string& payload) {
 }
 
 BOOST_AUTO_TEST_SUITE(cluster_auth)
+
+BOOST_AUTO_TEST_CASE(uid_0_over_tcp_is_refused_unless_allow_root) {
+  TempDir dir;
+  const std::string key = WriteKey(dir, "cluster.key", "the lab's shared secret, 32 bytes+");
+  const std::uint16_t port = FreePort();
+  DaemonFixture d({"--config", ClusterConfig(dir, "d.toml", port, key, "node-1", {}, false)});
+  const std::string job = dir.Write("job.toml", kJob);
+  if (::getuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: only root's client names uid 0");
+    return;
+  }
+  const ProcessResult root = Remote(dir, port, key, {"submit", job, "--no-wait"});
+  BOOST_TEST(root.exit_code == 1, root.err);
+  BOOST_TEST(root.err.find("uid 0 may not act over TCP") != std::string::npos, root.err);
+  BOOST_TEST(root.err.find("allow_root") != std::string::npos, root.err);
+  CheckUntouched(d);
+  // Queries need no identity.
+  const ProcessResult list = Remote(dir, port, key, {"list"});
+  BOOST_TEST(list.exit_code == 0, list.err);
+}
 
 BOOST_AUTO_TEST_CASE(a_client_with_the_key_may_submit_over_tcp_and_others_may_not) {
   TempDir dir;
