@@ -872,7 +872,7 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   } else {
     reason = j.failure + " (see dtrain logs " + std::to_string(id) + ")";
     if (!j.hopeless.empty()) {
-      reason = j.hopeless + " (not restarted: the data is missing there)";
+      reason = j.hopeless + " (not restarted: its data cannot be read there)";
     } else if (j.max_restarts > 0) {
       reason += "; gave up after " + std::to_string(j.max_restarts) + " restarts";
     }

@@ -96,8 +96,8 @@ void CloseRange(unsigned first, unsigned last, unsigned max_fd) {
     }
     if (::syscall(SYS_setresgid, a.gid, a.gid, a.gid) != 0) ChildFails(report, Stage::kGid);
     if (::syscall(SYS_setresuid, a.uid, a.uid, a.uid) != 0) ChildFails(report, Stage::kUid);
-    if (::chdir("/") != 0) ChildFails(report, Stage::kDirectory);
   }
+  if (::chdir("/") != 0) ChildFails(report, Stage::kDirectory);
   ::execve(plan.argv[0], plan.argv.data(), plan.envp.data());
   ChildFails(report, Stage::kExec);
 }

@@ -13,8 +13,9 @@
 // runs, so a job's process never inherits the daemon's store, sockets or key. Secrets travel
 // only through that pipe and that connection, never on the command line or in the environment.
 // With an account, the credentials change before the exec (raw system calls: only the child's
-// one thread exists), the working directory becomes "/", and StartProcess fails with the reason
-// when the change was refused (no CAP_SETUID/CAP_SETGID). Safe for concurrent use; it forks.
+// one thread exists), and StartProcess fails with the reason when the change was refused (no
+// CAP_SETUID/CAP_SETGID). The child works in "/" (every path a job names is absolute). Safe for
+// concurrent use; it forks.
 #pragma once
 
 #include <sys/types.h>

@@ -37,8 +37,9 @@ inline std::string EnvPath(const char* name) {
 
 class DaemonFixture {
  public:
-  explicit DaemonFixture(std::vector<std::string> extra_args = {})
-      : extra_args_(std::move(extra_args)) {
+  // `dtraind`: the binary to run; empty: $DTRAIND_BIN.
+  explicit DaemonFixture(std::vector<std::string> extra_args = {}, std::string dtraind = "")
+      : extra_args_(std::move(extra_args)), dtraind_(std::move(dtraind)) {
     Start();
   }
   ~DaemonFixture() {
@@ -53,8 +54,8 @@ class DaemonFixture {
   pid_t pid() const { return daemon_ ? daemon_->pid() : -1; }
 
   void Start() {
-    std::vector<std::string> args = {EnvPath("DTRAIND_BIN"), "--socket", socket_, "--state-dir",
-                                     dir_.Path("state")};
+    std::vector<std::string> args = {dtraind_.empty() ? EnvPath("DTRAIND_BIN") : dtraind_,
+                                     "--socket", socket_, "--state-dir", dir_.Path("state")};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     daemon_.emplace(StartProcess(args, dir_.Path("")));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -136,6 +137,7 @@ class DaemonFixture {
   TempDir dir_;
   std::string socket_ = dir_.Path("dtraind.sock");
   std::vector<std::string> extra_args_;
+  std::string dtraind_;
   std::optional<ChildProcess> daemon_;
 };
 

@@ -61,6 +61,23 @@ BOOST_AUTO_TEST_CASE(reopening_keeps_data_and_the_version) {
   BOOST_TEST(UserVersion(db) == static_cast<std::int64_t>(StoreMigrations().size()));
 }
 
+BOOST_AUTO_TEST_CASE(a_job_of_a_first_version_store_gets_the_owners_primary_group) {
+  TempStoreDir dir;
+  const std::string path = dir.Path("v1.db");
+  {
+    Database db = Database::Open(path, Database::kCreate).value();
+    BOOST_REQUIRE(Migrate(db, StoreMigrations().first(1)).ok());
+    BOOST_REQUIRE(db.Exec("INSERT INTO jobs (name, owner_uid, state, priority, spec_toml, created,"
+                          " updated, reason) VALUES ('old', 1000, 'queued', 0, '', 1, 1, 'x')")
+                      .ok());
+  }
+  auto store = OpenStore(path);  // migrates to the newest version
+  Result<JobRecord> job = store->GetJob(1);
+  BOOST_REQUIRE(job.ok());
+  BOOST_TEST(job.value().owner_uid == 1000);
+  BOOST_TEST(job.value().owner_gid == -1);  // the owner's primary group, looked up at its start
+}
+
 BOOST_AUTO_TEST_CASE(migrations_apply_in_order_once_each) {
   TempStoreDir dir;
   const std::string path = dir.Path("m.db");

@@ -68,6 +68,7 @@ BOOST_AUTO_TEST_CASE(job_creation_and_state_changes_round_trip_with_events) {
   BOOST_TEST(job.value().id == id);
   BOOST_TEST(job.value().name == "mnist");
   BOOST_TEST(job.value().owner_uid == 1000);
+  BOOST_TEST(job.value().owner_gid == 1001);
   BOOST_TEST(job.value().priority == 5);
   BOOST_TEST(job.value().spec_toml == SampleJob("x").spec_toml);
   BOOST_TEST((job.value().state == JobState::kQueued));

@@ -47,6 +47,7 @@ inline JobRecord SampleJob(std::string name) {
   JobRecord job;
   job.name = std::move(name);
   job.owner_uid = 1000;
+  job.owner_gid = 1001;
   job.priority = 5;
   job.spec_toml = "[model]\ntype = \"mlp\"\n# \xc3\xa9t\xc3\xa9\n";
   return job;
