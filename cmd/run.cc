@@ -208,7 +208,8 @@ int Run(const RunArgs& args) {
     if (!stored.ok()) return Report(stored.error());
     job = std::move(stored).value();
   } else {
-    config::LoadResult loaded = config::LoadJobFile(args.job_file, args.overrides);
+    config::LoadResult loaded = config::LoadJobFile(
+        args.job_file, args.overrides, {config::DataFiles::kCheck, net::PhysicalMemory()});
     if (!loaded.ok()) {
       PrintDiagnostics(loaded.diagnostics, args.job_file);
       return kExitUsage;

@@ -6,6 +6,7 @@
 #include "cmd/commands.h"
 #include "cmd/exit_codes.h"
 #include "config/job_file.h"
+#include "core/net/host_info.h"
 
 namespace dtrain::cli {
 namespace {
@@ -16,7 +17,9 @@ struct ValidateArgs {
 };
 
 int Validate(const ValidateArgs& args) {
-  config::LoadResult loaded = config::LoadJobFile(args.job_file, args.overrides);
+  // The model must fit this host (dtrain submit leaves that to the daemon it submits to).
+  config::LoadResult loaded =
+      config::LoadJobFile(args.job_file, args.overrides, {config::DataFiles::kCheck, net::PhysicalMemory()});
   if (!loaded.ok()) {
     PrintDiagnostics(loaded.diagnostics, args.job_file);
     return kExitUsage;

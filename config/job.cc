@@ -56,6 +56,7 @@ bool SameOptimizer(const optim::OptimizerOptions& a, const optim::OptimizerOptio
 bool JobConfig::operator==(const JobConfig& other) const {
   return name == other.name && source_path == other.source_path && data == other.data &&
          model == other.model && SameTrain(train, other.train) && threads == other.threads &&
+         memory_limit == other.memory_limit &&
          clip_norm == other.clip_norm && SameOptimizer(optimizer, other.optimizer) &&
          cluster == other.cluster && checkpoint == other.checkpoint && priority == other.priority &&
          max_restarts == other.max_restarts;

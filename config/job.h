@@ -111,6 +111,8 @@ struct JobConfig {
   model::ModelSpec model;  // inputs/outputs 0 until the data is known (see ResolveModelShape)
   train::TrainOptions train;
   int threads = 0;         // BLAS threads per replica; 0: auto (see BlasThreadsPerReplica)
+  // Address space of each of the job's processes, bytes (RLIMIT_AS); 0: unlimited.
+  std::uint64_t memory_limit = 0;
   float clip_norm = 0.0f;  // 0: off
   optim::OptimizerOptions optimizer;
   ClusterConfig cluster;

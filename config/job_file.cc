@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/job_memory.h"
 #include "config/toml_reader.h"
 #include "config/toml_text.h"
 #include "core/data/readers.h"
@@ -352,6 +353,27 @@ void ReadModel(TableReader& r, const DataConfig& data, model::ModelSpec* m) {
   }
 }
 
+// train.memory_limit: 0 (none), a number of bytes, or a size with a unit ("4GiB").
+const toml::node* ReadMemoryLimit(TableReader& r, std::uint64_t* limit) {
+  const toml::node* node = r.Find("memory_limit");
+  if (node == nullptr) return nullptr;
+  Result<std::uint64_t> bytes = Status::Error(
+      "must be a size such as \"4GiB\", \"512 MiB\" or a number of bytes, got " + Describe(*node));
+  if (const auto* integer = node->as_integer(); integer != nullptr && integer->get() >= 0) {
+    bytes = static_cast<std::uint64_t>(integer->get());
+  } else if (const auto* text = node->as_string()) {
+    bytes = ParseBytes(text->get());
+  }
+  if (!bytes.ok()) return r.Report(*node, "memory_limit", bytes.status().message());
+  if (bytes.value() != 0 && bytes.value() < kMinMemoryLimit) {
+    return r.Report(*node, "memory_limit",
+                    "must be 0 (no limit) or at least " + FormatBytes(kMinMemoryLimit) + ", got " +
+                        FormatBytes(bytes.value()));
+  }
+  *limit = bytes.value();
+  return node;
+}
+
 void ReadTrain(TableReader& r, train::TrainOptions* t, int* threads, float* clip_norm) {
   const toml::node* epochs = r.Int("epochs", 0, kMaxEpochs, &t->epochs);
   const toml::node* steps = r.Int("steps", 0, kMaxSteps, &t->steps);
@@ -487,8 +509,40 @@ void ReadName(TableReader& top, std::string* name) {
   }
 }
 
+// Refuses a model that cannot fit [train] memory_limit (with a BLAS thread's overhead, at least)
+// or, when `host_memory` is known, the memory of the host that would run it.
+void CheckMemory(const JobConfig& job, TableReader& train, TableReader& model,
+                 const toml::node* memory_limit, std::uint64_t host_memory) {
+  const JobMemory m = EstimateJobMemory(job);
+  const std::uint64_t process = std::max(m.replica, m.shard);
+  if (memory_limit != nullptr && job.memory_limit > 0) {
+    const std::uint64_t overhead = ProcessOverhead(std::max(job.threads, 1));
+    if (process > job.memory_limit || process + overhead > job.memory_limit) {
+      train.Report(*memory_limit, "memory_limit",
+                   "is " + FormatBytes(job.memory_limit) + ", but each process needs at least " +
+                       FormatBytes(process + overhead) + ": " + m.breakdown + ", and " +
+                       FormatBytes(overhead) + " for its program and BLAS buffers");
+    }
+  }
+  if (host_memory > 0 && m.host > host_memory) {
+    const char* key = model.Present("hidden") || !model.Present("inputs") ? "hidden" : "inputs";
+    const toml::node* at = model.Find(key);
+    const std::string message =
+        "the model needs at least " + FormatBytes(m.replica) + " per replica (" + m.breakdown +
+        ")" +
+        (m.host > process ? ", " + FormatBytes(m.host) + " for the job's processes on one host"
+                          : std::string()) +
+        ", more than this host's memory (" + FormatBytes(host_memory) + ")";
+    if (at != nullptr) {
+      model.Report(*at, key, message);
+    } else {
+      model.Missing(key, message);
+    }
+  }
+}
+
 JobConfig ReadJob(const toml::table& root, const std::string& display_path, const PathBase& base,
-                  Sink& sink) {
+                  std::uint64_t host_memory, Sink& sink) {
   JobConfig job;
   job.source_path = display_path;
   TableReader top(&root, "", sink);
@@ -506,6 +560,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   ReadData(data, base, &job.data);
   ReadModel(model, job.data, &job.model);
   ReadTrain(train, &job.train, &job.threads, &job.clip_norm);
+  const toml::node* memory_limit = ReadMemoryLimit(train, &job.memory_limit);
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule);
   ReadCluster(cluster, &job.cluster);
   // Downpour's shards default to Adagrad (Dean et al. 2012); an explicit optimizer.type wins.
@@ -515,6 +570,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   ReadCheckpoint(checkpoint, &job.checkpoint);
   restart.Int("max_restarts", 0, kMaxRestartsLimit, &job.max_restarts);
   CheckWarmup(optimizer, job.train);
+  if (sink.size() == 0) CheckMemory(job, train, model, memory_limit, host_memory);
 
   const TableReader* const readers[] = {&top,       &data,    &model,      &train,
                                         &optimizer, &cluster, &checkpoint, &restart};
@@ -580,7 +636,7 @@ void Merge(toml::table& into, toml::table&& from) {
 
 LoadResult Load(std::string_view text, const std::string& display_path,
                 const std::vector<std::string>& overrides, const std::string& base_dir,
-                DataFiles files) {
+                const JobChecks& checks) {
   Sink sink(display_path);
   std::optional<toml::table> root = ParseDocument(text, display_path, sink);
   std::vector<toml::table> documents = ParseOverrides(overrides, sink);
@@ -588,8 +644,8 @@ LoadResult Load(std::string_view text, const std::string& display_path,
   for (toml::table& document : documents) Merge(*root, std::move(document));
 
   std::error_code ec;
-  PathBase base{fs::absolute(fs::path(base_dir), ec), fs::current_path(ec), files};
-  JobConfig job = ReadJob(*root, display_path, base, sink);
+  PathBase base{fs::absolute(fs::path(base_dir), ec), fs::current_path(ec), checks.files};
+  JobConfig job = ReadJob(*root, display_path, base, checks.host_memory, sink);
   if (sink.size() > 0) return {std::nullopt, std::move(sink).Take()};
   return {std::move(job), {}};
 }
@@ -598,12 +654,13 @@ LoadResult Load(std::string_view text, const std::string& display_path,
 
 LoadResult ParseJobText(std::string_view toml_text, const std::string& display_path,
                         const std::vector<std::string>& overrides, const std::string& base_dir,
-                        DataFiles files) {
+                        const JobChecks& checks) {
   return Guarded<LoadResult>(
-      display_path, [&] { return Load(toml_text, display_path, overrides, base_dir, files); });
+      display_path, [&] { return Load(toml_text, display_path, overrides, base_dir, checks); });
 }
 
-LoadResult LoadJobFile(const std::string& path, const std::vector<std::string>& overrides) {
+LoadResult LoadJobFile(const std::string& path, const std::vector<std::string>& overrides,
+                       const JobChecks& checks) {
   return Guarded<LoadResult>(path, [&]() -> LoadResult {
     std::string text, problem;
     if (!ReadWholeFile(path, "the job file", &text, &problem)) {
@@ -611,7 +668,7 @@ LoadResult LoadJobFile(const std::string& path, const std::vector<std::string>& 
     }
     std::error_code ec;
     const fs::path directory = fs::absolute(fs::path(path), ec).parent_path();
-    return Load(text, path, overrides, directory.string(), DataFiles::kCheck);
+    return Load(text, path, overrides, directory.string(), checks);
   });
 }
 

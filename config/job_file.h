@@ -8,7 +8,8 @@
 // Every problem is collected, not just the first: syntax errors (one diagnostic, where toml++
 // stopped), unknown sections and keys (with a "did you mean" when a known name is close),
 // wrong types, out-of-range and non-finite values, missing required keys, data files that do
-// not exist or cannot be read, and keys that contradict each other. Places: a value's problem
+// not exist or cannot be read, keys that contradict each other, and a model that cannot fit
+// [train] memory_limit or the host's memory (JobChecks::host_memory). Places: a value's problem
 // is at the value, an unknown key's at the key, a missing key's at its section's header (line
 // 0 when the section is absent); a problem with an override is at file "--set", line 0.
 //
@@ -21,6 +22,7 @@
 // No exception escapes these functions. Safe for concurrent use (they share no state).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,21 +39,30 @@ struct LoadResult {
   bool ok() const { return job.has_value(); }
 };
 
-// Reads the job file at `path` (kept as JobConfig::source_path and diagnostic file name).
-LoadResult LoadJobFile(const std::string& path, const std::vector<std::string>& overrides);
-
 // Whether the data files a job names are looked at (that they exist and can be read). Only a
 // process with the submitter's rights may look: a daemon parses with kUnchecked, so that no file
 // a job names is ever opened or even examined with the daemon's rights, and the job's workers
 // (running as the submitter) check them.
 enum class DataFiles { kCheck, kUnchecked };
 
+// What is checked beyond the job file itself.
+struct JobChecks {
+  DataFiles files = DataFiles::kCheck;
+  // The memory of the host the job would run on, bytes; 0: not checked. A job whose processes
+  // on one host need more (config/job_memory.h) is refused, at model.hidden.
+  std::uint64_t host_memory = 0;
+};
+
+// Reads the job file at `path` (kept as JobConfig::source_path and diagnostic file name).
+LoadResult LoadJobFile(const std::string& path, const std::vector<std::string>& overrides,
+                       const JobChecks& checks = {});
+
 // The same for text already in memory: `display_path` names it in diagnostics (and becomes
 // source_path and the default job name's source); relative data paths are resolved against
 // `base_dir` (itself made absolute against the current directory).
 LoadResult ParseJobText(std::string_view toml_text, const std::string& display_path,
                         const std::vector<std::string>& overrides, const std::string& base_dir,
-                        DataFiles files = DataFiles::kCheck);
+                        const JobChecks& checks = {});
 
 // The job as TOML with every key present, defaults filled in and paths absolute. Parsing it
 // again (with the same display path) yields an equal JobConfig.

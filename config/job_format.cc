@@ -56,6 +56,7 @@ void WriteTrain(const JobConfig& job, TomlWriter& w) {
   w.Int("batch_size", t.batch_size);
   w.Unsigned("seed", t.seed);
   w.Int("threads", job.threads);
+  w.Unsigned("memory_limit", job.memory_limit);
   w.Int("eval_every", t.eval_every);
   w.Int("log_every", t.log_every);
   w.Double("target_accuracy", t.target_accuracy);

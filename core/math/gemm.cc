@@ -2,6 +2,8 @@
 
 #include <cblas.h>
 
+#include <vector>
+
 namespace dtrain::math {
 
 void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
@@ -14,5 +16,12 @@ void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const 
 void SetBlasThreads(int threads) { openblas_set_num_threads(threads < 1 ? 1 : threads); }
 
 int BlasThreads() { return openblas_get_num_threads(); }
+
+void ReserveBlasBuffers() {
+  constexpr int kSide = 256;  // 2^24 multiply-adds: above OpenBLAS's threshold for threads
+  std::vector<float> a(kSide * kSide, 1.0f), c(kSide * kSide);
+  Gemm(Trans::kNo, Trans::kNo, kSide, kSide, kSide, 1.0f, a.data(), kSide, a.data(), kSide, 0.0f,
+       c.data(), kSide);
+}
 
 }  // namespace dtrain::math

@@ -19,4 +19,10 @@ void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const 
 void SetBlasThreads(int threads);
 int BlasThreads();
 
+// Runs one product large enough to engage every BLAS thread, so that OpenBLAS takes its buffers
+// (128 MiB of address space per thread) now and keeps them. Under an address-space limit a
+// buffer OpenBLAS cannot get later makes it retry forever, where this process's own allocations
+// fail with a message; so a limited process calls this after SetBlasThreads, before anything big.
+void ReserveBlasBuffers();
+
 }  // namespace dtrain::math

@@ -1,6 +1,7 @@
 // What a process knows of the machine it runs on: its name, as recorded beside worker processes
 // (the `host` column of the store's workers table) and as a cluster member's name, and its
-// online cores, which size the daemon's capacity and a replica's BLAS threads. Also the split of
+// online cores, which size the daemon's capacity and a replica's BLAS threads, and its memory,
+// which bounds the models a job may ask for. Also the split of
 // a "HOST:PORT" address as configuration and the command line give them, and the IPv4 address
 // others can reach this host at (the data plane is IPv4).
 //
@@ -10,8 +11,8 @@
 //
 //   std::optional<std::string> a = RouteSourceIPv4("10.0.0.2");  // "10.0.0.1": our end
 //
-// LocalHostName is "localhost" when the system cannot say; OnlineCores is at least 1. All are
-// safe for concurrent use.
+// LocalHostName is "localhost" when the system cannot say; OnlineCores is at least 1;
+// PhysicalMemory is 0 when the system cannot say. All are safe for concurrent use.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,7 @@ namespace dtrain::net {
 
 std::string LocalHostName();
 int OnlineCores();
+std::uint64_t PhysicalMemory();  // bytes of RAM
 
 struct HostPort {
   std::string host;  // a name or an address literal, without an IPv6 address's brackets

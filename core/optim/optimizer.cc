@@ -215,6 +215,16 @@ void Optimizer::StepFromBlocks(std::span<float> params, const GradientBlock& blo
   ++steps_;
 }
 
+int StateVectorCount(OptimizerType type) {
+  switch (type) {
+    case OptimizerType::kSgd: return 0;
+    case OptimizerType::kMomentum: return 1;
+    case OptimizerType::kAdagrad: return 1;
+    case OptimizerType::kAdam: return 2;
+  }
+  return 2;
+}
+
 Status ValidateOptimizerOptions(const OptimizerOptions& options) {
   switch (options.type) {
     case OptimizerType::kSgd:

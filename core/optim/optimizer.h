@@ -53,6 +53,10 @@ struct OptimizerOptions {
 // OK when every field used by options.type is in its documented range; otherwise names the field.
 Status ValidateOptimizerOptions(const OptimizerOptions& options);
 
+// How many state vectors (each as long as the parameters) an optimizer of `type` keeps: the
+// size of Optimizer::StateVectors().
+int StateVectorCount(OptimizerType type);
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;

@@ -10,6 +10,7 @@
 #include "core/math/gemm.h"
 #include "core/net/host_info.h"
 #include "core/optim/optimizer.h"
+#include "daemon/runner/memory_limit.h"
 #include "daemon/runner/trainer_checkpoint.h"
 
 namespace dtrain::runner {
@@ -37,6 +38,15 @@ int ReplicasOnThisHost(const config::JobConfig& job, const Placement& placement)
 
 }  // namespace
 
+Result<int> PrepareBlas(const config::JobConfig& job, const Placement& placement) {
+  const int threads =
+      config::BlasThreadsPerReplica(job, ReplicasOnThisHost(job, placement), net::OnlineCores());
+  if (Status fits = CheckMemoryLimit(job, threads); !fits.ok()) return fits;
+  math::SetBlasThreads(threads);
+  math::ReserveBlasBuffers();
+  return threads;
+}
+
 train::TrainOptions ReplicaOptions(const config::JobConfig& job, int rank) {
   train::TrainOptions o = job.train;
   o.rank = rank;
@@ -56,8 +66,7 @@ TrainingSession::~TrainingSession() {
 Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::JobConfig& job,
                                                                const JobData& data,
                                                                const Placement& placement) {
-  math::SetBlasThreads(config::BlasThreadsPerReplica(job, ReplicasOnThisHost(job, placement),
-                                                     net::OnlineCores()));
+  if (Result<int> blas = PrepareBlas(job, placement); !blas.ok()) return blas.status();
   std::unique_ptr<TrainingSession> s(new TrainingSession(data.spec));
   if (Status connected = s->Connect(job, placement); !connected.ok()) return connected;
   s->trainer_ = std::make_unique<train::Trainer>(

@@ -33,6 +33,15 @@ class DownpourStrategy;
 namespace dtrain::runner {
 
 // Where one process sits in its job. Ids: workers 0..N-1, then shards N..N+S-1.
+struct Placement;
+
+// Sets this process's BLAS thread count for a replica of `job` placed as `placement` (train.threads,
+// or the host's cores shared among the job's replicas there) and reserves OpenBLAS's buffers
+// (math::ReserveBlasBuffers); returns the count. First it checks that [train] memory_limit leaves
+// room for those buffers and the model (CheckMemoryLimit): OpenBLAS would retry forever for a
+// buffer it cannot have. Make calls it; a job's process calls it first, before it reads data.
+Result<int> PrepareBlas(const config::JobConfig& job, const Placement& placement);
+
 struct Placement {
   int rank = 0;
   std::vector<dist::Endpoint> peers;             // by id; empty for a one-worker job

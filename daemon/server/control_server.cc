@@ -671,6 +671,7 @@ struct ControlServer::Impl {
     const auto coordinator = StringField(request, "coordinator");
     const auto uid = IntField(request, "uid");
     const auto gid = IntField(request, "gid");
+    const auto memory_limit = IntField(request, "memory_limit").value_or(0);
     Result<Launch> launch = Status::Error("spawn_worker needs job, rank, token, coordinator, uid "
                                           "and gid");
     if (cluster.supervisor == nullptr) {
@@ -692,6 +693,7 @@ struct ControlServer::Impl {
       co_return;
     }
     launch.value().connection = channel.value();
+    launch.value().address_space = static_cast<std::uint64_t>(std::max<std::int64_t>(memory_limit, 0));
     auto hosted = std::make_shared<HostedWorker>(std::move(socket), io);
     Result<pid_t> pid = cluster.supervisor->Spawn(
         launch.value(),

@@ -167,7 +167,7 @@ asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
   }
   config::LoadResult loaded = co_await OffThread(pool_, [&record] {
     return config::ParseJobText(record.spec_toml, "job " + std::to_string(record.id), {}, "/",
-                                config::DataFiles::kUnchecked);
+                                {config::DataFiles::kUnchecked});
   });
   if (!loaded.ok()) {
     std::string why = "its job file no longer validates: " +
@@ -249,9 +249,10 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
     co_return out;
   }
   // The data files are not looked at here: only the job's processes, with its owner's rights,
-  // open them (the client checked them as the owner already).
+  // open them (the client checked them as the owner already). The model must fit this host.
   config::LoadResult loaded = co_await OffThread(pool_, [&] {
-    return config::ParseJobText(job_toml, source, {}, "/", config::DataFiles::kUnchecked);
+    return config::ParseJobText(job_toml, source, {}, "/",
+                                {config::DataFiles::kUnchecked, net::PhysicalMemory()});
   });
   if (!loaded.ok()) {
     out.refusal = Refusal{"invalid_job", source + " is not a valid job file",
@@ -317,6 +318,7 @@ Result<Launch> JobManager::ProcessLaunch(const Job& job, const Process& p, int c
       launch.account = std::move(account).value();
     }
     launch.connection = connection;
+    launch.address_space = job.config.memory_limit;
     launch.secret = nlohmann::json{{"token", p.token}}.dump();
     launch.environment = JobEnvironment(environ, launch.account ? &*launch.account : nullptr);
     return launch;
@@ -337,7 +339,8 @@ Result<Launch> JobManager::ProcessLaunch(const Job& job, const Process& p, int c
                                  {"token", p.token},
                                  {"coordinator", settings_.coordinator},
                                  {"uid", job.owner.uid},
-                                 {"gid", job.owner.gid}}
+                                 {"gid", job.owner.gid},
+                                 {"memory_limit", job.config.memory_limit}}
                       .dump();
   launch.environment = JobEnvironment(environ, nullptr);
   return launch;
@@ -768,7 +771,9 @@ void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop,
   Process& p = *process;
   p.done_stop = stop;
   p.steps = steps;
-  if (stop == "no_data" && job.hopeless.empty()) job.hopeless = job.Who(rank) + ": " + error;
+  if ((stop == "no_data" || stop == "out_of_memory") && job.hopeless.empty()) {
+    job.hopeless = job.Who(rank) + ": " + error;
+  }
   if (stop != "target" || job.target_reached) return;
   job.target_reached = true;
   // Collective replicas stop together by their vote; async ones must be told. Shards end once
@@ -872,7 +877,7 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   } else {
     reason = j.failure + " (see dtrain logs " + std::to_string(id) + ")";
     if (!j.hopeless.empty()) {
-      reason = j.hopeless + " (not restarted: its data cannot be read there)";
+      reason = j.hopeless + " (not restarted: it would fail the same way)";
     } else if (j.max_restarts > 0) {
       reason += "; gave up after " + std::to_string(j.max_restarts) + " restarts";
     }

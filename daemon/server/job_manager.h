@@ -152,8 +152,8 @@ class JobManager {
   // a crash. Nothing happens when that process is gone or replaced already.
   void WorkerSilent(std::int64_t job, int rank, const std::string& token,
                     std::chrono::milliseconds silence);
-  // `stop` "no_data": the process cannot read the job's data where it runs (`error` says why);
-  // the job then fails without restarts.
+  // `stop` "no_data": the process cannot read the job's data where it runs; "out_of_memory": it
+  // does not fit its memory there (`error` says why): the job then fails without restarts.
   void WorkerDone(std::int64_t job, int rank, const std::string& stop, std::int64_t steps,
                   const std::string& error = "");
   // Starts an existing job of the store that is queued or recovering (dtrain run's embedded

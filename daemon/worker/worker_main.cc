@@ -14,6 +14,7 @@
 #include "core/dist/peer_links.h"
 #include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
+#include "daemon/runner/memory_limit.h"
 #include "daemon/runner/progress_lines.h"
 #include "daemon/runner/recorded_training.h"
 #include "daemon/runner/trainer_checkpoint.h"
@@ -88,18 +89,19 @@ struct Admitted {
   std::string data_token;             // opens every data-plane connection of this attempt
 };
 
-// Tells the coordinator that the job's data cannot be read on this host (no restart can help, as
-// this host's files stay as they are). Best effort: the process fails either way.
-void SayNoData(Upstream& upstream, const std::string& why) {
-  const json done = {{"v", 1}, {"type", "worker_done"}, {"stop", "no_data"}, {"steps", 0},
+// Tells the coordinator this process cannot succeed here however often it is restarted — `stop`
+// "no_data": the job's data cannot be read on this host; "out_of_memory": it does not fit its
+// memory — and why. Best effort: the process fails either way.
+void SayHopeless(Upstream& upstream, const char* stop, const std::string& why) {
+  const json done = {{"v", 1}, {"type", "worker_done"}, {"stop", stop}, {"steps", 0},
                      {"error", why}};
   if (upstream.Send(net::MessageType::kControl, done.dump(), 10s).ok()) {
     upstream.Read(10s);  // its acknowledgement (or the checkpoint that was on its way)
   }
 }
 
-int FailOnData(Upstream& upstream, const std::string& why) {
-  SayNoData(upstream, why);
+int FailHopeless(Upstream& upstream, const char* stop, const std::string& why) {
+  SayHopeless(upstream, stop, why);
   return Fail(why);
 }
 
@@ -115,7 +117,7 @@ Result<Admitted> ReadAdmission(Upstream& upstream, std::chrono::milliseconds tim
                                                    "job " + std::to_string(job_id), {}, "/");
   if (!loaded.ok()) {  // it was valid at submission: its files are missing here
     const std::string why = config::FormatDiagnostic(loaded.diagnostics.front());
-    SayNoData(upstream, why);
+    SayHopeless(upstream, "no_data", why);
     return Status::Error(why);
   }
   Admitted out{*loaded.job, std::nullopt, {}, {}};
@@ -158,67 +160,88 @@ Status SayDone(Upstream& upstream, const char* stop, std::int64_t steps) {
 
 int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;
-  auto data = runner::LoadJobData(job);
-  if (!data.ok()) return FailOnData(upstream, data.status().message());
-  auto made = runner::TrainingSession::Make(job, data.value(), placement);
-  if (!made.ok()) return Fail(made.status().message());
-  runner::TrainingSession& session = *made.value();
-  train::Trainer& trainer = session.trainer();
-  const std::optional<store::CheckpointData>& resume = admitted.resume;
-  if (resume) {
-    Status restored = runner::RestoreCheckpoint(*resume, trainer);
-    if (!restored.ok()) return Fail(restored.message());
-  } else {
-    trainer.InitParams();
-  }
-  if (Status started = session.Start(); !started.ok()) return Fail(started.message());
+  const char* doing = "preparing its BLAS threads";
+  try {
+    // BLAS buffers first, while the address space is free (memory_limit.h).
+    if (Result<int> blas = runner::PrepareBlas(job, placement); !blas.ok()) {
+      return FailHopeless(upstream, "out_of_memory", blas.status().message());
+    }
+    doing = "reading the job's data";
+    auto data = runner::LoadJobData(job);
+    if (!data.ok()) return FailHopeless(upstream, "no_data", data.status().message());
+    doing = "building the model, its gradient and optimizer state";
+    auto made = runner::TrainingSession::Make(job, data.value(), placement);
+    if (!made.ok()) return Fail(made.status().message());
+    runner::TrainingSession& session = *made.value();
+    train::Trainer& trainer = session.trainer();
+    const std::optional<store::CheckpointData>& resume = admitted.resume;
+    if (resume) {
+      Status restored = runner::RestoreCheckpoint(*resume, trainer);
+      if (!restored.ok()) return Fail(restored.message());
+    } else {
+      trainer.InitParams();
+    }
+    if (Status started = session.Start(); !started.ok()) return Fail(started.message());
 
-  LinePrinter printer;
-  printer.OnStart(trainer, data.value(), resume.has_value());
-  if (const std::string links = session.DescribeLinks(); !links.empty()) {
-    std::printf("%s\n", links.c_str());
-    std::fflush(stdout);
-  }
-  UpstreamRecorder recorder(upstream);
-  runner::RunOptions options;
-  options.stop = &g_stop;
-  options.observer = &printer;
-  options.checkpoints = placement.rank == 0;  // replicas agree; one writes the job's checkpoints
-  options.capture = session.Capturer();
-  const Result<train::StopReason> why = runner::TrainRecorded(
-      trainer, job.checkpoint, recorder, options, resume ? resume->step : -1);
-  if (!why.ok()) return Fail(why.status().message());
-  if (Status finished = session.Finish(); !finished.ok()) return Fail(finished.message());
-  if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
+    LinePrinter printer;
+    printer.OnStart(trainer, data.value(), resume.has_value());
+    if (const std::string links = session.DescribeLinks(); !links.empty()) {
+      std::printf("%s\n", links.c_str());
+      std::fflush(stdout);
+    }
+    doing = "training";
+    UpstreamRecorder recorder(upstream);
+    runner::RunOptions options;
+    options.stop = &g_stop;
+    options.observer = &printer;
+    options.checkpoints = placement.rank == 0;  // replicas agree; one writes the job's checkpoints
+    options.capture = session.Capturer();
+    const Result<train::StopReason> why = runner::TrainRecorded(
+        trainer, job.checkpoint, recorder, options, resume ? resume->step : -1);
+    if (!why.ok()) return Fail(why.status().message());
+    if (Status finished = session.Finish(); !finished.ok()) return Fail(finished.message());
+    if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
 
-  const char* stop = why.value() == train::StopReason::kCompleted       ? "completed"
-                     : why.value() == train::StopReason::kTargetReached ? "target"
-                                                                         : "requested";
-  if (Status said = SayDone(upstream, stop, trainer.position().step); !said.ok()) {
-    return Fail(said.message());
+    const char* stop = why.value() == train::StopReason::kCompleted       ? "completed"
+                       : why.value() == train::StopReason::kTargetReached ? "target"
+                                                                           : "requested";
+    if (Status said = SayDone(upstream, stop, trainer.position().step); !said.ok()) {
+      return Fail(said.message());
+    }
+    std::printf("%s after %lld steps\n", stop, static_cast<long long>(trainer.position().step));
+    return why.value() == train::StopReason::kRequested ? kExitStopped : kExitCompleted;
+  } catch (const std::bad_alloc&) {
+    return FailHopeless(upstream, "out_of_memory", runner::OutOfMemory(doing, job));
   }
-  std::printf("%s after %lld steps\n", stop, static_cast<long long>(trainer.position().step));
-  return why.value() == train::StopReason::kRequested ? kExitStopped : kExitCompleted;
 }
 
 // A parameter-server shard: serves until every worker has left. A stop signal does not end it
 // early — the workers stop (and take the final checkpoint, from the shards) first.
 int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;
-  auto spec = runner::ResolveJobShape(job);  // the model's shape, reading as little as it can
-  if (!spec.ok()) return FailOnData(upstream, spec.status().message());
-  UpstreamRecorder recorder(upstream);
-  runner::MetricsToRecorder sink(recorder);
-  std::printf("shard %d of %d serving %d workers\n", placement.rank - job.cluster.workers,
-              job.cluster.Servers(), job.cluster.workers);
-  std::fflush(stdout);
-  Status served = runner::ServeShardOfJob(job, spec.value(), placement, admitted.resume, sink);
-  if (!served.ok()) return Fail(served.message());
-  if (Status said = SayDone(upstream, "completed", 0); !said.ok()) {
-    return Fail(said.message());
+  const char* doing = "reading the model's shape";
+  try {
+    if (Status fits = runner::CheckMemoryLimit(job, 1); !fits.ok()) {
+      return FailHopeless(upstream, "out_of_memory", fits.message());
+    }
+    auto spec = runner::ResolveJobShape(job);  // the model's shape, reading as little as it can
+    if (!spec.ok()) return FailHopeless(upstream, "no_data", spec.status().message());
+    UpstreamRecorder recorder(upstream);
+    runner::MetricsToRecorder sink(recorder);
+    std::printf("shard %d of %d serving %d workers\n", placement.rank - job.cluster.workers,
+                job.cluster.Servers(), job.cluster.workers);
+    std::fflush(stdout);
+    doing = "serving its shard";
+    Status served = runner::ServeShardOfJob(job, spec.value(), placement, admitted.resume, sink);
+    if (!served.ok()) return Fail(served.message());
+    if (Status said = SayDone(upstream, "completed", 0); !said.ok()) {
+      return Fail(said.message());
+    }
+    std::printf("every worker has left; shard done\n");
+    return kExitCompleted;
+  } catch (const std::bad_alloc&) {
+    return FailHopeless(upstream, "out_of_memory", runner::OutOfMemory(doing, job));
   }
-  std::printf("every worker has left; shard done\n");
-  return kExitCompleted;
 }
 
 // The control connection to the job's coordinator, inherited as fd 3 (launch.h).
@@ -235,9 +258,9 @@ Result<net::FrameStream> CoordinatorConnection() {
   return stream;
 }
 
-}  // namespace
-
-int WorkerMain(const WorkerArgs& args) {
+// WorkerMain's work; an exception is its caller's to report.
+int Work(const WorkerArgs& args) {
+  runner::AdaptToAddressSpaceLimit();  // before any thread exists
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != args.parent) return Fail("the daemon that started this worker is gone");
   struct sigaction action {};
@@ -278,6 +301,16 @@ int WorkerMain(const WorkerArgs& args) {
     return RunShard(upstream, admitted.value(), placement);
   }
   return RunReplica(upstream, admitted.value(), placement);
+}
+
+}  // namespace
+
+int WorkerMain(const WorkerArgs& args) {
+  try {
+    return Work(args);
+  } catch (const std::exception& e) {  // a thread or buffer the process could not get
+    return Fail(std::string("cannot go on: ") + e.what());
+  }
 }
 
 }  // namespace dtrain::worker

@@ -206,6 +206,35 @@ BOOST_AUTO_TEST_CASE(an_invalid_job_file_exits_2_naming_file_line_and_key) {
   BOOST_TEST(ok.out.find("epochs = 7") != std::string::npos, ok.out);
 }
 
+BOOST_AUTO_TEST_CASE(a_model_too_large_for_the_host_is_refused_with_its_size) {
+  TempDir dir;
+  const std::string job = dir.Write("huge.toml", "[data]\nformat = \"synthetic\"\n[model]\n"
+                                                 "type = \"mlp\"\nhidden = [1000000, 1000000]\n"
+                                                 "[train]\nepochs = 1\n");
+  for (const char* command : {"validate", "run"}) {
+    const ProcessResult r = RunProcess({Bin(), command, job}, dir.Path(""));
+    BOOST_TEST(r.exit_code == 2, command << ": " << r.err);
+    BOOST_TEST(r.err.find("huge.toml:5:10: model.hidden: the model needs at least 7.3 TiB") !=
+                   std::string::npos,
+               r.err);
+    BOOST_TEST(r.err.find("more than this host's memory") != std::string::npos, r.err);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(running_out_of_memory_limit_fails_the_job_saying_where) {
+  TempDir dir;
+  // 10M rows of 64 features: 2.4 GiB of data under a 1 GiB limit. The model itself fits.
+  const std::string job = dir.Write("oom.toml", "[data]\nformat = \"synthetic\"\nrows = 10000000\n"
+                                                "features = 64\n[train]\nepochs = 1\nthreads = 1\n"
+                                                "memory_limit = \"1GiB\"\n");
+  BOOST_TEST(RunProcess({Bin(), "validate", job}, dir.Path("")).exit_code == 0);
+  const ProcessResult r = RunProcess({Bin(), "run", job, "--db", dir.Path("oom.db")}, dir.Path(""));
+  BOOST_TEST(r.exit_code == 1, r.err);
+  BOOST_TEST(r.out.find("failed: out of memory while reading the job's data (this process may use "
+                        "1 GiB: [train] memory_limit)") != std::string::npos,
+             r.out << r.err);
+}
+
 BOOST_AUTO_TEST_CASE(resume_after_sigkill_ends_bit_identical_to_an_uninterrupted_run) {
   TempDir dir;
   const std::string job = dir.Write("job.toml", kLongJob);

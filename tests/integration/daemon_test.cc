@@ -242,7 +242,7 @@ BOOST_AUTO_TEST_CASE(a_job_whose_data_is_missing_where_it_runs_fails_at_once_nam
   const std::string reason = ended["reason"];
   BOOST_TEST(reason.starts_with("worker rank 0 (pid "), reason);
   BOOST_TEST(reason.find("vanishing.csv") != std::string::npos, reason);
-  BOOST_TEST(reason.ends_with("(not restarted: its data cannot be read there)"), reason);
+  BOOST_TEST(reason.ends_with("(not restarted: it would fail the same way)"), reason);
   BOOST_TEST(ended["restarts"] == 0);
   BOOST_TEST(ended["workers"].size() == 1u);
   const std::vector<std::string> lines = LogLines(d, id, false);

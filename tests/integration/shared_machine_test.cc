@@ -199,7 +199,11 @@ BOOST_AUTO_TEST_CASE(a_jobs_processes_run_as_its_submitter_and_hold_no_secret) {
   const ProcessResult submitted = s.Cli(kUserName, kUserName, {"submit", job, "--no-wait", "--json"});
   BOOST_REQUIRE_MESSAGE(submitted.exit_code == 0, submitted.err);
   const std::int64_t id = json::parse(submitted.out)["id"].get<std::int64_t>();
-  const json running = s.d.WaitForState(id, "running");
+  json running = s.d.WaitForState(id, "running");
+  for (int i = 0; i < 500 && running["workers"].size() < 3u; ++i) {  // rows land just after
+    std::this_thread::sleep_for(10ms);
+    running = s.d.Status(id);
+  }
   BOOST_TEST(running["owner"] == user.uid());
 
   const auto key = net::LoadClusterKey(SharedDaemon::KeyPath());
@@ -326,7 +330,7 @@ BOOST_AUTO_TEST_CASE(a_daemon_of_an_ordinary_user_runs_only_that_users_jobs) {
     argv.insert(argv.end(), args.begin(), args.end());
     return RunAs(who, group, argv, dir.Path(""));
   };
-  for (int i = 0; i < 300 && cli(kUserName, kUserName, {"version"}).exit_code != 0; ++i) {
+  for (int i = 0; i < 300 && cli(kUserName, kUserName, {"list"}).exit_code != 0; ++i) {
     std::this_thread::sleep_for(50ms);
   }
   const std::string job = dir.Write("job.toml", "[data]\nformat = \"synthetic\"\nrows = 256\n"

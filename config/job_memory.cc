@@ -1,0 +1,122 @@
+#include "config/job_memory.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <vector>
+
+#include "core/optim/optimizer.h"
+
+namespace dtrain::config {
+namespace {
+
+constexpr std::uint64_t kFloat = sizeof(float);
+
+// Saturating arithmetic: a typo of a model (hidden = [1000000, 1000000]) must give a huge figure,
+// never a wrapped small one.
+std::uint64_t Times(std::uint64_t a, std::uint64_t b) {
+  return a != 0 && b > UINT64_MAX / a ? UINT64_MAX : a * b;
+}
+std::uint64_t Plus(std::uint64_t a, std::uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+std::string Plural(std::uint64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string OptimizerState(optim::OptimizerType type) {
+  const int n = optim::StateVectorCount(type);
+  if (n == 0) return "";
+  return ", " + std::string(optim::OptimizerTypeName(type)) + "'s " +
+         (n == 1 ? "state vector" : std::to_string(n) + " state vectors");
+}
+
+}  // namespace
+
+JobMemory EstimateJobMemory(const JobConfig& job) {
+  model::ModelSpec spec = job.model;
+  if (spec.inputs == 0 && job.data.features > 0) spec.inputs = static_cast<int>(job.data.features);
+  spec.inputs = std::max(spec.inputs, 1);
+  spec.outputs = std::max(spec.outputs, 1);
+  JobMemory m;
+  std::uint64_t widths = 0;  // every layer's outputs
+  std::uint64_t widest = static_cast<std::uint64_t>(spec.inputs);
+  std::uint64_t params = 0;
+  int in = spec.inputs;
+  std::vector<int> outs = spec.hidden;
+  outs.push_back(spec.outputs);
+  for (int out : outs) {  // as model::Model lays them out, without building one
+    const auto o = static_cast<std::uint64_t>(out);
+    params = Plus(params, Times(static_cast<std::uint64_t>(in) + 1, o));
+    widths = Plus(widths, o);
+    widest = std::max(widest, o);
+    in = out;
+  }
+  m.params = params;
+  const int state = optim::StateVectorCount(job.optimizer.type);
+  const std::uint64_t model = Times(Times(params, kFloat), 2 + static_cast<std::uint64_t>(state));
+  // Each layer's output of a batch, and two back-propagated gradients as wide as the widest.
+  const std::uint64_t batch = static_cast<std::uint64_t>(job.train.batch_size);
+  const std::uint64_t activations = Times(Times(batch, kFloat), Plus(widths, Times(widest, 2)));
+  m.replica = Plus(model, activations);
+  m.breakdown = FormatBytes(model) + " for " + Plural(params, "parameter", "parameters") +
+                " (the parameters, their gradient" + OptimizerState(job.optimizer.type) + ")";
+  if (activations > 0) m.breakdown += " and " + FormatBytes(activations) + " of activations";
+  const int shards = job.cluster.Servers();
+  if (shards > 0) {
+    const std::uint64_t slice = params / static_cast<std::uint64_t>(shards) + 1;
+    m.shard = Times(Times(slice, kFloat), 2 + static_cast<std::uint64_t>(state));
+  }
+  const bool packed = job.cluster.hosts.empty() && job.cluster.placement == PlacementPolicy::kPack;
+  m.host = packed ? Plus(Times(m.replica, static_cast<std::uint64_t>(job.cluster.workers)),
+                         Times(m.shard, static_cast<std::uint64_t>(shards)))
+                  : std::max(m.replica, m.shard);
+  return m;
+}
+
+std::uint64_t ProcessOverhead(int blas_threads) {
+  return (std::uint64_t{256} << 20) + static_cast<std::uint64_t>(std::max(blas_threads, 1)) *
+                                          (std::uint64_t{128} << 20);
+}
+
+std::string FormatBytes(std::uint64_t bytes) {
+  if (bytes == UINT64_MAX) return "more than 16 EiB";
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 6) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  if (unit == 0 || value == std::floor(value)) {
+    std::snprintf(text, sizeof text, "%.0f %s", value, kUnits[unit]);
+  } else {
+    std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
+  }
+  return text;
+}
+
+Result<std::uint64_t> ParseBytes(std::string_view text) {
+  const auto invalid = [&] {
+    return Status::Error("must be a size such as \"4GiB\", \"512 MiB\" or a number of bytes, got \"" +
+                         std::string(text) + "\"");
+  };
+  double number = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (error != std::errc() || !std::isfinite(number) || number < 0) return invalid();
+  std::string_view unit = text.substr(static_cast<std::size_t>(end - text.data()));
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  static const std::pair<std::string_view, int> kUnits[] = {
+      {"", 0},  {"B", 0},   {"K", 1},   {"KiB", 1}, {"M", 2},
+      {"MiB", 2}, {"G", 3}, {"GiB", 3}, {"T", 4},   {"TiB", 4}};
+  const auto found = std::find_if(std::begin(kUnits), std::end(kUnits),
+                                  [unit](const auto& u) { return u.first == unit; });
+  if (found == std::end(kUnits)) return invalid();
+  const double bytes = std::round(std::ldexp(number, 10 * found->second));
+  if (bytes >= 18446744073709551615.0) return invalid();
+  return static_cast<std::uint64_t>(bytes);
+}
+
+}  // namespace dtrain::config
