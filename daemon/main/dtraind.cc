@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <climits>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -21,6 +22,25 @@ std::string SelfExe(const char* argv0) {
   const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
   if (n > 0) return std::string(path, static_cast<std::size_t>(n));
   return std::filesystem::absolute(argv0).string();
+}
+
+// The daemon itself, with the command line's overrides of its configuration.
+int Serve(const std::string& config_path, const std::string& socket,
+          const std::string& state_dir, int max_jobs, int cores, const char* argv0) {
+  dtrain::config::DaemonConfigLoad loaded =
+      !config_path.empty() && std::filesystem::exists(config_path)
+          ? dtrain::config::LoadDaemonConfig(config_path)
+          : dtrain::config::ParseDaemonConfigText("", "defaults");
+  if (!loaded.ok()) {
+    for (const auto& d : loaded.diagnostics) std::cerr << dtrain::config::FormatDiagnostic(d) << '\n';
+    return kExitUsage;
+  }
+  dtrain::config::DaemonConfig config = *loaded.config;
+  if (!socket.empty()) config.socket = std::filesystem::absolute(socket).string();
+  if (!state_dir.empty()) config.state_dir = std::filesystem::absolute(state_dir).string();
+  if (max_jobs > 0) config.max_jobs = max_jobs;
+  if (cores >= 0) config.cores = cores;
+  return dtrain::server::RunDaemon({config, config_path, SelfExe(argv0)});
 }
 
 }  // namespace
@@ -53,19 +73,14 @@ int main(int argc, char** argv) {
   }
   if (*worker_cmd) return dtrain::worker::WorkerMain(worker);
   if (*remote_cmd) return dtrain::worker::RemoteWorkerMain(remote);
-
-  dtrain::config::DaemonConfigLoad loaded =
-      !config_path.empty() && std::filesystem::exists(config_path)
-          ? dtrain::config::LoadDaemonConfig(config_path)
-          : dtrain::config::ParseDaemonConfigText("", "defaults");
-  if (!loaded.ok()) {
-    for (const auto& d : loaded.diagnostics) std::cerr << dtrain::config::FormatDiagnostic(d) << '\n';
-    return kExitUsage;
+  try {
+    return Serve(config_path, socket, state_dir, max_jobs, cores, argv[0]);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "dtraind: out of memory while serving; its jobs resume at the next start"
+              << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "dtraind: cannot go on: " << e.what() << "; its jobs resume at the next start"
+              << std::endl;
   }
-  dtrain::config::DaemonConfig config = *loaded.config;
-  if (!socket.empty()) config.socket = std::filesystem::absolute(socket).string();
-  if (!state_dir.empty()) config.state_dir = std::filesystem::absolute(state_dir).string();
-  if (max_jobs > 0) config.max_jobs = max_jobs;
-  if (cores >= 0) config.cores = cores;
-  return dtrain::server::RunDaemon({config, config_path, SelfExe(argv[0])});
+  std::_Exit(1);  // not through destructors of what was half built; the store is crash-safe
 }

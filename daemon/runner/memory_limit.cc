@@ -30,12 +30,16 @@ std::uint64_t AdaptToAddressSpaceLimit() {
 }
 
 Status CheckMemoryLimit(const config::JobConfig& job, int blas_threads) {
-  if (job.memory_limit == 0) return Status::Ok();
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return Status::Ok();
   const config::JobMemory m = config::EstimateJobMemory(job);
   const std::uint64_t overhead = config::ProcessOverhead(blas_threads);
   const std::uint64_t need = std::max(m.replica, m.shard) + overhead;
-  if (need <= job.memory_limit) return Status::Ok();
-  return Status::Error("[train] memory_limit is " + config::FormatBytes(job.memory_limit) +
+  if (need <= limit.rlim_cur) return Status::Ok();
+  const std::string which = limit.rlim_cur == job.memory_limit
+                                ? "[train] memory_limit"
+                                : "this process's address-space limit (ulimit -v)";
+  return Status::Error(which + " is " + config::FormatBytes(limit.rlim_cur) +
                        ", but this process needs at least " + config::FormatBytes(need) + ": " +
                        m.breakdown + ", and " + config::FormatBytes(overhead) + " for " +
                        std::to_string(blas_threads) +

@@ -27,8 +27,9 @@ Status LimitAddressSpace(std::uint64_t bytes);
 // limit in bytes, 0 when there is none.
 std::uint64_t AdaptToAddressSpaceLimit();
 
-// Whether job.memory_limit leaves room for `blas_threads` BLAS threads beside the least the
-// model needs (config/job_memory.h); the error gives both figures.
+// Whether this process's address-space limit (job.memory_limit, or one it inherited) leaves room
+// for `blas_threads` BLAS threads beside the least the model needs (config/job_memory.h); the
+// error gives both figures.
 Status CheckMemoryLimit(const config::JobConfig& job, int blas_threads);
 
 // "out of memory while <doing>", with the job's memory_limit when it has one.

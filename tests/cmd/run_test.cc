@@ -235,6 +235,20 @@ BOOST_AUTO_TEST_CASE(running_out_of_memory_limit_fails_the_job_saying_where) {
              r.out << r.err);
 }
 
+BOOST_AUTO_TEST_CASE(an_inherited_limit_too_small_for_blas_fails_instead_of_hanging) {
+  TempDir dir;
+  // OpenBLAS retries forever for a buffer it cannot have: the run must refuse first.
+  const std::string job = dir.Write("small.toml", kQuickJob);
+  const ProcessResult r =
+      RunProcess({"/usr/bin/timeout", "-s", "KILL", "60", "/usr/bin/prlimit", "--as=209715200",
+                  Bin(), "run", job, "--db", dir.Path("small.db")},
+                 dir.Path(""));
+  BOOST_TEST(r.exit_code == 1, r.out << r.err);
+  BOOST_TEST(r.out.find("this process's address-space limit (ulimit -v) is 200 MiB, but this "
+                        "process needs at least") != std::string::npos,
+             r.out << r.err);
+}
+
 BOOST_AUTO_TEST_CASE(resume_after_sigkill_ends_bit_identical_to_an_uninterrupted_run) {
   TempDir dir;
   const std::string job = dir.Write("job.toml", kLongJob);
