@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/process.h"
 #include "common/temp_dir.h"
 #include "config/diagnostic_checks.h"
 
@@ -18,6 +19,7 @@ namespace {
 
 using testing::CheckDiagnostics;
 using testing::Single;
+using testing::ReadFile;
 using testing::TestData;
 
 std::string DaemonPath(std::string_view name) { return (TestData() / "daemon" / name).string(); }
@@ -73,6 +75,26 @@ DaemonConfig MustParse(std::string_view text, const std::string& display = "dtra
 }
 
 BOOST_AUTO_TEST_SUITE(daemon_config)
+
+BOOST_AUTO_TEST_CASE(the_packaged_configuration_is_valid_and_changes_no_default) {
+  // packaging/dtraind.toml, installed as /etc/dtrain/dtraind.toml: every key commented out as
+  // "#key = value".
+  const std::string path = (TestData().parent_path().parent_path() / "packaging" / "dtraind.toml").string();
+  const DaemonConfigLoad loaded = LoadDaemonConfig(path);
+  for (const Diagnostic& d : loaded.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(loaded.ok());
+  DaemonConfig defaults = DefaultDaemonConfig();
+  defaults.source_path = path;
+  BOOST_TEST((*loaded.config == defaults));
+  // Uncommented, its examples are valid settings too.
+  std::string text = ReadFile(path);
+  for (std::size_t at = 0; (at = text.find("\n#", at)) != std::string::npos; ++at) {
+    if (text[at + 2] != ' ') text.erase(at + 1, 1);
+  }
+  const DaemonConfigLoad uncommented = ParseDaemonConfigText(text, "uncommented.toml");
+  for (const Diagnostic& d : uncommented.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_TEST(uncommented.ok());
+}
 
 BOOST_AUTO_TEST_CASE(defaults_under_systemd_come_from_its_directories) {
   ScopedEnv env;
