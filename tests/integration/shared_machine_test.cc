@@ -62,21 +62,18 @@ class TestUser {
   gid_t gid_ = 0;
 };
 
-// `argv` run as `user` (a name) with its groups, through setpriv(1).
-ProcessResult RunAs(const std::string& user, const std::string& group,
-                    std::vector<std::string> argv, const std::string& dir) {
+// `argv` as run by `user` (a name) with its groups, through setpriv(1).
+std::vector<std::string> AsUser(const std::string& user, const std::string& group,
+                                const std::vector<std::string>& argv) {
   std::vector<std::string> full = {"/usr/bin/setpriv", "--reuid=" + user, "--regid=" + group,
                                    "--init-groups", "--"};
   full.insert(full.end(), argv.begin(), argv.end());
-  return RunProcess(full, dir);
+  return full;
 }
 
-ChildProcess StartAs(const std::string& user, const std::string& group,
-                     std::vector<std::string> argv, const std::string& dir) {
-  std::vector<std::string> full = {"/usr/bin/setpriv", "--reuid=" + user, "--regid=" + group,
-                                   "--init-groups", "--"};
-  full.insert(full.end(), argv.begin(), argv.end());
-  return StartProcess(full, dir);
+ProcessResult RunAs(const std::string& user, const std::string& group,
+                    const std::vector<std::string>& argv, const std::string& dir) {
+  return RunProcess(AsUser(user, group, argv), dir);
 }
 
 // dtraind and dtrain copied into a directory every user may enter and run from (the build tree
@@ -320,10 +317,10 @@ BOOST_AUTO_TEST_CASE(a_daemon_of_an_ordinary_user_runs_only_that_users_jobs) {
   ::chown(dir.path().c_str(), user.uid(), user.gid());
   const std::string config = dir.Write("dtraind.toml", "[daemon]\nsocket_mode = \"0666\"\n");
   const std::string socket = dir.Path("dtraind.sock");
-  ChildProcess daemon = StartAs(kUserName, kUserName,
-                                {bins.dtraind, "--config", config, "--socket", socket,
-                                 "--state-dir", dir.Path("state")},
-                                dir.Path(""));
+  ChildProcess daemon = StartProcess(AsUser(kUserName, kUserName,
+                                            {bins.dtraind, "--config", config, "--socket", socket,
+                                             "--state-dir", dir.Path("state")}),
+                                     dir.Path(""));
   const auto cli = [&](const std::string& who, const std::string& group,
                        std::vector<std::string> args) {
     std::vector<std::string> argv = {bins.dtrain, "--socket", socket};
