@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <random>
 
+#include "core/data/random.h"
 #include "core/math/elementwise.h"
 #include "core/math/gemm.h"
 
@@ -53,24 +53,27 @@ int Model::MaxWidth() const {
 
 void Model::Init(std::span<float> params, std::uint64_t seed) const {
   assert(params.size() == num_params_);
-  std::mt19937_64 rng(seed);
   std::fill(params.begin(), params.end(), 0.0f);
-  for (const LayerView& layer : layers_) {
-    InitScheme scheme = spec_.init;
-    if (scheme == InitScheme::kAuto) {
-      scheme = layer.activation == math::Activation::kRelu ? InitScheme::kHe : InitScheme::kXavier;
-    }
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const LayerView& layer = layers_[l];
     float* w = params.data() + layer.weight_offset;
     const std::size_t count = Rows(layer.in, layer.out);
-    if (scheme == InitScheme::kHe) {
-      std::normal_distribution<float> dist(0.0f, std::sqrt(2.0f / static_cast<float>(layer.in)));
-      for (std::size_t i = 0; i < count; ++i) w[i] = dist(rng);
-    } else {
-      const float limit = std::sqrt(6.0f / static_cast<float>(layer.in + layer.out));
-      std::uniform_real_distribution<float> dist(-limit, limit);
-      for (std::size_t i = 0; i < count; ++i) w[i] = dist(rng);
-    }
+    for (std::size_t i = 0; i < count; ++i) w[i] = InitialWeight(spec_, layer, l, i, seed);
   }
+}
+
+float InitialWeight(const ModelSpec& spec, const LayerView& layer, std::size_t layer_index,
+                    std::size_t index, std::uint64_t seed) {
+  InitScheme scheme = spec.init;
+  if (scheme == InitScheme::kAuto) {
+    scheme = layer.activation == math::Activation::kRelu ? InitScheme::kHe : InitScheme::kXavier;
+  }
+  data::SplitMix64 rng(data::MixSeed(data::MixSeed(seed, layer_index), index));
+  if (scheme == InitScheme::kHe) {
+    return static_cast<float>(rng.Normal() * std::sqrt(2.0 / static_cast<double>(layer.in)));
+  }
+  const double limit = std::sqrt(6.0 / static_cast<double>(layer.in + layer.out));
+  return static_cast<float>((2.0 * rng.Uniform() - 1.0) * limit);
 }
 
 const float* Model::Forward(const float* params, const float* x, int rows, Workspace& ws) const {

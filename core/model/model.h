@@ -55,8 +55,8 @@ class Model {
   std::size_t NumParams() const { return num_params_; }
   int MaxWidth() const;
 
-  // Weights from the spec's scheme (He: N(0, 2/in); Xavier: U(±sqrt(6/(in+out)))), biases 0.
-  // A pure function of (spec, seed).
+  // Weights from the spec's scheme (He: N(0, 2/in); Xavier: U(±sqrt(6/(in+out)))), biases 0;
+  // each weight is InitialWeight of its place. A pure function of (spec, seed).
   void Init(std::span<float> params, std::uint64_t seed) const;
 
   // Outputs (logits, or predictions for mse) of `rows` inputs x [rows x inputs]; the returned
@@ -80,5 +80,11 @@ class Model {
   std::vector<LayerView> layers_;
   std::size_t num_params_ = 0;
 };
+
+// The initial value of weight `index` (row-major in W, so row * out + column) of layer
+// `layer_index`: a pure function of the seed and the weight's place, so that a partition of the
+// model (model parallelism) initialises its own weights alone, exactly as the whole model would.
+float InitialWeight(const ModelSpec& spec, const LayerView& layer, std::size_t layer_index,
+                    std::size_t index, std::uint64_t seed);
 
 }  // namespace dtrain::model

@@ -1,0 +1,76 @@
+// Network: what a Trainer trains — the whole model in this process (LocalNetwork), or this
+// process's partition of a model spread over several (dist::PartitionedMlp, model parallelism).
+// The Trainer holds this process's share of the parameters (NumParams floats), their gradient
+// and the optimizer over them; the network computes the batch's loss and that gradient, talking
+// to the other partitions where it has any.
+//
+//   LocalNetwork net(spec, /*capacity=*/batch_size);
+//   net.Init(params, seed);
+//   Result<LossValue> v = net.ForwardBackward(params.data(), x, y, rows, 0.0f, grad.data());
+//
+// Every partition of a replica must make the same calls in the same order with the same batch
+// (they exchange activations and gradients inside them); each returns the loss of the whole
+// batch. A network may fail only where it talks to its peers. One thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "core/model/loss.h"
+#include "core/model/model.h"
+#include "core/model/spec.h"
+#include "core/status.h"
+
+namespace dtrain::model {
+
+class Network {
+ public:
+  virtual ~Network() = default;
+
+  virtual const ModelSpec& spec() const = 0;  // the whole model's
+  virtual std::size_t NumParams() const = 0;  // this process's share
+  // This process's parameters as the whole model's Init would make them.
+  virtual void Init(std::span<float> params, std::uint64_t seed) const = 0;
+
+  // Loss of the batch (`rows` rows of x, with targets y) and, overwriting `grad`, the gradient of
+  // mean loss + wd/2 * |W|^2 with respect to this process's parameters. loss_sum excludes the
+  // weight-decay term.
+  virtual Result<LossValue> ForwardBackward(const float* params, const float* x, const float* y,
+                                            int rows, float weight_decay, float* grad) = 0;
+  // Loss (summed over rows) and correct count of a batch, without a gradient.
+  virtual Result<LossValue> Evaluate(const float* params, const float* x, const float* y,
+                                     int rows) = 0;
+  // wd/2 * the sum of the whole model's squared weights.
+  virtual Result<double> WeightDecayPenalty(const float* params, float weight_decay) = 0;
+};
+
+// The whole model, in this process: Model with a workspace for up to `capacity` rows.
+class LocalNetwork final : public Network {
+ public:
+  LocalNetwork(ModelSpec spec, int capacity) : model_(std::move(spec)), workspace_(model_, capacity) {}
+
+  const Model& model() const { return model_; }
+  const ModelSpec& spec() const override { return model_.spec(); }
+  std::size_t NumParams() const override { return model_.NumParams(); }
+  void Init(std::span<float> params, std::uint64_t seed) const override {
+    model_.Init(params, seed);
+  }
+  Result<LossValue> ForwardBackward(const float* params, const float* x, const float* y, int rows,
+                                    float weight_decay, float* grad) override {
+    return model_.ForwardBackward(params, x, y, rows, weight_decay, grad, workspace_);
+  }
+  Result<LossValue> Evaluate(const float* params, const float* x, const float* y,
+                             int rows) override {
+    return model_.Evaluate(params, x, y, rows, workspace_);
+  }
+  Result<double> WeightDecayPenalty(const float* params, float weight_decay) override {
+    return model_.WeightDecayPenalty(params, weight_decay);
+  }
+
+ private:
+  Model model_;
+  Workspace workspace_;
+};
+
+}  // namespace dtrain::model
