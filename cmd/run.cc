@@ -131,7 +131,7 @@ void FillFinalEval(store::Store& store, std::int64_t job_id, const config::JobCo
   };
   std::map<int, LastEval> replicas;
   for (const store::MetricRow& m : rows.value()) {
-    if (m.worker >= job.cluster.workers) continue;  // shards
+    if (m.worker >= job.cluster.Trainers()) continue;  // shards
     LastEval& r = replicas[m.worker];
     r.steps = std::max(r.steps, m.step);
     if (m.name == "eval_loss" || m.name == "eval_mse") r.loss = m.value, r.step = m.step;
@@ -244,7 +244,7 @@ int Run(const RunArgs& args) {
     }
   }
 
-  if (job.cluster.workers > 1 || job.cluster.Servers() > 0) {
+  if (job.cluster.Processes() > 1) {
     return RunWithWorkers(args, job, job_id, *store);
   }
   auto worker = store->RecordWorkerStart(job_id, 0, "replica", net::LocalHostName(), ::getpid());

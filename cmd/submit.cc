@@ -72,7 +72,7 @@ int Submit(const SubmitArgs& args, const GlobalOptions& globals) {
   LogQuery query;
   query.job = id;
   query.follow = true;
-  query.prefix_ranks = job.cluster.workers > 1;
+  query.prefix_ranks = job.cluster.Processes() > 1;
   CliResult<nlohmann::json> ended =
       args.json ? WaitForJob(client.value(), id) : StreamLogs(client.value(), query);
   if (!ended.ok()) return ReportFollowError(ended.error(), id);

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model/partition_plan.h"
 #include "core/model/spec.h"
 #include "core/optim/optimizer.h"
 #include "core/status.h"
@@ -79,13 +80,23 @@ struct ClusterConfig {
   double heartbeat_timeout = 5.0;
   PlacementPolicy placement = PlacementPolicy::kPack;
   std::vector<std::string> hosts;          // node names: process r runs on hosts[r % size]
+  // Model parallelism: each replica is `model_parallel` processes, its partitions (layers or
+  // tensor); `micro_batches` flow through a "layers" pipeline at once.
+  int model_parallel = 1;
+  model::PartitionKind partition = model::PartitionKind::kLayers;
+  int micro_batches = 1;
 
-  // Processes the job runs: its workers, and its shards where a mode uses parameter servers.
+  // Shards of each partition, where a mode uses parameter servers.
   int Servers() const {
     return mode == ClusterMode::kAsync || (mode == ClusterMode::kSync && allreduce == AllReduce::kPs)
                ? servers
                : 0;
   }
+  // Processes the job runs (config/job_layout.h): every replica's partitions, then every
+  // partition's shards.
+  int Trainers() const { return workers * model_parallel; }
+  int Shards() const { return Servers() * model_parallel; }
+  int Processes() const { return Trainers() + Shards(); }
 
   bool operator==(const ClusterConfig&) const = default;
 };

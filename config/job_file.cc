@@ -52,6 +52,8 @@ constexpr std::int64_t kMaxRows = 100'000'000;
 constexpr std::int64_t kMaxClasses = 1 << 16;
 constexpr std::int64_t kMaxThreads = 1024;
 constexpr std::int64_t kMaxWorkers = 1024;
+constexpr std::int64_t kMaxPartitions = 64;
+constexpr std::int64_t kMaxMicroBatches = 4096;
 constexpr std::int64_t kMaxEvery = 1000000;  // cluster.*_every and max_staleness
 constexpr std::int64_t kMaxKeep = 10'000;
 constexpr std::int64_t kMaxSeed = std::numeric_limits<std::int64_t>::max();
@@ -475,6 +477,58 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
   ReadHosts(r, &c->hosts);
   r.Enum("transport", ParseTransport, TransportChoices(), &c->transport);
   r.Bool("checksum", &c->checksum);
+  r.Int("model_parallel", 1, kMaxPartitions, &c->model_parallel);
+  r.Enum("partition", model::ParsePartitionKind, model::PartitionKindChoices(), &c->partition);
+  r.Int("micro_batches", 1, kMaxMicroBatches, &c->micro_batches);
+}
+
+// Model parallelism fits the model: an MLP whose layers (or units) split K ways, micro-batches
+// only in a pipeline and no larger than a batch, no gradient clipping across partitions.
+void CheckModelParallel(const JobConfig& job, TableReader& cluster) {
+  const ClusterConfig& c = job.cluster;
+  const toml::node* micro = cluster.Find("micro_batches");
+  if (micro != nullptr && c.micro_batches > 1 && !cluster.Failed("micro_batches")) {
+    if (c.model_parallel == 1 || c.partition != model::PartitionKind::kLayers) {
+      cluster.Report(*micro, "micro_batches",
+                     "splits a pipeline's batch: it needs partition = \"layers\" and "
+                     "model_parallel > 1");
+    } else if (c.micro_batches > job.train.batch_size) {
+      cluster.Report(*micro, "micro_batches",
+                     "is " + std::to_string(c.micro_batches) + ", more than train.batch_size (" +
+                         std::to_string(job.train.batch_size) + ")");
+    }
+  }
+  const toml::node* parallel = cluster.Find("model_parallel");
+  if (parallel == nullptr || c.model_parallel == 1 || cluster.Failed("model_parallel")) return;
+  const int k = c.model_parallel;
+  const std::string is = "is " + std::to_string(k) + ", but ";
+  const model::ModelSpec& m = job.model;
+  if (m.type != model::ModelType::kMlp) {
+    cluster.Report(*parallel, "model_parallel",
+                   is + "only an MLP (model.type = \"mlp\") has layers to split");
+  } else if (c.partition == model::PartitionKind::kLayers &&
+             static_cast<int>(m.hidden.size()) + 1 < k) {
+    cluster.Report(*parallel, "model_parallel",
+                   is + "the model has " + std::to_string(m.hidden.size() + 1) +
+                       " layers to split (partition = \"layers\" gives each partition at least "
+                       "one)");
+  } else if (c.partition == model::PartitionKind::kTensor) {
+    for (std::size_t l = 0; l < m.hidden.size(); ++l) {
+      if (m.hidden[l] < k) {
+        cluster.Report(*parallel, "model_parallel",
+                       is + "hidden layer " + std::to_string(l + 1) + " has " +
+                           std::to_string(m.hidden[l]) +
+                           " units to split (partition = \"tensor\" gives each partition at "
+                           "least one of every layer)");
+        return;
+      }
+    }
+  }
+  if (job.clip_norm > 0.0f) {
+    cluster.Report(*parallel, "model_parallel",
+                   is + "train.clip_norm would clip each partition's gradient by its own norm: "
+                        "gradient clipping is not available with model parallelism");
+  }
 }
 
 void ReadCheckpoint(TableReader& r, CheckpointConfig* c) {
@@ -563,6 +617,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   const toml::node* memory_limit = ReadMemoryLimit(train, &job.memory_limit);
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule);
   ReadCluster(cluster, &job.cluster);
+  CheckModelParallel(job, cluster);
   // Downpour's shards default to Adagrad (Dean et al. 2012); an explicit optimizer.type wins.
   if (job.cluster.mode == ClusterMode::kAsync && !optimizer.Present("type")) {
     job.optimizer.type = optim::OptimizerType::kAdagrad;

@@ -111,6 +111,9 @@ std::string FormatResolvedJob(const JobConfig& job) {
   w.Double("heartbeat_timeout", job.cluster.heartbeat_timeout);
   w.String("placement", PlacementPolicyName(job.cluster.placement));
   if (!job.cluster.hosts.empty()) w.StringArray("hosts", job.cluster.hosts);
+  w.Int("model_parallel", job.cluster.model_parallel);
+  w.String("partition", model::PartitionKindName(job.cluster.partition));
+  w.Int("micro_batches", job.cluster.micro_batches);
   w.Section("checkpoint");
   w.Int("every_steps", job.checkpoint.every_steps);
   w.Double("every_seconds", job.checkpoint.every_seconds);

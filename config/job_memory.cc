@@ -7,6 +7,7 @@
 #include <iterator>
 #include <vector>
 
+#include "core/model/partition_plan.h"
 #include "core/optim/optimizer.h"
 
 namespace dtrain::config {
@@ -32,6 +33,21 @@ std::string OptimizerState(optim::OptimizerType type) {
          (n == 1 ? "state vector" : std::to_string(n) + " state vectors");
 }
 
+// With model parallelism each process holds one partition: the largest the job's plan makes (a
+// K-th of the model if the plan cannot be made here; the job's check then names why).
+std::uint64_t LargestPartition(const model::ModelSpec& spec, const ClusterConfig& cluster,
+                               std::uint64_t params) {
+  const int k = cluster.model_parallel;
+  if (k <= 1) return params;
+  const std::uint64_t even = (params + static_cast<std::uint64_t>(k) - 1) / static_cast<std::uint64_t>(k);
+  if (!model::ValidateModelSpec(spec).ok()) return even;
+  Result<model::PartitionPlan> plan = model::PlanPartitions(spec, cluster.partition, k);
+  if (!plan.ok()) return even;
+  std::uint64_t largest = 0;
+  for (int p = 0; p < k; ++p) largest = std::max<std::uint64_t>(largest, plan.value().Size(p));
+  return largest;
+}
+
 }  // namespace
 
 JobMemory EstimateJobMemory(const JobConfig& job) {
@@ -54,23 +70,28 @@ JobMemory EstimateJobMemory(const JobConfig& job) {
     in = out;
   }
   m.params = params;
+  const auto k = static_cast<std::uint64_t>(std::max(job.cluster.model_parallel, 1));
+  const std::uint64_t share = LargestPartition(spec, job.cluster, params);
   const int state = optim::StateVectorCount(job.optimizer.type);
-  const std::uint64_t model = Times(Times(params, kFloat), 2 + static_cast<std::uint64_t>(state));
+  const std::uint64_t model = Times(Times(share, kFloat), 2 + static_cast<std::uint64_t>(state));
   // Each layer's output of a batch, and two back-propagated gradients as wide as the widest.
   const std::uint64_t batch = static_cast<std::uint64_t>(job.train.batch_size);
-  const std::uint64_t activations = Times(Times(batch, kFloat), Plus(widths, Times(widest, 2)));
+  const std::uint64_t activations =
+      Times(Times(batch, kFloat), Plus(widths, Times(widest, 2))) / k;
   m.replica = Plus(model, activations);
-  m.breakdown = FormatBytes(model) + " for " + Plural(params, "parameter", "parameters") +
-                " (the parameters, their gradient" + OptimizerState(job.optimizer.type) + ")";
+  m.breakdown = FormatBytes(model) + " for " + Plural(share, "parameter", "parameters") +
+                (k > 1 ? " (its partition's share of " + std::to_string(params) + ": the parameters"
+                       : std::string(" (the parameters")) +
+                ", their gradient" + OptimizerState(job.optimizer.type) + ")";
   if (activations > 0) m.breakdown += " and " + FormatBytes(activations) + " of activations";
   const int shards = job.cluster.Servers();
   if (shards > 0) {
-    const std::uint64_t slice = params / static_cast<std::uint64_t>(shards) + 1;
+    const std::uint64_t slice = share / static_cast<std::uint64_t>(shards) + 1;
     m.shard = Times(Times(slice, kFloat), 2 + static_cast<std::uint64_t>(state));
   }
   const bool packed = job.cluster.hosts.empty() && job.cluster.placement == PlacementPolicy::kPack;
-  m.host = packed ? Plus(Times(m.replica, static_cast<std::uint64_t>(job.cluster.workers)),
-                         Times(m.shard, static_cast<std::uint64_t>(shards)))
+  m.host = packed ? Plus(Times(m.replica, static_cast<std::uint64_t>(job.cluster.Trainers())),
+                         Times(m.shard, static_cast<std::uint64_t>(job.cluster.Shards())))
                   : std::max(m.replica, m.shard);
   return m;
 }

@@ -76,17 +76,7 @@ PartitionedMlp::PartitionedMlp(model::ModelSpec spec, model::PartitionPlan plan,
 
 void PartitionedMlp::Init(std::span<float> params, std::uint64_t seed) const {
   assert(params.size() == NumParams());
-  std::fill(params.begin(), params.end(), 0.0f);
-  for (const Share& s : shares_) {
-    const model::LayerView& layer = model_.layers()[s.layer];
-    for (int i = 0; i < s.in; ++i) {
-      for (int j = 0; j < s.cols; ++j) {
-        params[s.weight + Floats(i, s.cols) + j] =
-            model::InitialWeight(model_.spec(), layer, s.layer, Floats(i, s.out) + s.first_col + j,
-                                 seed);
-      }
-    }
-  }
+  model::PartitionInit(plan_, model_, part_, params, seed);
 }
 
 std::vector<int> PartitionedMlp::Widths(int layer) const {
@@ -186,6 +176,22 @@ Result<double> PartitionedMlp::WeightDecayPenalty(const float* params, float wei
   }
   if (Status st = exchange_.AllReduceSum({&sum, 1}); !st.ok()) return st;
   return 0.5 * weight_decay * static_cast<double>(sum);
+}
+
+Result<double> PartitionedMlp::SquaredNorm(std::span<const float> local_grad) {
+  float sum = static_cast<float>(math::SquaredNorm(local_grad));
+  if (Status st = exchange_.AllReduceSum({&sum, 1}); !st.ok()) return st;
+  return static_cast<double>(sum);
+}
+
+Result<int> PartitionedMlp::AgreeStop(int wanted) {
+  float largest = static_cast<float>(wanted);
+  // The largest: a sum of each partition's value placed in its own slot.
+  std::vector<float> slots(static_cast<std::size_t>(plan_.parts), 0.0f);
+  slots[static_cast<std::size_t>(part_)] = largest;
+  if (Status st = exchange_.AllReduceSum(slots); !st.ok()) return st;
+  for (float v : slots) largest = std::max(largest, v);
+  return static_cast<int>(largest);
 }
 
 // Tensor: every layer's units computed here, then gathered; backward, the gradient of a layer's

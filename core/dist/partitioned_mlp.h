@@ -50,6 +50,8 @@ class PartitionedMlp final : public model::Network {
   Result<model::LossValue> Evaluate(const float* params, const float* x, const float* y,
                                     int rows) override;
   Result<double> WeightDecayPenalty(const float* params, float weight_decay) override;
+  Result<double> SquaredNorm(std::span<const float> local_grad) override;
+  Result<int> AgreeStop(int wanted) override;
 
   const model::PartitionPlan& plan() const { return plan_; }
   int part() const { return part_; }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/math/elementwise.h"
 #include "core/model/loss.h"
 #include "core/model/model.h"
 #include "core/model/spec.h"
@@ -43,6 +44,12 @@ class Network {
                                      int rows) = 0;
   // wd/2 * the sum of the whole model's squared weights.
   virtual Result<double> WeightDecayPenalty(const float* params, float weight_decay) = 0;
+  // The squared L2 norm of the whole model's gradient, from this process's share of it.
+  virtual Result<double> SquaredNorm(std::span<const float> local_grad);
+  // Agrees with the other partitions on whether to stop training after this step: `wanted` is
+  // this partition's wish (0: none; larger values win), the result the largest of all (every
+  // partition gets the same). Without partitions, `wanted` itself.
+  virtual Result<int> AgreeStop(int wanted) { return wanted; }
 };
 
 // The whole model, in this process: Model with a workspace for up to `capacity` rows.
@@ -72,5 +79,9 @@ class LocalNetwork final : public Network {
   Model model_;
   Workspace workspace_;
 };
+
+inline Result<double> Network::SquaredNorm(std::span<const float> local_grad) {
+  return math::SquaredNorm(local_grad);
+}
 
 }  // namespace dtrain::model

@@ -127,6 +127,27 @@ Result<PartitionPlan> PlanPartitions(const ModelSpec& spec, PartitionKind kind, 
   return plan;
 }
 
+void PartitionInit(const PartitionPlan& plan, const Model& model, int p, std::span<float> params,
+                   std::uint64_t seed) {
+  std::fill(params.begin(), params.end(), 0.0f);
+  const std::vector<LayerView>& layers = model.layers();
+  const int n = static_cast<int>(layers.size());
+  std::size_t at = 0;
+  for (int l = plan.FirstLayer(p); l < plan.EndLayer(p, n); ++l) {
+    const LayerView& layer = layers[l];
+    const auto cols = static_cast<std::size_t>(plan.Columns(l, p, layer.out));
+    const auto first = static_cast<std::size_t>(plan.FirstColumn(l, p));
+    for (std::size_t i = 0; i < static_cast<std::size_t>(layer.in); ++i) {
+      for (std::size_t j = 0; j < cols; ++j) {
+        params[at + i * cols + j] = InitialWeight(
+            model.spec(), layer, static_cast<std::size_t>(l),
+            i * static_cast<std::size_t>(layer.out) + first + j, seed);
+      }
+    }
+    at += (static_cast<std::size_t>(layer.in) + 1) * cols;
+  }
+}
+
 void ToModelLayout(const PartitionPlan& plan, const Model& model, std::span<const float> partitioned,
                    std::span<float> natural) {
   ForEachRun(plan, model, [&](std::size_t n, std::size_t p, std::size_t count) {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,11 @@ struct PartitionPlan {
 // and balances the largest partition's parameter count; kTensor needs every layer to have at
 // least `parts` output units and splits each as evenly as it goes. Errors say what is too small.
 Result<PartitionPlan> PlanPartitions(const ModelSpec& spec, PartitionKind kind, int parts);
+
+// Partition p's parameters as Model::Init would make them (each weight its InitialWeight; biases
+// 0): params holds plan.Size(p) floats.
+void PartitionInit(const PartitionPlan& plan, const Model& model, int p, std::span<float> params,
+                   std::uint64_t seed);
 
 // The replica's parameter vector in the model's own layout (Model, .dtm files), from the
 // partition-major one, and back. Identity under kLayers.

@@ -6,7 +6,6 @@
 #include <limits>
 #include <numeric>
 
-#include "core/optim/clip.h"
 
 namespace dtrain::train {
 namespace {
@@ -31,9 +30,24 @@ std::string_view StopReasonName(StopReason reason) {
   return "?";
 }
 
+int Trainer::Capacity(const TrainOptions& options) {
+  return std::max(options.batch_size, options.eval_batch_size);
+}
+
 Trainer::Trainer(const model::Model& model, TrainOptions options, const data::Dataset& train,
                  const data::Dataset* eval, data::Scaling scaling, Strategy& strategy)
-    : model_(model),
+    : Trainer(std::make_unique<model::LocalNetwork>(model.spec(), Capacity(options)), nullptr,
+              std::move(options), train, eval, std::move(scaling), strategy) {}
+
+Trainer::Trainer(model::Network& network, TrainOptions options, const data::Dataset& train,
+                 const data::Dataset* eval, data::Scaling scaling, Strategy& strategy)
+    : Trainer(nullptr, &network, std::move(options), train, eval, std::move(scaling), strategy) {}
+
+Trainer::Trainer(std::unique_ptr<model::LocalNetwork> owned, model::Network* network,
+                 TrainOptions options, const data::Dataset& train, const data::Dataset* eval,
+                 data::Scaling scaling, Strategy& strategy)
+    : owned_(std::move(owned)),
+      network_(network != nullptr ? *network : *owned_),
       options_(std::move(options)),
       train_(train),
       eval_(eval),
@@ -41,19 +55,17 @@ Trainer::Trainer(const model::Model& model, TrainOptions options, const data::Da
       strategy_(strategy),
       sampler_(train.rows, static_cast<std::size_t>(options_.batch_size), options_.seed,
                options_.rank, options_.world_size, options_.sharding),
-      workspace_(model, std::max(options_.batch_size, options_.eval_batch_size)),
-      params_(model.NumParams()),
-      x_(static_cast<std::size_t>(std::max(options_.batch_size, options_.eval_batch_size)) *
-         train.features),
-      y_(static_cast<std::size_t>(std::max(options_.batch_size, options_.eval_batch_size))),
-      grad_storage_(strategy.GradientStorage(model.NumParams() + strategy.GradientTail())),
-      grad_buffer_(grad_storage_.empty() ? model.NumParams() + strategy.GradientTail() : 0),
+      params_(network_.NumParams()),
+      x_(static_cast<std::size_t>(Capacity(options_)) * train.features),
+      y_(static_cast<std::size_t>(Capacity(options_))),
+      grad_storage_(strategy.GradientStorage(network_.NumParams() + strategy.GradientTail())),
+      grad_buffer_(grad_storage_.empty() ? network_.NumParams() + strategy.GradientTail() : 0),
       grad_((grad_storage_.empty() ? std::span<float>(grad_buffer_) : grad_storage_)
-                .first(model.NumParams())) {
+                .first(network_.NumParams())) {
   if (options_.schedule.total_steps == 0) options_.schedule.total_steps = PlannedSteps();
 }
 
-void Trainer::InitParams() { model_.Init(params_, options_.seed); }
+void Trainer::InitParams() { network_.Init(params_, options_.seed); }
 
 std::int64_t Trainer::PlannedSteps() const {
   const auto per_epoch = static_cast<std::int64_t>(sampler_.StepsPerEpoch());
@@ -71,7 +83,7 @@ double Trainer::Epochs() const {
 bool Trainer::Finished() const { return position_.step >= PlannedSteps(); }
 
 Result<StopReason> Trainer::Run(TrainListener& listener) {
-  const bool classification = IsClassification(model_.spec());
+  const bool classification = IsClassification(network_.spec());
   double window_loss = 0.0;
   long window_correct = 0;
   std::size_t window_rows = 0;
@@ -93,11 +105,11 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     const int rows = static_cast<int>(batch.size());
     if (rows > 0) {
       data::GatherBatch(train_, scaling_, batch, x_.data(), y_.data());
-      const model::LossValue value = model_.ForwardBackward(
-          params_.data(), x_.data(), y_.data(), rows, options_.weight_decay, grad_.data(),
-          workspace_);
-      window_loss += value.loss_sum;
-      window_correct += value.correct;
+      const Result<model::LossValue> value = network_.ForwardBackward(
+          params_.data(), x_.data(), y_.data(), rows, options_.weight_decay, grad_.data());
+      if (!value.ok()) return value.status();
+      window_loss += value.value().loss_sum;
+      window_correct += value.value().correct;
       window_rows += batch.size();
     } else {
       std::fill(grad_.begin(), grad_.end(), 0.0f);  // still takes part in the step
@@ -106,7 +118,12 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     const float lr = optim::LearningRate(options_.schedule, position_.step);
     const bool log_now = (position_.step + 1) % options_.log_every == 0 ||
                          position_.step + 1 == PlannedSteps();
-    const double grad_norm = log_now ? optim::GlobalNorm(grad_) : 0.0;
+    double grad_norm = 0.0;
+    if (log_now) {
+      const Result<double> squared = network_.SquaredNorm(grad_);
+      if (!squared.ok()) return squared.status();
+      grad_norm = std::sqrt(squared.value());
+    }
     const StepShare share{batch.size(), sampler_.StepRows(position_.batch)};
     window_compute += std::chrono::duration<double>(Clock::now() - compute_start).count();
     Status applied = strategy_.Apply(position_.step, params_, grad_, lr, share);
@@ -124,10 +141,11 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     if (log_now && window_rows > 0) {
       const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
       const double rows_seen = static_cast<double>(window_rows);
+      const Result<double> penalty =
+          network_.WeightDecayPenalty(params_.data(), options_.weight_decay);
+      if (!penalty.ok()) return penalty.status();
       std::vector<MetricPoint> points{
-          {position_.step, Epochs(), "train_loss",
-           window_loss / rows_seen + model_.WeightDecayPenalty(params_.data(),
-                                                               options_.weight_decay)},
+          {position_.step, Epochs(), "train_loss", window_loss / rows_seen + penalty.value()},
           {position_.step, Epochs(), "lr", lr},
           {position_.step, Epochs(), "grad_norm", grad_norm},
           {position_.step, Epochs(), "samples_per_sec", seconds > 0 ? rows_seen / seconds : 0.0}};
@@ -157,21 +175,30 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     const bool eval_now = eval_ != nullptr &&
                           (options_.eval_every > 0 ? position_.step % options_.eval_every == 0
                                                    : epoch_end);
+    // What this process wants: 0 nothing, 1 to stop as asked, 2 to stop at the target accuracy.
+    // The partitions of a replica (if any) agree first; replicas then vote through the strategy.
+    int wanted = 0;
     if (eval_now || (eval_ != nullptr && Finished())) {
-      const EvalResult result = Evaluate(*eval_);
-      EmitEval(listener, result);
+      const Result<EvalResult> result = Evaluate(*eval_);
+      if (!result.ok()) return result.status();
+      EmitEval(listener, result.value());
       if (options_.target_accuracy > 0.0 && classification &&
-          result.accuracy >= options_.target_accuracy && !stop) {
-        stop = propose(StopReason::kTargetReached);
+          result.value().accuracy >= options_.target_accuracy) {
+        wanted = 2;
       }
     }
-    if (!listener.AfterStep(*this) && !stop) stop = propose(StopReason::kRequested);
+    if (!listener.AfterStep(*this)) wanted = std::max(wanted, 1);
+    const Result<int> agreed = network_.AgreeStop(wanted);
+    if (!agreed.ok()) return agreed.status();
+    if (agreed.value() > 0 && !stop) {
+      stop = propose(agreed.value() == 2 ? StopReason::kTargetReached : StopReason::kRequested);
+    }
     if (stop) return *stop;
   }
   return StopReason::kCompleted;
 }
 
-EvalResult Trainer::Evaluate(const data::Dataset& set) {
+Result<EvalResult> Trainer::Evaluate(const data::Dataset& set) {
   EvalResult result;
   double loss_sum = 0.0;
   long correct = 0;
@@ -182,15 +209,16 @@ EvalResult Trainer::Evaluate(const data::Dataset& set) {
     std::iota(eval_indices_.begin(), eval_indices_.begin() + static_cast<long>(rows),
               static_cast<std::uint32_t>(begin));
     data::GatherBatch(set, scaling_, {eval_indices_.data(), rows}, x_.data(), y_.data());
-    const model::LossValue v =
-        model_.Evaluate(params_.data(), x_.data(), y_.data(), static_cast<int>(rows), workspace_);
-    loss_sum += v.loss_sum;
-    correct += v.correct;
+    const Result<model::LossValue> v =
+        network_.Evaluate(params_.data(), x_.data(), y_.data(), static_cast<int>(rows));
+    if (!v.ok()) return v.status();
+    loss_sum += v.value().loss_sum;
+    correct += v.value().correct;
   }
   result.rows = set.rows;
   if (set.rows == 0) return result;
   result.loss = loss_sum / static_cast<double>(set.rows);
-  result.accuracy = IsClassification(model_.spec())
+  result.accuracy = IsClassification(network_.spec())
                         ? static_cast<double>(correct) / static_cast<double>(set.rows)
                         : std::numeric_limits<double>::quiet_NaN();
   return result;
@@ -198,7 +226,7 @@ EvalResult Trainer::Evaluate(const data::Dataset& set) {
 
 void Trainer::EmitEval(TrainListener& listener, const EvalResult& result) {
   std::vector<MetricPoint> points;
-  if (IsClassification(model_.spec())) {
+  if (IsClassification(network_.spec())) {
     points.push_back({position_.step, Epochs(), "eval_loss", result.loss});
     points.push_back({position_.step, Epochs(), "eval_accuracy", result.accuracy});
   } else {

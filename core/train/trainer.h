@@ -1,5 +1,7 @@
 // Trainer: the training loop of one replica — batches, forward, backward, a Strategy step,
-// periodic evaluation and a stream of metrics. The same loop runs every distribution mode.
+// periodic evaluation and a stream of metrics. The same loop runs every distribution mode, and
+// every partition of a model-parallel replica (its network is then a dist::PartitionedMlp: the
+// partitions run the same loop in step, and agree on when to stop).
 //
 //   LocalStrategy strategy(optim::MakeOptimizer(opt, 0, model.NumParams()), clip_norm);
 //   Trainer trainer(model, options, train_set, &test_set, scaling, strategy);
@@ -19,7 +21,10 @@
 #include "core/data/dataset.h"
 #include "core/data/sampler.h"
 #include "core/math/buffer.h"
+#include <memory>
+
 #include "core/model/model.h"
+#include "core/model/network.h"
 #include "core/optim/schedule.h"
 #include "core/status.h"
 #include "core/train/metrics.h"
@@ -76,14 +81,20 @@ class NullListener final : public TrainListener {
 
 class Trainer {
  public:
+  // The whole model, trained in this process.
   Trainer(const model::Model& model, TrainOptions options, const data::Dataset& train,
+          const data::Dataset* eval, data::Scaling scaling, Strategy& strategy);
+  // A network: this process's partition of a model (or the whole of one). The network must
+  // outlive the Trainer and hold a workspace for max(batch_size, eval_batch_size) rows.
+  Trainer(model::Network& network, TrainOptions options, const data::Dataset& train,
           const data::Dataset* eval, data::Scaling scaling, Strategy& strategy);
 
   // Fresh parameters from the model's initialisation scheme and options.seed.
   void InitParams();
 
   Result<StopReason> Run(TrainListener& listener);
-  EvalResult Evaluate(const data::Dataset& set);
+  // Fails only where the network talks to other partitions.
+  Result<EvalResult> Evaluate(const data::Dataset& set);
 
   std::span<float> params() { return params_; }
   std::span<const float> params() const { return params_; }
@@ -95,20 +106,25 @@ class Trainer {
   double Epochs() const;  // fractional epochs completed
   const TrainOptions& options() const { return options_; }
   Strategy& strategy() { return strategy_; }
-  const model::Model& model() const { return model_; }
+  const model::Network& network() const { return network_; }
+  // The rows a network for `options` must hold at once.
+  static int Capacity(const TrainOptions& options);
 
  private:
+  Trainer(std::unique_ptr<model::LocalNetwork> owned, model::Network* network,
+          TrainOptions options, const data::Dataset& train, const data::Dataset* eval,
+          data::Scaling scaling, Strategy& strategy);
   bool Finished() const;
   void EmitEval(TrainListener& listener, const EvalResult& result);
 
-  const model::Model& model_;
+  std::unique_ptr<model::LocalNetwork> owned_;  // the network, when built from a Model
+  model::Network& network_;
   TrainOptions options_;
   const data::Dataset& train_;
   const data::Dataset* eval_;  // may be null: no evaluation
   data::Scaling scaling_;
   Strategy& strategy_;
   data::BatchSampler sampler_;
-  model::Workspace workspace_;
   math::FloatBuffer params_, x_;
   std::vector<float> y_;
   // The gradient, then the strategy's GradientTail(): in the strategy's GradientStorage() if it

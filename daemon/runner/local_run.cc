@@ -95,7 +95,7 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
         job_id, JobState::kRunning,
         resumed ? "resumed from the checkpoint at step " + std::to_string(outcome.resumed_from)
                 : "training " + std::to_string(data.train.rows) + " rows, " +
-                      std::to_string(session->model().NumParams()) + " parameters");
+                      std::to_string(session->network().NumParams()) + " parameters");
     if (!running.ok()) return running;
     if (options.observer != nullptr) options.observer->OnStart(trainer, data, resumed);
 
@@ -106,7 +106,11 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
                       resumed ? outcome.resumed_from : -1);
     outcome.steps = trainer.position().step;
     if (!why.ok()) return finish(JobState::kFailed, why.status().message());
-    if (data.eval.rows > 0) outcome.final_eval = trainer.Evaluate(data.eval);
+    if (data.eval.rows > 0) {
+      Result<train::EvalResult> final_eval = trainer.Evaluate(data.eval);
+      if (!final_eval.ok()) return finish(JobState::kFailed, final_eval.status().message());
+      outcome.final_eval = final_eval.value();
+    }
 
     switch (why.value()) {
       case train::StopReason::kCompleted:

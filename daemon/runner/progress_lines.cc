@@ -9,7 +9,7 @@ namespace dtrain::runner {
 std::string StartLine(const train::Trainer& trainer, const JobData& data, bool resumed) {
   char line[128];
   std::snprintf(line, sizeof line, " %zu training rows, %zu parameters (", data.train.rows,
-                trainer.model().NumParams());
+                trainer.network().NumParams());
   return (resumed ? "resuming from step " + std::to_string(trainer.position().step) + ":"
                   : std::string("training:")) +
          line + model::FormatModelSpec(data.spec) + "), " +

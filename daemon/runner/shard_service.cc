@@ -6,6 +6,8 @@
 #include <mutex>
 #include <thread>
 
+#include "config/job_layout.h"
+#include "core/model/partition_plan.h"
 #include "core/dist/parameter_shard.h"
 #include "core/dist/shard_ranges.h"
 #include "core/model/model.h"
@@ -60,19 +62,33 @@ void AcceptRejoining(const dist::PeerListener& listener, int self, const config:
 
 }  // namespace
 
-Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spec,
-                       const Placement& placement,
+Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpec& spec,
+                       const Placement& whole_placement,
                        const std::optional<store::CheckpointData>& resume,
                        train::MetricSink& sink) {
+  // The shard serves its data-parallel group: the whole model's parameters, or with model
+  // parallelism its partition's (as that partition's processes lay them out).
+  const config::ProcessRole role = config::RoleOf(whole_job.cluster, whole_placement.rank);
+  const GroupView group = DataParallelView(whole_job, whole_placement);
+  const config::JobConfig& job = group.job;
+  const Placement& placement = group.placement;
   const int workers = job.cluster.workers;
   const int shards = job.cluster.Servers();
   const int shard = placement.rank - workers;
-  if (shard < 0 || shard >= shards || placement.listener == nullptr) {
-    return Status::Error("process " + std::to_string(placement.rank) +
+  if (role.kind != config::ProcessRole::Kind::kShard || placement.listener == nullptr) {
+    return Status::Error("process " + std::to_string(whole_placement.rank) +
                          " is not a parameter server of this job");
   }
   const model::Model model(spec);
-  const std::size_t n = model.NumParams();
+  std::size_t n = model.NumParams();
+  std::optional<model::PartitionPlan> plan;
+  if (whole_job.cluster.model_parallel > 1) {
+    Result<model::PartitionPlan> planned = model::PlanPartitions(
+        spec, whole_job.cluster.partition, whole_job.cluster.model_parallel);
+    if (!planned.ok()) return planned.status();
+    plan = std::move(planned).value();
+    n = plan->Size(role.partition);
+  }
   const auto [begin, end] = dist::ShardRanges(n, shards)[static_cast<std::size_t>(shard)];
   const auto timeout =
       std::chrono::milliseconds(static_cast<long>(job.cluster.timeout_seconds * 1000));
@@ -113,7 +129,11 @@ Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spe
     }
   } else {
     std::vector<float> params(n);
-    model.Init(params, job.train.seed);
+    if (plan) {
+      model::PartitionInit(*plan, model, role.partition, params, job.train.seed);
+    } else {
+      model.Init(params, job.train.seed);
+    }
     loaded = server.Load(std::span<const float>(params).subspan(begin, end - begin));
   }
   if (!loaded.ok()) return loaded;

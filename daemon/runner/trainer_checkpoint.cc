@@ -11,7 +11,7 @@ store::CheckpointData CaptureCheckpoint(train::Trainer& trainer) {
   c.epoch = pos.epoch;
   c.batch = pos.batch;
   c.seed = trainer.options().seed;
-  c.model_spec = model::FormatModelSpec(trainer.model().spec());
+  c.model_spec = model::FormatModelSpec(trainer.network().spec());
   c.params.assign(trainer.params().begin(), trainer.params().end());
   if (optim::Optimizer* opt = trainer.strategy().LocalOptimizer()) {
     c.optimizer_steps = opt->steps();
@@ -21,7 +21,7 @@ store::CheckpointData CaptureCheckpoint(train::Trainer& trainer) {
 }
 
 Status RestoreCheckpoint(const store::CheckpointData& c, train::Trainer& trainer) {
-  const std::string spec = model::FormatModelSpec(trainer.model().spec());
+  const std::string spec = model::FormatModelSpec(trainer.network().spec());
   if (c.model_spec != spec) {
     return Status::Error("checkpoint at step " + std::to_string(c.step) + " is of model '" +
                          c.model_spec + "', not the job's '" + spec + "'");

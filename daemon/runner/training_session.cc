@@ -5,7 +5,9 @@
 
 #include "core/dist/downpour_strategy.h"
 #include "core/dist/host_sync_strategy.h"
+#include "config/job_layout.h"
 #include "core/dist/local_sgd_strategy.h"
+#include "core/dist/partitioned_mlp.h"
 #include "core/dist/sync_ps_strategy.h"
 #include "core/math/gemm.h"
 #include "core/net/host_info.h"
@@ -24,12 +26,13 @@ std::chrono::milliseconds Timeout(const config::JobConfig& job) {
 
 bool UsesShards(const config::JobConfig& job) { return job.cluster.Servers() > 0; }
 
-// The job's replicas whose data-plane address is this process's host (1 with no peer table).
+// The job's training processes (every replica's partitions) whose data-plane address is this
+// process's host (1 with no peer table).
 int ReplicasOnThisHost(const config::JobConfig& job, const Placement& placement) {
   const auto& peers = placement.peers;
   const auto rank = static_cast<std::size_t>(placement.rank);
   if (rank >= peers.size()) return 1;
-  const auto replicas = std::min(peers.size(), static_cast<std::size_t>(job.cluster.workers));
+  const auto replicas = std::min(peers.size(), static_cast<std::size_t>(job.cluster.Trainers()));
   return static_cast<int>(std::count_if(peers.begin(), peers.begin() + replicas,
                                         [&](const dist::Endpoint& e) {
                                           return e.host == peers[rank].host;
@@ -58,6 +61,21 @@ train::TrainOptions ReplicaOptions(const config::JobConfig& job, int rank) {
   return o;
 }
 
+GroupView DataParallelView(const config::JobConfig& job, const Placement& placement) {
+  const config::ProcessRole role = config::RoleOf(job.cluster, placement.rank);
+  GroupView view{job, {}};
+  view.job.cluster.model_parallel = 1;
+  view.placement.rank = role.group_rank;
+  view.placement.listener = placement.listener;
+  view.placement.data_token = placement.data_token;
+  if (!placement.peers.empty()) {
+    for (int r : config::DataParallelGroup(job.cluster, role.partition)) {
+      view.placement.peers.push_back(placement.peers[static_cast<std::size_t>(r)]);
+    }
+  }
+  return view;
+}
+
 TrainingSession::~TrainingSession() {
   trainer_.reset();
   strategy_.reset();  // says goodbye to the shards if Finish was not called
@@ -67,12 +85,56 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::Job
                                                                const JobData& data,
                                                                const Placement& placement) {
   if (Result<int> blas = PrepareBlas(job, placement); !blas.ok()) return blas.status();
-  std::unique_ptr<TrainingSession> s(new TrainingSession(data.spec));
-  if (Status connected = s->Connect(job, placement); !connected.ok()) return connected;
-  s->trainer_ = std::make_unique<train::Trainer>(
-      s->model_, ReplicaOptions(job, placement.rank), data.train,
-      data.eval.rows > 0 ? &data.eval : nullptr, data.scaling, *s->strategy_);
+  std::unique_ptr<TrainingSession> s(new TrainingSession());
+  const train::TrainOptions options =
+      ReplicaOptions(job, config::RoleOf(job.cluster, placement.rank).replica);
+  const int capacity = train::Trainer::Capacity(options);
+  if (job.cluster.model_parallel > 1) {
+    if (Status joined = s->ConnectPartitions(job, data.spec, placement, capacity); !joined.ok()) {
+      return joined;
+    }
+  } else {
+    s->network_ = std::make_unique<model::LocalNetwork>(data.spec, capacity);
+  }
+  const GroupView group = DataParallelView(job, placement);
+  if (Status connected = s->Connect(group.job, group.placement); !connected.ok()) {
+    return connected;
+  }
+  s->trainer_ = std::make_unique<train::Trainer>(*s->network_, options, data.train,
+                                                 data.eval.rows > 0 ? &data.eval : nullptr,
+                                                 data.scaling, *s->strategy_);
   return s;
+}
+
+Status TrainingSession::ConnectPartitions(const config::JobConfig& job,
+                                          const model::ModelSpec& spec,
+                                          const Placement& placement, int capacity) {
+  const config::ClusterConfig& cluster = job.cluster;
+  const config::ProcessRole role = config::RoleOf(cluster, placement.rank);
+  Result<model::PartitionPlan> plan =
+      model::PlanPartitions(spec, cluster.partition, cluster.model_parallel);
+  if (!plan.ok()) return plan.status();
+  if (placement.partition_listener == nullptr ||
+      placement.partition_peers.size() != static_cast<std::size_t>(cluster.Processes())) {
+    return Status::Error("a replica of " + std::to_string(cluster.model_parallel) +
+                         " partitions needs the address of each (rendezvous)");
+  }
+  std::vector<dist::Endpoint> ring;
+  for (int r : config::ReplicaPartitions(cluster, role.replica)) {
+    ring.push_back(placement.partition_peers[static_cast<std::size_t>(r)]);
+  }
+  Result<dist::RingLinks> links =
+      dist::JoinRing(role.partition, ring, *placement.partition_listener,
+                     dist::Clock::now() + Timeout(job), placement.data_token, LinkTransportOf(job));
+  if (!links.ok()) return Status::Error("partition ring: " + links.status().message());
+  partition_links_ = std::move(links).value();
+  for (const auto& link : partition_links_.owned) link->SetSendChecksums(cluster.checksum);
+  exchange_ = std::make_unique<dist::PartitionExchange>(
+      role.partition, cluster.model_parallel, partition_links_.left, partition_links_.right,
+      dist::PartitionExchangeOptions{.timeout = Timeout(job)});
+  network_ = std::make_unique<dist::PartitionedMlp>(spec, std::move(plan).value(), *exchange_,
+                                                    cluster.micro_batches, capacity);
+  return Status::Ok();
 }
 
 dist::LinkTransport LinkTransportOf(const config::JobConfig& job) {
@@ -81,7 +143,7 @@ dist::LinkTransport LinkTransportOf(const config::JobConfig& job) {
 }
 
 Status TrainingSession::Connect(const config::JobConfig& job, const Placement& placement) {
-  const std::size_t n = model_.NumParams();
+  const std::size_t n = network_->NumParams();
   const int workers = job.cluster.workers;
   const int rank = placement.rank;
   auto optimizer = [&] { return optim::MakeOptimizer(job.optimizer, 0, n); };

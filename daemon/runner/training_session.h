@@ -1,7 +1,10 @@
-// TrainingSession: the model, strategy and trainer of one replica of a job, built from its job
-// file and data — the same for `dtrain run` and a daemon's worker process. For a job of several
-// workers it also joins the job's data plane (the ring, or the parameter-server shards) from the
-// Placement the rendezvous gave it, and picks the strategy of cluster.mode.
+// TrainingSession: the network, strategy and trainer of one replica of a job — or, with model
+// parallelism, of one partition of a replica — built from its job file and data, the same for
+// `dtrain run` and a daemon's worker process. For a job of several processes it also joins the
+// job's data plane from the Placement the rendezvous gave it: its replica's partitions (a ring
+// over which activations and gradients pass: dist::PartitionedMlp), and its data-parallel group
+// (config/job_layout.h: the ring, or the parameter-server shards, of its partition, as a job of
+// cluster.workers whole replicas would join them), and it picks the strategy of cluster.mode.
 //
 //   auto session = TrainingSession::Make(job, data, placement);  // sets the BLAS thread count too
 //   session.value()->trainer().InitParams();   // or RestoreCheckpoint(c, session->trainer())
@@ -17,9 +20,10 @@
 #include <vector>
 
 #include "config/job.h"
+#include "core/dist/partition_exchange.h"
 #include "core/dist/peer_links.h"
 #include "core/dist/ring_allreduce.h"
-#include "core/model/model.h"
+#include "core/model/network.h"
 #include "core/train/strategy.h"
 #include "core/train/trainer.h"
 #include "daemon/runner/job_data.h"
@@ -32,7 +36,7 @@ class DownpourStrategy;
 
 namespace dtrain::runner {
 
-// Where one process sits in its job. Ids: workers 0..N-1, then shards N..N+S-1.
+// Where one process sits in its job (ranks: config/job_layout.h).
 struct Placement;
 
 // Sets this process's BLAS thread count for a replica of `job` placed as `placement` (train.threads,
@@ -44,11 +48,25 @@ Result<int> PrepareBlas(const config::JobConfig& job, const Placement& placement
 
 struct Placement {
   int rank = 0;
-  std::vector<dist::Endpoint> peers;             // by id; empty for a one-worker job
+  std::vector<dist::Endpoint> peers;             // by rank; empty for a one-process job
   const dist::PeerListener* listener = nullptr;  // this process's data-plane socket, requiring
                                                  // data_token of the connections it accepts
   std::string data_token;                        // this process's introduction to its peers
+  // Model parallelism: every process's listener for its replica's partition ring, by rank, and
+  // this process's own.
+  std::vector<dist::Endpoint> partition_peers;
+  const dist::PeerListener* partition_listener = nullptr;
 };
+
+// This process's view of its data-parallel group: the job and placement a job of
+// cluster.workers whole replicas and cluster.Servers() shards would have given it (no model
+// parallelism, its rank in the group, the group's addresses). Without model parallelism, the job's
+// own.
+struct GroupView {
+  config::JobConfig job;
+  Placement placement;
+};
+GroupView DataParallelView(const config::JobConfig& job, const Placement& placement);
 
 // What carries the job's links ([cluster] transport): shared memory between processes of one
 // host unless the job says tcp.
@@ -65,7 +83,7 @@ class TrainingSession {
   TrainingSession(const TrainingSession&) = delete;
   TrainingSession& operator=(const TrainingSession&) = delete;
 
-  const model::Model& model() const { return model_; }
+  const model::Network& network() const { return *network_; }
   train::Trainer& trainer() { return *trainer_; }
 
   // After InitParams or a restore, before training: in the parameter-server modes the replica
@@ -82,10 +100,16 @@ class TrainingSession {
   std::string DescribeLinks() const;
 
  private:
-  explicit TrainingSession(const model::ModelSpec& spec) : model_(spec) {}
+  TrainingSession() = default;
+  // Joins the replica's partition ring and makes network_ the partition's.
+  Status ConnectPartitions(const config::JobConfig& job, const model::ModelSpec& spec,
+                           const Placement& placement, int capacity);
+  // Joins the data-parallel group (`job` and `placement`: its view) and makes strategy_.
   Status Connect(const config::JobConfig& job, const Placement& placement);
 
-  model::Model model_;
+  dist::RingLinks partition_links_;
+  std::unique_ptr<dist::PartitionExchange> exchange_;
+  std::unique_ptr<model::Network> network_;
   dist::RingLinks ring_links_;
   std::unique_ptr<dist::RingAllReduce> ring_;
   std::vector<std::unique_ptr<dist::Link>> shard_links_;
@@ -97,7 +121,8 @@ class TrainingSession {
   std::unique_ptr<train::Trainer> trainer_;
 };
 
-// The engine's options for replica `rank` of `job`: rank, world, sharding and scaled rate.
+// The engine's options for replica `rank` (its replica index) of `job`: rank, world, sharding and
+// scaled rate.
 train::TrainOptions ReplicaOptions(const config::JobConfig& job, int rank);
 
 }  // namespace dtrain::runner

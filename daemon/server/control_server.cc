@@ -89,7 +89,11 @@ json WorkerJson(const store::WorkerRecord& w) {
 json PeersJson(const std::vector<PeerAddress>& peers) {
   json out = json::array();
   for (const PeerAddress& p : peers) {
-    out.push_back({{"rank", p.rank}, {"role", p.role}, {"host", p.host}, {"port", p.port}});
+    out.push_back({{"rank", p.rank},
+                   {"role", p.role},
+                   {"host", p.host},
+                   {"port", p.port},
+                   {"partition_port", p.partition_port}});
   }
   return out;
 }
@@ -884,8 +888,11 @@ struct ControlServer::Impl {
         const std::string token = StringField(request, "token").value_or("");
         const auto port = static_cast<std::uint16_t>(
             std::clamp<std::int64_t>(IntField(request, "data_port").value_or(0), 0, 65535));
+        const auto partition_port = static_cast<std::uint16_t>(
+            std::clamp<std::int64_t>(IntField(request, "partition_port").value_or(0), 0, 65535));
         const std::string data_host = StringField(request, "data_host").value_or("");
-        Result<Admission> admitted = co_await jobs.AdmitWorker(job, rank, token, data_host, port);
+        Result<Admission> admitted =
+            co_await jobs.AdmitWorker(job, rank, token, data_host, port, partition_port);
         if (!admitted.ok()) {
           const json reply_ = Error("denied", admitted.status().message());
           co_await WriteJson(socket, reply_);

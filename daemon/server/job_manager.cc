@@ -16,10 +16,12 @@
 #include <asio/steady_timer.hpp>
 
 #include "config/job_file.h"
+#include "config/job_layout.h"
 #include "core/net/auth.h"
 #include "core/net/host_info.h"
 #include "daemon/server/account.h"
 #include "daemon/server/async.h"
+#include "daemon/store/checkpoint_partitions.h"
 
 extern char** environ;
 
@@ -49,7 +51,7 @@ int JobCores(const config::JobConfig& job, int host_cores, int local_replicas) {
 
 }  // namespace
 
-// One process of a job's current attempt: replica `rank` (< workers) or shard rank - workers.
+// One process of a job's current attempt (config/job_layout.h: a replica's partition, or a shard).
 struct JobManager::Process {
   int rank = 0;
   std::string node;  // the peer it runs on; empty: this daemon's host
@@ -59,6 +61,7 @@ struct JobManager::Process {
   bool admitted = false;
   std::string data_host;  // where it listens for its peers, as its hello said
   std::uint16_t data_port = 0;
+  std::uint16_t partition_port = 0;
   std::string done_stop;  // what it said when it finished: completed, target, requested
   std::int64_t steps = 0;
   bool exited = false;
@@ -89,6 +92,15 @@ struct JobManager::Job {
   std::unique_ptr<asio::steady_timer> rendezvous;
   bool ready = false;
   Admission admission;  // common to every process, filled in by the last to arrive
+  std::vector<std::string> checkpoint_parts;  // by partition: the blob each resumes from
+  // Model parallelism: the parts of a checkpoint that replica 0's partitions sent, by step, until
+  // all have come; the waiters wake when `stored` is cancelled, the result in `result`.
+  struct PendingCheckpoint {
+    std::vector<std::optional<store::CheckpointData>> parts;
+    std::shared_ptr<asio::steady_timer> stored;
+    std::shared_ptr<std::optional<Status>> result;
+  };
+  std::map<std::int64_t, PendingCheckpoint> pending_checkpoints;
   bool cancel_requested = false;
   uid_t cancelled_by = 0;
   // A replica reached the target accuracy: the others were asked to stop (async replicas do not
@@ -111,11 +123,12 @@ struct JobManager::Job {
   }
 
   std::string Who(int rank) const {
-    const int workers = config.cluster.workers;
     const Process& p = processes[static_cast<std::size_t>(rank)];
-    return (rank < workers ? "worker rank " + std::to_string(rank)
-                           : "shard " + std::to_string(rank - workers)) +
-           (p.node.empty() ? "" : " on " + p.node) + " (pid " + std::to_string(p.pid) + ")";
+    return config::DescribeProcess(config.cluster, rank) + (p.node.empty() ? "" : " on " + p.node) +
+           " (pid " + std::to_string(p.pid) + ")";
+  }
+  bool IsReplica(int rank) const {
+    return config::RoleOf(config.cluster, rank).kind == config::ProcessRole::Kind::kReplica;
   }
 };
 
@@ -193,7 +206,7 @@ asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
   job->spec_toml = record.spec_toml;
   job->state = state;
   job->priority = record.priority;
-  job->cores = JobCores(job->config, settings_.cores, job->config.cluster.workers);
+  job->cores = JobCores(job->config, settings_.cores, job->config.cluster.Trainers());
   job->max_restarts =
       job->config.max_restarts >= 0 ? job->config.max_restarts : settings_.max_restarts;
   auto events = co_await OffThread(pool_, [this, id] { return store_.Events(id); });
@@ -262,7 +275,7 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
   config::JobConfig config = *loaded.job;
   if (name) config.name = *name;
   if (priority) config.priority = *priority;
-  const int cores = JobCores(config, settings_.cores, config.cluster.workers);
+  const int cores = JobCores(config, settings_.cores, config.cluster.Trainers());
   store::JobRecord record;
   record.name = config.name;
   record.owner_uid = owner.uid;
@@ -298,7 +311,7 @@ Placed JobManager::Place(Job& job) const {
   Placed placed = PlaceJob(job.config.cluster, job.config.threads, nodes);
   if (placed.ok()) {
     const int local = static_cast<int>(std::count(
-        placed.nodes.begin(), placed.nodes.begin() + job.config.cluster.workers,
+        placed.nodes.begin(), placed.nodes.begin() + job.config.cluster.Trainers(),
         settings_.node_name));
     job.cores = JobCores(job.config, settings_.cores, local);
   }
@@ -421,8 +434,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
     }
     job->state = JobState::kStarting;
   }
-  const int workers = job->config.cluster.workers;
-  const int count = workers + job->config.cluster.Servers();
+  const int count = job->config.cluster.Processes();
   const std::uint64_t attempt = ++job->attempt;
   job->processes.assign(static_cast<std::size_t>(count), Process{});
   job->live = 0;
@@ -507,7 +519,7 @@ asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t att
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second->attempt != attempt) co_return;
   const Process& p = it->second->processes[static_cast<std::size_t>(rank)];
-  const char* role = rank < it->second->config.cluster.workers ? "replica" : "server";
+  const char* role = it->second->IsReplica(rank) ? "replica" : "server";
   // A peer's worker is recorded under the peer's name, with its local stand-in's pid.
   const std::string host = !p.node.empty()                  ? p.node
                            : !settings_.node_name.empty() ? settings_.node_name
@@ -532,7 +544,8 @@ asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t att
 
 bool JobManager::CanRestartAlone(const Job& job, const Process& p) const {
   return job.config.cluster.mode == config::ClusterMode::kAsync &&
-         p.rank < job.config.cluster.workers && job.ready && job.failure.empty() &&
+         job.config.cluster.model_parallel == 1 && job.IsReplica(p.rank) && job.ready &&
+         job.failure.empty() &&
          p.done_stop.empty() && !job.cancel_requested && !shutting_down_ &&
          !job.target_reached && WillRestart(job);
 }
@@ -601,10 +614,20 @@ void JobManager::StopProcesses(Job& job, std::chrono::milliseconds grace) {
   }
 }
 
+Admission JobManager::AdmissionFor(const Job& job, int rank) const {
+  Admission a = job.admission;
+  if (a.resume_step >= 0) {
+    const int partition = config::RoleOf(job.config.cluster, rank).partition;
+    a.checkpoint_blob = job.checkpoint_parts[static_cast<std::size_t>(partition)];
+  }
+  return a;
+}
+
 asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int rank,
                                                            const std::string& token,
                                                            const std::string& data_host,
-                                                           std::uint16_t data_port) {
+                                                           std::uint16_t data_port,
+                                                           std::uint16_t partition_port) {
   auto it = jobs_.find(id);
   const auto refused = Status::Error("no worker of job " + std::to_string(id) + " rank " +
                                      std::to_string(rank) + " is expected with that token");
@@ -621,6 +644,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
   me.admitted = true;
   me.data_host = data_host;
   me.data_port = data_port;
+  me.partition_port = partition_port;
   const std::uint64_t attempt = job->attempt;
   if (job->ready) {
     // A replica restarted alone (async) joins the running attempt, from the newest checkpoint.
@@ -657,19 +681,28 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
     a.spec_toml = job->spec_toml;
     a.heartbeat_timeout = std::chrono::milliseconds(
         std::llround(job->config.cluster.heartbeat_timeout * 1000.0));
-    const int workers = job->config.cluster.workers;
+    const config::ClusterConfig& cluster = job->config.cluster;
     for (const Process& p : job->processes) {
-      a.peers.push_back({p.rank, p.rank < workers ? "replica" : "server",
-                         p.data_host.empty() ? settings_.data_host : p.data_host, p.data_port});
+      a.peers.push_back({p.rank, job->IsReplica(p.rank) ? "replica" : "server",
+                         p.data_host.empty() ? settings_.data_host : p.data_host, p.data_port,
+                         p.partition_port});
     }
+    const int workers = cluster.workers;
     std::string reason = std::to_string(workers) + (workers == 1 ? " worker" : " workers");
-    if (job->processes.size() > static_cast<std::size_t>(workers)) {
-      reason += " and " + std::to_string(job->processes.size() - workers) + " shard(s)";
+    if (cluster.model_parallel > 1) {
+      reason += " of " + std::to_string(cluster.model_parallel) + " partitions";
     }
+    if (cluster.Shards() > 0) reason += " and " + std::to_string(cluster.Shards()) + " shard(s)";
     reason += " training";
     if (latest.value().checkpoint) {
+      Result<std::vector<std::string>> parts =
+          store::SplitPartitionCheckpoint(cluster, *latest.value().checkpoint);
+      if (!parts.ok()) {
+        FailAttempt(*job, "the newest checkpoint: " + parts.status().message());
+        co_return parts.status();
+      }
+      job->checkpoint_parts = std::move(parts).value();
       a.resume_step = latest.value().checkpoint->step;
-      a.checkpoint_blob = store::EncodeCheckpoint(*latest.value().checkpoint);
       reason += " from the checkpoint at step " + std::to_string(a.resume_step);
     }
     auto run = [this, id, reason] { return store_.SetJobState(id, JobState::kRunning, reason); };
@@ -684,14 +717,14 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
     job->state = JobState::kRunning;
     job->ready = true;
     job->rendezvous->cancel();
-    co_return job->admission;
+    co_return AdmissionFor(*job, rank);
   }
   std::error_code ec;
   co_await job->rendezvous->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   it = jobs_.find(id);
   if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
   job = it->second.get();
-  if (job->ready) co_return job->admission;
+  if (job->ready) co_return AdmissionFor(*job, rank);
   if (job->failure.empty()) {
     std::string missing;
     for (const Process& p : job->processes) {
@@ -743,16 +776,65 @@ void JobManager::WorkerMetrics(std::int64_t id, int rank,
 asio::awaitable<Status> JobManager::WorkerCheckpoint(std::int64_t id, int rank,
                                                      std::string_view blob) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end() || rank != 0) co_return Status::Error("not an active job's worker");
+  const Status refused = Status::Error("not an active job's worker");
+  if (it == jobs_.end()) co_return refused;
+  const config::ClusterConfig cluster = it->second->config.cluster;
+  const config::ProcessRole role = config::RoleOf(cluster, rank);
+  if (role.kind != config::ProcessRole::Kind::kReplica || role.replica != 0) co_return refused;
   auto decoded = store::DecodeCheckpoint(blob);
   if (!decoded.ok()) co_return Status::Error("checkpoint refused: " + decoded.status().message());
   const int keep = it->second->config.checkpoint.keep;
   const std::uint64_t attempt = it->second->attempt;
-  auto save = [this, id, keep, c = std::move(decoded).value()] {
+  store::CheckpointData checkpoint;
+  if (cluster.model_parallel == 1) {
+    checkpoint = std::move(decoded).value();
+  } else {
+    // Each partition's part waits here until the last one has come and the whole is stored.
+    const std::int64_t step = decoded.value().step;
+    Job::PendingCheckpoint& pending = it->second->pending_checkpoints[step];
+    if (pending.parts.empty()) {
+      pending.parts.resize(static_cast<std::size_t>(cluster.model_parallel));
+      pending.stored = std::make_shared<asio::steady_timer>(
+          io_, std::chrono::milliseconds(std::llround(cluster.timeout_seconds * 1000.0)));
+      pending.result = std::make_shared<std::optional<Status>>();
+    }
+    pending.parts[static_cast<std::size_t>(role.partition)] = std::move(decoded).value();
+    const bool complete = std::all_of(pending.parts.begin(), pending.parts.end(),
+                                      [](const auto& part) { return part.has_value(); });
+    if (!complete) {
+      const std::shared_ptr<asio::steady_timer> stored = pending.stored;
+      const std::shared_ptr<std::optional<Status>> result = pending.result;
+      std::error_code ec;
+      co_await stored->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      if (*result) co_return **result;
+      co_return Status::Error("the other partitions' parts of the checkpoint at step " +
+                              std::to_string(step) + " did not come within " +
+                              std::to_string(cluster.timeout_seconds) + " s");
+    }
+    std::vector<store::CheckpointData> parts;
+    for (auto& part : pending.parts) parts.push_back(std::move(*part));
+    const std::shared_ptr<asio::steady_timer> stored = pending.stored;
+    const std::shared_ptr<std::optional<Status>> result = pending.result;
+    it->second->pending_checkpoints.erase(step);
+    Result<store::CheckpointData> merged = store::JoinPartitionCheckpoints(cluster, std::move(parts));
+    Status outcome = merged.status();
+    if (merged.ok()) outcome = co_await SaveCheckpoint(id, attempt, rank, keep, merged.value());
+    *result = outcome;
+    stored->cancel();
+    co_return outcome;
+  }
+  Status saved = co_await SaveCheckpoint(id, attempt, rank, keep, checkpoint);
+  co_return saved;
+}
+
+asio::awaitable<Status> JobManager::SaveCheckpoint(std::int64_t id, std::uint64_t attempt,
+                                                   int rank, int keep,
+                                                   store::CheckpointData& checkpoint) {
+  auto save = [this, id, keep, c = std::move(checkpoint)] {
     return store_.SaveCheckpoint(id, c, keep);
   };
   Status saved = co_await OffThread(pool_, save);
-  it = jobs_.find(id);
+  auto it = jobs_.find(id);
   if (!saved.ok() && it != jobs_.end() && it->second->attempt == attempt) {
     // The worker stops on this too; the job's reason then names the cause (a full disk: the
     // transaction rolled back and the previous checkpoint stays), not just an exit status.
@@ -778,7 +860,7 @@ void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop,
   job.target_reached = true;
   // Collective replicas stop together by their vote; async ones must be told. Shards end once
   // every replica has left.
-  for (int r = 0; r < job.config.cluster.workers; ++r) {
+  for (int r = 0; r < job.config.cluster.Trainers(); ++r) {
     Process& q = job.processes[static_cast<std::size_t>(r)];
     if (q.pid > 0 && !q.exited && !q.stop_sent && q.done_stop.empty()) {
       supervisor_.Stop(q.pid, settings_.grace);

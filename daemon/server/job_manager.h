@@ -104,6 +104,7 @@ struct PeerAddress {
   std::string role;  // "replica" or "server"
   std::string host;
   std::uint16_t port = 0;
+  std::uint16_t partition_port = 0;  // model parallelism: its listener for its replica's ring
 };
 
 // What a connecting worker gets: the job, to resume from a checkpoint blob, and every process of
@@ -112,7 +113,7 @@ struct Admission {
   std::string spec_toml;
   std::string data_token;  // every data-plane connection of the attempt opens with it
   std::int64_t resume_step = -1;
-  std::string checkpoint_blob;
+  std::string checkpoint_blob;  // this process's: its partition's part of the checkpoint
   std::vector<PeerAddress> peers;
   std::chrono::milliseconds heartbeat_timeout{5000};  // the job's cluster.heartbeat_timeout
 };
@@ -144,8 +145,12 @@ class JobManager {
   asio::awaitable<Result<Admission>> AdmitWorker(std::int64_t job, int rank,
                                                  const std::string& token,
                                                  const std::string& data_host,
-                                                 std::uint16_t data_port);
+                                                 std::uint16_t data_port,
+                                                 std::uint16_t partition_port);
   void WorkerMetrics(std::int64_t job, int rank, std::span<const train::MetricPoint> points);
+  // Rank `rank` sent a checkpoint (replica 0, or with model parallelism replica 0's partitions,
+  // each its part: the parts of one step are stored as one checkpoint once all have come, and
+  // each caller returns then). Returns once it is committed, or why it was not.
   asio::awaitable<Status> WorkerCheckpoint(std::int64_t job, int rank, std::string_view blob);
   // The process of the job admitted with `token` as rank `rank` has sent nothing for `silence`
   // (longer than cluster.heartbeat_timeout): it is killed now and the attempt recovers as after
@@ -207,6 +212,13 @@ class JobManager {
   std::string RestartReason(const Job& job) const;
   // SIGTERM (then SIGKILL after `grace`) to every live process of the job.
   void StopProcesses(Job& job, std::chrono::milliseconds grace);
+  // What process `rank` is admitted with: the common admission and its partition's part of the
+  // checkpoint.
+  Admission AdmissionFor(const Job& job, int rank) const;
+  // Stores `checkpoint` (taken from) of attempt `attempt`, sent by `rank`; a failure fails the
+  // attempt.
+  asio::awaitable<Status> SaveCheckpoint(std::int64_t id, std::uint64_t attempt, int rank,
+                                         int keep, store::CheckpointData& checkpoint);
   // Builds a Job from a stored record, or says why it cannot run.
   asio::awaitable<Result<std::unique_ptr<Job>>> LoadJob(const store::JobRecord& record);
   asio::awaitable<void> Finish(std::int64_t id, store::JobState state, const std::string& reason);

@@ -32,8 +32,10 @@ std::string CoresShortfall(const std::vector<std::string>& placed, int replicas,
 Placed PlaceJob(const config::ClusterConfig& cluster, int threads,
                 const std::vector<NodeCapacity>& nodes) {
   Placed p;
-  const int replicas = cluster.workers;
-  const int count = replicas + cluster.Servers();
+  // Trainers are placed alike whether they are whole replicas or partitions of one; a replica's
+  // partitions have consecutive ranks, so "pack" keeps them together while cores last.
+  const int replicas = cluster.Trainers();
+  const int count = cluster.Processes();
   const int per_replica = std::max(1, threads);
   if (!cluster.hosts.empty()) {
     for (const std::string& host : cluster.hosts) {

@@ -5,7 +5,8 @@
 //                                                  {"node-2", "10.0.0.2:7070", 8, true}});
 //   if (!p.ok()) job waits (p.wait) or fails (p.error);   p.nodes[rank] is a node name
 //
-// Each replica needs at least one core (train.threads when set); shards are not counted.
+// Each training process (a replica, or with model parallelism one partition of one) needs at
+// least one core (train.threads when set); shards are not counted. "replicas" below means those.
 //   hosts = [...]       process r runs on hosts[r % size]; every name must be a node, and each
 //                       node must have the cores for its replicas.
 //   placement = "pack"  replicas fill the first node (this daemon's) up to its cores, then the

@@ -1,7 +1,9 @@
 #include "daemon/store/checkpoint.h"
 
+#include <algorithm>
 #include <cassert>
 #include <limits>
+#include <string>
 
 #include "core/codec/bytes.h"
 
@@ -144,6 +146,50 @@ Result<CheckpointData> DecodeCheckpoint(std::string_view blob) {
                          (version >= 2 ? "version vectors" : "last vector"));
   }
   return out;
+}
+
+Result<CheckpointData> MergeCheckpointParts(std::vector<CheckpointData> parts) {
+  if (parts.empty()) return Status::Error("no parts to merge");
+  CheckpointData whole = std::move(parts.front());
+  for (std::size_t p = 1; p < parts.size(); ++p) {
+    const CheckpointData& part = parts[p];
+    if (part.step != whole.step || part.epoch != whole.epoch || part.batch != whole.batch ||
+        part.optimizer_state.size() != whole.optimizer_state.size()) {
+      return Status::Error("partition " + std::to_string(p) + "'s part is of step " +
+                           std::to_string(part.step) + ", partition 0's of step " +
+                           std::to_string(whole.step));
+    }
+    whole.params.insert(whole.params.end(), part.params.begin(), part.params.end());
+    for (std::size_t v = 0; v < part.optimizer_state.size(); ++v) {
+      whole.optimizer_state[v].insert(whole.optimizer_state[v].end(),
+                                      part.optimizer_state[v].begin(),
+                                      part.optimizer_state[v].end());
+    }
+    whole.clocks.insert(whole.clocks.end(), part.clocks.begin(), part.clocks.end());
+    whole.optimizer_steps = std::max(whole.optimizer_steps, part.optimizer_steps);
+  }
+  return whole;
+}
+
+CheckpointData SliceCheckpoint(const CheckpointData& whole, std::size_t begin, std::size_t end,
+                               std::size_t first_clock, std::size_t clocks) {
+  CheckpointData part;
+  part.step = whole.step;
+  part.epoch = whole.epoch;
+  part.batch = whole.batch;
+  part.seed = whole.seed;
+  part.model_spec = whole.model_spec;
+  part.optimizer_steps = whole.optimizer_steps;
+  part.params.assign(whole.params.begin() + static_cast<std::ptrdiff_t>(begin),
+                     whole.params.begin() + static_cast<std::ptrdiff_t>(end));
+  for (const math::FloatBuffer& v : whole.optimizer_state) {
+    part.optimizer_state.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(begin),
+                                      v.begin() + static_cast<std::ptrdiff_t>(end));
+  }
+  for (std::size_t k = first_clock; k < first_clock + clocks && k < whole.clocks.size(); ++k) {
+    part.clocks.push_back(whole.clocks[k]);
+  }
+  return part;
 }
 
 std::string FormatChecksum(std::uint32_t checksum) { return codec::FormatCrc32(checksum); }

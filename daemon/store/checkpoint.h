@@ -42,6 +42,18 @@ std::string EncodeCheckpoint(const CheckpointData& checkpoint);
 // but not the job: callers add which checkpoint it was.
 Result<CheckpointData> DecodeCheckpoint(std::string_view blob);
 
+// Model parallelism: a replica's K partitions each capture their part of a checkpoint (their range
+// of the partition-major parameter vector, their optimizer state, their shards' clocks); the job's
+// checkpoint joins the parts in partition order, and a partition resumes from its slice.
+// MergeCheckpointParts: every part at the same step and position, with as many state vectors;
+// its params and state vectors are concatenated, its clocks too (partition p's shards follow
+// partition p - 1's), and its optimizer_steps is the largest. SliceCheckpoint: params and state
+// [begin, end), clock rows [first_clock, first_clock + clocks) (an empty checkpoint's clocks stay
+// empty).
+Result<CheckpointData> MergeCheckpointParts(std::vector<CheckpointData> parts);
+CheckpointData SliceCheckpoint(const CheckpointData& whole, std::size_t begin, std::size_t end,
+                               std::size_t first_clock, std::size_t clocks);
+
 // A checksum as shown to users and in messages: "0x1a2b3c4d".
 std::string FormatChecksum(std::uint32_t checksum);
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/job_file.h"
+#include "config/job_layout.h"
 #include "core/dist/peer_links.h"
 #include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
@@ -85,7 +86,8 @@ Result<json> ReadReply(Upstream& upstream, std::chrono::milliseconds timeout) {
 struct Admitted {
   config::JobConfig job;
   std::optional<store::CheckpointData> resume;
-  std::vector<dist::Endpoint> peers;  // by process id; empty for a one-worker job
+  std::vector<dist::Endpoint> peers;  // by rank; empty for a one-process job
+  std::vector<dist::Endpoint> partition_peers;  // by rank: their partition rings' listeners
   std::string data_token;             // opens every data-plane connection of this attempt
 };
 
@@ -132,6 +134,12 @@ Result<Admitted> ReadAdmission(Upstream& upstream, std::chrono::milliseconds tim
         return Status::Error("malformed peer table from the daemon");
       }
       out.peers.push_back({p["host"].get<std::string>(), p["port"].get<std::uint16_t>()});
+      const auto partition_port = p.find("partition_port");
+      out.partition_peers.push_back(
+          {p["host"].get<std::string>(),
+           partition_port != p.end() && partition_port->is_number_unsigned()
+               ? partition_port->get<std::uint16_t>()
+               : std::uint16_t{0}});
     }
   }
   const auto resume_step = reply.find("resume_step");
@@ -194,7 +202,8 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     runner::RunOptions options;
     options.stop = &g_stop;
     options.observer = &printer;
-    options.checkpoints = placement.rank == 0;  // replicas agree; one writes the job's checkpoints
+    // Replicas agree; replica 0 (each of its partitions, its part) writes the job's checkpoints.
+    options.checkpoints = config::RoleOf(job.cluster, placement.rank).replica == 0;
     options.capture = session.Capturer();
     const Result<train::StopReason> why = runner::TrainRecorded(
         trainer, job.checkpoint, recorder, options, resume ? resume->step : -1);
@@ -228,7 +237,8 @@ int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placeme
     if (!spec.ok()) return FailHopeless(upstream, "no_data", spec.status().message());
     UpstreamRecorder recorder(upstream);
     runner::MetricsToRecorder sink(recorder);
-    std::printf("shard %d of %d serving %d workers\n", placement.rank - job.cluster.workers,
+    std::printf("%s of %d serving %d workers\n",
+                config::DescribeProcess(job.cluster, placement.rank).c_str(),
                 job.cluster.Servers(), job.cluster.workers);
     std::fflush(stdout);
     doing = "serving its shard";
@@ -276,16 +286,20 @@ int Work(const WorkerArgs& args) {
   if (!connected.ok()) return Fail(connected.status().message());
   Upstream upstream(std::move(connected).value(), args.job);
   upstream.set_sender(static_cast<std::uint32_t>(args.rank));
-  // The data-plane socket exists before the hello, so its port can go into it.
+  // The data-plane sockets exist before the hello, so their ports can go into it: one for the
+  // data-parallel group, one for the replica's partition ring (model parallelism).
   Result<dist::PeerListener> listener = dist::PeerListener::Open(args.data_host);
   if (!listener.ok()) return Fail(listener.status().message());
+  Result<dist::PeerListener> partition_listener = dist::PeerListener::Open(args.data_host);
+  if (!partition_listener.ok()) return Fail(partition_listener.status().message());
   const json hello = {{"v", 1},
                       {"type", "worker_hello"},
                       {"job", args.job},
                       {"rank", args.rank},
                       {"token", token},
                       {"data_host", args.data_host},
-                      {"data_port", listener.value().port()}};
+                      {"data_port", listener.value().port()},
+                      {"partition_port", partition_listener.value().port()}};
   Status said = upstream.Send(net::MessageType::kControl, hello.dump(), 10s);
   if (!said.ok()) return Fail(said.message());
   // The answer comes once every process of the job has said hello (bounded by the daemon).
@@ -295,9 +309,13 @@ int Work(const WorkerArgs& args) {
   upstream.StartHeartbeats(HeartbeatInterval(admitted.value().job.cluster.heartbeat_timeout),
                            &g_stop);
   listener.value().RequireToken(admitted.value().data_token);
-  const runner::Placement placement{args.rank, admitted.value().peers, &listener.value(),
-                                    admitted.value().data_token};
-  if (args.rank >= admitted.value().job.cluster.workers) {
+  partition_listener.value().RequireToken(admitted.value().data_token);
+  runner::Placement placement{args.rank, admitted.value().peers, &listener.value(),
+                              admitted.value().data_token};
+  placement.partition_peers = admitted.value().partition_peers;
+  placement.partition_listener = &partition_listener.value();
+  if (config::RoleOf(admitted.value().job.cluster, args.rank).kind ==
+      config::ProcessRole::Kind::kShard) {
     return RunShard(upstream, admitted.value(), placement);
   }
   return RunReplica(upstream, admitted.value(), placement);

@@ -34,6 +34,25 @@ BOOST_AUTO_TEST_CASE(pack_fills_this_host_then_the_peers_and_oversubscribes_a_lo
   BOOST_TEST(too_big.wait == "waiting for cores: needs 10, the nodes that are up have 8");
 }
 
+BOOST_AUTO_TEST_CASE(partitions_are_placed_as_training_processes_and_pack_keeps_a_replica_together) {
+  // 2 replicas x 2 partitions (ranks 0,1 = replica 0; 2,3 = replica 1), then 2 x 1 shards.
+  config::ClusterConfig c = Cluster(2, config::ClusterMode::kAsync);
+  c.model_parallel = 2;
+  const Placed packed = PlaceJob(c, 1, kThree);
+  BOOST_REQUIRE(packed.ok());
+  BOOST_TEST((packed.nodes == Nodes{"h0", "h0", "h1", "h1", "h0", "h0"}));
+  c.placement = config::PlacementPolicy::kSpread;
+  const Placed spread = PlaceJob(c, 1, kThree);
+  BOOST_TEST((spread.nodes == Nodes{"h0", "h1", "h2", "h0", "h1", "h2"}));
+  c.placement = config::PlacementPolicy::kPack;
+  const Placed two_threads = PlaceJob(c, 2, kThree);  // 4 x 2 cores: just what the nodes have
+  BOOST_REQUIRE(two_threads.ok());
+  BOOST_TEST((two_threads.nodes == Nodes{"h0", "h1", "h2", "h2", "h0", "h0"}));
+  c.workers = 3;
+  BOOST_TEST(PlaceJob(c, 2, kThree).wait ==
+             "waiting for cores: needs 12, the nodes that are up have 8");
+}
+
 BOOST_AUTO_TEST_CASE(spread_goes_round_robin_over_the_nodes_that_are_up) {
   std::vector<NodeCapacity> nodes = kThree;
   nodes[1].up = false;

@@ -134,7 +134,7 @@ train::EvalResult Evaluate(const model::Model& model, const data::Dataset& set,
   train::LocalStrategy unused(optim::MakeOptimizer({}, 0, model.NumParams()), 0.0f);
   train::Trainer t(model, Options(0, 1, 1), set, nullptr, data::ConstantScaling(1.0f), unused);
   std::copy(params.begin(), params.end(), t.params().begin());
-  return t.Evaluate(set);
+  return t.Evaluate(set).value();
 }
 
 BOOST_AUTO_TEST_CASE(downpour_converges_on_blobs) {

@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(learns_separable_blobs_and_reports_metrics) {
                            "eval_loss", "eval_accuracy"}) {
     BOOST_TEST_CONTEXT(name) { BOOST_TEST(l.counts_.count(name) == 1u); }
   }
-  const EvalResult eval = run.trainer.Evaluate(test);
+  const EvalResult eval = run.trainer.Evaluate(test).value();
   BOOST_TEST(eval.rows == test.rows);
   BOOST_TEST(eval.accuracy == l.last_["eval_accuracy"].value);
 }
