@@ -57,6 +57,8 @@ Status PartitionExchange::Check(Status status) {
 
 Status PartitionExchange::Send(Link* link, std::span<const float> data, Deadline deadline) {
   Counters& c = counters_.at(link);
+  // On the sender thread too, but never while the caller touches waits_ (RingStep waits for it).
+  waits_.bytes_sent += data.size_bytes();
   return link->Send(c.sent++, data, deadline);
 }
 

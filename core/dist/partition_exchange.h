@@ -67,10 +67,12 @@ class PartitionExchange {
   // Sums a small array over the partitions, every one ending with the same values.
   Status AllReduceSum(std::span<float> data);
 
-  // Seconds spent blocked in receives (waiting for a peer) and in sends since the last call.
+  // Seconds spent blocked in receives (waiting for a peer) and in sends, and the bytes sent,
+  // since the last call.
   struct Waits {
     double receiving = 0.0;
     double sending = 0.0;
+    std::uint64_t bytes_sent = 0;
   };
   Waits TakeWaits();
 

@@ -13,6 +13,21 @@ namespace {
 using math::Trans;
 using model::PartitionKind;
 
+// A batch's loss sum and correct count as the floats a pipeline message carries: the loss
+// rounded to a float, then what that rounding left out (about 48 bits in all), then the count.
+// The last stage keeps the unpacked value too, so every partition reports the same loss.
+constexpr std::size_t kLossFloats = 3;
+
+void PackLoss(const model::LossValue& v, float* out) {
+  out[0] = static_cast<float>(v.loss_sum);
+  out[1] = static_cast<float>(v.loss_sum - static_cast<double>(out[0]));
+  out[2] = static_cast<float>(v.correct);
+}
+
+model::LossValue UnpackLoss(const float* in) {
+  return {static_cast<double>(in[0]) + static_cast<double>(in[1]), static_cast<long>(in[2])};
+}
+
 std::size_t Floats(int rows, int cols) {
   return static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
 }
@@ -64,8 +79,8 @@ PartitionedMlp::PartitionedMlp(model::ModelSpec spec, model::PartitionPlan plan,
   assert(at == plan_.Size(part_));
   delta_a_.resize(Floats(capacity, widest));
   delta_b_.resize(Floats(capacity, widest));
-  dx_.resize(Floats(capacity, widest) + 2);  // + the loss a pipeline's backward message carries
-  message_.resize(Floats(capacity, shares_.back().out) + 2);
+  dx_.resize(Floats(capacity, widest) + kLossFloats);  // + a pipeline backward message's loss
+  message_.resize(Floats(capacity, shares_.back().out) + kLossFloats);
   if (plan_.kind == PartitionKind::kLayers && part_ > 0) {
     input_.resize(Floats(capacity, shares_.front().in));
   }
@@ -194,6 +209,11 @@ Result<int> PartitionedMlp::AgreeStop(int wanted) {
   return static_cast<int>(largest);
 }
 
+std::optional<model::PartitionTraffic> PartitionedMlp::TakeTraffic() {
+  const PartitionExchange::Waits w = exchange_.TakeWaits();
+  return model::PartitionTraffic{w.receiving, w.sending, w.bytes_sent};
+}
+
 // Tensor: every layer's units computed here, then gathered; backward, the gradient of a layer's
 // input reduce-scattered to the units' owners. `grad` null: forward and loss only.
 Result<model::LossValue> PartitionedMlp::TensorPass(const float* params, const float* x,
@@ -294,8 +314,8 @@ Result<model::LossValue> PartitionedMlp::PipelinePass(const float* params, const
       delta = loss_grad_.data() + Floats(offset[m], out);
     } else {
       const std::size_t n = Floats(r, out);
-      if (Status st = exchange_.RecvNext({message_.data(), n + 2}); !st.ok()) return st;
-      total = {message_[n], static_cast<long>(message_[n + 1])};
+      if (Status st = exchange_.RecvNext({message_.data(), n + kLossFloats}); !st.ok()) return st;
+      total = UnpackLoss(message_.data() + n);
       delta = message_.data();
       math::ActivationBackward(outputs_.back().data() + Floats(offset[m], out), delta, n,
                                shares_.back().activation);
@@ -313,10 +333,14 @@ Result<model::LossValue> PartitionedMlp::PipelinePass(const float* params, const
     if (!first) {
       const std::size_t n = Floats(r, in);
       InputGradient(shares_.front(), params, delta, r, {in}, dx_.data());
-      dx_[n] = static_cast<float>(total.loss_sum);
-      dx_[n + 1] = static_cast<float>(total.correct);
-      if (Status st = exchange_.SendPrev({dx_.data(), n + 2}); !st.ok()) return st;
+      PackLoss(total, dx_.data() + n);
+      if (Status st = exchange_.SendPrev({dx_.data(), n + kLossFloats}); !st.ok()) return st;
     }
+  }
+  if (last) {
+    float packed[kLossFloats];
+    PackLoss(total, packed);
+    total = UnpackLoss(packed);
   }
   AddWeightDecay(params, weight_decay, grad);
   return total;
@@ -338,19 +362,18 @@ Result<model::LossValue> PartitionedMlp::PipelineEvaluate(const float* params, c
                                 : Blocks{outputs_[i - 1].data(), {shares_[i].in}};
     Forward(shares_[i], params, input, rows, outputs_[i].data());
   }
-  float loss[2] = {0.0f, 0.0f};
+  float loss[kLossFloats] = {};
   model::LossValue value;
   if (last) {
-    value = StageLoss(outputs_.back().data(), y, rows, 1.0f, nullptr);
-    loss[0] = static_cast<float>(value.loss_sum);
-    loss[1] = static_cast<float>(value.correct);
+    PackLoss(StageLoss(outputs_.back().data(), y, rows, 1.0f, nullptr), loss);
+    value = UnpackLoss(loss);
   } else {
     const int out = shares_.back().out;
     if (Status st = exchange_.SendNext({outputs_.back().data(), Floats(rows, out)}); !st.ok()) {
       return st;
     }
     if (Status st = exchange_.RecvNext(loss); !st.ok()) return st;
-    value = {loss[0], static_cast<long>(loss[1])};
+    value = UnpackLoss(loss);
   }
   if (!first) {
     if (Status st = exchange_.SendPrev(loss); !st.ok()) return st;

@@ -52,6 +52,7 @@ class PartitionedMlp final : public model::Network {
   Result<double> WeightDecayPenalty(const float* params, float weight_decay) override;
   Result<double> SquaredNorm(std::span<const float> local_grad) override;
   Result<int> AgreeStop(int wanted) override;
+  std::optional<model::PartitionTraffic> TakeTraffic() override;
 
   const model::PartitionPlan& plan() const { return plan_; }
   int part() const { return part_; }

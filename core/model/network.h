@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "core/math/elementwise.h"
@@ -24,6 +25,13 @@
 #include "core/status.h"
 
 namespace dtrain::model {
+
+// What a partition exchanged with the others of its replica over some time.
+struct PartitionTraffic {
+  double receiving_seconds = 0.0;  // blocked waiting for a peer's activations or gradients
+  double sending_seconds = 0.0;    // blocked sending them
+  std::uint64_t bytes_sent = 0;
+};
 
 class Network {
  public:
@@ -50,6 +58,8 @@ class Network {
   // this partition's wish (0: none; larger values win), the result the largest of all (every
   // partition gets the same). Without partitions, `wanted` itself.
   virtual Result<int> AgreeStop(int wanted) { return wanted; }
+  // A partition's traffic since the last call; nullopt for the whole model in one process.
+  virtual std::optional<PartitionTraffic> TakeTraffic() { return std::nullopt; }
 };
 
 // The whole model, in this process: Model with a workspace for up to `capacity` rows.

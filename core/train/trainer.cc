@@ -82,6 +82,29 @@ double Trainer::Epochs() const {
 
 bool Trainer::Finished() const { return position_.step >= PlannedSteps(); }
 
+namespace {
+
+// A partition's exchanges with the others over one log window: all of them, and the seconds of
+// them spent inside the compute of a step (taken out of compute_seconds). Not used without
+// model parallelism.
+struct TrafficWindow {
+  std::optional<model::PartitionTraffic> total;
+  double in_compute = 0.0;
+
+  // Collects what the network exchanged since the last call; `computing`: during a step's compute.
+  void Collect(model::Network& network, bool computing) {
+    const std::optional<model::PartitionTraffic> t = network.TakeTraffic();
+    if (!t) return;
+    if (!total) total.emplace();
+    total->receiving_seconds += t->receiving_seconds;
+    total->sending_seconds += t->sending_seconds;
+    total->bytes_sent += t->bytes_sent;
+    if (computing) in_compute += t->receiving_seconds + t->sending_seconds;
+  }
+};
+
+}  // namespace
+
 Result<StopReason> Trainer::Run(TrainListener& listener) {
   const bool classification = IsClassification(network_.spec());
   double window_loss = 0.0;
@@ -89,6 +112,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
   std::size_t window_rows = 0;
   auto window_start = Clock::now();
   double window_compute = 0.0;
+  TrafficWindow window_traffic;
   CommStats window_comm = strategy_.Stats();
   bool stop_proposed = false;
   // Stops now when the strategy does not vote; otherwise waits for the agreed step.
@@ -100,6 +124,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
   };
 
   while (!Finished()) {
+    window_traffic.Collect(network_, false);
     const auto compute_start = Clock::now();
     const std::span<const std::uint32_t> batch = sampler_.Batch(position_.epoch, position_.batch);
     const int rows = static_cast<int>(batch.size());
@@ -126,6 +151,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     }
     const StepShare share{batch.size(), sampler_.StepRows(position_.batch)};
     window_compute += std::chrono::duration<double>(Clock::now() - compute_start).count();
+    window_traffic.Collect(network_, true);
     Status applied = strategy_.Apply(position_.step, params_, grad_, lr, share);
     if (!applied.ok()) return applied;
     std::optional<StopReason> stop = strategy_.AgreedStop();
@@ -154,8 +180,19 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
                           static_cast<double>(window_correct) / rows_seen});
       }
       const CommStats comm = strategy_.Stats();
-      if (options_.world_size > 1) {
+      // A partition's compute excludes its waits on the other partitions, reported apart.
+      window_traffic.Collect(network_, false);
+      if (const std::optional<model::PartitionTraffic>& t = window_traffic.total) {
+        window_compute = std::max(0.0, window_compute - window_traffic.in_compute);
+        points.push_back({position_.step, Epochs(), "pipeline_idle_seconds", t->receiving_seconds});
+        points.push_back({position_.step, Epochs(), "activation_send_seconds", t->sending_seconds});
+        points.push_back({position_.step, Epochs(), "activation_bytes",
+                          static_cast<double>(t->bytes_sent)});
+      }
+      if (options_.world_size > 1 || window_traffic.total) {
         points.push_back({position_.step, Epochs(), "compute_seconds", window_compute});
+      }
+      if (options_.world_size > 1) {
         points.push_back({position_.step, Epochs(), "comm_seconds",
                           comm.comm_seconds - window_comm.comm_seconds});
         points.push_back({position_.step, Epochs(), "wait_seconds",
@@ -166,6 +203,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       listener.Record(points);
       window_comm = comm;
       window_compute = 0.0;
+      window_traffic = {};
       window_loss = 0.0;
       window_correct = 0;
       window_rows = 0;

@@ -122,7 +122,7 @@ Result<Admitted> ReadAdmission(Upstream& upstream, std::chrono::milliseconds tim
     SayHopeless(upstream, "no_data", why);
     return Status::Error(why);
   }
-  Admitted out{*loaded.job, std::nullopt, {}, {}};
+  Admitted out{*loaded.job, std::nullopt, {}, {}, {}};
   if (reply.contains("data_token") && reply["data_token"].is_string()) {
     out.data_token = reply["data_token"].get<std::string>();
   }
@@ -310,10 +310,9 @@ int Work(const WorkerArgs& args) {
                            &g_stop);
   listener.value().RequireToken(admitted.value().data_token);
   partition_listener.value().RequireToken(admitted.value().data_token);
-  runner::Placement placement{args.rank, admitted.value().peers, &listener.value(),
-                              admitted.value().data_token};
-  placement.partition_peers = admitted.value().partition_peers;
-  placement.partition_listener = &partition_listener.value();
+  const runner::Placement placement{args.rank, admitted.value().peers, &listener.value(),
+                                    admitted.value().data_token, admitted.value().partition_peers,
+                                    &partition_listener.value()};
   if (config::RoleOf(admitted.value().job.cluster, args.rank).kind ==
       config::ProcessRole::Kind::kShard) {
     return RunShard(upstream, admitted.value(), placement);

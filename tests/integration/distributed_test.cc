@@ -18,6 +18,7 @@
 #include "core/net/host_info.h"
 #include "daemon/store/store.h"
 #include "integration/daemon_fixture.h"
+#include "integration/finished_run.h"
 
 namespace dtrain::testing {
 namespace {
@@ -33,60 +34,6 @@ std::string BlobsJob(const std::string& cluster, int batch, const std::string& e
          "[train]\nepochs = 0\nsteps = " + std::to_string(steps) +
          "\neval_every = 20\nbatch_size = " + std::to_string(batch) + "\nseed = 5\n" + extra +
          "[optimizer]\nlr = 0.1\n[cluster]\n" + cluster + "[checkpoint]\nevery_steps = 20\n";
-}
-
-struct Finished {
-  ProcessResult run;
-  std::vector<float> params;                 // the job's newest checkpoint
-  std::vector<std::vector<std::uint64_t>> clocks;  // its version vectors (async)
-  std::map<int, double> eval_loss;           // the last eval_loss of each worker
-  std::map<std::string, double> worst;       // the largest value of each metric, any worker
-  std::vector<store::WorkerRecord> workers;
-  std::vector<store::LogRow> logs;
-};
-
-Finished RunJob(const TempDir& dir, const std::string& name, const std::string& text) {
-  Finished f;
-  const std::string db = dir.Path(name + ".db");
-  f.run = RunProcess({EnvPath("DTRAIN_BIN"), "run", dir.Write(name + ".toml", text), "--db", db,
-                      "--json"},
-                     dir.Path(""));
-  BOOST_TEST_INFO(name << ": " << f.run.err);
-  BOOST_REQUIRE_EQUAL(f.run.exit_code, 0);
-  auto store = store::Store::Open(db);
-  BOOST_REQUIRE(store.ok());
-  auto latest = store.value()->LatestCheckpoint(1);
-  BOOST_REQUIRE(latest.ok() && latest.value().checkpoint.has_value());
-  f.params.assign(latest.value().checkpoint->params.begin(),
-                  latest.value().checkpoint->params.end());
-  f.clocks = latest.value().checkpoint->clocks;
-  auto metrics = store.value()->Metrics(1, "");
-  BOOST_REQUIRE(metrics.ok());
-  for (const store::MetricRow& m : metrics.value()) {
-    if (m.name == "eval_loss") f.eval_loss[m.worker] = m.value;
-    auto [it, fresh] = f.worst.emplace(m.name, m.value);
-    if (!fresh) it->second = std::max(it->second, m.value);
-  }
-  auto workers = store.value()->Workers(1);
-  BOOST_REQUIRE(workers.ok());
-  f.workers = workers.value();
-  auto logs = store.value()->Logs(1);
-  BOOST_REQUIRE(logs.ok());
-  f.logs = logs.value();
-  return f;
-}
-
-// How many of the job's log lines are exactly `line`.
-long CountLines(const Finished& f, const std::string& line) {
-  return std::count_if(f.logs.begin(), f.logs.end(),
-                       [&](const store::LogRow& row) { return row.line == line; });
-}
-
-void CheckReplicasAgree(const Finished& f, int workers) {
-  BOOST_REQUIRE_EQUAL(f.eval_loss.size(), static_cast<std::size_t>(workers));
-  for (const auto& [rank, loss] : f.eval_loss) {
-    BOOST_TEST(loss == f.eval_loss.at(0), "worker " << rank << " evaluates differently");
-  }
 }
 
 // train.threads is auto in these jobs: the host's cores are shared among its n replicas.
