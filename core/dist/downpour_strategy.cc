@@ -30,7 +30,12 @@ DownpourStrategy::DownpourStrategy(std::span<Link* const> shard_links, std::size
       comm_([this] { CommLoop(); }) {}
 
 DownpourStrategy::~DownpourStrategy() {
-  Finish();  // the error has nobody to go to; the shards report it
+  // Without Finish the replica failed: it leaves without a goodbye, so its shards count it absent
+  // (a successor may rejoin in its place), not departed.
+  if (!finished_) {
+    finished_ = true;
+    StopThread();
+  }
 }
 
 std::uint64_t DownpourStrategy::Post(Job job) {

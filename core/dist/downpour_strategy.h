@@ -27,8 +27,9 @@
 // than s clocks stale. s = 0: no bound.
 //
 // ProposeStop returns false: async replicas stop on their own. Finish() pushes what the last
-// window accumulated and says goodbye (a departed replica no longer holds back the bound); the
-// destructor calls it if nobody did. Stats(): comm_seconds is the communication thread's time in
+// window accumulated and says goodbye (a departed replica no longer holds back the bound). The
+// destructor does not: a replica destroyed without Finish has failed, and its shards see it
+// leave without a goodbye, as if it had died, so that a restarted process may take its place. Stats(): comm_seconds is the communication thread's time in
 // exchanges, wait_seconds the training thread's time blocked on it; WorkerStats() adds this
 // replica's own view of staleness. Clipping (clip_norm > 0) clips each step's gradient.
 //

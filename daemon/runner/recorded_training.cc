@@ -1,5 +1,7 @@
 #include "daemon/runner/recorded_training.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 
 #include "daemon/runner/trainer_checkpoint.h"
@@ -79,6 +81,12 @@ Result<train::StopReason> TrainRecorded(train::Trainer& trainer,
   if (!listener.failure().ok()) return listener.failure();
   Status saved = listener.Save();  // the end, whatever stopped it
   if (!saved.ok()) return saved;
+  // The process's peak resident memory over its life, for sizing jobs and their memory_limit.
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const train::MetricPoint peak{trainer.position().step, trainer.Epochs(), "peak_rss_bytes",
+                                static_cast<double>(usage.ru_maxrss) * 1024.0};
+  recorder.RecordMetrics({&peak, 1});
   return why;
 }
 

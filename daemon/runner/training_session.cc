@@ -78,7 +78,7 @@ GroupView DataParallelView(const config::JobConfig& job, const Placement& placem
 
 TrainingSession::~TrainingSession() {
   trainer_.reset();
-  strategy_.reset();  // says goodbye to the shards if Finish was not called
+  strategy_.reset();  // without Finish: sync ps says goodbye, async leaves as a failed replica
 }
 
 Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::JobConfig& job,

@@ -20,6 +20,7 @@
 #include "core/net/auth.h"
 #include "core/net/host_info.h"
 #include "daemon/server/account.h"
+#include "daemon/server/active_job.h"
 #include "daemon/server/async.h"
 #include "daemon/store/checkpoint_partitions.h"
 
@@ -31,14 +32,6 @@ namespace {
 using store::JobState;
 using namespace std::chrono_literals;
 
-std::string DescribeExit(const ProcessExit& exit) {
-  if (exit.signal != 0) {
-    const char* name = ::sigabbrev_np(exit.signal);
-    return "killed by signal " + (name != nullptr ? "SIG" + std::string(name)
-                                                  : std::to_string(exit.signal));
-  }
-  return "exited with status " + std::to_string(exit.exit_status);
-}
 
 // Cores a job holds on this host while it runs: its local replicas' BLAS threads (all the host's
 // cores when train.threads is auto), capped at the host's cores (a job larger than the host runs
@@ -51,86 +44,14 @@ int JobCores(const config::JobConfig& job, int host_cores, int local_replicas) {
 
 }  // namespace
 
-// One process of a job's current attempt (config/job_layout.h: a replica's partition, or a shard).
-struct JobManager::Process {
-  int rank = 0;
-  std::string node;  // the peer it runs on; empty: this daemon's host
-  pid_t pid = 0;  // 0 until it is started
-  std::int64_t row = 0;
-  std::string token;
-  bool admitted = false;
-  std::string data_host;  // where it listens for its peers, as its hello said
-  std::uint16_t data_port = 0;
-  std::uint16_t partition_port = 0;
-  std::string done_stop;  // what it said when it finished: completed, target, requested
-  std::int64_t steps = 0;
-  bool exited = false;
-  ProcessExit exit;        // once exited
-  bool stop_sent = false;  // SIGTERM sent (its SIGKILL timer is running)
-};
-
-struct JobManager::Job {
-  std::int64_t id = 0;
-  Owner owner;
-  config::JobConfig config;
-  std::string spec_toml;
-  JobState state = JobState::kQueued;
-  int priority = 0;
-  int cores = 1;
-  int max_restarts = 0;
-  int restarts = 0;
-  std::string pending_reason;
-  // The current attempt: its processes, while any is running or being started.
-  bool active = false;
-  std::uint64_t attempt = 0;
-  std::vector<Process> processes;
-  std::vector<std::string> placement;  // node by rank, chosen when the job was scheduled
-  int live = 0;         // processes of the attempt that have not exited
-  std::string failure;  // the attempt's first failure, empty while none
-  // Rendezvous: admitted processes wait on the timer, which expires at the deadline or is
-  // cancelled once the last one arrived (ready) or the attempt failed.
-  std::unique_ptr<asio::steady_timer> rendezvous;
-  bool ready = false;
-  Admission admission;  // common to every process, filled in by the last to arrive
-  std::vector<std::string> checkpoint_parts;  // by partition: the blob each resumes from
-  // Model parallelism: the parts of a checkpoint that replica 0's partitions sent, by step, until
-  // all have come; the waiters wake when `stored` is cancelled, the result in `result`.
-  struct PendingCheckpoint {
-    std::vector<std::optional<store::CheckpointData>> parts;
-    std::shared_ptr<asio::steady_timer> stored;
-    std::shared_ptr<std::optional<Status>> result;
-  };
-  std::map<std::int64_t, PendingCheckpoint> pending_checkpoints;
-  bool cancel_requested = false;
-  uid_t cancelled_by = 0;
-  // A replica reached the target accuracy: the others were asked to stop (async replicas do not
-  // vote), and a replica that stops because it was asked ends this attempt well.
-  bool target_reached = false;
-  // Set when a process cannot read the job's data on its host: why, naming it; no restart.
-  std::string hopeless;
-
-  // Whether process `p` said it finished in a way that lets the job succeed.
-  bool StoppedWell(const Process& p) const {
-    return p.done_stop == "completed" || p.done_stop == "target" ||
-           (target_reached && p.done_stop == "requested");
+std::string DescribeExit(const ProcessExit& exit) {
+  if (exit.signal != 0) {
+    const char* name = ::sigabbrev_np(exit.signal);
+    return "killed by signal " + (name != nullptr ? "SIG" + std::string(name)
+                                                  : std::to_string(exit.signal));
   }
-  // The step of the replica that reached the target (the lowest rank that did).
-  std::int64_t TargetStep() const {
-    for (const Process& p : processes) {
-      if (p.done_stop == "target") return p.steps;
-    }
-    return processes.front().steps;
-  }
-
-  std::string Who(int rank) const {
-    const Process& p = processes[static_cast<std::size_t>(rank)];
-    return config::DescribeProcess(config.cluster, rank) + (p.node.empty() ? "" : " on " + p.node) +
-           " (pid " + std::to_string(p.pid) + ")";
-  }
-  bool IsReplica(int rank) const {
-    return config::RoleOf(config.cluster, rank).kind == config::ProcessRole::Kind::kReplica;
-  }
-};
+  return "exited with status " + std::to_string(exit.exit_status);
+}
 
 JobManager::JobManager(asio::io_context& io, asio::thread_pool& pool, store::Store& store,
                        Supervisor& supervisor, ManagerSettings settings)
@@ -437,6 +358,8 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   const int count = job->config.cluster.Processes();
   const std::uint64_t attempt = ++job->attempt;
   job->processes.assign(static_cast<std::size_t>(count), Process{});
+  job->rejoining.clear();
+  job->pending_checkpoints.clear();
   job->live = 0;
   job->failure.clear();
   job->ready = false;
@@ -542,37 +465,8 @@ asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t att
   }
 }
 
-bool JobManager::CanRestartAlone(const Job& job, const Process& p) const {
-  return job.config.cluster.mode == config::ClusterMode::kAsync &&
-         job.config.cluster.model_parallel == 1 && job.IsReplica(p.rank) && job.ready &&
-         job.failure.empty() &&
-         p.done_stop.empty() && !job.cancel_requested && !shutting_down_ &&
-         !job.target_reached && WillRestart(job);
-}
-
 bool JobManager::WillRestart(const Job& job) const {
   return job.restarts < job.max_restarts && job.hopeless.empty();
-}
-
-Status JobManager::RestartAlone(Job& job, int rank) {
-  Process& old = job.processes[static_cast<std::size_t>(rank)];
-  Process fresh;
-  fresh.rank = rank;
-  fresh.node = old.node;
-  fresh.token = net::RandomToken();
-  Result<pid_t> pid = SpawnProcess(job.id, job.attempt, fresh);
-  if (!pid.ok()) return pid.status();
-  fresh.pid = pid.value();
-  old = std::move(fresh);
-  ++job.restarts;
-  return Status::Ok();
-}
-
-std::string JobManager::AloneReason(const Job& job, int rank, const std::string& why) const {
-  return "restart " + std::to_string(job.restarts) + " of " + std::to_string(job.max_restarts) +
-         ": " + why + "; started again alone (pid " +
-         std::to_string(job.processes[static_cast<std::size_t>(rank)].pid) +
-         "): it rejoins the shards while the others go on";
 }
 
 void JobManager::FailAttempt(Job& job, const std::string& why) {
@@ -647,20 +541,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
   me.partition_port = partition_port;
   const std::uint64_t attempt = job->attempt;
   if (job->ready) {
-    // A replica restarted alone (async) joins the running attempt, from the newest checkpoint.
-    auto latest = co_await OffThread(pool_, [this, id] { return store_.LatestCheckpoint(id); });
-    it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
-    const Admission& common = it->second->admission;
-    Admission late;  // the common one without its (maybe large) checkpoint blob
-    late.spec_toml = common.spec_toml;
-    late.data_token = common.data_token;
-    late.peers = common.peers;
-    late.heartbeat_timeout = common.heartbeat_timeout;
-    if (latest.ok() && latest.value().checkpoint) {
-      late.resume_step = latest.value().checkpoint->step;
-      late.checkpoint_blob = store::EncodeCheckpoint(*latest.value().checkpoint);
-    }
+    Result<Admission> late = co_await AdmitRestarted(id, attempt, rank);
     co_return late;
   }
   const bool last = std::all_of(job->processes.begin(), job->processes.end(),
@@ -880,23 +761,13 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   // A replica asked to stop exits with its own status for that (130), after saying so.
   const bool ended_well = exit.signal == 0 && job->StoppedWell(p) &&
                           (exit.exit_status == 0 || p.done_stop == "requested");
-  if (!ended_well && CanRestartAlone(*job, p)) {
-    // Async: the others go on; a new process takes this one's place among the shards.
-    const std::int64_t old_row = p.row;
-    const std::string why = job->Who(rank) + " " + DescribeExit(exit);
-    if (RestartAlone(*job, rank).ok()) {
-      const pid_t pid = job->processes[static_cast<std::size_t>(rank)].pid;
-      const std::string reason = AloneReason(*job, rank, why);
-      store_.AppendLog(id, 0, "daemon", reason);
-      co_await OffThread(pool_, [this, id, &reason] { return store_.NoteEvent(id, reason); });
-      if (old_row != 0) {
-        co_await OffThread(pool_, [this, old_row, exit] {
-          return store_.RecordWorkerExit(old_row, exit.exit_status, exit.signal);
-        });
-      }
-      co_await RecordStart(id, attempt, rank, pid);
-      co_return;
-    }
+  if (p.replacing || (!ended_well && CanRestartReplica(*job, p))) {
+    // Async: the others go on; new processes take this replica's place among the shards.
+    const bool handled = co_await ReplaceReplica(id, attempt, rank);
+    if (handled) co_return;
+    it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
+    job = it->second.get();
   }
   if (!ended_well && exit.signal == 0 && job->failure.empty() && job->live > 1) {
     // A process that failed on its own is often the survivor of a peer that was killed (its

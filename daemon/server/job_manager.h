@@ -199,15 +199,25 @@ class JobManager {
   Result<Launch> ProcessLaunch(const Job& job, const Process& p, int connection) const;
   // Records that process `rank` (pid `pid`) started, and its exit if it came first.
   asio::awaitable<void> RecordStart(std::int64_t id, std::uint64_t attempt, int rank, pid_t pid);
-  // Whether a failed process may be restarted alone while the others go on: an async replica of
-  // a job whose rendezvous is over and whose restart budget is not spent.
-  bool CanRestartAlone(const Job& job, const Process& p) const;
+  // Whether a failed process's replica may be started again while the others go on: an async
+  // replica (or one of its partitions) of a job whose rendezvous is over and whose restart budget
+  // is not spent (replica_restart.cc).
+  bool CanRestartReplica(const Job& job, const Process& p) const;
   // Whether a failed attempt of the job is followed by another: restarts left, data readable.
   bool WillRestart(const Job& job) const;
-  // Replaces the exited process `rank` with a new one of the same attempt (counted as a restart).
-  Status RestartAlone(Job& job, int rank);
-  // The event and log line for that restart; `why` names the process that ended and how.
-  std::string AloneReason(const Job& job, int rank, const std::string& why) const;
+  // The exit of process `rank`, which CanRestartReplica allowed or whose replica is already being
+  // replaced: the replica's other partitions are stopped, and once all have exited, new ones of
+  // the same attempt take their places (one restart, an event naming the first exit). False when
+  // the replacement is abandoned (the job failed, was cancelled, or the daemon stops meanwhile):
+  // the caller then handles the exit as any other.
+  asio::awaitable<bool> ReplaceReplica(std::int64_t id, std::uint64_t attempt, int rank);
+  // Ends the replacement of `replica`, all of whose processes have exited, `rank` last.
+  void GiveUpReplacing(Job& job, int replica, int rank);
+  // The admission of a process that replaced one of a running attempt: once every partition of
+  // its replica has come (within cluster.timeout_seconds), its part of the newest checkpoint and
+  // the current addresses.
+  asio::awaitable<Result<Admission>> AdmitRestarted(std::int64_t id, std::uint64_t attempt,
+                                                    int rank);
   // "restart N of M: <the attempt's failure>; resuming from the newest checkpoint".
   std::string RestartReason(const Job& job) const;
   // SIGTERM (then SIGKILL after `grace`) to every live process of the job.

@@ -176,4 +176,10 @@ void Supervisor::Stop(pid_t pid, std::chrono::milliseconds grace) {
   });
 }
 
+void Supervisor::Kill(pid_t pid) {
+  auto it = impl_->processes.find(pid);
+  if (it == impl_->processes.end() || it->second.exit) return;
+  ::kill(-pid, SIGKILL);
+}
+
 }  // namespace dtrain::server

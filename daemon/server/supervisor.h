@@ -47,6 +47,9 @@ class Supervisor {
   Result<pid_t> Spawn(const Launch& launch, LineHandler on_line, ExitHandler on_exit);
   // SIGTERM to the process's group now; SIGKILL to it after `grace` if it has not exited.
   void Stop(pid_t pid, std::chrono::milliseconds grace);
+  // SIGKILL to the process's group now: for a process whose work is thrown away (it must not
+  // finish cleanly, e.g. say goodbye to the job's shards).
+  void Kill(pid_t pid);
   std::size_t running() const;
 
  private:

@@ -24,7 +24,8 @@ using json = nlohmann::json;
 void ReadFields(const json& request) {
   using namespace dtrain::server;
   for (const char* key : {"id", "priority", "limit", "after", "worker", "tail", "step", "job",
-                          "rank", "data_port", "steps", "uid", "gid", "memory_limit"}) {
+                          "rank", "data_port", "partition_port", "steps", "uid", "gid",
+                          "memory_limit"}) {
     (void)IntField(request, key);
   }
   for (const char* key : {"type", "job_toml", "source", "name", "state", "token", "data_host",

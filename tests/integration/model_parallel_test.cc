@@ -6,10 +6,13 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/temp_dir.h"
 #include "core/dist/replica_harness.h"
@@ -150,6 +153,57 @@ BOOST_AUTO_TEST_CASE(a_daemon_runs_a_partitioned_job_and_recovers_from_a_killed_
                  d.dir().Path(""));
   BOOST_TEST(exported.exit_code == 0, exported.err);
   BOOST_TEST(exported.out.find("hidden=32,16") != std::string::npos, exported.out);
+}
+
+BOOST_AUTO_TEST_CASE(an_async_replica_whose_partition_is_killed_restarts_alone) {
+  DaemonFixture d;
+  const std::int64_t id = d.Submit(
+      "name = \"downpour\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
+      "[model]\ntype = \"mlp\"\nhidden = [32, 16]\n"
+      "[train]\nepochs = 0\nsteps = 30000\nbatch_size = 16\neval_every = 5000\n"
+      "[cluster]\nworkers = 2\nmode = \"async\"\nservers = 1\nmodel_parallel = 2\n"
+      "timeout_seconds = 30\n[checkpoint]\nevery_steps = 200\n[restart]\nmax_restarts = 1\n");
+  json job;
+  for (int i = 0; i < 1500; ++i) {
+    job = d.Status(id);
+    if (job["state"] == "running" && job["step"].get<std::int64_t>() >= 300) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
+  BOOST_REQUIRE_EQUAL(job["workers"].size(), 6u);  // 2 x 2 partitions, then a shard each
+  std::vector<pid_t> others;  // replica 0's partitions and the shards: they go on
+  for (int r : {0, 1, 4, 5}) others.push_back(job["workers"][r]["pid"].get<pid_t>());
+  const pid_t victim = job["workers"][2]["pid"].get<pid_t>();  // replica 1's partition 0
+  ::kill(victim, SIGKILL);
+  for (int i = 0; i < 1500; ++i) {
+    job = d.Status(id);
+    if (job["restarts"] == 1 || job["state"] != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  BOOST_TEST(job["restarts"] == 1, job.dump());
+  job = d.Wait(id);
+  BOOST_TEST(job["state"] == "succeeded", job.dump());
+  int restarted = 0;
+  for (const json& e : job["events"]) {
+    BOOST_TEST(e["to"] != "recovering", job.dump());
+    const std::string reason = e["reason"];
+    if (reason.find("replica 1's 2 partitions started again") != std::string::npos) {
+      ++restarted;
+      BOOST_TEST(reason.find("restart 1 of 1: worker rank 2 (replica 1, partition 0)") == 0,
+                 reason);
+    }
+  }
+  BOOST_TEST(restarted == 1, job.dump());
+  std::multiset<int> ranks;
+  for (const json& w : job["workers"]) {
+    ranks.insert(w["rank"].get<int>());
+    const pid_t pid = w["pid"].get<pid_t>();
+    if (std::find(others.begin(), others.end(), pid) != others.end()) {
+      BOOST_TEST(w["exit_status"] == 0, job.dump());
+    }
+  }
+  for (int r : {0, 1, 4, 5}) BOOST_TEST(ranks.count(r) == 1u, job.dump());
+  for (int r : {2, 3}) BOOST_TEST(ranks.count(r) == 2u, job.dump());  // the old and the new
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,122 @@
+// The daemon's in-memory record of an active job and of each process of its current attempt:
+// JobManager's private state, shared by the files that implement it (job_manager.cc,
+// replica_restart.cc). Touched only on the daemon's io thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <asio/steady_timer.hpp>
+
+#include "config/job.h"
+#include "config/job_layout.h"
+#include "daemon/server/job_manager.h"
+#include "daemon/store/checkpoint.h"
+
+namespace dtrain::server {
+
+// "killed by signal SIGKILL", "exited with status 1".
+std::string DescribeExit(const ProcessExit& exit);
+
+// One process of a job's current attempt (config/job_layout.h: a replica's partition, or a shard).
+struct JobManager::Process {
+  int rank = 0;
+  std::string node;  // the peer it runs on; empty: this daemon's host
+  pid_t pid = 0;  // 0 until it is started
+  std::int64_t row = 0;
+  std::string token;
+  bool admitted = false;
+  std::string data_host;  // where it listens for its peers, as its hello said
+  std::uint16_t data_port = 0;
+  std::uint16_t partition_port = 0;
+  std::string done_stop;  // what it said when it finished: completed, target, requested
+  std::int64_t steps = 0;
+  bool exited = false;
+  ProcessExit exit;        // once exited
+  bool stop_sent = false;  // SIGTERM sent (its SIGKILL timer is running)
+  // Async: its replica is being started again while the others go on; its exit fails nothing.
+  bool replacing = false;
+};
+
+struct JobManager::Job {
+  std::int64_t id = 0;
+  Owner owner;
+  config::JobConfig config;
+  std::string spec_toml;
+  store::JobState state = store::JobState::kQueued;
+  int priority = 0;
+  int cores = 1;
+  int max_restarts = 0;
+  int restarts = 0;
+  std::string pending_reason;
+  // The current attempt: its processes, while any is running or being started.
+  bool active = false;
+  std::uint64_t attempt = 0;
+  std::vector<Process> processes;
+  std::vector<std::string> placement;  // node by rank, chosen when the job was scheduled
+  int live = 0;         // processes of the attempt that have not exited
+  std::string failure;  // the attempt's first failure, empty while none
+  // Rendezvous: admitted processes wait on the timer, which expires at the deadline or is
+  // cancelled once the last one arrived (ready) or the attempt failed.
+  std::unique_ptr<asio::steady_timer> rendezvous;
+  bool ready = false;
+  Admission admission;  // common to every process, filled in by the last to arrive
+  std::vector<std::string> checkpoint_parts;  // by partition: the blob each resumes from
+  // Model parallelism: the parts of a checkpoint that replica 0's partitions sent, by step, until
+  // all have come; the waiters wake when `stored` is cancelled, the result in `result`.
+  struct PendingCheckpoint {
+    std::vector<std::optional<store::CheckpointData>> parts;
+    std::shared_ptr<asio::steady_timer> stored;
+    std::shared_ptr<std::optional<Status>> result;
+  };
+  std::map<std::int64_t, PendingCheckpoint> pending_checkpoints;
+  // Async: replicas being started again while the others go on, by replica. Their old processes
+  // are stopped and waited for (`why`: the exit that began it); the new ones are admitted
+  // together, so that a replica's partitions learn each other's addresses and resume from the
+  // same checkpoint: they wait on `arrived`, cancelled once the last has come, which leaves
+  // `admitted` set (or not, if they did not all come in time).
+  struct Rejoin {
+    std::string why;
+    std::shared_ptr<asio::steady_timer> arrived;
+    struct Resume {
+      std::int64_t step = -1;             // -1: no checkpoint yet
+      std::vector<std::string> blobs;     // by partition
+    };
+    std::shared_ptr<std::optional<Result<Resume>>> admitted;
+  };
+  std::map<int, Rejoin> rejoining;
+  bool cancel_requested = false;
+  uid_t cancelled_by = 0;
+  // A replica reached the target accuracy: the others were asked to stop (async replicas do not
+  // vote), and a replica that stops because it was asked ends this attempt well.
+  bool target_reached = false;
+  // Set when a process cannot read the job's data on its host: why, naming it; no restart.
+  std::string hopeless;
+
+  // Whether process `p` said it finished in a way that lets the job succeed.
+  bool StoppedWell(const Process& p) const {
+    return p.done_stop == "completed" || p.done_stop == "target" ||
+           (target_reached && p.done_stop == "requested");
+  }
+  // The step of the replica that reached the target (the lowest rank that did).
+  std::int64_t TargetStep() const {
+    for (const Process& p : processes) {
+      if (p.done_stop == "target") return p.steps;
+    }
+    return processes.front().steps;
+  }
+
+  std::string Who(int rank) const {
+    const Process& p = processes[static_cast<std::size_t>(rank)];
+    return config::DescribeProcess(config.cluster, rank) + (p.node.empty() ? "" : " on " + p.node) +
+           " (pid " + std::to_string(p.pid) + ")";
+  }
+  bool IsReplica(int rank) const {
+    return config::RoleOf(config.cluster, rank).kind == config::ProcessRole::Kind::kReplica;
+  }
+};
+
+}  // namespace dtrain::server

@@ -1,0 +1,199 @@
+// Async jobs restart a failed replica while the others go on: its processes (one, or with model
+// parallelism its K partitions) are stopped, replaced by new ones of the same attempt, admitted
+// together and resumed from the newest checkpoint, rejoining their shards.
+#include <algorithm>
+#include <cmath>
+
+#include "core/net/auth.h"
+#include "daemon/server/active_job.h"
+#include "daemon/server/async.h"
+#include "daemon/store/checkpoint_partitions.h"
+
+namespace dtrain::server {
+namespace {
+
+std::string Pids(const std::vector<pid_t>& pids) {
+  std::string out;
+  for (pid_t pid : pids) out += (out.empty() ? "" : ", ") + std::to_string(pid);
+  return out;
+}
+
+}  // namespace
+
+void JobManager::GiveUpReplacing(Job& job, int replica, int rank) {
+  const std::vector<int> partitions = config::ReplicaPartitions(job.config.cluster, replica);
+  for (int r : partitions) job.processes[static_cast<std::size_t>(r)].replacing = false;
+  job.rejoining.erase(replica);
+  // The others' exits were taken without counting them; this one's is counted by the caller.
+  job.live -= static_cast<int>(partitions.size()) - 1;
+  job.processes[static_cast<std::size_t>(rank)].row = 0;  // its exit is recorded
+}
+
+bool JobManager::CanRestartReplica(const Job& job, const Process& p) const {
+  return job.config.cluster.mode == config::ClusterMode::kAsync && job.IsReplica(p.rank) &&
+         job.ready && job.failure.empty() && p.done_stop.empty() && !job.cancel_requested &&
+         !shutting_down_ && !job.target_reached && WillRestart(job);
+}
+
+asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t attempt, int rank) {
+  Job* job = jobs_.at(id).get();
+  const config::ClusterConfig& cluster = job->config.cluster;
+  const int replica = config::RoleOf(cluster, rank).replica;
+  const std::vector<int> partitions = config::ReplicaPartitions(cluster, replica);
+  const Process& me = job->processes[static_cast<std::size_t>(rank)];
+  const std::int64_t row = me.row;
+  const ProcessExit exit = me.exit;
+  const pid_t pid = me.pid;
+  if (!me.replacing) {
+    // The first of the replica's processes to end: the others lost their links to it. They are
+    // killed, not stopped: a clean stop would say goodbye to their shards, which then would not
+    // let their successors rejoin.
+    job->rejoining[replica].why = job->Who(rank) + " " + DescribeExit(exit);
+    for (int r : partitions) job->processes[static_cast<std::size_t>(r)].replacing = true;
+    if (exit.signal == 0 && partitions.size() > 1) {
+      // A partition that failed on its own is most likely the survivor of one that was killed:
+      // that death gets a moment to arrive, so that the reason names it.
+      asio::steady_timer blame(io_, kBlameGrace);
+      co_await blame.async_wait(asio::use_awaitable);
+      auto found = jobs_.find(id);
+      if (found == jobs_.end() || found->second->attempt != attempt) co_return true;
+      job = found->second.get();
+    }
+    for (int r : partitions) {
+      Process& q = job->processes[static_cast<std::size_t>(r)];
+      if (q.replacing && q.pid > 0 && !q.exited) {
+        supervisor_.Kill(q.pid);
+        q.stop_sent = true;
+      }
+    }
+  } else if (exit.signal != 0 && !me.stop_sent &&
+             job->rejoining[replica].why.find("killed") == std::string::npos) {
+    job->rejoining[replica].why = job->Who(rank) + " " + DescribeExit(exit);
+  }
+  if (row != 0) {
+    co_await OffThread(pool_, [this, row, exit] {
+      return store_.RecordWorkerExit(row, exit.exit_status, exit.signal);
+    });
+  }
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second->attempt != attempt) co_return true;
+  job = it->second.get();
+  // Another partition's exit may have finished the replacement (or given it up) meanwhile.
+  const Process& now = job->processes[static_cast<std::size_t>(rank)];
+  if (now.pid != pid || !now.replacing) co_return true;
+  const bool all_exited = std::all_of(partitions.begin(), partitions.end(), [&](int r) {
+    return job->processes[static_cast<std::size_t>(r)].exited;
+  });
+  if (!all_exited) co_return true;
+  const std::string why = job->rejoining[replica].why;
+  if (!job->failure.empty() || job->cancel_requested || shutting_down_ || !WillRestart(*job)) {
+    // The job ends instead: this exit is handled as any other, the replica's others as gone.
+    GiveUpReplacing(*job, replica, rank);
+    co_return false;
+  }
+  std::vector<pid_t> pids;
+  for (int r : partitions) {
+    Process& old = job->processes[static_cast<std::size_t>(r)];
+    Process fresh;
+    fresh.rank = r;
+    fresh.node = old.node;
+    fresh.token = net::RandomToken();
+    Result<pid_t> spawned = SpawnProcess(id, attempt, fresh);
+    if (!spawned.ok()) {
+      // The replica cannot come back: the attempt fails (and may restart whole); the ones
+      // started already are among those it stops.
+      GiveUpReplacing(*job, replica, rank);
+      job->live += static_cast<int>(pids.size());
+      FailAttempt(*job, "cannot start " + job->Who(r) + " again: " + spawned.status().message());
+      co_return false;
+    }
+    fresh.pid = spawned.value();
+    pids.push_back(fresh.pid);
+    old = std::move(fresh);
+  }
+  ++job->restarts;
+  const std::string started =
+      partitions.size() == 1
+          ? "started again alone (pid " + Pids(pids) + "): it rejoins"
+          : "replica " + std::to_string(replica) + "'s " + std::to_string(partitions.size()) +
+                " partitions started again (pids " + Pids(pids) + "): they rejoin";
+  const std::string reason = "restart " + std::to_string(job->restarts) + " of " +
+                             std::to_string(job->max_restarts) + ": " + why + "; " + started +
+                             " the shards while the others go on";
+  store_.AppendLog(id, 0, "daemon", reason);
+  co_await OffThread(pool_, [this, id, &reason] { return store_.NoteEvent(id, reason); });
+  for (std::size_t i = 0; i < partitions.size(); ++i) {
+    co_await RecordStart(id, attempt, partitions[i], pids[i]);
+  }
+  co_return true;
+}
+
+asio::awaitable<Result<Admission>> JobManager::AdmitRestarted(std::int64_t id,
+                                                              std::uint64_t attempt, int rank) {
+  const Status refused = Status::Error("job " + std::to_string(id) + " rank " +
+                                       std::to_string(rank) + " is no longer expected");
+  Job* job = jobs_.at(id).get();
+  const config::ClusterConfig cluster = job->config.cluster;
+  const config::ProcessRole role = config::RoleOf(cluster, rank);
+  const std::vector<int> partitions = config::ReplicaPartitions(cluster, role.replica);
+  // Its siblings and later joiners see where it listens now.
+  const Process& me = job->processes[static_cast<std::size_t>(rank)];
+  PeerAddress& address = job->admission.peers[static_cast<std::size_t>(rank)];
+  address.host = me.data_host.empty() ? settings_.data_host : me.data_host;
+  address.port = me.data_port;
+  address.partition_port = me.partition_port;
+
+  Job::Rejoin& rejoin = job->rejoining[role.replica];
+  if (!rejoin.arrived) {
+    rejoin.arrived = std::make_shared<asio::steady_timer>(
+        io_, std::chrono::milliseconds(std::llround(cluster.timeout_seconds * 1000.0)));
+    rejoin.admitted = std::make_shared<std::optional<Result<Job::Rejoin::Resume>>>();
+  }
+  const std::shared_ptr<asio::steady_timer> arrived = rejoin.arrived;
+  const auto admitted = rejoin.admitted;
+  const bool last = std::all_of(partitions.begin(), partitions.end(), [&](int r) {
+    return job->processes[static_cast<std::size_t>(r)].admitted;
+  });
+  if (!last) {
+    std::error_code ec;
+    co_await arrived->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  } else {
+    // One checkpoint for the whole replica, so that its partitions resume at the same step.
+    auto latest = co_await OffThread(pool_, [this, id] { return store_.LatestCheckpoint(id); });
+    Job::Rejoin::Resume resume;
+    Status status = latest.status();
+    if (latest.ok() && latest.value().checkpoint) {
+      resume.step = latest.value().checkpoint->step;
+      Result<std::vector<std::string>> blobs =
+          store::SplitPartitionCheckpoint(cluster, *latest.value().checkpoint);
+      status = blobs.status();
+      if (blobs.ok()) resume.blobs = std::move(blobs).value();
+    }
+    *admitted = status.ok() ? Result<Job::Rejoin::Resume>(std::move(resume))
+                            : Result<Job::Rejoin::Resume>(status);
+    arrived->cancel();
+  }
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
+  job = it->second.get();
+  if (last) job->rejoining.erase(role.replica);
+  if (!admitted->has_value()) {
+    co_return Status::Error("the other partitions of replica " + std::to_string(role.replica) +
+                            " did not start within cluster.timeout_seconds");
+  }
+  if (!(*admitted)->ok()) co_return (*admitted)->status();
+  const Job::Rejoin::Resume& resume = (*admitted)->value();
+  const Admission& common = job->admission;
+  Admission late;  // the common one without the first attempt's checkpoint blobs
+  late.spec_toml = common.spec_toml;
+  late.data_token = common.data_token;
+  late.peers = common.peers;
+  late.heartbeat_timeout = common.heartbeat_timeout;
+  if (resume.step >= 0) {
+    late.resume_step = resume.step;
+    late.checkpoint_blob = resume.blobs[static_cast<std::size_t>(role.partition)];
+  }
+  co_return late;
+}
+
+}  // namespace dtrain::server
