@@ -78,11 +78,15 @@ JobMemory EstimateJobMemory(const JobConfig& job) {
   const std::uint64_t batch = static_cast<std::uint64_t>(job.train.batch_size);
   const std::uint64_t activations =
       Times(Times(batch, kFloat), Plus(widths, Times(widest, 2))) / k;
-  m.replica = Plus(model, activations);
+  // A checkpoint is captured (parameters and state copied) and then encoded for the store.
+  const std::uint64_t checkpoint =
+      Times(Times(share, kFloat), 2 * (1 + static_cast<std::uint64_t>(state)));
+  m.replica = Plus(Plus(model, activations), checkpoint);
   m.breakdown = FormatBytes(model) + " for " + Plural(share, "parameter", "parameters") +
                 (k > 1 ? " (its partition's share of " + std::to_string(params) + ": the parameters"
                        : std::string(" (the parameters")) +
-                ", their gradient" + OptimizerState(job.optimizer.type) + ")";
+                ", their gradient" + OptimizerState(job.optimizer.type) + "), " +
+                FormatBytes(checkpoint) + " to take a checkpoint of them";
   if (activations > 0) m.breakdown += " and " + FormatBytes(activations) + " of activations";
   const int shards = job.cluster.Servers();
   if (shards > 0) {

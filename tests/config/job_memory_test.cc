@@ -2,12 +2,15 @@
 // that cannot fit [train] memory_limit or the host is refused with the figures and the place.
 #include "config/job_memory.h"
 
+#include <algorithm>
+
 #include <boost/test/unit_test.hpp>
 #include <string>
 
 #include "config/diagnostic_checks.h"
 #include "config/job_file.h"
 #include "core/model/model.h"
+#include "core/model/partition_plan.h"
 #include "core/optim/optimizer.h"
 
 namespace dtrain::config {
@@ -57,12 +60,38 @@ BOOST_AUTO_TEST_CASE(the_estimate_counts_the_models_parameters_and_optimizer_sta
   const std::uint64_t params = model::Model(spec).NumParams();
   const JobMemory m = EstimateJobMemory(job);
   BOOST_TEST(m.params == params);
-  // Parameters, gradient and adam's two vectors, and one row's activations.
-  BOOST_TEST(m.replica >= params * 4 * 4);
-  BOOST_TEST(m.replica < params * 4 * 4 + 16 * 1024);
+  // Parameters, gradient and adam's two vectors; a checkpoint's copy of the parameters and
+  // state and its encoding; and one row's activations.
+  BOOST_TEST(m.replica >= params * 4 * (4 + 6));
+  BOOST_TEST(m.replica < params * 4 * (4 + 6) + 16 * 1024);
   BOOST_TEST(m.shard == 0u);
   BOOST_TEST(m.breakdown.find("adam's 2 state vectors") != std::string::npos, m.breakdown);
   BOOST_TEST(optim::StateVectorCount(optim::OptimizerType::kSgd) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_partition_needs_only_the_largest_partitions_share) {
+  const std::string base =
+      "[data]\nformat = \"synthetic\"\nfeatures = 784\nclasses = 10\n[model]\n"
+      "type = \"mlp\"\nhidden = [512, 512]\ninputs = 784\noutputs = 10\n[train]\n"
+      "batch_size = 1\n[optimizer]\ntype = \"adam\"\n";
+  const JobMemory one = EstimateJobMemory(MustParse(base));
+  for (const char* kind : {"tensor", "layers"}) {
+    const JobConfig job = MustParse(base + "[cluster]\nmodel_parallel = 3\npartition = \"" +
+                                    kind + "\"\n");
+    const model::PartitionPlan plan =
+        model::PlanPartitions(job.model, job.cluster.partition, 3).value();
+    std::uint64_t largest = 0;
+    for (int p = 0; p < 3; ++p) largest = std::max<std::uint64_t>(largest, plan.Size(p));
+    const JobMemory m = EstimateJobMemory(job);
+    BOOST_TEST_CONTEXT(kind) {
+      BOOST_TEST(m.params == one.params);
+      BOOST_TEST(m.replica >= largest * 4 * (4 + 6));
+      BOOST_TEST(m.replica < largest * 4 * (4 + 6) + 16 * 1024);
+      BOOST_TEST(m.breakdown.find("its partition's share of " + std::to_string(one.params)) !=
+                     std::string::npos,
+                 m.breakdown);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_packed_job_counts_every_process_on_its_host) {
@@ -104,9 +133,9 @@ BOOST_AUTO_TEST_CASE(a_model_over_memory_limit_is_refused_with_both_figures) {
       Parse("[data]\nformat = \"synthetic\"\n[model]\ntype = \"mlp\"\nhidden = [4096, 4096]\n"
             "[train]\nmemory_limit = \"512MiB\"\n[optimizer]\ntype = \"adam\"\n"),
       {{"inline.toml", 7, 16, "train.memory_limit",
-        "is 512 MiB, but each process needs at least 644.3 MiB: 256.3 MiB for 16797697 parameters "
-        "(the parameters, their gradient, adam's 2 state vectors) and 4.0 MiB of activations, and "
-        "384 MiB for its program and BLAS buffers"}});
+        "is 512 MiB, but each process needs at least 1.0 GiB: 256.3 MiB for 16797697 parameters "
+        "(the parameters, their gradient, adam's 2 state vectors), 384.5 MiB to take a checkpoint "
+        "of them and 4.0 MiB of activations, and 384 MiB for its program and BLAS buffers"}});
 }
 
 BOOST_AUTO_TEST_CASE(a_model_larger_than_the_host_is_refused_at_its_hidden_layers) {
@@ -115,9 +144,10 @@ BOOST_AUTO_TEST_CASE(a_model_larger_than_the_host_is_refused_at_its_hidden_layer
   BOOST_TEST(Parse(huge).ok());  // without a host to compare with
   CheckDiagnostics(Parse(huge, {DataFiles::kCheck, 24 * kGiB}),
                    {{"inline.toml", 5, 10, "model.hidden",
-                     "the model needs at least 7.3 TiB per replica (7.3 TiB for 1000005000001 "
-                     "parameters (the parameters, their gradient) and 976.6 MiB of activations), "
-                     "more than this host's memory (24 GiB)"}});
+                     "the model needs at least 14.6 TiB per replica (7.3 TiB for 1000005000001 "
+                     "parameters (the parameters, their gradient), 7.3 TiB to take a checkpoint "
+                     "of them and 976.6 MiB of activations), more than this host's memory "
+                     "(24 GiB)"}});
   // Four packed replicas of a model that fits once do not fit together.
   const std::string four = "[data]\nformat = \"synthetic\"\n[model]\ntype = \"mlp\"\n"
                            "hidden = [16384, 16384]\n[cluster]\nworkers = 4\nmode = \"sync\"\n";

@@ -120,6 +120,36 @@ class DaemonFixture {
     return reply["job"];
   }
 
+  // Polls until the job is running at step `step` or later (or 30 s pass); the job then, running
+  // or not (the caller requires what it needs).
+  nlohmann::json WaitForStep(std::int64_t id, std::int64_t step) const {
+    nlohmann::json job;
+    for (int i = 0; i < 1500; ++i) {
+      job = Status(id);
+      if (job["state"] == "running" && job["step"].get<std::int64_t>() >= step) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return job;
+  }
+
+  // Polls until the job is running again after recovering, with `rows` worker rows (those of
+  // both attempts), or 30 s pass; the job then. (The restart count moves before the events are
+  // written, and a new worker's row may land just after the job is running again.)
+  nlohmann::json WaitForRecovery(std::int64_t id, std::size_t rows) const {
+    nlohmann::json job;
+    for (int i = 0; i < 1500; ++i) {
+      job = Status(id);
+      const nlohmann::json& events = job["events"];
+      if (job["state"] == "running" && events.size() >= 2 &&
+          events[events.size() - 2]["to"] == "recovering" && events.back()["to"] == "running" &&
+          job["workers"].size() == rows) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return job;
+  }
+
   // Polls until the job's state is `state` (or 60 s pass).
   nlohmann::json WaitForState(std::int64_t id, const std::string& state) const {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

@@ -200,29 +200,13 @@ BOOST_AUTO_TEST_CASE(a_killed_sync_worker_stops_its_peers_and_the_job_restarts) 
       "name = \"long\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
       "[train]\nepochs = 1000\nbatch_size = 16\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
       "timeout_seconds = 30\n[checkpoint]\nevery_steps = 50\n[restart]\nmax_restarts = 1\n");
-  json job;
-  for (int i = 0; i < 1500; ++i) {
-    job = d.Status(id);
-    if (job["state"] == "running" && job["step"].get<std::int64_t>() > 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  json job = d.WaitForStep(id, 1);
   BOOST_REQUIRE(job["state"] == "running");
   const pid_t victim = job["workers"][1]["pid"].get<pid_t>();
   const auto killed = std::chrono::steady_clock::now();
   ::kill(victim, SIGKILL);
   // The survivor fails at once (its peer closed), so the job restarts well within the timeout.
-  // (The restart count moves before the events are written, and a new worker's row may land just
-  // after the job is running again: wait for running after recovering, with all four rows.)
-  for (int i = 0; i < 1500; ++i) {
-    job = d.Status(id);
-    const json& events = job["events"];
-    if (job["state"] == "running" && events.size() >= 2 &&
-        events[events.size() - 2]["to"] == "recovering" && events.back()["to"] == "running" &&
-        job["workers"].size() == 4u) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  job = d.WaitForRecovery(id, 4);  // all four rows: two killed or stopped, two new
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
   BOOST_TEST_MESSAGE("kill to running again: " << seconds << " s");
@@ -240,12 +224,7 @@ BOOST_AUTO_TEST_CASE(a_killed_async_worker_restarts_alone_while_the_others_go_on
       "[train]\nepochs = 0\nsteps = 60000\nbatch_size = 16\neval_every = 5000\n"
       "[cluster]\nworkers = 2\nmode = \"async\"\nservers = 1\ntimeout_seconds = 30\n"
       "[checkpoint]\nevery_steps = 200\n[restart]\nmax_restarts = 1\n");
-  json job;
-  for (int i = 0; i < 1500; ++i) {
-    job = d.Status(id);
-    if (job["state"] == "running" && job["step"].get<std::int64_t>() >= 100) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  json job = d.WaitForStep(id, 100);
   BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
   const pid_t victim = job["workers"][1]["pid"].get<pid_t>();
   const pid_t survivor = job["workers"][0]["pid"].get<pid_t>();

@@ -111,26 +111,12 @@ BOOST_AUTO_TEST_CASE(a_daemon_runs_a_partitioned_job_and_recovers_from_a_killed_
       "[train]\nepochs = 1000\nbatch_size = 16\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
       "model_parallel = 2\npartition = \"tensor\"\ntimeout_seconds = 30\n"
       "[checkpoint]\nevery_steps = 50\n[restart]\nmax_restarts = 1\n");
-  json job;
-  for (int i = 0; i < 1500; ++i) {
-    job = d.Status(id);
-    if (job["state"] == "running" && job["step"].get<std::int64_t>() > 100) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  json job = d.WaitForStep(id, 101);
   BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
   BOOST_REQUIRE_EQUAL(job["workers"].size(), 4u);
   const std::int64_t before = job["step"].get<std::int64_t>();
   ::kill(job["workers"][1]["pid"].get<pid_t>(), SIGKILL);  // replica 0's partition 1
-  for (int i = 0; i < 1500; ++i) {
-    job = d.Status(id);
-    const json& events = job["events"];
-    if (job["state"] == "running" && events.size() >= 2 &&
-        events[events.size() - 2]["to"] == "recovering" && events.back()["to"] == "running" &&
-        job["workers"].size() == 8u) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  job = d.WaitForRecovery(id, 8);
   BOOST_TEST(job["restarts"] == 1, job.dump());
   BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
   const std::string resumed = job["events"].back()["reason"];
@@ -163,12 +149,7 @@ BOOST_AUTO_TEST_CASE(an_async_replica_whose_partition_is_killed_restarts_alone) 
       "[train]\nepochs = 0\nsteps = 30000\nbatch_size = 16\neval_every = 5000\n"
       "[cluster]\nworkers = 2\nmode = \"async\"\nservers = 1\nmodel_parallel = 2\n"
       "timeout_seconds = 30\n[checkpoint]\nevery_steps = 200\n[restart]\nmax_restarts = 1\n");
-  json job;
-  for (int i = 0; i < 1500; ++i) {
-    job = d.Status(id);
-    if (job["state"] == "running" && job["step"].get<std::int64_t>() >= 300) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  json job = d.WaitForStep(id, 300);
   BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
   BOOST_REQUIRE_EQUAL(job["workers"].size(), 6u);  // 2 x 2 partitions, then a shard each
   std::vector<pid_t> others;  // replica 0's partitions and the shards: they go on
