@@ -64,8 +64,9 @@ BOOST_AUTO_TEST_CASE(one_partitioned_replica_trains_what_the_whole_model_trains)
   CheckSameRun(RunJob(dir, "tensor3", Job(Partitions(3, "tensor"))), whole, "tensor, K = 3");
   const Finished micro = RunJob(dir, "micro", Job(Partitions(2, "layers", 4)));
   CheckSameRun(micro, whole, "layers, K = 2, 4 micro-batches");
-  // A replica's partitions are ranks 0..K-1, all replicas.
+  // A replica's partitions are ranks 0..K-1, all replicas; each says how much memory it took.
   BOOST_TEST(micro.workers.size() == 2u);
+  BOOST_TEST(micro.worst.at("peak_rss_bytes") > 1e6);
   for (const store::WorkerRecord& w : micro.workers) BOOST_TEST(w.role == "replica");
 }
 
