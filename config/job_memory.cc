@@ -78,9 +78,11 @@ JobMemory EstimateJobMemory(const JobConfig& job) {
   const std::uint64_t batch = static_cast<std::uint64_t>(job.train.batch_size);
   const std::uint64_t activations =
       Times(Times(batch, kFloat), Plus(widths, Times(widest, 2))) / k;
-  // A checkpoint is captured (parameters and state copied) and then encoded for the store.
+  // A checkpoint is encoded from the trainer's own buffers; with parameter servers, from the
+  // shards' snapshot, which the replica holds as well while it encodes it.
+  const std::uint64_t copies = job.cluster.Servers() > 0 ? 2 : 1;
   const std::uint64_t checkpoint =
-      Times(Times(share, kFloat), 2 * (1 + static_cast<std::uint64_t>(state)));
+      Times(Times(share, kFloat), copies * (1 + static_cast<std::uint64_t>(state)));
   m.replica = Plus(Plus(model, activations), checkpoint);
   m.breakdown = FormatBytes(model) + " for " + Plural(share, "parameter", "parameters") +
                 (k > 1 ? " (its partition's share of " + std::to_string(params) + ": the parameters"

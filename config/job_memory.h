@@ -7,9 +7,10 @@
 //   Result<std::uint64_t> limit = ParseBytes("4GiB");
 //
 // The estimate is a lower bound: a replica holds the parameters, their gradient, the optimizer's
-// state vectors, the activations of one batch and, to take a checkpoint, a copy of the
-// parameters and state and their encoding (with model parallelism, each of its K processes its
-// partition's share); a shard its slice of the parameters and their
+// state vectors, the activations of one batch and, to take a checkpoint, the encoding of the
+// parameters and state (with parameter servers also the shards' snapshot it is encoded from; with
+// model parallelism, each of its K processes its partition's share); a shard its slice of the
+// parameters and their
 // optimizer state and a pushed gradient. The data a replica reads comes on top (it is not known
 // until its files are read, which only the job's own processes do), and where the job leaves
 // model.inputs to the data one input is counted. Pure functions.

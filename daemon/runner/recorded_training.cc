@@ -45,10 +45,14 @@ class RecordingListener final : public train::TrainListener {
   // Writes a checkpoint of the trainer's state now, unless this step's is written already.
   Status Save() {
     if (!options_.checkpoints || trainer_.position().step == last_saved_step_) return Status::Ok();
-    Result<store::CheckpointData> captured =
-        options_.capture ? options_.capture(trainer_) : CaptureCheckpoint(trainer_);
-    if (!captured.ok()) return Status::Error("checkpoint failed: " + captured.status().message());
-    Status saved = recorder_.SaveCheckpoint(captured.value());
+    Status saved;
+    if (options_.capture) {
+      Result<store::CheckpointData> captured = options_.capture(trainer_);
+      if (!captured.ok()) return Status::Error("checkpoint failed: " + captured.status().message());
+      saved = recorder_.SaveCheckpoint(store::ViewOf(captured.value()));
+    } else {
+      saved = recorder_.SaveCheckpoint(ViewCheckpoint(trainer_));
+    }
     if (!saved.ok()) return Status::Error("checkpoint failed: " + saved.message());
     last_saved_step_ = trainer_.position().step;
     last_checkpoint_ = Clock::now();

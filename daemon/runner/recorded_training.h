@@ -37,7 +37,7 @@ struct RunOptions {
   // False on the replicas of a job that do not write its checkpoints (all but rank 0).
   bool checkpoints = true;
   // How a checkpoint is captured when the state is not all in the trainer (parameter servers);
-  // default CaptureCheckpoint(trainer).
+  // unset: it is encoded straight from the trainer's buffers (ViewCheckpoint).
   std::function<Result<store::CheckpointData>(train::Trainer&)> capture;
 };
 

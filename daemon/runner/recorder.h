@@ -23,7 +23,7 @@ class RunRecorder {
   // Queues the points; returns at once.
   virtual void RecordMetrics(std::span<const train::MetricPoint> points) = 0;
   // Returns once the checkpoint is committed (durable), or why it is not.
-  virtual Status SaveCheckpoint(const store::CheckpointData& checkpoint) = 0;
+  virtual Status SaveCheckpoint(const store::CheckpointView& checkpoint) = 0;
 };
 
 class StoreRecorder final : public RunRecorder {
@@ -35,7 +35,7 @@ class StoreRecorder final : public RunRecorder {
   void RecordMetrics(std::span<const train::MetricPoint> points) override {
     store_.AppendMetrics(job_id_, worker_, points);
   }
-  Status SaveCheckpoint(const store::CheckpointData& checkpoint) override {
+  Status SaveCheckpoint(const store::CheckpointView& checkpoint) override {
     return store_.SaveCheckpoint(job_id_, checkpoint, keep_);
   }
 

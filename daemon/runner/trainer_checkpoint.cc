@@ -4,18 +4,18 @@
 
 namespace dtrain::runner {
 
-store::CheckpointData CaptureCheckpoint(train::Trainer& trainer) {
-  store::CheckpointData c;
+store::CheckpointView ViewCheckpoint(train::Trainer& trainer) {
+  store::CheckpointView c;
   const train::TrainPosition& pos = trainer.position();
   c.step = pos.step;
   c.epoch = pos.epoch;
   c.batch = pos.batch;
   c.seed = trainer.options().seed;
   c.model_spec = model::FormatModelSpec(trainer.network().spec());
-  c.params.assign(trainer.params().begin(), trainer.params().end());
+  c.params = trainer.params();
   if (optim::Optimizer* opt = trainer.strategy().LocalOptimizer()) {
     c.optimizer_steps = opt->steps();
-    for (std::span<float> v : opt->StateVectors()) c.optimizer_state.emplace_back(v.begin(), v.end());
+    for (std::span<float> v : opt->StateVectors()) c.optimizer_state.emplace_back(v);
   }
   return c;
 }

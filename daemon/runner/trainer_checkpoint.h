@@ -1,7 +1,7 @@
-// Moving a Trainer's state into and out of a store::CheckpointData: parameters, optimizer state
-// and step count, and the data position (step, epoch, batch) with the seed that fixes the order.
+// A Trainer's state as a checkpoint and back: parameters, optimizer state and step count, and the
+// data position (step, epoch, batch) with the seed that fixes the order.
 //
-//   store::CheckpointData c = CaptureCheckpoint(trainer);
+//   std::string blob = store::EncodeCheckpoint(ViewCheckpoint(trainer));  // copies nothing first
 //   Status s = RestoreCheckpoint(c, trainer);  // refuses a checkpoint of another model
 //
 // One thread at a time (the trainer's).
@@ -13,7 +13,8 @@
 
 namespace dtrain::runner {
 
-store::CheckpointData CaptureCheckpoint(train::Trainer& trainer);
+// Views of the trainer's own buffers: valid until it steps again.
+store::CheckpointView ViewCheckpoint(train::Trainer& trainer);
 
 // Checks the model spec, seed and every vector's size before touching the trainer. A trainer
 // whose strategy has no local optimizer (parameter servers) takes the parameters and position

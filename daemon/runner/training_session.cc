@@ -241,9 +241,9 @@ Status TrainingSession::Start() {
 }
 
 std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::Capturer() {
+  if (sync_ps_ == nullptr && downpour_ == nullptr) return {};
   return [this](train::Trainer& trainer) -> Result<store::CheckpointData> {
-    store::CheckpointData c = CaptureCheckpoint(trainer);
-    if (sync_ps_ == nullptr && downpour_ == nullptr) return c;
+    store::CheckpointData c = store::HeaderOf(ViewCheckpoint(trainer));
     Result<dist::PsSnapshot> snapshot =
         sync_ps_ != nullptr ? sync_ps_->Snapshot() : downpour_->Snapshot();
     if (!snapshot.ok()) return snapshot.status();

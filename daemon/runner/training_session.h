@@ -90,8 +90,9 @@ class TrainingSession {
   // takes its starting parameters from the shards (which loaded the same initialisation or
   // checkpoint), so every replica starts from the shards' values.
   Status Start();
-  // How this replica captures a checkpoint: the trainer's own state, or in the parameter-server
-  // modes the shards' consistent snapshot with this replica's data position.
+  // How this replica captures a checkpoint in the parameter-server modes: the shards'
+  // consistent snapshot with this replica's data position. Empty otherwise: the trainer's own
+  // state is the checkpoint (RunOptions::capture unset).
   std::function<Result<store::CheckpointData>(train::Trainer&)> Capturer();
   // Says goodbye to the shards (a no-op in the other modes). Idempotent.
   Status Finish();

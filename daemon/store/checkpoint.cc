@@ -26,7 +26,36 @@ std::uint32_t LoadU32(std::string_view bytes) {
 
 }  // namespace
 
+CheckpointView ViewOf(const CheckpointData& c) {
+  CheckpointView v;
+  v.step = c.step;
+  v.epoch = c.epoch;
+  v.batch = c.batch;
+  v.seed = c.seed;
+  v.model_spec = c.model_spec;
+  v.optimizer_steps = c.optimizer_steps;
+  v.params = c.params;
+  for (const math::FloatBuffer& state : c.optimizer_state) v.optimizer_state.emplace_back(state);
+  v.clocks = c.clocks;
+  return v;
+}
+
+CheckpointData HeaderOf(const CheckpointView& v) {
+  CheckpointData c;
+  c.step = v.step;
+  c.epoch = v.epoch;
+  c.batch = v.batch;
+  c.seed = v.seed;
+  c.model_spec = v.model_spec;
+  c.optimizer_steps = v.optimizer_steps;
+  return c;
+}
+
 std::string EncodeCheckpoint(const CheckpointData& checkpoint) {
+  return EncodeCheckpoint(ViewOf(checkpoint));
+}
+
+std::string EncodeCheckpoint(const CheckpointView& checkpoint) {
   const std::size_t clock_shards = checkpoint.clocks.size();
   const std::size_t clock_workers = clock_shards == 0 ? 0 : checkpoint.clocks.front().size();
   std::size_t size = kFixedSize + checkpoint.model_spec.size() + 8 +

@@ -1,7 +1,7 @@
 // A training checkpoint and its binary encoding, the blob stored in the `checkpoints` table.
 // The format is specified in daemon/store/checkpoint_format.md; this file is its only codec.
 //
-//   std::string blob = EncodeCheckpoint(data);
+//   std::string blob = EncodeCheckpoint(data);              // or of a CheckpointView: no copy
 //   Result<CheckpointData> back = DecodeCheckpoint(blob);   // verifies magic, lengths, CRC32
 //
 // Decoding never trusts a length beyond the blob it is given: a damaged or hostile blob is an
@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,26 @@ struct CheckpointData {
   std::vector<std::vector<std::uint64_t>> clocks;
 };
 
+// A checkpoint to encode whose vectors stay where they are (a trainer's own parameters and
+// optimizer state): encoding it copies nothing first. The viewed memory must not change until
+// EncodeCheckpoint returns.
+struct CheckpointView {
+  std::int64_t step = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t batch = 0;
+  std::uint64_t seed = 0;
+  std::string model_spec;
+  std::uint64_t optimizer_steps = 0;
+  std::span<const float> params;
+  std::vector<std::span<const float>> optimizer_state;
+  std::span<const std::vector<std::uint64_t>> clocks;
+};
+
+CheckpointView ViewOf(const CheckpointData& checkpoint);
+// The view's step, position, seed, model and optimizer steps, without its vectors.
+CheckpointData HeaderOf(const CheckpointView& view);
+
+std::string EncodeCheckpoint(const CheckpointView& checkpoint);
 std::string EncodeCheckpoint(const CheckpointData& checkpoint);
 
 // The messages name the damage ("bad magic", "checksum mismatch ...", "vector 2 ... truncated")

@@ -409,7 +409,7 @@ Result<std::vector<LogRow>> Store::Logs(std::int64_t job, std::int64_t after_id,
 
 // --- checkpoints ---
 
-Status Store::SaveCheckpoint(std::int64_t job, const CheckpointData& checkpoint, int keep) {
+Status Store::SaveCheckpoint(std::int64_t job, const CheckpointView& checkpoint, int keep) {
   const std::string context = CheckpointName(job, checkpoint.step) + ": ";
   if (keep < 1)
     return Status::Error(context + "keep must be at least 1, not " + std::to_string(keep));

@@ -121,7 +121,10 @@ class Store {
   // Encodes (on the calling thread) and stores the checkpoint, replacing one of the same step,
   // and deletes all but the newest `keep` (>= 1) checkpoints of the job by step, in one
   // durable transaction.
-  Status SaveCheckpoint(std::int64_t job, const CheckpointData& checkpoint, int keep);
+  Status SaveCheckpoint(std::int64_t job, const CheckpointView& checkpoint, int keep);
+  Status SaveCheckpoint(std::int64_t job, const CheckpointData& checkpoint, int keep) {
+    return SaveCheckpoint(job, ViewOf(checkpoint), keep);
+  }
   // The newest checkpoint whose blob verifies (checkpoint_format.md) and agrees with its row;
   // damaged newer ones are skipped and reported. An error only when the store cannot be read.
   Result<LatestCheckpointResult> LatestCheckpoint(std::int64_t job);

@@ -21,7 +21,7 @@ void UpstreamRecorder::RecordMetrics(std::span<const train::MetricPoint> points)
   metrics_status_ = upstream_.Send(net::MessageType::kMetrics, payload, kSendTimeout);
 }
 
-Status UpstreamRecorder::SaveCheckpoint(const store::CheckpointData& checkpoint) {
+Status UpstreamRecorder::SaveCheckpoint(const store::CheckpointView& checkpoint) {
   const std::string blob = store::EncodeCheckpoint(checkpoint);
   Status sent = upstream_.Send(net::MessageType::kCheckpoint, blob, kSendTimeout);
   if (!sent.ok()) return sent;

@@ -22,7 +22,7 @@ class UpstreamRecorder final : public runner::RunRecorder {
   explicit UpstreamRecorder(Upstream& upstream) : upstream_(upstream) {}
 
   void RecordMetrics(std::span<const train::MetricPoint> points) override;
-  Status SaveCheckpoint(const store::CheckpointData& checkpoint) override;
+  Status SaveCheckpoint(const store::CheckpointView& checkpoint) override;
   // The first failure to send metrics (they are fire-and-forget), if any.
   const Status& metrics_status() const { return metrics_status_; }
 

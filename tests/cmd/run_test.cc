@@ -214,7 +214,7 @@ BOOST_AUTO_TEST_CASE(a_model_too_large_for_the_host_is_refused_with_its_size) {
   for (const char* command : {"validate", "run"}) {
     const ProcessResult r = RunProcess({Bin(), command, job}, dir.Path(""));
     BOOST_TEST(r.exit_code == 2, command << ": " << r.err);
-    BOOST_TEST(r.err.find("huge.toml:5:10: model.hidden: the model needs at least 14.6 TiB") !=
+    BOOST_TEST(r.err.find("huge.toml:5:10: model.hidden: the model needs at least 10.9 TiB") !=
                    std::string::npos,
                r.err);
     BOOST_TEST(r.err.find("more than this host's memory") != std::string::npos, r.err);

@@ -52,20 +52,25 @@ BOOST_AUTO_TEST_CASE(sizes_parse_with_binary_units_and_print_back) {
 }
 
 BOOST_AUTO_TEST_CASE(the_estimate_counts_the_models_parameters_and_optimizer_state) {
-  const JobConfig job = MustParse(
+  const std::string text =
       "[data]\nformat = \"synthetic\"\nfeatures = 784\nclasses = 10\n[model]\ntype = \"mlp\"\n"
       "hidden = [256, 128]\ninputs = 784\noutputs = 10\n[train]\nbatch_size = 1\n"
-      "[optimizer]\ntype = \"adam\"\n");
+      "[optimizer]\ntype = \"adam\"\n";
+  const JobConfig job = MustParse(text);
   model::ModelSpec spec = job.model;
   const std::uint64_t params = model::Model(spec).NumParams();
   const JobMemory m = EstimateJobMemory(job);
   BOOST_TEST(m.params == params);
-  // Parameters, gradient and adam's two vectors; a checkpoint's copy of the parameters and
-  // state and its encoding; and one row's activations.
-  BOOST_TEST(m.replica >= params * 4 * (4 + 6));
-  BOOST_TEST(m.replica < params * 4 * (4 + 6) + 16 * 1024);
+  // Parameters, gradient and adam's two vectors; a checkpoint's encoding of the parameters and
+  // state; and one row's activations.
+  BOOST_TEST(m.replica >= params * 4 * (4 + 3));
+  BOOST_TEST(m.replica < params * 4 * (4 + 3) + 16 * 1024);
   BOOST_TEST(m.shard == 0u);
   BOOST_TEST(m.breakdown.find("adam's 2 state vectors") != std::string::npos, m.breakdown);
+  // With parameter servers a replica encodes the shards' snapshot, which it holds meanwhile.
+  const JobMemory ps =
+      EstimateJobMemory(MustParse(text + "[cluster]\nworkers = 2\nmode = \"async\"\n"));
+  BOOST_TEST(ps.replica == m.replica + params * 4 * 3);
   BOOST_TEST(optim::StateVectorCount(optim::OptimizerType::kSgd) == 0);
 }
 
@@ -85,8 +90,8 @@ BOOST_AUTO_TEST_CASE(a_partition_needs_only_the_largest_partitions_share) {
     const JobMemory m = EstimateJobMemory(job);
     BOOST_TEST_CONTEXT(kind) {
       BOOST_TEST(m.params == one.params);
-      BOOST_TEST(m.replica >= largest * 4 * (4 + 6));
-      BOOST_TEST(m.replica < largest * 4 * (4 + 6) + 16 * 1024);
+      BOOST_TEST(m.replica >= largest * 4 * (4 + 3));
+      BOOST_TEST(m.replica < largest * 4 * (4 + 3) + 16 * 1024);
       BOOST_TEST(m.breakdown.find("its partition's share of " + std::to_string(one.params)) !=
                      std::string::npos,
                  m.breakdown);
@@ -133,8 +138,8 @@ BOOST_AUTO_TEST_CASE(a_model_over_memory_limit_is_refused_with_both_figures) {
       Parse("[data]\nformat = \"synthetic\"\n[model]\ntype = \"mlp\"\nhidden = [4096, 4096]\n"
             "[train]\nmemory_limit = \"512MiB\"\n[optimizer]\ntype = \"adam\"\n"),
       {{"inline.toml", 7, 16, "train.memory_limit",
-        "is 512 MiB, but each process needs at least 1.0 GiB: 256.3 MiB for 16797697 parameters "
-        "(the parameters, their gradient, adam's 2 state vectors), 384.5 MiB to take a checkpoint "
+        "is 512 MiB, but each process needs at least 836.5 MiB: 256.3 MiB for 16797697 parameters "
+        "(the parameters, their gradient, adam's 2 state vectors), 192.2 MiB to take a checkpoint "
         "of them and 4.0 MiB of activations, and 384 MiB for its program and BLAS buffers"}});
 }
 
@@ -144,8 +149,8 @@ BOOST_AUTO_TEST_CASE(a_model_larger_than_the_host_is_refused_at_its_hidden_layer
   BOOST_TEST(Parse(huge).ok());  // without a host to compare with
   CheckDiagnostics(Parse(huge, {DataFiles::kCheck, 24 * kGiB}),
                    {{"inline.toml", 5, 10, "model.hidden",
-                     "the model needs at least 14.6 TiB per replica (7.3 TiB for 1000005000001 "
-                     "parameters (the parameters, their gradient), 7.3 TiB to take a checkpoint "
+                     "the model needs at least 10.9 TiB per replica (7.3 TiB for 1000005000001 "
+                     "parameters (the parameters, their gradient), 3.6 TiB to take a checkpoint "
                      "of them and 976.6 MiB of activations), more than this host's memory "
                      "(24 GiB)"}});
   // Four packed replicas of a model that fits once do not fit together.

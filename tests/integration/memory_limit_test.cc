@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(a_model_larger_than_the_host_is_refused_at_submission) {
   BOOST_TEST(diagnostic["key"] == "model.hidden");
   BOOST_TEST(diagnostic["line"] == 5);
   const std::string message = diagnostic["message"].get<std::string>();
-  BOOST_TEST(message.find("needs at least 14.6 TiB per replica") != std::string::npos, message);
+  BOOST_TEST(message.find("needs at least 10.9 TiB per replica") != std::string::npos, message);
   BOOST_TEST(message.find("more than this host's memory") != std::string::npos, message);
   BOOST_TEST(d.Request({{"type", "list"}})["jobs"].empty());
 }
