@@ -24,16 +24,22 @@ std::uint32_t LoadU32(std::string_view bytes) {
   return v;
 }
 
+// The fields a CheckpointData and a CheckpointView share, but their vectors.
+template <typename From, typename To>
+void CopyHeader(const From& from, To& to) {
+  to.step = from.step;
+  to.epoch = from.epoch;
+  to.batch = from.batch;
+  to.seed = from.seed;
+  to.model_spec = from.model_spec;
+  to.optimizer_steps = from.optimizer_steps;
+}
+
 }  // namespace
 
 CheckpointView ViewOf(const CheckpointData& c) {
   CheckpointView v;
-  v.step = c.step;
-  v.epoch = c.epoch;
-  v.batch = c.batch;
-  v.seed = c.seed;
-  v.model_spec = c.model_spec;
-  v.optimizer_steps = c.optimizer_steps;
+  CopyHeader(c, v);
   v.params = c.params;
   for (const math::FloatBuffer& state : c.optimizer_state) v.optimizer_state.emplace_back(state);
   v.clocks = c.clocks;
@@ -42,12 +48,7 @@ CheckpointView ViewOf(const CheckpointData& c) {
 
 CheckpointData HeaderOf(const CheckpointView& v) {
   CheckpointData c;
-  c.step = v.step;
-  c.epoch = v.epoch;
-  c.batch = v.batch;
-  c.seed = v.seed;
-  c.model_spec = v.model_spec;
-  c.optimizer_steps = v.optimizer_steps;
+  CopyHeader(v, c);
   return c;
 }
 
@@ -203,12 +204,7 @@ Result<CheckpointData> MergeCheckpointParts(std::vector<CheckpointData> parts) {
 CheckpointData SliceCheckpoint(const CheckpointData& whole, std::size_t begin, std::size_t end,
                                std::size_t first_clock, std::size_t clocks) {
   CheckpointData part;
-  part.step = whole.step;
-  part.epoch = whole.epoch;
-  part.batch = whole.batch;
-  part.seed = whole.seed;
-  part.model_spec = whole.model_spec;
-  part.optimizer_steps = whole.optimizer_steps;
+  CopyHeader(whole, part);
   part.params.assign(whole.params.begin() + static_cast<std::ptrdiff_t>(begin),
                      whole.params.begin() + static_cast<std::ptrdiff_t>(end));
   for (const math::FloatBuffer& v : whole.optimizer_state) {
