@@ -67,37 +67,26 @@ Status PartitionExchange::Recv(Link* link, std::span<float> data, Deadline deadl
   return link->Recv(c.received++, data, deadline);
 }
 
-Status PartitionExchange::SendNext(std::span<const float> data) {
+Status PartitionExchange::TimedSend(Link* link, std::span<const float> data) {
   if (!failed_.ok()) return failed_;
   const auto start = Clock::now();
-  Status s = Send(right_, data, NewDeadline());
+  Status s = Send(link, data, NewDeadline());
   waits_.sending += SecondsSince(start);
   return Check(std::move(s));
 }
 
-Status PartitionExchange::SendPrev(std::span<const float> data) {
+Status PartitionExchange::TimedRecv(Link* link, std::span<float> data) {
   if (!failed_.ok()) return failed_;
   const auto start = Clock::now();
-  Status s = Send(left_, data, NewDeadline());
-  waits_.sending += SecondsSince(start);
-  return Check(std::move(s));
-}
-
-Status PartitionExchange::RecvPrev(std::span<float> data) {
-  if (!failed_.ok()) return failed_;
-  const auto start = Clock::now();
-  Status s = Recv(left_, data, NewDeadline());
+  Status s = Recv(link, data, NewDeadline());
   waits_.receiving += SecondsSince(start);
   return Check(std::move(s));
 }
 
-Status PartitionExchange::RecvNext(std::span<float> data) {
-  if (!failed_.ok()) return failed_;
-  const auto start = Clock::now();
-  Status s = Recv(right_, data, NewDeadline());
-  waits_.receiving += SecondsSince(start);
-  return Check(std::move(s));
-}
+Status PartitionExchange::SendNext(std::span<const float> data) { return TimedSend(right_, data); }
+Status PartitionExchange::SendPrev(std::span<const float> data) { return TimedSend(left_, data); }
+Status PartitionExchange::RecvPrev(std::span<float> data) { return TimedRecv(left_, data); }
+Status PartitionExchange::RecvNext(std::span<float> data) { return TimedRecv(right_, data); }
 
 Status PartitionExchange::RingStep(std::span<const float> out, std::span<float> in,
                                    Deadline deadline) {

@@ -83,6 +83,9 @@ class PartitionExchange {
   };
   Status Send(Link* link, std::span<const float> data, Deadline deadline);
   Status Recv(Link* link, std::span<float> data, Deadline deadline);
+  // A pipeline message on `link`, with its own deadline, its blocked time counted in waits_.
+  Status TimedSend(Link* link, std::span<const float> data);
+  Status TimedRecv(Link* link, std::span<float> data);
   Status Check(Status status);  // records a failure: later calls fail at once
   Deadline NewDeadline() const;
   int Mod(int i) const { return ((i % parts_) + parts_) % parts_; }
