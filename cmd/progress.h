@@ -21,16 +21,17 @@ class ProgressPrinter final : public runner::RunObserver {
   explicit ProgressPrinter(bool json);
   ~ProgressPrinter() override;
 
-  void OnStart(const train::Trainer& trainer, const runner::JobData& data, bool resumed) override;
-  void OnMetrics(const train::Trainer& trainer,
+  void OnStart(const runner::RunProgress& progress, const runner::JobData& data,
+               bool resumed) override;
+  void OnMetrics(const runner::RunProgress& progress,
                  std::span<const train::MetricPoint> points) override;
-  void OnCheckpoint(const train::Trainer& trainer) override;
+  void OnCheckpoint(const runner::RunProgress& progress) override;
 
   // Clears the bar so that later output starts on a clean line.
   void Finish();
 
  private:
-  void DrawBar(const train::Trainer& trainer);
+  void DrawBar(const runner::RunProgress& progress);
 
   bool bar_;    // stderr is a TTY
   bool lines_;  // plain lines on stdout (not --json)

@@ -58,6 +58,7 @@ bool JobConfig::operator==(const JobConfig& other) const {
          model == other.model && SameTrain(train, other.train) && threads == other.threads &&
          memory_limit == other.memory_limit &&
          clip_norm == other.clip_norm && SameOptimizer(optimizer, other.optimizer) &&
+         lbfgs == other.lbfgs && sample_rows == other.sample_rows &&
          cluster == other.cluster && checkpoint == other.checkpoint && priority == other.priority &&
          max_restarts == other.max_restarts;
 }

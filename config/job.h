@@ -15,6 +15,7 @@
 
 #include "core/model/partition_plan.h"
 #include "core/model/spec.h"
+#include "core/optim/lbfgs.h"
 #include "core/optim/optimizer.h"
 #include "core/status.h"
 #include "core/train/trainer.h"
@@ -126,6 +127,10 @@ struct JobConfig {
   std::uint64_t memory_limit = 0;
   float clip_norm = 0.0f;  // 0: off
   optim::OptimizerOptions optimizer;
+  // [optimizer] type = "lbfgs": L-BFGS's options, and the training rows its objective sums over
+  // (0: all of them; otherwise a fixed sample of that many, drawn with train.seed).
+  optim::LbfgsOptions lbfgs;
+  std::int64_t sample_rows = 0;
   ClusterConfig cluster;
   CheckpointConfig checkpoint;
   int priority = 0;       // [kMinPriority, kMaxPriority]; among queued jobs, higher runs first

@@ -400,7 +400,8 @@ void ReadTrain(TableReader& r, train::TrainOptions* t, int* threads, float* clip
   }
 }
 
-void ReadOptimizer(TableReader& r, optim::OptimizerOptions* o, optim::ScheduleOptions* s) {
+void ReadOptimizer(TableReader& r, optim::OptimizerOptions* o, optim::ScheduleOptions* s,
+                   optim::LbfgsOptions* lbfgs, std::int64_t* sample_rows) {
   r.Enum("type", optim::ParseOptimizerType, optim::OptimizerTypeChoices(), &o->type);
   r.Number("lr", OpenClosed(0, 1000), &s->lr);
   r.Number("momentum", ClosedOpen(0, 1), &o->momentum);
@@ -409,6 +410,12 @@ void ReadOptimizer(TableReader& r, optim::OptimizerOptions* o, optim::ScheduleOp
   r.Number("beta2", ClosedOpen(0, 1), &o->beta2);
   r.Number("eps", OpenClosed(0, 1), &o->eps);
   r.Number("initial_accumulator", Closed(0, 1e6), &o->initial_accumulator);
+  r.Int("history", 1, 1000, &lbfgs->history);
+  r.Int("max_iterations", 1, kMaxSteps, &lbfgs->max_iterations);
+  r.Number("gradient_tolerance", Closed(0, 1e9), &lbfgs->gradient_tolerance);
+  r.Number("loss_tolerance", Closed(0, 1), &lbfgs->loss_tolerance);
+  r.Int("max_evaluations", 1, 1000, &lbfgs->max_evaluations);
+  r.Int("sample_rows", 0, kMaxRows, sample_rows);
   r.Enum("schedule", optim::ParseScheduleType, optim::ScheduleTypeChoices(), &s->type);
   r.Int("warmup_steps", 0, kMaxSteps, &s->warmup_steps);
   r.Int("step_size", 1, kMaxSteps, &s->step_size);
@@ -531,6 +538,25 @@ void CheckModelParallel(const JobConfig& job, TableReader& cluster) {
   }
 }
 
+// L-BFGS is a batch method: one process minimises the full-batch objective (mode "single");
+// the model is not split.
+void CheckLbfgs(const JobConfig& job, TableReader& optimizer) {
+  const toml::node* type = optimizer.Find("type");
+  if (type == nullptr || job.optimizer.type != optim::OptimizerType::kLbfgs ||
+      optimizer.Failed("type")) {
+    return;
+  }
+  const std::string is = "is \"lbfgs\", a batch method, but ";
+  if (job.cluster.mode != ClusterMode::kSingle) {
+    optimizer.Report(*type, "type",
+                     is + "cluster.mode is \"" + std::string(ClusterModeName(job.cluster.mode)) +
+                         "\": L-BFGS runs in mode \"single\"");
+  } else if (job.cluster.model_parallel > 1) {
+    optimizer.Report(*type, "type", is + "cluster.model_parallel splits the model: L-BFGS "
+                                         "trains a whole model");
+  }
+}
+
 void ReadCheckpoint(TableReader& r, CheckpointConfig* c) {
   r.Int("every_steps", 0, kMaxSteps, &c->every_steps);
   r.Number("every_seconds", Closed(0, 1e7), &c->every_seconds);
@@ -615,9 +641,10 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   ReadModel(model, job.data, &job.model);
   ReadTrain(train, &job.train, &job.threads, &job.clip_norm);
   const toml::node* memory_limit = ReadMemoryLimit(train, &job.memory_limit);
-  ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule);
+  ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule, &job.lbfgs, &job.sample_rows);
   ReadCluster(cluster, &job.cluster);
   CheckModelParallel(job, cluster);
+  CheckLbfgs(job, optimizer);
   // Downpour's shards default to Adagrad (Dean et al. 2012); an explicit optimizer.type wins.
   if (job.cluster.mode == ClusterMode::kAsync && !optimizer.Present("type")) {
     job.optimizer.type = optim::OptimizerType::kAdagrad;

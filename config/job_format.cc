@@ -64,8 +64,9 @@ void WriteTrain(const JobConfig& job, TomlWriter& w) {
   w.Float("clip_norm", job.clip_norm);
 }
 
-void WriteOptimizer(const optim::OptimizerOptions& o, const optim::ScheduleOptions& s,
-                    TomlWriter& w) {
+void WriteOptimizer(const JobConfig& job, TomlWriter& w) {
+  const optim::OptimizerOptions& o = job.optimizer;
+  const optim::ScheduleOptions& s = job.train.schedule;
   w.Section("optimizer");
   w.String("type", optim::OptimizerTypeName(o.type));
   w.Float("lr", s.lr);
@@ -75,6 +76,12 @@ void WriteOptimizer(const optim::OptimizerOptions& o, const optim::ScheduleOptio
   w.Float("beta2", o.beta2);
   w.Float("eps", o.eps);
   w.Float("initial_accumulator", o.initial_accumulator);
+  w.Int("history", job.lbfgs.history);
+  w.Int("max_iterations", job.lbfgs.max_iterations);
+  w.Double("gradient_tolerance", job.lbfgs.gradient_tolerance);
+  w.Double("loss_tolerance", job.lbfgs.loss_tolerance);
+  w.Int("max_evaluations", job.lbfgs.max_evaluations);
+  w.Int("sample_rows", job.sample_rows);
   w.String("schedule", optim::ScheduleTypeName(s.type));
   w.Int("warmup_steps", s.warmup_steps);
   w.Int("step_size", s.step_size);
@@ -93,7 +100,7 @@ std::string FormatResolvedJob(const JobConfig& job) {
   WriteData(job.data, w);
   WriteModel(job.model, w);
   WriteTrain(job, w);
-  WriteOptimizer(job.optimizer, job.train.schedule, w);
+  WriteOptimizer(job, w);
   w.Section("cluster");
   w.Int("workers", job.cluster.workers);
   w.String("mode", ClusterModeName(job.cluster.mode));

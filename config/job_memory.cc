@@ -26,7 +26,10 @@ std::string Plural(std::uint64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-std::string OptimizerState(optim::OptimizerType type) {
+std::string OptimizerState(optim::OptimizerType type, int history) {
+  if (type == optim::OptimizerType::kLbfgs) {
+    return ", L-BFGS's " + std::to_string(optim::LbfgsVectorCount(history) - 1) + " vectors";
+  }
   const int n = optim::StateVectorCount(type);
   if (n == 0) return "";
   return ", " + std::string(optim::OptimizerTypeName(type)) + "'s " +
@@ -72,7 +75,13 @@ JobMemory EstimateJobMemory(const JobConfig& job) {
   m.params = params;
   const auto k = static_cast<std::uint64_t>(std::max(job.cluster.model_parallel, 1));
   const std::uint64_t share = LargestPartition(spec, job.cluster, params);
-  const int state = optim::StateVectorCount(job.optimizer.type);
+  // L-BFGS: its vectors beyond the parameters and gradient, and a chunk's gradient; a
+  // checkpoint keeps the gradient and the history.
+  const bool lbfgs = job.optimizer.type == optim::OptimizerType::kLbfgs;
+  const int history = job.lbfgs.history;
+  const int state = lbfgs ? optim::LbfgsVectorCount(history) - 1
+                          : optim::StateVectorCount(job.optimizer.type);
+  const int saved_state = lbfgs ? 1 + 2 * history : state;
   const std::uint64_t model = Times(Times(share, kFloat), 2 + static_cast<std::uint64_t>(state));
   // Each layer's output of a batch, and two back-propagated gradients as wide as the widest.
   const std::uint64_t batch = static_cast<std::uint64_t>(job.train.batch_size);
@@ -82,12 +91,12 @@ JobMemory EstimateJobMemory(const JobConfig& job) {
   // shards' snapshot, which the replica holds as well while it encodes it.
   const std::uint64_t copies = job.cluster.Servers() > 0 ? 2 : 1;
   const std::uint64_t checkpoint =
-      Times(Times(share, kFloat), copies * (1 + static_cast<std::uint64_t>(state)));
+      Times(Times(share, kFloat), copies * (1 + static_cast<std::uint64_t>(saved_state)));
   m.replica = Plus(Plus(model, activations), checkpoint);
   m.breakdown = FormatBytes(model) + " for " + Plural(share, "parameter", "parameters") +
                 (k > 1 ? " (its partition's share of " + std::to_string(params) + ": the parameters"
                        : std::string(" (the parameters")) +
-                ", their gradient" + OptimizerState(job.optimizer.type) + "), " +
+                ", their gradient" + OptimizerState(job.optimizer.type, history) + "), " +
                 FormatBytes(checkpoint) + " to take a checkpoint of them";
   if (activations > 0) m.breakdown += " and " + FormatBytes(activations) + " of activations";
   const int shards = job.cluster.Servers();

@@ -41,6 +41,7 @@ struct LbfgsOptions {
   double gradient_tolerance = 1e-5;   // on the gradient's 2-norm, >= 0
   double loss_tolerance = 1e-10;      // on the relative decrease of the objective, >= 0
   int max_evaluations = 20;           // per line search, >= 1
+  bool operator==(const LbfgsOptions&) const = default;
 };
 
 // The vector indices (see the file comment).

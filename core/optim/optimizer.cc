@@ -21,11 +21,12 @@ namespace stdx = std::experimental;
 using Lanes = stdx::native_simd<float>;
 constexpr std::size_t kLanes = Lanes::size();
 
-constexpr NameTable<OptimizerType, 4> kOptimizerTypes{{{{OptimizerType::kSgd, "sgd"},
+constexpr NameTable<OptimizerType, 5> kOptimizerTypes{{{{OptimizerType::kSgd, "sgd"},
                                                         {OptimizerType::kMomentum, "momentum"},
                                                         {OptimizerType::kAdagrad, "adagrad"},
-                                                        {OptimizerType::kAdam, "adam"}}},
-                                                      "sgd, momentum, adagrad, adam"};
+                                                        {OptimizerType::kAdam, "adam"},
+                                                        {OptimizerType::kLbfgs, "lbfgs"}}},
+                                                      "sgd, momentum, adagrad, adam, lbfgs"};
 
 void StoreIfWritable(const Lanes& v, float* at) { v.copy_to(at, stdx::element_aligned); }
 void StoreIfWritable(const Lanes&, const float*) {}
@@ -221,6 +222,7 @@ int StateVectorCount(OptimizerType type) {
     case OptimizerType::kMomentum: return 1;
     case OptimizerType::kAdagrad: return 1;
     case OptimizerType::kAdam: return 2;
+    case OptimizerType::kLbfgs: return 0;
   }
   return 2;
 }
@@ -251,6 +253,8 @@ Status ValidateOptimizerOptions(const OptimizerOptions& options) {
                              std::to_string(options.beta2));
       }
       break;
+    case OptimizerType::kLbfgs:
+      break;
   }
   if ((options.type == OptimizerType::kAdagrad || options.type == OptimizerType::kAdam) &&
       !(options.eps > 0.0f)) {
@@ -271,7 +275,10 @@ std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options, std::s
       return std::make_unique<Adagrad>(options, begin, end);
     case OptimizerType::kAdam:
       return std::make_unique<Adam>(options, begin, end);
+    case OptimizerType::kLbfgs:
+      break;
   }
+  assert(false && "L-BFGS is not a step optimizer");
   return nullptr;
 }
 

@@ -39,7 +39,10 @@
 
 namespace dtrain::optim {
 
-enum class OptimizerType { kSgd, kMomentum, kAdagrad, kAdam };
+// kLbfgs is not a step optimizer: a job of that type runs L-BFGS (core/optim/lbfgs.h, its options
+// in config::JobConfig) on its full-batch objective instead of a training loop, and no Optimizer
+// of that type is ever made.
+enum class OptimizerType { kSgd, kMomentum, kAdagrad, kAdam, kLbfgs };
 
 struct OptimizerOptions {
   OptimizerType type = OptimizerType::kSgd;
@@ -54,7 +57,7 @@ struct OptimizerOptions {
 Status ValidateOptimizerOptions(const OptimizerOptions& options);
 
 // How many state vectors (each as long as the parameters) an optimizer of `type` keeps: the
-// size of Optimizer::StateVectors().
+// size of Optimizer::StateVectors(); 0 for kLbfgs, whose vectors LbfgsVectorCount counts.
 int StateVectorCount(OptimizerType type);
 
 class Optimizer {
@@ -102,14 +105,14 @@ class Optimizer {
   std::uint64_t steps_ = 0;
 };
 
-// An optimizer of options.type for [begin, end); begin <= end (asserted). Options are expected to
-// have passed ValidateOptimizerOptions.
+// An optimizer of options.type for [begin, end); begin <= end and a type other than kLbfgs
+// (asserted). Options are expected to have passed ValidateOptimizerOptions.
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options, std::size_t begin,
                                          std::size_t end);
 
-// Configuration names: "sgd", "momentum", "adagrad", "adam".
+// Configuration names: "sgd", "momentum", "adagrad", "adam", "lbfgs".
 std::string_view OptimizerTypeName(OptimizerType type);
 Result<OptimizerType> ParseOptimizerType(std::string_view name);  // error lists the choices
-std::string_view OptimizerTypeChoices();                          // "sgd, momentum, adagrad, adam"
+std::string_view OptimizerTypeChoices();  // "sgd, momentum, adagrad, adam, lbfgs"
 
 }  // namespace dtrain::optim

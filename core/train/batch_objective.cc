@@ -50,20 +50,17 @@ BatchObjective::BatchObjective(const model::Model& model, const data::Dataset& s
       chunk_rows_(chunk_rows),
       workspace_(model, chunk_rows),
       x_(static_cast<std::size_t>(chunk_rows) * set.features),
-      chunk_grad_(model.NumParams()),
       y_(static_cast<std::size_t>(chunk_rows)) {}
 
-model::LossValue BatchObjective::AccumulateRows(std::span<const float> params, std::size_t first,
-                                                std::size_t last, std::span<float> grad_sum) {
+template <typename PerChunk>
+model::LossValue BatchObjective::ForChunks(std::size_t first, std::size_t last,
+                                           const PerChunk& per_chunk) {
   model::LossValue total;
   for (std::size_t begin = first; begin < last;) {
     const std::size_t end = std::min(last, begin + static_cast<std::size_t>(chunk_rows_));
-    const int n = static_cast<int>(end - begin);
     data::GatherBatch(set_, scaling_, std::span(rows_).subspan(begin, end - begin), x_.data(),
                       y_.data());
-    const model::LossValue chunk = model_.ForwardBackward(params.data(), x_.data(), y_.data(), n,
-                                                          0.0f, chunk_grad_.data(), workspace_);
-    math::Axpy(static_cast<float>(n), chunk_grad_, grad_sum);  // the chunk's mean times its rows
+    const model::LossValue chunk = per_chunk(static_cast<int>(end - begin));
     total.loss_sum += chunk.loss_sum;
     total.correct += chunk.correct;
     begin = end;
@@ -71,10 +68,27 @@ model::LossValue BatchObjective::AccumulateRows(std::span<const float> params, s
   return total;
 }
 
+model::LossValue BatchObjective::AccumulateRows(std::span<const float> params, std::size_t first,
+                                                std::size_t last, std::span<float> grad_sum) {
+  if (chunk_grad_.empty()) chunk_grad_.resize(model_.NumParams());
+  return ForChunks(first, last, [&](int n) {
+    const model::LossValue chunk = model_.ForwardBackward(params.data(), x_.data(), y_.data(), n,
+                                                          0.0f, chunk_grad_.data(), workspace_);
+    math::Axpy(static_cast<float>(n), chunk_grad_, grad_sum);  // the chunk's mean times its rows
+    return chunk;
+  });
+}
+
+model::LossValue BatchObjective::Measure(std::span<const float> params) {
+  return ForChunks(0, rows_.size(), [&](int n) {
+    return model_.Evaluate(params.data(), x_.data(), y_.data(), n, workspace_);
+  });
+}
+
 double BatchObjective::Evaluate(std::span<const float> params, std::span<float> grad) {
   std::fill(grad.begin(), grad.end(), 0.0f);
-  const model::LossValue sums = AccumulateRows(params, 0, rows_.size(), grad);
-  return FinishObjective(model_, params, weight_decay_, sums.loss_sum, rows_.size(), grad);
+  last_ = AccumulateRows(params, 0, rows_.size(), grad);
+  return FinishObjective(model_, params, weight_decay_, last_.loss_sum, rows_.size(), grad);
 }
 
 }  // namespace dtrain::train

@@ -50,8 +50,17 @@ class BatchObjective {
                                   std::size_t last, std::span<float> grad_sum);
   // f at params; its gradient is written to grad.
   double Evaluate(std::span<const float> params, std::span<float> grad);
+  // The loss sum and correct count over all the rows, without a gradient (an evaluation).
+  model::LossValue Measure(std::span<const float> params);
+  // The data loss sum and correct count of the latest Evaluate (L-BFGS's accepted point is
+  // always the objective's latest evaluation).
+  const model::LossValue& last() const { return last_; }
 
  private:
+  // Gathers positions [first, last) a chunk at a time and sums per_chunk(rows)'s loss values.
+  template <typename PerChunk>
+  model::LossValue ForChunks(std::size_t first, std::size_t last, const PerChunk& per_chunk);
+
   const model::Model& model_;
   const data::Dataset& set_;
   const data::Scaling& scaling_;
@@ -59,8 +68,9 @@ class BatchObjective {
   float weight_decay_;
   int chunk_rows_;
   model::Workspace workspace_;
-  math::FloatBuffer x_, chunk_grad_;
+  math::FloatBuffer x_, chunk_grad_;  // chunk_grad_: allocated by the first gradient
   std::vector<float> y_;
+  model::LossValue last_;
 };
 
 }  // namespace dtrain::train

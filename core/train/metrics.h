@@ -7,6 +7,8 @@
 //   eval_loss, eval_accuracy (classification) or eval_mse (regression)   (every evaluation)
 //   compute_seconds, comm_seconds, wait_seconds, bytes_sent   (every log_every steps, when the
 //     job has several workers: this worker's totals over the steps since the previous point)
+//   objective, step_length, evaluations (and the names above; step = the iteration)   (every
+//     iteration of an L-BFGS run, daemon/runner/lbfgs_run.h)
 // A sink is called from the training thread only.
 #pragma once
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 
+#include "daemon/runner/lbfgs_run.h"
 #include "daemon/runner/memory_limit.h"
 #include "daemon/runner/trainer_checkpoint.h"
 #include "daemon/runner/training_session.h"
@@ -34,6 +35,12 @@ Status EnterStarting(store::Store& store, std::int64_t job_id) {
                            std::string(store::JobStateName(record.value().state)) +
                            ": nothing to run");
   }
+}
+
+// Why a job stopped on request, and how to go on with it.
+std::string Interrupted(const char* unit, std::int64_t at, std::int64_t job_id) {
+  return "interrupted at " + std::string(unit) + " " + std::to_string(at) +
+         " after a checkpoint; resume with dtrain run --resume " + std::to_string(job_id);
 }
 
 }  // namespace
@@ -72,19 +79,39 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
     outcome.eval_name = data.eval_name;
     outcome.classification = data.spec.loss != model::LossType::kMeanSquaredError;
 
-    doing = "building the model, its gradient and optimizer state";
-    auto made = TrainingSession::Make(job, data);
-    if (!made.ok()) return finish(JobState::kFailed, made.status().message());
-    std::unique_ptr<TrainingSession> session = std::move(made).value();
-    train::Trainer& trainer = session->trainer();
-
     auto latest = store.LatestCheckpoint(job_id);
     if (!latest.ok()) return latest.status();
     for (const std::string& skipped : latest.value().skipped) {
       store.AppendLog(job_id, kWorker, "runner", "skipped damaged checkpoint: " + skipped);
     }
-    if (latest.value().checkpoint.has_value()) {
-      Status restored = RestoreCheckpoint(*latest.value().checkpoint, trainer);
+    const std::optional<store::CheckpointData>& resume = latest.value().checkpoint;
+    StoreRecorder recorder(store, job_id, kWorker, job.checkpoint.keep);
+    if (job.optimizer.type == optim::OptimizerType::kLbfgs) {
+      doing = "running L-BFGS";
+      outcome.resumed_from = resume ? resume->step : -1;
+      Status running = store.SetJobState(
+          job_id, JobState::kRunning,
+          resume ? "resumed from the checkpoint at iteration " + std::to_string(resume->step)
+                 : "L-BFGS on " + std::to_string(data.train.rows) + " rows, " +
+                       std::to_string(model::Model(data.spec).NumParams()) + " parameters");
+      if (!running.ok()) return running;
+      Result<LbfgsRunResult> ran = RunLbfgs(job, data, recorder, options, resume ? &*resume : nullptr);
+      if (!ran.ok()) return finish(JobState::kFailed, ran.status().message());
+      outcome.steps = ran.value().iterations;
+      outcome.final_eval = ran.value().final_eval;
+      if (ran.value().why == train::StopReason::kRequested) {
+        return finish(JobState::kCancelled, Interrupted("iteration", outcome.steps, job_id));
+      }
+      return finish(JobState::kSucceeded, DescribeLbfgsEnd(ran.value()));
+    }
+
+    doing = "building the model, its gradient and optimizer state";
+    auto made = TrainingSession::Make(job, data);
+    if (!made.ok()) return finish(JobState::kFailed, made.status().message());
+    std::unique_ptr<TrainingSession> session = std::move(made).value();
+    train::Trainer& trainer = session->trainer();
+    if (resume) {
+      Status restored = RestoreCheckpoint(*resume, trainer);
       if (!restored.ok()) return finish(JobState::kFailed, restored.message());
       outcome.resumed_from = trainer.position().step;
     } else {
@@ -97,10 +124,9 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
                 : "training " + std::to_string(data.train.rows) + " rows, " +
                       std::to_string(session->network().NumParams()) + " parameters");
     if (!running.ok()) return running;
-    if (options.observer != nullptr) options.observer->OnStart(trainer, data, resumed);
+    if (options.observer != nullptr) options.observer->OnStart(ProgressOf(trainer), data, resumed);
 
     doing = "training";
-    StoreRecorder recorder(store, job_id, kWorker, job.checkpoint.keep);
     const Result<train::StopReason> why =
         TrainRecorded(trainer, job.checkpoint, recorder, options,
                       resumed ? outcome.resumed_from : -1);
@@ -122,9 +148,7 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
       case train::StopReason::kRequested:
         break;
     }
-    return finish(JobState::kCancelled, "interrupted at step " + std::to_string(outcome.steps) +
-                                            " after a checkpoint; resume with dtrain run --resume " +
-                                            std::to_string(job_id));
+    return finish(JobState::kCancelled, Interrupted("step", outcome.steps, job_id));
   } catch (const std::bad_alloc&) {
     return finish(JobState::kFailed, OutOfMemory(doing, job));
   }

@@ -6,18 +6,21 @@
 
 namespace dtrain::runner {
 
-std::string StartLine(const train::Trainer& trainer, const JobData& data, bool resumed) {
+std::string StartLine(const RunProgress& progress, const JobData& data, bool resumed) {
   char line[128];
   std::snprintf(line, sizeof line, " %zu training rows, %zu parameters (", data.train.rows,
-                trainer.network().NumParams());
-  return (resumed ? "resuming from step " + std::to_string(trainer.position().step) + ":"
+                progress.params);
+  const char* unit = progress.iterations ? "iteration" : "step";
+  return (resumed ? "resuming from " + std::string(unit) + " " + std::to_string(progress.step) + ":"
                   : std::string("training:")) +
          line + model::FormatModelSpec(data.spec) + "), " +
-         std::to_string(trainer.PlannedSteps()) + " steps planned, " +
+         (progress.iterations
+              ? "L-BFGS, at most " + std::to_string(progress.planned_steps) + " iterations, "
+              : std::to_string(progress.planned_steps) + " steps planned, ") +
          std::to_string(math::BlasThreads()) + " BLAS threads";
 }
 
-std::optional<std::string> EvalLine(const train::Trainer& trainer,
+std::optional<std::string> EvalLine(const RunProgress& progress,
                                     std::span<const train::MetricPoint> points,
                                     const std::string& eval_name) {
   bool eval = false;
@@ -30,9 +33,11 @@ std::optional<std::string> EvalLine(const train::Trainer& trainer,
   }
   if (!eval) return std::nullopt;
   char line[256];
-  std::snprintf(line, sizeof line, "step %lld epoch %.2f %s loss %.4f %s %.4f",
-                static_cast<long long>(trainer.position().step), trainer.Epochs(),
-                eval_name.c_str(), loss, metric_name, metric);
+  std::snprintf(line, sizeof line,
+                progress.iterations ? "iteration %lld evaluations %.0f %s loss %.4f %s %.4f"
+                                    : "step %lld epoch %.2f %s loss %.4f %s %.4f",
+                static_cast<long long>(progress.step), progress.epochs, eval_name.c_str(), loss,
+                metric_name, metric);
   return std::string(line);
 }
 

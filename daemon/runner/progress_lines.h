@@ -3,6 +3,7 @@
 //   training: 60000 training rows, 235146 parameters (mlp inputs=784 ...), 4690 steps planned,
 //     2 BLAS threads
 //   step 469 epoch 1.00 test loss 0.4326 accuracy 0.8459
+//   iteration 12 evaluations 14 test loss 0.4512 accuracy 0.8402     (L-BFGS)
 //
 // Pure functions: safe for concurrent use.
 #pragma once
@@ -11,15 +12,15 @@
 #include <span>
 #include <string>
 
-#include "core/train/trainer.h"
 #include "daemon/runner/job_data.h"
+#include "daemon/runner/recorded_training.h"
 
 namespace dtrain::runner {
 
-std::string StartLine(const train::Trainer& trainer, const JobData& data, bool resumed);
+std::string StartLine(const RunProgress& progress, const JobData& data, bool resumed);
 
 // The evaluation line, when `points` hold an evaluation; nullopt otherwise.
-std::optional<std::string> EvalLine(const train::Trainer& trainer,
+std::optional<std::string> EvalLine(const RunProgress& progress,
                                     std::span<const train::MetricPoint> points,
                                     const std::string& eval_name);
 

@@ -27,7 +27,7 @@ class RecordingListener final : public train::TrainListener {
 
   void Record(std::span<const train::MetricPoint> points) override {
     recorder_.RecordMetrics(points);
-    if (options_.observer != nullptr) options_.observer->OnMetrics(trainer_, points);
+    if (options_.observer != nullptr) options_.observer->OnMetrics(ProgressOf(trainer_), points);
   }
 
   bool AfterStep(const train::Trainer&) override {
@@ -56,7 +56,7 @@ class RecordingListener final : public train::TrainListener {
     if (!saved.ok()) return Status::Error("checkpoint failed: " + saved.message());
     last_saved_step_ = trainer_.position().step;
     last_checkpoint_ = Clock::now();
-    if (options_.observer != nullptr) options_.observer->OnCheckpoint(trainer_);
+    if (options_.observer != nullptr) options_.observer->OnCheckpoint(ProgressOf(trainer_));
     return Status::Ok();
   }
 
@@ -74,6 +74,15 @@ class RecordingListener final : public train::TrainListener {
 };
 
 }  // namespace
+
+RunProgress ProgressOf(const train::Trainer& trainer) {
+  return {.step = trainer.position().step,
+          .planned_steps = trainer.PlannedSteps(),
+          .epoch = trainer.position().epoch,
+          .epochs = trainer.Epochs(),
+          .planned_epochs = trainer.options().epochs,
+          .params = trainer.network().NumParams()};
+}
 
 Result<train::StopReason> TrainRecorded(train::Trainer& trainer,
                                         const config::CheckpointConfig& policy,

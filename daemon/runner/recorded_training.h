@@ -21,14 +21,27 @@
 
 namespace dtrain::runner {
 
+// Where a run stands, for observers: a training loop's position, or an L-BFGS run's
+// (daemon/runner/lbfgs_run.h), whose steps are iterations and epochs passes over its rows.
+struct RunProgress {
+  std::int64_t step = 0;           // steps (iterations) completed
+  std::int64_t planned_steps = 0;  // the most the run takes
+  std::uint64_t epoch = 0;         // the current epoch (0-based)
+  double epochs = 0.0;             // fractional epochs completed
+  std::int64_t planned_epochs = 0;  // 0: no epoch limit
+  std::size_t params = 0;
+  bool iterations = false;  // an L-BFGS run
+};
+RunProgress ProgressOf(const train::Trainer& trainer);
+
 // Told what happens, on the training thread (for progress bars and plain-text logs).
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
-  virtual void OnStart(const train::Trainer& trainer, const JobData& data, bool resumed) = 0;
-  virtual void OnMetrics(const train::Trainer& trainer,
+  virtual void OnStart(const RunProgress& progress, const JobData& data, bool resumed) = 0;
+  virtual void OnMetrics(const RunProgress& progress,
                          std::span<const train::MetricPoint> points) = 0;
-  virtual void OnCheckpoint(const train::Trainer& trainer) = 0;
+  virtual void OnCheckpoint(const RunProgress& progress) = 0;
 };
 
 struct RunOptions {

@@ -34,6 +34,7 @@ struct JobManager::Process {
   std::uint16_t partition_port = 0;
   std::string done_stop;  // what it said when it finished: completed, target, requested
   std::int64_t steps = 0;
+  std::string done_reason;  // how its run ended, in its words (may be empty)
   bool exited = false;
   ProcessExit exit;        // once exited
   bool stop_sent = false;  // SIGTERM sent (its SIGKILL timer is running)

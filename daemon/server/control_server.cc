@@ -653,7 +653,8 @@ struct ControlServer::Impl {
         if (done.is_discarded() || StringField(done, "type") != "worker_done") co_return;
         jobs.WorkerDone(job, rank, StringField(done, "stop").value_or(""),
                         IntField(done, "steps").value_or(0),
-                        StringField(done, "error").value_or(""));
+                        StringField(done, "error").value_or(""),
+                        StringField(done, "reason").value_or(""));
         const json reply_ = Ok();
         if (!co_await WriteJson(socket, reply_)) co_return;
       } else {

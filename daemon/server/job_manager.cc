@@ -727,13 +727,15 @@ asio::awaitable<Status> JobManager::SaveCheckpoint(std::int64_t id, std::uint64_
 }
 
 void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop,
-                            std::int64_t steps, const std::string& error) {
+                            std::int64_t steps, const std::string& error,
+                            const std::string& reason) {
   auto [found, process] = FindProcess(id, rank);
   if (found == nullptr) return;
   Job& job = *found;
   Process& p = *process;
   p.done_stop = stop;
   p.steps = steps;
+  p.done_reason = reason;
   if ((stop == "no_data" || stop == "out_of_memory") && job.hopeless.empty()) {
     job.hopeless = job.Who(rank) + ": " + error;
   }
@@ -802,7 +804,8 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   if (finished) {
     reason = j.target_reached
                  ? "reached target accuracy at step " + std::to_string(j.TargetStep())
-                 : "completed " + std::to_string(lead.steps) + " steps";
+                 : !lead.done_reason.empty() ? lead.done_reason
+                                             : "completed " + std::to_string(lead.steps) + " steps";
     co_await Finish(id, JobState::kSucceeded, reason);
   } else if (j.cancel_requested) {
     reason = "cancelled by uid " + std::to_string(j.cancelled_by);

@@ -159,8 +159,10 @@ class JobManager {
                     std::chrono::milliseconds silence);
   // `stop` "no_data": the process cannot read the job's data where it runs; "out_of_memory": it
   // does not fit its memory there (`error` says why): the job then fails without restarts.
+  // `reason`, when given by the job's first process, is the job's reason if it succeeds (an
+  // L-BFGS run: "converged (gradient tolerance) after 37 iterations").
   void WorkerDone(std::int64_t job, int rank, const std::string& stop, std::int64_t steps,
-                  const std::string& error = "");
+                  const std::string& error = "", const std::string& reason = "");
   // Starts an existing job of the store that is queued or recovering (dtrain run's embedded
   // coordinator); the daemon finds its jobs with Reconcile instead.
   asio::awaitable<Status> Adopt(std::int64_t id);

@@ -15,6 +15,7 @@
 #include "core/dist/peer_links.h"
 #include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
+#include "daemon/runner/lbfgs_run.h"
 #include "daemon/runner/memory_limit.h"
 #include "daemon/runner/progress_lines.h"
 #include "daemon/runner/recorded_training.h"
@@ -47,16 +48,18 @@ int Fail(const std::string& message) {
 // Prints the run's plain progress lines on stdout, flushed line by line (it is a pipe).
 class LinePrinter final : public runner::RunObserver {
  public:
-  void OnStart(const train::Trainer& trainer, const runner::JobData& data, bool resumed) override {
+  void OnStart(const runner::RunProgress& progress, const runner::JobData& data,
+               bool resumed) override {
     eval_name_ = data.eval_name;
-    Print(runner::StartLine(trainer, data, resumed));
+    Print(runner::StartLine(progress, data, resumed));
   }
-  void OnMetrics(const train::Trainer& trainer,
+  void OnMetrics(const runner::RunProgress& progress,
                  std::span<const train::MetricPoint> points) override {
-    if (auto line = runner::EvalLine(trainer, points, eval_name_)) Print(*line);
+    if (auto line = runner::EvalLine(progress, points, eval_name_)) Print(*line);
   }
-  void OnCheckpoint(const train::Trainer& trainer) override {
-    Print("checkpoint at step " + std::to_string(trainer.position().step));
+  void OnCheckpoint(const runner::RunProgress& progress) override {
+    Print(std::string("checkpoint at ") + (progress.iterations ? "iteration " : "step ") +
+          std::to_string(progress.step));
   }
 
  private:
@@ -158,12 +161,41 @@ Result<Admitted> ReadAdmission(Upstream& upstream, std::chrono::milliseconds tim
 
 
 // Tells the daemon this process is done, and waits for its acknowledgement.
-Status SayDone(Upstream& upstream, const char* stop, std::int64_t steps) {
-  const json done = {{"v", 1}, {"type", "worker_done"}, {"stop", stop}, {"steps", steps}};
+Status SayDone(Upstream& upstream, const char* stop, std::int64_t steps,
+               const std::string& reason = "") {
+  json done = {{"v", 1}, {"type", "worker_done"}, {"stop", stop}, {"steps", steps}};
+  if (!reason.empty()) done["reason"] = reason;
   Status said = upstream.Send(net::MessageType::kControl, done.dump(), 10s);
   if (!said.ok()) return said;
   Result<json> acknowledged = ReadReply(upstream, 30s);
   return acknowledged.ok() ? Status::Ok() : acknowledged.status();
+}
+
+// Where a run ended, as worker_done names it.
+const char* StopName(train::StopReason why) {
+  return why == train::StopReason::kCompleted       ? "completed"
+         : why == train::StopReason::kTargetReached ? "target"
+                                                    : "requested";
+}
+
+// A job of [optimizer] type = "lbfgs" in mode "single": L-BFGS in this process.
+int RunLbfgsReplica(Upstream& upstream, const Admitted& admitted, const runner::JobData& data) {
+  LinePrinter printer;
+  UpstreamRecorder recorder(upstream);
+  runner::RunOptions options;
+  options.stop = &g_stop;
+  options.observer = &printer;
+  const Result<runner::LbfgsRunResult> ran = runner::RunLbfgs(
+      admitted.job, data, recorder, options, admitted.resume ? &*admitted.resume : nullptr);
+  if (!ran.ok()) return Fail(ran.status().message());
+  if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
+  const std::string end = runner::DescribeLbfgsEnd(ran.value());
+  if (Status said = SayDone(upstream, StopName(ran.value().why), ran.value().iterations, end);
+      !said.ok()) {
+    return Fail(said.message());
+  }
+  std::printf("%s\n", end.c_str());
+  return ran.value().why == train::StopReason::kRequested ? kExitStopped : kExitCompleted;
 }
 
 int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Placement& placement) {
@@ -177,6 +209,10 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     doing = "reading the job's data";
     auto data = runner::LoadJobData(job);
     if (!data.ok()) return FailHopeless(upstream, "no_data", data.status().message());
+    if (job.optimizer.type == optim::OptimizerType::kLbfgs) {
+      doing = "running L-BFGS";
+      return RunLbfgsReplica(upstream, admitted, data.value());
+    }
     doing = "building the model, its gradient and optimizer state";
     auto made = runner::TrainingSession::Make(job, data.value(), placement);
     if (!made.ok()) return Fail(made.status().message());
@@ -192,7 +228,7 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     if (Status started = session.Start(); !started.ok()) return Fail(started.message());
 
     LinePrinter printer;
-    printer.OnStart(trainer, data.value(), resume.has_value());
+    printer.OnStart(runner::ProgressOf(trainer), data.value(), resume.has_value());
     if (const std::string links = session.DescribeLinks(); !links.empty()) {
       std::printf("%s\n", links.c_str());
       std::fflush(stdout);
@@ -211,9 +247,7 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     if (Status finished = session.Finish(); !finished.ok()) return Fail(finished.message());
     if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
 
-    const char* stop = why.value() == train::StopReason::kCompleted       ? "completed"
-                       : why.value() == train::StopReason::kTargetReached ? "target"
-                                                                           : "requested";
+    const char* stop = StopName(why.value());
     if (Status said = SayDone(upstream, stop, trainer.position().step); !said.ok()) {
       return Fail(said.message());
     }

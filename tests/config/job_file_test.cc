@@ -171,7 +171,7 @@ BOOST_AUTO_TEST_CASE(every_error_of_a_file_is_reported_in_file_order) {
        {f, 14, 1, "train.batchsize", "unknown key; did you mean 'batch_size'?"},
        {f, 15, 11, "train.threads", "must be an integer in [0, 1024], got the string \"4\""},
        {f, 18, 8, "optimizer.type",
-        "must be one of: sgd, momentum, adagrad, adam; got \"rmsprop\""},
+        "must be one of: sgd, momentum, adagrad, adam, lbfgs; got \"rmsprop\""},
        {f, 19, 6, "optimizer.lr", "must be a number in (0, 1000], got 0"},
        {f, 20, 9, "optimizer.beta2", "must be a finite number in [0, 1), got inf"},
        {f, 23, 11, "cluster.workers", "mode \"single\" trains one worker"},
@@ -306,6 +306,39 @@ BOOST_AUTO_TEST_CASE(schedule_and_optimizer_consistency) {
             "warmup_steps = 100\n"),
       {{"inline.toml", 8, 12, "optimizer.nesterov", "needs optimizer.momentum > 0"},
        {"inline.toml", 10, 16, "optimizer.warmup_steps", "must be less than train.steps (100)"}});
+}
+
+BOOST_AUTO_TEST_CASE(lbfgs_keys_are_read_round_trip_and_fit_only_a_whole_model_in_one_process) {
+  const LoadResult r = Parse(
+      "[data]\nformat = \"synthetic\"\n"
+      "[optimizer]\ntype = \"lbfgs\"\nhistory = 7\nmax_iterations = 250\n"
+      "gradient_tolerance = 1e-6\nloss_tolerance = 1e-12\nmax_evaluations = 30\n"
+      "sample_rows = 5000\n");
+  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(r.ok());
+  const JobConfig& job = *r.job;
+  BOOST_TEST((job.optimizer.type == optim::OptimizerType::kLbfgs));
+  BOOST_TEST(job.lbfgs.history == 7);
+  BOOST_TEST(job.lbfgs.max_iterations == 250);
+  BOOST_TEST(job.lbfgs.gradient_tolerance == 1e-6);
+  BOOST_TEST(job.lbfgs.loss_tolerance == 1e-12);
+  BOOST_TEST(job.lbfgs.max_evaluations == 30);
+  BOOST_TEST(job.sample_rows == 5000);
+  const LoadResult back = ParseJobText(FormatResolvedJob(job), "inline.toml", {}, "/");
+  BOOST_REQUIRE(back.ok());
+  BOOST_TEST((*back.job == job));
+
+  CheckDiagnostics(
+      Parse("[data]\nformat = \"synthetic\"\n[optimizer]\ntype = \"lbfgs\"\nhistory = 0\n"
+            "[cluster]\nmode = \"sync\"\n"),
+      {{"inline.toml", 4, 8, "optimizer.type",
+        "is \"lbfgs\", a batch method, but cluster.mode is \"sync\""},
+       {"inline.toml", 5, 11, "optimizer.history", "must be an integer in [1, 1000], got 0"}});
+  const Diagnostic d = Single(Parse(
+      "[data]\nformat = \"synthetic\"\n[model]\ntype = \"mlp\"\nhidden = [8, 8]\n"
+      "[optimizer]\ntype = \"lbfgs\"\n[cluster]\nmode = \"single\"\nmodel_parallel = 2\n"));
+  BOOST_TEST(d.key == "optimizer.type");
+  BOOST_TEST(d.message.find("model_parallel") != std::string::npos, d.message);
 }
 
 BOOST_AUTO_TEST_CASE(several_workers_need_a_distributed_mode) {

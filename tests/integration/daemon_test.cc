@@ -125,6 +125,35 @@ BOOST_AUTO_TEST_CASE(submit_runs_to_success_with_metrics_checkpoints_and_every_l
   BOOST_TEST(lines.back() == "completed 189 steps");
 }
 
+BOOST_AUTO_TEST_CASE(an_lbfgs_job_runs_in_its_worker_and_its_end_is_the_jobs_reason) {
+  DaemonFixture d;
+  const std::int64_t id = d.Submit(
+      "name = \"lbfgs\"\n[data]\nformat = \"synthetic\"\nrows = 2000\ntest_rows = 500\n"
+      "features = 6\nclasses = 3\nnoise = 2.0\n[model]\ntype = \"softmax\"\n"
+      "[train]\nweight_decay = 0.01\neval_every = 4\n"
+      "[optimizer]\ntype = \"lbfgs\"\nmax_iterations = 12\ngradient_tolerance = 0\n"
+      "loss_tolerance = 0\n[checkpoint]\nevery_steps = 5\n");
+  const json job = d.Wait(id);
+  BOOST_TEST(job["state"] == "succeeded");
+  BOOST_TEST(job["reason"] == "stopped after 12 iterations (max_iterations)");
+  BOOST_TEST(job["step"] == 12);
+  BOOST_TEST(job["metrics"]["eval_accuracy"].get<double>() > 0.8);
+  BOOST_TEST(job["metrics"]["grad_norm"].get<double>() > 0.0);
+  const json checkpoints = d.Request({{"type", "checkpoints"}, {"id", id}});
+  BOOST_TEST(checkpoints["checkpoints"].back()["step"] == 12);
+  const json objective = d.Request({{"type", "metrics"}, {"id", id}, {"name", "objective"}});
+  BOOST_REQUIRE(objective["metrics"].size() == 12u);
+  for (std::size_t i = 1; i < 12; ++i) {  // every accepted step lowers the objective
+    BOOST_TEST(objective["metrics"][i]["value"].get<double>() <
+               objective["metrics"][i - 1]["value"].get<double>());
+  }
+  const std::vector<std::string> lines = LogLines(d, id, /*follow=*/false);
+  BOOST_REQUIRE(lines.size() >= 4u);
+  BOOST_TEST(lines.front().find("L-BFGS, at most 12 iterations") != std::string::npos,
+             lines.front());
+  BOOST_TEST(lines[1].rfind("iteration 4 evaluations ", 0) == 0u, lines[1]);
+}
+
 BOOST_AUTO_TEST_CASE(logs_follow_started_early_prints_every_line_until_the_end) {
   DaemonFixture d;
   const std::int64_t id = d.Submit(kQuickJob);

@@ -77,6 +77,8 @@ class Reference {
           p[i] -= lr * m_hat / (std::sqrt(v_hat) + o_.eps);
           break;
         }
+        case OptimizerType::kLbfgs:  // not a step optimizer: never made
+          break;
       }
     }
   }
@@ -91,6 +93,8 @@ class Reference {
         return {&a_};
       case OptimizerType::kAdam:
         return {&a_, &b_};
+      case OptimizerType::kLbfgs:
+        break;
     }
     return {};
   }
@@ -371,7 +375,7 @@ BOOST_AUTO_TEST_CASE(options_are_validated_per_type) {
 }
 
 BOOST_AUTO_TEST_CASE(optimizer_names_round_trip_and_a_bad_name_lists_the_choices) {
-  BOOST_TEST(OptimizerTypeChoices() == "sgd, momentum, adagrad, adam");
+  BOOST_TEST(OptimizerTypeChoices() == "sgd, momentum, adagrad, adam, lbfgs");
   for (OptimizerType t : {OptimizerType::kSgd, OptimizerType::kMomentum, OptimizerType::kAdagrad,
                           OptimizerType::kAdam}) {
     const Result<OptimizerType> parsed = ParseOptimizerType(OptimizerTypeName(t));

@@ -1,0 +1,221 @@
+#include "daemon/runner/lbfgs_run.h"
+
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "core/model/model.h"
+#include "core/optim/vector_slices.h"
+#include "core/train/batch_objective.h"
+#include "daemon/runner/lbfgs_checkpoint.h"
+
+namespace dtrain::runner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kEvalChunk = 1000;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// The run's recording: metrics, evaluations, checkpoints and what observers see.
+class LbfgsRecording {
+ public:
+  LbfgsRecording(const config::JobConfig& job, const JobData& data, const model::Model& model,
+                 optim::Lbfgs& lbfgs, optim::LocalVectors& vectors, RunRecorder& recorder,
+                 const RunOptions& options, std::int64_t last_saved)
+      : job_(job),
+        data_(data),
+        model_(model),
+        lbfgs_(lbfgs),
+        vectors_(vectors),
+        recorder_(recorder),
+        options_(options),
+        spec_(model::FormatModelSpec(model.spec())),
+        classification_(data.spec.loss != model::LossType::kMeanSquaredError),
+        last_saved_(last_saved) {
+    if (data.eval.rows > 0) {
+      eval_.emplace(model, data.eval, data.scaling, train::ObjectiveRows(data.eval.rows, 0, 0),
+                    0.0f, kEvalChunk);
+    }
+  }
+
+  RunProgress Progress() const {
+    const optim::LbfgsState& s = lbfgs_.state();
+    return {.step = s.iteration,
+            .planned_steps = job_.lbfgs.max_iterations,
+            .epoch = static_cast<std::uint64_t>(s.evaluations),
+            .epochs = static_cast<double>(s.evaluations),
+            .planned_epochs = 0,
+            .params = model_.NumParams(),
+            .iterations = true};
+  }
+
+  void Iteration(const optim::LbfgsIteration& it, const model::LossValue& at, std::size_t rows,
+                 double seconds) {
+    const double rows_d = static_cast<double>(rows);
+    std::vector<train::MetricPoint> points{
+        Point("train_loss", at.loss_sum / rows_d),
+        Point("objective", it.loss),
+        Point("grad_norm", it.gradient_norm),
+        Point("step_length", it.step_length),
+        Point("evaluations", it.evaluations),
+        Point("samples_per_sec", rows_d * it.evaluations / std::max(seconds, 1e-9))};
+    if (classification_) {
+      points.push_back(Point("train_accuracy", static_cast<double>(at.correct) / rows_d));
+    }
+    Emit(points);
+  }
+
+  // Evaluates on the held-out set (if any); true when train.target_accuracy is reached.
+  bool Evaluate() {
+    last_eval_ = lbfgs_.state().iteration;
+    if (!eval_) return false;
+    const model::LossValue v = eval_->Measure(vectors_.slices()[optim::kX]);
+    const double rows = static_cast<double>(data_.eval.rows);
+    latest_eval_ = train::EvalResult{v.loss_sum / rows, std::nan(""), data_.eval.rows};
+    if (!classification_) {
+      Emit({Point("eval_mse", latest_eval_->loss)});
+      return false;
+    }
+    latest_eval_->accuracy = static_cast<double>(v.correct) / rows;
+    Emit({Point("eval_loss", latest_eval_->loss), Point("eval_accuracy", latest_eval_->accuracy)});
+    return job_.train.target_accuracy > 0.0 &&
+           latest_eval_->accuracy >= job_.train.target_accuracy;
+  }
+  const std::optional<train::EvalResult>& latest_eval() const { return latest_eval_; }
+  bool EvaluatedNow() const { return last_eval_ == lbfgs_.state().iteration; }
+
+  bool CheckpointDue() const {
+    const config::CheckpointConfig& p = job_.checkpoint;
+    const std::int64_t iteration = lbfgs_.state().iteration;
+    return (p.every_steps > 0 && iteration % p.every_steps == 0) ||
+           (p.every_seconds > 0 && Seconds(last_checkpoint_) >= p.every_seconds);
+  }
+
+  // Writes a checkpoint now, unless this iteration's is written already.
+  Status Save() {
+    const optim::LbfgsState& state = lbfgs_.state();
+    if (!options_.checkpoints || state.iteration == last_saved_) return Status::Ok();
+    std::vector<float> scalars;
+    const Status saved = recorder_.SaveCheckpoint(ViewLbfgsCheckpoint(
+        vectors_.slices(), job_.lbfgs.history, state, job_.train.seed, spec_, &scalars));
+    if (!saved.ok()) return Status::Error("checkpoint failed: " + saved.message());
+    last_saved_ = state.iteration;
+    last_checkpoint_ = Clock::now();
+    if (options_.observer != nullptr) options_.observer->OnCheckpoint(Progress());
+    return Status::Ok();
+  }
+
+ private:
+  train::MetricPoint Point(const char* name, double value) const {
+    const optim::LbfgsState& s = lbfgs_.state();
+    return {s.iteration, static_cast<double>(s.evaluations), name, value};
+  }
+  void Emit(const std::vector<train::MetricPoint>& points) {
+    recorder_.RecordMetrics(points);
+    if (options_.observer != nullptr) options_.observer->OnMetrics(Progress(), points);
+  }
+
+  const config::JobConfig& job_;
+  const JobData& data_;
+  const model::Model& model_;
+  optim::Lbfgs& lbfgs_;
+  optim::LocalVectors& vectors_;
+  RunRecorder& recorder_;
+  const RunOptions& options_;
+  const std::string spec_;
+  const bool classification_;
+  std::optional<train::BatchObjective> eval_;
+  std::optional<train::EvalResult> latest_eval_;
+  std::int64_t last_saved_;
+  std::int64_t last_eval_ = -1;
+  Clock::time_point last_checkpoint_ = Clock::now();
+};
+
+}  // namespace
+
+std::string DescribeLbfgsEnd(const LbfgsRunResult& r) {
+  const std::string after = " after " + std::to_string(r.iterations) + " iterations";
+  switch (r.why) {
+    case train::StopReason::kTargetReached:
+      return "reached target accuracy" + after;
+    case train::StopReason::kRequested:
+      return "interrupted" + after;
+    case train::StopReason::kCompleted:
+      break;
+  }
+  if (r.stop == optim::LbfgsStop::kMaxIterations) return "stopped" + after + " (max_iterations)";
+  return "converged (" + std::string(optim::LbfgsStopName(r.stop)) + ")" + after;
+}
+
+Result<LbfgsRunResult> RunLbfgs(const config::JobConfig& job, const JobData& data,
+                                RunRecorder& recorder, const RunOptions& options,
+                                const store::CheckpointData* resume) {
+  const model::Model model(data.spec);
+  train::BatchObjective objective(
+      model, data.train, data.scaling,
+      train::ObjectiveRows(data.train.rows, static_cast<std::size_t>(job.sample_rows),
+                           job.train.seed),
+      job.train.weight_decay, job.train.batch_size);
+  optim::LocalVectors vectors(
+      optim::LbfgsVectorCount(job.lbfgs.history), model.NumParams(),
+      [&](std::span<const float> x, std::span<float> g) -> Result<double> {
+        return objective.Evaluate(x, g);
+      });
+  optim::Lbfgs lbfgs(job.lbfgs, vectors);
+  if (resume != nullptr) {
+    optim::LbfgsState state;
+    Status restored =
+        RestoreLbfgsCheckpoint(*resume, job.lbfgs.history, job.train.seed,
+                               model::FormatModelSpec(data.spec), vectors.slices(), &state);
+    if (restored.ok()) restored = lbfgs.Restore(state);
+    if (!restored.ok()) return restored;
+  } else {
+    model.Init(vectors.slices()[optim::kX], job.train.seed);
+    if (Status started = lbfgs.Start(); !started.ok()) return started;
+  }
+  LbfgsRecording recording(job, data, model, lbfgs, vectors, recorder, options,
+                           resume != nullptr ? resume->step : -1);
+  if (options.observer != nullptr) {
+    options.observer->OnStart(recording.Progress(), data, resume != nullptr);
+  }
+
+  LbfgsRunResult result;
+  while (lbfgs.Stopped() == optim::LbfgsStop::kNone) {
+    const std::int64_t before = lbfgs.state().iteration;
+    const auto started = Clock::now();
+    Result<optim::LbfgsIteration> it = lbfgs.Iterate();
+    if (!it.ok()) return it.status();
+    if (it.value().iteration > before) {
+      recording.Iteration(it.value(), objective.last(), objective.rows(), Seconds(started));
+      const std::int64_t every = job.train.eval_every;
+      const bool due = every == 0 || it.value().iteration % every == 0 ||
+                       it.value().stop != optim::LbfgsStop::kNone;
+      if (due && recording.Evaluate()) {
+        result.why = train::StopReason::kTargetReached;
+        break;
+      }
+      if (recording.CheckpointDue()) {
+        if (Status saved = recording.Save(); !saved.ok()) return saved;
+      }
+    }
+    if (options.stop != nullptr && options.stop->load()) {
+      result.why = train::StopReason::kRequested;
+      break;
+    }
+  }
+  if (!recording.EvaluatedNow() && result.why != train::StopReason::kRequested) {
+    recording.Evaluate();
+  }
+  if (Status saved = recording.Save(); !saved.ok()) return saved;
+  result.stop = lbfgs.Stopped();
+  result.iterations = lbfgs.state().iteration;
+  result.loss = lbfgs.state().loss;
+  result.final_eval = recording.latest_eval();
+  return result;
+}
+
+}  // namespace dtrain::runner

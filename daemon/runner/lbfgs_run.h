@@ -1,0 +1,50 @@
+// RunLbfgs: a job with [optimizer] type = "lbfgs" (mode "single"): L-BFGS on the job's full-batch
+// objective (core/train/batch_objective.h) in this process — the exact, deterministic reference
+// for the distributed Sandblaster mode — recorded like a training run:
+//   every iteration: train_loss and train_accuracy (at the new point, over the objective's rows),
+//     objective (with the L2 term), grad_norm, step_length, evaluations (this iteration's) and
+//     samples_per_sec (rows evaluated per second); `step` is the iteration, `epoch` the
+//     objective evaluations so far (passes over the rows)
+//   eval_loss / eval_accuracy (or eval_mse) every train.eval_every iterations (0: every one) and
+//     at the end
+//   checkpoints every checkpoint.every_steps iterations or every_seconds, on a stop request and
+//     at the end (LbfgsCheckpoint)
+// train.target_accuracy stops it once reached; train.batch_size is the rows evaluated at once.
+//
+//   Result<LbfgsRunResult> r = RunLbfgs(job, data, recorder, options, resume ? &*resume : nullptr);
+//
+// One thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "config/job.h"
+#include "core/optim/lbfgs.h"
+#include "core/train/strategy.h"
+#include "core/train/trainer.h"
+#include "daemon/runner/job_data.h"
+#include "daemon/runner/recorded_training.h"
+#include "daemon/runner/recorder.h"
+#include "daemon/store/checkpoint.h"
+
+namespace dtrain::runner {
+
+struct LbfgsRunResult {
+  train::StopReason why = train::StopReason::kCompleted;
+  optim::LbfgsStop stop = optim::LbfgsStop::kNone;  // why L-BFGS ended (completed runs)
+  std::int64_t iterations = 0;
+  double loss = 0.0;  // the objective at the end
+  std::optional<train::EvalResult> final_eval;  // on the held-out set, if there is one
+};
+
+// "converged (gradient tolerance) after 37 iterations", "stopped after 100 iterations (max
+// iterations)": for the job's final state.
+std::string DescribeLbfgsEnd(const LbfgsRunResult& result);
+
+Result<LbfgsRunResult> RunLbfgs(const config::JobConfig& job, const JobData& data,
+                                RunRecorder& recorder, const RunOptions& options,
+                                const store::CheckpointData* resume);
+
+}  // namespace dtrain::runner
