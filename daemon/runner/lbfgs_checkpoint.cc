@@ -1,21 +1,12 @@
 #include "daemon/runner/lbfgs_checkpoint.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
+
+#include "core/dist/float_slots.h"
 
 namespace dtrain::runner {
 namespace {
-
-void PutU64(std::uint64_t value, float* at) {
-  at[0] = std::bit_cast<float>(static_cast<std::uint32_t>(value));
-  at[1] = std::bit_cast<float>(static_cast<std::uint32_t>(value >> 32));
-}
-
-std::uint64_t GetU64(const float* at) {
-  return std::uint64_t{std::bit_cast<std::uint32_t>(at[0])} |
-         (std::uint64_t{std::bit_cast<std::uint32_t>(at[1])} << 32);
-}
 
 // The vectors a checkpoint keeps, in its order: g, then s_i and y_i slot by slot (x is params).
 std::vector<int> SavedVectors(int history) {
@@ -35,11 +26,11 @@ std::string At(const store::CheckpointData& c) {
 
 std::vector<float> EncodeLbfgsState(const optim::LbfgsState& state) {
   std::vector<float> scalars(kLbfgsScalarFloats);
-  PutU64(static_cast<std::uint64_t>(state.iteration), &scalars[0]);
-  PutU64(static_cast<std::uint64_t>(state.evaluations), &scalars[2]);
-  PutU64(std::bit_cast<std::uint64_t>(state.loss), &scalars[4]);
-  scalars[6] = std::bit_cast<float>(static_cast<std::uint32_t>(state.pairs));
-  scalars[7] = std::bit_cast<float>(static_cast<std::uint32_t>(state.newest + 1));
+  dist::PutU64(scalars, 0, static_cast<std::uint64_t>(state.iteration));
+  dist::PutU64(scalars, 2, static_cast<std::uint64_t>(state.evaluations));
+  dist::PutF64(scalars, 4, state.loss);
+  dist::PutU32(scalars, 6, static_cast<std::uint32_t>(state.pairs));
+  dist::PutU32(scalars, 7, static_cast<std::uint32_t>(state.newest + 1));
   return scalars;
 }
 
@@ -49,11 +40,11 @@ Result<optim::LbfgsState> DecodeLbfgsState(std::span<const float> scalars) {
                          " values, not " + std::to_string(kLbfgsScalarFloats));
   }
   optim::LbfgsState state;
-  state.iteration = static_cast<std::int64_t>(GetU64(&scalars[0]));
-  state.evaluations = static_cast<std::int64_t>(GetU64(&scalars[2]));
-  state.loss = std::bit_cast<double>(GetU64(&scalars[4]));
-  state.pairs = static_cast<int>(std::bit_cast<std::uint32_t>(scalars[6]));
-  state.newest = static_cast<int>(std::bit_cast<std::uint32_t>(scalars[7])) - 1;
+  state.iteration = static_cast<std::int64_t>(dist::GetU64(scalars, 0));
+  state.evaluations = static_cast<std::int64_t>(dist::GetU64(scalars, 2));
+  state.loss = dist::GetF64(scalars, 4);
+  state.pairs = static_cast<int>(dist::GetU32(scalars, 6));
+  state.newest = static_cast<int>(dist::GetU32(scalars, 7)) - 1;
   return state;
 }
 
