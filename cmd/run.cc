@@ -19,6 +19,7 @@
 #include "cmd/stored_job.h"
 #include "cmd/terminal.h"
 #include "config/job_file.h"
+#include "config/job_layout.h"
 #include "core/net/host_info.h"
 #include "daemon/runner/local_run.h"
 #include "daemon/server/embedded_coordinator.h"
@@ -149,7 +150,8 @@ void FillFinalEval(store::Store& store, std::int64_t job_id, const config::JobCo
 }
 
 // A job of several processes: they run as worker processes of this binary (`dtrain worker`),
-// coordinated from here as dtraind would; rank 0's output is shown as it comes.
+// coordinated from here as dtraind would; the lead process's output (rank 0's, or a Sandblaster
+// job's coordinator's) is shown as it comes, and every process's errors.
 int RunWithWorkers(const RunArgs& args, const config::JobConfig& job, std::int64_t job_id,
                    store::Store& store) {
   std::error_code ec;
@@ -163,8 +165,10 @@ int RunWithWorkers(const RunArgs& args, const config::JobConfig& job, std::int64
   server::EmbeddedOptions options;
   options.worker_exe = self.string();
   options.stop = StopFlag();
-  options.on_line = [json = args.json](int rank, std::string_view stream, std::string_view line) {
-    if (json || (rank != 0 && stream == "stdout")) return;
+  const int lead = config::LeadRank(job.cluster);
+  options.on_line = [json = args.json, lead](int rank, std::string_view stream,
+                                             std::string_view line) {
+    if (json || (rank != lead && stream == "stdout")) return;
     std::fprintf(stream == "stdout" ? stdout : stderr, "[%d] %.*s\n", rank,
                  static_cast<int>(line.size()), line.data());
   };

@@ -15,11 +15,12 @@ constexpr NameTable<DataFormat, 4> kFormats{{{{DataFormat::kIdx, "idx"},
                                                    "idx, csv, libsvm, synthetic"};
 constexpr NameTable<SyntheticKind, 2> kSyntheticKinds{
     {{{SyntheticKind::kBlobs, "blobs"}, {SyntheticKind::kLinear, "linear"}}}, "blobs, linear"};
-constexpr NameTable<ClusterMode, 4> kModes{{{{ClusterMode::kSingle, "single"},
+constexpr NameTable<ClusterMode, 5> kModes{{{{ClusterMode::kSingle, "single"},
                                                     {ClusterMode::kSync, "sync"},
                                                     {ClusterMode::kAsync, "async"},
-                                                    {ClusterMode::kLocal, "local"}}},
-                                                  "single, sync, async, local"};
+                                                    {ClusterMode::kLocal, "local"},
+                                                    {ClusterMode::kSandblaster, "sandblaster"}}},
+                                                  "single, sync, async, local, sandblaster"};
 constexpr NameTable<AllReduce, 2> kAllReduces{{{{AllReduce::kRing, "ring"}, {AllReduce::kPs, "ps"}}},
                                               "ring, ps"};
 constexpr NameTable<Transport, 2> kTransports{

@@ -24,7 +24,9 @@ namespace dtrain::config {
 
 enum class DataFormat { kIdx, kCsv, kLibsvm, kSynthetic };
 enum class SyntheticKind { kBlobs, kLinear };
-enum class ClusterMode { kSingle, kSync, kAsync, kLocal };
+// kSandblaster: L-BFGS with a coordinator, parameter shards that hold its vectors and workers that
+// compute work units (core/dist/sandblaster_protocol.md).
+enum class ClusterMode { kSingle, kSync, kAsync, kLocal, kSandblaster };
 enum class AllReduce { kRing, kPs };  // how mode "sync" averages gradients
 // What carries a ring's links: shared memory between processes of one host, TCP otherwise (auto),
 // or always TCP.
@@ -86,18 +88,25 @@ struct ClusterConfig {
   int model_parallel = 1;
   model::PartitionKind partition = model::PartitionKind::kLayers;
   int micro_batches = 1;
+  // Sandblaster: work units per pass (0: 10 per worker), and the fraction of a pass's units done
+  // after which backup copies of the units still running go to free workers (1: none).
+  int work_units = 0;
+  double backup_after = 0.8;
 
   // Shards of each partition, where a mode uses parameter servers.
   int Servers() const {
-    return mode == ClusterMode::kAsync || (mode == ClusterMode::kSync && allreduce == AllReduce::kPs)
+    return mode == ClusterMode::kAsync || mode == ClusterMode::kSandblaster ||
+                   (mode == ClusterMode::kSync && allreduce == AllReduce::kPs)
                ? servers
                : 0;
   }
   // Processes the job runs (config/job_layout.h): every replica's partitions, then every
-  // partition's shards.
+  // partition's shards, then a Sandblaster job's coordinator.
   int Trainers() const { return workers * model_parallel; }
   int Shards() const { return Servers() * model_parallel; }
-  int Processes() const { return Trainers() + Shards(); }
+  int Coordinators() const { return mode == ClusterMode::kSandblaster ? 1 : 0; }
+  int Processes() const { return Trainers() + Shards() + Coordinators(); }
+  int WorkUnits() const { return work_units > 0 ? work_units : 10 * workers; }
 
   bool operator==(const ClusterConfig&) const = default;
 };

@@ -54,6 +54,7 @@ constexpr std::int64_t kMaxThreads = 1024;
 constexpr std::int64_t kMaxWorkers = 1024;
 constexpr std::int64_t kMaxPartitions = 64;
 constexpr std::int64_t kMaxMicroBatches = 4096;
+constexpr std::int64_t kMaxUnits = 1'000'000;  // cluster.work_units
 constexpr std::int64_t kMaxEvery = 1000000;  // cluster.*_every and max_staleness
 constexpr std::int64_t kMaxKeep = 10'000;
 constexpr std::int64_t kMaxSeed = std::numeric_limits<std::int64_t>::max();
@@ -467,8 +468,8 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
       !r.Failed("mode")) {
     r.Report(*workers, "workers",
              "is " + std::to_string(c->workers) +
-                 ", but cluster.mode \"single\" trains one worker: use mode \"sync\", \"async\" "
-                 "or \"local\" for several");
+                 ", but cluster.mode \"single\" trains one worker: use mode \"sync\", \"async\", "
+                 "\"local\" or \"sandblaster\" for several");
   }
   r.Enum("allreduce", ParseAllReduce, AllReduceChoices(), &c->allreduce);
   r.Int("servers", 1, kMaxWorkers, &c->servers);
@@ -487,6 +488,8 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
   r.Int("model_parallel", 1, kMaxPartitions, &c->model_parallel);
   r.Enum("partition", model::ParsePartitionKind, model::PartitionKindChoices(), &c->partition);
   r.Int("micro_batches", 1, kMaxMicroBatches, &c->micro_batches);
+  r.Int("work_units", 0, kMaxUnits, &c->work_units);
+  r.Number("backup_after", Closed(0, 1), &c->backup_after);
 }
 
 // Model parallelism fits the model: an MLP whose layers (or units) split K ways, micro-batches
@@ -538,19 +541,25 @@ void CheckModelParallel(const JobConfig& job, TableReader& cluster) {
   }
 }
 
-// L-BFGS is a batch method: one process minimises the full-batch objective (mode "single");
-// the model is not split.
-void CheckLbfgs(const JobConfig& job, TableReader& optimizer) {
+// L-BFGS is a batch method: one process minimises the full-batch objective (mode "single"), or
+// Sandblaster's processes together; the model is not split. Sandblaster runs L-BFGS only.
+void CheckLbfgs(const JobConfig& job, TableReader& optimizer, TableReader& cluster) {
+  const toml::node* mode = cluster.Find("mode");
+  if (mode != nullptr && job.cluster.mode == ClusterMode::kSandblaster && !cluster.Failed("mode") &&
+      job.optimizer.type != optim::OptimizerType::kLbfgs && !optimizer.Failed("type")) {
+    cluster.Report(*mode, "mode",
+                   "is \"sandblaster\", which runs L-BFGS: set optimizer.type = \"lbfgs\"");
+  }
   const toml::node* type = optimizer.Find("type");
   if (type == nullptr || job.optimizer.type != optim::OptimizerType::kLbfgs ||
       optimizer.Failed("type")) {
     return;
   }
   const std::string is = "is \"lbfgs\", a batch method, but ";
-  if (job.cluster.mode != ClusterMode::kSingle) {
+  if (job.cluster.mode != ClusterMode::kSingle && job.cluster.mode != ClusterMode::kSandblaster) {
     optimizer.Report(*type, "type",
                      is + "cluster.mode is \"" + std::string(ClusterModeName(job.cluster.mode)) +
-                         "\": L-BFGS runs in mode \"single\"");
+                         "\": L-BFGS runs in mode \"single\" or \"sandblaster\"");
   } else if (job.cluster.model_parallel > 1) {
     optimizer.Report(*type, "type", is + "cluster.model_parallel splits the model: L-BFGS "
                                          "trains a whole model");
@@ -644,7 +653,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule, &job.lbfgs, &job.sample_rows);
   ReadCluster(cluster, &job.cluster);
   CheckModelParallel(job, cluster);
-  CheckLbfgs(job, optimizer);
+  CheckLbfgs(job, optimizer, cluster);
   // Downpour's shards default to Adagrad (Dean et al. 2012); an explicit optimizer.type wins.
   if (job.cluster.mode == ClusterMode::kAsync && !optimizer.Present("type")) {
     job.optimizer.type = optim::OptimizerType::kAdagrad;

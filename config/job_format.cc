@@ -113,6 +113,8 @@ std::string FormatResolvedJob(const JobConfig& job) {
   w.Int("max_staleness", job.cluster.max_staleness);
   w.Int("average_every", job.cluster.average_every);
   w.Bool("average_optimizer", job.cluster.average_optimizer);
+  w.Int("work_units", job.cluster.work_units);
+  w.Double("backup_after", job.cluster.backup_after);
   w.String("lr_scaling", LrScalingName(job.cluster.lr_scaling));
   w.Double("timeout_seconds", job.cluster.timeout_seconds);
   w.Double("heartbeat_timeout", job.cluster.heartbeat_timeout);

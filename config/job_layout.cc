@@ -12,6 +12,10 @@ ProcessRole RoleOf(const ClusterConfig& c, int rank) {
     return role;
   }
   const int shards = c.Servers();
+  if (rank >= c.Trainers() + c.Shards()) {
+    role.kind = ProcessRole::Kind::kCoordinator;
+    return role;
+  }
   role.kind = ProcessRole::Kind::kShard;
   role.partition = (rank - c.Trainers()) / shards;
   role.shard = (rank - c.Trainers()) % shards;
@@ -49,8 +53,33 @@ std::string DescribeProcess(const ClusterConfig& c, int rank) {
                               std::to_string(role.partition) + ")"
                         : std::string());
   }
+  if (role.kind == ProcessRole::Kind::kCoordinator) return "coordinator";
   return "shard " + std::to_string(role.shard) +
          (partitioned ? " of partition " + std::to_string(role.partition) : std::string());
+}
+
+const char* RoleName(const ClusterConfig& c, int rank) {
+  switch (RoleOf(c, rank).kind) {
+    case ProcessRole::Kind::kReplica: return "replica";
+    case ProcessRole::Kind::kShard: return "server";
+    case ProcessRole::Kind::kCoordinator: return "coordinator";
+  }
+  return "replica";
+}
+
+int LeadRank(const ClusterConfig& c) {
+  return c.mode == ClusterMode::kSandblaster ? c.Trainers() + c.Shards() : 0;
+}
+
+bool WritesCheckpoints(const ClusterConfig& c, int rank) {
+  const ProcessRole role = RoleOf(c, rank);
+  if (c.mode == ClusterMode::kSandblaster) return role.kind == ProcessRole::Kind::kCoordinator;
+  return role.kind == ProcessRole::Kind::kReplica && role.replica == 0;
+}
+
+bool Expendable(const ClusterConfig& c, int rank) {
+  return c.mode == ClusterMode::kSandblaster &&
+         RoleOf(c, rank).kind == ProcessRole::Kind::kReplica;
 }
 
 }  // namespace dtrain::config

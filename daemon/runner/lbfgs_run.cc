@@ -24,13 +24,13 @@ double Seconds(Clock::time_point since) {
 class LbfgsRecording {
  public:
   LbfgsRecording(const config::JobConfig& job, const JobData& data, const model::Model& model,
-                 optim::Lbfgs& lbfgs, optim::LocalVectors& vectors, RunRecorder& recorder,
+                 optim::Lbfgs& lbfgs, LbfgsEngine& engine, RunRecorder& recorder,
                  const RunOptions& options, std::int64_t last_saved)
       : job_(job),
         data_(data),
         model_(model),
         lbfgs_(lbfgs),
-        vectors_(vectors),
+        engine_(engine),
         recorder_(recorder),
         options_(options),
         spec_(model::FormatModelSpec(model.spec())),
@@ -53,9 +53,9 @@ class LbfgsRecording {
             .iterations = true};
   }
 
-  void Iteration(const optim::LbfgsIteration& it, const model::LossValue& at, std::size_t rows,
-                 double seconds) {
-    const double rows_d = static_cast<double>(rows);
+  void Iteration(const optim::LbfgsIteration& it, double seconds) {
+    const model::LossValue at = engine_.LastLoss();
+    const double rows_d = static_cast<double>(engine_.rows());
     std::vector<train::MetricPoint> points{
         Point("train_loss", at.loss_sum / rows_d),
         Point("objective", it.loss),
@@ -66,14 +66,18 @@ class LbfgsRecording {
     if (classification_) {
       points.push_back(Point("train_accuracy", static_cast<double>(at.correct) / rows_d));
     }
+    for (const auto& [name, value] : engine_.TakeIterationMetrics()) {
+      points.push_back(Point(name.c_str(), value));
+    }
     Emit(points);
   }
 
   // Evaluates on the held-out set (if any); true when train.target_accuracy is reached.
-  bool Evaluate() {
+  Result<bool> Evaluate() {
     last_eval_ = lbfgs_.state().iteration;
     if (!eval_) return false;
-    const model::LossValue v = eval_->Measure(vectors_.slices()[optim::kX]);
+    if (Status s = engine_.Collect(false); !s.ok()) return s;
+    const model::LossValue v = eval_->Measure(engine_.Staging()[optim::kX]);
     const double rows = static_cast<double>(data_.eval.rows);
     latest_eval_ = train::EvalResult{v.loss_sum / rows, std::nan(""), data_.eval.rows};
     if (!classification_) {
@@ -87,6 +91,9 @@ class LbfgsRecording {
   }
   const std::optional<train::EvalResult>& latest_eval() const { return latest_eval_; }
   bool EvaluatedNow() const { return last_eval_ == lbfgs_.state().iteration; }
+  void Log(const std::string& line) {
+    if (options_.observer != nullptr) options_.observer->OnEvent(line);
+  }
 
   bool CheckpointDue() const {
     const config::CheckpointConfig& p = job_.checkpoint;
@@ -99,9 +106,10 @@ class LbfgsRecording {
   Status Save() {
     const optim::LbfgsState& state = lbfgs_.state();
     if (!options_.checkpoints || state.iteration == last_saved_) return Status::Ok();
+    if (Status s = engine_.Collect(true); !s.ok()) return Status::Error("checkpoint failed: " + s.message());
     std::vector<float> scalars;
     const Status saved = recorder_.SaveCheckpoint(ViewLbfgsCheckpoint(
-        vectors_.slices(), job_.lbfgs.history, state, job_.train.seed, spec_, &scalars));
+        engine_.Staging(), job_.lbfgs.history, state, job_.train.seed, spec_, &scalars));
     if (!saved.ok()) return Status::Error("checkpoint failed: " + saved.message());
     last_saved_ = state.iteration;
     last_checkpoint_ = Clock::now();
@@ -123,7 +131,7 @@ class LbfgsRecording {
   const JobData& data_;
   const model::Model& model_;
   optim::Lbfgs& lbfgs_;
-  optim::LocalVectors& vectors_;
+  LbfgsEngine& engine_;
   RunRecorder& recorder_;
   const RunOptions& options_;
   const std::string spec_;
@@ -151,33 +159,44 @@ std::string DescribeLbfgsEnd(const LbfgsRunResult& r) {
   return "converged (" + std::string(optim::LbfgsStopName(r.stop)) + ")" + after;
 }
 
+LocalLbfgsEngine::LocalLbfgsEngine(const config::JobConfig& job, const JobData& data,
+                                   const model::Model& model)
+    : objective_(model, data.train, data.scaling,
+                 train::ObjectiveRows(data.train.rows, static_cast<std::size_t>(job.sample_rows),
+                                      job.train.seed),
+                 job.train.weight_decay, job.train.batch_size),
+      vectors_(optim::LbfgsVectorCount(job.lbfgs.history), model.NumParams(),
+               [this](std::span<const float> x, std::span<float> g) -> Result<double> {
+                 return objective_.Evaluate(x, g);
+               }) {}
+
 Result<LbfgsRunResult> RunLbfgs(const config::JobConfig& job, const JobData& data,
                                 RunRecorder& recorder, const RunOptions& options,
                                 const store::CheckpointData* resume) {
   const model::Model model(data.spec);
-  train::BatchObjective objective(
-      model, data.train, data.scaling,
-      train::ObjectiveRows(data.train.rows, static_cast<std::size_t>(job.sample_rows),
-                           job.train.seed),
-      job.train.weight_decay, job.train.batch_size);
-  optim::LocalVectors vectors(
-      optim::LbfgsVectorCount(job.lbfgs.history), model.NumParams(),
-      [&](std::span<const float> x, std::span<float> g) -> Result<double> {
-        return objective.Evaluate(x, g);
-      });
-  optim::Lbfgs lbfgs(job.lbfgs, vectors);
+  LocalLbfgsEngine engine(job, data, model);
+  return RunLbfgs(job, data, model, engine, recorder, options, resume);
+}
+
+Result<LbfgsRunResult> RunLbfgs(const config::JobConfig& job, const JobData& data,
+                                const model::Model& model, LbfgsEngine& engine,
+                                RunRecorder& recorder, const RunOptions& options,
+                                const store::CheckpointData* resume) {
+  optim::Lbfgs lbfgs(job.lbfgs, engine.vectors());
   if (resume != nullptr) {
     optim::LbfgsState state;
     Status restored =
         RestoreLbfgsCheckpoint(*resume, job.lbfgs.history, job.train.seed,
-                               model::FormatModelSpec(data.spec), vectors.slices(), &state);
+                               model::FormatModelSpec(data.spec), engine.Staging(), &state);
+    if (restored.ok()) restored = engine.Publish(true);
     if (restored.ok()) restored = lbfgs.Restore(state);
     if (!restored.ok()) return restored;
   } else {
-    model.Init(vectors.slices()[optim::kX], job.train.seed);
+    model.Init(engine.Staging()[optim::kX], job.train.seed);
+    if (Status published = engine.Publish(false); !published.ok()) return published;
     if (Status started = lbfgs.Start(); !started.ok()) return started;
   }
-  LbfgsRecording recording(job, data, model, lbfgs, vectors, recorder, options,
+  LbfgsRecording recording(job, data, model, lbfgs, engine, recorder, options,
                            resume != nullptr ? resume->step : -1);
   if (options.observer != nullptr) {
     options.observer->OnStart(recording.Progress(), data, resume != nullptr);
@@ -188,15 +207,20 @@ Result<LbfgsRunResult> RunLbfgs(const config::JobConfig& job, const JobData& dat
     const std::int64_t before = lbfgs.state().iteration;
     const auto started = Clock::now();
     Result<optim::LbfgsIteration> it = lbfgs.Iterate();
+    for (const std::string& event : engine.TakeEvents()) recording.Log(event);
     if (!it.ok()) return it.status();
     if (it.value().iteration > before) {
-      recording.Iteration(it.value(), objective.last(), objective.rows(), Seconds(started));
+      recording.Iteration(it.value(), Seconds(started));
       const std::int64_t every = job.train.eval_every;
       const bool due = every == 0 || it.value().iteration % every == 0 ||
                        it.value().stop != optim::LbfgsStop::kNone;
-      if (due && recording.Evaluate()) {
-        result.why = train::StopReason::kTargetReached;
-        break;
+      if (due) {
+        Result<bool> reached = recording.Evaluate();
+        if (!reached.ok()) return reached.status();
+        if (reached.value()) {
+          result.why = train::StopReason::kTargetReached;
+          break;
+        }
       }
       if (recording.CheckpointDue()) {
         if (Status saved = recording.Save(); !saved.ok()) return saved;
@@ -208,7 +232,7 @@ Result<LbfgsRunResult> RunLbfgs(const config::JobConfig& job, const JobData& dat
     }
   }
   if (!recording.EvaluatedNow() && result.why != train::StopReason::kRequested) {
-    recording.Evaluate();
+    if (Result<bool> evaluated = recording.Evaluate(); !evaluated.ok()) return evaluated.status();
   }
   if (Status saved = recording.Save(); !saved.ok()) return saved;
   result.stop = lbfgs.Stopped();

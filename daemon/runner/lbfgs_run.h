@@ -1,6 +1,7 @@
-// RunLbfgs: a job with [optimizer] type = "lbfgs" (mode "single"): L-BFGS on the job's full-batch
-// objective (core/train/batch_objective.h) in this process — the exact, deterministic reference
-// for the distributed Sandblaster mode — recorded like a training run:
+// RunLbfgs: a job with [optimizer] type = "lbfgs": L-BFGS on the job's full-batch objective
+// (core/train/batch_objective.h), in this process (mode "single": the exact, deterministic
+// reference) or on Sandblaster's shards and workers (an LbfgsEngine), recorded like a training
+// run:
 //   every iteration: train_loss and train_accuracy (at the new point, over the objective's rows),
 //     objective (with the L2 term), grad_norm, step_length, evaluations (this iteration's) and
 //     samples_per_sec (rows evaluated per second); `step` is the iteration, `epoch` the
@@ -25,6 +26,7 @@
 #include "core/train/strategy.h"
 #include "core/train/trainer.h"
 #include "daemon/runner/job_data.h"
+#include "daemon/runner/lbfgs_engine.h"
 #include "daemon/runner/recorded_training.h"
 #include "daemon/runner/recorder.h"
 #include "daemon/store/checkpoint.h"
@@ -43,7 +45,13 @@ struct LbfgsRunResult {
 // iterations)": for the job's final state.
 std::string DescribeLbfgsEnd(const LbfgsRunResult& result);
 
+// In this process (LocalLbfgsEngine).
 Result<LbfgsRunResult> RunLbfgs(const config::JobConfig& job, const JobData& data,
+                                RunRecorder& recorder, const RunOptions& options,
+                                const store::CheckpointData* resume);
+// On `engine` (Sandblaster's coordinator passes its own); `model` is data.spec's.
+Result<LbfgsRunResult> RunLbfgs(const config::JobConfig& job, const JobData& data,
+                                const model::Model& model, LbfgsEngine& engine,
                                 RunRecorder& recorder, const RunOptions& options,
                                 const store::CheckpointData* resume);
 

@@ -42,6 +42,8 @@ class RunObserver {
   virtual void OnMetrics(const RunProgress& progress,
                          std::span<const train::MetricPoint> points) = 0;
   virtual void OnCheckpoint(const RunProgress& progress) = 0;
+  // Something the log should say ("worker rank 2 is lost: ...; its units go to the others").
+  virtual void OnEvent(const std::string& line) { (void)line; }
 };
 
 struct RunOptions {

@@ -442,7 +442,7 @@ asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t att
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second->attempt != attempt) co_return;
   const Process& p = it->second->processes[static_cast<std::size_t>(rank)];
-  const char* role = it->second->IsReplica(rank) ? "replica" : "server";
+  const char* role = config::RoleName(it->second->config.cluster, rank);
   // A peer's worker is recorded under the peer's name, with its local stand-in's pid.
   const std::string host = !p.node.empty()                  ? p.node
                            : !settings_.node_name.empty() ? settings_.node_name
@@ -564,7 +564,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
         std::llround(job->config.cluster.heartbeat_timeout * 1000.0));
     const config::ClusterConfig& cluster = job->config.cluster;
     for (const Process& p : job->processes) {
-      a.peers.push_back({p.rank, job->IsReplica(p.rank) ? "replica" : "server",
+      a.peers.push_back({p.rank, config::RoleName(job->config.cluster, p.rank),
                          p.data_host.empty() ? settings_.data_host : p.data_host, p.data_port,
                          p.partition_port});
     }
@@ -645,6 +645,11 @@ void JobManager::WorkerSilent(std::int64_t id, int rank, const std::string& toke
   std::snprintf(seconds, sizeof seconds, "%g", job.config.cluster.heartbeat_timeout);
   why += seconds;
   why += " s): killed";
+  if (config::Expendable(job.config.cluster, rank)) {
+    // The job goes on without it (its link breaks, and the coordinator hands its units on).
+    store_.AppendLog(job.id, rank, "daemon", why + "; the job goes on without it");
+    return;
+  }
   FailAttempt(job, why);
 }
 
@@ -661,7 +666,7 @@ asio::awaitable<Status> JobManager::WorkerCheckpoint(std::int64_t id, int rank,
   if (it == jobs_.end()) co_return refused;
   const config::ClusterConfig cluster = it->second->config.cluster;
   const config::ProcessRole role = config::RoleOf(cluster, rank);
-  if (role.kind != config::ProcessRole::Kind::kReplica || role.replica != 0) co_return refused;
+  if (!config::WritesCheckpoints(cluster, rank)) co_return refused;
   auto decoded = store::DecodeCheckpoint(blob);
   if (!decoded.ok()) co_return Status::Error("checkpoint refused: " + decoded.status().message());
   const int keep = it->second->config.checkpoint.keep;
@@ -783,7 +788,13 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   const std::int64_t row = job->processes[static_cast<std::size_t>(rank)].row;
   const bool last = --job->live == 0;  // only the last exit's handler decides the attempt
   if (!ended_well && !job->cancel_requested && !shutting_down_) {
-    FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
+    if (config::Expendable(job->config.cluster, rank) && !p.stop_sent) {
+      store_.AppendLog(job->id, rank, "daemon",
+                       job->Who(rank) + " " + DescribeExit(exit) +
+                           "; the job goes on without it");
+    } else if (!config::Expendable(job->config.cluster, rank)) {
+      FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
+    }
   }
   if (!job->ready && job->rendezvous) job->rendezvous->cancel();  // admitted ones stop waiting
   if (row != 0) {
@@ -796,10 +807,13 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   Job& j = *it->second;
   j.active = false;
   j.rendezvous.reset();
-  const Process& lead = j.processes.front();
-  const bool finished = j.failure.empty() && !j.cancel_requested && !shutting_down_ &&
-                        std::all_of(j.processes.begin(), j.processes.end(),
-                                    [&j](const Process& q) { return j.StoppedWell(q); });
+  const Process& lead = j.processes[static_cast<std::size_t>(config::LeadRank(j.config.cluster))];
+  // Every process finished well, but one the job can do without may have died on the way.
+  const bool finished =
+      j.failure.empty() && !j.cancel_requested && !shutting_down_ && j.StoppedWell(lead) &&
+      std::all_of(j.processes.begin(), j.processes.end(), [&j](const Process& q) {
+        return j.StoppedWell(q) || config::Expendable(j.config.cluster, q.rank);
+      });
   std::string reason;
   if (finished) {
     reason = j.target_reached

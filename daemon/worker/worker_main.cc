@@ -19,6 +19,7 @@
 #include "daemon/runner/memory_limit.h"
 #include "daemon/runner/progress_lines.h"
 #include "daemon/runner/recorded_training.h"
+#include "daemon/runner/sandblaster_run.h"
 #include "daemon/runner/trainer_checkpoint.h"
 #include "daemon/runner/shard_service.h"
 #include "daemon/runner/training_session.h"
@@ -57,6 +58,7 @@ class LinePrinter final : public runner::RunObserver {
                  std::span<const train::MetricPoint> points) override {
     if (auto line = runner::EvalLine(progress, points, eval_name_)) Print(*line);
   }
+  void OnEvent(const std::string& line) override { Print(line); }
   void OnCheckpoint(const runner::RunProgress& progress) override {
     Print(std::string("checkpoint at ") + (progress.iterations ? "iteration " : "step ") +
           std::to_string(progress.step));
@@ -178,15 +180,21 @@ const char* StopName(train::StopReason why) {
                                                     : "requested";
 }
 
-// A job of [optimizer] type = "lbfgs" in mode "single": L-BFGS in this process.
-int RunLbfgsReplica(Upstream& upstream, const Admitted& admitted, const runner::JobData& data) {
+// A job of [optimizer] type = "lbfgs": L-BFGS in this process (mode "single"), or as the
+// coordinator of Sandblaster's shards and workers.
+int RunLbfgsReplica(Upstream& upstream, const Admitted& admitted, const runner::JobData& data,
+                    const runner::Placement& placement) {
   LinePrinter printer;
   UpstreamRecorder recorder(upstream);
   runner::RunOptions options;
   options.stop = &g_stop;
   options.observer = &printer;
-  const Result<runner::LbfgsRunResult> ran = runner::RunLbfgs(
-      admitted.job, data, recorder, options, admitted.resume ? &*admitted.resume : nullptr);
+  const store::CheckpointData* resume = admitted.resume ? &*admitted.resume : nullptr;
+  const Result<runner::LbfgsRunResult> ran =
+      admitted.job.cluster.mode == config::ClusterMode::kSandblaster
+          ? runner::RunSandblasterCoordinator(admitted.job, data, placement, recorder, options,
+                                              resume)
+          : runner::RunLbfgs(admitted.job, data, recorder, options, resume);
   if (!ran.ok()) return Fail(ran.status().message());
   if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
   const std::string end = runner::DescribeLbfgsEnd(ran.value());
@@ -198,8 +206,10 @@ int RunLbfgsReplica(Upstream& upstream, const Admitted& admitted, const runner::
   return ran.value().why == train::StopReason::kRequested ? kExitStopped : kExitCompleted;
 }
 
+// A replica, a Sandblaster worker or a Sandblaster coordinator: a process that reads the job's data.
 int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;
+  const config::ProcessRole role = config::RoleOf(job.cluster, placement.rank);
   const char* doing = "preparing its BLAS threads";
   try {
     // BLAS buffers first, while the address space is free (memory_limit.h).
@@ -209,9 +219,18 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     doing = "reading the job's data";
     auto data = runner::LoadJobData(job);
     if (!data.ok()) return FailHopeless(upstream, "no_data", data.status().message());
-    if (job.optimizer.type == optim::OptimizerType::kLbfgs) {
+    if (job.cluster.mode == config::ClusterMode::kSandblaster &&
+        role.kind == config::ProcessRole::Kind::kReplica) {
+      doing = "computing work units";
+      const Status worked = runner::RunSandblasterWorkerOfJob(job, data.value(), placement);
+      if (!worked.ok()) return Fail(worked.message());
+      if (Status said = SayDone(upstream, "completed", 0); !said.ok()) return Fail(said.message());
+      std::printf("the coordinator has stopped the workers\n");
+      return kExitCompleted;
+    }
+    if (job.optimizer.type == optim::OptimizerType::kLbfgs) {  // single, or the coordinator
       doing = "running L-BFGS";
-      return RunLbfgsReplica(upstream, admitted, data.value());
+      return RunLbfgsReplica(upstream, admitted, data.value(), placement);
     }
     doing = "building the model, its gradient and optimizer state";
     auto made = runner::TrainingSession::Make(job, data.value(), placement);
@@ -276,7 +295,9 @@ int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placeme
                 job.cluster.Servers(), job.cluster.workers);
     std::fflush(stdout);
     doing = "serving its shard";
-    Status served = runner::ServeShardOfJob(job, spec.value(), placement, admitted.resume, sink);
+    Status served = job.cluster.mode == config::ClusterMode::kSandblaster
+                        ? runner::ServeSandblasterShard(job, spec.value(), placement)
+                        : runner::ServeShardOfJob(job, spec.value(), placement, admitted.resume, sink);
     if (!served.ok()) return Fail(served.message());
     if (Status said = SayDone(upstream, "completed", 0); !said.ok()) {
       return Fail(said.message());
