@@ -105,7 +105,10 @@ JobMemory EstimateJobMemory(const JobConfig& job) {
     m.shard = Times(Times(slice, kFloat), 2 + static_cast<std::uint64_t>(state));
   }
   const bool packed = job.cluster.hosts.empty() && job.cluster.placement == PlacementPolicy::kPack;
-  m.host = packed ? Plus(Times(m.replica, static_cast<std::uint64_t>(job.cluster.Trainers())),
+  // A Sandblaster coordinator holds L-BFGS's vectors as a replica would.
+  const auto replicas =
+      static_cast<std::uint64_t>(job.cluster.Trainers() + job.cluster.Coordinators());
+  m.host = packed ? Plus(Times(m.replica, replicas),
                          Times(m.shard, static_cast<std::uint64_t>(job.cluster.Shards())))
                   : std::max(m.replica, m.shard);
   return m;

@@ -1,4 +1,5 @@
 #include "config/job_file.h"
+#include "config/job_layout.h"
 
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
@@ -339,6 +340,49 @@ BOOST_AUTO_TEST_CASE(lbfgs_keys_are_read_round_trip_and_fit_only_a_whole_model_i
       "[optimizer]\ntype = \"lbfgs\"\n[cluster]\nmode = \"single\"\nmodel_parallel = 2\n"));
   BOOST_TEST(d.key == "optimizer.type");
   BOOST_TEST(d.message.find("model_parallel") != std::string::npos, d.message);
+}
+
+BOOST_AUTO_TEST_CASE(sandblaster_runs_lbfgs_with_a_coordinator_after_workers_and_shards) {
+  const LoadResult r = Parse(
+      "[data]\nformat = \"synthetic\"\n[optimizer]\ntype = \"lbfgs\"\n"
+      "[cluster]\nmode = \"sandblaster\"\nworkers = 3\nservers = 2\nwork_units = 45\n"
+      "backup_after = 0.5\n");
+  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(r.ok());
+  const ClusterConfig& c = r.job->cluster;
+  BOOST_TEST(c.WorkUnits() == 45);
+  BOOST_TEST(c.backup_after == 0.5);
+  BOOST_TEST(c.Processes() == 6);
+  const LoadResult back = ParseJobText(FormatResolvedJob(*r.job), "inline.toml", {}, "/");
+  BOOST_REQUIRE(back.ok());
+  BOOST_TEST((*back.job == *r.job));
+  // Ranks: workers 0-2, shards 3-4, the coordinator 5, which leads and writes the checkpoints;
+  // only the workers are expendable.
+  BOOST_TEST((RoleOf(c, 2).kind == ProcessRole::Kind::kReplica));
+  BOOST_TEST((RoleOf(c, 4).kind == ProcessRole::Kind::kShard));
+  BOOST_TEST(RoleOf(c, 4).shard == 1);
+  BOOST_TEST((RoleOf(c, 5).kind == ProcessRole::Kind::kCoordinator));
+  BOOST_TEST(DescribeProcess(c, 5) == "coordinator");
+  BOOST_TEST(std::string(RoleName(c, 5)) == "coordinator");
+  BOOST_TEST(LeadRank(c) == 5);
+  BOOST_TEST(WritesCheckpoints(c, 5));
+  BOOST_TEST(!WritesCheckpoints(c, 0));
+  BOOST_TEST(Expendable(c, 0));
+  BOOST_TEST(!Expendable(c, 3));
+  BOOST_TEST(!Expendable(c, 5));
+  ClusterConfig sync = c;
+  sync.mode = ClusterMode::kSync;
+  BOOST_TEST(LeadRank(sync) == 0);
+  BOOST_TEST(WritesCheckpoints(sync, 0));
+  BOOST_TEST(!Expendable(sync, 1));
+
+  BOOST_TEST(Parse("[data]\nformat = \"synthetic\"\n[optimizer]\ntype = \"lbfgs\"\n"
+                   "[cluster]\nmode = \"sandblaster\"\nworkers = 2\n")
+                 .job->cluster.WorkUnits() == 20);
+  CheckDiagnostics(Parse("[data]\nformat = \"synthetic\"\n[cluster]\nmode = \"sandblaster\"\n"
+                         "backup_after = 1.5\n"),
+                   {{"inline.toml", 4, 8, "cluster.mode", "which runs L-BFGS"},
+                    {"inline.toml", 5, 16, "cluster.backup_after", "must be"}});
 }
 
 BOOST_AUTO_TEST_CASE(several_workers_need_a_distributed_mode) {

@@ -1,6 +1,7 @@
 // Sandblaster L-BFGS through a real daemon: a coordinator, shards and workers as processes over
-// the data plane. It reaches the optimum the single-process run reaches, and a worker killed
-// in the middle of a pass costs the job nothing but that worker.
+// the data plane. It reaches the optimum the single-process run reaches; a worker killed in the
+// middle of a pass costs the job nothing but that worker; a killed shard sends the job back to
+// its newest checkpoint, from which it goes on to the same optimum.
 #include <boost/test/unit_test.hpp>
 #include <signal.h>
 
@@ -86,6 +87,27 @@ BOOST_AUTO_TEST_CASE(a_worker_killed_mid_pass_leaves_the_job_to_succeed_at_the_s
   BOOST_TEST(logs.out.find("the job goes on without it") != std::string::npos, logs.out);
   BOOST_TEST(logs.out.find("worker rank 1") != std::string::npos, logs.out);
   BOOST_TEST(logs.out.find("its units go to the other workers") != std::string::npos, logs.out);
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_shard_restarts_the_job_from_its_checkpoint_to_the_same_optimum) {
+  DaemonFixture d;
+  const std::int64_t reference = d.Submit(ConvexJob("single", 1, 40000, 60));
+  const std::int64_t id = d.Submit(ConvexJob("sandblaster", 3, 40000, 60));
+  json job = d.WaitForStep(id, 6);  // past the checkpoint at iteration 5
+  BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
+  pid_t shard = 0;
+  for (const json& w : job["workers"]) {
+    if (w["role"] == "server") shard = w["pid"].get<pid_t>();
+  }
+  BOOST_REQUIRE(shard > 0);
+  ::kill(shard, SIGKILL);
+  job = d.Wait(id);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump());
+  BOOST_TEST(job["restarts"] == 1, job.dump());
+  const json one = d.Wait(reference);
+  BOOST_REQUIRE(one["state"] == "succeeded");
+  const double f1 = FinalObjective(d, reference), f3 = FinalObjective(d, id);
+  BOOST_TEST(std::abs(f1 - f3) <= 1e-6 * std::abs(f1), f1 << " vs " << f3);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

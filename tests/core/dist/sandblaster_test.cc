@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/exact_optimum.h"
+#include "common/gaussian_blobs.h"
 #include "core/dist/local_link.h"
 #include "core/dist/sharded_vectors.h"
 #include "core/dist/sandblaster_worker.h"
@@ -28,23 +29,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-data::Dataset Blobs(std::size_t rows, std::size_t features, int classes, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  data::Dataset d;
-  d.rows = rows;
-  d.features = features;
-  d.num_classes = classes;
-  d.floats.resize(rows * features);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const auto label = static_cast<std::size_t>(r % static_cast<std::size_t>(classes));
-    d.labels.push_back(static_cast<float>(label));
-    for (std::size_t j = 0; j < features; ++j) {
-      d.floats[r * features + j] = normal(rng) + (j % static_cast<std::size_t>(classes) == label ? 1.0f : 0.0f);
-    }
-  }
-  return d;
-}
+using testing::GaussianBlobs;
 
 model::ModelSpec Spec(int inputs, int classes) {
   model::ModelSpec s;
@@ -78,7 +63,7 @@ struct Problem {
   data::Scaling scaling = data::ConstantScaling(1.0f);
   float wd = 0.01f;
   Problem(int classes, std::uint32_t seed)
-      : set(Blobs(800, 5, classes, seed)), model(Spec(5, classes)) {}
+      : set(GaussianBlobs(800, 5, classes, seed)), model(Spec(5, classes)) {}
   std::vector<std::uint32_t> Rows() const { return train::ObjectiveRows(set.rows, 0, 1); }
 };
 

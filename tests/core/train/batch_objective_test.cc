@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/exact_optimum.h"
+#include "common/gaussian_blobs.h"
 #include "core/math/gemm.h"
 #include "core/optim/lbfgs.h"
 #include "core/optim/vector_slices.h"
@@ -18,23 +19,7 @@ namespace dtrain::train {
 namespace {
 
 // Gaussian blobs, one per class, overlapping so that no weight vector separates them.
-data::Dataset Blobs(std::size_t rows, std::size_t features, int classes, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  data::Dataset d;
-  d.rows = rows;
-  d.features = features;
-  d.num_classes = classes;
-  d.floats.resize(rows * features);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const int label = static_cast<int>(r % static_cast<std::size_t>(classes));
-    d.labels.push_back(static_cast<float>(label));
-    for (std::size_t j = 0; j < features; ++j) {
-      d.floats[r * features + j] = normal(rng) + (j % classes == static_cast<std::size_t>(label) ? 1.0f : 0.0f);
-    }
-  }
-  return d;
-}
+using testing::GaussianBlobs;
 
 model::ModelSpec Spec(model::ModelType type, int inputs, int outputs) {
   model::ModelSpec s;
@@ -56,7 +41,7 @@ struct Fixture {
 BOOST_FIXTURE_TEST_SUITE(batch_objective, Fixture)
 
 BOOST_AUTO_TEST_CASE(gradient_matches_finite_differences) {
-  const data::Dataset set = Blobs(10, 4, 3, 1);
+  const data::Dataset set = GaussianBlobs(10, 4, 3, 1);
   const model::Model model(Spec(model::ModelType::kMlp, 4, 3));
   const data::Scaling scaling = data::ConstantScaling(1.0f);
   BatchObjective objective(model, set, scaling, ObjectiveRows(set.rows, 0, 1), 0.05f, 3);
@@ -80,7 +65,7 @@ BOOST_AUTO_TEST_CASE(gradient_matches_finite_differences) {
 }
 
 BOOST_AUTO_TEST_CASE(work_units_add_up_to_the_whole) {
-  const data::Dataset set = Blobs(50, 5, 3, 2);
+  const data::Dataset set = GaussianBlobs(50, 5, 3, 2);
   const model::Model model(Spec(model::ModelType::kSoftmax, 5, 3));
   const data::Scaling scaling = data::ConstantScaling(1.0f);
   BatchObjective objective(model, set, scaling, ObjectiveRows(set.rows, 0, 1), 0.1f, 8);
@@ -140,7 +125,7 @@ double Minimise(const model::Model& model, BatchObjective& objective, int histor
 
 BOOST_AUTO_TEST_CASE(lbfgs_reaches_the_exact_optimum_of_logistic_and_softmax_regression) {
   for (const int classes : {2, 4}) {
-    const data::Dataset set = Blobs(600, 6, classes, 11 + classes);
+    const data::Dataset set = GaussianBlobs(600, 6, classes, 11 + classes);
     const auto type = classes == 2 ? model::ModelType::kLogistic : model::ModelType::kSoftmax;
     const model::Model model(Spec(type, 6, classes == 2 ? 1 : classes));
     const data::Scaling scaling = data::ConstantScaling(1.0f);
