@@ -132,7 +132,9 @@ void FillFinalEval(store::Store& store, std::int64_t job_id, const config::JobCo
   };
   std::map<int, LastEval> replicas;
   for (const store::MetricRow& m : rows.value()) {
-    if (m.worker >= job.cluster.Trainers()) continue;  // shards
+    if (config::RoleOf(job.cluster, m.worker).kind == config::ProcessRole::Kind::kShard) {
+      continue;  // a shard's statistics
+    }
     LastEval& r = replicas[m.worker];
     r.steps = std::max(r.steps, m.step);
     if (m.name == "eval_loss" || m.name == "eval_mse") r.loss = m.value, r.step = m.step;

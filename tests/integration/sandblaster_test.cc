@@ -17,14 +17,15 @@ namespace {
 using json = nlohmann::json;
 
 // A convex problem (L2-regularised softmax regression) every mode minimises to the same optimum.
-std::string ConvexJob(const std::string& mode, int workers, int rows, int features) {
+std::string ConvexJob(const std::string& mode, int workers, int rows, int features,
+                      const std::string& extra_cluster = "") {
   return "name = \"convex-" + mode + "\"\n[data]\nformat = \"synthetic\"\nrows = " +
          std::to_string(rows) + "\ntest_rows = 500\nfeatures = " + std::to_string(features) +
          "\nclasses = 3\nnoise = 2.0\n[model]\ntype = \"softmax\"\n"
          "[train]\nweight_decay = 0.01\n"
          "[optimizer]\ntype = \"lbfgs\"\nmax_iterations = 300\ngradient_tolerance = 1e-6\n"
          "loss_tolerance = 1e-12\n[cluster]\nmode = \"" + mode + "\"\nworkers = " +
-         std::to_string(workers) + "\nservers = 2\ntimeout_seconds = 30\n"
+         std::to_string(workers) + "\nservers = 2\ntimeout_seconds = 30\n" + extra_cluster +
          "[checkpoint]\nevery_steps = 5\n";
 }
 
@@ -86,6 +87,31 @@ BOOST_AUTO_TEST_CASE(a_worker_killed_mid_pass_leaves_the_job_to_succeed_at_the_s
                  d.dir().Path(""));
   BOOST_TEST(logs.out.find("the job goes on without it") != std::string::npos, logs.out);
   BOOST_TEST(logs.out.find("worker rank 1") != std::string::npos, logs.out);
+  BOOST_TEST(logs.out.find("its units go to the other workers") != std::string::npos, logs.out);
+}
+
+BOOST_AUTO_TEST_CASE(a_stalled_worker_is_found_by_its_heartbeat_and_the_job_goes_on) {
+  DaemonFixture d;
+  const std::int64_t id =
+      d.Submit(ConvexJob("sandblaster", 3, 40000, 60, "heartbeat_timeout = 2.0\n"));
+  json job = d.WaitForStep(id, 2);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
+  pid_t stalled = 0;
+  for (const json& w : job["workers"]) {
+    if (w["rank"] == 2) stalled = w["pid"].get<pid_t>();
+  }
+  BOOST_REQUIRE(stalled > 0);
+  ::kill(stalled, SIGSTOP);
+  job = d.Wait(id);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump());
+  BOOST_TEST(job["restarts"] == 0, job.dump());
+  for (const json& w : job["workers"]) {
+    if (w["rank"] == 2) BOOST_TEST(w["signal"] == 9, job.dump());  // killed by the daemon
+  }
+  const ProcessResult logs =
+      RunProcess({EnvPath("DTRAIN_BIN"), "--socket", d.socket(), "logs", std::to_string(id)},
+                 d.dir().Path(""));
+  BOOST_TEST(logs.out.find("sent nothing for") != std::string::npos, logs.out);
   BOOST_TEST(logs.out.find("its units go to the other workers") != std::string::npos, logs.out);
 }
 
