@@ -33,7 +33,8 @@ enum class SbKind : std::uint32_t {
   kSnapshot = 8,    // a = the vector; reply: its slice as data
   // worker -> shard
   kFetch = 10,  // pass; reply: the slice of the pass's point as data, or kSbStale
-  kPush = 11,   // pass; data: the slice of a gradient sum; reply: added
+  kPush = 11,   // pass; data: the slice of a gradient sum; reply: added (or kSbStale: not, the
+                // pass is over)
   // either -> shard, and worker -> coordinator: the sender is done
   kGoodbye = 12,
   // worker -> coordinator

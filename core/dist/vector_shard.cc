@@ -129,8 +129,12 @@ void VectorShard::ServeWorker(Link& link, int rank) {
         if (!link.Recv(SbData(SbTag(SbKind::kPush)), pushed, deadline).ok()) return fail();
         {
           std::lock_guard lock(mu_);
-          if (!in_pass_ || h.value().pass != pass_) return fail();
-          for (std::size_t i = 0; i < length; ++i) sum_[i] += pushed[i];
+          if (in_pass_ && h.value().pass == pass_) {
+            for (std::size_t i = 0; i < length; ++i) sum_[i] += pushed[i];
+          } else {
+            // A pass the coordinator began again (a worker lost while pushing): not added.
+            reply.flags = kSbStale;
+          }
         }
         if (!SendSb(link, reply, {}, deadline, true).ok()) return fail();
         break;

@@ -128,10 +128,12 @@ Result<PassTotals> WorkDispatcher::RunPass(std::uint64_t pass) {
         const Verdict v = units.Done(e.worker, static_cast<int>(h.unit));
         w.verdict = (v.accepted ? kSbAccepted : 0u) | (v.drop_accumulator ? kSbDrop : 0u);
       }
-    } else if (h.kind == SbKind::kPushed && h.pass == pass) {
-      units.Pushed(e.worker);
-      totals.loss_sum += h.value;
-      totals.correct += static_cast<std::int64_t>(h.count);
+    } else if (h.kind == SbKind::kPushed) {
+      if (h.pass == pass) {
+        units.Pushed(e.worker);
+        totals.loss_sum += h.value;
+        totals.correct += static_cast<std::int64_t>(h.count);
+      }  // else a push into a pass begun again: the shards did not add it
       if ((h.flags & kSbAwaitingOrder) != 0) w.waiting = true;
     } else {
       MarkLost(e.worker, "it sent a " + SbKindName(h.kind) + " message out of turn");

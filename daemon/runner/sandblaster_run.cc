@@ -249,6 +249,9 @@ Result<LbfgsRunResult> RunSandblasterCoordinator(const config::JobConfig& job,
   SandblasterEngine engine(job, model.NumParams(), rows, Pointers(shards.value()), workers);
   Result<LbfgsRunResult> ran = RunLbfgs(job, data, model, engine, recorder, options, resume);
   Status finished = engine.Finish();
+  if (options.observer != nullptr) {  // losses learnt of as the workers were stopped
+    for (const std::string& event : engine.TakeEvents()) options.observer->OnEvent(event);
+  }
   if (!ran.ok()) return ran;
   if (!finished.ok()) return finished;
   return ran;

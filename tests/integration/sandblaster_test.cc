@@ -75,16 +75,16 @@ BOOST_AUTO_TEST_CASE(a_worker_killed_mid_pass_leaves_the_job_to_succeed_at_the_s
   BOOST_REQUIRE(victim > 0);
   ::kill(victim, SIGKILL);
   job = d.Wait(id);
-  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump());
-  BOOST_TEST(job["restarts"] == 0, job.dump());  // not restarted: its units went to the others
-  const json one = d.Wait(reference);
-  BOOST_REQUIRE(one["state"] == "succeeded");
-  const double f1 = FinalObjective(d, reference), f3 = FinalObjective(d, id);
-  BOOST_TEST(std::abs(f1 - f3) <= 1e-6 * std::abs(f1), f1 << " vs " << f3);
   // The kill shows in the job's log: the daemon's line and the coordinator's.
   const ProcessResult logs =
       RunProcess({EnvPath("DTRAIN_BIN"), "--socket", d.socket(), "logs", std::to_string(id)},
                  d.dir().Path(""));
+  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << "\n" << logs.out);
+  BOOST_TEST(job["restarts"] == 0, logs.out);  // not restarted: its units went to the others
+  const json one = d.Wait(reference);
+  BOOST_REQUIRE(one["state"] == "succeeded");
+  const double f1 = FinalObjective(d, reference), f3 = FinalObjective(d, id);
+  BOOST_TEST(std::abs(f1 - f3) <= 1e-6 * std::abs(f1), f1 << " vs " << f3);
   BOOST_TEST(logs.out.find("the job goes on without it") != std::string::npos, logs.out);
   BOOST_TEST(logs.out.find("worker rank 1") != std::string::npos, logs.out);
   BOOST_TEST(logs.out.find("its units go to the other workers") != std::string::npos, logs.out);
