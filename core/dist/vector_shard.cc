@@ -97,7 +97,7 @@ Status VectorShard::Answer(Link& coordinator, const SbHeader& h, bool* done) {
   }
 }
 
-void VectorShard::ServeWorker(Link& link, int rank) {
+void VectorShard::ServeWorker(Link& link) {
   const std::size_t length = options_.end - options_.begin;
   math::FloatBuffer pushed(length);
   auto fail = [&] {
@@ -146,7 +146,6 @@ void VectorShard::ServeWorker(Link& link, int rank) {
         return;
       }
       default:
-        (void)rank;
         return fail();
     }
   }
@@ -154,9 +153,7 @@ void VectorShard::ServeWorker(Link& link, int rank) {
 
 Status VectorShard::Serve(Link& coordinator, std::span<Link* const> workers) {
   std::vector<std::jthread> threads;
-  for (std::size_t r = 0; r < workers.size(); ++r) {
-    threads.emplace_back([this, link = workers[r], r] { ServeWorker(*link, static_cast<int>(r)); });
-  }
+  for (Link* link : workers) threads.emplace_back([this, link] { ServeWorker(*link); });
   Status status;
   for (bool done = false; !done && status.ok();) {
     std::uint32_t tag = 0;

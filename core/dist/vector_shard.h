@@ -58,7 +58,7 @@ class VectorShard {
  private:
   // One coordinator request; `done` set on its goodbye.
   Status Answer(Link& coordinator, const struct SbHeader& h, bool* done);
-  void ServeWorker(Link& link, int rank);
+  void ServeWorker(Link& link);
   Status CheckVector(std::uint32_t index) const;
   // Finishes the pass: grad = sum / rows + wd W(point); returns the partial wd/2 |W(point)|^2.
   double FinishPass(int point, int grad, std::uint64_t rows, double weight_decay);

@@ -8,7 +8,8 @@
 namespace dtrain::runner {
 namespace {
 
-// The vectors a checkpoint keeps, in its order: g, then s_i and y_i slot by slot (x is params).
+}  // namespace
+
 std::vector<int> SavedVectors(int history) {
   std::vector<int> saved{optim::kG};
   for (int slot = 0; slot < history; ++slot) {
@@ -17,6 +18,8 @@ std::vector<int> SavedVectors(int history) {
   }
   return saved;
 }
+
+namespace {
 
 std::string At(const store::CheckpointData& c) {
   return "checkpoint at iteration " + std::to_string(c.step);

@@ -23,6 +23,9 @@ namespace dtrain::runner {
 
 inline constexpr std::size_t kLbfgsScalarFloats = 8;
 
+// The vectors a checkpoint keeps beside x, in its order: g, then s_i and y_i slot by slot.
+std::vector<int> SavedVectors(int history);
+
 std::vector<float> EncodeLbfgsState(const optim::LbfgsState& state);
 Result<optim::LbfgsState> DecodeLbfgsState(std::span<const float> scalars);
 

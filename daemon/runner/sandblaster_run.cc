@@ -13,15 +13,12 @@
 #include "core/dist/work_dispatch.h"
 #include "core/model/model.h"
 #include "core/train/batch_objective.h"
+#include "daemon/runner/lbfgs_checkpoint.h"
 
 namespace dtrain::runner {
 namespace {
 
 using config::ProcessRole;
-
-std::chrono::milliseconds Timeout(const config::JobConfig& job) {
-  return std::chrono::milliseconds(static_cast<long>(job.cluster.timeout_seconds * 1000));
-}
 
 int CoordinatorRank(const config::JobConfig& job) { return config::LeadRank(job.cluster); }
 int ShardRank(const config::JobConfig& job, int shard) { return job.cluster.workers + shard; }
@@ -32,7 +29,7 @@ Result<std::map<int, std::unique_ptr<dist::Link>>> AcceptFrom(const config::JobC
                                                             const std::vector<int>& ranks,
                                                             const std::string& who) {
   std::map<int, std::unique_ptr<dist::Link>> links;
-  const dist::Deadline deadline = dist::Clock::now() + Timeout(job);
+  const dist::Deadline deadline = dist::Clock::now() + JobTimeout(job);
   while (links.size() < ranks.size()) {
     Result<dist::IntroducedPeer> in = placement.listener->Accept(deadline);
     if (!in.ok()) return Status::Error(who + ": waiting for its peers: " + in.status().message());
@@ -55,7 +52,7 @@ Result<std::unique_ptr<dist::Link>> ConnectTo(const config::JobConfig& job,
                                               const Placement& placement, int rank) {
   auto link = dist::ConnectLink(placement.peers[static_cast<std::size_t>(rank)], placement.rank,
                                 rank, config::DescribeProcess(job.cluster, rank),
-                                dist::Clock::now() + Timeout(job), placement.data_token,
+                                dist::Clock::now() + JobTimeout(job), placement.data_token,
                                 LinkTransportOf(job));
   if (link.ok()) link.value()->SetSendChecksums(job.cluster.checksum);
   return link;
@@ -91,9 +88,9 @@ class SandblasterEngine final : public LbfgsEngine {
         dispatcher_(std::move(workers), {.units = job.cluster.WorkUnits(),
                                          .backup_after = job.cluster.backup_after,
                                          .rows = rows,
-                                         .timeout = Timeout(job)}),
+                                         .timeout = JobTimeout(job)}),
         vectors_(std::move(shards), num_params,
-                 {.rows = rows, .weight_decay = job.train.weight_decay, .timeout = Timeout(job)},
+                 {.rows = rows, .weight_decay = job.train.weight_decay, .timeout = JobTimeout(job)},
                  [this](std::uint64_t pass) { return RunPass(pass); }),
         units_(static_cast<std::size_t>(job.cluster.workers), 0) {}
 
@@ -143,15 +140,12 @@ class SandblasterEngine final : public LbfgsEngine {
   }
 
  private:
-  // x; with `history` also what a checkpoint keeps beside it: g and the history pairs.
+  // x; with `history` also what a checkpoint keeps beside it.
   std::vector<int> Saved(bool history) const {
     std::vector<int> v{optim::kX};
     if (!history) return v;
-    v.push_back(optim::kG);
-    for (int slot = 0; slot < history_; ++slot) {
-      v.push_back(optim::HistoryS(slot));
-      v.push_back(optim::HistoryY(slot));
-    }
+    const std::vector<int> rest = SavedVectors(history_);
+    v.insert(v.end(), rest.begin(), rest.end());
     return v;
   }
 
@@ -196,7 +190,7 @@ Status RunSandblasterWorkerOfJob(const config::JobConfig& job, const JobData& da
   const std::vector<dist::Link*> links = Pointers(shards.value());
   return dist::RunSandblasterWorker(
       *coordinator.value(), links,
-      {.rank = placement.rank, .num_params = model.NumParams(), .timeout = Timeout(job)},
+      {.rank = placement.rank, .num_params = model.NumParams(), .timeout = JobTimeout(job)},
       [&](std::span<const float> x, std::size_t first, std::size_t last, std::span<float> g) {
         return objective.AccumulateRows(x, first, last, g);
       });
@@ -218,7 +212,7 @@ Status ServeSandblasterShard(const config::JobConfig& job, const model::ModelSpe
                             .end = range.end,
                             .vectors = optim::LbfgsVectorCount(job.lbfgs.history),
                             .weights = std::move(weights),
-                            .timeout = Timeout(job)});
+                            .timeout = JobTimeout(job)});
   std::vector<int> peers;
   for (int w = 0; w < job.cluster.workers; ++w) peers.push_back(w);
   peers.push_back(CoordinatorRank(job));

@@ -20,10 +20,6 @@ namespace {
 
 using config::ClusterMode;
 
-std::chrono::milliseconds Timeout(const config::JobConfig& job) {
-  return std::chrono::milliseconds(static_cast<long>(job.cluster.timeout_seconds * 1000));
-}
-
 bool UsesShards(const config::JobConfig& job) { return job.cluster.Servers() > 0; }
 
 // The job's training processes (every replica's partitions) whose data-plane address is this
@@ -125,13 +121,13 @@ Status TrainingSession::ConnectPartitions(const config::JobConfig& job,
   }
   Result<dist::RingLinks> links =
       dist::JoinRing(role.partition, ring, *placement.partition_listener,
-                     dist::Clock::now() + Timeout(job), placement.data_token, LinkTransportOf(job));
+                     dist::Clock::now() + JobTimeout(job), placement.data_token, LinkTransportOf(job));
   if (!links.ok()) return Status::Error("partition ring: " + links.status().message());
   partition_links_ = std::move(links).value();
   for (const auto& link : partition_links_.owned) link->SetSendChecksums(cluster.checksum);
   exchange_ = std::make_unique<dist::PartitionExchange>(
       role.partition, cluster.model_parallel, partition_links_.left, partition_links_.right,
-      dist::PartitionExchangeOptions{.timeout = Timeout(job)});
+      dist::PartitionExchangeOptions{.timeout = JobTimeout(job)});
   network_ = std::make_unique<dist::PartitionedMlp>(spec, std::move(plan).value(), *exchange_,
                                                     cluster.micro_batches, capacity);
   return Status::Ok();
@@ -157,7 +153,7 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
                          std::to_string(job.cluster.Servers()) +
                          " shards needs the address of every process (rendezvous)");
   }
-  const dist::Deadline deadline = dist::Clock::now() + Timeout(job);
+  const dist::Deadline deadline = dist::Clock::now() + JobTimeout(job);
   if (!UsesShards(job)) {
     const std::vector<dist::Endpoint> ring(placement.peers.begin(),
                                            placement.peers.begin() + workers);
@@ -168,10 +164,10 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
     for (const auto& link : ring_links_.owned) link->SetSendChecksums(job.cluster.checksum);
     ring_ = std::make_unique<dist::RingAllReduce>(rank, workers, ring_links_.left,
                                                   ring_links_.right,
-                                                  dist::RingOptions{.timeout = Timeout(job)});
+                                                  dist::RingOptions{.timeout = JobTimeout(job)});
     if (job.cluster.mode == ClusterMode::kSync) {
       Result<std::unique_ptr<train::Strategy>> sync =
-          dist::MakeSyncStrategy(*ring_, ring_links_, optimizer(), job.clip_norm, Timeout(job));
+          dist::MakeSyncStrategy(*ring_, ring_links_, optimizer(), job.clip_norm, JobTimeout(job));
       if (!sync.ok()) return sync.status();
       strategy_ = std::move(sync).value();
       shared_gradients_ = dynamic_cast<dist::HostSyncStrategy*>(strategy_.get()) != nullptr;
@@ -197,7 +193,7 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
     auto ps = std::make_unique<dist::SyncPsStrategy>(
         shards_, n,
         dist::SyncPsOptions{
-            .rank = rank, .workers = workers, .clip_norm = job.clip_norm, .timeout = Timeout(job)});
+            .rank = rank, .workers = workers, .clip_norm = job.clip_norm, .timeout = JobTimeout(job)});
     sync_ps_ = ps.get();
     strategy_ = std::move(ps);
   } else {
@@ -209,7 +205,7 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
                               .fetch_every = job.cluster.fetch_every,
                               .max_staleness = job.cluster.max_staleness,
                               .clip_norm = job.clip_norm,
-                              .timeout = Timeout(job)});
+                              .timeout = JobTimeout(job)});
     downpour_ = downpour.get();
     strategy_ = std::move(downpour);
   }
@@ -266,6 +262,10 @@ Status TrainingSession::Finish() {
   if (sync_ps_ != nullptr) return sync_ps_->Finish();
   if (downpour_ != nullptr) return downpour_->Finish();
   return Status::Ok();
+}
+
+std::chrono::milliseconds JobTimeout(const config::JobConfig& job) {
+  return std::chrono::milliseconds(static_cast<long>(job.cluster.timeout_seconds * 1000));
 }
 
 }  // namespace dtrain::runner

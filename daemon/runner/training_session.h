@@ -15,6 +15,7 @@
 // at a time.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -121,6 +122,9 @@ class TrainingSession {
   bool shared_gradients_ = false;  // strategy_ is a HostSyncStrategy
   std::unique_ptr<train::Trainer> trainer_;
 };
+
+// cluster.timeout_seconds: every wait of a job's process for a peer.
+std::chrono::milliseconds JobTimeout(const config::JobConfig& job);
 
 // The engine's options for replica `rank` (its replica index) of `job`: rank, world, sharding and
 // scaled rate.

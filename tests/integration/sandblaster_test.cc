@@ -29,6 +29,14 @@ std::string ConvexJob(const std::string& mode, int workers, int rows, int featur
          "[checkpoint]\nevery_steps = 5\n";
 }
 
+// The pid of the job's process whose `field` is `value` ("rank" 1, "role" "server").
+pid_t PidOf(const json& job, const std::string& field, const json& value) {
+  for (const json& w : job["workers"]) {
+    if (w[field] == value) return w["pid"].get<pid_t>();
+  }
+  return 0;
+}
+
 // The objective at the job's last iteration.
 double FinalObjective(const DaemonFixture& d, std::int64_t id) {
   const json metrics = d.Request({{"type", "metrics"}, {"id", id}, {"name", "objective"}});
@@ -68,10 +76,7 @@ BOOST_AUTO_TEST_CASE(a_worker_killed_mid_pass_leaves_the_job_to_succeed_at_the_s
   const std::int64_t id = d.Submit(ConvexJob("sandblaster", 3, 40000, 60));
   json job = d.WaitForStep(id, 3);
   BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
-  pid_t victim = 0;
-  for (const json& w : job["workers"]) {
-    if (w["rank"] == 1) victim = w["pid"].get<pid_t>();
-  }
+  const pid_t victim = PidOf(job, "rank", 1);
   BOOST_REQUIRE(victim > 0);
   ::kill(victim, SIGKILL);
   job = d.Wait(id);
@@ -96,10 +101,7 @@ BOOST_AUTO_TEST_CASE(a_stalled_worker_is_found_by_its_heartbeat_and_the_job_goes
       d.Submit(ConvexJob("sandblaster", 3, 40000, 60, "heartbeat_timeout = 2.0\n"));
   json job = d.WaitForStep(id, 2);
   BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
-  pid_t stalled = 0;
-  for (const json& w : job["workers"]) {
-    if (w["rank"] == 2) stalled = w["pid"].get<pid_t>();
-  }
+  const pid_t stalled = PidOf(job, "rank", 2);
   BOOST_REQUIRE(stalled > 0);
   ::kill(stalled, SIGSTOP);
   job = d.Wait(id);
@@ -121,10 +123,7 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_restarts_the_job_from_its_checkpoint_to_the_
   const std::int64_t id = d.Submit(ConvexJob("sandblaster", 3, 40000, 60));
   json job = d.WaitForStep(id, 6);  // past the checkpoint at iteration 5
   BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
-  pid_t shard = 0;
-  for (const json& w : job["workers"]) {
-    if (w["role"] == "server") shard = w["pid"].get<pid_t>();
-  }
+  const pid_t shard = PidOf(job, "role", "server");
   BOOST_REQUIRE(shard > 0);
   ::kill(shard, SIGKILL);
   job = d.Wait(id);
