@@ -33,4 +33,16 @@ inline model::ModelSpec FashionMlp(std::vector<int> hidden) {
   return spec;
 }
 
+// The network of examples/fashion-mnist-cnn.toml, by its spec text.
+inline model::ModelSpec FashionCnn() {
+  return model::ParseModelSpec(
+             "sequential inputs=784 outputs=10 shape=1x28x28 loss=softmax_xent init=auto "
+             "layer=conv2d,filters=32,kernel=5,stride=1,padding=same,activation=relu "
+             "layer=maxpool2d,size=2,stride=2 "
+             "layer=conv2d,filters=64,kernel=5,stride=1,padding=same,activation=relu "
+             "layer=maxpool2d,size=2,stride=2 layer=dense,units=128,activation=relu "
+             "layer=dropout,rate=0.3 layer=dense,units=10,activation=identity")
+      .value();
+}
+
 }  // namespace dtrain::bench

@@ -12,6 +12,7 @@
 #include "bench/fashion_mnist.h"
 #include "bench/median.h"
 #include "core/data/dataset.h"
+#include "core/math/blas_kernels.h"
 #include "core/math/gemm.h"
 #include "core/model/model.h"
 #include "core/optim/optimizer.h"
@@ -31,6 +32,7 @@ struct GemmShape {
 }  // namespace
 
 int main(int argc, char** argv) {
+  math::UseBestBlasKernels(argv);
   const int reps = argc > 1 ? std::atoi(argv[1]) : 200;
   const int batch = 128;
   math::SetBlasThreads(1);

@@ -8,8 +8,10 @@
 
 #include "cmd/commands.h"
 #include "cmd/exit_codes.h"
+#include "core/math/blas_kernels.h"
 
 int main(int argc, char** argv) {
+  dtrain::math::UseBestBlasKernels(argv);
   int exit_code = dtrain::cli::kExitOk;
   std::unique_ptr<CLI::App> app = dtrain::cli::BuildApp(exit_code);
   try {

@@ -1,12 +1,17 @@
-// dtrain validate: check a job file and print it fully resolved, or every problem in it.
+// dtrain validate: check a job file and print it fully resolved, or every problem in it; then
+// the model's layers with their output shapes and parameter counts (as TOML comments).
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string>
 
 #include "cmd/cli_error.h"
 #include "cmd/commands.h"
 #include "cmd/exit_codes.h"
+#include "cmd/text_table.h"
 #include "config/job_file.h"
+#include "core/model/model.h"
 #include "core/net/host_info.h"
+#include "daemon/runner/job_data.h"
 
 namespace dtrain::cli {
 namespace {
@@ -16,6 +21,23 @@ struct ValidateArgs {
   std::vector<std::string> overrides;
 };
 
+// Each layer of the model (resolved against the data) with what it gives a sample and its
+// parameters, as comments that keep the output a valid job file.
+void PrintLayers(const model::ModelSpec& spec) {
+  const model::Model model(spec);
+  const std::vector<model::LayerSpec> layers = model::ModelLayers(spec);
+  TextTable table({"LAYER", "TYPE", "OUTPUT", "PARAMETERS"}, {true, false, false, true});
+  table.AddRow({{""}, {"input"}, {model::FormatShape(model::ModelInputShape(spec))}, {""}});
+  for (std::size_t i = 0; i < model.NumLayers(); ++i) {
+    table.AddRow({{std::to_string(i + 1)},
+                  {model::LayerTypeName(layers[i])},
+                  {model::FormatShape(model.layer(i).output())},
+                  {std::to_string(model.layer(i).NumParams())}});
+  }
+  std::cout << "\n# model: " << model.NumParams() << " parameters, shapes channels x height x width\n";
+  table.Print(std::cout, /*color=*/false, "#   ");
+}
+
 int Validate(const ValidateArgs& args) {
   // The model must fit this host (dtrain submit leaves that to the daemon it submits to).
   config::LoadResult loaded =
@@ -24,7 +46,10 @@ int Validate(const ValidateArgs& args) {
     PrintDiagnostics(loaded.diagnostics, args.job_file);
     return kExitUsage;
   }
+  Result<model::ModelSpec> spec = runner::ResolveJobShape(*loaded.job);
+  if (!spec.ok()) return Report(ErrorFrom(spec.status(), kExitUsage));
   std::cout << config::FormatResolvedJob(*loaded.job);
+  PrintLayers(spec.value());
   return kExitOk;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/job_memory.h"
+#include "config/layer_list.h"
 #include "config/toml_reader.h"
 #include "config/toml_text.h"
 #include "core/data/readers.h"
@@ -31,6 +32,7 @@ using internal::Interval;
 using internal::IntIn;
 using internal::kOverrideFile;
 using internal::NumberIn;
+using internal::ReadLayerList;
 using internal::OpenClosed;
 using internal::ParseDocument;
 using internal::ParseToml;
@@ -259,6 +261,7 @@ Arity TypeArity(model::ModelType type) {
       return Arity::kMany;
     case model::ModelType::kLinear:
     case model::ModelType::kMlp:
+    case model::ModelType::kSequential:
       break;
   }
   return Arity::kAny;
@@ -320,16 +323,27 @@ int GeneratedOutputs(const DataConfig& d) {
 
 // Reads [model]; a loss that is not given becomes model::DefaultLoss of the type and of the
 // output count, the given one or else the one `data` is known to have.
-void ReadModel(TableReader& r, const DataConfig& data, model::ModelSpec* m) {
+void ReadModel(TableReader& r, Sink& sink, const DataConfig& data, model::ModelSpec* m) {
   m->inputs = 0;  // 0: from the data
   m->outputs = 0;
   r.Enum("type", model::ParseModelType, model::ModelTypeChoices(), &m->type);
   const toml::node* hidden = ReadHidden(r, &m->hidden);
-  r.Enum("activation", model::ParseActivation, model::ActivationChoices(), &m->activation);
+  const toml::node* activation =
+      r.Enum("activation", model::ParseActivation, model::ActivationChoices(), &m->activation);
   const toml::node* loss = r.Enum("loss", model::ParseLoss, model::LossChoices(), &m->loss);
   r.Enum("init", model::ParseInit, model::InitChoices(), &m->init);
-  r.Int("inputs", 0, kMaxLayerWidth, &m->inputs);
+  const toml::node* inputs = r.Int("inputs", 0, kMaxLayerWidth, &m->inputs);
   const toml::node* outputs = r.Int("outputs", 0, kMaxLayerWidth, &m->outputs);
+  if (!r.Failed("type")) ReadLayerList(r, sink, m);
+  if (m->type == model::ModelType::kSequential) {
+    if (activation != nullptr) {
+      r.Report(*activation, "activation",
+               "is not used by type \"sequential\": give each layer its own activation");
+    }
+    if (inputs != nullptr) {
+      r.Report(*inputs, "inputs", "is not used by type \"sequential\": set input_shape");
+    }
+  }
   if (!r.Present("loss")) {
     m->loss = model::DefaultLoss(m->type, m->outputs != 0 ? m->outputs : GeneratedOutputs(data));
   }
@@ -647,7 +661,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   TableReader restart(SectionTable(top, "restart"), "restart", sink);
 
   ReadData(data, base, &job.data);
-  ReadModel(model, job.data, &job.model);
+  ReadModel(model, sink, job.data, &job.model);
   ReadTrain(train, &job.train, &job.threads, &job.clip_norm);
   const toml::node* memory_limit = ReadMemoryLimit(train, &job.memory_limit);
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule, &job.lbfgs, &job.sample_rows);

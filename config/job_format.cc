@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "config/job_file.h"
+#include "config/layer_list.h"
 #include "config/toml_text.h"
 
 namespace dtrain::config {
@@ -40,12 +41,16 @@ void WriteData(const DataConfig& d, TomlWriter& w) {
 void WriteModel(const model::ModelSpec& m, TomlWriter& w) {
   w.Section("model");
   w.String("type", model::ModelTypeName(m.type));
-  w.IntArray("hidden", m.hidden);
-  w.String("activation", model::ActivationName(m.activation));
+  const bool listed = m.type == model::ModelType::kSequential;
+  if (!listed) {
+    w.IntArray("hidden", m.hidden);
+    w.String("activation", model::ActivationName(m.activation));
+  }
   w.String("loss", model::LossName(m.loss));
   w.String("init", model::InitName(m.init));
-  w.Int("inputs", m.inputs);
+  if (!listed) w.Int("inputs", m.inputs);
   w.Int("outputs", m.outputs);
+  if (listed) internal::WriteLayerList(m, w);
 }
 
 void WriteTrain(const JobConfig& job, TomlWriter& w) {

@@ -36,6 +36,7 @@ class TomlWriter {
  public:
   void Comment(std::string_view text);  // "# text"
   void Section(std::string_view name);  // a blank line, then "[name]"
+  void TableOfArray(std::string_view name);  // a blank line, then "[[name]]"
   void String(std::string_view key, std::string_view value);
   void Bool(std::string_view key, bool value);
   void Int(std::string_view key, std::int64_t value);

@@ -137,6 +137,8 @@ std::pair<Dataset, Dataset> SplitValidation(Dataset d, double fraction, std::uin
   validation.rows = validation_count;
   validation.features = d.features;
   validation.num_classes = d.num_classes;
+  validation.image_height = d.image_height;
+  validation.image_width = d.image_width;
   validation.source = d.source + " [validation split]";
   if (!d.bytes.empty()) {
     validation.bytes = SplitRows(d.bytes, d.features, train_rows, validation_rows);

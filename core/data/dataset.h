@@ -28,6 +28,9 @@ struct Dataset {
   std::vector<float> labels;  // one per row: class index (0..num_classes-1) or regression target
   int num_classes = 0;        // 0 for regression sets; max label + 1 for classification
   std::string source;         // file (or "synthetic:blobs") for messages
+  // IDX images: each row is an image_height x image_width image (features = their product);
+  // 0 for data without a shape of its own.
+  std::size_t image_height = 0, image_width = 0;
 
   // True when the features live in `bytes`. A data set without feature values (no rows or no
   // features) reports false; it has nothing to gather either way.

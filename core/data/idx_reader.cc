@@ -142,7 +142,7 @@ class IdxFile {
 struct ImageFile {
   IdxFile file;
   std::uint32_t count = 0;   // images
-  std::size_t features = 0;  // pixels per image
+  std::size_t height = 0, width = 0;  // pixels
 };
 
 // Opens an IDX image file and reads its header: at least one image of non-empty size.
@@ -159,7 +159,7 @@ Result<ImageFile> OpenImages(const std::string& path) {
     return images.value().Error("the header declares an invalid image size (a dimension of 0, "
                                 "or more than 2^31 pixels)");
   }
-  return ImageFile{std::move(images).value(), count, height * width};
+  return ImageFile{std::move(images).value(), count, height, width};
 }
 
 // Reads the whole label file, which must hold one label for each of `count` images (of
@@ -206,7 +206,9 @@ Result<Dataset> ReadIdx(const std::string& images_path, const std::string& label
   LabelledImages& in = opened.value();
   Dataset d;
   d.rows = in.images.count;
-  d.features = in.images.features;
+  d.features = in.images.height * in.images.width;
+  d.image_height = in.images.height;
+  d.image_width = in.images.width;
   d.source = images_path;
   d.labels.assign(in.labels.begin(), in.labels.end());
   d.num_classes = in.num_classes;
@@ -219,7 +221,8 @@ Result<DatasetShape> ReadIdxShape(const std::string& images_path, const std::str
   Result<LabelledImages> opened = OpenLabelledImages(images_path, labels_path);
   if (!opened.ok()) return opened.status();
   const LabelledImages& in = opened.value();
-  return DatasetShape{in.images.count, in.images.features, in.num_classes, images_path};
+  return DatasetShape{in.images.count, in.images.height * in.images.width, in.num_classes,
+                      images_path, in.images.height, in.images.width};
 }
 
 }  // namespace dtrain::data

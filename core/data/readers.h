@@ -31,6 +31,7 @@ struct DatasetShape {
   std::size_t rows = 0, features = 0;
   int num_classes = 0;  // 0 for regression sets; max label + 1 for classification
   std::string source;   // as Dataset::source
+  std::size_t image_height = 0, image_width = 0;  // as Dataset's
 };
 // The shape ReadIdx's data set would have, from the image file's header and the label file only
 // (the pixels are not read, so a truncated or over-long image file goes unnoticed). Checks and

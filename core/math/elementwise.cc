@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include <Eigen/Core>
 
@@ -50,6 +51,24 @@ void AddBiasActivate(float* z, int rows, int cols, const float* bias, Activation
       break;
     case Activation::kSigmoid:
       m = ((-(m.rowwise() + b).array()).exp() + 1.0f).inverse().matrix();
+      break;
+  }
+}
+
+void Activate(const float* in, float* out, std::size_t n, Activation act) {
+  // Plain loops: GCC 12 vectorises them, and Eigen's 1-D maps here trip -Wmaybe-uninitialized.
+  switch (act) {
+    case Activation::kIdentity:
+      if (in != out) std::copy(in, in + n, out);
+      break;
+    case Activation::kRelu:
+      for (std::size_t i = 0; i < n; ++i) out[i] = std::max(in[i], 0.0f);
+      break;
+    case Activation::kTanh:
+      for (std::size_t i = 0; i < n; ++i) out[i] = std::tanh(in[i]);
+      break;
+    case Activation::kSigmoid:
+      for (std::size_t i = 0; i < n; ++i) out[i] = 1.0f / (1.0f + std::exp(-in[i]));
       break;
   }
 }

@@ -18,6 +18,9 @@ enum class Activation { kIdentity, kRelu, kTanh, kSigmoid };
 // z[r, :] = act(z[r, :] + bias) for every row r.
 void AddBiasActivate(float* z, int rows, int cols, const float* bias, Activation act);
 
+// out[i] = act(in[i]); in and out may be the same memory.
+void Activate(const float* in, float* out, std::size_t n, Activation act);
+
 // grad[i] *= act'(x_i), where out[i] = act(x_i) is the activation's output (in place on grad).
 void ActivationBackward(const float* out, float* grad, std::size_t n, Activation act);
 

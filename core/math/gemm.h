@@ -15,6 +15,10 @@ enum class Trans { kNo, kYes };
 void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc);
 
+// Seconds this thread has spent in Gemm since its previous call: the GEMM share of a step, for
+// benchmarks and profiles.
+double TakeGemmSeconds();
+
 // Sets OpenBLAS's thread count for this process (>= 1).
 void SetBlasThreads(int threads);
 int BlasThreads();

@@ -1,11 +1,12 @@
-// Model: a feed-forward network (linear, logistic, softmax regression or MLP) over ONE flat
-// float32 parameter vector. Layers are views: layer l owns W_l [in x out] (row-major) followed
-// by b_l [out], laid out back to back, so the gradient and optimizer state share the layout.
+// Model: a feed-forward network — a chain of Layers (core/model/layer.h) built from the spec's
+// ModelLayers — over ONE flat float32 parameter vector. Layer i owns NumParams floats from
+// ParamOffset(i), its weights first, laid out back to back, so the gradient and optimizer state
+// share the layout. A dense layer's slice is W [in x out] (row-major) followed by b [out].
 //
 //   Model model(spec);
 //   FloatBuffer params(model.NumParams()), grad(model.NumParams());
 //   model.Init(params, seed);
-//   Workspace ws(model, batch_size);
+//   Workspace ws(model, batch_size, /*noise_seed=*/seed);  // dropout masks follow the seed
 //   LossValue v = model.ForwardBackward(params.data(), x, y, rows, 0.0f, grad.data(), ws);
 //
 // A Model is immutable after construction: safe for concurrent use. A Workspace holds one
@@ -14,15 +15,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "core/math/buffer.h"
+#include "core/model/layer.h"
 #include "core/model/loss.h"
 #include "core/model/spec.h"
 
 namespace dtrain::model {
 
+// A dense layer of a shorthand model, as model parallelism splits it.
 struct LayerView {
   int in = 0;
   int out = 0;
@@ -31,12 +35,18 @@ struct LayerView {
   math::Activation activation = math::Activation::kIdentity;
 };
 
+// The parameters a weight decay applies to: [offset, offset + count) of the flat vector.
+struct WeightRange {
+  std::size_t offset = 0, count = 0;
+};
+
 class Model;
 
-// Activation memory for batches of up to `capacity` rows.
+// Activation memory for batches of up to `capacity` rows, and the dropout masks' seed: the n-th
+// ForwardBackward through a workspace draws its masks from (noise_seed, n).
 class Workspace {
  public:
-  Workspace(const Model& model, int capacity);
+  Workspace(const Model& model, int capacity, std::uint64_t noise_seed = 0);
   int capacity() const { return capacity_; }
 
  private:
@@ -44,6 +54,9 @@ class Workspace {
   int capacity_;
   std::vector<math::FloatBuffer> activations_;  // output of each layer, [capacity x out]
   math::FloatBuffer delta_a_, delta_b_;         // back-propagated gradients (ping-pong)
+  math::FloatBuffer scratch_;                   // the largest layer's ScratchFloats
+  std::uint64_t noise_seed_;
+  std::uint64_t passes_ = 0;                    // training passes so far
 };
 
 class Model {
@@ -51,16 +64,23 @@ class Model {
   explicit Model(ModelSpec spec);  // spec must pass ValidateModelSpec
 
   const ModelSpec& spec() const { return spec_; }
+  // The layers, first to last, and where each one's parameters start.
+  std::size_t NumLayers() const { return chain_.size(); }
+  const Layer& layer(std::size_t i) const { return *chain_[i]; }
+  std::size_t ParamOffset(std::size_t i) const { return offsets_[i]; }
+  // A shorthand model's dense layers (what model parallelism splits); empty for "sequential".
   const std::vector<LayerView>& layers() const { return layers_; }
+  const std::vector<WeightRange>& WeightRanges() const { return weights_; }
   std::size_t NumParams() const { return num_params_; }
-  int MaxWidth() const;
+  // The most values per sample at any point of the chain, input included.
+  std::size_t MaxWidth() const;
 
-  // Weights from the spec's scheme (He: N(0, 2/in); Xavier: U(±sqrt(6/(in+out)))), biases 0;
-  // each weight is InitialWeight of its place. A pure function of (spec, seed).
+  // Weights from the spec's scheme (He: N(0, 2/fan_in); Xavier: U(±sqrt(6/(fan_in+fan_out)))),
+  // biases 0; each weight is InitialWeight of its place. A pure function of (spec, seed).
   void Init(std::span<float> params, std::uint64_t seed) const;
 
-  // Outputs (logits, or predictions for mse) of `rows` inputs x [rows x inputs]; the returned
-  // pointer is valid until the workspace is used again.
+  // Outputs (logits, or predictions for mse) of `rows` inputs x [rows x inputs], as at
+  // evaluation (no dropout); the returned pointer is valid until the workspace is used again.
   const float* Forward(const float* params, const float* x, int rows, Workspace& ws) const;
 
   // Loss of the batch and, overwriting `grad`, its gradient d(mean loss + wd/2 * |W|^2)/d params.
@@ -76,10 +96,24 @@ class Model {
   double WeightDecayPenalty(const float* params, float weight_decay) const;
 
  private:
+  const float* Forward(const float* params, const float* x, Workspace& ws,
+                       const LayerPass& pass) const;
+  // The activation that follows layer i's weights: its own, or the activation layer that comes
+  // before the next layer with weights. Chooses He or Xavier.
+  math::Activation FollowingActivation(std::size_t i) const;
+
   ModelSpec spec_;
+  std::vector<std::unique_ptr<Layer>> chain_;
+  std::vector<std::size_t> offsets_;
   std::vector<LayerView> layers_;
+  std::vector<WeightRange> weights_;
   std::size_t num_params_ = 0;
 };
+
+// The initial value of weight `index` of the layer at `layer_index` with the given fans: He
+// (N(0, 2/fan_in)) or Xavier (U(±sqrt(6/(fan_in+fan_out)))), kAuto choosing He before a relu.
+float InitialValue(InitScheme scheme, math::Activation activation, int fan_in, int fan_out,
+                   std::size_t layer_index, std::size_t index, std::uint64_t seed);
 
 // The initial value of weight `index` (row-major in W, so row * out + column) of layer
 // `layer_index`: a pure function of the seed and the weight's place, so that a partition of the

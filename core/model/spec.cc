@@ -5,6 +5,7 @@
 #include <sstream>
 #include <utility>
 
+#include "core/model/layer.h"
 #include "core/name_table.h"
 
 namespace dtrain::model {
@@ -12,11 +13,12 @@ namespace {
 
 constexpr long kMaxLayerWidth = 1 << 24;  // 16M units: larger is a typo, not a model
 
-constexpr NameTable<ModelType, 4> kModelTypes{{{{ModelType::kLinear, "linear"},
+constexpr NameTable<ModelType, 5> kModelTypes{{{{ModelType::kLinear, "linear"},
                                                 {ModelType::kLogistic, "logistic"},
                                                 {ModelType::kSoftmax, "softmax"},
-                                                {ModelType::kMlp, "mlp"}}},
-                                              "linear, logistic, softmax, mlp"};
+                                                {ModelType::kMlp, "mlp"},
+                                                {ModelType::kSequential, "sequential"}}},
+                                              "linear, logistic, softmax, mlp, sequential"};
 constexpr NameTable<math::Activation, 4> kActivations{
     {{{math::Activation::kRelu, "relu"},
       {math::Activation::kTanh, "tanh"},
@@ -41,7 +43,59 @@ Result<int> ParseInt(std::string_view text, std::string_view key) {
   return value;
 }
 
+// A sequential model's layers chain from input_shape to `outputs` flat values; other types have
+// no layer list.
+Status ValidateLayers(const ModelSpec& spec) {
+  if (spec.type != ModelType::kSequential) {
+    if (!spec.layers.empty()) return Status::Error("model: layers are only allowed for type 'sequential'");
+    return Status::Ok();
+  }
+  if (spec.layers.empty()) return Status::Error("model: 'sequential' needs at least one layer");
+  if (spec.input_shape.Size() != static_cast<std::size_t>(spec.inputs) ||
+      spec.input_shape.channels < 1 || spec.input_shape.height < 1 || spec.input_shape.width < 1) {
+    return Status::Error("model: input_shape " + FormatShape(spec.input_shape) + " does not hold " +
+                         std::to_string(spec.inputs) + " inputs");
+  }
+  Shape shape = spec.input_shape;
+  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
+    Result<std::unique_ptr<Layer>> layer = MakeLayer(spec.layers[i], shape, spec.outputs);
+    if (!layer.ok()) {
+      return Status::Error("model: layer " + std::to_string(i + 1) + " (" +
+                           LayerTypeName(spec.layers[i]) + " on " + FormatShape(shape) +
+                           "): " + layer.status().message());
+    }
+    shape = layer.value()->output();
+    if (shape.Size() > static_cast<std::size_t>(kMaxLayerWidth)) {
+      return Status::Error("model: layer " + std::to_string(i + 1) + " (" +
+                           LayerTypeName(spec.layers[i]) + ") gives " + FormatShape(shape) +
+                           " values per sample, more than " + std::to_string(kMaxLayerWidth));
+    }
+  }
+  if (!shape.Flat() || shape.Size() != static_cast<std::size_t>(spec.outputs)) {
+    return Status::Error("model: the last layer gives " + FormatShape(shape) +
+                         " values per sample, but the model has " + std::to_string(spec.outputs) +
+                         " outputs: end with a dense layer of " + std::to_string(spec.outputs) +
+                         " units");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+std::vector<LayerSpec> ModelLayers(const ModelSpec& spec) {
+  if (spec.type == ModelType::kSequential) return spec.layers;
+  std::vector<LayerSpec> layers;
+  for (int width : spec.hidden) {
+    layers.push_back({.kind = LayerKind::kDense, .units = width, .activation = spec.activation});
+  }
+  layers.push_back({.kind = LayerKind::kDense, .units = spec.outputs});
+  return layers;
+}
+
+Shape ModelInputShape(const ModelSpec& spec) {
+  if (spec.type == ModelType::kSequential) return spec.input_shape;
+  return Shape{spec.inputs, 1, 1};
+}
 
 std::string_view ModelTypeName(ModelType type) { return kModelTypes.Name(type); }
 std::string_view ActivationName(math::Activation act) { return kActivations.Name(act); }
@@ -67,6 +121,7 @@ LossType DefaultLoss(ModelType type, int outputs) {
     case ModelType::kSoftmax:
       return LossType::kSoftmaxCrossEntropy;
     case ModelType::kMlp:
+    case ModelType::kSequential:
       return outputs == 1 ? LossType::kMeanSquaredError : LossType::kSoftmaxCrossEntropy;
   }
   return LossType::kSoftmaxCrossEntropy;
@@ -98,6 +153,7 @@ Status ValidateModelSpec(const ModelSpec& spec) {
   if (spec.type == ModelType::kSoftmax && spec.outputs < 2) {
     return Status::Error("model: 'softmax' needs at least 2 outputs (classes)");
   }
+  if (Status layers = ValidateLayers(spec); !layers.ok()) return layers;
   switch (spec.loss) {
     case LossType::kSoftmaxCrossEntropy:
       if (spec.outputs < 2) return Status::Error("model: loss 'softmax_xent' needs >= 2 outputs");
@@ -115,6 +171,13 @@ Status ValidateModelSpec(const ModelSpec& spec) {
 
 std::string FormatModelSpec(const ModelSpec& spec) {
   std::ostringstream out;
+  if (spec.type == ModelType::kSequential) {
+    out << ModelTypeName(spec.type) << " inputs=" << spec.inputs << " outputs=" << spec.outputs
+        << " shape=" << FormatShape(spec.input_shape) << " loss=" << LossName(spec.loss)
+        << " init=" << InitName(spec.init);
+    for (const LayerSpec& layer : spec.layers) out << " layer=" << FormatLayerSpec(layer);
+    return out.str();
+  }
   out << ModelTypeName(spec.type) << " inputs=" << spec.inputs << " hidden=";
   for (std::size_t i = 0; i < spec.hidden.size(); ++i) out << (i ? "," : "") << spec.hidden[i];
   out << " activation=" << ActivationName(spec.activation) << " outputs=" << spec.outputs
@@ -159,6 +222,14 @@ Result<ModelSpec> ParseModelSpec(std::string_view text) {
       if (!l.ok()) return l.status();
       spec.loss = l.value();
       loss_given = true;
+    } else if (key == "shape") {
+      auto shape = ParseShape(value);
+      if (!shape.ok()) return shape.status();
+      spec.input_shape = shape.value();
+    } else if (key == "layer") {
+      auto layer = ParseLayerSpec(value);
+      if (!layer.ok()) return layer.status();
+      spec.layers.push_back(layer.value());
     } else if (key == "init") {
       auto i = ParseInit(value);
       if (!i.ok()) return i.status();

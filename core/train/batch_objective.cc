@@ -29,10 +29,8 @@ double FinishObjective(const model::Model& model, std::span<const float> params,
                        std::span<float> grad) {
   math::Scale(1.0f / static_cast<float>(rows), grad);
   if (weight_decay != 0.0f) {
-    for (const model::LayerView& layer : model.layers()) {
-      const std::size_t count = static_cast<std::size_t>(layer.in) * layer.out;
-      math::Axpy(weight_decay, params.subspan(layer.weight_offset, count),
-                 grad.subspan(layer.weight_offset, count));
+    for (const model::WeightRange& w : model.WeightRanges()) {
+      math::Axpy(weight_decay, params.subspan(w.offset, w.count), grad.subspan(w.offset, w.count));
     }
   }
   return loss_sum / static_cast<double>(rows) +

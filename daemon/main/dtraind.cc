@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "config/daemon_config.h"
+#include "core/math/blas_kernels.h"
 #include "daemon/server/daemon.h"
 #include "daemon/worker/remote_worker.h"
 #include "daemon/worker/worker_command.h"
@@ -46,6 +47,7 @@ int Serve(const std::string& config_path, const std::string& socket,
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::math::UseBestBlasKernels(argv);
   CLI::App app("dtraind: the dtrain daemon. Queues and supervises training jobs; see dtraind(8).",
                "dtraind");
   app.set_version_flag("--version", "dtraind 0.1.0");

@@ -26,7 +26,7 @@ std::pair<data::Dataset, data::Dataset> MakeSynthetic(const config::DataConfig& 
 
 // The shape of a data set in memory, for ResolveModelShape.
 data::DatasetShape ShapeOf(const data::Dataset& d) {
-  return {d.rows, d.features, d.num_classes, d.source};
+  return {d.rows, d.features, d.num_classes, d.source, d.image_height, d.image_width};
 }
 
 // The training set's name after LoadJobData's held-out choice: a validation split renames it.
@@ -80,6 +80,19 @@ Result<model::ModelSpec> ResolveModelShape(const model::ModelSpec& job_spec,
                                            const data::DatasetShape& train) {
   model::ModelSpec spec = job_spec;
   const auto features = static_cast<int>(train.features);
+  if (spec.type == model::ModelType::kSequential) {
+    if (spec.input_shape.Size() == 0) {
+      spec.input_shape = train.image_height > 0
+                             ? model::Shape{1, static_cast<int>(train.image_height),
+                                            static_cast<int>(train.image_width)}
+                             : model::Shape{features, 1, 1};
+    } else if (spec.input_shape.Size() != train.features) {
+      return Status::Error("model.input_shape " + model::FormatShape(spec.input_shape) +
+                           " holds " + std::to_string(spec.input_shape.Size()) + " values but " +
+                           train.source + " has " + std::to_string(features) + " features");
+    }
+    spec.inputs = static_cast<int>(spec.input_shape.Size());
+  }
   if (spec.inputs == 0) spec.inputs = features;
   if (spec.inputs != features) {
     return Status::Error("model.inputs is " + std::to_string(spec.inputs) + " but " +
@@ -105,7 +118,9 @@ Result<model::ModelSpec> ResolveJobShape(const config::JobConfig& job) {
   if (job.data.format == config::DataFormat::kSynthetic) {
     return ResolveModelShape(job.model, ShapeOf(MakeSynthetic(job.data, 0).first));
   }
-  if (job.model.inputs != 0 && job.model.outputs != 0) {
+  // A layer list's input_shape is held against the data, so it is read even when given.
+  if (job.model.inputs != 0 && job.model.outputs != 0 &&
+      job.model.type != model::ModelType::kSequential) {
     Status valid = model::ValidateModelSpec(job.model);
     if (!valid.ok()) return valid;
     return job.model;

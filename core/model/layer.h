@@ -1,0 +1,70 @@
+// Layer: one step of a model's forward and backward pass over a batch, reading its parameters
+// from a slice of the model's flat parameter vector. Every model — the shorthand types and the
+// layer lists — is a chain of Layers (see model.h).
+//
+//   Result<std::unique_ptr<Layer>> conv = MakeLayer(spec, /*input=*/Shape{1, 28, 28}, /*outputs=*/10);
+//   conv.value()->Forward(params, x, out, pass);            // out: [rows x output().Size()]
+//   conv.value()->Backward(params, x, out, dout, dx, dparams, pass);
+//
+// Invariants: a layer's parameters are NumParams() floats, the first NumWeights() of them the
+// weights (randomly initialised, weight-decayed), the rest biases (zero at start, not decayed).
+// Activations are [rows x Size()] row-major, each row one sample in Shape's layout. Layers are
+// immutable after construction and hold no batch data: safe for concurrent use with disjoint
+// buffers. Each layer lives in core/model/layers/, one file with its forward and backward.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/model/layer_spec.h"
+#include "core/status.h"
+
+namespace dtrain::model {
+
+// What one call of Forward or Backward may use besides its tensors.
+struct LayerPass {
+  int rows = 0;
+  bool training = false;         // dropout drops only while training
+  std::uint64_t noise_seed = 0;  // the pass's dropout masks: same seed, same masks
+  float* scratch = nullptr;      // ScratchFloats(capacity) floats of the layer's own
+};
+
+class Layer {
+ public:
+  Layer(Shape input, Shape output) : input_(input), output_(output) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  Shape input() const { return input_; }
+  Shape output() const { return output_; }
+  virtual std::size_t NumParams() const { return 0; }
+  virtual std::size_t NumWeights() const { return 0; }
+  // The fan-in and fan-out that scale the initial weights (He, Xavier).
+  virtual int FanIn() const { return 0; }
+  virtual int FanOut() const { return 0; }
+  // The activation this layer applies to its output, for choosing He or Xavier weights.
+  virtual math::Activation OutputActivation() const { return math::Activation::kIdentity; }
+  // Working memory a pass of up to `capacity` rows needs, in floats.
+  virtual std::size_t ScratchFloats(int /*capacity*/) const { return 0; }
+
+  // out [rows x output().Size()] from in [rows x input().Size()].
+  virtual void Forward(const float* params, const float* in, float* out,
+                       const LayerPass& pass) const = 0;
+  // Given dout = dLoss/d(out) (which it may overwrite), writes dLoss/d(params) to dparams
+  // (NumParams floats, overwritten) and, unless din is null, dLoss/d(in) to din. `in` and `out`
+  // are this pass's Forward input and output.
+  virtual void Backward(const float* params, const float* in, const float* out, float* dout,
+                        float* din, float* dparams, const LayerPass& pass) const = 0;
+
+ private:
+  Shape input_, output_;
+};
+
+// The layer `spec` describes on a sample of shape `input`; `outputs` stands for a dense layer's
+// units where they are 0. The error says why the layer does not fit its input ("kernel 5 is
+// larger than the 3x3 input padded by 0").
+Result<std::unique_ptr<Layer>> MakeLayer(const LayerSpec& spec, Shape input, int outputs);
+
+}  // namespace dtrain::model

@@ -1,0 +1,40 @@
+// relu, tanh, sigmoid as layers: out = act(in), elementwise, any shape.
+#include <algorithm>
+
+#include "core/model/layers/layers.h"
+
+namespace dtrain::model::layers {
+namespace {
+
+class ActivationLayer final : public Layer {
+ public:
+  ActivationLayer(Shape input, math::Activation activation)
+      : Layer(input, input), activation_(activation) {}
+
+  math::Activation OutputActivation() const override { return activation_; }
+
+  void Forward(const float*, const float* in, float* out, const LayerPass& pass) const override {
+    math::Activate(in, out, Count(pass), activation_);
+  }
+
+  void Backward(const float*, const float*, const float* out, float* dout, float* din, float*,
+                const LayerPass& pass) const override {
+    const std::size_t n = Count(pass);
+    math::ActivationBackward(out, dout, n, activation_);
+    if (din != nullptr) std::copy(dout, dout + n, din);
+  }
+
+ private:
+  std::size_t Count(const LayerPass& pass) const {
+    return static_cast<std::size_t>(pass.rows) * input().Size();
+  }
+  math::Activation activation_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Layer>> MakeActivation(const LayerSpec& spec, Shape input) {
+  return std::unique_ptr<Layer>(std::make_unique<ActivationLayer>(input, spec.activation));
+}
+
+}  // namespace dtrain::model::layers

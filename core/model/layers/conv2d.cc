@@ -1,0 +1,190 @@
+// conv2d: F filters of k x k x C over the input, stride s, zero padding; lowered to one GEMM per
+// chunk of samples through im2col. Row r of a chunk's column matrix is the patch under output
+// position r ((kh, kw, c) order, zeros outside the input), so
+//   out [positions x F] = col [positions x k*k*C] * W [k*k*C x F],  then + b, activation.
+// Backward recomputes each chunk's columns (they are never kept for the whole batch):
+//   dW += col^T * dout,  db = column sums of dout,  dcol = dout * W^T, scattered back onto din.
+// Parameters: W [k*k*C x F] row-major, then b [F].
+#include <algorithm>
+
+#include "core/math/gemm.h"
+#include "core/model/layers/layers.h"
+
+namespace dtrain::model::layers {
+namespace {
+
+using math::Trans;
+
+constexpr int kMaxFilters = 1 << 16;
+constexpr int kMaxKernel = 1024;
+constexpr std::size_t kMaxPatch = std::size_t{1} << 20;
+constexpr std::size_t kColumnFloats = std::size_t{1} << 20;  // a chunk's columns: 4 MiB at most
+
+struct Geometry {
+  int kernel, stride, pad_top, pad_left;
+};
+
+class Conv2d final : public Layer {
+ public:
+  Conv2d(Shape input, Shape output, Geometry g, math::Activation activation)
+      : Layer(input, output),
+        g_(g),
+        patch_(g.kernel * g.kernel * input.channels),
+        positions_(output.height * output.width),
+        activation_(activation) {}
+
+  std::size_t NumParams() const override { return NumWeights() + Filters(); }
+  std::size_t NumWeights() const override {
+    return static_cast<std::size_t>(patch_) * Filters();
+  }
+  int FanIn() const override { return patch_; }
+  int FanOut() const override { return g_.kernel * g_.kernel * output().channels; }
+  math::Activation OutputActivation() const override { return activation_; }
+  std::size_t ScratchFloats(int capacity) const override {
+    return static_cast<std::size_t>(std::min(capacity, ChunkSamples())) * ColumnFloatsPerSample();
+  }
+
+  void Forward(const float* params, const float* in, float* out,
+               const LayerPass& pass) const override {
+    const int f = output().channels;
+    ForEachChunk(pass.rows, [&](int first, int count) {
+      Im2col(in, first, count, pass.scratch);
+      math::Gemm(Trans::kNo, Trans::kNo, count * positions_, f, patch_, 1.0f, pass.scratch,
+                 patch_, params, f, 0.0f, out + OutOffset(first), f);
+    });
+    math::AddBiasActivate(out, pass.rows * positions_, f, params + NumWeights(), activation_);
+  }
+
+  void Backward(const float* params, const float* in, const float* out, float* dout, float* din,
+                float* dparams, const LayerPass& pass) const override {
+    const int f = output().channels;
+    const int rows = pass.rows * positions_;
+    math::ActivationBackward(out, dout, static_cast<std::size_t>(rows) * f, activation_);
+    math::ColumnSums(dout, rows, f, 0.0f, dparams + NumWeights());
+    ForEachChunk(pass.rows, [&](int first, int count) {
+      const float* dout_chunk = dout + OutOffset(first);
+      Im2col(in, first, count, pass.scratch);
+      math::Gemm(Trans::kYes, Trans::kNo, patch_, f, count * positions_, 1.0f, pass.scratch,
+                 patch_, dout_chunk, f, first == 0 ? 0.0f : 1.0f, dparams, f);
+      if (din == nullptr) return;
+      math::Gemm(Trans::kNo, Trans::kYes, count * positions_, patch_, f, 1.0f, dout_chunk, f,
+                 params, f, 0.0f, pass.scratch, patch_);
+      Col2im(pass.scratch, first, count, din);
+    });
+  }
+
+ private:
+  std::size_t Filters() const { return static_cast<std::size_t>(output().channels); }
+  std::size_t ColumnFloatsPerSample() const {
+    return static_cast<std::size_t>(positions_) * static_cast<std::size_t>(patch_);
+  }
+  int ChunkSamples() const {
+    return static_cast<int>(std::max<std::size_t>(1, kColumnFloats / ColumnFloatsPerSample()));
+  }
+  std::size_t OutOffset(int sample) const {
+    return static_cast<std::size_t>(sample) * output().Size();
+  }
+
+  template <typename F>
+  void ForEachChunk(int rows, F&& body) const {
+    const int chunk = ChunkSamples();
+    for (int first = 0; first < rows; first += chunk) body(first, std::min(chunk, rows - first));
+  }
+
+  // Visits, for every patch row of samples [first, first + count) and every kernel row, the
+  // run of kernel cells that lies inside the input: visit(column offset, input offset, floats),
+  // the run being contiguous in both (cells next to each other, C floats each).
+  template <typename Visit>
+  void ForEachRun(int first, int count, Visit&& visit) const {
+    const Shape in = input(), out = output();
+    const int c = in.channels, k = g_.kernel;
+    for (int s = 0; s < count; ++s) {
+      const std::size_t in_base = static_cast<std::size_t>(first + s) * in.Size();
+      const std::size_t col_base = static_cast<std::size_t>(s) * ColumnFloatsPerSample();
+      for (int oh = 0; oh < out.height; ++oh) {
+        for (int ow = 0; ow < out.width; ++ow) {
+          const std::size_t row =
+              col_base + static_cast<std::size_t>(oh * out.width + ow) * patch_;
+          const int iw0 = ow * g_.stride - g_.pad_left;
+          const int kw_begin = std::max(0, -iw0), kw_end = std::min(k, in.width - iw0);
+          if (kw_begin >= kw_end) continue;
+          const auto floats = static_cast<std::size_t>((kw_end - kw_begin) * c);
+          for (int kh = 0; kh < k; ++kh) {
+            const int ih = oh * g_.stride - g_.pad_top + kh;
+            if (ih < 0 || ih >= in.height) continue;
+            visit(row + static_cast<std::size_t>((kh * k + kw_begin) * c),
+                  in_base + static_cast<std::size_t>((ih * in.width + iw0 + kw_begin) * c), floats);
+          }
+        }
+      }
+    }
+  }
+
+  void Im2col(const float* in, int first, int count, float* col) const {
+    std::fill(col, col + static_cast<std::size_t>(count) * ColumnFloatsPerSample(), 0.0f);
+    ForEachRun(first, count, [&](std::size_t to, std::size_t from, std::size_t floats) {
+      std::copy(in + from, in + from + floats, col + to);
+    });
+  }
+
+  void Col2im(const float* col, int first, int count, float* din) const {
+    float* begin = din + static_cast<std::size_t>(first) * input().Size();
+    std::fill(begin, begin + static_cast<std::size_t>(count) * input().Size(), 0.0f);
+    ForEachRun(first, count, [&](std::size_t from, std::size_t to, std::size_t floats) {
+      for (std::size_t i = 0; i < floats; ++i) din[to + i] += col[from + i];
+    });
+  }
+
+  Geometry g_;
+  int patch_;      // k * k * C: a column row's length
+  int positions_;  // OH * OW
+  math::Activation activation_;
+};
+
+// Output side and leading padding of one dimension, or an error.
+Result<std::pair<int, int>> Side(int size, const LayerSpec& spec, std::string_view dimension) {
+  const int k = spec.kernel, s = spec.stride;
+  if (spec.padding == kSamePadding) {
+    const int out = (size + s - 1) / s;
+    const int total = std::max((out - 1) * s + k - size, 0);
+    return std::pair{out, total / 2};
+  }
+  if (size + 2 * spec.padding < k) {
+    return Status::Error("kernel " + std::to_string(k) + " is larger than the input's " +
+                         std::string(dimension) + " " + std::to_string(size) + " padded by " +
+                         std::to_string(spec.padding) + " on each side");
+  }
+  return std::pair{(size + 2 * spec.padding - k) / s + 1, spec.padding};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Layer>> MakeConv2d(const LayerSpec& spec, Shape input) {
+  if (spec.filters < 1 || spec.filters > kMaxFilters) {
+    return Status::Error("conv2d filters must be in [1, " + std::to_string(kMaxFilters) + "]");
+  }
+  if (spec.kernel < 1 || spec.kernel > kMaxKernel) {
+    return Status::Error("conv2d kernel must be in [1, " + std::to_string(kMaxKernel) + "]");
+  }
+  if (spec.stride < 1 || spec.stride > kMaxKernel) {
+    return Status::Error("conv2d stride must be in [1, " + std::to_string(kMaxKernel) + "]");
+  }
+  if (spec.padding < kSamePadding || spec.padding >= spec.kernel) {
+    return Status::Error("conv2d padding must be \"same\", \"valid\" or a number in [0, kernel)");
+  }
+  const std::size_t patch = static_cast<std::size_t>(spec.kernel) * spec.kernel * input.channels;
+  if (patch > kMaxPatch) {
+    return Status::Error("conv2d kernel " + std::to_string(spec.kernel) + " over " +
+                         std::to_string(input.channels) + " channels makes patches of " +
+                         std::to_string(patch) + " values, more than " + std::to_string(kMaxPatch));
+  }
+  Result<std::pair<int, int>> rows = Side(input.height, spec, "height");
+  if (!rows.ok()) return rows.status();
+  Result<std::pair<int, int>> cols = Side(input.width, spec, "width");
+  if (!cols.ok()) return cols.status();
+  const Shape output{spec.filters, rows.value().first, cols.value().first};
+  const Geometry g{spec.kernel, spec.stride, rows.value().second, cols.value().second};
+  return std::unique_ptr<Layer>(std::make_unique<Conv2d>(input, output, g, spec.activation));
+}
+
+}  // namespace dtrain::model::layers

@@ -1,0 +1,57 @@
+// dropout (inverted): while training, each value is zeroed with probability `rate` and the rest
+// scaled by 1 / (1 - rate); at evaluation the identity. Value i's fate is a pure function of
+// (pass.noise_seed, i), so a pass is reproducible and Backward needs no stored mask.
+#include <algorithm>
+
+#include "core/data/random.h"
+#include "core/model/layers/layers.h"
+
+namespace dtrain::model::layers {
+namespace {
+
+class Dropout final : public Layer {
+ public:
+  Dropout(Shape input, float rate)
+      : Layer(input, input),
+        rate_(rate),
+        keep_scale_(1.0f / (1.0f - rate)),
+        threshold_(static_cast<std::uint64_t>(static_cast<double>(rate) * 0x1.0p64)) {}
+
+  void Forward(const float*, const float* in, float* out, const LayerPass& pass) const override {
+    Apply(in, out, pass);
+  }
+
+  void Backward(const float*, const float*, const float*, float* dout, float* din, float*,
+                const LayerPass& pass) const override {
+    if (din != nullptr) Apply(dout, din, pass);
+  }
+
+ private:
+  // out = in * mask / (1 - rate), or a copy when not training.
+  void Apply(const float* in, float* out, const LayerPass& pass) const {
+    const std::size_t n = static_cast<std::size_t>(pass.rows) * input().Size();
+    if (!pass.training || rate_ == 0.0f) {
+      std::copy(in, in + n, out);
+      return;
+    }
+    const std::uint64_t base = data::SplitMix64::Finalize(pass.noise_seed);
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool dropped = data::SplitMix64::Finalize(base + i) < threshold_;
+      out[i] = dropped ? 0.0f : in[i] * keep_scale_;
+    }
+  }
+
+  float rate_, keep_scale_;
+  std::uint64_t threshold_;  // a value's draw below it drops the value
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Layer>> MakeDropout(const LayerSpec& spec, Shape input) {
+  if (!(spec.rate >= 0.0f && spec.rate < 1.0f)) {
+    return Status::Error("dropout rate must be in [0, 1), got " + std::to_string(spec.rate));
+  }
+  return std::unique_ptr<Layer>(std::make_unique<Dropout>(input, spec.rate));
+}
+
+}  // namespace dtrain::model::layers

@@ -1,0 +1,34 @@
+// flatten: the sample's values unchanged, as a flat vector (the layout is already row-major).
+#include <algorithm>
+
+#include "core/model/layers/layers.h"
+
+namespace dtrain::model::layers {
+namespace {
+
+class Flatten final : public Layer {
+ public:
+  explicit Flatten(Shape input) : Layer(input, Shape{static_cast<int>(input.Size()), 1, 1}) {}
+
+  void Forward(const float*, const float* in, float* out, const LayerPass& pass) const override {
+    std::copy(in, in + Count(pass), out);
+  }
+
+  void Backward(const float*, const float*, const float*, float* dout, float* din, float*,
+                const LayerPass& pass) const override {
+    if (din != nullptr) std::copy(dout, dout + Count(pass), din);
+  }
+
+ private:
+  std::size_t Count(const LayerPass& pass) const {
+    return static_cast<std::size_t>(pass.rows) * input().Size();
+  }
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Layer>> MakeFlatten(Shape input) {
+  return std::unique_ptr<Layer>(std::make_unique<Flatten>(input));
+}
+
+}  // namespace dtrain::model::layers

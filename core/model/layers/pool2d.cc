@@ -1,0 +1,126 @@
+// maxpool2d and avgpool2d: each channel's k x k windows, stride s (k by default), no padding;
+// output side (side - k) / s + 1. Loops run over channels innermost (they are contiguous), so
+// they vectorise. Max-pooling's backward sends each output's gradient to the first input of its
+// window that equals the output (the largest), found again from the input: nothing is stored.
+#include <algorithm>
+#include <vector>
+
+#include "core/model/layers/layers.h"
+
+namespace dtrain::model::layers {
+namespace {
+
+class Pool2d final : public Layer {
+ public:
+  Pool2d(Shape input, Shape output, int kernel, int stride, bool max)
+      : Layer(input, output), kernel_(kernel), stride_(stride), max_(max) {}
+
+  std::size_t ScratchFloats(int /*capacity*/) const override {
+    return static_cast<std::size_t>(input().channels);  // max: which channels are routed
+  }
+
+  void Forward(const float*, const float* in, float* out, const LayerPass& pass) const override {
+    const std::size_t c = Channels();
+    const float inv_area = 1.0f / static_cast<float>(kernel_ * kernel_);
+    ForEachWindow(pass.rows, [&](std::size_t to, std::size_t corner) {
+      float* o = out + to;
+      std::copy(in + corner, in + corner + c, o);
+      bool first = true;
+      ForEachCell(corner, [&](std::size_t at) {
+        if (first) {
+          first = false;
+          return;
+        }
+        const float* i = in + at;
+        if (max_) {
+          for (std::size_t ch = 0; ch < c; ++ch) o[ch] = std::max(o[ch], i[ch]);
+        } else {
+          for (std::size_t ch = 0; ch < c; ++ch) o[ch] += i[ch];
+        }
+      });
+      if (!max_) {
+        for (std::size_t ch = 0; ch < c; ++ch) o[ch] *= inv_area;
+      }
+    });
+  }
+
+  void Backward(const float*, const float* in, const float* out, float* dout, float* din, float*,
+                const LayerPass& pass) const override {
+    if (din == nullptr) return;
+    std::fill(din, din + static_cast<std::size_t>(pass.rows) * input().Size(), 0.0f);
+    const std::size_t c = Channels();
+    const float inv_area = 1.0f / static_cast<float>(kernel_ * kernel_);
+    float* routed = pass.scratch;  // 1 once a channel's gradient has gone to its max
+    ForEachWindow(pass.rows, [&](std::size_t to, std::size_t corner) {
+      const float* g = dout + to;
+      if (!max_) {
+        ForEachCell(corner, [&](std::size_t at) {
+          for (std::size_t ch = 0; ch < c; ++ch) din[at + ch] += g[ch] * inv_area;
+        });
+        return;
+      }
+      const float* o = out + to;
+      std::fill(routed, routed + c, 0.0f);
+      ForEachCell(corner, [&](std::size_t at) {
+        for (std::size_t ch = 0; ch < c; ++ch) {
+          const bool here = routed[ch] == 0.0f && in[at + ch] == o[ch];
+          din[at + ch] += here ? g[ch] : 0.0f;
+          routed[ch] = here ? 1.0f : routed[ch];
+        }
+      });
+    });
+  }
+
+ private:
+  std::size_t Channels() const { return static_cast<std::size_t>(input().channels); }
+
+  // visit(output offset, input offset of the window's first cell): every window, C values each.
+  template <typename Visit>
+  void ForEachWindow(int rows, Visit&& visit) const {
+    const Shape in = input(), out = output();
+    const std::size_t c = Channels();
+    std::size_t to = 0;
+    for (int s = 0; s < rows; ++s) {
+      const std::size_t base = static_cast<std::size_t>(s) * in.Size();
+      for (int oh = 0; oh < out.height; ++oh) {
+        for (int ow = 0; ow < out.width; ++ow, to += c) {
+          visit(to, base + static_cast<std::size_t>((oh * stride_) * in.width + ow * stride_) * c);
+        }
+      }
+    }
+  }
+
+  // visit(input offset) of every cell of the window whose first cell is at `corner`, in order.
+  template <typename Visit>
+  void ForEachCell(std::size_t corner, Visit&& visit) const {
+    const std::size_t c = Channels();
+    const std::size_t row = static_cast<std::size_t>(input().width) * c;
+    for (int kh = 0; kh < kernel_; ++kh) {
+      for (int kw = 0; kw < kernel_; ++kw) {
+        visit(corner + static_cast<std::size_t>(kh) * row + static_cast<std::size_t>(kw) * c);
+      }
+    }
+  }
+
+  int kernel_, stride_;
+  bool max_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Layer>> MakePool2d(const LayerSpec& spec, Shape input) {
+  const std::string name = LayerTypeName(spec);
+  const int k = spec.kernel;
+  const int s = spec.stride > 0 ? spec.stride : k;
+  if (k < 1) return Status::Error(name + " needs size >= 1");
+  if (k > input.height || k > input.width) {
+    return Status::Error(name + " size " + std::to_string(k) + " is larger than its " +
+                         std::to_string(input.height) + "x" + std::to_string(input.width) +
+                         " input");
+  }
+  const Shape output{input.channels, (input.height - k) / s + 1, (input.width - k) / s + 1};
+  return std::unique_ptr<Layer>(
+      std::make_unique<Pool2d>(input, output, k, s, spec.kind == LayerKind::kMaxPool2d));
+}
+
+}  // namespace dtrain::model::layers
