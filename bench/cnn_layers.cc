@@ -1,7 +1,9 @@
-// The Fashion-MNIST CNN example's training step (batch 64, one thread), layer by layer: each
-// layer's forward and backward time, the whole step, and the share of the step spent in GEMM
-// (math::TakeGemmSeconds), medians over interleaved repetitions in one run.
-//   bench_cnn_layers [reps] [batch]
+// The Fashion-MNIST CNN example's training step (batch 64, 1 BLAS thread unless told), layer by
+// layer: each layer's forward and backward time, the whole step (forward, backward and an Adam
+// update, as PyTorch's step in bench/pytorch_cnn.py), and the share of the step spent in GEMM
+// (math::TakeGemmSeconds), medians over interleaved repetitions in one run. The last line is
+// for scripts: "samples_per_sec N gemm_share S".
+//   bench_cnn_layers [reps] [batch] [threads]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +15,7 @@
 #include "core/math/blas_kernels.h"
 #include "core/math/gemm.h"
 #include "core/model/model.h"
+#include "core/optim/optimizer.h"
 
 namespace {
 
@@ -29,10 +32,13 @@ int main(int argc, char** argv) {
   math::UseBestBlasKernels(argv);
   const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
   const int batch = argc > 2 ? std::atoi(argv[2]) : 64;
-  math::SetBlasThreads(1);
+  const int threads = argc > 3 ? std::atoi(argv[3]) : 1;
+  math::SetBlasThreads(threads);
   const model::Model model(bench::FashionCnn());
   math::FloatBuffer params(model.NumParams()), grad(model.NumParams());
   model.Init(params, 1);
+  const auto adam =
+      optim::MakeOptimizer({.type = optim::OptimizerType::kAdam}, 0, model.NumParams());
   model::Workspace ws(model, batch);
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
@@ -52,8 +58,8 @@ int main(int argc, char** argv) {
     deltas[l + 1].resize(acts[l + 1].size());
     scratch.resize(std::max(scratch.size(), model.layer(l).ScratchFloats(batch)));
   }
-  const model::LayerPass pass{.rows = batch, .training = true, .noise_seed = 1,
-                              .scratch = scratch.data()};
+  const model::LayerPass pass{
+      .rows = batch, .training = true, .noise_seed = 1, .scratch = scratch.data()};
   std::vector<std::vector<double>> forward(layers), backward(layers);
   std::vector<double> step, gemm_share;
   for (int r = 0; r < reps; ++r) {
@@ -75,12 +81,13 @@ int main(int argc, char** argv) {
     math::TakeGemmSeconds();
     const Clock::time_point start = Clock::now();
     model.ForwardBackward(params.data(), x.data(), y.data(), batch, 0.0f, grad.data(), ws);
+    adam->Step(params, grad, 1e-3f);
     step.push_back(Since(start));
     gemm_share.push_back(math::TakeGemmSeconds() / step.back());
   }
   const std::vector<model::LayerSpec> specs = model::ModelLayers(model.spec());
-  std::printf("CNN step, batch %d, 1 thread, median of %d; OpenBLAS kernels %s\n", batch, reps,
-              math::BlasCoreName());
+  std::printf("CNN step, batch %d, %d BLAS threads, median of %d; OpenBLAS kernels %s\n", batch,
+              threads, reps, math::BlasCoreName());
   std::printf("%-10s %-10s %10s %10s\n", "layer", "output", "fwd ms", "bwd ms");
   for (std::size_t l = 0; l < layers; ++l) {
     std::printf("%-10s %-10s %10.3f %10.3f\n", model::LayerTypeName(specs[l]).c_str(),
@@ -88,7 +95,7 @@ int main(int argc, char** argv) {
                 1e3 * bench::Median(forward[l]), 1e3 * bench::Median(backward[l]));
   }
   const double seconds = bench::Median(step);
-  std::printf("step %.2f ms = %.0f samples/s; GEMM share %.2f\n", 1e3 * seconds, batch / seconds,
-              bench::Median(gemm_share));
+  std::printf("step %.2f ms\nsamples_per_sec %.0f gemm_share %.2f\n", 1e3 * seconds,
+              batch / seconds, bench::Median(gemm_share));
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <vector>
 
+#include "core/model/model.h"
 #include "core/model/partition_plan.h"
 #include "core/optim/optimizer.h"
 
@@ -20,7 +21,9 @@ constexpr std::uint64_t kFloat = sizeof(float);
 std::uint64_t Times(std::uint64_t a, std::uint64_t b) {
   return a != 0 && b > UINT64_MAX / a ? UINT64_MAX : a * b;
 }
-std::uint64_t Plus(std::uint64_t a, std::uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+std::uint64_t Plus(std::uint64_t a, std::uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
 
 std::string Plural(std::uint64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -42,7 +45,8 @@ std::uint64_t LargestPartition(const model::ModelSpec& spec, const ClusterConfig
                                std::uint64_t params) {
   const int k = cluster.model_parallel;
   if (k <= 1) return params;
-  const std::uint64_t even = (params + static_cast<std::uint64_t>(k) - 1) / static_cast<std::uint64_t>(k);
+  const std::uint64_t even =
+      (params + static_cast<std::uint64_t>(k) - 1) / static_cast<std::uint64_t>(k);
   if (!model::ValidateModelSpec(spec).ok()) return even;
   Result<model::PartitionPlan> plan = model::PlanPartitions(spec, cluster.partition, k);
   if (!plan.ok()) return even;
@@ -62,15 +66,31 @@ JobMemory EstimateJobMemory(const JobConfig& job) {
   std::uint64_t widths = 0;  // every layer's outputs
   std::uint64_t widest = static_cast<std::uint64_t>(spec.inputs);
   std::uint64_t params = 0;
-  int in = spec.inputs;
-  std::vector<int> outs = spec.hidden;
-  outs.push_back(spec.outputs);
-  for (int out : outs) {  // as model::Model lays them out, without building one
-    const auto o = static_cast<std::uint64_t>(out);
-    params = Plus(params, Times(static_cast<std::uint64_t>(in) + 1, o));
-    widths = Plus(widths, o);
-    widest = std::max(widest, o);
-    in = out;
+  std::uint64_t scratch = 0;  // the largest layer's working memory for a batch, floats
+  if (spec.type == model::ModelType::kSequential) {
+    // The layers' own sizes once the input shape is known (given, or the data's: checked when
+    // the job starts); a model is cheap to build, its parameters are not allocated.
+    if (spec.input_shape.Size() > 0 && model::ValidateModelSpec(spec).ok()) {
+      const model::Model built(spec);
+      params = built.NumParams();
+      widest = built.MaxWidth();
+      for (std::size_t l = 0; l < built.NumLayers(); ++l) {
+        widths = Plus(widths, built.layer(l).output().Size());
+        scratch =
+            std::max<std::uint64_t>(scratch, built.layer(l).ScratchFloats(job.train.batch_size));
+      }
+    }
+  } else {
+    int in = spec.inputs;
+    std::vector<int> outs = spec.hidden;
+    outs.push_back(spec.outputs);
+    for (int out : outs) {  // as model::Model lays them out, without building one
+      const auto o = static_cast<std::uint64_t>(out);
+      params = Plus(params, Times(static_cast<std::uint64_t>(in) + 1, o));
+      widths = Plus(widths, o);
+      widest = std::max(widest, o);
+      in = out;
+    }
   }
   m.params = params;
   const auto k = static_cast<std::uint64_t>(std::max(job.cluster.model_parallel, 1));
@@ -79,14 +99,14 @@ JobMemory EstimateJobMemory(const JobConfig& job) {
   // checkpoint keeps the gradient and the history.
   const bool lbfgs = job.optimizer.type == optim::OptimizerType::kLbfgs;
   const int history = job.lbfgs.history;
-  const int state = lbfgs ? optim::LbfgsVectorCount(history) - 1
-                          : optim::StateVectorCount(job.optimizer.type);
+  const int state =
+      lbfgs ? optim::LbfgsVectorCount(history) - 1 : optim::StateVectorCount(job.optimizer.type);
   const int saved_state = lbfgs ? 1 + 2 * history : state;
   const std::uint64_t model = Times(Times(share, kFloat), 2 + static_cast<std::uint64_t>(state));
   // Each layer's output of a batch, and two back-propagated gradients as wide as the widest.
   const std::uint64_t batch = static_cast<std::uint64_t>(job.train.batch_size);
   const std::uint64_t activations =
-      Times(Times(batch, kFloat), Plus(widths, Times(widest, 2))) / k;
+      Plus(Times(Times(batch, kFloat), Plus(widths, Times(widest, 2))) / k, Times(scratch, kFloat));
   // A checkpoint is encoded from the trainer's own buffers; with parameter servers, from the
   // shards' snapshot, which the replica holds as well while it encodes it.
   const std::uint64_t copies = job.cluster.Servers() > 0 ? 2 : 1;
@@ -115,8 +135,8 @@ JobMemory EstimateJobMemory(const JobConfig& job) {
 }
 
 std::uint64_t ProcessOverhead(int blas_threads) {
-  return (std::uint64_t{256} << 20) + static_cast<std::uint64_t>(std::max(blas_threads, 1)) *
-                                          (std::uint64_t{128} << 20);
+  return (std::uint64_t{256} << 20) +
+         static_cast<std::uint64_t>(std::max(blas_threads, 1)) * (std::uint64_t{128} << 20);
 }
 
 std::string FormatBytes(std::uint64_t bytes) {
@@ -139,8 +159,9 @@ std::string FormatBytes(std::uint64_t bytes) {
 
 Result<std::uint64_t> ParseBytes(std::string_view text) {
   const auto invalid = [&] {
-    return Status::Error("must be a size such as \"4GiB\", \"512 MiB\" or a number of bytes, got \"" +
-                         std::string(text) + "\"");
+    return Status::Error(
+        "must be a size such as \"4GiB\", \"512 MiB\" or a number of bytes, got \"" +
+        std::string(text) + "\"");
   };
   double number = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
@@ -148,7 +169,7 @@ Result<std::uint64_t> ParseBytes(std::string_view text) {
   std::string_view unit = text.substr(static_cast<std::size_t>(end - text.data()));
   while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
   static const std::pair<std::string_view, int> kUnits[] = {
-      {"", 0},  {"B", 0},   {"K", 1},   {"KiB", 1}, {"M", 2},
+      {"", 0},    {"B", 0}, {"K", 1},   {"KiB", 1}, {"M", 2},
       {"MiB", 2}, {"G", 3}, {"GiB", 3}, {"T", 4},   {"TiB", 4}};
   const auto found = std::find_if(std::begin(kUnits), std::end(kUnits),
                                   [unit](const auto& u) { return u.first == unit; });

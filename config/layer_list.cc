@@ -29,15 +29,17 @@ void ReadInputShape(TableReader& r, model::ModelSpec* m) {
     std::string problem;
     const std::optional<std::int64_t> v = IntIn((*list)[i], 1, kMaxWidth, &problem);
     if (!v) {
-      r.Report((*list)[i], "input_shape", usage + ": entry " + std::to_string(i + 1) + " " + problem);
+      r.Report((*list)[i], "input_shape",
+               usage + ": entry " + std::to_string(i + 1) + " " + problem);
       return;
     }
     sides[i] = static_cast<int>(*v);
   }
   const model::Shape shape{sides[0], sides[1], sides[2]};
   if (shape.Size() > static_cast<std::size_t>(kMaxWidth)) {
-    r.Report(*node, "input_shape", "holds " + std::to_string(shape.Size()) + " values, more than " +
-                                       std::to_string(kMaxWidth));
+    r.Report(*node, "input_shape",
+             "holds " + std::to_string(shape.Size()) + " values, more than " +
+                 std::to_string(kMaxWidth));
     return;
   }
   m->input_shape = shape;
@@ -48,8 +50,7 @@ void ReadInputShape(TableReader& r, model::ModelSpec* m) {
 bool ReadLayer(TableReader& r, bool last, model::LayerSpec* layer) {
   const toml::node* type = r.Find("type");
   if (type == nullptr) {
-    r.Missing("type", "every layer needs a type: one of " +
-                          std::string(model::LayerTypeChoices()));
+    r.Missing("type", "every layer needs a type: one of " + std::string(model::LayerTypeChoices()));
     return false;
   }
   if (r.Enum("type", model::LayerOfType, model::LayerTypeChoices(), layer) == nullptr) return false;
@@ -68,7 +69,8 @@ bool ReadLayer(TableReader& r, bool last, model::LayerSpec* layer) {
           if (text->get() == "same" || text->get() == "valid") {
             layer->padding = text->get() == "same" ? model::kSamePadding : 0;
           } else {
-            r.Report(*padding, "padding", "must be \"same\", \"valid\" or a number, got " + Describe(*padding));
+            r.Report(*padding, "padding",
+                     "must be \"same\", \"valid\" or a number, got " + Describe(*padding));
           }
         } else if (const auto v = IntIn(*padding, 0, kMaxSide, &problem)) {
           layer->padding = static_cast<int>(*v);
@@ -157,7 +159,8 @@ void ReadLayerList(TableReader& r, Sink& sink, model::ModelSpec* m) {
   bool complete = true;
   const std::size_t problems = sink.size();
   for (std::size_t i = 0; i < list->size(); ++i) {
-    readers.emplace_back((*list)[i].as_table(), "model.layers[" + std::to_string(i + 1) + "]", sink);
+    readers.emplace_back((*list)[i].as_table(), "model.layers[" + std::to_string(i + 1) + "]",
+                         sink);
     complete = ReadLayer(readers.back(), i + 1 == list->size(), &layers[i]) && complete;
   }
   std::vector<const TableReader*> views;
@@ -175,9 +178,9 @@ void ReadLayerList(TableReader& r, Sink& sink, model::ModelSpec* m) {
 void WriteLayerList(const model::ModelSpec& m, TomlWriter& w) {
   const model::Shape shape = m.input_shape;
   if (shape.Size() > 0) {
-    w.IntArray("input_shape", shape.Flat() ? std::vector<int>{shape.channels}
-                                           : std::vector<int>{shape.channels, shape.height,
-                                                              shape.width});
+    w.IntArray("input_shape", shape.Flat()
+                                  ? std::vector<int>{shape.channels}
+                                  : std::vector<int>{shape.channels, shape.height, shape.width});
   }
   for (const model::LayerSpec& layer : m.layers) {
     w.TableOfArray("model.layers");

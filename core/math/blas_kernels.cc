@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <cctype>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 

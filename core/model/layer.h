@@ -2,9 +2,9 @@
 // from a slice of the model's flat parameter vector. Every model — the shorthand types and the
 // layer lists — is a chain of Layers (see model.h).
 //
-//   Result<std::unique_ptr<Layer>> conv = MakeLayer(spec, /*input=*/Shape{1, 28, 28}, /*outputs=*/10);
-//   conv.value()->Forward(params, x, out, pass);            // out: [rows x output().Size()]
-//   conv.value()->Backward(params, x, out, dout, dx, dparams, pass);
+//   Result<std::unique_ptr<Layer>> conv = MakeLayer(spec, /*input=*/Shape{1, 28, 28},
+//   /*outputs=*/10); conv.value()->Forward(params, x, out, pass);            // out: [rows x
+//   output().Size()] conv.value()->Backward(params, x, out, dout, dx, dparams, pass);
 //
 // Invariants: a layer's parameters are NumParams() floats, the first NumWeights() of them the
 // weights (randomly initialised, weight-decayed), the rest biases (zero at start, not decayed).

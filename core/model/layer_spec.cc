@@ -13,9 +13,10 @@ struct TypeName {
   LayerKind kind;
   std::string_view name;
 };
-constexpr TypeName kKinds[] = {{LayerKind::kConv2d, "conv2d"},   {LayerKind::kMaxPool2d, "maxpool2d"},
-                               {LayerKind::kAvgPool2d, "avgpool2d"}, {LayerKind::kFlatten, "flatten"},
-                               {LayerKind::kDense, "dense"},     {LayerKind::kDropout, "dropout"}};
+constexpr TypeName kKinds[] = {
+    {LayerKind::kConv2d, "conv2d"},       {LayerKind::kMaxPool2d, "maxpool2d"},
+    {LayerKind::kAvgPool2d, "avgpool2d"}, {LayerKind::kFlatten, "flatten"},
+    {LayerKind::kDense, "dense"},         {LayerKind::kDropout, "dropout"}};
 constexpr std::string_view kChoices =
     "conv2d, maxpool2d, avgpool2d, flatten, dense, dropout, relu, tanh, sigmoid";
 
@@ -163,7 +164,8 @@ Result<LayerSpec> ParseLayerSpec(std::string_view text) {
     } else if (key == "rate") {
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), spec.rate);
       if (ec != std::errc() || end != value.data() + value.size()) {
-        status = Status::Error("layer spec: rate expects a number, got '" + std::string(value) + "'");
+        status =
+            Status::Error("layer spec: rate expects a number, got '" + std::string(value) + "'");
       }
     } else if (key == "activation") {
       Result<math::Activation> act = ParseActivation(value);

@@ -1,9 +1,10 @@
 // LayerSpec and Shape: one layer of a layer-list ("sequential") model as the job file and the
 // model spec text describe it, and the shape of one sample between layers.
 //
-//   LayerSpec conv{.kind = LayerKind::kConv2d, .filters = 32, .kernel = 5, .padding = kSamePadding};
-//   std::string text = FormatLayerSpec(conv);  // "conv2d,filters=32,kernel=5,stride=1,padding=same,..."
-//   Result<LayerSpec> back = ParseLayerSpec(text);
+//   LayerSpec conv{.kind = LayerKind::kConv2d, .filters = 32, .kernel = 5, .padding =
+//   kSamePadding}; std::string text = FormatLayerSpec(conv);  //
+//   "conv2d,filters=32,kernel=5,stride=1,padding=same,..." Result<LayerSpec> back =
+//   ParseLayerSpec(text);
 //
 // A sample's values are stored height, width, channel (channels interleaved, as image files
 // store pixels): element (h, w, c) of a Shape{C, H, W} sits at (h * W + w) * C + c. A flat vector
@@ -49,11 +50,11 @@ inline constexpr int kSamePadding = -1;  // LayerSpec::padding: output size = ce
 
 struct LayerSpec {
   LayerKind kind = LayerKind::kDense;
-  int units = 0;    // dense: outputs; 0 on the last layer: the model's outputs
-  int filters = 0;  // conv2d: output channels
-  int kernel = 0;   // conv2d: square kernel side; pools: window side
-  int stride = 0;   // conv2d: 1 when 0; pools: the window side when 0
-  int padding = 0;  // conv2d: zeros on each border, or kSamePadding
+  int units = 0;      // dense: outputs; 0 on the last layer: the model's outputs
+  int filters = 0;    // conv2d: output channels
+  int kernel = 0;     // conv2d: square kernel side; pools: window side
+  int stride = 0;     // conv2d: 1 when 0; pools: the window side when 0
+  int padding = 0;    // conv2d: zeros on each border, or kSamePadding
   float rate = 0.0f;  // dropout: the fraction of values dropped while training, [0, 1)
   // dense and conv2d: applied to their output; kActivation: the layer's function.
   math::Activation activation = math::Activation::kIdentity;

@@ -14,8 +14,7 @@ std::size_t Floats(int rows, std::size_t width) { return static_cast<std::size_t
 
 }  // namespace
 
-Workspace::Workspace(const Model& model, int capacity, std::uint64_t noise_seed)
-    : capacity_(capacity), noise_seed_(noise_seed) {
+Workspace::Workspace(const Model& model, int capacity) : capacity_(capacity) {
   std::size_t scratch = 0;
   for (std::size_t i = 0; i < model.NumLayers(); ++i) {
     activations_.emplace_back(Floats(capacity, model.layer(i).output().Size()));
@@ -121,10 +120,8 @@ LossValue Model::Evaluate(const float* params, const float* x, const float* y, i
 
 LossValue Model::ForwardBackward(const float* params, const float* x, const float* y, int rows,
                                  float weight_decay, float* grad, Workspace& ws) const {
-  const LayerPass pass{.rows = rows,
-                       .training = true,
-                       .noise_seed = data::MixSeed(ws.noise_seed_, ws.passes_++),
-                       .scratch = ws.scratch_.data()};
+  const LayerPass pass{
+      .rows = rows, .training = true, .noise_seed = ws.noise_seed_, .scratch = ws.scratch_.data()};
   const float* out = Forward(params, x, ws, pass);
   float* delta = ws.delta_a_.data();
   float* next_delta = ws.delta_b_.data();

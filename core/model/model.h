@@ -6,7 +6,7 @@
 //   Model model(spec);
 //   FloatBuffer params(model.NumParams()), grad(model.NumParams());
 //   model.Init(params, seed);
-//   Workspace ws(model, batch_size, /*noise_seed=*/seed);  // dropout masks follow the seed
+//   Workspace ws(model, batch_size);
 //   LossValue v = model.ForwardBackward(params.data(), x, y, rows, 0.0f, grad.data(), ws);
 //
 // A Model is immutable after construction: safe for concurrent use. A Workspace holds one
@@ -42,12 +42,13 @@ struct WeightRange {
 
 class Model;
 
-// Activation memory for batches of up to `capacity` rows, and the dropout masks' seed: the n-th
-// ForwardBackward through a workspace draws its masks from (noise_seed, n).
+// Activation memory for batches of up to `capacity` rows, and the seed a ForwardBackward through
+// it draws its dropout masks from (a trainer sets a new one every step).
 class Workspace {
  public:
-  Workspace(const Model& model, int capacity, std::uint64_t noise_seed = 0);
+  Workspace(const Model& model, int capacity);
   int capacity() const { return capacity_; }
+  void SetNoiseSeed(std::uint64_t seed) { noise_seed_ = seed; }
 
  private:
   friend class Model;
@@ -55,8 +56,7 @@ class Workspace {
   std::vector<math::FloatBuffer> activations_;  // output of each layer, [capacity x out]
   math::FloatBuffer delta_a_, delta_b_;         // back-propagated gradients (ping-pong)
   math::FloatBuffer scratch_;                   // the largest layer's ScratchFloats
-  std::uint64_t noise_seed_;
-  std::uint64_t passes_ = 0;                    // training passes so far
+  std::uint64_t noise_seed_ = 0;
 };
 
 class Model {

@@ -60,12 +60,15 @@ class Network {
   virtual Result<int> AgreeStop(int wanted) { return wanted; }
   // A partition's traffic since the last call; nullopt for the whole model in one process.
   virtual std::optional<PartitionTraffic> TakeTraffic() { return std::nullopt; }
+  // The seed the next ForwardBackwards draw their dropout masks from (ignored without dropout).
+  virtual void SetNoiseSeed(std::uint64_t /*seed*/) {}
 };
 
 // The whole model, in this process: Model with a workspace for up to `capacity` rows.
 class LocalNetwork final : public Network {
  public:
-  LocalNetwork(ModelSpec spec, int capacity) : model_(std::move(spec)), workspace_(model_, capacity) {}
+  LocalNetwork(ModelSpec spec, int capacity)
+      : model_(std::move(spec)), workspace_(model_, capacity) {}
 
   const Model& model() const { return model_; }
   const ModelSpec& spec() const override { return model_.spec(); }
@@ -84,6 +87,7 @@ class LocalNetwork final : public Network {
   Result<double> WeightDecayPenalty(const float* params, float weight_decay) override {
     return model_.WeightDecayPenalty(params, weight_decay);
   }
+  void SetNoiseSeed(std::uint64_t seed) override { workspace_.SetNoiseSeed(seed); }
 
  private:
   Model model_;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "core/data/random.h"
 
 namespace dtrain::train {
 namespace {
@@ -32,6 +33,17 @@ std::string_view StopReasonName(StopReason reason) {
 
 int Trainer::Capacity(const TrainOptions& options) {
   return std::max(options.batch_size, options.eval_batch_size);
+}
+
+int Trainer::EvalBatchRows(const model::ModelSpec& spec, int batch_size, int wanted) {
+  constexpr std::size_t kEvalActivationBytes = std::size_t{32} << 20;
+  const model::Model model(spec);
+  // A workspace row: every layer's output and the two back-propagated gradients.
+  std::size_t floats = 2 * model.MaxWidth();
+  for (std::size_t l = 0; l < model.NumLayers(); ++l) floats += model.layer(l).output().Size();
+  const std::size_t fit = kEvalActivationBytes / (floats * sizeof(float));
+  const auto rows = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(wanted), fit));
+  return std::max({rows, batch_size, 1});
 }
 
 Trainer::Trainer(const model::Model& model, TrainOptions options, const data::Dataset& train,
@@ -130,6 +142,9 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     const int rows = static_cast<int>(batch.size());
     if (rows > 0) {
       data::GatherBatch(train_, scaling_, batch, x_.data(), y_.data());
+      // Dropout's masks: a pure function of (seed, replica, step), so a resumed run repeats them.
+      network_.SetNoiseSeed(data::MixSeed(
+          data::MixSeed(options_.seed, static_cast<std::uint64_t>(options_.rank)), position_.step));
       const Result<model::LossValue> value = network_.ForwardBackward(
           params_.data(), x_.data(), y_.data(), rows, options_.weight_decay, grad_.data());
       if (!value.ok()) return value.status();
@@ -141,8 +156,8 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     }
 
     const float lr = optim::LearningRate(options_.schedule, position_.step);
-    const bool log_now = (position_.step + 1) % options_.log_every == 0 ||
-                         position_.step + 1 == PlannedSteps();
+    const bool log_now =
+        (position_.step + 1) % options_.log_every == 0 || position_.step + 1 == PlannedSteps();
     double grad_norm = 0.0;
     if (log_now) {
       const Result<double> squared = network_.SquaredNorm(grad_);
@@ -186,8 +201,8 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
         window_compute = std::max(0.0, window_compute - window_traffic.in_compute);
         points.push_back({position_.step, Epochs(), "pipeline_idle_seconds", t->receiving_seconds});
         points.push_back({position_.step, Epochs(), "activation_send_seconds", t->sending_seconds});
-        points.push_back({position_.step, Epochs(), "activation_bytes",
-                          static_cast<double>(t->bytes_sent)});
+        points.push_back(
+            {position_.step, Epochs(), "activation_bytes", static_cast<double>(t->bytes_sent)});
       }
       if (options_.world_size > 1 || window_traffic.total) {
         points.push_back({position_.step, Epochs(), "compute_seconds", window_compute});
@@ -210,9 +225,9 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       window_start = Clock::now();
     }
 
-    const bool eval_now = eval_ != nullptr &&
-                          (options_.eval_every > 0 ? position_.step % options_.eval_every == 0
-                                                   : epoch_end);
+    const bool eval_now =
+        eval_ != nullptr &&
+        (options_.eval_every > 0 ? position_.step % options_.eval_every == 0 : epoch_end);
     // What this process wants: 0 nothing, 1 to stop as asked, 2 to stop at the target accuracy.
     // The partitions of a replica (if any) agree first; replicas then vote through the strategy.
     int wanted = 0;

@@ -15,14 +15,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "core/data/dataset.h"
 #include "core/data/sampler.h"
 #include "core/math/buffer.h"
-#include <memory>
-
 #include "core/model/model.h"
 #include "core/model/network.h"
 #include "core/optim/schedule.h"
@@ -33,14 +32,14 @@
 namespace dtrain::train {
 
 struct TrainOptions {
-  std::int64_t epochs = 10;      // stop after this many epochs (0: no epoch limit)
-  std::int64_t steps = 0;        // stop after this many optimizer steps (0: no step limit)
-  int batch_size = 64;           // per replica
-  std::uint64_t seed = 1;        // initialisation and data order
-  std::int64_t eval_every = 0;   // steps between evaluations (0: at the end of every epoch)
-  std::int64_t log_every = 100;  // steps between train_* metrics
-  double target_accuracy = 0.0;  // stop once eval accuracy reaches it (0: off)
-  float weight_decay = 0.0f;     // L2 on weights (not biases)
+  std::int64_t epochs = 10;         // stop after this many epochs (0: no epoch limit)
+  std::int64_t steps = 0;           // stop after this many optimizer steps (0: no step limit)
+  int batch_size = 64;              // per replica
+  std::uint64_t seed = 1;           // initialisation and data order
+  std::int64_t eval_every = 0;      // steps between evaluations (0: at the end of every epoch)
+  std::int64_t log_every = 100;     // steps between train_* metrics
+  double target_accuracy = 0.0;     // stop once eval accuracy reaches it (0: off)
+  float weight_decay = 0.0f;        // L2 on weights (not biases)
   optim::ScheduleOptions schedule;  // total_steps 0 means "the planned run length"
   int rank = 0;
   int world_size = 1;
@@ -50,9 +49,9 @@ struct TrainOptions {
 
 // The next batch the loop will run; a checkpoint stores it.
 struct TrainPosition {
-  std::int64_t step = 0;      // optimizer steps completed
-  std::uint64_t epoch = 0;    // current epoch (0-based)
-  std::size_t batch = 0;      // next batch within the epoch
+  std::int64_t step = 0;    // optimizer steps completed
+  std::uint64_t epoch = 0;  // current epoch (0-based)
+  std::size_t batch = 0;    // next batch within the epoch
 };
 
 struct EvalResult {
@@ -109,11 +108,15 @@ class Trainer {
   const model::Network& network() const { return network_; }
   // The rows a network for `options` must hold at once.
   static int Capacity(const TrainOptions& options);
+  // The rows an evaluation takes at once: `wanted`, but only as many as keep its activations
+  // within 32 MiB, unless the training batch (never fewer rows) needs more. A wide
+  // convolutional model evaluates in small chunks; an MLP in `wanted` rows.
+  static int EvalBatchRows(const model::ModelSpec& spec, int batch_size, int wanted);
 
  private:
-  Trainer(std::unique_ptr<model::LocalNetwork> owned, model::Network* network,
-          TrainOptions options, const data::Dataset& train, const data::Dataset* eval,
-          data::Scaling scaling, Strategy& strategy);
+  Trainer(std::unique_ptr<model::LocalNetwork> owned, model::Network* network, TrainOptions options,
+          const data::Dataset& train, const data::Dataset* eval, data::Scaling scaling,
+          Strategy& strategy);
   bool Finished() const;
   void EmitEval(TrainListener& listener, const EvalResult& result);
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "config/job_layout.h"
 #include "core/dist/downpour_strategy.h"
 #include "core/dist/host_sync_strategy.h"
-#include "config/job_layout.h"
 #include "core/dist/local_sgd_strategy.h"
 #include "core/dist/partitioned_mlp.h"
 #include "core/dist/sync_ps_strategy.h"
@@ -29,10 +29,9 @@ int ReplicasOnThisHost(const config::JobConfig& job, const Placement& placement)
   const auto rank = static_cast<std::size_t>(placement.rank);
   if (rank >= peers.size()) return 1;
   const auto replicas = std::min(peers.size(), static_cast<std::size_t>(job.cluster.Trainers()));
-  return static_cast<int>(std::count_if(peers.begin(), peers.begin() + replicas,
-                                        [&](const dist::Endpoint& e) {
-                                          return e.host == peers[rank].host;
-                                        }));
+  return static_cast<int>(
+      std::count_if(peers.begin(), peers.begin() + replicas,
+                    [&](const dist::Endpoint& e) { return e.host == peers[rank].host; }));
 }
 
 }  // namespace
@@ -46,8 +45,10 @@ Result<int> PrepareBlas(const config::JobConfig& job, const Placement& placement
   return threads;
 }
 
-train::TrainOptions ReplicaOptions(const config::JobConfig& job, int rank) {
+train::TrainOptions ReplicaOptions(const config::JobConfig& job, const model::ModelSpec& spec,
+                                   int rank) {
   train::TrainOptions o = job.train;
+  o.eval_batch_size = train::Trainer::EvalBatchRows(spec, o.batch_size, o.eval_batch_size);
   o.rank = rank;
   o.world_size = job.cluster.workers;
   // Sync modes split one global batch per step; the others train each worker on its own shard.
@@ -83,7 +84,7 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::Job
   if (Result<int> blas = PrepareBlas(job, placement); !blas.ok()) return blas.status();
   std::unique_ptr<TrainingSession> s(new TrainingSession());
   const train::TrainOptions options =
-      ReplicaOptions(job, config::RoleOf(job.cluster, placement.rank).replica);
+      ReplicaOptions(job, data.spec, config::RoleOf(job.cluster, placement.rank).replica);
   const int capacity = train::Trainer::Capacity(options);
   if (job.cluster.model_parallel > 1) {
     if (Status joined = s->ConnectPartitions(job, data.spec, placement, capacity); !joined.ok()) {
@@ -103,8 +104,8 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::Job
 }
 
 Status TrainingSession::ConnectPartitions(const config::JobConfig& job,
-                                          const model::ModelSpec& spec,
-                                          const Placement& placement, int capacity) {
+                                          const model::ModelSpec& spec, const Placement& placement,
+                                          int capacity) {
   const config::ClusterConfig& cluster = job.cluster;
   const config::ProcessRole role = config::RoleOf(cluster, placement.rank);
   Result<model::PartitionPlan> plan =
@@ -119,9 +120,9 @@ Status TrainingSession::ConnectPartitions(const config::JobConfig& job,
   for (int r : config::ReplicaPartitions(cluster, role.replica)) {
     ring.push_back(placement.partition_peers[static_cast<std::size_t>(r)]);
   }
-  Result<dist::RingLinks> links =
-      dist::JoinRing(role.partition, ring, *placement.partition_listener,
-                     dist::Clock::now() + JobTimeout(job), placement.data_token, LinkTransportOf(job));
+  Result<dist::RingLinks> links = dist::JoinRing(
+      role.partition, ring, *placement.partition_listener, dist::Clock::now() + JobTimeout(job),
+      placement.data_token, LinkTransportOf(job));
   if (!links.ok()) return Status::Error("partition ring: " + links.status().message());
   partition_links_ = std::move(links).value();
   for (const auto& link : partition_links_.owned) link->SetSendChecksums(cluster.checksum);
@@ -162,9 +163,9 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
     if (!links.ok()) return links.status();
     ring_links_ = std::move(links).value();
     for (const auto& link : ring_links_.owned) link->SetSendChecksums(job.cluster.checksum);
-    ring_ = std::make_unique<dist::RingAllReduce>(rank, workers, ring_links_.left,
-                                                  ring_links_.right,
-                                                  dist::RingOptions{.timeout = JobTimeout(job)});
+    ring_ =
+        std::make_unique<dist::RingAllReduce>(rank, workers, ring_links_.left, ring_links_.right,
+                                              dist::RingOptions{.timeout = JobTimeout(job)});
     if (job.cluster.mode == ClusterMode::kSync) {
       Result<std::unique_ptr<train::Strategy>> sync =
           dist::MakeSyncStrategy(*ring_, ring_links_, optimizer(), job.clip_norm, JobTimeout(job));
@@ -180,20 +181,21 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
   }
   for (int s = 0; s < job.cluster.Servers(); ++s) {
     const int id = workers + s;
-    Result<std::unique_ptr<dist::Link>> link =
-        dist::ConnectLink(placement.peers[static_cast<std::size_t>(id)], rank, id,
-                          "shard " + std::to_string(s), deadline, placement.data_token,
-                          LinkTransportOf(job));
+    Result<std::unique_ptr<dist::Link>> link = dist::ConnectLink(
+        placement.peers[static_cast<std::size_t>(id)], rank, id, "shard " + std::to_string(s),
+        deadline, placement.data_token, LinkTransportOf(job));
     if (!link.ok()) return link.status();
     link.value()->SetSendChecksums(job.cluster.checksum);
     shards_.push_back(link.value().get());
     shard_links_.push_back(std::move(link).value());
   }
   if (job.cluster.mode == ClusterMode::kSync) {
-    auto ps = std::make_unique<dist::SyncPsStrategy>(
-        shards_, n,
-        dist::SyncPsOptions{
-            .rank = rank, .workers = workers, .clip_norm = job.clip_norm, .timeout = JobTimeout(job)});
+    auto ps =
+        std::make_unique<dist::SyncPsStrategy>(shards_, n,
+                                               dist::SyncPsOptions{.rank = rank,
+                                                                   .workers = workers,
+                                                                   .clip_norm = job.clip_norm,
+                                                                   .timeout = JobTimeout(job)});
     sync_ps_ = ps.get();
     strategy_ = std::move(ps);
   } else {
@@ -246,7 +248,8 @@ std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::C
     const dist::PsSnapshot& shards = snapshot.value();
     c.params.assign(shards.params.begin(), shards.params.end());
     c.optimizer_state.clear();
-    for (const std::vector<float>& v : shards.state) c.optimizer_state.emplace_back(v.begin(), v.end());
+    for (const std::vector<float>& v : shards.state)
+      c.optimizer_state.emplace_back(v.begin(), v.end());
     // Every shard's optimizer takes the same steps in sync mode; in async each counts its own
     // pushes, and the checkpoint keeps the most advanced (only Adam's bias correction uses it).
     c.optimizer_steps = 0;

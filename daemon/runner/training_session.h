@@ -40,11 +40,12 @@ namespace dtrain::runner {
 // Where one process sits in its job (ranks: config/job_layout.h).
 struct Placement;
 
-// Sets this process's BLAS thread count for a replica of `job` placed as `placement` (train.threads,
-// or the host's cores shared among the job's replicas there) and reserves OpenBLAS's buffers
-// (math::ReserveBlasBuffers); returns the count. First it checks that [train] memory_limit leaves
-// room for those buffers and the model (CheckMemoryLimit): OpenBLAS would retry forever for a
-// buffer it cannot have. Make calls it; a job's process calls it first, before it reads data.
+// Sets this process's BLAS thread count for a replica of `job` placed as `placement`
+// (train.threads, or the host's cores shared among the job's replicas there) and reserves
+// OpenBLAS's buffers (math::ReserveBlasBuffers); returns the count. First it checks that [train]
+// memory_limit leaves room for those buffers and the model (CheckMemoryLimit): OpenBLAS would retry
+// forever for a buffer it cannot have. Make calls it; a job's process calls it first, before it
+// reads data.
 Result<int> PrepareBlas(const config::JobConfig& job, const Placement& placement);
 
 struct Placement {
@@ -119,15 +120,16 @@ class TrainingSession {
   std::unique_ptr<train::Strategy> strategy_;
   dist::SyncPsStrategy* sync_ps_ = nullptr;     // strategy_, when mode sync with ps
   dist::DownpourStrategy* downpour_ = nullptr;  // strategy_, when mode async
-  bool shared_gradients_ = false;  // strategy_ is a HostSyncStrategy
+  bool shared_gradients_ = false;               // strategy_ is a HostSyncStrategy
   std::unique_ptr<train::Trainer> trainer_;
 };
 
 // cluster.timeout_seconds: every wait of a job's process for a peer.
 std::chrono::milliseconds JobTimeout(const config::JobConfig& job);
 
-// The engine's options for replica `rank` (its replica index) of `job`: rank, world, sharding and
-// scaled rate.
-train::TrainOptions ReplicaOptions(const config::JobConfig& job, int rank);
+// The engine's options for replica `rank` (its replica index) of `job` with the resolved model
+// `spec`: rank, world, sharding, scaled rate and the evaluation's rows at once.
+train::TrainOptions ReplicaOptions(const config::JobConfig& job, const model::ModelSpec& spec,
+                                   int rank);
 
 }  // namespace dtrain::runner

@@ -34,9 +34,7 @@ class Conv2d final : public Layer {
         activation_(activation) {}
 
   std::size_t NumParams() const override { return NumWeights() + Filters(); }
-  std::size_t NumWeights() const override {
-    return static_cast<std::size_t>(patch_) * Filters();
-  }
+  std::size_t NumWeights() const override { return static_cast<std::size_t>(patch_) * Filters(); }
   int FanIn() const override { return patch_; }
   int FanOut() const override { return g_.kernel * g_.kernel * output().channels; }
   math::Activation OutputActivation() const override { return activation_; }
@@ -49,8 +47,8 @@ class Conv2d final : public Layer {
     const int f = output().channels;
     ForEachChunk(pass.rows, [&](int first, int count) {
       Im2col(in, first, count, pass.scratch);
-      math::Gemm(Trans::kNo, Trans::kNo, count * positions_, f, patch_, 1.0f, pass.scratch,
-                 patch_, params, f, 0.0f, out + OutOffset(first), f);
+      math::Gemm(Trans::kNo, Trans::kNo, count * positions_, f, patch_, 1.0f, pass.scratch, patch_,
+                 params, f, 0.0f, out + OutOffset(first), f);
     });
     math::AddBiasActivate(out, pass.rows * positions_, f, params + NumWeights(), activation_);
   }
@@ -64,8 +62,8 @@ class Conv2d final : public Layer {
     ForEachChunk(pass.rows, [&](int first, int count) {
       const float* dout_chunk = dout + OutOffset(first);
       Im2col(in, first, count, pass.scratch);
-      math::Gemm(Trans::kYes, Trans::kNo, patch_, f, count * positions_, 1.0f, pass.scratch,
-                 patch_, dout_chunk, f, first == 0 ? 0.0f : 1.0f, dparams, f);
+      math::Gemm(Trans::kYes, Trans::kNo, patch_, f, count * positions_, 1.0f, pass.scratch, patch_,
+                 dout_chunk, f, first == 0 ? 0.0f : 1.0f, dparams, f);
       if (din == nullptr) return;
       math::Gemm(Trans::kNo, Trans::kYes, count * positions_, patch_, f, 1.0f, dout_chunk, f,
                  params, f, 0.0f, pass.scratch, patch_);
@@ -103,8 +101,7 @@ class Conv2d final : public Layer {
       const std::size_t col_base = static_cast<std::size_t>(s) * ColumnFloatsPerSample();
       for (int oh = 0; oh < out.height; ++oh) {
         for (int ow = 0; ow < out.width; ++ow) {
-          const std::size_t row =
-              col_base + static_cast<std::size_t>(oh * out.width + ow) * patch_;
+          const std::size_t row = col_base + static_cast<std::size_t>(oh * out.width + ow) * patch_;
           const int iw0 = ow * g_.stride - g_.pad_left;
           const int kw_begin = std::max(0, -iw0), kw_end = std::min(k, in.width - iw0);
           if (kw_begin >= kw_end) continue;

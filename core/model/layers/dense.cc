@@ -1,8 +1,7 @@
 // dense: out = act(in * W + b), W [inputs x units] row-major, then b [units]. A spatial input is
 // taken flat.
-#include "core/model/layers/layers.h"
-
 #include "core/math/gemm.h"
+#include "core/model/layers/layers.h"
 
 namespace dtrain::model::layers {
 namespace {
@@ -27,8 +26,8 @@ class Dense final : public Layer {
 
   void Forward(const float* params, const float* in, float* out,
                const LayerPass& pass) const override {
-    math::Gemm(Trans::kNo, Trans::kNo, pass.rows, out_, in_, 1.0f, in, in_, params, out_, 0.0f,
-               out, out_);
+    math::Gemm(Trans::kNo, Trans::kNo, pass.rows, out_, in_, 1.0f, in, in_, params, out_, 0.0f, out,
+               out_);
     math::AddBiasActivate(out, pass.rows, out_, params + NumWeights(), activation_);
   }
 
@@ -37,8 +36,8 @@ class Dense final : public Layer {
     const int rows = pass.rows;
     math::ActivationBackward(out, dout, static_cast<std::size_t>(rows) * out_, activation_);
     // dW = in^T * dout; db = column sums of dout; din = dout * W^T.
-    math::Gemm(Trans::kYes, Trans::kNo, in_, out_, rows, 1.0f, in, in_, dout, out_, 0.0f,
-               dparams, out_);
+    math::Gemm(Trans::kYes, Trans::kNo, in_, out_, rows, 1.0f, in, in_, dout, out_, 0.0f, dparams,
+               out_);
     math::ColumnSums(dout, rows, out_, 0.0f, dparams + NumWeights());
     if (din != nullptr) {
       math::Gemm(Trans::kNo, Trans::kYes, rows, in_, out_, 1.0f, dout, out_, params, out_, 0.0f,

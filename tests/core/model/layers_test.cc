@@ -1,9 +1,8 @@
 // Every layer type checked on its own: its backward against central finite differences of its
 // forward (strides, paddings, odd sizes, several channels), conv2d against a direct convolution,
 // pooling and dropout against their definitions; and whole layer-list models.
-#include <boost/test/unit_test.hpp>
-
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -88,8 +87,12 @@ void CheckLayerGradient(Setup& s, float eps, bool training = false) {
 
 LayerSpec Conv(int filters, int kernel, int stride, int padding,
                math::Activation act = math::Activation::kIdentity) {
-  return {.kind = LayerKind::kConv2d, .filters = filters, .kernel = kernel, .stride = stride,
-          .padding = padding, .activation = act};
+  return {.kind = LayerKind::kConv2d,
+          .filters = filters,
+          .kernel = kernel,
+          .stride = stride,
+          .padding = padding,
+          .activation = act};
 }
 
 // out(h, w, f) = b_f + sum over the kernel and channels of W * in, zeros outside the input.
@@ -111,7 +114,8 @@ std::vector<float> DirectConvolution(const Setup& s, const LayerSpec& spec, int 
               for (int ch = 0; ch < c; ++ch) {
                 const float x = s.in[static_cast<std::size_t>(r) * in.Size() +
                                      static_cast<std::size_t>((ih * in.width + iw) * c + ch)];
-                const float w = s.params[static_cast<std::size_t>(((kh * k + kw) * c + ch) * f + filter)];
+                const float w =
+                    s.params[static_cast<std::size_t>(((kh * k + kw) * c + ch) * f + filter)];
                 sum += static_cast<double>(x) * w;
               }
             }
@@ -207,13 +211,16 @@ BOOST_AUTO_TEST_CASE(pools_compute_their_windows_and_their_gradients_check) {
                 float best = -1e30f, sum = 0.0f;
                 for (int kh = 0; kh < kernel; ++kh) {
                   for (int kw = 0; kw < kernel; ++kw) {
-                    const float v = s.in[static_cast<std::size_t>(r) * input.Size() +
-                                         static_cast<std::size_t>(((oh * st + kh) * 6 + ow * st + kw) * 2 + c)];
+                    const float v =
+                        s.in[static_cast<std::size_t>(r) * input.Size() +
+                             static_cast<std::size_t>(((oh * st + kh) * 6 + ow * st + kw) * 2 + c)];
                     best = std::max(best, v);
                     sum += v;
                   }
                 }
-                const float want = kind == LayerKind::kMaxPool2d ? best : sum / static_cast<float>(kernel * kernel);
+                const float want = kind == LayerKind::kMaxPool2d
+                                       ? best
+                                       : sum / static_cast<float>(kernel * kernel);
                 const float have = got[static_cast<std::size_t>(r) * out.Size() +
                                        static_cast<std::size_t>((oh * out.width + ow) * 2 + c)];
                 BOOST_TEST(have == want, boost::test_tools::tolerance(1e-5f));
@@ -240,7 +247,8 @@ BOOST_AUTO_TEST_CASE(activations_flatten_and_dense_gradients_check) {
   BOOST_TEST(Forward(flatten, {}, flatten.in) == flatten.in, boost::test_tools::per_element());
   CheckLayerGradient(flatten, 1e-2f);
   // A dense layer reads a spatial input flat; units 0 stands for the model's outputs (3 here).
-  Setup dense = Make({.kind = LayerKind::kDense, .activation = math::Activation::kTanh}, spatial, 23);
+  Setup dense =
+      Make({.kind = LayerKind::kDense, .activation = math::Activation::kTanh}, spatial, 23);
   BOOST_TEST((dense.layer->output() == Shape{3, 1, 1}));
   CheckLayerGradient(dense, 1e-3f);
 }
@@ -274,8 +282,9 @@ BOOST_AUTO_TEST_CASE(layers_that_do_not_fit_their_input_say_why) {
     Result<std::unique_ptr<Layer>> made = MakeLayer(spec, input, 10);
     return made.ok() ? std::string("ok") : made.status().message();
   };
-  BOOST_TEST(error(Conv(8, 5, 1, 0), {1, 3, 3}).find("kernel 5 is larger than the input's height 3") !=
-             std::string::npos);
+  BOOST_TEST(
+      error(Conv(8, 5, 1, 0), {1, 3, 3}).find("kernel 5 is larger than the input's height 3") !=
+      std::string::npos);
   BOOST_TEST(error(Conv(8, 3, 1, 3), {1, 9, 9}).find("padding") != std::string::npos);
   BOOST_TEST(error({.kind = LayerKind::kMaxPool2d, .kernel = 4}, {2, 3, 8}) ==
              "maxpool2d size 4 is larger than its 3x8 input");

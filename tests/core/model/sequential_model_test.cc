@@ -1,7 +1,6 @@
 // Layer-list ("sequential") models: the spec's text form, its validation, a whole CNN's gradient
 // against finite differences, and the shorthand types as the dense layers they stand for.
 #include <boost/test/unit_test.hpp>
-
 #include <cmath>
 #include <random>
 
@@ -21,7 +20,11 @@ ModelSpec SmallCnn(Activation act) {
   spec.outputs = 3;
   spec.loss = LossType::kSoftmaxCrossEntropy;
   spec.layers = {
-      {.kind = LayerKind::kConv2d, .filters = 3, .kernel = 3, .stride = 1, .padding = kSamePadding,
+      {.kind = LayerKind::kConv2d,
+       .filters = 3,
+       .kernel = 3,
+       .stride = 1,
+       .padding = kSamePadding,
        .activation = act},
       {.kind = LayerKind::kAvgPool2d, .kernel = 2},
       {.kind = LayerKind::kConv2d, .filters = 4, .kernel = 2, .stride = 1, .padding = 0},
@@ -68,7 +71,8 @@ BOOST_AUTO_TEST_CASE(validation_names_the_layer_and_why) {
              std::string::npos);
   spec = SmallCnn(Activation::kRelu);
   spec.input_shape = {1, 8, 6};
-  BOOST_TEST(ValidateModelSpec(spec).message() == "model: input_shape 1x8x6 does not hold 96 inputs");
+  BOOST_TEST(ValidateModelSpec(spec).message() ==
+             "model: input_shape 1x8x6 does not hold 96 inputs");
 }
 
 BOOST_AUTO_TEST_CASE(a_cnn_gradient_matches_finite_differences) {

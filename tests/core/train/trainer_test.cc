@@ -1,7 +1,8 @@
 // The training loop: determinism, resumption, convergence, stopping rules.
-#include <boost/test/unit_test.hpp>
+#include "core/train/trainer.h"
 
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -10,7 +11,6 @@
 #include "core/data/readers.h"
 #include "core/math/gemm.h"
 #include "core/optim/optimizer.h"
-#include "core/train/trainer.h"
 
 namespace dtrain::train {
 namespace {
@@ -45,6 +45,22 @@ model::ModelSpec MlpSpec(int inputs, int classes) {
   return s;
 }
 
+// A layer list with dropout, whose masks must repeat for the same seed, replica and step.
+model::ModelSpec DropoutSpec(int inputs, int classes) {
+  model::ModelSpec s;
+  s.type = model::ModelType::kSequential;
+  s.inputs = inputs;
+  s.input_shape = {inputs, 1, 1};
+  s.outputs = classes;
+  s.layers = {
+      {.kind = model::LayerKind::kDense, .units = 16, .activation = math::Activation::kRelu},
+      {.kind = model::LayerKind::kDropout, .rate = 0.3f},
+      {.kind = model::LayerKind::kDense, .units = classes}};
+  return s;
+}
+
+using SpecMaker = model::ModelSpec (*)(int inputs, int classes);
+
 struct Fixture {
   Fixture() {
     math::SetBlasThreads(1);
@@ -60,8 +76,8 @@ struct Fixture {
 
 struct Run {
   Run(const data::Dataset& train, const data::Dataset& test, TrainOptions options,
-      optim::OptimizerType type = optim::OptimizerType::kAdam)
-      : model(MlpSpec(static_cast<int>(train.features), train.num_classes)),
+      optim::OptimizerType type = optim::OptimizerType::kAdam, SpecMaker spec = MlpSpec)
+      : model(spec(static_cast<int>(train.features), train.num_classes)),
         strategy(optim::MakeOptimizer(Opt(type), 0, model.NumParams()), 1.0f),
         trainer(model, options, train, &test, data::ConstantScaling(1.0f), strategy) {
     trainer.InitParams();
@@ -92,50 +108,57 @@ TrainOptions Options() {
 BOOST_FIXTURE_TEST_SUITE(trainer, Fixture)
 
 BOOST_AUTO_TEST_CASE(same_seed_same_threads_gives_bit_identical_parameters) {
-  Run a(train, test, Options()), b(train, test, Options());
-  RecordingListener la, lb;
-  BOOST_REQUIRE(a.trainer.Run(la).ok());
-  BOOST_REQUIRE(b.trainer.Run(lb).ok());
-  BOOST_TEST(std::equal(a.trainer.params().begin(), a.trainer.params().end(),
-                        b.trainer.params().begin()));
-  TrainOptions other = Options();
-  other.seed = 6;
-  Run c(train, test, other);
-  RecordingListener lc;
-  BOOST_REQUIRE(c.trainer.Run(lc).ok());
-  BOOST_TEST(!std::equal(a.trainer.params().begin(), a.trainer.params().end(),
-                         c.trainer.params().begin()));
+  for (SpecMaker spec : {MlpSpec, DropoutSpec}) {
+    const auto adam = optim::OptimizerType::kAdam;
+    Run a(train, test, Options(), adam, spec), b(train, test, Options(), adam, spec);
+    RecordingListener la, lb;
+    BOOST_REQUIRE(a.trainer.Run(la).ok());
+    BOOST_REQUIRE(b.trainer.Run(lb).ok());
+    BOOST_TEST(std::equal(a.trainer.params().begin(), a.trainer.params().end(),
+                          b.trainer.params().begin()));
+    TrainOptions other = Options();
+    other.seed = 6;
+    Run c(train, test, other, adam, spec);
+    RecordingListener lc;
+    BOOST_REQUIRE(c.trainer.Run(lc).ok());
+    BOOST_TEST(!std::equal(a.trainer.params().begin(), a.trainer.params().end(),
+                           c.trainer.params().begin()));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(resuming_from_saved_state_continues_bit_identically) {
-  Run straight(train, test, Options());
-  RecordingListener all;
-  BOOST_REQUIRE(straight.trainer.Run(all).ok());
+  for (SpecMaker spec : {MlpSpec, DropoutSpec}) {
+    const auto adam = optim::OptimizerType::kAdam;
+    Run straight(train, test, Options(), adam, spec);
+    RecordingListener all;
+    BOOST_REQUIRE(straight.trainer.Run(all).ok());
 
-  // Stop mid-epoch, carry params + optimizer state + position into a fresh trainer.
-  Run first(train, test, Options());
-  RecordingListener stop(23);
-  auto why = first.trainer.Run(stop);
-  BOOST_REQUIRE(why.ok());
-  BOOST_TEST((why.value() == StopReason::kRequested));
-  BOOST_TEST(first.trainer.position().step == 23);
+    // Stop mid-epoch, carry params + optimizer state + position into a fresh trainer.
+    Run first(train, test, Options(), adam, spec);
+    RecordingListener stop(23);
+    auto why = first.trainer.Run(stop);
+    BOOST_REQUIRE(why.ok());
+    BOOST_TEST((why.value() == StopReason::kRequested));
+    BOOST_TEST(first.trainer.position().step == 23);
 
-  Run second(train, test, Options());
-  std::copy(first.trainer.params().begin(), first.trainer.params().end(),
-            second.trainer.params().begin());
-  optim::Optimizer* from = first.strategy.LocalOptimizer();
-  optim::Optimizer* to = second.strategy.LocalOptimizer();
-  auto src = from->StateVectors();
-  auto dst = to->StateVectors();
-  BOOST_REQUIRE(src.size() == dst.size());
-  for (std::size_t i = 0; i < src.size(); ++i) std::copy(src[i].begin(), src[i].end(), dst[i].begin());
-  to->set_steps(from->steps());
-  second.trainer.set_position(first.trainer.position());
-  RecordingListener rest;
-  BOOST_REQUIRE(second.trainer.Run(rest).ok());
-  BOOST_TEST(second.trainer.position().step == straight.trainer.position().step);
-  BOOST_TEST(std::equal(straight.trainer.params().begin(), straight.trainer.params().end(),
-                        second.trainer.params().begin()));
+    Run second(train, test, Options(), adam, spec);
+    std::copy(first.trainer.params().begin(), first.trainer.params().end(),
+              second.trainer.params().begin());
+    optim::Optimizer* from = first.strategy.LocalOptimizer();
+    optim::Optimizer* to = second.strategy.LocalOptimizer();
+    auto src = from->StateVectors();
+    auto dst = to->StateVectors();
+    BOOST_REQUIRE(src.size() == dst.size());
+    for (std::size_t i = 0; i < src.size(); ++i)
+      std::copy(src[i].begin(), src[i].end(), dst[i].begin());
+    to->set_steps(from->steps());
+    second.trainer.set_position(first.trainer.position());
+    RecordingListener rest;
+    BOOST_REQUIRE(second.trainer.Run(rest).ok());
+    BOOST_TEST(second.trainer.position().step == straight.trainer.position().step);
+    BOOST_TEST(std::equal(straight.trainer.params().begin(), straight.trainer.params().end(),
+                          second.trainer.params().begin()));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(learns_separable_blobs_and_reports_metrics) {
