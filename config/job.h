@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/data/augment.h"
 #include "core/model/partition_plan.h"
 #include "core/model/spec.h"
 #include "core/optim/lbfgs.h"
@@ -60,6 +61,8 @@ struct DataConfig {
   int classes = 3;
   float noise = 1.0f;  // blobs: spread; linear: noise std
   std::uint64_t data_seed = 1;
+  // Training batches of images: random crop with zero padding, horizontal flip.
+  data::AugmentOptions augment;
 
   bool operator==(const DataConfig&) const = default;
 };

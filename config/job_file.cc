@@ -32,10 +32,10 @@ using internal::Interval;
 using internal::IntIn;
 using internal::kOverrideFile;
 using internal::NumberIn;
-using internal::ReadLayerList;
 using internal::OpenClosed;
 using internal::ParseDocument;
 using internal::ParseToml;
+using internal::ReadLayerList;
 using internal::ReadWholeFile;
 using internal::RejectUnknown;
 using internal::SectionTable;
@@ -47,6 +47,7 @@ using internal::TableReader;
 // time instead of as an allocation failure or a run that never ends.
 constexpr std::int64_t kMaxLayerWidth = 1 << 24;  // the engine's own limit (core/model/spec.cc)
 constexpr std::size_t kMaxHiddenLayers = 64;
+constexpr std::int64_t kMaxCropPadding = 1024;
 constexpr std::int64_t kMaxEpochs = 1'000'000;
 constexpr std::int64_t kMaxSteps = 10'000'000'000;
 constexpr std::int64_t kMaxBatchSize = 1 << 20;
@@ -57,7 +58,7 @@ constexpr std::int64_t kMaxWorkers = 1024;
 constexpr std::int64_t kMaxPartitions = 64;
 constexpr std::int64_t kMaxMicroBatches = 4096;
 constexpr std::int64_t kMaxUnits = 1'000'000;  // cluster.work_units
-constexpr std::int64_t kMaxEvery = 1000000;  // cluster.*_every and max_staleness
+constexpr std::int64_t kMaxEvery = 1000000;    // cluster.*_every and max_staleness
 constexpr std::int64_t kMaxKeep = 10'000;
 constexpr std::int64_t kMaxSeed = std::numeric_limits<std::int64_t>::max();
 constexpr std::size_t kMaxNameLength = 64;
@@ -248,6 +249,8 @@ void ReadData(TableReader& r, const PathBase& base, DataConfig* d) {
   r.Int("classes", 2, kMaxClasses, &d->classes);
   r.Number("noise", Closed(0, 1e6), &d->noise);
   r.Int("seed", 0, kMaxSeed, &d->data_seed);
+  r.Int("augment_crop", 0, kMaxCropPadding, &d->augment.crop_padding);
+  r.Bool("augment_flip", &d->augment.flip);
 }
 
 // Output counts a model type allows or a loss needs.
@@ -461,9 +464,9 @@ void ReadHosts(TableReader& r, std::vector<std::string>* hosts) {
     const toml::node& item = (*list)[i];
     const std::optional<std::string_view> name = item.value<std::string_view>();
     const bool valid = name && !name->empty() && name->size() <= 253 &&
-                       name->find_first_not_of("abcdefghijklmnopqrstuvwxyz"
-                                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") ==
-                           std::string_view::npos;
+                       name->find_first_not_of(
+                           "abcdefghijklmnopqrstuvwxyz"
+                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") == std::string_view::npos;
     if (!valid) {
       r.Report(item, "hosts",
                "host " + std::to_string(i + 1) +
@@ -555,6 +558,24 @@ void CheckModelParallel(const JobConfig& job, TableReader& cluster) {
   }
 }
 
+// Augmentation needs rows that are images: IDX data, or a layer list's input_shape with a height
+// and width (as train::ImageOf finds them).
+void CheckAugment(const JobConfig& job, TableReader& data) {
+  if (!job.data.augment.enabled()) return;
+  const bool images = job.data.format == DataFormat::kIdx ||
+                      (job.model.type == model::ModelType::kSequential &&
+                       job.model.input_shape.Size() > 0 && !job.model.input_shape.Flat());
+  if (images) return;
+  for (std::string_view key : {"augment_crop", "augment_flip"}) {
+    if (const toml::node* node = data.Find(key); node != nullptr && !data.Failed(key)) {
+      data.Report(*node, key,
+                  "needs images: format \"idx\", or model.type = \"sequential\" with an "
+                  "input_shape of [channels, height, width]");
+      return;
+    }
+  }
+}
+
 // L-BFGS is a batch method: one process minimises the full-batch objective (mode "single"), or
 // Sandblaster's processes together; the model is not split. Sandblaster runs L-BFGS only.
 void CheckLbfgs(const JobConfig& job, TableReader& optimizer, TableReader& cluster) {
@@ -575,8 +596,9 @@ void CheckLbfgs(const JobConfig& job, TableReader& optimizer, TableReader& clust
                      is + "cluster.mode is \"" + std::string(ClusterModeName(job.cluster.mode)) +
                          "\": L-BFGS runs in mode \"single\" or \"sandblaster\"");
   } else if (job.cluster.model_parallel > 1) {
-    optimizer.Report(*type, "type", is + "cluster.model_parallel splits the model: L-BFGS "
-                                         "trains a whole model");
+    optimizer.Report(*type, "type",
+                     is + "cluster.model_parallel splits the model: L-BFGS "
+                          "trains a whole model");
   }
 }
 
@@ -662,6 +684,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
 
   ReadData(data, base, &job.data);
   ReadModel(model, sink, job.data, &job.model);
+  CheckAugment(job, data);
   ReadTrain(train, &job.train, &job.threads, &job.clip_norm);
   const toml::node* memory_limit = ReadMemoryLimit(train, &job.memory_limit);
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule, &job.lbfgs, &job.sample_rows);

@@ -36,6 +36,8 @@ void WriteData(const DataConfig& d, TomlWriter& w) {
   w.Int("classes", d.classes);
   w.Float("noise", d.noise);
   w.Unsigned("seed", d.data_seed);
+  w.Int("augment_crop", d.augment.crop_padding);
+  w.Bool("augment_flip", d.augment.flip);
 }
 
 void WriteModel(const model::ModelSpec& m, TomlWriter& w) {

@@ -1,6 +1,7 @@
 #include "core/train/trainer.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -12,6 +13,8 @@ namespace dtrain::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr std::uint64_t kAugmentStream = 0xA0;  // augmentation's draws, apart from dropout's
 
 bool IsClassification(const model::ModelSpec& spec) {
   return spec.loss != model::LossType::kMeanSquaredError;
@@ -75,6 +78,22 @@ Trainer::Trainer(std::unique_ptr<model::LocalNetwork> owned, model::Network* net
       grad_((grad_storage_.empty() ? std::span<float>(grad_buffer_) : grad_storage_)
                 .first(network_.NumParams())) {
   if (options_.schedule.total_steps == 0) options_.schedule.total_steps = PlannedSteps();
+  if (options_.augment.enabled()) {
+    const std::optional<data::ImageShape> image = ImageOf(network_.spec(), train_);
+    assert(image.has_value());  // the job's check: augmentation needs images
+    image_ = *image;
+    augment_.resize(train.features);
+  }
+}
+
+std::optional<data::ImageShape> ImageOf(const model::ModelSpec& spec, const data::Dataset& set) {
+  const model::Shape in = model::ModelInputShape(spec);
+  if (!in.Flat()) return data::ImageShape{in.channels, in.height, in.width};
+  if (set.image_height > 0) {
+    return data::ImageShape{1, static_cast<int>(set.image_height),
+                            static_cast<int>(set.image_width)};
+  }
+  return std::nullopt;
 }
 
 void Trainer::InitParams() { network_.Init(params_, options_.seed); }
@@ -142,9 +161,14 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     const int rows = static_cast<int>(batch.size());
     if (rows > 0) {
       data::GatherBatch(train_, scaling_, batch, x_.data(), y_.data());
-      // Dropout's masks: a pure function of (seed, replica, step), so a resumed run repeats them.
-      network_.SetNoiseSeed(data::MixSeed(
-          data::MixSeed(options_.seed, static_cast<std::uint64_t>(options_.rank)), position_.step));
+      // Augmentation and dropout: pure functions of (seed, replica, step), so a resumed run
+      // repeats them.
+      const std::uint64_t step_seed =
+          data::MixSeed(data::MixSeed(options_.seed, static_cast<std::uint64_t>(options_.rank)),
+                        static_cast<std::uint64_t>(position_.step));
+      data::AugmentBatch(options_.augment, image_, x_.data(), rows,
+                         data::MixSeed(step_seed, kAugmentStream), augment_.data());
+      network_.SetNoiseSeed(step_seed);
       const Result<model::LossValue> value = network_.ForwardBackward(
           params_.data(), x_.data(), y_.data(), rows, options_.weight_decay, grad_.data());
       if (!value.ok()) return value.status();

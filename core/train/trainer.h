@@ -16,9 +16,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "core/data/augment.h"
 #include "core/data/dataset.h"
 #include "core/data/sampler.h"
 #include "core/math/buffer.h"
@@ -45,6 +47,7 @@ struct TrainOptions {
   int world_size = 1;
   data::ShardMode sharding = data::ShardMode::kContiguousShards;  // kGlobalBatches: sync modes
   int eval_batch_size = 1000;
+  data::AugmentOptions augment;  // applied to training batches of images (see data/augment.h)
 };
 
 // The next batch the loop will run; a checkpoint stores it.
@@ -77,6 +80,10 @@ class NullListener final : public TrainListener {
   void Record(std::span<const MetricPoint>) override {}
   bool AfterStep(const Trainer&) override { return true; }
 };
+
+// The image shape a row of `set` has for `spec`: the model's input shape where it has a height
+// and width, else the data's own (IDX images); none for flat rows. Augmentation needs one.
+std::optional<data::ImageShape> ImageOf(const model::ModelSpec& spec, const data::Dataset& set);
 
 class Trainer {
  public:
@@ -137,6 +144,8 @@ class Trainer {
   std::span<float> grad_;  // the gradient: the first NumParams() floats of either
   std::vector<std::uint32_t> eval_indices_;
   TrainPosition position_;
+  data::ImageShape image_;      // what augmentation sees a row as
+  std::vector<float> augment_;  // one image: augmentation's scratch
 };
 
 }  // namespace dtrain::train

@@ -49,6 +49,7 @@ train::TrainOptions ReplicaOptions(const config::JobConfig& job, const model::Mo
                                    int rank) {
   train::TrainOptions o = job.train;
   o.eval_batch_size = train::Trainer::EvalBatchRows(spec, o.batch_size, o.eval_batch_size);
+  o.augment = job.data.augment;
   o.rank = rank;
   o.world_size = job.cluster.workers;
   // Sync modes split one global batch per step; the others train each worker on its own shard.

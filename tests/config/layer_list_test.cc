@@ -151,6 +151,26 @@ type = "dense"
        {"cnn.toml", 8, 1, "model.layers", "is only allowed for type \"sequential\""}});
 }
 
+BOOST_AUTO_TEST_CASE(augmentation_needs_images) {
+  const std::string cnn = std::string(kHead) + R"(
+[[model.layers]]
+type = "dense"
+)";
+  const std::string with_augment = "[data]\naugment_crop = 2\naugment_flip = true\n";
+  std::string text = cnn;
+  text.replace(0, std::string("[data]\n").size(), with_augment);
+  const LoadResult r = Parse(text);
+  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_TEST_REQUIRE(r.ok());
+  BOOST_TEST(r.job->data.augment.crop_padding == 2);
+  BOOST_TEST(r.job->data.augment.flip);
+  CheckDiagnostics(Parse(with_augment + R"(format = "synthetic"
+[train]
+epochs = 1
+)"),
+                   {{"cnn.toml", 2, 16, "data.augment_crop", "needs images: format \"idx\""}});
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
