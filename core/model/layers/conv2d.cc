@@ -89,11 +89,12 @@ class Conv2d final : public Layer {
     for (int first = 0; first < rows; first += chunk) body(first, std::min(chunk, rows - first));
   }
 
-  // Visits, for every patch row of samples [first, first + count) and every kernel row, the
-  // run of kernel cells that lies inside the input: visit(column offset, input offset, floats),
-  // the run being contiguous in both (cells next to each other, C floats each).
+  // Visits every kernel row of every patch row of samples [first, first + count):
+  // visit(column offset of the kernel row, input offset of its first cell inside the input,
+  // begin, end), where cells [begin, end) of the row lie inside the input (contiguous there,
+  // C floats each) and the others outside; begin == end when none is inside.
   template <typename Visit>
-  void ForEachRun(int first, int count, Visit&& visit) const {
+  void ForEachKernelRow(int first, int count, Visit&& visit) const {
     const Shape in = input(), out = output();
     const int c = in.channels, k = g_.kernel;
     for (int s = 0; s < count; ++s) {
@@ -103,32 +104,44 @@ class Conv2d final : public Layer {
         for (int ow = 0; ow < out.width; ++ow) {
           const std::size_t row = col_base + static_cast<std::size_t>(oh * out.width + ow) * patch_;
           const int iw0 = ow * g_.stride - g_.pad_left;
-          const int kw_begin = std::max(0, -iw0), kw_end = std::min(k, in.width - iw0);
-          if (kw_begin >= kw_end) continue;
-          const auto floats = static_cast<std::size_t>((kw_end - kw_begin) * c);
+          const int begin = std::max(0, -iw0), end = std::max(begin, std::min(k, in.width - iw0));
           for (int kh = 0; kh < k; ++kh) {
+            const std::size_t col = row + static_cast<std::size_t>(kh * k * c);
             const int ih = oh * g_.stride - g_.pad_top + kh;
-            if (ih < 0 || ih >= in.height) continue;
-            visit(row + static_cast<std::size_t>((kh * k + kw_begin) * c),
-                  in_base + static_cast<std::size_t>((ih * in.width + iw0 + kw_begin) * c), floats);
+            if (ih < 0 || ih >= in.height) {
+              visit(col, std::size_t{0}, 0, 0);
+              continue;
+            }
+            visit(col, in_base + static_cast<std::size_t>((ih * in.width + iw0 + begin) * c), begin,
+                  end);
           }
         }
       }
     }
   }
 
+  // Writes every float of the chunk's columns once: the input where a cell is inside, else 0.
   void Im2col(const float* in, int first, int count, float* col) const {
-    std::fill(col, col + static_cast<std::size_t>(count) * ColumnFloatsPerSample(), 0.0f);
-    ForEachRun(first, count, [&](std::size_t to, std::size_t from, std::size_t floats) {
-      std::copy(in + from, in + from + floats, col + to);
+    const auto c = static_cast<std::size_t>(input().channels);
+    const auto k = static_cast<std::size_t>(g_.kernel);
+    ForEachKernelRow(first, count, [&](std::size_t to, std::size_t from, int begin, int end) {
+      float* row = col + to;
+      const std::size_t b = static_cast<std::size_t>(begin) * c,
+                        e = static_cast<std::size_t>(end) * c;
+      std::fill(row, row + b, 0.0f);
+      std::copy(in + from, in + from + (e - b), row + b);
+      std::fill(row + e, row + k * c, 0.0f);
     });
   }
 
   void Col2im(const float* col, int first, int count, float* din) const {
-    float* begin = din + static_cast<std::size_t>(first) * input().Size();
-    std::fill(begin, begin + static_cast<std::size_t>(count) * input().Size(), 0.0f);
-    ForEachRun(first, count, [&](std::size_t from, std::size_t to, std::size_t floats) {
-      for (std::size_t i = 0; i < floats; ++i) din[to + i] += col[from + i];
+    const auto c = static_cast<std::size_t>(input().channels);
+    float* begin_din = din + static_cast<std::size_t>(first) * input().Size();
+    std::fill(begin_din, begin_din + static_cast<std::size_t>(count) * input().Size(), 0.0f);
+    ForEachKernelRow(first, count, [&](std::size_t from, std::size_t to, int begin, int end) {
+      const float* row = col + from + static_cast<std::size_t>(begin) * c;
+      const std::size_t floats = static_cast<std::size_t>(end - begin) * c;
+      for (std::size_t i = 0; i < floats; ++i) din[to + i] += row[i];
     });
   }
 
