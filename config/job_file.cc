@@ -599,6 +599,21 @@ void CheckLbfgs(const JobConfig& job, TableReader& optimizer, TableReader& clust
     optimizer.Report(*type, "type",
                      is + "cluster.model_parallel splits the model: L-BFGS "
                           "trains a whole model");
+  } else if (job.data.augment.enabled()) {
+    optimizer.Report(*type, "type",
+                     is + "data.augment_* changes the training images every step: L-BFGS needs "
+                          "one fixed objective");
+  } else {
+    for (std::size_t i = 0; i < job.model.layers.size(); ++i) {
+      const model::LayerSpec& layer = job.model.layers[i];
+      if (layer.kind == model::LayerKind::kDropout && layer.rate > 0.0f) {
+        optimizer.Report(*type, "type",
+                         is + "model.layers[" + std::to_string(i + 1) +
+                             "] is a dropout layer, whose random masks would change the "
+                             "objective between evaluations: remove it for L-BFGS");
+        return;
+      }
+    }
   }
 }
 

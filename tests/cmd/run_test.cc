@@ -2,7 +2,6 @@
 // resume after SIGKILL and after SIGINT (bit-identical to an uninterrupted run), and
 // export -> predict/eval (predictions equal the in-memory model's).
 #include <boost/test/unit_test.hpp>
-
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -159,8 +158,7 @@ BOOST_AUTO_TEST_CASE(json_summary_and_what_the_store_holds) {
   BOOST_REQUIRE(events.ok());
   std::vector<std::string> states;
   for (const auto& e : events.value()) states.emplace_back(store::JobStateName(e.to));
-  BOOST_TEST((states ==
-              std::vector<std::string>{"queued", "starting", "running", "succeeded"}));
+  BOOST_TEST((states == std::vector<std::string>{"queued", "starting", "running", "succeeded"}));
   auto accuracy = s->Metrics(1, "eval_accuracy");
   BOOST_REQUIRE(accuracy.ok());
   BOOST_TEST(accuracy.value().size() == 3u);  // once per epoch
@@ -174,9 +172,8 @@ BOOST_AUTO_TEST_CASE(json_summary_and_what_the_store_holds) {
   BOOST_REQUIRE(workers.value().size() == 1u);
   BOOST_TEST((workers.value()[0].state == store::WorkerState::kExited));
 
-  const ProcessResult csv =
-      RunProcess({Bin(), "metrics", "1", "--db", db, "--name", "eval", "--format", "csv"},
-                 dir.Path(""));
+  const ProcessResult csv = RunProcess(
+      {Bin(), "metrics", "1", "--db", db, "--name", "eval", "--format", "csv"}, dir.Path(""));
   BOOST_TEST(csv.exit_code == 0);
   BOOST_TEST(csv.out.rfind("step,epoch,worker,name,value,time\n", 0) == 0u);
   BOOST_TEST(csv.out.find("eval_accuracy") != std::string::npos);
@@ -199,18 +196,19 @@ BOOST_AUTO_TEST_CASE(an_invalid_job_file_exits_2_naming_file_line_and_key) {
   const ProcessResult v = RunProcess({Bin(), "validate", job}, dir.Path(""));
   BOOST_TEST(v.exit_code == 2);
   BOOST_TEST(v.err.find("bad.toml:3:1") != std::string::npos, v.err);
-  const ProcessResult ok = RunProcess(
-      {Bin(), "validate", dir.Write("ok.toml", kQuickJob), "--set", "train.epochs=7"},
-      dir.Path(""));
+  const ProcessResult ok =
+      RunProcess({Bin(), "validate", dir.Write("ok.toml", kQuickJob), "--set", "train.epochs=7"},
+                 dir.Path(""));
   BOOST_TEST(ok.exit_code == 0, ok.err);
   BOOST_TEST(ok.out.find("epochs = 7") != std::string::npos, ok.out);
 }
 
 BOOST_AUTO_TEST_CASE(a_model_too_large_for_the_host_is_refused_with_its_size) {
   TempDir dir;
-  const std::string job = dir.Write("huge.toml", "[data]\nformat = \"synthetic\"\n[model]\n"
-                                                 "type = \"mlp\"\nhidden = [1000000, 1000000]\n"
-                                                 "[train]\nepochs = 1\n");
+  const std::string job = dir.Write("huge.toml",
+                                    "[data]\nformat = \"synthetic\"\n[model]\n"
+                                    "type = \"mlp\"\nhidden = [1000000, 1000000]\n"
+                                    "[train]\nepochs = 1\n");
   for (const char* command : {"validate", "run"}) {
     const ProcessResult r = RunProcess({Bin(), command, job}, dir.Path(""));
     BOOST_TEST(r.exit_code == 2, command << ": " << r.err);
@@ -224,9 +222,10 @@ BOOST_AUTO_TEST_CASE(a_model_too_large_for_the_host_is_refused_with_its_size) {
 BOOST_AUTO_TEST_CASE(running_out_of_memory_limit_fails_the_job_saying_where) {
   TempDir dir;
   // 10M rows of 64 features: 2.4 GiB of data under a 1 GiB limit. The model itself fits.
-  const std::string job = dir.Write("oom.toml", "[data]\nformat = \"synthetic\"\nrows = 10000000\n"
-                                                "features = 64\n[train]\nepochs = 1\nthreads = 1\n"
-                                                "memory_limit = \"1GiB\"\n");
+  const std::string job = dir.Write("oom.toml",
+                                    "[data]\nformat = \"synthetic\"\nrows = 10000000\n"
+                                    "features = 64\n[train]\nepochs = 1\nthreads = 1\n"
+                                    "memory_limit = \"1GiB\"\n");
   BOOST_TEST(RunProcess({Bin(), "validate", job}, dir.Path("")).exit_code == 0);
   const ProcessResult r = RunProcess({Bin(), "run", job, "--db", dir.Path("oom.db")}, dir.Path(""));
   BOOST_TEST(r.exit_code == 1, r.err);
@@ -313,15 +312,55 @@ BOOST_AUTO_TEST_CASE(sigint_checkpoints_exits_130_and_resumes_identically) {
   BOOST_TEST(SameState(Final(straight_db, 1), Final(db, 1)));
 
   // A succeeded job is not run again.
-  const ProcessResult again =
-      RunProcess({Bin(), "run", "--resume", "1", "--db", db}, dir.Path(""));
+  const ProcessResult again = RunProcess({Bin(), "run", "--resume", "1", "--db", db}, dir.Path(""));
   BOOST_TEST(again.exit_code == 1);
   BOOST_TEST(again.err.find("already succeeded") != std::string::npos, again.err);
 }
 
-BOOST_AUTO_TEST_CASE(export_then_predict_matches_the_in_memory_model) {
+// A small convolutional network on the quick job's blobs seen as 6x6 images, with dropout and
+// augmentation: the layer list goes through run, export, predict and eval as any model does.
+constexpr const char* kQuickCnnJob = R"(name = "blobs-cnn"
+[data]
+format = "synthetic"
+synthetic = "blobs"
+rows = 2000
+test_rows = 500
+features = 36
+classes = 3
+noise = 1.5
+augment_flip = true
+[model]
+type = "sequential"
+input_shape = [1, 6, 6]
+[[model.layers]]
+type = "conv2d"
+filters = 4
+kernel = 3
+padding = "same"
+activation = "relu"
+[[model.layers]]
+type = "maxpool2d"
+[[model.layers]]
+type = "dropout"
+rate = 0.2
+[[model.layers]]
+type = "dense"
+[train]
+epochs = 3
+batch_size = 32
+seed = 9
+[optimizer]
+type = "momentum"
+lr = 0.05
+[checkpoint]
+every_steps = 40
+)";
+
+// Trains `job_text` through dtrain run, exports the model and checks that predict and eval give
+// what the checkpoint's parameters give in this process.
+void CheckExportThenPredict(const char* job_text) {
   TempDir dir;
-  const std::string job = dir.Write("job.toml", kQuickJob);
+  const std::string job = dir.Write("job.toml", job_text);
   const std::string db = dir.Path("runs.db");
   BOOST_REQUIRE(RunProcess({Bin(), "run", job, "--db", db}, dir.Path("")).exit_code == 0);
   const std::string model_path = dir.Path("model.dtm");
@@ -358,6 +397,8 @@ BOOST_AUTO_TEST_CASE(export_then_predict_matches_the_in_memory_model) {
     correct += expected == y[r];
   }
 
+  BOOST_TEST(static_cast<double>(correct) > 0.8 * static_cast<double>(test.rows));  // it learnt
+
   const ProcessResult evaluated =
       RunProcess({Bin(), "eval", model_path, job, "--json"}, dir.Path(""));
   BOOST_REQUIRE(evaluated.exit_code == 0);
@@ -374,6 +415,14 @@ BOOST_AUTO_TEST_CASE(export_then_predict_matches_the_in_memory_model) {
   const ProcessResult refused = RunProcess({Bin(), "eval", damaged, job}, dir.Path(""));
   BOOST_TEST(refused.exit_code == 2);
   BOOST_TEST(refused.err.find("checksum mismatch") != std::string::npos, refused.err);
+}
+
+BOOST_AUTO_TEST_CASE(export_then_predict_matches_the_in_memory_model) {
+  CheckExportThenPredict(kQuickJob);
+}
+
+BOOST_AUTO_TEST_CASE(a_layer_list_model_exports_predicts_and_evaluates_the_same) {
+  CheckExportThenPredict(kQuickCnnJob);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -171,6 +171,20 @@ epochs = 1
                    {{"cnn.toml", 2, 16, "data.augment_crop", "needs images: format \"idx\""}});
 }
 
+BOOST_AUTO_TEST_CASE(lbfgs_refuses_dropout) {
+  const std::string text = std::string(kHead) + R"(
+[[model.layers]]
+type = "dropout"
+rate = 0.5
+[[model.layers]]
+type = "dense"
+[optimizer]
+type = "lbfgs"
+)";
+  CheckDiagnostics(Parse(text), {{"cnn.toml", 16, 8, "optimizer.type",
+                                  "model.layers[1] is a dropout layer, whose random masks"}});
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
