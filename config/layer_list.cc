@@ -96,6 +96,10 @@ bool ReadLayer(TableReader& r, bool last, model::LayerSpec* layer) {
     case model::LayerKind::kDropout:
       r.Number("rate", ClosedOpen(0, 1), &layer->rate);
       break;
+    case model::LayerKind::kBatchNorm:
+      r.Number("momentum", OpenClosed(0, 1), &layer->momentum);
+      r.Number("eps", OpenClosed(0, 1), &layer->epsilon);
+      break;
     case model::LayerKind::kFlatten:
     case model::LayerKind::kActivation:
       break;
@@ -208,6 +212,10 @@ void WriteLayerList(const model::ModelSpec& m, TomlWriter& w) {
         break;
       case model::LayerKind::kDropout:
         w.Float("rate", layer.rate);
+        break;
+      case model::LayerKind::kBatchNorm:
+        w.Float("momentum", layer.momentum);
+        w.Float("eps", layer.epsilon);
         break;
       case model::LayerKind::kFlatten:
       case model::LayerKind::kActivation:

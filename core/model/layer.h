@@ -7,7 +7,8 @@
 //   output().Size()] conv.value()->Backward(params, x, out, dout, dx, dparams, pass);
 //
 // Invariants: a layer's parameters are NumParams() floats, the first NumWeights() of them the
-// weights (randomly initialised, weight-decayed), the rest biases (zero at start, not decayed).
+// weights (randomly initialised, weight-decayed), the rest InitialParam at start, not decayed
+// (biases; batchnorm's scales, shifts and running statistics, whose gradient is always 0).
 // Activations are [rows x Size()] row-major, each row one sample in Shape's layout. Layers are
 // immutable after construction and hold no batch data: safe for concurrent use with disjoint
 // buffers. Each layer lives in core/model/layers/, one file with its forward and backward.
@@ -27,7 +28,8 @@ struct LayerPass {
   int rows = 0;
   bool training = false;         // dropout drops only while training
   std::uint64_t noise_seed = 0;  // the pass's dropout masks: same seed, same masks
-  float* scratch = nullptr;      // ScratchFloats(capacity) floats of the layer's own
+  float* scratch = nullptr;      // ScratchFloats(capacity) floats, shared by the layers
+  float* state = nullptr;        // StateFloats() floats of this layer's own, kept between calls
 };
 
 class Layer {
@@ -48,6 +50,14 @@ class Layer {
   virtual math::Activation OutputActivation() const { return math::Activation::kIdentity; }
   // Working memory a pass of up to `capacity` rows needs, in floats.
   virtual std::size_t ScratchFloats(int /*capacity*/) const { return 0; }
+  // Memory of the layer's own that a training Forward leaves for its Backward and for
+  // UpdateStatistics (batchnorm's batch statistics), in floats.
+  virtual std::size_t StateFloats() const { return 0; }
+  // The starting value of parameter i >= NumWeights().
+  virtual float InitialParam(std::size_t /*i*/) const { return 0.0f; }
+  // Folds the statistics of the last training Forward (in `state`) into the running ones kept
+  // in `params`: the one place a layer changes its parameters outside the optimizer.
+  virtual void UpdateStatistics(float* /*params*/, const float* /*state*/) const {}
 
   // out [rows x output().Size()] from in [rows x input().Size()].
   virtual void Forward(const float* params, const float* in, float* out,

@@ -16,9 +16,27 @@ struct TypeName {
 constexpr TypeName kKinds[] = {
     {LayerKind::kConv2d, "conv2d"},       {LayerKind::kMaxPool2d, "maxpool2d"},
     {LayerKind::kAvgPool2d, "avgpool2d"}, {LayerKind::kFlatten, "flatten"},
-    {LayerKind::kDense, "dense"},         {LayerKind::kDropout, "dropout"}};
+    {LayerKind::kDense, "dense"},         {LayerKind::kDropout, "dropout"},
+    {LayerKind::kBatchNorm, "batchnorm"}};
 constexpr std::string_view kChoices =
-    "conv2d, maxpool2d, avgpool2d, flatten, dense, dropout, relu, tanh, sigmoid";
+    "conv2d, maxpool2d, avgpool2d, flatten, dense, dropout, batchnorm, relu, tanh, sigmoid";
+
+// The shortest text that reads back as the same float.
+std::string FloatText(float value) {
+  char text[32];
+  auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, static_cast<std::size_t>(end - text));
+}
+
+Result<float> ParseFloat(std::string_view text, std::string_view key) {
+  float value = 0.0f;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return Status::Error("layer spec: " + std::string(key) + " expects a number, got '" +
+                         std::string(text) + "'");
+  }
+  return value;
+}
 
 Result<int> ParseInt(std::string_view text, std::string_view key) {
   int value = 0;
@@ -113,12 +131,12 @@ std::string FormatLayerSpec(const LayerSpec& layer) {
     case LayerKind::kDense:
       out << ",units=" << layer.units << ",activation=" << ActivationName(layer.activation);
       break;
-    case LayerKind::kDropout: {
-      char rate[32];
-      auto [end, ec] = std::to_chars(rate, rate + sizeof rate, layer.rate);  // shortest exact form
-      out << ",rate=" << std::string_view(rate, static_cast<std::size_t>(end - rate));
+    case LayerKind::kDropout:
+      out << ",rate=" << FloatText(layer.rate);
       break;
-    }
+    case LayerKind::kBatchNorm:
+      out << ",momentum=" << FloatText(layer.momentum) << ",eps=" << FloatText(layer.epsilon);
+      break;
     case LayerKind::kFlatten:
     case LayerKind::kActivation:
       break;
@@ -161,11 +179,12 @@ Result<LayerSpec> ParseLayerSpec(std::string_view text) {
       } else {
         read_int(&spec.padding);
       }
-    } else if (key == "rate") {
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), spec.rate);
-      if (ec != std::errc() || end != value.data() + value.size()) {
-        status =
-            Status::Error("layer spec: rate expects a number, got '" + std::string(value) + "'");
+    } else if (key == "rate" || key == "momentum" || key == "eps") {
+      Result<float> v = ParseFloat(value, key);
+      if (v.ok()) {
+        (key == "rate" ? spec.rate : key == "momentum" ? spec.momentum : spec.epsilon) = v.value();
+      } else {
+        status = v.status();
       }
     } else if (key == "activation") {
       Result<math::Activation> act = ParseActivation(value);

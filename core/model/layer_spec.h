@@ -43,6 +43,7 @@ enum class LayerKind {
   kFlatten,
   kDense,
   kDropout,
+  kBatchNorm,
   kActivation,  // relu, tanh, sigmoid as a layer of their own
 };
 
@@ -56,6 +57,10 @@ struct LayerSpec {
   int stride = 0;     // conv2d: 1 when 0; pools: the window side when 0
   int padding = 0;    // conv2d: zeros on each border, or kSamePadding
   float rate = 0.0f;  // dropout: the fraction of values dropped while training, [0, 1)
+  // batchnorm: the weight of a step's batch statistics in the running ones, (0, 1]; and the
+  // epsilon added to the variance.
+  float momentum = 0.1f;
+  float epsilon = 1e-5f;
   // dense and conv2d: applied to their output; kActivation: the layer's function.
   math::Activation activation = math::Activation::kIdentity;
 

@@ -18,6 +18,7 @@ Workspace::Workspace(const Model& model, int capacity) : capacity_(capacity) {
   std::size_t scratch = 0;
   for (std::size_t i = 0; i < model.NumLayers(); ++i) {
     activations_.emplace_back(Floats(capacity, model.layer(i).output().Size()));
+    states_.emplace_back(model.layer(i).StateFloats());
     scratch = std::max(scratch, model.layer(i).ScratchFloats(capacity));
   }
   delta_a_.resize(Floats(capacity, model.MaxWidth()));
@@ -75,6 +76,9 @@ void Model::Init(std::span<float> params, std::uint64_t seed) const {
     for (std::size_t i = 0; i < layer.NumWeights(); ++i) {
       w[i] = InitialValue(spec_.init, activation, layer.FanIn(), layer.FanOut(), l, i, seed);
     }
+    for (std::size_t i = layer.NumWeights(); i < layer.NumParams(); ++i) {
+      w[i] = layer.InitialParam(i);
+    }
   }
 }
 
@@ -102,7 +106,7 @@ const float* Model::Forward(const float* params, const float* x, Workspace& ws,
   const float* input = x;
   for (std::size_t l = 0; l < chain_.size(); ++l) {
     float* out = ws.activations_[l].data();
-    chain_[l]->Forward(params + offsets_[l], input, out, pass);
+    chain_[l]->Forward(params + offsets_[l], input, out, For(pass, ws, l));
     input = out;
   }
   return input;
@@ -130,7 +134,7 @@ LossValue Model::ForwardBackward(const float* params, const float* x, const floa
   for (std::size_t l = chain_.size(); l-- > 0;) {
     const float* input = l == 0 ? x : ws.activations_[l - 1].data();
     chain_[l]->Backward(params + offsets_[l], input, ws.activations_[l].data(), delta,
-                        l == 0 ? nullptr : next_delta, grad + offsets_[l], pass);
+                        l == 0 ? nullptr : next_delta, grad + offsets_[l], For(pass, ws, l));
     std::swap(delta, next_delta);
   }
   if (weight_decay != 0.0f) {
@@ -139,6 +143,20 @@ LossValue Model::ForwardBackward(const float* params, const float* x, const floa
     }
   }
   return value;
+}
+
+LayerPass Model::For(const LayerPass& pass, Workspace& ws, std::size_t l) {
+  LayerPass own = pass;
+  own.state = ws.states_[l].data();
+  return own;
+}
+
+void Model::UpdateStatistics(float* params, Workspace& ws) const {
+  for (std::size_t l = 0; l < chain_.size(); ++l) {
+    if (chain_[l]->StateFloats() > 0) {
+      chain_[l]->UpdateStatistics(params + offsets_[l], ws.states_[l].data());
+    }
+  }
 }
 
 double Model::WeightDecayPenalty(const float* params, float weight_decay) const {

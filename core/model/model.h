@@ -56,6 +56,7 @@ class Workspace {
   std::vector<math::FloatBuffer> activations_;  // output of each layer, [capacity x out]
   math::FloatBuffer delta_a_, delta_b_;         // back-propagated gradients (ping-pong)
   math::FloatBuffer scratch_;                   // the largest layer's ScratchFloats
+  std::vector<math::FloatBuffer> states_;       // each layer's StateFloats
   std::uint64_t noise_seed_ = 0;
 };
 
@@ -95,9 +96,15 @@ class Model {
   // wd/2 * sum of squared weights (biases excluded): the L2 term ForwardBackward differentiates.
   double WeightDecayPenalty(const float* params, float weight_decay) const;
 
+  // Folds the batch statistics of the workspace's last ForwardBackward into the running ones
+  // that `params` keeps (batchnorm); no-op for a model without any.
+  void UpdateStatistics(float* params, Workspace& ws) const;
+
  private:
   const float* Forward(const float* params, const float* x, Workspace& ws,
                        const LayerPass& pass) const;
+  // `pass` with layer l's own state.
+  static LayerPass For(const LayerPass& pass, Workspace& ws, std::size_t l);
   // The activation that follows layer i's weights: its own, or the activation layer that comes
   // before the next layer with weights. Chooses He or Xavier.
   math::Activation FollowingActivation(std::size_t i) const;

@@ -62,6 +62,9 @@ class Network {
   virtual std::optional<PartitionTraffic> TakeTraffic() { return std::nullopt; }
   // The seed the next ForwardBackwards draw their dropout masks from (ignored without dropout).
   virtual void SetNoiseSeed(std::uint64_t /*seed*/) {}
+  // After a training step: folds the last ForwardBackward's batch statistics into the running
+  // ones in `params` (batchnorm). A network without them leaves `params` alone.
+  virtual void UpdateStatistics(std::span<float> /*params*/) {}
 };
 
 // The whole model, in this process: Model with a workspace for up to `capacity` rows.
@@ -88,6 +91,9 @@ class LocalNetwork final : public Network {
     return model_.WeightDecayPenalty(params, weight_decay);
   }
   void SetNoiseSeed(std::uint64_t seed) override { workspace_.SetNoiseSeed(seed); }
+  void UpdateStatistics(std::span<float> params) override {
+    model_.UpdateStatistics(params.data(), workspace_);
+  }
 
  private:
   Model model_;

@@ -193,6 +193,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     window_traffic.Collect(network_, true);
     Status applied = strategy_.Apply(position_.step, params_, grad_, lr, share);
     if (!applied.ok()) return applied;
+    if (rows > 0) network_.UpdateStatistics(params_);
     std::optional<StopReason> stop = strategy_.AgreedStop();
 
     ++position_.step;

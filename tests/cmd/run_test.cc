@@ -317,8 +317,9 @@ BOOST_AUTO_TEST_CASE(sigint_checkpoints_exits_130_and_resumes_identically) {
   BOOST_TEST(again.err.find("already succeeded") != std::string::npos, again.err);
 }
 
-// A small convolutional network on the quick job's blobs seen as 6x6 images, with dropout and
-// augmentation: the layer list goes through run, export, predict and eval as any model does.
+// A small convolutional network on the quick job's blobs seen as 6x6 images, with batchnorm,
+// dropout and augmentation: the layer list goes through run, export, predict and eval as any
+// model does (prediction normalises by the running statistics the checkpoint holds).
 constexpr const char* kQuickCnnJob = R"(name = "blobs-cnn"
 [data]
 format = "synthetic"
@@ -337,7 +338,10 @@ type = "conv2d"
 filters = 4
 kernel = 3
 padding = "same"
-activation = "relu"
+[[model.layers]]
+type = "batchnorm"
+[[model.layers]]
+type = "relu"
 [[model.layers]]
 type = "maxpool2d"
 [[model.layers]]

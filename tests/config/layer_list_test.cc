@@ -48,6 +48,9 @@ type = "tanh"
 [[model.layers]]
 type = "flatten"
 [[model.layers]]
+type = "batchnorm"
+momentum = 0.05
+[[model.layers]]
 type = "dense"
 )";
   const LoadResult r = Parse(text);
@@ -57,7 +60,7 @@ type = "dense"
   BOOST_TEST((m.type == model::ModelType::kSequential));
   BOOST_TEST((m.input_shape == model::Shape{1, 8, 8}));
   BOOST_TEST(m.inputs == 64);
-  BOOST_TEST_REQUIRE(m.layers.size() == 6u);
+  BOOST_TEST_REQUIRE(m.layers.size() == 7u);
   BOOST_TEST((m.layers[0] == model::LayerSpec{.kind = model::LayerKind::kConv2d,
                                               .filters = 4,
                                               .kernel = 3,
@@ -68,7 +71,9 @@ type = "dense"
               model::LayerSpec{.kind = model::LayerKind::kMaxPool2d, .kernel = 2, .stride = 2}));
   BOOST_TEST(m.layers[2].rate == 0.25f);
   BOOST_TEST((m.layers[3].activation == math::Activation::kTanh));
-  BOOST_TEST(m.layers[5].units == 0);  // the outputs, from the data
+  BOOST_TEST(m.layers[5].momentum == 0.05f);
+  BOOST_TEST(m.layers[5].epsilon == 1e-5f);
+  BOOST_TEST(m.layers[6].units == 0);  // the outputs, from the data
   BOOST_TEST((m.loss == model::LossType::kSoftmaxCrossEntropy));
 
   const LoadResult back = ParseJobText(FormatResolvedJob(*r.job), "again.toml", {}, "/");
@@ -169,6 +174,22 @@ type = "dense"
 epochs = 1
 )"),
                    {{"cnn.toml", 2, 16, "data.augment_crop", "needs images: format \"idx\""}});
+}
+
+BOOST_AUTO_TEST_CASE(batchnorm_stays_out_of_parameter_servers) {
+  const std::string text = std::string(kHead) + R"(
+[[model.layers]]
+type = "batchnorm"
+[[model.layers]]
+type = "dense"
+[cluster]
+workers = 2
+mode = "async"
+)";
+  CheckDiagnostics(Parse(text),
+                   {{"cnn.toml", 16, 8, "cluster.mode",
+                     "puts the parameters on parameter servers, but model.layers[1] is "
+                     "batchnorm"}});
 }
 
 BOOST_AUTO_TEST_CASE(lbfgs_refuses_dropout) {

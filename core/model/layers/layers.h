@@ -13,6 +13,7 @@ Result<std::unique_ptr<Layer>> MakeConv2d(const LayerSpec& spec, Shape input);
 Result<std::unique_ptr<Layer>> MakePool2d(const LayerSpec& spec, Shape input);
 Result<std::unique_ptr<Layer>> MakeFlatten(Shape input);
 Result<std::unique_ptr<Layer>> MakeDropout(const LayerSpec& spec, Shape input);
+Result<std::unique_ptr<Layer>> MakeBatchNorm(const LayerSpec& spec, Shape input);
 Result<std::unique_ptr<Layer>> MakeActivation(const LayerSpec& spec, Shape input);
 
 }  // namespace dtrain::model::layers

@@ -15,6 +15,8 @@ Result<std::unique_ptr<Layer>> MakeLayer(const LayerSpec& spec, Shape input, int
       return layers::MakeFlatten(input);
     case LayerKind::kDropout:
       return layers::MakeDropout(spec, input);
+    case LayerKind::kBatchNorm:
+      return layers::MakeBatchNorm(spec, input);
     case LayerKind::kActivation:
       return layers::MakeActivation(spec, input);
   }

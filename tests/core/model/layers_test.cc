@@ -20,13 +20,13 @@ constexpr int kRows = 2;
 struct Setup {
   std::unique_ptr<Layer> layer;
   std::vector<float> params, in, upstream;  // upstream: the weights r of L = sum r * out
-  std::vector<float> scratch;
+  std::vector<float> scratch, state;
 };
 
 Setup Make(const LayerSpec& spec, Shape input, unsigned seed) {
   Result<std::unique_ptr<Layer>> made = MakeLayer(spec, input, 3);
   BOOST_TEST_REQUIRE(made.ok(), made.status().message());
-  Setup s{std::move(made).value(), {}, {}, {}, {}};
+  Setup s{std::move(made).value(), {}, {}, {}, {}, {}};
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   s.params.resize(s.layer->NumParams());
@@ -36,11 +36,16 @@ Setup Make(const LayerSpec& spec, Shape input, unsigned seed) {
   s.upstream.resize(kRows * s.layer->output().Size());
   for (float& v : s.upstream) v = normal(rng);
   s.scratch.resize(s.layer->ScratchFloats(kRows));
+  s.state.resize(s.layer->StateFloats());
   return s;
 }
 
 LayerPass Pass(Setup& s, bool training = false) {
-  return {.rows = kRows, .training = training, .noise_seed = 99, .scratch = s.scratch.data()};
+  return {.rows = kRows,
+          .training = training,
+          .noise_seed = 99,
+          .scratch = s.scratch.data(),
+          .state = s.state.data()};
 }
 
 std::vector<float> Forward(Setup& s, const std::vector<float>& params, const std::vector<float>& in,
@@ -275,6 +280,48 @@ BOOST_AUTO_TEST_CASE(dropout_drops_its_rate_scales_the_rest_and_is_seeded) {
   s.layer->Forward(nullptr, s.in.data(), b.data(), other);
   BOOST_TEST((a != b));
   CheckLayerGradient(s, 1e-2f, /*training=*/true);
+}
+
+BOOST_AUTO_TEST_CASE(batchnorm_gradient_checks_on_images_and_on_flat_rows) {
+  for (Shape shape : {Shape{3, 4, 5}, Shape{7, 1, 1}}) {
+    BOOST_TEST_CONTEXT(FormatShape(shape)) {
+      Setup s = Make({.kind = LayerKind::kBatchNorm}, shape, 41);
+      BOOST_TEST(s.layer->NumParams() == 4u * static_cast<std::size_t>(shape.channels));
+      BOOST_TEST(s.layer->NumWeights() == 0u);  // nothing decays
+      CheckLayerGradient(s, 1e-2f, /*training=*/true);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(batchnorm_normalises_then_evaluates_with_running_statistics) {
+  const Shape shape{2, 3, 3};
+  Setup s = Make({.kind = LayerKind::kBatchNorm, .momentum = 1.0f}, shape, 43);
+  for (std::size_t i = 0; i < 4; ++i) s.params[i] = i < 2 ? 1.0f : 0.0f;  // gamma 1, beta 0
+  for (float& v : s.in) v = 3.0f * v + 5.0f;
+  const std::vector<float> train = Forward(s, s.params, s.in, /*training=*/true);
+  const std::size_t n = static_cast<std::size_t>(kRows) * 9;  // values per channel
+  for (int c = 0; c < 2; ++c) {
+    double sum = 0.0, squares = 0.0;
+    for (std::size_t v = 0; v < n; ++v) sum += train[v * 2 + static_cast<std::size_t>(c)];
+    for (std::size_t v = 0; v < n; ++v) {
+      squares += std::pow(train[v * 2 + static_cast<std::size_t>(c)] - sum / n, 2);
+    }
+    BOOST_TEST(sum / n == 0.0, boost::test_tools::tolerance(1e-5));
+    BOOST_TEST(squares / n == 1.0, boost::test_tools::tolerance(1e-3));
+  }
+  // With momentum 1 the running statistics become the batch's (variance unbiased), and
+  // evaluation normalises by them.
+  s.layer->UpdateStatistics(s.params.data(), s.state.data());
+  const std::vector<float> eval = Forward(s, s.params, s.in, /*training=*/false);
+  const float bessel = std::sqrt(static_cast<float>(n - 1) / static_cast<float>(n));
+  for (std::size_t i = 0; i < eval.size(); ++i) {
+    BOOST_TEST(eval[i] == train[i] * bessel, boost::test_tools::tolerance(1e-3f));
+  }
+  // A fresh layer's running statistics (mean 0, variance 1) leave values as they are.
+  std::vector<float> fresh(s.layer->NumParams());
+  for (std::size_t i = 0; i < fresh.size(); ++i) fresh[i] = s.layer->InitialParam(i);
+  BOOST_TEST(Forward(s, fresh, s.in, false)[0] == s.in[0] / std::sqrt(1.0f + 1e-5f),
+             boost::test_tools::tolerance(1e-6f));
 }
 
 BOOST_AUTO_TEST_CASE(layers_that_do_not_fit_their_input_say_why) {

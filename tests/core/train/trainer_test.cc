@@ -59,6 +59,16 @@ model::ModelSpec DropoutSpec(int inputs, int classes) {
   return s;
 }
 
+// A layer list with batch normalisation, whose running statistics live in the parameters.
+model::ModelSpec BatchNormSpec(int inputs, int classes) {
+  model::ModelSpec s = DropoutSpec(inputs, classes);
+  s.layers[0].activation = math::Activation::kIdentity;
+  s.layers[1] = {.kind = model::LayerKind::kBatchNorm};
+  s.layers.insert(s.layers.begin() + 2,
+                  {.kind = model::LayerKind::kActivation, .activation = math::Activation::kRelu});
+  return s;
+}
+
 using SpecMaker = model::ModelSpec (*)(int inputs, int classes);
 
 struct Fixture {
@@ -108,7 +118,7 @@ TrainOptions Options() {
 BOOST_FIXTURE_TEST_SUITE(trainer, Fixture)
 
 BOOST_AUTO_TEST_CASE(same_seed_same_threads_gives_bit_identical_parameters) {
-  for (SpecMaker spec : {MlpSpec, DropoutSpec}) {
+  for (SpecMaker spec : {MlpSpec, DropoutSpec, BatchNormSpec}) {
     const auto adam = optim::OptimizerType::kAdam;
     Run a(train, test, Options(), adam, spec), b(train, test, Options(), adam, spec);
     RecordingListener la, lb;
@@ -127,7 +137,7 @@ BOOST_AUTO_TEST_CASE(same_seed_same_threads_gives_bit_identical_parameters) {
 }
 
 BOOST_AUTO_TEST_CASE(resuming_from_saved_state_continues_bit_identically) {
-  for (SpecMaker spec : {MlpSpec, DropoutSpec}) {
+  for (SpecMaker spec : {MlpSpec, DropoutSpec, BatchNormSpec}) {
     const auto adam = optim::OptimizerType::kAdam;
     Run straight(train, test, Options(), adam, spec);
     RecordingListener all;
@@ -181,6 +191,18 @@ BOOST_AUTO_TEST_CASE(learns_separable_blobs_and_reports_metrics) {
   const EvalResult eval = run.trainer.Evaluate(test).value();
   BOOST_TEST(eval.rows == test.rows);
   BOOST_TEST(eval.accuracy == l.last_["eval_accuracy"].value);
+}
+
+BOOST_AUTO_TEST_CASE(batchnorm_running_statistics_follow_the_data_and_serve_evaluation) {
+  Run run(train, test, Options(), optim::OptimizerType::kAdam, BatchNormSpec);
+  RecordingListener l;
+  BOOST_REQUIRE(run.trainer.Run(l).ok());
+  BOOST_TEST(l.last_["eval_accuracy"].value > 0.9);  // evaluation normalises by running stats
+  // The running variance of the 16 pre-activations: moved off its start (1) toward the data's.
+  const std::size_t norm = run.model.ParamOffset(1);
+  const std::span<const float> running_var = run.trainer.params().subspan(norm + 3 * 16, 16);
+  BOOST_TEST(
+      std::none_of(running_var.begin(), running_var.end(), [](float v) { return v == 1.0f; }));
 }
 
 BOOST_AUTO_TEST_CASE(stops_on_step_limit_and_on_target_accuracy) {
