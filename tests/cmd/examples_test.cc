@@ -28,6 +28,12 @@ BOOST_AUTO_TEST_CASE(every_example_validates_and_the_synthetic_ones_train) {
     BOOST_TEST_CONTEXT(path) {
       const auto validated = RunProcess({bin, "validate", path}, dir.Path(""));
       BOOST_TEST(validated.exit_code == 0, validated.err);
+      if (entry.path().stem() == "fashion-mnist-cnn") {  // the layers, resolved
+        BOOST_TEST(validated.out.find("# model: 454922 parameters") != std::string::npos);
+        for (const char* shape : {"32x28x28", "32x14x14", "64x14x14", "64x7x7"}) {
+          BOOST_TEST(validated.out.find(shape) != std::string::npos, shape);
+        }
+      }
       if (validated.out.find("format = \"synthetic\"") == std::string::npos) continue;
       const auto ran =
           RunProcess({bin, "run", path, "--db", dir.Path("examples.db"), "--json"}, dir.Path(""));
