@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/model/spec.h"
+#include "core/model/spec_text.h"
 
 namespace dtrain::model {
 namespace {
@@ -26,26 +27,6 @@ std::string FloatText(float value) {
   char text[32];
   auto [end, ec] = std::to_chars(text, text + sizeof text, value);
   return std::string(text, static_cast<std::size_t>(end - text));
-}
-
-Result<float> ParseFloat(std::string_view text, std::string_view key) {
-  float value = 0.0f;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    return Status::Error("layer spec: " + std::string(key) + " expects a number, got '" +
-                         std::string(text) + "'");
-  }
-  return value;
-}
-
-Result<int> ParseInt(std::string_view text, std::string_view key) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    return Status::Error("layer spec: " + std::string(key) + " expects an integer, got '" +
-                         std::string(text) + "'");
-  }
-  return value;
 }
 
 std::vector<std::string_view> Split(std::string_view text, char separator) {
@@ -73,7 +54,7 @@ Result<Shape> ParseShape(std::string_view text) {
   }
   int values[3] = {1, 1, 1};
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    Result<int> v = ParseInt(parts[i], "shape");
+    Result<int> v = ParseSpecNumber<int>(parts[i], "shape");
     if (!v.ok()) return v.status();
     if (v.value() < 1) return Status::Error("shape: every size must be >= 1");
     values[i] = v.value();
@@ -158,7 +139,7 @@ Result<LayerSpec> ParseLayerSpec(std::string_view text) {
     const std::string_view value = words[i].substr(eq + 1);
     Status status = Status::Ok();
     auto read_int = [&](int* field) {
-      Result<int> v = ParseInt(value, key);
+      Result<int> v = ParseSpecNumber<int>(value, key);
       if (v.ok()) {
         *field = v.value();
       } else {
@@ -180,7 +161,7 @@ Result<LayerSpec> ParseLayerSpec(std::string_view text) {
         read_int(&spec.padding);
       }
     } else if (key == "rate" || key == "momentum" || key == "eps") {
-      Result<float> v = ParseFloat(value, key);
+      Result<float> v = ParseSpecNumber<float>(value, key);
       if (v.ok()) {
         (key == "rate" ? spec.rate : key == "momentum" ? spec.momentum : spec.epsilon) = v.value();
       } else {

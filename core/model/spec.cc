@@ -1,11 +1,11 @@
 #include "core/model/spec.h"
 
 #include <array>
-#include <charconv>
 #include <sstream>
 #include <utility>
 
 #include "core/model/layer.h"
+#include "core/model/spec_text.h"
 #include "core/name_table.h"
 
 namespace dtrain::model {
@@ -19,12 +19,11 @@ constexpr NameTable<ModelType, 5> kModelTypes{{{{ModelType::kLinear, "linear"},
                                                 {ModelType::kMlp, "mlp"},
                                                 {ModelType::kSequential, "sequential"}}},
                                               "linear, logistic, softmax, mlp, sequential"};
-constexpr NameTable<math::Activation, 4> kActivations{
-    {{{math::Activation::kRelu, "relu"},
-      {math::Activation::kTanh, "tanh"},
-      {math::Activation::kSigmoid, "sigmoid"},
-      {math::Activation::kIdentity, "identity"}}},
-    "relu, tanh, sigmoid, identity"};
+constexpr NameTable<math::Activation, 4> kActivations{{{{math::Activation::kRelu, "relu"},
+                                                        {math::Activation::kTanh, "tanh"},
+                                                        {math::Activation::kSigmoid, "sigmoid"},
+                                                        {math::Activation::kIdentity, "identity"}}},
+                                                      "relu, tanh, sigmoid, identity"};
 constexpr NameTable<LossType, 3> kLosses{{{{LossType::kSoftmaxCrossEntropy, "softmax_xent"},
                                            {LossType::kBinaryCrossEntropy, "bce"},
                                            {LossType::kMeanSquaredError, "mse"}}},
@@ -33,21 +32,12 @@ constexpr NameTable<InitScheme, 3> kInits{
     {{{InitScheme::kAuto, "auto"}, {InitScheme::kXavier, "xavier"}, {InitScheme::kHe, "he"}}},
     "auto, xavier, he"};
 
-Result<int> ParseInt(std::string_view text, std::string_view key) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    return Status::Error("model spec: " + std::string(key) + " expects an integer, got '" +
-                         std::string(text) + "'");
-  }
-  return value;
-}
-
 // A sequential model's layers chain from input_shape to `outputs` flat values; other types have
 // no layer list.
 Status ValidateLayers(const ModelSpec& spec) {
   if (spec.type != ModelType::kSequential) {
-    if (!spec.layers.empty()) return Status::Error("model: layers are only allowed for type 'sequential'");
+    if (!spec.layers.empty())
+      return Status::Error("model: layers are only allowed for type 'sequential'");
     return Status::Ok();
   }
   if (spec.layers.empty()) return Status::Error("model: 'sequential' needs at least one layer");
@@ -197,18 +187,19 @@ Result<ModelSpec> ParseModelSpec(std::string_view text) {
   bool loss_given = false;
   while (in >> word) {
     auto eq = word.find('=');
-    if (eq == std::string::npos) return Status::Error("model spec: expected key=value, got " + word);
+    if (eq == std::string::npos)
+      return Status::Error("model spec: expected key=value, got " + word);
     std::string_view key = std::string_view(word).substr(0, eq);
     std::string_view value = std::string_view(word).substr(eq + 1);
     if (key == "inputs" || key == "outputs") {
-      auto v = ParseInt(value, key);
+      auto v = ParseSpecNumber<int>(value, key);
       if (!v.ok()) return v.status();
       (key == "inputs" ? spec.inputs : spec.outputs) = v.value();
     } else if (key == "hidden") {
       spec.hidden.clear();
       while (!value.empty()) {
         auto comma = value.find(',');
-        auto v = ParseInt(value.substr(0, comma), key);
+        auto v = ParseSpecNumber<int>(value.substr(0, comma), key);
         if (!v.ok()) return v.status();
         spec.hidden.push_back(v.value());
         value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);

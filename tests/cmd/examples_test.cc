@@ -1,7 +1,6 @@
 // Every job file in examples/ runs as it is: each validates, and the small synthetic ones train
 // to success through the real binary (the Fashion-MNIST ones are run by bench/fashion-accuracy).
 #include <boost/test/unit_test.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <string>

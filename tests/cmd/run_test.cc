@@ -52,7 +52,19 @@ every_steps = 100
 keep = 2
 )";
 
-constexpr const char* kQuickJob = R"(name = "blobs-quick"
+// How the quick jobs train: a few seconds, a checkpoint every 40 steps.
+constexpr const char* kQuickTraining = R"([train]
+epochs = 3
+batch_size = 32
+seed = 9
+[optimizer]
+type = "momentum"
+lr = 0.05
+[checkpoint]
+every_steps = 40
+)";
+
+const std::string kQuickJob = std::string(R"(name = "blobs-quick"
 [data]
 format = "synthetic"
 synthetic = "blobs"
@@ -65,16 +77,7 @@ noise = 1.5
 type = "mlp"
 hidden = [16]
 activation = "tanh"
-[train]
-epochs = 3
-batch_size = 32
-seed = 9
-[optimizer]
-type = "momentum"
-lr = 0.05
-[checkpoint]
-every_steps = 40
-)";
+)") + kQuickTraining;
 
 std::string Bin() {
   const char* bin = std::getenv("DTRAIN_BIN");
@@ -320,7 +323,7 @@ BOOST_AUTO_TEST_CASE(sigint_checkpoints_exits_130_and_resumes_identically) {
 // A small convolutional network on the quick job's blobs seen as 6x6 images, with batchnorm,
 // dropout and augmentation: the layer list goes through run, export, predict and eval as any
 // model does (prediction normalises by the running statistics the checkpoint holds).
-constexpr const char* kQuickCnnJob = R"(name = "blobs-cnn"
+const std::string kQuickCnnJob = std::string(R"(name = "blobs-cnn"
 [data]
 format = "synthetic"
 synthetic = "blobs"
@@ -349,20 +352,11 @@ type = "dropout"
 rate = 0.2
 [[model.layers]]
 type = "dense"
-[train]
-epochs = 3
-batch_size = 32
-seed = 9
-[optimizer]
-type = "momentum"
-lr = 0.05
-[checkpoint]
-every_steps = 40
-)";
+)") + kQuickTraining;
 
 // Trains `job_text` through dtrain run, exports the model and checks that predict and eval give
 // what the checkpoint's parameters give in this process.
-void CheckExportThenPredict(const char* job_text) {
+void CheckExportThenPredict(const std::string& job_text) {
   TempDir dir;
   const std::string job = dir.Write("job.toml", job_text);
   const std::string db = dir.Path("runs.db");
