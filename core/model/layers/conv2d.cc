@@ -18,6 +18,7 @@ using math::Trans;
 constexpr int kMaxFilters = 1 << 16;
 constexpr int kMaxKernel = 1024;
 constexpr std::size_t kMaxPatch = std::size_t{1} << 20;
+constexpr std::size_t kMaxOutput = std::size_t{1} << 24;     // as every layer (model/spec.cc)
 constexpr std::size_t kColumnFloats = std::size_t{1} << 20;  // a chunk's columns: 4 MiB at most
 
 struct Geometry {
@@ -192,6 +193,13 @@ Result<std::unique_ptr<Layer>> MakeConv2d(const LayerSpec& spec, Shape input) {
   if (!rows.ok()) return rows.status();
   Result<std::pair<int, int>> cols = Side(input.width, spec, "width");
   if (!cols.ok()) return cols.status();
+  const std::size_t values = static_cast<std::size_t>(spec.filters) *
+                             static_cast<std::size_t>(rows.value().first) *
+                             static_cast<std::size_t>(cols.value().first);
+  if (values > kMaxOutput) {
+    return Status::Error("conv2d gives " + std::to_string(values) +
+                         " values per sample, more than " + std::to_string(kMaxOutput));
+  }
   const Shape output{spec.filters, rows.value().first, cols.value().first};
   const Geometry g{spec.kernel, spec.stride, rows.value().second, cols.value().second};
   return std::unique_ptr<Layer>(std::make_unique<Conv2d>(input, output, g, spec.activation));
