@@ -576,27 +576,6 @@ void CheckAugment(const JobConfig& job, TableReader& data) {
   }
 }
 
-// Batchnorm's running statistics live in each replica's parameters, outside the optimizer:
-// the modes whose parameters come from parameter servers would lose them.
-void CheckBatchNorm(const JobConfig& job, TableReader& cluster) {
-  const auto& layers = job.model.layers;
-  const auto norm = std::find_if(layers.begin(), layers.end(), [](const model::LayerSpec& l) {
-    return l.kind == model::LayerKind::kBatchNorm;
-  });
-  if (norm == layers.end()) return;
-  const bool async = job.cluster.mode == ClusterMode::kAsync;
-  const bool ps = job.cluster.mode == ClusterMode::kSync && job.cluster.allreduce == AllReduce::kPs;
-  const std::string_view key = async ? "mode" : "allreduce";
-  const toml::node* node = cluster.Find(key);
-  if ((!async && !ps) || node == nullptr || cluster.Failed(key)) return;
-  cluster.Report(*node, key,
-                 "puts the parameters on parameter servers, but model.layers[" +
-                     std::to_string(norm - layers.begin() + 1) +
-                     "] is batchnorm, whose running statistics each replica keeps in its own "
-                     "parameters: use mode \"single\", \"local\" or \"sync\" with allreduce "
-                     "\"ring\"");
-}
-
 // L-BFGS is a batch method: one process minimises the full-batch objective (mode "single"), or
 // Sandblaster's processes together; the model is not split. Sandblaster runs L-BFGS only.
 void CheckLbfgs(const JobConfig& job, TableReader& optimizer, TableReader& cluster) {
@@ -735,7 +714,6 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   ReadCluster(cluster, &job.cluster);
   CheckModelParallel(job, cluster);
   CheckLbfgs(job, optimizer, cluster);
-  CheckBatchNorm(job, cluster);
   // Downpour's shards default to Adagrad (Dean et al. 2012); an explicit optimizer.type wins.
   if (job.cluster.mode == ClusterMode::kAsync && !optimizer.Present("type")) {
     job.optimizer.type = optim::OptimizerType::kAdagrad;

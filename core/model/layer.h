@@ -23,6 +23,12 @@
 
 namespace dtrain::model {
 
+// [offset, offset + count) of a parameter vector: the model's weights a weight decay applies to,
+// or running statistics (Layer::RunningStatistics, Model::StatisticRanges).
+struct ParamRange {
+  std::size_t offset = 0, count = 0;
+};
+
 // What one call of Forward or Backward may use besides its tensors.
 struct LayerPass {
   int rows = 0;
@@ -58,6 +64,8 @@ class Layer {
   // Folds the statistics of the last training Forward (in `state`) into the running ones kept
   // in `params`: the one place a layer changes its parameters outside the optimizer.
   virtual void UpdateStatistics(float* /*params*/, const float* /*state*/) const {}
+  // Where among this layer's parameters UpdateStatistics writes (count 0: nowhere).
+  virtual ParamRange RunningStatistics() const { return {}; }
 
   // out [rows x output().Size()] from in [rows x input().Size()].
   virtual void Forward(const float* params, const float* in, float* out,

@@ -64,8 +64,8 @@ LossValue MeanSquaredError(const float* outputs, const float* targets, int rows,
 
 }  // namespace
 
-LossValue ComputeLoss(LossType type, const float* outputs, const float* labels, int rows,
-                      int cols, float* grad) {
+LossValue ComputeLoss(LossType type, const float* outputs, const float* labels, int rows, int cols,
+                      float* grad) {
   switch (type) {
     case LossType::kSoftmaxCrossEntropy:
       return SoftmaxCrossEntropy(outputs, labels, rows, cols, grad);

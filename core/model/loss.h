@@ -18,7 +18,7 @@ struct LossValue {
   long correct = 0;       // rows classified correctly (always 0 for mse)
 };
 
-LossValue ComputeLoss(LossType type, const float* outputs, const float* labels, int rows,
-                      int cols, float* grad);
+LossValue ComputeLoss(LossType type, const float* outputs, const float* labels, int rows, int cols,
+                      float* grad);
 
 }  // namespace dtrain::model

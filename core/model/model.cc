@@ -36,6 +36,9 @@ Model::Model(ModelSpec spec) : spec_(std::move(spec)) {
     shape = layer.output();
     offsets_.push_back(num_params_);
     if (layer.NumWeights() > 0) weights_.push_back({num_params_, layer.NumWeights()});
+    if (const ParamRange stats = layer.RunningStatistics(); stats.count > 0) {
+      statistics_.push_back({num_params_ + stats.offset, stats.count});
+    }
     if (spec_.type != ModelType::kSequential) {
       layers_.push_back({.in = layer.FanIn(),
                          .out = layer.FanOut(),
@@ -138,7 +141,7 @@ LossValue Model::ForwardBackward(const float* params, const float* x, const floa
     std::swap(delta, next_delta);
   }
   if (weight_decay != 0.0f) {
-    for (const WeightRange& w : weights_) {
+    for (const ParamRange& w : weights_) {
       math::Axpy(weight_decay, {params + w.offset, w.count}, {grad + w.offset, w.count});
     }
   }
@@ -162,8 +165,25 @@ void Model::UpdateStatistics(float* params, Workspace& ws) const {
 double Model::WeightDecayPenalty(const float* params, float weight_decay) const {
   if (weight_decay == 0.0f) return 0.0;
   double sum = 0.0;
-  for (const WeightRange& w : weights_) sum += math::SquaredNorm({params + w.offset, w.count});
+  for (const ParamRange& w : weights_) sum += math::SquaredNorm({params + w.offset, w.count});
   return 0.5 * weight_decay * sum;
+}
+
+void GatherRanges(std::span<const ParamRange> ranges, const float* params, float* packed) {
+  for (const ParamRange& r : ranges) packed = std::copy_n(params + r.offset, r.count, packed);
+}
+
+void ScatterRanges(std::span<const ParamRange> ranges, const float* packed, float* params) {
+  for (const ParamRange& r : ranges) {
+    std::copy_n(packed, r.count, params + r.offset);
+    packed += r.count;
+  }
+}
+
+std::size_t RangesSize(std::span<const ParamRange> ranges) {
+  std::size_t size = 0;
+  for (const ParamRange& r : ranges) size += r.count;
+  return size;
 }
 
 }  // namespace dtrain::model

@@ -35,10 +35,11 @@ struct LayerView {
   math::Activation activation = math::Activation::kIdentity;
 };
 
-// The parameters a weight decay applies to: [offset, offset + count) of the flat vector.
-struct WeightRange {
-  std::size_t offset = 0, count = 0;
-};
+// The values of `ranges` of a parameter vector, back to back in `packed` (Gather), and back
+// (Scatter): how a replica keeps its running statistics across an exchange of parameters.
+void GatherRanges(std::span<const ParamRange> ranges, const float* params, float* packed);
+void ScatterRanges(std::span<const ParamRange> ranges, const float* packed, float* params);
+std::size_t RangesSize(std::span<const ParamRange> ranges);
 
 class Model;
 
@@ -71,7 +72,11 @@ class Model {
   std::size_t ParamOffset(std::size_t i) const { return offsets_[i]; }
   // A shorthand model's dense layers (what model parallelism splits); empty for "sequential".
   const std::vector<LayerView>& layers() const { return layers_; }
-  const std::vector<WeightRange>& WeightRanges() const { return weights_; }
+  const std::vector<ParamRange>& WeightRanges() const { return weights_; }
+  // The running statistics (batchnorm's mean and variance): parameters the optimizer never moves
+  // (their gradient is 0) and UpdateStatistics does. Each replica keeps its own; empty for most
+  // models.
+  const std::vector<ParamRange>& StatisticRanges() const { return statistics_; }
   std::size_t NumParams() const { return num_params_; }
   // The most values per sample at any point of the chain, input included.
   std::size_t MaxWidth() const;
@@ -113,7 +118,8 @@ class Model {
   std::vector<std::unique_ptr<Layer>> chain_;
   std::vector<std::size_t> offsets_;
   std::vector<LayerView> layers_;
-  std::vector<WeightRange> weights_;
+  std::vector<ParamRange> weights_;
+  std::vector<ParamRange> statistics_;
   std::size_t num_params_ = 0;
 };
 

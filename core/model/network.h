@@ -65,6 +65,9 @@ class Network {
   // After a training step: folds the last ForwardBackward's batch statistics into the running
   // ones in `params` (batchnorm). A network without them leaves `params` alone.
   virtual void UpdateStatistics(std::span<float> /*params*/) {}
+  // Where in this process's parameters UpdateStatistics writes: values that are each replica's
+  // own, which no exchange of parameters between replicas or with servers replaces.
+  virtual std::span<const ParamRange> StatisticRanges() const { return {}; }
 };
 
 // The whole model, in this process: Model with a workspace for up to `capacity` rows.
@@ -94,6 +97,7 @@ class LocalNetwork final : public Network {
   void UpdateStatistics(std::span<float> params) override {
     model_.UpdateStatistics(params.data(), workspace_);
   }
+  std::span<const ParamRange> StatisticRanges() const override { return model_.StatisticRanges(); }
 
  private:
   Model model_;

@@ -11,8 +11,7 @@ namespace dtrain::model {
 namespace {
 
 constexpr NameTable<PartitionKind, 2> kKinds{
-    {{{PartitionKind::kLayers, "layers"}, {PartitionKind::kTensor, "tensor"}}},
-    "layers, tensor"};
+    {{{PartitionKind::kLayers, "layers"}, {PartitionKind::kTensor, "tensor"}}}, "layers, tensor"};
 
 std::size_t LayerParams(const LayerView& layer) {
   return (static_cast<std::size_t>(layer.in) + 1) * static_cast<std::size_t>(layer.out);
@@ -25,7 +24,8 @@ std::vector<int> BalanceLayers(const std::vector<LayerView>& layers, int parts) 
   std::vector<std::size_t> prefix(static_cast<std::size_t>(n) + 1, 0);
   for (int l = 0; l < n; ++l) prefix[l + 1] = prefix[l] + LayerParams(layers[l]);
   constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
-  // best[k][i]: the least largest part splitting layers [0, i) into k parts; cut[k][i] its last cut.
+  // best[k][i]: the least largest part splitting layers [0, i) into k parts; cut[k][i] its last
+  // cut.
   std::vector<std::vector<std::size_t>> best(parts + 1, std::vector<std::size_t>(n + 1, kNone));
   std::vector<std::vector<int>> cut(parts + 1, std::vector<int>(n + 1, 0));
   best[0][0] = 0;
@@ -108,9 +108,9 @@ Result<PartitionPlan> PlanPartitions(const ModelSpec& spec, PartitionKind kind, 
     const int out = layers[l].out;
     if (out < parts) {
       return Status::Error("partition = \"tensor\" with model_parallel = " + std::to_string(parts) +
-                           " splits every layer's " + std::to_string(parts) +
-                           " ways, but layer " + std::to_string(l + 1) + " has " +
-                           std::to_string(out) + (out == 1 ? " unit" : " units"));
+                           " splits every layer's " + std::to_string(parts) + " ways, but layer " +
+                           std::to_string(l + 1) + " has " + std::to_string(out) +
+                           (out == 1 ? " unit" : " units"));
     }
     std::vector<int>& cols = plan.columns[l];
     cols.assign(static_cast<std::size_t>(parts) + 1, 0);
@@ -139,17 +139,17 @@ void PartitionInit(const PartitionPlan& plan, const Model& model, int p, std::sp
     const auto first = static_cast<std::size_t>(plan.FirstColumn(l, p));
     for (std::size_t i = 0; i < static_cast<std::size_t>(layer.in); ++i) {
       for (std::size_t j = 0; j < cols; ++j) {
-        params[at + i * cols + j] = InitialWeight(
-            model.spec(), layer, static_cast<std::size_t>(l),
-            i * static_cast<std::size_t>(layer.out) + first + j, seed);
+        params[at + i * cols + j] =
+            InitialWeight(model.spec(), layer, static_cast<std::size_t>(l),
+                          i * static_cast<std::size_t>(layer.out) + first + j, seed);
       }
     }
     at += (static_cast<std::size_t>(layer.in) + 1) * cols;
   }
 }
 
-void ToModelLayout(const PartitionPlan& plan, const Model& model, std::span<const float> partitioned,
-                   std::span<float> natural) {
+void ToModelLayout(const PartitionPlan& plan, const Model& model,
+                   std::span<const float> partitioned, std::span<float> natural) {
   ForEachRun(plan, model, [&](std::size_t n, std::size_t p, std::size_t count) {
     std::copy_n(partitioned.data() + p, count, natural.data() + n);
   });

@@ -67,8 +67,8 @@ void PartitionInit(const PartitionPlan& plan, const Model& model, int p, std::sp
 
 // The replica's parameter vector in the model's own layout (Model, .dtm files), from the
 // partition-major one, and back. Identity under kLayers.
-void ToModelLayout(const PartitionPlan& plan, const Model& model, std::span<const float> partitioned,
-                   std::span<float> natural);
+void ToModelLayout(const PartitionPlan& plan, const Model& model,
+                   std::span<const float> partitioned, std::span<float> natural);
 void FromModelLayout(const PartitionPlan& plan, const Model& model, std::span<const float> natural,
                      std::span<float> partitioned);
 

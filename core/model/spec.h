@@ -31,7 +31,7 @@ enum class InitScheme { kAuto, kXavier, kHe };
 struct ModelSpec {
   ModelType type = ModelType::kSoftmax;
   int inputs = 0;
-  std::vector<int> hidden;  // only for kMlp
+  std::vector<int> hidden;                                // only for kMlp
   math::Activation activation = math::Activation::kRelu;  // of the hidden layers
   int outputs = 1;
   LossType loss = LossType::kSoftmaxCrossEntropy;

@@ -29,7 +29,7 @@ double FinishObjective(const model::Model& model, std::span<const float> params,
                        std::span<float> grad) {
   math::Scale(1.0f / static_cast<float>(rows), grad);
   if (weight_decay != 0.0f) {
-    for (const model::WeightRange& w : model.WeightRanges()) {
+    for (const model::ParamRange& w : model.WeightRanges()) {
       math::Axpy(weight_decay, params.subspan(w.offset, w.count), grad.subspan(w.offset, w.count));
     }
   }

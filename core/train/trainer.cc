@@ -84,6 +84,7 @@ Trainer::Trainer(std::unique_ptr<model::LocalNetwork> owned, model::Network* net
     image_ = *image;
     augment_.resize(train.features);
   }
+  statistics_.resize(model::RangesSize(network_.StatisticRanges()));
 }
 
 std::optional<data::ImageShape> ImageOf(const model::ModelSpec& spec, const data::Dataset& set) {
@@ -191,8 +192,11 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     const StepShare share{batch.size(), sampler_.StepRows(position_.batch)};
     window_compute += std::chrono::duration<double>(Clock::now() - compute_start).count();
     window_traffic.Collect(network_, true);
+    const std::span<const model::ParamRange> statistics = network_.StatisticRanges();
+    model::GatherRanges(statistics, params_.data(), statistics_.data());
     Status applied = strategy_.Apply(position_.step, params_, grad_, lr, share);
     if (!applied.ok()) return applied;
+    model::ScatterRanges(statistics, statistics_.data(), params_.data());
     if (rows > 0) network_.UpdateStatistics(params_);
     std::optional<StopReason> stop = strategy_.AgreedStop();
 

@@ -146,6 +146,9 @@ class Trainer {
   TrainPosition position_;
   data::ImageShape image_;      // what augmentation sees a row as
   std::vector<float> augment_;  // one image: augmentation's scratch
+  // The running statistics (batchnorm's), kept across the strategy's Apply: each replica's own,
+  // whatever parameters the strategy brings back (parameter servers hold their initial values).
+  std::vector<float> statistics_;
 };
 
 }  // namespace dtrain::train

@@ -203,7 +203,7 @@ Status ServeSandblasterShard(const config::JobConfig& job, const model::ModelSpe
   const std::size_t n = model.NumParams();
   const dist::ShardRange range = dist::ShardRanges(n, job.cluster.servers)[static_cast<std::size_t>(shard)];
   std::vector<std::pair<std::size_t, std::size_t>> weights;
-  for (const model::WeightRange& w : model.WeightRanges()) {
+  for (const model::ParamRange& w : model.WeightRanges()) {
     weights.emplace_back(w.offset, w.offset + w.count);
   }
   dist::VectorShard server({.shard = shard,

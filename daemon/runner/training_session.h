@@ -93,7 +93,8 @@ class TrainingSession {
   // checkpoint), so every replica starts from the shards' values.
   Status Start();
   // How this replica captures a checkpoint in the parameter-server modes: the shards'
-  // consistent snapshot with this replica's data position. Empty otherwise: the trainer's own
+  // consistent snapshot with this replica's data position and running statistics (batchnorm's,
+  // which the shards do not keep). Empty otherwise: the trainer's own
   // state is the checkpoint (RunOptions::capture unset).
   std::function<Result<store::CheckpointData>(train::Trainer&)> Capturer();
   // Says goodbye to the shards (a no-op in the other modes). Idempotent.

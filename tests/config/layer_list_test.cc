@@ -176,22 +176,6 @@ epochs = 1
                    {{"cnn.toml", 2, 16, "data.augment_crop", "needs images: format \"idx\""}});
 }
 
-BOOST_AUTO_TEST_CASE(batchnorm_stays_out_of_parameter_servers) {
-  const std::string text = std::string(kHead) + R"(
-[[model.layers]]
-type = "batchnorm"
-[[model.layers]]
-type = "dense"
-[cluster]
-workers = 2
-mode = "async"
-)";
-  CheckDiagnostics(Parse(text),
-                   {{"cnn.toml", 16, 8, "cluster.mode",
-                     "puts the parameters on parameter servers, but model.layers[1] is "
-                     "batchnorm"}});
-}
-
 BOOST_AUTO_TEST_CASE(lbfgs_refuses_dropout) {
   const std::string text = std::string(kHead) + R"(
 [[model.layers]]

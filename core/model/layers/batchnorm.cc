@@ -25,6 +25,7 @@ class BatchNorm final : public Layer {
   std::size_t NumParams() const override { return 4 * c_; }
   std::size_t StateFloats() const override { return 3 * c_ + 1; }
   std::size_t ScratchFloats(int) const override { return 4 * c_; }  // 2 C doubles
+  ParamRange RunningStatistics() const override { return {2 * c_, 2 * c_}; }
   float InitialParam(std::size_t i) const override {
     return i < c_ || i >= 3 * c_ ? 1.0f : 0.0f;  // gamma and the running variance start at 1
   }

@@ -147,14 +147,35 @@ BOOST_AUTO_TEST_CASE(sharded_adam_and_adagrad_state_match_one_replica) {
     const int workers = type == optim::OptimizerType::kAdam ? 3 : 2;
     const int shards = type == optim::OptimizerType::kAdam ? 3 : 2;
     BOOST_TEST_CONTEXT(optim::OptimizerTypeName(type)) {
-      const Single reference =
-          Reference(model, set, workers, OptimizerOfType(type),
-                    GlobalBatchOptions(kBatch * workers, 0, 1));
+      const Single reference = Reference(model, set, workers, OptimizerOfType(type),
+                                         GlobalBatchOptions(kBatch * workers, 0, 1));
       SyncRun run = RunSync(model, set, testing::MakeLocalPsLinks(workers, shards), workers, shards,
                             OptimizerOfType(type));
       CheckMatchesReference(run, reference, workers);
     }
   }
+}
+
+// The shards hold batchnorm's running statistics at their initial values (their gradient is 0);
+// the replica keeps its own across every exchange, so one replica trains as single mode does.
+BOOST_AUTO_TEST_CASE(one_replica_with_batchnorm_keeps_its_running_statistics) {
+  math::SetBlasThreads(1);
+  const data::Dataset set = Blobs(480);
+  model::ModelSpec spec = testing::SmallSpec();
+  spec.type = model::ModelType::kSequential;
+  spec.input_shape = {6, 1, 1};
+  spec.layers = {{.kind = model::LayerKind::kDense, .units = 12},
+                 {.kind = model::LayerKind::kBatchNorm},
+                 {.kind = model::LayerKind::kActivation, .activation = math::Activation::kTanh},
+                 {.kind = model::LayerKind::kDense, .units = 3}};
+  const model::Model model(spec);
+  BOOST_TEST_REQUIRE(model.StatisticRanges().size() == 1u);
+  const optim::OptimizerOptions momentum = OptimizerOfType(optim::OptimizerType::kMomentum);
+  const Single reference = Reference(model, set, 1, momentum, GlobalBatchOptions(kBatch, 0, 1));
+  SyncRun run = RunSync(model, set, testing::MakeLocalPsLinks(1, 2), 1, 2, momentum);
+  CheckMatchesReference(run, reference, 1);
+  const model::ParamRange stats = model.StatisticRanges().front();
+  BOOST_TEST(reference.params[stats.offset] != 0.0f);  // the running mean moved
 }
 
 // Each replica clips its own gradient (documented): with one replica that is single mode's clip.
@@ -311,9 +332,8 @@ BOOST_AUTO_TEST_CASE(a_sync_snapshot_is_the_single_process_state_at_that_step) {
       [&](int rank, std::span<Link* const> mine) {
         SyncPsStrategy ps(mine, model.NumParams(), {.rank = rank, .workers = workers});
         SnapshotAt listener(&ps, rank == 0 ? at : -1, &snap);
-        finals[rank] = testing::TrainWithStrategy(model, set,
-                                                  GlobalBatchOptions(kBatch, rank, workers), ps,
-                                                  {}, &listener);
+        finals[rank] = testing::TrainWithStrategy(
+            model, set, GlobalBatchOptions(kBatch, rank, workers), ps, {}, &listener);
       });
   for (const Status& s : served) BOOST_TEST_REQUIRE(s.ok(), s.message());
   BOOST_TEST_REQUIRE(snap.has_value());
@@ -392,18 +412,18 @@ BOOST_AUTO_TEST_CASE(shards_loaded_from_a_snapshot_continue_bit_for_bit) {
     for (const std::vector<float>& v : s.state) {
       state.push_back(std::span<const float>(v).subspan(r.begin, r.size()));
     }
-    BOOST_TEST_REQUIRE(servers[k]
-                           ->Load(std::span<const float>(s.params).subspan(r.begin, r.size()),
-                                  state, s.steps[k])
-                           .ok());
+    BOOST_TEST_REQUIRE(
+        servers[k]
+            ->Load(std::span<const float>(s.params).subspan(r.begin, r.size()), state, s.steps[k])
+            .ok());
   }
   std::vector<std::vector<float>> resumed(workers);
   std::vector<Status> served = testing::ServePs(
       testing::MakeLocalPsLinks(workers, shards), servers,
       [&](int rank, std::span<Link* const> mine) {
         SyncPsStrategy ps(mine, model.NumParams(), {.rank = rank, .workers = workers});
-        train::Trainer trainer(model, steps(total, rank), set, nullptr,
-                               data::ConstantScaling(1.0f), ps);
+        train::Trainer trainer(model, steps(total, rank), set, nullptr, data::ConstantScaling(1.0f),
+                               ps);
         trainer.InitParams();  // other values than the checkpoint's: Connect must replace them
         trainer.set_position({.step = half, .epoch = 0, .batch = static_cast<std::size_t>(half)});
         if (!ps.Connect(trainer.params()).ok()) return;
