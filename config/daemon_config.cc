@@ -284,9 +284,9 @@ void ReadCluster(TableReader& r, DaemonConfig* c) {
   ReadChecked(r, "key_file", AbsolutePathProblem, &c->key_file);
   const toml::node* name = r.String("name", &c->name);
   if (name != nullptr && !c->name.empty() && !IsHostName(c->name)) {
-    r.Report(*name, "name",
-             "must be letters, digits, hyphens and dots, like a host name, got " +
-                 TomlString(c->name));
+    r.Report(
+        *name, "name",
+        "must be letters, digits, hyphens and dots, like a host name, got " + TomlString(c->name));
   }
   ReadChecked(r, "advertise", AdvertiseProblem, &c->advertise);
   r.Bool("allow_root", &c->allow_root);

@@ -9,26 +9,25 @@ namespace dtrain::config {
 namespace {
 
 constexpr NameTable<DataFormat, 4> kFormats{{{{DataFormat::kIdx, "idx"},
-                                                     {DataFormat::kCsv, "csv"},
-                                                     {DataFormat::kLibsvm, "libsvm"},
-                                                     {DataFormat::kSynthetic, "synthetic"}}},
-                                                   "idx, csv, libsvm, synthetic"};
+                                              {DataFormat::kCsv, "csv"},
+                                              {DataFormat::kLibsvm, "libsvm"},
+                                              {DataFormat::kSynthetic, "synthetic"}}},
+                                            "idx, csv, libsvm, synthetic"};
 constexpr NameTable<SyntheticKind, 2> kSyntheticKinds{
     {{{SyntheticKind::kBlobs, "blobs"}, {SyntheticKind::kLinear, "linear"}}}, "blobs, linear"};
 constexpr NameTable<ClusterMode, 5> kModes{{{{ClusterMode::kSingle, "single"},
-                                                    {ClusterMode::kSync, "sync"},
-                                                    {ClusterMode::kAsync, "async"},
-                                                    {ClusterMode::kLocal, "local"},
-                                                    {ClusterMode::kSandblaster, "sandblaster"}}},
-                                                  "single, sync, async, local, sandblaster"};
-constexpr NameTable<AllReduce, 2> kAllReduces{{{{AllReduce::kRing, "ring"}, {AllReduce::kPs, "ps"}}},
-                                              "ring, ps"};
+                                             {ClusterMode::kSync, "sync"},
+                                             {ClusterMode::kAsync, "async"},
+                                             {ClusterMode::kLocal, "local"},
+                                             {ClusterMode::kSandblaster, "sandblaster"}}},
+                                           "single, sync, async, local, sandblaster"};
+constexpr NameTable<AllReduce, 2> kAllReduces{
+    {{{AllReduce::kRing, "ring"}, {AllReduce::kPs, "ps"}}}, "ring, ps"};
 constexpr NameTable<Transport, 2> kTransports{
     {{{Transport::kAuto, "auto"}, {Transport::kTcp, "tcp"}}}, "auto, tcp"};
-constexpr NameTable<LrScaling, 3> kLrScalings{{{{LrScaling::kNone, "none"},
-                                                {LrScaling::kLinear, "linear"},
-                                                {LrScaling::kSqrt, "sqrt"}}},
-                                              "none, linear, sqrt"};
+constexpr NameTable<LrScaling, 3> kLrScalings{
+    {{{LrScaling::kNone, "none"}, {LrScaling::kLinear, "linear"}, {LrScaling::kSqrt, "sqrt"}}},
+    "none, linear, sqrt"};
 constexpr NameTable<PlacementPolicy, 2> kPlacements{
     {{{PlacementPolicy::kPack, "pack"}, {PlacementPolicy::kSpread, "spread"}}}, "pack, spread"};
 
@@ -57,10 +56,10 @@ bool SameOptimizer(const optim::OptimizerOptions& a, const optim::OptimizerOptio
 bool JobConfig::operator==(const JobConfig& other) const {
   return name == other.name && source_path == other.source_path && data == other.data &&
          model == other.model && SameTrain(train, other.train) && threads == other.threads &&
-         memory_limit == other.memory_limit &&
-         clip_norm == other.clip_norm && SameOptimizer(optimizer, other.optimizer) &&
-         lbfgs == other.lbfgs && sample_rows == other.sample_rows &&
-         cluster == other.cluster && checkpoint == other.checkpoint && priority == other.priority &&
+         memory_limit == other.memory_limit && clip_norm == other.clip_norm &&
+         SameOptimizer(optimizer, other.optimizer) && lbfgs == other.lbfgs &&
+         sample_rows == other.sample_rows && cluster == other.cluster &&
+         checkpoint == other.checkpoint && priority == other.priority &&
          max_restarts == other.max_restarts;
 }
 

@@ -35,7 +35,10 @@ enum class Transport { kAuto, kTcp };
 enum class LrScaling { kNone, kLinear, kSqrt };
 // Where a job's processes run when it names no hosts: all on the accepting daemon's host (pack),
 // or round-robin over it and its peers that are up (spread).
-enum class PlacementPolicy { kPack, kSpread };  // of optimizer.lr with the worker count (sync, local)
+enum class PlacementPolicy {
+  kPack,
+  kSpread
+};  // of optimizer.lr with the worker count (sync, local)
 
 struct DataConfig {
   DataFormat format = DataFormat::kIdx;
@@ -76,16 +79,16 @@ struct ClusterConfig {
   int servers = 1;                         // parameter-server shards: sync with ps, and async
   int push_every = 1;                      // async: steps between gradient pushes
   int fetch_every = 1;                     // async: steps between parameter fetches
-  int max_staleness = 0;                   // async: clocks ahead of the slowest worker; 0 = unbounded
-  int average_every = 8;                   // local: steps between parameter averages
-  bool average_optimizer = false;          // local: average the optimizer state too
+  int max_staleness = 0;           // async: clocks ahead of the slowest worker; 0 = unbounded
+  int average_every = 8;           // local: steps between parameter averages
+  bool average_optimizer = false;  // local: average the optimizer state too
   LrScaling lr_scaling = LrScaling::kNone;
-  double timeout_seconds = 60.0;           // every wait for a peer, shard or rendezvous
+  double timeout_seconds = 60.0;  // every wait for a peer, shard or rendezvous
   // A process that sends its coordinator nothing (not even a heartbeat) for this long is taken
   // for dead: killed, and the attempt recovers (worker heartbeats go every fifth of it, <= 1 s).
   double heartbeat_timeout = 5.0;
   PlacementPolicy placement = PlacementPolicy::kPack;
-  std::vector<std::string> hosts;          // node names: process r runs on hosts[r % size]
+  std::vector<std::string> hosts;  // node names: process r runs on hosts[r % size]
   // Model parallelism: each replica is `model_parallel` processes, its partitions (layers or
   // tensor); `micro_batches` flow through a "layers" pipeline at once.
   int model_parallel = 1;
@@ -128,13 +131,21 @@ inline constexpr int kMinPriority = -100;
 inline constexpr int kMaxPriority = 100;
 inline constexpr int kMaxRestartsLimit = 100;
 
+// Where a job file wrote something: line and column, from 1.
+struct SourcePlace {
+  int line = 0, column = 0;
+};
+
 struct JobConfig {
   std::string name;
   std::string source_path;  // the job file, as given
   DataConfig data;
   model::ModelSpec model;  // inputs/outputs 0 until the data is known (see ResolveModelShape)
+  // The type key of each of model.layers in the job file, for the errors found only once the
+  // data gives the input shape. Not compared by ==: where a key was written is not the job.
+  std::vector<SourcePlace> layer_places;
   train::TrainOptions train;
-  int threads = 0;         // BLAS threads per replica; 0: auto (see BlasThreadsPerReplica)
+  int threads = 0;  // BLAS threads per replica; 0: auto (see BlasThreadsPerReplica)
   // Address space of each of the job's processes, bytes (RLIMIT_AS); 0: unlimited.
   std::uint64_t memory_limit = 0;
   float clip_norm = 0.0f;  // 0: off

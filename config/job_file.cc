@@ -326,7 +326,8 @@ int GeneratedOutputs(const DataConfig& d) {
 
 // Reads [model]; a loss that is not given becomes model::DefaultLoss of the type and of the
 // output count, the given one or else the one `data` is known to have.
-void ReadModel(TableReader& r, Sink& sink, const DataConfig& data, model::ModelSpec* m) {
+void ReadModel(TableReader& r, Sink& sink, const DataConfig& data, model::ModelSpec* m,
+               std::vector<SourcePlace>* layer_places) {
   m->inputs = 0;  // 0: from the data
   m->outputs = 0;
   r.Enum("type", model::ParseModelType, model::ModelTypeChoices(), &m->type);
@@ -337,7 +338,7 @@ void ReadModel(TableReader& r, Sink& sink, const DataConfig& data, model::ModelS
   r.Enum("init", model::ParseInit, model::InitChoices(), &m->init);
   const toml::node* inputs = r.Int("inputs", 0, kMaxLayerWidth, &m->inputs);
   const toml::node* outputs = r.Int("outputs", 0, kMaxLayerWidth, &m->outputs);
-  if (!r.Failed("type")) ReadLayerList(r, sink, m);
+  if (!r.Failed("type")) ReadLayerList(r, sink, m, layer_places);
   if (m->type == model::ModelType::kSequential) {
     if (activation != nullptr) {
       r.Report(*activation, "activation",
@@ -706,7 +707,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   TableReader restart(SectionTable(top, "restart"), "restart", sink);
 
   ReadData(data, base, &job.data);
-  ReadModel(model, sink, job.data, &job.model);
+  ReadModel(model, sink, job.data, &job.model, &job.layer_places);
   CheckAugment(job, data);
   ReadTrain(train, &job.train, &job.threads, &job.clip_norm);
   const toml::node* memory_limit = ReadMemoryLimit(train, &job.memory_limit);

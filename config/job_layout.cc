@@ -60,9 +60,12 @@ std::string DescribeProcess(const ClusterConfig& c, int rank) {
 
 const char* RoleName(const ClusterConfig& c, int rank) {
   switch (RoleOf(c, rank).kind) {
-    case ProcessRole::Kind::kReplica: return "replica";
-    case ProcessRole::Kind::kShard: return "server";
-    case ProcessRole::Kind::kCoordinator: return "coordinator";
+    case ProcessRole::Kind::kReplica:
+      return "replica";
+    case ProcessRole::Kind::kShard:
+      return "server";
+    case ProcessRole::Kind::kCoordinator:
+      return "coordinator";
   }
   return "replica";
 }
@@ -78,8 +81,7 @@ bool WritesCheckpoints(const ClusterConfig& c, int rank) {
 }
 
 bool Expendable(const ClusterConfig& c, int rank) {
-  return c.mode == ClusterMode::kSandblaster &&
-         RoleOf(c, rank).kind == ProcessRole::Kind::kReplica;
+  return c.mode == ClusterMode::kSandblaster && RoleOf(c, rank).kind == ProcessRole::Kind::kReplica;
 }
 
 }  // namespace dtrain::config

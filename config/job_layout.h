@@ -29,9 +29,9 @@ namespace dtrain::config {
 struct ProcessRole {
   enum class Kind { kReplica, kShard, kCoordinator };
   Kind kind = Kind::kReplica;
-  int replica = 0;    // replicas: which one
-  int partition = 0;  // the model partition it trains or serves (0 without model parallelism)
-  int shard = 0;      // shards: which of its partition's
+  int replica = 0;     // replicas: which one
+  int partition = 0;   // the model partition it trains or serves (0 without model parallelism)
+  int shard = 0;       // shards: which of its partition's
   int group_rank = 0;  // its rank in its data-parallel group: the replica, or N + shard
 };
 

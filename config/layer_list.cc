@@ -108,34 +108,18 @@ bool ReadLayer(TableReader& r, bool last, model::LayerSpec* layer) {
 }
 
 // With the input shape known, each layer must fit the output of the one before it, and the last
-// must give a flat vector (the outputs).
+// must give a flat vector (the outputs): said at the misfit layer's type, its line and column.
 void CheckChain(const model::ModelSpec& m, std::vector<TableReader>& readers) {
-  // At the layer's type: its line and column.
-  auto report = [](TableReader& r, std::string message) {
-    r.Report(*r.table()->get("type"), "type", std::move(message));
-  };
-  model::Shape shape = m.input_shape;
-  for (std::size_t i = 0; i < m.layers.size(); ++i) {
-    auto made = model::MakeLayer(m.layers[i], shape, m.outputs > 0 ? m.outputs : 1);
-    if (!made.ok()) {
-      report(readers[i], model::LayerTypeName(m.layers[i]) + " on " + model::FormatShape(shape) +
-                             " (the output of " +
-                             (i == 0 ? std::string("input_shape") : "layer " + std::to_string(i)) +
-                             "): " + made.status().message());
-      return;
-    }
-    shape = made.value()->output();
-  }
-  if (!shape.Flat()) {
-    report(readers.back(), "the last layer gives " + model::FormatShape(shape) +
-                               " values per sample; end with a dense layer that gives the "
-                               "model's outputs");
+  if (std::optional<model::LayerMisfit> misfit = model::FindLayerMisfit(m)) {
+    TableReader& r = readers[misfit->index];
+    r.Report(*r.table()->get("type"), "type", std::move(misfit->reason));
   }
 }
 
 }  // namespace
 
-void ReadLayerList(TableReader& r, Sink& sink, model::ModelSpec* m) {
+void ReadLayerList(TableReader& r, Sink& sink, model::ModelSpec* m,
+                   std::vector<SourcePlace>* places) {
   const toml::node* node = r.Find("layers");
   if (m->type != model::ModelType::kSequential) {
     if (node != nullptr) r.Report(*node, "layers", "is only allowed for type \"sequential\"");
@@ -172,6 +156,11 @@ void ReadLayerList(TableReader& r, Sink& sink, model::ModelSpec* m) {
   RejectUnknown(views, sink);
   if (!complete) return;
   m->layers = std::move(layers);
+  places->clear();
+  for (const TableReader& reader : readers) {
+    const toml::source_position at = reader.table()->get("type")->source().begin;
+    places->push_back({static_cast<int>(at.line), static_cast<int>(at.column)});
+  }
   const model::LayerSpec& last = m->layers.back();
   if (m->outputs == 0 && last.kind == model::LayerKind::kDense && last.units > 0) {
     m->outputs = last.units;

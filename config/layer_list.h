@@ -1,7 +1,7 @@
 // Reading a layer-list model's keys: [model] input_shape and the [[model.layers]] tables of
 // type = "sequential" (core/model/layer_spec.h). Internal to dtrain_config, like toml_reader.h.
 //
-//   ReadLayerList(model_reader, sink, &job.model);  // before the loss default is chosen
+//   ReadLayerList(model_reader, sink, &job.model, &job.layer_places);  // before the loss default
 //   WriteLayerList(job.model, writer);              // input_shape, then [[model.layers]]
 //
 // Layers are counted from 1 in keys and messages ("model.layers[3].kernel"). Where the input
@@ -10,12 +10,15 @@
 // (ResolveModelShape). Unknown keys in a layer's table are reported with the keys its type has.
 #pragma once
 
+#include "config/job.h"
 #include "config/toml_reader.h"
 #include "core/model/spec.h"
 
 namespace dtrain::config::internal {
 
-void ReadLayerList(TableReader& model, Sink& sink, model::ModelSpec* m);
+// `places` gets where each layer's type is written.
+void ReadLayerList(TableReader& model, Sink& sink, model::ModelSpec* m,
+                   std::vector<SourcePlace>* places);
 // The keys ReadLayerList reads, as it reads them: the [model] section's input_shape (when
 // known), then one [[model.layers]] table per layer. Ends the [model] section.
 void WriteLayerList(const model::ModelSpec& m, TomlWriter& w);

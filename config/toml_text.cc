@@ -84,9 +84,7 @@ std::string PlainNumber(double value) {
 
 void TomlWriter::Comment(std::string_view text) { Line("# " + std::string(text)); }
 void TomlWriter::Section(std::string_view name) { Line("\n[" + std::string(name) + "]"); }
-void TomlWriter::TableOfArray(std::string_view name) {
-  Line("\n[[" + std::string(name) + "]]");
-}
+void TomlWriter::TableOfArray(std::string_view name) { Line("\n[[" + std::string(name) + "]]"); }
 void TomlWriter::String(std::string_view key, std::string_view value) {
   Key(key, TomlString(value));
 }

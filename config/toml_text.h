@@ -34,8 +34,8 @@ std::string PlainNumber(double value);
 // in the text above.
 class TomlWriter {
  public:
-  void Comment(std::string_view text);  // "# text"
-  void Section(std::string_view name);  // a blank line, then "[name]"
+  void Comment(std::string_view text);       // "# text"
+  void Section(std::string_view name);       // a blank line, then "[name]"
   void TableOfArray(std::string_view name);  // a blank line, then "[[name]]"
   void String(std::string_view key, std::string_view value);
   void Bool(std::string_view key, bool value);

@@ -1,6 +1,8 @@
 #include "core/model/spec.h"
 
+#include <algorithm>
 #include <array>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -32,6 +34,15 @@ constexpr NameTable<InitScheme, 3> kInits{
     {{{InitScheme::kAuto, "auto"}, {InitScheme::kXavier, "xavier"}, {InitScheme::kHe, "he"}}},
     "auto, xavier, he"};
 
+// The last layer's output shape; the chain must hold (FindLayerMisfit).
+Shape OutputShape(const ModelSpec& spec) {
+  Shape shape = spec.input_shape;
+  for (const LayerSpec& layer : spec.layers) {
+    shape = MakeLayer(layer, shape, spec.outputs).value()->output();
+  }
+  return shape;
+}
+
 // A sequential model's layers chain from input_shape to `outputs` flat values; other types have
 // no layer list.
 Status ValidateLayers(const ModelSpec& spec) {
@@ -46,23 +57,13 @@ Status ValidateLayers(const ModelSpec& spec) {
     return Status::Error("model: input_shape " + FormatShape(spec.input_shape) + " does not hold " +
                          std::to_string(spec.inputs) + " inputs");
   }
-  Shape shape = spec.input_shape;
-  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
-    Result<std::unique_ptr<Layer>> layer = MakeLayer(spec.layers[i], shape, spec.outputs);
-    if (!layer.ok()) {
-      return Status::Error("model: layer " + std::to_string(i + 1) + " (" +
-                           LayerTypeName(spec.layers[i]) + " on " + FormatShape(shape) +
-                           "): " + layer.status().message());
-    }
-    shape = layer.value()->output();
-    if (shape.Size() > static_cast<std::size_t>(kMaxLayerWidth)) {
-      return Status::Error("model: layer " + std::to_string(i + 1) + " (" +
-                           LayerTypeName(spec.layers[i]) + ") gives " + FormatShape(shape) +
-                           " values per sample, more than " + std::to_string(kMaxLayerWidth));
-    }
+  if (std::optional<LayerMisfit> misfit = FindLayerMisfit(spec)) {
+    return Status::Error("model: layer " + std::to_string(misfit->index + 1) + ": " +
+                         misfit->reason);
   }
-  if (!shape.Flat() || shape.Size() != static_cast<std::size_t>(spec.outputs)) {
-    return Status::Error("model: the last layer gives " + FormatShape(shape) +
+  const Shape last = OutputShape(spec);
+  if (last.Size() != static_cast<std::size_t>(spec.outputs)) {
+    return Status::Error("model: the last layer gives " + FormatShape(last) +
                          " values per sample, but the model has " + std::to_string(spec.outputs) +
                          " outputs: end with a dense layer of " + std::to_string(spec.outputs) +
                          " units");
@@ -71,6 +72,31 @@ Status ValidateLayers(const ModelSpec& spec) {
 }
 
 }  // namespace
+
+std::optional<LayerMisfit> FindLayerMisfit(const ModelSpec& spec) {
+  Shape shape = spec.input_shape;
+  const int outputs = std::max(spec.outputs, 1);
+  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
+    const std::string name = LayerTypeName(spec.layers[i]);
+    const std::string on = name + " on " + FormatShape(shape) + " (the output of " +
+                           (i == 0 ? std::string("input_shape") : "layer " + std::to_string(i)) +
+                           ")";
+    Result<std::unique_ptr<Layer>> layer = MakeLayer(spec.layers[i], shape, outputs);
+    if (!layer.ok()) return LayerMisfit{i, on + ": " + layer.status().message()};
+    shape = layer.value()->output();
+    if (shape.Size() > static_cast<std::size_t>(kMaxLayerWidth)) {
+      return LayerMisfit{i, on + " gives " + FormatShape(shape) + " values per sample, more than " +
+                                std::to_string(kMaxLayerWidth)};
+    }
+  }
+  if (!shape.Flat()) {
+    return LayerMisfit{spec.layers.size() - 1,
+                       "the last layer gives " + FormatShape(shape) +
+                           " values per sample; end with a dense layer that gives the model's "
+                           "outputs"};
+  }
+  return std::nullopt;
+}
 
 std::vector<LayerSpec> ModelLayers(const ModelSpec& spec) {
   if (spec.type == ModelType::kSequential) return spec.layers;

@@ -14,6 +14,7 @@
 // Plain value type.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,17 @@ LossType DefaultLoss(ModelType type, int outputs);
 // Checks sizes and that type, loss and outputs fit together, and that a layer list chains from
 // input_shape to `outputs` values. The message names the field, or the layer (counted from 1).
 Status ValidateModelSpec(const ModelSpec& spec);
+
+// A layer of a layer list that does not fit its input: which (from 0) and why, worded for the
+// user ("conv2d on 4x3x3 (the output of layer 2): kernel 5 is larger than ...").
+struct LayerMisfit {
+  std::size_t index = 0;
+  std::string reason;
+};
+// The first layer of spec.layers that does not fit the output of the one before it (the first:
+// spec.input_shape), gives too many values, or, being the last, does not give a flat vector;
+// dense units left 0 stand for spec.outputs (1 while unknown). nullopt when the chain holds.
+std::optional<LayerMisfit> FindLayerMisfit(const ModelSpec& spec);
 
 // The model's layers first to last: a sequential model's own, or the dense layers a shorthand
 // type stands for (hidden layers with `activation`, then the output layer).

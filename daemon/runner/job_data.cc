@@ -68,17 +68,16 @@ Result<data::Dataset> ReadJobDataset(const config::DataConfig& data, const std::
       return data::ReadCsv(path, csv);
     }
     case config::DataFormat::kLibsvm:
-      return data::ReadLibsvm(path, static_cast<std::size_t>(data.features),
-                               classification);
+      return data::ReadLibsvm(path, static_cast<std::size_t>(data.features), classification);
     case config::DataFormat::kSynthetic:
       break;
   }
   return Status::Error(path + ": synthetic data has no file to read");
 }
 
-Result<model::ModelSpec> ResolveModelShape(const model::ModelSpec& job_spec,
+Result<model::ModelSpec> ResolveModelShape(const config::JobConfig& job,
                                            const data::DatasetShape& train) {
-  model::ModelSpec spec = job_spec;
+  model::ModelSpec spec = job.model;
   const auto features = static_cast<int>(train.features);
   if (spec.type == model::ModelType::kSequential) {
     if (spec.input_shape.Size() == 0) {
@@ -87,16 +86,16 @@ Result<model::ModelSpec> ResolveModelShape(const model::ModelSpec& job_spec,
                                             static_cast<int>(train.image_width)}
                              : model::Shape{features, 1, 1};
     } else if (spec.input_shape.Size() != train.features) {
-      return Status::Error("model.input_shape " + model::FormatShape(spec.input_shape) +
-                           " holds " + std::to_string(spec.input_shape.Size()) + " values but " +
-                           train.source + " has " + std::to_string(features) + " features");
+      return Status::Error("model.input_shape " + model::FormatShape(spec.input_shape) + " holds " +
+                           std::to_string(spec.input_shape.Size()) + " values but " + train.source +
+                           " has " + std::to_string(features) + " features");
     }
     spec.inputs = static_cast<int>(spec.input_shape.Size());
   }
   if (spec.inputs == 0) spec.inputs = features;
   if (spec.inputs != features) {
-    return Status::Error("model.inputs is " + std::to_string(spec.inputs) + " but " +
-                         train.source + " has " + std::to_string(features) + " features");
+    return Status::Error("model.inputs is " + std::to_string(spec.inputs) + " but " + train.source +
+                         " has " + std::to_string(features) + " features");
   }
   const bool classifies = spec.loss == model::LossType::kSoftmaxCrossEntropy;
   if (spec.outputs == 0) spec.outputs = classifies ? train.num_classes : 1;
@@ -110,13 +109,21 @@ Result<model::ModelSpec> ResolveModelShape(const model::ModelSpec& job_spec,
                          std::to_string(train.num_classes) + " classes");
   }
   Status valid = model::ValidateModelSpec(spec);
-  if (!valid.ok()) return valid;
+  if (!valid.ok()) {
+    std::optional<model::LayerMisfit> misfit = model::FindLayerMisfit(spec);
+    if (!misfit || misfit->index >= job.layer_places.size()) return valid;
+    const config::SourcePlace at = job.layer_places[misfit->index];
+    return Status::Error(
+        config::FormatDiagnostic({job.source_path, at.line, at.column,
+                                  "model.layers[" + std::to_string(misfit->index + 1) + "].type",
+                                  std::move(misfit->reason)}));
+  }
   return spec;
 }
 
 Result<model::ModelSpec> ResolveJobShape(const config::JobConfig& job) {
   if (job.data.format == config::DataFormat::kSynthetic) {
-    return ResolveModelShape(job.model, ShapeOf(MakeSynthetic(job.data, 0).first));
+    return ResolveModelShape(job, ShapeOf(MakeSynthetic(job.data, 0).first));
   }
   // A layer list's input_shape is held against the data, so it is read even when given.
   if (job.model.inputs != 0 && job.model.outputs != 0 &&
@@ -128,7 +135,7 @@ Result<model::ModelSpec> ResolveJobShape(const config::JobConfig& job) {
   Result<data::DatasetShape> train = ReadTrainingShape(job);
   if (!train.ok()) return train.status();
   train.value().source = TrainingSource(job, std::move(train.value().source));
-  return ResolveModelShape(job.model, train.value());
+  return ResolveModelShape(job, train.value());
 }
 
 Result<JobData> LoadJobData(const config::JobConfig& job) {
@@ -159,7 +166,7 @@ Result<JobData> LoadJobData(const config::JobConfig& job) {
                          " features but " + out.train.source + " has " +
                          std::to_string(out.train.features));
   }
-  auto spec = ResolveModelShape(job.model, ShapeOf(out.train));
+  auto spec = ResolveModelShape(job, ShapeOf(out.train));
   if (!spec.ok()) return spec.status();
   out.spec = spec.value();
   if (classification && out.eval.num_classes > out.spec.outputs) {

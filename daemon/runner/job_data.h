@@ -22,10 +22,10 @@ namespace dtrain::runner {
 
 struct JobData {
   data::Dataset train;
-  data::Dataset eval;          // rows == 0: nothing to evaluate on
-  std::string eval_name;       // "test", "validation" or "" (none)
+  data::Dataset eval;     // rows == 0: nothing to evaluate on
+  std::string eval_name;  // "test", "validation" or "" (none)
   data::Scaling scaling;
-  model::ModelSpec spec;       // inputs and outputs resolved
+  model::ModelSpec spec;  // inputs and outputs resolved
 };
 
 Result<JobData> LoadJobData(const config::JobConfig& job);
@@ -37,8 +37,10 @@ Result<data::Dataset> ReadJobDataset(const config::DataConfig& data, const std::
                                      const std::string& labels_path, bool classification);
 
 // The job's spec with inputs/outputs taken from the training data's shape where the job left
-// them 0, checked against it (feature count, number of classes).
-Result<model::ModelSpec> ResolveModelShape(const model::ModelSpec& spec,
+// them 0, checked against it (feature count, number of classes). A layer that does not fit the
+// shape the data gave is said at its place in the job file, as the job file's own check says it
+// where input_shape is written out.
+Result<model::ModelSpec> ResolveModelShape(const config::JobConfig& job,
                                            const data::DatasetShape& train);
 
 // LoadJobData(job).value().spec, reading as little as it can (for a parameter-server shard, which

@@ -19,7 +19,7 @@ constexpr int kMaxFilters = 1 << 16;
 constexpr int kMaxKernel = 1024;
 constexpr std::size_t kMaxPatch = std::size_t{1} << 20;
 constexpr std::size_t kMaxOutput = std::size_t{1} << 24;     // as every layer (model/spec.cc)
-constexpr std::size_t kColumnFloats = std::size_t{1} << 20;  // a chunk's columns: 4 MiB at most
+constexpr std::size_t kColumnFloats = std::size_t{1} << 18;  // a chunk's columns: 1 MiB at most
 
 struct Geometry {
   int kernel, stride, pad_top, pad_left;
@@ -129,9 +129,9 @@ class Conv2d final : public Layer {
       float* row = col + to;
       const std::size_t b = static_cast<std::size_t>(begin) * c,
                         e = static_cast<std::size_t>(end) * c;
-      std::fill(row, row + b, 0.0f);
-      std::copy(in + from, in + from + (e - b), row + b);
-      std::fill(row + e, row + k * c, 0.0f);
+      // One select loop, not fill-copy-fill: a first layer's rows are a few floats (k x 1
+      // channel), where three library calls per row cost more than the copying.
+      for (std::size_t i = 0; i < k * c; ++i) row[i] = i >= b && i < e ? in[from + i - b] : 0.0f;
     });
   }
 

@@ -47,32 +47,49 @@ class Pool2d final : public Layer {
   void Backward(const float*, const float* in, const float* out, float* dout, float* din, float*,
                 const LayerPass& pass) const override {
     if (din == nullptr) return;
-    std::fill(din, din + static_cast<std::size_t>(pass.rows) * input().Size(), 0.0f);
+    // Windows that tile the input exactly write each input cell once: no zeroing, no adding.
+    const bool tiled = Tiled();
+    if (!tiled) std::fill(din, din + static_cast<std::size_t>(pass.rows) * input().Size(), 0.0f);
     const std::size_t c = Channels();
     const float inv_area = 1.0f / static_cast<float>(kernel_ * kernel_);
     float* routed = pass.scratch;  // 1 once a channel's gradient has gone to its max
     ForEachWindow(pass.rows, [&](std::size_t to, std::size_t corner) {
       const float* g = dout + to;
       if (!max_) {
-        ForEachCell(corner, [&](std::size_t at) {
-          for (std::size_t ch = 0; ch < c; ++ch) din[at + ch] += g[ch] * inv_area;
-        });
+        ForEachCell(corner, [&](std::size_t at) { Spread(g, inv_area, din + at, c, tiled); });
         return;
       }
-      const float* o = out + to;
       std::fill(routed, routed + c, 0.0f);
       ForEachCell(corner, [&](std::size_t at) {
-        for (std::size_t ch = 0; ch < c; ++ch) {
-          const bool here = routed[ch] == 0.0f && in[at + ch] == o[ch];
-          din[at + ch] += here ? g[ch] : 0.0f;
-          routed[ch] = here ? 1.0f : routed[ch];
-        }
+        RouteMax(in + at, out + to, g, din + at, routed, c, tiled);
       });
     });
   }
 
  private:
   std::size_t Channels() const { return static_cast<std::size_t>(input().channels); }
+  // Every input cell lies in exactly one window.
+  bool Tiled() const {
+    return stride_ == kernel_ && input().height % kernel_ == 0 && input().width % kernel_ == 0;
+  }
+
+  // One cell of an average window: its share of the window's gradient g.
+  static void Spread(const float* __restrict g, float inv_area, float* __restrict d, std::size_t c,
+                     bool overwrite) {
+    for (std::size_t ch = 0; ch < c; ++ch) d[ch] = (overwrite ? 0.0f : d[ch]) + g[ch] * inv_area;
+  }
+
+  // One cell x of a max window with output o: the gradient g goes to the channels where x is the
+  // maximum and no earlier cell of the window took it.
+  static void RouteMax(const float* __restrict x, const float* __restrict o,
+                       const float* __restrict g, float* __restrict d, float* __restrict routed,
+                       std::size_t c, bool overwrite) {
+    for (std::size_t ch = 0; ch < c; ++ch) {
+      const bool here = routed[ch] == 0.0f && x[ch] == o[ch];
+      d[ch] = (overwrite ? 0.0f : d[ch]) + (here ? g[ch] : 0.0f);
+      routed[ch] = here ? 1.0f : routed[ch];
+    }
+  }
 
   // visit(output offset, input offset of the window's first cell): every window, C values each.
   template <typename Visit>

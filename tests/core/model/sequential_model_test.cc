@@ -62,7 +62,8 @@ BOOST_AUTO_TEST_CASE(validation_names_the_layer_and_why) {
   spec.layers[2].kernel = 5;  // on the 3x4x3 output of the pool
   const Status big = ValidateModelSpec(spec);
   BOOST_TEST(big.message() ==
-             "model: layer 3 (conv2d on 3x4x3): kernel 5 is larger than the input's height 4 "
+             "model: layer 3: conv2d on 3x4x3 (the output of layer 2): kernel 5 is larger than "
+             "the input's height 4 "
              "padded by 0 on each side");
   spec = SmallCnn(Activation::kRelu);
   spec.layers.back().units = 4;

@@ -112,6 +112,13 @@ BOOST_AUTO_TEST_CASE(idx_errors_match_load_job_data) {
       "model.outputs is 4 but " + dir.Path("images") + " [train split] has labels up to 4");
   dir.Write("three-labels", IdxBytes(0x801, {3}, std::string("\x00\x01\x02", 3)));
   CheckSameError(Job(IdxJob("images", "three-labels", ""), dir), "another number of labels than");
+  // A layer that does not fit the images' shape is said at its line, as with input_shape given.
+  CheckSameError(Job(IdxJob("images", "labels",
+                            "type = \"sequential\"\n[[model.layers]]\ntype = \"conv2d\"\n"
+                            "filters = 2\nkernel = 3\n[[model.layers]]\ntype = \"dense\"\n"),
+                     dir),
+                 "job.toml:9:8: model.layers[1].type: conv2d on 1x2x3 (the output of input_shape): "
+                 "kernel 3 is larger than the input's height 2");
 }
 
 BOOST_AUTO_TEST_CASE(idx_fashion_mnist,
