@@ -111,8 +111,7 @@ class IdxFile {
     got = Read(&extra, 1);
     if (!got.ok()) return got.status();
     if (got.value() != 0) {
-      return Error("unexpected data after the last " + std::string(item) +
-                   " the header declares");
+      return Error("unexpected data after the last " + std::string(item) + " the header declares");
     }
     return Status::Ok();
   }
@@ -141,7 +140,7 @@ class IdxFile {
 // An image file whose header has been read and checked; its items come next.
 struct ImageFile {
   IdxFile file;
-  std::uint32_t count = 0;   // images
+  std::uint32_t count = 0;            // images
   std::size_t height = 0, width = 0;  // pixels
 };
 
@@ -156,8 +155,9 @@ Result<ImageFile> OpenImages(const std::string& path) {
   const std::size_t width = dims.value()[2];
   if (count == 0) return images.value().Error("the header declares no images");
   if (height == 0 || width == 0 || height * width > static_cast<std::size_t>(INT_MAX)) {
-    return images.value().Error("the header declares an invalid image size (a dimension of 0, "
-                                "or more than 2^31 pixels)");
+    return images.value().Error(
+        "the header declares an invalid image size (a dimension of 0, "
+        "or more than 2^31 pixels)");
   }
   return ImageFile{std::move(images).value(), count, height, width};
 }
@@ -171,8 +171,8 @@ Result<math::ByteBuffer> ReadLabels(const std::string& labels_path, std::uint32_
   Result<std::vector<std::uint32_t>> dims = labels.value().ReadHeader(kLabelsMagic, "label");
   if (!dims.ok()) return dims.status();
   if (dims.value()[0] != count) {
-    return labels.value().Error("its header declares another number of labels than " +
-                                images_path + " declares images");
+    return labels.value().Error("its header declares another number of labels than " + images_path +
+                                " declares images");
   }
   math::ByteBuffer raw;
   Status s = labels.value().ReadItems(count, 1, "label", raw);
@@ -221,8 +221,9 @@ Result<DatasetShape> ReadIdxShape(const std::string& images_path, const std::str
   Result<LabelledImages> opened = OpenLabelledImages(images_path, labels_path);
   if (!opened.ok()) return opened.status();
   const LabelledImages& in = opened.value();
-  return DatasetShape{in.images.count, in.images.height * in.images.width, in.num_classes,
-                      images_path, in.images.height, in.images.width};
+  return DatasetShape{in.images.count,  in.images.height * in.images.width,
+                      in.num_classes,   images_path,
+                      in.images.height, in.images.width};
 }
 
 }  // namespace dtrain::data

@@ -7,8 +7,8 @@
 // A reader either returns the complete data set or one error whose message names the file, the
 // place (line and column, or the part of an IDX file) and what was wrong — never the bytes or text
 // found there: a job may name a file its submitter must not learn through an error, and messages
-// reach logs and job states. A data set with no rows is an error. Generators are pure functions of their options. All functions
-// are safe for concurrent use.
+// reach logs and job states. A data set with no rows is an error. Generators are pure functions of
+// their options. All functions are safe for concurrent use.
 #pragma once
 
 #include <cstddef>
@@ -51,9 +51,10 @@ struct CsvOptions {
 Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& options);
 
 // libsvm/svmlight text: "label idx:val idx:val ... [# comment]" with 1-based indices, densified
-// into `features` float columns (absent entries are 0). An index of 0 or > features is an error
-// naming the line. Class labels: if every label is -1 or +1 they map to 0 and 1; otherwise they
-// must be non-negative integers. Regression labels may be any finite number.
+// into `features` float columns (absent entries are 0; sparse_rows.h keeps them sparse). An index
+// of 0 or > features is an error naming the line. Class labels: if every label is -1 or +1 they map
+// to 0 and 1; otherwise they must be non-negative integers. Regression labels may be any finite
+// number.
 Result<Dataset> ReadLibsvm(const std::string& path, std::size_t features,
                            bool classification = true);
 

@@ -1,0 +1,169 @@
+// ReadLibsvmSparse, and ReadLibsvm on top of it: libsvm/svmlight text read into compressed
+// sparse rows. An error names the place (file, line, column) and what is wrong, never the text
+// found there (readers.h).
+#include <algorithm>
+#include <charconv>
+#include <climits>
+#include <numeric>
+#include <utility>
+
+#include "core/data/random.h"
+#include "core/data/readers.h"
+#include "core/data/sparse_rows.h"
+#include "core/data/text_lines.h"
+
+namespace dtrain::data {
+namespace {
+
+using text::LineReader;
+
+// Sorts the row that starts at `start` by feature and sums the values of repeated features.
+void MergeRow(SparseRows& d, std::size_t start) {
+  const std::size_t n = d.index.size() - start;
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return d.index[start + a] < d.index[start + b]; });
+  std::vector<std::uint32_t> index;
+  std::vector<float> value;
+  for (std::size_t i : order) {
+    if (!index.empty() && index.back() == d.index[start + i]) {
+      value.back() += d.value[start + i];
+    } else {
+      index.push_back(d.index[start + i]);
+      value.push_back(d.value[start + i]);
+    }
+  }
+  d.index.resize(start);
+  d.value.resize(start);
+  d.index.insert(d.index.end(), index.begin(), index.end());
+  d.value.insert(d.value.end(), value.begin(), value.end());
+}
+
+}  // namespace
+
+std::size_t SparseRows::Bytes() const {
+  return row_start.size() * sizeof(std::uint64_t) + index.size() * sizeof(std::uint32_t) +
+         value.size() * sizeof(float) + labels.size() * sizeof(float);
+}
+
+std::uint32_t HashFeature(std::string_view name, int bits) {
+  std::uint64_t h = 0xCBF29CE484222325ULL;  // FNV-1a, 64 bits
+  for (const char c : name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001B3ULL;
+  }
+  return static_cast<std::uint32_t>(SplitMix64::Finalize(h) >> (64 - bits));
+}
+
+Result<SparseRows> ReadLibsvmSparse(const std::string& path, const LibsvmOptions& options) {
+  LineReader reader(path);
+  if (!reader.open_status().ok()) return reader.open_status();
+  if (options.hash_bits < 0 || options.hash_bits > 32) {
+    return reader.Error("hash_bits must be in [0, 32], got " + std::to_string(options.hash_bits));
+  }
+  if (options.features > kMaxSparseFeatures) {
+    return reader.Error("invalid feature count " + std::to_string(options.features));
+  }
+  const bool hashed = options.hash_bits > 0;
+  const std::uint64_t limit = options.features > 0 ? options.features : kMaxSparseFeatures;
+
+  SparseRows d;
+  d.source = path;
+  std::uint64_t largest = 0;
+  text::LabelRule rule(options.classification);
+  std::string_view line;
+  while (reader.Next(&line)) {
+    std::string_view rest = line.substr(0, line.find('#'));
+    const std::string_view label_text = text::NextToken(rest);
+    if (label_text.empty()) continue;  // blank or comment-only line
+    // "line N, column C": C is the 1-based byte position of `token` in the line.
+    const auto where = [&](std::string_view token) {
+      return reader.Line() + ", column " + std::to_string(token.data() - line.data() + 1);
+    };
+    float label = 0.0f;
+    if (std::string problem = text::NumberProblem(label_text, &label); !problem.empty()) {
+      return reader.Error(where(label_text) + ": bad label: " + problem);
+    }
+    if (std::string problem = rule.Check(label, where(label_text)); !problem.empty()) {
+      return reader.Error(where(label_text) + ": " + problem);
+    }
+    d.labels.push_back(label);
+
+    const std::size_t row_start = d.index.size();
+    bool sorted = true;
+    for (std::string_view token = text::NextToken(rest); !token.empty();
+         token = text::NextToken(rest)) {
+      const std::size_t colon = token.rfind(':');
+      if (colon == std::string_view::npos || (hashed && colon == 0)) {
+        return reader.Error(where(token) + ": not an index:value pair");
+      }
+      const std::string_view name = token.substr(0, colon);
+      std::uint64_t feature = 0;  // 0-based
+      if (hashed) {
+        feature = HashFeature(name, options.hash_bits);
+      } else {
+        std::uint64_t index = 0;
+        const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), index);
+        if (end != name.data() + name.size() || name.empty()) {
+          return reader.Error(where(token) + ": the feature index is not a non-negative integer");
+        }
+        if (error != std::errc() || index == 0 || index > limit) {  // out_of_range: too large
+          return reader.Error(where(token) + ": the feature index is out of range 1.." +
+                              std::to_string(limit) +
+                              (options.features > 0 ? " (data.features)" : ""));
+        }
+        feature = index - 1;
+      }
+      float value = 0.0f;
+      if (std::string problem = text::NumberProblem(token.substr(colon + 1), &value);
+          !problem.empty()) {
+        return reader.Error(where(token) + ": feature value: " + problem);
+      }
+      sorted = sorted && (d.index.size() == row_start || d.index.back() < feature);
+      d.index.push_back(static_cast<std::uint32_t>(feature));
+      d.value.push_back(value);
+      largest = std::max(largest, feature + 1);
+    }
+    if (!sorted) MergeRow(d, row_start);
+    d.row_start.push_back(d.index.size());
+  }
+  if (Status end = reader.EndStatus(); !end.ok()) return end;
+  if (d.labels.empty()) return reader.Error("no data rows");
+  Result<int> classes = rule.Finish(d.labels, reader);
+  if (!classes.ok()) return classes.status();
+  d.num_classes = classes.value();
+  d.features = hashed ? std::uint64_t{1} << options.hash_bits
+                      : (options.features > 0 ? options.features : largest);
+  return d;
+}
+
+Dataset Densify(const SparseRows& rows) {
+  Dataset d;
+  d.rows = rows.rows();
+  d.features = static_cast<std::size_t>(rows.features);
+  d.floats.resize(d.rows * d.features, 0.0f);
+  for (std::size_t r = 0; r < d.rows; ++r) {
+    const std::span<const std::uint32_t> index = rows.Index(r);
+    const std::span<const float> value = rows.Value(r);
+    float* row = d.floats.data() + r * d.features;
+    for (std::size_t i = 0; i < index.size(); ++i) row[index[i]] = value[i];
+  }
+  d.labels = rows.labels;
+  d.num_classes = rows.num_classes;
+  d.source = rows.source;
+  return d;
+}
+
+Result<Dataset> ReadLibsvm(const std::string& path, std::size_t features, bool classification) {
+  if (features == 0 || features > static_cast<std::size_t>(INT_MAX)) {
+    if (Status open = LineReader(path).open_status(); !open.ok()) return open;
+    return Status::Error(path + ": invalid feature count " + std::to_string(features));
+  }
+  Result<SparseRows> rows =
+      ReadLibsvmSparse(path, {.features = features, .classification = classification});
+  if (!rows.ok()) return rows.status();
+  return Densify(rows.value());
+}
+
+}  // namespace dtrain::data
