@@ -48,7 +48,8 @@ bool SameTrain(const train::TrainOptions& a, const train::TrainOptions& b) {
 bool SameOptimizer(const optim::OptimizerOptions& a, const optim::OptimizerOptions& b) {
   return a.type == b.type && a.momentum == b.momentum && a.nesterov == b.nesterov &&
          a.beta1 == b.beta1 && a.beta2 == b.beta2 && a.eps == b.eps &&
-         a.initial_accumulator == b.initial_accumulator;
+         a.initial_accumulator == b.initial_accumulator && a.alpha == b.alpha && a.beta == b.beta &&
+         a.l1 == b.l1 && a.l2 == b.l2;
 }
 
 }  // namespace

@@ -429,6 +429,10 @@ void ReadOptimizer(TableReader& r, optim::OptimizerOptions* o, optim::ScheduleOp
   r.Number("beta2", ClosedOpen(0, 1), &o->beta2);
   r.Number("eps", OpenClosed(0, 1), &o->eps);
   r.Number("initial_accumulator", Closed(0, 1e6), &o->initial_accumulator);
+  r.Number("alpha", OpenClosed(0, 1000), &o->alpha);
+  r.Number("beta", OpenClosed(0, 1e6), &o->beta);
+  r.Number("l1", Closed(0, 1e6), &o->l1);
+  r.Number("l2", Closed(0, 1e6), &o->l2);
   r.Int("history", 1, 1000, &lbfgs->history);
   r.Int("max_iterations", 1, kMaxSteps, &lbfgs->max_iterations);
   r.Number("gradient_tolerance", Closed(0, 1e9), &lbfgs->gradient_tolerance);

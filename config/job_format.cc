@@ -83,6 +83,10 @@ void WriteOptimizer(const JobConfig& job, TomlWriter& w) {
   w.Float("beta2", o.beta2);
   w.Float("eps", o.eps);
   w.Float("initial_accumulator", o.initial_accumulator);
+  w.Float("alpha", o.alpha);
+  w.Float("beta", o.beta);
+  w.Float("l1", o.l1);
+  w.Float("l2", o.l2);
   w.Int("history", job.lbfgs.history);
   w.Int("max_iterations", job.lbfgs.max_iterations);
   w.Double("gradient_tolerance", job.lbfgs.gradient_tolerance);

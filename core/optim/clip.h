@@ -4,8 +4,8 @@
 //   // norm is the gradient's norm before clipping: the value worth logging as a metric
 //
 // Sums of squares come from math::SquaredNorm (float blocks of 1024, accumulated in double), so
-// the norm of a 10^6-float gradient is accurate to ~1e-7 relative. Pure functions of their arguments: safe for
-// concurrent use on disjoint memory.
+// the norm of a 10^6-float gradient is accurate to ~1e-7 relative. Pure functions of their
+// arguments: safe for concurrent use on disjoint memory.
 #pragma once
 
 #include <span>

@@ -8,11 +8,16 @@ namespace dtrain::optim {
 
 std::string_view LbfgsStopName(LbfgsStop stop) {
   switch (stop) {
-    case LbfgsStop::kNone: return "none";
-    case LbfgsStop::kGradientTolerance: return "gradient tolerance";
-    case LbfgsStop::kLossTolerance: return "loss tolerance";
-    case LbfgsStop::kMaxIterations: return "max iterations";
-    case LbfgsStop::kNoProgress: return "no further decrease";
+    case LbfgsStop::kNone:
+      return "none";
+    case LbfgsStop::kGradientTolerance:
+      return "gradient tolerance";
+    case LbfgsStop::kLossTolerance:
+      return "loss tolerance";
+    case LbfgsStop::kMaxIterations:
+      return "max iterations";
+    case LbfgsStop::kNoProgress:
+      return "no further decrease";
   }
   return "unknown";
 }
@@ -134,8 +139,8 @@ Result<LineSearchResult> Lbfgs::SearchAlong(double slope, double initial_step) {
 Status Lbfgs::Accept(const LineSearchResult& found) {
   const int slot = (state_.newest + 1) % options_.history;
   const int s = HistoryS(slot), y = HistoryY(slot);
-  for (Status st : {v_.Copy(kTrial, s), v_.Axpy(-1.0, kX, s), v_.Copy(kTrialGrad, y),
-                    v_.Axpy(-1.0, kG, y)}) {
+  for (Status st :
+       {v_.Copy(kTrial, s), v_.Axpy(-1.0, kX, s), v_.Copy(kTrialGrad, y), v_.Axpy(-1.0, kG, y)}) {
     if (!st.ok()) return st;
   }
   Result<double> sy = v_.Dot(s, y);

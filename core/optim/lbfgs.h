@@ -81,7 +81,7 @@ struct LbfgsIteration {
   double gradient_norm = 0.0;  // |g| after it
   double step_length = 0.0;    // the accepted step a (x moved by a |d|: see direction_norm)
   double direction_norm = 0.0;
-  int evaluations = 0;         // objective evaluations this iteration took
+  int evaluations = 0;                // objective evaluations this iteration took
   LbfgsStop stop = LbfgsStop::kNone;  // why the run ends after this iteration, if it does
 };
 

@@ -76,7 +76,8 @@ class Search {
     while (evaluations_ < options_.max_evaluations) {
       const double width = std::abs(hi.step - lo.step);
       if (width <= std::numeric_limits<float>::epsilon() * std::max(lo.step, hi.step)) break;
-      const double step = std::isfinite(hi.at.value) ? CubicStep(lo, hi) : 0.5 * (lo.step + hi.step);
+      const double step =
+          std::isfinite(hi.at.value) ? CubicStep(lo, hi) : 0.5 * (lo.step + hi.step);
       Result<LinePoint> at = Evaluate(step);
       if (!at.ok()) return at.status();
       const Trial trial{step, at.value()};

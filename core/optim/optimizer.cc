@@ -10,6 +10,7 @@
 
 #include "core/math/buffer.h"
 #include "core/name_table.h"
+#include "core/optim/ftrl.h"
 
 namespace dtrain::optim {
 namespace {
@@ -21,12 +22,13 @@ namespace stdx = std::experimental;
 using Lanes = stdx::native_simd<float>;
 constexpr std::size_t kLanes = Lanes::size();
 
-constexpr NameTable<OptimizerType, 5> kOptimizerTypes{{{{OptimizerType::kSgd, "sgd"},
+constexpr NameTable<OptimizerType, 6> kOptimizerTypes{{{{OptimizerType::kSgd, "sgd"},
                                                         {OptimizerType::kMomentum, "momentum"},
                                                         {OptimizerType::kAdagrad, "adagrad"},
                                                         {OptimizerType::kAdam, "adam"},
-                                                        {OptimizerType::kLbfgs, "lbfgs"}}},
-                                                      "sgd, momentum, adagrad, adam, lbfgs"};
+                                                        {OptimizerType::kLbfgs, "lbfgs"},
+                                                        {OptimizerType::kFtrl, "ftrl"}}},
+                                                      "sgd, momentum, adagrad, adam, lbfgs, ftrl"};
 
 void StoreIfWritable(const Lanes& v, float* at) { v.copy_to(at, stdx::element_aligned); }
 void StoreIfWritable(const Lanes&, const float*) {}
@@ -78,8 +80,7 @@ class Sgd final : public Optimizer {
   void Update(std::size_t, std::span<float> params, std::span<const float> grad,
               float lr) override {
     ForEachLanes(
-        params.size(), [lr](Lanes& p, const Lanes& g) { p -= lr * g; }, params.data(),
-        grad.data());
+        params.size(), [lr](Lanes& p, const Lanes& g) { p -= lr * g; }, params.data(), grad.data());
   }
 };
 
@@ -184,6 +185,33 @@ class Adam final : public Optimizer {
   math::FloatBuffer v_;
 };
 
+// Scalar per coordinate (ftrl.h): every element gets the same arithmetic wherever a range starts.
+class Ftrl final : public Optimizer {
+ public:
+  Ftrl(const OptimizerOptions& options, std::size_t begin, std::size_t end)
+      : Optimizer(OptimizerType::kFtrl, begin, end),
+        rates_{options.alpha, options.beta, options.l1, options.l2},
+        z_(size(), 0.0f),
+        n_(size(), 0.0f) {}
+  std::vector<std::span<float>> StateVectors() override { return {z_, n_}; }
+
+ private:
+  void Update(std::size_t offset, std::span<float> params, std::span<const float> grad,
+              float) override {
+    float* z = z_.data() + offset;
+    float* n = n_.data() + offset;
+    if (steps() == 0) {
+      for (std::size_t i = 0; i < params.size(); ++i) z[i] = FtrlStateOf(params[i], rates_);
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      params[i] = FtrlStep(grad[i], params[i], z[i], n[i], rates_);
+    }
+  }
+
+  FtrlRates rates_;
+  math::FloatBuffer z_, n_;
+};
+
 #pragma GCC diagnostic pop
 
 // NaN fails every comparison, so each check also rejects NaN.
@@ -204,8 +232,7 @@ void Optimizer::Step(std::span<float> params, std::span<const float> grad, float
 }
 
 void Optimizer::StepFromBlocks(std::span<float> params, const GradientBlock& block, float lr) {
-  assert(params.size() == size() &&
-         "StepFromBlocks takes exactly the optimizer's range of params");
+  assert(params.size() == size() && "StepFromBlocks takes exactly the optimizer's range of params");
   std::array<float, kGradientBlock> grad;
   for (std::size_t at = 0; at < size(); at += kGradientBlock) {
     const std::size_t n = std::min(kGradientBlock, size() - at);
@@ -218,11 +245,18 @@ void Optimizer::StepFromBlocks(std::span<float> params, const GradientBlock& blo
 
 int StateVectorCount(OptimizerType type) {
   switch (type) {
-    case OptimizerType::kSgd: return 0;
-    case OptimizerType::kMomentum: return 1;
-    case OptimizerType::kAdagrad: return 1;
-    case OptimizerType::kAdam: return 2;
-    case OptimizerType::kLbfgs: return 0;
+    case OptimizerType::kSgd:
+      return 0;
+    case OptimizerType::kMomentum:
+      return 1;
+    case OptimizerType::kAdagrad:
+      return 1;
+    case OptimizerType::kAdam:
+      return 2;
+    case OptimizerType::kLbfgs:
+      return 0;
+    case OptimizerType::kFtrl:
+      return 2;
   }
   return 2;
 }
@@ -255,6 +289,17 @@ Status ValidateOptimizerOptions(const OptimizerOptions& options) {
       break;
     case OptimizerType::kLbfgs:
       break;
+    case OptimizerType::kFtrl:
+      if (!(options.alpha > 0.0f) || !(options.beta > 0.0f)) {
+        return Status::Error("optimizer ftrl: alpha and beta must be > 0, got " +
+                             std::to_string(options.alpha) + " and " +
+                             std::to_string(options.beta));
+      }
+      if (!(options.l1 >= 0.0f) || !(options.l2 >= 0.0f)) {
+        return Status::Error("optimizer ftrl: l1 and l2 must be >= 0, got " +
+                             std::to_string(options.l1) + " and " + std::to_string(options.l2));
+      }
+      break;
   }
   if ((options.type == OptimizerType::kAdagrad || options.type == OptimizerType::kAdam) &&
       !(options.eps > 0.0f)) {
@@ -275,6 +320,8 @@ std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options, std::s
       return std::make_unique<Adagrad>(options, begin, end);
     case OptimizerType::kAdam:
       return std::make_unique<Adam>(options, begin, end);
+    case OptimizerType::kFtrl:
+      return std::make_unique<Ftrl>(options, begin, end);
     case OptimizerType::kLbfgs:
       break;
   }

@@ -23,6 +23,8 @@
 //              with a = lr / (1 - beta1^t) and b = 1 / sqrt(1 - beta2^t), the bias corrections,
 //              computed in double once per step and rounded to float (m, v start at 0); this is
 //              PyTorch's Adam without weight decay or amsgrad
+//   kFtrl      FTRL-Proximal per coordinate (ftrl.h), state z and n, step scale alpha (lr is
+//              not used); z starts at FtrlStateOf(the initial parameter) on the first step
 //
 // An Optimizer is used by one thread at a time; distinct optimizers are independent.
 #pragma once
@@ -42,7 +44,7 @@ namespace dtrain::optim {
 // kLbfgs is not a step optimizer: a job of that type runs L-BFGS (core/optim/lbfgs.h, its options
 // in config::JobConfig) on its full-batch objective instead of a training loop, and no Optimizer
 // of that type is ever made.
-enum class OptimizerType { kSgd, kMomentum, kAdagrad, kAdam, kLbfgs };
+enum class OptimizerType { kSgd, kMomentum, kAdagrad, kAdam, kLbfgs, kFtrl };
 
 struct OptimizerOptions {
   OptimizerType type = OptimizerType::kSgd;
@@ -51,6 +53,8 @@ struct OptimizerOptions {
   float beta1 = 0.9f, beta2 = 0.999f;  // kAdam, each in [0, 1)
   float eps = 1e-8f;                   // kAdam and kAdagrad, > 0
   float initial_accumulator = 0.1f;    // kAdagrad, >= 0
+  float alpha = 0.1f, beta = 1.0f;     // kFtrl, each > 0
+  float l1 = 0.0f, l2 = 0.0f;          // kFtrl, each >= 0
 };
 
 // OK when every field used by options.type is in its documented range; otherwise names the field.
@@ -82,8 +86,8 @@ class Optimizer {
   std::size_t size() const { return end_ - begin_; }
 
   // The checkpointable state, size() floats each, in this order: kSgd none; kMomentum velocity;
-  // kAdagrad accumulator; kAdam m, v. Writing through the spans restores a checkpoint; together
-  // with set_steps() the optimizer then continues bit for bit as the one that was saved.
+  // kAdagrad accumulator; kAdam m, v; kFtrl z, n. Writing through the spans restores a checkpoint;
+  // together with set_steps() the optimizer then continues bit for bit as the one that was saved.
   virtual std::vector<std::span<float>> StateVectors() = 0;
 
   // Number of Step calls taken (or restored); Adam's bias correction depends on it.
@@ -110,9 +114,9 @@ class Optimizer {
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options, std::size_t begin,
                                          std::size_t end);
 
-// Configuration names: "sgd", "momentum", "adagrad", "adam", "lbfgs".
+// Configuration names: "sgd", "momentum", "adagrad", "adam", "lbfgs", "ftrl".
 std::string_view OptimizerTypeName(OptimizerType type);
 Result<OptimizerType> ParseOptimizerType(std::string_view name);  // error lists the choices
-std::string_view OptimizerTypeChoices();  // "sgd, momentum, adagrad, adam, lbfgs"
+std::string_view OptimizerTypeChoices();  // "sgd, momentum, adagrad, adam, lbfgs, ftrl"
 
 }  // namespace dtrain::optim

@@ -431,6 +431,42 @@ BOOST_AUTO_TEST_CASE(a_layer_list_model_exports_predicts_and_evaluates_the_same)
   CheckExportThenPredict(kQuickCnnJob);
 }
 
+// FTRL-Proximal trains a softmax regression in one process and on parameter servers (whose
+// shards keep z and n in the checkpoint); an L1 larger than any gradient sum holds every
+// parameter at exactly 0.
+BOOST_AUTO_TEST_CASE(ftrl_trains_and_its_l1_holds_parameters_at_zero) {
+  std::string job_text = kQuickJob;
+  job_text.replace(job_text.find("type = \"mlp\"\nhidden = [16]\nactivation = \"tanh\""),
+                   std::string("type = \"mlp\"\nhidden = [16]\nactivation = \"tanh\"").size(),
+                   "type = \"softmax\"");
+  for (const std::string cluster :
+       {"", "[cluster]\nworkers = 2\nmode = \"sync\"\nallreduce = \"ps\"\n"}) {
+    BOOST_TEST_CONTEXT(cluster) {
+      TempDir dir;
+      const std::string job = dir.Write("job.toml", job_text + cluster);
+      const std::string db = dir.Path("runs.db");
+      const ProcessResult r = RunProcess({Bin(), "run", job, "--db", db, "--json", "--set",
+                                          "optimizer.type=ftrl", "--set", "optimizer.alpha=0.5"},
+                                         dir.Path(""));
+      BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+      BOOST_TEST(ParseJson(r)["metrics"]["accuracy"].get<double>() > 0.8);
+      const store::CheckpointData c = Final(db, 1);
+      BOOST_REQUIRE(c.optimizer_state.size() == 2u);  // z and n
+      BOOST_TEST(c.optimizer_state[1].size() == c.params.size());
+      BOOST_TEST(std::ranges::all_of(c.optimizer_state[1], [](float n) { return n >= 0.0f; }));
+    }
+  }
+  TempDir dir;
+  const std::string job = dir.Write("job.toml", job_text);
+  const std::string db = dir.Path("runs.db");
+  const ProcessResult r = RunProcess({Bin(), "run", job, "--db", db, "--set", "optimizer.type=ftrl",
+                                      "--set", "optimizer.l1=1000000"},
+                                     dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const store::CheckpointData c = Final(db, 1);
+  BOOST_TEST(std::ranges::all_of(c.params, [](float p) { return p == 0.0f; }));
+}
+
 // On parameter servers each replica keeps its own running statistics, and the checkpoint the
 // job exports holds replica 0's. (Async runs Adagrad, Downpour's optimizer: momentum
 // on stale pushes diverges on this job with or without batchnorm.)

@@ -172,7 +172,7 @@ BOOST_AUTO_TEST_CASE(every_error_of_a_file_is_reported_in_file_order) {
        {f, 14, 1, "train.batchsize", "unknown key; did you mean 'batch_size'?"},
        {f, 15, 11, "train.threads", "must be an integer in [0, 1024], got the string \"4\""},
        {f, 18, 8, "optimizer.type",
-        "must be one of: sgd, momentum, adagrad, adam, lbfgs; got \"rmsprop\""},
+        "must be one of: sgd, momentum, adagrad, adam, lbfgs, ftrl; got \"rmsprop\""},
        {f, 19, 6, "optimizer.lr", "must be a number in (0, 1000], got 0"},
        {f, 20, 9, "optimizer.beta2", "must be a finite number in [0, 1), got inf"},
        {f, 23, 11, "cluster.workers", "mode \"single\" trains one worker"},

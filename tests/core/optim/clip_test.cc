@@ -1,13 +1,13 @@
 // Global-norm clipping: the norm it reports, the norm it leaves, and when it must not touch grad.
-#include <boost/test/unit_test.hpp>
+#include "core/optim/clip.h"
 
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <span>
 
 #include "core/math/buffer.h"
-#include "core/optim/clip.h"
 #include "core/optim/test_util.h"
 
 namespace dtrain::optim {

@@ -1,14 +1,14 @@
 // L-BFGS and its strong Wolfe line search: the conditions hold where the search stops, known
 // minimisers are reached, and a run restored from its saved state continues bit for bit.
-#include <boost/test/unit_test.hpp>
+#include "core/optim/lbfgs.h"
 
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <vector>
 
-#include "core/optim/lbfgs.h"
 #include "core/optim/line_search.h"
-#include "core/optim/vector_slices.h"
 #include "core/optim/test_util.h"
+#include "core/optim/vector_slices.h"
 
 namespace dtrain::optim {
 namespace {
@@ -132,7 +132,8 @@ BOOST_AUTO_TEST_CASE(reaches_a_quadratics_minimiser) {
   BOOST_TEST(static_cast<int>(run.stop) == static_cast<int>(LbfgsStop::kGradientTolerance));
   BOOST_TEST(run.iterations.size() < 40u);  // well-conditioned: far fewer than n
   const std::vector<double> exact = QuadraticMinimiser();
-  for (int i = 0; i < kN; ++i) BOOST_TEST(v.slices()[kX][i] == exact[i], boost::test_tools::tolerance(1e-5));
+  for (int i = 0; i < kN; ++i)
+    BOOST_TEST(v.slices()[kX][i] == exact[i], boost::test_tools::tolerance(1e-5));
   for (std::size_t i = 1; i < run.iterations.size(); ++i) {
     BOOST_TEST(run.iterations[i].loss <= run.iterations[i - 1].loss);  // sufficient decrease
   }
@@ -215,7 +216,8 @@ BOOST_AUTO_TEST_CASE(a_restored_run_continues_bit_for_bit) {
   }
   // A new process: the saved vectors into place, then Restore and the remaining iterations.
   std::vector<int> order{kX, kG};
-  for (int slot = 0; slot < o.history; ++slot) order.insert(order.end(), {HistoryS(slot), HistoryY(slot)});
+  for (int slot = 0; slot < o.history; ++slot)
+    order.insert(order.end(), {HistoryS(slot), HistoryY(slot)});
   for (std::size_t k = 0; k < order.size(); ++k) {
     std::copy(saved[k].begin(), saved[k].end(), resumed.slices()[order[k]].begin());
   }

@@ -1,9 +1,10 @@
 // Optimizers against scalar reference loops, and the invariants parameter-server shards and
 // checkpoints rely on: a range is all an optimizer touches, shards equal one optimizer bit for
 // bit, and restored state continues bit for bit.
-#include <boost/test/unit_test.hpp>
+#include "core/optim/optimizer.h"
 
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -12,7 +13,6 @@
 #include <vector>
 
 #include "core/math/buffer.h"
-#include "core/optim/optimizer.h"
 #include "core/optim/test_util.h"
 
 namespace dtrain::optim {
@@ -29,6 +29,7 @@ std::vector<OptimizerOptions> AllConfigs() {
       {.type = OptimizerType::kMomentum, .momentum = 0.7f, .nesterov = true},
       {.type = OptimizerType::kAdagrad, .eps = 1e-6f, .initial_accumulator = 0.2f},
       {.type = OptimizerType::kAdam, .beta1 = 0.8f, .beta2 = 0.99f, .eps = 1e-6f},
+      {.type = OptimizerType::kFtrl, .alpha = 0.3f, .beta = 0.7f, .l1 = 0.05f, .l2 = 0.1f},
   };
 }
 
@@ -77,6 +78,17 @@ class Reference {
           p[i] -= lr * m_hat / (std::sqrt(v_hat) + o_.eps);
           break;
         }
+        case OptimizerType::kFtrl: {
+          const double alpha = o_.alpha, beta = o_.beta, l1 = o_.l1, l2 = o_.l2;
+          if (t_ == 1) a_[i] = -p[i] * beta / alpha;  // the first proximal term's centre
+          const double n = b_[i] + g * g;
+          a_[i] += g - (std::sqrt(n) - std::sqrt(b_[i])) / alpha * p[i];
+          b_[i] = n;
+          p[i] = std::abs(a_[i]) <= l1
+                     ? 0.0
+                     : -(a_[i] - std::copysign(l1, a_[i])) / ((beta + std::sqrt(n)) / alpha + l2);
+          break;
+        }
         case OptimizerType::kLbfgs:  // not a step optimizer: never made
           break;
       }
@@ -92,6 +104,7 @@ class Reference {
       case OptimizerType::kAdagrad:
         return {&a_};
       case OptimizerType::kAdam:
+      case OptimizerType::kFtrl:
         return {&a_, &b_};
       case OptimizerType::kLbfgs:
         break;
@@ -101,7 +114,7 @@ class Reference {
 
  private:
   OptimizerOptions o_;
-  std::vector<double> a_, b_;  // velocity | accumulator | m, and Adam's v
+  std::vector<double> a_, b_;  // velocity | accumulator | m, and Adam's v | FTRL's z and n
   int t_ = 0;
 };
 
@@ -253,7 +266,7 @@ BOOST_AUTO_TEST_CASE(a_step_from_gradient_blocks_equals_a_step_from_the_whole_gr
 
 BOOST_AUTO_TEST_CASE(fresh_optimizer_starts_from_the_documented_state) {
   const std::size_t n = 40;
-  const std::size_t expected_vectors[] = {0, 1, 1, 1, 2};  // in AllConfigs() order
+  const std::size_t expected_vectors[] = {0, 1, 1, 1, 2, 2};  // in AllConfigs() order
   const auto configs = AllConfigs();
   for (std::size_t c = 0; c < configs.size(); ++c) {
     const OptimizerOptions& o = configs[c];
@@ -366,6 +379,8 @@ BOOST_AUTO_TEST_CASE(options_are_validated_per_type) {
       {.type = OptimizerType::kAdam, .eps = 0.0f},
       {.type = OptimizerType::kAdagrad, .eps = -1e-8f},
       {.type = OptimizerType::kAdagrad, .initial_accumulator = -0.1f},
+      {.type = OptimizerType::kFtrl, .alpha = 0.0f},
+      {.type = OptimizerType::kFtrl, .l2 = -0.5f},
   };
   for (const OptimizerOptions& o : bad) {
     const Status s = ValidateOptimizerOptions(o);
@@ -375,9 +390,9 @@ BOOST_AUTO_TEST_CASE(options_are_validated_per_type) {
 }
 
 BOOST_AUTO_TEST_CASE(optimizer_names_round_trip_and_a_bad_name_lists_the_choices) {
-  BOOST_TEST(OptimizerTypeChoices() == "sgd, momentum, adagrad, adam, lbfgs");
+  BOOST_TEST(OptimizerTypeChoices() == "sgd, momentum, adagrad, adam, lbfgs, ftrl");
   for (OptimizerType t : {OptimizerType::kSgd, OptimizerType::kMomentum, OptimizerType::kAdagrad,
-                          OptimizerType::kAdam}) {
+                          OptimizerType::kAdam, OptimizerType::kFtrl}) {
     const Result<OptimizerType> parsed = ParseOptimizerType(OptimizerTypeName(t));
     BOOST_REQUIRE(parsed.ok());
     BOOST_TEST((parsed.value() == t));

@@ -1,12 +1,11 @@
 // Learning-rate schedules at specific steps, warm-up shape, validation and names.
-#include <boost/test/unit_test.hpp>
+#include "core/optim/schedule.h"
 
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
 #include <string>
-
-#include "core/optim/schedule.h"
 
 namespace dtrain::optim {
 namespace {
