@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/central_differences.h"
 #include "core/math/buffer.h"
 #include "core/model/layer.h"
 #include "core/model/model.h"
@@ -71,24 +72,11 @@ void CheckLayerGradient(Setup& s, float eps, bool training = false) {
   std::vector<float> din(s.in.size(), -7.0f), dparams(s.params.size(), -7.0f);
   s.layer->Backward(s.params.data(), s.in.data(), out.data(), dout.data(), din.data(),
                     dparams.data(), Pass(s, training));
-  auto check = [&](std::vector<float>& values, const std::vector<float>& analytic,
-                   const char* what) {
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      const float saved = values[i];
-      values[i] = saved + eps;
-      const double up = Objective(s, s.params, s.in, training);
-      values[i] = saved - eps;
-      const double down = Objective(s, s.params, s.in, training);
-      values[i] = saved;
-      const double numeric = (up - down) / (2.0 * eps);
-      BOOST_TEST_CONTEXT(what << "[" << i << "]") {
-        BOOST_TEST(std::fabs(analytic[i] - numeric) <= 2e-3 + 2e-3 * std::fabs(numeric),
-                   "analytic " << analytic[i] << " vs numeric " << numeric);
-      }
-    }
-  };
-  check(s.in, din, "din");
-  check(s.params, dparams, "dparams");
+  const auto objective = [&] { return Objective(s, s.params, s.in, training); };
+  testing::CheckCentralDifferences(s.in, din, objective,
+                                   {.step = eps, .abs = 2e-3, .rel = 2e-3, .what = "din"});
+  testing::CheckCentralDifferences(s.params, dparams, objective,
+                                   {.step = eps, .abs = 2e-3, .rel = 2e-3, .what = "dparams"});
 }
 
 LayerSpec Conv(int filters, int kernel, int stride, int padding,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "common/central_differences.h"
 #include "core/math/buffer.h"
 #include "core/model/model.h"
 
@@ -97,18 +98,7 @@ BOOST_AUTO_TEST_CASE(a_cnn_gradient_matches_finite_differences) {
     return model.Evaluate(params.data(), x.data(), y.data(), rows, ws).loss_sum / rows +
            model.WeightDecayPenalty(params.data(), wd);
   };
-  const float eps = 1e-2f;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const float saved = params[i];
-    params[i] = saved + eps;
-    const double up = loss();
-    params[i] = saved - eps;
-    const double down = loss();
-    params[i] = saved;
-    const double numeric = (up - down) / (2.0 * eps);
-    BOOST_TEST(std::fabs(grad[i] - numeric) <= 1e-3 + 1e-2 * std::fabs(numeric),
-               "param " << i << ": analytic " << grad[i] << " vs numeric " << numeric);
-  }
+  testing::CheckCentralDifferences(params, grad, loss);
 }
 
 BOOST_AUTO_TEST_CASE(an_mlp_is_the_dense_layers_it_stands_for) {
