@@ -29,7 +29,7 @@ double Since(Clock::time_point start) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  math::UseBestBlasKernels(argv);
+  math::UseBestBlasKernels();
   const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
   const int batch = argc > 2 ? std::atoi(argv[2]) : 64;
   const int threads = argc > 3 ? std::atoi(argv[3]) : 1;

@@ -32,7 +32,7 @@ struct GemmShape {
 }  // namespace
 
 int main(int argc, char** argv) {
-  math::UseBestBlasKernels(argv);
+  math::UseBestBlasKernels();
   const int reps = argc > 1 ? std::atoi(argv[1]) : 200;
   const int batch = 128;
   math::SetBlasThreads(1);

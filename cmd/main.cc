@@ -11,7 +11,7 @@
 #include "core/math/blas_kernels.h"
 
 int main(int argc, char** argv) {
-  dtrain::math::UseBestBlasKernels(argv);
+  dtrain::math::UseBestBlasKernels();
   int exit_code = dtrain::cli::kExitOk;
   std::unique_ptr<CLI::App> app = dtrain::cli::BuildApp(exit_code);
   try {

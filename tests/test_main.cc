@@ -7,7 +7,7 @@
 // Tests run the BLAS kernels the processes they start run, so float results compare exactly.
 struct BlasKernels {
   BlasKernels() {
-    dtrain::math::UseBestBlasKernels(boost::unit_test::framework::master_test_suite().argv);
+    dtrain::math::UseBestBlasKernels();  // with the arguments as given, not as Boost left them
   }
 };
 BOOST_TEST_GLOBAL_FIXTURE(BlasKernels);

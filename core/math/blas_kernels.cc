@@ -7,8 +7,10 @@
 #include <array>
 #include <cctype>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dtrain::math {
 namespace {
@@ -27,6 +29,15 @@ bool HasAvx512() {
 
 bool HasAvx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
+// This process's arguments as the kernel received them (/proc/self/cmdline: NUL-terminated),
+// whatever main's caller has since done to argv (Boost.Test removes the arguments it parsed).
+std::vector<std::string> OwnArguments() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
+  return args;
+}
+
 template <std::size_t N>
 bool Among(std::string_view core, const std::array<std::string_view, N>& cores) {
   return std::find(cores.begin(), cores.end(), core) != cores.end();
@@ -36,7 +47,7 @@ bool Among(std::string_view core, const std::array<std::string_view, N>& cores) 
 
 const char* BlasCoreName() { return openblas_get_corename(); }
 
-void UseBestBlasKernels(char** argv) {
+void UseBestBlasKernels() {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
   std::string core = BlasCoreName();
   std::transform(core.begin(), core.end(), core.begin(),
@@ -48,8 +59,13 @@ void UseBestBlasKernels(char** argv) {
     if (!Among(core, kAvx2Cores)) wanted = "Haswell";
   }
   if (wanted == nullptr) return;
+  std::vector<std::string> args = OwnArguments();
+  if (args.empty()) return;
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
   if (::setenv("OPENBLAS_CORETYPE", wanted, 1) != 0) return;
-  ::execv("/proc/self/exe", argv);
+  ::execv("/proc/self/exe", argv.data());
   ::unsetenv("OPENBLAS_CORETYPE");  // could not execute again: go on with the slow kernels
 }
 

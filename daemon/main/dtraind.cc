@@ -47,7 +47,7 @@ int Serve(const std::string& config_path, const std::string& socket,
 }  // namespace
 
 int main(int argc, char** argv) {
-  dtrain::math::UseBestBlasKernels(argv);
+  dtrain::math::UseBestBlasKernels();
   CLI::App app("dtraind: the dtrain daemon. Queues and supervises training jobs; see dtraind(8).",
                "dtraind");
   app.set_version_flag("--version", "dtraind 0.1.0");
