@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
-#include <numeric>
 #include <utility>
 
 #include "core/data/random.h"
@@ -18,26 +17,22 @@ namespace {
 using text::LineReader;
 
 // Sorts the row that starts at `start` by feature and sums the values of repeated features.
-void MergeRow(SparseRows& d, std::size_t start) {
-  const std::size_t n = d.index.size() - start;
-  std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return d.index[start + a] < d.index[start + b]; });
-  std::vector<std::uint32_t> index;
-  std::vector<float> value;
-  for (std::size_t i : order) {
-    if (!index.empty() && index.back() == d.index[start + i]) {
-      value.back() += d.value[start + i];
-    } else {
-      index.push_back(d.index[start + i]);
-      value.push_back(d.value[start + i]);
-    }
-  }
+// `pairs` is scratch, kept across rows so that a hashed file's rows allocate nothing.
+void MergeRow(SparseRows& d, std::size_t start,
+              std::vector<std::pair<std::uint32_t, float>>& pairs) {
+  pairs.clear();
+  for (std::size_t i = start; i < d.index.size(); ++i) pairs.emplace_back(d.index[i], d.value[i]);
+  std::sort(pairs.begin(), pairs.end());  // by feature, then value: the same sums every time
   d.index.resize(start);
   d.value.resize(start);
-  d.index.insert(d.index.end(), index.begin(), index.end());
-  d.value.insert(d.value.end(), value.begin(), value.end());
+  for (const auto& [feature, value] : pairs) {
+    if (d.index.size() > start && d.index.back() == feature) {
+      d.value.back() += value;
+    } else {
+      d.index.push_back(feature);
+      d.value.push_back(value);
+    }
+  }
 }
 
 }  // namespace
@@ -72,6 +67,7 @@ Result<SparseRows> ReadLibsvmSparse(const std::string& path, const LibsvmOptions
   d.source = path;
   std::uint64_t largest = 0;
   text::LabelRule rule(options.classification);
+  std::vector<std::pair<std::uint32_t, float>> pairs;  // MergeRow's
   std::string_view line;
   while (reader.Next(&line)) {
     std::string_view rest = line.substr(0, line.find('#'));
@@ -125,7 +121,7 @@ Result<SparseRows> ReadLibsvmSparse(const std::string& path, const LibsvmOptions
       d.value.push_back(value);
       largest = std::max(largest, feature + 1);
     }
-    if (!sorted) MergeRow(d, row_start);
+    if (!sorted) MergeRow(d, row_start, pairs);
     d.row_start.push_back(d.index.size());
   }
   if (Status end = reader.EndStatus(); !end.ok()) return end;

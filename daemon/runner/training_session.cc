@@ -250,10 +250,9 @@ std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::C
     c.params.assign(shards.params.begin(), shards.params.end());
     // The shards hold the running statistics' initial values: the checkpoint takes this
     // replica's own, as in ring mode.
-    const std::span<const model::ParamRange> statistics = trainer.network().StatisticRanges();
-    std::vector<float> own(model::RangesSize(statistics));
-    model::GatherRanges(statistics, trainer.params().data(), own.data());
-    model::ScatterRanges(statistics, own.data(), c.params.data());
+    for (const model::ParamRange& r : trainer.network().StatisticRanges()) {
+      std::copy_n(trainer.params().data() + r.offset, r.count, c.params.data() + r.offset);
+    }
     c.optimizer_state.clear();
     for (const std::vector<float>& v : shards.state)
       c.optimizer_state.emplace_back(v.begin(), v.end());

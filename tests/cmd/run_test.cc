@@ -65,20 +65,26 @@ lr = 0.05
 every_steps = 40
 )";
 
-const std::string kQuickJob = std::string(R"(name = "blobs-quick"
-[data]
+// The quick jobs' data: 2000 + 500 rows of 3 noisy blobs with `features` features.
+std::string QuickBlobs(int features) {
+  return R"([data]
 format = "synthetic"
 synthetic = "blobs"
 rows = 2000
 test_rows = 500
-features = 6
+features = )" +
+         std::to_string(features) +
+         R"(
 classes = 3
 noise = 1.5
-[model]
+)";
+}
+
+const std::string kQuickJob = "name = \"blobs-quick\"\n" + QuickBlobs(6) + R"([model]
 type = "mlp"
 hidden = [16]
 activation = "tanh"
-)") + kQuickTraining;
+)" + std::string(kQuickTraining);
 
 std::string Bin() {
   const char* bin = std::getenv("DTRAIN_BIN");
@@ -324,16 +330,7 @@ BOOST_AUTO_TEST_CASE(sigint_checkpoints_exits_130_and_resumes_identically) {
 // A small convolutional network on the quick job's blobs seen as 6x6 images, with batchnorm,
 // dropout and augmentation: the layer list goes through run, export, predict and eval as any
 // model does (prediction normalises by the running statistics the checkpoint holds).
-const std::string kQuickCnnJob = std::string(R"(name = "blobs-cnn"
-[data]
-format = "synthetic"
-synthetic = "blobs"
-rows = 2000
-test_rows = 500
-features = 36
-classes = 3
-noise = 1.5
-augment_flip = true
+const std::string kQuickCnnJob = "name = \"blobs-cnn\"\n" + QuickBlobs(36) + R"(augment_flip = true
 [model]
 type = "sequential"
 input_shape = [1, 6, 6]
@@ -353,7 +350,7 @@ type = "dropout"
 rate = 0.2
 [[model.layers]]
 type = "dense"
-)") + kQuickTraining;
+)" + std::string(kQuickTraining);
 
 // Trains `job_text` through dtrain run, exports the model and checks that predict and eval give
 // what the checkpoint's parameters give in this process.
