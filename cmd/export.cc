@@ -12,8 +12,10 @@
 #include "cmd/json_fields.h"
 #include "cmd/stored_job.h"
 #include "cmd/terminal.h"
+#include "core/sparse/sparse_model_file.h"
 #include "core/train/model_file.h"
 #include "daemon/runner/job_data.h"
+#include "daemon/runner/sparse_checkpoint.h"
 
 namespace dtrain::cli {
 namespace {
@@ -89,7 +91,57 @@ CliResult<ExportSource> FromDaemon(const ExportArgs& args, const GlobalOptions& 
   return ExportSource{std::move(job).value(), std::move(checkpoint).value()};
 }
 
+// Prints what was written, as the user asked (--json or text).
+void SayWritten(const ExportArgs& args, std::int64_t step, const std::string& model,
+                const std::string& what) {
+  if (args.json) {
+    std::cout << nlohmann::json{{"job", args.job},
+                                {"step", step},
+                                {"model", model},
+                                {"path", args.output}}
+                     .dump()
+              << std::endl;
+  } else {
+    std::cout << "wrote " << args.output << " (job " << args.job << ", step " << step << ", "
+              << what << ")\n";
+  }
+}
+
+// A sparse job's checkpoint as a sparse model file: the touched keys' slots, without the
+// optimizer's state.
+int WriteSparseModel(const ExportArgs& args, const ExportSource& source) {
+  const store::CheckpointData& checkpoint = source.checkpoint;
+  const std::string at = "checkpoint at step " + std::to_string(checkpoint.step) + ": ";
+  Result<sparse::SparseModelSpec> spec = sparse::ParseSparseModelSpec(checkpoint.model_spec);
+  if (!spec.ok() || checkpoint.optimizer_state.empty()) {
+    PrintError(at + (spec.ok() ? "holds no keys" : spec.status().message()));
+    return kExitFailed;
+  }
+  Result<sparse::KeyTableState> state =
+      runner::SparseStateOf(checkpoint, spec.value(), checkpoint.optimizer_state.size() - 1);
+  if (!state.ok()) {
+    PrintError(at + state.status().message());
+    return kExitFailed;
+  }
+  sparse::SparseModelFile file{.spec = spec.value(),
+                               .hash_bits = source.job.data.hash_bits,
+                               .features = static_cast<std::uint64_t>(source.job.data.features),
+                               .step = checkpoint.step,
+                               .job_name = source.job.name,
+                               .keys = std::move(state.value().keys),
+                               .slots = std::move(state.value().slots),
+                               .globals = std::move(state.value().globals)};
+  if (Status written = sparse::WriteSparseModelFile(args.output, file); !written.ok()) {
+    PrintError(written.message());
+    return kExitFailed;
+  }
+  SayWritten(args, file.step, checkpoint.model_spec,
+             std::to_string(file.keys.size()) + " keys of a sparse model");
+  return kExitOk;
+}
+
 int WriteModel(const ExportArgs& args, ExportSource source) {
+  if (source.job.data.sparse) return WriteSparseModel(args, source);
   store::CheckpointData& checkpoint = source.checkpoint;
   const config::JobConfig& job = source.job;
   auto spec = model::ParseModelSpec(checkpoint.model_spec);
@@ -119,17 +171,8 @@ int WriteModel(const ExportArgs& args, ExportSource source) {
     PrintError(written.message());
     return kExitFailed;
   }
-  if (args.json) {
-    std::cout << nlohmann::json{{"job", args.job},
-                                {"step", file.step},
-                                {"model", model::FormatModelSpec(file.spec)},
-                                {"path", args.output}}
-                     .dump()
-              << std::endl;
-  } else {
-    std::cout << "wrote " << args.output << " (job " << args.job << ", step " << file.step << ", "
-              << file.params.size() << " parameters)\n";
-  }
+  SayWritten(args, file.step, model::FormatModelSpec(file.spec),
+             std::to_string(file.params.size()) + " parameters");
   return kExitOk;
 }
 

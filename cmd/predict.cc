@@ -1,6 +1,7 @@
 // dtrain predict / dtrain eval: run a model file over a data set (a job file's held-out data,
 // or a file named with --data), printing predictions or loss and accuracy.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -9,8 +10,11 @@
 #include "cmd/exit_codes.h"
 #include "cmd/terminal.h"
 #include "config/job_file.h"
+#include "core/codec/file_bytes.h"
+#include "core/sparse/sparse_inference.h"
 #include "core/train/inference.h"
 #include "daemon/runner/job_data.h"
+#include "daemon/runner/sparse_data.h"
 
 namespace dtrain::cli {
 namespace {
@@ -26,7 +30,21 @@ struct InferenceArgs {
 };
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The job file named by the arguments, loaded, or why not.
+Result<config::JobConfig> LoadArgsJob(const InferenceArgs& args) {
+  config::LoadResult loaded = config::LoadJobFile(args.job_file, args.overrides);
+  if (!loaded.ok()) {
+    std::string message = "invalid job file:";
+    for (const config::Diagnostic& diag : loaded.diagnostics) {
+      message += "\n  " + config::FormatDiagnostic(diag);
+    }
+    return Status::Error(message);
+  }
+  return *loaded.job;
 }
 
 // The data set named by the arguments: --data PATH, or the held-out data of a job file.
@@ -36,7 +54,7 @@ Result<data::Dataset> LoadInput(const InferenceArgs& args, const model::ModelSpe
     config::DataConfig d;
     std::string format = args.format;
     if (format.empty()) {
-      format = EndsWith(args.data, ".csv") ? "csv"
+      format = EndsWith(args.data, ".csv")                                     ? "csv"
                : EndsWith(args.data, ".svm") || EndsWith(args.data, ".libsvm") ? "libsvm"
                                                                                : "idx";
     }
@@ -54,15 +72,9 @@ Result<data::Dataset> LoadInput(const InferenceArgs& args, const model::ModelSpe
     return runner::ReadJobDataset(d, args.data, args.labels, classification);
   }
   if (args.job_file.empty()) return Status::Error("name the data: a job file, or --data PATH");
-  config::LoadResult loaded = config::LoadJobFile(args.job_file, args.overrides);
-  if (!loaded.ok()) {
-    std::string message = "invalid job file:";
-    for (const config::Diagnostic& diag : loaded.diagnostics) {
-      message += "\n  " + config::FormatDiagnostic(diag);
-    }
-    return Status::Error(message);
-  }
-  auto data = runner::LoadJobData(*loaded.job);
+  Result<config::JobConfig> job = LoadArgsJob(args);
+  if (!job.ok()) return job.status();
+  auto data = runner::LoadJobData(job.value());
   if (!data.ok()) return data.status();
   if (data.value().eval.rows == 0) {
     return Status::Error(args.job_file + " has no test or validation data to use");
@@ -70,21 +82,57 @@ Result<data::Dataset> LoadInput(const InferenceArgs& args, const model::ModelSpe
   return std::move(data.value().eval);
 }
 
+// A sparse model over the rows the arguments name: --data PATH (libsvm, its feature names hashed
+// as in training), or a sparse job file's held-out rows.
+Result<train::InferenceResult> InferSparse(const InferenceArgs& args,
+                                           const sparse::SparseModelFile& model) {
+  data::SparseRows rows;
+  if (!args.data.empty()) {
+    if (!args.format.empty() && args.format != "libsvm") {
+      return Status::Error("a sparse model reads libsvm data; got --format " + args.format);
+    }
+    Result<data::SparseRows> read =
+        data::ReadLibsvmSparse(args.data, {.features = 0, .hash_bits = model.hash_bits});
+    if (!read.ok()) return read.status();
+    rows = std::move(read).value();
+  } else {
+    if (args.job_file.empty()) return Status::Error("name the data: a job file, or --data PATH");
+    Result<config::JobConfig> job = LoadArgsJob(args);
+    if (!job.ok()) return job.status();
+    if (!job.value().data.sparse) {
+      return Status::Error(args.job_file + " is not a sparse job (data.sparse), but " + args.model +
+                           " is a sparse model");
+    }
+    Result<runner::SparseJobData> data = runner::LoadSparseJobData(job.value());
+    if (!data.ok()) return data.status();
+    if (data.value().eval.rows() == 0) {
+      return Status::Error(args.job_file + " has no test or validation data to use");
+    }
+    rows = std::move(data.value().eval);
+  }
+  return sparse::RunSparseInference(model, rows);
+}
+
+// A dense model file's bytes over the data the arguments name.
+Result<train::InferenceResult> InferDense(const InferenceArgs& args, std::string_view bytes) {
+  Result<train::ModelFile> model = train::DecodeModelFile(bytes);
+  if (!model.ok()) return Status::Error(args.model + ": " + model.status().message());
+  auto set = LoadInput(args, model.value().spec);
+  if (!set.ok()) return set.status();
+  return train::RunInference(model.value(), set.value());
+}
+
 // Loads the model and the data and runs the model; prints errors itself.
 std::optional<train::InferenceResult> Infer(const InferenceArgs& args, int& code) {
-  auto model = train::ReadModelFile(args.model);
-  if (!model.ok()) {
-    PrintError(model.status().message());
-    code = kExitUsage;
-    return std::nullopt;
+  Result<std::string> bytes = codec::ReadFileBytes(args.model);
+  Result<train::InferenceResult> result = bytes.status();
+  if (bytes.ok() && sparse::IsSparseModelFile(bytes.value())) {
+    Result<sparse::SparseModelFile> model = sparse::DecodeSparseModelFile(bytes.value());
+    result = model.ok() ? InferSparse(args, model.value())
+                        : Status::Error(args.model + ": " + model.status().message());
+  } else if (bytes.ok()) {
+    result = InferDense(args, bytes.value());
   }
-  auto set = LoadInput(args, model.value().spec);
-  if (!set.ok()) {
-    PrintError(set.status().message());
-    code = kExitUsage;
-    return std::nullopt;
-  }
-  auto result = train::RunInference(model.value(), set.value());
   if (!result.ok()) {
     PrintError(result.status().message());
     code = kExitUsage;
@@ -105,8 +153,9 @@ int Predict(const InferenceArgs& args) {
   std::string out;
   char line[32];
   for (float p : result->predictions) {
-    const int n = result->classification ? std::snprintf(line, sizeof line, "%d\n", static_cast<int>(p))
-                                         : std::snprintf(line, sizeof line, "%.9g\n", p);
+    const int n = result->classification
+                      ? std::snprintf(line, sizeof line, "%d\n", static_cast<int>(p))
+                      : std::snprintf(line, sizeof line, "%.9g\n", p);
     out.append(line, static_cast<std::size_t>(n));
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -122,12 +171,15 @@ int Eval(const InferenceArgs& args) {
     nlohmann::json out = {{"loss", result->loss}, {"rows", rows}};
     if (result->classification) {
       out["accuracy"] = result->accuracy;
+      if (std::isfinite(result->auc)) out["auc"] = result->auc;
     } else {
       out["mse"] = result->loss;
     }
     std::cout << out.dump() << std::endl;
   } else if (result->classification) {
-    std::printf("rows %zu loss %.6f accuracy %.4f\n", rows, result->loss, result->accuracy);
+    std::printf("rows %zu loss %.6f accuracy %.4f", rows, result->loss, result->accuracy);
+    if (std::isfinite(result->auc)) std::printf(" auc %.4f", result->auc);
+    std::printf("\n");
   } else {
     std::printf("rows %zu mse %.6f\n", rows, result->loss);
   }
@@ -137,7 +189,8 @@ int Eval(const InferenceArgs& args) {
 CLI::App* AddInferenceCommand(CLI::App& app, const char* name, const char* description,
                               const std::shared_ptr<InferenceArgs>& args) {
   CLI::App* cmd = app.add_subcommand(name, description);
-  cmd->add_option("model", args->model, "The model file (.dtm) from dtrain export")->required();
+  cmd->add_option("model", args->model, "The model file (.dtm) from dtrain export, dense or sparse")
+      ->required();
   cmd->add_option("job_file", args->job_file, "A job file whose held-out data to use");
   cmd->add_option("--set", args->overrides, "Override a key of that job file")
       ->type_name("KEY=VALUE");
@@ -158,7 +211,9 @@ void AddPredictAndEvalCommands(CLI::App& app, int& exit_code) {
                       predict)
       ->callback([predict, &exit_code] { exit_code = Predict(*predict); });
   auto eval = std::make_shared<InferenceArgs>();
-  AddInferenceCommand(app, "eval", "Print a model's loss and accuracy on a data set", eval)
+  AddInferenceCommand(
+      app, "eval",
+      "Print a model's loss and accuracy (and a binary sparse model's AUC) on a data set", eval)
       ->callback([eval, &exit_code] { exit_code = Eval(*eval); });
 }
 

@@ -19,13 +19,13 @@ ProgressPrinter::ProgressPrinter(bool json) : bar_(StderrIsTty()), lines_(!json)
 
 ProgressPrinter::~ProgressPrinter() { Finish(); }
 
-void ProgressPrinter::OnStart(const runner::RunProgress& progress, const runner::JobData& data,
-                              bool resumed) {
-  eval_name_ = data.eval_name;
+void ProgressPrinter::OnStart(const runner::RunProgress& progress,
+                              const runner::RunSubject& subject, bool resumed) {
+  eval_name_ = subject.eval_name;
   start_step_ = progress.step;
   start_ = last_draw_ = Clock::now();
   if (lines_ && !bar_) {
-    std::printf("%s\n", runner::StartLine(progress, data, resumed).c_str());
+    std::printf("%s\n", runner::StartLine(progress, subject, resumed).c_str());
     std::fflush(stdout);
   }
 }

@@ -21,7 +21,7 @@ class ProgressPrinter final : public runner::RunObserver {
   explicit ProgressPrinter(bool json);
   ~ProgressPrinter() override;
 
-  void OnStart(const runner::RunProgress& progress, const runner::JobData& data,
+  void OnStart(const runner::RunProgress& progress, const runner::RunSubject& subject,
                bool resumed) override;
   void OnMetrics(const runner::RunProgress& progress,
                  std::span<const train::MetricPoint> points) override;

@@ -6,10 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <map>
-#include <optional>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cmd/cli_error.h"
 #include "cmd/commands.h"
@@ -32,7 +32,7 @@ struct RunArgs {
   std::vector<std::string> overrides;
   std::string db = kDefaultDb;
   bool json = false;
-  std::string resume;       // job id, or "" with resume_flag: the newest matching job
+  std::string resume;  // job id, or "" with resume_flag: the newest matching job
   bool resume_flag = false;
 };
 
@@ -72,7 +72,8 @@ Result<std::int64_t> FindResumableJob(store::Store& store, const std::string& re
   for (auto it = jobs.value().rbegin(); it != jobs.value().rend(); ++it) {
     if (it->spec_toml == resolved && it->state != store::JobState::kSucceeded) return it->id;
   }
-  return Status::Error("no unfinished job with this job file in the store; start it without --resume");
+  return Status::Error(
+      "no unfinished job with this job file in the store; start it without --resume");
 }
 
 void PrintSummary(const RunArgs& args, const config::JobConfig& job, std::int64_t job_id,
@@ -83,6 +84,7 @@ void PrintSummary(const RunArgs& args, const config::JobConfig& job, std::int64_
       metrics["loss"] = outcome.final_eval->loss;
       metrics[outcome.classification ? "accuracy" : "mse"] =
           outcome.classification ? outcome.final_eval->accuracy : outcome.final_eval->loss;
+      if (std::isfinite(outcome.final_eval->auc)) metrics["auc"] = outcome.final_eval->auc;
     }
     nlohmann::json out = {{"job", job_id},
                           {"name", job.name},
@@ -102,8 +104,11 @@ void PrintSummary(const RunArgs& args, const config::JobConfig& job, std::int64_
               outcome.seconds);
   if (outcome.final_eval) {
     if (outcome.classification) {
-      std::printf("  %s accuracy %.4f  loss %.4f\n", outcome.eval_name.c_str(),
+      std::printf("  %s accuracy %.4f  loss %.4f", outcome.eval_name.c_str(),
                   outcome.final_eval->accuracy, outcome.final_eval->loss);
+      if (std::isfinite(outcome.final_eval->auc))
+        std::printf("  auc %.4f", outcome.final_eval->auc);
+      std::printf("\n");
     } else {
       std::printf("  %s mse %.6f\n", outcome.eval_name.c_str(), outcome.final_eval->loss);
     }
@@ -122,13 +127,14 @@ void FillFinalEval(store::Store& store, std::int64_t job_id, const config::JobCo
   outcome->classification = job.model.loss != model::LossType::kMeanSquaredError;
   outcome->eval_name = !job.data.test.empty() || job.data.format == config::DataFormat::kSynthetic
                            ? "test"
-                           : job.data.validation_fraction > 0 ? "validation" : "";
+                       : job.data.validation_fraction > 0 ? "validation"
+                                                          : "";
   auto rows = store.Metrics(job_id, "");
   if (!rows.ok()) return;
   struct LastEval {
     std::int64_t step = -1;
     std::int64_t steps = 0;
-    std::optional<double> loss, accuracy;
+    std::optional<double> loss, accuracy, auc;
   };
   std::map<int, LastEval> replicas;
   for (const store::MetricRow& m : rows.value()) {
@@ -139,6 +145,7 @@ void FillFinalEval(store::Store& store, std::int64_t job_id, const config::JobCo
     r.steps = std::max(r.steps, m.step);
     if (m.name == "eval_loss" || m.name == "eval_mse") r.loss = m.value, r.step = m.step;
     if (m.name == "eval_accuracy") r.accuracy = m.value;
+    if (m.name == "eval_auc") r.auc = m.value;
   }
   const LastEval* best = nullptr;
   for (const auto& [rank, r] : replicas) {
@@ -148,6 +155,7 @@ void FillFinalEval(store::Store& store, std::int64_t job_id, const config::JobCo
   outcome->steps = std::max(outcome->steps, best->steps);
   if (best->loss) {
     outcome->final_eval = train::EvalResult{*best->loss, best->accuracy.value_or(0.0), 0};
+    if (best->auc) outcome->final_eval->auc = *best->auc;
   }
 }
 
@@ -181,8 +189,7 @@ int RunWithWorkers(const RunArgs& args, const config::JobConfig& job, std::int64
   }
   runner::RunOutcome outcome;
   outcome.state = ended.value();
-  outcome.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (auto record = store.GetJob(job_id); record.ok()) outcome.reason = record.value().reason;
   FillFinalEval(store, job_id, job, &outcome);
   PrintSummary(args, job, job_id, outcome);
@@ -265,7 +272,7 @@ int Run(const RunArgs& args) {
   options.observer = &progress;
   auto outcome = runner::RunJobInProcess(job, job_id, *store, options);
   progress.Finish();
-  const int code = !outcome.ok()                                        ? kExitFailed
+  const int code = !outcome.ok()                                          ? kExitFailed
                    : outcome.value().state == store::JobState::kSucceeded ? kExitOk
                    : outcome.value().state == store::JobState::kCancelled ? kExitInterrupted
                                                                           : kExitFailed;

@@ -12,6 +12,7 @@
 #include "core/model/model.h"
 #include "core/net/host_info.h"
 #include "daemon/runner/job_data.h"
+#include "daemon/runner/sparse_data.h"
 
 namespace dtrain::cli {
 namespace {
@@ -34,18 +35,32 @@ void PrintLayers(const model::ModelSpec& spec) {
                   {model::FormatShape(model.layer(i).output())},
                   {std::to_string(model.layer(i).NumParams())}});
   }
-  std::cout << "\n# model: " << model.NumParams() << " parameters, shapes channels x height x width\n";
+  std::cout << "\n# model: " << model.NumParams()
+            << " parameters, shapes channels x height x width\n";
   table.Print(std::cout, /*color=*/false, "#   ");
+}
+
+// A sparse job: its files read as the job will read them, and what they hold.
+int ValidateSparse(const config::JobConfig& job) {
+  Result<runner::SparseJobData> data = runner::LoadSparseJobData(job);
+  if (!data.ok()) return Report(ErrorFrom(data.status(), kExitUsage));
+  std::cout << config::FormatResolvedJob(job);
+  const data::SparseRows& train = data.value().train;
+  std::cout << "\n# model: " << sparse::FormatSparseModelSpec(data.value().spec) << " on "
+            << train.rows() << " rows of " << train.features << " features, " << train.NonZeros()
+            << " non-zeros\n";
+  return kExitOk;
 }
 
 int Validate(const ValidateArgs& args) {
   // The model must fit this host (dtrain submit leaves that to the daemon it submits to).
-  config::LoadResult loaded =
-      config::LoadJobFile(args.job_file, args.overrides, {config::DataFiles::kCheck, net::PhysicalMemory()});
+  config::LoadResult loaded = config::LoadJobFile(
+      args.job_file, args.overrides, {config::DataFiles::kCheck, net::PhysicalMemory()});
   if (!loaded.ok()) {
     PrintDiagnostics(loaded.diagnostics, args.job_file);
     return kExitUsage;
   }
+  if (loaded.job->data.sparse) return ValidateSparse(*loaded.job);
   Result<model::ModelSpec> spec = runner::ResolveJobShape(*loaded.job);
   if (!spec.ok()) return Report(ErrorFrom(spec.status(), kExitUsage));
   std::cout << config::FormatResolvedJob(*loaded.job);

@@ -21,7 +21,7 @@ complete -c dtrain -n __fish_use_subcommand -a checkpoints -d 'List a job'\''s c
 complete -c dtrain -n __fish_use_subcommand -a export -d 'Write a job'\''s checkpoint as a model file (.dtm)'
 complete -c dtrain -n __fish_use_subcommand -a validate -d 'Check a job file; print it fully resolved (defaults filled in) or its errors'
 complete -c dtrain -n __fish_use_subcommand -a predict -d 'Print a model'\''s prediction for every row of a data set'
-complete -c dtrain -n __fish_use_subcommand -a eval -d 'Print a model'\''s loss and accuracy on a data set'
+complete -c dtrain -n __fish_use_subcommand -a eval -d 'Print a model'\''s loss and accuracy (and a binary sparse model'\''s AUC) on a data set'
 complete -c dtrain -n __fish_use_subcommand -a version -d 'Print the client'\''s and the daemon'\''s versions'
 complete -c dtrain -n __fish_use_subcommand -a nodes -d 'Show this daemon and its peer daemons: up or down since when, cores, jobs'
 complete -c dtrain -n __fish_use_subcommand -a keygen -d 'Write a new random cluster key file (mode 0600) for [cluster] key_file'

@@ -21,7 +21,7 @@ _dtrain() {
     'export:Write a job'\''s checkpoint as a model file (.dtm)'
     'validate:Check a job file; print it fully resolved (defaults filled in) or its errors'
     'predict:Print a model'\''s prediction for every row of a data set'
-    'eval:Print a model'\''s loss and accuracy on a data set'
+    'eval:Print a model'\''s loss and accuracy (and a binary sparse model'\''s AUC) on a data set'
     'version:Print the client'\''s and the daemon'\''s versions'
     'nodes:Show this daemon and its peer daemons\: up or down since when, cores, jobs'
     'keygen:Write a new random cluster key file (mode 0600) for (cluster) key_file'

@@ -18,6 +18,7 @@
 #include "core/model/spec.h"
 #include "core/optim/lbfgs.h"
 #include "core/optim/optimizer.h"
+#include "core/sparse/sparse_model.h"
 #include "core/status.h"
 #include "core/train/trainer.h"
 
@@ -51,8 +52,13 @@ struct DataConfig {
   std::string label_column;  // by name (needs header); empty: label_index
   int label_index = -1;      // -1: last column
   char delimiter = ',';
-  // libsvm: the feature count (required); csv/idx: inferred when 0
+  // libsvm: the feature count (required unless sparse); csv/idx: inferred when 0. Sparse: up
+  // to data::kMaxSparseFeatures, 0 for the largest index the training file uses.
   std::int64_t features = 0;
+  // libsvm kept sparse (data::SparseRows) and trained by a sparse model (`JobConfig::sparse_model`,
+  // core/sparse) whose parameters exist only for the features the data touches.
+  bool sparse = false;
+  int hash_bits = 0;  // sparse: every feature name hashed into [0, 2^hash_bits); 0: no hashing
   // Scaling applied a batch at a time: divide by `scale`, or standardise on the training set.
   bool standardize = false;
   float scale = 1.0f;                // default 255 for idx, 1 otherwise
@@ -141,6 +147,9 @@ struct JobConfig {
   std::string source_path;  // the job file, as given
   DataConfig data;
   model::ModelSpec model;  // inputs/outputs 0 until the data is known (see ResolveModelShape)
+  // data.sparse: the model instead of `model` (which then stays at its defaults). Softmax's
+  // classes are the data's, set when it is read.
+  sparse::SparseModelSpec sparse_model;
   // The type key of each of model.layers in the job file, for the errors found only once the
   // data gives the input shape. Not compared by ==: where a key was written is not the job.
   std::vector<SourcePlace> layer_places;

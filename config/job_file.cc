@@ -15,9 +15,11 @@
 
 #include "config/job_memory.h"
 #include "config/layer_list.h"
+#include "config/sparse_job.h"
 #include "config/toml_reader.h"
 #include "config/toml_text.h"
 #include "core/data/readers.h"
+#include "core/data/sparse_rows.h"
 
 namespace dtrain::config {
 namespace {
@@ -234,12 +236,15 @@ void ReadData(TableReader& r, const PathBase& base, DataConfig* d) {
 
   ReadDataFiles(r, base, format_known, d);
   ReadCsvKeys(r, d);
-  const toml::node* features = r.Int("features", 0, kMaxLayerWidth, &d->features);
-  if (features != nullptr && (libsvm || synthetic) && d->features == 0) {
+  internal::ReadSparseData(r, d);
+  const auto max_features = static_cast<std::int64_t>(
+      d->sparse ? static_cast<std::int64_t>(data::kMaxSparseFeatures) : kMaxLayerWidth);
+  const toml::node* features = r.Int("features", 0, max_features, &d->features);
+  if (features != nullptr && ((libsvm && !d->sparse) || synthetic) && d->features == 0) {
     r.Report(*features, "features",
              "must be at least 1 for format \"" + std::string(DataFormatName(d->format)) + "\"");
   }
-  if (libsvm && !r.Present("features")) {
+  if (libsvm && !d->sparse && !r.Present("features")) {
     r.Missing("features", "is required for format \"libsvm\" (the number of feature columns)");
   }
   ReadScale(r, d);
@@ -330,6 +335,13 @@ void ReadModel(TableReader& r, Sink& sink, const DataConfig& data, model::ModelS
                std::vector<SourcePlace>* layer_places) {
   m->inputs = 0;  // 0: from the data
   m->outputs = 0;
+  if (const toml::node* type = r.Find("type");
+      type != nullptr && type->value<std::string_view>() == "fm") {
+    r.Report(*type, "type",
+             "\"fm\" is a sparse model: it needs data.format = \"libsvm\" with data.sparse = "
+             "true");
+    return;
+  }
   r.Enum("type", model::ParseModelType, model::ModelTypeChoices(), &m->type);
   const toml::node* hidden = ReadHidden(r, &m->hidden);
   const toml::node* activation =
@@ -711,7 +723,11 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   TableReader restart(SectionTable(top, "restart"), "restart", sink);
 
   ReadData(data, base, &job.data);
-  ReadModel(model, sink, job.data, &job.model, &job.layer_places);
+  if (job.data.sparse) {
+    internal::ReadSparseModel(model, &job.sparse_model);
+  } else {
+    ReadModel(model, sink, job.data, &job.model, &job.layer_places);
+  }
   CheckAugment(job, data);
   ReadTrain(train, &job.train, &job.threads, &job.clip_norm);
   const toml::node* memory_limit = ReadMemoryLimit(train, &job.memory_limit);
@@ -726,7 +742,11 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   ReadCheckpoint(checkpoint, &job.checkpoint);
   restart.Int("max_restarts", 0, kMaxRestartsLimit, &job.max_restarts);
   CheckWarmup(optimizer, job.train);
-  if (sink.size() == 0) CheckMemory(job, train, model, memory_limit, host_memory);
+  internal::CheckSparseJob(job, {data, model, train, optimizer, cluster});
+  // A sparse model's size is the features the data touches, known once it is read.
+  if (sink.size() == 0 && !job.data.sparse) {
+    CheckMemory(job, train, model, memory_limit, host_memory);
+  }
 
   const TableReader* const readers[] = {&top,       &data,    &model,      &train,
                                         &optimizer, &cluster, &checkpoint, &restart};

@@ -4,6 +4,7 @@
 
 #include "config/job_file.h"
 #include "config/layer_list.h"
+#include "config/sparse_job.h"
 #include "config/toml_text.h"
 
 namespace dtrain::config {
@@ -24,6 +25,8 @@ void WriteData(const DataConfig& d, TomlWriter& w) {
   }
   w.String("delimiter", std::string(1, d.delimiter));
   w.Int("features", d.features);
+  w.Bool("sparse", d.sparse);
+  if (d.hash_bits > 0) w.Int("hash_bits", d.hash_bits);
   if (d.standardize) {
     w.String("scale", "standardize");
   } else {
@@ -109,7 +112,11 @@ std::string FormatResolvedJob(const JobConfig& job) {
   w.String("name", job.name);
   w.Int("priority", job.priority);
   WriteData(job.data, w);
-  WriteModel(job.model, w);
+  if (job.data.sparse) {
+    internal::WriteSparseModel(job.sparse_model, w);
+  } else {
+    WriteModel(job.model, w);
+  }
   WriteTrain(job, w);
   WriteOptimizer(job, w);
   w.Section("cluster");

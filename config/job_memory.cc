@@ -58,6 +58,9 @@ std::uint64_t LargestPartition(const model::ModelSpec& spec, const ClusterConfig
 }  // namespace
 
 JobMemory EstimateJobMemory(const JobConfig& job) {
+  if (job.data.sparse) {  // its keys are the features the rows touch, known once they are read
+    return {.breakdown = "a sparse model, whose size the data decides"};
+  }
   model::ModelSpec spec = job.model;
   if (spec.inputs == 0 && job.data.features > 0) spec.inputs = static_cast<int>(job.data.features);
   spec.inputs = std::max(spec.inputs, 1);

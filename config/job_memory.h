@@ -13,7 +13,8 @@
 // parameters and their
 // optimizer state and a pushed gradient. The data a replica reads comes on top (it is not known
 // until its files are read, which only the job's own processes do), and where the job leaves
-// model.inputs to the data one input is counted. Pure functions.
+// model.inputs to the data one input is counted. A sparse model (data.sparse) counts 0: its size
+// is the keys its rows touch. Pure functions.
 #pragma once
 
 #include <cstdint>

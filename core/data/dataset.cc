@@ -115,23 +115,31 @@ void GatherBatch(const Dataset& d, const Scaling& s, std::span<const std::uint32
   }
 }
 
-std::pair<Dataset, Dataset> SplitValidation(Dataset d, double fraction, std::uint64_t seed) {
+RowSplit SplitRowsForValidation(std::size_t rows, double fraction, std::uint64_t seed) {
   const double f = fraction > 0.0 ? std::min(fraction, 1.0) : 0.0;  // NaN -> 0
   const auto validation_count =
-      static_cast<std::size_t>(std::llround(f * static_cast<double>(d.rows)));
+      static_cast<std::size_t>(std::llround(f * static_cast<double>(rows)));
 
-  std::vector<std::uint8_t> in_validation(d.rows, 0);
+  std::vector<std::uint8_t> in_validation(rows, 0);
   {
     const std::vector<std::uint32_t> order =
-        EpochPermutation(d.rows, MixSeed(seed, kValidationStream), 0);
+        EpochPermutation(rows, MixSeed(seed, kValidationStream), 0);
     for (std::size_t k = 0; k < validation_count; ++k) in_validation[order[k]] = 1;
   }
-  std::vector<std::uint32_t> train_rows, validation_rows;
-  train_rows.reserve(d.rows - validation_count);
-  validation_rows.reserve(validation_count);
-  for (std::size_t r = 0; r < d.rows; ++r) {
-    (in_validation[r] ? validation_rows : train_rows).push_back(static_cast<std::uint32_t>(r));
+  RowSplit split;
+  split.train.reserve(rows - validation_count);
+  split.validation.reserve(validation_count);
+  for (std::size_t r = 0; r < rows; ++r) {
+    (in_validation[r] ? split.validation : split.train).push_back(static_cast<std::uint32_t>(r));
   }
+  return split;
+}
+
+std::pair<Dataset, Dataset> SplitValidation(Dataset d, double fraction, std::uint64_t seed) {
+  const RowSplit split = SplitRowsForValidation(d.rows, fraction, seed);
+  const std::vector<std::uint32_t>& train_rows = split.train;
+  const std::vector<std::uint32_t>& validation_rows = split.validation;
+  const std::size_t validation_count = validation_rows.size();
 
   Dataset validation;
   validation.rows = validation_count;

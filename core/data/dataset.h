@@ -58,7 +58,14 @@ Scaling FitStandardize(const Dataset& train);
 void GatherBatch(const Dataset& d, const Scaling& s, std::span<const std::uint32_t> indices,
                  float* x, float* y);
 
-// Splits off round(fraction*rows) rows (chosen by a seeded shuffle) as validation. Returns
+// The rows a validation split of `rows` rows holds out: round(fraction*rows) of them (fraction
+// clamped to [0, 1]), chosen by a seeded shuffle; both lists ascending.
+struct RowSplit {
+  std::vector<std::uint32_t> train, validation;
+};
+RowSplit SplitRowsForValidation(std::size_t rows, double fraction, std::uint64_t seed);
+
+// Splits off SplitRowsForValidation's rows as validation. Returns
 // {train, validation}. fraction is clamped to [0, 1]. Both parts keep the original row order,
 // storage type and num_classes; the training part reuses d's memory, so the peak is d plus the
 // validation rows.

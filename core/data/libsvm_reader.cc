@@ -37,11 +37,6 @@ void MergeRow(SparseRows& d, std::size_t start,
 
 }  // namespace
 
-std::size_t SparseRows::Bytes() const {
-  return row_start.size() * sizeof(std::uint64_t) + index.size() * sizeof(std::uint32_t) +
-         value.size() * sizeof(float) + labels.size() * sizeof(float);
-}
-
 std::uint32_t HashFeature(std::string_view name, int bits) {
   std::uint64_t h = 0xCBF29CE484222325ULL;  // FNV-1a, 64 bits
   for (const char c : name) {
@@ -131,23 +126,6 @@ Result<SparseRows> ReadLibsvmSparse(const std::string& path, const LibsvmOptions
   d.num_classes = classes.value();
   d.features = hashed ? std::uint64_t{1} << options.hash_bits
                       : (options.features > 0 ? options.features : largest);
-  return d;
-}
-
-Dataset Densify(const SparseRows& rows) {
-  Dataset d;
-  d.rows = rows.rows();
-  d.features = static_cast<std::size_t>(rows.features);
-  d.floats.resize(d.rows * d.features, 0.0f);
-  for (std::size_t r = 0; r < d.rows; ++r) {
-    const std::span<const std::uint32_t> index = rows.Index(r);
-    const std::span<const float> value = rows.Value(r);
-    float* row = d.floats.data() + r * d.features;
-    for (std::size_t i = 0; i < index.size(); ++i) row[index[i]] = value[i];
-  }
-  d.labels = rows.labels;
-  d.num_classes = rows.num_classes;
-  d.source = rows.source;
   return d;
 }
 

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/data/dataset.h"
@@ -66,5 +67,12 @@ std::uint32_t HashFeature(std::string_view name, int bits);
 
 // The rows as a dense Dataset of rows.features float columns (absent entries 0).
 Dataset Densify(const SparseRows& rows);
+
+// The rows `indices` (each < rows.rows()) in that order; features, classes and source kept.
+SparseRows SelectRows(const SparseRows& rows, std::span<const std::uint32_t> indices);
+// {train, validation} as SplitValidation (dataset.h) splits a Dataset of as many rows, with the
+// same rows held out for the same seed.
+std::pair<SparseRows, SparseRows> SplitValidation(const SparseRows& rows, double fraction,
+                                                  std::uint64_t seed);
 
 }  // namespace dtrain::data

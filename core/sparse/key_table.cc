@@ -46,13 +46,14 @@ KeyTable::KeyTable(const SparseModel& model, const optim::OptimizerOptions& opti
 std::size_t KeyTable::RowOf(std::uint32_t key) {
   const auto [it, made] = rows_.try_emplace(key, rows_.size());
   if (!made) return it->second;
+  keys_.push_back(key);
   const std::size_t at = slots_.size();
   slots_.resize(at + width_);
   model_.InitSlot(seed_, key, slots_.data() + at);
   if (options_.type != OptimizerType::kSgd) {
     state0_.resize(at + width_, InitialState(options_));
-    state1_.resize(at + width_, 0.0f);
     if (options_.type == OptimizerType::kFtrl) {
+      state1_.resize(at + width_, 0.0f);
       for (std::size_t i = 0; i < width_; ++i) {
         state0_[at + i] = optim::FtrlStateOf(slots_[at + i], ftrl_);
       }
@@ -70,11 +71,11 @@ void KeyTable::Pull(std::span<const std::uint32_t> keys, float* out) {
 
 void KeyTable::Push(std::span<const std::uint32_t> keys, const float* grad_slots,
                     const float* grad_globals, float lr) {
-  const bool stateful = options_.type != OptimizerType::kSgd;
+  const std::size_t vectors = StateVectors();
   for (std::size_t k = 0; k < keys.size(); ++k) {
     const std::size_t at = RowOf(keys[k]) * width_;
-    Step(slots_.data() + at, grad_slots + k * width_, stateful ? state0_.data() + at : nullptr,
-         stateful ? state1_.data() + at : nullptr, width_, lr);
+    Step(slots_.data() + at, grad_slots + k * width_, vectors > 0 ? state0_.data() + at : nullptr,
+         vectors > 1 ? state1_.data() + at : nullptr, width_, lr);
   }
   Step(globals_.data(), grad_globals, global0_.data(), global1_.data(), globals_.size(), lr);
 }
@@ -107,7 +108,68 @@ const float* KeyTable::Find(std::uint32_t key) const {
 
 std::size_t KeyTable::Bytes() const {
   return (slots_.size() + state0_.size() + state1_.size()) * sizeof(float) +
-         rows_.size() * (sizeof(std::uint32_t) + sizeof(std::size_t) + 2 * sizeof(void*));
+         rows_.size() * (2 * sizeof(std::uint32_t) + sizeof(std::size_t) + 2 * sizeof(void*));
+}
+
+std::size_t KeyTable::StateVectors() const {
+  switch (options_.type) {
+    case OptimizerType::kAdagrad:
+      return 1;
+    case OptimizerType::kFtrl:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+KeyTableState KeyTable::Snapshot() const {
+  KeyTableState out{keys_, slots_, {}, globals_};
+  const std::vector<float>* rows[] = {&state0_, &state1_};
+  const std::vector<float>* globals[] = {&global0_, &global1_};
+  for (std::size_t v = 0; v < StateVectors(); ++v) {
+    std::vector<float>& joined = out.state.emplace_back(*rows[v]);
+    joined.insert(joined.end(), globals[v]->begin(), globals[v]->end());
+  }
+  return out;
+}
+
+Status KeyTable::Restore(KeyTableState state) {
+  const std::size_t keys = state.keys.size();
+  const std::size_t globals = globals_.size();
+  if (state.slots.size() != keys * width_ || state.globals.size() != globals ||
+      state.state.size() != StateVectors()) {
+    return Status::Error("sparse model state of " + std::to_string(keys) + " keys does not fit " +
+                         "this model and optimizer (slot width " + std::to_string(width_) + ", " +
+                         std::to_string(StateVectors()) + " state vectors)");
+  }
+  for (const std::vector<float>& v : state.state) {
+    if (v.size() != keys * width_ + globals) {
+      return Status::Error("sparse optimizer state of " + std::to_string(v.size()) +
+                           " floats, expected " + std::to_string(keys * width_ + globals));
+    }
+  }
+  std::unordered_map<std::uint32_t, std::size_t> rows;
+  rows.reserve(keys);
+  for (std::size_t r = 0; r < keys; ++r) {
+    if (!rows.try_emplace(state.keys[r], r).second) {
+      return Status::Error("sparse model state repeats key " + std::to_string(state.keys[r]));
+    }
+  }
+  rows_ = std::move(rows);
+  keys_ = std::move(state.keys);
+  slots_ = std::move(state.slots);
+  globals_ = std::move(state.globals);
+  std::vector<float>* row_state[] = {&state0_, &state1_};
+  std::vector<float>* global_state[] = {&global0_, &global1_};
+  for (std::size_t v = 0; v < 2; ++v) {
+    row_state[v]->clear();
+    if (v >= StateVectors()) continue;
+    std::vector<float>& joined = state.state[v];
+    global_state[v]->assign(joined.end() - static_cast<std::ptrdiff_t>(globals), joined.end());
+    joined.resize(keys * width_);
+    *row_state[v] = std::move(joined);
+  }
+  return Status::Ok();
 }
 
 }  // namespace dtrain::sparse

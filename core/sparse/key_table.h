@@ -30,6 +30,17 @@ namespace dtrain::sparse {
 // OK for sgd, adagrad and ftrl; otherwise says why the type cannot train a sparse model.
 Status CheckSparseOptimizer(const optim::OptimizerOptions& options);
 
+// A KeyTable's whole state, as a checkpoint keeps it: the keys in the order they were made, their
+// slots [keys x SlotWidth()] in that order, each optimizer state vector (none for sgd, the
+// accumulator for adagrad, z then n for ftrl) over the same rows followed by the globals'
+// coordinates, and the globals.
+struct KeyTableState {
+  std::vector<std::uint32_t> keys;
+  std::vector<float> slots;
+  std::vector<std::vector<float>> state;
+  std::vector<float> globals;
+};
+
 class KeyTable {
  public:
   // `options` must pass CheckSparseOptimizer and ValidateOptimizerOptions.
@@ -44,9 +55,20 @@ class KeyTable {
             float lr);
 
   std::size_t size() const { return rows_.size(); }  // keys held
+  const SparseModel& model() const { return model_; }
   std::size_t Bytes() const;
   // The slot of `key`, or null when it was never touched.
   const float* Find(std::uint32_t key) const;
+  // The keys held, in the order they were made (their rows).
+  std::span<const std::uint32_t> keys() const { return keys_; }
+  std::span<const float> slots() const { return slots_; }
+
+  // State vectors the optimizer keeps: 0 for sgd, 1 for adagrad, 2 for ftrl.
+  std::size_t StateVectors() const;
+  KeyTableState Snapshot() const;
+  // Replaces the table's contents; fails, changing nothing, when the sizes do not fit this model
+  // and optimizer or a key repeats.
+  Status Restore(KeyTableState state);
 
  private:
   // Row of `key` in slots_ and states_, made (InitSlot, optimizer state) when missing.
@@ -60,8 +82,10 @@ class KeyTable {
   std::uint64_t seed_;
   std::size_t width_;
   std::unordered_map<std::uint32_t, std::size_t> rows_;
-  std::vector<float> slots_;            // rows_.size() x width_
-  std::vector<float> state0_, state1_;  // adagrad: accumulator; ftrl: z, n; sgd: none
+  std::vector<std::uint32_t> keys_;  // by row
+  std::vector<float> slots_;         // rows_.size() x width_
+  std::vector<float> state0_,
+      state1_;  // StateVectors() of them: adagrad's accumulator; ftrl's z, n
   std::vector<float> globals_, global0_, global1_;
 };
 

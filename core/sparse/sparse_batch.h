@@ -28,5 +28,8 @@ struct SparseBatch {
 
 // The rows `indices` of `data` (each < data.rows()), in that order.
 SparseBatch MakeSparseBatch(const data::SparseRows& data, std::span<const std::uint32_t> indices);
+// The same into `out`, reusing its memory (a training loop's batch allocates nothing once warm).
+void FillSparseBatch(const data::SparseRows& data, std::span<const std::uint32_t> indices,
+                     SparseBatch* out);
 
 }  // namespace dtrain::sparse

@@ -2,12 +2,80 @@
 
 #include <algorithm>
 #include <cassert>
+#include <charconv>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/data/random.h"
+#include "core/name_table.h"
 
 namespace dtrain::sparse {
+namespace {
+
+constexpr NameTable<SparseModelType, 3> kTypes{{{{SparseModelType::kLogistic, "logistic"},
+                                                 {SparseModelType::kSoftmax, "softmax"},
+                                                 {SparseModelType::kFm, "fm"}}},
+                                               "logistic, softmax, fm"};
+constexpr std::string_view kSpecPrefix = "sparse_";
+
+// `value` as a T, whole, or nullopt.
+template <typename T>
+std::optional<T> Number(std::string_view value) {
+  T out{};
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), out);
+  if (error != std::errc() || end != value.data() + value.size()) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+std::string_view SparseModelTypeName(SparseModelType type) { return kTypes.Name(type); }
+Result<SparseModelType> ParseSparseModelType(std::string_view name) {
+  return kTypes.Parse(name, "sparse model type");
+}
+std::string_view SparseModelTypeChoices() { return kTypes.choices; }
+
+std::string FormatSparseModelSpec(const SparseModelSpec& spec) {
+  std::ostringstream out;
+  out << kSpecPrefix << SparseModelTypeName(spec.type) << " classes=" << spec.classes;
+  if (spec.type == SparseModelType::kFm) {
+    out << " factors=" << spec.factors << " init_scale=" << spec.init_scale;
+  }
+  return out.str();
+}
+
+Result<SparseModelSpec> ParseSparseModelSpec(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  std::string word;
+  if (!(in >> word) || !word.starts_with(kSpecPrefix)) {
+    return Status::Error("not a sparse model spec (it starts with \"" + std::string(kSpecPrefix) +
+                         "\")");
+  }
+  Result<SparseModelType> type = ParseSparseModelType(word.substr(kSpecPrefix.size()));
+  if (!type.ok()) return type.status();
+  SparseModelSpec spec{.type = type.value()};
+  while (in >> word) {
+    const std::size_t equals = word.find('=');
+    const std::string key = word.substr(0, equals);
+    const std::string_view value = equals == std::string::npos
+                                       ? std::string_view()
+                                       : std::string_view(word).substr(equals + 1);
+    std::optional<int> integer = Number<int>(value);
+    if (key == "classes" && integer) {
+      spec.classes = *integer;
+    } else if (key == "factors" && integer) {
+      spec.factors = *integer;
+    } else if (key == "init_scale" && Number<float>(value)) {
+      spec.init_scale = *Number<float>(value);
+    } else {
+      return Status::Error("sparse model spec: unexpected \"" + word + "\"");
+    }
+  }
+  if (Status valid = ValidateSparseModelSpec(spec); !valid.ok()) return valid;
+  return spec;
+}
 
 Status ValidateSparseModelSpec(const SparseModelSpec& spec) {
   if (spec.type == SparseModelType::kSoftmax) {

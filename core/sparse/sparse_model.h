@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 
 #include "core/model/loss.h"
 #include "core/sparse/sparse_batch.h"
@@ -32,9 +34,21 @@ struct SparseModelSpec {
   int classes = 2;           // softmax: >= 2; the others: 2
   int factors = 8;           // fm: k >= 1
   float init_scale = 0.01f;  // fm: factors start uniform in [-init_scale, init_scale]
+
+  bool operator==(const SparseModelSpec&) const = default;
 };
 
 Status ValidateSparseModelSpec(const SparseModelSpec& spec);
+
+// Job-file names of the types ("logistic", "softmax", "fm") and their list for messages.
+std::string_view SparseModelTypeName(SparseModelType type);
+Result<SparseModelType> ParseSparseModelType(std::string_view name);
+std::string_view SparseModelTypeChoices();
+
+// One line that checkpoints and model files carry, "sparse_fm classes=2 factors=8
+// init_scale=0.01"; Parse validates what it reads.
+std::string FormatSparseModelSpec(const SparseModelSpec& spec);
+Result<SparseModelSpec> ParseSparseModelSpec(std::string_view text);
 
 class SparseModel {
  public:

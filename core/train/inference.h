@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 #include "core/data/dataset.h"
@@ -22,6 +23,7 @@ struct InferenceResult {
   double loss = 0.0;      // mean loss (mse for regression)
   double accuracy = 0.0;  // classification only
   bool classification = true;
+  double auc = std::numeric_limits<double>::quiet_NaN();  // binary sparse models only
 };
 
 // An error when the set's feature count differs from the model's inputs.

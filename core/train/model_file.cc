@@ -1,14 +1,7 @@
 #include "core/train/model_file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iterator>
-
 #include "core/codec/bytes.h"
+#include "core/codec/file_bytes.h"
 #include "core/model/model.h"
 
 namespace dtrain::train {
@@ -60,8 +53,7 @@ Result<ModelFile> DecodeModelFile(std::string_view bytes) {
   if (!in.U32(version)) return Truncated("the format version");
   if (version != kModelFormatVersion) {
     return Status::Error("unsupported model format version " + std::to_string(version) +
-                         " (this build reads version " + std::to_string(kModelFormatVersion) +
-                         ")");
+                         " (this build reads version " + std::to_string(kModelFormatVersion) + ")");
   }
   ModelFile m;
   std::string spec_text;
@@ -103,40 +95,13 @@ Result<ModelFile> DecodeModelFile(std::string_view bytes) {
 }
 
 Status WriteModelFile(const std::string& path, const ModelFile& model) {
-  const std::string bytes = EncodeModelFile(model);
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Error(path + ": cannot create: " + std::strerror(errno));
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::Error(path + ": write failed: " + std::strerror(err));
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    return Status::Error(path + ": cannot flush to disk: " + std::strerror(errno));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return Status::Error(path + ": cannot rename into place: " + std::strerror(err));
-  }
-  return Status::Ok();
+  return codec::WriteFileAtomically(path, EncodeModelFile(model));
 }
 
 Result<ModelFile> ReadModelFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(path + ": cannot open: " + std::strerror(errno));
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return Status::Error(path + ": read failed");
-  auto decoded = DecodeModelFile(bytes);
+  Result<std::string> bytes = codec::ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
+  auto decoded = DecodeModelFile(bytes.value());
   if (!decoded.ok()) return Status::Error(path + ": " + decoded.status().message());
   return decoded;
 }

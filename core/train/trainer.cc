@@ -97,19 +97,26 @@ std::optional<data::ImageShape> ImageOf(const model::ModelSpec& spec, const data
   return std::nullopt;
 }
 
-void Trainer::InitParams() { network_.Init(params_, options_.seed); }
-
-std::int64_t Trainer::PlannedSteps() const {
-  const auto per_epoch = static_cast<std::int64_t>(sampler_.StepsPerEpoch());
+std::int64_t PlannedSteps(const TrainOptions& options, std::size_t steps_per_epoch) {
   std::int64_t planned = std::numeric_limits<std::int64_t>::max();
-  if (options_.epochs > 0) planned = options_.epochs * per_epoch;
-  if (options_.steps > 0) planned = std::min(planned, options_.steps);
+  if (options.epochs > 0) planned = options.epochs * static_cast<std::int64_t>(steps_per_epoch);
+  if (options.steps > 0) planned = std::min(planned, options.steps);
   return planned;
 }
 
+double EpochsDone(const TrainPosition& position, std::size_t steps_per_epoch) {
+  return static_cast<double>(position.epoch) +
+         static_cast<double>(position.batch) / static_cast<double>(steps_per_epoch);
+}
+
+void Trainer::InitParams() { network_.Init(params_, options_.seed); }
+
+std::int64_t Trainer::PlannedSteps() const {
+  return train::PlannedSteps(options_, sampler_.StepsPerEpoch());
+}
+
 double Trainer::Epochs() const {
-  return static_cast<double>(position_.epoch) +
-         static_cast<double>(position_.batch) / static_cast<double>(sampler_.StepsPerEpoch());
+  return train::EpochsDone(position_, sampler_.StepsPerEpoch());
 }
 
 bool Trainer::Finished() const { return position_.step >= PlannedSteps(); }

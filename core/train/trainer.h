@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -61,9 +62,17 @@ struct EvalResult {
   double loss = 0.0;      // mean loss over the set (mse for regression)
   double accuracy = 0.0;  // fraction correct; NaN for regression
   std::size_t rows = 0;
+  // Binary sparse models (core/sparse): the area under the ROC curve; NaN otherwise.
+  double auc = std::numeric_limits<double>::quiet_NaN();
 };
 
 std::string_view StopReasonName(StopReason reason);
+
+// Steps a run of `options` takes, from its epochs and steps limits (the smaller, where both are
+// set), with `steps_per_epoch` steps an epoch.
+std::int64_t PlannedSteps(const TrainOptions& options, std::size_t steps_per_epoch);
+// Fractional epochs completed at `position`.
+double EpochsDone(const TrainPosition& position, std::size_t steps_per_epoch);
 
 class Trainer;
 

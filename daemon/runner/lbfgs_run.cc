@@ -86,8 +86,7 @@ class LbfgsRecording {
     }
     latest_eval_->accuracy = static_cast<double>(v.correct) / rows;
     Emit({Point("eval_loss", latest_eval_->loss), Point("eval_accuracy", latest_eval_->accuracy)});
-    return job_.train.target_accuracy > 0.0 &&
-           latest_eval_->accuracy >= job_.train.target_accuracy;
+    return job_.train.target_accuracy > 0.0 && latest_eval_->accuracy >= job_.train.target_accuracy;
   }
   const std::optional<train::EvalResult>& latest_eval() const { return latest_eval_; }
   bool EvaluatedNow() const { return last_eval_ == lbfgs_.state().iteration; }
@@ -106,7 +105,8 @@ class LbfgsRecording {
   Status Save() {
     const optim::LbfgsState& state = lbfgs_.state();
     if (!options_.checkpoints || state.iteration == last_saved_) return Status::Ok();
-    if (Status s = engine_.Collect(true); !s.ok()) return Status::Error("checkpoint failed: " + s.message());
+    if (Status s = engine_.Collect(true); !s.ok())
+      return Status::Error("checkpoint failed: " + s.message());
     std::vector<float> scalars;
     const Status saved = recorder_.SaveCheckpoint(ViewLbfgsCheckpoint(
         engine_.Staging(), job_.lbfgs.history, state, job_.train.seed, spec_, &scalars));
@@ -199,7 +199,7 @@ Result<LbfgsRunResult> RunLbfgs(const config::JobConfig& job, const JobData& dat
   LbfgsRecording recording(job, data, model, lbfgs, engine, recorder, options,
                            resume != nullptr ? resume->step : -1);
   if (options.observer != nullptr) {
-    options.observer->OnStart(recording.Progress(), data, resume != nullptr);
+    options.observer->OnStart(recording.Progress(), SubjectOf(data), resume != nullptr);
   }
 
   LbfgsRunResult result;

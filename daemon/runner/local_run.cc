@@ -5,6 +5,7 @@
 
 #include "daemon/runner/lbfgs_run.h"
 #include "daemon/runner/memory_limit.h"
+#include "daemon/runner/sparse_run.h"
 #include "daemon/runner/trainer_checkpoint.h"
 #include "daemon/runner/training_session.h"
 
@@ -43,6 +44,19 @@ std::string Interrupted(const char* unit, std::int64_t at, std::int64_t job_id) 
          " after a checkpoint; resume with dtrain run --resume " + std::to_string(job_id);
 }
 
+// The job's final reason after a training loop stopped for `why` at `steps`.
+std::string DescribeEnd(train::StopReason why, std::int64_t steps, std::int64_t job_id) {
+  switch (why) {
+    case train::StopReason::kCompleted:
+      return "completed " + std::to_string(steps) + " steps";
+    case train::StopReason::kTargetReached:
+      return "reached target accuracy at step " + std::to_string(steps);
+    case train::StopReason::kRequested:
+      break;
+  }
+  return Interrupted("step", steps, job_id);
+}
+
 }  // namespace
 
 Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t job_id,
@@ -72,13 +86,6 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
     if (Result<int> blas = PrepareBlas(job, {}); !blas.ok()) {
       return finish(JobState::kFailed, blas.status().message());
     }
-    doing = "reading the job's data";
-    auto loaded = LoadJobData(job);
-    if (!loaded.ok()) return finish(JobState::kFailed, loaded.status().message());
-    const JobData& data = loaded.value();
-    outcome.eval_name = data.eval_name;
-    outcome.classification = data.spec.loss != model::LossType::kMeanSquaredError;
-
     auto latest = store.LatestCheckpoint(job_id);
     if (!latest.ok()) return latest.status();
     for (const std::string& skipped : latest.value().skipped) {
@@ -86,6 +93,38 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
     }
     const std::optional<store::CheckpointData>& resume = latest.value().checkpoint;
     StoreRecorder recorder(store, job_id, kWorker, job.checkpoint.keep);
+    if (job.data.sparse) {
+      doing = "reading the job's sparse data";
+      auto sparse_data = LoadSparseJobData(job);
+      if (!sparse_data.ok()) return finish(JobState::kFailed, sparse_data.status().message());
+      outcome.eval_name = sparse_data.value().eval_name;
+      outcome.resumed_from = resume ? resume->step : -1;
+      Status running = store.SetJobState(
+          job_id, JobState::kRunning,
+          resume
+              ? "resumed from the checkpoint at step " + std::to_string(resume->step)
+              : "training a sparse model on " + std::to_string(sparse_data.value().train.rows()) +
+                    " rows of " + std::to_string(sparse_data.value().train.features) + " features");
+      if (!running.ok()) return running;
+      doing = "training a sparse model";
+      Result<SparseRunResult> ran =
+          RunSparse(job, sparse_data.value(), recorder, options, resume ? &*resume : nullptr);
+      if (!ran.ok()) return finish(JobState::kFailed, ran.status().message());
+      outcome.steps = ran.value().steps;
+      if (const auto& e = ran.value().final_eval) {
+        outcome.final_eval = train::EvalResult{e->loss, e->accuracy, e->rows, e->auc};
+      }
+      return finish(ran.value().why == train::StopReason::kRequested ? JobState::kCancelled
+                                                                     : JobState::kSucceeded,
+                    DescribeEnd(ran.value().why, outcome.steps, job_id));
+    }
+    doing = "reading the job's data";
+    auto loaded = LoadJobData(job);
+    if (!loaded.ok()) return finish(JobState::kFailed, loaded.status().message());
+    const JobData& data = loaded.value();
+    outcome.eval_name = data.eval_name;
+    outcome.classification = data.spec.loss != model::LossType::kMeanSquaredError;
+
     if (job.optimizer.type == optim::OptimizerType::kLbfgs) {
       doing = "running L-BFGS";
       outcome.resumed_from = resume ? resume->step : -1;
@@ -95,7 +134,8 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
                  : "L-BFGS on " + std::to_string(data.train.rows) + " rows, " +
                        std::to_string(model::Model(data.spec).NumParams()) + " parameters");
       if (!running.ok()) return running;
-      Result<LbfgsRunResult> ran = RunLbfgs(job, data, recorder, options, resume ? &*resume : nullptr);
+      Result<LbfgsRunResult> ran =
+          RunLbfgs(job, data, recorder, options, resume ? &*resume : nullptr);
       if (!ran.ok()) return finish(JobState::kFailed, ran.status().message());
       outcome.steps = ran.value().iterations;
       outcome.final_eval = ran.value().final_eval;
@@ -124,12 +164,12 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
                 : "training " + std::to_string(data.train.rows) + " rows, " +
                       std::to_string(session->network().NumParams()) + " parameters");
     if (!running.ok()) return running;
-    if (options.observer != nullptr) options.observer->OnStart(ProgressOf(trainer), data, resumed);
+    if (options.observer != nullptr)
+      options.observer->OnStart(ProgressOf(trainer), SubjectOf(data), resumed);
 
     doing = "training";
-    const Result<train::StopReason> why =
-        TrainRecorded(trainer, job.checkpoint, recorder, options,
-                      resumed ? outcome.resumed_from : -1);
+    const Result<train::StopReason> why = TrainRecorded(trainer, job.checkpoint, recorder, options,
+                                                        resumed ? outcome.resumed_from : -1);
     outcome.steps = trainer.position().step;
     if (!why.ok()) return finish(JobState::kFailed, why.status().message());
     if (data.eval.rows > 0) {
@@ -138,17 +178,9 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
       outcome.final_eval = final_eval.value();
     }
 
-    switch (why.value()) {
-      case train::StopReason::kCompleted:
-        return finish(JobState::kSucceeded,
-                      "completed " + std::to_string(outcome.steps) + " steps");
-      case train::StopReason::kTargetReached:
-        return finish(JobState::kSucceeded, "reached target accuracy at step " +
-                                                std::to_string(outcome.steps));
-      case train::StopReason::kRequested:
-        break;
-    }
-    return finish(JobState::kCancelled, Interrupted("step", outcome.steps, job_id));
+    return finish(
+        why.value() == train::StopReason::kRequested ? JobState::kCancelled : JobState::kSucceeded,
+        DescribeEnd(why.value(), outcome.steps, job_id));
   } catch (const std::bad_alloc&) {
     return finish(JobState::kFailed, OutOfMemory(doing, job));
   }

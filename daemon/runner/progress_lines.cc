@@ -6,14 +6,14 @@
 
 namespace dtrain::runner {
 
-std::string StartLine(const RunProgress& progress, const JobData& data, bool resumed) {
+std::string StartLine(const RunProgress& progress, const RunSubject& subject, bool resumed) {
   char line[128];
-  std::snprintf(line, sizeof line, " %zu training rows, %zu parameters (", data.train.rows,
+  std::snprintf(line, sizeof line, " %zu training rows, %zu parameters (", subject.train_rows,
                 progress.params);
   const char* unit = progress.iterations ? "iteration" : "step";
   return (resumed ? "resuming from " + std::string(unit) + " " + std::to_string(progress.step) + ":"
                   : std::string("training:")) +
-         line + model::FormatModelSpec(data.spec) + "), " +
+         line + subject.model + "), " +
          (progress.iterations
               ? "L-BFGS, at most " + std::to_string(progress.planned_steps) + " iterations, "
               : std::to_string(progress.planned_steps) + " steps planned, ") +
@@ -25,20 +25,23 @@ std::optional<std::string> EvalLine(const RunProgress& progress,
                                     const std::string& eval_name) {
   bool eval = false;
   double loss = 0.0, metric = 0.0;
+  std::optional<double> auc;
   const char* metric_name = "accuracy";
   for (const train::MetricPoint& p : points) {
     if (p.name == "eval_loss") eval = true, loss = p.value;
     if (p.name == "eval_accuracy") metric = p.value;
+    if (p.name == "eval_auc") auc = p.value;
     if (p.name == "eval_mse") eval = true, metric_name = "mse", loss = metric = p.value;
   }
   if (!eval) return std::nullopt;
-  char line[256];
+  char line[256], auc_text[32] = "";
+  if (auc) std::snprintf(auc_text, sizeof auc_text, " auc %.4f", *auc);
   std::snprintf(line, sizeof line,
                 progress.iterations ? "iteration %lld evaluations %.0f %s loss %.4f %s %.4f"
                                     : "step %lld epoch %.2f %s loss %.4f %s %.4f",
                 static_cast<long long>(progress.step), progress.epochs, eval_name.c_str(), loss,
                 metric_name, metric);
-  return std::string(line);
+  return std::string(line) + auc_text;
 }
 
 }  // namespace dtrain::runner

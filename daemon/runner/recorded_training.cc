@@ -11,69 +11,22 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Forwards metrics to the recorder and the observer; takes checkpoints between steps when due
-// (the trainer is idle then); asks the loop to stop when a stop was requested or a checkpoint
-// failed.
+// A dense Trainer's loop, recorded.
 class RecordingListener final : public train::TrainListener {
  public:
-  RecordingListener(const config::CheckpointConfig& policy, RunRecorder& recorder,
-                    const RunOptions& options, train::Trainer& trainer,
-                    std::int64_t last_saved_step)
-      : policy_(policy),
-        recorder_(recorder),
-        options_(options),
-        trainer_(trainer),
-        last_saved_step_(last_saved_step) {}
-
-  void Record(std::span<const train::MetricPoint> points) override {
-    recorder_.RecordMetrics(points);
-    if (options_.observer != nullptr) options_.observer->OnMetrics(ProgressOf(trainer_), points);
-  }
-
-  bool AfterStep(const train::Trainer&) override {
-    const std::int64_t step = trainer_.position().step;
-    const bool by_steps = policy_.every_steps > 0 && step % policy_.every_steps == 0;
-    const bool by_time =
-        policy_.every_seconds > 0 &&
-        std::chrono::duration<double>(Clock::now() - last_checkpoint_).count() >=
-            policy_.every_seconds;
-    if ((by_steps || by_time) && failure_.ok()) failure_ = Save();
-    stop_requested_ = options_.stop != nullptr && options_.stop->load();
-    return !stop_requested_ && failure_.ok();
-  }
-
-  // Writes a checkpoint of the trainer's state now, unless this step's is written already.
-  Status Save() {
-    if (!options_.checkpoints || trainer_.position().step == last_saved_step_) return Status::Ok();
-    Status saved;
-    if (options_.capture) {
-      Result<store::CheckpointData> captured = options_.capture(trainer_);
-      if (!captured.ok()) return Status::Error("checkpoint failed: " + captured.status().message());
-      saved = recorder_.SaveCheckpoint(store::ViewOf(captured.value()));
-    } else {
-      saved = recorder_.SaveCheckpoint(ViewCheckpoint(trainer_));
-    }
-    if (!saved.ok()) return Status::Error("checkpoint failed: " + saved.message());
-    last_saved_step_ = trainer_.position().step;
-    last_checkpoint_ = Clock::now();
-    if (options_.observer != nullptr) options_.observer->OnCheckpoint(ProgressOf(trainer_));
-    return Status::Ok();
-  }
-
-  const Status& failure() const { return failure_; }
+  explicit RecordingListener(RunRecording& recording) : recording_(recording) {}
+  void Record(std::span<const train::MetricPoint> points) override { recording_.Record(points); }
+  bool AfterStep(const train::Trainer&) override { return recording_.AfterStep(); }
 
  private:
-  const config::CheckpointConfig& policy_;
-  RunRecorder& recorder_;
-  const RunOptions& options_;
-  train::Trainer& trainer_;
-  std::int64_t last_saved_step_;
-  Clock::time_point last_checkpoint_ = Clock::now();
-  bool stop_requested_ = false;
-  Status failure_;
+  RunRecording& recording_;
 };
 
 }  // namespace
+
+RunSubject SubjectOf(const JobData& data) {
+  return {data.train.rows, model::FormatModelSpec(data.spec), data.eval_name};
+}
 
 RunProgress ProgressOf(const train::Trainer& trainer) {
   return {.step = trainer.position().step,
@@ -84,22 +37,75 @@ RunProgress ProgressOf(const train::Trainer& trainer) {
           .params = trainer.network().NumParams()};
 }
 
+RunRecording::RunRecording(const config::CheckpointConfig& policy, RunRecorder& recorder,
+                           const RunOptions& options, std::int64_t last_saved_step,
+                           std::function<RunProgress()> progress,
+                           std::function<Status()> write_checkpoint)
+    : policy_(policy),
+      recorder_(recorder),
+      options_(options),
+      last_saved_step_(last_saved_step),
+      progress_(std::move(progress)),
+      write_checkpoint_(std::move(write_checkpoint)) {}
+
+void RunRecording::Record(std::span<const train::MetricPoint> points) {
+  recorder_.RecordMetrics(points);
+  if (options_.observer != nullptr) options_.observer->OnMetrics(progress_(), points);
+}
+
+bool RunRecording::AfterStep() {
+  const std::int64_t step = progress_().step;
+  const bool by_steps = policy_.every_steps > 0 && step % policy_.every_steps == 0;
+  const bool by_time = policy_.every_seconds > 0 &&
+                       std::chrono::duration<double>(Clock::now() - last_checkpoint_).count() >=
+                           policy_.every_seconds;
+  if ((by_steps || by_time) && failure_.ok()) failure_ = Save();
+  const bool stop_requested = options_.stop != nullptr && options_.stop->load();
+  return !stop_requested && failure_.ok();
+}
+
+Status RunRecording::Save() {
+  const RunProgress progress = progress_();
+  if (!options_.checkpoints || progress.step == last_saved_step_) return Status::Ok();
+  if (Status saved = write_checkpoint_(); !saved.ok()) {
+    return Status::Error("checkpoint failed: " + saved.message());
+  }
+  last_saved_step_ = progress.step;
+  last_checkpoint_ = Clock::now();
+  if (options_.observer != nullptr) options_.observer->OnCheckpoint(progress);
+  return Status::Ok();
+}
+
+Status RunRecording::Finish() {
+  if (!failure_.ok()) return failure_;
+  if (Status saved = Save(); !saved.ok()) return saved;  // the end, whatever stopped it
+  // The process's peak resident memory over its life, for sizing jobs and their memory_limit.
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const RunProgress progress = progress_();
+  const train::MetricPoint peak{progress.step, progress.epochs, "peak_rss_bytes",
+                                static_cast<double>(usage.ru_maxrss) * 1024.0};
+  recorder_.RecordMetrics({&peak, 1});
+  return Status::Ok();
+}
+
 Result<train::StopReason> TrainRecorded(train::Trainer& trainer,
                                         const config::CheckpointConfig& policy,
                                         RunRecorder& recorder, const RunOptions& options,
                                         std::int64_t last_saved_step) {
-  RecordingListener listener(policy, recorder, options, trainer, last_saved_step);
+  const auto write = [&]() -> Status {
+    if (!options.capture) return recorder.SaveCheckpoint(ViewCheckpoint(trainer));
+    Result<store::CheckpointData> captured = options.capture(trainer);
+    if (!captured.ok()) return captured.status();
+    return recorder.SaveCheckpoint(store::ViewOf(captured.value()));
+  };
+  RunRecording recording(
+      policy, recorder, options, last_saved_step, [&trainer] { return ProgressOf(trainer); },
+      write);
+  RecordingListener listener(recording);
   Result<train::StopReason> why = trainer.Run(listener);
   if (!why.ok()) return why;
-  if (!listener.failure().ok()) return listener.failure();
-  Status saved = listener.Save();  // the end, whatever stopped it
-  if (!saved.ok()) return saved;
-  // The process's peak resident memory over its life, for sizing jobs and their memory_limit.
-  struct rusage usage {};
-  ::getrusage(RUSAGE_SELF, &usage);
-  const train::MetricPoint peak{trainer.position().step, trainer.Epochs(), "peak_rss_bytes",
-                                static_cast<double>(usage.ru_maxrss) * 1024.0};
-  recorder.RecordMetrics({&peak, 1});
+  if (Status finished = recording.Finish(); !finished.ok()) return finished;
   return why;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -24,21 +25,29 @@ namespace dtrain::runner {
 // Where a run stands, for observers: a training loop's position, or an L-BFGS run's
 // (daemon/runner/lbfgs_run.h), whose steps are iterations and epochs passes over its rows.
 struct RunProgress {
-  std::int64_t step = 0;           // steps (iterations) completed
-  std::int64_t planned_steps = 0;  // the most the run takes
-  std::uint64_t epoch = 0;         // the current epoch (0-based)
-  double epochs = 0.0;             // fractional epochs completed
+  std::int64_t step = 0;            // steps (iterations) completed
+  std::int64_t planned_steps = 0;   // the most the run takes
+  std::uint64_t epoch = 0;          // the current epoch (0-based)
+  double epochs = 0.0;              // fractional epochs completed
   std::int64_t planned_epochs = 0;  // 0: no epoch limit
   std::size_t params = 0;
   bool iterations = false;  // an L-BFGS run
 };
 RunProgress ProgressOf(const train::Trainer& trainer);
 
+// What a run trains, for its observers' first line.
+struct RunSubject {
+  std::size_t train_rows = 0;
+  std::string model;      // the spec's text
+  std::string eval_name;  // "test", "validation" or "" (none)
+};
+RunSubject SubjectOf(const JobData& data);
+
 // Told what happens, on the training thread (for progress bars and plain-text logs).
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
-  virtual void OnStart(const RunProgress& progress, const JobData& data, bool resumed) = 0;
+  virtual void OnStart(const RunProgress& progress, const RunSubject& subject, bool resumed) = 0;
   virtual void OnMetrics(const RunProgress& progress,
                          std::span<const train::MetricPoint> points) = 0;
   virtual void OnCheckpoint(const RunProgress& progress) = 0;
@@ -56,9 +65,40 @@ struct RunOptions {
   std::function<Result<store::CheckpointData>(train::Trainer&)> capture;
 };
 
+// The recording of a run, whatever its loop: metrics to the recorder and the observer,
+// checkpoints by the job's policy between steps (the loop is idle then), and the stop request.
+// `progress` says where the run stands; `write_checkpoint` saves the run's state to the recorder
+// now. Used by TrainRecorded, and by loops of their own (sparse models).
+class RunRecording {
+ public:
+  RunRecording(const config::CheckpointConfig& policy, RunRecorder& recorder,
+               const RunOptions& options, std::int64_t last_saved_step,
+               std::function<RunProgress()> progress, std::function<Status()> write_checkpoint);
+
+  void Record(std::span<const train::MetricPoint> points);
+  // After a step: a checkpoint when due. False: stop now (asked to, or a checkpoint failed).
+  bool AfterStep();
+  // A checkpoint now, unless this step's is written already (or this process writes none).
+  Status Save();
+  // At the end, whatever stopped the loop: the last checkpoint and the peak memory metric
+  // (peak_rss_bytes). The first failed checkpoint's error, if one failed.
+  Status Finish();
+
+ private:
+  const config::CheckpointConfig& policy_;
+  RunRecorder& recorder_;
+  const RunOptions& options_;
+  std::int64_t last_saved_step_;
+  std::function<RunProgress()> progress_;
+  std::function<Status()> write_checkpoint_;
+  std::chrono::steady_clock::time_point last_checkpoint_ = std::chrono::steady_clock::now();
+  Status failure_;
+};
+
 // Checkpoints are taken between steps, inside the loop, so the replicas of a collective job keep
-// stepping together. `last_saved_step` is the step of the checkpoint the trainer was restored from (-1 if none):
-// it is not written again. An error names what failed (a strategy step, or "checkpoint failed:
+// stepping together. `last_saved_step` is the step of the checkpoint the trainer was restored from
+// (-1 if none): it is not written again. An error names what failed (a strategy step, or
+// "checkpoint failed:
 // ...").
 Result<train::StopReason> TrainRecorded(train::Trainer& trainer,
                                         const config::CheckpointConfig& policy,

@@ -20,8 +20,9 @@
 #include "daemon/runner/progress_lines.h"
 #include "daemon/runner/recorded_training.h"
 #include "daemon/runner/sandblaster_run.h"
-#include "daemon/runner/trainer_checkpoint.h"
 #include "daemon/runner/shard_service.h"
+#include "daemon/runner/sparse_run.h"
+#include "daemon/runner/trainer_checkpoint.h"
 #include "daemon/runner/training_session.h"
 #include "daemon/server/launch.h"
 #include "daemon/worker/launch_secret.h"
@@ -49,10 +50,10 @@ int Fail(const std::string& message) {
 // Prints the run's plain progress lines on stdout, flushed line by line (it is a pipe).
 class LinePrinter final : public runner::RunObserver {
  public:
-  void OnStart(const runner::RunProgress& progress, const runner::JobData& data,
+  void OnStart(const runner::RunProgress& progress, const runner::RunSubject& subject,
                bool resumed) override {
-    eval_name_ = data.eval_name;
-    Print(runner::StartLine(progress, data, resumed));
+    eval_name_ = subject.eval_name;
+    Print(runner::StartLine(progress, subject, resumed));
   }
   void OnMetrics(const runner::RunProgress& progress,
                  std::span<const train::MetricPoint> points) override {
@@ -91,17 +92,17 @@ Result<json> ReadReply(Upstream& upstream, std::chrono::milliseconds timeout) {
 struct Admitted {
   config::JobConfig job;
   std::optional<store::CheckpointData> resume;
-  std::vector<dist::Endpoint> peers;  // by rank; empty for a one-process job
+  std::vector<dist::Endpoint> peers;            // by rank; empty for a one-process job
   std::vector<dist::Endpoint> partition_peers;  // by rank: their partition rings' listeners
-  std::string data_token;             // opens every data-plane connection of this attempt
+  std::string data_token;                       // opens every data-plane connection of this attempt
 };
 
 // Tells the coordinator this process cannot succeed here however often it is restarted — `stop`
 // "no_data": the job's data cannot be read on this host; "out_of_memory": it does not fit its
 // memory — and why. Best effort: the process fails either way.
 void SayHopeless(Upstream& upstream, const char* stop, const std::string& why) {
-  const json done = {{"v", 1}, {"type", "worker_done"}, {"stop", stop}, {"steps", 0},
-                     {"error", why}};
+  const json done = {
+      {"v", 1}, {"type", "worker_done"}, {"stop", stop}, {"steps", 0}, {"error", why}};
   if (upstream.Send(net::MessageType::kControl, done.dump(), 10s).ok()) {
     upstream.Read(10s);  // its acknowledgement (or the checkpoint that was on its way)
   }
@@ -134,8 +135,8 @@ Result<Admitted> ReadAdmission(Upstream& upstream, std::chrono::milliseconds tim
   const auto peers = reply.find("peers");
   if (peers != reply.end() && peers->is_array()) {
     for (const json& p : *peers) {
-      if (!p.is_object() || !p.contains("host") || !p["host"].is_string() ||
-          !p.contains("port") || !p["port"].is_number_unsigned()) {
+      if (!p.is_object() || !p.contains("host") || !p["host"].is_string() || !p.contains("port") ||
+          !p["port"].is_number_unsigned()) {
         return Status::Error("malformed peer table from the daemon");
       }
       out.peers.push_back({p["host"].get<std::string>(), p["port"].get<std::uint16_t>()});
@@ -160,7 +161,6 @@ Result<Admitted> ReadAdmission(Upstream& upstream, std::chrono::milliseconds tim
   }
   return out;
 }
-
 
 // Tells the daemon this process is done, and waits for its acknowledgement.
 Status SayDone(Upstream& upstream, const char* stop, std::int64_t steps,
@@ -206,7 +206,31 @@ int RunLbfgsReplica(Upstream& upstream, const Admitted& admitted, const runner::
   return ran.value().why == train::StopReason::kRequested ? kExitStopped : kExitCompleted;
 }
 
-// A replica, a Sandblaster worker or a Sandblaster coordinator: a process that reads the job's data.
+// A sparse job (data.sparse) in this process.
+int RunSparseReplica(Upstream& upstream, const Admitted& admitted) {
+  const config::JobConfig& job = admitted.job;
+  auto data = runner::LoadSparseJobData(job);
+  if (!data.ok()) return FailHopeless(upstream, "no_data", data.status().message());
+  LinePrinter printer;
+  UpstreamRecorder recorder(upstream);
+  runner::RunOptions options;
+  options.stop = &g_stop;
+  options.observer = &printer;
+  const Result<runner::SparseRunResult> ran = runner::RunSparse(
+      job, data.value(), recorder, options, admitted.resume ? &*admitted.resume : nullptr);
+  if (!ran.ok()) return Fail(ran.status().message());
+  if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
+  const char* stop = StopName(ran.value().why);
+  if (Status said = SayDone(upstream, stop, ran.value().steps); !said.ok()) {
+    return Fail(said.message());
+  }
+  std::printf("%s after %lld steps, %llu keys\n", stop, static_cast<long long>(ran.value().steps),
+              static_cast<unsigned long long>(ran.value().keys));
+  return ran.value().why == train::StopReason::kRequested ? kExitStopped : kExitCompleted;
+}
+
+// A replica, a Sandblaster worker or a Sandblaster coordinator: a process that reads the job's
+// data.
 int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;
   const config::ProcessRole role = config::RoleOf(job.cluster, placement.rank);
@@ -215,6 +239,10 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     // BLAS buffers first, while the address space is free (memory_limit.h).
     if (Result<int> blas = runner::PrepareBlas(job, placement); !blas.ok()) {
       return FailHopeless(upstream, "out_of_memory", blas.status().message());
+    }
+    if (job.data.sparse) {
+      doing = "training a sparse model";
+      return RunSparseReplica(upstream, admitted);
     }
     doing = "reading the job's data";
     auto data = runner::LoadJobData(job);
@@ -247,7 +275,8 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     if (Status started = session.Start(); !started.ok()) return Fail(started.message());
 
     LinePrinter printer;
-    printer.OnStart(runner::ProgressOf(trainer), data.value(), resume.has_value());
+    printer.OnStart(runner::ProgressOf(trainer), runner::SubjectOf(data.value()),
+                    resume.has_value());
     if (const std::string links = session.DescribeLinks(); !links.empty()) {
       std::printf("%s\n", links.c_str());
       std::fflush(stdout);
@@ -291,13 +320,14 @@ int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placeme
     UpstreamRecorder recorder(upstream);
     runner::MetricsToRecorder sink(recorder);
     std::printf("%s of %d serving %d workers\n",
-                config::DescribeProcess(job.cluster, placement.rank).c_str(),
-                job.cluster.Servers(), job.cluster.workers);
+                config::DescribeProcess(job.cluster, placement.rank).c_str(), job.cluster.Servers(),
+                job.cluster.workers);
     std::fflush(stdout);
     doing = "serving its shard";
-    Status served = job.cluster.mode == config::ClusterMode::kSandblaster
-                        ? runner::ServeSandblasterShard(job, spec.value(), placement)
-                        : runner::ServeShardOfJob(job, spec.value(), placement, admitted.resume, sink);
+    Status served =
+        job.cluster.mode == config::ClusterMode::kSandblaster
+            ? runner::ServeSandblasterShard(job, spec.value(), placement)
+            : runner::ServeShardOfJob(job, spec.value(), placement, admitted.resume, sink);
     if (!served.ok()) return Fail(served.message());
     if (Status said = SayDone(upstream, "completed", 0); !said.ok()) {
       return Fail(said.message());
@@ -314,8 +344,9 @@ Result<net::FrameStream> CoordinatorConnection() {
   constexpr std::uint32_t kMaxPayload = 1u << 30;  // checkpoints to resume from
   struct stat st {};
   if (::fstat(server::kConnectionFd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-    return Status::Error("no coordinator connection on fd 3: job processes are started by "
-                         "dtraind or dtrain run, never by hand");
+    return Status::Error(
+        "no coordinator connection on fd 3: job processes are started by "
+        "dtraind or dtrain run, never by hand");
   }
   ::fcntl(server::kConnectionFd, F_SETFD, FD_CLOEXEC);  // nothing this process starts gets it
   net::FrameStream stream(server::kConnectionFd, kMaxPayload);
@@ -365,8 +396,11 @@ int Work(const WorkerArgs& args) {
                            &g_stop);
   listener.value().RequireToken(admitted.value().data_token);
   partition_listener.value().RequireToken(admitted.value().data_token);
-  const runner::Placement placement{args.rank, admitted.value().peers, &listener.value(),
-                                    admitted.value().data_token, admitted.value().partition_peers,
+  const runner::Placement placement{args.rank,
+                                    admitted.value().peers,
+                                    &listener.value(),
+                                    admitted.value().data_token,
+                                    admitted.value().partition_peers,
                                     &partition_listener.value()};
   if (config::RoleOf(admitted.value().job.cluster, args.rank).kind ==
       config::ProcessRole::Kind::kShard) {

@@ -1,17 +1,17 @@
 // dtraind end to end: real daemon processes on a temporary socket, real worker processes, the
 // control protocol spoken as a client would.
-#include <boost/test/unit_test.hpp>
-
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/test/unit_test.hpp>
 #include <filesystem>
 #include <set>
 #include <thread>
 
+#include "core/data/click_synthetic.h"
 #include "daemon_fixture.h"
 
 namespace dtrain::testing {
@@ -76,10 +76,10 @@ std::vector<std::string> LogLines(const DaemonFixture& d, std::int64_t id, bool 
   auto stream = net::FrameStream::ConnectUnix(d.socket(), std::chrono::seconds(5));
   BOOST_REQUIRE(stream.ok());
   const json request = {{"v", 1}, {"type", "logs"}, {"id", id}, {"follow", follow}};
-  BOOST_REQUIRE(stream.value()
-                    .WriteString(net::MessageType::kControl, 0, 0, request.dump(),
-                                 std::chrono::seconds(5))
-                    .ok());
+  BOOST_REQUIRE(
+      stream.value()
+          .WriteString(net::MessageType::kControl, 0, 0, request.dump(), std::chrono::seconds(5))
+          .ok());
   std::vector<std::string> lines;
   for (;;) {
     auto frame = stream.value().Read(std::chrono::seconds(120));
@@ -105,8 +105,8 @@ BOOST_AUTO_TEST_CASE(submit_runs_to_success_with_metrics_checkpoints_and_every_l
   BOOST_TEST(job["reason"] == "completed 189 steps");
   BOOST_TEST(job["step"] == 189);
   BOOST_TEST(job["metrics"]["eval_accuracy"].get<double>() > 0.8);
-  BOOST_TEST((States(job) == std::vector<std::string>{"queued", "starting", "running",
-                                                      "succeeded"}));
+  BOOST_TEST(
+      (States(job) == std::vector<std::string>{"queued", "starting", "running", "succeeded"}));
   BOOST_REQUIRE(job["workers"].size() == 1u);
   BOOST_TEST(job["workers"][0]["state"] == "exited");
   BOOST_TEST(job["workers"][0]["exit_status"] == 0);
@@ -152,6 +152,34 @@ BOOST_AUTO_TEST_CASE(an_lbfgs_job_runs_in_its_worker_and_its_end_is_the_jobs_rea
   BOOST_TEST(lines.front().find("L-BFGS, at most 12 iterations") != std::string::npos,
              lines.front());
   BOOST_TEST(lines[1].rfind("iteration 4 evaluations ", 0) == 0u, lines[1]);
+}
+
+// A sparse model trains in its worker (data.sparse): AUC and key counts are recorded, the
+// checkpoint holds the touched keys, and the log ends with the worker's count of them.
+BOOST_AUTO_TEST_CASE(a_sparse_job_runs_in_its_worker_and_reports_auc_and_keys) {
+  DaemonFixture d;
+  const data::ClickData clicks =
+      data::MakeClicks({.rows = 3000, .features = 1u << 14, .nonzeros = 15, .seed = 6});
+  const std::string train = d.dir().Path("clicks.svm");
+  BOOST_REQUIRE(data::WriteLibsvm(clicks.rows, train).ok());
+  const std::int64_t id =
+      d.Submit("name = \"clicks\"\n[data]\nformat = \"libsvm\"\nsparse = true\ntrain = \"" + train +
+               "\"\nvalidation_fraction = 0.2\n[model]\ntype = \"logistic\"\n"
+               "[train]\nepochs = 2\nbatch_size = 40\n[optimizer]\ntype = \"ftrl\"\n"
+               "alpha = 0.2\n[checkpoint]\nevery_steps = 50\n");
+  const json job = d.Wait(id);
+  BOOST_TEST(job["state"] == "succeeded");
+  BOOST_TEST(job["reason"] == "completed 120 steps");  // 2400 rows of 40, twice
+  BOOST_TEST(job["metrics"]["eval_auc"].get<double>() > 0.55);
+  const double keys = job["metrics"]["model_keys"].get<double>();
+  BOOST_TEST(keys > 500.0);
+  const json checkpoints = d.Request({{"type", "checkpoints"}, {"id", id}});
+  BOOST_TEST(checkpoints["checkpoints"].back()["step"] == 120);
+  const std::vector<std::string> lines = LogLines(d, id, /*follow=*/false);
+  BOOST_REQUIRE(lines.size() >= 3u);
+  BOOST_TEST(lines.front().find("sparse_logistic") != std::string::npos, lines.front());
+  BOOST_TEST(lines[lines.size() - 2] ==
+             "completed after 120 steps, " + std::to_string(static_cast<long>(keys)) + " keys");
 }
 
 BOOST_AUTO_TEST_CASE(logs_follow_started_early_prints_every_line_until_the_end) {
@@ -261,9 +289,10 @@ BOOST_AUTO_TEST_CASE(a_job_whose_data_is_missing_where_it_runs_fails_at_once_nam
   DaemonFixture d;
   // The data file disappears between submission and start: no restart could help.
   const std::string csv = d.dir().Write("vanishing.csv", "a,b,label\n1,2,0\n3,4,1\n");
-  const std::string job = std::string("name = \"doomed\"\npriority = 5\n[data]\nformat = \"csv\"\n") +
-                          "train = \"" + csv + "\"\n[model]\ntype = \"logistic\"\n" +
-                          "[train]\nepochs = 1\nbatch_size = 1\n[restart]\nmax_restarts = 2\n";
+  const std::string job =
+      std::string("name = \"doomed\"\npriority = 5\n[data]\nformat = \"csv\"\n") + "train = \"" +
+      csv + "\"\n[model]\ntype = \"logistic\"\n" +
+      "[train]\nepochs = 1\nbatch_size = 1\n[restart]\nmax_restarts = 2\n";
   const std::int64_t id = d.Submit(job);
   std::filesystem::remove(csv);
   const json ended = d.Wait(id);
@@ -286,8 +315,8 @@ BOOST_AUTO_TEST_CASE(bad_requests_get_clear_replies_and_the_daemon_keeps_serving
   BOOST_TEST(d.Request({{"type", "status"}})["code"] == "bad_request");
   BOOST_TEST(d.Request({{"type", "status"}, {"id", 999}})["code"] == "not_found");
   BOOST_TEST(d.Request({{"type", "status"}, {"id", "one"}})["code"] == "bad_request");
-  const json invalid = d.Request({{"type", "submit"}, {"job_toml", "[train]\nbatch_sise = 3\n"},
-                                  {"source", "bad.toml"}});
+  const json invalid = d.Request(
+      {{"type", "submit"}, {"job_toml", "[train]\nbatch_sise = 3\n"}, {"source", "bad.toml"}});
   BOOST_TEST(invalid["code"] == "invalid_job");
   BOOST_REQUIRE(!invalid["diagnostics"].empty());
   bool did_you_mean = false;
@@ -308,20 +337,22 @@ BOOST_AUTO_TEST_CASE(bad_requests_get_clear_replies_and_the_daemon_keeps_serving
   std::string huge = net::EncodeFrame(net::MessageType::kControl, 0, net::kNoSender, 0, "{}");
   huge[24] = huge[25] = huge[26] = huge[27] = static_cast<char>(0xff);  // length 2^32-1
   BOOST_TEST(!send_raw(huge).ok());
-  std::string other_version = net::EncodeFrame(net::MessageType::kControl, 0, net::kNoSender, 0, "{}");
+  std::string other_version =
+      net::EncodeFrame(net::MessageType::kControl, 0, net::kNoSender, 0, "{}");
   other_version[4] = 9;
   auto mismatch = send_raw(other_version);
   BOOST_REQUIRE(mismatch.ok());
   BOOST_TEST((mismatch.value().header.type == net::MessageType::kVersionMismatch));
-  BOOST_TEST(!send_raw(net::EncodeFrame(net::MessageType::kControl, 0, net::kNoSender, 0,
-                                        "not json")).ok());
+  BOOST_TEST(
+      !send_raw(net::EncodeFrame(net::MessageType::kControl, 0, net::kNoSender, 0, "not json"))
+           .ok());
   // A client that sends a header, then a byte a second, is closed within the request deadline,
   // while another client is served meanwhile.
   {
     auto slow = net::FrameStream::ConnectUnix(d.socket(), std::chrono::seconds(5));
     BOOST_REQUIRE(slow.ok());
-    const std::string frame = net::EncodeFrame(net::MessageType::kControl, 0, net::kNoSender, 0,
-                                               std::string(1000, ' '));
+    const std::string frame =
+        net::EncodeFrame(net::MessageType::kControl, 0, net::kNoSender, 0, std::string(1000, ' '));
     const auto started = std::chrono::steady_clock::now();
     bool closed = false;
     for (std::size_t i = 0; i < net::kHeaderSize + 20 && !closed; ++i) {  // 20 s at most
@@ -337,8 +368,8 @@ BOOST_AUTO_TEST_CASE(bad_requests_get_clear_replies_and_the_daemon_keeps_serving
     BOOST_TEST_MESSAGE("a dribbling client was closed after " << held << " s");
   }
   // A worker impostor with a wrong token is refused.
-  const json impostor = d.Request({{"type", "worker_hello"}, {"job", 1}, {"rank", 0},
-                                   {"token", "guess"}});
+  const json impostor =
+      d.Request({{"type", "worker_hello"}, {"job", 1}, {"rank", 0}, {"token", "guess"}});
   BOOST_TEST(impostor["code"] == "denied");
 
   // Still serving.
@@ -355,8 +386,8 @@ BOOST_AUTO_TEST_CASE(a_hundred_concurrent_clients_see_no_error_and_no_duplicate)
   std::vector<std::thread> clients;
   for (int c = 0; c < kClients; ++c) {
     clients.emplace_back([&, c] {
-      const auto submitted = d.TryRequest({{"type", "submit"}, {"job_toml", kQuickJob},
-                                           {"source", "c.toml"}});
+      const auto submitted =
+          d.TryRequest({{"type", "submit"}, {"job_toml", kQuickJob}, {"source", "c.toml"}});
       if (!submitted || (*submitted)["ok"] != true) {
         ++errors;
         failures[c] = submitted ? submitted->dump() : "no reply";
@@ -380,7 +411,8 @@ BOOST_AUTO_TEST_CASE(a_hundred_concurrent_clients_see_no_error_and_no_duplicate)
     if (!f.empty()) BOOST_TEST_MESSAGE(f);
   }
   BOOST_TEST(errors.load() == 0);
-  BOOST_TEST(std::set<std::int64_t>(ids.begin(), ids.end()).size() == static_cast<std::size_t>(kClients));
+  BOOST_TEST(std::set<std::int64_t>(ids.begin(), ids.end()).size() ==
+             static_cast<std::size_t>(kClients));
   const json list = d.Request({{"type", "list"}, {"limit", 1000}});
   BOOST_TEST(list["jobs"].size() == static_cast<std::size_t>(kClients));
   for (const json& job : list["jobs"]) {

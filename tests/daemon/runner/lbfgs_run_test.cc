@@ -1,8 +1,7 @@
 // L-BFGS jobs through the job runner (`dtrain run`'s): recorded iterations, checkpoints that hold
 // the history, and a run stopped and resumed that ends exactly where an uninterrupted one does.
-#include <boost/test/unit_test.hpp>
-
 #include <atomic>
+#include <boost/test/unit_test.hpp>
 #include <map>
 #include <string>
 
@@ -55,7 +54,7 @@ config::JobConfig Job(const std::vector<std::string>& overrides = {}) {
 class StopAt final : public RunObserver {
  public:
   StopAt(std::int64_t at, std::atomic<bool>& stop) : at_(at), stop_(stop) {}
-  void OnStart(const RunProgress&, const JobData&, bool) override {}
+  void OnStart(const RunProgress&, const RunSubject&, bool) override {}
   void OnMetrics(const RunProgress& progress, std::span<const train::MetricPoint>) override {
     if (progress.step >= at_) stop_.store(true);
   }
@@ -111,7 +110,7 @@ BOOST_AUTO_TEST_CASE(records_every_iteration_and_ends_with_a_checkpoint_of_its_h
                            "evaluations", "samples_per_sec"}) {
     BOOST_TEST(counts[name] == 40, name);
   }
-  BOOST_TEST(counts["eval_accuracy"] == 8);  // every 5 iterations
+  BOOST_TEST(counts["eval_accuracy"] == 8);            // every 5 iterations
   BOOST_TEST(last["objective"] > last["train_loss"]);  // the L2 term
 
   const store::CheckpointData c = Latest(id);
@@ -159,7 +158,8 @@ BOOST_AUTO_TEST_CASE(refuses_a_checkpoint_of_another_history) {
   const store::CheckpointData c = Latest(id);
   optim::VectorSlices vectors(optim::LbfgsVectorCount(5), c.params.size());
   optim::LbfgsState state;
-  const Status refused = RestoreLbfgsCheckpoint(c, 5, job.train.seed, c.model_spec, vectors, &state);
+  const Status refused =
+      RestoreLbfgsCheckpoint(c, 5, job.train.seed, c.model_spec, vectors, &state);
   BOOST_TEST(refused.message().find("history of 5 pairs") != std::string::npos, refused.message());
   BOOST_TEST(!RestoreLbfgsCheckpoint(c, 4, job.train.seed + 1, c.model_spec, vectors, &state).ok());
 }

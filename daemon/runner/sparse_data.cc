@@ -1,0 +1,47 @@
+#include "daemon/runner/sparse_data.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace dtrain::runner {
+
+data::LibsvmOptions SparseReadOptions(const config::DataConfig& d) {
+  return {.features = static_cast<std::uint64_t>(d.features),
+          .hash_bits = d.hash_bits,
+          .classification = true};
+}
+
+Result<SparseJobData> LoadSparseJobData(const config::JobConfig& job) {
+  const config::DataConfig& d = job.data;
+  SparseJobData out;
+  Result<data::SparseRows> train = data::ReadLibsvmSparse(d.train, SparseReadOptions(d));
+  if (!train.ok()) return train.status();
+  out.train = std::move(train).value();
+  if (!d.test.empty()) {
+    Result<data::SparseRows> test = data::ReadLibsvmSparse(d.test, SparseReadOptions(d));
+    if (!test.ok()) return test.status();
+    out.eval = std::move(test).value();
+    out.eval_name = "test";
+  } else if (d.validation_fraction > 0.0) {
+    std::tie(out.train, out.eval) =
+        data::SplitValidation(out.train, d.validation_fraction, job.train.seed);
+    out.eval_name = "validation";
+  }
+  if (out.train.rows() == 0) return Status::Error(out.train.source + " holds no rows");
+
+  out.spec = job.sparse_model;
+  const int classes = std::max(out.train.num_classes, out.eval.num_classes);
+  if (out.spec.type == sparse::SparseModelType::kSoftmax) {
+    out.spec.classes = std::max(classes, 2);
+  } else if (classes > 2) {
+    const data::SparseRows& which = out.eval.num_classes > 2 ? out.eval : out.train;
+    return Status::Error("model.type \"" + std::string(sparse::SparseModelTypeName(out.spec.type)) +
+                         "\" takes labels 0/1 (or -1/+1), but " + which.source + " has " +
+                         std::to_string(which.num_classes) +
+                         " classes: use type \"softmax\" for several");
+  }
+  if (Status valid = sparse::ValidateSparseModelSpec(out.spec); !valid.ok()) return valid;
+  return out;
+}
+
+}  // namespace dtrain::runner

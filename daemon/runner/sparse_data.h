@@ -1,0 +1,35 @@
+// SparseJobData: what a sparse job's [data] and [model] resolve to at run time — the training
+// rows and held-out rows kept sparse (data::SparseRows), and the sparse model spec with softmax's
+// classes taken from the data.
+//
+//   Result<SparseJobData> d = LoadSparseJobData(job);    // job.data.sparse
+//   sparse::SparseModel model(d.value().spec);
+//
+// The held-out set is the test file when the job names one, else a validation split of the
+// training rows (data.validation_fraction, the rows a dense job would hold out), else none.
+// Every feature index a row uses is read as given (1-based in the file, a key from 0 here), or
+// hashed (data.hash_bits). Plain values; LoadSparseJobData is safe for concurrent use.
+#pragma once
+
+#include <string>
+
+#include "config/job.h"
+#include "core/data/sparse_rows.h"
+#include "core/sparse/sparse_model.h"
+#include "core/status.h"
+
+namespace dtrain::runner {
+
+struct SparseJobData {
+  data::SparseRows train;
+  data::SparseRows eval;  // rows() == 0: nothing to evaluate on
+  std::string eval_name;  // "test", "validation" or "" (none)
+  sparse::SparseModelSpec spec;
+};
+
+Result<SparseJobData> LoadSparseJobData(const config::JobConfig& job);
+
+// How the job's libsvm files are read: its features and hash bits, class labels.
+data::LibsvmOptions SparseReadOptions(const config::DataConfig& data);
+
+}  // namespace dtrain::runner

@@ -1,0 +1,43 @@
+// RunSparse: a sparse job (data.sparse = true) trained in this process — a SparseTrainer over a
+// KeyTable (core/sparse) — and recorded like any run: metrics (sparse_trainer.h's names),
+// checkpoints of the touched keys (sparse_checkpoint.h) by the job's policy, on a stop request
+// and at the end, and the final evaluation on the held-out rows.
+//
+//   Result<SparseJobData> data = LoadSparseJobData(job);
+//   Result<SparseRunResult> r = RunSparse(job, data.value(), recorder, options, resume);
+//
+// One thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "config/job.h"
+#include "core/sparse/sparse_trainer.h"
+#include "core/train/strategy.h"
+#include "daemon/runner/recorded_training.h"
+#include "daemon/runner/recorder.h"
+#include "daemon/runner/sparse_data.h"
+#include "daemon/store/checkpoint.h"
+
+namespace dtrain::runner {
+
+struct SparseRunResult {
+  train::StopReason why = train::StopReason::kCompleted;
+  std::int64_t steps = 0;
+  std::uint64_t keys = 0;                              // keys the model holds at the end
+  std::optional<sparse::SparseEvalResult> final_eval;  // on the held-out rows, if any
+};
+
+// The first line observers print for a sparse run.
+RunSubject SubjectOf(const SparseJobData& data);
+
+// The engine's options for a sparse job: the job's [train] keys with the rate as the workers
+// use it.
+train::TrainOptions SparseTrainOptions(const config::JobConfig& job);
+
+Result<SparseRunResult> RunSparse(const config::JobConfig& job, const SparseJobData& data,
+                                  RunRecorder& recorder, const RunOptions& options,
+                                  const store::CheckpointData* resume);
+
+}  // namespace dtrain::runner

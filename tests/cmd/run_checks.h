@@ -1,0 +1,76 @@
+// What the end-to-end tests of `dtrain run` share: the binary under test, the store a run left,
+// its checkpoints compared bit for bit, and its JSON summary.
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "common/process.h"
+#include "daemon/store/store.h"
+
+// Their own namespace: dtrain::cli (the library) has an OpenStore of another signature.
+namespace dtrain::cli::run_checks {
+
+inline std::string Bin() {
+  const char* bin = std::getenv("DTRAIN_BIN");
+  BOOST_REQUIRE_MESSAGE(bin != nullptr, "DTRAIN_BIN is not set (run through ctest)");
+  return bin;
+}
+
+inline std::unique_ptr<store::Store> OpenStore(const std::string& path) {
+  auto s = store::Store::Open(path);
+  BOOST_REQUIRE_MESSAGE(s.ok(), s.status().message());
+  return std::move(s).value();
+}
+
+inline store::CheckpointData Final(const std::string& db, std::int64_t job) {
+  auto s = OpenStore(db);
+  auto latest = s->LatestCheckpoint(job);
+  BOOST_REQUIRE(latest.ok());
+  BOOST_REQUIRE(latest.value().checkpoint.has_value());
+  return *latest.value().checkpoint;
+}
+
+inline bool SameBits(const math::FloatBuffer& a, const math::FloatBuffer& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+inline bool SameState(const store::CheckpointData& a, const store::CheckpointData& b) {
+  if (a.step != b.step || !SameBits(a.params, b.params) ||
+      a.optimizer_state.size() != b.optimizer_state.size() ||
+      a.optimizer_steps != b.optimizer_steps) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.optimizer_state.size(); ++i) {
+    if (!SameBits(a.optimizer_state[i], b.optimizer_state[i])) return false;
+  }
+  return true;
+}
+
+// Waits until the job in `db` has a checkpoint at or past `step`.
+inline void WaitForCheckpoint(const std::string& db, std::int64_t job, std::int64_t step) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!std::filesystem::exists(db)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto s = OpenStore(db);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto infos = s->Checkpoints(job);
+    if (infos.ok() && !infos.value().empty() && infos.value().back().step >= step) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  BOOST_FAIL("no checkpoint at step " << step << " within 120 s");
+}
+
+inline nlohmann::json ParseJson(const testing::ProcessResult& r) {
+  BOOST_TEST_INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  BOOST_REQUIRE(nlohmann::json::accept(r.out));
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace dtrain::cli::run_checks
