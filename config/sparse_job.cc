@@ -12,7 +12,7 @@ namespace {
 constexpr std::int64_t kMaxFactors = 1024;
 constexpr std::array<std::string_view, 8> kDenseModelKeys{
     "hidden", "activation", "loss", "init", "inputs", "outputs", "input_shape", "layers"};
-constexpr std::array<ClusterMode, 1> kSparseModes{ClusterMode::kSingle};
+constexpr std::array<ClusterMode, 2> kSparseModes{ClusterMode::kSingle, ClusterMode::kAsync};
 
 // Reports `key` where it is written, if it is, with `message`; true if it was.
 bool ReportIfPresent(TableReader& r, std::string_view key, const std::string& message) {
@@ -88,7 +88,22 @@ void CheckSparseJob(const JobConfig& job, const SparseReaders& r) {
   if (!mode_fits && !r.cluster.Failed("mode")) {
     ReportIfPresent(r.cluster, "mode",
                     "is \"" + std::string(ClusterModeName(job.cluster.mode)) +
-                        "\", but a sparse model (data.sparse = true) trains in mode \"single\"");
+                        "\", but a sparse model (data.sparse = true) trains in mode \"single\" "
+                        "or \"async\" (on parameter servers)");
+  }
+  const ClusterConfig defaults;
+  const std::string per_step =
+      "is not available with data.sparse: a replica pulls its batch's keys before each step and "
+      "pushes their gradients after it";
+  if (job.cluster.push_every != defaults.push_every)
+    ReportIfPresent(r.cluster, "push_every", per_step);
+  if (job.cluster.fetch_every != defaults.fetch_every) {
+    ReportIfPresent(r.cluster, "fetch_every", per_step);
+  }
+  if (job.cluster.max_staleness != defaults.max_staleness) {
+    ReportIfPresent(r.cluster, "max_staleness",
+                    "is not available with data.sparse yet: its replicas' staleness is not "
+                    "bounded");
   }
 }
 

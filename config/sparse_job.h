@@ -7,8 +7,9 @@
 //   CheckSparseJob(job, {data, model, train, optimizer, cluster});
 //
 // A sparse job trains with an optimizer whose untouched coordinates cost nothing (sgd, adagrad,
-// ftrl), in mode "single", and nothing in it may touch every parameter at each step (weight
-// decay, clipping by the global norm) or densify the rows (scaling, augmentation).
+// ftrl), in mode "single" or "async" (every step pulling and pushing, staleness unbounded), and
+// nothing in it may touch every parameter at each step (weight decay, clipping by the global
+// norm) or densify the rows (scaling, augmentation).
 #pragma once
 
 #include "config/job.h"

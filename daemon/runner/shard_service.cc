@@ -7,10 +7,10 @@
 #include <thread>
 
 #include "config/job_layout.h"
-#include "core/model/partition_plan.h"
 #include "core/dist/parameter_shard.h"
 #include "core/dist/shard_ranges.h"
 #include "core/model/model.h"
+#include "core/model/partition_plan.h"
 
 namespace dtrain::runner {
 namespace {
@@ -30,8 +30,8 @@ std::vector<train::MetricPoint> StatPoints(const dist::ShardStats& stats) {
 Result<std::unique_ptr<dist::Link>> WorkerLink(net::FrameStream stream, int self, int rank,
                                                const config::JobConfig& job,
                                                dist::Deadline deadline) {
-  auto link = dist::MakeLink(std::move(stream), LinkTransportOf(job), dist::ShmRole::kOpener,
-                             self, rank, "", deadline);
+  auto link = dist::MakeLink(std::move(stream), LinkTransportOf(job), dist::ShmRole::kOpener, self,
+                             rank, "", deadline);
   if (link.ok()) link.value()->SetSendChecksums(job.cluster.checksum);
   return link;
 }
@@ -62,6 +62,30 @@ void AcceptRejoining(const dist::PeerListener& listener, int self, const config:
 
 }  // namespace
 
+Result<std::vector<std::unique_ptr<dist::Link>>> AcceptWorkerLinks(const config::JobConfig& job,
+                                                                   const Placement& placement,
+                                                                   const std::string& name) {
+  const int workers = job.cluster.workers;
+  std::vector<std::unique_ptr<dist::Link>> links(static_cast<std::size_t>(workers));
+  const dist::Deadline deadline = dist::Clock::now() + JobTimeout(job);
+  for (int accepted = 0; accepted < workers; ++accepted) {
+    Result<dist::IntroducedPeer> in = placement.listener->Accept(deadline);
+    if (!in.ok()) {
+      return Status::Error(name + ": waiting for the workers: " + in.status().message());
+    }
+    const std::uint32_t rank = in.value().id;
+    if (rank >= static_cast<std::uint32_t>(workers) || links[rank] != nullptr) {
+      return Status::Error(name + ": a connection introduced itself as " + std::to_string(rank) +
+                           ", which is no worker still expected");
+    }
+    auto link = WorkerLink(std::move(in.value().stream), placement.rank, static_cast<int>(rank),
+                           job, deadline);
+    if (!link.ok()) return link.status();
+    links[rank] = std::move(link).value();
+  }
+  return links;
+}
+
 Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpec& spec,
                        const Placement& whole_placement,
                        const std::optional<store::CheckpointData>& resume,
@@ -83,8 +107,8 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
   std::size_t n = model.NumParams();
   std::optional<model::PartitionPlan> plan;
   if (whole_job.cluster.model_parallel > 1) {
-    Result<model::PartitionPlan> planned = model::PlanPartitions(
-        spec, whole_job.cluster.partition, whole_job.cluster.model_parallel);
+    Result<model::PartitionPlan> planned =
+        model::PlanPartitions(spec, whole_job.cluster.partition, whole_job.cluster.model_parallel);
     if (!planned.ok()) return planned.status();
     plan = std::move(planned).value();
     n = plan->Size(role.partition);
@@ -115,11 +139,12 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
     }
     std::vector<std::span<const float>> state;
     for (const auto& v : resume->optimizer_state) {
-      if (v.size() != n) return Status::Error("the checkpoint's optimizer state has the wrong size");
+      if (v.size() != n)
+        return Status::Error("the checkpoint's optimizer state has the wrong size");
       state.push_back(std::span<const float>(v).subspan(begin, end - begin));
     }
-    loaded = server.Load(std::span<const float>(resume->params).subspan(begin, end - begin),
-                         state, resume->optimizer_steps);
+    loaded = server.Load(std::span<const float>(resume->params).subspan(begin, end - begin), state,
+                         resume->optimizer_steps);
     // An async checkpoint keeps each shard's version vector: the clocks go on from it.
     const auto k = static_cast<std::size_t>(shard);
     if (loaded.ok() && job.cluster.mode == config::ClusterMode::kAsync &&
@@ -138,26 +163,11 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
   }
   if (!loaded.ok()) return loaded;
 
-  // Every worker connects and introduces itself by rank, in any order.
-  std::vector<std::unique_ptr<dist::Link>> owned(static_cast<std::size_t>(workers));
-  std::vector<dist::Link*> links(static_cast<std::size_t>(workers), nullptr);
-  const dist::Deadline deadline = dist::Clock::now() + timeout;
-  for (int accepted = 0; accepted < workers; ++accepted) {
-    Result<dist::IntroducedPeer> in = placement.listener->Accept(deadline);
-    if (!in.ok()) {
-      return Status::Error(server.name() + ": waiting for the workers: " + in.status().message());
-    }
-    const std::uint32_t rank = in.value().id;
-    if (rank >= static_cast<std::uint32_t>(workers) || links[rank] != nullptr) {
-      return Status::Error(server.name() + ": a connection introduced itself as " +
-                           std::to_string(rank) + ", which is no worker still expected");
-    }
-    auto link = WorkerLink(std::move(in.value().stream), placement.rank, static_cast<int>(rank),
-                           job, deadline);
-    if (!link.ok()) return link.status();
-    links[rank] = link.value().get();
-    owned[rank] = std::move(link).value();
-  }
+  Result<std::vector<std::unique_ptr<dist::Link>>> owned =
+      AcceptWorkerLinks(job, placement, server.name());
+  if (!owned.ok()) return owned.status();
+  std::vector<dist::Link*> links;
+  for (const auto& link : owned.value()) links.push_back(link.get());
 
   // Reports from a side thread while Serve blocks; the sink is used by that thread only until
   // it is joined. In async mode another thread takes restarted workers back (ParameterShard::

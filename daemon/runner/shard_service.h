@@ -10,9 +10,13 @@
 // Blocks; one call per process.
 #pragma once
 
+#include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "config/job.h"
+#include "core/dist/link.h"
 #include "core/model/spec.h"
 #include "core/train/metrics.h"
 #include "daemon/runner/training_session.h"
@@ -20,11 +24,16 @@
 
 namespace dtrain::runner {
 
+// Every worker's connection to this shard process (its listener), in any order, as links by
+// worker rank; `name` (the shard's) starts the errors. Within cluster.timeout_seconds.
+Result<std::vector<std::unique_ptr<dist::Link>>> AcceptWorkerLinks(const config::JobConfig& job,
+                                                                   const Placement& placement,
+                                                                   const std::string& name);
+
 // The metrics a shard reports (name column of the store): pushes_applied, staleness_p50,
 // staleness_p90, staleness_max, staleness_mean; their step is the shard's global clock.
 Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spec,
                        const Placement& placement,
-                       const std::optional<store::CheckpointData>& resume,
-                       train::MetricSink& sink);
+                       const std::optional<store::CheckpointData>& resume, train::MetricSink& sink);
 
 }  // namespace dtrain::runner

@@ -34,30 +34,47 @@ Result<SparseRunResult> RunSparse(const config::JobConfig& job, const SparseJobD
   const sparse::SparseModel model(data.spec);
   sparse::KeyTable table(model, job.optimizer, job.train.seed);
   sparse::LocalSparseParameters params(table);
-  sparse::SparseTrainer trainer(model, SparseTrainOptions(job), data.train,
-                                data.eval.rows() > 0 ? &data.eval : nullptr, params);
+  std::optional<train::TrainPosition> at;
   if (resume != nullptr) {
-    Result<train::TrainPosition> at =
+    Result<train::TrainPosition> restored =
         RestoreSparseCheckpoint(*resume, data.spec, job.train.seed, table);
-    if (!at.ok()) return at.status();
-    trainer.set_position(at.value());
+    if (!restored.ok()) return restored.status();
+    at = restored.value();
   }
+  const SparsePlace place{params,
+                          [&]() -> Result<sparse::KeyTableState> { return table.Snapshot(); }};
+  return RunSparseOn(job, data, place, 0, recorder, options, at);
+}
+
+Result<SparseRunResult> RunSparseOn(const config::JobConfig& job, const SparseJobData& data,
+                                    const SparsePlace& place, int replica, RunRecorder& recorder,
+                                    const RunOptions& options,
+                                    const std::optional<train::TrainPosition>& resume) {
+  const sparse::SparseModel model(data.spec);
+  train::TrainOptions train_options = SparseTrainOptions(job);
+  train_options.rank = replica;
+  train_options.world_size = job.cluster.workers;
+  sparse::SparseTrainer trainer(model, train_options, data.train,
+                                data.eval.rows() > 0 ? &data.eval : nullptr, place.params);
+  if (resume) trainer.set_position(*resume);
   const auto progress = [&] {
     return RunProgress{.step = trainer.position().step,
                        .planned_steps = trainer.PlannedSteps(),
                        .epoch = trainer.position().epoch,
                        .epochs = trainer.Epochs(),
                        .planned_epochs = job.train.epochs,
-                       .params = table.size() * model.SlotWidth() + model.GlobalWidth()};
+                       .params = place.params.KeyCount() * model.SlotWidth() + model.GlobalWidth()};
   };
-  const auto write = [&] {
+  const auto write = [&]() -> Status {
+    Result<sparse::KeyTableState> state = place.snapshot();
+    if (!state.ok()) return state.status();
     return recorder.SaveCheckpoint(store::ViewOf(
-        SparseCheckpoint(table.Snapshot(), data.spec, trainer.position(), job.train.seed)));
+        SparseCheckpoint(std::move(state).value(), data.spec, trainer.position(), job.train.seed)));
   };
-  RunRecording recording(job.checkpoint, recorder, options, resume != nullptr ? resume->step : -1,
-                         progress, write);
+  RunRecording recording(job.checkpoint, recorder, options, resume ? resume->step : -1, progress,
+                         write);
   if (options.observer != nullptr) {
-    options.observer->OnStart(progress(), SubjectOf(data), resume != nullptr);
+    options.observer->OnStart(progress(), SubjectOf(data), resume.has_value());
   }
   SparseRecordingListener listener(recording);
   Result<train::StopReason> why = trainer.Run(listener);
@@ -67,7 +84,7 @@ Result<SparseRunResult> RunSparse(const config::JobConfig& job, const SparseJobD
   SparseRunResult result;
   result.why = why.value();
   result.steps = trainer.position().step;
-  result.keys = table.size();
+  result.keys = place.params.KeyCount();
   if (data.eval.rows() > 0) {
     Result<sparse::SparseEvalResult> final_eval = trainer.Evaluate(data.eval);
     if (!final_eval.ok()) return final_eval.status();

@@ -1,5 +1,6 @@
 // RunSparse: a sparse job (data.sparse = true) trained in this process — a SparseTrainer over a
-// KeyTable (core/sparse) — and recorded like any run: metrics (sparse_trainer.h's names),
+// KeyTable (core/sparse), or one replica of an async job over parameter-server shards
+// (RunSparseOn) — and recorded like any run: metrics (sparse_trainer.h's names),
 // checkpoints of the touched keys (sparse_checkpoint.h) by the job's policy, on a stop request
 // and at the end, and the final evaluation on the held-out rows.
 //
@@ -10,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "config/job.h"
@@ -36,8 +38,23 @@ RunSubject SubjectOf(const SparseJobData& data);
 // use it.
 train::TrainOptions SparseTrainOptions(const config::JobConfig& job);
 
+// In this process (mode "single"): a KeyTable, restored from `resume` if given.
 Result<SparseRunResult> RunSparse(const config::JobConfig& job, const SparseJobData& data,
                                   RunRecorder& recorder, const RunOptions& options,
                                   const store::CheckpointData* resume);
+
+// Where a run's sparse model lives: its parameters, and how to take its whole state (for a
+// checkpoint).
+struct SparsePlace {
+  sparse::SparseParameters& params;
+  std::function<Result<sparse::KeyTableState>()> snapshot;
+};
+// Replica `replica` of cluster.workers (its contiguous share of the rows) training the model
+// that lives at `place` (parameter-server shards: async mode), from `resume`'s position if given
+// (the parameters are where they live already).
+Result<SparseRunResult> RunSparseOn(const config::JobConfig& job, const SparseJobData& data,
+                                    const SparsePlace& place, int replica, RunRecorder& recorder,
+                                    const RunOptions& options,
+                                    const std::optional<train::TrainPosition>& resume);
 
 }  // namespace dtrain::runner

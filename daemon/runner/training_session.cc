@@ -140,6 +140,28 @@ dist::LinkTransport LinkTransportOf(const config::JobConfig& job) {
                                                           : dist::LinkTransport::kAuto;
 }
 
+Result<std::vector<std::unique_ptr<dist::Link>>> ConnectShardLinks(const config::JobConfig& job,
+                                                                   const Placement& placement) {
+  const int workers = job.cluster.workers;
+  if (placement.peers.size() != static_cast<std::size_t>(workers + job.cluster.Servers())) {
+    return Status::Error("a job of " + std::to_string(workers) + " workers and " +
+                         std::to_string(job.cluster.Servers()) +
+                         " shards needs the address of every process (rendezvous)");
+  }
+  const dist::Deadline deadline = dist::Clock::now() + JobTimeout(job);
+  std::vector<std::unique_ptr<dist::Link>> links;
+  for (int s = 0; s < job.cluster.Servers(); ++s) {
+    const int id = workers + s;
+    Result<std::unique_ptr<dist::Link>> link = dist::ConnectLink(
+        placement.peers[static_cast<std::size_t>(id)], placement.rank, id,
+        "shard " + std::to_string(s), deadline, placement.data_token, LinkTransportOf(job));
+    if (!link.ok()) return link.status();
+    link.value()->SetSendChecksums(job.cluster.checksum);
+    links.push_back(std::move(link).value());
+  }
+  return links;
+}
+
 Status TrainingSession::Connect(const config::JobConfig& job, const Placement& placement) {
   const std::size_t n = network_->NumParams();
   const int workers = job.cluster.workers;
@@ -180,16 +202,10 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
     }
     return Status::Ok();
   }
-  for (int s = 0; s < job.cluster.Servers(); ++s) {
-    const int id = workers + s;
-    Result<std::unique_ptr<dist::Link>> link = dist::ConnectLink(
-        placement.peers[static_cast<std::size_t>(id)], rank, id, "shard " + std::to_string(s),
-        deadline, placement.data_token, LinkTransportOf(job));
-    if (!link.ok()) return link.status();
-    link.value()->SetSendChecksums(job.cluster.checksum);
-    shards_.push_back(link.value().get());
-    shard_links_.push_back(std::move(link).value());
-  }
+  Result<std::vector<std::unique_ptr<dist::Link>>> links = ConnectShardLinks(job, placement);
+  if (!links.ok()) return links.status();
+  shard_links_ = std::move(links).value();
+  for (const auto& link : shard_links_) shards_.push_back(link.get());
   if (job.cluster.mode == ClusterMode::kSync) {
     auto ps =
         std::make_unique<dist::SyncPsStrategy>(shards_, n,

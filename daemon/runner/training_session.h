@@ -125,6 +125,11 @@ class TrainingSession {
   std::unique_ptr<train::Trainer> trainer_;
 };
 
+// A worker's links to each parameter-server shard of its data-parallel group (`job` and
+// `placement`: its view), by shard, within cluster.timeout_seconds.
+Result<std::vector<std::unique_ptr<dist::Link>>> ConnectShardLinks(const config::JobConfig& job,
+                                                                   const Placement& placement);
+
 // cluster.timeout_seconds: every wait of a job's process for a peer.
 std::chrono::milliseconds JobTimeout(const config::JobConfig& job);
 

@@ -30,9 +30,10 @@ void JobManager::GiveUpReplacing(Job& job, int replica, int rank) {
 }
 
 bool JobManager::CanRestartReplica(const Job& job, const Process& p) const {
-  return job.config.cluster.mode == config::ClusterMode::kAsync && job.IsReplica(p.rank) &&
-         job.ready && job.failure.empty() && p.done_stop.empty() && !job.cancel_requested &&
-         !shutting_down_ && !job.target_reached && WillRestart(job);
+  // A sparse model's shards take no worker back: the whole attempt recovers instead.
+  return job.config.cluster.mode == config::ClusterMode::kAsync && !job.config.data.sparse &&
+         job.IsReplica(p.rank) && job.ready && job.failure.empty() && p.done_stop.empty() &&
+         !job.cancel_requested && !shutting_down_ && !job.target_reached && WillRestart(job);
 }
 
 asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t attempt, int rank) {

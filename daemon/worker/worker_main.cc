@@ -21,6 +21,7 @@
 #include "daemon/runner/recorded_training.h"
 #include "daemon/runner/sandblaster_run.h"
 #include "daemon/runner/shard_service.h"
+#include "daemon/runner/sparse_cluster.h"
 #include "daemon/runner/sparse_run.h"
 #include "daemon/runner/trainer_checkpoint.h"
 #include "daemon/runner/training_session.h"
@@ -206,8 +207,9 @@ int RunLbfgsReplica(Upstream& upstream, const Admitted& admitted, const runner::
   return ran.value().why == train::StopReason::kRequested ? kExitStopped : kExitCompleted;
 }
 
-// A sparse job (data.sparse) in this process.
-int RunSparseReplica(Upstream& upstream, const Admitted& admitted) {
+// A sparse job (data.sparse): in this process, or as a replica of an async job on its shards.
+int RunSparseReplica(Upstream& upstream, const Admitted& admitted,
+                     const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;
   auto data = runner::LoadSparseJobData(job);
   if (!data.ok()) return FailHopeless(upstream, "no_data", data.status().message());
@@ -216,8 +218,12 @@ int RunSparseReplica(Upstream& upstream, const Admitted& admitted) {
   runner::RunOptions options;
   options.stop = &g_stop;
   options.observer = &printer;
-  const Result<runner::SparseRunResult> ran = runner::RunSparse(
-      job, data.value(), recorder, options, admitted.resume ? &*admitted.resume : nullptr);
+  options.checkpoints = config::RoleOf(job.cluster, placement.rank).replica == 0;
+  const store::CheckpointData* resume = admitted.resume ? &*admitted.resume : nullptr;
+  const Result<runner::SparseRunResult> ran =
+      job.cluster.Servers() > 0
+          ? runner::RunSparseReplica(job, data.value(), placement, recorder, options, resume)
+          : runner::RunSparse(job, data.value(), recorder, options, resume);
   if (!ran.ok()) return Fail(ran.status().message());
   if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
   const char* stop = StopName(ran.value().why);
@@ -242,7 +248,7 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     }
     if (job.data.sparse) {
       doing = "training a sparse model";
-      return RunSparseReplica(upstream, admitted);
+      return RunSparseReplica(upstream, admitted, placement);
     }
     doing = "reading the job's data";
     auto data = runner::LoadJobData(job);
@@ -315,10 +321,24 @@ int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placeme
     if (Status fits = runner::CheckMemoryLimit(job, 1); !fits.ok()) {
       return FailHopeless(upstream, "out_of_memory", fits.message());
     }
-    auto spec = runner::ResolveJobShape(job);  // the model's shape, reading as little as it can
-    if (!spec.ok()) return FailHopeless(upstream, "no_data", spec.status().message());
     UpstreamRecorder recorder(upstream);
     runner::MetricsToRecorder sink(recorder);
+    if (job.data.sparse) {
+      std::printf("sparse %s of %d serving %d workers\n",
+                  config::DescribeProcess(job.cluster, placement.rank).c_str(),
+                  job.cluster.Servers(), job.cluster.workers);
+      std::fflush(stdout);
+      doing = "serving its shard of a sparse model";
+      if (Status served = runner::ServeSparseShardOfJob(job, placement, admitted.resume, sink);
+          !served.ok()) {
+        return Fail(served.message());
+      }
+      if (Status said = SayDone(upstream, "completed", 0); !said.ok()) return Fail(said.message());
+      std::printf("every worker has left; shard done\n");
+      return kExitCompleted;
+    }
+    auto spec = runner::ResolveJobShape(job);  // the model's shape, reading as little as it can
+    if (!spec.ok()) return FailHopeless(upstream, "no_data", spec.status().message());
     std::printf("%s of %d serving %d workers\n",
                 config::DescribeProcess(job.cluster, placement.rank).c_str(), job.cluster.Servers(),
                 job.cluster.workers);

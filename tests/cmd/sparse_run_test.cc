@@ -2,9 +2,11 @@
 // click rows (metrics, AUC, the store's checkpoint of touched keys only), export -> eval/predict
 // giving the run's own final figures, and resume after SIGKILL ending bit-identical to an
 // uninterrupted run.
+#include <bit>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -135,6 +137,41 @@ BOOST_AUTO_TEST_CASE(resume_after_sigkill_ends_bit_identical_to_an_uninterrupted
   BOOST_TEST(ParseJson(resumed)["resumed_from"].get<int>() >= 1000);
   BOOST_TEST(SameState(Final(straight_db, 1), Final(db, 1)),
              "resumed parameters differ from the uninterrupted run's");
+}
+
+// The checkpoint's keys with their slots and optimizer state, by key (the shards' order differs
+// from one table's).
+std::map<std::uint32_t, std::vector<float>> ByKey(const store::CheckpointData& c) {
+  const math::FloatBuffer& keys = c.optimizer_state.back();
+  const std::size_t width = (c.params.size() - 1) / keys.size();
+  std::map<std::uint32_t, std::vector<float>> out;
+  for (std::size_t r = 0; r < keys.size(); ++r) {
+    std::vector<float>& v = out[std::bit_cast<std::uint32_t>(keys[r])];
+    for (std::size_t i = 0; i < c.optimizer_state.size(); ++i) {
+      const math::FloatBuffer& from = i == 0 ? c.params : c.optimizer_state[i - 1];
+      v.insert(v.end(), from.begin() + static_cast<std::ptrdiff_t>(r * width),
+               from.begin() + static_cast<std::ptrdiff_t>((r + 1) * width));
+    }
+  }
+  return out;
+}
+
+// Downpour with one replica on two shards takes exactly the steps one process takes.
+BOOST_AUTO_TEST_CASE(async_with_one_worker_on_two_shards_equals_single) {
+  TempDir dir;
+  WriteClicks(dir, 3000);
+  const std::string job = dir.Write("job.toml", SparseJob(2));
+  for (const std::string mode : {"single", "async"}) {
+    const ProcessResult r = RunProcess({Bin(), "run", job, "--db", dir.Path(mode + ".db"), "--set",
+                                        "cluster.mode=" + mode, "--set", "cluster.servers=2"},
+                                       dir.Path(""));
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, mode << ": " << r.err);
+  }
+  const store::CheckpointData single = Final(dir.Path("single.db"), 1);
+  const store::CheckpointData async = Final(dir.Path("async.db"), 1);
+  BOOST_TEST(async.step == single.step);
+  BOOST_TEST((ByKey(async) == ByKey(single)));
+  BOOST_TEST(async.params.back() == single.params.back());  // w0, kept by shard 0
 }
 
 BOOST_AUTO_TEST_SUITE_END()

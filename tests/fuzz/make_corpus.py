@@ -95,6 +95,35 @@ def model_files():
     write("model_file", "version_2", model_file(mlp, [0.0] * n).replace(b"\x01\x00\x00\x00", b"\x02\x00\x00\x00", 1))
 
 
+def sparse_model_file(spec, keys, slots, globals_, hash_bits=0, features=0, job="fuzz", step=7):
+    def string(s):
+        s = s.encode()
+        return struct.pack("<Q", len(s)) + s
+
+    def floats(v):
+        return struct.pack("<Q", len(v)) + struct.pack("<%df" % len(v), *v)
+
+    body = b"DTRSPARS" + struct.pack("<I", 1) + string(spec) + struct.pack("<I", hash_bits)
+    body += struct.pack("<QQ", features, step) + string(job)
+    body += struct.pack("<Q", len(keys)) + struct.pack("<%dI" % len(keys), *keys)
+    body += floats(slots) + floats(globals_)
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def sparse_model_files():
+    write("sparse_model_file", "logistic", sparse_model_file("sparse_logistic classes=2", [3, 9, 4000000000],
+                                                             [0.5, -0.25, 1.0], [0.1], features=4000000001))
+    write("sparse_model_file", "fm_hashed", sparse_model_file(
+        "sparse_fm classes=2 factors=2 init_scale=0.01", [1, 2], [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0.0],
+        hash_bits=18))
+    write("sparse_model_file", "softmax", sparse_model_file("sparse_softmax classes=3", [5], [1, 2, 3], [0, 0, 0]))
+    write("sparse_model_file", "repeated_key", sparse_model_file("sparse_logistic classes=2", [3, 3], [1, 2], [0]))
+    write("sparse_model_file", "huge_key_count",
+          sparse_model_file("sparse_logistic classes=2", [], [], [0]).replace(
+              struct.pack("<Q", 0) + struct.pack("<Q", 0), struct.pack("<Q", 1 << 40) + struct.pack("<Q", 0), 1))
+    write("sparse_model_file", "wrong_width", sparse_model_file("sparse_logistic classes=2", [1], [1, 2], [0]))
+
+
 # ---- control requests (daemon/control_protocol.md)
 def requests():
     toml = (PROJECT / "examples" / "blobs.toml").read_text()
@@ -155,5 +184,6 @@ def job_files():
 if __name__ == "__main__":
     frames()
     model_files()
+    sparse_model_files()
     requests()
     job_files()

@@ -1,0 +1,215 @@
+#include "core/dist/sparse_shard.h"
+
+#include <bit>
+#include <thread>
+
+#include "core/dist/parameter_shard.h"
+#include "core/sparse/key_shards.h"
+
+namespace dtrain::dist {
+namespace {
+
+std::string ShardName(const SparseShardOptions& o) {
+  return "sparse shard " + std::to_string(o.shard) + " of " + std::to_string(o.shards);
+}
+
+}  // namespace
+
+void KeysToFloats(std::span<const std::uint32_t> keys, std::span<float> out) {
+  for (std::size_t i = 0; i < keys.size(); ++i) out[i] = std::bit_cast<float>(keys[i]);
+}
+
+void FloatsToKeys(std::span<const float> in, std::span<std::uint32_t> out) {
+  for (std::size_t i = 0; i < in.size(); ++i) out[i] = std::bit_cast<std::uint32_t>(in[i]);
+}
+
+SparseShard::SparseShard(SparseShardOptions options)
+    : options_(std::move(options)),
+      name_(ShardName(options_)),
+      model_(options_.model),
+      table_(model_, options_.optimizer, options_.seed) {
+  if (options_.shards < 1 || options_.shard < 0 || options_.shard >= options_.shards ||
+      options_.workers < 1) {
+    invalid_ = Status::Error(name_ + ": invalid layout (" + std::to_string(options_.workers) +
+                             " workers)");
+  } else if (Status fits = sparse::CheckSparseOptimizer(options_.optimizer); !fits.ok()) {
+    invalid_ = Status::Error(name_ + ": " + fits.message());
+  }
+}
+
+Status SparseShard::Load(sparse::KeyTableState part) {
+  if (!invalid_.ok()) return invalid_;
+  for (const std::uint32_t key : part.keys) {
+    if (sparse::ShardOfKey(key, options_.shards) != options_.shard) {
+      return Status::Error(name_ + ": key " + std::to_string(key) + " belongs to another shard");
+    }
+  }
+  std::lock_guard lock(mu_);
+  if (Status restored = table_.Restore(std::move(part)); !restored.ok()) {
+    return Status::Error(name_ + ": " + restored.message());
+  }
+  stats_.keys = table_.size();
+  return Status::Ok();
+}
+
+SparseShardStats SparseShard::Stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void SparseShard::Fail(const Status& status, std::span<Link* const> links) {
+  {
+    std::lock_guard lock(mu_);
+    if (failed_) return;
+    failed_ = true;
+    failure_ = status;
+  }
+  for (Link* link : links) link->Close();
+}
+
+Status SparseShard::Serve(std::span<Link* const> links) {
+  if (!invalid_.ok()) return invalid_;
+  if (links.size() != static_cast<std::size_t>(options_.workers)) {
+    return Status::Error(name_ + ": " + std::to_string(links.size()) + " links for " +
+                         std::to_string(options_.workers) + " workers");
+  }
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t r = 0; r < links.size(); ++r) {
+      threads.emplace_back([this, links, r] {
+        Status served = ServeWorker(*links[r], static_cast<int>(r));
+        if (!served.ok()) Fail(served, links);
+      });
+    }
+  }
+  std::lock_guard lock(mu_);
+  return failed_ ? failure_ : Status::Ok();
+}
+
+Status SparseShard::ServeWorker(Link& link, int rank) {
+  const std::string worker = name_ + ": worker rank " + std::to_string(rank);
+  std::vector<float> header(kPsHeaderFloats), scratch;
+  for (bool goodbye = false; !goodbye;) {
+    Result<std::uint32_t> tag = link.RecvAnyTag(header, Clock::now() + options_.timeout);
+    if (!tag.ok()) return Status::Error(worker + ": " + tag.status().message());
+    if (Status answered = Answer(link, rank, tag.value(), header, scratch, &goodbye);
+        !answered.ok()) {
+      return Status::Error(worker + ": " + answered.message());
+    }
+  }
+  return Status::Ok();
+}
+
+Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, std::span<const float> raw,
+                           std::vector<float>& scratch, bool* goodbye) {
+  Result<PsHeader> decoded = DecodePsHeader(raw.first<kPsHeaderFloats>());
+  if (!decoded.ok()) return decoded.status();
+  const PsHeader& request = decoded.value();
+  if (request.from != static_cast<std::uint32_t>(rank)) {
+    return Status::Error("a request from rank " + std::to_string(request.from));
+  }
+  const Deadline deadline = Clock::now() + options_.timeout;
+  const std::size_t width = model_.SlotWidth(), global_width = model_.GlobalWidth();
+  PsHeader reply;
+  reply.from = static_cast<std::uint32_t>(options_.shard);
+  std::vector<float> header(kPsHeaderFloats);
+  const auto send_header = [&](SparseMessage kind) {
+    EncodePsHeader(reply, std::span<float, kPsHeaderFloats>(header));
+    return link.Send(SparseReplyTag(kind), header, deadline);
+  };
+  const auto receive = [&](SparseMessage kind, std::size_t floats) {
+    scratch.resize(floats);
+    return link.Recv(SparseDataTag(SparseRequestTag(kind)), scratch, deadline);
+  };
+  const std::size_t count = request.rows;
+  std::vector<std::uint32_t> keys(count);
+  switch (static_cast<SparseMessage>(tag & 0xFF)) {
+    case SparseMessage::kHello: {
+      if (tag != SparseRequestTag(SparseMessage::kHello)) break;
+      reply.shard = static_cast<std::uint32_t>(options_.shard);
+      reply.shards = static_cast<std::uint32_t>(options_.shards);
+      reply.workers = static_cast<std::uint32_t>(options_.workers);
+      if (Status sent = send_header(SparseMessage::kHello); !sent.ok()) return sent;
+      if (request.shard != reply.shard || request.shards != reply.shards ||
+          request.workers != reply.workers) {
+        return Status::Error("hello: the worker expects shard " + std::to_string(request.shard) +
+                             " of " + std::to_string(request.shards) + " serving " +
+                             std::to_string(request.workers) + " workers");
+      }
+      return Status::Ok();
+    }
+    case SparseMessage::kPull: {
+      if (tag != SparseRequestTag(SparseMessage::kPull)) break;
+      if (Status got = receive(SparseMessage::kPull, count); !got.ok()) return got;
+      FloatsToKeys(scratch, keys);
+      std::vector<float> slots(count * width, 0.0f), globals;
+      {
+        std::lock_guard lock(mu_);
+        if ((request.flags & kSparseLookupOnly) != 0) {
+          for (std::size_t i = 0; i < count; ++i) {
+            if (const float* slot = table_.Find(keys[i])) {
+              std::copy_n(slot, width, slots.begin() + static_cast<std::ptrdiff_t>(i * width));
+            }
+          }
+        } else {
+          table_.Pull(keys, slots.data());
+        }
+        globals.assign(table_.globals(), table_.globals() + global_width);
+        stats_.keys = table_.size();
+        stats_.keys_pulled += count;
+        reply.basis = table_.size();
+      }
+      reply.rows = static_cast<std::uint32_t>(count);
+      if (Status sent = send_header(SparseMessage::kPull); !sent.ok()) return sent;
+      const std::uint32_t data = SparseDataTag(SparseReplyTag(SparseMessage::kPull));
+      if (Status sent = link.Send(data, slots, deadline); !sent.ok()) return sent;
+      return link.Send(data, globals, deadline);
+    }
+    case SparseMessage::kPush: {
+      if (tag != SparseRequestTag(SparseMessage::kPush)) break;
+      if (Status got = receive(SparseMessage::kPush, count); !got.ok()) return got;
+      FloatsToKeys(scratch, keys);
+      if (Status got = receive(SparseMessage::kPush, count * width); !got.ok()) return got;
+      std::vector<float> grads = scratch, global_grads(global_width, 0.0f);
+      if ((request.flags & kSparseWithGlobals) != 0) {
+        if (Status got = receive(SparseMessage::kPush, global_width); !got.ok()) return got;
+        global_grads = scratch;
+      }
+      std::lock_guard lock(mu_);
+      table_.Push(keys, grads.data(), global_grads.data(), request.lr);
+      ++stats_.pushes_applied;
+      stats_.keys_pushed += count;
+      stats_.keys = table_.size();
+      return Status::Ok();
+    }
+    case SparseMessage::kSnapshot: {
+      if (tag != SparseRequestTag(SparseMessage::kSnapshot)) break;
+      sparse::KeyTableState state;
+      {
+        std::lock_guard lock(mu_);
+        state = table_.Snapshot();
+        reply.steps = stats_.pushes_applied;
+      }
+      reply.rows = static_cast<std::uint32_t>(state.keys.size());
+      reply.state_vectors = static_cast<std::uint32_t>(state.state.size());
+      if (Status sent = send_header(SparseMessage::kSnapshot); !sent.ok()) return sent;
+      const std::uint32_t data = SparseDataTag(SparseReplyTag(SparseMessage::kSnapshot));
+      std::vector<float> key_floats(state.keys.size());
+      KeysToFloats(state.keys, key_floats);
+      for (const std::vector<float>* v : {&key_floats, &state.slots}) {
+        if (Status sent = link.Send(data, *v, deadline); !sent.ok()) return sent;
+      }
+      for (const std::vector<float>& v : state.state) {
+        if (Status sent = link.Send(data, v, deadline); !sent.ok()) return sent;
+      }
+      return link.Send(data, state.globals, deadline);
+    }
+    case SparseMessage::kGoodbye:
+      if (tag != SparseRequestTag(SparseMessage::kGoodbye)) break;
+      *goodbye = true;
+      return send_header(SparseMessage::kGoodbye);
+  }
+  return Status::Error("a message tagged " + std::to_string(tag) + ", which is no sparse request");
+}
+
+}  // namespace dtrain::dist
