@@ -44,8 +44,8 @@ KeyTable::KeyTable(const SparseModel& model, const optim::OptimizerOptions& opti
       global1_(model.GlobalWidth(), 0.0f) {}
 
 std::size_t KeyTable::RowOf(std::uint32_t key) {
-  const auto [it, made] = rows_.try_emplace(key, rows_.size());
-  if (!made) return it->second;
+  const auto [row, made] = rows_.Insert(key);
+  if (!made) return row;
   keys_.push_back(key);
   const std::size_t at = slots_.size();
   slots_.resize(at + width_);
@@ -59,7 +59,7 @@ std::size_t KeyTable::RowOf(std::uint32_t key) {
       }
     }
   }
-  return it->second;
+  return row;
 }
 
 void KeyTable::Pull(std::span<const std::uint32_t> keys, float* out) {
@@ -102,13 +102,13 @@ void KeyTable::Step(float* p, const float* g, float* s0, float* s1, std::size_t 
 }
 
 const float* KeyTable::Find(std::uint32_t key) const {
-  const auto it = rows_.find(key);
-  return it == rows_.end() ? nullptr : slots_.data() + it->second * width_;
+  const std::optional<std::uint32_t> row = rows_.Find(key);
+  return row ? slots_.data() + static_cast<std::size_t>(*row) * width_ : nullptr;
 }
 
 std::size_t KeyTable::Bytes() const {
-  return (slots_.size() + state0_.size() + state1_.size()) * sizeof(float) +
-         rows_.size() * (2 * sizeof(std::uint32_t) + sizeof(std::size_t) + 2 * sizeof(void*));
+  return (slots_.size() + state0_.size() + state1_.size()) * sizeof(float) + rows_.Bytes() +
+         keys_.capacity() * sizeof(std::uint32_t);
 }
 
 std::size_t KeyTable::StateVectors() const {
@@ -148,10 +148,9 @@ Status KeyTable::Restore(KeyTableState state) {
                            " floats, expected " + std::to_string(keys * width_ + globals));
     }
   }
-  std::unordered_map<std::uint32_t, std::size_t> rows;
-  rows.reserve(keys);
+  KeyIndex rows;
   for (std::size_t r = 0; r < keys; ++r) {
-    if (!rows.try_emplace(state.keys[r], r).second) {
+    if (!rows.Insert(state.keys[r]).second) {
       return Status::Error("sparse model state repeats key " + std::to_string(state.keys[r]));
     }
   }

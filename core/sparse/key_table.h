@@ -17,11 +17,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "core/optim/ftrl.h"
 #include "core/optim/optimizer.h"
+#include "core/sparse/key_index.h"
 #include "core/sparse/sparse_model.h"
 #include "core/status.h"
 
@@ -81,7 +81,7 @@ class KeyTable {
   optim::FtrlRates ftrl_;
   std::uint64_t seed_;
   std::size_t width_;
-  std::unordered_map<std::uint32_t, std::size_t> rows_;
+  KeyIndex rows_;
   std::vector<std::uint32_t> keys_;  // by row
   std::vector<float> slots_;         // rows_.size() x width_
   std::vector<float> state0_,

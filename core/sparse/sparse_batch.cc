@@ -1,7 +1,5 @@
 #include "core/sparse/sparse_batch.h"
 
-#include <algorithm>
-
 namespace dtrain::sparse {
 
 SparseBatch MakeSparseBatch(const data::SparseRows& data, std::span<const std::uint32_t> indices) {
@@ -13,24 +11,23 @@ SparseBatch MakeSparseBatch(const data::SparseRows& data, std::span<const std::u
 void FillSparseBatch(const data::SparseRows& data, std::span<const std::uint32_t> indices,
                      SparseBatch* out) {
   SparseBatch& b = *out;
+  b.keys.clear();
   b.local.clear();
   b.value.clear();
   b.labels.clear();
   b.row_start.assign(1, 0);
+  b.index.Clear();
   for (const std::uint32_t row : indices) {
     const std::span<const std::uint32_t> index = data.Index(row);
     const std::span<const float> value = data.Value(row);
-    b.local.insert(b.local.end(), index.begin(), index.end());  // features, until re-indexed
+    for (const std::uint32_t feature : index) {
+      const auto [local, added] = b.index.Insert(feature);
+      if (added) b.keys.push_back(feature);
+      b.local.push_back(local);
+    }
     b.value.insert(b.value.end(), value.begin(), value.end());
     b.row_start.push_back(static_cast<std::uint32_t>(b.local.size()));
     b.labels.push_back(data.labels[row]);
-  }
-  b.keys.assign(b.local.begin(), b.local.end());
-  std::sort(b.keys.begin(), b.keys.end());
-  b.keys.erase(std::unique(b.keys.begin(), b.keys.end()), b.keys.end());
-  for (std::uint32_t& feature : b.local) {
-    feature = static_cast<std::uint32_t>(std::lower_bound(b.keys.begin(), b.keys.end(), feature) -
-                                         b.keys.begin());
   }
 }
 

@@ -4,8 +4,9 @@
 //   SparseBatch batch = MakeSparseBatch(rows, sampler.Batch(epoch, i));
 //   pull(batch.keys) -> slots [keys.size() x width];  model.ForwardBackward(batch, ...)
 //
-// Invariants: keys are sorted and unique; row r's entries are [row_start[r], row_start[r + 1])
-// of `local` (indices into keys) and `value`, in the row's feature order.
+// Invariants: keys are unique, in the order the rows first use them; row r's entries are
+// [row_start[r], row_start[r + 1]) of `local` (indices into keys) and `value`, in the row's feature
+// order.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/data/sparse_rows.h"
+#include "core/sparse/key_index.h"
 
 namespace dtrain::sparse {
 
@@ -22,6 +24,7 @@ struct SparseBatch {
   std::vector<std::uint32_t> local;
   std::vector<float> value;
   std::vector<float> labels;
+  KeyIndex index;  // feature -> its place in keys (the fill's scratch, kept for the next batch)
 
   int rows() const { return static_cast<int>(labels.size()); }
 };

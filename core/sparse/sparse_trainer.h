@@ -38,7 +38,7 @@ namespace dtrain::sparse {
 class SparseParameters {
  public:
   virtual ~SparseParameters() = default;
-  // The slots of `keys` (sorted, unique) into slots [keys x SlotWidth()], made where missing,
+  // The slots of `keys` (unique) into slots [keys x SlotWidth()], made where missing,
   // and the globals into `globals`.
   virtual Status Pull(std::span<const std::uint32_t> keys, float* slots, float* globals) = 0;
   // One optimizer step on the keys' slots and the globals, from their gradients.
