@@ -49,7 +49,7 @@ class SparseShardClient final : public sparse::SparseParameters {
   // Every shard's table, joined (sparse::JoinShardParts): what a checkpoint stores.
   Result<sparse::KeyTableState> Snapshot();
   Status Goodbye();
-  train::CommStats Stats() const;
+  train::CommStats Stats() const override;
   int shards() const { return static_cast<int>(links_.size()); }
 
  private:

@@ -130,6 +130,7 @@ Result<train::StopReason> SparseTrainer::Run(SparseListener& listener) {
   long window_correct = 0;
   std::size_t window_rows = 0, window_steps = 0;
   auto window_start = Clock::now();
+  train::CommStats window_comm = params_.Stats();
   while (!Finished()) {
     const std::span<const std::uint32_t> indices = sampler_.Batch(position_.epoch, position_.batch);
     const float lr = optim::LearningRate(options_.schedule, position_.step);
@@ -163,7 +164,7 @@ Result<train::StopReason> SparseTrainer::Run(SparseListener& listener) {
       const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
       const double rows = static_cast<double>(window_rows);
       const double keys = window_keys / static_cast<double>(window_steps);
-      const std::vector<train::MetricPoint> points{
+      std::vector<train::MetricPoint> points{
           {position_.step, Epochs(), "train_loss", window_loss / rows},
           {position_.step, Epochs(), "train_accuracy", static_cast<double>(window_correct) / rows},
           {position_.step, Epochs(), "lr", lr},
@@ -171,6 +172,14 @@ Result<train::StopReason> SparseTrainer::Run(SparseListener& listener) {
           {position_.step, Epochs(), "keys_per_step", keys},
           {position_.step, Epochs(), "bytes_per_step", 2.0 * keys * BytesPerKey(model_)},
           {position_.step, Epochs(), "model_keys", static_cast<double>(params_.KeyCount())}};
+      const train::CommStats comm = params_.Stats();
+      if (comm.bytes_sent > 0) {
+        points.push_back({position_.step, Epochs(), "bytes_sent",
+                          static_cast<double>(comm.bytes_sent - window_comm.bytes_sent)});
+        points.push_back({position_.step, Epochs(), "bytes_received",
+                          static_cast<double>(comm.bytes_received - window_comm.bytes_received)});
+      }
+      window_comm = comm;
       listener.Record(points);
       window_loss = window_keys = 0.0;
       window_correct = 0;

@@ -12,7 +12,8 @@
 // Metrics (train/metrics.h names, plus the sparse ones): every log_every steps train_loss,
 // train_accuracy, lr, samples_per_sec, keys_per_step (the distinct keys a step pulled and pushed,
 // averaged over the window), bytes_per_step (what those keys' slots and gradients move: keys x
-// (4 + 4 x SlotWidth()) bytes each way) and model_keys (the keys held so far); every evaluation
+// (4 + 4 x SlotWidth()) bytes each way), model_keys (the keys held so far) and, where the keys
+// live on parameter servers, bytes_sent and bytes_received (measured, headers included); every evaluation
 // eval_loss, eval_accuracy and, for logistic and fm, eval_auc.
 //
 // Resuming: restore the parameters where they live and set_position(); the data order is a pure
@@ -30,6 +31,7 @@
 #include "core/sparse/sparse_model.h"
 #include "core/status.h"
 #include "core/train/metrics.h"
+#include "core/train/strategy.h"
 #include "core/train/trainer.h"
 
 namespace dtrain::sparse {
@@ -48,6 +50,8 @@ class SparseParameters {
   virtual Status Lookup(std::span<const std::uint32_t> keys, float* slots, float* globals) = 0;
   // Keys held so far, over every place they live.
   virtual std::uint64_t KeyCount() const = 0;
+  // What moving them has cost so far (zero where they live in this process).
+  virtual train::CommStats Stats() const { return {}; }
 };
 
 // A KeyTable of this process.

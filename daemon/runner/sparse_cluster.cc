@@ -1,5 +1,7 @@
 #include "daemon/runner/sparse_cluster.h"
 
+#include <sys/resource.h>
+
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -85,7 +87,12 @@ Status ServeSparseShardOfJob(const config::JobConfig& job, const Placement& plac
   }
   done_cv.notify_all();
   reporter.join();
-  sink.Record(StatPoints(server.Stats()));
+  std::vector<train::MetricPoint> last = StatPoints(server.Stats());
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);  // the shard process's peak, for sizing jobs
+  last.push_back({last.front().step, 0.0, "peak_rss_bytes",
+                  static_cast<double>(usage.ru_maxrss) * 1024.0});
+  sink.Record(last);
   return served;
 }
 

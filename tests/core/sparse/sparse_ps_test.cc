@@ -110,8 +110,18 @@ BOOST_AUTO_TEST_CASE(one_worker_on_two_shards_trains_what_one_process_trains) {
   std::vector<dist::Link*> links{pairs[0].a.get(), pairs[1].a.get()};
   dist::SparseShardClient client(links, {.rank = 0, .workers = 1}, fm);
   BOOST_REQUIRE(client.Hello().ok());
+  const train::CommStats greeted = client.Stats();
   SparseTrainer remote(fm, Options(), clicks.rows, nullptr, client);
-  BOOST_REQUIRE(remote.Run(none).ok());
+  class : public SparseListener {
+   public:
+    void Record(std::span<const train::MetricPoint> points) override {
+      for (const auto& p : points) values[p.name] += p.value;
+    }
+    bool AfterStep(const SparseTrainer&) override { return true; }
+    std::map<std::string, double> values;  // each metric summed over the run
+  } metrics;
+  BOOST_REQUIRE(remote.Run(metrics).ok());
+  const train::CommStats trained = client.Stats();
   Result<KeyTableState> snapshot = client.Snapshot();
   BOOST_REQUIRE_MESSAGE(snapshot.ok(), snapshot.status().message());
   BOOST_TEST(client.KeyCount() == table.size());
@@ -124,8 +134,22 @@ BOOST_AUTO_TEST_CASE(one_worker_on_two_shards_trains_what_one_process_trains) {
   BOOST_TEST(shards[0]->Stats().keys + shards[1]->Stats().keys == table.size());
   BOOST_TEST(shards[0]->Stats().pushes_applied ==
              static_cast<std::uint64_t>(alone.position().step));
-  const train::CommStats comm = client.Stats();
-  BOOST_TEST(comm.bytes_sent > 0u);
+  // The measured traffic of the run is what the metrics say, and it is the keys' slots (4 bytes a
+  // float) and the headers (100 bytes; each shard's pull reply also carries the 1 global), nothing
+  // of the feature space. One metrics window covers the run (fewer steps than log_every).
+  const double steps = static_cast<double>(remote.position().step);
+  BOOST_REQUIRE(steps < Options().log_every);
+  const double keys = metrics.values.at("keys_per_step") * steps;  // pulled over the run
+  BOOST_TEST(metrics.values.at("bytes_sent") ==
+             static_cast<double>(trained.bytes_sent - greeted.bytes_sent));
+  BOOST_TEST(metrics.values.at("bytes_received") ==
+             static_cast<double>(trained.bytes_received - greeted.bytes_received));
+  BOOST_TEST(metrics.values.at("bytes_received") == steps * 2 * (100 + 4) + keys * 4 * 4,
+             boost::test_tools::tolerance(1e-9));
+  // Sent: each step's pull (2 headers, the keys) and push (2 headers, keys, 4-float gradients,
+  // shard 0 the global's).
+  BOOST_TEST(metrics.values.at("bytes_sent") == steps * (4 * 100 + 4) + keys * (4 + 4 + 16),
+             boost::test_tools::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
