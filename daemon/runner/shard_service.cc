@@ -169,38 +169,46 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
   std::vector<dist::Link*> links;
   for (const auto& link : owned.value()) links.push_back(link.get());
 
-  // Reports from a side thread while Serve blocks; the sink is used by that thread only until
-  // it is joined. In async mode another thread takes restarted workers back (ParameterShard::
-  // Rejoin); their links live in `rejoined` until Serve has returned.
+  // In async mode a side thread takes restarted workers back (ParameterShard::Rejoin); their
+  // links live in `rejoined` until Serve has returned.
+  return ServeReporting(
+      sink, [&server] { return StatPoints(server.Stats()); },
+      [&]() -> Status {
+        std::atomic<bool> serving{true};
+        std::vector<std::unique_ptr<dist::Link>> rejoined;
+        std::thread acceptor;
+        if (job.cluster.mode == config::ClusterMode::kAsync) {
+          acceptor = std::thread([&] {
+            AcceptRejoining(*placement.listener, placement.rank, job, server, serving, rejoined);
+          });
+        }
+        Status served = server.Serve(links);
+        serving = false;
+        if (acceptor.joinable()) acceptor.join();
+        return served;
+      });
+}
+
+Status ServeReporting(train::MetricSink& sink,
+                      const std::function<std::vector<train::MetricPoint>()>& points,
+                      const std::function<Status()>& serve) {
   std::mutex mu;
   std::condition_variable done_cv;
   bool done = false;
-  std::thread reporter([&] {
+  std::thread reporter([&] {  // the sink is this thread's until it is joined
     std::unique_lock lock(mu);
     while (!done_cv.wait_for(lock, std::chrono::seconds(1), [&] { return done; })) {
-      const std::vector<train::MetricPoint> points = StatPoints(server.Stats());
-      sink.Record(points);
+      sink.Record(points());
     }
   });
-  std::atomic<bool> serving{true};
-  std::vector<std::unique_ptr<dist::Link>> rejoined;
-  std::thread acceptor;
-  if (job.cluster.mode == config::ClusterMode::kAsync) {
-    acceptor = std::thread([&] {
-      AcceptRejoining(*placement.listener, placement.rank, job, server, serving, rejoined);
-    });
-  }
-  Status served = server.Serve(links);
-  serving = false;
-  if (acceptor.joinable()) acceptor.join();
+  const Status served = serve();
   {
     std::lock_guard lock(mu);
     done = true;
   }
   done_cv.notify_all();
   reporter.join();
-  const std::vector<train::MetricPoint> points = StatPoints(server.Stats());
-  sink.Record(points);
+  sink.Record(points());
   return served;
 }
 

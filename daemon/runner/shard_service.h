@@ -10,6 +10,7 @@
 // Blocks; one call per process.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,12 @@ namespace dtrain::runner {
 Result<std::vector<std::unique_ptr<dist::Link>>> AcceptWorkerLinks(const config::JobConfig& job,
                                                                    const Placement& placement,
                                                                    const std::string& name);
+
+// Runs `serve` while a side thread records `points()` into `sink` about once a second, and once
+// more at the end; returns what `serve` returned. `sink` is used by one thread at a time.
+Status ServeReporting(train::MetricSink& sink,
+                      const std::function<std::vector<train::MetricPoint>()>& points,
+                      const std::function<Status()>& serve);
 
 // The metrics a shard reports (name column of the store): pushes_applied, staleness_p50,
 // staleness_p90, staleness_max, staleness_mean; their step is the shard's global clock.

@@ -2,9 +2,7 @@
 
 #include <sys/resource.h>
 
-#include <condition_variable>
-#include <mutex>
-#include <thread>
+#include <atomic>
 
 #include "config/job_layout.h"
 #include "core/dist/sparse_ps_client.h"
@@ -71,29 +69,24 @@ Status ServeSparseShardOfJob(const config::JobConfig& job, const Placement& plac
   std::vector<dist::Link*> links;
   for (const auto& link : owned.value()) links.push_back(link.get());
 
-  std::mutex mu;
-  std::condition_variable done_cv;
-  bool done = false;
-  std::thread reporter([&] {  // the sink is this thread's until it is joined
-    std::unique_lock lock(mu);
-    while (!done_cv.wait_for(lock, std::chrono::seconds(1), [&] { return done; })) {
-      sink.Record(StatPoints(server.Stats()));
-    }
-  });
-  const Status served = server.Serve(links);
-  {
-    std::lock_guard lock(mu);
-    done = true;
-  }
-  done_cv.notify_all();
-  reporter.join();
-  std::vector<train::MetricPoint> last = StatPoints(server.Stats());
-  struct rusage usage {};
-  ::getrusage(RUSAGE_SELF, &usage);  // the shard process's peak, for sizing jobs
-  last.push_back({last.front().step, 0.0, "peak_rss_bytes",
-                  static_cast<double>(usage.ru_maxrss) * 1024.0});
-  sink.Record(last);
-  return served;
+  std::atomic<bool> ended{false};
+  return ServeReporting(
+      sink,
+      [&] {
+        std::vector<train::MetricPoint> points = StatPoints(server.Stats());
+        if (ended) {  // the shard process's peak, for sizing jobs
+          struct rusage usage {};
+          ::getrusage(RUSAGE_SELF, &usage);
+          points.push_back({points.front().step, 0.0, "peak_rss_bytes",
+                            static_cast<double>(usage.ru_maxrss) * 1024.0});
+        }
+        return points;
+      },
+      [&] {
+        const Status served = server.Serve(links);
+        ended = true;
+        return served;
+      });
 }
 
 Result<SparseRunResult> RunSparseReplica(const config::JobConfig& job, const SparseJobData& data,

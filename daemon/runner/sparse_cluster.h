@@ -8,7 +8,8 @@
 //   Result<SparseRunResult> r = RunSparseReplica(job, data, placement, ...);  // a replica
 //
 // A shard reports, about once a second and at the end: pushes_applied, shard_keys (keys held),
-// keys_pushed and keys_pulled (over every request); at the end also peak_rss_bytes. Blocks; one call per process.
+// keys_pushed and keys_pulled (over every request); at the end also peak_rss_bytes. Blocks; one
+// call per process.
 #pragma once
 
 #include <optional>

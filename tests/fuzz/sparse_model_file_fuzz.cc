@@ -5,33 +5,14 @@
 // bytes. Invariants: no crash, no leak, no allocation of a size the input does not hold.
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <string_view>
 
-#include "core/codec/bytes.h"
 #include "core/sparse/sparse_model_file.h"
-
-namespace {
-
-void DecodeAndRoundTrip(std::string_view bytes) {
-  using namespace dtrain::sparse;
-  dtrain::Result<SparseModelFile> model = DecodeSparseModelFile(bytes);
-  if (!model.ok()) return;
-  const std::string encoded = EncodeSparseModelFile(model.value());
-  dtrain::Result<SparseModelFile> again = DecodeSparseModelFile(encoded);
-  if (!again.ok() || EncodeSparseModelFile(again.value()) != encoded) __builtin_trap();
-}
-
-}  // namespace
+#include "round_trip.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  DecodeAndRoundTrip(bytes);
-  if (size >= 4) {
-    std::string fixed(bytes.substr(0, size - 4));
-    const std::uint32_t crc = dtrain::codec::Crc32(fixed);
-    for (int i = 0; i < 4; ++i) fixed.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
-    DecodeAndRoundTrip(fixed);
-  }
+  dtrain::fuzz::FuzzRoundTrip(std::string_view(reinterpret_cast<const char*>(data), size),
+                              dtrain::sparse::DecodeSparseModelFile,
+                              dtrain::sparse::EncodeSparseModelFile);
   return 0;
 }
