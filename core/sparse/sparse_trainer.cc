@@ -152,13 +152,7 @@ Result<train::StopReason> SparseTrainer::Run(SparseListener& listener) {
       window_keys += static_cast<double>(batch_.keys.size());
     }
     ++window_steps;
-    ++position_.step;
-    bool epoch_end = false;
-    if (++position_.batch == sampler_.StepsPerEpoch()) {
-      position_.batch = 0;
-      ++position_.epoch;
-      epoch_end = true;
-    }
+    const bool epoch_end = train::AdvanceStep(position_, sampler_.StepsPerEpoch());
 
     if ((position_.step % options_.log_every == 0 || Finished()) && window_rows > 0) {
       const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();

@@ -104,6 +104,14 @@ std::int64_t PlannedSteps(const TrainOptions& options, std::size_t steps_per_epo
   return planned;
 }
 
+bool AdvanceStep(TrainPosition& position, std::size_t steps_per_epoch) {
+  ++position.step;
+  if (++position.batch < steps_per_epoch) return false;
+  position.batch = 0;
+  ++position.epoch;
+  return true;
+}
+
 double EpochsDone(const TrainPosition& position, std::size_t steps_per_epoch) {
   return static_cast<double>(position.epoch) +
          static_cast<double>(position.batch) / static_cast<double>(steps_per_epoch);
@@ -115,9 +123,7 @@ std::int64_t Trainer::PlannedSteps() const {
   return train::PlannedSteps(options_, sampler_.StepsPerEpoch());
 }
 
-double Trainer::Epochs() const {
-  return train::EpochsDone(position_, sampler_.StepsPerEpoch());
-}
+double Trainer::Epochs() const { return train::EpochsDone(position_, sampler_.StepsPerEpoch()); }
 
 bool Trainer::Finished() const { return position_.step >= PlannedSteps(); }
 
@@ -207,13 +213,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     if (rows > 0) network_.UpdateStatistics(params_);
     std::optional<StopReason> stop = strategy_.AgreedStop();
 
-    ++position_.step;
-    bool epoch_end = false;
-    if (++position_.batch == sampler_.StepsPerEpoch()) {
-      position_.batch = 0;
-      ++position_.epoch;
-      epoch_end = true;
-    }
+    const bool epoch_end = AdvanceStep(position_, sampler_.StepsPerEpoch());
 
     if (log_now && window_rows > 0) {
       const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();

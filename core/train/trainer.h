@@ -71,6 +71,8 @@ std::string_view StopReasonName(StopReason reason);
 // Steps a run of `options` takes, from its epochs and steps limits (the smaller, where both are
 // set), with `steps_per_epoch` steps an epoch.
 std::int64_t PlannedSteps(const TrainOptions& options, std::size_t steps_per_epoch);
+// Moves `position` past one step; true when that step ended an epoch.
+bool AdvanceStep(TrainPosition& position, std::size_t steps_per_epoch);
 // Fractional epochs completed at `position`.
 double EpochsDone(const TrainPosition& position, std::size_t steps_per_epoch);
 
