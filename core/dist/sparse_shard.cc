@@ -9,6 +9,10 @@
 namespace dtrain::dist {
 namespace {
 
+// The most keys one pull or push may carry (a batch's distinct features): a header claiming more
+// is refused before anything is allocated from it.
+constexpr std::size_t kMaxRequestKeys = std::size_t{1} << 26;
+
 std::string ShardName(const SparseShardOptions& o) {
   return "sparse shard " + std::to_string(o.shard) + " of " + std::to_string(o.shards);
 }
@@ -122,6 +126,10 @@ Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, std::span<co
     return link.Recv(SparseDataTag(SparseRequestTag(kind)), scratch, deadline);
   };
   const std::size_t count = request.rows;
+  if (count > kMaxRequestKeys) {  // before anything is allocated from it
+    return Status::Error("a request of " + std::to_string(count) + " keys, more than the " +
+                         std::to_string(kMaxRequestKeys) + " one may carry");
+  }
   std::vector<std::uint32_t> keys(count);
   switch (static_cast<SparseMessage>(tag & 0xFF)) {
     case SparseMessage::kHello: {

@@ -152,6 +152,27 @@ BOOST_AUTO_TEST_CASE(one_worker_on_two_shards_trains_what_one_process_trains) {
              boost::test_tools::tolerance(1e-9));
 }
 
+// A header that claims more keys than a request may carry closes that worker's conversation
+// with an error naming the count, before anything is allocated from it.
+BOOST_AUTO_TEST_CASE(a_request_claiming_too_many_keys_is_refused) {
+  const SparseModel logistic({.type = SparseModelType::kLogistic});
+  dist::LocalLinkPair pair = dist::MakeLocalLinkPair("worker", "shard");
+  dist::SparseShard shard(
+      {.shard = 0, .shards = 1, .workers = 1, .model = logistic.spec(), .optimizer = {}});
+  dist::PsHeader pull;
+  pull.rows = 1u << 30;
+  std::vector<float> raw(dist::kPsHeaderFloats);
+  dist::EncodePsHeader(pull, std::span<float, dist::kPsHeaderFloats>(raw));
+  BOOST_REQUIRE(pair.a
+                    ->Send(dist::SparseRequestTag(dist::SparseMessage::kPull), raw,
+                           dist::Clock::now() + std::chrono::seconds(5))
+                    .ok());
+  dist::Link* link = pair.b.get();
+  const Status served = shard.Serve({&link, 1});
+  BOOST_TEST(!served.ok());
+  BOOST_TEST(served.message().find("1073741824 keys") != std::string::npos, served.message());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
