@@ -63,9 +63,11 @@ if [ ! -x "$data_tool" ] || [ ! -x "$score_tool" ] || [ ! -x "$build/cmd/dtrain"
   echo "build first: cmake --build $build --target dtrain bench_click_data bench_score_predictions" >&2
   exit 1
 fi
-for tool in /usr/bin/liblinear-train /usr/bin/liblinear-predict /usr/bin/time; do
-  [ -x "$tool" ] || { echo "$tool is missing: apt-get install liblinear-tools time" >&2; exit 1; }
-done
+# liblinear-tools and time are bench-only: as root this script installs them with apt-get.
+if [ ! -x /usr/bin/liblinear-train ] || [ ! -x /usr/bin/time ]; then
+  [ "$(id -u)" = 0 ] || { echo "install liblinear-tools and time (apt-get install liblinear-tools time)" >&2; exit 1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q liblinear-tools time >/dev/null
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
