@@ -23,6 +23,13 @@ Status Link::TagMismatch(std::uint32_t want, std::uint32_t got) const {
                        " where one tagged " + std::to_string(want) + " was expected");
 }
 
+std::vector<Link*> LinkPointers(const std::vector<std::unique_ptr<Link>>& owned) {
+  std::vector<Link*> out;
+  out.reserve(owned.size());
+  for (const auto& link : owned) out.push_back(link.get());
+  return out;
+}
+
 std::chrono::milliseconds Remaining(Deadline deadline) {
   return std::max(std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()),
                   std::chrono::milliseconds(0));

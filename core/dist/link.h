@@ -93,6 +93,9 @@ struct RingLinks {
   std::vector<std::unique_ptr<Link>> owned;  // what left and right point into
 };
 
+// The links `owned` holds, in its order, for the APIs that take Link* (shards, servers).
+std::vector<Link*> LinkPointers(const std::vector<std::unique_ptr<Link>>& owned);
+
 // Milliseconds left until `deadline`, rounded up, never negative.
 std::chrono::milliseconds Remaining(Deadline deadline);
 

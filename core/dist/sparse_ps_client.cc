@@ -1,6 +1,7 @@
 #include "core/dist/sparse_ps_client.h"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
 #include "core/dist/parameter_shard.h"
@@ -29,11 +30,12 @@ Status SparseShardClient::Broken(int k, const std::string& what, const Status& s
 Status SparseShardClient::Request(int k, SparseMessage kind, const PsHeader& header) {
   PsHeader h = header;
   h.from = static_cast<std::uint32_t>(options_.rank);
-  std::vector<float> raw(kPsHeaderFloats);
-  EncodePsHeader(h, std::span<float, kPsHeaderFloats>(raw));
-  std::lock_guard lock(stats_mu_);
-  stats_.bytes_sent += raw.size() * sizeof(float);
-  return links_[static_cast<std::size_t>(k)]->Send(SparseRequestTag(kind), raw, NextDeadline());
+  EncodePsHeader(h, std::span<float, kPsHeaderFloats>(header_));
+  {
+    std::lock_guard lock(stats_mu_);
+    stats_.bytes_sent += sizeof(header_);
+  }
+  return links_[static_cast<std::size_t>(k)]->Send(SparseRequestTag(kind), header_, NextDeadline());
 }
 
 Status SparseShardClient::Data(int k, SparseMessage kind, std::span<const float> data) {
@@ -46,14 +48,16 @@ Status SparseShardClient::Data(int k, SparseMessage kind, std::span<const float>
 }
 
 Result<PsHeader> SparseShardClient::Reply(int k, SparseMessage kind) {
-  std::vector<float> raw(kPsHeaderFloats);
   const auto start = Clock::now();
-  Status got = links_[static_cast<std::size_t>(k)]->Recv(SparseReplyTag(kind), raw, NextDeadline());
-  std::lock_guard lock(stats_mu_);
-  stats_.wait_seconds += std::chrono::duration<double>(Clock::now() - start).count();
-  stats_.bytes_received += raw.size() * sizeof(float);
+  Status got =
+      links_[static_cast<std::size_t>(k)]->Recv(SparseReplyTag(kind), header_, NextDeadline());
+  {
+    std::lock_guard lock(stats_mu_);
+    stats_.wait_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    stats_.bytes_received += sizeof(header_);
+  }
   if (!got.ok()) return got;
-  return DecodePsHeader(std::span<const float, kPsHeaderFloats>(raw));
+  return DecodePsHeader(std::span<const float, kPsHeaderFloats>(header_));
 }
 
 Status SparseShardClient::ReplyData(int k, SparseMessage kind, std::span<float> out) {
@@ -96,8 +100,7 @@ void SparseShardClient::Split(std::span<const std::uint32_t> keys) {
   }
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const auto k = static_cast<std::size_t>(sparse::ShardOfKey(keys[i], shards()));
-    shard_keys_[k].push_back(0.0f);
-    KeysToFloats(keys.subspan(i, 1), std::span<float>(shard_keys_[k]).last(1));
+    shard_keys_[k].push_back(std::bit_cast<float>(keys[i]));  // the wire form (KeysToFloats)
     places_[k].push_back(static_cast<std::uint32_t>(i));
   }
 }
@@ -116,7 +119,7 @@ Status SparseShardClient::PullOrLookup(std::span<const std::uint32_t> keys, floa
     if (!s.ok()) return Broken(k, "pull", s);
   }
   const std::size_t width = model_.SlotWidth();
-  std::vector<float> shard_globals(model_.GlobalWidth());
+  shard_globals_.resize(model_.GlobalWidth());
   for (int k = 0; k < shards(); ++k) {
     Result<PsHeader> r = Reply(k, SparseMessage::kPull);
     if (!r.ok()) return Broken(k, "pull", r.status());
@@ -129,12 +132,12 @@ Status SparseShardClient::PullOrLookup(std::span<const std::uint32_t> keys, floa
     shard_key_counts_[k] = r.value().basis;
     values_.resize(count * width);
     Status s = ReplyData(k, SparseMessage::kPull, values_);
-    if (s.ok()) s = ReplyData(k, SparseMessage::kPull, shard_globals);
+    if (s.ok()) s = ReplyData(k, SparseMessage::kPull, shard_globals_);
     if (!s.ok()) return Broken(k, "pull", s);
     for (std::size_t i = 0; i < count; ++i) {
       std::copy_n(values_.data() + i * width, width, slots + places_[k][i] * width);
     }
-    if (k == 0) std::copy(shard_globals.begin(), shard_globals.end(), globals);
+    if (k == 0) std::copy(shard_globals_.begin(), shard_globals_.end(), globals);
   }
   std::lock_guard lock(stats_mu_);
   stats_.comm_seconds += std::chrono::duration<double>(Clock::now() - start).count();

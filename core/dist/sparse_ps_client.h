@@ -12,6 +12,7 @@
 // the client refuses further calls. One thread at a time; Stats() from any thread.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -70,6 +71,8 @@ class SparseShardClient final : public sparse::SparseParameters {
   Status broken_;
   std::vector<std::vector<float>> shard_keys_;      // per shard: its keys, as wire floats
   std::vector<std::vector<std::uint32_t>> places_;  // per shard: where they are in the batch
+  std::vector<float> shard_globals_;                // one shard's globals from a pull reply
+  std::array<float, kPsHeaderFloats> header_{};     // the header sent or received last
   std::vector<float> values_;                       // one shard's slots or gradients
   std::vector<std::uint64_t> shard_key_counts_;     // per shard: keys held, as last replied
   mutable std::mutex stats_mu_;

@@ -92,21 +92,22 @@ Status SparseShard::Serve(std::span<Link* const> links) {
 
 Status SparseShard::ServeWorker(Link& link, int rank) {
   const std::string worker = name_ + ": worker rank " + std::to_string(rank);
-  std::vector<float> header(kPsHeaderFloats), scratch;
+  Buffers buffers;
+  buffers.header.resize(kPsHeaderFloats);
+  buffers.reply.resize(kPsHeaderFloats);
   for (bool goodbye = false; !goodbye;) {
-    Result<std::uint32_t> tag = link.RecvAnyTag(header, Clock::now() + options_.timeout);
+    Result<std::uint32_t> tag = link.RecvAnyTag(buffers.header, Clock::now() + options_.timeout);
     if (!tag.ok()) return Status::Error(worker + ": " + tag.status().message());
-    if (Status answered = Answer(link, rank, tag.value(), header, scratch, &goodbye);
-        !answered.ok()) {
+    if (Status answered = Answer(link, rank, tag.value(), buffers, &goodbye); !answered.ok()) {
       return Status::Error(worker + ": " + answered.message());
     }
   }
   return Status::Ok();
 }
 
-Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, std::span<const float> raw,
-                           std::vector<float>& scratch, bool* goodbye) {
-  Result<PsHeader> decoded = DecodePsHeader(raw.first<kPsHeaderFloats>());
+Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, Buffers& b, bool* goodbye) {
+  Result<PsHeader> decoded =
+      DecodePsHeader(std::span<const float, kPsHeaderFloats>(b.header.data(), kPsHeaderFloats));
   if (!decoded.ok()) return decoded.status();
   const PsHeader& request = decoded.value();
   if (request.from != static_cast<std::uint32_t>(rank)) {
@@ -116,21 +117,26 @@ Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, std::span<co
   const std::size_t width = model_.SlotWidth(), global_width = model_.GlobalWidth();
   PsHeader reply;
   reply.from = static_cast<std::uint32_t>(options_.shard);
-  std::vector<float> header(kPsHeaderFloats);
   const auto send_header = [&](SparseMessage kind) {
-    EncodePsHeader(reply, std::span<float, kPsHeaderFloats>(header));
-    return link.Send(SparseReplyTag(kind), header, deadline);
+    EncodePsHeader(reply, std::span<float, kPsHeaderFloats>(b.reply.data(), kPsHeaderFloats));
+    return link.Send(SparseReplyTag(kind), b.reply, deadline);
   };
-  const auto receive = [&](SparseMessage kind, std::size_t floats) {
-    scratch.resize(floats);
-    return link.Recv(SparseDataTag(SparseRequestTag(kind)), scratch, deadline);
+  const auto receive = [&](SparseMessage kind, std::vector<float>& into, std::size_t floats) {
+    into.resize(floats);
+    return link.Recv(SparseDataTag(SparseRequestTag(kind)), into, deadline);
+  };
+  // The request's keys, read into b.keys.
+  const auto receive_keys = [&](SparseMessage kind, std::size_t count) {
+    if (Status got = receive(kind, b.wire_keys, count); !got.ok()) return got;
+    b.keys.resize(count);
+    FloatsToKeys(b.wire_keys, b.keys);
+    return Status::Ok();
   };
   const std::size_t count = request.rows;
   if (count > kMaxRequestKeys) {  // before anything is allocated from it
     return Status::Error("a request of " + std::to_string(count) + " keys, more than the " +
                          std::to_string(kMaxRequestKeys) + " one may carry");
   }
-  std::vector<std::uint32_t> keys(count);
   switch (static_cast<SparseMessage>(tag & 0xFF)) {
     case SparseMessage::kHello: {
       if (tag != SparseRequestTag(SparseMessage::kHello)) break;
@@ -148,21 +154,20 @@ Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, std::span<co
     }
     case SparseMessage::kPull: {
       if (tag != SparseRequestTag(SparseMessage::kPull)) break;
-      if (Status got = receive(SparseMessage::kPull, count); !got.ok()) return got;
-      FloatsToKeys(scratch, keys);
-      std::vector<float> slots(count * width, 0.0f), globals;
+      if (Status got = receive_keys(SparseMessage::kPull, count); !got.ok()) return got;
+      b.slots.assign(count * width, 0.0f);
       {
         std::lock_guard lock(mu_);
         if ((request.flags & kSparseLookupOnly) != 0) {
           for (std::size_t i = 0; i < count; ++i) {
-            if (const float* slot = table_.Find(keys[i])) {
-              std::copy_n(slot, width, slots.begin() + static_cast<std::ptrdiff_t>(i * width));
+            if (const float* slot = table_.Find(b.keys[i])) {
+              std::copy_n(slot, width, b.slots.begin() + static_cast<std::ptrdiff_t>(i * width));
             }
           }
         } else {
-          table_.Pull(keys, slots.data());
+          table_.Pull(b.keys, b.slots.data());
         }
-        globals.assign(table_.globals(), table_.globals() + global_width);
+        b.globals.assign(table_.globals(), table_.globals() + global_width);
         stats_.keys = table_.size();
         stats_.keys_pulled += count;
         reply.basis = table_.size();
@@ -170,21 +175,24 @@ Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, std::span<co
       reply.rows = static_cast<std::uint32_t>(count);
       if (Status sent = send_header(SparseMessage::kPull); !sent.ok()) return sent;
       const std::uint32_t data = SparseDataTag(SparseReplyTag(SparseMessage::kPull));
-      if (Status sent = link.Send(data, slots, deadline); !sent.ok()) return sent;
-      return link.Send(data, globals, deadline);
+      if (Status sent = link.Send(data, b.slots, deadline); !sent.ok()) return sent;
+      return link.Send(data, b.globals, deadline);
     }
     case SparseMessage::kPush: {
       if (tag != SparseRequestTag(SparseMessage::kPush)) break;
-      if (Status got = receive(SparseMessage::kPush, count); !got.ok()) return got;
-      FloatsToKeys(scratch, keys);
-      if (Status got = receive(SparseMessage::kPush, count * width); !got.ok()) return got;
-      std::vector<float> grads = scratch, global_grads(global_width, 0.0f);
+      if (Status got = receive_keys(SparseMessage::kPush, count); !got.ok()) return got;
+      if (Status got = receive(SparseMessage::kPush, b.grads, count * width); !got.ok()) {
+        return got;
+      }
       if ((request.flags & kSparseWithGlobals) != 0) {
-        if (Status got = receive(SparseMessage::kPush, global_width); !got.ok()) return got;
-        global_grads = scratch;
+        if (Status got = receive(SparseMessage::kPush, b.global_grads, global_width); !got.ok()) {
+          return got;
+        }
+      } else {
+        b.global_grads.assign(global_width, 0.0f);  // a step of 0: no change (lazy optimizers)
       }
       std::lock_guard lock(mu_);
-      table_.Push(keys, grads.data(), global_grads.data(), request.lr);
+      table_.Push(b.keys, b.grads.data(), b.global_grads.data(), request.lr);
       ++stats_.pushes_applied;
       stats_.keys_pushed += count;
       stats_.keys = table_.size();
@@ -202,9 +210,9 @@ Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, std::span<co
       reply.state_vectors = static_cast<std::uint32_t>(state.state.size());
       if (Status sent = send_header(SparseMessage::kSnapshot); !sent.ok()) return sent;
       const std::uint32_t data = SparseDataTag(SparseReplyTag(SparseMessage::kSnapshot));
-      std::vector<float> key_floats(state.keys.size());
-      KeysToFloats(state.keys, key_floats);
-      for (const std::vector<float>* v : {&key_floats, &state.slots}) {
+      b.wire_keys.resize(state.keys.size());
+      KeysToFloats(state.keys, b.wire_keys);
+      for (const std::vector<float>* v : {&b.wire_keys, &state.slots}) {
         if (Status sent = link.Send(data, *v, deadline); !sent.ok()) return sent;
       }
       for (const std::vector<float>& v : state.state) {

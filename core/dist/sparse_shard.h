@@ -82,10 +82,15 @@ class SparseShard {
   const std::string& name() const { return name_; }
 
  private:
+  // One worker's conversation's buffers, kept from request to request (a pull or push
+  // allocates nothing once they have grown to its size).
+  struct Buffers {
+    std::vector<float> header, reply, wire_keys, slots, globals, grads, global_grads;
+    std::vector<std::uint32_t> keys;
+  };
   // The whole conversation with worker `rank` (its own thread).
   Status ServeWorker(Link& link, int rank);
-  Status Answer(Link& link, int rank, std::uint32_t tag, std::span<const float> header,
-                std::vector<float>& scratch, bool* goodbye);
+  Status Answer(Link& link, int rank, std::uint32_t tag, Buffers& b, bool* goodbye);
   void Fail(const Status& status, std::span<Link* const> links);
 
   const SparseShardOptions options_;

@@ -70,12 +70,6 @@ Result<std::vector<std::unique_ptr<dist::Link>>> ConnectShards(const config::Job
   return shards;
 }
 
-std::vector<dist::Link*> Pointers(const std::vector<std::unique_ptr<dist::Link>>& owned) {
-  std::vector<dist::Link*> out;
-  for (const auto& link : owned) out.push_back(link.get());
-  return out;
-}
-
 // The coordinator's engine: ShardedVectors over the shards, passes run by the WorkDispatcher.
 class SandblasterEngine final : public LbfgsEngine {
  public:
@@ -187,7 +181,7 @@ Status RunSandblasterWorkerOfJob(const config::JobConfig& job, const JobData& da
       train::ObjectiveRows(data.train.rows, static_cast<std::size_t>(job.sample_rows),
                            job.train.seed),
       job.train.weight_decay, job.train.batch_size);
-  const std::vector<dist::Link*> links = Pointers(shards.value());
+  const std::vector<dist::Link*> links = dist::LinkPointers(shards.value());
   return dist::RunSandblasterWorker(
       *coordinator.value(), links,
       {.rank = placement.rank, .num_params = model.NumParams(), .timeout = JobTimeout(job)},
@@ -240,7 +234,8 @@ Result<LbfgsRunResult> RunSandblasterCoordinator(const config::JobConfig& job,
       train::ObjectiveRows(data.train.rows, static_cast<std::size_t>(job.sample_rows),
                            job.train.seed)
           .size();
-  SandblasterEngine engine(job, model.NumParams(), rows, Pointers(shards.value()), workers);
+  SandblasterEngine engine(job, model.NumParams(), rows, dist::LinkPointers(shards.value()),
+                           workers);
   Result<LbfgsRunResult> ran = RunLbfgs(job, data, model, engine, recorder, options, resume);
   Status finished = engine.Finish();
   if (options.observer != nullptr) {  // losses learnt of as the workers were stopped

@@ -166,8 +166,7 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
   Result<std::vector<std::unique_ptr<dist::Link>>> owned =
       AcceptWorkerLinks(job, placement, server.name());
   if (!owned.ok()) return owned.status();
-  std::vector<dist::Link*> links;
-  for (const auto& link : owned.value()) links.push_back(link.get());
+  const std::vector<dist::Link*> links = dist::LinkPointers(owned.value());
 
   // In async mode a side thread takes restarted workers back (ParameterShard::Rejoin); their
   // links live in `rejoined` until Serve has returned.

@@ -66,8 +66,7 @@ Status ServeSparseShardOfJob(const config::JobConfig& job, const Placement& plac
   Result<std::vector<std::unique_ptr<dist::Link>>> owned =
       AcceptWorkerLinks(job, placement, server.name());
   if (!owned.ok()) return owned.status();
-  std::vector<dist::Link*> links;
-  for (const auto& link : owned.value()) links.push_back(link.get());
+  const std::vector<dist::Link*> links = dist::LinkPointers(owned.value());
 
   std::atomic<bool> ended{false};
   return ServeReporting(
@@ -95,8 +94,7 @@ Result<SparseRunResult> RunSparseReplica(const config::JobConfig& job, const Spa
                                          const store::CheckpointData* resume) {
   Result<std::vector<std::unique_ptr<dist::Link>>> owned = ConnectShardLinks(job, placement);
   if (!owned.ok()) return owned.status();
-  std::vector<dist::Link*> links;
-  for (const auto& link : owned.value()) links.push_back(link.get());
+  const std::vector<dist::Link*> links = dist::LinkPointers(owned.value());
   const sparse::SparseModel model(data.spec);
   dist::SparseShardClient client(
       links, {.rank = placement.rank, .workers = job.cluster.workers, .timeout = JobTimeout(job)},

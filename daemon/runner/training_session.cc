@@ -205,7 +205,7 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
   Result<std::vector<std::unique_ptr<dist::Link>>> links = ConnectShardLinks(job, placement);
   if (!links.ok()) return links.status();
   shard_links_ = std::move(links).value();
-  for (const auto& link : shard_links_) shards_.push_back(link.get());
+  shards_ = dist::LinkPointers(shard_links_);
   if (job.cluster.mode == ClusterMode::kSync) {
     auto ps =
         std::make_unique<dist::SyncPsStrategy>(shards_, n,
