@@ -12,7 +12,8 @@ namespace {
 constexpr std::int64_t kMaxFactors = 1024;
 constexpr std::array<std::string_view, 8> kDenseModelKeys{
     "hidden", "activation", "loss", "init", "inputs", "outputs", "input_shape", "layers"};
-constexpr std::array<ClusterMode, 2> kSparseModes{ClusterMode::kSingle, ClusterMode::kAsync};
+constexpr std::array<ClusterMode, 3> kSparseModes{ClusterMode::kSingle, ClusterMode::kAsync,
+                                                  ClusterMode::kSync};
 
 // Reports `key` where it is written, if it is, with `message`; true if it was.
 bool ReportIfPresent(TableReader& r, std::string_view key, const std::string& message) {
@@ -88,8 +89,18 @@ void CheckSparseJob(const JobConfig& job, const SparseReaders& r) {
   if (!mode_fits && !r.cluster.Failed("mode")) {
     ReportIfPresent(r.cluster, "mode",
                     "is \"" + std::string(ClusterModeName(job.cluster.mode)) +
-                        "\", but a sparse model (data.sparse = true) trains in mode \"single\" "
-                        "or \"async\" (on parameter servers)");
+                        "\", but a sparse model (data.sparse = true) trains in mode \"single\", "
+                        "\"async\" or \"sync\" (on parameter servers)");
+  }
+  if (job.cluster.mode == ClusterMode::kSync && job.cluster.allreduce != AllReduce::kPs) {
+    const std::string message =
+        "a sparse model trains in mode \"sync\" on parameter servers, where each step moves "
+        "only its batch's keys: it needs cluster.allreduce = \"ps\"";
+    if (!ReportIfPresent(
+            r.cluster, "allreduce",
+            "is \"" + std::string(AllReduceName(job.cluster.allreduce)) + "\", but " + message)) {
+      ReportIfPresent(r.cluster, "mode", "is \"sync\", but " + message);
+    }
   }
   const ClusterConfig defaults;
   const std::string per_step =
@@ -99,11 +110,6 @@ void CheckSparseJob(const JobConfig& job, const SparseReaders& r) {
     ReportIfPresent(r.cluster, "push_every", per_step);
   if (job.cluster.fetch_every != defaults.fetch_every) {
     ReportIfPresent(r.cluster, "fetch_every", per_step);
-  }
-  if (job.cluster.max_staleness != defaults.max_staleness) {
-    ReportIfPresent(r.cluster, "max_staleness",
-                    "is not available with data.sparse yet: its replicas' staleness is not "
-                    "bounded");
   }
 }
 

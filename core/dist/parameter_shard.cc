@@ -158,17 +158,6 @@ Result<PsHeader> DecodePsHeader(std::span<const float, kPsHeaderFloats> in) {
   return h;
 }
 
-std::uint64_t ShardStats::StalenessPercentile(double q) const {
-  if (pushes_applied == 0 || staleness_histogram.empty()) return 0;
-  const double want = std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(pushes_applied));
-  std::uint64_t seen = 0;
-  for (std::size_t s = 0; s < staleness_histogram.size(); ++s) {
-    seen += staleness_histogram[s];
-    if (static_cast<double>(seen) >= want && seen > 0) return s;
-  }
-  return staleness_histogram.size() - 1;
-}
-
 ParameterShard::ParameterShard(ShardOptions options)
     : options_(std::move(options)), name_(ShardName(options_)), invalid_(CheckOptions(options_)) {
   if (!invalid_.ok()) {
@@ -514,8 +503,7 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
       stats_.steps = optimizer_->steps();
       stats_.pushes_applied += workers;
       global_clock_ = steps_done;
-      if (stats_.staleness_histogram.empty()) stats_.staleness_histogram.push_back(0);
-      stats_.staleness_histogram[0] += workers;
+      stats_.staleness.Record(0, workers);
     }
     PsHeader reply;
     reply.from = static_cast<std::uint32_t>(options_.shard);
@@ -540,17 +528,6 @@ void ParameterShard::RecomputeGlobalClock() {
   }
   // With every worker gone, g keeps its value. It never decreases.
   if (g && *g > global_clock_) global_clock_ = *g;
-}
-
-void ParameterShard::RecordStaleness(std::uint64_t staleness) {
-  if (stats_.staleness_histogram.size() <= staleness) {
-    stats_.staleness_histogram.resize(staleness + 1, 0);
-  }
-  ++stats_.staleness_histogram[staleness];
-  const double n = static_cast<double>(++stats_.pushes_applied);
-  stats_.mean_staleness += (static_cast<double>(staleness) - stats_.mean_staleness) / n;
-  stats_.max_staleness = std::max(stats_.max_staleness, staleness);
-  stats_.steps = optimizer_->steps();
 }
 
 void ParameterShard::FailAsync(const Status& status) {
@@ -614,10 +591,10 @@ Status ParameterShard::ServeAsync(std::span<Link* const> links) {
         changed_.wait_until(lock, due);
         continue;
       }
-      const std::string overdue = Worker(static_cast<int>(*first)) +
-                                  " left without a goodbye at clock " +
-                                  std::to_string(clocks_[*first]) + " and did not come back within " +
-                                  std::to_string(options_.timeout.count()) + " ms";
+      const std::string overdue =
+          Worker(static_cast<int>(*first)) + " left without a goodbye at clock " +
+          std::to_string(clocks_[*first]) + " and did not come back within " +
+          std::to_string(options_.timeout.count()) + " ms";
       lock.unlock();
       FailAsync(Status::Error(name_ + ": " + overdue));
       lock.lock();
@@ -732,7 +709,9 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
         optimizer_->Step(params_, scratch, h.lr);
         ++clocks_[r];
         RecomputeGlobalClock();
-        RecordStaleness(staleness);
+        ++stats_.pushes_applied;
+        stats_.steps = optimizer_->steps();
+        stats_.staleness.Record(staleness);
         changed_.notify_all();
         break;
       }

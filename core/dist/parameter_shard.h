@@ -66,13 +66,14 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "core/dist/link.h"
+#include "core/dist/staleness.h"
 #include "core/math/buffer.h"
 #include "core/optim/optimizer.h"
 #include "core/status.h"
@@ -122,7 +123,7 @@ struct PsHeader {
   std::uint64_t clock = 0;       // see ps_protocol.md, per message
   std::uint64_t basis = 0;       // push (async): g_f; fetch reply: pushes applied in total
   std::uint32_t rows = 0;        // push (sync): this worker's rows of the step
-  std::uint32_t total_rows = 0;  // push (sync): every worker's rows of the step
+  std::uint32_t total_rows = 0;  // push (sync): every worker's rows; sparse push: its batch's
   std::uint64_t num_params = 0;  // hello, hello reply: n, the whole vector's length
   std::uint64_t begin = 0;       // hello, hello reply: the shard's range
   std::uint64_t end = 0;
@@ -164,12 +165,7 @@ struct ShardStats {
   std::uint64_t steps = 0;           // optimizer steps applied (sync: steps; async: pushes)
   std::uint64_t pushes_applied = 0;  // worker pushes applied (sync: N per step)
   std::uint64_t global_clock = 0;    // g (sync: steps applied)
-  // staleness_histogram[s]: pushes applied with staleness s (sync: all 0).
-  std::vector<std::uint64_t> staleness_histogram;
-  std::uint64_t max_staleness = 0;
-  double mean_staleness = 0.0;
-  // The smallest staleness s with at least q of the applied pushes at or below s; 0 when none.
-  std::uint64_t StalenessPercentile(double q) const;
+  StalenessStats staleness;          // of every applied push (sync: all 0)
 };
 
 class ParameterShard {
@@ -239,7 +235,6 @@ class ParameterShard {
 
   // Async helpers; call with mu_ held.
   void RecomputeGlobalClock();
-  void RecordStaleness(std::uint64_t staleness);
   // Records the first failure of ServeAsync and closes every link.
   void FailAsync(const Status& status);
   // Worker `rank`'s link broke (`why`): with options_.rejoin it is absent from now and OK is
@@ -256,11 +251,11 @@ class ParameterShard {
 
   // Clocks, stats and the async failure: guarded by mu_ (written under it in both modes).
   mutable std::mutex mu_;
-  std::condition_variable changed_;    // a clock, a departure or the failure changed
-  std::vector<std::uint64_t> clocks_;  // per worker: pushes applied
+  std::condition_variable changed_;           // a clock, a departure or the failure changed
+  std::vector<std::uint64_t> clocks_;         // per worker: pushes applied
   std::vector<std::uint64_t> loaded_clocks_;  // what LoadClocks gave: where ServeAsync starts
-  std::vector<bool> departed_;         // per worker: said goodbye
-  std::vector<bool> absent_;           // per worker: its link broke, it may rejoin (async)
+  std::vector<bool> departed_;                // per worker: said goodbye
+  std::vector<bool> absent_;                  // per worker: its link broke, it may rejoin (async)
   std::vector<Clock::time_point> absent_since_;
   std::vector<bool> may_jump_;         // per worker: its next push may carry a larger clock
   bool serving_ = false;               // ServeAsync runs: Rejoin is allowed

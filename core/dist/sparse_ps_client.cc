@@ -16,7 +16,8 @@ SparseShardClient::SparseShardClient(std::span<Link* const> shard_links,
       model_(model),
       shard_keys_(shard_links.size()),
       places_(shard_links.size()),
-      shard_key_counts_(shard_links.size(), 0) {
+      shard_key_counts_(shard_links.size(), 0),
+      pulled_at_(shard_links.size(), 0) {
   if (links_.empty()) broken_ = Status::Error("a sparse model on no shards");
 }
 
@@ -76,6 +77,8 @@ Status SparseShardClient::Hello() {
     h.shard = static_cast<std::uint32_t>(k);
     h.shards = static_cast<std::uint32_t>(shards());
     h.workers = static_cast<std::uint32_t>(options_.workers);
+    h.mode = static_cast<std::uint32_t>(options_.mode);
+    h.max_staleness = static_cast<std::uint32_t>(options_.max_staleness);
     if (Status s = Request(k, SparseMessage::kHello, h); !s.ok()) return Broken(k, "hello", s);
   }
   for (int k = 0; k < shards(); ++k) {
@@ -83,11 +86,15 @@ Status SparseShardClient::Hello() {
     if (!r.ok()) return Broken(k, "hello", r.status());
     if (r.value().shard != static_cast<std::uint32_t>(k) ||
         r.value().shards != static_cast<std::uint32_t>(shards()) ||
-        r.value().workers != static_cast<std::uint32_t>(options_.workers)) {
+        r.value().workers != static_cast<std::uint32_t>(options_.workers) ||
+        r.value().mode != static_cast<std::uint32_t>(options_.mode) ||
+        r.value().max_staleness != static_cast<std::uint32_t>(options_.max_staleness)) {
       return Broken(k, "hello",
                     Status::Error("the shard is " + std::to_string(r.value().shard) + " of " +
                                   std::to_string(r.value().shards) + " serving " +
-                                  std::to_string(r.value().workers) + " workers"));
+                                  std::to_string(r.value().workers) + " workers in mode " +
+                                  std::string(PsModeName(static_cast<PsMode>(r.value().mode & 1))) +
+                                  ", max_staleness " + std::to_string(r.value().max_staleness)));
     }
   }
   return Status::Ok();
@@ -114,6 +121,7 @@ Status SparseShardClient::PullOrLookup(std::span<const std::uint32_t> keys, floa
     PsHeader h;
     h.rows = static_cast<std::uint32_t>(shard_keys_[k].size());
     h.flags = flags;
+    h.clock = clock_;
     Status s = Request(k, SparseMessage::kPull, h);
     if (s.ok()) s = Data(k, SparseMessage::kPull, shard_keys_[k]);
     if (!s.ok()) return Broken(k, "pull", s);
@@ -130,6 +138,7 @@ Status SparseShardClient::PullOrLookup(std::span<const std::uint32_t> keys, floa
                                   std::to_string(count) + " were asked"));
     }
     shard_key_counts_[k] = r.value().basis;
+    if ((flags & kSparseLookupOnly) == 0) pulled_at_[k] = r.value().clock;
     values_.resize(count * width);
     Status s = ReplyData(k, SparseMessage::kPull, values_);
     if (s.ok()) s = ReplyData(k, SparseMessage::kPull, shard_globals_);
@@ -154,7 +163,7 @@ Status SparseShardClient::Lookup(std::span<const std::uint32_t> keys, float* slo
 }
 
 Status SparseShardClient::Push(std::span<const std::uint32_t> keys, const float* grad_slots,
-                               const float* grad_globals, float lr) {
+                               const float* grad_globals, float lr, std::size_t rows) {
   if (!broken_.ok()) return broken_;
   const auto start = Clock::now();
   Split(keys);
@@ -169,6 +178,10 @@ Status SparseShardClient::Push(std::span<const std::uint32_t> keys, const float*
     h.rows = static_cast<std::uint32_t>(count);
     h.lr = lr;
     h.flags = k == 0 ? kSparseWithGlobals : 0;
+    h.clock = clock_;
+    h.basis = pulled_at_[k];
+    h.total_rows = static_cast<std::uint32_t>(rows);
+    h.vote = vote_;
     Status s = Request(k, SparseMessage::kPush, h);
     if (s.ok()) s = Data(k, SparseMessage::kPush, shard_keys_[k]);
     if (s.ok()) s = Data(k, SparseMessage::kPush, values_);
@@ -177,9 +190,34 @@ Status SparseShardClient::Push(std::span<const std::uint32_t> keys, const float*
     }
     if (!s.ok()) return Broken(k, "push", s);
   }
+  ++clock_;
+  if (Collective()) {  // the step applied on every shard, and the vote agreed
+    std::uint32_t agreed = kNoVote;
+    for (int k = 0; k < shards(); ++k) {
+      Result<PsHeader> r = Reply(k, SparseMessage::kPush);
+      if (!r.ok()) return Broken(k, "push", r.status());
+      if (k > 0 && r.value().vote != agreed) {
+        return Broken(k, "push",
+                      Status::Error("stop vote " + std::to_string(r.value().vote) +
+                                    ", but shard 0 agreed on " + std::to_string(agreed)));
+      }
+      agreed = r.value().vote;
+    }
+    vote_ = kNoVote;
+    if (agreed != kNoVote) {
+      agreed_ = static_cast<train::StopReason>(std::min<std::uint32_t>(
+          agreed - 1, static_cast<std::uint32_t>(train::StopReason::kRequested)));
+    }
+  }
   std::lock_guard lock(stats_mu_);
   stats_.comm_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   return Status::Ok();
+}
+
+bool SparseShardClient::ProposeStop(train::StopReason reason) {
+  if (!Collective()) return false;
+  vote_ = std::max(vote_, 1 + static_cast<std::uint32_t>(reason));
+  return true;
 }
 
 std::uint64_t SparseShardClient::KeyCount() const {

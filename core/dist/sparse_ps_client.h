@@ -3,7 +3,10 @@
 // through: a pull sends each shard the batch's keys it holds (sparse::ShardOfKey) and scatters
 // the slots that come back; a push sends each shard its keys' gradients (and shard 0 the
 // globals'). Every request goes to every shard first, then the replies are read in shard order,
-// so the shards work in parallel.
+// so the shards work in parallel. Each push carries the client's clock (its pushes so far) and,
+// per shard, the global clock of the pull it was computed from (async staleness); in sync mode a
+// push also carries the batch's rows and this replica's stop vote, and waits for the shards'
+// answer: the step applied everywhere, and the agreed vote.
 //
 //   SparseShardClient client(shard_links, {.rank = 1, .workers = 4}, model);
 //   client.Hello();  ... SparseTrainer(model, options, rows, eval, client) ...;  client.Goodbye();
@@ -16,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +35,8 @@ namespace dtrain::dist {
 struct SparseClientOptions {
   int rank = 0;
   int workers = 1;
+  PsMode mode = PsMode::kAsync;  // must match the shards'
+  int max_staleness = 0;         // async: must match the shards'
   std::chrono::milliseconds timeout{30'000};
 };
 
@@ -44,13 +50,16 @@ class SparseShardClient final : public sparse::SparseParameters {
   Status Hello();
   Status Pull(std::span<const std::uint32_t> keys, float* slots, float* globals) override;
   Status Push(std::span<const std::uint32_t> keys, const float* grad_slots,
-              const float* grad_globals, float lr) override;
+              const float* grad_globals, float lr, std::size_t rows) override;
   Status Lookup(std::span<const std::uint32_t> keys, float* slots, float* globals) override;
   std::uint64_t KeyCount() const override;
   // Every shard's table, joined (sparse::JoinShardParts): what a checkpoint stores.
   Result<sparse::KeyTableState> Snapshot();
   Status Goodbye();
   train::CommStats Stats() const override;
+  bool Collective() const override { return options_.mode == PsMode::kSync; }
+  bool ProposeStop(train::StopReason reason) override;
+  std::optional<train::StopReason> AgreedStop() const override { return agreed_; }
   int shards() const { return static_cast<int>(links_.size()); }
 
  private:
@@ -75,6 +84,10 @@ class SparseShardClient final : public sparse::SparseParameters {
   std::array<float, kPsHeaderFloats> header_{};     // the header sent or received last
   std::vector<float> values_;                       // one shard's slots or gradients
   std::vector<std::uint64_t> shard_key_counts_;     // per shard: keys held, as last replied
+  std::vector<std::uint64_t> pulled_at_;            // per shard: g of the last pull's reply
+  std::uint64_t clock_ = 0;                         // pushes made
+  std::uint32_t vote_ = kNoVote;                    // sync: the vote the next push carries
+  std::optional<train::StopReason> agreed_;         // sync: as the last push's answer said
   mutable std::mutex stats_mu_;
   train::CommStats stats_;  // guarded by stats_mu_
 };

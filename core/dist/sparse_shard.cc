@@ -1,6 +1,8 @@
 #include "core/dist/sparse_shard.h"
 
+#include <algorithm>
 #include <bit>
+#include <optional>
 #include <thread>
 
 #include "core/dist/parameter_shard.h"
@@ -36,9 +38,17 @@ SparseShard::SparseShard(SparseShardOptions options)
       options_.workers < 1) {
     invalid_ = Status::Error(name_ + ": invalid layout (" + std::to_string(options_.workers) +
                              " workers)");
+  } else if (options_.max_staleness < 0 ||
+             (options_.max_staleness > 0 && options_.mode != PsMode::kAsync)) {
+    invalid_ = Status::Error(name_ + ": max_staleness " + std::to_string(options_.max_staleness) +
+                             " (a bound >= 0, in async mode only)");
   } else if (Status fits = sparse::CheckSparseOptimizer(options_.optimizer); !fits.ok()) {
     invalid_ = Status::Error(name_ + ": " + fits.message());
   }
+  const auto workers = static_cast<std::size_t>(std::max(options_.workers, 0));
+  clocks_.assign(workers, 0);
+  departed_.assign(workers, false);
+  pending_.assign(workers, {});
 }
 
 Status SparseShard::Load(sparse::KeyTableState part) {
@@ -58,7 +68,9 @@ Status SparseShard::Load(sparse::KeyTableState part) {
 
 SparseShardStats SparseShard::Stats() const {
   std::lock_guard lock(mu_);
-  return stats_;
+  SparseShardStats s = stats_;
+  s.global_clock = global_clock_;
+  return s;
 }
 
 void SparseShard::Fail(const Status& status, std::span<Link* const> links) {
@@ -68,7 +80,158 @@ void SparseShard::Fail(const Status& status, std::span<Link* const> links) {
     failed_ = true;
     failure_ = status;
   }
+  changed_.notify_all();
   for (Link* link : links) link->Close();
+}
+
+void SparseShard::RecomputeGlobalClock() {
+  std::optional<std::uint64_t> g;
+  for (std::size_t w = 0; w < clocks_.size(); ++w) {
+    if (!departed_[w]) g = std::min(g.value_or(clocks_[w]), clocks_[w]);
+  }
+  if (g && *g > global_clock_) global_clock_ = *g;  // with every worker gone, g stays
+}
+
+void SparseShard::Depart(int rank) {
+  {
+    std::lock_guard lock(mu_);
+    departed_[static_cast<std::size_t>(rank)] = true;
+    if (options_.mode == PsMode::kAsync) RecomputeGlobalClock();
+  }
+  changed_.notify_all();
+}
+
+Status SparseShard::AwaitClock(std::unique_lock<std::mutex>& lock, int rank, std::uint64_t clock) {
+  const auto s = static_cast<std::uint64_t>(options_.max_staleness);
+  if (s == 0 || clock <= s) return Status::Ok();
+  const std::uint64_t need = clock - s;
+  const bool reached = changed_.wait_until(lock, Clock::now() + options_.timeout,
+                                           [&] { return failed_ || global_clock_ >= need; });
+  if (failed_) return Status::Error("the shard failed while a pull waited");
+  if (reached) return Status::Ok();
+  std::string behind;
+  for (std::size_t w = 0; w < clocks_.size(); ++w) {
+    if (!departed_[w] && clocks_[w] < need) {
+      behind += (behind.empty() ? "" : ", ") + ("worker rank " + std::to_string(w)) + " at clock " +
+                std::to_string(clocks_[w]);
+    }
+  }
+  return Status::Error("a pull at clock " + std::to_string(clock) + " waited " +
+                       std::to_string(options_.timeout.count()) + " ms for global clock " +
+                       std::to_string(need) + " (max_staleness " + std::to_string(s) +
+                       "), held back by " + behind + " (rank " + std::to_string(rank) + " asked)");
+}
+
+Status SparseShard::ApplyAsync(int rank, const PsHeader& request, const Buffers& b) {
+  const auto r = static_cast<std::size_t>(rank);
+  {
+    std::lock_guard lock(mu_);
+    if (request.clock != clocks_[r]) {
+      return Status::Error("a push at clock " + std::to_string(request.clock) +
+                           ", but the shard has applied " + std::to_string(clocks_[r]) +
+                           " of its pushes");
+    }
+    if (request.basis > request.clock || request.basis > global_clock_) {
+      return Status::Error("a push at clock " + std::to_string(request.clock) +
+                           " computed from global clock " + std::to_string(request.basis) +
+                           ", which the shard (at " + std::to_string(global_clock_) +
+                           ") never replied");
+    }
+    const std::uint64_t staleness = request.clock - request.basis;
+    if (options_.max_staleness > 0 &&
+        staleness > static_cast<std::uint64_t>(options_.max_staleness)) {
+      return Status::Error("a push of staleness " + std::to_string(staleness) +
+                           ", above max_staleness " + std::to_string(options_.max_staleness));
+    }
+    table_.Push(b.keys, b.grads.data(), b.global_grads.data(), request.lr);
+    ++stats_.pushes_applied;
+    stats_.keys_pushed += b.keys.size();
+    stats_.keys = table_.size();
+    stats_.staleness.Record(staleness);
+    ++clocks_[r];
+    RecomputeGlobalClock();
+  }
+  changed_.notify_all();
+  return Status::Ok();
+}
+
+Result<std::uint32_t> SparseShard::GatherSync(int rank, const PsHeader& request, const Buffers& b) {
+  std::unique_lock lock(mu_);
+  const std::uint64_t step = clocks_[static_cast<std::size_t>(rank)];
+  if (request.clock != step) {
+    return Status::Error("a push of step " + std::to_string(request.clock) + ", but step " +
+                         std::to_string(step) + " is being gathered");
+  }
+  pending_[static_cast<std::size_t>(rank)] = {
+      .buffers = &b, .rows = request.total_rows, .vote = request.vote, .lr = request.lr};
+  ++clocks_[static_cast<std::size_t>(rank)];
+  if (++arrived_ == options_.workers) {
+    ApplySyncStep();
+    lock.unlock();
+    changed_.notify_all();
+    lock.lock();
+  } else {
+    const bool applied = changed_.wait_until(lock, Clock::now() + options_.timeout,
+                                             [&] { return failed_ || global_clock_ > step; });
+    if (failed_)
+      return Status::Error("the shard failed while step " + std::to_string(step) + " was gathered");
+    if (!applied) {
+      std::string missing;
+      for (std::size_t w = 0; w < clocks_.size(); ++w) {
+        if (clocks_[w] <= step) {
+          missing += (missing.empty() ? "" : ", ") + ("worker rank " + std::to_string(w));
+        }
+      }
+      return Status::Error("step " + std::to_string(step) + " waited " +
+                           std::to_string(options_.timeout.count()) + " ms for the push of " +
+                           missing);
+    }
+  }
+  return agreed_vote_;  // stays until this worker pushes the next step
+}
+
+void SparseShard::ApplySyncStep() {
+  const std::size_t width = model_.SlotWidth();
+  std::uint64_t total = 0, keys_pushed = 0;
+  for (const Pending& p : pending_) total += p.rows;
+  step_index_.Clear();
+  step_keys_.clear();
+  step_grads_.clear();
+  step_globals_.assign(model_.GlobalWidth(), 0.0f);
+  std::uint32_t vote = kNoVote;
+  for (const Pending& p : pending_) {
+    vote = std::max(vote, p.vote);
+    keys_pushed += p.buffers->keys.size();
+    if (p.rows == 0) continue;
+    const float weight =
+        static_cast<float>(static_cast<double>(p.rows) / static_cast<double>(total));
+    const Buffers& b = *p.buffers;
+    for (std::size_t i = 0; i < b.keys.size(); ++i) {
+      const auto [at, added] = step_index_.Insert(b.keys[i]);
+      if (added) {
+        step_keys_.push_back(b.keys[i]);
+        step_grads_.resize(step_grads_.size() + width, 0.0f);
+      }
+      float* into = step_grads_.data() + std::size_t{at} * width;
+      const float* from = b.grads.data() + i * width;
+      for (std::size_t j = 0; j < width; ++j) into[j] += weight * from[j];
+    }
+    for (std::size_t j = 0; j < step_globals_.size(); ++j) {
+      step_globals_[j] += weight * b.global_grads[j];
+    }
+  }
+  if (total > 0) {
+    table_.Push(step_keys_, step_grads_.data(), step_globals_.data(), pending_.front().lr);
+  }
+  const auto workers = static_cast<std::uint64_t>(options_.workers);
+  stats_.pushes_applied += workers;
+  stats_.keys_pushed += keys_pushed;
+  stats_.keys = table_.size();
+  stats_.staleness.Record(0, workers);
+  agreed_vote_ = vote;
+  ++global_clock_;
+  arrived_ = 0;
+  std::fill(pending_.begin(), pending_.end(), Pending{});
 }
 
 Status SparseShard::Serve(std::span<Link* const> links) {
@@ -143,12 +306,17 @@ Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, Buffers& b, 
       reply.shard = static_cast<std::uint32_t>(options_.shard);
       reply.shards = static_cast<std::uint32_t>(options_.shards);
       reply.workers = static_cast<std::uint32_t>(options_.workers);
+      reply.mode = static_cast<std::uint32_t>(options_.mode);
+      reply.max_staleness = static_cast<std::uint32_t>(options_.max_staleness);
       if (Status sent = send_header(SparseMessage::kHello); !sent.ok()) return sent;
       if (request.shard != reply.shard || request.shards != reply.shards ||
-          request.workers != reply.workers) {
+          request.workers != reply.workers || request.mode != reply.mode ||
+          request.max_staleness != reply.max_staleness) {
         return Status::Error("hello: the worker expects shard " + std::to_string(request.shard) +
                              " of " + std::to_string(request.shards) + " serving " +
-                             std::to_string(request.workers) + " workers");
+                             std::to_string(request.workers) + " workers in mode " +
+                             std::string(PsModeName(static_cast<PsMode>(request.mode & 1))) +
+                             ", max_staleness " + std::to_string(request.max_staleness));
       }
       return Status::Ok();
     }
@@ -156,9 +324,13 @@ Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, Buffers& b, 
       if (tag != SparseRequestTag(SparseMessage::kPull)) break;
       if (Status got = receive_keys(SparseMessage::kPull, count); !got.ok()) return got;
       b.slots.assign(count * width, 0.0f);
+      const bool lookup = (request.flags & kSparseLookupOnly) != 0;
       {
-        std::lock_guard lock(mu_);
-        if ((request.flags & kSparseLookupOnly) != 0) {
+        std::unique_lock lock(mu_);
+        if (!lookup && options_.mode == PsMode::kAsync) {
+          if (Status waited = AwaitClock(lock, rank, request.clock); !waited.ok()) return waited;
+        }
+        if (lookup) {
           for (std::size_t i = 0; i < count; ++i) {
             if (const float* slot = table_.Find(b.keys[i])) {
               std::copy_n(slot, width, b.slots.begin() + static_cast<std::ptrdiff_t>(i * width));
@@ -171,6 +343,7 @@ Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, Buffers& b, 
         stats_.keys = table_.size();
         stats_.keys_pulled += count;
         reply.basis = table_.size();
+        reply.clock = global_clock_;
       }
       reply.rows = static_cast<std::uint32_t>(count);
       if (Status sent = send_header(SparseMessage::kPull); !sent.ok()) return sent;
@@ -191,12 +364,12 @@ Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, Buffers& b, 
       } else {
         b.global_grads.assign(global_width, 0.0f);  // a step of 0: no change (lazy optimizers)
       }
-      std::lock_guard lock(mu_);
-      table_.Push(b.keys, b.grads.data(), b.global_grads.data(), request.lr);
-      ++stats_.pushes_applied;
-      stats_.keys_pushed += count;
-      stats_.keys = table_.size();
-      return Status::Ok();
+      if (options_.mode == PsMode::kAsync) return ApplyAsync(rank, request, b);
+      Result<std::uint32_t> agreed = GatherSync(rank, request, b);
+      if (!agreed.ok()) return agreed.status();
+      reply.clock = request.clock;
+      reply.vote = agreed.value();
+      return send_header(SparseMessage::kPush);
     }
     case SparseMessage::kSnapshot: {
       if (tag != SparseRequestTag(SparseMessage::kSnapshot)) break;
@@ -223,6 +396,7 @@ Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, Buffers& b, 
     case SparseMessage::kGoodbye:
       if (tag != SparseRequestTag(SparseMessage::kGoodbye)) break;
       *goodbye = true;
+      Depart(rank);
       return send_header(SparseMessage::kGoodbye);
   }
   return Status::Error("a message tagged " + std::to_string(tag) + ", which is no sparse request");

@@ -29,7 +29,7 @@ Status LocalSparseParameters::Pull(std::span<const std::uint32_t> keys, float* s
 }
 
 Status LocalSparseParameters::Push(std::span<const std::uint32_t> keys, const float* grad_slots,
-                                   const float* grad_globals, float lr) {
+                                   const float* grad_globals, float lr, std::size_t /*rows*/) {
   table_.Push(keys, grad_slots, grad_globals, lr);
   return Status::Ok();
 }
@@ -142,14 +142,20 @@ Result<train::StopReason> SparseTrainer::Run(SparseListener& listener) {
       if (Status s = params_.Pull(batch_.keys, slots_.data(), globals_.data()); !s.ok()) return s;
       const model::LossValue v = model_.ForwardBackward(batch_, slots_.data(), globals_.data(),
                                                         grad_slots_.data(), grad_globals_.data());
-      if (Status s = params_.Push(batch_.keys, grad_slots_.data(), grad_globals_.data(), lr);
-          !s.ok()) {
-        return s;
-      }
       window_loss += v.loss_sum;
       window_correct += v.correct;
       window_rows += indices.size();
       window_keys += static_cast<double>(batch_.keys.size());
+    } else {  // a collective step this replica has no rows for: it pushes nothing
+      batch_.keys.clear();
+      std::fill(grad_globals_.begin(), grad_globals_.end(), 0.0f);
+    }
+    if (!indices.empty() || params_.Collective()) {
+      if (Status s = params_.Push(batch_.keys, grad_slots_.data(), grad_globals_.data(), lr,
+                                  indices.size());
+          !s.ok()) {
+        return s;
+      }
     }
     ++window_steps;
     const bool epoch_end = train::AdvanceStep(position_, sampler_.StepsPerEpoch());
@@ -191,8 +197,11 @@ Result<train::StopReason> SparseTrainer::Run(SparseListener& listener) {
       reached =
           options_.target_accuracy > 0.0 && result.value().accuracy >= options_.target_accuracy;
     }
-    if (!listener.AfterStep(*this)) return train::StopReason::kRequested;
-    if (reached) return train::StopReason::kTargetReached;
+    if (const std::optional<train::StopReason> agreed = params_.AgreedStop()) return *agreed;
+    std::optional<train::StopReason> wanted;
+    if (reached) wanted = train::StopReason::kTargetReached;
+    if (!listener.AfterStep(*this)) wanted = train::StopReason::kRequested;
+    if (wanted && !params_.ProposeStop(*wanted)) return *wanted;
   }
   return train::StopReason::kCompleted;
 }

@@ -13,14 +13,15 @@
 // train_accuracy, lr, samples_per_sec, keys_per_step (the distinct keys a step pulled and pushed,
 // averaged over the window), bytes_per_step (what those keys' slots and gradients move: keys x
 // (4 + 4 x SlotWidth()) bytes each way), model_keys (the keys held so far) and, where the keys
-// live on parameter servers, bytes_sent and bytes_received (measured, headers included); every evaluation
-// eval_loss, eval_accuracy and, for logistic and fm, eval_auc.
+// live on parameter servers, bytes_sent and bytes_received (measured, headers included); every
+// evaluation eval_loss, eval_accuracy and, for logistic and fm, eval_auc.
 //
 // Resuming: restore the parameters where they live and set_position(); the data order is a pure
 // function of (seed, epoch), as the dense Trainer's. One thread at a time.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -43,15 +44,24 @@ class SparseParameters {
   // The slots of `keys` (unique) into slots [keys x SlotWidth()], made where missing,
   // and the globals into `globals`.
   virtual Status Pull(std::span<const std::uint32_t> keys, float* slots, float* globals) = 0;
-  // One optimizer step on the keys' slots and the globals, from their gradients.
+  // One optimizer step on the keys' slots and the globals, from their gradients: the mean over
+  // the batch's `rows` rows.
   virtual Status Push(std::span<const std::uint32_t> keys, const float* grad_slots,
-                      const float* grad_globals, float lr) = 0;
+                      const float* grad_globals, float lr, std::size_t rows) = 0;
   // As Pull, but a key never touched reads as zeros and is not made (evaluation, prediction).
   virtual Status Lookup(std::span<const std::uint32_t> keys, float* slots, float* globals) = 0;
   // Keys held so far, over every place they live.
   virtual std::uint64_t KeyCount() const = 0;
   // What moving them has cost so far (zero where they live in this process).
   virtual train::CommStats Stats() const { return {}; }
+
+  // Collective places (sync on parameter servers) apply a step once every replica has pushed
+  // it, so every replica pushes at every step, an empty batch too, and they agree when to stop
+  // as train::Strategy's collective contract says: ProposeStop, keep training, stop after the
+  // step AgreedStop() names. Independent places refuse the proposal: the caller stops at once.
+  virtual bool Collective() const { return false; }
+  virtual bool ProposeStop(train::StopReason /*reason*/) { return false; }
+  virtual std::optional<train::StopReason> AgreedStop() const { return std::nullopt; }
 };
 
 // A KeyTable of this process.
@@ -60,7 +70,7 @@ class LocalSparseParameters final : public SparseParameters {
   explicit LocalSparseParameters(KeyTable& table) : table_(table) {}
   Status Pull(std::span<const std::uint32_t> keys, float* slots, float* globals) override;
   Status Push(std::span<const std::uint32_t> keys, const float* grad_slots,
-              const float* grad_globals, float lr) override;
+              const float* grad_globals, float lr, std::size_t rows) override;
   Status Lookup(std::span<const std::uint32_t> keys, float* slots, float* globals) override;
   std::uint64_t KeyCount() const override { return table_.size(); }
 

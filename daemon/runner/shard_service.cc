@@ -17,11 +17,10 @@ namespace {
 
 std::vector<train::MetricPoint> StatPoints(const dist::ShardStats& stats) {
   const auto step = static_cast<std::int64_t>(stats.global_clock);
-  return {{step, 0.0, "pushes_applied", static_cast<double>(stats.pushes_applied)},
-          {step, 0.0, "staleness_p50", static_cast<double>(stats.StalenessPercentile(0.5))},
-          {step, 0.0, "staleness_p90", static_cast<double>(stats.StalenessPercentile(0.9))},
-          {step, 0.0, "staleness_max", static_cast<double>(stats.max_staleness)},
-          {step, 0.0, "staleness_mean", stats.mean_staleness}};
+  std::vector<train::MetricPoint> points{
+      {step, 0.0, "pushes_applied", static_cast<double>(stats.pushes_applied)}};
+  AppendStalenessPoints(step, stats.staleness, points);
+  return points;
 }
 
 // The shard's link to worker `rank` over the connection it introduced (the worker made it, so
@@ -61,6 +60,19 @@ void AcceptRejoining(const dist::PeerListener& listener, int self, const config:
 }
 
 }  // namespace
+
+dist::PsMode PsModeOf(const config::JobConfig& job) {
+  return job.cluster.mode == config::ClusterMode::kAsync ? dist::PsMode::kAsync
+                                                         : dist::PsMode::kSync;
+}
+
+void AppendStalenessPoints(std::int64_t step, const dist::StalenessStats& staleness,
+                           std::vector<train::MetricPoint>& points) {
+  points.push_back({step, 0.0, "staleness_p50", static_cast<double>(staleness.Percentile(0.5))});
+  points.push_back({step, 0.0, "staleness_p90", static_cast<double>(staleness.Percentile(0.9))});
+  points.push_back({step, 0.0, "staleness_max", static_cast<double>(staleness.max)});
+  points.push_back({step, 0.0, "staleness_mean", staleness.mean});
+}
 
 Result<std::vector<std::unique_ptr<dist::Link>>> AcceptWorkerLinks(const config::JobConfig& job,
                                                                    const Placement& placement,
@@ -116,19 +128,18 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
   const auto [begin, end] = dist::ShardRanges(n, shards)[static_cast<std::size_t>(shard)];
   const auto timeout =
       std::chrono::milliseconds(static_cast<long>(job.cluster.timeout_seconds * 1000));
-  dist::ParameterShard server(dist::ShardOptions{
-      .shard = shard,
-      .shards = shards,
-      .begin = begin,
-      .end = end,
-      .num_params = n,
-      .workers = workers,
-      .mode = job.cluster.mode == config::ClusterMode::kAsync ? dist::PsMode::kAsync
-                                                              : dist::PsMode::kSync,
-      .max_staleness = job.cluster.max_staleness,
-      .optimizer = job.optimizer,
-      .timeout = timeout,
-      .rejoin = job.cluster.mode == config::ClusterMode::kAsync});
+  dist::ParameterShard server(
+      dist::ShardOptions{.shard = shard,
+                         .shards = shards,
+                         .begin = begin,
+                         .end = end,
+                         .num_params = n,
+                         .workers = workers,
+                         .mode = PsModeOf(job),
+                         .max_staleness = job.cluster.max_staleness,
+                         .optimizer = job.optimizer,
+                         .timeout = timeout,
+                         .rejoin = job.cluster.mode == config::ClusterMode::kAsync});
 
   Status loaded;
   if (resume) {

@@ -18,6 +18,8 @@
 
 #include "config/job.h"
 #include "core/dist/link.h"
+#include "core/dist/parameter_shard.h"
+#include "core/dist/staleness.h"
 #include "core/model/spec.h"
 #include "core/train/metrics.h"
 #include "daemon/runner/training_session.h"
@@ -36,6 +38,14 @@ Result<std::vector<std::unique_ptr<dist::Link>>> AcceptWorkerLinks(const config:
 Status ServeReporting(train::MetricSink& sink,
                       const std::function<std::vector<train::MetricPoint>()>& points,
                       const std::function<Status()>& serve);
+
+// How a job's shards serve its workers: async in mode "async", sync otherwise.
+dist::PsMode PsModeOf(const config::JobConfig& job);
+
+// A shard's staleness metrics at `step`: staleness_p50, staleness_p90, staleness_max,
+// staleness_mean, appended to `points`.
+void AppendStalenessPoints(std::int64_t step, const dist::StalenessStats& staleness,
+                           std::vector<train::MetricPoint>& points);
 
 // The metrics a shard reports (name column of the store): pushes_applied, staleness_p50,
 // staleness_p90, staleness_max, staleness_mean; their step is the shard's global clock.

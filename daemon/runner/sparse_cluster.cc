@@ -15,11 +15,14 @@ namespace dtrain::runner {
 namespace {
 
 std::vector<train::MetricPoint> StatPoints(const dist::SparseShardStats& s) {
-  const auto step = static_cast<std::int64_t>(s.pushes_applied);
-  return {{step, 0.0, "pushes_applied", static_cast<double>(s.pushes_applied)},
-          {step, 0.0, "shard_keys", static_cast<double>(s.keys)},
-          {step, 0.0, "keys_pushed", static_cast<double>(s.keys_pushed)},
-          {step, 0.0, "keys_pulled", static_cast<double>(s.keys_pulled)}};
+  const auto step = static_cast<std::int64_t>(s.global_clock);
+  std::vector<train::MetricPoint> points{
+      {step, 0.0, "pushes_applied", static_cast<double>(s.pushes_applied)},
+      {step, 0.0, "shard_keys", static_cast<double>(s.keys)},
+      {step, 0.0, "keys_pushed", static_cast<double>(s.keys_pushed)},
+      {step, 0.0, "keys_pulled", static_cast<double>(s.keys_pulled)}};
+  AppendStalenessPoints(step, s.staleness, points);
+  return points;
 }
 
 // The model the shards hold: the job's, softmax's classes from the checkpoint or the data.
@@ -49,6 +52,8 @@ Status ServeSparseShardOfJob(const config::JobConfig& job, const Placement& plac
   dist::SparseShard server(dist::SparseShardOptions{.shard = shard,
                                                     .shards = shards,
                                                     .workers = workers,
+                                                    .mode = PsModeOf(job),
+                                                    .max_staleness = job.cluster.max_staleness,
                                                     .model = spec.value(),
                                                     .optimizer = job.optimizer,
                                                     .seed = job.train.seed,
@@ -96,9 +101,13 @@ Result<SparseRunResult> RunSparseReplica(const config::JobConfig& job, const Spa
   if (!owned.ok()) return owned.status();
   const std::vector<dist::Link*> links = dist::LinkPointers(owned.value());
   const sparse::SparseModel model(data.spec);
-  dist::SparseShardClient client(
-      links, {.rank = placement.rank, .workers = job.cluster.workers, .timeout = JobTimeout(job)},
-      model);
+  dist::SparseShardClient client(links,
+                                 {.rank = placement.rank,
+                                  .workers = job.cluster.workers,
+                                  .mode = PsModeOf(job),
+                                  .max_staleness = job.cluster.max_staleness,
+                                  .timeout = JobTimeout(job)},
+                                 model);
   if (Status greeted = client.Hello(); !greeted.ok()) return greeted;
   std::optional<train::TrainPosition> at;
   if (resume != nullptr) {

@@ -207,7 +207,8 @@ int RunLbfgsReplica(Upstream& upstream, const Admitted& admitted, const runner::
   return ran.value().why == train::StopReason::kRequested ? kExitStopped : kExitCompleted;
 }
 
-// A sparse job (data.sparse): in this process, or as a replica of an async job on its shards.
+// A sparse job (data.sparse): in this process, or as a replica of an async or sync job on its
+// shards.
 int RunSparseReplica(Upstream& upstream, const Admitted& admitted,
                      const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;

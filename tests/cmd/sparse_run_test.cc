@@ -1,7 +1,8 @@
 // A sparse job end to end through the real binary: dtrain run of a factorization machine on
 // click rows (metrics, AUC, the store's checkpoint of touched keys only), export -> eval/predict
-// giving the run's own final figures, and resume after SIGKILL ending bit-identical to an
-// uninterrupted run.
+// giving the run's own final figures, resume after SIGKILL ending bit-identical to an
+// uninterrupted run, one replica on parameter servers (async or sync) equal to one process, and
+// two sync replicas ending the same every run.
 #include <bit>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -156,22 +157,48 @@ std::map<std::uint32_t, std::vector<float>> ByKey(const store::CheckpointData& c
   return out;
 }
 
-// Downpour with one replica on two shards takes exactly the steps one process takes.
-BOOST_AUTO_TEST_CASE(async_with_one_worker_on_two_shards_equals_single) {
+// One replica on two shards takes exactly the steps one process takes, Downpour or sync.
+BOOST_AUTO_TEST_CASE(one_worker_on_two_shards_equals_single_async_or_sync) {
   TempDir dir;
   WriteClicks(dir, 3000);
   const std::string job = dir.Write("job.toml", SparseJob(2));
-  for (const std::string mode : {"single", "async"}) {
-    const ProcessResult r = RunProcess({Bin(), "run", job, "--db", dir.Path(mode + ".db"), "--set",
-                                        "cluster.mode=" + mode, "--set", "cluster.servers=2"},
-                                       dir.Path(""));
+  for (const std::string mode : {"single", "async", "sync"}) {
+    std::vector<std::string> args{
+        Bin(), "run", job, "--db", dir.Path(mode + ".db"), "--set", "cluster.mode=" + mode};
+    if (mode != "single") args.insert(args.end(), {"--set", "cluster.servers=2"});
+    if (mode == "sync") args.insert(args.end(), {"--set", "cluster.allreduce=ps"});
+    const ProcessResult r = RunProcess(args, dir.Path(""));
     BOOST_REQUIRE_MESSAGE(r.exit_code == 0, mode << ": " << r.err);
   }
   const store::CheckpointData single = Final(dir.Path("single.db"), 1);
-  const store::CheckpointData async = Final(dir.Path("async.db"), 1);
-  BOOST_TEST(async.step == single.step);
-  BOOST_TEST((ByKey(async) == ByKey(single)));
-  BOOST_TEST(async.params.back() == single.params.back());  // w0, kept by shard 0
+  for (const std::string mode : {"async", "sync"}) {
+    BOOST_TEST_CONTEXT(mode) {
+      const store::CheckpointData on_shards = Final(dir.Path(mode + ".db"), 1);
+      BOOST_TEST(on_shards.step == single.step);
+      BOOST_TEST((ByKey(on_shards) == ByKey(single)));
+      BOOST_TEST(on_shards.params.back() == single.params.back());  // w0, kept by shard 0
+    }
+  }
+}
+
+// Two sync replicas: every step combines both replicas' pushes in rank order, so two runs end
+// with the same bits, whatever the processes' timing.
+BOOST_AUTO_TEST_CASE(two_sync_replicas_end_the_same_every_run) {
+  TempDir dir;
+  WriteClicks(dir, 3000);
+  const std::string job = dir.Write("job.toml", SparseJob(2));
+  for (const std::string run : {"first", "second"}) {
+    const ProcessResult r = RunProcess(
+        {Bin(), "run", job, "--db", dir.Path(run + ".db"), "--set", "cluster.mode=sync", "--set",
+         "cluster.allreduce=ps", "--set", "cluster.workers=2", "--set", "cluster.servers=2"},
+        dir.Path(""));
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, run << ": " << r.err);
+  }
+  const store::CheckpointData first = Final(dir.Path("first.db"), 1);
+  const store::CheckpointData second = Final(dir.Path("second.db"), 1);
+  BOOST_TEST(first.step == 60);  // 2 epochs of 1500 rows a replica in batches of 50
+  BOOST_TEST((ByKey(first) == ByKey(second)));
+  BOOST_TEST(first.params.back() == second.params.back());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

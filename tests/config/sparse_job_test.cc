@@ -73,6 +73,24 @@ BOOST_AUTO_TEST_CASE(what_a_sparse_model_cannot_honour_is_refused_with_the_reaso
        {"inline.toml", 16, 8, "cluster.mode", "is \"local\", but a sparse model"}});
 }
 
+BOOST_AUTO_TEST_CASE(sync_needs_parameter_servers_and_async_takes_a_staleness_bound) {
+  CheckDiagnostics(Parse(std::string(kSparseData) + "[cluster]\nmode = \"sync\"\nworkers = 2\n"),
+                   {{"inline.toml", 6, 8, "cluster.mode", "it needs cluster.allreduce = \"ps\""}});
+  CheckDiagnostics(
+      Parse(std::string(kSparseData) +
+            "[cluster]\nmode = \"sync\"\nallreduce = \"ring\"\nworkers = 2\n"),
+      {{"inline.toml", 7, 13, "cluster.allreduce", "is \"ring\", but a sparse model trains"}});
+  const LoadResult sync = Parse(std::string(kSparseData) +
+                                "[cluster]\nmode = \"sync\"\nallreduce = \"ps\"\nworkers = 2\n");
+  for (const Diagnostic& d : sync.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_TEST(sync.ok());
+  const LoadResult async = Parse(std::string(kSparseData) +
+                                 "[cluster]\nmode = \"async\"\nworkers = 2\nmax_staleness = 2\n");
+  for (const Diagnostic& d : async.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(async.ok());
+  BOOST_TEST(async.job->cluster.max_staleness == 2);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace

@@ -192,10 +192,10 @@ BOOST_AUTO_TEST_CASE(a_staleness_bound_holds_with_a_slow_replica_and_is_exceeded
       for (const ShardStats& st : run.shard_stats) {
         BOOST_TEST(st.pushes_applied == 60u);
         std::uint64_t counted = 0;
-        for (std::uint64_t h : st.staleness_histogram) counted += h;
+        for (std::uint64_t h : st.staleness.histogram) counted += h;
         BOOST_TEST(counted == st.pushes_applied);
-        BOOST_TEST(st.StalenessPercentile(1.0) == st.max_staleness);
-        worst = std::max(worst, st.max_staleness);
+        BOOST_TEST(st.staleness.Percentile(1.0) == st.staleness.max);
+        worst = std::max(worst, st.staleness.max);
       }
       BOOST_TEST_MESSAGE("max staleness " << worst << ", fast replica's forced fetches "
                                           << run.worker_stats[1].forced_fetches);
@@ -354,7 +354,9 @@ struct TwoWorkersOneShard {
     w1.a->Close();
     server.join();
   }
-  void Start() { server = std::thread([this] { served = shard.Serve(shard_ends); }); }
+  void Start() {
+    server = std::thread([this] { served = shard.Serve(shard_ends); });
+  }
   Status Join() {
     server.join();
     return served;
@@ -454,8 +456,9 @@ BOOST_AUTO_TEST_CASE(an_absent_worker_that_does_not_come_back_fails_serve_naming
   w0.a->Close();
   server.join();
   BOOST_TEST_REQUIRE(!served.ok());
-  BOOST_TEST(Mentions(served, "worker rank 0 left without a goodbye at clock 1 and did not come "
-                              "back within 300 ms"),
+  BOOST_TEST(Mentions(served,
+                      "worker rank 0 left without a goodbye at clock 1 and did not come "
+                      "back within 300 ms"),
              served.message());
 }
 

@@ -104,7 +104,7 @@ void CheckMatchesReference(const SyncRun& run, const Single& reference, int work
   for (const ShardStats& s : run.stats) {
     BOOST_TEST(s.steps == reference.steps);
     BOOST_TEST(s.pushes_applied == reference.steps * static_cast<std::uint64_t>(workers));
-    BOOST_TEST(s.max_staleness == 0u);
+    BOOST_TEST(s.staleness.max == 0u);
   }
   // Every byte accounted for: a 100-byte header per message each way, the gradient out and the
   // parameters back every step, the parameters once more at the hello.

@@ -1,7 +1,10 @@
 // Sparse models on parameter servers: keys spread evenly over the shards, a table cut into the
-// shards' parts and joined back unchanged, and one worker training through two shards (real
-// shard threads, in-process links) ending with exactly the model single-process training gives.
+// shards' parts and joined back unchanged; one worker training through two shards (real shard
+// threads, in-process links) ending with exactly the model single-process training gives, async
+// or sync; two sync workers taking the steps of their batches together, and stopping together;
+// async staleness within its bound.
 #include <boost/test/unit_test.hpp>
+#include <chrono>
 #include <map>
 #include <thread>
 #include <vector>
@@ -10,6 +13,7 @@
 #include "core/dist/local_link.h"
 #include "core/dist/sparse_ps_client.h"
 #include "core/dist/sparse_shard.h"
+#include "core/optim/schedule.h"
 #include "core/sparse/key_shards.h"
 
 namespace dtrain::sparse {
@@ -75,81 +79,269 @@ BOOST_AUTO_TEST_CASE(a_table_cut_into_parts_joins_back_unchanged) {
   BOOST_TEST(joined.state.back().back() == whole.state.back().back());  // the global's n
 }
 
+// Records every metric (summed over the run) and may stop the loop after a given step.
+class Recording : public SparseListener {
+ public:
+  void Record(std::span<const train::MetricPoint> points) override {
+    for (const auto& p : points) values[p.name] += p.value;
+  }
+  bool AfterStep(const SparseTrainer& trainer) override {
+    if (step_delay.count() > 0) std::this_thread::sleep_for(step_delay);
+    return stop_after == 0 || trainer.position().step < stop_after;
+  }
+  std::map<std::string, double> values;
+  std::int64_t stop_after = 0;  // 0: never
+  std::chrono::microseconds step_delay{0};
+};
+
+// A sparse job's workers (threads, each a SparseTrainer of its share of the rows) on its shards
+// (threads, real SparseShards), over in-process links.
+struct ClusterSetup {
+  int workers = 1;
+  int shards = 2;
+  dist::PsMode mode = dist::PsMode::kAsync;
+  int max_staleness = 0;
+};
+struct ClusterRun {
+  std::vector<Result<train::StopReason>> why;
+  std::vector<std::int64_t> steps;        // per worker
+  std::vector<Recording> listeners;       // per worker, as set before the run
+  std::vector<train::CommStats> traffic;  // per worker, from hello to the end of training
+  Result<KeyTableState> state = Status::Error("not run");
+  std::uint64_t keys = 0;  // as worker 0's client counts them
+  std::vector<dist::SparseShardStats> shard_stats;
+};
+
+ClusterRun RunCluster(const SparseModel& model, const optim::OptimizerOptions& optimizer,
+                      const data::SparseRows& rows, const ClusterSetup& setup,
+                      std::vector<Recording> listeners) {
+  const auto workers = static_cast<std::size_t>(setup.workers);
+  const auto shards = static_cast<std::size_t>(setup.shards);
+  std::vector<std::vector<dist::LocalLinkPair>> pairs(workers);  // [worker][shard]
+  for (auto& row : pairs) {
+    for (std::size_t k = 0; k < shards; ++k) row.push_back(dist::MakeLocalLinkPair("w", "s"));
+  }
+  std::vector<std::unique_ptr<dist::SparseShard>> servers;
+  std::vector<std::jthread> serving;
+  for (std::size_t k = 0; k < shards; ++k) {
+    servers.push_back(std::make_unique<dist::SparseShard>(
+        dist::SparseShardOptions{.shard = static_cast<int>(k),
+                                 .shards = setup.shards,
+                                 .workers = setup.workers,
+                                 .mode = setup.mode,
+                                 .max_staleness = setup.max_staleness,
+                                 .model = model.spec(),
+                                 .optimizer = optimizer,
+                                 .seed = 9}));
+    serving.emplace_back([&, k] {
+      std::vector<dist::Link*> links;
+      for (auto& row : pairs) links.push_back(row[k].b.get());
+      const Status served = servers[k]->Serve(links);
+      BOOST_CHECK_MESSAGE(served.ok(), served.message());
+    });
+  }
+  std::vector<std::unique_ptr<dist::SparseShardClient>> clients;
+  for (std::size_t w = 0; w < workers; ++w) {
+    std::vector<dist::Link*> links;
+    for (auto& pair : pairs[w]) links.push_back(pair.a.get());
+    clients.push_back(std::make_unique<dist::SparseShardClient>(
+        links,
+        dist::SparseClientOptions{.rank = static_cast<int>(w),
+                                  .workers = setup.workers,
+                                  .mode = setup.mode,
+                                  .max_staleness = setup.max_staleness},
+        model));
+  }
+  ClusterRun run;
+  run.listeners = std::move(listeners);
+  run.listeners.resize(workers);
+  run.why.assign(workers, Status::Error("not run"));
+  run.steps.assign(workers, 0);
+  run.traffic.resize(workers);
+  {
+    std::vector<std::jthread> training;
+    for (std::size_t w = 0; w < workers; ++w) {
+      training.emplace_back([&, w] {
+        if (Status hello = clients[w]->Hello(); !hello.ok()) {
+          run.why[w] = hello;
+          return;
+        }
+        const train::CommStats greeted = clients[w]->Stats();
+        train::TrainOptions options = Options();
+        options.rank = static_cast<int>(w);
+        options.world_size = setup.workers;
+        SparseTrainer trainer(model, options, rows, nullptr, *clients[w]);
+        run.why[w] = trainer.Run(run.listeners[w]);
+        run.steps[w] = trainer.position().step;
+        const train::CommStats trained = clients[w]->Stats();
+        run.traffic[w] = {.bytes_sent = trained.bytes_sent - greeted.bytes_sent,
+                          .bytes_received = trained.bytes_received - greeted.bytes_received};
+      });
+    }
+  }
+  run.state = clients[0]->Snapshot();
+  run.keys = clients[0]->KeyCount();
+  for (auto& client : clients) BOOST_CHECK(client->Goodbye().ok());
+  serving.clear();
+  for (const auto& server : servers) run.shard_stats.push_back(server->Stats());
+  return run;
+}
+
+void RequireTrained(const ClusterRun& run) {
+  for (const auto& why : run.why) BOOST_REQUIRE_MESSAGE(why.ok(), why.status().message());
+  BOOST_REQUIRE_MESSAGE(run.state.ok(), run.state.status().message());
+}
+
+const optim::OptimizerOptions kAdagrad{.type = OptimizerType::kAdagrad,
+                                       .initial_accumulator = 0.1f};
+
+// The model one process trains on `rows` (Options(), kAdagrad, seed 9).
+KeyTableState TrainAlone(const SparseModel& model, const data::SparseRows& rows) {
+  KeyTable table(model, kAdagrad, 9);
+  LocalSparseParameters local(table);
+  SparseTrainer alone(model, Options(), rows, nullptr, local);
+  Recording none;
+  BOOST_REQUIRE(alone.Run(none).ok());
+  return table.Snapshot();
+}
+
 BOOST_AUTO_TEST_CASE(one_worker_on_two_shards_trains_what_one_process_trains) {
   const data::ClickData clicks =
       data::MakeClicks({.rows = 600, .features = 3000, .nonzeros = 8, .seed = 6});
   const SparseModel fm({.type = SparseModelType::kFm, .factors = 3});
-  const optim::OptimizerOptions adagrad{.type = OptimizerType::kAdagrad,
-                                        .initial_accumulator = 0.1f};
-  KeyTable table(fm, adagrad, 9);
-  LocalSparseParameters local(table);
-  SparseTrainer alone(fm, Options(), clicks.rows, nullptr, local);
-  class : public SparseListener {
-    void Record(std::span<const train::MetricPoint>) override {}
-    bool AfterStep(const SparseTrainer&) override { return true; }
-  } none;
-  BOOST_REQUIRE(alone.Run(none).ok());
-
-  std::vector<dist::LocalLinkPair> pairs;
-  for (int k = 0; k < 2; ++k) pairs.push_back(dist::MakeLocalLinkPair("worker", "shard"));
-  std::vector<std::unique_ptr<dist::SparseShard>> shards;
-  std::vector<std::jthread> serving;
-  for (int k = 0; k < 2; ++k) {
-    shards.push_back(
-        std::make_unique<dist::SparseShard>(dist::SparseShardOptions{.shard = k,
-                                                                     .shards = 2,
-                                                                     .workers = 1,
-                                                                     .model = fm.spec(),
-                                                                     .optimizer = adagrad,
-                                                                     .seed = 9}));
-    serving.emplace_back([&, k] {
-      dist::Link* link = pairs[static_cast<std::size_t>(k)].b.get();
-      BOOST_CHECK(shards[static_cast<std::size_t>(k)]->Serve({&link, 1}).ok());
-    });
-  }
-  std::vector<dist::Link*> links{pairs[0].a.get(), pairs[1].a.get()};
-  dist::SparseShardClient client(links, {.rank = 0, .workers = 1}, fm);
-  BOOST_REQUIRE(client.Hello().ok());
-  const train::CommStats greeted = client.Stats();
-  SparseTrainer remote(fm, Options(), clicks.rows, nullptr, client);
-  class : public SparseListener {
-   public:
-    void Record(std::span<const train::MetricPoint> points) override {
-      for (const auto& p : points) values[p.name] += p.value;
+  const KeyTableState expected = TrainAlone(fm, clicks.rows);
+  for (const dist::PsMode mode : {dist::PsMode::kAsync, dist::PsMode::kSync}) {
+    BOOST_TEST_CONTEXT("mode " << dist::PsModeName(mode)) {
+      const ClusterRun run = RunCluster(fm, kAdagrad, clicks.rows, {.mode = mode}, {});
+      RequireTrained(run);
+      // Bitwise: the same steps (sync's combining of one worker's push changes no bit).
+      BOOST_TEST((ByKey(run.state.value(), 4) == ByKey(expected, 4)));
+      BOOST_TEST(run.state.value().globals == expected.globals);
+      BOOST_TEST(run.keys == expected.keys.size());
+      BOOST_TEST(run.shard_stats[0].keys + run.shard_stats[1].keys == expected.keys.size());
+      BOOST_TEST(run.shard_stats[0].pushes_applied == static_cast<std::uint64_t>(run.steps[0]));
+      BOOST_TEST(run.shard_stats[0].staleness.max == 0u);
+      // The measured traffic of the run is what the metrics say, and it is the keys' slots (4
+      // bytes a float) and the headers (100 bytes; each shard's pull reply also carries the 1
+      // global), nothing of the feature space. One metrics window covers the run (fewer steps
+      // than log_every).
+      const std::map<std::string, double>& metrics = run.listeners[0].values;
+      const double steps = static_cast<double>(run.steps[0]);
+      BOOST_REQUIRE(steps < Options().log_every);
+      const double keys = metrics.at("keys_per_step") * steps;  // pulled over the run
+      BOOST_TEST(metrics.at("bytes_sent") == static_cast<double>(run.traffic[0].bytes_sent));
+      BOOST_TEST(metrics.at("bytes_received") ==
+                 static_cast<double>(run.traffic[0].bytes_received));
+      // Received: each step's pull replies (2 headers, the keys' slots, 1 global each) and, in
+      // sync mode, the push's answers (2 headers).
+      const double answers = mode == dist::PsMode::kSync ? 2 * 100 : 0;
+      BOOST_TEST(metrics.at("bytes_received") == steps * (2 * (100 + 4) + answers) + keys * 4 * 4,
+                 boost::test_tools::tolerance(1e-9));
+      // Sent: each step's pull (2 headers, the keys) and push (2 headers, keys, 4-float
+      // gradients, shard 0 the global's).
+      BOOST_TEST(metrics.at("bytes_sent") == steps * (4 * 100 + 4) + keys * (4 + 4 + 16),
+                 boost::test_tools::tolerance(1e-9));
     }
-    bool AfterStep(const SparseTrainer&) override { return true; }
-    std::map<std::string, double> values;  // each metric summed over the run
-  } metrics;
-  BOOST_REQUIRE(remote.Run(metrics).ok());
-  const train::CommStats trained = client.Stats();
-  Result<KeyTableState> snapshot = client.Snapshot();
-  BOOST_REQUIRE_MESSAGE(snapshot.ok(), snapshot.status().message());
-  BOOST_TEST(client.KeyCount() == table.size());
-  BOOST_REQUIRE(client.Goodbye().ok());
-  serving.clear();
+  }
+}
 
-  const KeyTableState expected = table.Snapshot();
-  BOOST_TEST((ByKey(snapshot.value(), 4) == ByKey(expected, 4)));  // bitwise: the same steps
-  BOOST_TEST(snapshot.value().globals == expected.globals);
-  BOOST_TEST(shards[0]->Stats().keys + shards[1]->Stats().keys == table.size());
-  BOOST_TEST(shards[0]->Stats().pushes_applied ==
-             static_cast<std::uint64_t>(alone.position().step));
-  // The measured traffic of the run is what the metrics say, and it is the keys' slots (4 bytes a
-  // float) and the headers (100 bytes; each shard's pull reply also carries the 1 global), nothing
-  // of the feature space. One metrics window covers the run (fewer steps than log_every).
-  const double steps = static_cast<double>(remote.position().step);
-  BOOST_REQUIRE(steps < Options().log_every);
-  const double keys = metrics.values.at("keys_per_step") * steps;  // pulled over the run
-  BOOST_TEST(metrics.values.at("bytes_sent") ==
-             static_cast<double>(trained.bytes_sent - greeted.bytes_sent));
-  BOOST_TEST(metrics.values.at("bytes_received") ==
-             static_cast<double>(trained.bytes_received - greeted.bytes_received));
-  BOOST_TEST(metrics.values.at("bytes_received") == steps * 2 * (100 + 4) + keys * 4 * 4,
-             boost::test_tools::tolerance(1e-9));
-  // Sent: each step's pull (2 headers, the keys) and push (2 headers, keys, 4-float gradients,
-  // shard 0 the global's).
-  BOOST_TEST(metrics.values.at("bytes_sent") == steps * (4 * 100 + 4) + keys * (4 + 4 + 16),
-             boost::test_tools::tolerance(1e-9));
+// Sync with two workers: each step is one step on the mean gradient of both workers' batches —
+// what one process computes on their rows together — the same bits every run.
+BOOST_AUTO_TEST_CASE(two_sync_workers_take_the_step_of_their_batches_together) {
+  const data::ClickData clicks =
+      data::MakeClicks({.rows = 600, .features = 3000, .nonzeros = 8, .seed = 6});
+  const SparseModel fm({.type = SparseModelType::kFm, .factors = 3});
+  const ClusterSetup sync{.workers = 2, .shards = 2, .mode = dist::PsMode::kSync};
+  const ClusterRun run = RunCluster(fm, kAdagrad, clicks.rows, sync, {});
+  RequireTrained(run);
+  BOOST_TEST(run.steps[0] == run.steps[1]);
+  BOOST_TEST(run.shard_stats[0].global_clock == static_cast<std::uint64_t>(run.steps[0]));
+  BOOST_TEST(run.shard_stats[1].pushes_applied == 2 * static_cast<std::uint64_t>(run.steps[0]));
+
+  // The reference: one process, each step's batch both workers' rows, rank 0's first.
+  train::TrainOptions each = Options();
+  each.world_size = 2;
+  data::BatchSampler rank0(clicks.rows.rows(), 16, each.seed, 0, 2,
+                           data::ShardMode::kContiguousShards);
+  data::BatchSampler rank1(clicks.rows.rows(), 16, each.seed, 1, 2,
+                           data::ShardMode::kContiguousShards);
+  KeyTable table(fm, kAdagrad, 9);
+  SparseBatch batch;
+  std::vector<float> slots, grads, globals(1), global_grads(1);
+  std::int64_t step = 0;
+  for (int epoch = 0; epoch < each.epochs; ++epoch) {
+    for (std::size_t b = 0; b < rank0.StepsPerEpoch(); ++b, ++step) {
+      const std::span<const std::uint32_t> first = rank0.Batch(epoch, b);
+      const std::span<const std::uint32_t> second = rank1.Batch(epoch, b);
+      std::vector<std::uint32_t> rows(first.begin(), first.end());
+      rows.insert(rows.end(), second.begin(), second.end());
+      FillSparseBatch(clicks.rows, rows, &batch);
+      slots.resize(batch.keys.size() * fm.SlotWidth());
+      grads.resize(slots.size());
+      table.Pull(batch.keys, slots.data());
+      std::copy_n(table.globals(), 1, globals.data());
+      fm.ForwardBackward(batch, slots.data(), globals.data(), grads.data(), global_grads.data());
+      table.Push(batch.keys, grads.data(), global_grads.data(),
+                 optim::LearningRate(each.schedule, step));
+    }
+  }
+  BOOST_TEST(step == run.steps[0]);
+  const auto expected = ByKey(table.Snapshot(), 4);
+  const auto got = ByKey(run.state.value(), 4);
+  BOOST_REQUIRE(got.size() == expected.size());
+  for (const auto& [key, values] : expected) {
+    BOOST_TEST_CONTEXT("key " << key) {
+      BOOST_TEST(got.at(key) == values, boost::test_tools::tolerance(2e-4f)
+                                            << boost::test_tools::per_element());
+    }
+  }
+  BOOST_TEST(run.state.value().globals == table.Snapshot().globals,
+             boost::test_tools::tolerance(2e-4f) << boost::test_tools::per_element());
+
+  const ClusterRun again = RunCluster(fm, kAdagrad, clicks.rows, sync, {});
+  RequireTrained(again);
+  BOOST_TEST((ByKey(again.state.value(), 4) == got));
+}
+
+// A stop one sync worker asks for is agreed: both stop after the same step, for that reason.
+BOOST_AUTO_TEST_CASE(sync_workers_stop_together_when_one_asks) {
+  const data::ClickData clicks =
+      data::MakeClicks({.rows = 600, .features = 3000, .nonzeros = 8, .seed = 6});
+  const SparseModel logistic({.type = SparseModelType::kLogistic});
+  std::vector<Recording> listeners(2);
+  listeners[1].stop_after = 5;
+  const ClusterRun run =
+      RunCluster(logistic, kAdagrad, clicks.rows,
+                 {.workers = 2, .shards = 2, .mode = dist::PsMode::kSync}, std::move(listeners));
+  RequireTrained(run);
+  for (int w = 0; w < 2; ++w) {
+    BOOST_TEST((run.why[w].value() == train::StopReason::kRequested));
+    BOOST_TEST(run.steps[w] == 6);  // proposed after step 5, carried by step 6's push
+  }
+}
+
+// Async with max_staleness s: a fast worker waits for a slow one, so no applied push was computed
+// more than s of its clocks behind the slowest worker's.
+BOOST_AUTO_TEST_CASE(async_staleness_stays_within_the_bound) {
+  const data::ClickData clicks =
+      data::MakeClicks({.rows = 600, .features = 3000, .nonzeros = 8, .seed = 6});
+  const SparseModel logistic({.type = SparseModelType::kLogistic});
+  for (const int s : {1, 3}) {
+    BOOST_TEST_CONTEXT("max_staleness " << s) {
+      std::vector<Recording> listeners(2);
+      listeners[0].step_delay = std::chrono::milliseconds(2);  // rank 0 is slow
+      const ClusterRun run =
+          RunCluster(logistic, kAdagrad, clicks.rows,
+                     {.workers = 2, .shards = 2, .max_staleness = s}, std::move(listeners));
+      RequireTrained(run);
+      for (const dist::SparseShardStats& st : run.shard_stats) {
+        BOOST_TEST(st.pushes_applied == static_cast<std::uint64_t>(run.steps[0] + run.steps[1]));
+        BOOST_TEST(st.staleness.pushes == st.pushes_applied);
+        BOOST_TEST(st.staleness.max <= static_cast<std::uint64_t>(s));
+        BOOST_TEST(st.global_clock == static_cast<std::uint64_t>(run.steps[0]));
+      }
+    }
+  }
 }
 
 // A header that claims more keys than a request may carry closes that worker's conversation
