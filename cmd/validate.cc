@@ -45,10 +45,14 @@ int ValidateSparse(const config::JobConfig& job) {
   Result<runner::SparseJobData> data = runner::LoadSparseJobData(job);
   if (!data.ok()) return Report(ErrorFrom(data.status(), kExitUsage));
   std::cout << config::FormatResolvedJob(job);
-  const data::SparseRows& train = data.value().train;
-  std::cout << "\n# model: " << sparse::FormatSparseModelSpec(data.value().spec) << " on "
-            << train.rows() << " rows of " << train.features << " features, " << train.NonZeros()
-            << " non-zeros\n";
+  const runner::SparseJobData& d = data.value();
+  std::cout << "\n# model: " << sparse::FormatSparseModelSpec(d.spec) << " on " << d.TrainRows()
+            << " rows of " << d.Features() << " features, ";
+  if (d.stream) {
+    std::cout << "streamed in " << d.stream->blocks.size() << " blocks\n";
+  } else {
+    std::cout << d.train.NonZeros() << " non-zeros\n";
+  }
   return kExitOk;
 }
 

@@ -59,6 +59,10 @@ struct DataConfig {
   // core/sparse) whose parameters exist only for the features the data touches.
   bool sparse = false;
   int hash_bits = 0;  // sparse: every feature name hashed into [0, 2^hash_bits); 0: no hashing
+  // sparse: the training file read a block of about stream_block_mib MiB at a time, never whole
+  // (core/sparse/streamed_batches.h has the rule).
+  bool stream = false;
+  double stream_block_mib = 64.0;
   // Scaling applied a batch at a time: divide by `scale`, or standardise on the training set.
   bool standardize = false;
   float scale = 1.0f;                // default 255 for idx, 1 otherwise

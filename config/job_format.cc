@@ -27,6 +27,10 @@ void WriteData(const DataConfig& d, TomlWriter& w) {
   w.Int("features", d.features);
   w.Bool("sparse", d.sparse);
   if (d.hash_bits > 0) w.Int("hash_bits", d.hash_bits);
+  if (d.stream) {
+    w.Bool("stream", d.stream);
+    w.Double("stream_block_mib", d.stream_block_mib);
+  }
   if (d.standardize) {
     w.String("scale", "standardize");
   } else {

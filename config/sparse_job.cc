@@ -28,6 +28,8 @@ bool ReportIfPresent(TableReader& r, std::string_view key, const std::string& me
 void ReadSparseData(TableReader& data, DataConfig* d) {
   data.Bool("sparse", &d->sparse);
   data.Int("hash_bits", 1, 32, &d->hash_bits);
+  data.Bool("stream", &d->stream);
+  data.Number("stream_block_mib", OpenClosed(0, 1 << 20), &d->stream_block_mib);
 }
 
 void ReadSparseModel(TableReader& model, sparse::SparseModelSpec* m) {
@@ -54,7 +56,16 @@ void CheckSparseJob(const JobConfig& job, const SparseReaders& r) {
                       "hashes a sparse model's features: it needs "
                       "data.sparse = true");
     }
+    if (d.stream) {
+      ReportIfPresent(r.data, "stream",
+                      "streams a sparse model's training file: it needs data.sparse = true");
+    }
     return;
+  }
+  if (d.stream && d.validation_fraction > 0.0) {
+    ReportIfPresent(r.data, "validation_fraction",
+                    "is not available with data.stream: the held-out rows would have to be "
+                    "picked from the whole file; name a data.test file instead");
   }
   if (d.format != DataFormat::kLibsvm && !r.data.Failed("format")) {
     ReportIfPresent(r.data, "sparse",

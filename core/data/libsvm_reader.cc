@@ -6,6 +6,7 @@
 #include <climits>
 #include <utility>
 
+#include "core/data/libsvm_lines.h"
 #include "core/data/random.h"
 #include "core/data/readers.h"
 #include "core/data/sparse_rows.h"
@@ -46,86 +47,101 @@ std::uint32_t HashFeature(std::string_view name, int bits) {
   return static_cast<std::uint32_t>(SplitMix64::Finalize(h) >> (64 - bits));
 }
 
-Result<SparseRows> ReadLibsvmSparse(const std::string& path, const LibsvmOptions& options) {
-  LineReader reader(path);
-  if (!reader.open_status().ok()) return reader.open_status();
+LibsvmLineParser::LibsvmLineParser(const LibsvmOptions& options)
+    : options_(options),
+      hashed_(options.hash_bits > 0),
+      limit_(options.features > 0 ? options.features : kMaxSparseFeatures),
+      rule_(options.classification) {}
+
+Status LibsvmLineParser::Check(const LibsvmOptions& options, const LineReader& reader) {
   if (options.hash_bits < 0 || options.hash_bits > 32) {
     return reader.Error("hash_bits must be in [0, 32], got " + std::to_string(options.hash_bits));
   }
   if (options.features > kMaxSparseFeatures) {
     return reader.Error("invalid feature count " + std::to_string(options.features));
   }
-  const bool hashed = options.hash_bits > 0;
-  const std::uint64_t limit = options.features > 0 ? options.features : kMaxSparseFeatures;
+  return Status::Ok();
+}
 
+std::uint64_t LibsvmLineParser::Features() const {
+  if (hashed_) return std::uint64_t{1} << options_.hash_bits;
+  return options_.features > 0 ? options_.features : largest_;
+}
+
+Status LibsvmLineParser::Add(std::string_view line, const LineReader& reader, SparseRows& d) {
+  std::string_view rest = line.substr(0, line.find('#'));
+  const std::string_view label_text = text::NextToken(rest);
+  if (label_text.empty()) return Status::Ok();  // blank or comment-only line
+  // "line N, column C": C is the 1-based byte position of `token` in the line.
+  const auto where = [&](std::string_view token) {
+    return reader.Line() + ", column " + std::to_string(token.data() - line.data() + 1);
+  };
+  float label = 0.0f;
+  if (std::string problem = text::NumberProblem(label_text, &label); !problem.empty()) {
+    return reader.Error(where(label_text) + ": bad label: " + problem);
+  }
+  if (std::string problem = rule_.Check(label, where(label_text)); !problem.empty()) {
+    return reader.Error(where(label_text) + ": " + problem);
+  }
+  d.labels.push_back(label);
+
+  const std::size_t row_start = d.index.size();
+  bool sorted = true;
+  for (std::string_view token = text::NextToken(rest); !token.empty();
+       token = text::NextToken(rest)) {
+    const std::size_t colon = token.rfind(':');
+    if (colon == std::string_view::npos || (hashed_ && colon == 0)) {
+      return reader.Error(where(token) + ": not an index:value pair");
+    }
+    const std::string_view name = token.substr(0, colon);
+    std::uint64_t feature = 0;  // 0-based
+    if (hashed_) {
+      feature = HashFeature(name, options_.hash_bits);
+    } else {
+      std::uint64_t index = 0;
+      const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), index);
+      if (end != name.data() + name.size() || name.empty()) {
+        return reader.Error(where(token) + ": the feature index is not a non-negative integer");
+      }
+      if (error != std::errc() || index == 0 || index > limit_) {  // out_of_range: too large
+        return reader.Error(where(token) + ": the feature index is out of range 1.." +
+                            std::to_string(limit_) +
+                            (options_.features > 0 ? " (data.features)" : ""));
+      }
+      feature = index - 1;
+    }
+    float value = 0.0f;
+    if (std::string problem = text::NumberProblem(token.substr(colon + 1), &value);
+        !problem.empty()) {
+      return reader.Error(where(token) + ": feature value: " + problem);
+    }
+    sorted = sorted && (d.index.size() == row_start || d.index.back() < feature);
+    d.index.push_back(static_cast<std::uint32_t>(feature));
+    d.value.push_back(value);
+    largest_ = std::max(largest_, feature + 1);
+  }
+  if (!sorted) MergeRow(d, row_start, pairs_);
+  d.row_start.push_back(d.index.size());
+  return Status::Ok();
+}
+
+Result<SparseRows> ReadLibsvmSparse(const std::string& path, const LibsvmOptions& options) {
+  LineReader reader(path);
+  if (!reader.open_status().ok()) return reader.open_status();
+  if (Status valid = LibsvmLineParser::Check(options, reader); !valid.ok()) return valid;
+  LibsvmLineParser parser(options);
   SparseRows d;
   d.source = path;
-  std::uint64_t largest = 0;
-  text::LabelRule rule(options.classification);
-  std::vector<std::pair<std::uint32_t, float>> pairs;  // MergeRow's
   std::string_view line;
   while (reader.Next(&line)) {
-    std::string_view rest = line.substr(0, line.find('#'));
-    const std::string_view label_text = text::NextToken(rest);
-    if (label_text.empty()) continue;  // blank or comment-only line
-    // "line N, column C": C is the 1-based byte position of `token` in the line.
-    const auto where = [&](std::string_view token) {
-      return reader.Line() + ", column " + std::to_string(token.data() - line.data() + 1);
-    };
-    float label = 0.0f;
-    if (std::string problem = text::NumberProblem(label_text, &label); !problem.empty()) {
-      return reader.Error(where(label_text) + ": bad label: " + problem);
-    }
-    if (std::string problem = rule.Check(label, where(label_text)); !problem.empty()) {
-      return reader.Error(where(label_text) + ": " + problem);
-    }
-    d.labels.push_back(label);
-
-    const std::size_t row_start = d.index.size();
-    bool sorted = true;
-    for (std::string_view token = text::NextToken(rest); !token.empty();
-         token = text::NextToken(rest)) {
-      const std::size_t colon = token.rfind(':');
-      if (colon == std::string_view::npos || (hashed && colon == 0)) {
-        return reader.Error(where(token) + ": not an index:value pair");
-      }
-      const std::string_view name = token.substr(0, colon);
-      std::uint64_t feature = 0;  // 0-based
-      if (hashed) {
-        feature = HashFeature(name, options.hash_bits);
-      } else {
-        std::uint64_t index = 0;
-        const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), index);
-        if (end != name.data() + name.size() || name.empty()) {
-          return reader.Error(where(token) + ": the feature index is not a non-negative integer");
-        }
-        if (error != std::errc() || index == 0 || index > limit) {  // out_of_range: too large
-          return reader.Error(where(token) + ": the feature index is out of range 1.." +
-                              std::to_string(limit) +
-                              (options.features > 0 ? " (data.features)" : ""));
-        }
-        feature = index - 1;
-      }
-      float value = 0.0f;
-      if (std::string problem = text::NumberProblem(token.substr(colon + 1), &value);
-          !problem.empty()) {
-        return reader.Error(where(token) + ": feature value: " + problem);
-      }
-      sorted = sorted && (d.index.size() == row_start || d.index.back() < feature);
-      d.index.push_back(static_cast<std::uint32_t>(feature));
-      d.value.push_back(value);
-      largest = std::max(largest, feature + 1);
-    }
-    if (!sorted) MergeRow(d, row_start, pairs);
-    d.row_start.push_back(d.index.size());
+    if (Status added = parser.Add(line, reader, d); !added.ok()) return added;
   }
   if (Status end = reader.EndStatus(); !end.ok()) return end;
   if (d.labels.empty()) return reader.Error("no data rows");
-  Result<int> classes = rule.Finish(d.labels, reader);
+  Result<int> classes = parser.rule().Finish(d.labels, reader);
   if (!classes.ok()) return classes.status();
   d.num_classes = classes.value();
-  d.features = hashed ? std::uint64_t{1} << options.hash_bits
-                      : (options.features > 0 ? options.features : largest);
+  d.features = parser.Features();
   return d;
 }
 

@@ -28,6 +28,20 @@ LineReader::LineReader(const std::string& path) : path_(path) {
   if (file_ == nullptr) open_status_ = Error(std::string("cannot open: ") + std::strerror(errno));
 }
 
+LineReader::LineReader(const std::string& path, std::uint64_t offset, std::uint64_t bytes,
+                       std::uint64_t first_line)
+    : LineReader(path) {
+  if (file_ == nullptr) return;
+  errno = 0;
+  if (::fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0) {
+    open_status_ = Error(std::string("cannot seek: ") + std::strerror(errno));
+    return;
+  }
+  offset_ = offset;
+  end_ = offset + bytes;
+  line_number_ = first_line - 1;
+}
+
 LineReader::~LineReader() {
   std::free(buffer_);
   if (file_ != nullptr) std::fclose(file_);
@@ -46,9 +60,11 @@ std::size_t LineReader::CountLines() {
 }
 
 bool LineReader::Next(std::string_view* line) {
+  if (offset_ >= end_) return false;
   const ssize_t got = ::getline(&buffer_, &capacity_, file_);
   if (got < 0) return false;
   ++line_number_;
+  offset_ += static_cast<std::uint64_t>(got);
   std::size_t size = static_cast<std::size_t>(got);
   if (size > 0 && buffer_[size - 1] == '\n') --size;
   if (size > 0 && buffer_[size - 1] == '\r') --size;
@@ -105,9 +121,13 @@ Result<int> LabelRule::Finish(std::vector<float>& labels, const LineReader& read
       return reader.Error(first_negative_ +
                           " (class labels must be non-negative integers, or all -1/+1)");
     }
-    for (float& label : labels) label = label > 0.0f ? 1.0f : 0.0f;
+    MapToZeroOne(labels);
   }
   return 1 + static_cast<int>(*std::max_element(labels.begin(), labels.end()));
+}
+
+void LabelRule::MapToZeroOne(std::vector<float>& labels) {
+  for (float& label : labels) label = label > 0.0f ? 1.0f : 0.0f;
 }
 
 }  // namespace dtrain::data::text

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -18,10 +19,14 @@ namespace dtrain::data::text {
 // would otherwise ask for a model with millions of outputs.
 inline constexpr float kMaxClassLabel = 65535.0f;
 
-// Reads a text file one line at a time (POSIX getline), numbering lines from 1.
+// Reads a text file one line at a time (POSIX getline), numbering lines from 1; or one part of
+// it: the `bytes` bytes from `offset`, which must start a line, whose first is line `first_line`
+// of the file.
 class LineReader {
  public:
   explicit LineReader(const std::string& path);
+  LineReader(const std::string& path, std::uint64_t offset, std::uint64_t bytes,
+             std::uint64_t first_line);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
@@ -34,6 +39,9 @@ class LineReader {
   bool Next(std::string_view* line);
   Status EndStatus() const;
   std::string Line() const { return "line " + std::to_string(line_number_); }
+  std::uint64_t line_number() const { return line_number_; }
+  // Bytes of the file read so far (its offset after the last line Next gave).
+  std::uint64_t offset() const { return offset_; }
   Status Error(const std::string& what) const { return Status::Error(path_ + ": " + what); }
 
  private:
@@ -41,7 +49,9 @@ class LineReader {
   std::FILE* file_ = nullptr;
   char* buffer_ = nullptr;  // owned; grown by getline
   std::size_t capacity_ = 0;
-  std::size_t line_number_ = 0;
+  std::uint64_t line_number_ = 0;
+  std::uint64_t offset_ = 0;
+  std::uint64_t end_ = UINT64_MAX;  // Next stops at this offset
   Status open_status_;
 };
 
@@ -63,6 +73,12 @@ class LabelRule {
   std::string Check(float label, const std::string& where);
   // Maps -1/+1 labels to 0/1 if that rule applies; returns num_classes (0 for regression).
   Result<int> Finish(std::vector<float>& labels, const LineReader& reader) const;
+  // -1/+1 labels as 0/1.
+  static void MapToZeroOne(std::vector<float>& labels);
+  // After every label's Check: whether Finish maps them (-1/+1 labels, some negative).
+  bool MapsPlusMinusOne() const {
+    return classification_ && !first_negative_.empty() && only_plus_minus_one_;
+  }
 
  private:
   bool classification_;

@@ -90,24 +90,37 @@ SparseEvalResult MeasureScores(const SparseModel& model, std::span<const float> 
 SparseTrainer::SparseTrainer(const SparseModel& model, train::TrainOptions options,
                              const data::SparseRows& train, const data::SparseRows* eval,
                              SparseParameters& params)
+    : SparseTrainer(model, options,
+                    std::make_unique<SampledBatches>(
+                        train, static_cast<std::size_t>(options.batch_size), options.seed,
+                        options.rank, options.world_size, ReplicaShardMode(params.Collective())),
+                    nullptr, eval, params) {}
+
+SparseTrainer::SparseTrainer(const SparseModel& model, train::TrainOptions options,
+                             SparseBatchSource& batches, const data::SparseRows* eval,
+                             SparseParameters& params)
+    : SparseTrainer(model, std::move(options), nullptr, &batches, eval, params) {}
+
+SparseTrainer::SparseTrainer(const SparseModel& model, train::TrainOptions options,
+                             std::unique_ptr<SparseBatchSource> owned, SparseBatchSource* batches,
+                             const data::SparseRows* eval, SparseParameters& params)
     : model_(model),
       options_(std::move(options)),
-      train_(train),
+      owned_batches_(std::move(owned)),
+      batches_(batches != nullptr ? *batches : *owned_batches_),
       eval_(eval != nullptr && eval->rows() > 0 ? eval : nullptr),
       params_(params),
-      sampler_(train.rows(), static_cast<std::size_t>(options_.batch_size), options_.seed,
-               options_.rank, options_.world_size, data::ShardMode::kContiguousShards),
       globals_(model.GlobalWidth()),
       grad_globals_(model.GlobalWidth()) {
   if (options_.schedule.total_steps == 0) options_.schedule.total_steps = PlannedSteps();
 }
 
 std::int64_t SparseTrainer::PlannedSteps() const {
-  return train::PlannedSteps(options_, sampler_.StepsPerEpoch());
+  return train::PlannedSteps(options_, batches_.StepsPerEpoch());
 }
 
 double SparseTrainer::Epochs() const {
-  return train::EpochsDone(position_, sampler_.StepsPerEpoch());
+  return train::EpochsDone(position_, batches_.StepsPerEpoch());
 }
 
 Result<SparseEvalResult> SparseTrainer::Evaluate(const data::SparseRows& rows) {
@@ -132,10 +145,10 @@ Result<train::StopReason> SparseTrainer::Run(SparseListener& listener) {
   auto window_start = Clock::now();
   train::CommStats window_comm = params_.Stats();
   while (!Finished()) {
-    const std::span<const std::uint32_t> indices = sampler_.Batch(position_.epoch, position_.batch);
+    if (Status s = batches_.Fill(position_.epoch, position_.batch, &batch_); !s.ok()) return s;
+    const auto rows = static_cast<std::size_t>(batch_.rows());
     const float lr = optim::LearningRate(options_.schedule, position_.step);
-    if (!indices.empty()) {
-      FillSparseBatch(train_, indices, &batch_);
+    if (rows > 0) {
       const std::size_t floats = batch_.keys.size() * width;
       slots_.resize(floats);
       grad_slots_.resize(floats);
@@ -144,31 +157,30 @@ Result<train::StopReason> SparseTrainer::Run(SparseListener& listener) {
                                                         grad_slots_.data(), grad_globals_.data());
       window_loss += v.loss_sum;
       window_correct += v.correct;
-      window_rows += indices.size();
+      window_rows += rows;
       window_keys += static_cast<double>(batch_.keys.size());
     } else {  // a collective step this replica has no rows for: it pushes nothing
-      batch_.keys.clear();
       std::fill(grad_globals_.begin(), grad_globals_.end(), 0.0f);
     }
-    if (!indices.empty() || params_.Collective()) {
-      if (Status s = params_.Push(batch_.keys, grad_slots_.data(), grad_globals_.data(), lr,
-                                  indices.size());
+    if (rows > 0 || params_.Collective()) {
+      if (Status s = params_.Push(batch_.keys, grad_slots_.data(), grad_globals_.data(), lr, rows);
           !s.ok()) {
         return s;
       }
     }
     ++window_steps;
-    const bool epoch_end = train::AdvanceStep(position_, sampler_.StepsPerEpoch());
+    const bool epoch_end = train::AdvanceStep(position_, batches_.StepsPerEpoch());
 
     if ((position_.step % options_.log_every == 0 || Finished()) && window_rows > 0) {
       const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
-      const double rows = static_cast<double>(window_rows);
+      const double window = static_cast<double>(window_rows);
       const double keys = window_keys / static_cast<double>(window_steps);
       std::vector<train::MetricPoint> points{
-          {position_.step, Epochs(), "train_loss", window_loss / rows},
-          {position_.step, Epochs(), "train_accuracy", static_cast<double>(window_correct) / rows},
+          {position_.step, Epochs(), "train_loss", window_loss / window},
+          {position_.step, Epochs(), "train_accuracy",
+           static_cast<double>(window_correct) / window},
           {position_.step, Epochs(), "lr", lr},
-          {position_.step, Epochs(), "samples_per_sec", seconds > 0 ? rows / seconds : 0.0},
+          {position_.step, Epochs(), "samples_per_sec", seconds > 0 ? window / seconds : 0.0},
           {position_.step, Epochs(), "keys_per_step", keys},
           {position_.step, Epochs(), "bytes_per_step", 2.0 * keys * BytesPerKey(model_)},
           {position_.step, Epochs(), "model_keys", static_cast<double>(params_.KeyCount())}};

@@ -6,7 +6,7 @@
 //
 //   KeyTable table(model, job.optimizer, seed);
 //   LocalSparseParameters params(table);
-//   SparseTrainer trainer(model, options, train_rows, &test_rows, params);
+//   SparseTrainer trainer(model, options, train_rows, &test_rows, params);   // or a batch source
 //   Result<train::StopReason> why = trainer.Run(listener);
 //
 // Metrics (train/metrics.h names, plus the sparse ones): every log_every steps train_loss,
@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "core/data/sparse_rows.h"
 #include "core/sparse/key_table.h"
 #include "core/sparse/sparse_batch.h"
+#include "core/sparse/sparse_batches.h"
 #include "core/sparse/sparse_model.h"
 #include "core/status.h"
 #include "core/train/metrics.h"
@@ -106,11 +108,16 @@ class SparseListener : public train::MetricSink {
 class SparseTrainer {
  public:
   // options: epochs, steps, batch_size, seed, eval_every, log_every, target_accuracy, schedule,
-  // rank and world_size (the rows of a replica: contiguous shards), eval_batch_size. The model,
-  // rows and parameters must outlive the trainer; `eval` may be null.
+  // rank and world_size, eval_batch_size. A replica's batches are its contiguous share of each
+  // epoch's rows, or, where the parameters are collective (sync), its part of each step's global
+  // batch (data::ShardMode::kGlobalBatches: N replicas of batch b train like one of batch N b).
+  // The model, rows and parameters must outlive the trainer; `eval` may be null.
   SparseTrainer(const SparseModel& model, train::TrainOptions options,
                 const data::SparseRows& train, const data::SparseRows* eval,
                 SparseParameters& params);
+  // As above, the batches from `batches` (which must outlive the trainer).
+  SparseTrainer(const SparseModel& model, train::TrainOptions options, SparseBatchSource& batches,
+                const data::SparseRows* eval, SparseParameters& params);
 
   Result<train::StopReason> Run(SparseListener& listener);
   Result<SparseEvalResult> Evaluate(const data::SparseRows& rows);
@@ -122,15 +129,18 @@ class SparseTrainer {
   const train::TrainOptions& options() const { return options_; }
 
  private:
+  SparseTrainer(const SparseModel& model, train::TrainOptions options,
+                std::unique_ptr<SparseBatchSource> owned, SparseBatchSource* batches,
+                const data::SparseRows* eval, SparseParameters& params);
   bool Finished() const { return position_.step >= PlannedSteps(); }
   std::vector<train::MetricPoint> EvalPoints(const SparseEvalResult& result) const;
 
   const SparseModel& model_;
   train::TrainOptions options_;
-  const data::SparseRows& train_;
+  std::unique_ptr<SparseBatchSource> owned_batches_;  // the first constructor's
+  SparseBatchSource& batches_;                        // *owned_batches_, or the caller's
   const data::SparseRows* eval_;
   SparseParameters& params_;
-  data::BatchSampler sampler_;
   train::TrainPosition position_;
   SparseBatch batch_;
   std::vector<float> slots_, globals_, grad_slots_, grad_globals_;

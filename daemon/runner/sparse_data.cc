@@ -14,9 +14,20 @@ data::LibsvmOptions SparseReadOptions(const config::DataConfig& d) {
 Result<SparseJobData> LoadSparseJobData(const config::JobConfig& job) {
   const config::DataConfig& d = job.data;
   SparseJobData out;
-  Result<data::SparseRows> train = data::ReadLibsvmSparse(d.train, SparseReadOptions(d));
-  if (!train.ok()) return train.status();
-  out.train = std::move(train).value();
+  if (d.stream) {
+    const auto block_bytes = static_cast<std::uint64_t>(d.stream_block_mib * 1024 * 1024);
+    Result<data::LibsvmBlockIndex> index = data::IndexLibsvmBlocks(
+        d.train, SparseReadOptions(d), std::max<std::uint64_t>(block_bytes, 1));
+    if (!index.ok()) return index.status();
+    out.stream = std::move(index).value();
+    out.train.source = d.train;
+    out.train.features = out.stream->features;
+    out.train.num_classes = out.stream->num_classes;
+  } else {
+    Result<data::SparseRows> train = data::ReadLibsvmSparse(d.train, SparseReadOptions(d));
+    if (!train.ok()) return train.status();
+    out.train = std::move(train).value();
+  }
   if (!d.test.empty()) {
     Result<data::SparseRows> test = data::ReadLibsvmSparse(d.test, SparseReadOptions(d));
     if (!test.ok()) return test.status();
@@ -27,7 +38,7 @@ Result<SparseJobData> LoadSparseJobData(const config::JobConfig& job) {
         data::SplitValidation(out.train, d.validation_fraction, job.train.seed);
     out.eval_name = "validation";
   }
-  if (out.train.rows() == 0) return Status::Error(out.train.source + " holds no rows");
+  if (out.TrainRows() == 0) return Status::Error(out.train.source + " holds no rows");
 
   out.spec = job.sparse_model;
   const int classes = std::max(out.train.num_classes, out.eval.num_classes);

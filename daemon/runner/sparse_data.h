@@ -8,12 +8,16 @@
 // The held-out set is the test file when the job names one, else a validation split of the
 // training rows (data.validation_fraction, the rows a dense job would hold out), else none.
 // Every feature index a row uses is read as given (1-based in the file, a key from 0 here), or
-// hashed (data.hash_bits). Plain values; LoadSparseJobData is safe for concurrent use.
+// hashed (data.hash_bits). With data.stream the training file is indexed (read once, checked,
+// never held) rather than loaded. Plain values; LoadSparseJobData is safe for concurrent use.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "config/job.h"
+#include "core/data/libsvm_blocks.h"
 #include "core/data/sparse_rows.h"
 #include "core/sparse/sparse_model.h"
 #include "core/status.h"
@@ -21,10 +25,15 @@
 namespace dtrain::runner {
 
 struct SparseJobData {
-  data::SparseRows train;
+  data::SparseRows train;  // empty when streamed
+  // data.stream: the training file's blocks, read one at a time while training.
+  std::optional<data::LibsvmBlockIndex> stream;
   data::SparseRows eval;  // rows() == 0: nothing to evaluate on
   std::string eval_name;  // "test", "validation" or "" (none)
   sparse::SparseModelSpec spec;
+
+  std::uint64_t TrainRows() const { return stream ? stream->rows : train.rows(); }
+  std::uint64_t Features() const { return stream ? stream->features : train.features; }
 };
 
 Result<SparseJobData> LoadSparseJobData(const config::JobConfig& job);

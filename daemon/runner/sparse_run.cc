@@ -1,5 +1,8 @@
 #include "daemon/runner/sparse_run.h"
 
+#include <memory>
+
+#include "core/sparse/streamed_batches.h"
 #include "daemon/runner/sparse_checkpoint.h"
 
 namespace dtrain::runner {
@@ -16,10 +19,26 @@ class SparseRecordingListener final : public sparse::SparseListener {
   RunRecording& recording_;
 };
 
+// A replica's training batches: its share of the rows in memory, or of the streamed file's
+// blocks.
+Result<std::unique_ptr<sparse::SparseBatchSource>> TrainingBatches(
+    const SparseJobData& data, const train::TrainOptions& options, bool collective) {
+  const auto batch_size = static_cast<std::size_t>(options.batch_size);
+  if (data.stream) {
+    Result<std::unique_ptr<sparse::StreamedBatches>> streamed = sparse::StreamedBatches::Open(
+        *data.stream, batch_size, options.seed, options.rank, options.world_size);
+    if (!streamed.ok()) return streamed.status();
+    return std::unique_ptr<sparse::SparseBatchSource>(std::move(streamed).value());
+  }
+  return std::unique_ptr<sparse::SparseBatchSource>(std::make_unique<sparse::SampledBatches>(
+      data.train, batch_size, options.seed, options.rank, options.world_size,
+      sparse::ReplicaShardMode(collective)));
+}
+
 }  // namespace
 
 RunSubject SubjectOf(const SparseJobData& data) {
-  return {data.train.rows(), sparse::FormatSparseModelSpec(data.spec), data.eval_name};
+  return {data.TrainRows(), sparse::FormatSparseModelSpec(data.spec), data.eval_name};
 }
 
 train::TrainOptions SparseTrainOptions(const config::JobConfig& job) {
@@ -54,7 +73,10 @@ Result<SparseRunResult> RunSparseOn(const config::JobConfig& job, const SparseJo
   train::TrainOptions train_options = SparseTrainOptions(job);
   train_options.rank = replica;
   train_options.world_size = job.cluster.workers;
-  sparse::SparseTrainer trainer(model, train_options, data.train,
+  Result<std::unique_ptr<sparse::SparseBatchSource>> batches =
+      TrainingBatches(data, train_options, place.params.Collective());
+  if (!batches.ok()) return batches.status();
+  sparse::SparseTrainer trainer(model, train_options, *batches.value(),
                                 data.eval.rows() > 0 ? &data.eval : nullptr, place.params);
   if (resume) trainer.set_position(*resume);
   const auto progress = [&] {

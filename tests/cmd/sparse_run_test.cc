@@ -1,8 +1,9 @@
 // A sparse job end to end through the real binary: dtrain run of a factorization machine on
 // click rows (metrics, AUC, the store's checkpoint of touched keys only), export -> eval/predict
 // giving the run's own final figures, resume after SIGKILL ending bit-identical to an
-// uninterrupted run, one replica on parameter servers (async or sync) equal to one process, and
-// two sync replicas ending the same every run.
+// uninterrupted run, one replica on parameter servers (async or sync) equal to one process,
+// two sync replicas ending the same every run, and a streamed file training as well as one read
+// whole.
 #include <bit>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -199,6 +200,32 @@ BOOST_AUTO_TEST_CASE(two_sync_replicas_end_the_same_every_run) {
   BOOST_TEST(first.step == 60);  // 2 epochs of 1500 rows a replica in batches of 50
   BOOST_TEST((ByKey(first) == ByKey(second)));
   BOOST_TEST(first.params.back() == second.params.back());
+}
+
+// A streamed training file (data.stream, blocks of about 50 KiB here) trains a model as good as
+// the file read whole, alone or as two Downpour replicas each reading its own blocks.
+BOOST_AUTO_TEST_CASE(a_streamed_file_trains_as_well_as_one_read_whole) {
+  TempDir dir;
+  WriteClicks(dir, 3000);
+  const std::string job = dir.Write("job.toml", SparseJob(3));
+  const auto auc = [&](const std::string& name, std::vector<std::string> settings) {
+    std::vector<std::string> args{Bin(), "run", job, "--db", dir.Path(name + ".db"), "--json"};
+    for (const std::string& s : settings) args.insert(args.end(), {"--set", s});
+    const ProcessResult r = RunProcess(args, dir.Path(""));
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, name << ": " << r.err);
+    return ParseJson(r)["metrics"]["auc"].get<double>();
+  };
+  const double whole = auc("whole", {});
+  const std::vector<std::string> stream{"data.stream=true", "data.stream_block_mib=0.05"};
+  const double streamed = auc("streamed", stream);
+  std::vector<std::string> replicas = stream;
+  replicas.insert(replicas.end(), {"cluster.mode=async", "cluster.workers=2", "cluster.servers=2"});
+  const double two = auc("replicas", replicas);
+  BOOST_TEST_MESSAGE("test AUC: whole " << whole << ", streamed " << streamed << ", 2 replicas "
+                                        << two);
+  BOOST_TEST(whole > 0.6);
+  BOOST_TEST(std::abs(streamed - whole) < 0.01);
+  BOOST_TEST(std::abs(two - whole) < 0.01);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

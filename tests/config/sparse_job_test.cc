@@ -91,6 +91,25 @@ BOOST_AUTO_TEST_CASE(sync_needs_parameter_servers_and_async_takes_a_staleness_bo
   BOOST_TEST(async.job->cluster.max_staleness == 2);
 }
 
+BOOST_AUTO_TEST_CASE(a_streamed_training_file_resolves_and_what_it_cannot_do_is_refused) {
+  const LoadResult r = Parse(std::string(kSparseData) + "stream = true\nstream_block_mib = 0.5\n");
+  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(r.ok());
+  BOOST_TEST(r.job->data.stream);
+  BOOST_TEST(r.job->data.stream_block_mib == 0.5);
+  const LoadResult back = ParseJobText(FormatResolvedJob(*r.job), "inline.toml", {}, "/");
+  BOOST_REQUIRE(back.ok());
+  BOOST_TEST((*back.job == *r.job));
+  CheckDiagnostics(Parse("[data]\nformat = \"libsvm\"\nfeatures = 5\ntrain = \"files/a1a.libsvm\"\n"
+                         "stream = true\n"),
+                   {{"inline.toml", 5, 10, "data.stream", "needs data.sparse = true"}});
+  CheckDiagnostics(
+      Parse(std::string(kSparseData) + "stream = true\nvalidation_fraction = 0.1\n"),
+      {{"inline.toml", 6, 23, "data.validation_fraction", "name a data.test file instead"}});
+  CheckDiagnostics(Parse(std::string(kSparseData) + "stream_block_mib = 0\n"),
+                   {{"inline.toml", 5, 20, "data.stream_block_mib", "must be a number in"}});
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace

@@ -13,7 +13,6 @@
 #include "core/dist/local_link.h"
 #include "core/dist/sparse_ps_client.h"
 #include "core/dist/sparse_shard.h"
-#include "core/optim/schedule.h"
 #include "core/sparse/key_shards.h"
 
 namespace dtrain::sparse {
@@ -245,8 +244,8 @@ BOOST_AUTO_TEST_CASE(one_worker_on_two_shards_trains_what_one_process_trains) {
   }
 }
 
-// Sync with two workers: each step is one step on the mean gradient of both workers' batches —
-// what one process computes on their rows together — the same bits every run.
+// Sync with two workers of batch b: each step is one step on the mean gradient of both workers'
+// batches — what one process of batch 2 b computes on the same rows — the same bits every run.
 BOOST_AUTO_TEST_CASE(two_sync_workers_take_the_step_of_their_batches_together) {
   const data::ClickData clicks =
       data::MakeClicks({.rows = 600, .features = 3000, .nonzeros = 8, .seed = 6});
@@ -258,34 +257,16 @@ BOOST_AUTO_TEST_CASE(two_sync_workers_take_the_step_of_their_batches_together) {
   BOOST_TEST(run.shard_stats[0].global_clock == static_cast<std::uint64_t>(run.steps[0]));
   BOOST_TEST(run.shard_stats[1].pushes_applied == 2 * static_cast<std::uint64_t>(run.steps[0]));
 
-  // The reference: one process, each step's batch both workers' rows, rank 0's first.
-  train::TrainOptions each = Options();
-  each.world_size = 2;
-  data::BatchSampler rank0(clicks.rows.rows(), 16, each.seed, 0, 2,
-                           data::ShardMode::kContiguousShards);
-  data::BatchSampler rank1(clicks.rows.rows(), 16, each.seed, 1, 2,
-                           data::ShardMode::kContiguousShards);
+  // The reference: one process with batches of both workers' rows (kGlobalBatches: the same
+  // rows, rank 0's first).
+  train::TrainOptions together = Options();
+  together.batch_size = 2 * Options().batch_size;
   KeyTable table(fm, kAdagrad, 9);
-  SparseBatch batch;
-  std::vector<float> slots, grads, globals(1), global_grads(1);
-  std::int64_t step = 0;
-  for (int epoch = 0; epoch < each.epochs; ++epoch) {
-    for (std::size_t b = 0; b < rank0.StepsPerEpoch(); ++b, ++step) {
-      const std::span<const std::uint32_t> first = rank0.Batch(epoch, b);
-      const std::span<const std::uint32_t> second = rank1.Batch(epoch, b);
-      std::vector<std::uint32_t> rows(first.begin(), first.end());
-      rows.insert(rows.end(), second.begin(), second.end());
-      FillSparseBatch(clicks.rows, rows, &batch);
-      slots.resize(batch.keys.size() * fm.SlotWidth());
-      grads.resize(slots.size());
-      table.Pull(batch.keys, slots.data());
-      std::copy_n(table.globals(), 1, globals.data());
-      fm.ForwardBackward(batch, slots.data(), globals.data(), grads.data(), global_grads.data());
-      table.Push(batch.keys, grads.data(), global_grads.data(),
-                 optim::LearningRate(each.schedule, step));
-    }
-  }
-  BOOST_TEST(step == run.steps[0]);
+  LocalSparseParameters local(table);
+  SparseTrainer alone(fm, together, clicks.rows, nullptr, local);
+  Recording none;
+  BOOST_REQUIRE(alone.Run(none).ok());
+  BOOST_TEST(alone.position().step == run.steps[0]);
   const auto expected = ByKey(table.Snapshot(), 4);
   const auto got = ByKey(run.state.value(), 4);
   BOOST_REQUIRE(got.size() == expected.size());
