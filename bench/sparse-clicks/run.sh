@@ -18,8 +18,8 @@
 #   defaults: build, 1000000 training rows, 10000000 features, 40 features drawn per row,
 #   100000 test rows; --quick: 100000 rows, 1000000 features, 10000 test rows (--rows and
 #   --features still override it). Needs dtrain and the targets bench_click_data
-#   and bench_score_predictions, and liblinear-tools. On 2 cores: --quick about 6 seconds; the full
-#   size about 1 minute, with about 290 MB of text in a temporary directory and liblinear's peak
+#   and bench_score_predictions, and liblinear-tools. On 2 cores: --quick under a minute; the full
+#   size about 5 minutes, with about 290 MB of text in a temporary directory and liblinear's peak
 #   RSS about 1.4 GB.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -140,10 +140,11 @@ print("log_loss: %.4f" % e["loss"]); print("auc: %.4f" % e["auc"])' >"$work/dtra
   rm -f "$work/dtrain.db" "$work/dtrain.dtm"
 }
 
-# The same dtrain job on parameter servers (Downpour, cluster.mode = "async", 2 shards) with 1, 2
-# and 4 replicas, beside mode "single": for each, the wall time of `dtrain run` (reading
-# included), samples/s over it (rows x passes / seconds), the largest peak RSS of any of its
-# processes, the bytes each example moved to and from the shards (measured: bytes_sent +
+# The same dtrain job in mode "single" (the file read whole, and streamed: data.stream, blocks of
+# 16 MiB) and on parameter servers (2 shards): Downpour (cluster.mode = "async") with 1, 2 and 4
+# replicas, and sync (allreduce = "ps") with 2 and 4. For each, the wall time of `dtrain run`
+# (reading included), samples/s over it (rows x passes / seconds), the largest peak RSS of any of
+# its processes, the bytes each example moved to and from the shards (measured: bytes_sent +
 # bytes_received over every step, headers included) against non-zeros x 8 bytes pushed and again
 # pulled, and the test AUC.
 run_scaling() {
@@ -152,30 +153,34 @@ run_scaling() {
   echo "|---|---:|---:|---:|---:|---:|---:|---:|"
   local nnz
   nnz=$(field nnz_per_row "$planted")
-  for setup in "single 1" "async 1" "async 2" "async 4"; do
-    read -r mode workers <<<"$setup"
+  for setup in "single 1" "single 1 stream" "async 1" "async 2" "async 4" "sync 2" "sync 4"; do
+    read -r mode workers stream <<<"$setup"
+    local streamed=false
+    [ -n "$stream" ] && streamed=true
     rm -f "$work/scale.db"
     local start end
     start=$(date +%s.%N)
     "$build/cmd/dtrain" run "$work/dtrain.toml" --db "$work/scale.db" --json \
       --set "cluster.mode=$mode" --set "cluster.workers=$workers" --set cluster.servers=2 \
-      --set "data.test=$work/data/test.svm" >"$work/scale.json"
+      --set cluster.allreduce=ps --set "data.stream=$streamed" \
+      --set data.stream_block_mib=16 --set "data.test=$work/data/test.svm" >"$work/scale.json"
     end=$(date +%s.%N)
     "$build/cmd/dtrain" metrics 1 --db "$work/scale.db" --format json |
       python3 -c '
 import json, sys
 rows, epochs, nnz, seconds = (float(a) for a in sys.argv[1:5])
-mode, workers = sys.argv[5:7]
+mode, workers, stream = sys.argv[5:8]
 points = json.load(sys.stdin)
-summary = json.load(open(sys.argv[7]))
+summary = json.load(open(sys.argv[8]))
 peak = max(p["value"] for p in points if p["name"] == "peak_rss_bytes") / 2**20
 moved = sum(p["value"] for p in points if p["name"] in ("bytes_sent", "bytes_received"))
-processes = int(workers) + (2 if mode == "async" else 0)
+processes = int(workers) + (0 if mode == "single" else 2)
 per_example = "%.1f" % (moved / (rows * epochs)) if moved > 0 else "0 (one process)"
-print("| %s %s | %d | %.2f | %.0f | %.0f | %s | %.1f | %.4f |" % (mode, workers, processes, seconds,
-      rows * epochs / seconds, peak, per_example, nnz * 16, summary["metrics"]["auc"]))
+print("| %s %s%s | %d | %.2f | %.0f | %.0f | %s | %.1f | %.4f |" % (mode, workers,
+      " streamed" if stream else "", processes, seconds, rows * epochs / seconds, peak,
+      per_example, nnz * 16, summary["metrics"]["auc"]))
 ' "$rows" "$dtrain_epochs" "$nnz" "$(echo "$end - $start" | bc -l)" "$mode" "$workers" \
-        "$work/scale.json"
+        "$stream" "$work/scale.json"
   done
 }
 
