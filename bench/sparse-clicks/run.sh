@@ -10,8 +10,8 @@
 #   liblinear : liblinear-train -s 0 (L2-regularised logistic regression, primal trust-region
 #               Newton) -B 1 (a bias feature), then liblinear-predict -b 1 and
 #               bench_score_predictions on its probabilities.
-#   dtrain    : dtrain run of a sparse logistic regression (Adagrad, 3 passes), dtrain export,
-#               dtrain eval --json on test.svm (run_dtrain below); then the ratio dtrain /
+#   dtrain    : dtrain run of a sparse logistic regression (Adagrad, batches of 16, 3 passes),
+#               dtrain export, dtrain eval --json on test.svm (run_dtrain below); then the ratio dtrain /
 #               liblinear samples/s, both counted as training rows / seconds to a finished model.
 #
 # Usage: bench/sparse-clicks/run.sh [BUILD_DIR] [--rows N] [--features F] [--quick]
@@ -109,8 +109,8 @@ run_liblinear() {
 }
 
 # dtrain: `dtrain run` of a sparse logistic regression (the same model as liblinear's; Adagrad at
-# 0.3 with a cosine decay, batches of 32, $dtrain_epochs passes: the best of a small sweep on the
-# --quick data), then `dtrain export` and `dtrain eval --json` of the exported model on
+# 0.13 with a cosine decay, batches of 16, $dtrain_epochs passes: the best of a sweep on the full
+# data, bench/README.md), then `dtrain export` and `dtrain eval --json` of the exported model on
 # test.svm: the path a user takes, reading the text file included.
 dtrain_epochs=3
 run_dtrain() {
@@ -124,11 +124,11 @@ train = "$work/data/train.svm"
 type = "logistic"
 [train]
 epochs = $dtrain_epochs
-batch_size = 32
+batch_size = 16
 log_every = 500
 [optimizer]
 type = "adagrad"
-lr = 0.3
+lr = 0.13
 schedule = "cosine"
 JOB
   /usr/bin/time -v -o "$work/dtrain.time" "$build/cmd/dtrain" run "$work/dtrain.toml" \
