@@ -1,9 +1,9 @@
 // A sparse job end to end through the real binary: dtrain run of a factorization machine on
 // click rows (metrics, AUC, the store's checkpoint of touched keys only), export -> eval/predict
 // giving the run's own final figures, resume after SIGKILL ending bit-identical to an
-// uninterrupted run, one replica on parameter servers (async or sync) equal to one process,
-// two sync replicas ending the same every run, and a streamed file training as well as one read
-// whole.
+// uninterrupted run (the file read whole or streamed), one replica on parameter servers (async or
+// sync) equal to one process, two sync replicas ending the same every run, and a streamed file
+// training as well as one read whole.
 #include <bit>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -116,29 +116,41 @@ BOOST_AUTO_TEST_CASE(a_factorization_machine_trains_exports_and_evaluates_the_sa
   BOOST_TEST(std::ranges::all_of(predictions, [](float p) { return p == 0.0f || p == 1.0f; }));
 }
 
+// The file read whole, or streamed (blocks of about 0.5 MiB: 8 of them).
 BOOST_AUTO_TEST_CASE(resume_after_sigkill_ends_bit_identical_to_an_uninterrupted_run) {
   TempDir dir;
   WriteClicks(dir, 20000);
   const std::string job = dir.Write("job.toml", SparseJob(25));
-  const std::string straight_db = dir.Path("straight.db");
-  const ProcessResult straight = RunProcess(
-      {Bin(), "run", job, "--db", straight_db, "--json", "--set", "checkpoint.every_steps=500"},
-      dir.Path(""));
-  BOOST_REQUIRE_MESSAGE(straight.exit_code == 0, straight.err);
+  for (const bool stream : {false, true}) {
+    BOOST_TEST_CONTEXT("stream " << stream) {
+      const std::string name = stream ? "streamed" : "whole";
+      const auto run = [&](const std::string& db) {
+        std::vector<std::string> args{Bin(), "run",    job,     "--db",
+                                      db,    "--json", "--set", "checkpoint.every_steps=500"};
+        if (stream) {
+          args.insert(args.end(),
+                      {"--set", "data.stream=true", "--set", "data.stream_block_mib=0.5"});
+        }
+        return args;
+      };
+      const std::string straight_db = dir.Path(name + "-straight.db");
+      const ProcessResult straight = RunProcess(run(straight_db), dir.Path(""));
+      BOOST_REQUIRE_MESSAGE(straight.exit_code == 0, straight.err);
 
-  const std::string db = dir.Path("killed.db");
-  auto child = StartProcess({Bin(), "run", job, "--db", db, "--set", "checkpoint.every_steps=500"},
-                            dir.Path(""));
-  WaitForCheckpoint(db, 1, 1000);
-  child.Signal(SIGKILL);
-  const ProcessResult killed = child.Wait();
-  BOOST_REQUIRE_MESSAGE(killed.signal == SIGKILL, "the run ended before it could be killed");
-  const ProcessResult resumed =
-      RunProcess({Bin(), "run", "--resume", "1", "--db", db, "--json"}, dir.Path(""));
-  BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
-  BOOST_TEST(ParseJson(resumed)["resumed_from"].get<int>() >= 1000);
-  BOOST_TEST(SameState(Final(straight_db, 1), Final(db, 1)),
-             "resumed parameters differ from the uninterrupted run's");
+      const std::string db = dir.Path(name + "-killed.db");
+      auto child = StartProcess(run(db), dir.Path(""));
+      WaitForCheckpoint(db, 1, 1000);
+      child.Signal(SIGKILL);
+      const ProcessResult killed = child.Wait();
+      BOOST_REQUIRE_MESSAGE(killed.signal == SIGKILL, "the run ended before it could be killed");
+      const ProcessResult resumed =
+          RunProcess({Bin(), "run", "--resume", "1", "--db", db, "--json"}, dir.Path(""));
+      BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
+      BOOST_TEST(ParseJson(resumed)["resumed_from"].get<int>() >= 1000);
+      BOOST_TEST(SameState(Final(straight_db, 1), Final(db, 1)),
+                 "resumed parameters differ from the uninterrupted run's");
+    }
+  }
 }
 
 // The checkpoint's keys with their slots and optimizer state, by key (the shards' order differs
