@@ -104,12 +104,12 @@ Status StreamedBatches::Fill(std::uint64_t epoch, std::size_t index, SparseBatch
       std::upper_bound(first_step_.begin(), first_step_.end(), index) - first_step_.begin() - 1);
   const std::size_t block = order_[place];
   if (Status loaded = Load(block); !loaded.ok()) return loaded;
-  if (perm_epoch_ != epoch) {
+  if (perm_epoch_ != epoch) {  // the block's first batch this epoch
     perm_ = data::EpochPermutation(rows_.rows(), data::MixSeed(seed_, block), epoch);
     perm_epoch_ = epoch;
+    // The block to read next: the next in this epoch's order, or the next epoch's first.
+    ReadAhead(place + 1 < order_.size() ? order_[place + 1] : Order(epoch + 1).front());
   }
-  // The block to read next: the next in this epoch's order, or the next epoch's first.
-  ReadAhead(place + 1 < order_.size() ? order_[place + 1] : Order(epoch + 1).front());
   const std::size_t begin = (index - first_step_[place]) * batch_size_;
   const std::size_t end = std::min(begin + batch_size_, perm_.size());
   FillSparseBatch(rows_, {perm_.data() + begin, end - begin}, batch);
