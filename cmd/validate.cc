@@ -47,7 +47,7 @@ int ValidateSparse(const config::JobConfig& job) {
   std::cout << config::FormatResolvedJob(job);
   const runner::SparseJobData& d = data.value();
   std::cout << "\n# model: " << sparse::FormatSparseModelSpec(d.spec) << " on " << d.TrainRows()
-            << " rows of " << d.Features() << " features, ";
+            << " rows of " << d.train.features << " features, ";
   if (d.stream) {
     std::cout << "streamed in " << d.stream->blocks.size() << " blocks\n";
   } else {

@@ -166,9 +166,7 @@ ParameterShard::ParameterShard(ShardOptions options)
   }
   optimizer_ = optim::MakeOptimizer(options_.optimizer, options_.begin, options_.end);
   params_.assign(options_.end - options_.begin, 0.0f);
-  clocks_.assign(static_cast<std::size_t>(options_.workers), 0);
-  departed_.assign(static_cast<std::size_t>(options_.workers), false);
-  absent_.assign(static_cast<std::size_t>(options_.workers), false);
+  clocks_ = WorkerClocks(static_cast<std::size_t>(options_.workers));
   absent_since_.assign(static_cast<std::size_t>(options_.workers), Clock::time_point{});
   may_jump_.assign(static_cast<std::size_t>(options_.workers), false);
 }
@@ -221,7 +219,7 @@ Status ParameterShard::LoadClocks(std::span<const std::uint64_t> clocks) {
 ShardStats ParameterShard::Stats() const {
   std::lock_guard lock(mu_);
   ShardStats s = stats_;
-  s.global_clock = global_clock_;
+  s.global_clock = clocks_.global();
   return s;
 }
 
@@ -386,7 +384,7 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
   std::vector<std::uint64_t> pushes(workers, steps_done);
   {
     std::lock_guard lock(mu_);
-    global_clock_ = steps_done;
+    clocks_.SetGlobal(steps_done);
   }
 
   for (;;) {
@@ -502,7 +500,7 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
       std::lock_guard lock(mu_);
       stats_.steps = optimizer_->steps();
       stats_.pushes_applied += workers;
-      global_clock_ = steps_done;
+      clocks_.SetGlobal(steps_done);
       stats_.staleness.Record(0, workers);
     }
     PsHeader reply;
@@ -520,15 +518,6 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
 }
 
 // ---- Async ----------------------------------------------------------------------------------
-
-void ParameterShard::RecomputeGlobalClock() {
-  std::optional<std::uint64_t> g;
-  for (std::size_t w = 0; w < clocks_.size(); ++w) {
-    if (!departed_[w] && !absent_[w]) g = std::min(g.value_or(clocks_[w]), clocks_[w]);
-  }
-  // With every worker gone, g keeps its value. It never decreases.
-  if (g && *g > global_clock_) global_clock_ = *g;
-}
 
 void ParameterShard::FailAsync(const Status& status) {
   {
@@ -557,15 +546,11 @@ Status ParameterShard::ServeAsync(std::span<Link* const> links) {
     links_.clear();
     // Clocks go on from the checkpoint's version vector (LoadClocks), else from 0.
     if (loaded_clocks_.empty()) {
-      std::fill(clocks_.begin(), clocks_.end(), 0);
+      clocks_.Start(std::vector<std::uint64_t>(static_cast<std::size_t>(options_.workers), 0));
     } else {
-      clocks_ = loaded_clocks_;
+      clocks_.Start(loaded_clocks_);
     }
-    std::fill(departed_.begin(), departed_.end(), false);
-    std::fill(absent_.begin(), absent_.end(), false);
     std::fill(may_jump_.begin(), may_jump_.end(), false);
-    global_clock_ = 0;
-    RecomputeGlobalClock();
     serving_ = true;
     for (std::size_t r = 0; r < links.size(); ++r) StartWorkerThread(static_cast<int>(r), links[r]);
   }
@@ -574,13 +559,13 @@ Status ParameterShard::ServeAsync(std::span<Link* const> links) {
     // come back in time is one.
     std::unique_lock lock(mu_);
     for (;;) {
-      if (failed_ || std::all_of(departed_.begin(), departed_.end(), [](bool d) { return d; })) {
+      if (failed_ || clocks_.AllDeparted()) {
         break;
       }
       // The absent worker whose time to come back ends first, if any.
       std::optional<std::size_t> first;
-      for (std::size_t w = 0; w < absent_.size(); ++w) {
-        if (absent_[w] && (!first || absent_since_[w] < absent_since_[*first])) first = w;
+      for (std::size_t w = 0; w < absent_since_.size(); ++w) {
+        if (clocks_.absent(w) && (!first || absent_since_[w] < absent_since_[*first])) first = w;
       }
       if (!first) {
         changed_.wait(lock);  // every change of the above notifies
@@ -593,7 +578,7 @@ Status ParameterShard::ServeAsync(std::span<Link* const> links) {
       }
       const std::string overdue =
           Worker(static_cast<int>(*first)) + " left without a goodbye at clock " +
-          std::to_string(clocks_[*first]) + " and did not come back within " +
+          std::to_string(clocks_.clock(*first)) + " and did not come back within " +
           std::to_string(options_.timeout.count()) + " ms";
       lock.unlock();
       FailAsync(Status::Error(name_ + ": " + overdue));
@@ -617,12 +602,12 @@ Status ParameterShard::Rejoin(int rank, Link* link) {
   if (!serving_ || failed_ || !options_.rejoin || link == nullptr) {
     return Status::Error(name_ + ": not taking workers back now");
   }
-  if (rank < 0 || rank >= options_.workers || !absent_[static_cast<std::size_t>(rank)]) {
+  if (rank < 0 || rank >= options_.workers || !clocks_.absent(static_cast<std::size_t>(rank))) {
     return Status::Error(name_ + ": " + Worker(rank) + " is not absent");
   }
   const auto r = static_cast<std::size_t>(rank);
-  absent_[r] = false;
-  clocks_[r] = std::max(clocks_[r], global_clock_);  // g never decreases
+  clocks_.SetClock(r, std::max(clocks_.clock(r), clocks_.global()));  // g never decreases
+  clocks_.SetAbsent(r, false);
   StartWorkerThread(rank, link);
   changed_.notify_all();
   return Status::Ok();
@@ -633,9 +618,8 @@ Status ParameterShard::LinkBroke(int rank, Link& link, Status why) {
   std::lock_guard lock(mu_);
   if (failed_) return Status::Ok();  // closed because of another failure: not the cause
   const auto r = static_cast<std::size_t>(rank);
-  absent_[r] = true;
+  clocks_.SetAbsent(r, true);
   absent_since_[r] = Clock::now();
-  RecomputeGlobalClock();
   changed_.notify_all();
   link.Close();
   return Status::Ok();
@@ -647,8 +631,8 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
   math::FloatBuffer scratch(size), reply_params(size);
   bool greeted = false;
   for (;;) {
-    // Only this thread writes clocks_[r], so it may read it without the lock.
-    const std::string at = Worker(rank) + " at clock " + std::to_string(clocks_[r]);
+    // Only this thread writes worker r's clock, so it may read it without the lock.
+    const std::string at = Worker(rank) + " at clock " + std::to_string(clocks_.clock(r));
     bool broke = false;
     Result<std::pair<std::uint32_t, PsHeader>> request =
         ReceiveRequest(link, rank, at + ": waiting for its next message", &broke);
@@ -669,9 +653,9 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
         {
           std::lock_guard lock(mu_);
           std::copy(params_.begin(), params_.end(), reply_params.begin());
-          g = global_clock_;
+          g = clocks_.global();
           steps = optimizer_->steps();
-          own = clocks_[r];
+          own = clocks_.clock(r);
           may_jump_[r] = true;
         }
         Status s = AnswerHello(link, rank, h, reply_params, g, steps, own);
@@ -680,38 +664,28 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
       }
       case PsMessage::kPush: {
         // After a hello the worker may start from a larger clock: the largest any shard gave it.
-        const bool jump = may_jump_[r] && h.clock > clocks_[r];
-        if (h.clock != clocks_[r] && !jump) {
+        const bool jump = may_jump_[r] && h.clock > clocks_.clock(r);
+        if (h.clock != clocks_.clock(r) && !jump) {
           return Status::Error(name_ + ": " + Worker(rank) + " pushed clock " +
                                std::to_string(h.clock) + " where the shard expected clock " +
-                               std::to_string(clocks_[r]) + " (the pushes it has applied)");
+                               std::to_string(clocks_.clock(r)) + " (the pushes it has applied)");
         }
         Status got = link.Recv(PsDataTag(tag), scratch, Clock::now() + options_.timeout);
         if (!got.ok()) return LinkBroke(rank, link, Fail(at + "'s push", got));
         std::lock_guard lock(mu_);
         if (failed_) return Status::Ok();
         may_jump_[r] = false;
-        if (jump) clocks_[r] = h.clock;
-        if (h.basis > global_clock_ || h.basis > h.clock) {
-          return Status::Error(name_ + ": " + at +
-                               " pushed a gradient computed from global clock " +
-                               std::to_string(h.basis) + ", but the global clock is " +
-                               std::to_string(global_clock_));
-        }
-        const std::uint64_t staleness = h.clock - h.basis;
-        if (options_.max_staleness > 0 &&
-            staleness > static_cast<std::uint64_t>(options_.max_staleness)) {
-          return Status::Error(name_ + ": " + at + " pushed a gradient of staleness " +
-                               std::to_string(staleness) + " (computed from global clock " +
-                               std::to_string(h.basis) + "), above max_staleness " +
-                               std::to_string(options_.max_staleness));
+        if (jump) clocks_.SetClock(r, h.clock);
+        const Result<std::uint64_t> staleness =
+            clocks_.Staleness(h.clock, h.basis, options_.max_staleness);
+        if (!staleness.ok()) {
+          return Status::Error(name_ + ": " + at + ": " + staleness.status().message());
         }
         optimizer_->Step(params_, scratch, h.lr);
-        ++clocks_[r];
-        RecomputeGlobalClock();
+        clocks_.Advance(r);
         ++stats_.pushes_applied;
         stats_.steps = optimizer_->steps();
-        stats_.staleness.Record(staleness);
+        stats_.staleness.Record(staleness.value());
         changed_.notify_all();
         break;
       }
@@ -722,24 +696,17 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
           std::unique_lock lock(mu_);
           const Deadline deadline = Clock::now() + options_.timeout;
           const bool ready = changed_.wait_until(
-              lock, deadline, [&] { return failed_ || global_clock_ >= h.clock; });
+              lock, deadline, [&] { return failed_ || clocks_.global() >= h.clock; });
           if (failed_) return Status::Ok();
           if (!ready) {
-            std::string behind;
-            for (std::size_t w = 0; w < clocks_.size(); ++w) {
-              if (!departed_[w] && clocks_[w] < h.clock) {
-                behind += (behind.empty() ? "" : ", ") + Worker(static_cast<int>(w)) +
-                          " at clock " + std::to_string(clocks_[w]);
-              }
-            }
             return Status::Error(
                 name_ + ": " + at + " fetched needing global clock >= " + std::to_string(h.clock) +
                 " (max_staleness " + std::to_string(options_.max_staleness) + "), but after " +
                 std::to_string(options_.timeout.count()) + " ms it is " +
-                std::to_string(global_clock_) + ", held back by " + behind);
+                std::to_string(clocks_.global()) + ", held back by " + clocks_.Behind(h.clock));
           }
           std::copy(params_.begin(), params_.end(), reply_params.begin());
-          reply.clock = global_clock_;
+          reply.clock = clocks_.global();
           reply.basis = stats_.pushes_applied;
         }
         const std::span<const float> parts[] = {reply_params};
@@ -756,9 +723,9 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
           std::copy(params_.begin(), params_.end(), reply_params.begin());
           for (std::span<float> v : optimizer_->StateVectors())
             state.emplace_back(v.begin(), v.end());
-          clocks = clocks_;
+          clocks = clocks_.clocks();
           steps = optimizer_->steps();
-          g = global_clock_;
+          g = clocks_.global();
         }
         std::vector<std::span<const float>> state_view(state.begin(), state.end());
         Status s = AnswerSnapshot(link, rank, reply_params, state_view, steps, g, clocks);
@@ -766,20 +733,19 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
         break;
       }
       case PsMessage::kGoodbye: {
-        if (h.clock != clocks_[r]) {
+        if (h.clock != clocks_.clock(r)) {
           return Status::Error(name_ + ": " + Worker(rank) + " said goodbye after " +
                                std::to_string(h.clock) + " pushes, but the shard applied " +
-                               std::to_string(clocks_[r]));
+                               std::to_string(clocks_.clock(r)));
         }
         {
           std::lock_guard lock(mu_);
-          departed_[r] = true;
-          RecomputeGlobalClock();
+          clocks_.Depart(r);
           changed_.notify_all();
         }
         PsHeader reply;
         reply.from = static_cast<std::uint32_t>(options_.shard);
-        reply.clock = clocks_[r];
+        reply.clock = clocks_.clock(r);
         return SendReply(link, rank, PsMessage::kGoodbye, reply, {});
       }
     }

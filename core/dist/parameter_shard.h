@@ -74,6 +74,7 @@
 
 #include "core/dist/link.h"
 #include "core/dist/staleness.h"
+#include "core/dist/worker_clocks.h"
 #include "core/math/buffer.h"
 #include "core/optim/optimizer.h"
 #include "core/status.h"
@@ -234,7 +235,6 @@ class ParameterShard {
   Status Fail(const std::string& context, const Status& status) const;
 
   // Async helpers; call with mu_ held.
-  void RecomputeGlobalClock();
   // Records the first failure of ServeAsync and closes every link.
   void FailAsync(const Status& status);
   // Worker `rank`'s link broke (`why`): with options_.rejoin it is absent from now and OK is
@@ -251,16 +251,13 @@ class ParameterShard {
 
   // Clocks, stats and the async failure: guarded by mu_ (written under it in both modes).
   mutable std::mutex mu_;
-  std::condition_variable changed_;           // a clock, a departure or the failure changed
-  std::vector<std::uint64_t> clocks_;         // per worker: pushes applied
+  std::condition_variable changed_;  // a clock, a departure or the failure changed
+  WorkerClocks clocks_;  // async: pushes applied, goodbyes, absences, g; sync: g = steps
   std::vector<std::uint64_t> loaded_clocks_;  // what LoadClocks gave: where ServeAsync starts
-  std::vector<bool> departed_;                // per worker: said goodbye
-  std::vector<bool> absent_;                  // per worker: its link broke, it may rejoin (async)
   std::vector<Clock::time_point> absent_since_;
   std::vector<bool> may_jump_;         // per worker: its next push may carry a larger clock
   bool serving_ = false;               // ServeAsync runs: Rejoin is allowed
   std::vector<std::jthread> threads_;  // ServeAsync's, one per worker link ever served
-  std::uint64_t global_clock_ = 0;
   ShardStats stats_;
   bool failed_ = false;
   Status failure_;

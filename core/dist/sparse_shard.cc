@@ -46,8 +46,7 @@ SparseShard::SparseShard(SparseShardOptions options)
     invalid_ = Status::Error(name_ + ": " + fits.message());
   }
   const auto workers = static_cast<std::size_t>(std::max(options_.workers, 0));
-  clocks_.assign(workers, 0);
-  departed_.assign(workers, false);
+  clocks_ = WorkerClocks(workers);
   pending_.assign(workers, {});
 }
 
@@ -69,7 +68,7 @@ Status SparseShard::Load(sparse::KeyTableState part) {
 SparseShardStats SparseShard::Stats() const {
   std::lock_guard lock(mu_);
   SparseShardStats s = stats_;
-  s.global_clock = global_clock_;
+  s.global_clock = clocks_.global();
   return s;
 }
 
@@ -84,21 +83,20 @@ void SparseShard::Fail(const Status& status, std::span<Link* const> links) {
   for (Link* link : links) link->Close();
 }
 
-void SparseShard::RecomputeGlobalClock() {
-  std::optional<std::uint64_t> g;
-  for (std::size_t w = 0; w < clocks_.size(); ++w) {
-    if (!departed_[w]) g = std::min(g.value_or(clocks_[w]), clocks_[w]);
-  }
-  if (g && *g > global_clock_) global_clock_ = *g;  // with every worker gone, g stays
-}
-
-void SparseShard::Depart(int rank) {
+Status SparseShard::Depart(int rank) {
   {
     std::lock_guard lock(mu_);
-    departed_[static_cast<std::size_t>(rank)] = true;
-    if (options_.mode == PsMode::kAsync) RecomputeGlobalClock();
+    const bool gathering = std::any_of(pending_.begin(), pending_.end(),
+                                       [](const Pending& p) { return p.buffers != nullptr; });
+    if (options_.mode == PsMode::kSync && gathering) {  // its push of that step will never come
+      return Status::Error("goodbye after step " +
+                           std::to_string(clocks_.clock(static_cast<std::size_t>(rank))) +
+                           " while the others' pushes of that step wait");
+    }
+    clocks_.Depart(static_cast<std::size_t>(rank));
   }
   changed_.notify_all();
+  return Status::Ok();
 }
 
 Status SparseShard::AwaitClock(std::unique_lock<std::mutex>& lock, int rank, std::uint64_t clock) {
@@ -106,50 +104,34 @@ Status SparseShard::AwaitClock(std::unique_lock<std::mutex>& lock, int rank, std
   if (s == 0 || clock <= s) return Status::Ok();
   const std::uint64_t need = clock - s;
   const bool reached = changed_.wait_until(lock, Clock::now() + options_.timeout,
-                                           [&] { return failed_ || global_clock_ >= need; });
+                                           [&] { return failed_ || clocks_.global() >= need; });
   if (failed_) return Status::Error("the shard failed while a pull waited");
   if (reached) return Status::Ok();
-  std::string behind;
-  for (std::size_t w = 0; w < clocks_.size(); ++w) {
-    if (!departed_[w] && clocks_[w] < need) {
-      behind += (behind.empty() ? "" : ", ") + ("worker rank " + std::to_string(w)) + " at clock " +
-                std::to_string(clocks_[w]);
-    }
-  }
   return Status::Error("a pull at clock " + std::to_string(clock) + " waited " +
                        std::to_string(options_.timeout.count()) + " ms for global clock " +
                        std::to_string(need) + " (max_staleness " + std::to_string(s) +
-                       "), held back by " + behind + " (rank " + std::to_string(rank) + " asked)");
+                       "), held back by " + clocks_.Behind(need) + " (rank " +
+                       std::to_string(rank) + " asked)");
 }
 
 Status SparseShard::ApplyAsync(int rank, const PsHeader& request, const Buffers& b) {
   const auto r = static_cast<std::size_t>(rank);
   {
     std::lock_guard lock(mu_);
-    if (request.clock != clocks_[r]) {
+    if (request.clock != clocks_.clock(r)) {
       return Status::Error("a push at clock " + std::to_string(request.clock) +
-                           ", but the shard has applied " + std::to_string(clocks_[r]) +
+                           ", but the shard has applied " + std::to_string(clocks_.clock(r)) +
                            " of its pushes");
     }
-    if (request.basis > request.clock || request.basis > global_clock_) {
-      return Status::Error("a push at clock " + std::to_string(request.clock) +
-                           " computed from global clock " + std::to_string(request.basis) +
-                           ", which the shard (at " + std::to_string(global_clock_) +
-                           ") never replied");
-    }
-    const std::uint64_t staleness = request.clock - request.basis;
-    if (options_.max_staleness > 0 &&
-        staleness > static_cast<std::uint64_t>(options_.max_staleness)) {
-      return Status::Error("a push of staleness " + std::to_string(staleness) +
-                           ", above max_staleness " + std::to_string(options_.max_staleness));
-    }
+    const Result<std::uint64_t> staleness =
+        clocks_.Staleness(request.clock, request.basis, options_.max_staleness);
+    if (!staleness.ok()) return staleness.status();
     table_.Push(b.keys, b.grads.data(), b.global_grads.data(), request.lr);
     ++stats_.pushes_applied;
     stats_.keys_pushed += b.keys.size();
     stats_.keys = table_.size();
-    stats_.staleness.Record(staleness);
-    ++clocks_[r];
-    RecomputeGlobalClock();
+    stats_.staleness.Record(staleness.value());
+    clocks_.Advance(r);
   }
   changed_.notify_all();
   return Status::Ok();
@@ -157,34 +139,28 @@ Status SparseShard::ApplyAsync(int rank, const PsHeader& request, const Buffers&
 
 Result<std::uint32_t> SparseShard::GatherSync(int rank, const PsHeader& request, const Buffers& b) {
   std::unique_lock lock(mu_);
-  const std::uint64_t step = clocks_[static_cast<std::size_t>(rank)];
+  const auto r = static_cast<std::size_t>(rank);
+  const std::uint64_t step = clocks_.clock(r);
   if (request.clock != step) {
     return Status::Error("a push of step " + std::to_string(request.clock) + ", but step " +
                          std::to_string(step) + " is being gathered");
   }
-  pending_[static_cast<std::size_t>(rank)] = {
-      .buffers = &b, .rows = request.total_rows, .vote = request.vote, .lr = request.lr};
-  ++clocks_[static_cast<std::size_t>(rank)];
-  if (++arrived_ == options_.workers) {
+  pending_[r] = {.buffers = &b, .rows = request.total_rows, .vote = request.vote, .lr = request.lr};
+  clocks_.Advance(r);
+  if (clocks_.global() > step) {  // the last push of the step
     ApplySyncStep();
     lock.unlock();
     changed_.notify_all();
     lock.lock();
   } else {
     const bool applied = changed_.wait_until(lock, Clock::now() + options_.timeout,
-                                             [&] { return failed_ || global_clock_ > step; });
+                                             [&] { return failed_ || clocks_.global() > step; });
     if (failed_)
       return Status::Error("the shard failed while step " + std::to_string(step) + " was gathered");
     if (!applied) {
-      std::string missing;
-      for (std::size_t w = 0; w < clocks_.size(); ++w) {
-        if (clocks_[w] <= step) {
-          missing += (missing.empty() ? "" : ", ") + ("worker rank " + std::to_string(w));
-        }
-      }
       return Status::Error("step " + std::to_string(step) + " waited " +
                            std::to_string(options_.timeout.count()) + " ms for the push of " +
-                           missing);
+                           clocks_.Behind(step + 1));
     }
   }
   return agreed_vote_;  // stays until this worker pushes the next step
@@ -229,8 +205,6 @@ void SparseShard::ApplySyncStep() {
   stats_.keys = table_.size();
   stats_.staleness.Record(0, workers);
   agreed_vote_ = vote;
-  ++global_clock_;
-  arrived_ = 0;
   std::fill(pending_.begin(), pending_.end(), Pending{});
 }
 
@@ -343,7 +317,7 @@ Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, Buffers& b, 
         stats_.keys = table_.size();
         stats_.keys_pulled += count;
         reply.basis = table_.size();
-        reply.clock = global_clock_;
+        reply.clock = clocks_.global();
       }
       reply.rows = static_cast<std::uint32_t>(count);
       if (Status sent = send_header(SparseMessage::kPull); !sent.ok()) return sent;
@@ -396,7 +370,7 @@ Status SparseShard::Answer(Link& link, int rank, std::uint32_t tag, Buffers& b, 
     case SparseMessage::kGoodbye:
       if (tag != SparseRequestTag(SparseMessage::kGoodbye)) break;
       *goodbye = true;
-      Depart(rank);
+      if (Status left = Depart(rank); !left.ok()) return left;
       return send_header(SparseMessage::kGoodbye);
   }
   return Status::Error("a message tagged " + std::to_string(tag) + ", which is no sparse request");

@@ -41,6 +41,7 @@
 #include "core/dist/link.h"
 #include "core/dist/parameter_shard.h"
 #include "core/dist/staleness.h"
+#include "core/dist/worker_clocks.h"
 #include "core/optim/optimizer.h"
 #include "core/sparse/key_index.h"
 #include "core/sparse/key_table.h"
@@ -129,8 +130,8 @@ class SparseShard {
   // is the last, waits for that; returns the agreed vote.
   Result<std::uint32_t> GatherSync(int rank, const PsHeader& request, const Buffers& b);
   void ApplySyncStep();  // mu_ held: every pending push combined in rank order, one step
-  void Depart(int rank);
-  void RecomputeGlobalClock();  // mu_ held
+  // A goodbye; in sync mode refused while a step is partly gathered.
+  Status Depart(int rank);
   void Fail(const Status& status, std::span<Link* const> links);
 
   const SparseShardOptions options_;
@@ -143,13 +144,11 @@ class SparseShard {
   Status failure_;                   // guarded by mu_
   bool failed_ = false;              // guarded by mu_
   std::condition_variable changed_;  // a clock moved, a step was applied, or a failure
-  // Guarded by mu_: per worker, pushes applied (async) or steps pushed (sync), and goodbyes.
-  std::vector<std::uint64_t> clocks_;
-  std::vector<bool> departed_;
-  std::uint64_t global_clock_ = 0;  // g; sync: steps applied
+  // Guarded by mu_: per worker, pushes applied (async) or steps pushed (sync), and goodbyes; g
+  // (sync: steps applied, as every worker's push of a step completes it).
+  WorkerClocks clocks_;
   // Sync, guarded by mu_: the step being gathered, and the vote agreed at the last step.
   std::vector<Pending> pending_;
-  int arrived_ = 0;
   std::uint32_t agreed_vote_ = kNoVote;
   sparse::KeyIndex step_index_;  // the step's keys (the union of the pushes')
   std::vector<std::uint32_t> step_keys_;

@@ -25,7 +25,7 @@
 namespace dtrain::runner {
 
 struct SparseJobData {
-  data::SparseRows train;  // empty when streamed
+  data::SparseRows train;  // when streamed: no rows, the file's features and classes
   // data.stream: the training file's blocks, read one at a time while training.
   std::optional<data::LibsvmBlockIndex> stream;
   data::SparseRows eval;  // rows() == 0: nothing to evaluate on
@@ -33,7 +33,6 @@ struct SparseJobData {
   sparse::SparseModelSpec spec;
 
   std::uint64_t TrainRows() const { return stream ? stream->rows : train.rows(); }
-  std::uint64_t Features() const { return stream ? stream->features : train.features; }
 };
 
 Result<SparseJobData> LoadSparseJobData(const config::JobConfig& job);
