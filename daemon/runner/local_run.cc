@@ -103,7 +103,7 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
           job_id, JobState::kRunning,
           resume
               ? "resumed from the checkpoint at step " + std::to_string(resume->step)
-              : "training a sparse model on " + std::to_string(sparse_data.value().train.rows()) +
+              : "training a sparse model on " + std::to_string(sparse_data.value().TrainRows()) +
                     " rows of " + std::to_string(sparse_data.value().train.features) + " features");
       if (!running.ok()) return running;
       doing = "training a sparse model";

@@ -4,6 +4,7 @@
 // uninterrupted run (the file read whole or streamed), one replica on parameter servers (async or
 // sync) equal to one process, two sync replicas ending the same every run, and a streamed file
 // training as well as one read whole.
+#include <algorithm>
 #include <bit>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -230,6 +231,12 @@ BOOST_AUTO_TEST_CASE(a_streamed_file_trains_as_well_as_one_read_whole) {
   const double whole = auc("whole", {});
   const std::vector<std::string> stream{"data.stream=true", "data.stream_block_mib=0.05"};
   const double streamed = auc("streamed", stream);
+  // The job's running event counts the streamed file's rows, none of which are held.
+  const auto events = OpenStore(dir.Path("streamed.db"))->Events(1);
+  BOOST_REQUIRE(events.ok());
+  BOOST_TEST(std::ranges::any_of(events.value(), [](const store::EventRecord& e) {
+    return e.reason.find("training a sparse model on 3000 rows") != std::string::npos;
+  }));
   std::vector<std::string> replicas = stream;
   replicas.insert(replicas.end(), {"cluster.mode=async", "cluster.workers=2", "cluster.servers=2"});
   const double two = auc("replicas", replicas);
