@@ -1,6 +1,7 @@
 // dtrain validate: check a job file and print it fully resolved, or every problem in it; then
 // the model's layers with their output shapes and parameter counts (as TOML comments).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "cmd/exit_codes.h"
 #include "cmd/text_table.h"
 #include "config/job_file.h"
+#include "config/thread_layout.h"
 #include "core/model/model.h"
 #include "core/net/host_info.h"
 #include "daemon/runner/job_data.h"
@@ -40,6 +42,16 @@ void PrintLayers(const model::ModelSpec& spec) {
   table.Print(std::cout, /*color=*/false, "#   ");
 }
 
+// How each replica uses its cores on this host (every replica here unless the job names hosts).
+void PrintThreads(const config::JobConfig& job, const model::ModelSpec& spec) {
+  const int hosts = std::max(1, static_cast<int>(job.cluster.hosts.size()));
+  const int here = (job.cluster.Trainers() + hosts - 1) / hosts;
+  const config::ThreadLayout t =
+      config::ChooseThreadLayout(job, model::Model(spec), here, net::OnlineCores());
+  std::cout << "# threads of each replica on this host: " << t.Describe() << " (" << t.reason
+            << ")\n";
+}
+
 // A sparse job: its files read as the job will read them, and what they hold.
 int ValidateSparse(const config::JobConfig& job) {
   Result<runner::SparseJobData> data = runner::LoadSparseJobData(job);
@@ -69,6 +81,7 @@ int Validate(const ValidateArgs& args) {
   if (!spec.ok()) return Report(ErrorFrom(spec.status(), kExitUsage));
   std::cout << config::FormatResolvedJob(*loaded.job);
   PrintLayers(spec.value());
+  PrintThreads(*loaded.job, spec.value());
   return kExitOk;
 }
 

@@ -102,11 +102,6 @@ Result<PlacementPolicy> ParsePlacementPolicy(std::string_view name) {
   return kPlacements.Parse(name, "placement");
 }
 
-int BlasThreadsPerReplica(const JobConfig& job, int replicas_on_host, int host_cores) {
-  if (job.threads > 0) return job.threads;
-  return std::max(1, host_cores / std::max(1, replicas_on_host));
-}
-
 float ScaledLearningRate(const JobConfig& job) {
   const float lr = job.train.schedule.lr;
   if (job.cluster.mode != ClusterMode::kSync && job.cluster.mode != ClusterMode::kLocal) return lr;

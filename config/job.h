@@ -158,7 +158,7 @@ struct JobConfig {
   // data gives the input shape. Not compared by ==: where a key was written is not the job.
   std::vector<SourcePlace> layer_places;
   train::TrainOptions train;
-  int threads = 0;  // BLAS threads per replica; 0: auto (see BlasThreadsPerReplica)
+  int threads = 0;  // threads per replica; 0: auto (see config/thread_layout.h)
   // Address space of each of the job's processes, bytes (RLIMIT_AS); 0: unlimited.
   std::uint64_t memory_limit = 0;
   float clip_norm = 0.0f;  // 0: off
@@ -210,10 +210,6 @@ std::string_view AllReduceChoices();
 std::string_view TransportChoices();
 std::string_view LrScalingChoices();
 std::string_view PlacementPolicyChoices();
-
-// BLAS threads of each replica: train.threads, or when it is 0 (auto) the host's cores shared
-// evenly among the job's replicas on that host, at least 1.
-int BlasThreadsPerReplica(const JobConfig& job, int replicas_on_host, int host_cores);
 
 // optimizer.lr as the workers use it: scaled by cluster.lr_scaling in the sync and local modes.
 float ScaledLearningRate(const JobConfig& job);

@@ -1,6 +1,6 @@
 #include "core/dist/shard_ranges.h"
 
-#include <algorithm>
+#include "core/math/part_range.h"
 
 namespace dtrain::dist {
 
@@ -13,11 +13,8 @@ std::vector<ShardRange> ShardRanges(std::size_t n, int shards) {
 }
 
 ShardRange ShardRangeOf(std::size_t n, int shards, int shard) {
-  const auto k = static_cast<std::size_t>(shards);
-  const auto s = static_cast<std::size_t>(shard);
-  const std::size_t base = n / k, extra = n % k;
-  const std::size_t begin = s * base + std::min(s, extra);
-  return {begin, begin + base + (s < extra ? 1 : 0)};
+  const math::PartRange r = math::PartOf(n, shards, shard);
+  return {r.begin, r.end};
 }
 
 std::string FormatRange(std::size_t begin, std::size_t end) {

@@ -59,6 +59,25 @@ class Layer {
   // Memory of the layer's own that a training Forward leaves for its Backward and for
   // UpdateStatistics (batchnorm's batch statistics), in floats.
   virtual std::size_t StateFloats() const { return 0; }
+  // The row-split pass (several threads on one batch, Model::ForwardBackwardRows): true when the
+  // layer's passes go row by row, it keeps no scratch or state, and its parameter gradient is a
+  // sum over the rows that ParamGradient computes in parts.
+  virtual bool SplitsRows() const { return false; }
+  // Backward over a slice of the batch's rows without the parameter gradient: dout becomes what
+  // ParamGradient reads (the gradient before the activation), din (unless null) is written. For
+  // a layer without parameters, its Backward.
+  virtual void BackwardRows(const float* params, const float* in, const float* out, float* dout,
+                            float* din, const LayerPass& pass) const {
+    Backward(params, in, out, dout, din, nullptr, pass);
+  }
+  // The parameter gradient over all `rows` rows of a batch, from its inputs and the douts
+  // BackwardRows left, plus weight_decay x the weights, for the units of it (a layer's own
+  // grouping of coordinates: a dense layer's rows of W, and b) whose first coordinate lies in
+  // [begin, end) of the layer's parameters. Calls over ranges that partition [0, NumParams())
+  // compute every coordinate once, and may run at once. Nothing for a layer without parameters.
+  virtual void ParamGradient(const float* /*params*/, const float* /*in*/, const float* /*dout*/,
+                             int /*rows*/, float /*weight_decay*/, float* /*dparams*/,
+                             std::size_t /*begin*/, std::size_t /*end*/) const {}
   // The starting value of parameter i >= NumWeights().
   virtual float InitialParam(std::size_t /*i*/) const { return 0.0f; }
   // Folds the statistics of the last training Forward (in `state`) into the running ones kept

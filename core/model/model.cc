@@ -14,10 +14,11 @@ std::size_t Floats(int rows, std::size_t width) { return static_cast<std::size_t
 
 }  // namespace
 
-Workspace::Workspace(const Model& model, int capacity) : capacity_(capacity) {
+Workspace::Workspace(const Model& model, int capacity, bool row_split) : capacity_(capacity) {
   std::size_t scratch = 0;
   for (std::size_t i = 0; i < model.NumLayers(); ++i) {
     activations_.emplace_back(Floats(capacity, model.layer(i).output().Size()));
+    if (row_split) deltas_.emplace_back(Floats(capacity, model.layer(i).output().Size()));
     states_.emplace_back(model.layer(i).StateFloats());
     scratch = std::max(scratch, model.layer(i).ScratchFloats(capacity));
   }
@@ -104,11 +105,11 @@ float InitialWeight(const ModelSpec& spec, const LayerView& layer, std::size_t l
 }
 
 const float* Model::Forward(const float* params, const float* x, Workspace& ws,
-                            const LayerPass& pass) const {
-  assert(pass.rows <= ws.capacity());
+                            const LayerPass& pass, int first) const {
+  assert(first + pass.rows <= ws.capacity());
   const float* input = x;
   for (std::size_t l = 0; l < chain_.size(); ++l) {
-    float* out = ws.activations_[l].data();
+    float* out = ws.activations_[l].data() + Floats(first, chain_[l]->output().Size());
     chain_[l]->Forward(params + offsets_[l], input, out, For(pass, ws, l));
     input = out;
   }
@@ -121,8 +122,7 @@ const float* Model::Forward(const float* params, const float* x, int rows, Works
 
 LossValue Model::Evaluate(const float* params, const float* x, const float* y, int rows,
                           Workspace& ws) const {
-  const float* out = Forward(params, x, rows, ws);
-  return ComputeLoss(spec_.loss, out, y, rows, spec_.outputs, nullptr);
+  return EvaluateRows(params, x, y, 0, rows, ws);
 }
 
 LossValue Model::ForwardBackward(const float* params, const float* x, const float* y, int rows,

@@ -44,10 +44,11 @@ std::size_t RangesSize(std::span<const ParamRange> ranges);
 class Model;
 
 // Activation memory for batches of up to `capacity` rows, and the seed a ForwardBackward through
-// it draws its dropout masks from (a trainer sets a new one every step).
+// it draws its dropout masks from (a trainer sets a new one every step). A workspace made for the
+// row-split pass also keeps every layer's output gradient (Model::ForwardBackwardRows).
 class Workspace {
  public:
-  Workspace(const Model& model, int capacity);
+  Workspace(const Model& model, int capacity, bool row_split = false);
   int capacity() const { return capacity_; }
   void SetNoiseSeed(std::uint64_t seed) { noise_seed_ = seed; }
 
@@ -56,6 +57,7 @@ class Workspace {
   int capacity_;
   std::vector<math::FloatBuffer> activations_;  // output of each layer, [capacity x out]
   math::FloatBuffer delta_a_, delta_b_;         // back-propagated gradients (ping-pong)
+  std::vector<math::FloatBuffer> deltas_;       // row split: each layer's output gradient
   math::FloatBuffer scratch_;                   // the largest layer's ScratchFloats
   std::vector<math::FloatBuffer> states_;       // each layer's StateFloats
   std::uint64_t noise_seed_ = 0;
@@ -101,13 +103,31 @@ class Model {
   // wd/2 * sum of squared weights (biases excluded): the L2 term ForwardBackward differentiates.
   double WeightDecayPenalty(const float* params, float weight_decay) const;
 
+  // The row-split pass, for several threads on one batch (LocalNetwork): every layer SplitsRows.
+  // ForwardBackwardRows runs rows [first, first + rows) of a batch of total_rows rows (x and y
+  // are the whole batch's) forward, through the loss (scaled to the batch's mean) and backward
+  // without the parameter gradient, on those rows of a row-split workspace; once every slice has,
+  // ParamGradient computes part `part` of `parts` of the gradient of ForwardBackward (weight decay
+  // included) from all the rows. Slices, and parts, may run at once on one workspace.
+  bool SplitsRows() const;
+  LossValue ForwardBackwardRows(const float* params, const float* x, const float* y, int first,
+                                int rows, int total_rows, Workspace& ws) const;
+  void ParamGradient(const float* params, const float* x, int total_rows, float weight_decay,
+                     float* grad, Workspace& ws, int part, int parts) const;
+  // Evaluate of rows [first, first + rows) of a batch (x and y the whole batch's), on those rows
+  // of the workspace: slices may run at once.
+  LossValue EvaluateRows(const float* params, const float* x, const float* y, int first, int rows,
+                         Workspace& ws) const;
+
   // Folds the batch statistics of the workspace's last ForwardBackward into the running ones
   // that `params` keeps (batchnorm); no-op for a model without any.
   void UpdateStatistics(float* params, Workspace& ws) const;
 
  private:
-  const float* Forward(const float* params, const float* x, Workspace& ws,
-                       const LayerPass& pass) const;
+  // The forward pass of pass.rows rows of x (already at the first of them) into the workspace's
+  // rows from `first` on.
+  const float* Forward(const float* params, const float* x, Workspace& ws, const LayerPass& pass,
+                       int first = 0) const;
   // `pass` with layer l's own state.
   static LayerPass For(const LayerPass& pass, Workspace& ws, std::size_t l);
   // The activation that follows layer i's weights: its own, or the activation layer that comes

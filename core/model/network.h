@@ -4,7 +4,7 @@
 // and the optimizer over them; the network computes the batch's loss and that gradient, talking
 // to the other partitions where it has any.
 //
-//   LocalNetwork net(spec, /*capacity=*/batch_size);
+//   LocalNetwork net(spec, /*capacity=*/batch_size, /*threads=*/2);
 //   net.Init(params, seed);
 //   Result<LossValue> v = net.ForwardBackward(params.data(), x, y, rows, 0.0f, grad.data());
 //
@@ -15,10 +15,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <span>
+#include <vector>
 
+#include "core/math/buffer.h"
 #include "core/math/elementwise.h"
+#include "core/math/thread_team.h"
 #include "core/model/loss.h"
 #include "core/model/model.h"
 #include "core/model/spec.h"
@@ -68,41 +73,72 @@ class Network {
   // Where in this process's parameters UpdateStatistics writes: values that are each replica's
   // own, which no exchange of parameters between replicas or with servers replaces.
   virtual std::span<const ParamRange> StatisticRanges() const { return {}; }
+  // The threads a batch's pass is split over (LocalNetwork); 1 for a pass on one thread.
+  virtual int BatchSlices() const { return 1; }
+  // Those threads, idle between passes, for the trainer's strategy to share; null for one.
+  virtual math::ThreadTeam* Team() { return nullptr; }
 };
 
-// The whole model, in this process: Model with a workspace for up to `capacity` rows.
+// The whole model, in this process: Model with workspaces for up to `capacity` rows. With
+// threads > 1 each batch is split into `threads` contiguous slices of rows whose passes run at
+// once on a ThreadTeam, each thread with single-threaded GEMMs, in one of two ways:
+//   rows    (every layer SplitsRows: dense, activation, flatten — MLPs, softmax, logistic): the
+//           slices share one workspace and go forward and back without the parameter gradient,
+//           then each thread computes its part of the parameter gradient from all the rows
+//           (Model::ForwardBackwardRows, ParamGradient): no gradient is computed twice.
+//   slices  (other models without running statistics: convolutions, pooling, dropout): each
+//           slice has its own workspace and gradient, combined as the sum over slices of
+//           (slice rows / rows) x slice gradient, in slice order, coordinates shared out.
+// Either way a given thread count gives the same bits every run (a different count rounds
+// differently). Dropout draws each slice's masks from the step's seed and the slice. A model
+// with batchnorm is not split (its batch statistics would become each slice's): its passes run
+// whole on the calling thread.
 class LocalNetwork final : public Network {
  public:
-  LocalNetwork(ModelSpec spec, int capacity)
-      : model_(std::move(spec)), workspace_(model_, capacity) {}
+  LocalNetwork(ModelSpec spec, int capacity, int threads = 1);
+  ~LocalNetwork() override;
 
   const Model& model() const { return model_; }
+  // The slices a batch is split into: the threads asked for, or 1 where the model cannot split.
+  int Slices() const;
   const ModelSpec& spec() const override { return model_.spec(); }
   std::size_t NumParams() const override { return model_.NumParams(); }
   void Init(std::span<float> params, std::uint64_t seed) const override {
     model_.Init(params, seed);
   }
   Result<LossValue> ForwardBackward(const float* params, const float* x, const float* y, int rows,
-                                    float weight_decay, float* grad) override {
-    return model_.ForwardBackward(params, x, y, rows, weight_decay, grad, workspace_);
-  }
+                                    float weight_decay, float* grad) override;
   Result<LossValue> Evaluate(const float* params, const float* x, const float* y,
-                             int rows) override {
-    return model_.Evaluate(params, x, y, rows, workspace_);
-  }
+                             int rows) override;
   Result<double> WeightDecayPenalty(const float* params, float weight_decay) override {
     return model_.WeightDecayPenalty(params, weight_decay);
   }
-  void SetNoiseSeed(std::uint64_t seed) override { workspace_.SetNoiseSeed(seed); }
+  void SetNoiseSeed(std::uint64_t seed) override;
   void UpdateStatistics(std::span<float> params) override {
-    model_.UpdateStatistics(params.data(), workspace_);
+    model_.UpdateStatistics(params.data(), workspaces_.front());
   }
   std::span<const ParamRange> StatisticRanges() const override { return model_.StatisticRanges(); }
+  int BatchSlices() const override { return Slices(); }
+  math::ThreadTeam* Team() override { return team_.get(); }
 
  private:
+  // Runs pass(slice, first row, rows) over the slices of a batch of `rows` rows at once; a slice
+  // of 0 rows (a batch of fewer rows than slices) is not run and counts as a LossValue of 0.
+  void ForSlices(int rows, const std::function<void(int, int, int)>& pass);
+  // Split::kSlices: the slices' gradients into `grad` (slice 0's, weighted in place).
+  void CombineSliceGradients(int rows, float* grad);
+
+  enum class Split { kNone, kRows, kSlices };
   Model model_;
-  Workspace workspace_;
+  Split split_ = Split::kNone;
+  std::vector<Workspace> workspaces_;  // one per slice (kSlices); otherwise one
+  std::unique_ptr<math::ThreadTeam> team_;
+  std::vector<math::FloatBuffer> slice_grads_;  // slices 1.. (slice 0 writes the caller's grad)
+  std::vector<LossValue> slice_values_;
 };
+
+// True when a batch of this model may be split over threads (it keeps no running statistics).
+bool SplitsBatches(const Model& model);
 
 inline Result<double> Network::SquaredNorm(std::span<const float> local_grad) {
   return math::SquaredNorm(local_grad);

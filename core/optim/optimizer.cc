@@ -9,6 +9,8 @@
 #include <utility>
 
 #include "core/math/buffer.h"
+#include "core/math/part_range.h"
+#include "core/math/thread_team.h"
 #include "core/name_table.h"
 #include "core/optim/ftrl.h"
 
@@ -227,7 +229,20 @@ Optimizer::Optimizer(OptimizerType type, std::size_t begin, std::size_t end)
 void Optimizer::Step(std::span<float> params, std::span<const float> grad, float lr) {
   assert(params.size() == size() && grad.size() == size() &&
          "Step takes exactly the optimizer's range of params and grad");
-  Update(0, params, grad, lr);
+  // Below this many floats a second thread costs more than its half of the pass saves.
+  constexpr std::size_t kSharedPassFloats = std::size_t{1} << 15;
+  constexpr std::size_t kPartAlignment = 16;  // parts start on a 64-byte multiple of the range
+  if (team_ == nullptr || team_->size() == 1 || size() < kSharedPassFloats) {
+    Update(0, params, grad, lr);
+  } else {
+    const std::size_t units = (size() + kPartAlignment - 1) / kPartAlignment;
+    team_->Run([&](int part) {
+      const math::PartRange r = math::PartOf(units, team_->size(), part);
+      const std::size_t begin = std::min(size(), r.begin * kPartAlignment);
+      const std::size_t end = std::min(size(), r.end * kPartAlignment);
+      Update(begin, params.subspan(begin, end - begin), grad.subspan(begin, end - begin), lr);
+    });
+  }
   ++steps_;
 }
 

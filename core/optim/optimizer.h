@@ -39,6 +39,10 @@
 
 #include "core/status.h"
 
+namespace dtrain::math {
+class ThreadTeam;
+}  // namespace dtrain::math
+
 namespace dtrain::optim {
 
 // kLbfgs is not a step optimizer: a job of that type runs L-BFGS (core/optim/lbfgs.h, its options
@@ -79,6 +83,10 @@ class Optimizer {
   static constexpr std::size_t kGradientBlock = 2048;
   using GradientBlock = std::function<void(std::size_t offset, std::span<float> out)>;
   void StepFromBlocks(std::span<float> params, const GradientBlock& block, float lr);
+  // Threads Step shares its pass with, in contiguous parts, when the range is large enough to
+  // pay (null: the calling thread alone). The bits are the same either way: every rule is
+  // elementwise. The team must outlive its use here and be free whenever Step is called.
+  void set_team(math::ThreadTeam* team) { team_ = team; }
 
   OptimizerType type() const { return type_; }
   std::size_t begin() const { return begin_; }
@@ -107,6 +115,7 @@ class Optimizer {
   std::size_t begin_;
   std::size_t end_;
   std::uint64_t steps_ = 0;
+  math::ThreadTeam* team_ = nullptr;
 };
 
 // An optimizer of options.type for [begin, end); begin <= end and a type other than kLbfgs

@@ -52,8 +52,8 @@ class Strategy {
   // Consumes this replica's gradient of step `step` (it may be modified, e.g. clipped or
   // averaged) and updates `params` in place. The GradientTail() floats right after `grad` belong
   // to the same buffer and are the strategy's to overwrite.
-  virtual Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad,
-                       float lr, const StepShare& share) = 0;
+  virtual Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
+                       const StepShare& share) = 0;
   // Floats the caller must allocate after the gradient, for the strategy's own use (e.g. stop
   // votes sent in the same message as the gradient, without copying it).
   virtual std::size_t GradientTail() const { return 0; }
@@ -73,6 +73,9 @@ class Strategy {
   virtual std::optional<StopReason> AgreedStop() const { return std::nullopt; }
   // Communication so far (zero for strategies that do not communicate).
   virtual CommStats Stats() const { return {}; }
+  // Threads the strategy's own passes over the parameters may share (the network's, idle while
+  // Apply runs); strategies whose passes are not theirs alone to split ignore it.
+  virtual void ShareThreads(math::ThreadTeam& /*team*/) {}
 };
 
 // mode = "single": clip by global norm (if clip_norm > 0), then a local optimizer step.
@@ -82,6 +85,7 @@ class LocalStrategy final : public Strategy {
   Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
                const StepShare& share) override;
   optim::Optimizer* LocalOptimizer() override { return optimizer_.get(); }
+  void ShareThreads(math::ThreadTeam& team) override { optimizer_->set_team(&team); }
 
  private:
   std::unique_ptr<optim::Optimizer> optimizer_;

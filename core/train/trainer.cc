@@ -85,6 +85,7 @@ Trainer::Trainer(std::unique_ptr<model::LocalNetwork> owned, model::Network* net
     augment_.resize(train.features);
   }
   statistics_.resize(model::RangesSize(network_.StatisticRanges()));
+  if (math::ThreadTeam* team = network_.Team()) strategy_.ShareThreads(*team);
 }
 
 std::optional<data::ImageShape> ImageOf(const model::ModelSpec& spec, const data::Dataset& set) {

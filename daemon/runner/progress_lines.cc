@@ -2,9 +2,20 @@
 
 #include <cstdio>
 
+#include "config/thread_layout.h"
 #include "core/math/gemm.h"
 
 namespace dtrain::runner {
+namespace {
+
+// The threads of the run's passes: its batch slices, or else its BLAS threads.
+std::string ThreadsText(const RunProgress& progress) {
+  const bool split = progress.batch_slices > 1;
+  return config::ThreadLayout{split ? progress.batch_slices : math::BlasThreads(), split, {}}
+      .Describe();
+}
+
+}  // namespace
 
 std::string StartLine(const RunProgress& progress, const RunSubject& subject, bool resumed) {
   char line[128];
@@ -17,7 +28,7 @@ std::string StartLine(const RunProgress& progress, const RunSubject& subject, bo
          (progress.iterations
               ? "L-BFGS, at most " + std::to_string(progress.planned_steps) + " iterations, "
               : std::to_string(progress.planned_steps) + " steps planned, ") +
-         std::to_string(math::BlasThreads()) + " BLAS threads";
+         ThreadsText(progress);
 }
 
 std::optional<std::string> EvalLine(const RunProgress& progress,

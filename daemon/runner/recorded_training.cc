@@ -34,7 +34,8 @@ RunProgress ProgressOf(const train::Trainer& trainer) {
           .epoch = trainer.position().epoch,
           .epochs = trainer.Epochs(),
           .planned_epochs = trainer.options().epochs,
-          .params = trainer.network().NumParams()};
+          .params = trainer.network().NumParams(),
+          .batch_slices = trainer.network().BatchSlices()};
 }
 
 RunRecording::RunRecording(const config::CheckpointConfig& policy, RunRecorder& recorder,

@@ -32,6 +32,7 @@ struct RunProgress {
   std::int64_t planned_epochs = 0;  // 0: no epoch limit
   std::size_t params = 0;
   bool iterations = false;  // an L-BFGS run
+  int batch_slices = 1;     // threads a step's batch is split over (1: BLAS threads, if any)
 };
 RunProgress ProgressOf(const train::Trainer& trainer);
 

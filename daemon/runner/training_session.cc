@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "config/job_layout.h"
+#include "config/thread_layout.h"
 #include "core/dist/downpour_strategy.h"
 #include "core/dist/host_sync_strategy.h"
 #include "core/dist/local_sgd_strategy.h"
@@ -38,7 +39,7 @@ int ReplicasOnThisHost(const config::JobConfig& job, const Placement& placement)
 
 Result<int> PrepareBlas(const config::JobConfig& job, const Placement& placement) {
   const int threads =
-      config::BlasThreadsPerReplica(job, ReplicasOnThisHost(job, placement), net::OnlineCores());
+      config::ThreadsPerReplica(job, ReplicasOnThisHost(job, placement), net::OnlineCores());
   if (Status fits = CheckMemoryLimit(job, threads); !fits.ok()) return fits;
   math::SetBlasThreads(threads);
   math::ReserveBlasBuffers();
@@ -92,7 +93,12 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::Job
       return joined;
     }
   } else {
-    s->network_ = std::make_unique<model::LocalNetwork>(data.spec, capacity);
+    // The cores PrepareBlas gave BLAS go to slices of the batch where that is faster.
+    const config::ThreadLayout layout = config::ChooseThreadLayout(
+        job, model::Model(data.spec), ReplicasOnThisHost(job, placement), net::OnlineCores());
+    math::SetBlasThreads(layout.BlasThreads());
+    s->network_ = std::make_unique<model::LocalNetwork>(data.spec, capacity,
+                                                        layout.split ? layout.threads : 1);
   }
   const GroupView group = DataParallelView(job, placement);
   if (Status connected = s->Connect(group.job, group.placement); !connected.ok()) {

@@ -45,7 +45,8 @@ struct Placement;
 // OpenBLAS's buffers (math::ReserveBlasBuffers); returns the count. First it checks that [train]
 // memory_limit leaves room for those buffers and the model (CheckMemoryLimit): OpenBLAS would retry
 // forever for a buffer it cannot have. Make calls it; a job's process calls it first, before it
-// reads data.
+// reads data. Make then gives those threads to slices of the batch where the model allows
+// (config::ChooseThreadLayout), leaving BLAS one thread.
 Result<int> PrepareBlas(const config::JobConfig& job, const Placement& placement);
 
 struct Placement {

@@ -5,18 +5,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/io_context.hpp>
-#include <asio/steady_timer.hpp>
 
 #include "config/job_file.h"
 #include "config/job_layout.h"
+#include "config/thread_layout.h"
 #include "core/net/auth.h"
 #include "core/net/host_info.h"
 #include "daemon/server/account.h"
@@ -32,13 +33,12 @@ namespace {
 using store::JobState;
 using namespace std::chrono_literals;
 
-
-// Cores a job holds on this host while it runs: its local replicas' BLAS threads (all the host's
+// Cores a job holds on this host while it runs: its local replicas' threads (all the host's
 // cores when train.threads is auto), capped at the host's cores (a job larger than the host runs
 // alone, oversubscribed). Shards mostly wait and are not counted.
 int JobCores(const config::JobConfig& job, int host_cores, int local_replicas) {
   if (local_replicas == 0) return 0;
-  const int threads = config::BlasThreadsPerReplica(job, local_replicas, host_cores);
+  const int threads = config::ThreadsPerReplica(job, local_replicas, host_cores);
   return std::clamp(local_replicas * threads, 1, std::max(1, host_cores));
 }
 
@@ -47,22 +47,25 @@ int JobCores(const config::JobConfig& job, int host_cores, int local_replicas) {
 std::string DescribeExit(const ProcessExit& exit) {
   if (exit.signal != 0) {
     const char* name = ::sigabbrev_np(exit.signal);
-    return "killed by signal " + (name != nullptr ? "SIG" + std::string(name)
-                                                  : std::to_string(exit.signal));
+    return "killed by signal " +
+           (name != nullptr ? "SIG" + std::string(name) : std::to_string(exit.signal));
   }
   return "exited with status " + std::to_string(exit.exit_status);
 }
 
 JobManager::JobManager(asio::io_context& io, asio::thread_pool& pool, store::Store& store,
                        Supervisor& supervisor, ManagerSettings settings)
-    : io_(io), pool_(pool), store_(store), supervisor_(supervisor), settings_(std::move(settings)) {}
+    : io_(io),
+      pool_(pool),
+      store_(store),
+      supervisor_(supervisor),
+      settings_(std::move(settings)) {}
 
 JobManager::~JobManager() = default;
 
 int JobManager::running() const {
-  return static_cast<int>(std::count_if(jobs_.begin(), jobs_.end(), [](const auto& j) {
-    return j.second->active;
-  }));
+  return static_cast<int>(
+      std::count_if(jobs_.begin(), jobs_.end(), [](const auto& j) { return j.second->active; }));
 }
 
 int JobManager::queued() const { return static_cast<int>(jobs_.size()) - running(); }
@@ -96,7 +99,8 @@ asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
   for (const store::WorkerRecord& w : workers.value()) {
     if (w.state != store::WorkerState::kRunning) continue;
     const std::int64_t row = w.id;
-    Status s = co_await OffThread(pool_, [this, row] { return store_.RecordWorkerExit(row, -1, SIGKILL); });
+    Status s = co_await OffThread(
+        pool_, [this, row] { return store_.RecordWorkerExit(row, -1, SIGKILL); });
     if (!s.ok()) co_return s;
   }
   config::LoadResult loaded = co_await OffThread(pool_, [&record] {
@@ -104,8 +108,8 @@ asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
                                 {config::DataFiles::kUnchecked});
   });
   if (!loaded.ok()) {
-    std::string why = "its job file no longer validates: " +
-                      config::FormatDiagnostic(loaded.diagnostics.front());
+    std::string why =
+        "its job file no longer validates: " + config::FormatDiagnostic(loaded.diagnostics.front());
     auto fail = [this, id, why] { return store_.SetJobState(id, JobState::kFailed, why); };
     Status s = co_await OffThread(pool_, fail);
     if (!s.ok()) co_return s;
@@ -172,14 +176,14 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
     co_return out;
   }
   if (!settings_.run_as_owner && owner.uid != ::geteuid()) {
-    out.refusal = Refusal{
-        "denied",
-        "this daemon runs as uid " + std::to_string(::geteuid()) +
-            " and runs only that user's jobs (it cannot start processes as uid " +
-            std::to_string(owner.uid) +
-            "): submit to the system daemon (systemctl start dtraind), or start your own "
-            "(dtraind &)",
-        {}};
+    out.refusal =
+        Refusal{"denied",
+                "this daemon runs as uid " + std::to_string(::geteuid()) +
+                    " and runs only that user's jobs (it cannot start processes as uid " +
+                    std::to_string(owner.uid) +
+                    "): submit to the system daemon (systemctl start dtraind), or start your own "
+                    "(dtraind &)",
+                {}};
     co_return out;
   }
   // The data files are not looked at here: only the job's processes, with its owner's rights,
@@ -189,8 +193,8 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
                                 {config::DataFiles::kUnchecked, net::PhysicalMemory()});
   });
   if (!loaded.ok()) {
-    out.refusal = Refusal{"invalid_job", source + " is not a valid job file",
-                          std::move(loaded.diagnostics)};
+    out.refusal =
+        Refusal{"invalid_job", source + " is not a valid job file", std::move(loaded.diagnostics)};
     co_return out;
   }
   config::JobConfig config = *loaded.job;
@@ -231,9 +235,9 @@ Placed JobManager::Place(Job& job) const {
   }
   Placed placed = PlaceJob(job.config.cluster, job.config.threads, nodes);
   if (placed.ok()) {
-    const int local = static_cast<int>(std::count(
-        placed.nodes.begin(), placed.nodes.begin() + job.config.cluster.Trainers(),
-        settings_.node_name));
+    const int local = static_cast<int>(
+        std::count(placed.nodes.begin(), placed.nodes.begin() + job.config.cluster.Trainers(),
+                   settings_.node_name));
     job.cores = JobCores(job.config, settings_.cores, local);
   }
   return placed;
@@ -244,8 +248,16 @@ Result<Launch> JobManager::ProcessLaunch(const Job& job, const Process& p, int c
                     parent = std::to_string(::getpid());
   Launch launch;
   if (p.node.empty()) {
-    launch.argv = {settings_.worker_exe, "worker", "--job", job_id, "--rank", rank,
-                   "--parent", parent, "--data-host", settings_.data_host};
+    launch.argv = {settings_.worker_exe,
+                   "worker",
+                   "--job",
+                   job_id,
+                   "--rank",
+                   rank,
+                   "--parent",
+                   parent,
+                   "--data-host",
+                   settings_.data_host};
     if (settings_.run_as_owner) {
       Result<Account> account = ResolveAccount(job.owner.uid, job.owner.gid);
       if (!account.ok()) return account.status();
@@ -265,9 +277,9 @@ Result<Launch> JobManager::ProcessLaunch(const Job& job, const Process& p, int c
       if (n.name == p.node) address = n.address;
     }
   }
-  launch.argv = {settings_.worker_exe, "remote-worker", "--peer", address, "--node", p.node,
-                 "--key-file", settings_.key_file, "--job", job_id, "--rank", rank,
-                 "--parent", parent};
+  launch.argv = {
+      settings_.worker_exe, "remote-worker", "--peer", address,  "--node", p.node,     "--key-file",
+      settings_.key_file,   "--job",         job_id,   "--rank", rank,     "--parent", parent};
   launch.secret = nlohmann::json{{"job", job.id},
                                  {"rank", p.rank},
                                  {"token", p.token},
@@ -322,8 +334,8 @@ void JobManager::Schedule() {
         asio::co_spawn(io_, ScheduleLater(), asio::detached);
       }
     } else if (running() >= settings_.max_jobs) {
-      job->pending_reason = "waiting for a job slot (max_jobs = " +
-                            std::to_string(settings_.max_jobs) + ")";
+      job->pending_reason =
+          "waiting for a job slot (max_jobs = " + std::to_string(settings_.max_jobs) + ")";
     } else if (job->cores > free_cores) {
       job->pending_reason = "waiting for cores (needs " + std::to_string(job->cores) + ", " +
                             std::to_string(free_cores) + " free)";
@@ -370,7 +382,8 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
                                   ? net::DataPlaneToken(*settings_.key, job->id, attempt)
                                   : net::RandomToken();
   job->rendezvous = std::make_unique<asio::steady_timer>(
-      io_, std::chrono::milliseconds(static_cast<long>(job->config.cluster.timeout_seconds * 1000)));
+      io_,
+      std::chrono::milliseconds(static_cast<long>(job->config.cluster.timeout_seconds * 1000)));
   for (int rank = 0; rank < count; ++rank) {
     Process& p = job->processes[static_cast<std::size_t>(rank)];
     p.rank = rank;
@@ -393,7 +406,8 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
     Schedule();
     co_return;
   }
-  if (shutting_down_ || job->cancel_requested) StopProcesses(*job, settings_.grace);  // asked meanwhile
+  if (shutting_down_ || job->cancel_requested)
+    StopProcesses(*job, settings_.grace);  // asked meanwhile
   for (int rank = 0; rank < count; ++rank) {
     auto it = jobs_.find(id);
     if (it == jobs_.end() || it->second->attempt != attempt) co_return;
@@ -444,7 +458,7 @@ asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t att
   const Process& p = it->second->processes[static_cast<std::size_t>(rank)];
   const char* role = config::RoleName(it->second->config.cluster, rank);
   // A peer's worker is recorded under the peer's name, with its local stand-in's pid.
-  const std::string host = !p.node.empty()                  ? p.node
+  const std::string host = !p.node.empty()                ? p.node
                            : !settings_.node_name.empty() ? settings_.node_name
                                                           : net::LocalHostName();
   auto record = [this, id, rank, role, host, pid] {
@@ -459,9 +473,8 @@ asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t att
   if (q.exited) {  // it ended before its row existed
     const std::int64_t r = q.row;
     const ProcessExit e = q.exit;
-    co_await OffThread(pool_, [this, r, e] {
-      return store_.RecordWorkerExit(r, e.exit_status, e.signal);
-    });
+    co_await OffThread(
+        pool_, [this, r, e] { return store_.RecordWorkerExit(r, e.exit_status, e.signal); });
   }
 }
 
@@ -487,16 +500,13 @@ void JobManager::FailAttempt(Job& job, const std::string& why) {
 }
 
 asio::awaitable<void> JobManager::MarkRecovering(std::int64_t id, std::string reason) {
-  auto mark = [this, id, &reason] {
-    return store_.SetJobState(id, JobState::kRecovering, reason);
-  };
+  auto mark = [this, id, &reason] { return store_.SetJobState(id, JobState::kRecovering, reason); };
   co_await OffThread(pool_, mark);
 }
 
 std::string JobManager::RestartReason(const Job& job) const {
-  return "restart " + std::to_string(job.restarts + 1) + " of " +
-         std::to_string(job.max_restarts) + ": " + job.failure +
-         "; resuming from the newest checkpoint";
+  return "restart " + std::to_string(job.restarts + 1) + " of " + std::to_string(job.max_restarts) +
+         ": " + job.failure + "; resuming from the newest checkpoint";
 }
 
 void JobManager::StopProcesses(Job& job, std::chrono::milliseconds grace) {
@@ -525,8 +535,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
   auto it = jobs_.find(id);
   const auto refused = Status::Error("no worker of job " + std::to_string(id) + " rank " +
                                      std::to_string(rank) + " is expected with that token");
-  if (it == jobs_.end() || rank < 0 ||
-      rank >= static_cast<int>(it->second->processes.size())) {
+  if (it == jobs_.end() || rank < 0 || rank >= static_cast<int>(it->second->processes.size())) {
     co_return refused;
   }
   Job* job = it->second.get();
@@ -560,8 +569,8 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
     }
     Admission& a = job->admission;
     a.spec_toml = job->spec_toml;
-    a.heartbeat_timeout = std::chrono::milliseconds(
-        std::llround(job->config.cluster.heartbeat_timeout * 1000.0));
+    a.heartbeat_timeout =
+        std::chrono::milliseconds(std::llround(job->config.cluster.heartbeat_timeout * 1000.0));
     const config::ClusterConfig& cluster = job->config.cluster;
     for (const Process& p : job->processes) {
       a.peers.push_back({p.rank, config::RoleName(job->config.cluster, p.rank),
@@ -620,8 +629,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
 std::pair<JobManager::Job*, JobManager::Process*> JobManager::FindProcess(std::int64_t id,
                                                                           int rank) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end() || rank < 0 ||
-      rank >= static_cast<int>(it->second->processes.size())) {
+  if (it == jobs_.end() || rank < 0 || rank >= static_cast<int>(it->second->processes.size())) {
     return {nullptr, nullptr};
   }
   return {it->second.get(), &it->second->processes[static_cast<std::size_t>(rank)]};
@@ -702,7 +710,8 @@ asio::awaitable<Status> JobManager::WorkerCheckpoint(std::int64_t id, int rank,
     const std::shared_ptr<asio::steady_timer> stored = pending.stored;
     const std::shared_ptr<std::optional<Status>> result = pending.result;
     it->second->pending_checkpoints.erase(step);
-    Result<store::CheckpointData> merged = store::JoinPartitionCheckpoints(cluster, std::move(parts));
+    Result<store::CheckpointData> merged =
+        store::JoinPartitionCheckpoints(cluster, std::move(parts));
     Status outcome = merged.status();
     if (merged.ok()) outcome = co_await SaveCheckpoint(id, attempt, rank, keep, merged.value());
     *result = outcome;
@@ -713,9 +722,8 @@ asio::awaitable<Status> JobManager::WorkerCheckpoint(std::int64_t id, int rank,
   co_return saved;
 }
 
-asio::awaitable<Status> JobManager::SaveCheckpoint(std::int64_t id, std::uint64_t attempt,
-                                                   int rank, int keep,
-                                                   store::CheckpointData& checkpoint) {
+asio::awaitable<Status> JobManager::SaveCheckpoint(std::int64_t id, std::uint64_t attempt, int rank,
+                                                   int keep, store::CheckpointData& checkpoint) {
   auto save = [this, id, keep, c = std::move(checkpoint)] {
     return store_.SaveCheckpoint(id, c, keep);
   };
@@ -724,16 +732,14 @@ asio::awaitable<Status> JobManager::SaveCheckpoint(std::int64_t id, std::uint64_
   if (!saved.ok() && it != jobs_.end() && it->second->attempt == attempt) {
     // The worker stops on this too; the job's reason then names the cause (a full disk: the
     // transaction rolled back and the previous checkpoint stays), not just an exit status.
-    FailAttempt(*it->second,
-                it->second->Who(rank) + " sent a checkpoint that could not be stored: " +
-                    saved.message());
+    FailAttempt(*it->second, it->second->Who(rank) +
+                                 " sent a checkpoint that could not be stored: " + saved.message());
   }
   co_return saved;
 }
 
-void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop,
-                            std::int64_t steps, const std::string& error,
-                            const std::string& reason) {
+void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop, std::int64_t steps,
+                            const std::string& error, const std::string& reason) {
   auto [found, process] = FindProcess(id, rank);
   if (found == nullptr) return;
   Job& job = *found;
@@ -790,8 +796,7 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   if (!ended_well && !job->cancel_requested && !shutting_down_) {
     if (config::Expendable(job->config.cluster, rank) && !p.stop_sent) {
       store_.AppendLog(job->id, rank, "daemon",
-                       job->Who(rank) + " " + DescribeExit(exit) +
-                           "; the job goes on without it");
+                       job->Who(rank) + " " + DescribeExit(exit) + "; the job goes on without it");
     } else if (!config::Expendable(job->config.cluster, rank)) {
       FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
     }
@@ -809,17 +814,16 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   j.rendezvous.reset();
   const Process& lead = j.processes[static_cast<std::size_t>(config::LeadRank(j.config.cluster))];
   // Every process finished well, but one the job can do without may have died on the way.
-  const bool finished =
-      j.failure.empty() && !j.cancel_requested && !shutting_down_ && j.StoppedWell(lead) &&
-      std::all_of(j.processes.begin(), j.processes.end(), [&j](const Process& q) {
-        return j.StoppedWell(q) || config::Expendable(j.config.cluster, q.rank);
-      });
+  const bool finished = j.failure.empty() && !j.cancel_requested && !shutting_down_ &&
+                        j.StoppedWell(lead) &&
+                        std::all_of(j.processes.begin(), j.processes.end(), [&j](const Process& q) {
+                          return j.StoppedWell(q) || config::Expendable(j.config.cluster, q.rank);
+                        });
   std::string reason;
   if (finished) {
-    reason = j.target_reached
-                 ? "reached target accuracy at step " + std::to_string(j.TargetStep())
-                 : !lead.done_reason.empty() ? lead.done_reason
-                                             : "completed " + std::to_string(lead.steps) + " steps";
+    reason = j.target_reached ? "reached target accuracy at step " + std::to_string(j.TargetStep())
+             : !lead.done_reason.empty() ? lead.done_reason
+                                         : "completed " + std::to_string(lead.steps) + " steps";
     co_await Finish(id, JobState::kSucceeded, reason);
   } else if (j.cancel_requested) {
     reason = "cancelled by uid " + std::to_string(j.cancelled_by);

@@ -1,5 +1,4 @@
 #include "config/job_file.h"
-#include "config/job_layout.h"
 
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
@@ -8,6 +7,8 @@
 #include <vector>
 
 #include "config/diagnostic_checks.h"
+#include "config/job_layout.h"
+#include "config/thread_layout.h"
 
 namespace dtrain::config {
 namespace {
@@ -335,9 +336,9 @@ BOOST_AUTO_TEST_CASE(lbfgs_keys_are_read_round_trip_and_fit_only_a_whole_model_i
       {{"inline.toml", 4, 8, "optimizer.type",
         "is \"lbfgs\", a batch method, but cluster.mode is \"sync\""},
        {"inline.toml", 5, 11, "optimizer.history", "must be an integer in [1, 1000], got 0"}});
-  const Diagnostic d = Single(Parse(
-      "[data]\nformat = \"synthetic\"\n[model]\ntype = \"mlp\"\nhidden = [8, 8]\n"
-      "[optimizer]\ntype = \"lbfgs\"\n[cluster]\nmode = \"single\"\nmodel_parallel = 2\n"));
+  const Diagnostic d = Single(
+      Parse("[data]\nformat = \"synthetic\"\n[model]\ntype = \"mlp\"\nhidden = [8, 8]\n"
+            "[optimizer]\ntype = \"lbfgs\"\n[cluster]\nmode = \"single\"\nmodel_parallel = 2\n"));
   BOOST_TEST(d.key == "optimizer.type");
   BOOST_TEST(d.message.find("model_parallel") != std::string::npos, d.message);
 }
@@ -396,8 +397,9 @@ BOOST_AUTO_TEST_CASE(several_workers_need_a_distributed_mode) {
 }
 
 BOOST_AUTO_TEST_CASE(cluster_hosts_must_be_node_names) {
-  const LoadResult r = Parse("[data]\nformat = \"synthetic\"\n[cluster]\nhosts = [\"a b\", 3]\n"
-                             "placement = \"everywhere\"\n");
+  const LoadResult r = Parse(
+      "[data]\nformat = \"synthetic\"\n[cluster]\nhosts = [\"a b\", 3]\n"
+      "placement = \"everywhere\"\n");
   BOOST_REQUIRE(!r.ok());
   BOOST_REQUIRE(r.diagnostics.size() == 3u);
   BOOST_TEST(r.diagnostics[0].key == "cluster.hosts");
@@ -409,13 +411,51 @@ BOOST_AUTO_TEST_CASE(cluster_hosts_must_be_node_names) {
   BOOST_TEST(!Parse("[data]\nformat = \"synthetic\"\n[cluster]\nhosts = []\n").ok());
 }
 
-BOOST_AUTO_TEST_CASE(automatic_blas_threads_share_the_host_cores_among_its_replicas) {
+BOOST_AUTO_TEST_CASE(automatic_threads_share_the_host_cores_among_its_replicas) {
   JobConfig job;  // threads = 0: auto
-  BOOST_TEST(BlasThreadsPerReplica(job, 1, 8) == 8);
-  BOOST_TEST(BlasThreadsPerReplica(job, 3, 8) == 2);
-  BOOST_TEST(BlasThreadsPerReplica(job, 4, 2) == 1);  // never below one
+  BOOST_TEST(ThreadsPerReplica(job, 1, 8) == 8);
+  BOOST_TEST(ThreadsPerReplica(job, 3, 8) == 2);
+  BOOST_TEST(ThreadsPerReplica(job, 4, 2) == 1);  // never below one
   job.threads = 3;
-  BOOST_TEST(BlasThreadsPerReplica(job, 4, 2) == 3);  // as the file says
+  BOOST_TEST(ThreadsPerReplica(job, 4, 2) == 3);  // as the file says
+}
+
+BOOST_AUTO_TEST_CASE(a_replica_splits_its_batch_over_its_threads_where_that_pays) {
+  model::ModelSpec mlp;
+  mlp.type = model::ModelType::kMlp;
+  mlp.inputs = 784;
+  mlp.hidden = {512, 256};
+  mlp.outputs = 10;
+  model::ModelSpec softmax = mlp;
+  softmax.hidden.clear();
+  JobConfig job;
+  job.train.batch_size = 128;
+  const model::Model big(mlp), small(softmax);
+  BOOST_TEST(MultiplyAddsPerRow(big) == 784.0 * 512 + 512 * 256 + 256 * 10);
+
+  ThreadLayout t = ChooseThreadLayout(job, big, 1, 2);
+  BOOST_TEST(t.threads == 2);
+  BOOST_TEST(t.split);
+  BOOST_TEST(t.BlasThreads() == 1);
+  BOOST_TEST(t.Describe() == "2 threads, each a slice of the batch");
+  BOOST_TEST(ChooseThreadLayout(job, big, 2, 2).threads == 1);  // two replicas: a core each
+  // A small model never gets a thread that costs more than it brings: train.threads is the most
+  // a replica uses.
+  t = ChooseThreadLayout(job, small, 1, 2);
+  BOOST_TEST(t.threads == 1);
+  BOOST_TEST(t.reason.find("too small") != std::string::npos, t.reason);
+  job.threads = 2;
+  BOOST_TEST(ChooseThreadLayout(job, small, 1, 2).threads == 1);
+  // Slices keep kMinSliceRows rows.
+  job.threads = 8;
+  job.train.batch_size = 20;
+  BOOST_TEST(ChooseThreadLayout(job, big, 1, 2).threads == 2);
+  // L-BFGS runs its passes whole, on BLAS threads.
+  job.optimizer.type = optim::OptimizerType::kLbfgs;
+  t = ChooseThreadLayout(job, big, 1, 2);
+  BOOST_TEST(t.threads == 8);
+  BOOST_TEST(!t.split);
+  BOOST_TEST(t.Describe() == "8 BLAS threads");
 }
 
 BOOST_AUTO_TEST_CASE(cluster_keys_of_every_mode_are_read_and_checked) {
@@ -483,9 +523,8 @@ BOOST_AUTO_TEST_CASE(the_ring_transport_is_auto_unless_the_file_says_tcp) {
   const LoadResult again = ParseJobText(text, "again", {}, "/");
   BOOST_REQUIRE(again.ok());
   BOOST_TEST((again.job->cluster == tcp.job->cluster));
-  CheckDiagnostics(
-      Parse("[data]\nformat = \"synthetic\"\n[cluster]\ntransport = \"shm\"\n"),
-      {{"inline.toml", 4, 13, "cluster.transport", "got \"shm\""}});
+  CheckDiagnostics(Parse("[data]\nformat = \"synthetic\"\n[cluster]\ntransport = \"shm\"\n"),
+                   {{"inline.toml", 4, 13, "cluster.transport", "got \"shm\""}});
 }
 
 BOOST_AUTO_TEST_CASE(float_messages_carry_a_checksum_unless_the_file_says_not) {
@@ -493,7 +532,8 @@ BOOST_AUTO_TEST_CASE(float_messages_carry_a_checksum_unless_the_file_says_not) {
   BOOST_REQUIRE(plain.ok());
   BOOST_TEST(plain.job->cluster.checksum);
   const LoadResult off = Parse(
-      "[data]\nformat = \"synthetic\"\n[cluster]\nworkers = 2\nmode = \"sync\"\nchecksum = false\n");
+      "[data]\nformat = \"synthetic\"\n[cluster]\nworkers = 2\nmode = \"sync\"\nchecksum = "
+      "false\n");
   BOOST_REQUIRE(off.ok());
   BOOST_TEST(!off.job->cluster.checksum);
   const LoadResult again = ParseJobText(FormatResolvedJob(*off.job), "again", {}, "/");
@@ -512,7 +552,9 @@ BOOST_AUTO_TEST_CASE(unknown_keys_get_the_closest_name_or_the_list) {
             "[optimizer]\ntype = \"adamw\"\n"),
       {{"inline.toml", 1, 1, "epochs", "unknown key; did you mean 'train.epochs'?"},
        {"inline.toml", 5, 1, "model.lr", "unknown key; did you mean 'optimizer.lr'?"},
-       {"inline.toml", 7, 1, "cluster.colour", "unknown key; allowed: workers, mode, allreduce, servers, push_every, fetch_every, max_staleness, average_every, average_optimizer, lr_scaling, timeout_seconds"},
+       {"inline.toml", 7, 1, "cluster.colour",
+        "unknown key; allowed: workers, mode, allreduce, servers, push_every, fetch_every, "
+        "max_staleness, average_every, average_optimizer, lr_scaling, timeout_seconds"},
        {"inline.toml", 9, 8, "optimizer.type", "got \"adamw\" (did you mean \"adam\"?)"}});
 }
 

@@ -17,6 +17,8 @@ class ActivationLayer final : public Layer {
     math::Activate(in, out, Count(pass), activation_);
   }
 
+  bool SplitsRows() const override { return true; }
+
   void Backward(const float*, const float*, const float* out, float* dout, float* din, float*,
                 const LayerPass& pass) const override {
     const std::size_t n = Count(pass);

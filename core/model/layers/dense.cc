@@ -1,5 +1,8 @@
 // dense: out = act(in * W + b), W [inputs x units] row-major, then b [units]. A spatial input is
 // taken flat.
+#include <algorithm>
+
+#include "core/math/elementwise.h"
 #include "core/math/gemm.h"
 #include "core/model/layers/layers.h"
 
@@ -33,15 +36,43 @@ class Dense final : public Layer {
 
   void Backward(const float* params, const float* in, const float* out, float* dout, float* din,
                 float* dparams, const LayerPass& pass) const override {
+    BackwardRows(params, in, out, dout, din, pass);
+    ParamGradient(params, in, dout, pass.rows, 0.0f, dparams, 0, NumParams());
+  }
+
+  bool SplitsRows() const override { return true; }
+
+  // dout *= act'(out); din = dout * W^T.
+  void BackwardRows(const float* params, const float*, const float* out, float* dout, float* din,
+                    const LayerPass& pass) const override {
     const int rows = pass.rows;
     math::ActivationBackward(out, dout, static_cast<std::size_t>(rows) * out_, activation_);
-    // dW = in^T * dout; db = column sums of dout; din = dout * W^T.
-    math::Gemm(Trans::kYes, Trans::kNo, in_, out_, rows, 1.0f, in, in_, dout, out_, 0.0f, dparams,
-               out_);
-    math::ColumnSums(dout, rows, out_, 0.0f, dparams + NumWeights());
     if (din != nullptr) {
       math::Gemm(Trans::kNo, Trans::kYes, rows, in_, out_, 1.0f, dout, out_, params, out_, 0.0f,
                  din, in_);
+    }
+  }
+
+  // The rows [i0, i1) of dW = in^T * dout (+ wd W) that start in [begin, end) (row i of W, input
+  // feature i, starts at i * units), and db = column sums of dout if it starts there.
+  void ParamGradient(const float* params, const float* in, const float* dout, int rows,
+                     float weight_decay, float* dparams, std::size_t begin,
+                     std::size_t end) const override {
+    const auto width = static_cast<std::size_t>(out_), inputs = static_cast<std::size_t>(in_);
+    const std::size_t i0 = std::min(inputs, (begin + width - 1) / width);
+    const std::size_t i1 = std::min(inputs, (end + width - 1) / width);
+    if (i1 > i0) {
+      const auto n = static_cast<int>(i1 - i0);
+      float* dw = dparams + i0 * width;
+      math::Gemm(Trans::kYes, Trans::kNo, n, out_, rows, 1.0f, in + i0, in_, dout, out_, 0.0f, dw,
+                 out_);
+      if (weight_decay != 0.0f) {
+        const std::size_t count = (i1 - i0) * width;
+        math::Axpy(weight_decay, {params + i0 * width, count}, {dw, count});
+      }
+    }
+    if (begin <= NumWeights() && NumWeights() < end) {
+      math::ColumnSums(dout, rows, out_, 0.0f, dparams + NumWeights());
     }
   }
 

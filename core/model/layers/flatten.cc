@@ -14,6 +14,8 @@ class Flatten final : public Layer {
     std::copy(in, in + Count(pass), out);
   }
 
+  bool SplitsRows() const override { return true; }
+
   void Backward(const float*, const float*, const float*, float* dout, float* din, float*,
                 const LayerPass& pass) const override {
     if (din != nullptr) std::copy(dout, dout + Count(pass), din);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/math/buffer.h"
+#include "core/math/thread_team.h"
 #include "core/optim/test_util.h"
 
 namespace dtrain::optim {
@@ -260,6 +261,30 @@ BOOST_AUTO_TEST_CASE(a_step_from_gradient_blocks_equals_a_step_from_the_whole_gr
       for (std::size_t s = 0; s < s_whole.size(); ++s) {
         BOOST_TEST(BitEqual(s_whole[s], s_blocks[s]), what << ": state " << s);
       }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_step_shared_by_threads_equals_a_step_on_one) {
+  // Large enough for the team to take part, with a tail off the parts' alignment.
+  const std::size_t n = (std::size_t{1} << 16) + 37;
+  math::ThreadTeam team(3);
+  for (const OptimizerOptions& o : AllConfigs()) {
+    auto alone = MakeOptimizer(o, 0, n);
+    auto shared = MakeOptimizer(o, 0, n);
+    shared->set_team(&team);
+    FloatBuffer p_alone = Random(n, 5);
+    FloatBuffer p_shared = p_alone;
+    for (int step = 0; step < 3; ++step) {
+      const FloatBuffer grad = Random(n, 400 + step);
+      alone->Step(p_alone, grad, StepLr(step));
+      shared->Step(p_shared, grad, StepLr(step));
+    }
+    BOOST_TEST(BitEqual(p_alone, p_shared), Describe(o) << ": parameters differ");
+    const auto s_alone = alone->StateVectors();
+    const auto s_shared = shared->StateVectors();
+    for (std::size_t s = 0; s < s_alone.size(); ++s) {
+      BOOST_TEST(BitEqual(s_alone[s], s_shared[s]), Describe(o) << ": state " << s);
     }
   }
 }

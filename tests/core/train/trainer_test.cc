@@ -10,6 +10,7 @@
 #include "core/data/dataset.h"
 #include "core/data/readers.h"
 #include "core/math/gemm.h"
+#include "core/model/network.h"
 #include "core/optim/optimizer.h"
 
 namespace dtrain::train {
@@ -133,6 +134,35 @@ BOOST_AUTO_TEST_CASE(same_seed_same_threads_gives_bit_identical_parameters) {
     BOOST_REQUIRE(c.trainer.Run(lc).ok());
     BOOST_TEST(!std::equal(a.trainer.params().begin(), a.trainer.params().end(),
                            c.trainer.params().begin()));
+  }
+}
+
+// A batch split over threads (model::LocalNetwork): the same bits for the same seed and thread
+// count, and the model one thread trains up to rounding.
+BOOST_AUTO_TEST_CASE(a_batch_split_over_threads_trains_the_same_bits_every_run) {
+  for (SpecMaker spec : {MlpSpec, DropoutSpec}) {
+    const auto train_with = [&](int threads) {
+      model::LocalNetwork net(spec(static_cast<int>(train.features), train.num_classes),
+                              Trainer::Capacity(Options()), threads);
+      BOOST_TEST(net.Slices() == threads);
+      LocalStrategy strategy(
+          optim::MakeOptimizer(Run::Opt(optim::OptimizerType::kAdam), 0, net.NumParams()), 1.0f);
+      Trainer trainer(net, Options(), train, &test, data::ConstantScaling(1.0f), strategy);
+      trainer.InitParams();
+      RecordingListener listener;
+      BOOST_REQUIRE(trainer.Run(listener).ok());
+      return std::vector<float>(trainer.params().begin(), trainer.params().end());
+    };
+    const std::vector<float> a = train_with(2), b = train_with(2), one = train_with(1);
+    BOOST_TEST((a == b));
+    BOOST_TEST((a != one));  // other slices, other rounding (and other dropout masks)
+    if (spec == MlpSpec) {
+      double largest = 0.0;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        largest = std::max(largest, static_cast<double>(std::fabs(a[i] - one[i])));
+      }
+      BOOST_TEST(largest < 1e-3, "largest difference from one thread " << largest);
+    }
   }
 }
 

@@ -1,0 +1,181 @@
+// LocalNetwork with threads: a batch split over threads (by rows for MLPs, by slices for the
+// rest) gives the whole batch's loss and gradient (up to rounding), the same bits for the same
+// thread count, and a model with running statistics is not split.
+#include <algorithm>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <random>
+
+#include "core/math/buffer.h"
+#include "core/math/gemm.h"
+#include "core/math/part_range.h"
+#include "core/math/thread_team.h"
+#include "core/model/network.h"
+
+namespace dtrain::model {
+namespace {
+
+ModelSpec Mlp() {
+  ModelSpec s;
+  s.type = ModelType::kMlp;
+  s.inputs = 12;
+  s.hidden = {20, 9};
+  s.activation = math::Activation::kTanh;
+  s.outputs = 4;
+  return s;
+}
+
+ModelSpec WithDropout() {
+  ModelSpec s;
+  s.type = ModelType::kSequential;
+  s.inputs = 12;
+  s.input_shape = {12, 1, 1};
+  s.outputs = 4;
+  s.layers = {{.kind = LayerKind::kDense, .units = 16, .activation = math::Activation::kRelu},
+              {.kind = LayerKind::kDropout, .rate = 0.3f},
+              {.kind = LayerKind::kDense, .units = 4}};
+  return s;
+}
+
+// Convolution and pooling keep scratch and state per pass: a batch of this model is split into
+// slices with a workspace and a gradient each.
+ModelSpec Convolutional() {
+  ModelSpec s;
+  s.type = ModelType::kSequential;
+  s.inputs = 12;
+  s.input_shape = {1, 3, 4};
+  s.outputs = 4;
+  s.layers = {{.kind = LayerKind::kConv2d,
+               .filters = 3,
+               .kernel = 3,
+               .stride = 1,
+               .padding = 1,
+               .activation = math::Activation::kRelu},
+              {.kind = LayerKind::kMaxPool2d, .kernel = 2},
+              {.kind = LayerKind::kFlatten},
+              {.kind = LayerKind::kDense, .units = 4}};
+  return s;
+}
+
+ModelSpec WithBatchNorm() {
+  ModelSpec s = WithDropout();
+  s.layers[0].activation = math::Activation::kIdentity;
+  s.layers[1] = {.kind = LayerKind::kBatchNorm};
+  return s;
+}
+
+struct Batch {
+  Batch(int rows, int inputs, int classes) : x(static_cast<std::size_t>(rows) * inputs), y(rows) {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& v : x) v = normal(rng);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(i % classes);
+  }
+  math::FloatBuffer x;
+  std::vector<float> y;
+};
+
+struct Pass {
+  LossValue value;
+  math::FloatBuffer grad;
+};
+
+Pass Run(LocalNetwork& net, const math::FloatBuffer& params, const Batch& b, int rows,
+         std::uint64_t noise_seed = 9) {
+  Pass p{{}, math::FloatBuffer(net.NumParams())};
+  net.SetNoiseSeed(noise_seed);
+  const Result<LossValue> v =
+      net.ForwardBackward(params.data(), b.x.data(), b.y.data(), rows, 1e-3f, p.grad.data());
+  BOOST_REQUIRE(v.ok());
+  p.value = v.value();
+  return p;
+}
+
+struct SingleBlasThread {
+  SingleBlasThread() { math::SetBlasThreads(1); }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(local_network, SingleBlasThread)
+
+// The gradient of a batch split over `threads` against the whole batch's.
+void CheckSplit(const ModelSpec& spec, int rows, int threads, float tolerance) {
+  const Batch batch(rows, 12, 4);
+  LocalNetwork whole(spec, rows), split(spec, rows, threads);
+  BOOST_TEST(split.Slices() == threads);
+  math::FloatBuffer params(whole.NumParams());
+  whole.Init(params, 5);
+  const Pass expected = Run(whole, params, batch, rows), got = Run(split, params, batch, rows);
+  BOOST_TEST(got.value.correct == expected.value.correct);
+  BOOST_TEST(got.value.loss_sum == expected.value.loss_sum, boost::test_tools::tolerance(1e-5));
+  for (std::size_t i = 0; i < got.grad.size(); ++i) {
+    BOOST_TEST_REQUIRE(std::fabs(got.grad[i] - expected.grad[i]) <=
+                       1e-6f + tolerance * std::fabs(expected.grad[i]));
+  }
+  const Result<LossValue> eval =
+      split.Evaluate(params.data(), batch.x.data(), batch.y.data(), rows);
+  BOOST_REQUIRE(eval.ok());
+  BOOST_TEST(eval.value().loss_sum == expected.value.loss_sum, boost::test_tools::tolerance(1e-5));
+}
+
+BOOST_AUTO_TEST_CASE(a_split_batch_gives_the_whole_batch_loss_and_gradient) {
+  // MLPs split by rows, the others by slices (each with its gradient).
+  BOOST_TEST(Model(Mlp()).SplitsRows());
+  BOOST_TEST(!Model(Convolutional()).SplitsRows());
+  for (const ModelSpec& spec : {Mlp(), Convolutional()}) {
+    BOOST_TEST_CONTEXT(FormatModelSpec(spec)) {
+      // 37 rows: slices of unequal length (13, 12, 12 for three threads) weigh by their rows.
+      for (int threads : {2, 3, 5}) {
+        BOOST_TEST_CONTEXT("threads " << threads) { CheckSplit(spec, 37, threads, 1e-4f); }
+      }
+      // Fewer rows than threads: the empty slices are left out.
+      CheckSplit(spec, 2, 4, 1e-5f);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_same_thread_count_gives_the_same_bits) {
+  const Batch batch(64, 12, 4);
+  for (const ModelSpec& spec : {Mlp(), WithDropout()}) {
+    LocalNetwork a(spec, 64, 2), b(spec, 64, 2);
+    math::FloatBuffer params(a.NumParams());
+    a.Init(params, 5);
+    const Pass pa = Run(a, params, batch, 64), pb = Run(b, params, batch, 64);
+    BOOST_TEST(pa.value.loss_sum == pb.value.loss_sum);
+    BOOST_TEST(std::equal(pa.grad.begin(), pa.grad.end(), pb.grad.begin()));
+    // Another step seed draws other dropout masks in every slice.
+    if (spec.type == ModelType::kSequential) {
+      const Pass other = Run(a, params, batch, 64, 10);
+      BOOST_TEST(!std::equal(pa.grad.begin(), pa.grad.end(), other.grad.begin()));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_model_with_running_statistics_runs_whole) {
+  LocalNetwork net(WithBatchNorm(), 64, 4);
+  BOOST_TEST(net.Slices() == 1);
+  BOOST_TEST(!SplitsBatches(net.model()));
+  BOOST_TEST(SplitsBatches(Model(Mlp())));
+}
+
+BOOST_AUTO_TEST_CASE(a_team_runs_every_part_once_and_parts_cover_the_range) {
+  math::ThreadTeam team(3);
+  for (int round = 0; round < 100; ++round) {
+    std::vector<int> hits(3, 0);
+    team.Run([&](int part) { ++hits[static_cast<std::size_t>(part)]; });
+    BOOST_TEST_REQUIRE((hits == std::vector<int>{1, 1, 1}));
+  }
+  std::size_t next = 0;
+  for (int part = 0; part < 4; ++part) {
+    const math::PartRange r = math::PartOf(10, 4, part);
+    BOOST_TEST(r.begin == next);
+    BOOST_TEST(r.end - r.begin == (part < 2 ? 3u : 2u));
+    next = r.end;
+  }
+  BOOST_TEST(next == 10u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace dtrain::model
