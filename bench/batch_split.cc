@@ -1,9 +1,11 @@
 // One worker's step with its batch split over 2 threads (model::LocalNetwork, the optimizer on
 // the same threads) beside the same step on one thread and on one thread calling OpenBLAS with 2
-// threads (what train.threads meant before): MLP 784-512-256-10 (or softmax regression with
-// `softmax`), batch 128, momentum SGD, on Fashion-MNIST, the settings interleaved rep by rep.
-// Prints the median milliseconds of each part of the step (gather, forward+backward, optimizer)
-// and the speed-ups of the step.
+// threads (what train.threads meant before), and on 1 and 2 threads with the optimizer's step
+// fused into the gradient pass (ForwardBackwardStep, what `dtrain run` of a single job takes):
+// MLP 784-512-256-10 (or softmax regression with `softmax`), batch 128, momentum SGD, on
+// Fashion-MNIST, the settings interleaved rep by rep. Prints the median milliseconds of each
+// part of the step (gather, forward+backward, optimizer; a fused step's is in fwd+bwd) and the
+// speed-ups of the step.
 // Usage: bench_batch_split [REPS] [mlp|softmax]
 #include <chrono>
 #include <cstdio>
@@ -33,6 +35,7 @@ double Ms(Clock::time_point a, Clock::time_point b) {
 struct Setting {
   const char* name;
   int threads, blas_threads;
+  bool step_in_pass;  // Network::ForwardBackwardStep, as the trainer of a single job takes it
   model::LocalNetwork net;
   std::unique_ptr<optim::Optimizer> opt;
   math::FloatBuffer params, grad;
@@ -55,11 +58,16 @@ int main(int argc, char** argv) {
   momentum.momentum = 0.9f;
 
   std::vector<std::unique_ptr<Setting>> settings;
-  for (const auto& [name, threads, blas] :
-       {std::tuple{"1 thread", 1, 1}, {"2 BLAS threads", 1, 2}, {"2 threads, split", 2, 1}}) {
+  for (const auto& [name, threads, blas, in_pass] :
+       {std::tuple{"1 thread", 1, 1, false},
+        {"2 BLAS threads", 1, 2, false},
+        {"2 threads, split", 2, 1, false},
+        {"1 thread, fused", 1, 1, true},
+        {"2 threads, fused", 2, 1, true}}) {
     auto s = std::unique_ptr<Setting>(new Setting{name,
                                                   threads,
                                                   blas,
+                                                  in_pass,
                                                   model::LocalNetwork(spec, batch, threads),
                                                   nullptr,
                                                   {},
@@ -88,10 +96,16 @@ int main(int argc, char** argv) {
       data::GatherBatch(set, scaling, {order.data() + cursor, static_cast<std::size_t>(batch)},
                         x.data(), y.data());
       const auto t1 = Clock::now();
-      (void)s->net.ForwardBackward(s->params.data(), x.data(), y.data(), batch, 0.0f,
-                                   s->grad.data());
+      if (s->step_in_pass) {
+        (void)s->net.ForwardBackwardStep(s->params.data(), x.data(), y.data(), batch, 0.0f,
+                                         s->grad.data(), *s->opt, 0.01f);
+      } else {
+        (void)s->net.ForwardBackward(s->params.data(), x.data(), y.data(), batch, 0.0f,
+                                     s->grad.data());
+      }
       const auto t2 = Clock::now();
-      s->opt->Step(s->params, s->grad, 0.01f);  // on the network's threads, as a trainer does
+      // On the network's threads, as a trainer does; a fused step has been taken already.
+      if (!s->step_in_pass) s->opt->Step(s->params, s->grad, 0.01f);
       const auto t3 = Clock::now();
       if (rep >= 0) {
         s->gather.push_back(Ms(t0, t1));

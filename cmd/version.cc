@@ -1,4 +1,5 @@
-// dtrain version: this client's version and, when one is reachable, its daemon's.
+// dtrain version: this client's version and the OpenBLAS kernels it runs and, when one is
+// reachable, its daemon's version.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -8,13 +9,16 @@
 #include "cmd/daemon_client.h"
 #include "cmd/exit_codes.h"
 #include "cmd/json_fields.h"
+#include "core/math/blas_kernels.h"
 #include "core/net/frame.h"
 
 namespace dtrain::cli {
 namespace {
 
 int Version(bool json, const GlobalOptions& globals) {
-  const nlohmann::json client = {{"version", kVersion}, {"protocol", net::kProtocolVersion}};
+  const nlohmann::json client = {{"version", kVersion},
+                                 {"protocol", net::kProtocolVersion},
+                                 {"blas", math::BlasCoreName()}};
   nlohmann::json daemon;  // null: none reachable
   std::string why_not;
   CliResult<DaemonClient> connection = DaemonClient::Connect(globals);
@@ -33,7 +37,8 @@ int Version(bool json, const GlobalOptions& globals) {
     std::cout << nlohmann::json{{"client", client}, {"daemon", daemon}}.dump() << std::endl;
     return kExitOk;
   }
-  std::cout << "dtrain " << kVersion << " (protocol " << net::kProtocolVersion << ")\n";
+  std::cout << "dtrain " << kVersion << " (protocol " << net::kProtocolVersion
+            << ", OpenBLAS kernels " << math::BlasCoreName() << ")\n";
   if (daemon.is_null()) {
     std::cout << "daemon: not running" << (why_not.empty() ? "" : " (" + why_not + ")") << '\n';
   } else {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/math/part_range.h"
 #include "core/model/layer_spec.h"
 #include "core/status.h"
 
@@ -74,10 +75,14 @@ class Layer {
   // BackwardRows left, plus weight_decay x the weights, for the units of it (a layer's own
   // grouping of coordinates: a dense layer's rows of W, and b) whose first coordinate lies in
   // [begin, end) of the layer's parameters. Calls over ranges that partition [0, NumParams())
-  // compute every coordinate once, and may run at once. Nothing for a layer without parameters.
-  virtual void ParamGradient(const float* /*params*/, const float* /*in*/, const float* /*dout*/,
-                             int /*rows*/, float /*weight_decay*/, float* /*dparams*/,
-                             std::size_t /*begin*/, std::size_t /*end*/) const {}
+  // compute every coordinate once, and may run at once. Returns the coordinates it wrote, one
+  // contiguous run (empty: none, as for a layer without parameters).
+  virtual math::PartRange ParamGradient(const float* /*params*/, const float* /*in*/,
+                                        const float* /*dout*/, int /*rows*/,
+                                        float /*weight_decay*/, float* /*dparams*/,
+                                        std::size_t /*begin*/, std::size_t /*end*/) const {
+    return {};
+  }
   // The starting value of parameter i >= NumWeights().
   virtual float InitialParam(std::size_t /*i*/) const { return 0.0f; }
   // Folds the statistics of the last training Forward (in `state`) into the running ones kept

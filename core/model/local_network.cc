@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cassert>
 
 #include "core/math/part_range.h"
 #include "core/model/network.h"
@@ -23,12 +24,13 @@ LossValue Total(std::span<const LossValue> values) {
 bool SplitsBatches(const Model& model) { return model.StatisticRanges().empty(); }
 
 LocalNetwork::LocalNetwork(ModelSpec spec, int capacity, int threads) : model_(std::move(spec)) {
-  if (threads > 1) {
-    split_ = model_.SplitsRows()     ? Split::kRows
-             : SplitsBatches(model_) ? Split::kSlices
-                                     : Split::kNone;
+  // One thread takes the row pass too (as one slice, inline): its optimizer step is fused.
+  if (model_.SplitsRows()) {
+    split_ = Split::kRows;
+  } else if (threads > 1 && SplitsBatches(model_)) {
+    split_ = Split::kSlices;
   }
-  const int slices = split_ == Split::kNone ? 1 : threads;
+  const int slices = split_ == Split::kNone ? 1 : std::max(threads, 1);
   capacity = std::max(capacity, 1);
   if (split_ == Split::kSlices) {
     for (int s = 0; s < slices; ++s)
@@ -37,7 +39,7 @@ LocalNetwork::LocalNetwork(ModelSpec spec, int capacity, int threads) : model_(s
   } else {
     workspaces_.emplace_back(model_, capacity, split_ == Split::kRows);
   }
-  if (slices > 1) team_ = std::make_unique<math::ThreadTeam>(slices);
+  if (split_ != Split::kNone) team_ = std::make_unique<math::ThreadTeam>(slices);
   slice_values_.resize(static_cast<std::size_t>(slices));
 }
 
@@ -64,15 +66,7 @@ Result<LossValue> LocalNetwork::ForwardBackward(const float* params, const float
     case Split::kNone:
       return model_.ForwardBackward(params, x, y, rows, weight_decay, grad, workspaces_.front());
     case Split::kRows:
-      ForSlices(rows, [&](int s, int first, int n) {
-        slice_values_[static_cast<std::size_t>(s)] =
-            model_.ForwardBackwardRows(params, x, y, first, n, rows, workspaces_.front());
-      });
-      team_->Run([&](int part) {
-        model_.ParamGradient(params, x, rows, weight_decay, grad, workspaces_.front(), part,
-                             Slices());
-      });
-      return Total(slice_values_);
+      return RowSplitPass(params, x, y, rows, weight_decay, grad, {});
     case Split::kSlices:
       break;
   }
@@ -84,6 +78,35 @@ Result<LossValue> LocalNetwork::ForwardBackward(const float* params, const float
                                weight_decay, slice_grad, workspaces_[static_cast<std::size_t>(s)]);
   });
   CombineSliceGradients(rows, grad);
+  return Total(slice_values_);
+}
+
+Result<LossValue> LocalNetwork::ForwardBackwardStep(float* params, const float* x, const float* y,
+                                                    int rows, float weight_decay, float* grad,
+                                                    optim::Optimizer& optimizer, float lr) {
+  if (split_ != Split::kRows) {
+    return Network::ForwardBackwardStep(params, x, y, rows, weight_decay, grad, optimizer, lr);
+  }
+  assert(optimizer.begin() == 0 && optimizer.size() == NumParams());
+  const LossValue value =
+      RowSplitPass(params, x, y, rows, weight_decay, grad, [&](std::size_t begin, std::size_t end) {
+        optimizer.StepPart(begin, {params + begin, end - begin}, {grad + begin, end - begin}, lr);
+      });
+  optimizer.EndPartedStep();
+  return value;
+}
+
+LossValue LocalNetwork::RowSplitPass(const float* params, const float* x, const float* y, int rows,
+                                     float weight_decay, float* grad,
+                                     const Model::GradientDone& done) {
+  ForSlices(rows, [&](int s, int first, int n) {
+    slice_values_[static_cast<std::size_t>(s)] =
+        model_.ForwardBackwardRows(params, x, y, first, n, rows, workspaces_.front());
+  });
+  team_->Run([&](int part) {
+    model_.ParamGradient(params, x, rows, weight_decay, grad, workspaces_.front(), part, Slices(),
+                         done);
+  });
   return Total(slice_values_);
 }
 

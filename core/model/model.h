@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -108,12 +109,16 @@ class Model {
   // are the whole batch's) forward, through the loss (scaled to the batch's mean) and backward
   // without the parameter gradient, on those rows of a row-split workspace; once every slice has,
   // ParamGradient computes part `part` of `parts` of the gradient of ForwardBackward (weight decay
-  // included) from all the rows. Slices, and parts, may run at once on one workspace.
+  // included) from all the rows. Slices, and parts, may run at once on one workspace. After each
+  // layer's share of the part, `done` (if set) gets the coordinates [begin, end) of `grad` it
+  // filled, to use while they are in cache; the parts' runs together cover every coordinate once.
   bool SplitsRows() const;
   LossValue ForwardBackwardRows(const float* params, const float* x, const float* y, int first,
                                 int rows, int total_rows, Workspace& ws) const;
+  using GradientDone = std::function<void(std::size_t begin, std::size_t end)>;
   void ParamGradient(const float* params, const float* x, int total_rows, float weight_decay,
-                     float* grad, Workspace& ws, int part, int parts) const;
+                     float* grad, Workspace& ws, int part, int parts,
+                     const GradientDone& done = {}) const;
   // Evaluate of rows [first, first + rows) of a batch (x and y the whole batch's), on those rows
   // of the workspace: slices may run at once.
   LossValue EvaluateRows(const float* params, const float* x, const float* y, int first, int rows,

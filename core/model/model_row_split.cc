@@ -53,7 +53,8 @@ LossValue Model::ForwardBackwardRows(const float* params, const float* x, const 
 }
 
 void Model::ParamGradient(const float* params, const float* x, int total_rows, float weight_decay,
-                          float* grad, Workspace& ws, int part, int parts) const {
+                          float* grad, Workspace& ws, int part, int parts,
+                          const GradientDone& done) const {
   // Part p takes the units that start in the p-th of `parts` equal runs of the whole vector: about
   // the run an optimizer shared by the same threads steps on that thread, still in its cache.
   const math::PartRange run = math::PartOf(num_params_, parts, part);
@@ -62,8 +63,10 @@ void Model::ParamGradient(const float* params, const float* x, int total_rows, f
     const std::size_t begin = std::max(run.begin, first), end = std::min(run.end, first + count);
     if (begin >= end) continue;
     const float* input = l == 0 ? x : ws.activations_[l - 1].data();
-    chain_[l]->ParamGradient(params + first, input, ws.deltas_[l].data(), total_rows, weight_decay,
-                             grad + first, begin - first, end - first);
+    const math::PartRange filled =
+        chain_[l]->ParamGradient(params + first, input, ws.deltas_[l].data(), total_rows,
+                                 weight_decay, grad + first, begin - first, end - first);
+    if (done && filled.end > filled.begin) done(first + filled.begin, first + filled.end);
   }
 }
 

@@ -27,6 +27,7 @@
 #include "core/model/loss.h"
 #include "core/model/model.h"
 #include "core/model/spec.h"
+#include "core/optim/optimizer.h"
 #include "core/status.h"
 
 namespace dtrain::model {
@@ -52,6 +53,13 @@ class Network {
   // weight-decay term.
   virtual Result<LossValue> ForwardBackward(const float* params, const float* x, const float* y,
                                             int rows, float weight_decay, float* grad) = 0;
+  // ForwardBackward, then optimizer's Step of params (all of this process's) by grad at lr, as
+  // one: a network may step each run of the parameters as soon as its gradient is done, while it
+  // is in cache (LocalNetwork's row split does). The same bits as the two calls; grad still holds
+  // the gradient afterwards.
+  virtual Result<LossValue> ForwardBackwardStep(float* params, const float* x, const float* y,
+                                                int rows, float weight_decay, float* grad,
+                                                optim::Optimizer& optimizer, float lr);
   // Loss (summed over rows) and correct count of a batch, without a gradient.
   virtual Result<LossValue> Evaluate(const float* params, const float* x, const float* y,
                                      int rows) = 0;
@@ -92,7 +100,8 @@ class Network {
 // Either way a given thread count gives the same bits every run (a different count rounds
 // differently). Dropout draws each slice's masks from the step's seed and the slice. A model
 // with batchnorm is not split (its batch statistics would become each slice's): its passes run
-// whole on the calling thread.
+// whole on the calling thread. A row-split model takes the row pass on one thread too, as one
+// slice: ForwardBackwardStep then steps each layer's parameters right after their gradient.
 class LocalNetwork final : public Network {
  public:
   LocalNetwork(ModelSpec spec, int capacity, int threads = 1);
@@ -108,6 +117,9 @@ class LocalNetwork final : public Network {
   }
   Result<LossValue> ForwardBackward(const float* params, const float* x, const float* y, int rows,
                                     float weight_decay, float* grad) override;
+  Result<LossValue> ForwardBackwardStep(float* params, const float* x, const float* y, int rows,
+                                        float weight_decay, float* grad,
+                                        optim::Optimizer& optimizer, float lr) override;
   Result<LossValue> Evaluate(const float* params, const float* x, const float* y,
                              int rows) override;
   Result<double> WeightDecayPenalty(const float* params, float weight_decay) override {
@@ -125,6 +137,10 @@ class LocalNetwork final : public Network {
   // Runs pass(slice, first row, rows) over the slices of a batch of `rows` rows at once; a slice
   // of 0 rows (a batch of fewer rows than slices) is not run and counts as a LossValue of 0.
   void ForSlices(int rows, const std::function<void(int, int, int)>& pass);
+  // Split::kRows: the slices forward and back, then the parameter gradient in parts, each run
+  // of it handed to `done` (if set) by the thread that computed it.
+  LossValue RowSplitPass(const float* params, const float* x, const float* y, int rows,
+                         float weight_decay, float* grad, const Model::GradientDone& done);
   // Split::kSlices: the slices' gradients into `grad` (slice 0's, weighted in place).
   void CombineSliceGradients(int rows, float* grad);
 
@@ -142,6 +158,15 @@ bool SplitsBatches(const Model& model);
 
 inline Result<double> Network::SquaredNorm(std::span<const float> local_grad) {
   return math::SquaredNorm(local_grad);
+}
+
+inline Result<LossValue> Network::ForwardBackwardStep(float* params, const float* x,
+                                                      const float* y, int rows,
+                                                      float weight_decay, float* grad,
+                                                      optim::Optimizer& optimizer, float lr) {
+  Result<LossValue> value = ForwardBackward(params, x, y, rows, weight_decay, grad);
+  if (value.ok()) optimizer.Step({params, NumParams()}, {grad, NumParams()}, lr);
+  return value;
 }
 
 }  // namespace dtrain::model

@@ -87,6 +87,17 @@ class Optimizer {
   // pay (null: the calling thread alone). The bits are the same either way: every rule is
   // elementwise. The team must outlive its use here and be free whenever Step is called.
   void set_team(math::ThreadTeam* team) { team_ = team; }
+  // Step taken in parts, by a caller that produces the gradient a run at a time, on one thread
+  // or several (e.g. each thread stepping the parameters whose gradient it has just computed,
+  // still in its cache): StepPart on runs of the range that cover it once, at any time and from
+  // any threads as long as the runs are disjoint, then EndPartedStep once, after the last. The
+  // same bits as Step: offset is the run's first float within the range, params and grad its
+  // floats.
+  void StepPart(std::size_t offset, std::span<float> params, std::span<const float> grad,
+                float lr) {
+    Update(offset, params, grad, lr);
+  }
+  void EndPartedStep() { ++steps_; }
 
   OptimizerType type() const { return type_; }
   std::size_t begin() const { return begin_; }

@@ -73,6 +73,10 @@ class Strategy {
   virtual std::optional<StopReason> AgreedStop() const { return std::nullopt; }
   // Communication so far (zero for strategies that do not communicate).
   virtual CommStats Stats() const { return {}; }
+  // The optimizer to take this replica's step inside the gradient pass instead
+  // (Network::ForwardBackwardStep), when the step needs nothing but this replica's gradient (no
+  // clipping, no exchange); the caller then does not call Apply for that step. Null: call Apply.
+  virtual optim::Optimizer* PassOptimizer() { return nullptr; }
   // Threads the strategy's own passes over the parameters may share (the network's, idle while
   // Apply runs); strategies whose passes are not theirs alone to split ignore it.
   virtual void ShareThreads(math::ThreadTeam& /*team*/) {}
@@ -85,6 +89,9 @@ class LocalStrategy final : public Strategy {
   Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
                const StepShare& share) override;
   optim::Optimizer* LocalOptimizer() override { return optimizer_.get(); }
+  optim::Optimizer* PassOptimizer() override {
+    return clip_norm_ > 0.0f ? nullptr : optimizer_.get();
+  }
   void ShareThreads(math::ThreadTeam& team) override { optimizer_->set_team(&team); }
 
  private:

@@ -174,6 +174,12 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     const auto compute_start = Clock::now();
     const std::span<const std::uint32_t> batch = sampler_.Batch(position_.epoch, position_.batch);
     const int rows = static_cast<int>(batch.size());
+    const float lr = optim::LearningRate(options_.schedule, position_.step);
+    const std::span<const model::ParamRange> statistics = network_.StatisticRanges();
+    // The step inside the pass where the strategy allows it and no running statistics need
+    // keeping from the optimizer.
+    optim::Optimizer* const in_pass =
+        rows > 0 && statistics.empty() ? strategy_.PassOptimizer() : nullptr;
     if (rows > 0) {
       data::GatherBatch(train_, scaling_, batch, x_.data(), y_.data());
       // Augmentation and dropout: pure functions of (seed, replica, step), so a resumed run
@@ -184,8 +190,12 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       data::AugmentBatch(options_.augment, image_, x_.data(), rows,
                          data::MixSeed(step_seed, kAugmentStream), augment_.data());
       network_.SetNoiseSeed(step_seed);
-      const Result<model::LossValue> value = network_.ForwardBackward(
-          params_.data(), x_.data(), y_.data(), rows, options_.weight_decay, grad_.data());
+      const Result<model::LossValue> value =
+          in_pass != nullptr
+              ? network_.ForwardBackwardStep(params_.data(), x_.data(), y_.data(), rows,
+                                             options_.weight_decay, grad_.data(), *in_pass, lr)
+              : network_.ForwardBackward(params_.data(), x_.data(), y_.data(), rows,
+                                         options_.weight_decay, grad_.data());
       if (!value.ok()) return value.status();
       window_loss += value.value().loss_sum;
       window_correct += value.value().correct;
@@ -194,7 +204,6 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       std::fill(grad_.begin(), grad_.end(), 0.0f);  // still takes part in the step
     }
 
-    const float lr = optim::LearningRate(options_.schedule, position_.step);
     const bool log_now =
         (position_.step + 1) % options_.log_every == 0 || position_.step + 1 == PlannedSteps();
     double grad_norm = 0.0;
@@ -206,11 +215,12 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     const StepShare share{batch.size(), sampler_.StepRows(position_.batch)};
     window_compute += std::chrono::duration<double>(Clock::now() - compute_start).count();
     window_traffic.Collect(network_, true);
-    const std::span<const model::ParamRange> statistics = network_.StatisticRanges();
-    model::GatherRanges(statistics, params_.data(), statistics_.data());
-    Status applied = strategy_.Apply(position_.step, params_, grad_, lr, share);
-    if (!applied.ok()) return applied;
-    model::ScatterRanges(statistics, statistics_.data(), params_.data());
+    if (in_pass == nullptr) {
+      model::GatherRanges(statistics, params_.data(), statistics_.data());
+      Status applied = strategy_.Apply(position_.step, params_, grad_, lr, share);
+      if (!applied.ok()) return applied;
+      model::ScatterRanges(statistics, statistics_.data(), params_.data());
+    }
     if (rows > 0) network_.UpdateStatistics(params_);
     std::optional<StopReason> stop = strategy_.AgreedStop();
 

@@ -570,6 +570,16 @@ BOOST_AUTO_TEST_CASE(version_without_a_daemon_says_so_and_succeeds) {
   BOOST_TEST(as_json.exit_code == 0);
   BOOST_TEST(json::parse(as_json.out)["daemon"].is_null());
   BOOST_TEST(json::parse(as_json.out)["client"]["version"] == "0.1.0");
+  // The kernel set named is the one the process runs: OPENBLAS_CORETYPE, when set, decides it.
+  const ProcessResult haswell = RunProcess({"/usr/bin/env", "OPENBLAS_CORETYPE=Haswell", Bin(),
+                                            "--socket", dir.Path("none.sock"), "version", "--json"},
+                                           dir.Path(""));
+  BOOST_TEST(json::parse(haswell.out)["client"]["blas"] == "Haswell", haswell.out);
+  const ProcessResult text = RunProcess(
+      {"/usr/bin/env", "OPENBLAS_CORETYPE=Haswell", Bin(), "version", "--socket",
+       dir.Path("none.sock")},
+      dir.Path(""));
+  BOOST_TEST(Contains(text.out, "(protocol 1, OpenBLAS kernels Haswell)"), text.out);
 }
 
 BOOST_AUTO_TEST_CASE(a_job_missing_from_a_store_file_exits_4_and_no_daemon_is_asked) {

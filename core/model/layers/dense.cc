@@ -55,12 +55,13 @@ class Dense final : public Layer {
 
   // The rows [i0, i1) of dW = in^T * dout (+ wd W) that start in [begin, end) (row i of W, input
   // feature i, starts at i * units), and db = column sums of dout if it starts there.
-  void ParamGradient(const float* params, const float* in, const float* dout, int rows,
-                     float weight_decay, float* dparams, std::size_t begin,
-                     std::size_t end) const override {
+  math::PartRange ParamGradient(const float* params, const float* in, const float* dout, int rows,
+                                float weight_decay, float* dparams, std::size_t begin,
+                                std::size_t end) const override {
     const auto width = static_cast<std::size_t>(out_), inputs = static_cast<std::size_t>(in_);
     const std::size_t i0 = std::min(inputs, (begin + width - 1) / width);
     const std::size_t i1 = std::min(inputs, (end + width - 1) / width);
+    const bool bias = begin <= NumWeights() && NumWeights() < end;
     if (i1 > i0) {
       const auto n = static_cast<int>(i1 - i0);
       float* dw = dparams + i0 * width;
@@ -71,9 +72,9 @@ class Dense final : public Layer {
         math::Axpy(weight_decay, {params + i0 * width, count}, {dw, count});
       }
     }
-    if (begin <= NumWeights() && NumWeights() < end) {
-      math::ColumnSums(dout, rows, out_, 0.0f, dparams + NumWeights());
-    }
+    if (bias) math::ColumnSums(dout, rows, out_, 0.0f, dparams + NumWeights());
+    // With the bias in the range, i1 is the last row: the rows and b are one run.
+    return {i0 * width, bias ? NumParams() : i1 * width};
   }
 
  private:

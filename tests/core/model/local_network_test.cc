@@ -1,6 +1,7 @@
 // LocalNetwork with threads: a batch split over threads (by rows for MLPs, by slices for the
 // rest) gives the whole batch's loss and gradient (up to rounding), the same bits for the same
-// thread count, and a model with running statistics is not split.
+// thread count, and a model with running statistics is not split; an optimizer step taken
+// inside the pass gives the bits of the pass followed by the step.
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "core/math/part_range.h"
 #include "core/math/thread_team.h"
 #include "core/model/network.h"
+#include "core/optim/optimizer.h"
 
 namespace dtrain::model {
 namespace {
@@ -91,6 +93,17 @@ Pass Run(LocalNetwork& net, const math::FloatBuffer& params, const Batch& b, int
   return p;
 }
 
+// The plain pass of the whole batch on one thread (Model::ForwardBackward), the reference.
+Pass WholePass(const ModelSpec& spec, const math::FloatBuffer& params, const Batch& b, int rows) {
+  const Model model(spec);
+  Workspace ws(model, rows);
+  ws.SetNoiseSeed(9);
+  Pass p{{}, math::FloatBuffer(model.NumParams())};
+  p.value = model.ForwardBackward(params.data(), b.x.data(), b.y.data(), rows, 1e-3f,
+                                  p.grad.data(), ws);
+  return p;
+}
+
 struct SingleBlasThread {
   SingleBlasThread() { math::SetBlasThreads(1); }
 };
@@ -102,11 +115,11 @@ BOOST_FIXTURE_TEST_SUITE(local_network, SingleBlasThread)
 // The gradient of a batch split over `threads` against the whole batch's.
 void CheckSplit(const ModelSpec& spec, int rows, int threads, float tolerance) {
   const Batch batch(rows, 12, 4);
-  LocalNetwork whole(spec, rows), split(spec, rows, threads);
+  LocalNetwork split(spec, rows, threads);
   BOOST_TEST(split.Slices() == threads);
-  math::FloatBuffer params(whole.NumParams());
-  whole.Init(params, 5);
-  const Pass expected = Run(whole, params, batch, rows), got = Run(split, params, batch, rows);
+  math::FloatBuffer params(split.NumParams());
+  split.Init(params, 5);
+  const Pass expected = WholePass(spec, params, batch, rows), got = Run(split, params, batch, rows);
   BOOST_TEST(got.value.correct == expected.value.correct);
   BOOST_TEST(got.value.loss_sum == expected.value.loss_sum, boost::test_tools::tolerance(1e-5));
   for (std::size_t i = 0; i < got.grad.size(); ++i) {
@@ -131,6 +144,56 @@ BOOST_AUTO_TEST_CASE(a_split_batch_gives_the_whole_batch_loss_and_gradient) {
       }
       // Fewer rows than threads: the empty slices are left out.
       CheckSplit(spec, 2, 4, 1e-5f);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(one_thread_takes_the_row_pass_with_the_plain_pass_bits) {
+  const Batch batch(37, 12, 4);
+  LocalNetwork net(Mlp(), 37);
+  BOOST_TEST(net.Slices() == 1);
+  math::FloatBuffer params(net.NumParams());
+  net.Init(params, 5);
+  const Pass expected = WholePass(Mlp(), params, batch, 37), got = Run(net, params, batch, 37);
+  BOOST_TEST(got.value.loss_sum == expected.value.loss_sum);
+  BOOST_TEST(std::equal(got.grad.begin(), got.grad.end(), expected.grad.begin()));
+}
+
+// Three steps taken inside the pass (ForwardBackwardStep) against the pass, then Step.
+void CheckStepInPass(const ModelSpec& spec, int threads, optim::OptimizerType type) {
+  const Batch batch(37, 12, 4);
+  LocalNetwork fused(spec, 37, threads), plain(spec, 37, threads);
+  const std::size_t n = fused.NumParams();
+  math::FloatBuffer p_fused(n), p_plain(n), g_fused(n), g_plain(n);
+  fused.Init(p_fused, 5);
+  plain.Init(p_plain, 5);
+  auto o_fused = optim::MakeOptimizer({.type = type}, 0, n);
+  auto o_plain = optim::MakeOptimizer({.type = type}, 0, n);
+  for (int step = 0; step < 3; ++step) {
+    const Result<LossValue> a = fused.ForwardBackwardStep(
+        p_fused.data(), batch.x.data(), batch.y.data(), 37, 1e-3f, g_fused.data(), *o_fused, 0.05f);
+    const Result<LossValue> b = plain.ForwardBackward(p_plain.data(), batch.x.data(),
+                                                      batch.y.data(), 37, 1e-3f, g_plain.data());
+    BOOST_REQUIRE(a.ok() && b.ok());
+    o_plain->Step(p_plain, g_plain, 0.05f);
+    BOOST_TEST(a.value().loss_sum == b.value().loss_sum);
+  }
+  BOOST_TEST(o_fused->steps() == 3u);
+  BOOST_TEST(std::equal(g_fused.begin(), g_fused.end(), g_plain.begin()));  // grad kept
+  BOOST_TEST(std::equal(p_fused.begin(), p_fused.end(), p_plain.begin()));
+}
+
+BOOST_AUTO_TEST_CASE(a_step_inside_the_pass_equals_the_pass_then_the_step) {
+  // MLPs step each run of parameters in the row pass; conv nets take the pass, then the step.
+  for (const ModelSpec& spec : {Mlp(), Convolutional()}) {
+    for (int threads : {1, 2, 3}) {
+      for (optim::OptimizerType type :
+           {optim::OptimizerType::kMomentum, optim::OptimizerType::kAdam}) {
+        BOOST_TEST_CONTEXT(FormatModelSpec(spec)
+                           << ", threads " << threads << ", " << optim::OptimizerTypeName(type)) {
+          CheckStepInPass(spec, threads, type);
+        }
+      }
     }
   }
 }
