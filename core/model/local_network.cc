@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "core/math/cache_lines.h"
 #include "core/math/part_range.h"
 #include "core/model/network.h"
 
@@ -103,6 +104,17 @@ LossValue LocalNetwork::RowSplitPass(const float* params, const float* x, const 
     slice_values_[static_cast<std::size_t>(s)] =
         model_.ForwardBackwardRows(params, x, y, first, n, rows, workspaces_.front());
   });
+  if (Slices() > 1) {
+    // Every thread has read every parameter; each is about to write about its own run of them
+    // (a fused step) or have them written (the step after the pass). Dropping the runs it will
+    // not write lets the next writes find no copy in this core (bench_shared_lines). A Run of its
+    // own, so no thread drops lines another has begun writing.
+    team_->Run([&](int part) {
+      const math::PartRange own = math::PartOf(NumParams(), Slices(), part);
+      math::DropFromCaches({params, own.begin});
+      math::DropFromCaches({params + own.end, NumParams() - own.end});
+    });
+  }
   team_->Run([&](int part) {
     model_.ParamGradient(params, x, rows, weight_decay, grad, workspaces_.front(), part, Slices(),
                          done);
