@@ -39,8 +39,8 @@ std::optional<std::string> NotASocket(const std::string& path) {
 std::string HowToStart(const std::string& socket) {
   return "\n  start one:   dtraind --socket " + socket +
          " --state-dir DIR &   (or, for the system daemon: systemctl start dtraind)"
-         "\n  or, without a daemon: dtrain run JOB_FILE, and --db PATH for metrics, checkpoints"
-         " and export";
+         "\n  or, without a daemon: dtrain run JOB_FILE, and --db PATH for list, status, logs,"
+         " metrics, checkpoints and export";
 }
 
 // The exit code for a daemon error code: not_found 4, invalid_job and bad_request 2, others 1.

@@ -1,13 +1,46 @@
 #include "cmd/follow.h"
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 
 #include "cmd/job_view.h"
 #include "cmd/json_fields.h"
+#include "cmd/interrupt.h"
 #include "cmd/terminal.h"
+#include "daemon/server/control_request.h"
+#include "daemon/store/job_views.h"
 
 namespace dtrain::cli {
+
+namespace {
+
+// Prints one log line where it was written (stdout or stderr), with its rank once the job has
+// shown lines of several.
+class LinePrinter {
+ public:
+  explicit LinePrinter(const LogQuery& query) : query_(query), prefix_(query.prefix_ranks) {}
+  void Print(std::int64_t rank, const std::string& stream, const std::string& line) {
+    if (!query_.worker && rank != 0) prefix_ = true;
+    std::string text;
+    if (prefix_) text.append("r").append(std::to_string(rank)).append(": ");
+    text += line;
+    text += '\n';
+    std::FILE* out = stream == "stderr" ? stderr : stdout;
+    std::fwrite(text.data(), 1, text.size(), out);
+  }
+  static void Flush() {
+    std::fflush(stdout);
+    std::fflush(stderr);
+  }
+
+ private:
+  const LogQuery& query_;
+  bool prefix_;
+};
+
+}  // namespace
 
 CliResult<nlohmann::json> StreamLogs(DaemonClient& client, const LogQuery& query) {
   nlohmann::json request = {{"type", "logs"}, {"id", query.job}, {"follow", query.follow}};
@@ -16,27 +49,52 @@ CliResult<nlohmann::json> StreamLogs(DaemonClient& client, const LogQuery& query
   if (query.since) request["since"] = *query.since;
   if (std::optional<CliError> failed = client.Send(std::move(request))) return *failed;
   const Patience patience = query.follow ? Patience::kUntilEnd : Patience::kRequest;
-  bool prefix = query.prefix_ranks;
+  LinePrinter printer(query);
   for (;;) {
     CliResult<nlohmann::json> frame = client.ReadStreamFrame(patience);
     if (!frame.ok()) return frame;
     for (const nlohmann::json& line : JsonArray(frame.value(), "lines")) {
-      const std::int64_t rank = JsonInt(line, "worker");
-      if (!query.worker && rank != 0) prefix = true;
-      std::string text;
-      if (prefix) text.append("r").append(std::to_string(rank)).append(": ");
-      text += JsonString(line, "line");
-      text += '\n';
-      std::FILE* out = JsonString(line, "stream") == "stderr" ? stderr : stdout;
-      std::fwrite(text.data(), 1, text.size(), out);
+      printer.Print(JsonInt(line, "worker"), JsonString(line, "stream"), JsonString(line, "line"));
     }
-    std::fflush(stdout);
-    std::fflush(stderr);
+    LinePrinter::Flush();
     const nlohmann::json* end = JsonField(frame.value(), "end");
     if (end != nullptr && end->is_boolean() && end->get<bool>()) {
       return JsonObject(frame.value(), "job");
     }
   }
+}
+
+CliResult<nlohmann::json> StreamStoredLogs(store::Store& store, const LogQuery& query) {
+  constexpr std::size_t kRead = 100000;  // lines read from the store at a time
+  LinePrinter printer(query);
+  std::int64_t after = 0;
+  bool first = true;
+  for (;;) {
+    // The state is read before the lines: a job turns terminal only once its lines are
+    // committed, so the lines read after an ended state are the last.
+    Result<store::JobRecord> job = store.GetJob(query.job);
+    if (!job.ok()) return ErrorFrom(job.status(), kExitNotFound);
+    const bool ended = store::IsTerminal(job.value().state);
+    for (;;) {
+      Result<std::vector<store::LogRow>> rows = store.Logs(query.job, after, kRead);
+      if (!rows.ok()) return ErrorFrom(rows.status());
+      const std::size_t read = rows.value().size();
+      for (const store::LogRow& row :
+           server::SelectLines(rows.value(), &after, query.worker, query.since.value_or(0.0),
+                               first ? query.tail : std::nullopt)) {
+        printer.Print(row.worker, row.stream, row.line);
+      }
+      first = false;
+      if (read < kRead) break;
+    }
+    LinePrinter::Flush();
+    if (!query.follow || ended) break;
+    if (StopRequested()) return CliError{kExitInterrupted, "interrupted", "interrupted", {}};
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  Result<nlohmann::json> job = store::StoredJobJson(store, query.job, false);
+  if (!job.ok()) return ErrorFrom(job.status());
+  return std::move(job).value();
 }
 
 CliResult<nlohmann::json> WaitForJob(DaemonClient& client, std::int64_t job) {

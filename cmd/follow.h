@@ -1,4 +1,5 @@
-// Following a daemon's job until it ends: streaming its log lines (`logs`, `logs -f`, `submit`)
+// Following a job until it ends: streaming its log lines (`logs`, `logs -f`, `submit`; from a
+// store file, `logs --db`)
 // or waiting for its end alone (`wait`, `submit --json`), and reporting how following ended.
 //
 //   LogQuery query;  query.job = 7;  query.follow = true;
@@ -16,6 +17,7 @@
 
 #include "cmd/cli_error.h"
 #include "cmd/daemon_client.h"
+#include "daemon/store/store.h"
 
 namespace dtrain::cli {
 
@@ -32,6 +34,11 @@ struct LogQuery {
 // Sends `logs` and prints every line as it arrives, stdout lines on stdout and stderr lines on
 // stderr; returns the JOB object of the stream's end.
 CliResult<nlohmann::json> StreamLogs(DaemonClient& client, const LogQuery& query);
+
+// StreamLogs from a store file instead (`logs --db`): the same lines, read from the store and,
+// with follow, read again every 100 ms until the job has ended (e.g. a `dtrain run` writing the
+// file meanwhile) or Ctrl-C; returns the store's JOB object of the job at the end.
+CliResult<nlohmann::json> StreamStoredLogs(store::Store& store, const LogQuery& query);
 
 // Sends `wait` and returns the JOB object once the job has ended.
 CliResult<nlohmann::json> WaitForJob(DaemonClient& client, std::int64_t job);

@@ -1,5 +1,7 @@
-// dtrain logs: print a daemon job's log lines; with -f, follow them until the job ends.
+// dtrain logs: print a job's log lines, from the daemon or from a store file (--db); with -f,
+// follow them until the job ends.
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "cmd/cli_error.h"
 #include "cmd/commands.h"
@@ -10,7 +12,9 @@
 #include "cmd/interrupt.h"
 #include "cmd/job_view.h"
 #include "cmd/json_fields.h"
+#include "cmd/stored_job.h"
 #include "cmd/terminal.h"
+#include "daemon/store/job_views.h"
 
 namespace dtrain::cli {
 namespace {
@@ -23,7 +27,29 @@ struct LogsArgs {
   std::string since;
   bool worker_given = false;
   bool tail_given = false;
+  std::string db;  // empty: ask the daemon
 };
+
+// Lines get a rank prefix when the job has several workers.
+bool SeveralRanks(const nlohmann::json& job) { return DistinctRanks(ParseJob(job)) > 1; }
+
+int LogsFromStore(LogQuery query, const std::string& db) {
+  CliResult<std::unique_ptr<store::Store>> store = OpenStoreWithJob(db, query.job);
+  if (!store.ok()) return Report(store.error());
+  if (!query.worker) {
+    Result<nlohmann::json> job = store::StoredJobJson(*store.value(), query.job, false);
+    if (!job.ok()) return Report(ErrorFrom(job.status()));
+    query.prefix_ranks = SeveralRanks(job.value());
+  }
+  if (query.follow) InstallStopHandlers();
+  CliResult<nlohmann::json> ended = StreamStoredLogs(*store.value(), query);
+  if (!ended.ok()) {
+    if (ended.error().exit_code != kExitInterrupted) return Report(ended.error());
+    std::cerr << "\ndtrain: stopped following job " << query.job << " in " << db << '\n';
+    return kExitInterrupted;
+  }
+  return kExitOk;
+}
 
 int Logs(const LogsArgs& args, const GlobalOptions& globals) {
   LogQuery query;
@@ -41,14 +67,14 @@ int Logs(const LogsArgs& args, const GlobalOptions& globals) {
       return kExitUsage;
     }
   }
+  if (!args.db.empty()) return LogsFromStore(query, args.db);
   CliResult<DaemonClient> client = DaemonClient::Connect(globals);
   if (!client.ok()) return Report(client.error());
   if (!query.worker) {
-    // Lines get a rank prefix when the job has several workers.
     CliResult<nlohmann::json> status =
         client.value().Request({{"type", "status"}, {"id", args.job}});
     if (!status.ok()) return Report(status.error());
-    query.prefix_ranks = DistinctRanks(ParseJob(JsonObject(status.value(), "job"))) > 1;
+    query.prefix_ranks = SeveralRanks(JsonObject(status.value(), "job"));
   }
   if (args.follow) InstallStopHandlers();
   CliResult<nlohmann::json> ended = StreamLogs(client.value(), query);
@@ -75,6 +101,8 @@ void AddLogsCommand(CLI::App& app, Globals globals, int& exit_code) {
                   "Only lines from this time on: 10m, 2h, 1d ago, a local time "
                   "(2026-11-30 14:05) or Unix seconds")
       ->type_name("T");
+  cmd->add_option("--db", args->db, "Read this store file instead of asking the daemon")
+      ->type_name("PATH");
   cmd->callback([args, globals, worker, tail, &exit_code] {
     args->worker_given = worker->count() > 0;
     args->tail_given = tail->count() > 0;

@@ -1,4 +1,5 @@
-// dtrain status / dtrain list: one daemon job in detail, or a table of recent jobs.
+// dtrain status / dtrain list: one job in detail, or a table of recent jobs, from the daemon or
+// from a store file (--db: what `dtrain run` records).
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -8,7 +9,9 @@
 #include "cmd/exit_codes.h"
 #include "cmd/job_view.h"
 #include "cmd/json_fields.h"
+#include "cmd/stored_job.h"
 #include "cmd/terminal.h"
+#include "daemon/store/job_views.h"
 
 namespace dtrain::cli {
 namespace {
@@ -17,23 +20,64 @@ struct ListArgs {
   std::string state;  // empty: every state
   int limit = 20;
   bool json = false;
+  std::string db;  // empty: ask the daemon
 };
 
 struct StatusArgs {
   std::int64_t job = 0;
   bool job_given = false;
   bool json = false;
+  std::string db;  // empty: ask the daemon
 };
 
-// The newest jobs as a table, or (json) as an array of JOB objects.
-int List(const ListArgs& args, const GlobalOptions& globals) {
+CliResult<nlohmann::json> ListFromDaemon(const ListArgs& args, const GlobalOptions& globals) {
   CliResult<DaemonClient> client = DaemonClient::Connect(globals);
-  if (!client.ok()) return Report(client.error());
+  if (!client.ok()) return client.error();
   nlohmann::json request = {{"type", "list"}, {"limit", args.limit}};
   if (!args.state.empty()) request["state"] = args.state;
   CliResult<nlohmann::json> reply = client.value().Request(std::move(request));
-  if (!reply.ok()) return Report(reply.error());
-  const nlohmann::json& jobs = JsonArray(reply.value(), "jobs");
+  if (!reply.ok()) return reply.error();
+  return JsonArray(reply.value(), "jobs");
+}
+
+CliResult<nlohmann::json> ListFromStore(const ListArgs& args) {
+  CliResult<std::unique_ptr<store::Store>> store = OpenExistingStore(args.db);
+  if (!store.ok()) return store.error();
+  std::optional<store::JobState> state;
+  if (!args.state.empty()) state = store::ParseJobState(args.state).value();  // checked by CLI11
+  auto ids = store::NewestJobIds(*store.value(), state, static_cast<std::size_t>(args.limit));
+  if (!ids.ok()) return ErrorFrom(ids.status());
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const std::int64_t id : ids.value()) {
+    Result<nlohmann::json> job = store::StoredJobJson(*store.value(), id, false);
+    if (!job.ok()) return ErrorFrom(job.status());
+    jobs.push_back(std::move(job).value());
+  }
+  return jobs;
+}
+
+CliResult<nlohmann::json> StatusFromDaemon(const StatusArgs& args, const GlobalOptions& globals) {
+  CliResult<DaemonClient> client = DaemonClient::Connect(globals);
+  if (!client.ok()) return client.error();
+  CliResult<nlohmann::json> reply = client.value().Request({{"type", "status"}, {"id", args.job}});
+  if (!reply.ok()) return reply.error();
+  return JsonObject(reply.value(), "job");
+}
+
+CliResult<nlohmann::json> StatusFromStore(const StatusArgs& args) {
+  CliResult<std::unique_ptr<store::Store>> store = OpenStoreWithJob(args.db, args.job);
+  if (!store.ok()) return store.error();
+  Result<nlohmann::json> job = store::StoredJobJson(*store.value(), args.job, true);
+  if (!job.ok()) return ErrorFrom(job.status());
+  return std::move(job).value();
+}
+
+// The newest jobs as a table, or (json) as an array of JOB objects.
+int List(const ListArgs& args, const GlobalOptions& globals) {
+  CliResult<nlohmann::json> listed =
+      args.db.empty() ? ListFromDaemon(args, globals) : ListFromStore(args);
+  if (!listed.ok()) return Report(listed.error());
+  const nlohmann::json& jobs = listed.value();
   if (args.json) {
     std::cout << jobs.dump() << std::endl;
     return kExitOk;
@@ -52,13 +96,13 @@ int Status(const StatusArgs& args, const GlobalOptions& globals) {
   if (!args.job_given) {
     ListArgs recent;
     recent.json = args.json;
+    recent.db = args.db;
     return List(recent, globals);
   }
-  CliResult<DaemonClient> client = DaemonClient::Connect(globals);
-  if (!client.ok()) return Report(client.error());
-  CliResult<nlohmann::json> reply = client.value().Request({{"type", "status"}, {"id", args.job}});
-  if (!reply.ok()) return Report(reply.error());
-  const nlohmann::json& object = JsonObject(reply.value(), "job");
+  CliResult<nlohmann::json> job =
+      args.db.empty() ? StatusFromDaemon(args, globals) : StatusFromStore(args);
+  if (!job.ok()) return Report(job.error());
+  const nlohmann::json& object = job.value();
   if (args.json) {
     std::cout << object.dump() << std::endl;
   } else {
@@ -76,13 +120,15 @@ void AddStatusAndListCommands(CLI::App& app, Globals globals, int& exit_code) {
   CLI::Option* job =
       status_cmd->add_option("job", status->job, "The job id (default: list recent jobs)");
   status_cmd->add_flag("--json", status->json, "Print the daemon's job object (or array)");
+  status_cmd->add_option("--db", status->db, "Read this store file instead of asking the daemon")
+      ->type_name("PATH");
   status_cmd->callback([status, job, globals, &exit_code] {
     status->job_given = job->count() > 0;
     exit_code = Status(*status, *globals);
   });
 
   auto list = std::make_shared<ListArgs>();
-  CLI::App* list_cmd = app.add_subcommand("list", "List the daemon's jobs, newest first");
+  CLI::App* list_cmd = app.add_subcommand("list", "List the jobs, newest first");
   list_cmd->add_option("--state", list->state, "Only jobs in this state")
       ->type_name("STATE")
       ->check(CLI::IsMember(JobStateNames()));
@@ -91,6 +137,8 @@ void AddStatusAndListCommands(CLI::App& app, Globals globals, int& exit_code) {
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   list_cmd->add_flag("--json", list->json, "Print an array of the daemon's job objects");
+  list_cmd->add_option("--db", list->db, "Read this store file instead of asking the daemon")
+      ->type_name("PATH");
   list_cmd->callback([list, globals, &exit_code] { exit_code = List(*list, *globals); });
 }
 

@@ -17,11 +17,11 @@ _dtrain() {
     "") opts="run submit status list cancel wait logs metrics checkpoints export validate predict eval version nodes keygen completion --help -h --version --socket --host --key-file" ;;
     run) opts="--help -h --set --db --json --resume --socket --host --key-file"; valued="$valued --set --db --resume"; first=toml ;;
     submit) opts="--help -h --set --name --priority --no-wait --json --socket --host --key-file"; valued="$valued --set --name --priority"; first=toml ;;
-    status) opts="--help -h --json --socket --host --key-file"; first=job ;;
-    list) opts="--help -h --state --limit --json --socket --host --key-file"; valued="$valued --state --limit" ;;
+    status) opts="--help -h --json --db --socket --host --key-file"; valued="$valued --db"; first=job ;;
+    list) opts="--help -h --state --limit --json --db --socket --host --key-file"; valued="$valued --state --limit --db" ;;
     cancel) opts="--help -h --json --socket --host --key-file"; first=job ;;
     wait) opts="--help -h --json --socket --host --key-file"; first=job ;;
-    logs) opts="--help -h --follow -f --worker --tail --since --socket --host --key-file"; valued="$valued --worker --tail --since"; first=job ;;
+    logs) opts="--help -h --follow -f --worker --tail --since --db --socket --host --key-file"; valued="$valued --worker --tail --since --db"; first=job ;;
     metrics) opts="--help -h --name --format --plot --db --socket --host --key-file"; valued="$valued --name --format --db"; first=job ;;
     checkpoints) opts="--help -h --json --db --socket --host --key-file"; valued="$valued --db"; first=job ;;
     export) opts="--help -h --output -o --step --db --json --socket --host --key-file"; valued="$valued --output -o --step --db"; first=job ;;

@@ -12,7 +12,7 @@ _dtrain() {
     'run:Train a job in the foreground, without a daemon, recording into a local store'
     'submit:Check a job file and queue it on the daemon; follow it until it ends'
     'status:Show a job in detail (state, reason, workers, events), or the recent jobs'
-    'list:List the daemon'\''s jobs, newest first'
+    'list:List the jobs, newest first'
     'cancel:Cancel a job\: its workers checkpoint and stop'
     'wait:Wait until a job ends; exit 0 if it succeeded, 1 if it failed, 130 if cancelled'
     'logs:Print a job'\''s log lines; -f follows them'
@@ -70,6 +70,7 @@ _dtrain() {
             '--help[Print this help message and exit]' \
             '-h[Print this help message and exit]' \
             '--json[Print the daemon'\''s job object (or array)]' \
+            '--db[Read this store file instead of asking the daemon]:db:_files' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
             '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
@@ -81,6 +82,7 @@ _dtrain() {
             '--state[Only jobs in this state]:state:_files' \
             '--limit[At most this many jobs]:limit:_files' \
             '--json[Print an array of the daemon'\''s job objects]' \
+            '--db[Read this store file instead of asking the daemon]:db:_files' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
             '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' ;;
@@ -111,6 +113,7 @@ _dtrain() {
             '--worker[Only the lines of this worker rank]:worker:_files' \
             '--tail[Only the last N lines]:tail:_files' \
             '--since[Only lines from this time on\: 10m, 2h, 1d ago, a local time (2026-11-30 14\:05) or Unix seconds]:since:_files' \
+            '--db[Read this store file instead of asking the daemon]:db:_files' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
             '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \

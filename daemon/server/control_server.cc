@@ -24,6 +24,7 @@
 #include "daemon/server/account.h"
 #include "daemon/server/async.h"
 #include "daemon/server/control_request.h"
+#include "daemon/store/job_views.h"
 
 extern char** environ;
 
@@ -65,25 +66,6 @@ json Error(const Refusal& r) {
     e["diagnostics"] = std::move(diags);
   }
   return e;
-}
-
-json EventJson(const store::EventRecord& e) {
-  return {{"time", e.time},
-          {"from", e.from ? json(store::JobStateName(*e.from)) : json(nullptr)},
-          {"to", store::JobStateName(e.to)},
-          {"reason", e.reason}};
-}
-
-json WorkerJson(const store::WorkerRecord& w) {
-  return {{"rank", w.rank},
-          {"role", w.role},
-          {"host", w.host},
-          {"pid", w.pid},
-          {"state", store::WorkerStateName(w.state)},
-          {"exit_status", w.exit_status ? json(*w.exit_status) : json(nullptr)},
-          {"signal", w.signal ? json(*w.signal) : json(nullptr)},
-          {"started", w.started},
-          {"ended", w.ended ? json(*w.ended) : json(nullptr)}};
 }
 
 json PeersJson(const std::vector<PeerAddress>& peers) {
@@ -275,55 +257,20 @@ struct ControlServer::Impl {
     co_return proven && sent;
   }
 
-  // The JOB object of control_protocol.md; an error when the store has no such job.
+  // The JOB object of control_protocol.md; an error when the store has no such job. The store's
+  // view, with what only this daemon knows: restarts not yet recorded, why a queued job waits.
   asio::awaitable<Result<json>> JobObject(std::int64_t id, bool with_events) {
-    struct Rows {
-      store::JobRecord job;
-      std::vector<store::WorkerRecord> workers;
-      std::vector<store::MetricRow> metrics;
-      std::vector<store::EventRecord> events;
-    };
-    Result<Rows> rows = co_await OffThread(pool, [this, id]() -> Result<Rows> {
-      auto job = store.GetJob(id);
-      if (!job.ok()) return job.status();
-      auto workers = store.Workers(id);
-      auto metrics = store.LatestMetrics(id);
-      if (!workers.ok()) return workers.status();
-      if (!metrics.ok()) return metrics.status();
-      auto events = store.Events(id);  // also for the restart count of an ended job
-      if (!events.ok()) return events.status();
-      return Rows{std::move(job).value(), std::move(workers).value(), std::move(metrics).value(),
-                  std::move(events).value()};
-    });
-    if (!rows.ok()) co_return rows.status();
-    const Rows& r = rows.value();
-    json metrics = json::object();
-    std::int64_t step = 0;
-    for (const store::MetricRow& m : r.metrics) {
-      metrics[m.name] = m.value;
-      step = std::max(step, m.step);
-    }
-    json workers = json::array();
-    for (const store::WorkerRecord& w : r.workers) workers.push_back(WorkerJson(w));
-    std::string reason = r.job.reason;
-    int restarts = store::CountRestarts(r.events);
+    Result<json> out = co_await OffThread(
+        pool, [this, id, with_events] { return store::StoredJobJson(store, id, with_events); });
+    if (!out.ok()) co_return out;
+    json& job = out.value();
     if (auto live = jobs.Live(id)) {
-      restarts = std::max(restarts, live->restarts);  // the count moves before its event
-      if (r.job.state == JobState::kQueued && !live->pending_reason.empty()) {
-        reason = live->pending_reason;
+      // The count moves before its event.
+      job["restarts"] = std::max(job["restarts"].get<int>(), live->restarts);
+      if (job["state"] == store::JobStateName(JobState::kQueued) &&
+          !live->pending_reason.empty()) {
+        job["reason"] = live->pending_reason;
       }
-    }
-    json out = {{"id", r.job.id},           {"name", r.job.name},
-                {"state", store::JobStateName(r.job.state)},
-                {"reason", reason},         {"owner", r.job.owner_uid},
-                {"priority", r.job.priority}, {"created", r.job.created},
-                {"updated", r.job.updated}, {"step", step},
-                {"restarts", restarts},     {"metrics", std::move(metrics)},
-                {"workers", std::move(workers)}};
-    if (with_events) {
-      json events = json::array();
-      for (const store::EventRecord& e : r.events) events.push_back(EventJson(e));
-      out["events"] = std::move(events);
     }
     co_return out;
   }
@@ -402,14 +349,14 @@ struct ControlServer::Impl {
       if (!parsed.ok()) co_return Error("bad_request", parsed.status().message());
       state = parsed.value();
     }
-    const std::int64_t limit = IntField(request, "limit").value_or(20);
-    auto all = co_await OffThread(pool, [this] { return store.ListJobs(); });
-    if (!all.ok()) co_return Error("internal", all.status().message());
+    const auto limit = static_cast<std::size_t>(std::max<std::int64_t>(
+        0, IntField(request, "limit").value_or(20)));
+    auto ids = co_await OffThread(
+        pool, [this, state, limit] { return store::NewestJobIds(store, state, limit); });
+    if (!ids.ok()) co_return Error("internal", ids.status().message());
     json list = json::array();
-    for (auto it = all.value().rbegin(); it != all.value().rend(); ++it) {
-      if (static_cast<std::int64_t>(list.size()) >= limit) break;
-      if (state && it->state != *state) continue;
-      Result<json> job = co_await JobObject(it->id, false);
+    for (const std::int64_t id : ids.value()) {
+      Result<json> job = co_await JobObject(id, false);
       if (job.ok()) list.push_back(std::move(job).value());
     }
     json reply = Ok();

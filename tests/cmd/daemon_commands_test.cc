@@ -591,6 +591,9 @@ BOOST_AUTO_TEST_CASE(a_job_missing_from_a_store_file_exits_4_and_no_daemon_is_as
                        {"checkpoints", "99", "--db", db},
                        {"export", "99", "--db", db, "-o", "m.dtm"},
                        {"run", "--resume", "99", "--db", db},
+                       {"status", "99", "--db", db},
+                       {"logs", "99", "--db", db},
+                       {"list", "--db", dir.Path("missing.db")},
                        {"metrics", "1", "--db", dir.Path("missing.db")}};
   for (const std::vector<std::string>& args : cases) {
     BOOST_TEST_CONTEXT(args.front() << " " << args.back()) {

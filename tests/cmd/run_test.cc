@@ -137,6 +137,52 @@ BOOST_AUTO_TEST_CASE(json_summary_and_what_the_store_holds) {
   BOOST_TEST(csv.out.find("train_loss") == std::string::npos);
 }
 
+// list, status and logs read a store file as metrics does: `logs -f --db` follows a run that is
+// writing the file until it ends.
+BOOST_AUTO_TEST_CASE(list_status_and_logs_read_a_store_file_and_logs_follows_a_live_run) {
+  const auto Contains = [](const std::string& text, const char* part) {
+    return text.find(part) != std::string::npos;
+  };
+  TempDir dir;
+  const std::string job = dir.Write("job.toml", kLongJob);
+  const std::string db = dir.Path("runs.db");
+  dtrain::testing::ChildProcess run = StartProcess({Bin(), "run", job, "--db", db}, dir.Path(""));
+  std::string state;
+  for (int i = 0; i < 600 && state != "running"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const ProcessResult s = RunProcess({Bin(), "status", "1", "--db", db, "--json"}, dir.Path(""));
+    if (s.exit_code == 0) state = nlohmann::json::parse(s.out)["state"].get<std::string>();
+  }
+  BOOST_REQUIRE(state == "running");
+  const ProcessResult follow =
+      RunProcess({Bin(), "logs", "1", "-f", "--db", db}, dir.Path(""));  // until the run ends
+  const ProcessResult ran = run.Wait();
+  BOOST_TEST(ran.exit_code == 0, ran.err);
+  BOOST_TEST(follow.exit_code == 0, follow.err);
+  BOOST_TEST(Contains(follow.out, "completed 1878 steps"), follow.out);  // the run's last line
+
+  const ProcessResult status = RunProcess({Bin(), "status", "1", "--db", db, "--json"}, dir.Path(""));
+  BOOST_REQUIRE(status.exit_code == 0);
+  const nlohmann::json object = nlohmann::json::parse(status.out);
+  BOOST_TEST(object["state"] == "succeeded");
+  BOOST_TEST(object["name"] == "blobs-long");
+  BOOST_TEST(object["step"] == 1878);
+  BOOST_TEST(object["workers"].size() == 1u);
+  BOOST_TEST(object["events"].back()["to"] == "succeeded");
+  const ProcessResult listed = RunProcess({Bin(), "list", "--db", db, "--json"}, dir.Path(""));
+  BOOST_REQUIRE(listed.exit_code == 0);
+  const nlohmann::json jobs = nlohmann::json::parse(listed.out);
+  BOOST_REQUIRE(jobs.size() == 1u);
+  BOOST_TEST(jobs[0]["id"] == 1);
+  BOOST_TEST(jobs[0]["state"] == "succeeded");
+  const ProcessResult none =
+      RunProcess({Bin(), "list", "--db", db, "--state", "failed"}, dir.Path(""));
+  BOOST_TEST(none.exit_code == 0);
+  BOOST_TEST(Contains(none.err, "no jobs in state failed"), none.err);
+  const ProcessResult table = RunProcess({Bin(), "status", "--db", db}, dir.Path(""));
+  BOOST_TEST(Contains(table.out, "blobs-long"), table.out);
+}
+
 BOOST_AUTO_TEST_CASE(an_invalid_job_file_exits_2_naming_file_line_and_key) {
   TempDir dir;
   const std::string job = dir.Write("bad.toml", "name = \"x\"\n[train]\nbatch_sise = 64\n");

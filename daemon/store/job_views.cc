@@ -1,0 +1,78 @@
+#include "daemon/store/job_views.h"
+
+#include <algorithm>
+
+namespace dtrain::store {
+
+using nlohmann::json;
+
+json EventJson(const EventRecord& e) {
+  return {{"time", e.time},
+          {"from", e.from ? json(JobStateName(*e.from)) : json(nullptr)},
+          {"to", JobStateName(e.to)},
+          {"reason", e.reason}};
+}
+
+json WorkerJson(const WorkerRecord& w) {
+  return {{"rank", w.rank},
+          {"role", w.role},
+          {"host", w.host},
+          {"pid", w.pid},
+          {"state", WorkerStateName(w.state)},
+          {"exit_status", w.exit_status ? json(*w.exit_status) : json(nullptr)},
+          {"signal", w.signal ? json(*w.signal) : json(nullptr)},
+          {"started", w.started},
+          {"ended", w.ended ? json(*w.ended) : json(nullptr)}};
+}
+
+Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
+  Result<JobRecord> job = store.GetJob(id);
+  if (!job.ok()) return job.status();
+  Result<std::vector<WorkerRecord>> workers = store.Workers(id);
+  if (!workers.ok()) return workers.status();
+  Result<std::vector<MetricRow>> metrics = store.LatestMetrics(id);
+  if (!metrics.ok()) return metrics.status();
+  Result<std::vector<EventRecord>> events = store.Events(id);  // the restarts of an ended job too
+  if (!events.ok()) return events.status();
+
+  json latest = json::object();
+  std::int64_t step = 0;
+  for (const MetricRow& m : metrics.value()) {
+    latest[m.name] = m.value;
+    step = std::max(step, m.step);
+  }
+  json worker_list = json::array();
+  for (const WorkerRecord& w : workers.value()) worker_list.push_back(WorkerJson(w));
+  const JobRecord& r = job.value();
+  json out = {{"id", r.id},
+              {"name", r.name},
+              {"state", JobStateName(r.state)},
+              {"reason", r.reason},
+              {"owner", r.owner_uid},
+              {"priority", r.priority},
+              {"created", r.created},
+              {"updated", r.updated},
+              {"step", step},
+              {"restarts", CountRestarts(events.value())},
+              {"metrics", std::move(latest)},
+              {"workers", std::move(worker_list)}};
+  if (with_events) {
+    json event_list = json::array();
+    for (const EventRecord& e : events.value()) event_list.push_back(EventJson(e));
+    out["events"] = std::move(event_list);
+  }
+  return out;
+}
+
+Result<std::vector<std::int64_t>> NewestJobIds(Store& store, std::optional<JobState> state,
+                                               std::size_t limit) {
+  Result<std::vector<JobRecord>> all = store.ListJobs();
+  if (!all.ok()) return all.status();
+  std::vector<std::int64_t> ids;
+  for (auto it = all.value().rbegin(); it != all.value().rend() && ids.size() < limit; ++it) {
+    if (!state || it->state == *state) ids.push_back(it->id);
+  }
+  return ids;
+}
+
+}  // namespace dtrain::store

@@ -1,0 +1,33 @@
+// What the control protocol shows of jobs, built from a store alone: the JOB object of
+// control_protocol.md (state, reason, owner, step, restarts, latest metrics, workers and, when
+// asked, events) and the newest jobs. The daemon adds what only it knows (restarts not yet
+// recorded, the reason a queued job waits); `dtrain status/list --db` show them as recorded.
+//
+//   Result<nlohmann::json> job = StoredJobJson(store, 7, /*with_events=*/true);
+//   for (std::int64_t id : NewestJobIds(store, std::nullopt, 20).value()) ...
+//
+// Plain functions over the store (they block on SQLite): call them off an event loop.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "core/status.h"
+#include "daemon/store/store.h"
+
+namespace dtrain::store {
+
+nlohmann::json EventJson(const EventRecord& e);
+nlohmann::json WorkerJson(const WorkerRecord& w);
+
+// The JOB object of job `id`; an error when the store has no such job.
+Result<nlohmann::json> StoredJobJson(Store& store, std::int64_t id, bool with_events);
+
+// The ids of at most `limit` jobs, newest first, only those in `state` when given.
+Result<std::vector<std::int64_t>> NewestJobIds(Store& store, std::optional<JobState> state,
+                                               std::size_t limit);
+
+}  // namespace dtrain::store
