@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd/commands.h"
+#include "cmd/terminal.h"
 #include "daemon/worker/worker_command.h"
 
 namespace dtrain::cli {
@@ -11,6 +12,14 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
       "See dtrain(1), dtrain-job.toml(5).",
       "dtrain");
   app->require_subcommand(1);
+  // A command line dtrain cannot parse is an error like any other: "dtrain: error: ...", then
+  // where the help of the command given is.
+  app->failure_message([](const CLI::App* root, const CLI::Error& e) {
+    std::string command = "dtrain";
+    for (const CLI::App* sub : root->get_subcommands()) command += " " + sub->get_name();
+    return "dtrain: " + Paint(ColorOnStderr(), kBoldRed, "error:") + " " + e.what() + "\nRun '" +
+           command + " --help' for more information.\n";
+  });
   app->set_version_flag("--version", std::string("dtrain ") + kVersion);
   // Subcommands hand options they do not know to the root, so global options may follow them.
   app->fallthrough();

@@ -99,9 +99,10 @@ void PrintSummary(const RunArgs& args, const config::JobConfig& job, std::int64_
     std::cout << out.dump() << std::endl;
     return;
   }
-  std::printf("job %lld (%s) %s: %s in %.1f s\n", static_cast<long long>(job_id), job.name.c_str(),
-              std::string(store::JobStateName(outcome.state)).c_str(), outcome.reason.c_str(),
-              outcome.seconds);
+  // The time first: after the reason it read as the time a suggested resume would take.
+  std::printf("job %lld (%s) %s after %.1f s: %s\n", static_cast<long long>(job_id),
+              job.name.c_str(), std::string(store::JobStateName(outcome.state)).c_str(),
+              outcome.seconds, outcome.reason.c_str());
   if (outcome.final_eval) {
     if (outcome.classification) {
       std::printf("  %s accuracy %.4f  loss %.4f", outcome.eval_name.c_str(),

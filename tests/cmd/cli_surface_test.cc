@@ -105,6 +105,30 @@ BOOST_AUTO_TEST_CASE(help_of_every_subcommand_lists_its_options) {
   }
 }
 
+// A command line that does not parse is reported like every other error, with the help to read.
+BOOST_AUTO_TEST_CASE(a_bad_command_line_is_an_error_naming_the_commands_help) {
+  TempDir dir;
+  const std::string bin = Env("DTRAIN_BIN");
+  const struct {
+    std::vector<std::string> args;
+    std::string said, help;
+  } cases[] = {{{"status", "abc"}, "job = abc", "dtrain status --help"},
+               {{"logs", "1", "--bogus"}, "--bogus", "dtrain logs --help"},
+               {{}, "A subcommand is required", "dtrain --help"}};
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.help) {
+      std::vector<std::string> argv = {bin};
+      argv.insert(argv.end(), c.args.begin(), c.args.end());
+      const auto r = RunProcess(argv, dir.Path(""));
+      BOOST_TEST(r.exit_code == 2);
+      BOOST_TEST(r.err.rfind("dtrain: error: ", 0) == 0u, r.err);
+      BOOST_TEST(r.err.find(c.said) != std::string::npos, r.err);
+      BOOST_TEST(r.err.find("Run '" + c.help + "' for more information.") != std::string::npos,
+                 r.err);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(committed_completions_are_what_the_binary_generates) {
   TempDir dir;
   const std::string bin = Env("DTRAIN_BIN");

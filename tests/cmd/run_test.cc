@@ -158,6 +158,8 @@ BOOST_AUTO_TEST_CASE(list_status_and_logs_read_a_store_file_and_logs_follows_a_l
       RunProcess({Bin(), "logs", "1", "-f", "--db", db}, dir.Path(""));  // until the run ends
   const ProcessResult ran = run.Wait();
   BOOST_TEST(ran.exit_code == 0, ran.err);
+  BOOST_TEST(Contains(ran.out, "job 1 (blobs-long) succeeded after "), ran.out);
+  BOOST_TEST(Contains(ran.out, " s: completed 1878 steps\n"), ran.out);
   BOOST_TEST(follow.exit_code == 0, follow.err);
   BOOST_TEST(Contains(follow.out, "completed 1878 steps"), follow.out);  // the run's last line
 
