@@ -27,6 +27,7 @@ struct InferenceArgs {
   std::string labels;
   std::string format;
   bool json = false;
+  bool needs_labels = false;  // eval compares with labels; predict needs none
 };
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
@@ -65,7 +66,9 @@ Result<data::Dataset> LoadInput(const InferenceArgs& args, const model::ModelSpe
       d.features = spec.inputs;
     } else if (format == "idx") {
       d.format = config::DataFormat::kIdx;
-      if (args.labels.empty()) return Status::Error("--format idx needs --labels PATH");
+      if (args.labels.empty() && args.needs_labels) {
+        return Status::Error("eval of IDX images needs their labels: --labels PATH");
+      }
     } else {
       return Status::Error("--format must be one of: idx, csv, libsvm; got '" + format + "'");
     }
@@ -195,7 +198,7 @@ CLI::App* AddInferenceCommand(CLI::App& app, const char* name, const char* descr
   cmd->add_option("--set", args->overrides, "Override a key of that job file")
       ->type_name("KEY=VALUE");
   cmd->add_option("--data", args->data, "A data file instead of a job file")->type_name("PATH");
-  cmd->add_option("--labels", args->labels, "Labels file for --data in IDX format")
+  cmd->add_option("--labels", args->labels, "Labels file for --data in IDX format (eval)")
       ->type_name("PATH");
   cmd->add_option("--format", args->format, "Format of --data: idx, csv or libsvm")
       ->type_name("FORMAT");
@@ -211,6 +214,7 @@ void AddPredictAndEvalCommands(CLI::App& app, int& exit_code) {
                       predict)
       ->callback([predict, &exit_code] { exit_code = Predict(*predict); });
   auto eval = std::make_shared<InferenceArgs>();
+  eval->needs_labels = true;
   AddInferenceCommand(
       app, "eval",
       "Print a model's loss and accuracy (and a binary sparse model's AUC) on a data set", eval)

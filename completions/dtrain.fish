@@ -83,14 +83,14 @@ complete -c dtrain -n '__fish_seen_subcommand_from validate' -a '(__dtrain_job_f
 complete -c dtrain -n '__fish_seen_subcommand_from predict' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from predict' -l set -r -F -d 'Override a key of that job file'
 complete -c dtrain -n '__fish_seen_subcommand_from predict' -l data -r -F -d 'A data file instead of a job file'
-complete -c dtrain -n '__fish_seen_subcommand_from predict' -l labels -r -F -d 'Labels file for --data in IDX format'
+complete -c dtrain -n '__fish_seen_subcommand_from predict' -l labels -r -F -d 'Labels file for --data in IDX format (eval)'
 complete -c dtrain -n '__fish_seen_subcommand_from predict' -l format -r -F -d 'Format of --data: idx, csv or libsvm'
 complete -c dtrain -n '__fish_seen_subcommand_from predict' -l json -d 'Print JSON'
 complete -c dtrain -n '__fish_seen_subcommand_from predict' -F
 complete -c dtrain -n '__fish_seen_subcommand_from eval' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from eval' -l set -r -F -d 'Override a key of that job file'
 complete -c dtrain -n '__fish_seen_subcommand_from eval' -l data -r -F -d 'A data file instead of a job file'
-complete -c dtrain -n '__fish_seen_subcommand_from eval' -l labels -r -F -d 'Labels file for --data in IDX format'
+complete -c dtrain -n '__fish_seen_subcommand_from eval' -l labels -r -F -d 'Labels file for --data in IDX format (eval)'
 complete -c dtrain -n '__fish_seen_subcommand_from eval' -l format -r -F -d 'Format of --data: idx, csv or libsvm'
 complete -c dtrain -n '__fish_seen_subcommand_from eval' -l json -d 'Print JSON'
 complete -c dtrain -n '__fish_seen_subcommand_from eval' -F

@@ -168,7 +168,7 @@ _dtrain() {
             '-h[Print this help message and exit]' \
             '--set[Override a key of that job file]:set:_files' \
             '--data[A data file instead of a job file]:data:_files' \
-            '--labels[Labels file for --data in IDX format]:labels:_files' \
+            '--labels[Labels file for --data in IDX format (eval)]:labels:_files' \
             '--format[Format of --data\: idx, csv or libsvm]:format:_files' \
             '--json[Print JSON]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
@@ -181,7 +181,7 @@ _dtrain() {
             '-h[Print this help message and exit]' \
             '--set[Override a key of that job file]:set:_files' \
             '--data[A data file instead of a job file]:data:_files' \
-            '--labels[Labels file for --data in IDX format]:labels:_files' \
+            '--labels[Labels file for --data in IDX format (eval)]:labels:_files' \
             '--format[Format of --data\: idx, csv or libsvm]:format:_files' \
             '--json[Print JSON]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \

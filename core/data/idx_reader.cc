@@ -192,6 +192,10 @@ Result<LabelledImages> OpenLabelledImages(const std::string& images_path,
                                           const std::string& labels_path) {
   Result<ImageFile> images = OpenImages(images_path);
   if (!images.ok()) return images.status();
+  if (labels_path.empty()) {  // unlabelled: labels 0, no classes
+    const std::uint32_t count = images.value().count;
+    return LabelledImages{std::move(images).value(), math::ByteBuffer(count, 0), 0};
+  }
   Result<math::ByteBuffer> labels = ReadLabels(labels_path, images.value().count, images_path);
   if (!labels.ok()) return labels.status();
   const int num_classes = 1 + *std::max_element(labels.value().begin(), labels.value().end());

@@ -23,7 +23,8 @@ namespace dtrain::data {
 // IDX image and label files (MNIST, Fashion-MNIST), plain or gzip-compressed. Pixels stay uint8
 // (Dataset::bytes); labels become class indices. Checks the magic numbers (0x00000803 images,
 // 0x00000801 labels), the dimensions, that both files hold the same number of items, and that
-// neither is truncated nor followed by extra data.
+// neither is truncated nor followed by extra data. An empty labels_path reads the images alone,
+// for prediction: every label 0, num_classes 0.
 Result<Dataset> ReadIdx(const std::string& images_path, const std::string& labels_path);
 
 // What a data set's files say about it without its feature values.

@@ -51,6 +51,21 @@ Result<data::DatasetShape> ReadTrainingShape(const config::JobConfig& job) {
   return ShapeOf(train.value());
 }
 
+// Whether a set with labels 0..num_classes-1 (from `source`) suits the model's outputs: softmax
+// needs an output per class, binary cross-entropy (one output) labels 0 and 1; a regression
+// model takes any target.
+Status LabelsFit(const model::ModelSpec& spec, int num_classes, const std::string& source) {
+  if (spec.loss == model::LossType::kSoftmaxCrossEntropy && num_classes > spec.outputs) {
+    return Status::Error("model.outputs is " + std::to_string(spec.outputs) + " but " + source +
+                         " has labels up to " + std::to_string(num_classes - 1));
+  }
+  if (spec.loss == model::LossType::kBinaryCrossEntropy && num_classes > 2) {
+    return Status::Error("model.loss 'bce' needs labels 0/1, but " + source + " has " +
+                         std::to_string(num_classes) + " classes");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<data::Dataset> ReadJobDataset(const config::DataConfig& data, const std::string& path,
@@ -99,15 +114,7 @@ Result<model::ModelSpec> ResolveModelShape(const config::JobConfig& job,
   }
   const bool classifies = spec.loss == model::LossType::kSoftmaxCrossEntropy;
   if (spec.outputs == 0) spec.outputs = classifies ? train.num_classes : 1;
-  if (classifies && train.num_classes > spec.outputs) {
-    return Status::Error("model.outputs is " + std::to_string(spec.outputs) + " but " +
-                         train.source + " has labels up to " +
-                         std::to_string(train.num_classes - 1));
-  }
-  if (spec.loss == model::LossType::kBinaryCrossEntropy && train.num_classes > 2) {
-    return Status::Error("model.loss 'bce' needs labels 0/1, but " + train.source + " has " +
-                         std::to_string(train.num_classes) + " classes");
-  }
+  if (Status fits = LabelsFit(spec, train.num_classes, train.source); !fits.ok()) return fits;
   Status valid = model::ValidateModelSpec(spec);
   if (!valid.ok()) {
     std::optional<model::LayerMisfit> misfit = model::FindLayerMisfit(spec);
@@ -169,10 +176,8 @@ Result<JobData> LoadJobData(const config::JobConfig& job) {
   auto spec = ResolveModelShape(job, ShapeOf(out.train));
   if (!spec.ok()) return spec.status();
   out.spec = spec.value();
-  if (classification && out.eval.num_classes > out.spec.outputs) {
-    return Status::Error(out.eval.source + " has labels up to " +
-                         std::to_string(out.eval.num_classes - 1) + " but the model has " +
-                         std::to_string(out.spec.outputs) + " outputs");
+  if (Status fits = LabelsFit(out.spec, out.eval.num_classes, out.eval.source); !fits.ok()) {
+    return fits;
   }
   out.scaling = d.standardize ? data::FitStandardize(out.train) : data::ConstantScaling(d.scale);
   return out;

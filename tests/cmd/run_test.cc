@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cmd/run_checks.h"
+#include "common/idx_files.h"
 #include "common/process.h"
 #include "common/temp_dir.h"
 #include "config/job_file.h"
@@ -421,6 +422,37 @@ BOOST_AUTO_TEST_CASE(export_then_predict_matches_the_in_memory_model) {
 
 BOOST_AUTO_TEST_CASE(a_layer_list_model_exports_predicts_and_evaluates_the_same) {
   CheckExportThenPredict(kQuickCnnJob);
+}
+
+// predict reads IDX images without their labels (eval needs them): the same predictions.
+BOOST_AUTO_TEST_CASE(predict_takes_idx_images_without_labels) {
+  TempDir dir;
+  std::string pixels, labels;
+  for (int i = 0; i < 40; ++i) {  // 40 2x3 images: dark ones label 0, bright ones label 1
+    pixels += std::string(6, static_cast<char>(i % 2 == 0 ? 20 + i : 200 + i));
+    labels.push_back(static_cast<char>(i % 2));
+  }
+  const std::string images = dir.Write("images", testing::IdxBytes(0x803, {40, 2, 3}, pixels));
+  const std::string label_file = dir.Write("labels", testing::IdxBytes(0x801, {40}, labels));
+  const std::string job = dir.Write(
+      "job.toml", "name = \"idx\"\n[data]\nformat = \"idx\"\ntrain = \"images\"\n"
+                  "train_labels = \"labels\"\nscale = 255.0\n[model]\ntype = \"softmax\"\n"
+                  "[train]\nepochs = 2\nbatch_size = 8\n");
+  const std::string db = dir.Path("runs.db");
+  BOOST_REQUIRE(RunProcess({Bin(), "run", job, "--db", db}, dir.Path("")).exit_code == 0);
+  const std::string model = dir.Path("m.dtm");
+  BOOST_REQUIRE(RunProcess({Bin(), "export", "1", "--db", db, "-o", model}, dir.Path(""))
+                    .exit_code == 0);
+  const ProcessResult bare = RunProcess({Bin(), "predict", model, "--data", images}, dir.Path(""));
+  BOOST_TEST(bare.exit_code == 0, bare.err);
+  const ProcessResult labelled = RunProcess(
+      {Bin(), "predict", model, "--data", images, "--labels", label_file}, dir.Path(""));
+  BOOST_TEST(labelled.exit_code == 0, labelled.err);
+  BOOST_TEST(bare.out == labelled.out);
+  BOOST_TEST(std::count(bare.out.begin(), bare.out.end(), '\n') == 40);
+  const ProcessResult eval = RunProcess({Bin(), "eval", model, "--data", images}, dir.Path(""));
+  BOOST_TEST(eval.exit_code == 2);
+  BOOST_TEST(eval.err.find("--labels PATH") != std::string::npos, eval.err);
 }
 
 // FTRL-Proximal trains a softmax regression in one process and on parameter servers (whose

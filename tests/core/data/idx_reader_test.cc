@@ -56,6 +56,16 @@ BOOST_AUTO_TEST_CASE(reads_plain_files) {
   CheckSmallSet(ReadIdx(images, dir.Write("labels", kLabels)), images);
 }
 
+BOOST_AUTO_TEST_CASE(reads_images_without_labels_for_prediction) {
+  TempDir dir;
+  const Result<Dataset> r = ReadIdx(dir.Write("images", kImages), "");
+  BOOST_TEST_REQUIRE(r.ok(), r.status().message());
+  BOOST_TEST(r.value().rows == 3u);
+  BOOST_TEST(std::string(r.value().bytes.begin(), r.value().bytes.end()) == kPixels);
+  BOOST_TEST(r.value().labels == (std::vector<float>{0, 0, 0}), boost::test_tools::per_element());
+  BOOST_TEST(r.value().num_classes == 0);
+}
+
 BOOST_AUTO_TEST_CASE(reads_gzip_files_and_mixes_them_with_plain_ones) {
   TempDir dir;
   const std::string images = dir.WriteGz("images.gz", kImages);

@@ -143,6 +143,30 @@ BOOST_AUTO_TEST_CASE(csv_reads_the_training_file) {
   CheckSameError(Job(job + "outputs = 2\n", dir), "has labels up to 2");
 }
 
+// Binary logistic regression has one output for labels 0 and 1, in a separate test file too
+// (which was once held to an output per class); a third class in either file is refused.
+BOOST_AUTO_TEST_CASE(logistic_regression_takes_a_labelled_test_file_of_0_and_1) {
+  TempDir dir;
+  dir.Write("train.csv", "a,b,label\n1,2,0\n3,4,1\n5,6,1\n");
+  dir.Write("test.csv", "a,b,label\n1,1,1\n2,2,0\n");
+  dir.Write("three.csv", "a,b,label\n1,1,1\n2,2,2\n");
+  const std::string job =
+      "[data]\nformat = \"csv\"\ntrain = \"train.csv\"\ntest = \"test.csv\"\n[model]\n"
+      "type = \"logistic\"\n";
+  CheckSameSpec(Job(job, dir), 2, 1);
+  const Result<JobData> data = LoadJobData(Job(job, dir));
+  BOOST_REQUIRE(data.ok());
+  BOOST_TEST(data.value().eval.rows == 2u);
+  const Result<JobData> three = LoadJobData(Job(
+      "[data]\nformat = \"csv\"\ntrain = \"train.csv\"\ntest = \"three.csv\"\n[model]\n"
+      "type = \"logistic\"\n",
+      dir));
+  BOOST_REQUIRE(!three.ok());
+  BOOST_TEST(three.status().message().find("needs labels 0/1, but " + dir.Path("three.csv")) !=
+                 std::string::npos,
+             three.status().message());
+}
+
 BOOST_AUTO_TEST_CASE(explicit_inputs_and_outputs_read_no_file) {
   TempDir dir;
   dir.Write("train.csv", "a,b,label\n1,2,0\n3,4,1\n");
