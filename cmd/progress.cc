@@ -51,6 +51,11 @@ void ProgressPrinter::OnMetrics(const runner::RunProgress& progress,
   }
 }
 
+std::int64_t EpochShown(std::int64_t epoch, std::int64_t planned_epochs) {
+  const std::int64_t current = epoch + 1;
+  return planned_epochs > 0 ? std::min(current, planned_epochs) : current;
+}
+
 void ProgressPrinter::OnCheckpoint(const runner::RunProgress&) {}
 
 void ProgressPrinter::DrawBar(const runner::RunProgress& progress) {
@@ -76,8 +81,10 @@ void ProgressPrinter::DrawBar(const runner::RunProgress& progress) {
                  accuracy, samples_per_sec_);
   } else {
     std::fprintf(stderr,
-                 "\r\033[Kepoch %llu%s [%s] step %lld/%lld loss %.4f%s %.0f samples/s ETA %s",
-                 static_cast<unsigned long long>(progress.epoch + 1), epochs, bar.c_str(),
+                 "\r\033[Kepoch %lld%s [%s] step %lld/%lld loss %.4f%s %.0f samples/s ETA %s",
+                 static_cast<long long>(EpochShown(static_cast<std::int64_t>(progress.epoch),
+                                                   progress.planned_epochs)),
+                 epochs, bar.c_str(),
                  static_cast<long long>(step), static_cast<long long>(total), loss_, accuracy,
                  samples_per_sec_, FormatDuration(eta).c_str());
   }

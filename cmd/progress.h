@@ -16,6 +16,10 @@
 
 namespace dtrain::cli {
 
+// The bar's "epoch E/N" from the run's current epoch (0-based) and its planned epochs (0: no
+// limit): 1-based, and never past N (after the last step the current epoch is already N).
+std::int64_t EpochShown(std::int64_t epoch, std::int64_t planned_epochs);
+
 class ProgressPrinter final : public runner::RunObserver {
  public:
   explicit ProgressPrinter(bool json);

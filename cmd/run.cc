@@ -180,7 +180,7 @@ int RunWithWorkers(const RunArgs& args, const config::JobConfig& job, std::int64
   options.on_line = [json = args.json, lead](int rank, std::string_view stream,
                                              std::string_view line) {
     if (json || (rank != lead && stream == "stdout")) return;
-    std::fprintf(stream == "stdout" ? stdout : stderr, "[%d] %.*s\n", rank,
+    std::fprintf(stream == "stdout" ? stdout : stderr, "r%d: %.*s\n", rank,  // as dtrain logs
                  static_cast<int>(line.size()), line.data());
   };
   Result<store::JobState> ended = server::RunJobWithWorkers(job_id, store, options);

@@ -235,7 +235,8 @@ BOOST_AUTO_TEST_CASE(running_out_of_memory_limit_fails_the_job_saying_where) {
   BOOST_TEST(RunProcess({Bin(), "validate", job}, dir.Path("")).exit_code == 0);
   const ProcessResult r = RunProcess({Bin(), "run", job, "--db", dir.Path("oom.db")}, dir.Path(""));
   BOOST_TEST(r.exit_code == 1, r.err);
-  BOOST_TEST(r.out.find("failed: out of memory while reading the job's data (this process may use "
+  BOOST_TEST(r.out.find("failed after ") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find(" s: out of memory while reading the job's data (this process may use "
                         "1 GiB: [train] memory_limit)") != std::string::npos,
              r.out << r.err);
 }
@@ -422,6 +423,17 @@ BOOST_AUTO_TEST_CASE(export_then_predict_matches_the_in_memory_model) {
 
 BOOST_AUTO_TEST_CASE(a_layer_list_model_exports_predicts_and_evaluates_the_same) {
   CheckExportThenPredict(kQuickCnnJob);
+}
+
+// The lines of a job of several workers carry their rank as `dtrain logs` writes it.
+BOOST_AUTO_TEST_CASE(a_run_of_several_workers_prefixes_lines_as_logs_does) {
+  TempDir dir;
+  const std::string job = dir.Write(
+      "job.toml", kQuickJob + "[cluster]\nworkers = 2\nmode = \"sync\"\n");
+  const ProcessResult r = RunProcess({Bin(), "run", job, "--db", dir.Path("runs.db")}, dir.Path(""));
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(("\n" + r.out).find("\nr0: training: ") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("[0]") == std::string::npos, r.out);
 }
 
 // predict reads IDX images without their labels (eval needs them): the same predictions.
