@@ -69,6 +69,32 @@ std::string FormatBytes(std::int64_t bytes) {
   return out;
 }
 
+std::string FormatMetric(std::string_view name, double value) {
+  const auto has_word = [name](std::string_view word) {  // a '_'-separated word of the name
+    for (std::size_t at = name.find(word); at != std::string_view::npos;
+         at = name.find(word, at + 1)) {
+      const std::size_t end = at + word.size();
+      if ((at == 0 || name[at - 1] == '_') && (end == name.size() || name[end] == '_')) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (has_word("bytes") && std::isfinite(value) && value >= 0.0) {
+    return FormatBytes(std::llround(value));
+  }
+  char out[64];
+  const double size = std::fabs(value);
+  if (size != 0.0 && size < 1e-4) {
+    std::snprintf(out, sizeof out, "%.3g", value);
+  } else if (size >= 1e5 && std::isfinite(value)) {
+    std::snprintf(out, sizeof out, "%.0f", value);
+  } else {
+    std::snprintf(out, sizeof out, "%.6g", value);  // no exponent between 1e-4 and 1e5
+  }
+  return std::string(out) + (has_word("seconds") ? " s" : "");
+}
+
 std::optional<double> ParseTimePoint(std::string_view text, double now) {
   // Unix seconds, or a duration: a number, then an optional unit.
   double value = 0;

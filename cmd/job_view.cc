@@ -47,16 +47,10 @@ std::string_view StateColor(const std::string& state) {
   return kCyan;
 }
 
-std::string FormatValue(double value) {
-  char out[32];
-  std::snprintf(out, sizeof out, "%.6g", value);
-  return out;
-}
-
 std::string MetricsLine(const JobInfo& job) {
   std::string line;
   for (const auto& [name, value] : job.metrics) {
-    line += (line.empty() ? "" : "  ") + name + " " + FormatValue(value);
+    line += (line.empty() ? "" : "  ") + name + " " + FormatMetric(name, value);
   }
   return line;
 }

@@ -11,6 +11,7 @@
 #include "cmd/commands.h"
 #include "cmd/daemon_client.h"
 #include "cmd/exit_codes.h"
+#include "cmd/human.h"
 #include "cmd/json_fields.h"
 #include "cmd/plot.h"
 #include "cmd/stored_job.h"
@@ -25,6 +26,7 @@ struct MetricsArgs {
   std::string name;  // substring of the metric name; empty: all
   std::string format = "table";
   bool plot = false;
+  bool per_worker = false;  // --plot: a plot per worker, not their mean
 };
 
 CliResult<std::vector<store::MetricRow>> FromStore(const MetricsArgs& args) {
@@ -55,24 +57,33 @@ CliResult<std::vector<store::MetricRow>> FromDaemon(const MetricsArgs& args,
   return rows;
 }
 
-// One plot per metric name, or per name and worker when several workers reported.
-void Plot(const std::vector<store::MetricRow>& rows) {
-  std::set<int> workers;
-  for (const store::MetricRow& r : rows) workers.insert(r.worker);
-  std::map<std::pair<std::string, int>, PlotSeries> series;
+// One plot per metric name; where several workers reported it, of the mean of the workers'
+// values at each step (equal for sync replicas), or with per_worker one per name and worker.
+void Plot(const std::vector<store::MetricRow>& rows, bool per_worker) {
+  std::map<std::string, std::set<int>> workers_of;
+  for (const store::MetricRow& r : rows) workers_of[r.name].insert(r.worker);
+  // (name, worker or -1 for the mean) -> step -> (sum, count)
+  std::map<std::pair<std::string, int>, std::map<std::int64_t, std::pair<double, int>>> sums;
   for (const store::MetricRow& r : rows) {
-    const int worker = workers.size() > 1 ? r.worker : 0;
-    PlotSeries& s = series[{r.name, worker}];
-    if (s.title.empty()) {
-      s.title = workers.size() > 1 ? r.name + " (worker " + std::to_string(r.worker) + ")" : r.name;
-    }
-    s.points.emplace_back(static_cast<double>(r.step), r.value);
+    const bool several = workers_of[r.name].size() > 1;
+    auto& at = sums[{r.name, several && per_worker ? r.worker : -1}][r.step];
+    at.first += r.value;
+    ++at.second;
   }
   PlotStyle style;
   style.braille = TerminalIsUtf8();
   style.color = ColorOnStdout();
   bool first = true;
-  for (const auto& [key, s] : series) {
+  for (const auto& [key, steps] : sums) {
+    const auto& [name, worker] = key;
+    const std::size_t reporting = workers_of[name].size();
+    PlotSeries s;
+    s.title = worker >= 0       ? name + " (worker " + std::to_string(worker) + ")"
+              : reporting > 1   ? name + " (mean of " + std::to_string(reporting) + " workers)"
+                                : name;
+    for (const auto& [step, sum] : steps) {
+      s.points.emplace_back(static_cast<double>(step), sum.first / sum.second);
+    }
     if (!first) std::cout << '\n';
     first = false;
     PrintPlot(s, style, std::cout);
@@ -100,8 +111,8 @@ void Print(const std::vector<store::MetricRow>& rows, const std::string& format)
   } else {
     std::printf("%10s %8s %6s  %-16s %14s\n", "STEP", "EPOCH", "WORKER", "NAME", "VALUE");
     for (const store::MetricRow& r : rows) {
-      std::printf("%10lld %8.3f %6d  %-16s %14.6g\n", static_cast<long long>(r.step), r.epoch,
-                  r.worker, r.name.c_str(), r.value);
+      std::printf("%10lld %8.3f %6d  %-16s %14s\n", static_cast<long long>(r.step), r.epoch,
+                  r.worker, r.name.c_str(), FormatMetric(r.name, r.value).c_str());
     }
   }
 }
@@ -115,7 +126,7 @@ int Metrics(const MetricsArgs& args, const GlobalOptions& globals) {
     if (row.name.find(args.name) != std::string::npos) kept.push_back(std::move(row));
   }
   if (args.plot) {
-    Plot(kept);
+    Plot(kept, args.per_worker);
   } else {
     Print(kept, args.format);
   }
@@ -134,8 +145,12 @@ void AddMetricsCommand(CLI::App& app, Globals globals, int& exit_code) {
   CLI::Option* format = cmd->add_option("--format", args->format, "Output format")
                             ->check(CLI::IsMember({"table", "csv", "json"}))
                             ->capture_default_str();
-  cmd->add_flag("--plot", args->plot, "Plot each metric over the steps in the terminal")
-      ->excludes(format);
+  CLI::Option* plot =
+      cmd->add_flag("--plot", args->plot,
+                    "Plot each metric over the steps in the terminal (the workers' mean)")
+          ->excludes(format);
+  cmd->add_flag("--per-worker", args->per_worker, "With --plot: a plot for each worker")
+      ->needs(plot);
   cmd->add_option("--db", args->db, "Read this store file instead of asking the daemon")
       ->type_name("PATH");
   cmd->callback([args, globals, &exit_code] { exit_code = Metrics(*args, *globals); });

@@ -22,7 +22,7 @@ _dtrain() {
     cancel) opts="--help -h --json --socket --host --key-file"; first=job ;;
     wait) opts="--help -h --json --socket --host --key-file"; first=job ;;
     logs) opts="--help -h --follow -f --worker --tail --since --db --socket --host --key-file"; valued="$valued --worker --tail --since --db"; first=job ;;
-    metrics) opts="--help -h --name --format --plot --db --socket --host --key-file"; valued="$valued --name --format --db"; first=job ;;
+    metrics) opts="--help -h --name --format --plot --per-worker --db --socket --host --key-file"; valued="$valued --name --format --db"; first=job ;;
     checkpoints) opts="--help -h --json --db --socket --host --key-file"; valued="$valued --db"; first=job ;;
     export) opts="--help -h --output -o --step --db --json --socket --host --key-file"; valued="$valued --output -o --step --db"; first=job ;;
     validate) opts="--help -h --set --socket --host --key-file"; valued="$valued --set"; first=toml ;;

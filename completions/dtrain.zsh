@@ -124,7 +124,8 @@ _dtrain() {
             '-h[Print this help message and exit]' \
             '--name[Only metrics whose name contains this (e.g. loss, eval_accuracy)]:name:_files' \
             '--format[Output format]:format:_files' \
-            '--plot[Plot each metric over the steps in the terminal]' \
+            '--plot[Plot each metric over the steps in the terminal (the workers'\'' mean)]' \
+            '--per-worker[With --plot\: a plot for each worker]' \
             '--db[Read this store file instead of asking the daemon]:db:_files' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \

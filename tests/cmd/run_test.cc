@@ -434,6 +434,27 @@ BOOST_AUTO_TEST_CASE(a_run_of_several_workers_prefixes_lines_as_logs_does) {
   BOOST_TEST(r.exit_code == 0, r.err);
   BOOST_TEST(("\n" + r.out).find("\nr0: training: ") != std::string::npos, r.out);
   BOOST_TEST(r.out.find("[0]") == std::string::npos, r.out);
+
+  // Its metrics plot once per metric, the workers' mean, unless each worker is asked for.
+  const auto plot = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {Bin(), "metrics", "1", "--db", dir.Path("runs.db"),
+                                     "--plot", "--name", "train_loss"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return RunProcess(argv, dir.Path("")).out;
+  };
+  const auto count = [](const std::string& text, const std::string& part) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const std::string mean = plot({});
+  BOOST_TEST(count(mean, "train_loss (mean of 2 workers):") == 1u, mean);
+  BOOST_TEST(count(mean, "(worker ") == 0u, mean);
+  const std::string each = plot({"--per-worker"});
+  BOOST_TEST(count(each, "train_loss (worker 0):") == 1u, each);
+  BOOST_TEST(count(each, "train_loss (worker 1):") == 1u, each);
 }
 
 // predict reads IDX images without their labels (eval needs them): the same predictions.
