@@ -22,7 +22,12 @@ namespace {
 struct ValidateArgs {
   std::string job_file;
   std::vector<std::string> overrides;
+  bool all_keys = false;
 };
+
+config::ResolvedKeys Keys(const ValidateArgs& args) {
+  return args.all_keys ? config::ResolvedKeys::kAll : config::ResolvedKeys::kApplicable;
+}
 
 // Each layer of the model (resolved against the data) with what it gives a sample and its
 // parameters, as comments that keep the output a valid job file.
@@ -53,10 +58,10 @@ void PrintThreads(const config::JobConfig& job, const model::ModelSpec& spec) {
 }
 
 // A sparse job: its files read as the job will read them, and what they hold.
-int ValidateSparse(const config::JobConfig& job) {
+int ValidateSparse(const config::JobConfig& job, const ValidateArgs& args) {
   Result<runner::SparseJobData> data = runner::LoadSparseJobData(job);
   if (!data.ok()) return Report(ErrorFrom(data.status(), kExitUsage));
-  std::cout << config::FormatResolvedJob(job);
+  std::cout << config::FormatResolvedJob(job, Keys(args));
   const runner::SparseJobData& d = data.value();
   std::cout << "\n# model: " << sparse::FormatSparseModelSpec(d.spec) << " on " << d.TrainRows()
             << " rows of " << d.train.features << " features, ";
@@ -76,10 +81,10 @@ int Validate(const ValidateArgs& args) {
     PrintDiagnostics(loaded.diagnostics, args.job_file);
     return kExitUsage;
   }
-  if (loaded.job->data.sparse) return ValidateSparse(*loaded.job);
+  if (loaded.job->data.sparse) return ValidateSparse(*loaded.job, args);
   Result<model::ModelSpec> spec = runner::ResolveJobShape(*loaded.job);
   if (!spec.ok()) return Report(ErrorFrom(spec.status(), kExitUsage));
-  std::cout << config::FormatResolvedJob(*loaded.job);
+  std::cout << config::FormatResolvedJob(*loaded.job, Keys(args));
   PrintLayers(spec.value());
   PrintThreads(*loaded.job, spec.value());
   return kExitOk;
@@ -94,6 +99,8 @@ void AddValidateCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("job_file", args->job_file, "The job file (job.toml)")->required();
   cmd->add_option("--set", args->overrides, "Override a job-file key: --set train.epochs=1")
       ->type_name("KEY=VALUE");
+  cmd->add_flag("--all-keys", args->all_keys,
+                "Print every key, also those that do not apply to this job");
   cmd->callback([args, &exit_code] { exit_code = Validate(*args); });
 }
 

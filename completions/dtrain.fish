@@ -80,6 +80,7 @@ complete -c dtrain -n '__fish_seen_subcommand_from export' -l json -d 'Print one
 complete -c dtrain -n '__fish_seen_subcommand_from export' -a '(__dtrain_jobs)'
 complete -c dtrain -n '__fish_seen_subcommand_from validate' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from validate' -l set -r -F -d 'Override a job-file key: --set train.epochs=1'
+complete -c dtrain -n '__fish_seen_subcommand_from validate' -l all-keys -d 'Print every key, also those that do not apply to this job'
 complete -c dtrain -n '__fish_seen_subcommand_from validate' -a '(__dtrain_job_files)'
 complete -c dtrain -n '__fish_seen_subcommand_from predict' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from predict' -l set -r -F -d 'Override a key of that job file'

@@ -65,7 +65,10 @@ LoadResult ParseJobText(std::string_view toml_text, const std::string& display_p
                         const JobChecks& checks = {});
 
 // The job as TOML with every key present, defaults filled in and paths absolute. Parsing it
-// again (with the same display path) yields an equal JobConfig.
-std::string FormatResolvedJob(const JobConfig& job);
+// again (with the same display path) yields an equal JobConfig. With kApplicable (for people:
+// dtrain validate), only the keys that apply to the job's data format, optimizer, schedule and
+// cluster mode: parsing that gives a job that trains the same, not an equal JobConfig.
+enum class ResolvedKeys { kAll, kApplicable };
+std::string FormatResolvedJob(const JobConfig& job, ResolvedKeys keys = ResolvedKeys::kAll);
 
 }  // namespace dtrain::config

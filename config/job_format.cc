@@ -1,4 +1,5 @@
-// FormatResolvedJob: a JobConfig back to job-file TOML, every key written out.
+// FormatResolvedJob: a JobConfig back to job-file TOML, every key written out, or (for people)
+// only the keys that apply to the job's format, model, optimizer and mode.
 #include <string>
 #include <utility>
 
@@ -10,22 +11,33 @@
 namespace dtrain::config {
 namespace {
 
-void WriteData(const DataConfig& d, TomlWriter& w) {
+// Which keys to write: all of them, or only those that apply.
+struct Shown {
+  bool all;
+  bool operator()(bool applies) const { return all || applies; }
+};
+
+void WriteData(const DataConfig& d, Shown show, TomlWriter& w) {
+  const bool idx = d.format == DataFormat::kIdx, csv = d.format == DataFormat::kCsv;
+  const bool libsvm = d.format == DataFormat::kLibsvm;
+  const bool synthetic = d.format == DataFormat::kSynthetic;
   w.Section("data");
   w.String("format", DataFormatName(d.format));
-  w.Path("train", d.train);
-  w.Path("train_labels", d.train_labels);
-  w.Path("test", d.test);
-  w.Path("test_labels", d.test_labels);
-  w.Bool("header", d.header);
-  if (d.label_column.empty()) {
-    w.Int("label_index", d.label_index);
-  } else {
-    w.String("label_column", d.label_column);
+  if (show(!synthetic)) w.Path("train", d.train);
+  if (show(idx)) w.Path("train_labels", d.train_labels);
+  if (show(!synthetic)) w.Path("test", d.test);
+  if (show(idx)) w.Path("test_labels", d.test_labels);
+  if (show(csv)) {
+    w.Bool("header", d.header);
+    if (d.label_column.empty()) {
+      w.Int("label_index", d.label_index);
+    } else {
+      w.String("label_column", d.label_column);
+    }
+    w.String("delimiter", std::string(1, d.delimiter));
   }
-  w.String("delimiter", std::string(1, d.delimiter));
-  w.Int("features", d.features);
-  w.Bool("sparse", d.sparse);
+  if (show(libsvm)) w.Int("features", d.features);
+  if (show(libsvm)) w.Bool("sparse", d.sparse);
   if (d.hash_bits > 0) w.Int("hash_bits", d.hash_bits);
   if (d.stream) {
     w.Bool("stream", d.stream);
@@ -37,14 +49,18 @@ void WriteData(const DataConfig& d, TomlWriter& w) {
     w.Float("scale", d.scale);
   }
   w.Double("validation_fraction", d.validation_fraction);
-  w.String("synthetic", SyntheticKindName(d.synthetic));
-  w.Int("rows", d.rows);
-  w.Int("test_rows", d.test_rows);
-  w.Int("classes", d.classes);
-  w.Float("noise", d.noise);
-  w.Unsigned("seed", d.data_seed);
-  w.Int("augment_crop", d.augment.crop_padding);
-  w.Bool("augment_flip", d.augment.flip);
+  if (show(synthetic)) {
+    w.String("synthetic", SyntheticKindName(d.synthetic));
+    w.Int("rows", d.rows);
+    w.Int("test_rows", d.test_rows);
+    w.Int("classes", d.classes);
+    w.Float("noise", d.noise);
+    w.Unsigned("seed", d.data_seed);
+  }
+  if (show(d.format != DataFormat::kLibsvm)) {
+    w.Int("augment_crop", d.augment.crop_padding);
+    w.Bool("augment_flip", d.augment.flip);
+  }
 }
 
 void WriteModel(const model::ModelSpec& m, TomlWriter& w) {
@@ -78,73 +94,110 @@ void WriteTrain(const JobConfig& job, TomlWriter& w) {
   w.Float("clip_norm", job.clip_norm);
 }
 
-void WriteOptimizer(const JobConfig& job, TomlWriter& w) {
+void WriteOptimizer(const JobConfig& job, Shown show, TomlWriter& w) {
+  using optim::OptimizerType;
   const optim::OptimizerOptions& o = job.optimizer;
   const optim::ScheduleOptions& s = job.train.schedule;
+  const bool lbfgs = o.type == OptimizerType::kLbfgs, ftrl = o.type == OptimizerType::kFtrl;
+  const bool adam = o.type == OptimizerType::kAdam, adagrad = o.type == OptimizerType::kAdagrad;
+  const bool stepped = !lbfgs && !ftrl;  // a learning rate and its schedule
   w.Section("optimizer");
   w.String("type", optim::OptimizerTypeName(o.type));
-  w.Float("lr", s.lr);
-  w.Float("momentum", o.momentum);
-  w.Bool("nesterov", o.nesterov);
-  w.Float("beta1", o.beta1);
-  w.Float("beta2", o.beta2);
-  w.Float("eps", o.eps);
-  w.Float("initial_accumulator", o.initial_accumulator);
-  w.Float("alpha", o.alpha);
-  w.Float("beta", o.beta);
-  w.Float("l1", o.l1);
-  w.Float("l2", o.l2);
-  w.Int("history", job.lbfgs.history);
-  w.Int("max_iterations", job.lbfgs.max_iterations);
-  w.Double("gradient_tolerance", job.lbfgs.gradient_tolerance);
-  w.Double("loss_tolerance", job.lbfgs.loss_tolerance);
-  w.Int("max_evaluations", job.lbfgs.max_evaluations);
-  w.Int("sample_rows", job.sample_rows);
-  w.String("schedule", optim::ScheduleTypeName(s.type));
-  w.Int("warmup_steps", s.warmup_steps);
-  w.Int("step_size", s.step_size);
-  w.Float("gamma", s.gamma);
-  w.Float("min_lr", s.min_lr);
+  if (show(stepped)) w.Float("lr", s.lr);
+  if (show(o.type == OptimizerType::kMomentum)) {
+    w.Float("momentum", o.momentum);
+    w.Bool("nesterov", o.nesterov);
+  }
+  if (show(adam)) {
+    w.Float("beta1", o.beta1);
+    w.Float("beta2", o.beta2);
+  }
+  if (show(adam || adagrad)) w.Float("eps", o.eps);
+  if (show(adagrad)) w.Float("initial_accumulator", o.initial_accumulator);
+  if (show(ftrl)) {
+    w.Float("alpha", o.alpha);
+    w.Float("beta", o.beta);
+    w.Float("l1", o.l1);
+    w.Float("l2", o.l2);
+  }
+  if (show(lbfgs)) {
+    w.Int("history", job.lbfgs.history);
+    w.Int("max_iterations", job.lbfgs.max_iterations);
+    w.Double("gradient_tolerance", job.lbfgs.gradient_tolerance);
+    w.Double("loss_tolerance", job.lbfgs.loss_tolerance);
+    w.Int("max_evaluations", job.lbfgs.max_evaluations);
+    w.Int("sample_rows", job.sample_rows);
+  }
+  if (show(stepped)) {
+    w.String("schedule", optim::ScheduleTypeName(s.type));
+    w.Int("warmup_steps", s.warmup_steps);
+  }
+  if (show(stepped && s.type == optim::ScheduleType::kStep)) {
+    w.Int("step_size", s.step_size);
+    w.Float("gamma", s.gamma);
+  }
+  if (show(stepped && s.type != optim::ScheduleType::kConstant)) w.Float("min_lr", s.min_lr);
+}
+
+void WriteCluster(const ClusterConfig& c, Shown show, TomlWriter& w) {
+  const bool several = c.workers > 1, async = c.mode == ClusterMode::kAsync;
+  const bool on_servers = async || (c.mode == ClusterMode::kSync && c.allreduce == AllReduce::kPs);
+  const bool partitioned = c.model_parallel > 1;
+  w.Section("cluster");
+  w.Int("workers", c.workers);
+  w.String("mode", ClusterModeName(c.mode));
+  if (show(c.mode == ClusterMode::kSync)) w.String("allreduce", AllReduceName(c.allreduce));
+  if (show(several || partitioned)) {
+    w.String("transport", TransportName(c.transport));
+    w.Bool("checksum", c.checksum);
+  }
+  if (show(on_servers)) w.Int("servers", c.servers);
+  if (show(async)) {
+    w.Int("push_every", c.push_every);
+    w.Int("fetch_every", c.fetch_every);
+    w.Int("max_staleness", c.max_staleness);
+  }
+  if (show(c.mode == ClusterMode::kLocal)) {
+    w.Int("average_every", c.average_every);
+    w.Bool("average_optimizer", c.average_optimizer);
+  }
+  if (show(c.mode == ClusterMode::kSandblaster)) {
+    w.Int("work_units", c.work_units);
+    w.Double("backup_after", c.backup_after);
+  }
+  if (show(several)) w.String("lr_scaling", LrScalingName(c.lr_scaling));
+  if (show(several || partitioned)) {
+    w.Double("timeout_seconds", c.timeout_seconds);
+    w.Double("heartbeat_timeout", c.heartbeat_timeout);
+    w.String("placement", PlacementPolicyName(c.placement));
+  }
+  if (!c.hosts.empty()) w.StringArray("hosts", c.hosts);
+  w.Int("model_parallel", c.model_parallel);
+  if (show(partitioned)) {
+    w.String("partition", model::PartitionKindName(c.partition));
+    w.Int("micro_batches", c.micro_batches);
+  }
 }
 
 }  // namespace
 
-std::string FormatResolvedJob(const JobConfig& job) {
+std::string FormatResolvedJob(const JobConfig& job, ResolvedKeys keys) {
+  const Shown show{keys == ResolvedKeys::kAll};
   TomlWriter w;
   w.Comment("dtrain job resolved from " + TomlString(job.source_path) +
-            ": every key, with its value.");
+            (show.all ? ": every key, with its value."
+                      : ": every key that applies to it, with its value."));
   w.String("name", job.name);
   w.Int("priority", job.priority);
-  WriteData(job.data, w);
+  WriteData(job.data, show, w);
   if (job.data.sparse) {
     internal::WriteSparseModel(job.sparse_model, w);
   } else {
     WriteModel(job.model, w);
   }
   WriteTrain(job, w);
-  WriteOptimizer(job, w);
-  w.Section("cluster");
-  w.Int("workers", job.cluster.workers);
-  w.String("mode", ClusterModeName(job.cluster.mode));
-  w.String("allreduce", AllReduceName(job.cluster.allreduce));
-  w.String("transport", TransportName(job.cluster.transport));
-  w.Bool("checksum", job.cluster.checksum);
-  w.Int("servers", job.cluster.servers);
-  w.Int("push_every", job.cluster.push_every);
-  w.Int("fetch_every", job.cluster.fetch_every);
-  w.Int("max_staleness", job.cluster.max_staleness);
-  w.Int("average_every", job.cluster.average_every);
-  w.Bool("average_optimizer", job.cluster.average_optimizer);
-  w.Int("work_units", job.cluster.work_units);
-  w.Double("backup_after", job.cluster.backup_after);
-  w.String("lr_scaling", LrScalingName(job.cluster.lr_scaling));
-  w.Double("timeout_seconds", job.cluster.timeout_seconds);
-  w.Double("heartbeat_timeout", job.cluster.heartbeat_timeout);
-  w.String("placement", PlacementPolicyName(job.cluster.placement));
-  if (!job.cluster.hosts.empty()) w.StringArray("hosts", job.cluster.hosts);
-  w.Int("model_parallel", job.cluster.model_parallel);
-  w.String("partition", model::PartitionKindName(job.cluster.partition));
-  w.Int("micro_batches", job.cluster.micro_batches);
+  WriteOptimizer(job, show, w);
+  WriteCluster(job.cluster, show, w);
   w.Section("checkpoint");
   w.Int("every_steps", job.checkpoint.every_steps);
   w.Double("every_seconds", job.checkpoint.every_seconds);

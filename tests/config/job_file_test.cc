@@ -637,6 +637,42 @@ BOOST_AUTO_TEST_CASE(resolved_toml_parses_back_to_an_equal_job) {
   }
 }
 
+// What dtrain validate prints: only the keys that apply, which parse back to the same job
+// wherever they matter (the keys left out keep values nothing reads).
+BOOST_AUTO_TEST_CASE(the_applicable_keys_leave_out_what_the_job_does_not_read) {
+  const auto has = [](const std::string& text, const std::string& key) {
+    return text.find("\n" + key + " = ") != std::string::npos;
+  };
+  const JobConfig fashion = MustLoad(JobPath("fashion-mlp.toml"));
+  const std::string shown = FormatResolvedJob(fashion, ResolvedKeys::kApplicable);
+  const std::string all = FormatResolvedJob(fashion);
+  for (const char* key : {"header", "delimiter", "features", "synthetic", "rows", "history",
+                          "alpha", "allreduce", "servers", "push_every", "average_every",
+                          "work_units", "partition"}) {
+    BOOST_TEST(!has(shown, key), key);
+    BOOST_TEST(has(all, key), key);
+  }
+  for (const char* key : {"format", "train_labels", "test_labels", "scale", "lr", "schedule",
+                          "workers", "mode", "every_steps"}) {
+    BOOST_TEST(has(shown, key), key);
+  }
+  const LoadResult again = ParseJobText(shown, fashion.source_path, {}, "/nonexistent");
+  BOOST_REQUIRE(again.ok());
+  BOOST_TEST((again.job->data.train == fashion.data.train));
+  BOOST_TEST((again.job->model == fashion.model));
+  BOOST_TEST((again.job->optimizer.type == fashion.optimizer.type));
+  BOOST_TEST(again.job->train.schedule.lr == fashion.train.schedule.lr);
+
+  // Sync on parameter servers: the mode's own keys appear, an async one's do not.
+  const JobConfig sync = MustLoad(JobPath("iris-sync.toml"));
+  const std::string sync_shown = FormatResolvedJob(sync, ResolvedKeys::kApplicable);
+  BOOST_TEST(has(sync_shown, "allreduce"));
+  BOOST_TEST(has(sync_shown, "timeout_seconds"));
+  BOOST_TEST(!has(sync_shown, "push_every"));
+  BOOST_TEST(!has(sync_shown, "synthetic"));
+  BOOST_TEST(has(sync_shown, "header"));  // a CSV file's keys
+}
+
 BOOST_AUTO_TEST_CASE(resolved_toml_round_trips_awkward_values) {
   const LoadResult r = Parse(
       "name = \"odd.values_1\"\n"
