@@ -34,6 +34,8 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
   if (!metrics.ok()) return metrics.status();
   Result<std::vector<EventRecord>> events = store.Events(id);  // the restarts of an ended job too
   if (!events.ok()) return events.status();
+  Result<std::vector<CheckpointInfo>> checkpoints = store.Checkpoints(id);
+  if (!checkpoints.ok()) return checkpoints.status();
 
   json latest = json::object();
   std::int64_t step = 0;
@@ -41,6 +43,8 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
     latest[m.name] = m.value;
     step = std::max(step, m.step);
   }
+  // A job stopped between two logged steps has its newest checkpoint further on.
+  if (!checkpoints.value().empty()) step = std::max(step, checkpoints.value().back().step);
   json worker_list = json::array();
   for (const WorkerRecord& w : workers.value()) worker_list.push_back(WorkerJson(w));
   const JobRecord& r = job.value();

@@ -1,6 +1,6 @@
 // What the control protocol shows of jobs, built from a store alone: the JOB object of
-// control_protocol.md (state, reason, owner, step, restarts, latest metrics, workers and, when
-// asked, events) and the newest jobs. The daemon adds what only it knows (restarts not yet
+// control_protocol.md (state, reason, owner, step: the furthest of its metrics and its newest
+// checkpoint, restarts, latest metrics, workers and, when asked, events) and the newest jobs. The daemon adds what only it knows (restarts not yet
 // recorded, the reason a queued job waits); `dtrain status/list --db` show them as recorded.
 //
 //   Result<nlohmann::json> job = StoredJobJson(store, 7, /*with_events=*/true);

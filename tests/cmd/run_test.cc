@@ -310,6 +310,9 @@ BOOST_AUTO_TEST_CASE(sigint_checkpoints_exits_130_and_resumes_identically) {
   BOOST_TEST(summary["state"].get<std::string>() == "cancelled");
   const std::int64_t stopped_at = summary["steps"].get<std::int64_t>();
   BOOST_TEST(Final(db, 1).step == stopped_at);  // checkpoint written at the stop
+  // The job's step is where it stopped, not its last logged step.
+  const ProcessResult status = RunProcess({Bin(), "status", "1", "--db", db, "--json"}, dir.Path(""));
+  BOOST_TEST(ParseJson(status)["step"].get<std::int64_t>() == stopped_at, status.out);
 
   // --resume with no value finds the job by its job file.
   const ProcessResult resumed =
