@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <set>
 
 #include "cmd/exit_codes.h"
@@ -83,6 +84,8 @@ JobInfo ParseJob(const nlohmann::json& job) {
   if (const nlohmann::json* metrics = JsonField(job, "metrics"); metrics && metrics->is_object()) {
     for (const auto& [name, value] : metrics->items()) {
       if (value.is_number()) info.metrics.emplace_back(name, value.get<double>());
+      // A NaN (a loss that diverged) travels as null.
+      if (value.is_null()) info.metrics.emplace_back(name, std::numeric_limits<double>::quiet_NaN());
     }
   }
   for (const nlohmann::json& w : JsonArray(job, "workers")) {

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -50,7 +51,8 @@ CliResult<std::vector<store::MetricRow>> FromDaemon(const MetricsArgs& args,
     rows.push_back({.step = JsonInt(m, "step"),
                     .worker = static_cast<int>(JsonInt(m, "worker")),
                     .name = JsonString(m, "name"),
-                    .value = JsonNumber(m, "value"),
+                    // null: NaN (JSON has no NaN)
+                    .value = JsonNumber(m, "value", std::numeric_limits<double>::quiet_NaN()),
                     .epoch = JsonNumber(m, "epoch"),
                     .time = JsonNumber(m, "time")});
   }

@@ -85,9 +85,28 @@ constexpr std::string_view kAddOwnerGid = R"sql(
 ALTER TABLE jobs ADD COLUMN owner_gid INTEGER NOT NULL DEFAULT -1;
 )sql";
 
+// A metric's value may be NaN (a loss that diverged), which SQLite stores as NULL: the column
+// admits NULL (SQLite cannot drop a NOT NULL in place, so the table is copied).
+constexpr std::string_view kNanMetrics = R"sql(
+CREATE TABLE metrics_admitting_nan (
+  job    INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  step   INTEGER NOT NULL,
+  worker INTEGER NOT NULL,
+  name   TEXT    NOT NULL,
+  value  REAL,                                   -- NULL: NaN
+  epoch  REAL    NOT NULL,
+  time   REAL    NOT NULL
+) STRICT;
+INSERT INTO metrics_admitting_nan SELECT job, step, worker, name, value, epoch, time FROM metrics;
+DROP TABLE metrics;
+ALTER TABLE metrics_admitting_nan RENAME TO metrics;
+CREATE INDEX metrics_by_name ON metrics(job, name, step);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {"create the run store tables", kCreateTables},
     {"add the owner's gid to jobs", kAddOwnerGid},
+    {"let metric values be NaN", kNanMetrics},
 };
 
 }  // namespace

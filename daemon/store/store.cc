@@ -140,10 +140,11 @@ Result<CheckpointData> VerifyCheckpoint(std::int64_t job, std::int64_t step,
 }
 
 Result<MetricRow> ReadMetricRow(const Statement& s) {
+  // SQLite keeps a NaN as NULL (a loss that diverged): read back as NaN.
   return MetricRow{s.ColumnInt(0),
                    static_cast<int>(s.ColumnInt(1)),
                    std::string(s.ColumnText(2)),
-                   s.ColumnDouble(3),
+                   s.ColumnIsNull(3) ? std::numeric_limits<double>::quiet_NaN() : s.ColumnDouble(3),
                    s.ColumnDouble(4),
                    s.ColumnDouble(5)};
 }

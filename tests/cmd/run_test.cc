@@ -460,6 +460,26 @@ BOOST_AUTO_TEST_CASE(a_run_of_several_workers_prefixes_lines_as_logs_does) {
   BOOST_TEST(count(each, "train_loss (worker 1):") == 1u, each);
 }
 
+// A run whose loss diverges to NaN records it and ends as any run does (its NaN metrics once
+// failed to store and left the job 'running').
+BOOST_AUTO_TEST_CASE(a_run_whose_loss_goes_nan_records_it_and_ends) {
+  TempDir dir;
+  const std::string job = dir.Write("job.toml", kQuickJob);
+  const std::string db = dir.Path("runs.db");
+  const ProcessResult r = RunProcess(
+      {Bin(), "run", job, "--db", db, "--set", "optimizer.lr=1000", "--set", "data.noise=5",
+       "--set", "model.activation=\"relu\""},
+      dir.Path(""));
+  BOOST_TEST(r.exit_code == 0, r.err);
+  const ProcessResult status = RunProcess({Bin(), "status", "1", "--db", db, "--json"}, dir.Path(""));
+  const nlohmann::json object = ParseJson(status);
+  BOOST_TEST(object["state"] == "succeeded");
+  BOOST_TEST(object["metrics"]["train_loss"].is_null(), status.out);  // NaN travels as null
+  const ProcessResult csv = RunProcess(
+      {Bin(), "metrics", "1", "--db", db, "--name", "train_loss", "--format", "csv"}, dir.Path(""));
+  BOOST_TEST(csv.out.find(",train_loss,nan,") != std::string::npos, csv.out);
+}
+
 // predict reads IDX images without their labels (eval needs them): the same predictions.
 BOOST_AUTO_TEST_CASE(predict_takes_idx_images_without_labels) {
   TempDir dir;

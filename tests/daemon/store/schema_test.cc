@@ -1,7 +1,9 @@
 #include "daemon/store/schema.h"
 
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "daemon/store/store_test_util.h"
@@ -76,6 +78,30 @@ BOOST_AUTO_TEST_CASE(a_job_of_a_first_version_store_gets_the_owners_primary_grou
   BOOST_REQUIRE(job.ok());
   BOOST_TEST(job.value().owner_uid == 1000);
   BOOST_TEST(job.value().owner_gid == -1);  // the owner's primary group, looked up at its start
+}
+
+// A second-version store's metrics survive the copy that lets values be NaN.
+BOOST_AUTO_TEST_CASE(a_second_version_store_keeps_its_metrics_and_takes_nan) {
+  TempStoreDir dir;
+  const std::string path = dir.Path("v2.db");
+  {
+    Database db = Database::Open(path, Database::kCreate).value();
+    BOOST_REQUIRE(Migrate(db, StoreMigrations().first(2)).ok());
+    BOOST_REQUIRE(db.Exec("INSERT INTO jobs (name, owner_uid, state, priority, spec_toml, created,"
+                          " updated, reason) VALUES ('old', 1000, 'running', 0, '', 1, 1, 'x')")
+                      .ok());
+    BOOST_REQUIRE(db.Exec("INSERT INTO metrics VALUES (1, 10, 0, 'train_loss', 0.5, 0.1, 1)").ok());
+    BOOST_TEST(!db.Exec("INSERT INTO metrics VALUES (1, 11, 0, 'train_loss', NULL, 0.1, 1)").ok());
+  }
+  auto store = OpenStore(path);  // migrates to the newest version
+  BOOST_TEST(store->Metrics(1, "train_loss").value().size() == 1u);
+  store->AppendMetrics(1, 0, std::vector<train::MetricPoint>{
+                                 {11, 0.2, "train_loss", std::numeric_limits<double>::quiet_NaN()}});
+  BOOST_REQUIRE(store->Flush().ok());
+  const std::vector<MetricRow> rows = store->Metrics(1, "train_loss").value();
+  BOOST_REQUIRE(rows.size() == 2u);
+  BOOST_TEST(rows[0].value == 0.5);
+  BOOST_TEST(std::isnan(rows[1].value));
 }
 
 BOOST_AUTO_TEST_CASE(migrations_apply_in_order_once_each) {

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <boost/test/unit_test.hpp>
+#include <limits>
+#include <cmath>
 #include <chrono>
 #include <map>
 #include <string>
@@ -208,6 +210,25 @@ BOOST_AUTO_TEST_CASE(metric_queries_filter_by_name_and_step) {
   BOOST_TEST(loss.value()[0].time > 1.6e9);
   BOOST_TEST(store->Metrics(id, "").value().size() == 20u);
   BOOST_TEST(store->Metrics(id, "nope").value().empty());
+}
+
+// A loss that diverged is recorded as it was (SQLite keeps NaN as NULL), and the points
+// recorded with it are kept too.
+BOOST_AUTO_TEST_CASE(non_finite_metric_values_are_kept) {
+  const std::int64_t id = NewJob();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<train::MetricPoint> points = {
+      {1, 0.1, "train_loss", 2.5}, {2, 0.2, "train_loss", nan}, {3, 0.3, "train_loss", inf},
+      {3, 0.3, "lr", 0.01}};
+  store->AppendMetrics(id, 0, points);
+  BOOST_REQUIRE(store->Flush().ok());
+  const std::vector<MetricRow> loss = store->Metrics(id, "train_loss").value();
+  BOOST_REQUIRE(loss.size() == 3u);
+  BOOST_TEST(loss[0].value == 2.5);
+  BOOST_TEST(std::isnan(loss[1].value));
+  BOOST_TEST(std::isinf(loss[2].value));
+  BOOST_TEST(store->LatestMetrics(id).value().size() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(appends_for_a_missing_job_are_dropped_without_stopping_the_writer) {
