@@ -63,16 +63,21 @@ BOOST_AUTO_TEST_CASE(reopening_keeps_data_and_the_version) {
   BOOST_TEST(UserVersion(db) == static_cast<std::int64_t>(StoreMigrations().size()));
 }
 
+// A store at schema `version` holding job 1 (uid 1000), then `extra` statements run on it.
+void OldStoreWithAJob(const std::string& path, std::size_t version,
+                      std::initializer_list<const char*> extra = {}) {
+  Database db = Database::Open(path, Database::kCreate).value();
+  BOOST_REQUIRE(Migrate(db, StoreMigrations().first(version)).ok());
+  BOOST_REQUIRE(db.Exec("INSERT INTO jobs (name, owner_uid, state, priority, spec_toml, created,"
+                        " updated, reason) VALUES ('old', 1000, 'queued', 0, '', 1, 1, 'x')")
+                    .ok());
+  for (const char* sql : extra) BOOST_REQUIRE(db.Exec(sql).ok());
+}
+
 BOOST_AUTO_TEST_CASE(a_job_of_a_first_version_store_gets_the_owners_primary_group) {
   TempStoreDir dir;
   const std::string path = dir.Path("v1.db");
-  {
-    Database db = Database::Open(path, Database::kCreate).value();
-    BOOST_REQUIRE(Migrate(db, StoreMigrations().first(1)).ok());
-    BOOST_REQUIRE(db.Exec("INSERT INTO jobs (name, owner_uid, state, priority, spec_toml, created,"
-                          " updated, reason) VALUES ('old', 1000, 'queued', 0, '', 1, 1, 'x')")
-                      .ok());
-  }
+  OldStoreWithAJob(path, 1);
   auto store = OpenStore(path);  // migrates to the newest version
   Result<JobRecord> job = store->GetJob(1);
   BOOST_REQUIRE(job.ok());
@@ -84,15 +89,9 @@ BOOST_AUTO_TEST_CASE(a_job_of_a_first_version_store_gets_the_owners_primary_grou
 BOOST_AUTO_TEST_CASE(a_second_version_store_keeps_its_metrics_and_takes_nan) {
   TempStoreDir dir;
   const std::string path = dir.Path("v2.db");
-  {
-    Database db = Database::Open(path, Database::kCreate).value();
-    BOOST_REQUIRE(Migrate(db, StoreMigrations().first(2)).ok());
-    BOOST_REQUIRE(db.Exec("INSERT INTO jobs (name, owner_uid, state, priority, spec_toml, created,"
-                          " updated, reason) VALUES ('old', 1000, 'running', 0, '', 1, 1, 'x')")
-                      .ok());
-    BOOST_REQUIRE(db.Exec("INSERT INTO metrics VALUES (1, 10, 0, 'train_loss', 0.5, 0.1, 1)").ok());
-    BOOST_TEST(!db.Exec("INSERT INTO metrics VALUES (1, 11, 0, 'train_loss', NULL, 0.1, 1)").ok());
-  }
+  OldStoreWithAJob(path, 2, {"INSERT INTO metrics VALUES (1, 10, 0, 'train_loss', 0.5, 0.1, 1)"});
+  BOOST_TEST(!OpenRaw(path).Exec("INSERT INTO metrics VALUES (1, 11, 0, 'train_loss', NULL, 0, 1)")
+                  .ok());  // version 2 refused a NaN
   auto store = OpenStore(path);  // migrates to the newest version
   BOOST_TEST(store->Metrics(1, "train_loss").value().size() == 1u);
   store->AppendMetrics(1, 0, std::vector<train::MetricPoint>{
