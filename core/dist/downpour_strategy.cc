@@ -103,8 +103,8 @@ Status DownpourStrategy::Connect(std::span<float> params) {
 
 Status DownpourStrategy::Apply(std::int64_t step, std::span<float> params, std::span<float> grad,
                                float lr, const train::StepShare& /*share*/) {
-  if (finished_) {
-    return Status::Error(Me() + ": step " + std::to_string(step) + " after goodbye");
+  if (finished_ || settled_) {
+    return Status::Error(Me() + ": step " + std::to_string(step) + " after the last");
   }
   if (grad.size() != num_params_ || params.size() != num_params_) {
     return Status::Error(Me() + ": step " + std::to_string(step) + ": " +
@@ -204,7 +204,24 @@ train::CommStats DownpourStrategy::Stats() const {
   return c;
 }
 
+Status DownpourStrategy::Settle(std::span<float> params) {
+  if (finished_) return Status::Error(Me() + ": settling after goodbye");
+  if (Status s = Failure(); !s.ok()) return s;
+  if (window_steps_ > 0) PushWindow();
+  Result<PsSnapshot> snap = Snapshot();
+  if (!snap.ok()) return snap.status();
+  if (snap.value().params.size() != params.size()) {
+    return Status::Error(Me() + ": the shards hold " +
+                         std::to_string(snap.value().params.size()) + " parameters, expected " +
+                         std::to_string(params.size()));
+  }
+  std::copy(snap.value().params.begin(), snap.value().params.end(), params.begin());
+  settled_ = std::move(snap.value());
+  return Status::Ok();
+}
+
 Result<PsSnapshot> DownpourStrategy::Snapshot() {
+  if (settled_) return *settled_;
   if (finished_) return Status::Error(Me() + ": snapshot after goodbye");
   if (!connected_) {
     if (Status s = Connect({}); !s.ok()) return s;

@@ -93,8 +93,13 @@ class DownpourStrategy final : public train::Strategy {
   train::CommStats Stats() const override;
   DownpourStats WorkerStats() const { return stats_; }
 
+  // After the last step: pushes the last window's unpushed part, takes the shards' state and
+  // copies their parameters into `params`. Snapshot returns that same state from then on, so the
+  // final checkpoint holds the parameters the final evaluation saw.
+  Status Settle(std::span<float> params) override;
   // Every shard's state now (between this replica's steps; not a consistent cut across shards
-  // or replicas in async mode). The version vectors say which pushes each shard had applied.
+  // or replicas in async mode), or the settled one. The version vectors say which pushes each
+  // shard had applied.
   Result<PsSnapshot> Snapshot();
   // Pushes the unpushed part of the last window, says goodbye, stops the communication thread.
   // Idempotent; later Applies fail.
@@ -138,6 +143,7 @@ class DownpourStrategy final : public train::Strategy {
   std::uint64_t fetch_seq_ = 0;
   bool connected_ = false;
   bool finished_ = false;
+  std::optional<PsSnapshot> settled_;  // Settle's
   Status finish_status_;
   DownpourStats stats_;
 

@@ -77,6 +77,10 @@ class Strategy {
   // (Network::ForwardBackwardStep), when the step needs nothing but this replica's gradient (no
   // clipping, no exchange); the caller then does not call Apply for that step. Null: call Apply.
   virtual optim::Optimizer* PassOptimizer() { return nullptr; }
+  // After the last step, before the final evaluation: makes `params` the parameters the job
+  // hands out, where they are not the replica's own (async: the shards', with this replica's last
+  // window pushed). No Apply may follow.
+  virtual Status Settle(std::span<float> /*params*/) { return Status::Ok(); }
   // Threads the strategy's own passes over the parameters may share (the network's, idle while
   // Apply runs); strategies whose passes are not theirs alone to split ignore it.
   virtual void ShareThreads(math::ThreadTeam& /*team*/) {}

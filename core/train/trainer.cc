@@ -278,6 +278,11 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     // What this process wants: 0 nothing, 1 to stop as asked, 2 to stop at the target accuracy.
     // The partitions of a replica (if any) agree first; replicas then vote through the strategy.
     int wanted = 0;
+    if (Finished()) {  // what is evaluated last is what the job hands out
+      model::GatherRanges(statistics, params_.data(), statistics_.data());
+      if (Status settled = strategy_.Settle(params_); !settled.ok()) return settled;
+      model::ScatterRanges(statistics, statistics_.data(), params_.data());
+    }
     if (eval_now || (eval_ != nullptr && Finished())) {
       const Result<EvalResult> result = Evaluate(*eval_);
       if (!result.ok()) return result.status();
