@@ -44,6 +44,7 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
   AddCancelCommand(*app, globals, exit_code);
   AddWaitCommand(*app, globals, exit_code);
   AddLogsCommand(*app, globals, exit_code);
+  AddWhyCommand(*app, globals, exit_code);
   AddMetricsCommand(*app, globals, exit_code);
   AddCheckpointsCommand(*app, globals, exit_code);
   AddExportCommand(*app, globals, exit_code);

@@ -43,6 +43,7 @@ void AddStatusAndListCommands(CLI::App& app, Globals globals, int& exit_code);
 void AddCancelCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddWaitCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddLogsCommand(CLI::App& app, Globals globals, int& exit_code);
+void AddWhyCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddMetricsCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddCheckpointsCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddExportCommand(CLI::App& app, Globals globals, int& exit_code);

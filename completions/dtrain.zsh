@@ -16,6 +16,7 @@ _dtrain() {
     'cancel:Cancel a job\: its workers checkpoint and stop'
     'wait:Wait until a job ends; exit 0 if it succeeded, 1 if it failed, 130 if cancelled'
     'logs:Print a job'\''s log lines; -f follows them'
+    'why:Say what went wrong with a job first\: the failed process, its last lines, a non-finite loss, the restarts, and what to do next'
     'metrics:Print or plot a job'\''s recorded metrics'
     'checkpoints:List a job'\''s checkpoints, oldest first'
     'export:Write a job'\''s checkpoint as a model file (.dtm)'
@@ -113,6 +114,17 @@ _dtrain() {
             '--worker[Only the lines of this worker rank]:worker:_files' \
             '--tail[Only the last N lines]:tail:_files' \
             '--since[Only lines from this time on\: 10m, 2h, 1d ago, a local time (2026-11-30 14\:05) or Unix seconds]:since:_files' \
+            '--db[Read this store file instead of asking the daemon]:db:_files' \
+            '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
+            '1:job:_dtrain_jobs' ;;
+        why)
+          _arguments \
+            '--help[Print this help message and exit]' \
+            '-h[Print this help message and exit]' \
+            '--lines[How many of the last lines before the cause to show]:lines:_files' \
+            '--json[Print the WHY object (control_protocol.md)]' \
             '--db[Read this store file instead of asking the daemon]:db:_files' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \

@@ -24,6 +24,7 @@
 #include "daemon/server/account.h"
 #include "daemon/server/async.h"
 #include "daemon/server/control_request.h"
+#include "daemon/store/job_diagnosis.h"
 #include "daemon/store/job_views.h"
 
 extern char** environ;
@@ -123,6 +124,15 @@ json MetricsReply(store::Store& store, std::int64_t job, const std::string& name
   return reply;
 }
 
+json WhyReply(store::Store& store, std::int64_t job, std::size_t lines) {
+  if (!store.GetJob(job).ok()) return Error("not_found", "no job " + std::to_string(job));
+  Result<json> why = store::DiagnoseJob(store, job, lines);
+  if (!why.ok()) return Error("internal", why.status().message());
+  json reply = Ok();
+  reply["why"] = std::move(why).value();
+  return reply;
+}
+
 json CheckpointsReply(store::Store& store, std::int64_t job) {
   if (!store.GetJob(job).ok()) return Error("not_found", "no job " + std::to_string(job));
   auto rows = store.Checkpoints(job);
@@ -188,7 +198,8 @@ Caller PeerCaller(Socket& socket) {
 
 // Whether a request acts for a user (its uid matters), rather than only reading shared state.
 bool ActsForUser(const std::string& type) {
-  return type == "submit" || type == "cancel" || type == "logs" || type == "checkpoint";
+  return type == "submit" || type == "cancel" || type == "logs" || type == "checkpoint" ||
+         type == "why";
 }
 
 }  // namespace
@@ -483,8 +494,8 @@ struct ControlServer::Impl {
       }
       acting = who.value();
     }
-    if (type == "logs" || type == "checkpoint") {
-      const std::string what = type == "logs" ? "read the logs of" : "export";
+    if (type == "logs" || type == "checkpoint" || type == "why") {
+      const std::string what = type == "checkpoint" ? "export" : "read the logs of";
       std::optional<json> refused = co_await OwnerOnly(*id, acting.uid, what);
       if (refused) co_return co_await WriteJson(socket, *refused);
     }
@@ -536,6 +547,13 @@ struct ControlServer::Impl {
       co_return co_await WriteJson(socket, reply);
     }
     if (type == "checkpoint") co_return co_await Checkpoint(socket, request, *id);
+    if (type == "why") {
+      const std::int64_t job = *id;
+      const auto lines = static_cast<std::size_t>(
+          std::clamp<std::int64_t>(IntField(request, "lines").value_or(10), 0, 1000));
+      const json reply = co_await OffThread(pool, [this, job, lines] { return WhyReply(store, job, lines); });
+      co_return co_await WriteJson(socket, reply);
+    }
     const json unknown = Error("bad_request", type.empty() ? "a request needs \"type\""
                                                            : "unknown request type '" + type + "'");
     co_return co_await WriteJson(socket, unknown);

@@ -484,6 +484,31 @@ BOOST_AUTO_TEST_CASE(a_run_whose_loss_goes_nan_records_it_and_ends) {
   const ProcessResult csv = RunProcess(
       {Bin(), "metrics", "1", "--db", db, "--name", "train_loss", "--format", "csv"}, dir.Path(""));
   BOOST_TEST(csv.out.find(",train_loss,nan,") != std::string::npos, csv.out);
+
+  // dtrain why names the first non-finite loss (of any loss metric, by step) as the first cause.
+  const ProcessResult losses = RunProcess(
+      {Bin(), "metrics", "1", "--db", db, "--name", "loss", "--format", "json"}, dir.Path(""));
+  std::int64_t nan_step = -1;
+  std::string nan_name;
+  for (const nlohmann::json& point : ParseJson(losses)) {
+    if (point["value"].is_null() && (nan_step < 0 || point["step"].get<std::int64_t>() < nan_step)) {
+      nan_step = point["step"].get<std::int64_t>();
+      nan_name = point["name"].get<std::string>();
+    }
+  }
+  BOOST_REQUIRE(nan_step >= 0);
+  const ProcessResult why = RunProcess({Bin(), "why", "1", "--db", db, "--json"}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(why.exit_code == 0, why.err);
+  const nlohmann::json diagnosis = ParseJson(why);
+  BOOST_TEST(diagnosis["cause"]["kind"] == "non_finite", why.out);
+  BOOST_TEST(diagnosis["non_finite"]["name"] == nan_name, why.out);
+  BOOST_TEST(diagnosis["non_finite"]["step"].get<std::int64_t>() == nan_step, why.out);
+  BOOST_TEST(diagnosis["cause"]["step"].get<std::int64_t>() == nan_step, why.out);
+  const ProcessResult human = RunProcess({Bin(), "why", "1", "--db", db}, dir.Path(""));
+  BOOST_TEST(human.out.find(nan_name + " of worker rank 0 became non-finite at step " +
+                            std::to_string(nan_step)) != std::string::npos,
+             human.out);
+  BOOST_TEST(human.out.find("lower optimizer.lr") != std::string::npos, human.out);
 }
 
 // predict reads IDX images without their labels (eval needs them): the same predictions.
