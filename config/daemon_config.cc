@@ -238,6 +238,21 @@ void ReadDaemon(TableReader& r, DaemonConfig* c) {
   r.Int("max_jobs", 1, kMaxJobsLimit, &c->max_jobs);
   r.Int("cores", 0, kMaxCoresLimit, &c->cores);
   r.OneOf("log_level", kLogLevelChoices, &c->log_level);
+  const toml::node* http = r.String("http", &c->http);
+  if (http != nullptr) {
+    if (std::string why = ListenProblem(c->http); !why.empty()) {
+      r.Report(*http, "http", std::move(why));
+      c->http.clear();
+    }
+  }
+  ReadChecked(r, "http_token_file", AbsolutePathProblem, &c->http_token_file);
+  if (http != nullptr && !c->http.empty() && !IsLoopbackListen(c->http) &&
+      c->http_token_file.empty() && !r.Failed("http_token_file")) {
+    r.Report(*http, "http",
+             "is not a loopback address, and no http_token_file is set: a dashboard other hosts "
+             "can reach needs a token its clients send (Authorization: Bearer TOKEN), got " +
+                 TomlString(c->http));
+  }
   if (!r.Present("socket")) {
     if (std::string why = SocketPathProblem(c->socket); !why.empty()) {
       r.Missing("socket", "is not set, and its default from the environment, " +
@@ -371,6 +386,8 @@ std::string FormatDaemonConfig(const DaemonConfig& c) {
   w.Int("max_jobs", c.max_jobs);
   w.Int("cores", c.cores);
   w.String("log_level", c.log_level);
+  w.String("http", c.http);
+  w.Path("http_token_file", c.http_token_file);
   w.Section("workers");
   w.Double("grace_seconds", c.grace_seconds);
   w.Int("max_restarts", c.max_restarts);

@@ -8,8 +8,9 @@
 //
 // Checked like job files (config/job_file.h), every problem at once: syntax errors, unknown
 // sections and keys (with a "did you mean"), wrong types, ranges, paths that are not absolute
-// or too long for a socket address, malformed modes and listen or peer addresses, a listener on a
-// non-loopback address or peers without a key_file. A value's problem is
+// or too long for a socket address, malformed modes and listen, http or peer addresses, a listener on a
+// non-loopback address or peers without a key_file, an http address off loopback without an
+// http_token_file. A value's problem is
 // at the value, an unknown key's at the key; a default from the environment that cannot be used
 // (a socket path too long) is at its section's header, or line 0 when the section is absent.
 // The file must exist: a daemon that runs without one uses DefaultDaemonConfig(), which
@@ -53,6 +54,10 @@ struct DaemonConfig {
   int max_jobs = 2;                // jobs running at once
   int cores = 0;                   // cores the scheduler hands out; 0: all online cores
   std::string log_level = "info";  // one of kLogLevelChoices
+  std::string http;                // "ADDR:PORT" of the web dashboard and /metrics; empty: off.
+                                   // Off loopback only with http_token_file
+  std::string http_token_file;     // a file holding the token HTTP clients must send
+                                   // (Authorization: Bearer); absolute; empty: none
   // [workers]
   double grace_seconds = 10.0;  // SIGTERM to SIGKILL when a worker is cancelled or stopped
   int max_restarts = 3;         // for jobs whose [restart] max_restarts is not set (-1)

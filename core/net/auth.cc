@@ -216,6 +216,11 @@ ClusterKey ClusterKey::FromContent(std::string_view content) {
 
 ClusterKey::~ClusterKey() { sodium_memzero(bytes_.data(), bytes_.size()); }
 
+bool ClusterKey::Matches(std::string_view content) const {
+  const ClusterKey other = FromContent(content);
+  return sodium_memcmp(other.bytes_.data(), bytes_.data(), bytes_.size()) == 0;
+}
+
 Result<ClusterKey> LoadClusterKey(const std::string& path) {
   const auto error = [&](const std::string& what) {
     return Status::Error("cluster key file " + path + ": " + what);

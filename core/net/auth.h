@@ -50,6 +50,9 @@ class ClusterKey {
   ClusterKey& operator=(const ClusterKey&) = default;
 
   std::span<const std::uint8_t, kClusterKeyBytes> bytes() const { return bytes_; }
+  // Whether `content` derives this key (as a key file's content would), in constant time: how
+  // an HTTP client's bearer token is checked against the token file's key.
+  bool Matches(std::string_view content) const;
 
  private:
   ClusterKey() = default;

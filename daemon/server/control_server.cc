@@ -275,14 +275,7 @@ struct ControlServer::Impl {
         pool, [this, id, with_events] { return store::StoredJobJson(store, id, with_events); });
     if (!out.ok()) co_return out;
     json& job = out.value();
-    if (auto live = jobs.Live(id)) {
-      // The count moves before its event.
-      job["restarts"] = std::max(job["restarts"].get<int>(), live->restarts);
-      if (job["state"] == store::JobStateName(JobState::kQueued) &&
-          !live->pending_reason.empty()) {
-        job["reason"] = live->pending_reason;
-      }
-    }
+    if (auto live = jobs.Live(id)) store::OverlayLive(job, live->restarts, live->pending_reason);
     co_return out;
   }
 
@@ -501,7 +494,7 @@ struct ControlServer::Impl {
     }
     if (type == "version") {
       json reply = Ok();
-      reply["version"] = "0.1.0";
+      reply["version"] = DTRAIND_VERSION;
       reply["protocol"] = net::kProtocolVersion;
       reply["pid"] = ::getpid();
       co_return co_await WriteJson(socket, reply);

@@ -22,6 +22,7 @@
 #include "daemon/server/logger.h"
 #include "daemon/server/membership.h"
 #include "daemon/server/supervisor.h"
+#include "daemon/server/web_server.h"
 #include "daemon/store/store.h"
 
 namespace dtrain::server {
@@ -125,16 +126,31 @@ Status MakeDirectory(const std::string& path, std::filesystem::perms mode) {
   return Status::Ok();
 }
 
+// Loads the key file at `path` into *key (nothing when `path` is empty); false, having logged
+// why, when it cannot.
+bool LoadKeyFile(const std::string& path, const std::string& setting, Logger& log,
+                 std::optional<net::ClusterKey>* key) {
+  if (path.empty()) return true;
+  Result<net::ClusterKey> loaded = net::LoadClusterKey(path);
+  if (!loaded.ok()) {
+    log.Error(setting + ": " + loaded.status().message());
+    return false;
+  }
+  *key = std::move(loaded).value();
+  return true;
+}
+
 // Everything the daemon owns, in the order it is built (and the reverse it is torn down).
 class Daemon {
  public:
-  // `cluster_key`: when the configuration names a key file.
+  // `cluster_key`, `http_token`: when the configuration names a key file, a token file.
   Daemon(const DaemonOptions& options, std::unique_ptr<store::Store> run_store,
-         std::optional<net::ClusterKey> cluster_key)
+         std::optional<net::ClusterKey> cluster_key, std::optional<net::ClusterKey> http_token)
       : options_(options),
         log_(LevelOf(options.config)),
         store_(std::move(run_store)),
         key_(std::move(cluster_key)),
+        http_token_(std::move(http_token)),
         data_host_(DataHost(options.config)),
         membership_(options.config.peers, key(), NodeName(options.config), {}),
         pool_(2),
@@ -143,6 +159,7 @@ class Daemon {
               Settings(options.config, options.worker_exe, key(), &membership_, data_host_)),
         server_(io_, pool_, *store_, jobs_, options.config.socket, options.config.socket_mode,
                 Cluster(options, key(), &membership_, &supervisor_, data_host_)),
+        web_(MakeWebServer()),
         signals_(io_, SIGTERM, SIGINT),
         hangup_(io_, SIGHUP),
         status_timer_(io_),
@@ -150,6 +167,7 @@ class Daemon {
 
   int Run() {
     Status listening = server_.Listen();
+    if (listening.ok() && web_ != nullptr) listening = web_->Listen();
     if (!listening.ok()) {
       log_.Error(listening.message());
       return 1;
@@ -173,6 +191,7 @@ class Daemon {
       co_return;
     }
     server_.Start();
+    if (web_ != nullptr) web_->Start();
     membership_.Start();
     log_.Info("dtraind ready: socket " + options_.config.socket +
               (options_.config.listen.empty()
@@ -199,6 +218,7 @@ class Daemon {
               ": checkpointing and stopping " + std::to_string(jobs_.running()) + " job(s)");
     ::sd_notify(0, "STOPPING=1");
     server_.Close();
+    if (web_ != nullptr) web_->Close();
     co_await jobs_.Shutdown();
     Status flushed = store_->Flush();
     if (!flushed.ok()) log_.Warning("store: " + flushed.message());
@@ -262,10 +282,24 @@ class Daemon {
     }
   }
 
+  std::unique_ptr<WebServer> MakeWebServer() {
+    const config::DaemonConfig& c = options_.config;
+    if (c.http.empty()) return nullptr;
+    return std::make_unique<WebServer>(
+        io_, pool_, *store_, jobs_,
+        WebOptions{.address = c.http,
+                   .token = http_token_ ? &*http_token_ : nullptr,
+                   .store_path = c.state_dir + "/dtrain.db",
+                   .version = DTRAIND_VERSION,
+                   .peers = static_cast<int>(c.peers.size()),
+                   .membership = &membership_});
+  }
+
   const DaemonOptions& options_;
   Logger log_;
   std::unique_ptr<store::Store> store_;
   const std::optional<net::ClusterKey> key_;
+  const std::optional<net::ClusterKey> http_token_;
   const std::string data_host_;  // DataHost(options_.config), resolved once
   Membership membership_;  // its threads only read key_ and the configuration
   asio::io_context io_;
@@ -273,6 +307,7 @@ class Daemon {
   Supervisor supervisor_;
   JobManager jobs_;
   ControlServer server_;
+  std::unique_ptr<WebServer> web_;  // [daemon] http; null when off
   asio::signal_set signals_;
   asio::signal_set hangup_;
   asio::steady_timer status_timer_;
@@ -309,16 +344,12 @@ int RunDaemon(const DaemonOptions& options) {
     log.Error(c.state_dir + "/dtrain.db: " + opened.status().message());
     return 1;
   }
-  std::optional<net::ClusterKey> key;
-  if (!c.key_file.empty()) {
-    Result<net::ClusterKey> loaded = net::LoadClusterKey(c.key_file);
-    if (!loaded.ok()) {
-      log.Error("[cluster] key_file: " + loaded.status().message());
-      return 1;
-    }
-    key = std::move(loaded).value();
+  std::optional<net::ClusterKey> key, http_token;
+  if (!LoadKeyFile(c.key_file, "[cluster] key_file", log, &key) ||
+      !LoadKeyFile(c.http_token_file, "[daemon] http_token_file", log, &http_token)) {
+    return 1;
   }
-  Daemon daemon(options, std::move(opened).value(), std::move(key));
+  Daemon daemon(options, std::move(opened).value(), std::move(key), std::move(http_token));
   return daemon.Run();
 }
 

@@ -79,7 +79,9 @@ int JobManager::CoresInUse() const {
 std::optional<LiveJob> JobManager::Live(std::int64_t id) const {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return std::nullopt;
-  return LiveJob{it->second->pending_reason, it->second->restarts};
+  const Job& job = *it->second;
+  return LiveJob{job.pending_reason, job.restarts, job.config.train.batch_size,
+                 config::LeadRank(job.config.cluster)};
 }
 
 void JobManager::Reload(const ManagerSettings& settings) {

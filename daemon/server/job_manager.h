@@ -122,6 +122,8 @@ struct Admission {
 struct LiveJob {
   std::string pending_reason;  // why a queued job waits
   int restarts = 0;
+  int batch_size = 0;  // [train] batch_size: rows per step and replica
+  int lead_rank = 0;   // config::LeadRank: the process whose results are the job's
 };
 
 class JobManager {

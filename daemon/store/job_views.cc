@@ -68,6 +68,13 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
   return out;
 }
 
+void OverlayLive(json& job, int restarts, const std::string& pending_reason) {
+  job["restarts"] = std::max(job["restarts"].get<int>(), restarts);
+  if (job["state"] == JobStateName(JobState::kQueued) && !pending_reason.empty()) {
+    job["reason"] = pending_reason;
+  }
+}
+
 Result<std::vector<std::int64_t>> NewestJobIds(Store& store, std::optional<JobState> state,
                                                std::size_t limit) {
   Result<std::vector<JobRecord>> all = store.ListJobs();

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -25,6 +26,10 @@ nlohmann::json WorkerJson(const WorkerRecord& w);
 
 // The JOB object of job `id`; an error when the store has no such job.
 Result<nlohmann::json> StoredJobJson(Store& store, std::int64_t id, bool with_events);
+
+// Lays what only the daemon knows over a stored JOB object: restarts counted before their event
+// is written (the larger count wins) and, for a queued job, why it waits (when non-empty).
+void OverlayLive(nlohmann::json& job, int restarts, const std::string& pending_reason);
 
 // The ids of at most `limit` jobs, newest first, only those in `state` when given.
 Result<std::vector<std::int64_t>> NewestJobIds(Store& store, std::optional<JobState> state,

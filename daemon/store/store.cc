@@ -251,6 +251,17 @@ Result<std::vector<JobRecord>> Store::ListJobs() {
       ParseJob);
 }
 
+Result<std::vector<std::pair<JobState, std::int64_t>>> Store::CountJobsByState() {
+  return QueryRows<std::pair<JobState, std::int64_t>>(
+      *readers_, "SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state",
+      [](Statement&) {},
+      [](const Statement& s) -> Result<std::pair<JobState, std::int64_t>> {
+        Result<JobState> state = ParseJobState(s.ColumnText(0));
+        if (!state.ok()) return state.status();
+        return std::pair{state.value(), s.ColumnInt(1)};
+      });
+}
+
 Result<std::vector<EventRecord>> Store::Events(std::int64_t job) {
   return QueryRows<EventRecord>(
       *readers_, "SELECT time, from_state, to_state, reason FROM events WHERE job = ?1 ORDER BY id",
@@ -390,6 +401,33 @@ Result<std::vector<MetricRow>> Store::LatestMetrics(std::int64_t job) {
       "SELECT step, worker, name, value, epoch, time FROM metrics WHERE rowid IN"
       " (SELECT max(rowid) FROM metrics WHERE job = ?1 GROUP BY name) ORDER BY name",
       [&](Statement& s) { s.BindInt(1, job); }, ReadMetricRow);
+}
+
+Result<std::vector<MetricRow>> Store::LatestMetricPerWorker(std::int64_t job,
+                                                            const std::string& name) {
+  return QueryRows<MetricRow>(
+      *readers_,
+      "SELECT step, worker, name, value, epoch, time FROM metrics WHERE rowid IN"
+      " (SELECT max(rowid) FROM metrics WHERE job = ?1 AND name = ?2 GROUP BY worker)"
+      " ORDER BY worker",
+      [&](Statement& s) { s.BindInt(1, job).BindText(2, name); }, ReadMetricRow);
+}
+
+Result<std::vector<MetricRow>> Store::MetricSums(std::int64_t job,
+                                                 std::span<const std::string> names) {
+  std::vector<MetricRow> out;
+  for (const std::string& name : names) {
+    Result<std::vector<MetricRow>> sums = QueryRows<MetricRow>(
+        *readers_,
+        "SELECT max(step), worker, name, total(value), max(epoch), max(time) FROM metrics"
+        " WHERE job = ?1 AND name = ?2 GROUP BY worker",
+        [&](Statement& s) { s.BindInt(1, job).BindText(2, name); }, ReadMetricRow);
+    if (!sums.ok()) return sums.status();
+    out.insert(out.end(), sums.value().begin(), sums.value().end());
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const MetricRow& a, const MetricRow& b) { return a.worker < b.worker; });
+  return out;
 }
 
 Result<std::vector<LogRow>> Store::Logs(std::int64_t job, std::int64_t after_id,

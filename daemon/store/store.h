@@ -86,6 +86,8 @@ class Store {
   Result<JobRecord> GetJob(std::int64_t job);
   Result<std::vector<JobRecord>> ListJobs();                  // by id
   Result<std::vector<EventRecord>> Events(std::int64_t job);  // in the order they happened
+  // How many jobs are in each state (states with none are absent).
+  Result<std::vector<std::pair<JobState, std::int64_t>>> CountJobsByState();
 
   // --- worker processes (durable) ---
 
@@ -112,6 +114,11 @@ class Store {
                                          std::int64_t after_step = -1);
   // The newest row of each metric name (by append order), ordered by name.
   Result<std::vector<MetricRow>> LatestMetrics(std::int64_t job);
+  // The newest row of metric `name` of each worker, by worker.
+  Result<std::vector<MetricRow>> LatestMetricPerWorker(std::int64_t job, const std::string& name);
+  // Per worker, the sum of each of `names` over all its rows (rows: worker, name, value = the
+  // sum; step, epoch and time of its newest row), by worker then name.
+  Result<std::vector<MetricRow>> MetricSums(std::int64_t job, std::span<const std::string> names);
   // At most `limit` lines with id > after_id, by id: pass the last id seen to follow a log.
   Result<std::vector<LogRow>> Logs(std::int64_t job, std::int64_t after_id = 0,
                                    std::size_t limit = 10000);

@@ -391,6 +391,30 @@ BOOST_AUTO_TEST_CASE(without_a_key_the_daemon_listens_only_on_loopback_and_has_n
   BOOST_TEST(peers.message.starts_with("need key_file"), peers.message);
 }
 
+BOOST_AUTO_TEST_CASE(the_http_listener_is_off_by_default_and_needs_a_token_off_loopback) {
+  BOOST_TEST(MustParse("").http.empty());
+  const DaemonConfig local = MustParse("[daemon]\nhttp = \"127.0.0.1:8470\"\n");
+  BOOST_TEST(local.http == "127.0.0.1:8470");
+  BOOST_TEST(FormatDaemonConfig(local).find("http = \"127.0.0.1:8470\"\n") != std::string::npos);
+  for (const std::string open : {"0.0.0.0:8470", "10.0.0.1:8470", "[::]:8470"}) {
+    BOOST_TEST_CONTEXT(open) {
+      const Diagnostic d =
+          Single(ParseDaemonConfigText("[daemon]\nhttp = \"" + open + "\"\n", "d.toml"));
+      BOOST_TEST(d.key == "daemon.http");
+      BOOST_TEST(d.message.starts_with("is not a loopback address, and no http_token_file is set"),
+                 d.message);
+      const DaemonConfig tokened = MustParse("[daemon]\nhttp = \"" + open +
+                                             "\"\nhttp_token_file = \"/etc/dtrain/http.token\"\n");
+      BOOST_TEST(tokened.http_token_file == "/etc/dtrain/http.token");
+    }
+  }
+  const Diagnostic port = Single(ParseDaemonConfigText("[daemon]\nhttp = \"127.0.0.1\"\n", "d.toml"));
+  BOOST_TEST(port.key == "daemon.http");
+  const Diagnostic relative = Single(
+      ParseDaemonConfigText("[daemon]\nhttp_token_file = \"http.token\"\n", "d.toml"));
+  BOOST_TEST(relative.key == "daemon.http_token_file");
+}
+
 BOOST_AUTO_TEST_CASE(peers_key_file_name_and_advertise_are_read_checked_and_written_back) {
   const DaemonConfig c = MustParse(
       "[cluster]\nlisten = \"0.0.0.0:7070\"\npeers = [\"10.0.0.2:7070\", \"node-3:7070\"]\n"

@@ -165,6 +165,16 @@ def requests():
 
 
 # ---- job files
+def http_heads():
+    write("http_head", "metrics", "GET /metrics HTTP/1.1\r\nHost: localhost:8470\r\nAccept: */*\r\n\r\n")
+    write("http_head", "bearer", "GET /metrics?x=1 HTTP/1.1\r\nAuthorization: Bearer 0123abcd\r\n\r\n")
+    write("http_head", "head_1_0", "HEAD / HTTP/1.0\r\n\r\n")
+    write("http_head", "post", "POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\n")
+    write("http_head", "folded", "GET / HTTP/1.1\r\nX: a\r\n  b\r\n\r\n")
+    write("http_head", "no_blank_line", "GET / HTTP/1.1\r\nHost: a\r\n")
+    write("http_head", "control_chars", "GET /\x01 HTTP/1.1\r\nX: \x7f\r\n\r\n")
+
+
 def job_files():
     for src in sorted((PROJECT / "examples").glob("*.toml")):
         write("job_file", "example_" + src.name, src.read_bytes())
@@ -186,4 +196,5 @@ if __name__ == "__main__":
     model_files()
     sparse_model_files()
     requests()
+    http_heads()
     job_files()

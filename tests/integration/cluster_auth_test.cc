@@ -31,19 +31,6 @@ using namespace std::chrono_literals;
 constexpr const char* kJob =
     "name = \"tcp\"\n[data]\nformat = \"synthetic\"\nrows = 256\n[train]\nepochs = 1\n";
 
-// A port nothing listens on right now (the kernel's pick for a socket closed at once).
-std::uint16_t FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 std::string WriteKey(const TempDir& dir, const std::string& name, const std::string& secret) {
   const std::string path = dir.Write(name, secret + "\n");
   ::chmod(path.c_str(), 0600);

@@ -1,0 +1,48 @@
+// HTTP/1.1 as dtraind's web listener ([daemon] http) speaks it: a request's head parsed, a
+// response written whole. The listener serves GET and HEAD only, reads no request bodies and
+// answers one request per connection (Connection: close), so this is all of the protocol it needs.
+//
+//   std::optional<HttpRequest> r = ParseRequestHead("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+//   std::string bytes = FormatResponse({.status = 200, .body = "ok\n"}, /*head_only=*/false);
+//
+// Pure functions: safe for concurrent use.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dtrain::server {
+
+// The most bytes a request's head (request line and headers) may take.
+inline constexpr std::size_t kMaxRequestHead = 8192;
+
+struct HttpRequest {
+  std::string method;  // as sent, e.g. "GET"
+  std::string path;    // the target before any '?', e.g. "/metrics"
+  std::string query;   // after the '?', without it; empty when none
+  std::vector<std::pair<std::string, std::string>> headers;  // names in lower case, values trimmed
+
+  // The first header of that (lower-case) name.
+  std::optional<std::string> Header(std::string_view name) const;
+};
+
+// The head up to and including its blank line; nullopt when it is not an HTTP/1.0 or 1.1
+// request line followed by well-formed header lines, or the target is not an absolute path.
+std::optional<HttpRequest> ParseRequestHead(std::string_view head);
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra, e.g. WWW-Authenticate
+};
+
+// Status line, headers (Content-Type, Content-Length, Connection: close, Cache-Control: no-store,
+// X-Content-Type-Options: nosniff, then the extra ones) and, unless head_only, the body.
+std::string FormatResponse(const HttpResponse& response, bool head_only);
+
+}  // namespace dtrain::server

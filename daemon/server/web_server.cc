@@ -1,0 +1,215 @@
+#include "daemon/server/web_server.h"
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/read_until.hpp>
+#include <asio/steady_timer.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "config/job_layout.h"
+#include "core/net/host_info.h"
+#include "daemon/server/async.h"
+#include "daemon/server/http_message.h"
+#include "daemon/server/prometheus_text.h"
+#include "daemon/store/job_views.h"
+
+namespace dtrain::server {
+namespace {
+
+using nlohmann::json;
+using store::JobState;
+
+constexpr JobState kActiveStates[] = {JobState::kStarting, JobState::kRunning,
+                                      JobState::kRecovering};
+constexpr std::size_t kMaxActiveJobs = 1000;
+
+HttpResponse Text(int status, std::string body) {
+  HttpResponse response;
+  response.status = status;
+  response.body = std::move(body);
+  return response;
+}
+
+std::int64_t FileBytes(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<std::int64_t>(size);
+}
+
+// What the store says for /metrics, read on the blocking pool: everything but the daemon's live
+// state, which the caller lays over it on the I/O thread.
+Result<PrometheusSnapshot> StoreSnapshot(store::Store& store, const std::string& store_path) {
+  PrometheusSnapshot s;
+  Result<std::vector<std::pair<JobState, std::int64_t>>> counts = store.CountJobsByState();
+  if (!counts.ok()) return counts.status();
+  s.jobs_by_state = std::move(counts).value();
+  const std::vector<std::string> summed = SummedWorkerMetrics();
+  for (const JobState state : kActiveStates) {
+    Result<std::vector<std::int64_t>> ids = store::NewestJobIds(store, state, kMaxActiveJobs);
+    if (!ids.ok()) return ids.status();
+    for (const std::int64_t id : ids.value()) {
+      Result<json> job = store::StoredJobJson(store, id, false);
+      Result<std::vector<store::MetricRow>> rates = store.LatestMetricPerWorker(id, "samples_per_sec");
+      Result<std::vector<store::MetricRow>> sums = store.MetricSums(id, summed);
+      if (!job.ok()) return job.status();
+      if (!rates.ok()) return rates.status();
+      if (!sums.ok()) return sums.status();
+      s.active.push_back({.job = std::move(job).value(),
+                          .newest_rates = std::move(rates).value(),
+                          .sums = std::move(sums).value()});
+    }
+  }
+  s.store_bytes = FileBytes(store_path) + FileBytes(store_path + "-wal");
+  return s;
+}
+
+}  // namespace
+
+struct WebServer::Impl {
+  Impl(asio::io_context& io_context, asio::thread_pool& blocking, store::Store& run_store,
+       JobManager& manager, WebOptions web_options)
+      : io(io_context),
+        pool(blocking),
+        store(run_store),
+        jobs(manager),
+        options(std::move(web_options)),
+        acceptor(io_context) {}
+
+  asio::awaitable<HttpResponse> Metrics() {
+    Result<PrometheusSnapshot> snapshot =
+        co_await OffThread(pool, [this] { return StoreSnapshot(store, options.store_path); });
+    if (!snapshot.ok()) co_return Text(500, snapshot.status().message() + "\n");
+    PrometheusSnapshot& s = snapshot.value();
+    s.version = options.version;
+    s.queue_length = jobs.queued();
+    for (ActiveJobSample& a : s.active) {
+      if (const std::optional<LiveJob> live = jobs.Live(a.job["id"].get<std::int64_t>())) {
+        store::OverlayLive(a.job, live->restarts, live->pending_reason);
+        a.batch_size = live->batch_size;
+        a.lead_rank = live->lead_rank;
+      }
+    }
+    s.peers = options.peers;
+    if (options.membership != nullptr) {
+      for (const PeerState& p : options.membership->Snapshot()) s.peers_up += p.up ? 1 : 0;
+    }
+    HttpResponse response;
+    response.content_type = kPrometheusContentType;
+    response.body = PrometheusText(s);
+    co_return response;
+  }
+
+  asio::awaitable<HttpResponse> Route(const HttpRequest& request) {
+    if (options.token != nullptr) {
+      const std::optional<std::string> auth = request.Header("authorization");
+      constexpr std::string_view kBearer = "Bearer ";
+      if (!auth || !auth->starts_with(kBearer) ||
+          !options.token->Matches(std::string_view(*auth).substr(kBearer.size()))) {
+        HttpResponse refused = Text(401, "this dtraind requires its http token: send "
+                                         "Authorization: Bearer TOKEN ([daemon] http_token_file)\n");
+        refused.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"dtraind\"");
+        co_return refused;
+      }
+    }
+    if (request.method != "GET" && request.method != "HEAD") {
+      HttpResponse refused = Text(405, "only GET and HEAD\n");
+      refused.headers.emplace_back("Allow", "GET, HEAD");
+      co_return refused;
+    }
+    if (request.path == "/metrics") co_return co_await Metrics();
+    co_return Text(404, "no such page; dtraind serves /metrics\n");
+  }
+
+  asio::awaitable<void> Session(asio::ip::tcp::socket socket) {
+    asio::steady_timer deadline(io);
+    deadline.expires_after(kRequestTimeout);
+    deadline.async_wait([&socket](const std::error_code& ec) {
+      std::error_code ignored;
+      if (!ec) socket.close(ignored);  // a request too slow to arrive: the read fails
+    });
+    std::string head;
+    std::error_code ec;
+    const std::size_t n = co_await asio::async_read_until(
+        socket, asio::dynamic_buffer(head, kMaxRequestHead), "\r\n\r\n",
+        asio::redirect_error(asio::use_awaitable, ec));
+    HttpResponse response;
+    bool head_only = false;
+    if (ec == asio::error::not_found) {
+      response = Text(431, "the request's head is larger than " +
+                               std::to_string(kMaxRequestHead) + " bytes\n");
+    } else if (ec) {
+      co_return;  // closed, or timed out
+    } else if (std::optional<HttpRequest> request = ParseRequestHead(head.substr(0, n))) {
+      head_only = request->method == "HEAD";
+      response = co_await Route(*request);
+    } else {
+      response = Text(400, "not an HTTP/1.1 request\n");
+    }
+    const std::string bytes = FormatResponse(response, head_only);
+    co_await asio::async_write(socket, asio::buffer(bytes),
+                               asio::redirect_error(asio::use_awaitable, ec));
+    deadline.cancel();
+    socket.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  }
+
+  asio::awaitable<void> AcceptLoop() {
+    for (;;) {
+      std::error_code ec;
+      asio::ip::tcp::socket accepted =
+          co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        if (!acceptor.is_open()) co_return;
+        continue;
+      }
+      asio::co_spawn(io, Session(std::move(accepted)), asio::detached);
+    }
+  }
+
+  asio::io_context& io;
+  asio::thread_pool& pool;
+  store::Store& store;
+  JobManager& jobs;
+  WebOptions options;
+  asio::ip::tcp::acceptor acceptor;
+};
+
+WebServer::WebServer(asio::io_context& io, asio::thread_pool& pool, store::Store& store,
+                     JobManager& jobs, WebOptions options)
+    : impl_(std::make_unique<Impl>(io, pool, store, jobs, std::move(options))) {}
+
+WebServer::~WebServer() { Close(); }
+
+Status WebServer::Listen() {
+  const std::string& address = impl_->options.address;
+  const std::optional<net::HostPort> where = net::SplitHostPort(address);
+  if (!where) return Status::Error("[daemon] http " + address + ": not an ADDR:PORT address");
+  std::error_code ec;
+  asio::ip::tcp::resolver resolver(impl_->io);
+  const auto found = resolver.resolve(where->host, std::to_string(where->port),
+                                      asio::ip::tcp::resolver::passive, ec);
+  if (ec || found.empty()) {
+    return Status::Error("[daemon] http " + address + ": " + (ec ? ec.message() : "no address"));
+  }
+  const asio::ip::tcp::endpoint endpoint = found.begin()->endpoint();
+  asio::ip::tcp::acceptor& acceptor = impl_->acceptor;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return Status::Error("[daemon] http " + address + ": " + ec.message());
+  return Status::Ok();
+}
+
+void WebServer::Start() {
+  if (impl_->acceptor.is_open()) asio::co_spawn(impl_->io, impl_->AcceptLoop(), asio::detached);
+}
+
+void WebServer::Close() {
+  std::error_code ignored;
+  impl_->acceptor.close(ignored);
+}
+
+}  // namespace dtrain::server

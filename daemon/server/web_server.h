@@ -1,0 +1,57 @@
+// WebServer: dtraind's HTTP listener ([daemon] http, off unless set): Prometheus's /metrics
+// (daemon/server/prometheus_text.h) for now. It runs on the daemon's own io_context, so it reads
+// the job manager's live state without locks; store reads go to the blocking pool. Asio code of
+// our own rather than an HTTP library: it serves a few GET paths, no request bodies, one request
+// per connection (http_message.h), and a library would bring threads of its own.
+//
+//   WebServer web(io, pool, store, jobs, {.address = "127.0.0.1:8470", .token = &key, ...});
+//   Status s = web.Listen();   // bound: the daemon may say it is ready
+//   web.Start();               // accepts until Close()
+//
+// With a token (from [daemon] http_token_file), every request must carry `Authorization: Bearer
+// TOKEN`, checked in constant time; others get 401. A request whose head is not complete within
+// kRequestTimeout, or is larger than kMaxRequestHead, is answered 400 or 431 and closed. Methods
+// other than GET and HEAD get 405; unknown paths 404. One thread at a time (the io_context's).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "core/net/auth.h"
+#include "core/status.h"
+#include "daemon/server/job_manager.h"
+#include "daemon/server/membership.h"
+#include "daemon/store/store.h"
+
+namespace dtrain::server {
+
+struct WebOptions {
+  std::string address;                     // "ADDR:PORT"
+  const net::ClusterKey* token = nullptr;  // when set, requests must bear it
+  std::string store_path;                  // the store's file, for its size
+  std::string version;
+  int peers = 0;                           // configured peer daemons
+  const Membership* membership = nullptr;  // their state; null: none
+};
+
+class WebServer {
+ public:
+  static constexpr std::chrono::seconds kRequestTimeout{10};
+
+  WebServer(asio::io_context& io, asio::thread_pool& pool, store::Store& store, JobManager& jobs,
+            WebOptions options);
+  ~WebServer();
+  WebServer(const WebServer&) = delete;
+  WebServer& operator=(const WebServer&) = delete;
+
+  Status Listen();
+  void Start();
+  void Close();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dtrain::server

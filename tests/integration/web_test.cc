@@ -1,0 +1,191 @@
+// dtraind's HTTP listener ([daemon] http): /metrics in Prometheus's text format, checked by
+// `promtool check metrics` (Debian's prometheus package) and against `dtrain status --json` of a
+// running job; the bearer token a listener with http_token_file demands; and the request heads
+// the listener accepts or refuses.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/server/http_message.h"
+#include "integration/daemon_fixture.h"
+
+namespace dtrain::testing {
+namespace {
+
+using json = nlohmann::json;
+
+// The raw response to one request sent over a fresh TCP connection to 127.0.0.1:port.
+std::string HttpExchange(std::uint16_t port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  BOOST_REQUIRE(::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+  std::string response;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) response.append(buffer, static_cast<std::size_t>(n));
+  ::close(fd);
+  return response;
+}
+
+std::string Get(std::uint16_t port, const std::string& path, const std::string& extra = "") {
+  return HttpExchange(port, "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n" + extra + "\r\n");
+}
+
+int StatusCode(const std::string& response) {
+  return response.size() > 12 ? std::stoi(response.substr(9, 3)) : 0;
+}
+
+std::string Body(const std::string& response) {
+  const std::size_t end = response.find("\r\n\r\n");
+  return end == std::string::npos ? "" : response.substr(end + 4);
+}
+
+// name{labels} -> value of every sample line.
+std::map<std::string, double> Samples(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t space = line.rfind(' ');
+    const std::string value = line.substr(space + 1);
+    out[line.substr(0, space)] = value == "NaN" ? std::nan("") : std::stod(value);
+  }
+  return out;
+}
+
+std::string HttpConfig(const TempDir& dir, std::uint16_t port, const std::string& token) {
+  std::string text = "[daemon]\nhttp = \"127.0.0.1:" + std::to_string(port) + "\"\n";
+  if (!token.empty()) text += "http_token_file = \"" + token + "\"\n";
+  return dir.Write("d.toml", text);
+}
+
+BOOST_AUTO_TEST_SUITE(web_listener)
+
+BOOST_AUTO_TEST_CASE(metrics_pass_promtool_and_match_status_of_a_running_job) {
+  TempDir config_dir;
+  const std::uint16_t port = FreePort();
+  DaemonFixture d({"--config", HttpConfig(config_dir, port, "")});
+  const std::int64_t id = d.Submit(
+      "name = \"watched\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
+      "[train]\nepochs = 1000\nbatch_size = 16\nlog_every = 200\neval_every = 1000\n");
+  json job = d.WaitForStep(id, 1000);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
+  // Hold the worker still so that the store does not move between the two reads.
+  const pid_t worker = job["workers"][0]["pid"].get<pid_t>();
+  ::kill(worker, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // its last rows committed
+  const std::string response = Get(port, "/metrics");
+  job = d.Status(id);
+  ::kill(worker, SIGCONT);
+
+  BOOST_TEST(StatusCode(response) == 200, response);
+  BOOST_TEST(response.find("Content-Type: text/plain; version=0.0.4") != std::string::npos);
+  const std::string text = Body(response);
+  const std::map<std::string, double> samples = Samples(text);
+  const std::string labels = "{job=\"" + std::to_string(id) + "\",name=\"watched\"}";
+  BOOST_TEST(samples.at("dtrain_jobs{state=\"running\"}") == 1.0, text);
+  BOOST_TEST(samples.at("dtrain_queue_length") == 0.0);
+  BOOST_TEST(samples.at("dtrain_job_step" + labels) == job["step"].get<double>(), text);
+  BOOST_TEST(samples.at("dtrain_job_restarts_total" + labels) == job["restarts"].get<double>());
+  BOOST_TEST(samples.at("dtrain_job_loss" + labels) == job["metrics"]["train_loss"].get<double>());
+  BOOST_TEST(samples.at("dtrain_job_eval_accuracy" + labels) ==
+             job["metrics"]["eval_accuracy"].get<double>());
+  const double rate = job["metrics"]["samples_per_sec"].get<double>();
+  BOOST_TEST(samples.at("dtrain_job_samples_per_second" + labels) == rate);
+  BOOST_TEST(samples.at("dtrain_job_steps_per_second" + labels) == rate / 16,
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(samples.at("dtrain_store_size_bytes") > 0.0);
+
+  // promtool (Debian's prometheus package, installed by scripts/install-deps) lints the names,
+  // types, HELP lines and syntax.
+  BOOST_REQUIRE_MESSAGE(std::filesystem::exists("/usr/bin/promtool"),
+                        "promtool is missing: scripts/install-deps installs the prometheus package");
+  const std::string scraped = config_dir.Write("scraped.txt", text);
+  const ProcessResult lint =
+      RunProcess({"/bin/sh", "-c", "/usr/bin/promtool check metrics < " + scraped}, config_dir.Path(""));
+  BOOST_TEST(lint.exit_code == 0, lint.out << lint.err);
+  BOOST_TEST(lint.out.empty(), lint.out);  // no lint complaints either
+
+  d.Request({{"type", "cancel"}, {"id", id}});
+  d.Wait(id);
+}
+
+BOOST_AUTO_TEST_CASE(a_token_file_makes_every_request_bear_it) {
+  TempDir config_dir;
+  const std::string secret = std::string(64, 'a');
+  const std::string token = config_dir.Write("http.token", secret + "\n");
+  ::chmod(token.c_str(), 0600);
+  const std::uint16_t port = FreePort();
+  DaemonFixture d({"--config", HttpConfig(config_dir, port, token)});
+  const std::string none = Get(port, "/metrics");
+  BOOST_TEST(StatusCode(none) == 401, none);
+  BOOST_TEST(none.find("WWW-Authenticate: Bearer") != std::string::npos, none);
+  BOOST_TEST(Body(none).find("dtrain_") == std::string::npos);
+  BOOST_TEST(StatusCode(Get(port, "/metrics", "Authorization: Bearer " + std::string(64, 'b') +
+                                                  "\r\n")) == 401);
+  const std::string good = Get(port, "/metrics", "Authorization: Bearer " + secret + "\r\n");
+  BOOST_TEST(StatusCode(good) == 200, good);
+  BOOST_TEST(Body(good).find("dtrain_build_info") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(bad_requests_are_answered_and_closed_and_the_listener_goes_on) {
+  TempDir config_dir;
+  const std::uint16_t port = FreePort();
+  DaemonFixture d({"--config", HttpConfig(config_dir, port, "")});
+  BOOST_TEST(StatusCode(HttpExchange(port, "hello\r\n\r\n")) == 400);
+  BOOST_TEST(StatusCode(HttpExchange(port, "POST /metrics HTTP/1.1\r\n\r\n")) == 405);
+  BOOST_TEST(StatusCode(Get(port, "/nothing")) == 404);
+  BOOST_TEST(StatusCode(HttpExchange(port, "GET /metrics HTTP/1.1\r\nX: " +
+                                               std::string(9000, 'x') + "\r\n\r\n")) == 431);
+  const std::string head = HttpExchange(port, "HEAD /metrics HTTP/1.1\r\n\r\n");
+  BOOST_TEST(StatusCode(head) == 200);
+  BOOST_TEST(Body(head).empty());
+  BOOST_TEST(StatusCode(Get(port, "/metrics")) == 200);  // still serving
+  BOOST_TEST(d.Request({{"type", "version"}})["ok"] == true);
+}
+
+BOOST_AUTO_TEST_CASE(request_heads_parse_or_are_refused) {
+  using server::ParseRequestHead;
+  const auto r = ParseRequestHead("GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nAuthorization:  Bearer t \r\n\r\n");
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(r->method == "GET");
+  BOOST_TEST(r->path == "/metrics");
+  BOOST_TEST(r->query == "x=1");
+  BOOST_TEST(r->Header("authorization").value_or("") == "Bearer t");
+  BOOST_TEST(r->Header("host").value_or("") == "a");
+  BOOST_TEST(ParseRequestHead("GET / HTTP/1.0\r\n\r\n").has_value());
+  for (const char* bad : {"GET /metrics HTTP/1.1\r\n", "GET metrics HTTP/1.1\r\n\r\n",
+                          "GET /a b HTTP/1.1\r\n\r\n", "GET / HTTP/2\r\n\r\n",
+                          "GET / HTTP/1.1\r\nno colon\r\n\r\n",
+                          "GET / HTTP/1.1\r\n folded: x\r\n\r\n", "/ HTTP/1.1\r\n\r\n"}) {
+    BOOST_TEST(!ParseRequestHead(bad).has_value(), bad);
+  }
+  server::HttpResponse missing;
+  missing.status = 404;
+  missing.body = "no\n";
+  const std::string formatted = server::FormatResponse(missing, false);
+  BOOST_TEST(formatted.starts_with("HTTP/1.1 404 Not Found\r\n"));
+  BOOST_TEST(formatted.find("Content-Length: 3\r\n") != std::string::npos);
+  BOOST_TEST(formatted.ends_with("\r\n\r\nno\n"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::testing
