@@ -24,6 +24,7 @@
 #include "daemon/server/account.h"
 #include "daemon/server/async.h"
 #include "daemon/server/control_request.h"
+#include "daemon/server/nodes_view.h"
 #include "daemon/store/job_diagnosis.h"
 #include "daemon/store/job_views.h"
 
@@ -174,18 +175,6 @@ struct Caller {
   static Caller WorkerChannel() { return Caller{static_cast<uid_t>(-1), static_cast<gid_t>(-1), false, false, true}; }
 };
 
-json PeerJson(const PeerState& p) {
-  return {{"name", p.name},
-          {"address", p.address},
-          {"state", p.up ? "up" : "down"},
-          {"since", p.since},
-          {"last_seen", p.last_seen > 0 ? json(p.last_seen) : json(nullptr)},
-          {"cores", p.cores},
-          {"running", p.running},
-          {"queued", p.queued},
-          {"error", p.error}};
-}
-
 // A Unix-socket caller: the uid and gid the kernel says its process had when it connected.
 Caller PeerCaller(Socket& socket) {
   ucred cred{};
@@ -217,18 +206,8 @@ struct ControlServer::Impl {
         acceptor(io_context),
         tcp_acceptor(io_context) {}
 
-  // This daemon's state as `nodes` and heartbeat answers give it.
-  json NodeJson() const {
-    return {{"name", cluster.node_name}, {"address", cluster.listen}, {"state", "up"},
-            {"self", true}, {"cores", jobs.cores()}, {"running", jobs.running()},
-            {"queued", jobs.queued()}};
-  }
-
   json NodesReply() const {
-    json nodes = json::array({NodeJson()});
-    if (cluster.membership != nullptr) {
-      for (const PeerState& p : cluster.membership->Snapshot()) nodes.push_back(PeerJson(p));
-    }
+    json nodes = NodesJson(cluster.node_name, cluster.listen, jobs, cluster.membership);
     json reply = Ok();
     reply["nodes"] = std::move(nodes);
     return reply;
@@ -470,7 +449,7 @@ struct ControlServer::Impl {
     if (type == "nodes") co_return co_await WriteJson(socket, NodesReply());
     if (type == "node_heartbeat") {
       json reply = Ok();
-      reply["node"] = NodeJson();
+      reply["node"] = NodesJson(cluster.node_name, cluster.listen, jobs, nullptr)[0];  // self
       co_return co_await WriteJson(socket, reply);
     }
     const auto id = IntField(request, "id");

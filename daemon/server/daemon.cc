@@ -292,7 +292,9 @@ class Daemon {
                    .store_path = c.state_dir + "/dtrain.db",
                    .version = DTRAIND_VERSION,
                    .peers = static_cast<int>(c.peers.size()),
-                   .membership = &membership_});
+                   .membership = &membership_,
+                   .node_name = NodeName(c),
+                   .listen = c.listen});
   }
 
   const DaemonOptions& options_;

@@ -31,10 +31,12 @@ const char* Reason(int status) {
     case 200: return "OK";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 303: return "See Other";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
     default: return "Status";
   }
 }
@@ -84,6 +86,33 @@ std::optional<HttpRequest> ParseRequestHead(std::string_view head) {
     r.headers.emplace_back(Lower(header.substr(0, colon)), std::string(value));
   }
   return r;
+}
+
+namespace {
+
+// The value after `key=` in a list of key=value pairs separated by `separator`.
+std::optional<std::string> PairValue(std::string_view list, char separator, std::string_view key) {
+  while (!list.empty()) {
+    const std::size_t end = list.find(separator);
+    const std::string_view pair = Trim(list.substr(0, end));
+    const std::size_t equals = pair.find('=');
+    if (equals != std::string_view::npos && pair.substr(0, equals) == key) {
+      return std::string(pair.substr(equals + 1));
+    }
+    if (end == std::string_view::npos) break;
+    list.remove_prefix(end + 1);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> QueryValue(std::string_view query, std::string_view key) {
+  return PairValue(query, '&', key);
+}
+
+std::optional<std::string> CookieValue(std::string_view header, std::string_view name) {
+  return PairValue(header, ';', name);
 }
 
 std::string FormatResponse(const HttpResponse& response, bool head_only) {

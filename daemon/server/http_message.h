@@ -34,6 +34,12 @@ struct HttpRequest {
 // request line followed by well-formed header lines, or the target is not an absolute path.
 std::optional<HttpRequest> ParseRequestHead(std::string_view head);
 
+// The value of `key` in a query string ("job=7&x=1"), as sent (no percent-decoding: the
+// listener's keys take digits, state names and hex tokens); nullopt when absent.
+std::optional<std::string> QueryValue(std::string_view query, std::string_view key);
+// The value of cookie `name` in a Cookie header ("a=1; dtrain_token=ab"); nullopt when absent.
+std::optional<std::string> CookieValue(std::string_view header, std::string_view name);
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";

@@ -81,7 +81,8 @@ std::optional<LiveJob> JobManager::Live(std::int64_t id) const {
   if (it == jobs_.end()) return std::nullopt;
   const Job& job = *it->second;
   return LiveJob{job.pending_reason, job.restarts, job.config.train.batch_size,
-                 config::LeadRank(job.config.cluster)};
+                 config::LeadRank(job.config.cluster), job.config.train.epochs,
+                 job.config.train.steps};
 }
 
 void JobManager::Reload(const ManagerSettings& settings) {

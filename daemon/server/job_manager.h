@@ -124,6 +124,7 @@ struct LiveJob {
   int restarts = 0;
   int batch_size = 0;  // [train] batch_size: rows per step and replica
   int lead_rank = 0;   // config::LeadRank: the process whose results are the job's
+  std::int64_t epochs = 0, steps = 0;  // [train] epochs and steps: the run's length (0: no limit)
 };
 
 class JobManager {

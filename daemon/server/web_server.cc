@@ -12,8 +12,10 @@
 #include "config/job_layout.h"
 #include "core/net/host_info.h"
 #include "daemon/server/async.h"
+#include "daemon/server/dashboard_stream.h"
 #include "daemon/server/http_message.h"
 #include "daemon/server/prometheus_text.h"
+#include "daemon/server/web_assets.h"
 #include "daemon/store/job_views.h"
 
 namespace dtrain::server {
@@ -25,6 +27,8 @@ using store::JobState;
 constexpr JobState kActiveStates[] = {JobState::kStarting, JobState::kRunning,
                                       JobState::kRecovering};
 constexpr std::size_t kMaxActiveJobs = 1000;
+constexpr int kMaxStreams = 64;
+constexpr std::string_view kTokenCookie = "dtrain_token";
 
 HttpResponse Text(int status, std::string body) {
   HttpResponse response;
@@ -76,6 +80,8 @@ struct WebServer::Impl {
         store(run_store),
         jobs(manager),
         options(std::move(web_options)),
+        dashboard{io_context,        pool,          store, jobs, options.node_name,
+                  options.listen, options.membership, options.token != nullptr},
         acceptor(io_context) {}
 
   asio::awaitable<HttpResponse> Metrics() {
@@ -102,25 +108,60 @@ struct WebServer::Impl {
     co_return response;
   }
 
-  asio::awaitable<HttpResponse> Route(const HttpRequest& request) {
-    if (options.token != nullptr) {
-      const std::optional<std::string> auth = request.Header("authorization");
-      constexpr std::string_view kBearer = "Bearer ";
-      if (!auth || !auth->starts_with(kBearer) ||
-          !options.token->Matches(std::string_view(*auth).substr(kBearer.size()))) {
-        HttpResponse refused = Text(401, "this dtraind requires its http token: send "
-                                         "Authorization: Bearer TOKEN ([daemon] http_token_file)\n");
-        refused.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"dtraind\"");
-        co_return refused;
-      }
+  // Whether the request bears the token (as a bearer token or the cookie the dashboard's
+  // sign-in sets), or none is needed.
+  bool Authorized(const HttpRequest& request) const {
+    if (options.token == nullptr) return true;
+    constexpr std::string_view kBearer = "Bearer ";
+    if (const std::optional<std::string> auth = request.Header("authorization")) {
+      return auth->starts_with(kBearer) &&
+             options.token->Matches(std::string_view(*auth).substr(kBearer.size()));
     }
+    const std::optional<std::string> cookie =
+        CookieValue(request.Header("cookie").value_or(""), kTokenCookie);
+    return cookie && options.token->Matches(*cookie);
+  }
+
+  // `/?token=TOKEN`: the browser's sign-in. A right token is kept in an HttpOnly cookie and the
+  // address bar loses it.
+  std::optional<HttpResponse> SignIn(const HttpRequest& request) const {
+    const std::optional<std::string> token = QueryValue(request.query, "token");
+    if (options.token == nullptr || request.path != "/" || !token ||
+        !options.token->Matches(*token)) {
+      return std::nullopt;
+    }
+    HttpResponse moved = Text(303, "signed in\n");
+    moved.headers.emplace_back("Location", "/");
+    moved.headers.emplace_back("Set-Cookie", std::string(kTokenCookie) + "=" + *token +
+                                                 "; Path=/; HttpOnly; SameSite=Strict");
+    return moved;
+  }
+
+  asio::awaitable<HttpResponse> Route(const HttpRequest& request) {
     if (request.method != "GET" && request.method != "HEAD") {
       HttpResponse refused = Text(405, "only GET and HEAD\n");
       refused.headers.emplace_back("Allow", "GET, HEAD");
       co_return refused;
     }
+    if (std::optional<HttpResponse> signed_in = SignIn(request)) co_return *signed_in;
+    if (!Authorized(request)) {
+      HttpResponse refused =
+          Text(401, "this dtraind requires its http token ([daemon] http_token_file): send "
+                    "Authorization: Bearer TOKEN, or open /?token=TOKEN once in a browser\n");
+      refused.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"dtraind\"");
+      co_return refused;
+    }
     if (request.path == "/metrics") co_return co_await Metrics();
-    co_return Text(404, "no such page; dtraind serves /metrics\n");
+    for (const WebAsset& asset : WebAssets()) {
+      if (asset.path != request.path) continue;
+      HttpResponse page;
+      page.content_type = std::string(asset.media_type) + "; charset=utf-8";
+      page.body = std::string(asset.body);
+      page.headers.emplace_back("Content-Security-Policy",
+                                "default-src 'self'; style-src 'self' 'unsafe-inline'");
+      co_return page;
+    }
+    co_return Text(404, "no such page: dtraind serves its dashboard at / and /metrics\n");
   }
 
   asio::awaitable<void> Session(asio::ip::tcp::socket socket) {
@@ -144,7 +185,19 @@ struct WebServer::Impl {
       co_return;  // closed, or timed out
     } else if (std::optional<HttpRequest> request = ParseRequestHead(head.substr(0, n))) {
       head_only = request->method == "HEAD";
-      response = co_await Route(*request);
+      if (request->path == "/api/stream" && request->method == "GET" && Authorized(*request)) {
+        deadline.cancel();  // a stream lasts as long as its page
+        if (streams >= kMaxStreams) {
+          response = Text(503, "too many dashboard pages open on this daemon\n");
+        } else {
+          ++streams;
+          co_await StreamDashboard(socket, *request, dashboard);
+          --streams;
+          co_return;
+        }
+      } else {
+        response = co_await Route(*request);
+      }
     } else {
       response = Text(400, "not an HTTP/1.1 request\n");
     }
@@ -173,6 +226,8 @@ struct WebServer::Impl {
   store::Store& store;
   JobManager& jobs;
   WebOptions options;
+  DashboardContext dashboard;
+  int streams = 0;  // open /api/stream connections
   asio::ip::tcp::acceptor acceptor;
 };
 

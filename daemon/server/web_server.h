@@ -1,5 +1,6 @@
-// WebServer: dtraind's HTTP listener ([daemon] http, off unless set): Prometheus's /metrics
-// (daemon/server/prometheus_text.h) for now. It runs on the daemon's own io_context, so it reads
+// WebServer: dtraind's HTTP listener ([daemon] http, off unless set): the dashboard (its pages,
+// web_assets.h, and their event stream, dashboard_stream.h) and Prometheus's /metrics
+// (prometheus_text.h). It runs on the daemon's own io_context, so it reads
 // the job manager's live state without locks; store reads go to the blocking pool. Asio code of
 // our own rather than an HTTP library: it serves a few GET paths, no request bodies, one request
 // per connection (http_message.h), and a library would bring threads of its own.
@@ -9,7 +10,8 @@
 //   web.Start();               // accepts until Close()
 //
 // With a token (from [daemon] http_token_file), every request must carry `Authorization: Bearer
-// TOKEN`, checked in constant time; others get 401. A request whose head is not complete within
+// TOKEN` or the cookie that opening /?token=TOKEN in a browser sets (HttpOnly, SameSite=Strict),
+// checked in constant time; others get 401. A request whose head is not complete within
 // kRequestTimeout, or is larger than kMaxRequestHead, is answered 400 or 431 and closed. Methods
 // other than GET and HEAD get 405; unknown paths 404. One thread at a time (the io_context's).
 #pragma once
@@ -33,6 +35,8 @@ struct WebOptions {
   std::string version;
   int peers = 0;                           // configured peer daemons
   const Membership* membership = nullptr;  // their state; null: none
+  std::string node_name;                   // for the dashboard's nodes page
+  std::string listen;                      // [cluster] listen, likewise
 };
 
 class WebServer {

@@ -403,6 +403,23 @@ Result<std::vector<MetricRow>> Store::LatestMetrics(std::int64_t job) {
       [&](Statement& s) { s.BindInt(1, job); }, ReadMetricRow);
 }
 
+Result<std::vector<std::pair<std::int64_t, MetricRow>>> Store::MetricsAfter(
+    std::int64_t job, std::int64_t after_id, std::size_t limit) {
+  const auto bounded = static_cast<std::int64_t>(
+      std::min<std::size_t>(limit, std::numeric_limits<std::int64_t>::max()));
+  return QueryRows<std::pair<std::int64_t, MetricRow>>(
+      *readers_,
+      "SELECT step, worker, name, value, epoch, time, rowid FROM metrics"
+      // +job: walk the rows after the cursor (a range of rowid), not the job's whole index.
+      " WHERE +job = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3",
+      [&](Statement& s) { s.BindInt(1, job).BindInt(2, after_id).BindInt(3, bounded); },
+      [](const Statement& s) -> Result<std::pair<std::int64_t, MetricRow>> {
+        Result<MetricRow> row = ReadMetricRow(s);
+        if (!row.ok()) return row.status();
+        return std::pair{s.ColumnInt(6), std::move(row).value()};
+      });
+}
+
 Result<std::vector<MetricRow>> Store::LatestMetricPerWorker(std::int64_t job,
                                                             const std::string& name) {
   return QueryRows<MetricRow>(

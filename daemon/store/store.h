@@ -114,6 +114,11 @@ class Store {
                                          std::int64_t after_step = -1);
   // The newest row of each metric name (by append order), ordered by name.
   Result<std::vector<MetricRow>> LatestMetrics(std::int64_t job);
+  // At most `limit` rows appended after the row `after_id` (0: from the first), each with its
+  // id, in append order: pass the last id seen to follow a job's metrics.
+  Result<std::vector<std::pair<std::int64_t, MetricRow>>> MetricsAfter(std::int64_t job,
+                                                                       std::int64_t after_id,
+                                                                       std::size_t limit);
   // The newest row of metric `name` of each worker, by worker.
   Result<std::vector<MetricRow>> LatestMetricPerWorker(std::int64_t job, const std::string& name);
   // Per worker, the sum of each of `names` over all its rows (rows: worker, name, value = the

@@ -1,0 +1,232 @@
+#include "daemon/server/dashboard_stream.h"
+
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "daemon/server/async.h"
+#include "daemon/server/dashboard_views.h"
+#include "daemon/server/nodes_view.h"
+#include "daemon/store/job_views.h"
+
+namespace dtrain::server {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kMaxJobsListed = 200;
+constexpr std::size_t kMetricsPerTick = 20000;
+constexpr std::size_t kLinesPerTick = 2000;
+
+std::string Event(const std::string& name, const json& data) {
+  return "event: " + name + "\ndata: " + data.dump() + "\n\n";
+}
+
+asio::awaitable<bool> Send(asio::ip::tcp::socket& socket, const std::string& text) {
+  std::error_code ec;
+  co_await asio::async_write(socket, asio::buffer(text),
+                             asio::redirect_error(asio::use_awaitable, ec));
+  co_return !ec;
+}
+
+asio::awaitable<void> Sleep(asio::io_context& io, std::chrono::milliseconds delay) {
+  asio::steady_timer timer(io);
+  timer.expires_after(delay);
+  std::error_code ec;
+  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+// What one tick of a job's stream reads from the store.
+struct JobTick {
+  Status status;
+  json job;
+  std::vector<std::pair<std::int64_t, store::MetricRow>> metrics;
+  std::vector<store::LogRow> logs;
+};
+
+JobTick ReadJobTick(store::Store& store, std::int64_t id, std::int64_t metrics_after,
+                    std::int64_t logs_after, bool with_logs) {
+  JobTick tick;
+  Result<json> job = DashboardJob(store, id);
+  auto metrics = store.MetricsAfter(id, metrics_after, kMetricsPerTick);
+  Result<std::vector<store::LogRow>> logs = std::vector<store::LogRow>();
+  if (with_logs) logs = store.Logs(id, logs_after, kLinesPerTick);
+  if (!job.ok()) {
+    tick.status = job.status();
+  } else if (!metrics.ok()) {
+    tick.status = metrics.status();
+  } else if (!logs.ok()) {
+    tick.status = logs.status();
+  } else {
+    tick.job = std::move(job).value();
+    tick.metrics = std::move(metrics).value();
+    tick.logs = std::move(logs).value();
+  }
+  return tick;
+}
+
+json MetricsJson(const std::vector<std::pair<std::int64_t, store::MetricRow>>& rows) {
+  json out = json::array();
+  for (const auto& [id, m] : rows) {
+    out.push_back({{"step", m.step},
+                   {"worker", m.worker},
+                   {"name", m.name},
+                   {"value", std::isfinite(m.value) ? json(m.value) : json(nullptr)},
+                   {"epoch", m.epoch}});
+  }
+  return out;
+}
+
+json LinesJson(const std::vector<store::LogRow>& rows) {
+  json out = json::array();
+  for (const store::LogRow& l : rows) {
+    out.push_back({{"id", l.id},
+                   {"worker", l.worker},
+                   {"stream", l.stream},
+                   {"time", l.time},
+                   {"line", l.line}});
+  }
+  return out;
+}
+
+// Runs `tick` (which returns the text to send, possibly empty, or nullopt to end) every
+// `period`, sending a keep-alive comment when there was nothing to send for kKeepAlive.
+template <typename Tick>
+asio::awaitable<void> Pump(asio::ip::tcp::socket& socket, DashboardContext& context,
+                           std::chrono::milliseconds period, Tick tick) {
+  auto last_sent = Clock::now();
+  for (;;) {
+    std::optional<std::string> text = co_await tick();
+    if (!text) co_return;
+    if (text->empty() && Clock::now() - last_sent >= kKeepAlive) *text = ": keep-alive\n\n";
+    if (!text->empty()) {
+      if (!co_await Send(socket, *text)) co_return;
+      last_sent = Clock::now();
+    }
+    co_await Sleep(context.io, period);
+  }
+}
+
+asio::awaitable<void> StreamJob(asio::ip::tcp::socket& socket, DashboardContext& context,
+                                std::int64_t id) {
+  std::int64_t metrics_after = 0, logs_after = 0;
+  std::string last_job;
+  bool told_hidden = false;
+  co_await Pump(socket, context, kJobTick, [&]() -> asio::awaitable<std::optional<std::string>> {
+    JobTick tick = co_await OffThread(
+        context.pool, [store = &context.store, id, metrics_after, logs_after,
+                       with_logs = context.show_logs] {
+          return ReadJobTick(*store, id, metrics_after, logs_after, with_logs);
+        });
+    if (!tick.status.ok()) {
+      co_return Event("error", {{"reason", tick.status.message()}});
+    }
+    if (const std::optional<LiveJob> live = context.jobs.Live(id)) {
+      store::OverlayLive(tick.job, live->restarts, live->pending_reason);
+    }
+    std::string text;
+    if (std::string job = tick.job.dump(); job != last_job) {
+      text += "event: job\ndata: " + job + "\n\n";
+      last_job = std::move(job);
+    }
+    if (!tick.metrics.empty()) {
+      metrics_after = tick.metrics.back().first;
+      text += Event("metrics", MetricsJson(tick.metrics));
+    }
+    if (!tick.logs.empty()) {
+      logs_after = tick.logs.back().id;
+      text += Event("logs", LinesJson(tick.logs));
+    }
+    if (!context.show_logs && !told_hidden) {
+      told_hidden = true;
+      text += Event("logs_hidden",
+                    {{"reason", "log lines are shown only by a listener with a token ([daemon] "
+                                "http_token_file); use dtrain logs " + std::to_string(id)}});
+    }
+    co_return text;
+  });
+}
+
+asio::awaitable<void> StreamJobs(asio::ip::tcp::socket& socket, DashboardContext& context,
+                                 std::optional<store::JobState> state) {
+  std::string last;
+  co_await Pump(socket, context, kListTick, [&]() -> asio::awaitable<std::optional<std::string>> {
+    Result<json> jobs = co_await OffThread(context.pool, [store = &context.store, state] {
+      return DashboardJobs(*store, state, kMaxJobsListed);
+    });
+    if (!jobs.ok()) co_return Event("error", {{"reason", jobs.status().message()}});
+    for (json& j : jobs.value()) {
+      const std::int64_t id = j["id"].get<std::int64_t>();
+      json progress = j["state"] == "succeeded" ? json(1.0) : json(nullptr);
+      if (const std::optional<LiveJob> live = context.jobs.Live(id)) {
+        store::OverlayLive(j, live->restarts, live->pending_reason);
+        progress = Progress(j["step"].get<std::int64_t>(), j["epoch"].get<double>(), live->epochs,
+                            live->steps);
+      }
+      j["progress"] = std::move(progress);
+    }
+    std::string text = Event("jobs", jobs.value());
+    if (text == last) co_return std::string();
+    last = text;
+    co_return text;
+  });
+}
+
+asio::awaitable<void> StreamNodes(asio::ip::tcp::socket& socket, DashboardContext& context) {
+  std::string last;
+  co_await Pump(socket, context, kListTick, [&]() -> asio::awaitable<std::optional<std::string>> {
+    std::string text = Event(
+        "nodes", NodesJson(context.node_name, context.address, context.jobs, context.membership));
+    if (text == last) co_return std::string();
+    last = text;
+    co_return text;
+  });
+}
+
+}  // namespace
+
+asio::awaitable<void> StreamDashboard(asio::ip::tcp::socket& socket, const HttpRequest& request,
+                                      DashboardContext& context) {
+  const std::optional<std::string> job = QueryValue(request.query, "job");
+  const std::optional<std::string> state = QueryValue(request.query, "state");
+  const bool nodes = QueryValue(request.query, "nodes").has_value();
+  std::optional<std::int64_t> id;
+  if (job && !job->empty() && job->size() < 19 &&
+      job->find_first_not_of("0123456789") == std::string::npos) {
+    id = std::stoll(*job);
+  }
+  std::optional<store::JobState> filter;
+  if (state && !state->empty()) {
+    Result<store::JobState> parsed = store::ParseJobState(*state);
+    if (parsed.ok()) filter = parsed.value();
+  }
+  const bool known = id || nodes || (job == std::nullopt && (!state || state->empty() || filter));
+  if (!known) {
+    HttpResponse refused;
+    refused.status = 400;
+    refused.body = "/api/stream takes job=ID, state=STATE (or none) or nodes=1\n";
+    const std::string text = FormatResponse(refused, false);  // named: GCC 12, see async.h
+    co_await Send(socket, text);
+    co_return;
+  }
+  const std::string head =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+      "Cache-Control: no-store\r\nConnection: close\r\nX-Content-Type-Options: nosniff\r\n\r\n";
+  if (!co_await Send(socket, head)) co_return;
+  if (id) {
+    co_await StreamJob(socket, context, *id);
+  } else if (nodes) {
+    co_await StreamNodes(socket, context);
+  } else {
+    co_await StreamJobs(socket, context, filter);
+  }
+}
+
+}  // namespace dtrain::server

@@ -1,0 +1,51 @@
+// The dashboard's server-sent event stream (GET /api/stream): what daemon/web/app.js's pages
+// show, pushed as it changes, read from the store on the blocking pool with the daemon's live
+// state laid over it. One stream per open page; the browser reconnects by itself.
+//
+//   ?job=N   events "job" (dashboard_views.h DashboardJob, with the live restarts), "metrics"
+//            (rows appended since the last: [{"step", "worker", "name", "value", "epoch"}]),
+//            "logs" ([{"id", "worker", "stream", "time", "line"}]) or once "logs_hidden" ({"reason"})
+//            when the listener has no token; every kJobTick.
+//   ?state=S jobs page: "jobs" (DashboardJobs, newest first, with "progress"), every kListTick;
+//            S may be empty (every state).
+//   ?nodes=1 "nodes" (nodes_view.h), every kListTick.
+// An event is sent when its data changed; a comment every kKeepAlive finds a closed connection.
+// Log lines are owner-only on the control socket; the web listener shows them only when it
+// has a token (http_token_file), whose holder the daemon's administrator chose.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/thread_pool.hpp>
+#include <chrono>
+#include <string>
+
+#include "daemon/server/http_message.h"
+#include "daemon/server/job_manager.h"
+#include "daemon/server/membership.h"
+#include "daemon/store/store.h"
+
+namespace dtrain::server {
+
+inline constexpr std::chrono::milliseconds kJobTick{250};
+inline constexpr std::chrono::milliseconds kListTick{1000};
+inline constexpr std::chrono::seconds kKeepAlive{15};
+
+struct DashboardContext {
+  asio::io_context& io;
+  asio::thread_pool& pool;
+  store::Store& store;
+  JobManager& jobs;
+  std::string node_name;
+  std::string address;                     // this daemon's [cluster] listen, for the nodes page
+  const Membership* membership = nullptr;
+  bool show_logs = false;                  // the listener has a token
+};
+
+// Serves one stream on `socket` until the client goes; `request` is a GET of /api/stream. A
+// query naming no known stream is answered 400.
+asio::awaitable<void> StreamDashboard(asio::ip::tcp::socket& socket, const HttpRequest& request,
+                                      DashboardContext& context);
+
+}  // namespace dtrain::server

@@ -1,0 +1,34 @@
+// What the dashboard's pages show of jobs, built from the store alone (daemon/web/app.js reads
+// them from the /api/stream events). The daemon lays its live state over them (WebServer).
+//
+//   Result<nlohmann::json> jobs = DashboardJobs(store, std::nullopt, 100);
+//   Result<nlohmann::json> job = DashboardJob(store, 7);
+//
+// DashboardJobs: JOB objects without events (job_views.h), each with "owner_name" (the user
+// name of its uid, or null), "hosts" (its processes' hosts, each once, in rank order) and
+// "epoch" (the furthest fractional epoch its metrics reached, 0 before any). DashboardJob: the
+// JOB object with events, "checkpoints" [{"step", "time", "bytes"}] and "worker_totals"
+// [{"rank", "compute_seconds", "comm_seconds", "bytes_sent", "bytes_received"}] (the sums of its
+// recorded windows). Plain functions over the store (they block on SQLite): call them off an
+// event loop.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "core/status.h"
+#include "daemon/store/store.h"
+
+namespace dtrain::server {
+
+Result<nlohmann::json> DashboardJobs(store::Store& store, std::optional<store::JobState> state,
+                                     std::size_t limit);
+Result<nlohmann::json> DashboardJob(store::Store& store, std::int64_t id);
+
+// The fraction of its planned length a job has run, from its step and furthest epoch and its
+// [train] epochs and steps (0: no limit); null when neither limits it.
+nlohmann::json Progress(std::int64_t step, double epoch, std::int64_t epochs, std::int64_t steps);
+
+}  // namespace dtrain::server

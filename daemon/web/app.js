@@ -1,0 +1,228 @@
+// dtraind's dashboard: the jobs, one job, the nodes. Routes are the URL's hash (#/, #/job/7,
+// #/nodes). Each page takes its data from one server-sent event stream (/api/stream), which the
+// daemon feeds from its store as things change: no polling. Everything the page shows of jobs
+// and logs goes in as text (textContent), never as HTML.
+"use strict";
+
+const view = document.getElementById("view");
+const connection = document.getElementById("connection");
+let stream = null;
+let charts = [];
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "class") node.className = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    node.append(child instanceof Node ? child : document.createTextNode(child == null ? "" : String(child)));
+  }
+  return node;
+}
+
+function table(headers, rows) {
+  const head = el("tr", {}, ...headers.map(h => el("th", h.num ? { class: "num" } : {}, h.label || h)));
+  return el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows));
+}
+
+function age(unixSeconds) {
+  if (!unixSeconds) return "-";
+  const s = Math.max(0, Date.now() / 1000 - unixSeconds);
+  if (s < 60) return Math.round(s) + "s ago";
+  if (s < 3600) return Math.round(s / 60) + "m ago";
+  if (s < 86400) return Math.round(s / 3600) + "h ago";
+  return Math.round(s / 86400) + "d ago";
+}
+
+function when(unixSeconds) {
+  return unixSeconds ? new Date(unixSeconds * 1000).toLocaleString() : "-";
+}
+
+function number(value, digits) {
+  if (value == null) return "-";
+  return Number(value).toLocaleString(undefined, { maximumFractionDigits: digits ?? 4 });
+}
+
+function stateCell(state) {
+  return el("td", { class: "state state-" + state }, state);
+}
+
+function progressCell(progress) {
+  if (progress == null) return el("td", {}, "-");
+  const pct = Math.round(Math.min(1, Math.max(0, progress)) * 100);
+  const bar = el("span", { class: "bar", title: pct + "%" }, el("span", { style: "width:" + pct + "%" }));
+  return el("td", {}, bar, " " + pct + "%");
+}
+
+function listen(path, handlers) {
+  if (stream) stream.close();
+  stream = new EventSource(path);
+  stream.onopen = () => { connection.textContent = "live"; };
+  stream.onerror = () => { connection.textContent = "reconnecting"; };
+  for (const [name, handler] of Object.entries(handlers)) {
+    stream.addEventListener(name, event => {
+      try {
+        handler(JSON.parse(event.data));
+      } catch (error) {
+        connection.textContent = "page error: " + error.message;
+        throw error;
+      }
+    });
+  }
+}
+
+// --- jobs -------------------------------------------------------------------------------------
+
+function jobsPage(filter) {
+  const select = el("select", { id: "state-filter" },
+    ...["", "queued", "starting", "running", "recovering", "succeeded", "failed", "cancelled"]
+      .map(s => el("option", s === filter ? { value: s, selected: "" } : { value: s }, s || "every state")));
+  select.onchange = () => { location.hash = "#/" + (select.value ? "?state=" + select.value : ""); };
+  const body = el("div", { id: "jobs" });
+  view.replaceChildren(el("h1", {}, "Jobs"), el("p", {}, "Show ", select), body);
+  listen("/api/stream" + (filter ? "?state=" + encodeURIComponent(filter) : ""), {
+    jobs: jobs => {
+      const rows = jobs.map(j => el("tr", { "data-job": j.id },
+        el("td", { class: "num" }, el("a", { href: "#/job/" + j.id }, j.id)),
+        el("td", {}, j.name), stateCell(j.state), progressCell(j.progress),
+        el("td", { class: "num" }, j.step), el("td", {}, j.owner_name || j.owner),
+        el("td", {}, (j.hosts || []).join(", ")), el("td", {}, age(j.created)),
+        el("td", {}, j.reason)));
+      body.replaceChildren(jobs.length ? table(["id", "name", "state", "progress", { label: "step", num: true },
+        "owner", "host", "age", "reason"], rows) : el("p", { class: "muted" }, "no jobs"));
+    },
+  });
+}
+
+// --- one job ----------------------------------------------------------------------------------
+
+const chartPlans = [
+  { title: "loss", names: ["train_loss", "eval_loss", "eval_mse"] },
+  { title: "accuracy", names: ["train_accuracy", "eval_accuracy", "eval_auc"] },
+  { title: "samples/s", names: ["samples_per_sec"] },
+];
+const colors = ["#1660c7", "#d9480f", "#2b8a3e", "#7048e8"];
+
+function makeChart(canvas, plan) {
+  const datasets = plan.names.map((name, i) => ({
+    label: name, data: [], borderColor: colors[i], backgroundColor: colors[i],
+    pointRadius: 0, borderWidth: 1.5, showLine: true,
+  }));
+  return new Chart(canvas, {
+    type: "scatter",
+    data: { datasets },
+    options: {
+      animation: false, maintainAspectRatio: false, parsing: false,
+      plugins: {
+        title: { display: true, text: plan.title },
+        legend: { labels: { filter: (item, data) => data.datasets[item.datasetIndex].data.length > 0 } },
+      },
+      scales: { x: { title: { display: true, text: "step" } } },
+    },
+  });
+}
+
+function jobPage(id) {
+  const title = el("h1", {}, "Job " + id);
+  const summary = el("p", { id: "summary" });
+  const chartBox = el("div", { class: "charts" });
+  const canvases = chartPlans.map(plan => {
+    const canvas = el("canvas", { "data-chart": plan.title, "data-points": "0" });
+    chartBox.append(el("div", { class: "chart" }, canvas));
+    return canvas;
+  });
+  const workers = el("div", { id: "workers" });
+  const events = el("div", { id: "events" });
+  const checkpoints = el("div", { id: "checkpoints" });
+  const logs = el("pre", { id: "logs" });
+  const logNote = el("p", { class: "muted", id: "log-note" });
+  view.replaceChildren(title, summary, chartBox, el("h2", {}, "Workers"), workers,
+    el("h2", {}, "Logs"), logNote, logs, el("h2", {}, "Events"), events,
+    el("h2", {}, "Checkpoints"), checkpoints);
+  charts = chartPlans.map((plan, i) => makeChart(canvases[i], plan));
+
+  listen("/api/stream?job=" + encodeURIComponent(id), {
+    job: j => {
+      title.textContent = "Job " + j.id + " (" + j.name + ")";
+      summary.replaceChildren(el("span", { class: "state state-" + j.state }, j.state),
+        " at step " + j.step + (j.restarts ? ", " + j.restarts + " restart(s)" : "") + ": " + j.reason);
+      const totals = Object.fromEntries((j.worker_totals || []).map(t => [t.rank, t]));
+      workers.replaceChildren(table(["rank", "role", "host", "pid", "state", "exit",
+        { label: "compute s", num: true }, { label: "comm s", num: true }, "started"],
+        j.workers.map(w => el("tr", {},
+          el("td", { class: "num" }, w.rank), el("td", {}, w.role), el("td", {}, w.host),
+          el("td", { class: "num" }, w.pid), el("td", {}, w.state),
+          el("td", {}, w.signal != null ? "signal " + w.signal : w.exit_status ?? ""),
+          el("td", { class: "num" }, number(totals[w.rank]?.compute_seconds, 2)),
+          el("td", { class: "num" }, number(totals[w.rank]?.comm_seconds, 2)),
+          el("td", {}, when(w.started))))));
+      events.replaceChildren(table(["time", "from", "to", "reason"], (j.events || []).map(e =>
+        el("tr", {}, el("td", {}, when(e.time)), el("td", {}, e.from ?? ""), el("td", {}, e.to),
+          el("td", {}, e.reason)))));
+      checkpoints.replaceChildren(table([{ label: "step", num: true }, "time", { label: "bytes", num: true }],
+        (j.checkpoints || []).map(c => el("tr", {}, el("td", { class: "num" }, c.step),
+          el("td", {}, when(c.time)), el("td", { class: "num" }, number(c.bytes, 0))))));
+    },
+    metrics: rows => {
+      // How many updates this page has drawn (a headless browser's test reads it).
+      view.dataset.metricEvents = String(Number(view.dataset.metricEvents || 0) + 1);
+      rows.forEach(r => {
+        if (r.worker !== 0 || r.value == null) return;  // the lead replica's curves
+        chartPlans.forEach((plan, i) => {
+          const k = plan.names.indexOf(r.name);
+          if (k >= 0) charts[i].data.datasets[k].data.push({ x: r.step, y: r.value });
+        });
+      });
+      charts.forEach((chart, i) => {
+        chart.update("none");
+        const points = chart.data.datasets.reduce((n, d) => n + d.data.length, 0);
+        canvases[i].setAttribute("data-points", String(points));
+      });
+    },
+    logs: lines => {
+      const atBottom = logs.scrollTop + logs.clientHeight >= logs.scrollHeight - 4;
+      // Lines after the first batch came live: each says how long after the daemon stored it.
+      const live = logs.dataset.loaded === "1";
+      logs.dataset.loaded = "1";
+      for (const l of lines) {
+        const attrs = { class: "line", "data-id": l.id };
+        if (live) attrs["data-delay"] = (Date.now() / 1000 - l.time).toFixed(3);
+        logs.append(el("div", attrs, "r" + l.worker + ": " + l.line));
+      }
+      while (logs.childElementCount > 2000) logs.firstElementChild.remove();
+      if (atBottom) logs.scrollTop = logs.scrollHeight;
+    },
+    logs_hidden: why => { logNote.textContent = why.reason; },
+  });
+}
+
+// --- nodes ------------------------------------------------------------------------------------
+
+function nodesPage() {
+  const body = el("div", { id: "nodes" });
+  view.replaceChildren(el("h1", {}, "Nodes"), body);
+  listen("/api/stream?nodes=1", {
+    nodes: nodes => body.replaceChildren(table(["name", "address", "state", { label: "cores", num: true },
+      { label: "running", num: true }, { label: "queued", num: true }, "since", "error"],
+      nodes.map(n => el("tr", {}, el("td", {}, n.name + (n.self ? " (this daemon)" : "")),
+        el("td", {}, n.address), el("td", { class: "state state-" + (n.state === "up" ? "succeeded" : "failed") }, n.state),
+        el("td", { class: "num" }, n.cores), el("td", { class: "num" }, n.running),
+        el("td", { class: "num" }, n.queued), el("td", {}, n.since ? age(n.since) : ""),
+        el("td", {}, n.error || ""))))),
+  });
+}
+
+function route() {
+  charts.forEach(c => c.destroy());
+  charts = [];
+  const hash = location.hash || "#/";
+  const job = hash.match(/^#\/job\/(\d+)/);
+  if (job) return jobPage(job[1]);
+  if (hash.startsWith("#/nodes")) return nodesPage();
+  const state = hash.match(/state=([a-z]+)/);
+  return jobsPage(state ? state[1] : "");
+}
+
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""The dashboard in a real browser: Debian's chromium, headless, driven over the Chrome DevTools
+Protocol on a pipe (--remote-debugging-pipe: NUL-separated JSON on descriptors 3 and 4, so no
+WebSocket library is needed).
+
+A real dtraind with an HTTP listener and a token file runs a real job. The browser signs in with
+the token (/?token=..., which sets the cookie and keeps the #fragment), opens the job's page and
+must see, within one page load: the job running, its charts gaining points as the job advances,
+and log lines the worker prints arriving (each line says how long after the daemon stored it; the
+figure is printed, not asserted). Then the jobs page lists the job with its progress, and the
+nodes page this daemon.
+
+    DTRAIND_BIN=build/daemon/dtraind DTRAIN_BIN=build/cmd/dtrain tests/web/dashboard_browser_test.py
+    ... --screenshots docs/   # also writes dashboard-jobs.png and dashboard-job.png there
+
+Exit status 0 when every check holds; ctest runs it (tests/CMakeLists.txt).
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Browser:
+    """Headless chromium spoken to over its DevTools pipe."""
+
+    def __init__(self, profile):
+        to_chrome_r, self._to_chrome = os.pipe()
+        self._from_chrome, from_chrome_w = os.pipe()
+
+        def descriptors():
+            os.dup2(to_chrome_r, 3)
+            os.dup2(from_chrome_w, 4)
+
+        self._process = subprocess.Popen(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+             "--user-data-dir=" + profile, "--window-size=1280,1000", "about:blank"],
+            pass_fds=(3, 4), preexec_fn=descriptors, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+        self._buffer = b""
+        self._next_id = 0
+        self._session = None
+
+    def call(self, method, params=None):
+        self._next_id += 1
+        message = {"id": self._next_id, "method": method, "params": params or {}}
+        if self._session and not method.startswith("Target."):
+            message["sessionId"] = self._session
+        os.write(self._to_chrome, json.dumps(message).encode() + b"\0")
+        while True:
+            while b"\0" not in self._buffer:
+                chunk = os.read(self._from_chrome, 1 << 16)
+                if not chunk:
+                    raise RuntimeError("chromium closed its DevTools pipe")
+                self._buffer += chunk
+            raw, self._buffer = self._buffer.split(b"\0", 1)
+            reply = json.loads(raw)
+            if reply.get("id") == self._next_id:
+                if "error" in reply:
+                    raise RuntimeError(method + ": " + json.dumps(reply["error"]))
+                return reply.get("result", {})
+
+    def open(self, url):
+        target = self.call("Target.createTarget", {"url": url})["targetId"]
+        self._session = self.call("Target.attachToTarget",
+                                  {"targetId": target, "flatten": True})["sessionId"]
+
+    def evaluate(self, expression):
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        if "exceptionDetails" in result:
+            raise RuntimeError(expression + ": " + json.dumps(result["exceptionDetails"]))
+        return result["result"].get("value")
+
+    def wait_for(self, expression, seconds, what):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            time.sleep(0.1)
+        raise AssertionError("the page did not show " + what + " within " + str(seconds) + " s")
+
+    def screenshot(self, path):
+        import base64
+        data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data))
+
+    def close(self):
+        self._process.kill()
+        self._process.wait()
+
+
+def dtrain(env, socket_path, *args):
+    done = subprocess.run([env["DTRAIN_BIN"], "--socket", socket_path, *args],
+                          capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise AssertionError("dtrain " + " ".join(args) + ": " + done.stderr)
+    return done.stdout
+
+
+def main():
+    screenshots = None
+    if len(sys.argv) == 3 and sys.argv[1] == "--screenshots":
+        screenshots = sys.argv[2]
+    env = os.environ
+    for name in ("DTRAIND_BIN", "DTRAIN_BIN"):
+        if not env.get(name):
+            sys.exit(name + " is not set (run through ctest)")
+    if not os.path.exists(CHROMIUM):
+        sys.exit("chromium is missing: scripts/install-deps installs it")
+
+    work = tempfile.mkdtemp(prefix="dtrain-dashboard-")
+    token = "e" * 48
+    token_file = os.path.join(work, "http.token")
+    with open(token_file, "w") as f:
+        f.write(token + "\n")
+    os.chmod(token_file, 0o600)
+    port = free_port()
+    config = os.path.join(work, "dtraind.toml")
+    with open(config, "w") as f:
+        f.write('[daemon]\nhttp = "127.0.0.1:%d"\nhttp_token_file = "%s"\n' % (port, token_file))
+    sock = os.path.join(work, "d.sock")
+    daemon = subprocess.Popen([env["DTRAIND_BIN"], "--config", config, "--socket", sock,
+                               "--state-dir", os.path.join(work, "state")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    browser = None
+    try:
+        for _ in range(300):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.02)
+        job = os.path.join(work, "job.toml")
+        with open(job, "w") as f:
+            f.write('name = "browsed"\n[data]\nformat = "synthetic"\nrows = 20000\n'
+                    "[train]\nepochs = 1000\nbatch_size = 16\nlog_every = 500\n"
+                    "eval_every = 20000\n[cluster]\nworkers = 2\nmode = \"sync\"\n")
+        job_id = json.loads(dtrain(env, sock, "submit", job, "--no-wait", "--json"))["id"]
+        for _ in range(500):
+            status = json.loads(dtrain(env, sock, "status", str(job_id), "--json"))
+            if status["state"] == "running" and status["step"] > 0:
+                break
+            time.sleep(0.02)
+
+        browser = Browser(os.path.join(work, "profile"))
+        base = "http://127.0.0.1:%d/" % port
+        browser.open(base + "?token=" + token + "#/job/" + str(job_id))
+        browser.wait_for("document.querySelector('#summary .state-running') !== null", 10,
+                         "the job running")
+        points = "[...document.querySelectorAll('canvas')].reduce((n, c) => n + Number(c.dataset.points), 0)"
+        before = browser.wait_for(points + " || 0", 10, "points on its charts")
+        delay = browser.wait_for(
+            "(() => { const l = document.querySelector('#logs .line[data-delay]');"
+            " return l ? Number(l.dataset.delay) + 1e-9 : 0; })()", 10,
+            "a log line printed while it was open")
+        time.sleep(1.0)
+        after = browser.evaluate(points)
+        updates = int(browser.evaluate("Number(document.getElementById('view').dataset.metricEvents)"))
+        assert after > before, "the charts did not advance (%d points, then %d)" % (before, after)
+        assert updates >= 2, "only %d metric updates drawn" % updates
+        print("job page: charts went from %d to %d points over %d updates; a log line arrived "
+              "%.3f s after the daemon stored it" % (before, after, updates, delay))
+        if screenshots:
+            browser.screenshot(os.path.join(screenshots, "dashboard-job.png"))
+
+        browser.evaluate("location.hash = '#/'")
+        row = browser.wait_for(
+            "(() => { const r = document.querySelector('tr[data-job=\"%d\"]');"
+            " return r ? [...r.cells].map(c => c.textContent).join(' | ') : ''; })()" % job_id, 10, "the job in the jobs list")
+        assert "running" in row and "browsed" in row and "%" in row, row
+        print("jobs page: " + row)
+        if screenshots:
+            browser.screenshot(os.path.join(screenshots, "dashboard-jobs.png"))
+
+        browser.evaluate("location.hash = '#/nodes'")
+        browser.wait_for("document.querySelector('#nodes td') !== null && "
+                         "document.getElementById('nodes').textContent.includes('this daemon')",
+                         10, "this daemon among the nodes")
+        print("nodes page: this daemon listed")
+        dtrain(env, sock, "cancel", str(job_id))
+    finally:
+        if browser:
+            browser.close()
+        daemon.terminate()
+        daemon.wait(timeout=60)
+        shutil.rmtree(work, ignore_errors=True)
+    print("dashboard_browser: every check held")
+
+
+if __name__ == "__main__":
+    main()
