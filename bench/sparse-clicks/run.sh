@@ -10,7 +10,8 @@
 #   liblinear : liblinear-train -s 0 (L2-regularised logistic regression, primal trust-region
 #               Newton) -B 1 (a bias feature), then liblinear-predict -b 1 and
 #               bench_score_predictions on its probabilities.
-#   dtrain    : dtrain run of a sparse logistic regression (Adagrad, batches of 16, 3 passes),
+#   dtrain    : dtrain run of a sparse logistic regression (Adagrad at 0.13, cosine to 0.02,
+#               batches of 16, 3 passes),
 #               dtrain export, dtrain eval --json on test.svm (run_dtrain below); then the ratio dtrain /
 #               liblinear samples/s, both counted as training rows / seconds to a finished model.
 #
@@ -109,7 +110,7 @@ run_liblinear() {
 }
 
 # dtrain: `dtrain run` of a sparse logistic regression (the same model as liblinear's; Adagrad at
-# 0.13 with a cosine decay, batches of 16, $dtrain_epochs passes: the best of a sweep on the full
+# 0.13 with a cosine decay to 0.02, batches of 16, $dtrain_epochs passes: the best of a sweep on the full
 # data, bench/README.md), then `dtrain export` and `dtrain eval --json` of the exported model on
 # test.svm: the path a user takes, reading the text file included.
 dtrain_epochs=3
@@ -130,6 +131,7 @@ log_every = 500
 type = "adagrad"
 lr = 0.13
 schedule = "cosine"
+min_lr = 0.02
 JOB
   /usr/bin/time -v -o "$work/dtrain.time" "$build/cmd/dtrain" run "$work/dtrain.toml" \
     --db "$work/dtrain.db" >/dev/null
