@@ -4,7 +4,9 @@
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
@@ -13,6 +15,7 @@
 #include "daemon/server/async.h"
 #include "daemon/server/dashboard_views.h"
 #include "daemon/server/nodes_view.h"
+#include "daemon/server/prometheus_text.h"
 #include "daemon/store/job_views.h"
 
 namespace dtrain::server {
@@ -114,11 +117,35 @@ asio::awaitable<void> Pump(asio::ip::tcp::socket& socket, DashboardContext& cont
   }
 }
 
+// Each worker's sums of the SummedWorkerMetrics, added up from the rows the stream forwards
+// (every row passes through it once, from the first): rank -> {"rank", name: sum...}.
+class WorkerTotals {
+ public:
+  void Add(const std::vector<std::pair<std::int64_t, store::MetricRow>>& rows) {
+    for (const auto& [id, m] : rows) {
+      if (std::find(names_.begin(), names_.end(), m.name) == names_.end()) continue;
+      json& t = totals_[m.worker];
+      if (t.is_null()) t = {{"rank", m.worker}};
+      t[m.name] = t.value(m.name, 0.0) + (std::isfinite(m.value) ? m.value : 0.0);
+    }
+  }
+  json Json() const {
+    json out = json::array();
+    for (const auto& [rank, t] : totals_) out.push_back(t);
+    return out;
+  }
+
+ private:
+  const std::vector<std::string> names_ = SummedWorkerMetrics();
+  std::map<int, json> totals_;
+};
+
 asio::awaitable<void> StreamJob(asio::ip::tcp::socket& socket, DashboardContext& context,
                                 std::int64_t id) {
   std::int64_t metrics_after = 0, logs_after = 0;
   std::string last_job;
   bool told_hidden = false;
+  WorkerTotals totals;
   co_await Pump(socket, context, kJobTick, [&]() -> asio::awaitable<std::optional<std::string>> {
     JobTick tick = co_await OffThread(
         context.pool, [store = &context.store, id, metrics_after, logs_after,
@@ -131,6 +158,8 @@ asio::awaitable<void> StreamJob(asio::ip::tcp::socket& socket, DashboardContext&
     if (const std::optional<LiveJob> live = context.jobs.Live(id)) {
       store::OverlayLive(tick.job, live->restarts, live->pending_reason);
     }
+    totals.Add(tick.metrics);
+    tick.job["worker_totals"] = totals.Json();
     std::string text;
     if (std::string job = tick.job.dump(); job != last_job) {
       text += "event: job\ndata: " + job + "\n\n";
@@ -157,10 +186,12 @@ asio::awaitable<void> StreamJob(asio::ip::tcp::socket& socket, DashboardContext&
 asio::awaitable<void> StreamJobs(asio::ip::tcp::socket& socket, DashboardContext& context,
                                  std::optional<store::JobState> state) {
   std::string last;
+  EndedJobRows ended;  // read by the pool's thread only while this coroutine waits for it
   co_await Pump(socket, context, kListTick, [&]() -> asio::awaitable<std::optional<std::string>> {
-    Result<json> jobs = co_await OffThread(context.pool, [store = &context.store, state] {
-      return DashboardJobs(*store, state, kMaxJobsListed);
-    });
+    Result<json> jobs =
+        co_await OffThread(context.pool, [store = &context.store, state, cache = &ended] {
+          return DashboardJobs(*store, state, kMaxJobsListed, *cache);
+        });
     if (!jobs.ok()) co_return Event("error", {{"reason", jobs.status().message()}});
     for (json& j : jobs.value()) {
       const std::int64_t id = j["id"].get<std::int64_t>();

@@ -2,7 +2,9 @@
 // show, pushed as it changes, read from the store on the blocking pool with the daemon's live
 // state laid over it. One stream per open page; the browser reconnects by itself.
 //
-//   ?job=N   events "job" (dashboard_views.h DashboardJob, with the live restarts), "metrics"
+//   ?job=N   events "job" (dashboard_views.h DashboardJob, with the live restarts and
+//            "worker_totals" [{"rank", "compute_seconds", "comm_seconds", "bytes_sent",
+//            "bytes_received"}], summed from the metrics rows this stream has sent), "metrics"
 //            (rows appended since the last: [{"step", "worker", "name", "value", "epoch"}]),
 //            "logs" ([{"id", "worker", "stream", "time", "line"}]) or once "logs_hidden" ({"reason"})
 //            when the listener has no token; every kJobTick.

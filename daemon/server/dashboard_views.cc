@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "daemon/server/prometheus_text.h"
 #include "daemon/store/job_views.h"
 
 namespace dtrain::server {
@@ -53,21 +52,32 @@ json Progress(std::int64_t step, double epoch, std::int64_t epochs, std::int64_t
 }
 
 Result<json> DashboardJobs(store::Store& store, std::optional<store::JobState> state,
-                           std::size_t limit) {
-  Result<std::vector<std::int64_t>> ids = store::NewestJobIds(store, state, limit);
-  if (!ids.ok()) return ids.status();
+                           std::size_t limit, EndedJobRows& ended) {
+  Result<std::vector<store::JobRecord>> all = store.ListJobs();
+  if (!all.ok()) return all.status();
+  EndedJobRows kept;  // only the rows listed now, so that the cache stays the list's size
   json jobs = json::array();
-  for (const std::int64_t id : ids.value()) {
-    Result<json> job = store::StoredJobJson(store, id, false);
+  for (auto it = all.value().rbegin(); it != all.value().rend() && jobs.size() < limit; ++it) {
+    if (state && it->state != *state) continue;
+    const bool over = store::IsTerminal(it->state);
+    if (const auto cached = ended.rows.find(it->id);
+        over && cached != ended.rows.end() && cached->second.first == it->updated) {
+      jobs.push_back(cached->second.second);
+      kept.rows.insert(*cached);
+      continue;
+    }
+    Result<json> job = store::StoredJobJson(store, it->id, false);
     if (!job.ok()) return job.status();
-    Result<double> epoch = FurthestEpoch(store, id);
+    Result<double> epoch = FurthestEpoch(store, it->id);
     if (!epoch.ok()) return epoch.status();
     json& j = job.value();
     j["owner_name"] = OwnerName(j["owner"].get<std::int64_t>());
     j["hosts"] = Hosts(j["workers"]);
     j["epoch"] = epoch.value();
+    if (over) kept.rows[it->id] = {it->updated, j};
     jobs.push_back(std::move(j));
   }
+  ended = std::move(kept);
   return jobs;
 }
 
@@ -76,20 +86,11 @@ Result<json> DashboardJob(store::Store& store, std::int64_t id) {
   if (!job.ok()) return job.status();
   Result<std::vector<store::CheckpointInfo>> checkpoints = store.Checkpoints(id);
   if (!checkpoints.ok()) return checkpoints.status();
-  Result<std::vector<store::MetricRow>> sums = store.MetricSums(id, SummedWorkerMetrics());
-  if (!sums.ok()) return sums.status();
-  json& j = job.value();
   json list = json::array();
   for (const store::CheckpointInfo& c : checkpoints.value()) {
     list.push_back({{"step", c.step}, {"time", c.time}, {"bytes", c.bytes}});
   }
-  j["checkpoints"] = std::move(list);
-  json totals = json::array();
-  for (const store::MetricRow& m : sums.value()) {
-    if (totals.empty() || totals.back()["rank"] != m.worker) totals.push_back({{"rank", m.worker}});
-    totals.back()[m.name] = m.value;
-  }
-  j["worker_totals"] = std::move(totals);
+  job.value()["checkpoints"] = std::move(list);
   return job;
 }
 

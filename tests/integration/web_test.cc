@@ -21,7 +21,10 @@
 #include <thread>
 #include <vector>
 
+#include "common/temp_dir.h"
+#include "daemon/server/dashboard_views.h"
 #include "daemon/server/http_message.h"
+#include "daemon/store/store.h"
 #include "integration/daemon_fixture.h"
 
 namespace dtrain::testing {
@@ -272,7 +275,8 @@ BOOST_AUTO_TEST_CASE(a_running_jobs_stream_advances_and_carries_its_log_lines_wi
 
   const std::int64_t id = d.Submit(
       "name = \"streamed\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
-      "[train]\nepochs = 1000\nbatch_size = 16\nlog_every = 2000\neval_every = 20000\n");
+      "[train]\nepochs = 1000\nbatch_size = 16\nlog_every = 2000\neval_every = 20000\n"
+      "[cluster]\nworkers = 2\nmode = \"sync\"\n");
   BOOST_REQUIRE(d.WaitForStep(id, 1)["state"] == "running");
   EventStream stream(port, "/api/stream?job=" + std::to_string(id), cookie);
   std::int64_t first_step = -1, last_step = -1;
@@ -307,6 +311,52 @@ BOOST_AUTO_TEST_CASE(a_running_jobs_stream_advances_and_carries_its_log_lines_wi
   BOOST_TEST_MESSAGE("worst delay from the store to the page: " << worst_delay << " s");
   d.Request({{"type", "cancel"}, {"id", id}});
   d.Wait(id);
+
+  // A page opened on the ended job: its workers' totals are the sums of their recorded windows.
+  EventStream again(port, "/api/stream?job=" + std::to_string(id), cookie);
+  std::optional<EventStream::Event> job_event = again.Next(std::chrono::seconds(5));
+  BOOST_REQUIRE(job_event.has_value());
+  while (job_event && job_event->name != "job") job_event = again.Next(std::chrono::seconds(5));
+  BOOST_REQUIRE(job_event.has_value());
+  std::map<int, double> comm;
+  const json recorded = d.Request({{"type", "metrics"}, {"id", id}, {"name", "comm_seconds"}});
+  for (const json& m : recorded["metrics"]) comm[m["worker"].get<int>()] += m["value"].get<double>();
+  BOOST_REQUIRE(!comm.empty());
+  const json& totals = job_event->data["worker_totals"];
+  BOOST_REQUIRE(totals.size() == comm.size());
+  for (const json& t : totals) {
+    BOOST_TEST(t["comm_seconds"].get<double>() == comm.at(t["rank"].get<int>()),
+               boost::test_tools::tolerance(1e-9));
+  }
+}
+
+// The jobs page reads an ended job once, and again when it changes (a resume moves its
+// `updated` time): the list's cost follows its active jobs.
+BOOST_AUTO_TEST_CASE(the_jobs_list_reuses_an_ended_jobs_row_until_it_changes) {
+  TempDir dir;
+  auto opened = store::Store::Open(dir.Path("s.db"));
+  BOOST_REQUIRE(opened.ok());
+  store::Store& s = *opened.value();
+  store::JobRecord record;
+  record.name = "ended";
+  record.spec_toml = "name = \"ended\"\n";
+  const std::int64_t id = s.CreateJob(record).value();
+  BOOST_REQUIRE(s.SetJobState(id, store::JobState::kStarting, "starting").ok());
+  BOOST_REQUIRE(s.SetJobState(id, store::JobState::kCancelled, "cancelled by uid 0").ok());
+  server::EndedJobRows ended;
+  json jobs = server::DashboardJobs(s, std::nullopt, 10, ended).value();
+  BOOST_REQUIRE(jobs.size() == 1u);
+  BOOST_TEST(jobs[0]["state"] == "cancelled");
+  BOOST_TEST(ended.rows.size() == 1u);
+  // A row made up for the cache shows that the next list takes it from there ...
+  ended.rows[id].second["reason"] = "from the cache";
+  BOOST_TEST(server::DashboardJobs(s, std::nullopt, 10, ended).value()[0]["reason"] == "from the cache");
+  // ... until the job changes.
+  BOOST_REQUIRE(s.SetJobState(id, store::JobState::kQueued, "resumed by the user").ok());
+  jobs = server::DashboardJobs(s, std::nullopt, 10, ended).value();
+  BOOST_TEST(jobs[0]["state"] == "queued");
+  BOOST_TEST(jobs[0]["reason"] == "resumed by the user");
+  BOOST_TEST(ended.rows.empty());  // a queued job is not cached
 }
 
 BOOST_AUTO_TEST_CASE(request_heads_parse_or_are_refused) {
