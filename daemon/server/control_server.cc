@@ -82,27 +82,13 @@ json PeersJson(const std::vector<PeerAddress>& peers) {
   return out;
 }
 
-json MetricJson(const store::MetricRow& m) {
-  return {{"step", m.step},
-          {"epoch", m.epoch},
-          {"worker", m.worker},
-          {"name", m.name},
-          {"value", m.value},
-          {"time", m.time}};
-}
-
-json LineJson(const store::LogRow& l) {
-  return {{"id", l.id}, {"worker", l.worker}, {"stream", l.stream}, {"time", l.time},
-          {"line", l.line}};
-}
-
 // `lines` frames' payloads for `kept`, kLogChunk lines each.
 std::vector<std::string> LinesPayloads(const std::vector<store::LogRow>& kept) {
   std::vector<std::string> payloads;
   for (std::size_t i = 0; i < kept.size(); i += kLogChunk) {
     json lines = json::array();
     for (std::size_t k = i; k < std::min(kept.size(), i + kLogChunk); ++k) {
-      lines.push_back(LineJson(kept[k]));
+      lines.push_back(store::LogLineJson(kept[k]));
     }
     json reply = Ok();
     reply["lines"] = std::move(lines);
@@ -118,7 +104,7 @@ json MetricsReply(store::Store& store, std::int64_t job, const std::string& name
   if (!rows.ok()) return Error("internal", rows.status().message());
   json metrics = json::array();
   for (const store::MetricRow& m : rows.value()) {
-    if (m.name.find(name) != std::string::npos) metrics.push_back(MetricJson(m));
+    if (m.name.find(name) != std::string::npos) metrics.push_back(store::MetricJson(m));
   }
   json reply = Ok();
   reply["metrics"] = std::move(metrics);

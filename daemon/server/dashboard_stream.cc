@@ -77,25 +77,13 @@ JobTick ReadJobTick(store::Store& store, std::int64_t id, std::int64_t metrics_a
 
 json MetricsJson(const std::vector<std::pair<std::int64_t, store::MetricRow>>& rows) {
   json out = json::array();
-  for (const auto& [id, m] : rows) {
-    out.push_back({{"step", m.step},
-                   {"worker", m.worker},
-                   {"name", m.name},
-                   {"value", std::isfinite(m.value) ? json(m.value) : json(nullptr)},
-                   {"epoch", m.epoch}});
-  }
+  for (const auto& [id, m] : rows) out.push_back(store::MetricJson(m));
   return out;
 }
 
 json LinesJson(const std::vector<store::LogRow>& rows) {
   json out = json::array();
-  for (const store::LogRow& l : rows) {
-    out.push_back({{"id", l.id},
-                   {"worker", l.worker},
-                   {"stream", l.stream},
-                   {"time", l.time},
-                   {"line", l.line}});
-  }
+  for (const store::LogRow& l : rows) out.push_back(store::LogLineJson(l));
   return out;
 }
 

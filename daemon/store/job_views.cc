@@ -25,6 +25,16 @@ json WorkerJson(const WorkerRecord& w) {
           {"ended", w.ended ? json(*w.ended) : json(nullptr)}};
 }
 
+json MetricJson(const MetricRow& m) {
+  return {{"step", m.step},  {"epoch", m.epoch}, {"worker", m.worker},
+          {"name", m.name},  {"value", m.value}, {"time", m.time}};
+}
+
+json LogLineJson(const LogRow& l) {
+  return {{"id", l.id}, {"worker", l.worker}, {"stream", l.stream}, {"time", l.time},
+          {"line", l.line}};
+}
+
 Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
   Result<JobRecord> job = store.GetJob(id);
   if (!job.ok()) return job.status();

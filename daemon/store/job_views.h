@@ -23,6 +23,10 @@ namespace dtrain::store {
 
 nlohmann::json EventJson(const EventRecord& e);
 nlohmann::json WorkerJson(const WorkerRecord& w);
+// A metrics row as `metrics` replies and the dashboard send it (a NaN value is null in JSON).
+nlohmann::json MetricJson(const MetricRow& m);
+// A log line, the LINE of control_protocol.md.
+nlohmann::json LogLineJson(const LogRow& l);
 
 // The JOB object of job `id`; an error when the store has no such job.
 Result<nlohmann::json> StoredJobJson(Store& store, std::int64_t id, bool with_events);

@@ -74,6 +74,13 @@ std::map<std::string, double> Samples(const std::string& text) {
   return out;
 }
 
+// A token file holding `secret`, mode 0600 as dtraind requires.
+std::string TokenFile(const TempDir& dir, const std::string& secret) {
+  const std::string path = dir.Write("http.token", secret + "\n");
+  ::chmod(path.c_str(), 0600);
+  return path;
+}
+
 std::string HttpConfig(const TempDir& dir, std::uint16_t port, const std::string& token) {
   std::string text = "[daemon]\nhttp = \"127.0.0.1:" + std::to_string(port) + "\"\n";
   if (!token.empty()) text += "http_token_file = \"" + token + "\"\n";
@@ -206,8 +213,7 @@ BOOST_AUTO_TEST_CASE(metrics_pass_promtool_and_match_status_of_a_running_job) {
 BOOST_AUTO_TEST_CASE(a_token_file_makes_every_request_bear_it) {
   TempDir config_dir;
   const std::string secret = std::string(64, 'a');
-  const std::string token = config_dir.Write("http.token", secret + "\n");
-  ::chmod(token.c_str(), 0600);
+  const std::string token = TokenFile(config_dir, secret);
   const std::uint16_t port = FreePort();
   DaemonFixture d({"--config", HttpConfig(config_dir, port, token)});
   const std::string none = Get(port, "/metrics");
@@ -260,8 +266,7 @@ BOOST_AUTO_TEST_CASE(the_dashboard_is_served_from_the_binary) {
 BOOST_AUTO_TEST_CASE(a_running_jobs_stream_advances_and_carries_its_log_lines_within_2_s) {
   TempDir config_dir;
   const std::string secret = std::string(48, 'c');
-  const std::string token = config_dir.Write("http.token", secret + "\n");
-  ::chmod(token.c_str(), 0600);
+  const std::string token = TokenFile(config_dir, secret);
   const std::uint16_t port = FreePort();
   DaemonFixture d({"--config", HttpConfig(config_dir, port, token)});
 
