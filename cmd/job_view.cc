@@ -81,6 +81,10 @@ JobInfo ParseJob(const nlohmann::json& job) {
   info.updated = JsonNumber(job, "updated");
   info.step = JsonInt(job, "step");
   info.restarts = JsonInt(job, "restarts");
+  if (const nlohmann::json* slurm = JsonField(job, "slurm"); slurm && slurm->is_object()) {
+    info.slurm_job = JsonInt(*slurm, "job_id");
+    info.slurm_nodes = JsonString(*slurm, "nodes");
+  }
   if (const nlohmann::json* metrics = JsonField(job, "metrics"); metrics && metrics->is_object()) {
     for (const auto& [name, value] : metrics->items()) {
       if (value.is_number()) info.metrics.emplace_back(name, value.get<double>());
@@ -128,6 +132,9 @@ void PrintJobDetail(const JobInfo& job, std::ostream& out, bool color, int max_e
   out << "  updated   " << TimeWithAge(job.updated, now) << '\n';
   out << "  step      " << job.step << '\n';
   out << "  restarts  " << job.restarts << '\n';
+  if (job.slurm_job > 0) {
+    out << "  slurm     job " << job.slurm_job << " on " << job.slurm_nodes << '\n';
+  }
   out << "  metrics   " << (job.metrics.empty() ? "-" : MetricsLine(job)) << '\n';
   if (!job.workers.empty()) {
     out << "workers\n";

@@ -50,6 +50,8 @@ struct JobInfo {
   double updated = 0;
   std::int64_t step = 0;
   std::int64_t restarts = 0;
+  std::int64_t slurm_job = 0;  // cluster.scheduler = "slurm": its newest allocation; 0: none
+  std::string slurm_nodes;
   std::vector<std::pair<std::string, double>> metrics;  // latest value per name, by name
   std::vector<WorkerInfo> workers;
   std::vector<EventInfo> events;  // oldest first; empty in `list` replies
@@ -65,7 +67,7 @@ int ExitCodeForState(const std::string& state);
 int DistinctRanks(const JobInfo& job);
 
 // Everything `status JOB` shows: state and reason, owner, priority, times, step, restarts,
-// the latest metrics, the workers and the last `max_events` events.
+// the Slurm job and nodes of a job placed by Slurm, the latest metrics, the workers and the last `max_events` events.
 void PrintJobDetail(const JobInfo& job, std::ostream& out, bool color, int max_events = 10);
 // One line per job under a header: id, name, state, step, priority, owner, age, reason.
 void PrintJobTable(const std::vector<JobInfo>& jobs, std::ostream& out, bool color);

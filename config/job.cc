@@ -30,6 +30,8 @@ constexpr NameTable<LrScaling, 3> kLrScalings{
     "none, linear, sqrt"};
 constexpr NameTable<PlacementPolicy, 2> kPlacements{
     {{{PlacementPolicy::kPack, "pack"}, {PlacementPolicy::kSpread, "spread"}}}, "pack, spread"};
+constexpr NameTable<Scheduler, 2> kSchedulers{
+    {{{Scheduler::kDaemon, "daemon"}, {Scheduler::kSlurm, "slurm"}}}, "daemon, slurm"};
 
 bool SameSchedule(const optim::ScheduleOptions& a, const optim::ScheduleOptions& b) {
   return a.type == b.type && a.lr == b.lr && a.warmup_steps == b.warmup_steps &&
@@ -60,7 +62,7 @@ bool JobConfig::operator==(const JobConfig& other) const {
          SameTrain(train, other.train) && threads == other.threads &&
          memory_limit == other.memory_limit && clip_norm == other.clip_norm &&
          SameOptimizer(optimizer, other.optimizer) && lbfgs == other.lbfgs &&
-         sample_rows == other.sample_rows && cluster == other.cluster &&
+         sample_rows == other.sample_rows && cluster == other.cluster && slurm == other.slurm &&
          checkpoint == other.checkpoint && priority == other.priority &&
          max_restarts == other.max_restarts;
 }
@@ -72,6 +74,11 @@ std::string_view AllReduceName(AllReduce kind) { return kAllReduces.Name(kind); 
 std::string_view TransportName(Transport transport) { return kTransports.Name(transport); }
 std::string_view LrScalingName(LrScaling scaling) { return kLrScalings.Name(scaling); }
 std::string_view PlacementPolicyName(PlacementPolicy policy) { return kPlacements.Name(policy); }
+std::string_view SchedulerName(Scheduler scheduler) { return kSchedulers.Name(scheduler); }
+Result<Scheduler> ParseScheduler(std::string_view name) {
+  return kSchedulers.Parse(name, "scheduler");
+}
+std::string_view SchedulerChoices() { return kSchedulers.choices; }
 Result<DataFormat> ParseDataFormat(std::string_view name) {
   return kFormats.Parse(name, "data format");
 }

@@ -40,6 +40,9 @@ enum class PlacementPolicy {
   kPack,
   kSpread
 };  // of optimizer.lr with the worker count (sync, local)
+// Who places a job's processes: the accepting daemon, on its host and its peers (daemon), or
+// Slurm, one allocation per attempt with a task per process (slurm; see [slurm]).
+enum class Scheduler { kDaemon, kSlurm };
 
 struct DataConfig {
   DataFormat format = DataFormat::kIdx;
@@ -98,6 +101,7 @@ struct ClusterConfig {
   // for dead: killed, and the attempt recovers (worker heartbeats go every fifth of it, <= 1 s).
   double heartbeat_timeout = 5.0;
   PlacementPolicy placement = PlacementPolicy::kPack;
+  Scheduler scheduler = Scheduler::kDaemon;
   std::vector<std::string> hosts;  // node names: process r runs on hosts[r % size]
   // Model parallelism: each replica is `model_parallel` processes, its partitions (layers or
   // tensor); `micro_batches` flow through a "layers" pipeline at once.
@@ -125,6 +129,18 @@ struct ClusterConfig {
   int WorkUnits() const { return work_units > 0 ? work_units : 10 * workers; }
 
   bool operator==(const ClusterConfig&) const = default;
+};
+
+// [slurm]: what the allocation of a job with cluster.scheduler = "slurm" asks Slurm for, beyond
+// the tasks and cores dtrain derives from the job. Empty strings are left to Slurm's defaults.
+struct SlurmConfig {
+  std::string partition;
+  std::string account;
+  std::string time_limit;  // Slurm's forms: "MM", "HH:MM:SS", "D-HH", "D-HH:MM:SS", ...
+  std::string qos;
+  std::vector<std::string> options;  // further salloc options, one argument each
+
+  bool operator==(const SlurmConfig&) const = default;
 };
 
 struct CheckpointConfig {
@@ -168,6 +184,7 @@ struct JobConfig {
   optim::LbfgsOptions lbfgs;
   std::int64_t sample_rows = 0;
   ClusterConfig cluster;
+  SlurmConfig slurm;
   CheckpointConfig checkpoint;
   int priority = 0;       // [kMinPriority, kMaxPriority]; among queued jobs, higher runs first
   int max_restarts = -1;  // restarts after a failure, at most; -1: the daemon's default
@@ -196,6 +213,7 @@ std::string_view AllReduceName(AllReduce kind);
 std::string_view TransportName(Transport transport);
 std::string_view LrScalingName(LrScaling scaling);
 std::string_view PlacementPolicyName(PlacementPolicy policy);
+std::string_view SchedulerName(Scheduler scheduler);
 Result<DataFormat> ParseDataFormat(std::string_view name);
 Result<SyntheticKind> ParseSyntheticKind(std::string_view name);
 Result<ClusterMode> ParseClusterMode(std::string_view name);
@@ -203,6 +221,7 @@ Result<AllReduce> ParseAllReduce(std::string_view name);
 Result<Transport> ParseTransport(std::string_view name);
 Result<LrScaling> ParseLrScaling(std::string_view name);
 Result<PlacementPolicy> ParsePlacementPolicy(std::string_view name);
+Result<Scheduler> ParseScheduler(std::string_view name);
 std::string_view DataFormatChoices();
 std::string_view SyntheticKindChoices();
 std::string_view ClusterModeChoices();
@@ -210,6 +229,7 @@ std::string_view AllReduceChoices();
 std::string_view TransportChoices();
 std::string_view LrScalingChoices();
 std::string_view PlacementPolicyChoices();
+std::string_view SchedulerChoices();
 
 // optimizer.lr as the workers use it: scaled by cluster.lr_scaling in the sync and local modes.
 float ScaledLearningRate(const JobConfig& job);

@@ -15,6 +15,7 @@
 
 #include "config/job_memory.h"
 #include "config/layer_list.h"
+#include "config/slurm_job.h"
 #include "config/sparse_job.h"
 #include "config/toml_reader.h"
 #include "config/toml_text.h"
@@ -721,6 +722,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   TableReader cluster(SectionTable(top, "cluster"), "cluster", sink);
   TableReader checkpoint(SectionTable(top, "checkpoint"), "checkpoint", sink);
   TableReader restart(SectionTable(top, "restart"), "restart", sink);
+  TableReader slurm(SectionTable(top, "slurm"), "slurm", sink);
 
   ReadData(data, base, &job.data);
   if (job.data.sparse) {
@@ -733,6 +735,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   const toml::node* memory_limit = ReadMemoryLimit(train, &job.memory_limit);
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule, &job.lbfgs, &job.sample_rows);
   ReadCluster(cluster, &job.cluster);
+  internal::ReadSlurm(cluster, slurm, &job.cluster, &job.slurm);
   CheckModelParallel(job, cluster);
   CheckLbfgs(job, optimizer, cluster);
   // Downpour's shards default to Adagrad (Dean et al. 2012); an explicit optimizer.type wins.
@@ -748,8 +751,8 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
     CheckMemory(job, train, model, memory_limit, host_memory);
   }
 
-  const TableReader* const readers[] = {&top,       &data,    &model,      &train,
-                                        &optimizer, &cluster, &checkpoint, &restart};
+  const TableReader* const readers[] = {&top,     &data,       &model,   &train, &optimizer,
+                                        &cluster, &checkpoint, &restart, &slurm};
   RejectUnknown(readers, sink);
   return job;
 }

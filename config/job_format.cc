@@ -5,6 +5,7 @@
 
 #include "config/job_file.h"
 #include "config/layer_list.h"
+#include "config/slurm_job.h"
 #include "config/sparse_job.h"
 #include "config/toml_text.h"
 
@@ -169,8 +170,9 @@ void WriteCluster(const ClusterConfig& c, Shown show, TomlWriter& w) {
   if (show(several || partitioned)) {
     w.Double("timeout_seconds", c.timeout_seconds);
     w.Double("heartbeat_timeout", c.heartbeat_timeout);
-    w.String("placement", PlacementPolicyName(c.placement));
+    if (c.scheduler == Scheduler::kDaemon) w.String("placement", PlacementPolicyName(c.placement));
   }
+  if (show(c.scheduler != Scheduler::kDaemon)) w.String("scheduler", SchedulerName(c.scheduler));
   if (!c.hosts.empty()) w.StringArray("hosts", c.hosts);
   w.Int("model_parallel", c.model_parallel);
   if (show(partitioned)) {
@@ -198,6 +200,7 @@ std::string FormatResolvedJob(const JobConfig& job, ResolvedKeys keys) {
   WriteTrain(job, w);
   WriteOptimizer(job, show, w);
   WriteCluster(job.cluster, show, w);
+  if (job.cluster.scheduler == Scheduler::kSlurm) internal::WriteSlurm(job.slurm, w);
   w.Section("checkpoint");
   w.Int("every_steps", job.checkpoint.every_steps);
   w.Double("every_seconds", job.checkpoint.every_seconds);

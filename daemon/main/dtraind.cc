@@ -12,6 +12,7 @@
 #include "core/math/blas_kernels.h"
 #include "daemon/server/daemon.h"
 #include "daemon/worker/remote_worker.h"
+#include "daemon/worker/slurm_task.h"
 #include "daemon/worker/worker_command.h"
 
 namespace {
@@ -67,6 +68,8 @@ int main(int argc, char** argv) {
   CLI::App* worker_cmd = dtrain::worker::AddWorkerCommand(app, worker);
   dtrain::worker::RemoteWorkerArgs remote;
   CLI::App* remote_cmd = dtrain::worker::AddRemoteWorkerCommand(app, remote);
+  dtrain::worker::SlurmTaskArgs slurm_task;
+  CLI::App* slurm_task_cmd = dtrain::worker::AddSlurmTaskCommand(app, slurm_task);
 
   try {
     app.parse(argc, argv);
@@ -75,6 +78,7 @@ int main(int argc, char** argv) {
   }
   if (*worker_cmd) return dtrain::worker::WorkerMain(worker);
   if (*remote_cmd) return dtrain::worker::RemoteWorkerMain(remote);
+  if (*slurm_task_cmd) return dtrain::worker::SlurmTaskMain(slurm_task);
   try {
     return Serve(config_path, socket, state_dir, max_jobs, cores, argv[0]);
   } catch (const std::bad_alloc&) {

@@ -96,6 +96,15 @@ struct JobManager::Job {
   bool target_reached = false;
   // Set when a process cannot read the job's data on its host: why, naming it; no restart.
   std::string hopeless;
+  // cluster.scheduler = "slurm" (slurm_attempt.cc): the attempt's allocation, once Slurm named
+  // it (0: none), and its salloc while that runs (0: none).
+  struct SlurmAllocation {
+    std::int64_t id = 0;
+    pid_t salloc = 0;
+  };
+  SlurmAllocation slurm;
+
+  bool OnSlurm() const { return config.cluster.scheduler == config::Scheduler::kSlurm; }
 
   // Whether process `p` said it finished in a way that lets the job succeed.
   bool StoppedWell(const Process& p) const {

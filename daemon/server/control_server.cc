@@ -25,6 +25,7 @@
 #include "daemon/server/async.h"
 #include "daemon/server/control_request.h"
 #include "daemon/server/nodes_view.h"
+#include "daemon/server/worker_channel_request.h"
 #include "daemon/store/job_diagnosis.h"
 #include "daemon/store/job_views.h"
 
@@ -157,8 +158,16 @@ struct Caller {
   bool may_change = false;   // submit, cancel, send heartbeats
   bool names_uid = false;    // a key holder over TCP: each request names the uid it acts as
   bool worker_only = false;  // a worker channel: a worker's hello and its messages, nothing else
+  // A worker channel a TCP client opened without the cluster key: only a Slurm task of a job
+  // placed by Slurm may be admitted on it (its token is its only credential).
+  bool slurm_task = false;
 
-  static Caller WorkerChannel() { return Caller{static_cast<uid_t>(-1), static_cast<gid_t>(-1), false, false, true}; }
+  static Caller WorkerChannel() {
+    return Caller{static_cast<uid_t>(-1), static_cast<gid_t>(-1), false, false, true, false};
+  }
+  static Caller SlurmTaskChannel() {
+    return Caller{static_cast<uid_t>(-1), static_cast<gid_t>(-1), false, false, true, true};
+  }
 };
 
 // A Unix-socket caller: the uid and gid the kernel says its process had when it connected.
@@ -200,8 +209,9 @@ struct ControlServer::Impl {
   }
 
   // The server's side of core/net/auth.md, bounded by kHandshakeTimeout; false: the caller
-  // failed it (it was told why when it got that far) and the connection must close.
-  asio::awaitable<bool> Authenticate(Socket& socket, const std::string& peer) {
+  // failed it (it was told why when it got that far) and the connection must close. A first
+  // frame asking for a worker channel instead makes `caller` a Slurm task's channel.
+  asio::awaitable<bool> Authenticate(Socket& socket, const std::string& peer, Caller* caller) {
     asio::steady_timer deadline(io);
     deadline.expires_after(ControlServer::kHandshakeTimeout);
     deadline.async_wait([&socket](const std::error_code& ec) {
@@ -212,6 +222,11 @@ struct ControlServer::Impl {
     Result<net::Frame> hello = co_await ReadFrame(socket, kMaxHandshakePayload);
     if (!hello.ok()) co_return false;
     const json first = json::parse(hello.value().payload, nullptr, false);
+    if (first.is_object() && StringField(first, "type").value_or("") == "worker_channel") {
+      *caller = Caller::SlurmTaskChannel();
+      const json reply_ = Ok();
+      co_return co_await WriteJson(socket, reply_);
+    }
     if (first.is_object() && StringField(first, "type").value_or("") != "auth_hello") {
       const json refused = Error("denied",
                                  "this daemon requires the cluster key: authenticate first "
@@ -688,17 +703,7 @@ struct ControlServer::Impl {
     if (Status auth = net::AuthenticateClient(stream.value(), *cluster.key, 10s); !auth.ok()) {
       return auth;
     }
-    const json ask = {{"v", 1}, {"type", "worker_channel"}};
-    if (Status sent = stream.value().WriteString(net::MessageType::kControl, 0, 0, ask.dump(), 10s);
-        !sent.ok()) {
-      return sent;
-    }
-    Result<net::Frame> answer = stream.value().Read(10s);
-    if (!answer.ok()) return answer.status();
-    const json reply = json::parse(answer.value().payload, nullptr, false);
-    if (!reply.is_object() || !BoolField(reply, "ok")) {
-      return Status::Error("it refused a worker channel");
-    }
+    if (Status channel = RequestWorkerChannel(stream.value(), 10s); !channel.ok()) return channel;
     return stream.value().Release();
   }
 
@@ -773,9 +778,11 @@ struct ControlServer::Impl {
     } else if (!tcp_peer) {
       caller = PeerCaller(socket);
     } else if (cluster.key != nullptr) {
-      if (!co_await Authenticate(socket, *tcp_peer)) co_return;
-      caller.may_change = true;  // the holder of the cluster's key, for the uid it names
-      caller.names_uid = true;
+      if (!co_await Authenticate(socket, *tcp_peer, &caller)) co_return;
+      if (!caller.worker_only) {
+        caller.may_change = true;  // the holder of the cluster's key, for the uid it names
+        caller.names_uid = true;
+      }
     }
     for (;;) {
       Result<net::Frame> frame = co_await ReadRequest(socket);
@@ -794,8 +801,9 @@ struct ControlServer::Impl {
         co_await HostWorker(socket, request);
         co_return;
       }
-      if (type == "worker_channel" && caller.names_uid) {
-        caller = Caller::WorkerChannel();  // for a worker a peer starts: its hello comes next
+      if (type == "worker_channel" && tcp_peer && !caller.worker_only) {
+        // For a worker a peer starts (a key holder), or a Slurm task: its hello comes next.
+        caller = caller.names_uid ? Caller::WorkerChannel() : Caller::SlurmTaskChannel();
         const json reply_ = Ok();
         if (!co_await WriteJson(socket, reply_)) co_return;
         continue;
@@ -816,7 +824,8 @@ struct ControlServer::Impl {
             std::clamp<std::int64_t>(IntField(request, "partition_port").value_or(0), 0, 65535));
         const std::string data_host = StringField(request, "data_host").value_or("");
         Result<Admission> admitted =
-            co_await jobs.AdmitWorker(job, rank, token, data_host, port, partition_port);
+            co_await jobs.AdmitWorker(job, rank, token, data_host, port, partition_port,
+                                      caller.slurm_task);
         if (!admitted.ok()) {
           const json reply_ = Error("denied", admitted.status().message());
           co_await WriteJson(socket, reply_);

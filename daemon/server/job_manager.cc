@@ -232,6 +232,7 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
 }
 
 Placed JobManager::Place(Job& job) const {
+  if (job.OnSlurm()) return PlaceOnSlurm(job);
   std::vector<NodeCapacity> nodes = {{settings_.node_name, "", settings_.cores, true}};
   if (settings_.nodes) {
     for (NodeCapacity& n : settings_.nodes()) nodes.push_back(std::move(n));
@@ -247,6 +248,7 @@ Placed JobManager::Place(Job& job) const {
 }
 
 Result<Launch> JobManager::ProcessLaunch(const Job& job, const Process& p, int connection) const {
+  if (job.OnSlurm()) return SlurmTaskLaunch(job, p);
   const std::string job_id = std::to_string(job.id), rank = std::to_string(p.rank),
                     parent = std::to_string(::getpid());
   Launch launch;
@@ -384,6 +386,27 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   job->admission.data_token = settings_.key != nullptr
                                   ? net::DataPlaneToken(*settings_.key, job->id, attempt)
                                   : net::RandomToken();
+  if (job->OnSlurm()) {
+    Status granted = co_await AllocateOnSlurm(id, attempt);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
+    job = it->second.get();
+    if (!granted.ok() || job->cancel_requested || shutting_down_) {
+      co_await EndSlurmAttempt(id, attempt);
+      job = jobs_.at(id).get();
+      job->active = false;
+      const std::string cancelled = "cancelled by uid " + std::to_string(job->cancelled_by);
+      if (job->cancel_requested) {
+        co_await Finish(id, JobState::kCancelled, cancelled);
+      } else if (shutting_down_) {
+        jobs_.erase(id);  // still starting: it starts again with the next daemon
+      } else {
+        co_await Finish(id, JobState::kFailed, granted.message());
+      }
+      Schedule();
+      co_return;
+    }
+  }
   job->rendezvous = std::make_unique<asio::steady_timer>(
       io_,
       std::chrono::milliseconds(static_cast<long>(job->config.cluster.timeout_seconds * 1000)));
@@ -423,7 +446,7 @@ Result<pid_t> JobManager::SpawnProcess(std::int64_t id, std::uint64_t attempt, c
   const int rank = p.rank;
   // A local worker's coordinator connection: a socket pair, its end as the worker's fd 3.
   int channel[2] = {-1, -1};
-  if (p.node.empty()) {
+  if (p.node.empty() && !jobs_.at(id)->OnSlurm()) {
     if (!channel_sink_) return Status::Error("no worker channels are served");
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
       return Status::Error(std::string("socketpair: ") + std::strerror(errno));
@@ -513,6 +536,7 @@ std::string JobManager::RestartReason(const Job& job) const {
 }
 
 void JobManager::StopProcesses(Job& job, std::chrono::milliseconds grace) {
+  if (job.slurm.salloc > 0) supervisor_.Stop(job.slurm.salloc, grace);  // still waiting for Slurm
   for (Process& p : job.processes) {
     if (p.pid > 0 && !p.exited && !p.stop_sent) {
       supervisor_.Stop(p.pid, grace);
@@ -534,7 +558,8 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
                                                            const std::string& token,
                                                            const std::string& data_host,
                                                            std::uint16_t data_port,
-                                                           std::uint16_t partition_port) {
+                                                           std::uint16_t partition_port,
+                                                           bool slurm_task) {
   auto it = jobs_.find(id);
   const auto refused = Status::Error("no worker of job " + std::to_string(id) + " rank " +
                                      std::to_string(rank) + " is expected with that token");
@@ -544,7 +569,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
   Job* job = it->second.get();
   Process& me = job->processes[static_cast<std::size_t>(rank)];
   if (me.token.empty() || !net::TokensEqual(me.token, token) || me.admitted ||
-      !job->failure.empty()) {
+      !job->failure.empty() || (slurm_task && !job->OnSlurm())) {
     co_return refused;
   }
   me.admitted = true;
@@ -812,6 +837,11 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   }
   it = jobs_.find(id);
   if (!last || it == jobs_.end() || it->second->attempt != attempt) co_return;
+  if (it->second->OnSlurm()) {
+    co_await EndSlurmAttempt(id, attempt);
+    it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
+  }
   Job& j = *it->second;
   j.active = false;
   j.rendezvous.reset();

@@ -144,12 +144,14 @@ class JobManager {
   asio::awaitable<std::optional<Refusal>> Cancel(std::int64_t id, uid_t caller);
 
   // Returns once every process of the job has said hello (or the rendezvous failed: a process
-  // exited, or cluster.timeout_seconds passed).
+  // exited, or cluster.timeout_seconds passed). `slurm_task`: the hello came on a channel opened
+  // without the cluster key, which only a process of a job placed by Slurm may use.
   asio::awaitable<Result<Admission>> AdmitWorker(std::int64_t job, int rank,
                                                  const std::string& token,
                                                  const std::string& data_host,
                                                  std::uint16_t data_port,
-                                                 std::uint16_t partition_port);
+                                                 std::uint16_t partition_port,
+                                                 bool slurm_task = false);
   void WorkerMetrics(std::int64_t job, int rank, std::span<const train::MetricPoint> points);
   // Rank `rank` sent a checkpoint (replica 0, or with model parallelism replica 0's partitions,
   // each its part: the parts of one step are stored as one checkpoint once all have come, and
@@ -239,6 +241,31 @@ class JobManager {
   asio::awaitable<void> Finish(std::int64_t id, store::JobState state, const std::string& reason);
   // Where the job's processes would run now (and its cores on this host, set on the job).
   Placed Place(Job& job) const;
+  // Slurm (slurm_attempt.cc). A job placed by Slurm takes no cores here; it needs this daemon's
+  // TCP listener, which its tasks connect back to.
+  Placed PlaceOnSlurm(Job& job) const;
+  // Asks Slurm for the attempt's allocation (after cancelling any its predecessor left) and
+  // returns once it is granted, or refused, or its salloc was stopped (cancel, shutdown).
+  asio::awaitable<Status> AllocateOnSlurm(std::int64_t id, std::uint64_t attempt);
+  // The attempt of a Slurm job has ended: names Slurm's part in its failure (time limit,
+  // preemption, a lost node) and cancels its allocation.
+  asio::awaitable<void> EndSlurmAttempt(std::int64_t id, std::uint64_t attempt);
+  // A Slurm command (argv[0] looked up on PATH), each output line also told to `on_line`, and
+  // `on_start` told its pid.
+  struct SlurmCommand {
+    std::vector<std::string> argv;
+    std::function<void(std::string_view line)> on_line;
+    std::function<void(pid_t)> on_start;
+  };
+  // Runs `command` as `owner`: its output lines, or an error when it cannot start or fails.
+  asio::awaitable<Result<std::vector<std::string>>> RunSlurmCommand(Owner owner,
+                                                                    SlurmCommand command);
+  // Cancels Slurm job `allocation` as `owner` (scancel).
+  asio::awaitable<void> CancelSlurmJob(Owner owner, std::string allocation);
+  // How process `p` of a Slurm job starts: its stand-in (`dtraind slurm-task`), as the owner.
+  Result<Launch> SlurmTaskLaunch(const Job& job, const Process& p) const;
+  // Cores each Slurm task of the job asks for.
+  static int SlurmTaskCores(const Job& job);
   // Ends a job whose placement can never succeed, then schedules the others.
   asio::awaitable<void> FailUnplaceable(std::int64_t id, std::string why);
   void Schedule();

@@ -70,6 +70,9 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
               {"restarts", CountRestarts(events.value())},
               {"metrics", std::move(latest)},
               {"workers", std::move(worker_list)}};
+  if (const std::optional<SlurmGrant> grant = NewestSlurmGrant(events.value())) {
+    out["slurm"] = {{"job_id", grant->job}, {"nodes", grant->nodes}};
+  }
   if (with_events) {
     json event_list = json::array();
     for (const EventRecord& e : events.value()) event_list.push_back(EventJson(e));

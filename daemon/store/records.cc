@@ -39,6 +39,32 @@ int CountRestarts(std::span<const EventRecord> events) {
   return restarts;
 }
 
+namespace {
+constexpr std::string_view kGrantPrefix = "Slurm job ";
+constexpr std::string_view kGrantMiddle = " granted on ";
+}  // namespace
+
+std::string SlurmGrantReason(const SlurmGrant& grant) {
+  return std::string(kGrantPrefix) + std::to_string(grant.job) + std::string(kGrantMiddle) +
+         grant.nodes;
+}
+
+std::optional<SlurmGrant> NewestSlurmGrant(std::span<const EventRecord> events) {
+  for (auto e = events.rbegin(); e != events.rend(); ++e) {
+    const std::string_view reason = e->reason;
+    if (reason.substr(0, kGrantPrefix.size()) != kGrantPrefix) continue;
+    const std::size_t middle = reason.find(kGrantMiddle);
+    if (middle == std::string_view::npos) continue;
+    const std::string digits(reason.substr(kGrantPrefix.size(), middle - kGrantPrefix.size()));
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+        digits.size() > 18) {
+      continue;
+    }
+    return SlurmGrant{std::stoll(digits), std::string(reason.substr(middle + kGrantMiddle.size()))};
+  }
+  return std::nullopt;
+}
+
 bool IsValidTransition(JobState from, JobState to) {
   // The one way out of a terminal state: a failed or cancelled job resumed by its owner.
   if (to == JobState::kQueued) return from == JobState::kFailed || from == JobState::kCancelled;

@@ -64,6 +64,16 @@ struct EventRecord {
 // restarts after a crash of its own do not count).
 int CountRestarts(std::span<const EventRecord> events);
 
+// The event a coordinating daemon notes when Slurm grants an attempt of a job with
+// cluster.scheduler = "slurm" its allocation ("Slurm job 812 granted on node[3-4]"), and the
+// newest such grant among a job's events: the Slurm job and nodes `status` shows.
+struct SlurmGrant {
+  std::int64_t job = 0;
+  std::string nodes;
+};
+std::string SlurmGrantReason(const SlurmGrant& grant);
+std::optional<SlurmGrant> NewestSlurmGrant(std::span<const EventRecord> events);
+
 struct WorkerRecord {
   std::int64_t id = 0;  // the handle RecordWorkerStart returned
   std::int64_t job = 0;

@@ -16,6 +16,7 @@
 #include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
 #include "daemon/worker/launch_secret.h"
+#include "daemon/worker/stand_in.h"
 
 namespace dtrain::worker {
 namespace {
@@ -34,16 +35,6 @@ extern "C" void OnStandInStopSignal(int) {
 int Fail(const std::string& message) {
   std::fprintf(stderr, "%s\n", message.c_str());
   return kExitFailed;
-}
-
-// Ends this process as the worker ended: its exit status, or its signal.
-int EndLike(int exit_status, int signal, const std::string& where) {
-  if (signal == 0) return exit_status;
-  std::fprintf(stderr, "%s was killed by signal %d\n", where.c_str(), signal);
-  std::fflush(stderr);
-  ::signal(signal, SIG_DFL);
-  ::raise(signal);
-  return 128 + signal;  // a signal whose default is not to end the process
 }
 
 Result<net::FrameStream> ConnectToPeer(const RemoteWorkerArgs& args) {

@@ -9,8 +9,9 @@ CLI::App* AddWorkerCommand(CLI::App& app, WorkerArgs& args) {
   worker->group("");  // hidden
   worker->add_option("--job", args.job)->required();
   worker->add_option("--rank", args.rank)->required();
-  worker->add_option("--parent", args.parent)->required();
+  worker->add_option("--parent", args.parent);
   worker->add_option("--data-host", args.data_host);
+  worker->add_option("--connect", args.connect);
   return worker;
 }
 

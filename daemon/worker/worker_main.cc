@@ -26,6 +26,7 @@
 #include "daemon/runner/trainer_checkpoint.h"
 #include "daemon/runner/training_session.h"
 #include "daemon/server/launch.h"
+#include "daemon/server/worker_channel_request.h"
 #include "daemon/worker/launch_secret.h"
 #include "daemon/worker/upstream.h"
 #include "daemon/worker/upstream_recorder.h"
@@ -375,21 +376,46 @@ Result<net::FrameStream> CoordinatorConnection() {
   return stream;
 }
 
+// A Slurm task's coordinator connection: the coordinator's TCP listener, turned into a worker
+// channel (control_protocol.md, "Slurm tasks"); `data_host` becomes this end's address.
+Result<net::FrameStream> ConnectToCoordinator(const std::string& address, std::string* data_host) {
+  constexpr std::uint32_t kMaxPayload = 1u << 30;
+  const std::optional<net::HostPort> to = net::SplitHostPort(address);
+  if (!to) return Status::Error("--connect must be HOST:PORT, got " + address);
+  Result<net::FrameStream> stream = net::FrameStream::ConnectTcp(to->host, to->port, 30s);
+  if (!stream.ok()) {
+    return Status::Error("cannot reach the coordinator at " + address + ": " +
+                         stream.status().message());
+  }
+  if (Status channel = server::RequestWorkerChannel(stream.value(), 10s); !channel.ok()) {
+    return Status::Error("the coordinator at " + address + ": " + channel.message());
+  }
+  *data_host = net::RouteSourceIPv4(to->host).value_or(*data_host);
+  net::FrameStream channel(stream.value().Release(), kMaxPayload);
+  channel.set_peer_name("the coordinator at " + address);
+  return channel;
+}
+
 // WorkerMain's work; an exception is its caller's to report.
-int Work(const WorkerArgs& args) {
+int Work(WorkerArgs args) {
   runner::AdaptToAddressSpaceLimit();  // before any thread exists
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != args.parent) return Fail("the daemon that started this worker is gone");
+  if (args.connect.empty() && ::getppid() != args.parent) {
+    return Fail("the daemon that started this worker is gone");
+  }
   struct sigaction action {};
   action.sa_handler = OnWorkerStopSignal;
   sigemptyset(&action.sa_mask);
   ::sigaction(SIGTERM, &action, nullptr);
   ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGUSR1, &action, nullptr);
 
   Result<nlohmann::json> secret = ReadLaunchSecret();
   if (!secret.ok()) return Fail(secret.status().message());
   const std::string token = SecretString(secret.value(), "token").value_or("");
-  Result<net::FrameStream> connected = CoordinatorConnection();
+  Result<net::FrameStream> connected = args.connect.empty()
+                                           ? CoordinatorConnection()
+                                           : ConnectToCoordinator(args.connect, &args.data_host);
   if (!connected.ok()) return Fail(connected.status().message());
   Upstream upstream(std::move(connected).value(), args.job);
   upstream.set_sender(static_cast<std::uint32_t>(args.rank));

@@ -13,7 +13,13 @@
 //
 //   return WorkerMain({job, rank, parent_pid, data_host});
 //
-// Dies with its daemon (PR_SET_PDEATHSIG). SIGTERM or SIGINT stops training after a checkpoint.
+// A task Slurm started for the job (`dtraind worker --connect HOST:PORT`, its daemon's stand-in
+// being `dtraind slurm-task`) has no such fd 3: it connects to its coordinator's TCP listener and
+// asks for a worker channel there; its token still comes on standard input (srun forwards it),
+// and its data-plane address is the one its packets to the coordinator leave from.
+//
+// Dies with its parent (PR_SET_PDEATHSIG). SIGTERM, SIGINT or SIGUSR1 (the one srun forwards to
+// its task) stops training after a checkpoint.
 // Exit status: 0 when training completed (or reached its target), 130 when stopped by a signal,
 // 1 on any failure (the reason is printed on stderr).
 #pragma once
@@ -30,6 +36,7 @@ struct WorkerArgs {
   int rank = 0;
   pid_t parent = 0;  // the daemon that started it; the worker exits at once if it is not its parent
   std::string data_host = "127.0.0.1";  // where this process listens for its job's peers
+  std::string connect;  // HOST:PORT of the coordinator's listener (a Slurm task); empty: fd 3
 };
 
 int WorkerMain(const WorkerArgs& args);

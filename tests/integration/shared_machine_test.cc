@@ -25,6 +25,7 @@
 #include "common/temp_dir.h"
 #include "core/net/auth.h"
 #include "integration/daemon_fixture.h"
+#include "integration/test_user.h"
 
 namespace dtrain::testing {
 namespace {
@@ -32,64 +33,6 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-constexpr const char* kUserName = "dtrain-test-user";
-
-// A real account for the test, created unless it exists, removed afterwards if created here.
-class TestUser {
- public:
-  TestUser() {
-    if (::getpwnam(kUserName) == nullptr) {
-      created_ = RunProcess({"/usr/sbin/useradd", "--system", "--no-create-home", "--shell",
-                             "/usr/sbin/nologin", "--user-group", kUserName},
-                            "/tmp")
-                     .exit_code == 0;
-    }
-    const passwd* entry = ::getpwnam(kUserName);
-    BOOST_REQUIRE_MESSAGE(entry != nullptr, "cannot create the user " << kUserName);
-    uid_ = entry->pw_uid;
-    gid_ = entry->pw_gid;
-  }
-  ~TestUser() {
-    if (created_) RunProcess({"/usr/sbin/userdel", kUserName}, "/tmp");
-  }
-  uid_t uid() const { return uid_; }
-  gid_t gid() const { return gid_; }
-
- private:
-  bool created_ = false;
-  uid_t uid_ = 0;
-  gid_t gid_ = 0;
-};
-
-// `argv` as run by `user` (a name) with its groups, through setpriv(1).
-std::vector<std::string> AsUser(const std::string& user, const std::string& group,
-                                const std::vector<std::string>& argv) {
-  std::vector<std::string> full = {"/usr/bin/setpriv", "--reuid=" + user, "--regid=" + group,
-                                   "--init-groups", "--"};
-  full.insert(full.end(), argv.begin(), argv.end());
-  return full;
-}
-
-ProcessResult RunAs(const std::string& user, const std::string& group,
-                    const std::vector<std::string>& argv, const std::string& dir) {
-  return RunProcess(AsUser(user, group, argv), dir);
-}
-
-// dtraind and dtrain copied into a directory every user may enter and run from (the build tree
-// may sit under a private home).
-struct SharedBinaries {
-  SharedBinaries() {
-    ::chmod(dir.path().c_str(), 0755);
-    fs::copy_file(EnvPath("DTRAIND_BIN"), dtraind);
-    fs::copy_file(EnvPath("DTRAIN_BIN"), dtrain);
-    ::chmod(dtraind.c_str(), 0755);
-    ::chmod(dtrain.c_str(), 0755);
-  }
-  TempDir dir;
-  std::string dtraind = dir.Path("dtraind");
-  std::string dtrain = dir.Path("dtrain");
-};
 
 // One line of /proc/PID/status, e.g. "Uid:" -> "1001\t1001\t1001\t1001".
 std::string StatusField(pid_t pid, const std::string& field) {

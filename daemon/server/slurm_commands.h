@@ -1,0 +1,47 @@
+// The Slurm commands a coordinating daemon runs for a job with cluster.scheduler = "slurm", and
+// what it reads from their output. Pure functions: safe for concurrent use.
+//
+//   argv = SallocArguments(job, SlurmJobName("node-1", 7), tasks, cpus);  // as the job's owner
+//   if (auto id = AllocationIdIn("salloc: Granted job allocation 812")) ...   // 812
+//   std::string nodes = ScontrolField(line, "NodeList");                 // "node[3-4]"
+//   std::string why = DescribeSlurmEnd("TIMEOUT", 812, job.slurm);      // "" for an ordinary end
+//
+// FindProgram reads this process's PATH. One allocation per attempt (`salloc --no-shell`, one task per process, the cores of the job's
+// widest process each), then one `srun` step per process in it (worker/slurm_task.h). Program
+// names are looked up on PATH when they run.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/job.h"
+
+namespace dtrain::server {
+
+// The Slurm job name of the allocations of dtrain job `id` coordinated by daemon `node`: unique
+// per daemon and job, so a daemon that restarts can cancel what its predecessor left.
+std::string SlurmJobName(const std::string& node, std::int64_t id);
+
+std::vector<std::string> SallocArguments(const config::JobConfig& job, const std::string& name,
+                                         int tasks, int cpus_per_task);
+
+// The Slurm job id in salloc's "Pending job allocation N" or "Granted job allocation N".
+std::optional<std::int64_t> AllocationIdIn(std::string_view line);
+bool IsGrantLine(std::string_view line);
+
+// The value of `field` in `scontrol show job -o`'s one-line output ("JobState=TIMEOUT ..."),
+// or "" when absent.
+std::string ScontrolField(std::string_view line, std::string_view field);
+
+// The path of program `name` on PATH (an executable file), or nullopt.
+std::optional<std::string> FindProgram(std::string_view name);
+
+// Why Slurm ended allocation `id`, for a job state that is not the job's own doing (TIMEOUT,
+// PREEMPTED, NODE_FAIL, DEADLINE, BOOT_FAIL); "" for any other state.
+std::string DescribeSlurmEnd(std::string_view state, std::int64_t id,
+                             const config::SlurmConfig& slurm);
+
+}  // namespace dtrain::server

@@ -1,0 +1,85 @@
+// The Slurm commands a daemon runs for a job and what it reads back: salloc's arguments from the
+// job, the allocation id in salloc's lines, scontrol's fields, the reasons Slurm's own ends give,
+// and srun's arguments for one task. Pure functions; no Slurm needed.
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+#include "daemon/server/slurm_commands.h"
+#include "daemon/store/records.h"
+#include "daemon/worker/slurm_task.h"
+
+namespace dtrain::server {
+namespace {
+
+BOOST_AUTO_TEST_SUITE(slurm_commands)
+
+BOOST_AUTO_TEST_CASE(salloc_asks_for_a_task_per_process_and_the_jobs_slurm_keys) {
+  config::JobConfig job;
+  job.slurm.partition = "debug";
+  job.slurm.time_limit = "2:00:00";
+  job.slurm.options = {"--constraint=avx512"};
+  const std::vector<std::string> argv = SallocArguments(job, SlurmJobName("node-1", 7), 5, 2);
+  const std::vector<std::string> expected = {"salloc",           "--no-shell",
+                                             "--job-name=dtrain-node-1-7", "--ntasks=5",
+                                             "--cpus-per-task=2", "--partition=debug",
+                                             "--time=2:00:00",    "--constraint=avx512"};
+  BOOST_TEST(argv == expected, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(the_allocation_id_is_read_from_salloc_lines) {
+  BOOST_TEST(AllocationIdIn("salloc: Granted job allocation 812").value() == 812);
+  BOOST_TEST(AllocationIdIn("salloc: Pending job allocation 13").value() == 13);
+  BOOST_TEST(IsGrantLine("salloc: Granted job allocation 812"));
+  BOOST_TEST(!IsGrantLine("salloc: Pending job allocation 13"));
+  BOOST_TEST(!AllocationIdIn("salloc: job 13 queued and waiting for resources"));
+  BOOST_TEST(!AllocationIdIn("salloc: Granted job allocation x"));
+}
+
+BOOST_AUTO_TEST_CASE(scontrol_fields_and_slurms_own_ends) {
+  const std::string line =
+      "JobId=5 JobName=dtrain-vm-1 JobState=TIMEOUT Reason=TimeLimit NodeList=node[3-4] X=";
+  BOOST_TEST(ScontrolField(line, "JobState") == "TIMEOUT");
+  BOOST_TEST(ScontrolField(line, "NodeList") == "node[3-4]");
+  BOOST_TEST(ScontrolField(line, "Job").empty());
+  BOOST_TEST(ScontrolField(line, "X").empty());
+  config::SlurmConfig slurm;
+  slurm.time_limit = "10";
+  BOOST_TEST(DescribeSlurmEnd("TIMEOUT", 5, slurm) ==
+             "Slurm job 5 reached its time limit (slurm.time_limit = \"10\")");
+  BOOST_TEST(DescribeSlurmEnd("PREEMPTED", 5, slurm) == "Slurm job 5 was preempted by Slurm");
+  BOOST_TEST(DescribeSlurmEnd("NODE_FAIL", 5, slurm).find("lost a node") != std::string::npos);
+  BOOST_TEST(DescribeSlurmEnd("CANCELLED", 5, slurm).empty());
+  BOOST_TEST(DescribeSlurmEnd("FAILED", 5, slurm).empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_newest_grant_event_is_the_jobs_slurm_job) {
+  std::vector<store::EventRecord> events(4);
+  events[0].reason = "submitted";
+  events[1].reason = store::SlurmGrantReason({4, "vm"});
+  events[2].reason = "restart 1 of 3: worker rank 1 killed by signal SIGKILL";
+  events[3].reason = store::SlurmGrantReason({9, "node[3-4]"});
+  const std::optional<store::SlurmGrant> grant = store::NewestSlurmGrant(events);
+  BOOST_REQUIRE(grant.has_value());
+  BOOST_TEST(grant->job == 9);
+  BOOST_TEST(grant->nodes == "node[3-4]");
+  events.resize(1);
+  BOOST_TEST(!store::NewestSlurmGrant(events).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_task_is_one_srun_step_that_connects_back) {
+  const std::vector<std::string> argv = worker::SrunArguments(
+      {.allocation = 812, .job = 7, .rank = 2, .cpus = 4, .coordinator = "10.0.0.1:7070"},
+      "/usr/sbin/dtraind");
+  const std::vector<std::string> expected = {
+      "srun", "--jobid=812", "--ntasks=1", "--nodes=1", "--cpus-per-task=4", "--exact", "--quiet",
+      "--job-name=dtrain-7-rank-2", "--", "/usr/sbin/dtraind", "worker", "--job", "7", "--rank",
+      "2", "--connect", "10.0.0.1:7070"};
+  BOOST_TEST(argv == expected, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::server

@@ -1,0 +1,300 @@
+// Jobs placed by a real Slurm (cluster.scheduler = "slurm"): munged, slurmctld and slurmd started
+// for this test binary by tests/slurm/slurm-up (a one-node cluster of this machine's cores), and
+// a real root dtraind listening on loopback TCP, where the tasks connect back. Fashion-MNIST sync
+// and async jobs succeed with their metrics and logs in the store and squeue showing them while
+// they run; `dtrain cancel` leaves no Slurm job and no process; scancel of one task's step is a
+// worker failure that restarts the job from its checkpoint in a new allocation. Skipped, saying
+// why, where Slurm cannot start (not root, slurm-wlm not installed).
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/idx_files.h"
+#include "common/process.h"
+#include "common/temp_dir.h"
+#include "core/net/host_info.h"
+#include "integration/daemon_fixture.h"
+#include "integration/test_user.h"
+
+namespace dtrain::testing {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+// The test binary's Slurm: started once, stopped at the end.
+class SlurmCluster {
+ public:
+  SlurmCluster() {
+    const char* source = std::getenv("DTRAIN_SOURCE_DIR");
+    if (source == nullptr) {
+      why_not_ = "DTRAIN_SOURCE_DIR is not set (run through ctest)";
+      return;
+    }
+    scripts_ = std::string(source) + "/tests/slurm/";
+    ::chmod(dir_.path().c_str(), 0755);  // every user reads slurm.conf and reaches munged
+    const ProcessResult up = RunProcess({"/bin/bash", scripts_ + "slurm-up", dir_.Path("slurm")},
+                                        dir_.Path(""));
+    if (up.exit_code != 0) {
+      why_not_ = "Slurm did not start here: " + up.err;
+      return;
+    }
+    ::setenv("SLURM_CONF", dir_.Path("slurm/slurm.conf").c_str(), 1);  // the daemon inherits it
+  }
+  ~SlurmCluster() {
+    if (!scripts_.empty()) RunProcess({"/bin/bash", scripts_ + "slurm-down", dir_.Path("slurm")}, dir_.Path(""));
+  }
+  static SlurmCluster*& Instance() {
+    static SlurmCluster* instance = nullptr;
+    return instance;
+  }
+  const std::string& why_not() const { return why_not_; }
+  const TempDir& dir() const { return dir_; }
+
+ private:
+  TempDir dir_;
+  std::string scripts_;
+  std::string why_not_;
+};
+
+struct SlurmGlobal {
+  SlurmGlobal() { SlurmCluster::Instance() = new SlurmCluster(); }
+  ~SlurmGlobal() {
+    delete SlurmCluster::Instance();
+    SlurmCluster::Instance() = nullptr;
+  }
+};
+BOOST_TEST_GLOBAL_FIXTURE(SlurmGlobal);
+
+boost::test_tools::assertion_result SlurmRuns(boost::unit_test::test_unit_id id) {
+  boost::test_tools::assertion_result fashion = FashionMnistPresent(id);
+  if (!fashion) return fashion;
+  const SlurmCluster* slurm = SlurmCluster::Instance();
+  boost::test_tools::assertion_result runs(slurm != nullptr && slurm->why_not().empty());
+  runs.message() << (slurm == nullptr ? "no Slurm" : slurm->why_not());
+  return runs;
+}
+
+// A command's output, run from PATH through /usr/bin/env.
+ProcessResult Run(std::vector<std::string> argv) {
+  argv.insert(argv.begin(), "/usr/bin/env");
+  return RunProcess(argv, SlurmCluster::Instance()->dir().Path(""));
+}
+
+// The Slurm jobs (or, with `steps`, job steps) squeue lists by name, as "ID NAME" lines.
+std::string Squeue(bool steps = false) {
+  std::vector<std::string> argv = {"squeue", "--noheader", "--format=%i %j"};
+  if (steps) argv.push_back("--steps");
+  return Run(argv).out;
+}
+
+std::string AllocationName(std::int64_t id) {
+  return "dtrain-" + net::LocalHostName() + "-" + std::to_string(id);
+}
+
+bool SqueueShows(const std::string& name, bool steps = false) {
+  return Squeue(steps).find(" " + name + "\n") != std::string::npos;
+}
+
+// Polls until `done` holds, or 20 s pass; whether it held.
+template <typename Done>
+bool Eventually(Done done) {
+  for (int i = 0; i < 400; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return done();
+}
+
+// A root daemon that listens on loopback TCP (the tasks' way back), its socket open to every
+// user, run from binaries every user may run.
+struct SlurmDaemon {
+  SlurmDaemon() : daemon(Arguments(config), bins.dtraind) {
+    ::chmod(daemon.dir().path().c_str(), 0755);  // users reach the socket
+  }
+  static std::vector<std::string> Arguments(TempDir& dir) {
+    dir.Write("dtraind.toml", "[daemon]\nsocket_mode = \"0666\"\n[cluster]\nlisten = \"127.0.0.1:" +
+                                  std::to_string(FreePort()) + "\"\n");
+    return {"--config", dir.Path("dtraind.toml")};
+  }
+  TempDir config;
+  SharedBinaries bins;
+  DaemonFixture daemon;
+};
+
+std::string FashionJob(const std::string& cluster, int epochs, const std::string& extra = "") {
+  return R"(name = "slurm-fashion"
+[data]
+format = "idx"
+train = ")" + kFashionDir + R"(/train-images-idx3-ubyte.gz"
+train_labels = ")" + kFashionDir + R"(/train-labels-idx1-ubyte.gz"
+test = ")" + kFashionDir + R"(/t10k-images-idx3-ubyte.gz"
+test_labels = ")" + kFashionDir + R"(/t10k-labels-idx1-ubyte.gz"
+scale = 255.0
+[model]
+type = "mlp"
+hidden = [64]
+[train]
+batch_size = 64
+epochs = )" + std::to_string(epochs) + R"(
+[optimizer]
+type = "adam"
+lr = 0.002
+[cluster]
+)" + cluster + R"(
+scheduler = "slurm"
+[slurm]
+partition = "debug"
+time_limit = "30"
+)" + extra;
+}
+
+// Submits `job`, requires squeue to show its allocation while it runs, and returns the job
+// once it ended.
+json RunWatched(const DaemonFixture& daemon, const std::string& job) {
+  const std::int64_t id = daemon.Submit(job);
+  BOOST_TEST(Eventually([&] { return SqueueShows(AllocationName(id)); }),
+             "squeue never showed " << AllocationName(id));
+  return daemon.Wait(id);
+}
+
+void RequireTrainedAndRecorded(const DaemonFixture& daemon, const json& job, int processes) {
+  BOOST_TEST_REQUIRE(job["state"] == "succeeded", job.dump());
+  BOOST_TEST(job["metrics"]["eval_accuracy"].get<double>() > 0.8);
+  BOOST_TEST(job["slurm"]["job_id"].get<std::int64_t>() > 0);
+  BOOST_TEST(job["slurm"]["nodes"] == net::LocalHostName());
+  BOOST_TEST(job["workers"].size() == static_cast<std::size_t>(processes));
+  for (const json& w : job["workers"]) BOOST_TEST(w["exit_status"] == 0, w.dump());
+  const json logs = daemon.Request({{"type", "logs"}, {"id", job["id"]}});
+  BOOST_TEST(logs.dump().find("completed") != std::string::npos, logs.dump());
+  // `dtrain status` names the Slurm job and its nodes.
+  const ProcessResult status = RunProcess(
+      {EnvPath("DTRAIN_BIN"), "status", std::to_string(job["id"].get<std::int64_t>()), "--socket",
+       daemon.socket()},
+      SlurmCluster::Instance()->dir().Path(""));
+  BOOST_TEST(status.out.find("slurm     job " + std::to_string(job["slurm"]["job_id"].get<std::int64_t>()) +
+                             " on " + net::LocalHostName()) != std::string::npos,
+             status.out);
+  // The allocation ends with the job.
+  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(job["id"])); }));
+}
+
+BOOST_AUTO_TEST_SUITE(slurm)
+
+BOOST_AUTO_TEST_CASE(a_sync_job_runs_as_two_slurm_tasks, *boost::unit_test::precondition(SlurmRuns)) {
+  SlurmDaemon d;
+  const json job = RunWatched(d.daemon, FashionJob("workers = 2\nmode = \"sync\"", 2));
+  RequireTrainedAndRecorded(d.daemon, job, 2);
+}
+
+BOOST_AUTO_TEST_CASE(an_async_job_runs_its_replica_and_shard_as_tasks,
+                     *boost::unit_test::precondition(SlurmRuns)) {
+  SlurmDaemon d;
+  const json job = RunWatched(d.daemon, FashionJob("workers = 1\nmode = \"async\"\nservers = 1", 2));
+  RequireTrainedAndRecorded(d.daemon, job, 2);
+}
+
+BOOST_AUTO_TEST_CASE(cancel_leaves_no_slurm_job_and_no_process,
+                     *boost::unit_test::precondition(SlurmRuns)) {
+  SlurmDaemon d;
+  const std::int64_t id = d.daemon.Submit(FashionJob("workers = 2\nmode = \"sync\"", 1000));
+  const json running = d.daemon.WaitForStep(id, 50);
+  BOOST_TEST_REQUIRE(running["state"] == "running", running.dump());
+  BOOST_TEST(SqueueShows(AllocationName(id)));
+  const json reply = d.daemon.Request({{"type", "cancel"}, {"id", id}});
+  BOOST_TEST_REQUIRE(reply["ok"] == true, reply.dump());
+  BOOST_TEST(d.daemon.Status(id)["state"] == "cancelled");
+  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
+  const std::string workers = "worker --job " + std::to_string(id) + " ";
+  BOOST_TEST(Eventually([&] { return Run({"pgrep", "-f", workers}).exit_code == 1; }),
+             "a worker process of job " << id << " outlived the cancel");
+}
+
+BOOST_AUTO_TEST_CASE(scancel_of_a_task_restarts_the_job_from_its_checkpoint,
+                     *boost::unit_test::precondition(SlurmRuns)) {
+  SlurmDaemon d;
+  const std::int64_t id = d.daemon.Submit(FashionJob(
+      "workers = 2\nmode = \"sync\"", 1000, "[checkpoint]\nevery_steps = 100\n[restart]\nmax_restarts = 2\n"));
+  const json running = d.daemon.WaitForStep(id, 250);
+  BOOST_TEST_REQUIRE(running["state"] == "running", running.dump());
+  const std::int64_t first_allocation = running["slurm"]["job_id"];
+  // Rank 1's step, by the name its stand-in gives it.
+  const std::string task_name = "dtrain-" + std::to_string(id) + "-rank-1";
+  const std::string steps = Squeue(true);
+  const std::size_t at = steps.find(" " + task_name + "\n");
+  BOOST_TEST_REQUIRE(at != std::string::npos, steps);
+  const std::size_t line_start = steps.rfind('\n', at);
+  const std::size_t begin = line_start == std::string::npos ? 0 : line_start + 1;
+  const std::string step = steps.substr(begin, at - begin);
+  BOOST_TEST_REQUIRE(Run({"scancel", step}).exit_code == 0);
+  const json recovered = d.daemon.WaitForRecovery(id, 4);
+  BOOST_TEST_REQUIRE(recovered["state"] == "running", recovered.dump());
+  BOOST_TEST(recovered["restarts"] == 1);
+  BOOST_TEST(recovered["slurm"]["job_id"].get<std::int64_t>() != first_allocation);
+  std::string logs;
+  BOOST_TEST(Eventually([&] {
+               logs = d.daemon.Request({{"type", "logs"}, {"id", id}}).dump();
+               return logs.find("resuming from step") != std::string::npos;
+             }),
+             logs);
+  d.daemon.Request({{"type", "cancel"}, {"id", id}});
+  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
+}
+
+BOOST_AUTO_TEST_CASE(a_users_job_is_that_users_slurm_job_and_processes,
+                     *boost::unit_test::precondition(SlurmRuns)) {
+  TestUser user("dtrain-slurm-user");
+  SlurmDaemon d;
+  TempDir files;
+  ::chmod(files.path().c_str(), 0755);
+  const std::string job = files.Write("job.toml", FashionJob("workers = 2\nmode = \"sync\"", 1000));
+  const ProcessResult submitted =
+      RunAs(user.name(), user.name(),
+            {d.bins.dtrain, "--socket", d.daemon.socket(), "submit", job, "--no-wait", "--json"},
+            files.Path(""));
+  BOOST_TEST_REQUIRE(submitted.exit_code == 0, submitted.err);
+  const std::int64_t id = json::parse(submitted.out)["id"].get<std::int64_t>();
+  const json running = d.daemon.WaitForStep(id, 20);
+  BOOST_TEST_REQUIRE(running["state"] == "running", running.dump());
+  // Slurm holds it as the user's job (salloc ran as the user) ...
+  const std::string shown =
+      Run({"scontrol", "--oneliner", "show", "job",
+           std::to_string(running["slurm"]["job_id"].get<std::int64_t>())})
+          .out;
+  BOOST_TEST(shown.find("UserId=" + user.name() + "(" + std::to_string(user.uid()) + ")") !=
+                 std::string::npos,
+             shown);
+  // ... and each task runs with the user's uid, with no token on its command line.
+  const std::string pids =
+      Run({"pgrep", "-f", "^[^ ]+ worker --job " + std::to_string(id) + " "}).out;  // not srun
+  int tasks = 0;
+  for (std::size_t at = 0; at < pids.size();) {
+    const std::size_t end = pids.find('\n', at);
+    const std::string pid = pids.substr(at, end - at);
+    at = end == std::string::npos ? pids.size() : end + 1;
+    if (pid.empty()) continue;
+    ++tasks;
+    const std::string status = ReadFile("/proc/" + pid + "/status");
+    BOOST_TEST(status.find("\nUid:\t" + std::to_string(user.uid()) + "\t") != std::string::npos,
+               status);
+    std::string cmdline = ReadFile("/proc/" + pid + "/cmdline");
+    BOOST_TEST(cmdline.find("token") == std::string::npos);
+  }
+  BOOST_TEST(tasks == 2);
+  d.daemon.Request({{"type", "cancel"}, {"id", id}});
+  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::testing
