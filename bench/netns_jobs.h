@@ -4,13 +4,17 @@
 //   const BenchArgs args = ParseBenchArgs(argc, argv);          // [--only TEXT] [DTRAIND DTRAIN]
 //   JobCluster c(2, args);                                      // one daemon a host, shared key
 //   double s = c.RunningSeconds(job_text, "100mbit", "sync");   // 0: failed (said on stderr)
+//   nlohmann::json job = c.RunJob(job_text, "1gbit", "ring");   // its JOB object, with events
+//   double step = StepSeconds(c, job);                          // from rank 0's metric rows
 //
 // Needs root. One thread at a time.
 #pragma once
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -54,6 +58,17 @@ inline double RunningSeconds(const nlohmann::json& job) {
   return end > start && start > 0 ? end - start : 0.0;
 }
 
+// A tbf bucket of about 10 ms at `rate` ("10gbit", "100mbit", "500kbit"), at least 64 KB: a
+// smaller bucket than rate / HZ keeps the link below its rate.
+inline std::string TbfBurst(const std::string& rate) {
+  double bits = std::atof(rate.c_str());
+  if (rate.find("gbit") != std::string::npos) bits *= 1e9;
+  else if (rate.find("mbit") != std::string::npos) bits *= 1e6;
+  else if (rate.find("kbit") != std::string::npos) bits *= 1e3;
+  const long kb = static_cast<long>(bits / 8 / 100 / 1000);
+  return std::to_string(std::max(64L, kb)) + "kb";
+}
+
 class JobCluster {
  public:
   JobCluster(int hosts, const BenchArgs& args) : cluster_(hosts), dtrain_(args.dtrain) {
@@ -64,40 +79,71 @@ class JobCluster {
   }
 
   // Submits `text` to host 0's daemon with every host's link limited to `rate` (tc tbf; empty:
-  // none) and waits for it; the seconds it ran, or 0 (its status on stderr, under `label`).
-  double RunningSeconds(const std::string& text, const std::string& rate, const std::string& label) {
+  // none) and waits for it; its JOB object with events (null when it could not be read).
+  nlohmann::json RunJob(const std::string& text, const std::string& rate) {
     using namespace std::chrono_literals;
     const int hosts = static_cast<int>(daemons_.size());
     const std::string path = cluster_.HostDir(0) + "/job.toml";
     std::ofstream(path, std::ios::trunc) << text;
     for (int h = 0; h < hosts; ++h) {
-      if (!rate.empty()) cluster_.LimitBandwidth(h, rate);
+      if (!rate.empty()) cluster_.LimitBandwidth(h, rate, TbfBurst(rate));
     }
-    const auto r =
-        cluster_.Run(0, {dtrain_, "--socket", daemons_[0].socket, "submit", "--json", path}, 1800s);
+    const auto r = Dtrain({"submit", "--json", path}, 1800s);
     for (int h = 0; h < hosts; ++h) {
       if (!rate.empty()) cluster_.RemoveBandwidthLimit(h);
     }
     const nlohmann::json submitted = nlohmann::json::parse(r.out, nullptr, false);
-    nlohmann::json job;  // with its events, which submit's summary leaves out
-    if (submitted.is_object() && submitted.contains("id")) {
-      const auto status = cluster_.Run(0, {dtrain_, "--socket", daemons_[0].socket, "status",
-                                           std::to_string(submitted["id"].get<int>()), "--json"});
-      job = nlohmann::json::parse(status.out, nullptr, false);
+    if (!submitted.is_object() || !submitted.contains("id")) {
+      std::fprintf(stderr, "%s\n%s\n", r.err.c_str(), r.out.c_str());
+      return nullptr;
     }
+    const auto status =
+        Dtrain({"status", std::to_string(submitted["id"].get<int>()), "--json"}, 60s);
+    return nlohmann::json::parse(status.out, nullptr, false);  // with its events
+  }
+
+  // RunJob, then the seconds it ran, or 0 (its status on stderr, under `label`).
+  double RunningSeconds(const std::string& text, const std::string& rate, const std::string& label) {
+    const nlohmann::json job = RunJob(text, rate);
     const double seconds = job.is_object() ? bench::RunningSeconds(job) : 0.0;
     if (seconds <= 0.0) {
-      std::fprintf(stderr, "%s: %s\n%s\n", label.c_str(), r.err.c_str(),
-                   job.is_object() ? job.dump().c_str() : r.out.c_str());
+      std::fprintf(stderr, "%s: %s\n", label.c_str(), job.dump().c_str());
     }
     return seconds;
   }
+
+  // `dtrain ARGS...` against host 0's daemon, run in host 0.
+  testing::ProcessResult Dtrain(std::vector<std::string> args, std::chrono::milliseconds timeout) {
+    args.insert(args.begin(), {dtrain_, "--socket", daemons_[0].socket});
+    return cluster_.Run(0, args, timeout);
+  }
+
+  const testing::NetnsCluster& netns() const { return cluster_; }
 
  private:
   testing::NetnsCluster cluster_;
   std::string dtrain_;
   std::vector<testing::NetnsDaemon> daemons_;
 };
+
+// Seconds per step of `job` (a JOB object) from rank 0's train_loss rows: from the second row to
+// the last, so that start-up and the first steps are left out; 0 when there are too few.
+inline double StepSeconds(JobCluster& cluster, const nlohmann::json& job) {
+  using namespace std::chrono_literals;
+  if (!job.is_object() || job.value("state", "") != "succeeded") return 0.0;
+  const auto r = cluster.Dtrain(
+      {"metrics", std::to_string(job["id"].get<int>()), "--format", "json", "--name", "train_loss"},
+      60s);
+  const nlohmann::json rows = nlohmann::json::parse(r.out, nullptr, false);
+  std::vector<std::pair<double, double>> lead;  // (step, time) of rank 0
+  if (rows.is_array()) {
+    for (const nlohmann::json& row : rows) {
+      if (row.value("worker", -1) == 0) lead.emplace_back(row["step"].get<double>(), row["time"].get<double>());
+    }
+  }
+  if (lead.size() < 3) return 0.0;
+  return (lead.back().second - lead[1].second) / (lead.back().first - lead[1].first);
+}
 
 // One table cell of `samples` over `seconds`: the first (`*unlimited` still 0) as samples/s in 10
 // columns, the others with their share of the first in 17; "failed" where seconds is 0.

@@ -147,9 +147,18 @@ asio::awaitable<void> JobManager::EndSlurmAttempt(std::int64_t id, std::uint64_t
     it = jobs_.find(id);
     if (it == jobs_.end() || it->second->attempt != attempt) co_return;
     if (shown.ok() && !shown.value().empty()) {
-      const std::string state = ScontrolField(shown.value().front(), "JobState");
-      const std::string why = DescribeSlurmEnd(state, allocation, it->second->config.slurm);
-      if (!why.empty()) it->second->failure = why + ": " + it->second->failure;
+      const std::string& line = shown.value().front();
+      const std::string why = DescribeSlurmEnd(ScontrolField(line, "JobState"),
+                                               ScontrolField(line, "Reason"), allocation,
+                                               it->second->config.slurm);
+      if (!why.empty()) {
+        it->second->failure = why + ": " + it->second->failure;
+        // The attempt's first failure is an event already; this says what caused it.
+        const std::string* noted = &why;
+        co_await OffThread(pool_, [this, id, noted] { return store_.NoteEvent(id, *noted); });
+        it = jobs_.find(id);
+        if (it == jobs_.end() || it->second->attempt != attempt) co_return;
+      }
     }
   }
   it->second->slurm.id = 0;

@@ -74,16 +74,16 @@ std::optional<std::string> FindProgram(std::string_view name) {
   return std::nullopt;
 }
 
-std::string DescribeSlurmEnd(std::string_view state, std::int64_t id,
+std::string DescribeSlurmEnd(std::string_view state, std::string_view reason, std::int64_t id,
                              const config::SlurmConfig& slurm) {
   const std::string job = "Slurm job " + std::to_string(id);
-  if (state == "TIMEOUT") {
+  if (state == "TIMEOUT" || reason == "TimeLimit") {
     return job + " reached its time limit" +
            (slurm.time_limit.empty() ? std::string(" (the partition's)")
                                      : " (slurm.time_limit = \"" + slurm.time_limit + "\")");
   }
   if (state == "PREEMPTED") return job + " was preempted by Slurm";
-  if (state == "NODE_FAIL") return job + " lost a node (Slurm: NODE_FAIL)";
+  if (state == "NODE_FAIL" || reason == "NodeDown") return job + " lost a node (Slurm: NODE_FAIL)";
   if (state == "DEADLINE") return job + " reached its deadline";
   if (state == "BOOT_FAIL") return job + " could not boot its nodes (Slurm: BOOT_FAIL)";
   return "";

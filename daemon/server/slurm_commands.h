@@ -4,7 +4,7 @@
 //   argv = SallocArguments(job, SlurmJobName("node-1", 7), tasks, cpus);  // as the job's owner
 //   if (auto id = AllocationIdIn("salloc: Granted job allocation 812")) ...   // 812
 //   std::string nodes = ScontrolField(line, "NodeList");                 // "node[3-4]"
-//   std::string why = DescribeSlurmEnd("TIMEOUT", 812, job.slurm);      // "" for an ordinary end
+//   std::string why = DescribeSlurmEnd("TIMEOUT", "TimeLimit", 812, job.slurm);  // "": ordinary
 //
 // FindProgram reads this process's PATH. One allocation per attempt (`salloc --no-shell`, one task per process, the cores of the job's
 // widest process each), then one `srun` step per process in it (worker/slurm_task.h). Program
@@ -39,9 +39,10 @@ std::string ScontrolField(std::string_view line, std::string_view field);
 // The path of program `name` on PATH (an executable file), or nullopt.
 std::optional<std::string> FindProgram(std::string_view name);
 
-// Why Slurm ended allocation `id`, for a job state that is not the job's own doing (TIMEOUT,
-// PREEMPTED, NODE_FAIL, DEADLINE, BOOT_FAIL); "" for any other state.
-std::string DescribeSlurmEnd(std::string_view state, std::int64_t id,
+// Why Slurm ended allocation `id`, from scontrol's JobState and Reason, when it was not the
+// job's own doing: a time limit (TIMEOUT, or Reason=TimeLimit while the job is still
+// COMPLETING), preemption, a lost node, a deadline, a boot failure; "" otherwise.
+std::string DescribeSlurmEnd(std::string_view state, std::string_view reason, std::int64_t id,
                              const config::SlurmConfig& slurm);
 
 }  // namespace dtrain::server

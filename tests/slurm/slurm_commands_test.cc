@@ -46,12 +46,17 @@ BOOST_AUTO_TEST_CASE(scontrol_fields_and_slurms_own_ends) {
   BOOST_TEST(ScontrolField(line, "X").empty());
   config::SlurmConfig slurm;
   slurm.time_limit = "10";
-  BOOST_TEST(DescribeSlurmEnd("TIMEOUT", 5, slurm) ==
-             "Slurm job 5 reached its time limit (slurm.time_limit = \"10\")");
-  BOOST_TEST(DescribeSlurmEnd("PREEMPTED", 5, slurm) == "Slurm job 5 was preempted by Slurm");
-  BOOST_TEST(DescribeSlurmEnd("NODE_FAIL", 5, slurm).find("lost a node") != std::string::npos);
-  BOOST_TEST(DescribeSlurmEnd("CANCELLED", 5, slurm).empty());
-  BOOST_TEST(DescribeSlurmEnd("FAILED", 5, slurm).empty());
+  const std::string timeout = "Slurm job 5 reached its time limit (slurm.time_limit = \"10\")";
+  BOOST_TEST(DescribeSlurmEnd("TIMEOUT", "TimeLimit", 5, slurm) == timeout);
+  // While the tasks are still being killed scontrol says COMPLETING; the reason tells.
+  BOOST_TEST(DescribeSlurmEnd("COMPLETING", "TimeLimit", 5, slurm) == timeout);
+  BOOST_TEST(DescribeSlurmEnd("PREEMPTED", "None", 5, slurm) ==
+             "Slurm job 5 was preempted by Slurm");
+  BOOST_TEST(DescribeSlurmEnd("NODE_FAIL", "None", 5, slurm).find("lost a node") !=
+             std::string::npos);
+  BOOST_TEST(DescribeSlurmEnd("COMPLETING", "None", 5, slurm).empty());
+  BOOST_TEST(DescribeSlurmEnd("CANCELLED", "None", 5, slurm).empty());
+  BOOST_TEST(DescribeSlurmEnd("FAILED", "NonZeroExitCode", 5, slurm).empty());
 }
 
 BOOST_AUTO_TEST_CASE(the_newest_grant_event_is_the_jobs_slurm_job) {

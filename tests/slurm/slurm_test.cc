@@ -169,7 +169,7 @@ json RunWatched(const DaemonFixture& daemon, const std::string& job) {
 
 void RequireTrainedAndRecorded(const DaemonFixture& daemon, const json& job, int processes) {
   BOOST_TEST_REQUIRE(job["state"] == "succeeded", job.dump());
-  BOOST_TEST(job["metrics"]["eval_accuracy"].get<double>() > 0.8);
+  BOOST_TEST(job["metrics"]["eval_accuracy"].get<double>() > 0.7);  // it learned (chance: 0.1)
   BOOST_TEST(job["slurm"]["job_id"].get<std::int64_t>() > 0);
   BOOST_TEST(job["slurm"]["nodes"] == net::LocalHostName());
   BOOST_TEST(job["workers"].size() == static_cast<std::size_t>(processes));

@@ -1,0 +1,169 @@
+// How each distributed mode scales past 3 hosts when the network is what limits it: 8 and 16
+// "hosts" (network namespaces, one dtraind and one job process each, a shared key), every host's
+// link limited by tc tbf to 10 Gbit/s, 1 Gbit/s or 100 Mbit/s, and a step with little compute
+// (synthetic rows, 32 per replica) on an MLP 784-256-128-10 whose gradient is S = 0.94 MB.
+// For each mode: the time per step (rank 0's metric rows between the second and the last log,
+// so start-up is left out) and the bytes each host sent per step (eth0's counters over the job,
+// divided by its steps), the median host and the busiest one, beside what the algorithm sends:
+//   ring (sync ring, and local every average_every steps): 2 (n-1)/n S from every host;
+//   ps with k shards (sync ps, async): a replica's host S (its push), a shard's host its pulls
+//   to the n-1 remote replicas, (n-1) S/k, plus its own replica's push to the other shards;
+//   model parallel (K = 2 layers, a ring per partition of n/2 replicas): 2 (m-1)/m S_p.
+// Every row also goes to --csv FILE, which bench/scaling-sim/simulate.py reads.
+// Needs root. Usage: bench_cluster_scaling [--hosts 8,16] [--rates 10gbit,1gbit,100mbit]
+//   [--steps N] [--only TEXT] [--csv FILE] [DTRAIND DTRAIN]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/netns_jobs.h"
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr double kGradientBytes = 4.0 * 235146;  // MLP 784-256-128-10
+constexpr int kBatch = 32;
+
+struct Mode {
+  std::string name;
+  std::string keys;  // [cluster] beyond workers and hosts
+  int shards = 0;    // parameter-server shards
+  int average_every = 1;
+  int partitions = 1;
+};
+
+std::vector<std::string> Split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::string Job(const Mode& mode, int hosts, int steps) {
+  std::string list;
+  for (int h = 0; h < hosts; ++h) list += (h ? ", \"h" : "\"h") + std::to_string(h) + "\"";
+  const int replicas = hosts / mode.partitions;
+  return "name = \"scaling\"\n[data]\nformat = \"synthetic\"\nrows = 4096\ntest_rows = 64\n"
+         "features = 784\nclasses = 10\n[model]\ntype = \"mlp\"\nhidden = [256, 128]\n[train]\n"
+         "epochs = 0\nsteps = " + std::to_string(steps) + "\nbatch_size = " +
+         std::to_string(kBatch) + "\nthreads = 1\nlog_every = " + std::to_string(steps / 5) +
+         "\n[optimizer]\ntype = \"sgd\"\nlr = 0.01\n[cluster]\nworkers = " +
+         std::to_string(replicas) + "\nhosts = [" + list + "]\ntimeout_seconds = 600\n" +
+         "heartbeat_timeout = 60\n" + mode.keys;
+}
+
+// Bytes each host's eth0 has sent so far.
+std::vector<double> SentBytes(const dtrain::testing::NetnsCluster& cluster) {
+  std::vector<double> sent;
+  for (int h = 0; h < cluster.hosts(); ++h) {
+    const auto r = cluster.Run(h, {"ip", "-j", "-s", "link", "show", "eth0"});
+    const json links = json::parse(r.out, nullptr, false);
+    sent.push_back(links.is_array() && !links.empty()
+                       ? links[0]["stats64"]["tx"]["bytes"].get<double>()
+                       : 0.0);
+  }
+  return sent;
+}
+
+// What the algorithm sends per step from a replica's host and from the busiest host.
+std::pair<double, double> FormulaBytes(const Mode& m, int hosts) {
+  const double s = kGradientBytes;
+  if (m.shards > 0) {
+    const double n = hosts, k = m.shards;
+    return {s, (n - 1) * s / k + s * (k - 1) / k};
+  }
+  const double replicas = static_cast<double>(hosts) / m.partitions;
+  const double share = s / m.partitions;  // the partition's gradient (layers: about equal)
+  const double ring = 2.0 * (replicas - 1) / replicas * share / m.average_every;
+  return {ring, ring};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string why;
+  if (!dtrain::testing::NetnsAvailable(&why)) {
+    std::fprintf(stderr, "bench_cluster_scaling: %s\n", why.c_str());
+    return 2;
+  }
+  std::vector<int> host_counts = {8, 16};
+  std::vector<std::string> rates = {"10gbit", "1gbit", "100mbit"};
+  int steps = 100;
+  std::string csv_path;
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--hosts" && i + 1 < argc) {
+      host_counts.clear();
+      for (const std::string& h : Split(argv[++i])) host_counts.push_back(std::atoi(h.c_str()));
+    } else if (a == "--rates" && i + 1 < argc) {
+      rates = Split(argv[++i]);
+    } else if (a == "--steps" && i + 1 < argc) {
+      steps = std::max(10, std::atoi(argv[++i]));
+    } else if (a == "--csv" && i + 1 < argc) {
+      csv_path = argv[++i];
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  const dtrain::bench::BenchArgs args =
+      dtrain::bench::ParseBenchArgs(static_cast<int>(rest.size()), rest.data());
+  const std::vector<Mode> modes = {
+      {"sync ring", "mode = \"sync\"\n"},
+      {"sync ps, 1 shard", "mode = \"sync\"\nallreduce = \"ps\"\nservers = 1\n", 1},
+      {"sync ps, 2 shards", "mode = \"sync\"\nallreduce = \"ps\"\nservers = 2\n", 2},
+      {"sync ps, 4 shards", "mode = \"sync\"\nallreduce = \"ps\"\nservers = 4\n", 4},
+      {"async, 4 shards", "mode = \"async\"\nservers = 4\n", 4},
+      {"local, every 8", "mode = \"local\"\naverage_every = 8\n", 0, 8},
+      {"model parallel 2, ring", "mode = \"sync\"\nmodel_parallel = 2\n", 0, 1, 2}};
+  std::ofstream csv;
+  if (!csv_path.empty()) {
+    csv.open(csv_path, std::ios::app);
+    csv << "hosts,rate,mode,shards,average_every,partitions,ms_per_step,median_host_bytes,"
+           "busiest_host_bytes,formula_replica_bytes,formula_busiest_bytes\n";
+  }
+  std::printf("MLP 784-256-128-10 (S = %.2f MB), %d synthetic rows per replica and step, one "
+              "process per host, %d steps; bytes sent per host and step in MB\n",
+              kGradientBytes / 1e6, kBatch, steps);
+  std::printf("%5s %8s %-24s %9s %8s %8s %8s %8s\n", "hosts", "rate", "mode", "ms/step",
+              "median", "formula", "busiest", "formula");
+  for (const int hosts : host_counts) {
+    dtrain::bench::JobCluster cluster(hosts, args);
+    for (const Mode& mode : modes) {
+      if (mode.name.find(args.only) == std::string::npos) continue;
+      for (const std::string& rate : rates) {
+        const std::vector<double> before = SentBytes(cluster.netns());
+        const json job = cluster.RunJob(Job(mode, hosts, steps), rate);
+        const std::vector<double> after = SentBytes(cluster.netns());
+        const double seconds = dtrain::bench::StepSeconds(cluster, job);
+        if (seconds <= 0.0) std::fprintf(stderr, "%s: %s\n", mode.name.c_str(), job.dump().c_str());
+        std::vector<double> per_step;
+        for (std::size_t h = 0; h < after.size(); ++h) per_step.push_back((after[h] - before[h]) / steps);
+        std::sort(per_step.begin(), per_step.end());
+        const double median = per_step[per_step.size() / 2], busiest = per_step.back();
+        const auto [formula_replica, formula_busiest] = FormulaBytes(mode, hosts);
+        std::printf("%5d %8s %-24s %9.2f %8.3f %8.3f %8.3f %8.3f\n", hosts, rate.c_str(),
+                    mode.name.c_str(), seconds * 1e3, median / 1e6, formula_replica / 1e6,
+                    busiest / 1e6, formula_busiest / 1e6);
+        std::fflush(stdout);
+        if (csv.is_open()) {
+          csv << hosts << ',' << rate << ",\"" << mode.name << "\"," << mode.shards << ','
+              << mode.average_every << ',' << mode.partitions << ',' << seconds * 1e3 << ','
+              << median << ',' << busiest << ',' << formula_replica << ',' << formula_busiest
+              << '\n';
+          csv.flush();
+        }
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""A small model of dtrain's step time per mode, calibrated by bench_cluster_scaling's runs on
+network-namespace hosts, checked against them, then used to predict step time and time to
+accuracy for 16-256 workers, each on a machine of its own, at 10 Gbit/s, 1 Gbit/s, 100 Mbit/s.
+
+Step time of a mode with n replicas (S: gradient bytes, B: link bytes/s, eta: the share of a
+link's rate TCP reaches under tbf, 0.95 in bench_cluster_allreduce):
+  compute  C = c * max(1, n / cores)   c: one process's CPU time per step, fitted per mode from
+                                       the calibration runs at the highest rate; on the test bed
+                                       all n processes share `cores` CPUs, on a cluster each
+                                       has its own (cores = n)
+  network  N = phi * W / (eta * B)     W: bytes the busiest host sends per step, by the
+                                       algorithm (bench_cluster_scaling's formula columns);
+                                       phi = 2 for sync ps (push, then pull, through the same
+                                       shard links one after the other), 1 otherwise
+  step     T = C + N for the synchronous modes; max(C, N) for async (replicas overlap)
+Time to accuracy = samples needed / (n * b / T). Sync needs what one worker with the global
+batch n*b needs: measure-samples.sh's runs fitted as E(B) = E_min (1 + B / B_noise) (McCandlish
+et al. 2018). Async needs E_async(1) ((n - 1) s + 1), s fitted to its async runs with 1, 2 and 4
+replicas (its own optimizer, Adagrad, as examples/fashion-mnist-async.toml has it). Local SGD is
+given the samples of sync at the same global batch (not measured: optimistic).
+
+Usage: simulate.py MEASURED.csv [SAMPLES.csv] [--fit-hosts 8] [--cores 2] [--batch 8]
+Prints the check (predicted vs measured ms per step, relative error) and the predictions.
+"""
+import argparse
+import csv
+import math
+import sys
+
+GRADIENT_BYTES = 4.0 * 235146  # MLP 784-256-128-10
+ETA = 0.95
+RATES = {"10gbit": 10e9 / 8, "1gbit": 1e9 / 8, "100mbit": 100e6 / 8}
+
+
+def busiest_bytes(mode, n):
+    """Bytes the busiest host sends per step: the formulas of bench/cluster_scaling.cc."""
+    s = GRADIENT_BYTES
+    if mode["shards"] > 0:
+        k = mode["shards"]
+        return (n - 1) * s / k + s * (k - 1) / k
+    replicas = n / mode["partitions"]
+    share = s / mode["partitions"]
+    if replicas <= 1:
+        return 0.0
+    return 2.0 * (replicas - 1) / replicas * share / mode["average_every"]
+
+
+def phi(name):
+    return 2.0 if name.startswith("sync ps") else 1.0
+
+
+def network_seconds(mode, n, rate):
+    return phi(mode["name"]) * busiest_bytes(mode, n) / (ETA * RATES[rate])
+
+
+def step_seconds(mode, n, rate, c, cores):
+    compute = c * max(1.0, n / cores)
+    net = network_seconds(mode, n, rate)
+    return max(compute, net) if mode["name"].startswith("async") else compute + net
+
+
+def read_measured(path):
+    rows = []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if r["hosts"] == "hosts":
+                continue  # a header repeated by a later run appended to the file
+            rows.append({"hosts": int(r["hosts"]), "rate": r["rate"], "name": r["mode"],
+                         "shards": int(r["shards"]), "average_every": int(r["average_every"]),
+                         "partitions": int(r["partitions"]), "ms": float(r["ms_per_step"])})
+    return [r for r in rows if r["ms"] > 0]
+
+
+def fit_compute(rows, fit_hosts, cores):
+    """c per mode from its calibration row: the fit-hosts run at the highest rate measured."""
+    c = {}
+    for name in sorted({r["name"] for r in rows}):
+        candidates = [r for r in rows if r["name"] == name and r["hosts"] == fit_hosts]
+        if not candidates:
+            continue
+        top = max(candidates, key=lambda r: RATES[r["rate"]])
+        net = network_seconds(top, top["hosts"], top["rate"])
+        per_step = top["ms"] / 1e3
+        own = per_step if name.startswith("async") else max(per_step - net, 1e-6)
+        c[name] = own / max(1.0, top["hosts"] / cores)
+    return c
+
+
+def line_fit(points):
+    """a and b of y = a + b x, least squares."""
+    mx = sum(p[0] for p in points) / len(points)
+    my = sum(p[1] for p in points) / len(points)
+    sxx = sum((p[0] - mx) ** 2 for p in points)
+    b = sum((p[0] - mx) * (p[1] - my) for p in points) / sxx if sxx > 0 else 0.0
+    return my - b * mx, b
+
+
+def fit_samples(path):
+    """Sync: E_min and B_noise of E(B) = E_min (1 + B / B_noise); async: E(1) and s."""
+    sync, async_ = [], []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if int(r["samples"]) <= 0:
+                continue
+            if r["mode"] == "sync":
+                sync.append((float(r["batch"]), float(r["samples"])))
+            else:
+                async_.append((float(r["replicas"]), float(r["samples"])))
+    if len(sync) < 2:
+        return None
+    a, b = line_fit(sync)
+    if a <= 0 or b <= 0:
+        return None
+    fit = {"e_min": a, "b_noise": a / b, "points": sync, "async": None}
+    if len(async_) >= 2:
+        a1, slope = line_fit(async_)  # E = E1 + E1 s (n - 1) = (E1 - E1 s) + E1 s n
+        e1 = a1 + slope
+        if e1 > 0:
+            fit["async"] = {"e1": e1, "stale": max(0.0, slope / e1)}
+    return fit
+
+
+def samples_needed(fit, batch):
+    return fit["e_min"] * (1.0 + batch / fit["b_noise"])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("measured")
+    p.add_argument("samples", nargs="?")
+    p.add_argument("--fit-hosts", type=int, default=8)
+    p.add_argument("--cores", type=float, default=2.0)
+    p.add_argument("--batch", type=int, default=32, help="rows per replica and step")
+    args = p.parse_args()
+    rows = read_measured(args.measured)
+    if not rows:
+        sys.exit("no measured rows in " + args.measured)
+    c = fit_compute(rows, args.fit_hosts, args.cores)
+    print(f"calibration: c (one process's CPU time per step) from the {args.fit_hosts}-host runs "
+          f"at their highest rate, {args.cores:g} cores shared")
+    for name, value in c.items():
+        print(f"  {name:24s} c = {value * 1e3:.3f} ms")
+    print("\ncheck: predicted against measured ms per step (error = predicted / measured - 1)")
+    print(f"{'hosts':>5} {'rate':>8} {'mode':24s} {'measured':>9} {'predicted':>9} {'error':>7}")
+    errors = {"fit": [], "held out": []}
+    for r in sorted(rows, key=lambda r: (r["hosts"], r["name"], -RATES[r["rate"]])):
+        if r["name"] not in c:
+            continue
+        predicted = step_seconds(r, r["hosts"], r["rate"], c[r["name"]], args.cores) * 1e3
+        error = predicted / r["ms"] - 1.0
+        calibration = r["hosts"] == args.fit_hosts and RATES[r["rate"]] == max(
+            RATES[q["rate"]] for q in rows if q["name"] == r["name"] and q["hosts"] == r["hosts"])
+        if not calibration:
+            errors["held out" if r["hosts"] != args.fit_hosts else "fit"].append(abs(error))
+        mark = " (calibration)" if calibration else ""
+        print(f"{r['hosts']:5d} {r['rate']:>8} {r['name']:24s} {r['ms']:9.2f} {predicted:9.2f} "
+              f"{error:+7.1%}{mark}")
+    for label, values in errors.items():
+        if values:
+            values.sort()
+            print(f"  |error| over the {label} rows ({len(values)}): median "
+                  f"{values[len(values) // 2]:.1%}, max {values[-1]:.1%}")
+
+    fit = fit_samples(args.samples) if args.samples else None
+    if fit:
+        print(f"\nsamples to 88 %: sync E(B) = {fit['e_min']:.0f} (1 + B / {fit['b_noise']:.0f}) "
+              f"from {len(fit['points'])} batches")
+        for batch, samples in fit["points"]:
+            print(f"  B = {batch:6.0f}: measured {samples:9.0f}, fitted {samples_needed(fit, batch):9.0f}")
+        if fit["async"]:
+            print(f"  async: E(n) = {fit['async']['e1']:.0f} ((n - 1) {fit['async']['stale']:.3f} + 1)")
+    modes = {}
+    for r in rows:
+        modes.setdefault(r["name"], r)
+    print("\nprediction: each worker on a machine of its own (compute c, no sharing); "
+          f"{args.batch} rows per replica; step ms" + (", minutes to 88 %" if fit else ""))
+    header = f"{'workers':>7} {'mode':24s}" + "".join(f" {rate:>16}" for rate in RATES)
+    print(header)
+    for n in (16, 32, 64, 128, 256):
+        for name, mode in modes.items():
+            if name not in c:
+                continue
+            cells = []
+            for rate in RATES:
+                t = step_seconds(mode, n, rate, c[name], cores=n)
+                cell = f"{t * 1e3:8.2f}"
+                if fit:
+                    replicas = n / mode["partitions"]
+                    if name.startswith("async"):
+                        if not fit["async"]:
+                            cells.append(f" {cell:>16}")
+                            continue
+                        a = fit["async"]
+                        need = a["e1"] * ((replicas - 1) * a["stale"] + 1)
+                    else:
+                        need = samples_needed(fit, replicas * args.batch)
+                    minutes = need / (replicas * args.batch / t) / 60
+                    cell += f" {minutes:7.2f}"
+                cells.append(f" {cell:>16}")
+            print(f"{n:7d} {name:24s}" + "".join(cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
