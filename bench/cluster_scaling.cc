@@ -8,7 +8,9 @@
 //   ring (sync ring, and local every average_every steps): 2 (n-1)/n S from every host;
 //   ps with k shards (sync ps, async): a replica's host S (its push), a shard's host its pulls
 //   to the n-1 remote replicas, (n-1) S/k, plus its own replica's push to the other shards;
-//   model parallel (K = 2 layers, a ring per partition of n/2 replicas): 2 (m-1)/m S_p.
+//   model parallel (K = 2 layers, a ring per partition of m = n/2 replicas): the first layer's
+//   partition is the larger, S_1 = 0.80 MB, so 2 (m-1)/m S_1, plus a batch of activations (or
+//   of their gradients) across the cut.
 // Every row also goes to --csv FILE, which bench/scaling-sim/simulate.py reads.
 // Needs root. Usage: bench_cluster_scaling [--hosts 8,16] [--rates 10gbit,1gbit,100mbit]
 //   [--steps N] [--only TEXT] [--csv FILE] [DTRAIND DTRAIN]
@@ -29,7 +31,9 @@ namespace {
 using json = nlohmann::json;
 
 constexpr double kGradientBytes = 4.0 * 235146;  // MLP 784-256-128-10
+constexpr double kFirstLayerBytes = 4.0 * (784 * 256 + 256);
 constexpr int kBatch = 32;
+constexpr double kCutBytes = 4.0 * kBatch * 256;  // the first layer's output, per step
 
 struct Mode {
   std::string name;
@@ -82,8 +86,11 @@ std::pair<double, double> FormulaBytes(const Mode& m, int hosts) {
     return {s, (n - 1) * s / k + s * (k - 1) / k};
   }
   const double replicas = static_cast<double>(hosts) / m.partitions;
-  const double share = s / m.partitions;  // the partition's gradient (layers: about equal)
-  const double ring = 2.0 * (replicas - 1) / replicas * share / m.average_every;
+  if (m.partitions > 1) {
+    const double ring = 2.0 * (replicas - 1) / replicas * kFirstLayerBytes + kCutBytes;
+    return {ring, ring};
+  }
+  const double ring = 2.0 * (replicas - 1) / replicas * s / m.average_every;
   return {ring, ring};
 }
 

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -126,8 +127,9 @@ class JobCluster {
   std::vector<testing::NetnsDaemon> daemons_;
 };
 
-// Seconds per step of `job` (a JOB object) from rank 0's train_loss rows: from the second row to
-// the last, so that start-up and the first steps are left out; 0 when there are too few.
+// Seconds per step of `job` (a JOB object), each replica's from its train_loss rows between its
+// second row and its last (start-up and the first steps left out), averaged over the replicas
+// (async replicas each go at their own pace); 0 when there are too few rows.
 inline double StepSeconds(JobCluster& cluster, const nlohmann::json& job) {
   using namespace std::chrono_literals;
   if (!job.is_object() || job.value("state", "") != "succeeded") return 0.0;
@@ -135,14 +137,22 @@ inline double StepSeconds(JobCluster& cluster, const nlohmann::json& job) {
       {"metrics", std::to_string(job["id"].get<int>()), "--format", "json", "--name", "train_loss"},
       60s);
   const nlohmann::json rows = nlohmann::json::parse(r.out, nullptr, false);
-  std::vector<std::pair<double, double>> lead;  // (step, time) of rank 0
+  std::map<int, std::vector<std::pair<double, double>>> by_worker;  // (step, time) in order
   if (rows.is_array()) {
     for (const nlohmann::json& row : rows) {
-      if (row.value("worker", -1) == 0) lead.emplace_back(row["step"].get<double>(), row["time"].get<double>());
+      by_worker[row.value("worker", -1)].emplace_back(row["step"].get<double>(),
+                                                      row["time"].get<double>());
     }
   }
-  if (lead.size() < 3) return 0.0;
-  return (lead.back().second - lead[1].second) / (lead.back().first - lead[1].first);
+  double sum = 0.0;
+  int counted = 0;
+  for (auto& [worker, points] : by_worker) {
+    std::sort(points.begin(), points.end());
+    if (points.size() < 3 || points.back().first <= points[1].first) continue;
+    sum += (points.back().second - points[1].second) / (points.back().first - points[1].first);
+    ++counted;
+  }
+  return counted > 0 ? sum / counted : 0.0;
 }
 
 // One table cell of `samples` over `seconds`: the first (`*unlimited` still 0) as samples/s in 10

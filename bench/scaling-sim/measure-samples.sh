@@ -20,13 +20,13 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # The step of a run that stopped at its target, or -1.
 target_step() {
-  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["step"] if "target" in j.get("reason","") else -1)' "$1"
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["steps"] if "target" in j.get("reason","") else -1)' "$1"
 }
 echo "mode,batch,replicas,samples" > "$out"
 for batch in 64 128 256 512 1024 2048; do
   lr=$(awk -v b="$batch" 'BEGIN { printf "%.6f", 0.002 * sqrt(b / 128) }')
   eval_every=$(( (6400 + batch - 1) / batch ))  # an evaluation about every 6400 samples
-  "$dtrain" run examples/fashion-mnist-mlp.toml --json --set train.batch_size="$batch" \
+  "$dtrain" run examples/fashion-mnist-mlp.toml --json --db "$work/run.db" --set train.batch_size="$batch" \
     --set optimizer.lr="$lr" --set train.epochs=60 --set optimizer.schedule=constant \
     --set train.target_accuracy=0.88 --set train.eval_every="$eval_every" \
     --set checkpoint.every_steps=0 > "$work/run.json" || true
@@ -34,7 +34,7 @@ for batch in 64 128 256 512 1024 2048; do
   echo "sync,$batch,1,$(( steps < 0 ? -1 : steps * batch ))" | tee -a "$out"
 done
 for replicas in 1 2 4; do
-  "$dtrain" run examples/fashion-mnist-async.toml --json --set cluster.workers="$replicas" \
+  "$dtrain" run examples/fashion-mnist-async.toml --json --db "$work/run.db" --set cluster.workers="$replicas" \
     --set train.epochs=60 --set train.target_accuracy=0.88 --set train.eval_every=200 \
     --set checkpoint.every_steps=0 > "$work/run.json" || true
   steps=$(target_step "$work/run.json")  # each replica's steps: they stop together

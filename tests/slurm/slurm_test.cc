@@ -250,6 +250,47 @@ BOOST_AUTO_TEST_CASE(scancel_of_a_task_restarts_the_job_from_its_checkpoint,
   BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
 }
 
+BOOST_AUTO_TEST_CASE(a_job_waits_for_slurm_and_cancelling_it_withdraws_the_request,
+                     *boost::unit_test::precondition(SlurmRuns)) {
+  SlurmDaemon d;
+  // The first job takes the node's cores (this machine's; the test asks for 2 tasks), so Slurm
+  // holds the second one's allocation pending.
+  const int cores = net::OnlineCores();
+  const std::int64_t first = d.daemon.Submit(FashionJob(
+      "workers = " + std::to_string(cores) + "\nmode = \"" + (cores > 1 ? "sync" : "single") + "\"", 1000));
+  BOOST_TEST_REQUIRE(d.daemon.WaitForStep(first, 10)["state"] == "running");
+  const std::int64_t second = d.daemon.Submit(FashionJob("workers = 2\nmode = \"sync\"", 1));
+  std::string logs;
+  BOOST_TEST(Eventually([&] {
+               logs = d.daemon.Request({{"type", "logs"}, {"id", second}}).dump();
+               return logs.find("waiting for Slurm to grant job") != std::string::npos;
+             }),
+             logs);
+  BOOST_TEST(d.daemon.Status(second)["state"] == "starting");
+  BOOST_TEST(SqueueShows(AllocationName(second)));
+  const json reply = d.daemon.Request({{"type", "cancel"}, {"id", second}});
+  BOOST_TEST_REQUIRE(reply["ok"] == true, reply.dump());
+  BOOST_TEST(d.daemon.Status(second)["state"] == "cancelled");
+  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(second)); }), Squeue());
+  d.daemon.Request({{"type", "cancel"}, {"id", first}});
+  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(first)); }), Squeue());
+}
+
+BOOST_AUTO_TEST_CASE(an_allocation_slurm_refuses_fails_the_job_with_its_reason,
+                     *boost::unit_test::precondition(SlurmRuns)) {
+  SlurmDaemon d;
+  std::string job = FashionJob("workers = 2\nmode = \"sync\"", 1);
+  job.replace(job.find("partition = \"debug\""), 19, "partition = \"nosuch\"");
+  const json ended = d.daemon.Wait(d.daemon.Submit(job));
+  BOOST_TEST(ended["state"] == "failed");
+  BOOST_TEST(ended["reason"].get<std::string>().find("Slurm did not grant the job") !=
+                 std::string::npos,
+             ended.dump());
+  // Slurm's own words: "salloc: error: ... Invalid partition name specified".
+  BOOST_TEST(ended["reason"].get<std::string>().find("partition") != std::string::npos,
+             ended.dump());
+}
+
 BOOST_AUTO_TEST_CASE(a_users_job_is_that_users_slurm_job_and_processes,
                      *boost::unit_test::precondition(SlurmRuns)) {
   TestUser user("dtrain-slurm-user");
