@@ -100,7 +100,7 @@ def fit_modes(rows, fit_hosts, cores):
             wire = wire_seconds(r, fit_hosts, rate)
             # Only where the network, not the shared CPUs, held the step.
             if rate != top_rate and wire > 0 and r["ms"] / 1e3 > 1.3 * c * fit_hosts / cores:
-                phi[rate] = max(1.0, r["ms"] / 1e3 / wire)
+                phi[rate] = max(0.05, r["ms"] / 1e3 / wire)
         fits[name] = {"c": c, "phi": phi, "rows": list(runs.values())}
     return fits
 
