@@ -142,23 +142,29 @@ asio::awaitable<void> JobManager::EndSlurmAttempt(std::int64_t id, std::uint64_t
   const std::string allocation_id = std::to_string(allocation);
   const Owner owner = it->second->owner;
   if (!it->second->failure.empty() && !it->second->cancel_requested && !shutting_down_) {
-    SlurmCommand show{{"scontrol", "--oneliner", "show", "job", allocation_id}, {}, {}};
-    Result<std::vector<std::string>> shown = co_await RunSlurmCommand(owner, std::move(show));
+    // While Slurm is still ending the allocation on its own (COMPLETING) it may not yet say why:
+    // a preempted job shows PREEMPTED only once its tasks are gone. Ask again for a moment.
+    std::string state, reason;
+    for (int asked = 0; asked < 15; ++asked) {
+      SlurmCommand show{{"scontrol", "--oneliner", "show", "job", allocation_id}, {}, {}};
+      Result<std::vector<std::string>> shown = co_await RunSlurmCommand(owner, std::move(show));
+      if (!shown.ok() || shown.value().empty()) break;
+      state = ScontrolField(shown.value().front(), "JobState");
+      reason = ScontrolField(shown.value().front(), "Reason");
+      if (state != "COMPLETING" || reason != "None") break;
+      asio::steady_timer pause(io_, std::chrono::milliseconds(200));
+      co_await pause.async_wait(asio::use_awaitable);
+    }
     it = jobs_.find(id);
     if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-    if (shown.ok() && !shown.value().empty()) {
-      const std::string& line = shown.value().front();
-      const std::string why = DescribeSlurmEnd(ScontrolField(line, "JobState"),
-                                               ScontrolField(line, "Reason"), allocation,
-                                               it->second->config.slurm);
-      if (!why.empty()) {
-        it->second->failure = why + ": " + it->second->failure;
-        // The attempt's first failure is an event already; this says what caused it.
-        const std::string* noted = &why;
-        co_await OffThread(pool_, [this, id, noted] { return store_.NoteEvent(id, *noted); });
-        it = jobs_.find(id);
-        if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-      }
+    const std::string why = DescribeSlurmEnd(state, reason, allocation, it->second->config.slurm);
+    if (!why.empty()) {
+      it->second->failure = why + ": " + it->second->failure;
+      // The attempt's first failure is an event already; this says what caused it.
+      const std::string* noted = &why;
+      co_await OffThread(pool_, [this, id, noted] { return store_.NoteEvent(id, *noted); });
+      it = jobs_.find(id);
+      if (it == jobs_.end() || it->second->attempt != attempt) co_return;
     }
   }
   it->second->slurm.id = 0;

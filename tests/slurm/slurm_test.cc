@@ -3,7 +3,10 @@
 // a real root dtraind listening on loopback TCP, where the tasks connect back. Fashion-MNIST sync
 // and async jobs succeed with their metrics and logs in the store and squeue showing them while
 // they run; `dtrain cancel` leaves no Slurm job and no process; scancel of one task's step is a
-// worker failure that restarts the job from its checkpoint in a new allocation. Skipped, saying
+// worker failure that restarts the job from its checkpoint in a new allocation; a job preempted
+// by another partition's says so and resumes once Slurm lets it; a job waiting in Slurm's queue
+// can be cancelled; an allocation Slurm refuses fails the job with Slurm's words; a user's job
+// is that user's Slurm job. Skipped, saying
 // why, where Slurm cannot start (not root, slurm-wlm not installed).
 #include <boost/test/unit_test.hpp>
 
@@ -240,6 +243,42 @@ BOOST_AUTO_TEST_CASE(scancel_of_a_task_restarts_the_job_from_its_checkpoint,
   BOOST_TEST_REQUIRE(recovered["state"] == "running", recovered.dump());
   BOOST_TEST(recovered["restarts"] == 1);
   BOOST_TEST(recovered["slurm"]["job_id"].get<std::int64_t>() != first_allocation);
+  std::string logs;
+  BOOST_TEST(Eventually([&] {
+               logs = d.daemon.Request({{"type", "logs"}, {"id", id}}).dump();
+               return logs.find("resuming from step") != std::string::npos;
+             }),
+             logs);
+  d.daemon.Request({{"type", "cancel"}, {"id", id}});
+  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
+}
+
+BOOST_AUTO_TEST_CASE(a_preempted_job_says_so_and_resumes_from_its_checkpoint_when_let,
+                     *boost::unit_test::precondition(SlurmRuns)) {
+  SlurmDaemon d;
+  const int cores = net::OnlineCores();
+  const std::int64_t id = d.daemon.Submit(FashionJob(
+      "workers = " + std::to_string(cores) + "\nmode = \"" + (cores > 1 ? "sync" : "single") + "\"",
+      1000, "[checkpoint]\nevery_steps = 100\n[restart]\nmax_restarts = 2\n"));
+  BOOST_TEST_REQUIRE(d.daemon.WaitForStep(id, 250)["state"] == "running");
+  // A job of the "urgent" partition takes the node: Slurm cancels ours (PreemptMode=CANCEL).
+  const ProcessResult urgent = Run({"salloc", "--no-shell", "--partition=urgent",
+                                    "--ntasks=" + std::to_string(cores), "--job-name=urgent"});
+  BOOST_TEST_REQUIRE(urgent.exit_code == 0, urgent.err);
+  json job;
+  BOOST_TEST(Eventually([&] {
+               job = d.daemon.Status(id);
+               return job["events"].dump().find("was preempted by Slurm") != std::string::npos;
+             }),
+             job.dump());
+  BOOST_TEST(job["state"] == "recovering", job.dump());
+  // Once the node is free again the job resumes from its newest checkpoint.
+  BOOST_TEST_REQUIRE(Run({"scancel", "--name=urgent"}).exit_code == 0);
+  BOOST_TEST(Eventually([&] {
+               job = d.daemon.Status(id);
+               return job["state"] == "running" && job["restarts"] == 1;
+             }),
+             job.dump());
   std::string logs;
   BOOST_TEST(Eventually([&] {
                logs = d.daemon.Request({{"type", "logs"}, {"id", id}}).dump();
