@@ -191,6 +191,30 @@ void RequireTrainedAndRecorded(const DaemonFixture& daemon, const json& job, int
   BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(job["id"])); }));
 }
 
+// [cluster] keys of a job whose tasks take all of the node's cores (this machine's).
+std::string NodeFillingCluster() {
+  const int cores = net::OnlineCores();
+  return "workers = " + std::to_string(cores) + "\nmode = \"" + (cores > 1 ? "sync" : "single") +
+         "\"";
+}
+
+// Whether the job's log comes to hold `text` (within Eventually's time).
+bool LogsShow(const DaemonFixture& daemon, std::int64_t id, const std::string& text,
+              std::string* logs) {
+  return Eventually([&] {
+    *logs = daemon.Request({{"type", "logs"}, {"id", id}}).dump();
+    return logs->find(text) != std::string::npos;
+  });
+}
+
+// The job, restarted, resumes from its checkpoint; then it is cancelled, its allocation with it.
+void RequireResumedThenCancel(const DaemonFixture& daemon, std::int64_t id) {
+  std::string logs;
+  BOOST_TEST(LogsShow(daemon, id, "resuming from step", &logs), logs);
+  daemon.Request({{"type", "cancel"}, {"id", id}});
+  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
+}
+
 BOOST_AUTO_TEST_SUITE(slurm)
 
 BOOST_AUTO_TEST_CASE(a_sync_job_runs_as_two_slurm_tasks, *boost::unit_test::precondition(SlurmRuns)) {
@@ -243,27 +267,19 @@ BOOST_AUTO_TEST_CASE(scancel_of_a_task_restarts_the_job_from_its_checkpoint,
   BOOST_TEST_REQUIRE(recovered["state"] == "running", recovered.dump());
   BOOST_TEST(recovered["restarts"] == 1);
   BOOST_TEST(recovered["slurm"]["job_id"].get<std::int64_t>() != first_allocation);
-  std::string logs;
-  BOOST_TEST(Eventually([&] {
-               logs = d.daemon.Request({{"type", "logs"}, {"id", id}}).dump();
-               return logs.find("resuming from step") != std::string::npos;
-             }),
-             logs);
-  d.daemon.Request({{"type", "cancel"}, {"id", id}});
-  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
+  RequireResumedThenCancel(d.daemon, id);
 }
 
 BOOST_AUTO_TEST_CASE(a_preempted_job_says_so_and_resumes_from_its_checkpoint_when_let,
                      *boost::unit_test::precondition(SlurmRuns)) {
   SlurmDaemon d;
-  const int cores = net::OnlineCores();
   const std::int64_t id = d.daemon.Submit(FashionJob(
-      "workers = " + std::to_string(cores) + "\nmode = \"" + (cores > 1 ? "sync" : "single") + "\"",
-      1000, "[checkpoint]\nevery_steps = 100\n[restart]\nmax_restarts = 2\n"));
+      NodeFillingCluster(), 1000, "[checkpoint]\nevery_steps = 100\n[restart]\nmax_restarts = 2\n"));
   BOOST_TEST_REQUIRE(d.daemon.WaitForStep(id, 250)["state"] == "running");
   // A job of the "urgent" partition takes the node: Slurm cancels ours (PreemptMode=CANCEL).
   const ProcessResult urgent = Run({"salloc", "--no-shell", "--partition=urgent",
-                                    "--ntasks=" + std::to_string(cores), "--job-name=urgent"});
+                                    "--ntasks=" + std::to_string(net::OnlineCores()),
+                                    "--job-name=urgent"});
   BOOST_TEST_REQUIRE(urgent.exit_code == 0, urgent.err);
   json job;
   BOOST_TEST(Eventually([&] {
@@ -279,14 +295,7 @@ BOOST_AUTO_TEST_CASE(a_preempted_job_says_so_and_resumes_from_its_checkpoint_whe
                return job["state"] == "running" && job["restarts"] == 1;
              }),
              job.dump());
-  std::string logs;
-  BOOST_TEST(Eventually([&] {
-               logs = d.daemon.Request({{"type", "logs"}, {"id", id}}).dump();
-               return logs.find("resuming from step") != std::string::npos;
-             }),
-             logs);
-  d.daemon.Request({{"type", "cancel"}, {"id", id}});
-  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
+  RequireResumedThenCancel(d.daemon, id);
 }
 
 BOOST_AUTO_TEST_CASE(a_job_waits_for_slurm_and_cancelling_it_withdraws_the_request,
@@ -294,17 +303,11 @@ BOOST_AUTO_TEST_CASE(a_job_waits_for_slurm_and_cancelling_it_withdraws_the_reque
   SlurmDaemon d;
   // The first job takes the node's cores (this machine's; the test asks for 2 tasks), so Slurm
   // holds the second one's allocation pending.
-  const int cores = net::OnlineCores();
-  const std::int64_t first = d.daemon.Submit(FashionJob(
-      "workers = " + std::to_string(cores) + "\nmode = \"" + (cores > 1 ? "sync" : "single") + "\"", 1000));
+  const std::int64_t first = d.daemon.Submit(FashionJob(NodeFillingCluster(), 1000));
   BOOST_TEST_REQUIRE(d.daemon.WaitForStep(first, 10)["state"] == "running");
   const std::int64_t second = d.daemon.Submit(FashionJob("workers = 2\nmode = \"sync\"", 1));
   std::string logs;
-  BOOST_TEST(Eventually([&] {
-               logs = d.daemon.Request({{"type", "logs"}, {"id", second}}).dump();
-               return logs.find("waiting for Slurm to grant job") != std::string::npos;
-             }),
-             logs);
+  BOOST_TEST(LogsShow(d.daemon, second, "waiting for Slurm to grant job", &logs), logs);
   BOOST_TEST(d.daemon.Status(second)["state"] == "starting");
   BOOST_TEST(SqueueShows(AllocationName(second)));
   const json reply = d.daemon.Request({{"type", "cancel"}, {"id", second}});
