@@ -207,6 +207,18 @@ bool LogsShow(const DaemonFixture& daemon, std::int64_t id, const std::string& t
   });
 }
 
+// scancel of the Slurm step that runs rank `rank` of job `id`, found by the name its stand-in
+// gives it.
+void CancelTask(std::int64_t id, int rank) {
+  const std::string task_name = "dtrain-" + std::to_string(id) + "-rank-" + std::to_string(rank);
+  const std::string steps = Squeue(true);
+  const std::size_t at = steps.find(" " + task_name + "\n");
+  BOOST_TEST_REQUIRE(at != std::string::npos, steps);
+  const std::size_t line_start = steps.rfind('\n', at);
+  const std::size_t begin = line_start == std::string::npos ? 0 : line_start + 1;
+  BOOST_TEST_REQUIRE(Run({"scancel", steps.substr(begin, at - begin)}).exit_code == 0);
+}
+
 // The job, restarted, resumes from its checkpoint; then it is cancelled, its allocation with it.
 void RequireResumedThenCancel(const DaemonFixture& daemon, std::int64_t id) {
   std::string logs;
@@ -254,20 +266,33 @@ BOOST_AUTO_TEST_CASE(scancel_of_a_task_restarts_the_job_from_its_checkpoint,
   const json running = d.daemon.WaitForStep(id, 250);
   BOOST_TEST_REQUIRE(running["state"] == "running", running.dump());
   const std::int64_t first_allocation = running["slurm"]["job_id"];
-  // Rank 1's step, by the name its stand-in gives it.
-  const std::string task_name = "dtrain-" + std::to_string(id) + "-rank-1";
-  const std::string steps = Squeue(true);
-  const std::size_t at = steps.find(" " + task_name + "\n");
-  BOOST_TEST_REQUIRE(at != std::string::npos, steps);
-  const std::size_t line_start = steps.rfind('\n', at);
-  const std::size_t begin = line_start == std::string::npos ? 0 : line_start + 1;
-  const std::string step = steps.substr(begin, at - begin);
-  BOOST_TEST_REQUIRE(Run({"scancel", step}).exit_code == 0);
+  CancelTask(id, 1);
   const json recovered = d.daemon.WaitForRecovery(id, 4);
   BOOST_TEST_REQUIRE(recovered["state"] == "running", recovered.dump());
   BOOST_TEST(recovered["restarts"] == 1);
   BOOST_TEST(recovered["slurm"]["job_id"].get<std::int64_t>() != first_allocation);
   RequireResumedThenCancel(d.daemon, id);
+}
+
+BOOST_AUTO_TEST_CASE(an_async_replica_whose_task_is_cancelled_restarts_alone_in_the_allocation,
+                     *boost::unit_test::precondition(SlurmRuns)) {
+  SlurmDaemon d;
+  const std::int64_t id = d.daemon.Submit(FashionJob(
+      "workers = 1\nmode = \"async\"\nservers = 1", 1000,
+      "[checkpoint]\nevery_steps = 100\n[restart]\nmax_restarts = 2\n"));
+  const json running = d.daemon.WaitForStep(id, 250);
+  BOOST_TEST_REQUIRE(running["state"] == "running", running.dump());
+  CancelTask(id, 0);  // the replica; its shard goes on
+  std::string logs;
+  BOOST_TEST(LogsShow(d.daemon, id, "started again alone", &logs), logs);
+  const json job = d.daemon.Status(id);
+  BOOST_TEST(job["state"] == "running", job.dump());
+  BOOST_TEST(job["restarts"] == 1);
+  BOOST_TEST(job["slurm"]["job_id"] == running["slurm"]["job_id"]);  // the same allocation
+  BOOST_TEST(Eventually([&] { return SqueueShows("dtrain-" + std::to_string(id) + "-rank-0", true); }),
+             Squeue(true));
+  d.daemon.Request({{"type", "cancel"}, {"id", id}});
+  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
 }
 
 BOOST_AUTO_TEST_CASE(a_preempted_job_says_so_and_resumes_from_its_checkpoint_when_let,
