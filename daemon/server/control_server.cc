@@ -770,6 +770,18 @@ struct ControlServer::Impl {
     co_return co_await ReadFrame(socket, kMaxClientPayload);
   }
 
+  // The whole next frame within `limit` of now, idle time included, or the connection is closed:
+  // for a caller that holds no credential yet (a Slurm task's channel before its hello).
+  asio::awaitable<Result<net::Frame>> ReadWithin(Socket& socket, std::chrono::seconds limit) {
+    asio::steady_timer deadline(io);
+    deadline.expires_after(limit);
+    deadline.async_wait([&socket](const std::error_code& expired) {
+      std::error_code ignored;
+      if (!expired) socket.close(ignored);
+    });
+    co_return co_await ReadFrame(socket, kMaxClientPayload);
+  }
+
   asio::awaitable<void> Converse(Socket& socket, const std::optional<std::string>& tcp_peer,
                                  bool worker_channel) {
     Caller caller;  // loopback TCP without a key (the configuration saw to it): only queries
@@ -785,7 +797,14 @@ struct ControlServer::Impl {
       }
     }
     for (;;) {
-      Result<net::Frame> frame = co_await ReadRequest(socket);
+      // A Slurm task's channel holds nothing until its hello proves its token: it gets no more
+      // time than a handshake to send it.
+      Result<net::Frame> frame = Status::Error("unread");
+      if (caller.slurm_task) {
+        frame = co_await ReadWithin(socket, ControlServer::kHandshakeTimeout);
+      } else {
+        frame = co_await ReadRequest(socket);
+      }
       if (!frame.ok() || frame.value().header.type != net::MessageType::kControl) co_return;
       ParsedRequest parsed = ParseControlRequest(frame.value().payload);
       if (parsed.verdict == ParsedRequest::Verdict::kClose) co_return;

@@ -19,7 +19,9 @@
 // Worker channels: a local worker's coordinator connection is one end of a socket pair the job
 // manager made (ServeWorkerChannel); a peer daemon opens one over TCP for a worker it starts
 // (`worker_channel`). Such a connection carries a worker's hello and its messages, nothing else:
-// the worker runs as the job's owner and holds it.
+// the worker runs as the job's owner and holds it. A Slurm task opens its own over TCP without
+// the key (`worker_channel` as its first frame): its hello, due within kHandshakeTimeout, is
+// admitted only for a process of a job placed by Slurm, with that process's token.
 //
 // Malformed input (bad frame, non-JSON payload) closes that connection only; an unknown or
 // ill-formed request gets an error reply. A request frame not complete kRequestTimeout after its

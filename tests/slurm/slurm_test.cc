@@ -24,6 +24,7 @@
 #include "common/idx_files.h"
 #include "common/process.h"
 #include "common/temp_dir.h"
+#include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
 #include "integration/daemon_fixture.h"
 #include "integration/test_user.h"
@@ -121,15 +122,16 @@ bool Eventually(Done done) {
 // A root daemon that listens on loopback TCP (the tasks' way back), its socket open to every
 // user, run from binaries every user may run.
 struct SlurmDaemon {
-  SlurmDaemon() : daemon(Arguments(config), bins.dtraind) {
+  SlurmDaemon() : daemon(Arguments(config, port), bins.dtraind) {
     ::chmod(daemon.dir().path().c_str(), 0755);  // users reach the socket
   }
-  static std::vector<std::string> Arguments(TempDir& dir) {
+  static std::vector<std::string> Arguments(TempDir& dir, std::uint16_t port) {
     dir.Write("dtraind.toml", "[daemon]\nsocket_mode = \"0666\"\n[cluster]\nlisten = \"127.0.0.1:" +
-                                  std::to_string(FreePort()) + "\"\n");
+                                  std::to_string(port) + "\"\n");
     return {"--config", dir.Path("dtraind.toml")};
   }
   TempDir config;
+  std::uint16_t port = FreePort();
   SharedBinaries bins;
   DaemonFixture daemon;
 };
@@ -228,6 +230,40 @@ void RequireResumedThenCancel(const DaemonFixture& daemon, std::int64_t id) {
 }
 
 BOOST_AUTO_TEST_SUITE(slurm)
+
+// Needs no Slurm: the TCP listener's keyless worker channel, which Slurm tasks open.
+BOOST_AUTO_TEST_CASE(a_keyless_worker_channel_admits_nothing_without_a_token_and_waits_for_no_one) {
+  SlurmDaemon d;
+  const auto open_channel = [&] {
+    auto stream = net::FrameStream::ConnectTcp("127.0.0.1", d.port, 5s);
+    BOOST_TEST_REQUIRE(stream.ok(), stream.status().message());
+    const json ask = {{"v", 1}, {"type", "worker_channel"}};
+    BOOST_TEST_REQUIRE(
+        stream.value().WriteString(net::MessageType::kControl, 0, 0, ask.dump(), 5s).ok());
+    auto answer = stream.value().Read(5s);
+    BOOST_TEST_REQUIRE(answer.ok());
+    BOOST_TEST(json::parse(answer.value().payload)["ok"] == true);
+    return std::move(stream).value();
+  };
+  // A hello with a token no process of a Slurm job holds is refused, and the connection closed.
+  net::FrameStream guessing = open_channel();
+  const json hello = {{"v", 1}, {"type", "worker_hello"}, {"job", 1}, {"rank", 0},
+                      {"token", std::string(64, 'a')}, {"data_host", "127.0.0.1"},
+                      {"data_port", 1}, {"partition_port", 1}};
+  BOOST_TEST_REQUIRE(
+      guessing.WriteString(net::MessageType::kControl, 0, 0, hello.dump(), 5s).ok());
+  auto refused = guessing.Read(5s);
+  BOOST_TEST_REQUIRE(refused.ok());
+  BOOST_TEST(json::parse(refused.value().payload)["code"] == "denied", refused.value().payload);
+  // One that says nothing more is closed by the daemon (after the handshake's 5 s), not held
+  // open: the read ends "closed", long before its own 60 s would end it "timeout".
+  net::FrameStream idle = open_channel();
+  const Result<net::Frame> nothing = idle.Read(60s);
+  BOOST_TEST_REQUIRE(!nothing.ok());
+  BOOST_TEST(nothing.status().message().rfind("closed", 0) == 0, nothing.status().message());
+  // Anything else first, without the key, is not a channel: the daemon still answers queries.
+  BOOST_TEST(d.daemon.Request({{"type", "version"}})["ok"] == true);
+}
 
 BOOST_AUTO_TEST_CASE(a_sync_job_runs_as_two_slurm_tasks, *boost::unit_test::precondition(SlurmRuns)) {
   SlurmDaemon d;
