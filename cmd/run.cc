@@ -229,6 +229,12 @@ int Run(const RunArgs& args) {
       return kExitUsage;
     }
     job = *loaded.job;
+    if (job.cluster.scheduler == config::Scheduler::kSlurm) {
+      PrintError(args.job_file + ": cluster.scheduler = \"slurm\": Slurm places the processes of a "
+                 "job that dtraind coordinates; submit it with `dtrain submit " + args.job_file +
+                 "` (or --set cluster.scheduler=daemon to run it here)");
+      return kExitUsage;
+    }
     const std::string resolved = config::FormatResolvedJob(job);
     if (resume) {
       auto found = FindResumableJob(*store, resolved);

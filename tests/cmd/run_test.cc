@@ -209,6 +209,19 @@ BOOST_AUTO_TEST_CASE(an_invalid_job_file_exits_2_naming_file_line_and_key) {
   BOOST_TEST(ok.out.find("epochs = 7") != std::string::npos, ok.out);
 }
 
+BOOST_AUTO_TEST_CASE(a_job_for_slurm_is_refused_by_run_and_pointed_at_submit) {
+  TempDir dir;
+  const std::string job = dir.Write(
+      "slurm.toml", std::string(kQuickJob) + "\n[cluster]\nscheduler = \"slurm\"\n");
+  const ProcessResult r = RunProcess({Bin(), "run", job, "--db", dir.Path("x.db")}, dir.Path(""));
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.err.find("dtrain submit") != std::string::npos, r.err);
+  const ProcessResult here = RunProcess(
+      {Bin(), "run", job, "--db", dir.Path("x.db"), "--set", "cluster.scheduler=daemon"},
+      dir.Path(""));
+  BOOST_TEST(here.exit_code == 0, here.err);
+}
+
 BOOST_AUTO_TEST_CASE(a_model_too_large_for_the_host_is_refused_with_its_size) {
   TempDir dir;
   const std::string job = dir.Write("huge.toml",
