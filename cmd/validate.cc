@@ -15,6 +15,7 @@
 #include "core/net/host_info.h"
 #include "daemon/runner/job_data.h"
 #include "daemon/runner/sparse_data.h"
+#include "daemon/server/slurm_commands.h"
 
 namespace dtrain::cli {
 namespace {
@@ -48,6 +49,14 @@ void PrintLayers(const model::ModelSpec& spec) {
 }
 
 // How each replica uses its cores on this host (every replica here unless the job names hosts).
+// A job placed by Slurm: what each attempt asks Slurm for.
+void PrintSlurmRequest(const config::JobConfig& job) {
+  if (job.cluster.scheduler != config::Scheduler::kSlurm) return;
+  std::cout << "# Slurm: each attempt is";
+  for (const std::string& a : server::SallocArguments(job, "dtrain-NODE-JOB")) std::cout << ' ' << a;
+  std::cout << ", then one srun step per process\n";
+}
+
 void PrintThreads(const config::JobConfig& job, const model::ModelSpec& spec) {
   const int hosts = std::max(1, static_cast<int>(job.cluster.hosts.size()));
   const int here = (job.cluster.Trainers() + hosts - 1) / hosts;
@@ -70,6 +79,7 @@ int ValidateSparse(const config::JobConfig& job, const ValidateArgs& args) {
   } else {
     std::cout << d.train.NonZeros() << " non-zeros\n";
   }
+  PrintSlurmRequest(job);
   return kExitOk;
 }
 
@@ -87,6 +97,7 @@ int Validate(const ValidateArgs& args) {
   std::cout << config::FormatResolvedJob(*loaded.job, Keys(args));
   PrintLayers(spec.value());
   PrintThreads(*loaded.job, spec.value());
+  PrintSlurmRequest(*loaded.job);
   return kExitOk;
 }
 

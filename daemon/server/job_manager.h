@@ -264,8 +264,7 @@ class JobManager {
   asio::awaitable<void> CancelSlurmJob(Owner owner, std::string allocation);
   // How process `p` of a Slurm job starts: its stand-in (`dtraind slurm-task`), as the owner.
   Result<Launch> SlurmTaskLaunch(const Job& job, const Process& p) const;
-  // Cores each Slurm task of the job asks for.
-  static int SlurmTaskCores(const Job& job);
+
   // Ends a job whose placement can never succeed, then schedules the others.
   asio::awaitable<void> FailUnplaceable(std::int64_t id, std::string why);
   void Schedule();

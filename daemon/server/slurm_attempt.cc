@@ -19,8 +19,6 @@ extern char** environ;
 
 namespace dtrain::server {
 
-int JobManager::SlurmTaskCores(const Job& job) { return std::max(1, job.config.threads); }
-
 Placed JobManager::PlaceOnSlurm(Job& job) const {
   Placed placed;
   if (settings_.coordinator.empty()) {
@@ -97,8 +95,7 @@ asio::awaitable<Status> JobManager::AllocateOnSlurm(std::int64_t id, std::uint64
   if (job == nullptr) co_return Status::Error("the attempt ended");
   if (job->cancel_requested || shutting_down_) co_return Status::Error("stopped");
   SlurmCommand salloc;
-  salloc.argv = SallocArguments(job->config, name, job->config.cluster.Processes(),
-                                SlurmTaskCores(*job));
+  salloc.argv = SallocArguments(job->config, name);
   salloc.on_line = [this, id, current](std::string_view line) {
     Job* j = current();
     const std::optional<std::int64_t> allocation = AllocationIdIn(line);
@@ -188,7 +185,7 @@ Result<Launch> JobManager::SlurmTaskLaunch(const Job& job, const Process& p) con
                  "--rank",
                  std::to_string(p.rank),
                  "--cpus",
-                 std::to_string(SlurmTaskCores(job)),
+                 std::to_string(SlurmTaskCores(job.config)),
                  "--coordinator",
                  settings_.coordinator};
   if (settings_.run_as_owner) {

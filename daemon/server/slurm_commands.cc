@@ -11,13 +11,14 @@ std::string SlurmJobName(const std::string& node, std::int64_t id) {
   return "dtrain-" + node + "-" + std::to_string(id);
 }
 
-std::vector<std::string> SallocArguments(const config::JobConfig& job, const std::string& name,
-                                         int tasks, int cpus_per_task) {
+int SlurmTaskCores(const config::JobConfig& job) { return job.threads > 0 ? job.threads : 1; }
+
+std::vector<std::string> SallocArguments(const config::JobConfig& job, const std::string& name) {
   std::vector<std::string> argv = {"salloc",
                                    "--no-shell",
                                    "--job-name=" + name,
-                                   "--ntasks=" + std::to_string(tasks),
-                                   "--cpus-per-task=" + std::to_string(cpus_per_task)};
+                                   "--ntasks=" + std::to_string(job.cluster.Processes()),
+                                   "--cpus-per-task=" + std::to_string(SlurmTaskCores(job))};
   const config::SlurmConfig& s = job.slurm;
   if (!s.partition.empty()) argv.push_back("--partition=" + s.partition);
   if (!s.account.empty()) argv.push_back("--account=" + s.account);

@@ -1,7 +1,7 @@
 // The Slurm commands a coordinating daemon runs for a job with cluster.scheduler = "slurm", and
 // what it reads from their output. Pure functions: safe for concurrent use.
 //
-//   argv = SallocArguments(job, SlurmJobName("node-1", 7), tasks, cpus);  // as the job's owner
+//   argv = SallocArguments(job, SlurmJobName("node-1", 7));   // run as the job's owner
 //   if (auto id = AllocationIdIn("salloc: Granted job allocation 812")) ...   // 812
 //   std::string nodes = ScontrolField(line, "NodeList");                 // "node[3-4]"
 //   std::string why = DescribeSlurmEnd("TIMEOUT", "TimeLimit", 812, job.slurm);  // "": ordinary
@@ -25,8 +25,11 @@ namespace dtrain::server {
 // per daemon and job, so a daemon that restarts can cancel what its predecessor left.
 std::string SlurmJobName(const std::string& node, std::int64_t id);
 
-std::vector<std::string> SallocArguments(const config::JobConfig& job, const std::string& name,
-                                         int tasks, int cpus_per_task);
+// Cores each Slurm task of the job asks for: train.threads, or 1 when automatic.
+int SlurmTaskCores(const config::JobConfig& job);
+
+// The allocation of one attempt: a task per process of the job, SlurmTaskCores each.
+std::vector<std::string> SallocArguments(const config::JobConfig& job, const std::string& name);
 
 // The Slurm job id in salloc's "Pending job allocation N" or "Granted job allocation N".
 std::optional<std::int64_t> AllocationIdIn(std::string_view line);

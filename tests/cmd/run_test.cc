@@ -220,6 +220,13 @@ BOOST_AUTO_TEST_CASE(a_job_for_slurm_is_refused_by_run_and_pointed_at_submit) {
       {Bin(), "run", job, "--db", dir.Path("x.db"), "--set", "cluster.scheduler=daemon"},
       dir.Path(""));
   BOOST_TEST(here.exit_code == 0, here.err);
+  // validate says what each attempt asks Slurm for.
+  const ProcessResult v = RunProcess({Bin(), "validate", job}, dir.Path(""));
+  BOOST_TEST(v.exit_code == 0, v.err);
+  BOOST_TEST(v.out.find("# Slurm: each attempt is salloc --no-shell --job-name=dtrain-NODE-JOB "
+                        "--ntasks=1 --cpus-per-task=1, then one srun step per process") !=
+                 std::string::npos,
+             v.out);
 }
 
 BOOST_AUTO_TEST_CASE(a_model_too_large_for_the_host_is_refused_with_its_size) {

@@ -17,15 +17,20 @@ BOOST_AUTO_TEST_SUITE(slurm_commands)
 
 BOOST_AUTO_TEST_CASE(salloc_asks_for_a_task_per_process_and_the_jobs_slurm_keys) {
   config::JobConfig job;
+  job.cluster.workers = 4;
+  job.cluster.mode = config::ClusterMode::kAsync;  // and one shard: 5 processes
+  job.threads = 2;
   job.slurm.partition = "debug";
   job.slurm.time_limit = "2:00:00";
   job.slurm.options = {"--constraint=avx512"};
-  const std::vector<std::string> argv = SallocArguments(job, SlurmJobName("node-1", 7), 5, 2);
+  const std::vector<std::string> argv = SallocArguments(job, SlurmJobName("node-1", 7));
   const std::vector<std::string> expected = {"salloc",           "--no-shell",
                                              "--job-name=dtrain-node-1-7", "--ntasks=5",
                                              "--cpus-per-task=2", "--partition=debug",
                                              "--time=2:00:00",    "--constraint=avx512"};
   BOOST_TEST(argv == expected, boost::test_tools::per_element());
+  job.threads = 0;  // automatic: one core a task
+  BOOST_TEST(SallocArguments(job, "x")[4] == "--cpus-per-task=1");
 }
 
 BOOST_AUTO_TEST_CASE(the_allocation_id_is_read_from_salloc_lines) {
