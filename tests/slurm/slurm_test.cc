@@ -297,7 +297,9 @@ BOOST_AUTO_TEST_CASE(cancel_leaves_no_slurm_job_and_no_process,
   BOOST_TEST_REQUIRE(reply["ok"] == true, reply.dump());
   BOOST_TEST(d.daemon.Status(id)["state"] == "cancelled");
   BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
-  const std::string workers = "worker --job " + std::to_string(id) + " ";
+  // This daemon's tasks (and their sruns), not another test's workers with the same job id.
+  const std::string workers = "worker --job " + std::to_string(id) + " --rank [0-9]+ --connect " +
+                              "127.0.0.1:" + std::to_string(d.port) + "$";
   BOOST_TEST(Eventually([&] { return Run({"pgrep", "-f", workers}).exit_code == 1; }),
              "a worker process of job " << id << " outlived the cancel");
 }
@@ -427,7 +429,9 @@ BOOST_AUTO_TEST_CASE(a_users_job_is_that_users_slurm_job_and_processes,
              shown);
   // ... and each task runs with the user's uid, with no token on its command line.
   const std::string pids =
-      Run({"pgrep", "-f", "^[^ ]+ worker --job " + std::to_string(id) + " "}).out;  // not srun
+      Run({"pgrep", "-f", "^[^ ]+ worker --job " + std::to_string(id) +
+                          " --rank [0-9]+ --connect 127.0.0.1:" + std::to_string(d.port) + "$"})
+          .out;  // the tasks, not their sruns, nor another test's workers with the same job id
   int tasks = 0;
   for (std::size_t at = 0; at < pids.size();) {
     const std::size_t end = pids.find('\n', at);
