@@ -247,6 +247,16 @@ Placed JobManager::Place(Job& job) const {
   return placed;
 }
 
+Status JobManager::AsOwner(const Owner& owner, Launch& launch) const {
+  if (settings_.run_as_owner) {
+    Result<Account> account = ResolveAccount(owner.uid, owner.gid);
+    if (!account.ok()) return account.status();
+    launch.account = std::move(account).value();
+  }
+  launch.environment = JobEnvironment(environ, launch.account ? &*launch.account : nullptr);
+  return Status::Ok();
+}
+
 Result<Launch> JobManager::ProcessLaunch(const Job& job, const Process& p, int connection) const {
   if (job.OnSlurm()) return SlurmTaskLaunch(job, p);
   const std::string job_id = std::to_string(job.id), rank = std::to_string(p.rank),
@@ -263,15 +273,10 @@ Result<Launch> JobManager::ProcessLaunch(const Job& job, const Process& p, int c
                    parent,
                    "--data-host",
                    settings_.data_host};
-    if (settings_.run_as_owner) {
-      Result<Account> account = ResolveAccount(job.owner.uid, job.owner.gid);
-      if (!account.ok()) return account.status();
-      launch.account = std::move(account).value();
-    }
+    if (Status owned = AsOwner(job.owner, launch); !owned.ok()) return owned;
     launch.connection = connection;
     launch.address_space = job.config.memory_limit;
     launch.secret = nlohmann::json{{"token", p.token}}.dump();
-    launch.environment = JobEnvironment(environ, launch.account ? &*launch.account : nullptr);
     return launch;
   }
   // Its local stand-in, as this daemon's user, asks the peer's daemon to start it; that daemon

@@ -204,6 +204,9 @@ class JobManager {
   // How process `p` of job `job` starts: a worker here, as the job's owner, or the local stand-in
   // of one on a peer (`dtraind remote-worker`); `connection` is the worker's end of its channel.
   Result<Launch> ProcessLaunch(const Job& job, const Process& p, int connection) const;
+  // Makes `launch` run as `owner` (when this daemon runs jobs as their owners) with the job
+  // environment of that account (launch.h, account.h); an error when the account is unknown.
+  Status AsOwner(const Owner& owner, Launch& launch) const;
   // Records that process `rank` (pid `pid`) started, and its exit if it came first.
   asio::awaitable<void> RecordStart(std::int64_t id, std::uint64_t attempt, int rank, pid_t pid);
   // Whether a failed process's replica may be started again while the others go on: an async

@@ -10,12 +10,9 @@
 #include <asio/use_awaitable.hpp>
 #include <nlohmann/json.hpp>
 
-#include "daemon/server/account.h"
 #include "daemon/server/active_job.h"
 #include "daemon/server/async.h"
 #include "daemon/server/slurm_commands.h"
-
-extern char** environ;
 
 namespace dtrain::server {
 
@@ -48,12 +45,7 @@ asio::awaitable<Result<std::vector<std::string>>> JobManager::RunSlurmCommand(
   Launch launch;
   launch.argv = std::move(command.argv);
   launch.argv.front() = *program;
-  if (settings_.run_as_owner) {
-    Result<Account> account = ResolveAccount(owner.uid, owner.gid);
-    if (!account.ok()) co_return account.status();
-    launch.account = std::move(account).value();
-  }
-  launch.environment = JobEnvironment(environ, launch.account ? &*launch.account : nullptr);
+  if (Status owned = AsOwner(owner, launch); !owned.ok()) co_return owned;
   auto lines = std::make_shared<std::vector<std::string>>();
   auto exit = std::make_shared<std::optional<ProcessExit>>();
   auto done = std::make_shared<asio::steady_timer>(io_, asio::steady_timer::time_point::max());
@@ -188,13 +180,8 @@ Result<Launch> JobManager::SlurmTaskLaunch(const Job& job, const Process& p) con
                  std::to_string(SlurmTaskCores(job.config)),
                  "--coordinator",
                  settings_.coordinator};
-  if (settings_.run_as_owner) {
-    Result<Account> account = ResolveAccount(job.owner.uid, job.owner.gid);
-    if (!account.ok()) return account.status();
-    launch.account = std::move(account).value();
-  }
+  if (Status owned = AsOwner(job.owner, launch); !owned.ok()) return owned;
   launch.secret = nlohmann::json{{"token", p.token}}.dump();
-  launch.environment = JobEnvironment(environ, launch.account ? &*launch.account : nullptr);
   return launch;
 }
 
