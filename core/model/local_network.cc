@@ -126,20 +126,19 @@ void LocalNetwork::CombineSliceGradients(int rows, float* grad) {
   // grad = sum over slices of (rows_s / rows) g_s, slice by slice for each coordinate; the
   // coordinates are shared out over the team. An empty slice weighs 0 (its gradient is unset).
   const int slices = Slices();
-  std::vector<float> weights(static_cast<std::size_t>(slices));
-  for (int s = 0; s < slices; ++s) {
+  const auto weight = [&](int s) {
     const math::PartRange r = math::PartOf(static_cast<std::size_t>(rows), slices, s);
-    weights[static_cast<std::size_t>(s)] =
-        static_cast<float>(r.end - r.begin) / static_cast<float>(rows);
-  }
+    return static_cast<float>(r.end - r.begin) / static_cast<float>(rows);
+  };
   const std::size_t n = model_.NumParams();
   team_->Run([&](int part) {
     const math::PartRange r = math::PartOf(n, slices, part);
     float* out = grad + r.begin;
     const std::size_t count = r.end - r.begin;
-    for (std::size_t i = 0; i < count; ++i) out[i] *= weights[0];
+    const float first = weight(0);
+    for (std::size_t i = 0; i < count; ++i) out[i] *= first;
     for (int s = 1; s < slices; ++s) {
-      const float w = weights[static_cast<std::size_t>(s)];
+      const float w = weight(s);
       if (w == 0.0f) continue;
       const float* g = slice_grads_[static_cast<std::size_t>(s) - 1].data() + r.begin;
       for (std::size_t i = 0; i < count; ++i) out[i] += w * g[i];

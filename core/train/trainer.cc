@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/data/random.h"
+#include "core/math/part_range.h"
 
 namespace dtrain::train {
 namespace {
@@ -126,6 +127,21 @@ std::int64_t Trainer::PlannedSteps() const {
 
 double Trainer::Epochs() const { return train::EpochsDone(position_, sampler_.StepsPerEpoch()); }
 
+void Trainer::GatherInSlices(std::span<const std::uint32_t> batch) {
+  math::ThreadTeam* const team = network_.Team();
+  if (team == nullptr) {
+    data::GatherBatch(train_, scaling_, batch, x_.data(), y_.data());
+    return;
+  }
+  // The network's slices are contiguous runs of rows, math::PartOf's: each thread converts the
+  // rows its slice of the pass reads first, into its own core's cache.
+  team->Run([&](int part) {
+    const math::PartRange r = math::PartOf(batch.size(), team->size(), part);
+    data::GatherBatch(train_, scaling_, batch.subspan(r.begin, r.end - r.begin),
+                      x_.data() + r.begin * train_.features, y_.data() + r.begin);
+  });
+}
+
 bool Trainer::Finished() const { return position_.step >= PlannedSteps(); }
 
 namespace {
@@ -181,7 +197,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     optim::Optimizer* const in_pass =
         rows > 0 && statistics.empty() ? strategy_.PassOptimizer() : nullptr;
     if (rows > 0) {
-      data::GatherBatch(train_, scaling_, batch, x_.data(), y_.data());
+      GatherInSlices(batch);
       // Augmentation and dropout: pure functions of (seed, replica, step), so a resumed run
       // repeats them.
       const std::uint64_t step_seed =

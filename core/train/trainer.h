@@ -136,6 +136,8 @@ class Trainer {
           const data::Dataset& train, const data::Dataset* eval, data::Scaling scaling,
           Strategy& strategy);
   bool Finished() const;
+  // The batch's rows into x_ and y_, on the network's team where it has one.
+  void GatherInSlices(std::span<const std::uint32_t> batch);
   void EmitEval(TrainListener& listener, const EvalResult& result);
 
   std::unique_ptr<model::LocalNetwork> owned_;  // the network, when built from a Model

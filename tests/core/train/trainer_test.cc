@@ -166,6 +166,59 @@ BOOST_AUTO_TEST_CASE(a_batch_split_over_threads_trains_the_same_bits_every_run) 
   }
 }
 
+// A LocalNetwork that hides its team, so that the trainer gathers a batch on one thread.
+class TeamlessNetwork final : public model::Network {
+ public:
+  explicit TeamlessNetwork(model::LocalNetwork& net) : net_(net) {}
+  const model::ModelSpec& spec() const override { return net_.spec(); }
+  std::size_t NumParams() const override { return net_.NumParams(); }
+  void Init(std::span<float> params, std::uint64_t seed) const override { net_.Init(params, seed); }
+  Result<model::LossValue> ForwardBackward(const float* params, const float* x, const float* y,
+                                           int rows, float wd, float* grad) override {
+    return net_.ForwardBackward(params, x, y, rows, wd, grad);
+  }
+  Result<model::LossValue> ForwardBackwardStep(float* params, const float* x, const float* y,
+                                               int rows, float wd, float* grad,
+                                               optim::Optimizer& optimizer, float lr) override {
+    return net_.ForwardBackwardStep(params, x, y, rows, wd, grad, optimizer, lr);
+  }
+  Result<model::LossValue> Evaluate(const float* params, const float* x, const float* y,
+                                    int rows) override {
+    return net_.Evaluate(params, x, y, rows);
+  }
+  Result<double> WeightDecayPenalty(const float* params, float wd) override {
+    return net_.WeightDecayPenalty(params, wd);
+  }
+  void SetNoiseSeed(std::uint64_t seed) override { net_.SetNoiseSeed(seed); }
+  int BatchSlices() const override { return net_.BatchSlices(); }
+
+ private:
+  model::LocalNetwork& net_;
+};
+
+// The trainer converts a batch's rows on the network's team, each thread the rows of its slice
+// (uneven here: batches of 32 and 24 rows over 3 threads): the same rows as one thread converts.
+BOOST_AUTO_TEST_CASE(a_batch_gathered_on_the_team_is_the_batch_one_thread_gathers) {
+  for (SpecMaker spec : {MlpSpec, DropoutSpec}) {
+    const auto train_with = [&](bool hide_team) {
+      model::LocalNetwork net(spec(static_cast<int>(train.features), train.num_classes),
+                              Trainer::Capacity(Options()), 3);
+      BOOST_REQUIRE(net.Team() != nullptr && net.Team()->size() == 3);
+      TeamlessNetwork teamless(net);
+      model::Network& used = hide_team ? static_cast<model::Network&>(teamless) : net;
+      LocalStrategy strategy(
+          optim::MakeOptimizer(Run::Opt(optim::OptimizerType::kMomentum), 0, used.NumParams()),
+          1.0f);
+      Trainer trainer(used, Options(), train, &test, data::ConstantScaling(1.0f), strategy);
+      trainer.InitParams();
+      RecordingListener listener;
+      BOOST_REQUIRE(trainer.Run(listener).ok());
+      return std::vector<float>(trainer.params().begin(), trainer.params().end());
+    };
+    BOOST_TEST((train_with(false) == train_with(true)));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(resuming_from_saved_state_continues_bit_identically) {
   for (SpecMaker spec : {MlpSpec, DropoutSpec, BatchNormSpec}) {
     const auto adam = optim::OptimizerType::kAdam;
