@@ -138,6 +138,15 @@ class DaemonFixture {
     return reply["job"];
   }
 
+  // The job's last `lines` log lines, as `dtrain logs --tail` prints them: for a failed test's
+  // message, where a worker says why it ended.
+  std::string LogTail(std::int64_t id, int lines = 40) const {
+    const ProcessResult r = RunProcess({EnvPath("DTRAIN_BIN"), "--socket", socket(), "logs",
+                                        std::to_string(id), "--tail", std::to_string(lines)},
+                                       dir().Path(""));
+    return "last log lines:\n" + r.out + r.err;
+  }
+
   // Polls until the job is running at step `step` or later (or 30 s pass); the job then, running
   // or not (the caller requires what it needs).
   nlohmann::json WaitForStep(std::int64_t id, std::int64_t step) const {

@@ -162,9 +162,9 @@ BOOST_AUTO_TEST_CASE(an_async_replica_whose_partition_is_killed_restarts_alone) 
     if (job["restarts"] == 1 || job["state"] != "running") break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  BOOST_TEST(job["restarts"] == 1, job.dump());
+  BOOST_TEST(job["restarts"] == 1, job.dump() << "\n" << d.LogTail(id));
   job = d.Wait(id);
-  BOOST_TEST(job["state"] == "succeeded", job.dump());
+  BOOST_TEST(job["state"] == "succeeded", job.dump() << "\n" << d.LogTail(id));
   int restarted = 0;
   for (const json& e : job["events"]) {
     BOOST_TEST(e["to"] != "recovering", job.dump());
