@@ -35,11 +35,7 @@ std::string Job(const std::string& cluster) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string why;
-  if (!dtrain::testing::NetnsAvailable(&why)) {
-    std::fprintf(stderr, "bench_cluster_modes: %s\n", why.c_str());
-    return 2;
-  }
+  if (!dtrain::bench::NetnsOrSayWhy("bench_cluster_modes")) return 2;
   const dtrain::bench::BenchArgs args = dtrain::bench::ParseBenchArgs(argc, argv);
   dtrain::bench::JobCluster cluster(kHosts, args);
   const std::vector<std::pair<std::string, std::string>> modes = {

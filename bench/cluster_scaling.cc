@@ -97,11 +97,7 @@ std::pair<double, double> FormulaBytes(const Mode& m, int hosts) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string why;
-  if (!dtrain::testing::NetnsAvailable(&why)) {
-    std::fprintf(stderr, "bench_cluster_scaling: %s\n", why.c_str());
-    return 2;
-  }
+  if (!dtrain::bench::NetnsOrSayWhy("bench_cluster_scaling")) return 2;
   std::vector<int> host_counts = {8, 16};
   std::vector<std::string> rates = {"10gbit", "1gbit", "100mbit"};
   int steps = 100;

@@ -38,11 +38,7 @@ std::string Job(const std::string& cluster, int batch) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string why;
-  if (!dtrain::testing::NetnsAvailable(&why)) {
-    std::fprintf(stderr, "bench_model_parallel_hosts: %s\n", why.c_str());
-    return 2;
-  }
+  if (!dtrain::bench::NetnsOrSayWhy("bench_model_parallel_hosts")) return 2;
   const dtrain::bench::BenchArgs args = dtrain::bench::ParseBenchArgs(argc, argv);
   dtrain::bench::JobCluster cluster(kHosts, args);
   struct Layout {

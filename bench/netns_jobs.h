@@ -31,6 +31,15 @@ struct BenchArgs {
   std::string dtraind, dtrain;
 };
 
+// True where network namespaces can be made here; otherwise says why on stderr, as `program`,
+// and the bench should exit 2 ("cannot run here").
+inline bool NetnsOrSayWhy(const char* program) {
+  std::string why;
+  if (dtrain::testing::NetnsAvailable(&why)) return true;
+  std::fprintf(stderr, "%s: %s\n", program, why.c_str());
+  return false;
+}
+
 // [--only TEXT] [DTRAIND DTRAIN]; by default the binaries beside this one's build tree.
 inline BenchArgs ParseBenchArgs(int argc, char** argv) {
   const std::filesystem::path build =
