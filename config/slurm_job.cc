@@ -82,9 +82,10 @@ std::string RefuseOption(std::string_view option) {
                           option.substr(0, owned.short_name.size()) == owned.short_name &&
                           option.substr(0, 2) != "--";
     if (!is_long && !is_short) continue;
-    return "\"" + std::string(option) + "\": dtrain sets " + std::string(owned.long_name) +
-           " itself" +
-           (owned.instead.empty() ? std::string() : " (from " + std::string(owned.instead) + ")");
+    std::string why = "\"";
+    why.append(option).append("\": dtrain sets ").append(owned.long_name).append(" itself");
+    if (!owned.instead.empty()) why.append(" (from ").append(owned.instead).append(")");
+    return why;
   }
   return "";
 }
