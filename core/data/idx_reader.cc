@@ -1,17 +1,12 @@
-// ReadIdx and ReadIdxShape: IDX image/label files through zlib's gz* API, which reads gzip and
-// plain files alike.
-#include <zlib.h>
-
+// ReadIdx and ReadIdxShape: IDX image/label files, gzipped or plain (codec::GzipOrPlainFile).
 #include <algorithm>
-#include <cerrno>
 #include <climits>
 #include <cstdio>
-#include <cstring>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/codec/gzip_or_plain_file.h"
 #include "core/data/readers.h"
 
 namespace dtrain::data {
@@ -22,8 +17,6 @@ constexpr std::uint32_t kLabelsMagic = 0x00000801;  // unsigned byte, 1 dimensio
 // Items are read into a buffer of at most this size before it grows to the declared total, so a
 // corrupt header cannot make us allocate much more than the file really holds.
 constexpr std::size_t kFirstChunk = std::size_t{64} << 20;
-constexpr std::size_t kMaxGzRead = std::size_t{1} << 30;  // gzread takes an unsigned length
-constexpr unsigned kGzBufferSize = 1u << 18;
 
 std::string Hex32(std::uint32_t v) {
   char text[16];
@@ -31,38 +24,22 @@ std::string Hex32(std::uint32_t v) {
   return text;
 }
 
-struct GzCloser {
-  void operator()(gzFile f) const { gzclose(f); }
-};
-
 // One open IDX file. Every error it produces starts with the file's path.
 class IdxFile {
  public:
   static Result<IdxFile> Open(const std::string& path) {
-    errno = 0;
-    gzFile f = gzopen(path.c_str(), "rb");
-    if (f == nullptr) {
-      return Status::Error(
-          path + ": cannot open: " + (errno != 0 ? std::strerror(errno) : "out of memory"));
-    }
-    gzbuffer(f, kGzBufferSize);
-    return IdxFile(path, f);
+    Result<codec::GzipOrPlainFile> f = codec::GzipOrPlainFile::Open(path);
+    if (!f.ok()) return Status::Error(path + ": " + f.status().message());
+    return IdxFile(path, std::move(f).value());
   }
 
   Status Error(const std::string& what) const { return Status::Error(path_ + ": " + what); }
 
   // Reads up to n bytes into dst; fewer only at the end of the data.
   Result<std::size_t> Read(void* dst, std::size_t n) {
-    auto* out = static_cast<unsigned char*>(dst);
-    std::size_t done = 0;
-    while (done < n) {
-      const auto want = static_cast<unsigned>(std::min(n - done, kMaxGzRead));
-      const int got = gzread(file_.get(), out + done, want);
-      if (got < 0) return Error("read error: " + ZlibError());
-      if (got == 0) break;
-      done += static_cast<std::size_t>(got);
-    }
-    return done;
+    Result<std::size_t> got = file_.Read(dst, n);
+    if (!got.ok()) return Error(got.status().message());
+    return got;
   }
 
   // Reads the magic number and the big-endian dimension sizes that follow it.
@@ -101,11 +78,9 @@ class IdxFile {
       done += got.value();
     }
     if (done < total) {
-      std::string what = "truncated: the data ends in " + std::string(item) + " " +
-                         std::to_string(done / item_bytes) + " (0-based), before the last one " +
-                         "the header declares (" + std::to_string(done) + " data bytes present)";
-      if (std::string zlib = ZlibError(); !zlib.empty()) what += "; " + zlib;
-      return Error(what);
+      return Error("truncated: the data ends in " + std::string(item) + " " +
+                   std::to_string(done / item_bytes) + " (0-based), before the last one " +
+                   "the header declares (" + std::to_string(done) + " data bytes present)");
     }
     unsigned char extra = 0;
     got = Read(&extra, 1);
@@ -117,24 +92,16 @@ class IdxFile {
   }
 
  private:
-  IdxFile(std::string path, gzFile f) : path_(std::move(path)), file_(f) {}
+  IdxFile(std::string path, codec::GzipOrPlainFile f)
+      : path_(std::move(path)), file_(std::move(f)) {}
 
   static std::uint32_t BigEndian(const unsigned char* p) {
     return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
            std::uint32_t{p[3]};
   }
 
-  // zlib's description of the stream's error state; empty when there is none.
-  std::string ZlibError() const {
-    int status = Z_OK;
-    const char* message = gzerror(file_.get(), &status);
-    if (status == Z_OK) return {};
-    if (status == Z_ERRNO) return std::strerror(errno);
-    return message;
-  }
-
   std::string path_;
-  std::unique_ptr<gzFile_s, GzCloser> file_;
+  codec::GzipOrPlainFile file_;
 };
 
 // An image file whose header has been read and checked; its items come next.
