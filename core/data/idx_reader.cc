@@ -16,7 +16,7 @@ constexpr std::uint32_t kImagesMagic = 0x00000803;  // unsigned byte, 3 dimensio
 constexpr std::uint32_t kLabelsMagic = 0x00000801;  // unsigned byte, 1 dimension
 // Items are read into a buffer of at most this size before it grows to the declared total, so a
 // corrupt header cannot make us allocate much more than the file really holds.
-constexpr std::size_t kFirstChunk = std::size_t{64} << 20;
+constexpr std::size_t kFirstChunk = std::size_t{16} << 20;
 
 std::string Hex32(std::uint32_t v) {
   char text[16];
@@ -150,7 +150,7 @@ Result<math::ByteBuffer> ReadLabels(const std::string& labels_path, std::uint32_
 // An image file with its header read and all its labels; the pixels are still to be read.
 struct LabelledImages {
   ImageFile images;
-  math::ByteBuffer labels;  // one per image
+  math::ByteBuffer labels;  // one per image; empty when unlabelled (all 0, once the pixels are in)
   int num_classes = 0;      // the largest label + 1
 };
 
@@ -159,9 +159,8 @@ Result<LabelledImages> OpenLabelledImages(const std::string& images_path,
                                           const std::string& labels_path) {
   Result<ImageFile> images = OpenImages(images_path);
   if (!images.ok()) return images.status();
-  if (labels_path.empty()) {  // unlabelled: labels 0, no classes
-    const std::uint32_t count = images.value().count;
-    return LabelledImages{std::move(images).value(), math::ByteBuffer(count, 0), 0};
+  if (labels_path.empty()) {  // unlabelled: no classes, and nothing sized by the header alone
+    return LabelledImages{std::move(images).value(), {}, 0};
   }
   Result<math::ByteBuffer> labels = ReadLabels(labels_path, images.value().count, images_path);
   if (!labels.ok()) return labels.status();
@@ -181,10 +180,14 @@ Result<Dataset> ReadIdx(const std::string& images_path, const std::string& label
   d.image_height = in.images.height;
   d.image_width = in.images.width;
   d.source = images_path;
-  d.labels.assign(in.labels.begin(), in.labels.end());
   d.num_classes = in.num_classes;
   Status s = in.images.file.ReadItems(d.rows, d.features, "image", d.bytes);
   if (!s.ok()) return s;
+  if (in.labels.empty()) {
+    d.labels.assign(d.rows, 0.0f);  // as many as the pixels really hold
+  } else {
+    d.labels.assign(in.labels.begin(), in.labels.end());
+  }
   return d;
 }
 

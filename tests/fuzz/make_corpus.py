@@ -5,6 +5,7 @@ of daemon/control_protocol.md. Job-file seeds are copies of examples/ and tests/
 hand-written broken ones. Rerun after a format change:  tests/fuzz/make_corpus.py
 Seeds that libFuzzer found (scripts/fuzz --merge) or regressions live beside these under other
 names and are left alone."""
+import gzip
 import json
 import pathlib
 import shutil
@@ -191,6 +192,28 @@ def job_files():
     write("job_file", "cluster", b"[data]\nformat=\"synthetic\"\nsynthetic=\"blobs\"\n[cluster]\nworkers = 3\nmode = \"sync\"\nhosts = [\"a\", \"b\", \"a\"]\nplacement = \"spread\"\n")
 
 
+# ---- IDX image files (unlabelled), plain and gzipped: u32 magic 0x00000803, u32 count, rows, cols
+def idx_files():
+    def images(count, rows, cols, pixels=None):
+        body = bytes(range(count * rows * cols)) if pixels is None else pixels
+        return struct.pack(">IIII", 0x803, count, rows, cols) + body[: count * rows * cols]
+
+    def gz(data):
+        return gzip.compress(data, mtime=0)
+
+    small = images(3, 2, 3)
+    write("idx_file", "plain", small)
+    write("idx_file", "gzip", gz(small))
+    write("idx_file", "two_members", gz(small[:10]) + gz(small[10:]))
+    write("idx_file", "gzip_bad_crc", gz(small)[:-8] + b"\0\0\0\0" + gz(small)[-4:])
+    write("idx_file", "gzip_cut", gz(small)[:-3])
+    write("idx_file", "gzip_then_junk", gz(small) + b"junk")
+    write("idx_file", "truncated_pixels", small[:-4])
+    write("idx_file", "huge_count", struct.pack(">IIII", 0x803, 0xFFFFFFFF, 28, 28) + bytes(64))
+    write("idx_file", "labels_magic", struct.pack(">II", 0x801, 3) + bytes(3))
+    write("idx_file", "short", b"\x1f")
+
+
 if __name__ == "__main__":
     frames()
     model_files()
@@ -198,3 +221,4 @@ if __name__ == "__main__":
     requests()
     http_heads()
     job_files()
+    idx_files()
