@@ -50,7 +50,9 @@ void GzipOrPlainFile::InflateDeleter::operator()(inflate_state* state) const { d
 Result<GzipOrPlainFile> GzipOrPlainFile::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::Error(std::string("cannot open: ") + std::strerror(errno));
-  return GzipOrPlainFile(fd);
+  GzipOrPlainFile file(fd);
+  if (Status s = file.Sniff(); !s.ok()) return s;
+  return file;
 }
 
 GzipOrPlainFile::GzipOrPlainFile(GzipOrPlainFile&& other) noexcept { *this = std::move(other); }
@@ -59,7 +61,6 @@ GzipOrPlainFile& GzipOrPlainFile::operator=(GzipOrPlainFile&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(other.fd_, -1);
-    sniffed_ = other.sniffed_;
     at_end_ = other.at_end_;
     input_ = std::move(other.input_);
     input_begin_ = other.input_begin_;
@@ -74,15 +75,11 @@ GzipOrPlainFile::~GzipOrPlainFile() {
 }
 
 Result<std::size_t> GzipOrPlainFile::Read(void* dst, std::size_t n) {
-  if (!sniffed_) {
-    if (Status s = Sniff(); !s.ok()) return s;
-  }
   auto* out = static_cast<unsigned char*>(dst);
   return inflate_ ? ReadGzip(out, n) : ReadPlain(out, n);
 }
 
 Status GzipOrPlainFile::Sniff() {
-  sniffed_ = true;
   input_.resize(kInputBytes);
   Result<std::size_t> got = ReadFully(fd_, input_.data(), sizeof(kGzipMagic));
   if (!got.ok()) return got.status();

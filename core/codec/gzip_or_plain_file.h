@@ -45,11 +45,10 @@ class GzipOrPlainFile {
   Result<bool> Refill();
   // After a member's trailer: starts the next member, or finds the end of the file.
   Status NextMember();
-  Status Sniff();  // reads the first bytes and decides between gzip and plain
+  Status Sniff();  // at Open: reads the first bytes and decides between gzip and plain
 
   int fd_ = -1;
-  bool sniffed_ = false;
-  bool at_end_ = false;
+  bool at_end_ = false;  // the last gzip member's trailer has been read
   std::vector<unsigned char> input_;  // read ahead of the inflater (or of a plain Read)
   std::size_t input_begin_ = 0, input_end_ = 0;
   std::unique_ptr<inflate_state, InflateDeleter> inflate_;  // null for a plain file
