@@ -10,14 +10,14 @@ import sys
 import torch
 import torch.nn as nn
 
-from pytorch_timing import samples_per_second
+from pytorch_timing import samples_per_second, use_threads
 
 
 def main():
-    threads = int(sys.argv[1])
+    threads = sys.argv[1]
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     batch = int(sys.argv[3]) if len(sys.argv) > 3 else 64
-    torch.set_num_threads(threads)
+    use_threads(threads)
     torch.manual_seed(1)
     net = nn.Sequential(
         nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),

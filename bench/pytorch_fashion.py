@@ -17,6 +17,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from pytorch_timing import use_threads
+
 DATA = "/usr/share/datasets/fashion-mnist"
 
 
@@ -30,9 +32,9 @@ def idx(name):
 
 def main():
     threads, lr, batch, eval_every, target, epochs = (
-        int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]),
+        sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]),
         float(sys.argv[5]), int(sys.argv[6]))
-    torch.set_num_threads(threads)
+    use_threads(threads)
     torch.manual_seed(1)
     x = torch.from_numpy(idx("train-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255)
     y = torch.from_numpy(idx("train-labels-idx1-ubyte.gz").astype(np.int64))

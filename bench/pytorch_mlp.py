@@ -4,22 +4,22 @@
 784 inputs, ReLU hidden layers (default 512, 256), 10 classes, softmax cross-entropy, SGD with
 momentum 0.9 (lr 0.01), random inputs in [0, 1) — the step bench/every-core times dtrain's on.
 Prints one line: samples/s, the median over 3 rounds of `steps` steps after a warm-up.
-Usage: pytorch_mlp.py THREADS [STEPS] [BATCH] [HIDDEN,HIDDEN,...]
+Usage: pytorch_mlp.py THREADS (N or N/BLAS_N, see pytorch_timing.use_threads) [STEPS] [BATCH] [HIDDEN,HIDDEN,...]
 """
 import sys
 
 import torch
 import torch.nn as nn
 
-from pytorch_timing import samples_per_second
+from pytorch_timing import samples_per_second, use_threads
 
 
 def main():
-    threads = int(sys.argv[1])
+    threads = sys.argv[1]
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 200
     batch = int(sys.argv[3]) if len(sys.argv) > 3 else 128
     hidden = [int(h) for h in sys.argv[4].split(",")] if len(sys.argv) > 4 else [512, 256]
-    torch.set_num_threads(threads)
+    use_threads(threads)
     torch.manual_seed(1)
     layers, width = [], 784
     for h in hidden:
