@@ -4,6 +4,7 @@
 Same layers (NCHW here; dtrain keeps channels last), Adam, batch 64, random inputs in [0, 1).
 Prints one line: samples/s, the median over rounds of `steps` steps after a warm-up.
 Usage: pytorch_cnn.py THREADS [STEPS] [BATCH]
+  (THREADS: N, or N/B for B in OpenBLAS; see pytorch_timing.use_threads)
 """
 import sys
 

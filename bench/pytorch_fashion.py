@@ -8,6 +8,7 @@ the first evaluation that reaches `target`, or after EPOCHS. Reads Debian's
 dataset-fashion-mnist IDX files.
 Prints one line: "samples N accuracy A reached 0|1" (N: rows trained on until the last evaluation).
 Usage: pytorch_fashion.py THREADS LR BATCH EVAL_EVERY TARGET EPOCHS
+  (THREADS: N, or N/B for B in OpenBLAS; see pytorch_timing.use_threads)
 """
 import gzip
 import math

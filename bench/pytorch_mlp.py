@@ -4,7 +4,8 @@
 784 inputs, ReLU hidden layers (default 512, 256), 10 classes, softmax cross-entropy, SGD with
 momentum 0.9 (lr 0.01), random inputs in [0, 1) — the step bench/every-core times dtrain's on.
 Prints one line: samples/s, the median over 3 rounds of `steps` steps after a warm-up.
-Usage: pytorch_mlp.py THREADS (N or N/BLAS_N, see pytorch_timing.use_threads) [STEPS] [BATCH] [HIDDEN,HIDDEN,...]
+Usage: pytorch_mlp.py THREADS [STEPS] [BATCH] [HIDDEN,HIDDEN,...]
+  (THREADS: N, or N/B for B in OpenBLAS; see pytorch_timing.use_threads)
 """
 import sys
 
