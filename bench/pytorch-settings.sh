@@ -1,5 +1,6 @@
-# Sourced by the benchmarks that set dtrain beside PyTorch (after they set $python): the thread
-# settings PyTorch runs with, so that each ratio meets PyTorch's best on the same cores.
+# Sourced by the benchmarks that set dtrain beside PyTorch (after bench/figures.sh, and after they
+# set $python): the thread settings PyTorch runs with, so that each ratio meets PyTorch's best on
+# the same cores.
 # torch.set_num_threads sizes only PyTorch's own OpenMP pool; its GEMMs run in Debian's OpenBLAS,
 # which has a pool of its own (see bench/pytorch_timing.py, use_threads). A setting is a
 # bench/pytorch_*.py THREADS argument, "p" at the end adding OMP_WAIT_POLICY=PASSIVE:
@@ -25,18 +26,8 @@ run_pytorch() {
 # SETTING: a file name for that setting's figures ("/" is not allowed in one).
 torch_file() { echo "torch-${1//\//_}"; }
 
-# BIGGER_IS_BETTER(1|0) FILE...: prints, line by line, the best of the files' figures (a figure a
-# line, the same number of lines in each): the best setting of each round.
-best_of() {
-  local bigger=$1
-  shift
-  paste "$@" | awk -v bigger="$bigger" '{
-      best = $1
-      for (i = 2; i <= NF; i++) if ((bigger && $i > best) || (!bigger && $i < best)) best = $i
-      print best }'
-}
-
-# DIR BIGGER_IS_BETTER(1|0) SETTING...: best_of over those settings' files in DIR.
+# DIR BIGGER_IS_BETTER(1|0) SETTING...: best_of (bench/figures.sh) over those settings' files in
+# DIR.
 torch_best() {
   local dir=$1 bigger=$2 files=() setting
   shift 2
