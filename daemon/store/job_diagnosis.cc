@@ -50,11 +50,16 @@ bool IsLoss(std::string_view name) {
   return name.ends_with("loss") || name.ends_with("mse");
 }
 
-// The furthest step any process had recorded by `time`.
-std::int64_t StepBy(const std::vector<MetricRow>& metrics, double time) {
+// The furthest step the job had recorded by `time`, in a metric or a checkpoint (a job that
+// logs metrics less often than it checkpoints may have only the checkpoint), as its status counts.
+std::int64_t StepBy(const std::vector<MetricRow>& metrics,
+                    const std::vector<CheckpointInfo>& checkpoints, double time) {
   std::int64_t step = 0;
   for (const MetricRow& m : metrics) {
     if (m.time <= time) step = std::max(step, m.step);
+  }
+  for (const CheckpointInfo& c : checkpoints) {
+    if (c.time <= time) step = std::max(step, c.step);
   }
   return step;
 }
@@ -164,7 +169,7 @@ Result<json> DiagnoseJob(Store& store, std::int64_t id, std::size_t log_lines) {
   if (failed != nullptr && process == nullptr) consider(Kind::kFailed, failed->time);
 
   const std::int64_t step = kind == Kind::kNone ? job.value()["step"].get<std::int64_t>()
-                                                : StepBy(metrics.value(), when);
+                                                : StepBy(metrics.value(), checkpoints.value(), when);
   json cause = {{"kind", "none"}, {"time", nullptr}, {"step", step}};
   json next = json::array();
   Result<json> lines = json::array();
