@@ -14,6 +14,7 @@
 #include "core/dist/shard_ranges.h"
 #include "core/dist/sync_strategy.h"
 #include "core/math/elementwise.h"
+#include "core/optim/clip.h"
 
 namespace dtrain::dist {
 namespace internal {
@@ -23,7 +24,7 @@ struct HostSyncHeader {
   std::uint32_t magic;
   std::uint32_t version;
   std::uint32_t world;
-  std::uint32_t reserved;
+  std::uint32_t state_vectors;                    // the optimizer's, in the segment
   std::uint64_t floats;                           // per gradient, vote tail included
   alignas(64) std::atomic<std::uint32_t> failed;  // the failed rank + 1, 0 while none has
 };
@@ -40,7 +41,7 @@ using internal::Counter;
 using internal::HostSyncHeader;
 
 constexpr std::uint32_t kMagic = 0x59534844;  // "DHSY"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 constexpr std::size_t kHeaderBytes = 128;
 constexpr std::size_t kPage = 4096;
 constexpr std::size_t kNameFloats = 10;  // "/dtrain-" and 32 hex digits: 40 bytes
@@ -64,8 +65,16 @@ std::size_t CountersBytes(int world) {
 
 std::size_t Stride(std::size_t floats) { return (floats + 15) / 16 * 16; }  // 64-byte aligned
 
-std::size_t SegmentBytes(int world, std::size_t floats) {
-  return CountersBytes(world) + static_cast<std::size_t>(world) * Stride(floats) * sizeof(float);
+// Floats from the first gradient to the shared parameters, and from those to the optimizer state.
+std::size_t GradientsFloats(int world, std::size_t floats) {
+  return static_cast<std::size_t>(world) * Stride(floats);
+}
+std::size_t ParamsFloats(std::size_t params) { return Stride(params); }
+
+std::size_t SegmentBytes(int world, std::size_t floats, std::size_t params, int state_vectors) {
+  return CountersBytes(world) + (GradientsFloats(world, floats) + ParamsFloats(params) +
+                                 static_cast<std::size_t>(state_vectors) * params) *
+                                    sizeof(float);
 }
 
 Counter* Counters(void* segment) {
@@ -86,9 +95,10 @@ Result<bool> Everyone(RingAllReduce& ring, bool yes, std::uint32_t op) {
 // Rank 0 creates the segment and passes its name to the right; every other rank takes the name
 // from the left, passes it on and opens the segment. An empty name says rank 0 could not.
 Result<ShmMapping> ShareSegment(RingAllReduce& ring, const RingLinks& links, std::size_t floats,
-                                Deadline deadline, std::string* name) {
+                                std::size_t params, int state_vectors, Deadline deadline,
+                                std::string* name) {
   const int rank = ring.rank(), world = ring.world();
-  const std::size_t bytes = SegmentBytes(world, floats);
+  const std::size_t bytes = SegmentBytes(world, floats, params, state_vectors);
   std::array<float, kNameFloats> message{};
   Result<ShmMapping> mapping = Status::Error("no segment");
   if (rank == 0) {
@@ -102,6 +112,7 @@ Result<ShmMapping> ShareSegment(RingAllReduce& ring, const RingLinks& links, std
       h->magic = kMagic;
       h->version = kVersion;
       h->world = static_cast<std::uint32_t>(world);
+      h->state_vectors = static_cast<std::uint32_t>(state_vectors);
       h->floats = floats;
       for (int r = 0; r < world; ++r) {
         new (&Arrived(h, r)) Counter{};
@@ -127,7 +138,8 @@ Result<ShmMapping> ShareSegment(RingAllReduce& ring, const RingLinks& links, std
   if (mapping.ok()) {
     const auto* h = static_cast<const HostSyncHeader*>(mapping.value().data());
     if (h->magic != kMagic || h->version != kVersion ||
-        h->world != static_cast<std::uint32_t>(world) || h->floats != floats) {
+        h->world != static_cast<std::uint32_t>(world) ||
+        h->state_vectors != static_cast<std::uint32_t>(state_vectors) || h->floats != floats) {
       return Status::Error("the shared segment has another layout");
     }
   }
@@ -146,8 +158,10 @@ HostSyncStrategy::HostSyncStrategy(ShmMapping segment, int rank, int world, std:
       world_(world),
       params_(params),
       stride_(stride),
-      gradients_(reinterpret_cast<float*>(static_cast<char*>(segment_.data()) +
-                                          CountersBytes(world))),
+      gradients_(
+          reinterpret_cast<float*>(static_cast<char*>(segment_.data()) + CountersBytes(world))),
+      shared_params_(gradients_ + GradientsFloats(world, params + kVoteFloats)),
+      own_part_(ShardRangeOf(params, world, rank)),
       left_(links.left),
       right_(links.right),
       chunks_(ShardRanges(params + kVoteFloats, world)),
@@ -159,6 +173,17 @@ HostSyncStrategy::HostSyncStrategy(ShmMapping segment, int rank, int world, std:
 std::span<float> HostSyncStrategy::GradientStorage(std::size_t floats) {
   if (floats != params_ + kVoteFloats) return {};
   return {Gradient(rank_), floats};
+}
+
+std::span<float> HostSyncStrategy::ParameterStorage(std::size_t floats) {
+  if (floats != params_) return {};
+  // Every replica copies the same initial state; none reads it or the parameters before all have
+  // passed ParametersWritten's barrier, after their trainers wrote the same values into both.
+  shared_ = true;
+  optim::Optimizer& opt = *local_.LocalOptimizer();
+  opt.MoveStateTo({shared_params_ + ParamsFloats(params_),
+                   static_cast<std::size_t>(optim::StateVectorCount(opt.type())) * params_});
+  return {shared_params_, floats};
 }
 
 Status HostSyncStrategy::Fail(int rank, Status error) {
@@ -173,6 +198,9 @@ Status HostSyncStrategy::AwaitAll(bool arrived, std::uint64_t seq, std::int64_t 
   const auto start = Clock::now();
   const Deadline deadline = start + timeout_;
   auto next_liveness = start;
+  const auto at = [step] {
+    return step < 0 ? std::string("start") : "step " + std::to_string(step);
+  };
   for (;;) {
     int behind = -1;
     for (int r = 0; r < world_; ++r) {
@@ -185,8 +213,7 @@ Status HostSyncStrategy::AwaitAll(bool arrived, std::uint64_t seq, std::int64_t 
     if (behind < 0) break;
     const std::uint32_t failed = header_->failed.load(std::memory_order_acquire);
     if (failed != 0) {
-      broken_ = Status::Error("step " + std::to_string(step) + ": rank " +
-                              std::to_string(failed - 1) + " failed");
+      broken_ = Status::Error(at() + ": rank " + std::to_string(failed - 1) + " failed");
       return broken_;
     }
     const auto now = Clock::now();
@@ -195,16 +222,16 @@ Status HostSyncStrategy::AwaitAll(bool arrived, std::uint64_t seq, std::int64_t 
       for (Link* link : {left_, right_}) {
         if (link->Readable()) {  // nothing is sent on the links now: the peer has gone
           const int peer = (rank_ + (link == left_ ? world_ - 1 : 1)) % world_;
-          return Fail(peer, Status::Error("step " + std::to_string(step) +
-                                          ": closed: " + link->peer() + " closed the connection"));
+          return Fail(peer,
+                      Status::Error(at() + ": closed: " + link->peer() + " closed the connection"));
         }
       }
     }
     if (now >= deadline) {
-      return Fail(behind, Status::Error("step " + std::to_string(step) + ": timeout: rank " +
-                                        std::to_string(behind) + " did not " +
-                                        (arrived ? "reach" : "finish") + " the step within " +
-                                        std::to_string(timeout_.count()) + " ms"));
+      return Fail(behind,
+                  Status::Error(at() + ": timeout: rank " + std::to_string(behind) + " did not " +
+                                (arrived ? "reach" : "finish") + " the step within " +
+                                std::to_string(timeout_.count()) + " ms"));
     }
     if (now - start < kYieldFor) {
       ::sched_yield();
@@ -246,6 +273,38 @@ void HostSyncStrategy::MeanOf(std::size_t offset, std::span<float> out) const {
   }
 }
 
+Status HostSyncStrategy::ParametersWritten() {
+  if (!shared_) return Status::Ok();
+  if (!broken_.ok()) return broken_;
+  ++seq_;
+  Arrived(header_, rank_).value.store(seq_, std::memory_order_release);
+  const Status all = AwaitAll(/*arrived=*/true, seq_, -1);
+  // Nothing is read after this barrier that another replica writes before the next one.
+  Released(header_, rank_).value.store(seq_, std::memory_order_release);
+  return all;
+}
+
+void HostSyncStrategy::StepOwnPart(std::span<float> params, float lr) {
+  optim::Optimizer& opt = *local_.LocalOptimizer();
+  if (!mean_.empty()) {
+    // Clipping needs the whole mean's norm: every replica writes it out and clips it alike.
+    MeanOf(0, mean_);
+    optim::ClipByGlobalNorm(mean_, local_.clip_norm());
+    const std::span<const float> mean(mean_);
+    opt.StepPart(own_part_.begin, params.subspan(own_part_.begin, own_part_.size()),
+                 mean.subspan(own_part_.begin, own_part_.size()), lr);
+  } else {
+    std::array<float, optim::Optimizer::kGradientBlock> block;
+    for (std::size_t at = own_part_.begin; at < own_part_.end; at += block.size()) {
+      const std::size_t n = std::min(block.size(), own_part_.end - at);
+      const std::span<float> piece(block.data(), n);
+      MeanOf(at, piece);
+      opt.StepPart(at, params.subspan(at, n), piece, lr);
+    }
+  }
+  opt.EndPartedStep();
+}
+
 Status HostSyncStrategy::Apply(std::int64_t step, std::span<float> params, std::span<float> grad,
                                float lr, const train::StepShare& share) {
   if (!broken_.ok()) return broken_;
@@ -267,7 +326,9 @@ Status HostSyncStrategy::Apply(std::int64_t step, std::span<float> params, std::
   }
   agreed_ = StopVotes::Agreed(requested, target);
 
-  if (!mean_.empty()) {
+  if (params.data() == shared_params_) {
+    StepOwnPart(params, lr);
+  } else if (!mean_.empty()) {
     // Clipping needs the whole mean's norm before any of it is used: write it out.
     MeanOf(0, mean_);
     if (Status s = local_.Apply(step, params, mean_, lr, share); !s.ok()) return s;
@@ -301,7 +362,9 @@ Result<std::unique_ptr<train::Strategy>> MakeSyncStrategy(
 
   const std::size_t floats = params + HostSyncStrategy::kVoteFloats;
   std::string name;
-  Result<ShmMapping> segment = ShareSegment(ring, links, floats, Clock::now() + timeout, &name);
+  const int state_vectors = optim::StateVectorCount(optimizer->type());
+  Result<ShmMapping> segment =
+      ShareSegment(ring, links, floats, params, state_vectors, Clock::now() + timeout, &name);
   Result<bool> all_mapped = Everyone(ring, segment.ok(), kMappedOp);
   if (!name.empty()) UnlinkShmSegment(name);  // every rank has it open, or none will
   if (!all_mapped.ok()) return all_mapped.status();

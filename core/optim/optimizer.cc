@@ -76,7 +76,6 @@ void ForEachLanes(std::size_t n, const Kernel& kernel, T*... data) {
 class Sgd final : public Optimizer {
  public:
   Sgd(std::size_t begin, std::size_t end) : Optimizer(OptimizerType::kSgd, begin, end) {}
-  std::vector<std::span<float>> StateVectors() override { return {}; }
 
  private:
   void Update(std::size_t, std::span<float> params, std::span<const float> grad,
@@ -91,15 +90,13 @@ class Momentum final : public Optimizer {
   Momentum(const OptimizerOptions& options, std::size_t begin, std::size_t end)
       : Optimizer(OptimizerType::kMomentum, begin, end),
         momentum_(options.momentum),
-        nesterov_(options.nesterov),
-        velocity_(size(), 0.0f) {}
-  std::vector<std::span<float>> StateVectors() override { return {velocity_}; }
+        nesterov_(options.nesterov) {}
 
  private:
   void Update(std::size_t offset, std::span<float> params, std::span<const float> grad,
               float lr) override {
     const float mu = momentum_;
-    float* velocity = velocity_.data() + offset;
+    float* velocity = State(0) + offset;
     if (nesterov_) {
       ForEachLanes(
           params.size(),
@@ -121,16 +118,13 @@ class Momentum final : public Optimizer {
 
   float momentum_;
   bool nesterov_;
-  math::FloatBuffer velocity_;
 };
 
 class Adagrad final : public Optimizer {
  public:
   Adagrad(const OptimizerOptions& options, std::size_t begin, std::size_t end)
-      : Optimizer(OptimizerType::kAdagrad, begin, end),
-        eps_(options.eps),
-        accumulator_(size(), options.initial_accumulator) {}
-  std::vector<std::span<float>> StateVectors() override { return {accumulator_}; }
+      : Optimizer(OptimizerType::kAdagrad, begin, end, options.initial_accumulator),
+        eps_(options.eps) {}
 
  private:
   void Update(std::size_t offset, std::span<float> params, std::span<const float> grad,
@@ -142,11 +136,10 @@ class Adagrad final : public Optimizer {
           acc += g * g;
           p -= lr * g / (stdx::sqrt(acc) + eps);
         },
-        params.data(), accumulator_.data() + offset, grad.data());
+        params.data(), State(0) + offset, grad.data());
   }
 
   float eps_;
-  math::FloatBuffer accumulator_;
 };
 
 class Adam final : public Optimizer {
@@ -155,10 +148,7 @@ class Adam final : public Optimizer {
       : Optimizer(OptimizerType::kAdam, begin, end),
         beta1_(options.beta1),
         beta2_(options.beta2),
-        eps_(options.eps),
-        m_(size(), 0.0f),
-        v_(size(), 0.0f) {}
-  std::vector<std::span<float>> StateVectors() override { return {m_, v_}; }
+        eps_(options.eps) {}
 
  private:
   void Update(std::size_t offset, std::span<float> params, std::span<const float> grad,
@@ -177,14 +167,12 @@ class Adam final : public Optimizer {
           v = b2 * v + one_minus_b2 * (g * g);
           p -= step_size * m / (stdx::sqrt(v) * inv_sqrt_bc2 + eps);
         },
-        params.data(), m_.data() + offset, v_.data() + offset, grad.data());
+        params.data(), State(0) + offset, State(1) + offset, grad.data());
   }
 
   float beta1_;
   float beta2_;
   float eps_;
-  math::FloatBuffer m_;
-  math::FloatBuffer v_;
 };
 
 // Scalar per coordinate (ftrl.h): every element gets the same arithmetic wherever a range starts.
@@ -192,16 +180,13 @@ class Ftrl final : public Optimizer {
  public:
   Ftrl(const OptimizerOptions& options, std::size_t begin, std::size_t end)
       : Optimizer(OptimizerType::kFtrl, begin, end),
-        rates_{options.alpha, options.beta, options.l1, options.l2},
-        z_(size(), 0.0f),
-        n_(size(), 0.0f) {}
-  std::vector<std::span<float>> StateVectors() override { return {z_, n_}; }
+        rates_{options.alpha, options.beta, options.l1, options.l2} {}
 
  private:
   void Update(std::size_t offset, std::span<float> params, std::span<const float> grad,
               float) override {
-    float* z = z_.data() + offset;
-    float* n = n_.data() + offset;
+    float* z = State(0) + offset;
+    float* n = State(1) + offset;
     if (steps() == 0) {
       for (std::size_t i = 0; i < params.size(); ++i) z[i] = FtrlStateOf(params[i], rates_);
     }
@@ -211,7 +196,6 @@ class Ftrl final : public Optimizer {
   }
 
   FtrlRates rates_;
-  math::FloatBuffer z_, n_;
 };
 
 #pragma GCC diagnostic pop
@@ -221,9 +205,28 @@ bool InUnitInterval(float x) { return x >= 0.0f && x < 1.0f; }  // [0, 1)
 
 }  // namespace
 
-Optimizer::Optimizer(OptimizerType type, std::size_t begin, std::size_t end)
-    : type_(type), begin_(begin), end_(end) {
+Optimizer::Optimizer(OptimizerType type, std::size_t begin, std::size_t end, float initial_state)
+    : type_(type),
+      begin_(begin),
+      end_(end),
+      own_state_(static_cast<std::size_t>(StateVectorCount(type)) * (end - begin), initial_state),
+      state_(own_state_) {
   assert(begin <= end && "optimizer range [begin, end) is reversed");
+}
+
+std::vector<std::span<float>> Optimizer::StateVectors() {
+  std::vector<std::span<float>> vectors;
+  for (int k = 0; k < StateVectorCount(type_); ++k) {
+    vectors.push_back(state_.subspan(static_cast<std::size_t>(k) * size(), size()));
+  }
+  return vectors;
+}
+
+void Optimizer::MoveStateTo(std::span<float> storage) {
+  assert(storage.size() == state_.size() && "MoveStateTo takes room for every state vector");
+  std::copy(state_.begin(), state_.end(), storage.begin());
+  state_ = storage;
+  own_state_ = math::FloatBuffer();
 }
 
 void Optimizer::Step(std::span<float> params, std::span<const float> grad, float lr) {

@@ -37,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/math/buffer.h"
 #include "core/status.h"
 
 namespace dtrain::math {
@@ -107,14 +108,22 @@ class Optimizer {
   // The checkpointable state, size() floats each, in this order: kSgd none; kMomentum velocity;
   // kAdagrad accumulator; kAdam m, v; kFtrl z, n. Writing through the spans restores a checkpoint;
   // together with set_steps() the optimizer then continues bit for bit as the one that was saved.
-  virtual std::vector<std::span<float>> StateVectors() = 0;
+  std::vector<std::span<float>> StateVectors();
+  // Copies the state vectors, one after another, into `storage` (StateVectorCount(type()) *
+  // size() floats, asserted) and keeps them there from now on, e.g. in memory that replicas
+  // share, each stepping its own runs of the range with StepPart. `storage` must outlive the
+  // optimizer's use of it.
+  void MoveStateTo(std::span<float> storage);
 
   // Number of Step calls taken (or restored); Adam's bias correction depends on it.
   std::uint64_t steps() const { return steps_; }
   void set_steps(std::uint64_t steps) { steps_ = steps; }
 
  protected:
-  Optimizer(OptimizerType type, std::size_t begin, std::size_t end);
+  // The state vectors start at `initial_state` (Adagrad's initial accumulator; 0 for the rest).
+  Optimizer(OptimizerType type, std::size_t begin, std::size_t end, float initial_state = 0.0f);
+  // State vector k, size() floats.
+  float* State(int k) { return state_.data() + static_cast<std::size_t>(k) * size(); }
 
  private:
   // The type's update rule over the floats [offset, offset + params.size()) of the range (params
@@ -127,6 +136,8 @@ class Optimizer {
   std::size_t end_;
   std::uint64_t steps_ = 0;
   math::ThreadTeam* team_ = nullptr;
+  math::FloatBuffer own_state_;  // the state, until MoveStateTo moves it elsewhere
+  std::span<float> state_;       // every state vector, one after another
 };
 
 // An optimizer of options.type for [begin, end); begin <= end and a type other than kLbfgs

@@ -61,6 +61,18 @@ class Strategy {
   // wants it somewhere of its own (e.g. memory other replicas read); empty: the caller's choice.
   // The span stays valid for the strategy's life.
   virtual std::span<float> GradientStorage(std::size_t /*floats*/) { return {}; }
+  // Where the caller should keep its parameters (`floats` of them), when the strategy keeps one
+  // copy for replicas that share memory; empty: the caller's own. The caller then writes them
+  // only before its first Apply (every replica the same values: its initialization or the
+  // checkpoint it resumes from), reads them anywhere but inside Apply, and passes exactly this
+  // span to Apply, which changes them. Not asked for models with running statistics (each
+  // replica keeps its own). The span stays valid for the strategy's life.
+  virtual std::span<float> ParameterStorage(std::size_t /*floats*/) { return {}; }
+  // The caller has written its parameters (and restored any optimizer state) and is about to
+  // train: a strategy whose replicas share them waits here until every replica has, so that no
+  // replica reads them while another still writes (an initialization passes through values other
+  // than its last). Collective for such strategies; called once before the first step.
+  virtual Status ParametersWritten() { return Status::Ok(); }
   // The optimizer whose state a checkpoint holds, or null if it lives elsewhere (e.g. on
   // parameter-server shards).
   virtual optim::Optimizer* LocalOptimizer() = 0;
@@ -97,6 +109,7 @@ class LocalStrategy final : public Strategy {
     return clip_norm_ > 0.0f ? nullptr : optimizer_.get();
   }
   void ShareThreads(math::ThreadTeam& team) override { optimizer_->set_team(&team); }
+  float clip_norm() const { return clip_norm_; }  // 0: no clipping
 
  private:
   std::unique_ptr<optim::Optimizer> optimizer_;

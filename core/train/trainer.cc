@@ -71,13 +71,19 @@ Trainer::Trainer(std::unique_ptr<model::LocalNetwork> owned, model::Network* net
       strategy_(strategy),
       sampler_(train.rows, static_cast<std::size_t>(options_.batch_size), options_.seed,
                options_.rank, options_.world_size, options_.sharding),
-      params_(network_.NumParams()),
+      param_buffer_(),
+      params_(network_.StatisticRanges().empty() ? strategy.ParameterStorage(network_.NumParams())
+                                                 : std::span<float>()),
       x_(static_cast<std::size_t>(Capacity(options_)) * train.features),
       y_(static_cast<std::size_t>(Capacity(options_))),
       grad_storage_(strategy.GradientStorage(network_.NumParams() + strategy.GradientTail())),
       grad_buffer_(grad_storage_.empty() ? network_.NumParams() + strategy.GradientTail() : 0),
       grad_((grad_storage_.empty() ? std::span<float>(grad_buffer_) : grad_storage_)
                 .first(network_.NumParams())) {
+  if (params_.empty()) {
+    param_buffer_.resize(network_.NumParams());
+    params_ = param_buffer_;
+  }
   if (options_.schedule.total_steps == 0) options_.schedule.total_steps = PlannedSteps();
   if (options_.augment.enabled()) {
     const std::optional<data::ImageShape> image = ImageOf(network_.spec(), train_);
@@ -185,6 +191,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     return reason;
   };
 
+  if (Status written = strategy_.ParametersWritten(); !written.ok()) return written;
   while (!Finished()) {
     window_traffic.Collect(network_, false);
     const auto compute_start = Clock::now();

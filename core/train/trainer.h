@@ -148,7 +148,11 @@ class Trainer {
   data::Scaling scaling_;
   Strategy& strategy_;
   data::BatchSampler sampler_;
-  math::FloatBuffer params_, x_;
+  // The parameters: in the strategy's ParameterStorage() if it gave any (asked only of a model
+  // without running statistics, which each replica keeps its own of), else in param_buffer_.
+  math::FloatBuffer param_buffer_;
+  std::span<float> params_;
+  math::FloatBuffer x_;
   std::vector<float> y_;
   // The gradient, then the strategy's GradientTail(): in the strategy's GradientStorage() if it
   // gave any, else in grad_buffer_.

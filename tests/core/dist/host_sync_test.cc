@@ -47,6 +47,7 @@ struct Trained {
   Status status;
   bool shared = false;  // the strategy was a HostSyncStrategy
   std::vector<float> params;
+  std::vector<float> state;  // the optimizer's state vectors, one after another: a checkpoint's
 };
 
 // Trains `world` replicas as threads over a loopback ring of `transport`, each with the strategy
@@ -70,10 +71,13 @@ std::vector<Trained> TrainWithMadeStrategy(const model::Model& model, const data
             : MakeSyncStrategy(allreduce, links.value(), std::move(optimizer), clip, 20s);
     if (!sync.ok()) return t.status = sync.status();
     t.shared = dynamic_cast<HostSyncStrategy*>(sync.value().get()) != nullptr;
-    Result<std::vector<float>> params = testing::TrainWithStrategy(
-        model, set, GlobalBatchOptions(kBatch, r, world), *sync.value());
+    Result<std::vector<float>> params =
+        testing::TrainWithStrategy(model, set, GlobalBatchOptions(kBatch, r, world), *sync.value());
     if (!params.ok()) return t.status = params.status();
     t.params = std::move(params).value();
+    for (std::span<const float> v : sync.value()->LocalOptimizer()->StateVectors()) {
+      t.state.insert(t.state.end(), v.begin(), v.end());
+    }
     return t.status = Status::Ok();
   });
   return out;
@@ -83,7 +87,8 @@ BOOST_AUTO_TEST_SUITE(host_sync)
 
 BOOST_AUTO_TEST_CASE(replicas_sharing_gradients_compute_the_rings_bits) {
   // Equal to one replica on the global batch within rounding, and to the ring bit for bit (the
-  // same sums in the same order), with and without clipping.
+  // same sums in the same order), with and without clipping; each replica's optimizer state (what
+  // a checkpoint holds) is the ring replica's whole state, though each stepped only its part.
   math::SetBlasThreads(1);
   const data::Dataset set = Blobs(1000);
   const model::Model model(testing::SmallSpec());
@@ -105,9 +110,41 @@ BOOST_AUTO_TEST_CASE(replicas_sharing_gradients_compute_the_rings_bits) {
         BOOST_TEST_REQUIRE(ring[0].status.ok(), ring[0].status.message());
         BOOST_TEST(!ring[0].shared);
         BOOST_TEST((finals[0].params == ring[0].params), "shared gradients vs the ring");
+        BOOST_TEST(!ring[0].state.empty());
+        for (const Trained& t : finals) BOOST_TEST((t.state == ring[0].state), "optimizer state");
       }
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(replicas_with_running_statistics_keep_their_own_parameters) {
+  // Batchnorm's running statistics are each replica's, so the trainer keeps its own parameters
+  // and each replica steps all of them: still the ring's bits, replica by replica.
+  math::SetBlasThreads(1);
+  const data::Dataset set = Blobs(480);
+  model::ModelSpec spec = testing::SmallSpec();
+  spec.type = model::ModelType::kSequential;
+  spec.input_shape = {6, 1, 1};
+  spec.layers = {{.kind = model::LayerKind::kDense, .units = 12},
+                 {.kind = model::LayerKind::kBatchNorm},
+                 {.kind = model::LayerKind::kActivation, .activation = math::Activation::kTanh},
+                 {.kind = model::LayerKind::kDense, .units = 3}};
+  const model::Model model(spec);
+  BOOST_TEST_REQUIRE(model.StatisticRanges().size() == 1u);
+  const model::ParamRange stats = model.StatisticRanges().front();
+  const std::vector<Trained> shared = TrainWithMadeStrategy(model, set, 2, LinkTransport::kAuto, 0);
+  const std::vector<Trained> ring =
+      TrainWithMadeStrategy(model, set, 2, LinkTransport::kAuto, 0, true);
+  for (int r = 0; r < 2; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    BOOST_TEST_REQUIRE(shared[i].status.ok(), shared[i].status.message());
+    BOOST_TEST_REQUIRE(ring[i].status.ok(), ring[i].status.message());
+    BOOST_TEST(shared[i].shared);
+    BOOST_TEST((shared[i].params == ring[i].params), "rank " << r << " vs the ring");
+    BOOST_TEST((shared[i].state == ring[i].state), "rank " << r << "'s optimizer state");
+  }
+  // Their own statistics: each saw other rows.
+  BOOST_TEST(shared[0].params[stats.offset] != shared[1].params[stats.offset]);
 }
 
 BOOST_AUTO_TEST_CASE(links_that_are_not_shared_memory_keep_the_ring) {
@@ -138,8 +175,8 @@ BOOST_AUTO_TEST_CASE(stop_votes_reach_every_replica_at_the_same_step) {
     Result<RingLinks> links = ring.value().Join(r, 20s);
     if (!links.ok()) return links.status();
     RingAllReduce allreduce(r, kWorld, links.value().left, links.value().right);
-    Result<std::unique_ptr<train::Strategy>> sync = MakeSyncStrategy(
-        allreduce, links.value(), optim::MakeOptimizer({}, 0, kParams), 0.0f, 20s);
+    Result<std::unique_ptr<train::Strategy>> sync =
+        MakeSyncStrategy(allreduce, links.value(), optim::MakeOptimizer({}, 0, kParams), 0.0f, 20s);
     if (!sync.ok()) return sync.status();
     if (dynamic_cast<HostSyncStrategy*>(sync.value().get()) == nullptr) {
       return Status::Error("not shared");

@@ -289,6 +289,47 @@ BOOST_AUTO_TEST_CASE(a_step_shared_by_threads_equals_a_step_on_one) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(two_optimizers_sharing_moved_state_step_halves_like_one) {
+  // Two replicas' optimizers over the whole range, their state moved into one shared buffer after
+  // a first step apiece, each stepping its own half in parts: one optimizer's bits, and the moved
+  // state starts from where each was.
+  const std::size_t n = 3 * Optimizer::kGradientBlock + 5, half = 1 + n / 2;
+  for (const OptimizerOptions& o : AllConfigs()) {
+    auto whole = MakeOptimizer(o, 0, n);
+    auto first = MakeOptimizer(o, 0, n);
+    auto second = MakeOptimizer(o, 0, n);
+    FloatBuffer p_whole = Random(n, 6);
+    FloatBuffer p_shared = p_whole;
+    const FloatBuffer grad0 = Random(n, 500);
+    whole->Step(p_whole, grad0, StepLr(0));
+    FloatBuffer p_second = p_shared;
+    first->Step(p_shared, grad0, StepLr(0));
+    second->Step(p_second, grad0, StepLr(0));
+    FloatBuffer state(static_cast<std::size_t>(StateVectorCount(o.type)) * n, -1.0f);
+    first->MoveStateTo(state);
+    second->MoveStateTo(state);
+    for (int step = 1; step < 4; ++step) {
+      const FloatBuffer grad = Random(n, 500 + step);
+      const std::span<float> p(p_shared);
+      const std::span<const float> g(grad);
+      whole->Step(p_whole, grad, StepLr(step));
+      first->StepPart(0, p.first(half), g.first(half), StepLr(step));
+      second->StepPart(half, p.subspan(half), g.subspan(half), StepLr(step));
+      first->EndPartedStep();
+      second->EndPartedStep();
+    }
+    BOOST_TEST(BitEqual(p_whole, p_shared), Describe(o) << ": parameters differ");
+    BOOST_TEST(first->steps() == whole->steps());
+    const auto s_whole = whole->StateVectors();
+    const auto s_first = first->StateVectors();
+    BOOST_REQUIRE_EQUAL(s_first.size(), s_whole.size());
+    for (std::size_t s = 0; s < s_whole.size(); ++s) {
+      BOOST_TEST(s_first[s].data() == state.data() + s * n);
+      BOOST_TEST(BitEqual(s_whole[s], s_first[s]), Describe(o) << ": state " << s);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(fresh_optimizer_starts_from_the_documented_state) {
   const std::size_t n = 40;
   const std::size_t expected_vectors[] = {0, 1, 1, 1, 2, 2};  // in AllConfigs() order
