@@ -239,8 +239,10 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
 
 std::string TrainingSession::DescribeLinks() const {
   if (shared_gradients_) {
-    return "data plane: gradients shared in memory by the " + std::to_string(ring_->world()) +
-           " workers of this host";
+    // The trainer keeps its parameters in the segment unless the model has running statistics.
+    const bool params = network_->StatisticRanges().empty();
+    return std::string("data plane: gradients ") + (params ? "and parameters " : "") +
+           "shared in memory by the " + std::to_string(ring_->world()) + " workers of this host";
   }
   if (ring_links_.left != nullptr) {
     const std::string_view left = ring_links_.left->Transport();

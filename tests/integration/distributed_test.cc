@@ -81,11 +81,12 @@ BOOST_AUTO_TEST_CASE(sync_ring_and_ps_with_n_workers_equal_one_worker_with_the_g
       BOOST_TEST(ps.workers.size() == static_cast<std::size_t>(2 * n - 1));
       BOOST_TEST(ps.workers.back().role == "server");
       // On one host every link is shared memory (each replica's to each shard), and the sync
-      // ring's replicas share their gradients in memory instead of passing them round the ring.
+      // ring's replicas share their gradients and parameters in memory instead of passing them
+      // round the ring.
       const std::string shard_links = "data plane: " + std::to_string(n - 1) + " shard link" +
                                       (n == 2 ? "" : "s") + " over shared memory";
       BOOST_TEST(CountLines(ps, shard_links) == n, shard_links);
-      const std::string shared = "data plane: gradients shared in memory by the " +
+      const std::string shared = "data plane: gradients and parameters shared in memory by the " +
                                  std::to_string(n) + " workers of this host";
       BOOST_TEST(CountLines(ring, shared) == n, shared);
       // Per-worker communication metrics are recorded.
