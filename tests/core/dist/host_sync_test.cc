@@ -122,14 +122,7 @@ BOOST_AUTO_TEST_CASE(replicas_with_running_statistics_keep_their_own_parameters)
   // and each replica steps all of them: still the ring's bits, replica by replica.
   math::SetBlasThreads(1);
   const data::Dataset set = Blobs(480);
-  model::ModelSpec spec = testing::SmallSpec();
-  spec.type = model::ModelType::kSequential;
-  spec.input_shape = {6, 1, 1};
-  spec.layers = {{.kind = model::LayerKind::kDense, .units = 12},
-                 {.kind = model::LayerKind::kBatchNorm},
-                 {.kind = model::LayerKind::kActivation, .activation = math::Activation::kTanh},
-                 {.kind = model::LayerKind::kDense, .units = 3}};
-  const model::Model model(spec);
+  const model::Model model(testing::BatchNormSpec());
   BOOST_TEST_REQUIRE(model.StatisticRanges().size() == 1u);
   const model::ParamRange stats = model.StatisticRanges().front();
   const std::vector<Trained> shared = TrainWithMadeStrategy(model, set, 2, LinkTransport::kAuto, 0);

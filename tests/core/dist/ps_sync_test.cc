@@ -161,14 +161,7 @@ BOOST_AUTO_TEST_CASE(sharded_adam_and_adagrad_state_match_one_replica) {
 BOOST_AUTO_TEST_CASE(one_replica_with_batchnorm_keeps_its_running_statistics) {
   math::SetBlasThreads(1);
   const data::Dataset set = Blobs(480);
-  model::ModelSpec spec = testing::SmallSpec();
-  spec.type = model::ModelType::kSequential;
-  spec.input_shape = {6, 1, 1};
-  spec.layers = {{.kind = model::LayerKind::kDense, .units = 12},
-                 {.kind = model::LayerKind::kBatchNorm},
-                 {.kind = model::LayerKind::kActivation, .activation = math::Activation::kTanh},
-                 {.kind = model::LayerKind::kDense, .units = 3}};
-  const model::Model model(spec);
+  const model::Model model(testing::BatchNormSpec());
   BOOST_TEST_REQUIRE(model.StatisticRanges().size() == 1u);
   const optim::OptimizerOptions momentum = OptimizerOfType(optim::OptimizerType::kMomentum);
   const Single reference = Reference(model, set, 1, momentum, GlobalBatchOptions(kBatch, 0, 1));

@@ -55,6 +55,19 @@ inline model::ModelSpec SmallSpec() {
   return s;
 }
 
+// SmallSpec's problem as a sequential model with batchnorm between its dense layers: one range of
+// running statistics, which each replica keeps its own of.
+inline model::ModelSpec BatchNormSpec() {
+  model::ModelSpec spec = SmallSpec();
+  spec.type = model::ModelType::kSequential;
+  spec.input_shape = {6, 1, 1};
+  spec.layers = {{.kind = model::LayerKind::kDense, .units = 12},
+                 {.kind = model::LayerKind::kBatchNorm},
+                 {.kind = model::LayerKind::kActivation, .activation = math::Activation::kTanh},
+                 {.kind = model::LayerKind::kDense, .units = 3}};
+  return spec;
+}
+
 inline data::Dataset Blobs(std::size_t rows) {
   data::BlobsOptions blobs;
   blobs.rows = rows;
