@@ -19,8 +19,7 @@ constexpr std::size_t kNameRandomBytes = 16;
 std::string SystemError(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 Result<ShmMapping> Map(int fd, std::size_t bytes) {
-  void* map =
-      ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (map == MAP_FAILED) return Status::Error(SystemError("mmap"));
   return ShmMapping(map, bytes);
 }
@@ -71,8 +70,12 @@ Result<ShmMapping> CreateShmSegment(const std::string& name, std::size_t bytes) 
   if (!ValidSegmentName(name)) return Status::Error("'" + name + "' is not a segment name");
   const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return Status::Error(SystemError("shm_open " + name));
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    Status failed = Status::Error(SystemError("ftruncate " + name));
+  // Reserved, not only sized: a segment larger than what /dev/shm has free fails here, where a
+  // sized one would fail later with SIGBUS at the first touch of a page with nowhere to go.
+  if (const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); error != 0) {
+    errno = error;
+    Status failed = Status::Error(
+        SystemError("reserving " + std::to_string(bytes) + " bytes of shared memory for " + name));
     ::close(fd);
     ::shm_unlink(name.c_str());
     return failed;
@@ -94,8 +97,8 @@ Result<ShmMapping> OpenShmSegment(const std::string& name, std::size_t bytes, bo
   if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid() ||
       static_cast<std::uint64_t>(st.st_size) != bytes) {
     ::close(fd);
-    return Status::Error("segment " + name + " is not this user's or not " +
-                         std::to_string(bytes) + " bytes");
+    return Status::Error("segment " + name + " is not this user's or not " + std::to_string(bytes) +
+                         " bytes");
   }
   Result<ShmMapping> m = Map(fd, bytes);
   ::close(fd);

@@ -45,7 +45,8 @@ Result<std::string> RandomSegmentName();
 // Whether `name` has that form: the only names these functions create, open or unlink.
 bool ValidSegmentName(const std::string& name);
 
-// Creates a segment of `bytes` zero bytes under `name` (which must not exist) and maps it.
+// Creates a segment of `bytes` zero bytes under `name` (which must not exist), its memory
+// reserved (an error, not a later SIGBUS, when /dev/shm lacks room), and maps it.
 Result<ShmMapping> CreateShmSegment(const std::string& name, std::size_t bytes);
 // Maps the segment `name`, which must be this user's and exactly `bytes` long. With `unlink`,
 // removes the name once it is open (the last process to open it).

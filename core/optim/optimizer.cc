@@ -224,6 +224,7 @@ std::vector<std::span<float>> Optimizer::StateVectors() {
 
 void Optimizer::MoveStateTo(std::span<float> storage) {
   assert(storage.size() == state_.size() && "MoveStateTo takes room for every state vector");
+  if (storage.data() == state_.data()) return;  // already there
   std::copy(state_.begin(), state_.end(), storage.begin());
   state_ = storage;
   own_state_ = math::FloatBuffer();
