@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cassert>
 #include <cstring>
 #include <new>
 #include <string>
@@ -294,13 +295,9 @@ void HostSyncStrategy::StepOwnPart(std::span<float> params, float lr) {
     opt.StepPart(own_part_.begin, params.subspan(own_part_.begin, own_part_.size()),
                  mean.subspan(own_part_.begin, own_part_.size()), lr);
   } else {
-    std::array<float, optim::Optimizer::kGradientBlock> block;
-    for (std::size_t at = own_part_.begin; at < own_part_.end; at += block.size()) {
-      const std::size_t n = std::min(block.size(), own_part_.end - at);
-      const std::span<float> piece(block.data(), n);
-      MeanOf(at, piece);
-      opt.StepPart(at, params.subspan(at, n), piece, lr);
-    }
+    opt.StepPartFromBlocks(
+        own_part_.begin, params.subspan(own_part_.begin, own_part_.size()),
+        [this](std::size_t offset, std::span<float> out) { MeanOf(offset, out); }, lr);
   }
   opt.EndPartedStep();
 }
@@ -326,7 +323,8 @@ Status HostSyncStrategy::Apply(std::int64_t step, std::span<float> params, std::
   }
   agreed_ = StopVotes::Agreed(requested, target);
 
-  if (params.data() == shared_params_) {
+  if (shared_) {
+    assert(params.data() == shared_params_ && "a trainer of shared parameters passes them");
     StepOwnPart(params, lr);
   } else if (!mean_.empty()) {
     // Clipping needs the whole mean's norm before any of it is used: write it out.

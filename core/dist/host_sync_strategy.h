@@ -16,7 +16,7 @@
 // (it does for models without running statistics): the optimizer's state then moves into the
 // segment too. A replica whose trainer keeps its own parameters (batchnorm's statistics are each
 // replica's) keeps its own state and steps every float from the gradients in the segment
-// (Optimizer::StepFromBlocks); Apply tells the two apart by the span it is given.
+// (Optimizer::StepFromBlocks).
 // Sharing the parameters took 2 MLP replicas' summed optimizer pass from 0.63-0.70 to
 // 0.36-0.40 ms a step on 2 cores (bench/README.md).
 //

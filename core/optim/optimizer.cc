@@ -252,14 +252,20 @@ void Optimizer::Step(std::span<float> params, std::span<const float> grad, float
 
 void Optimizer::StepFromBlocks(std::span<float> params, const GradientBlock& block, float lr) {
   assert(params.size() == size() && "StepFromBlocks takes exactly the optimizer's range of params");
-  std::array<float, kGradientBlock> grad;
-  for (std::size_t at = 0; at < size(); at += kGradientBlock) {
-    const std::size_t n = std::min(kGradientBlock, size() - at);
-    const std::span<float> piece(grad.data(), n);
-    block(at, piece);
-    Update(at, params.subspan(at, n), piece, lr);
-  }
+  StepPartFromBlocks(0, params, block, lr);
   ++steps_;
+}
+
+void Optimizer::StepPartFromBlocks(std::size_t offset, std::span<float> params,
+                                   const GradientBlock& block, float lr) {
+  assert(offset + params.size() <= size() && "StepPartFromBlocks takes a run of the range");
+  std::array<float, kGradientBlock> grad;
+  for (std::size_t at = 0; at < params.size(); at += kGradientBlock) {
+    const std::size_t n = std::min(kGradientBlock, params.size() - at);
+    const std::span<float> piece(grad.data(), n);
+    block(offset + at, piece);
+    Update(offset + at, params.subspan(at, n), piece, lr);
+  }
 }
 
 int StateVectorCount(OptimizerType type) {

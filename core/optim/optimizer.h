@@ -98,6 +98,10 @@ class Optimizer {
                 float lr) {
     Update(offset, params, grad, lr);
   }
+  // StepPart over the run [offset, offset + params.size()) of the range, its gradient written block
+  // by block as StepFromBlocks writes it (block's offset counted from the range's first float).
+  void StepPartFromBlocks(std::size_t offset, std::span<float> params, const GradientBlock& block,
+                          float lr);
   void EndPartedStep() { ++steps_; }
 
   OptimizerType type() const { return type_; }

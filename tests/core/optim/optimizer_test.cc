@@ -291,8 +291,8 @@ BOOST_AUTO_TEST_CASE(a_step_shared_by_threads_equals_a_step_on_one) {
 
 BOOST_AUTO_TEST_CASE(two_optimizers_sharing_moved_state_step_halves_like_one) {
   // Two replicas' optimizers over the whole range, their state moved into one shared buffer after
-  // a first step apiece, each stepping its own half in parts: one optimizer's bits, and the moved
-  // state starts from where each was.
+  // a first step apiece, each stepping its own half in parts (the second from gradient blocks):
+  // one optimizer's bits, and the moved state starts from where each was.
   const std::size_t n = 3 * Optimizer::kGradientBlock + 5, half = 1 + n / 2;
   for (const OptimizerOptions& o : AllConfigs()) {
     auto whole = MakeOptimizer(o, 0, n);
@@ -314,7 +314,17 @@ BOOST_AUTO_TEST_CASE(two_optimizers_sharing_moved_state_step_halves_like_one) {
       const std::span<const float> g(grad);
       whole->Step(p_whole, grad, StepLr(step));
       first->StepPart(0, p.first(half), g.first(half), StepLr(step));
-      second->StepPart(half, p.subspan(half), g.subspan(half), StepLr(step));
+      std::size_t next = half;  // the blocks come in order, without gaps, from `half` on
+      second->StepPartFromBlocks(
+          half, p.subspan(half),
+          [&](std::size_t offset, std::span<float> out) {
+            BOOST_TEST(offset == next);
+            std::copy_n(grad.begin() + static_cast<std::ptrdiff_t>(offset), out.size(),
+                        out.begin());
+            next += out.size();
+          },
+          StepLr(step));
+      BOOST_TEST(next == n);
       first->EndPartedStep();
       second->EndPartedStep();
     }
