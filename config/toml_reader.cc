@@ -9,6 +9,8 @@
 #include <system_error>
 
 #include "config/suggest.h"
+#include "core/codec/file_bytes.h"
+#include "config/toml_bounds.h"
 #include "config/toml_text.h"
 
 namespace dtrain::config::internal {
@@ -269,6 +271,10 @@ void RejectUnknown(std::span<const TableReader* const> readers, Sink& sink) {
 
 std::optional<toml::table> ParseToml(std::string_view text, std::string_view source,
                                      SyntaxError* error) {
+  if (std::optional<TomlBoundsError> beyond = CheckTomlBounds(text)) {
+    *error = {beyond->line, beyond->column, std::move(beyond->description), true};
+    return std::nullopt;
+  }
   try {
     return toml::parse(text, source);
   } catch (const toml::parse_error& e) {
@@ -282,30 +288,26 @@ std::optional<toml::table> ParseDocument(std::string_view text, const std::strin
                                          Sink& sink) {
   SyntaxError error;
   std::optional<toml::table> root = ParseToml(text, display_path, &error);
-  if (!root) sink.InFile(error.line, error.column, "", "TOML syntax error: " + error.description);
+  if (!root) {
+    sink.InFile(error.line, error.column, "",
+                (error.out_of_bounds ? "" : "TOML syntax error: ") + error.description);
+  }
   return root;
 }
 
 bool ReadWholeFile(const std::string& path, std::string_view what, std::string* text,
                    std::string* problem) {
-  const std::string cannot = "cannot read " + std::string(what) + ": ";
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    *problem = cannot + "it is a directory";
+  Result<std::string> bytes = codec::ReadFileBytes(path, kMaxTomlBytes);
+  if (!bytes.ok()) {
+    // ReadFileBytes says "PATH: [cannot open: ]why"; the diagnostic names the file already.
+    std::string reason = bytes.status().message();
+    for (const std::string& prefix : {path + ": ", std::string("cannot open: ")}) {
+      if (reason.starts_with(prefix)) reason.erase(0, prefix.size());
+    }
+    *problem = "cannot read " + std::string(what) + ": " + reason;
     return false;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *problem = cannot + std::generic_category().message(errno);
-    return false;
-  }
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) {
-    *problem = cannot + "read error";
-    return false;
-  }
-  *text = std::move(contents).str();
+  *text = std::move(bytes).value();
   return true;
 }
 

@@ -200,13 +200,15 @@ const toml::table* SectionTable(TableReader& top, std::string_view name);
 // known key, else the section where a key of that name belongs, else the list of allowed keys.
 void RejectUnknown(std::span<const TableReader* const> readers, Sink& sink);
 
-// Where and why toml++ stopped.
+// Where and why toml++ stopped, or which of CheckTomlBounds' bounds the text broke.
 struct SyntaxError {
   int line = 0, column = 0;
   std::string description;
+  bool out_of_bounds = false;  // the text never reached toml++ (config/toml_bounds.h)
 };
 
-// `text` parsed, its nodes carrying `source` as their path; or nothing and *error says why.
+// `text` parsed, its nodes carrying `source` as their path; or nothing and *error says why. A
+// text beyond CheckTomlBounds' bounds is refused before toml++ sees it.
 std::optional<toml::table> ParseToml(std::string_view text, std::string_view source,
                                      SyntaxError* error);
 
