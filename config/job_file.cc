@@ -1,5 +1,6 @@
 #include "config/job_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "config/sparse_job.h"
 #include "config/toml_reader.h"
 #include "config/toml_text.h"
+#include "core/codec/regular_file.h"
 #include "core/data/readers.h"
 #include "core/data/sparse_rows.h"
 
@@ -97,6 +99,11 @@ std::string FileProblem(const fs::path& path) {
   }
   if (!fs::exists(status)) return "no such file: " + path.string();
   if (fs::is_directory(status)) return "is a directory, not a file: " + path.string();
+  // A FIFO or a device would hang or never end its reader (core/codec/regular_file.h).
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return "is " + codec::NotRegularKind(st.st_mode) + ", not a regular file: " + path.string();
+  }
   if (::access(path.c_str(), R_OK) != 0) {
     return "cannot read " + path.string() + ": " + std::generic_category().message(errno);
   }

@@ -5,8 +5,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+
+#include "core/codec/regular_file.h"
 
 namespace dtrain::codec {
 
@@ -38,11 +38,28 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
   return Status::Ok();
 }
 
-Result<std::string> ReadFileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(path + ": cannot open: " + std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return Status::Error(path + ": read failed");
+Result<std::string> ReadFileBytes(const std::string& path, std::size_t limit) {
+  Result<int> fd = OpenRegularFile(path);
+  if (!fd.ok()) return Status::Error(path + ": cannot open: " + fd.status().message());
+  std::string bytes;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(fd.value(), chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      const int err = errno;
+      ::close(fd.value());
+      return Status::Error(path + ": read failed: " + std::strerror(err));
+    }
+    if (got == 0) break;
+    if (bytes.size() + static_cast<std::size_t>(got) > limit) {
+      ::close(fd.value());
+      return Status::Error(path + ": larger than the " + std::to_string(limit) +
+                           " bytes it may have");
+    }
+    bytes.append(chunk, static_cast<std::size_t>(got));
+  }
+  ::close(fd.value());
   return bytes;
 }
 

@@ -1,5 +1,6 @@
 // Whole files as bytes: written atomically (a temporary file beside the target, fsynced, then
-// renamed over it, so the target is never half-written) and read back whole. For model files.
+// renamed over it, so the target is never half-written) and read back whole, from a regular file
+// only (codec/regular_file.h) and up to a limit. For model files and job files.
 //
 //   Status s = WriteFileAtomically("model.dtm", bytes);
 //   Result<std::string> back = ReadFileBytes("model.dtm");
@@ -7,6 +8,8 @@
 // Errors name the path and the system's reason. Safe for concurrent use on different paths.
 #pragma once
 
+#include <cstddef>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -15,6 +18,8 @@
 namespace dtrain::codec {
 
 Status WriteFileAtomically(const std::string& path, std::string_view bytes);
-Result<std::string> ReadFileBytes(const std::string& path);
+// The whole regular file at `path`; an error when it holds more than `limit` bytes.
+Result<std::string> ReadFileBytes(const std::string& path,
+                                  std::size_t limit = std::numeric_limits<std::size_t>::max());
 
 }  // namespace dtrain::codec

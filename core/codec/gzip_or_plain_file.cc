@@ -1,6 +1,5 @@
 #include "core/codec/gzip_or_plain_file.h"
 
-#include <fcntl.h>
 #include <isa-l/igzip_lib.h>
 #include <unistd.h>
 
@@ -9,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 #include <utility>
+
+#include "core/codec/regular_file.h"
 
 namespace dtrain::codec {
 namespace {
@@ -48,9 +49,9 @@ Result<std::size_t> ReadFully(int fd, unsigned char* dst, std::size_t n) {
 void GzipOrPlainFile::InflateDeleter::operator()(inflate_state* state) const { delete state; }
 
 Result<GzipOrPlainFile> GzipOrPlainFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::Error(std::string("cannot open: ") + std::strerror(errno));
-  GzipOrPlainFile file(fd);
+  Result<int> fd = OpenRegularFile(path);
+  if (!fd.ok()) return Status::Error("cannot open: " + fd.status().message());
+  GzipOrPlainFile file(fd.value());
   if (Status s = file.Sniff(); !s.ok()) return s;
   return file;
 }

@@ -1,6 +1,7 @@
 #include "core/data/text_lines.h"
 
 #include <sys/types.h>  // ssize_t, returned by POSIX getline
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -8,6 +9,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+
+#include "core/codec/regular_file.h"
 
 namespace dtrain::data::text {
 namespace {
@@ -23,9 +26,16 @@ bool ParseFloat(std::string_view text, float* value) {
 }  // namespace
 
 LineReader::LineReader(const std::string& path) : path_(path) {
-  errno = 0;
-  file_ = std::fopen(path.c_str(), "r");
-  if (file_ == nullptr) open_status_ = Error(std::string("cannot open: ") + std::strerror(errno));
+  Result<int> fd = codec::OpenRegularFile(path);
+  if (!fd.ok()) {
+    open_status_ = Error("cannot open: " + fd.status().message());
+    return;
+  }
+  file_ = ::fdopen(fd.value(), "r");
+  if (file_ == nullptr) {
+    open_status_ = Error(std::string("cannot open: ") + std::strerror(errno));
+    ::close(fd.value());
+  }
 }
 
 LineReader::LineReader(const std::string& path, std::uint64_t offset, std::uint64_t bytes,

@@ -229,7 +229,7 @@ BOOST_AUTO_TEST_CASE(the_file_must_exist_and_be_a_file) {
              "cannot read the daemon configuration file: No such file or directory");
   const dtrain::testing::TempDir dir;
   const Diagnostic directory = Single(LoadDaemonConfig(dir.path().string()));
-  BOOST_TEST(directory.message == "cannot read the daemon configuration file: it is a directory");
+  BOOST_TEST(directory.message == "cannot read the daemon configuration file: it is a directory, not a regular file");
 }
 
 BOOST_AUTO_TEST_CASE(other_values_out_of_range_or_of_the_wrong_type) {

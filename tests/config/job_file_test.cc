@@ -1,11 +1,14 @@
 #include "config/job_file.h"
 
+#include <sys/stat.h>
+
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/temp_dir.h"
 #include "config/diagnostic_checks.h"
 #include "config/job_layout.h"
 #include "config/thread_layout.h"
@@ -580,6 +583,19 @@ BOOST_AUTO_TEST_CASE(data_paths_must_fit_the_format) {
   const Diagnostic dir = Single(Parse("[data]\nformat = \"csv\"\ntrain = \"files\"\n"));
   BOOST_TEST(dir.message == "is a directory, not a file: " +
                                 (TestData() / "jobs" / "files").lexically_normal().string());
+}
+
+BOOST_AUTO_TEST_CASE(a_data_path_to_a_fifo_or_a_device_is_refused_not_read) {
+  // validate and submit check the files as the submitter: a FIFO or /dev/zero would hang them.
+  const Diagnostic zero = Single(Parse("[data]\nformat = \"csv\"\ntrain = \"/dev/zero\"\n"));
+  BOOST_TEST(zero.key == "data.train");
+  BOOST_TEST(zero.message == "is a character device, not a regular file: /dev/zero");
+  testing::TempDir dir;
+  const std::string fifo = dir.Path("train.csv");
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const Diagnostic named =
+      Single(Parse("[data]\nformat = \"csv\"\ntrain = \"" + fifo + "\"\n"));
+  BOOST_TEST(named.message == "is a FIFO, not a regular file: " + fifo);
 }
 
 BOOST_AUTO_TEST_CASE(overrides_are_applied_before_validation) {
