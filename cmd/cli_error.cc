@@ -12,7 +12,7 @@ CliError ErrorFrom(const Status& status, int exit_code) {
 
 void PrintDiagnostics(const std::vector<config::Diagnostic>& diagnostics,
                       const std::string& source) {
-  for (const config::Diagnostic& d : diagnostics) std::cerr << config::FormatDiagnostic(d) << '\n';
+  for (const config::Diagnostic& d : diagnostics) std::cerr << Printable(config::FormatDiagnostic(d)) << '\n';
   std::cerr << diagnostics.size() << (diagnostics.size() == 1 ? " problem" : " problems") << " in "
             << source << '\n';
 }
@@ -20,7 +20,7 @@ void PrintDiagnostics(const std::vector<config::Diagnostic>& diagnostics,
 int Report(const CliError& error) {
   PrintError(error.message);
   for (const config::Diagnostic& d : error.diagnostics)
-    std::cerr << config::FormatDiagnostic(d) << '\n';
+    std::cerr << Printable(config::FormatDiagnostic(d)) << '\n';
   return error.exit_code;
 }
 

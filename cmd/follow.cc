@@ -25,7 +25,7 @@ class LinePrinter {
     if (!query_.worker && rank != 0) prefix_ = true;
     std::string text;
     if (prefix_) text.append("r").append(std::to_string(rank)).append(": ");
-    text += line;
+    text += Printable(line);  // a job's bytes, which may be read by someone else (root)
     text += '\n';
     std::FILE* out = stream == "stderr" ? stderr : stdout;
     std::fwrite(text.data(), 1, text.size(), out);

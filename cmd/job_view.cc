@@ -72,10 +72,10 @@ std::string TimeWithAge(double time, double now) {
 JobInfo ParseJob(const nlohmann::json& job) {
   JobInfo info;
   info.id = JsonInt(job, "id");
-  info.name = JsonString(job, "name");
-  info.state = JsonString(job, "state");
-  info.reason = JsonString(job, "reason");
-  info.owner = OwnerName(job);
+  info.name = Printable(JsonString(job, "name"));
+  info.state = Printable(JsonString(job, "state"));
+  info.reason = Printable(JsonString(job, "reason"));
+  info.owner = Printable(OwnerName(job));
   info.priority = JsonInt(job, "priority");
   info.created = JsonNumber(job, "created");
   info.updated = JsonNumber(job, "updated");
@@ -83,24 +83,25 @@ JobInfo ParseJob(const nlohmann::json& job) {
   info.restarts = JsonInt(job, "restarts");
   if (const nlohmann::json* slurm = JsonField(job, "slurm"); slurm && slurm->is_object()) {
     info.slurm_job = JsonInt(*slurm, "job_id");
-    info.slurm_nodes = JsonString(*slurm, "nodes");
+    info.slurm_nodes = Printable(JsonString(*slurm, "nodes"));
   }
   if (const nlohmann::json* metrics = JsonField(job, "metrics"); metrics && metrics->is_object()) {
     for (const auto& [name, value] : metrics->items()) {
-      if (value.is_number()) info.metrics.emplace_back(name, value.get<double>());
+      if (value.is_number()) info.metrics.emplace_back(Printable(name), value.get<double>());
       // A NaN (a loss that diverged) travels as null.
-      if (value.is_null()) info.metrics.emplace_back(name, std::numeric_limits<double>::quiet_NaN());
+      if (value.is_null()) info.metrics.emplace_back(Printable(name), std::numeric_limits<double>::quiet_NaN());
     }
   }
   for (const nlohmann::json& w : JsonArray(job, "workers")) {
-    info.workers.push_back({JsonInt(w, "rank"), JsonString(w, "role"), JsonString(w, "host"),
-                            JsonInt(w, "pid"), JsonString(w, "state"),
+    info.workers.push_back({JsonInt(w, "rank"), Printable(JsonString(w, "role")),
+                            Printable(JsonString(w, "host")), JsonInt(w, "pid"),
+                            Printable(JsonString(w, "state")),
                             OptionalInt(w, "exit_status"), OptionalInt(w, "signal"),
                             JsonNumber(w, "started"), JsonNumber(w, "ended")});
   }
   for (const nlohmann::json& e : JsonArray(job, "events")) {
-    info.events.push_back({JsonNumber(e, "time"), JsonString(e, "from"), JsonString(e, "to"),
-                           JsonString(e, "reason")});
+    info.events.push_back({JsonNumber(e, "time"), Printable(JsonString(e, "from")),
+                           Printable(JsonString(e, "to")), Printable(JsonString(e, "reason"))});
   }
   return info;
 }

@@ -50,7 +50,7 @@ CliResult<std::vector<store::MetricRow>> FromDaemon(const MetricsArgs& args,
   for (const nlohmann::json& m : JsonArray(reply.value(), "metrics")) {
     rows.push_back({.step = JsonInt(m, "step"),
                     .worker = static_cast<int>(JsonInt(m, "worker")),
-                    .name = JsonString(m, "name"),
+                    .name = Printable(JsonString(m, "name")),
                     // null: NaN (JSON has no NaN)
                     .value = JsonNumber(m, "value", std::numeric_limits<double>::quiet_NaN()),
                     .epoch = JsonNumber(m, "epoch"),

@@ -1,10 +1,14 @@
 // Terminal habits shared by every subcommand: whether a stream is a TTY (progress bars only
 // there), whether colour is allowed (a TTY, NO_COLOR unset or empty, TERM not "dumb"), the
-// error line format, and the ANSI colour codes.
+// error line format, the ANSI colour codes, and text that cannot act on a terminal.
 //
 //   if (StderrIsTty()) DrawBar(...);
 //   PrintError("cannot open store: " + message);   // "dtrain: error: cannot open store: ..."
 //   std::cout << Paint(ColorOnStdout(), kGreen, "succeeded");
+//   std::cout << Printable(job_reason);             // "\x1b[2J" instead of a cleared screen
+//
+// Text that another user may have written (a job's reason quoting a data path, its name, a
+// worker's log line, a daemon's error) reaches the screen through Printable or PrintError only.
 //
 // Reads the environment on each call; safe for concurrent use.
 #pragma once
@@ -19,7 +23,15 @@ bool StderrIsTty();
 // True when that stream is a TTY, NO_COLOR is unset or empty, and TERM is not "dumb".
 bool ColorOnStdout();
 bool ColorOnStderr();
+// "dtrain: error: MESSAGE" on stderr; the message as Printable(message, kKeepNewlines).
 void PrintError(std::string_view message);
+
+// `text` with every byte or character that a terminal would act on written out instead: C0
+// controls and DEL as \xNN (\t stays; \n stays only with kKeepNewlines), the C1 controls
+// U+0080..U+009F as \u00NN, and bytes that are not UTF-8 as \xNN. Backslashes are kept as
+// they are, so well-formed text without controls prints byte for byte.
+enum class Newlines { kEscape, kKeepNewlines };
+std::string Printable(std::string_view text, Newlines newlines = Newlines::kEscape);
 
 // SGR codes for Paint.
 inline constexpr std::string_view kRed = "31";

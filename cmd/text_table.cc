@@ -13,6 +13,7 @@ TextTable::TextTable(std::vector<std::string> header, std::vector<bool> right_al
 
 void TextTable::AddRow(std::vector<TextCell> cells) {
   cells.resize(header_.size());
+  for (TextCell& cell : cells) cell.text = Printable(cell.text);  // one row stays one line
   rows_.push_back(std::move(cells));
 }
 

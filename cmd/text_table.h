@@ -25,7 +25,8 @@ class TextTable {
  public:
   TextTable(std::vector<std::string> header, std::vector<bool> right_aligned);
 
-  void AddRow(std::vector<TextCell> cells);  // missing cells print empty
+  // Missing cells print empty; controls in a cell's text print escaped (terminal.h, Printable).
+  void AddRow(std::vector<TextCell> cells);
   bool empty() const { return rows_.empty(); }
   // The header and every row, each line starting with `indent`; colours only when `color`.
   void Print(std::ostream& out, bool color, std::string_view indent = "") const;

@@ -42,7 +42,7 @@ CliResult<nlohmann::json> WhyFromStore(const WhyArgs& args) {
 }
 
 std::string Text(const nlohmann::json& value) {
-  return value.is_string() ? value.get<std::string>() : value.dump();
+  return Printable(value.is_string() ? value.get<std::string>() : value.dump());
 }
 
 void PrintWhy(const WhyArgs& args, const nlohmann::json& why, std::ostream& out, bool color) {
