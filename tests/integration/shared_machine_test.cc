@@ -25,6 +25,7 @@
 #include "common/temp_dir.h"
 #include "core/net/auth.h"
 #include "integration/daemon_fixture.h"
+#include "integration/shared_daemon.h"
 #include "integration/test_user.h"
 
 namespace dtrain::testing {
@@ -89,43 +90,6 @@ workers = 2
 mode = "async"
 servers = 1
 )";
-
-struct SharedDaemon {
-  SharedDaemon()
-      : config(ConfigDir().Write("dtraind.toml",
-                                 "[daemon]\nsocket_mode = \"0666\"\nmax_jobs = 1\n[cluster]\n"
-                                 "key_file = \"" + KeyPath() + "\"\n")),
-        d({"--config", config}, bins.dtraind) {
-    ::chmod(d.dir().path().c_str(), 0755);  // users reach the socket; state/ stays the daemon's
-  }
-  static const TempDir& ConfigDir() {
-    static TempDir dir;
-    return dir;
-  }
-  static std::string KeyPath() {
-    const std::string path = ConfigDir().Write("cluster.key", std::string(64, 'c') + "\n");
-    ::chmod(path.c_str(), 0600);
-    return path;
-  }
-
-  // `dtrain ARGS...` as `user` against this daemon.
-  ProcessResult Cli(const std::string& user, const std::string& group,
-                    std::vector<std::string> args) const {
-    std::vector<std::string> argv = {bins.dtrain, "--socket", d.socket()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunAs(user, group, argv, ConfigDir().Path(""));
-  }
-
-  SharedBinaries bins;
-  std::string config;
-  DaemonFixture d;
-};
-
-bool Root() {
-  if (::getuid() == 0) return true;
-  BOOST_TEST_MESSAGE("skipped: needs root to create a user and to run a system daemon");
-  return false;
-}
 
 BOOST_AUTO_TEST_SUITE(shared_machine)
 
@@ -213,7 +177,7 @@ BOOST_AUTO_TEST_CASE(a_data_path_swapped_to_a_secret_gives_permission_denied_and
   const std::string store = s.d.dir().Path("state/dtrain.db");
   const std::vector<std::pair<std::string, std::string>> targets = {
       {"the cluster key", SharedDaemon::KeyPath()}, {"the store", store}, {"a root file", root_only}};
-  ::chown(data.path().c_str(), user.uid(), user.gid());
+  BOOST_REQUIRE(::chown(data.path().c_str(), user.uid(), user.gid()) == 0);
 
   // Held in the queue behind a job of its own while the links still point at the user's data.
   const std::string endless = data.Write("endless.toml", kEndlessJob);
@@ -257,7 +221,7 @@ BOOST_AUTO_TEST_CASE(a_daemon_of_an_ordinary_user_runs_only_that_users_jobs) {
   SharedBinaries bins;
   TempDir dir;
   ::chmod(dir.path().c_str(), 0755);
-  ::chown(dir.path().c_str(), user.uid(), user.gid());
+  BOOST_REQUIRE(::chown(dir.path().c_str(), user.uid(), user.gid()) == 0);
   const std::string config = dir.Write("dtraind.toml", "[daemon]\nsocket_mode = \"0666\"\n");
   const std::string socket = dir.Path("dtraind.sock");
   ChildProcess daemon = StartProcess(AsUser(kUserName, kUserName,
