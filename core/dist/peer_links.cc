@@ -48,57 +48,130 @@ Result<PeerListener> PeerListener::Open(const std::string& host, int backlog,
 }
 
 PeerListener::PeerListener(PeerListener&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), port_(other.port_) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      port_(other.port_),
+      token_(std::move(other.token_)),
+      refused_(other.refused_),
+      pending_(std::exchange(other.pending_, {})) {}
 
 PeerListener& PeerListener::operator=(PeerListener&& other) noexcept {
   if (this != &other) {
+    ClosePending();
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(other.fd_, -1);
     port_ = other.port_;
+    token_ = std::move(other.token_);
+    refused_ = other.refused_;
+    pending_ = std::exchange(other.pending_, {});
   }
   return *this;
 }
 
 PeerListener::~PeerListener() {
+  ClosePending();
   if (fd_ >= 0) ::close(fd_);
 }
 
-Result<IntroducedPeer> PeerListener::Introduce(int fd, Deadline deadline) const {
-  // Nothing larger than a token is read before the token checked out.
-  constexpr std::size_t kTokenBytes = 64;
-  net::FrameStream stream(fd, static_cast<std::uint32_t>(std::max(token_.size(), kTokenBytes)));
-  Result<net::Frame> hello = stream.Read(Remaining(deadline));
-  if (!hello.ok()) {
-    return Status::Error("a peer from " + stream.peer() + " did not introduce itself: " +
-                         hello.status().message());
+void PeerListener::ClosePending() {
+  for (const Pending& p : pending_) ::close(p.fd);
+  pending_.clear();
+}
+
+namespace {
+
+// Nothing larger than a token is read before the token checked out.
+constexpr std::size_t kTokenBytes = 64;
+
+}  // namespace
+
+std::optional<Result<IntroducedPeer>> PeerListener::ReadIntroduction(Pending& p) const {
+  const auto max_payload = static_cast<std::uint32_t>(std::max(token_.size(), kTokenBytes));
+  net::FrameStream stream(p.fd, max_payload);  // owns the descriptor from here on
+  const auto refuse = [&stream](const std::string& why) -> std::optional<Result<IntroducedPeer>> {
+    return Result<IntroducedPeer>(Status::Error("a peer from " + stream.peer() + " " + why));
+  };
+  net::FrameHeader header;
+  for (;;) {
+    std::size_t wanted = net::kHeaderSize;
+    if (p.arrived.size() >= net::kHeaderSize) {
+      const std::span<const std::uint8_t, net::kHeaderSize> head(p.arrived.data(),
+                                                                 net::kHeaderSize);
+      if (std::optional<net::FrameError> bad = net::DecodeHeader(head, max_payload, header)) {
+        return refuse("did not introduce itself: " + std::string(net::FrameErrorName(*bad)));
+      }
+      wanted += header.length;
+    }
+    if (p.arrived.size() == wanted) break;
+    const std::size_t had = p.arrived.size();
+    p.arrived.resize(wanted);
+    const ssize_t got = ::recv(p.fd, p.arrived.data() + had, wanted - had, MSG_DONTWAIT);
+    p.arrived.resize(had + static_cast<std::size_t>(std::max<ssize_t>(got, 0)));
+    if (got == 0) return refuse("closed before introducing itself");
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      (void)stream.Release();  // still the listener's: it waits on
+      return std::nullopt;
+    }
+    if (got < 0) return refuse(SystemError("did not introduce itself"));
   }
-  if (hello.value().header.type != net::MessageType::kHeartbeat) {
-    return Status::Error("a peer from " + stream.peer() + " opened with a " +
-                         std::string(net::MessageTypeName(hello.value().header.type)) +
-                         " frame, not an introduction");
+  const std::span<const std::uint8_t> payload(p.arrived.data() + net::kHeaderSize, header.length);
+  if (!net::PayloadMatches(header, payload)) {
+    return refuse("did not introduce itself: its introduction's checksum does not match");
   }
-  if (!token_.empty() && !net::TokensEqual(hello.value().payload, token_)) {
-    return Status::Error("a peer from " + stream.peer() + " did not have this job's token");
+  if (header.type != net::MessageType::kHeartbeat) {
+    return refuse("opened with a " + std::string(net::MessageTypeName(header.type)) +
+                  " frame, not an introduction");
+  }
+  const std::string_view token(reinterpret_cast<const char*>(payload.data()), payload.size());
+  if (!token_.empty() && !net::TokensEqual(token, token_)) {
+    return refuse("did not have this job's token");
   }
   stream.set_max_payload(net::kDefaultMaxPayload);
-  return IntroducedPeer{hello.value().header.sender, std::move(stream)};
+  return Result<IntroducedPeer>(IntroducedPeer{header.sender, std::move(stream)});
 }
 
 Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
+  std::vector<pollfd> polled;
   for (;;) {
-    const auto left = Remaining(deadline);
-    pollfd p{.fd = fd_, .events = POLLIN, .revents = 0};
-    const int ready =
-        ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), INT_MAX)));
+    // Late introductions are refused; the listener and every pending connection are watched.
+    const Clock::time_point now = Clock::now();
+    std::erase_if(pending_, [&](const Pending& p) {
+      if (now < p.until) return false;
+      ::close(p.fd);
+      ++refused_;
+      return true;
+    });
+    Clock::time_point wake = deadline;
+    polled.assign(1, pollfd{.fd = fd_, .events = POLLIN, .revents = 0});
+    for (const Pending& p : pending_) {
+      polled.push_back({.fd = p.fd, .events = POLLIN, .revents = 0});
+      wake = std::min(wake, p.until);
+    }
+    const auto left = std::max<std::int64_t>(
+        0, std::chrono::ceil<std::chrono::milliseconds>(wake - now).count());
+    const int ready = ::poll(polled.data(), polled.size(),
+                             static_cast<int>(std::min<std::int64_t>(left, INT_MAX)));
     if (ready < 0 && errno != EINTR) return Status::Error(SystemError("poll on a listener"));
-    if (ready > 0) {
+    // Pending connections first (pending_ is in the order polled), then a new one.
+    for (std::size_t i = 1; ready > 0 && i < polled.size(); ++i) {
+      if (polled[i].revents == 0) continue;
+      auto at = std::find_if(pending_.begin(), pending_.end(),
+                             [fd = polled[i].fd](const Pending& p) { return p.fd == fd; });
+      std::optional<Result<IntroducedPeer>> peer = ReadIntroduction(*at);
+      if (!peer) continue;  // more of it is still to come
+      pending_.erase(at);
+      // With a token, a stranger costs its own connection only: wait for the right peer.
+      if (peer->ok() || token_.empty()) return std::move(*peer);
+      ++refused_;
+    }
+    if (ready > 0 && (polled[0].revents & POLLIN) != 0) {
       const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd >= 0) {
-        Result<IntroducedPeer> peer =
-            Introduce(fd, std::min(deadline, Clock::now() + kIntroductionTimeout));
-        // With a token, a stranger costs its own connection only: wait for the right peer.
-        if (peer.ok() || token_.empty()) return peer;
-        ++refused_;
+        if (pending_.size() >= kMaxPendingIntroductions) {
+          ::close(pending_.front().fd);
+          pending_.erase(pending_.begin());
+          ++refused_;
+        }
+        pending_.push_back({fd, Clock::now() + kIntroductionTimeout, {}});
         continue;
       }
       if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {

@@ -14,8 +14,10 @@
 // The introduction may be followed by the shared-memory upgrade (shm_link.h, MakeLink).
 // A listener that requires a token closes, before reading anything else, every connection whose
 // introduction does not carry it, is not a heartbeat, is larger than a token, or does not come
-// within kIntroductionTimeout — and goes on waiting for the right peers. The accepting side then
-// checks who it expected. Ids are the job's process indices: worker ranks 0..N-1, then shards
+// within kIntroductionTimeout — and goes on waiting for the right peers. Introductions are awaited
+// side by side: a connection that stays silent (anyone on the host can open one) holds up no
+// other, and at most kMaxPendingIntroductions wait at once (a new one then closes the oldest),
+// so its descriptors are bounded too. The accepting side then checks who it expected. Ids are the job's process indices: worker ranks 0..N-1, then shards
 // N..N+S-1.
 // PeerListener is one thread at a time for Accept; the free functions are safe for concurrent use.
 #pragma once
@@ -23,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +50,7 @@ struct IntroducedPeer {
 };
 
 inline constexpr std::chrono::seconds kIntroductionTimeout{5};
+inline constexpr std::size_t kMaxPendingIntroductions = 64;
 
 class PeerListener {
  public:
@@ -56,7 +60,7 @@ class PeerListener {
 
   // From now on only connections introduced with `token` are accepted (empty: any).
   void RequireToken(std::string token) { token_ = std::move(token); }
-  // Connections closed so far for a missing or wrong introduction.
+  // Connections closed so far for a missing, late or wrong introduction.
   std::uint64_t refused() const { return refused_; }
 
   PeerListener(PeerListener&& other) noexcept;
@@ -66,18 +70,30 @@ class PeerListener {
   ~PeerListener();
 
   std::uint16_t port() const { return port_; }
-  // The next connection and its introduction, by the deadline.
+  // The next connection whose introduction is complete, by the deadline. Connections still
+  // introducing themselves when it returns wait on for the next call.
   Result<IntroducedPeer> Accept(Deadline deadline) const;
 
  private:
+  // An accepted connection whose introduction has not all arrived: the bytes read so far (never
+  // more than its one frame, so the stream goes on exactly after it).
+  struct Pending {
+    int fd = -1;
+    Clock::time_point until;  // closed then
+    std::vector<std::uint8_t> arrived;
+  };
+
   PeerListener(int fd, std::uint16_t port) : fd_(fd), port_(port) {}
-  // The introduction on a new connection `fd`: the peer, or why it is refused.
-  Result<IntroducedPeer> Introduce(int fd, Deadline deadline) const;
+  // Reads what has arrived of `p`'s introduction without waiting: nothing while it is
+  // incomplete; else the peer, or why it is refused (its descriptor then closed).
+  std::optional<Result<IntroducedPeer>> ReadIntroduction(Pending& p) const;
+  void ClosePending();
 
   int fd_ = -1;
   std::uint16_t port_ = 0;
   std::string token_;
   mutable std::uint64_t refused_ = 0;
+  mutable std::vector<Pending> pending_;  // oldest first
 };
 
 // Accepts one connection on `listener` that must come from `expected_id`.

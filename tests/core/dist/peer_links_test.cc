@@ -1,13 +1,17 @@
 // The introductions that open data-plane connections: a listener that requires the job's token
 // closes a stranger's connection before reading anything of it but the introduction, and goes on
-// waiting for the peer it expects.
+// waiting for the peer it expects; connections that stay silent hold up nobody's introduction.
 #include "core/dist/peer_links.h"
 
+#include <sys/socket.h>
+
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/dist/loopback_ring.h"
 #include "core/net/frame_stream.h"
@@ -71,6 +75,41 @@ BOOST_AUTO_TEST_CASE(strangers_without_the_token_are_closed_and_the_peer_still_g
   BOOST_TEST(got == 1.0f);
   strangers.join();
   BOOST_TEST(listener.value().refused() == 3u);
+}
+
+// The right peer connects after `silent` connections that never finish an introduction (one of
+// them stops half way through its header); Accept must get it by a deadline shorter than the
+// silent ones' kIntroductionTimeout, summed, would allow if they were awaited one after another.
+void RightPeerGetsInPastSilentConnections(int silent) {
+  auto listener = PeerListener::Open("127.0.0.1");
+  BOOST_REQUIRE(listener.ok());
+  listener.value().RequireToken(kToken);
+  const std::uint16_t port = listener.value().port();
+  std::vector<net::FrameStream> held;  // open until the test ends
+  std::thread others([&] {
+    for (int i = 0; i < silent; ++i) {
+      auto s = net::FrameStream::ConnectTcp("127.0.0.1", port, 5s);
+      BOOST_REQUIRE(s.ok());
+      if (i == 0) BOOST_REQUIRE(::send(s.value().fd(), "DTRN\x01\x00", 6, 0) == 6);
+      held.push_back(std::move(s).value());
+    }
+    auto link = ConnectLink({"127.0.0.1", port}, 0, 1, "", Clock::now() + 30s, kToken,
+                            LinkTransport::kTcp);
+    BOOST_TEST(link.ok());
+  });
+  const auto deadline = Clock::now() + kIntroductionTimeout * silent / 2;
+  auto accepted = AcceptPeer(listener.value(), 1, 0, "", deadline);
+  others.join();
+  BOOST_TEST(accepted.ok(), accepted.status().message());
+  // At most kMaxPendingIntroductions wait at once: the oldest beyond it were closed.
+  const auto evicted = static_cast<std::uint64_t>(
+      std::max<int>(0, silent - static_cast<int>(kMaxPendingIntroductions)));
+  BOOST_TEST(listener.value().refused() >= evicted);
+}
+
+BOOST_AUTO_TEST_CASE(silent_connections_hold_up_no_introduction) {
+  RightPeerGetsInPastSilentConnections(12);   // awaited in turn: 60 s; the deadline is 30 s
+  RightPeerGetsInPastSilentConnections(100);  // more than may wait at once
 }
 
 BOOST_AUTO_TEST_CASE(without_a_token_required_an_introduction_is_enough) {
