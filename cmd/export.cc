@@ -2,9 +2,11 @@
 // checkpoint from the daemon or from a store file (--db).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cmd/as_job_owner.h"
 #include "cmd/cli_error.h"
 #include "cmd/commands.h"
 #include "cmd/daemon_client.h"
@@ -28,10 +30,12 @@ struct ExportArgs {
   bool json = false;
 };
 
-// What a model file is made of: the job (its name and data scaling) and one checkpoint.
+// What a model file is made of: the job (its name and data scaling) and one checkpoint, and
+// whose rights the job's data is read with.
 struct ExportSource {
   config::JobConfig job;
   store::CheckpointData checkpoint;
+  std::int64_t owner_uid = 0, owner_gid = -1;
 };
 
 std::string JobName(std::int64_t job) { return "job " + std::to_string(job); }
@@ -63,11 +67,14 @@ CliResult<store::CheckpointData> StoredCheckpoint(store::Store& store, const Exp
 CliResult<ExportSource> FromStore(const ExportArgs& args) {
   CliResult<std::unique_ptr<store::Store>> store = OpenExistingStore(args.db);
   if (!store.ok()) return store.error();
+  CliResult<store::JobRecord> record = StoredJob(*store.value(), args.job, args.db);
+  if (!record.ok()) return record.error();
   CliResult<config::JobConfig> job = StoredJobConfig(*store.value(), args.job, args.db);
   if (!job.ok()) return job.error();
   CliResult<store::CheckpointData> checkpoint = StoredCheckpoint(*store.value(), args);
   if (!checkpoint.ok()) return checkpoint.error();
-  return ExportSource{std::move(job).value(), std::move(checkpoint).value()};
+  return ExportSource{std::move(job).value(), std::move(checkpoint).value(),
+                      record.value().owner_uid, record.value().owner_gid};
 }
 
 CliResult<ExportSource> FromDaemon(const ExportArgs& args, const GlobalOptions& globals) {
@@ -88,7 +95,33 @@ CliResult<ExportSource> FromDaemon(const ExportArgs& args, const GlobalOptions& 
   CliResult<config::JobConfig> job =
       ParseRecordedJob(JsonString(reply.value(), "spec_toml"), args.job);
   if (!job.ok()) return job.error();
-  return ExportSource{std::move(job).value(), std::move(checkpoint).value()};
+  return ExportSource{std::move(job).value(), std::move(checkpoint).value(),
+                      JsonInt(reply.value(), "owner", -1), JsonInt(reply.value(), "owner_gid", -1)};
+}
+
+// The standardize statistics fitted on the job's training rows, read with its owner's rights
+// (as_job_owner.h): a data path re-pointed at a file only the caller may read fails there.
+Result<data::Scaling> OwnersScaling(const ExportSource& source) {
+  Result<std::string> bytes = AsJobOwner(source.owner_uid, source.owner_gid, [&source] {
+    Result<runner::JobData> data = runner::LoadJobData(source.job);
+    if (!data.ok()) return Result<std::string>(data.status());
+    const data::Scaling& s = data.value().scaling;
+    std::string out(sizeof(float) * (s.mean.size() + s.inv_std.size()), '\0');
+    std::memcpy(out.data(), s.mean.data(), sizeof(float) * s.mean.size());
+    std::memcpy(out.data() + sizeof(float) * s.mean.size(), s.inv_std.data(),
+                sizeof(float) * s.inv_std.size());
+    return Result<std::string>(std::move(out));
+  });
+  if (!bytes.ok()) return bytes.status();
+  const std::size_t features = bytes.value().size() / (2 * sizeof(float));
+  data::Scaling scaling;
+  scaling.kind = data::Scaling::Kind::kStandardize;
+  scaling.mean.resize(features);
+  scaling.inv_std.resize(features);
+  std::memcpy(scaling.mean.data(), bytes.value().data(), sizeof(float) * features);
+  std::memcpy(scaling.inv_std.data(), bytes.value().data() + sizeof(float) * features,
+              sizeof(float) * features);
+  return scaling;
 }
 
 // Prints what was written, as the user asked (--json or text).
@@ -156,13 +189,13 @@ int WriteModel(const ExportArgs& args, ExportSource source) {
   file.job_name = job.name;
   file.params = std::move(checkpoint.params);
   if (job.data.standardize) {
-    // The statistics are a pure function of the training data: recompute them.
-    auto data = runner::LoadJobData(job);
-    if (!data.ok()) {
-      PrintError("cannot recompute the feature scaling: " + data.status().message());
+    // The statistics are a pure function of the training data: recompute them, as its owner.
+    Result<data::Scaling> scaling = OwnersScaling(source);
+    if (!scaling.ok()) {
+      PrintError("cannot recompute the feature scaling: " + scaling.status().message());
       return kExitFailed;
     }
-    file.scaling = data.value().scaling;
+    file.scaling = std::move(scaling).value();
   } else {
     file.scaling = data::ConstantScaling(job.data.scale);
   }

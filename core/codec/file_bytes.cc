@@ -5,14 +5,31 @@
 
 #include <cerrno>
 #include <cstring>
+#include <random>
 
 #include "core/codec/regular_file.h"
 
 namespace dtrain::codec {
 
+namespace {
+
+// A new file beside `path` that nobody else made: O_EXCL refuses a name that exists, a symlink
+// planted there included, and another random name is tried. Its mode is 0666 less the umask.
+int CreateTemporaryBeside(const std::string& path, std::string* tmp) {
+  std::random_device random;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    *tmp = path + ".tmp-" + std::to_string(random()) + std::to_string(random());
+    const int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
+}
+
+}  // namespace
+
 Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::string tmp;
+  const int fd = CreateTemporaryBeside(path, &tmp);
   if (fd < 0) return Status::Error(path + ": cannot create: " + std::strerror(errno));
   std::size_t written = 0;
   while (written < bytes.size()) {

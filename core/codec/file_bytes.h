@@ -1,5 +1,6 @@
-// Whole files as bytes: written atomically (a temporary file beside the target, fsynced, then
-// renamed over it, so the target is never half-written) and read back whole, from a regular file
+// Whole files as bytes: written atomically (a temporary file of a random name beside the target,
+// created exclusively with mode 0666 less the umask, fsynced, then renamed over it, so the target
+// is never half-written and a link planted beside it is never followed) and read back whole, from a regular file
 // only (codec/regular_file.h) and up to a limit. For model files and job files.
 //
 //   Status s = WriteFileAtomically("model.dtm", bytes);

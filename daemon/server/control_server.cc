@@ -397,12 +397,13 @@ struct ControlServer::Impl {
     const auto step = IntField(request, "step");
     struct Found {
       std::string spec_toml;
+      std::int64_t owner_uid = 0, owner_gid = -1;
       store::CheckpointData checkpoint;
     };
     Result<Found> found = co_await OffThread(pool, [this, id, step]() -> Result<Found> {
       auto job = store.GetJob(id);
       if (!job.ok()) return Status::Error("no job " + std::to_string(id));
-      Found f{job.value().spec_toml, {}};
+      Found f{job.value().spec_toml, job.value().owner_uid, job.value().owner_gid, {}};
       if (step) {
         auto c = store.LoadCheckpoint(id, *step);
         if (!c.ok()) return c.status();
@@ -424,6 +425,9 @@ struct ControlServer::Impl {
     json reply = Ok();
     reply["step"] = found.value().checkpoint.step;
     reply["spec_toml"] = found.value().spec_toml;
+    // Whose rights an export reads the job's data with (dtrain export's feature scaling).
+    reply["owner"] = found.value().owner_uid;
+    reply["owner_gid"] = found.value().owner_gid;
     if (!co_await WriteJson(socket, reply)) {
       co_return false;
     }

@@ -3,7 +3,8 @@
 // the daemon with every running job), data paths naming a FIFO or a device (validate and submit
 // hung for ever; in the daemon the job held its slot at 0 % CPU for ever), and control characters
 // in what ends up in a job's reason (they cleared other users' screens and forged rows of
-// `dtrain list`). The daemon survives each, and another user's job, running meanwhile, succeeds
+// `dtrain list`), and root's export of a job whose data path was re-pointed at a root-only file
+// (its values became the model's feature means). The daemon survives each, and another user's job, running meanwhile, succeeds
 // with the metrics it has without the attack. Root only (real users): skipped otherwise.
 #include <boost/test/unit_test.hpp>
 
@@ -190,6 +191,64 @@ BOOST_AUTO_TEST_CASE(control_characters_in_another_users_job_reach_no_terminal) 
   const ProcessResult j = n.AsVictim({"status", std::to_string(id), "--json"});
   BOOST_TEST(j.out.find('\x1b') == std::string::npos);
   BOOST_TEST(json::parse(j.out)["reason"] == ended["reason"]);
+}
+
+BOOST_AUTO_TEST_CASE(root_exports_a_job_reading_its_data_with_the_owners_rights_only) {
+  if (!Root()) return;
+  Neighbours n;
+  // The attacker's own rows, through a link, and a CSV only root may read.
+  std::string rows = "a,b,label\n";
+  for (int i = 0; i < 40; ++i) rows += std::to_string(i % 7) + "," + std::to_string(i % 5) + "," + std::to_string(i % 2) + "\n";
+  const std::string own = n.files.Write("own.csv", rows);
+  const std::string secret = n.files.Write("secret.csv", "a,b,label\n31337,4242,1\n31337,4242,0\n");
+  ::chmod(secret.c_str(), 0600);
+  const std::string link = n.files.Path("data.csv");
+  BOOST_REQUIRE(::symlink(own.c_str(), link.c_str()) == 0);
+  const std::string job = n.files.Write(
+      "scaled.toml", "[data]\nformat = \"csv\"\ntrain = \"" + link +
+                         "\"\nlabel_column = \"label\"\nscale = \"standardize\"\n"
+                         "[model]\ntype = \"logistic\"\n[train]\nepochs = 2\n");
+  const ProcessResult trained = n.AsAttacker({"submit", job, "--json"});
+  BOOST_REQUIRE_MESSAGE(trained.exit_code == 0, trained.err);
+  const std::string id = std::to_string(json::parse(trained.out)["id"].get<std::int64_t>());
+
+  // Root exports it while the link points at the secret: the data is read as the owner, who may
+  // not read it, so nothing of it reaches the model.
+  BOOST_REQUIRE(::unlink(link.c_str()) == 0 && ::symlink(secret.c_str(), link.c_str()) == 0);
+  const std::string model = n.files.Path("model.dtm");
+  const auto export_as_root = [&] {
+    return RunProcess({n.s.bins.dtrain, "--socket", n.s.d.socket(), "export", id, "-o", model},
+                      n.files.Path(""));
+  };
+  const ProcessResult leaked = export_as_root();
+  BOOST_TEST(leaked.exit_code == 1, leaked.out + leaked.err);
+  BOOST_TEST(leaked.err.find("Permission denied") != std::string::npos, leaked.err);
+  BOOST_TEST(leaked.err.find("31337") == std::string::npos);
+  BOOST_TEST(::access(model.c_str(), F_OK) != 0);
+  // A FIFO there fails at once instead of hanging the export.
+  const std::string fifo = n.files.Path("rows.fifo");
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0666) == 0);
+  BOOST_REQUIRE(::unlink(link.c_str()) == 0 && ::symlink(fifo.c_str(), link.c_str()) == 0);
+  const ProcessResult hung = export_as_root();
+  BOOST_TEST(hung.exit_code == 1);
+  BOOST_TEST(hung.err.find("not a regular file") != std::string::npos, hung.err);
+  // Pointed back at the owner's rows, the export works, for root and for the owner, and the
+  // model file takes the writer's umask.
+  BOOST_REQUIRE(::unlink(link.c_str()) == 0 && ::symlink(own.c_str(), link.c_str()) == 0);
+  const ProcessResult exported = export_as_root();
+  BOOST_TEST(exported.exit_code == 0, exported.err);
+  const std::string owners = n.files.Path("owners.dtm");
+  ::chmod(n.files.path().c_str(), 0777);
+  const ProcessResult by_owner = RunAs(
+      kAttacker, kAttacker,
+      {"/bin/sh", "-c", "umask 077 && exec \"$0\" --socket \"$1\" export \"$2\" -o \"$3\"",
+       n.s.bins.dtrain, n.s.d.socket(), id, owners},
+      n.files.Path(""));
+  BOOST_TEST(by_owner.exit_code == 0, by_owner.err);
+  struct stat st {};
+  BOOST_REQUIRE(::stat(owners.c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0777) == 0600u);
+  BOOST_TEST(ReadFile(owners) == ReadFile(model));  // the same model, whoever exported it
 }
 
 BOOST_AUTO_TEST_SUITE_END()
