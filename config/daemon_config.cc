@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/job_memory.h"
 #include "config/toml_reader.h"
 #include "config/toml_text.h"
 
@@ -24,6 +26,7 @@ using internal::Closed;
 using internal::Describe;
 using internal::Guarded;
 using internal::ParseDocument;
+using internal::ReadMemorySize;
 using internal::ReadWholeFile;
 using internal::RejectUnknown;
 using internal::SectionTable;
@@ -261,30 +264,58 @@ void ReadDaemon(TableReader& r, DaemonConfig* c) {
   }
 }
 
-void ReadPeers(TableReader& r, std::vector<std::string>* peers) {
-  const toml::node* node = r.Find("peers");
+// An array of strings at `key`, each called "<item> N" in messages, shaped as `shape` says and
+// checked by `problem` (empty: fine).
+void ReadStrings(TableReader& r, std::string_view key, std::string_view item,
+                 std::string_view shape, std::string (*problem)(const std::string&),
+                 std::vector<std::string>* out) {
+  const toml::node* node = r.Find(key);
   if (node == nullptr) return;
   const toml::array* list = node->as_array();
   if (list == nullptr) {
-    r.Report(*node, "peers", "must be an array of \"HOST:PORT\" strings");
+    r.Report(*node, key, "must be an array of " + std::string(shape) + " strings");
     return;
   }
   std::vector<std::string> found;
   for (std::size_t i = 0; i < list->size(); ++i) {
-    const toml::node& item = (*list)[i];
-    const std::string number = "peer " + std::to_string(i + 1) + " ";
-    if (!item.is_string()) {
-      r.Report(item, "peers", number + "must be a \"HOST:PORT\" string");
+    const toml::node& entry = (*list)[i];
+    const std::string number = std::string(item) + " " + std::to_string(i + 1) + " ";
+    if (!entry.is_string()) {
+      r.Report(entry, key, number + "must be a " + std::string(shape) + " string");
       continue;
     }
-    std::string text(item.as_string()->get());
-    if (std::string why = PeerProblem(text); !why.empty()) {
-      r.Report(item, "peers", number + why);
+    std::string text(entry.as_string()->get());
+    if (std::string why = problem(text); !why.empty()) {
+      r.Report(entry, key, number + why);
     } else {
       found.push_back(std::move(text));
     }
   }
-  if (!r.Failed("peers")) *peers = std::move(found);
+  if (!r.Failed(key)) *out = std::move(found);
+}
+
+std::string UserNameProblem(const std::string& name) {
+  const bool plain = !name.empty() && name.size() <= 256 &&
+                     std::all_of(name.begin(), name.end(), [](char ch) {
+                       return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ||
+                              ch == '-' || ch == '.' || ch == '$';
+                     });
+  return plain ? "" : "must be a user name (letters, digits, '_', '-', '.'), got " + TomlString(name);
+}
+
+void ReadLimits(TableReader& r, DaemonLimits* l) {
+  r.Int("jobs_per_user", 0, kMaxJobsLimit, &l->jobs_per_user);
+  r.Int("cores_per_user", 0, kMaxCoresLimit, &l->cores_per_user);
+  r.Int("max_priority", kMinPriority, kMaxPriority, &l->max_priority);
+  ReadStrings(r, "priority_users", "user", "user name", UserNameProblem, &l->priority_users);
+  const toml::node* fallback = ReadMemorySize(r, "default_memory_limit", &l->default_memory_limit);
+  ReadMemorySize(r, "max_memory_limit", &l->max_memory_limit);
+  if (fallback != nullptr && l->max_memory_limit > 0 &&
+      l->default_memory_limit > l->max_memory_limit) {
+    r.Report(*fallback, "default_memory_limit",
+             "is " + FormatBytes(l->default_memory_limit) + ", more than max_memory_limit (" +
+                 FormatBytes(l->max_memory_limit) + ")");
+  }
 }
 
 void ReadCluster(TableReader& r, DaemonConfig* c) {
@@ -295,7 +326,7 @@ void ReadCluster(TableReader& r, DaemonConfig* c) {
       c->listen.clear();
     }
   }
-  ReadPeers(r, &c->peers);
+  ReadStrings(r, "peers", "peer", "\"HOST:PORT\"", PeerProblem, &c->peers);
   ReadChecked(r, "key_file", AbsolutePathProblem, &c->key_file);
   const toml::node* name = r.String("name", &c->name);
   if (name != nullptr && !c->name.empty() && !IsHostName(c->name)) {
@@ -325,13 +356,15 @@ DaemonConfig ReadDaemonConfig(const toml::table& root, const std::string& displa
   TableReader daemon(SectionTable(top, "daemon"), "daemon", sink);
   TableReader workers(SectionTable(top, "workers"), "workers", sink);
   TableReader cluster(SectionTable(top, "cluster"), "cluster", sink);
+  TableReader limits(SectionTable(top, "limits"), "limits", sink);
 
   ReadDaemon(daemon, &c);
   workers.Number("grace_seconds", Closed(0.1, 600), &c.grace_seconds);
   workers.Int("max_restarts", 0, kMaxRestartsLimit, &c.max_restarts);
   ReadCluster(cluster, &c);
+  ReadLimits(limits, &c.limits);
 
-  const TableReader* const readers[] = {&top, &daemon, &workers, &cluster};
+  const TableReader* const readers[] = {&top, &daemon, &workers, &cluster, &limits};
   RejectUnknown(readers, sink);
   return c;
 }
@@ -398,6 +431,13 @@ std::string FormatDaemonConfig(const DaemonConfig& c) {
   w.String("name", c.name);
   w.String("advertise", c.advertise);
   w.Bool("allow_root", c.allow_root);
+  w.Section("limits");
+  w.Int("jobs_per_user", c.limits.jobs_per_user);
+  w.Int("cores_per_user", c.limits.cores_per_user);
+  w.Int("max_priority", c.limits.max_priority);
+  w.StringArray("priority_users", c.limits.priority_users);
+  w.Unsigned("default_memory_limit", c.limits.default_memory_limit);
+  w.Unsigned("max_memory_limit", c.limits.max_memory_limit);
   return std::move(w).Take();
 }
 

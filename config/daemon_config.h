@@ -46,6 +46,20 @@ inline constexpr int kMaxCoresLimit = 8192;  // [daemon] cores: [0, kMaxCoresLim
 // The [daemon] log_level names, least severe first.
 inline constexpr std::string_view kLogLevelChoices = "debug, info, warning, error";
 
+// [limits]: how much of the host one user's jobs may hold, and what a job may ask for
+// (man/dtraind.8, "Fair share and limits").
+struct DaemonLimits {
+  int jobs_per_user = 0;   // running jobs of one user at once; 0: only max_jobs bounds them
+  int cores_per_user = 0;  // cores one user's running jobs hold at once; 0: only cores does
+  int max_priority = 0;    // the highest priority an ordinary user may give a job
+  std::vector<std::string> priority_users;  // names that may give up to kMaxPriority (root and
+                                            // the daemon's own user always may)
+  std::uint64_t default_memory_limit = 0;   // a job's memory_limit when it sets none; 0: none
+  std::uint64_t max_memory_limit = 0;       // the most a job may set; 0: this host's memory
+
+  bool operator==(const DaemonLimits&) const = default;
+};
+
 struct DaemonConfig {
   // [daemon]
   std::string socket;              // the Unix control socket: absolute, at most 107 bytes
@@ -72,6 +86,8 @@ struct DaemonConfig {
                                    // address of the route to the first peer, else 127.0.0.1
   bool allow_root = false;         // TCP clients may act as uid 0, and peers may have workers
                                    // of uid 0 started here
+  // [limits]
+  DaemonLimits limits;
 
   std::string source_path;  // the file read, as given; empty for DefaultDaemonConfig()
 

@@ -41,6 +41,7 @@ using internal::OpenClosed;
 using internal::ParseDocument;
 using internal::ParseToml;
 using internal::ReadLayerList;
+using internal::ReadMemorySize;
 using internal::ReadWholeFile;
 using internal::RejectUnknown;
 using internal::SectionTable;
@@ -394,26 +395,6 @@ void ReadModel(TableReader& r, Sink& sink, const DataConfig& data, model::ModelS
   }
 }
 
-// train.memory_limit: 0 (none), a number of bytes, or a size with a unit ("4GiB").
-const toml::node* ReadMemoryLimit(TableReader& r, std::uint64_t* limit) {
-  const toml::node* node = r.Find("memory_limit");
-  if (node == nullptr) return nullptr;
-  Result<std::uint64_t> bytes = Status::Error(
-      "must be a size such as \"4GiB\", \"512 MiB\" or a number of bytes, got " + Describe(*node));
-  if (const auto* integer = node->as_integer(); integer != nullptr && integer->get() >= 0) {
-    bytes = static_cast<std::uint64_t>(integer->get());
-  } else if (const auto* text = node->as_string()) {
-    bytes = ParseBytes(text->get());
-  }
-  if (!bytes.ok()) return r.Report(*node, "memory_limit", bytes.status().message());
-  if (bytes.value() != 0 && bytes.value() < kMinMemoryLimit) {
-    return r.Report(*node, "memory_limit",
-                    "must be 0 (no limit) or at least " + FormatBytes(kMinMemoryLimit) + ", got " +
-                        FormatBytes(bytes.value()));
-  }
-  *limit = bytes.value();
-  return node;
-}
 
 void ReadTrain(TableReader& r, train::TrainOptions* t, int* threads, float* clip_norm) {
   const toml::node* epochs = r.Int("epochs", 0, kMaxEpochs, &t->epochs);
@@ -739,7 +720,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   }
   CheckAugment(job, data);
   ReadTrain(train, &job.train, &job.threads, &job.clip_norm);
-  const toml::node* memory_limit = ReadMemoryLimit(train, &job.memory_limit);
+  const toml::node* memory_limit = ReadMemorySize(train, "memory_limit", &job.memory_limit);
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule, &job.lbfgs, &job.sample_rows);
   ReadCluster(cluster, &job.cluster);
   internal::ReadSlurm(cluster, slurm, &job.cluster, &job.slurm);

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "config/job_memory.h"
 #include "config/suggest.h"
 #include "core/codec/file_bytes.h"
 #include "config/toml_bounds.h"
@@ -267,6 +268,26 @@ void RejectUnknown(std::span<const TableReader* const> readers, Sink& sink) {
                      UnknownKeyHint(key.str(), *r, readers));
     }
   }
+}
+
+const toml::node* ReadMemorySize(TableReader& r, std::string_view key, std::uint64_t* out) {
+  const toml::node* node = r.Find(key);
+  if (node == nullptr) return nullptr;
+  Result<std::uint64_t> bytes = Status::Error(
+      "must be a size such as \"4GiB\", \"512 MiB\" or a number of bytes, got " + Describe(*node));
+  if (const auto* integer = node->as_integer(); integer != nullptr && integer->get() >= 0) {
+    bytes = static_cast<std::uint64_t>(integer->get());
+  } else if (const auto* text = node->as_string()) {
+    bytes = ParseBytes(text->get());
+  }
+  if (!bytes.ok()) return r.Report(*node, key, bytes.status().message());
+  if (bytes.value() != 0 && bytes.value() < kMinMemoryLimit) {
+    return r.Report(*node, key,
+                    "must be 0 (no limit) or at least " + FormatBytes(kMinMemoryLimit) + ", got " +
+                        FormatBytes(bytes.value()));
+  }
+  *out = bytes.value();
+  return node;
 }
 
 std::optional<toml::table> ParseToml(std::string_view text, std::string_view source,

@@ -200,6 +200,11 @@ const toml::table* SectionTable(TableReader& top, std::string_view name);
 // known key, else the section where a key of that name belongs, else the list of allowed keys.
 void RejectUnknown(std::span<const TableReader* const> readers, Sink& sink);
 
+// A memory size at `key` (train.memory_limit, [limits]' memory keys): 0 (none), a number of
+// bytes, or a size with a unit ("4GiB"); else at least kMinMemoryLimit. The node, or nullptr
+// when absent or reported.
+const toml::node* ReadMemorySize(TableReader& r, std::string_view key, std::uint64_t* out);
+
 // Where and why toml++ stopped, or which of CheckTomlBounds' bounds the text broke.
 struct SyntaxError {
   int line = 0, column = 0;

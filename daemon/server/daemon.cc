@@ -94,6 +94,7 @@ ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worke
   s.cores = ResolveCores(c.cores);
   s.grace = std::chrono::milliseconds(static_cast<long>(c.grace_seconds * 1000));
   s.max_restarts = c.max_restarts;
+  s.limits = c.limits;
   s.data_host = data_host;
   s.key = key;
   s.node_name = NodeName(c);

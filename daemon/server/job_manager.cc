@@ -23,6 +23,8 @@
 #include "daemon/server/account.h"
 #include "daemon/server/active_job.h"
 #include "daemon/server/async.h"
+#include "daemon/server/fair_share.h"
+#include "daemon/server/submit_limits.h"
 #include "daemon/store/checkpoint_partitions.h"
 
 extern char** environ;
@@ -90,6 +92,7 @@ void JobManager::Reload(const ManagerSettings& settings) {
   settings_.cores = settings.cores;
   settings_.grace = settings.grace;
   settings_.max_restarts = settings.max_restarts;
+  settings_.limits = settings.limits;
   Schedule();
 }
 
@@ -204,6 +207,15 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
   if (name) config.name = *name;
   if (priority) config.priority = *priority;
   const int cores = JobCores(config, settings_.cores, config.cluster.Trainers());
+  const Result<Account> account = ResolveAccount(owner.uid, owner.gid);
+  const bool may_raise = MayRaisePriority(owner.uid, account.ok() ? account.value().name : "",
+                                          ::geteuid(), settings_.limits);
+  if (std::string over = ApplySubmitLimits(config, cores, may_raise, settings_.limits,
+                                           net::PhysicalMemory());
+      !over.empty()) {
+    out.refusal = Refusal{"denied", source + ": " + over, {}};
+    co_return out;
+  }
   store::JobRecord record;
   record.name = config.name;
   record.owner_uid = owner.uid;
@@ -323,12 +335,28 @@ void JobManager::Schedule() {
       waiting.push_back(job.get());
     }
   }
-  std::sort(waiting.begin(), waiting.end(), [](const Job* a, const Job* b) {
-    return a->priority != b->priority ? a->priority > b->priority : a->id < b->id;
-  });
+  // fair_share.h decides the order, again after each start (the starter's share grew).
+  UsageByUser usage;
+  for (const auto& [id, job] : jobs_) {
+    if (!job->active) continue;
+    usage[job->owner.uid].jobs += 1;
+    usage[job->owner.uid].cores += job->cores;
+  }
+  const auto next_first = [&usage](const Job* a, const Job* b) {
+    return StartsBefore({a->id, a->priority, a->owner.uid}, {b->id, b->priority, b->owner.uid},
+                        usage);
+  };
   // Strict order within the queue: a job that does not fit holds back those behind it.
   for (std::size_t i = 0; i < waiting.size(); ++i) {
+    std::iter_swap(waiting.begin() + static_cast<std::ptrdiff_t>(i),
+                   std::min_element(waiting.begin() + static_cast<std::ptrdiff_t>(i),
+                                    waiting.end(), next_first));
     Job* job = waiting[i];
+    if (std::string over = OverUserShare(job->owner.uid, job->cores, usage, settings_.limits);
+        !over.empty()) {
+      job->pending_reason = std::move(over);  // its owner's share, not the host: others go on
+      continue;
+    }
     const int free_cores = settings_.cores - CoresInUse();
     const Placed placed = Place(*job);
     if (!placed.error.empty()) {
@@ -353,6 +381,8 @@ void JobManager::Schedule() {
       job->pending_reason.clear();
       job->placement = placed.nodes;
       job->active = true;  // its cores are taken from now on
+      usage[job->owner.uid].jobs += 1;
+      usage[job->owner.uid].cores += job->cores;
       asio::co_spawn(io_, Start(job->id), asio::detached);
       continue;
     }

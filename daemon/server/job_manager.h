@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/daemon_config.h"
 #include "config/job.h"
 #include "core/net/auth.h"
 #include "core/train/metrics.h"
@@ -69,6 +70,7 @@ struct ManagerSettings {
   std::string worker_exe;    // dtraind, started as `dtraind worker ...`
   std::string data_host = "127.0.0.1";  // where this host's workers listen for their peers
   const net::ClusterKey* key = nullptr;  // the cluster key, if any: derives data-plane tokens
+  config::DaemonLimits limits;           // users' shares and what a job may ask for
   // Several hosts: this node's name, the nodes a job may be placed on (this one first, then the
   // peers; none: this one only), and what workers on peers need to reach this coordinator.
   std::string node_name;

@@ -187,6 +187,12 @@ BOOST_AUTO_TEST_CASE(full_file_maps_every_key) {
   BOOST_TEST(c.key_file == "/etc/dtrain-test/cluster.key");
   BOOST_TEST(c.name == "node-1");
   BOOST_TEST(c.advertise == "node-1.lab");
+  BOOST_TEST(c.limits.jobs_per_user == 3);
+  BOOST_TEST(c.limits.cores_per_user == 12);
+  BOOST_TEST(c.limits.max_priority == 10);
+  BOOST_TEST((c.limits.priority_users == std::vector<std::string>{"alice", "bob.lab"}));
+  BOOST_TEST(c.limits.default_memory_limit == std::uint64_t{2} << 30);
+  BOOST_TEST(c.limits.max_memory_limit == std::uint64_t{8} << 30);
   BOOST_TEST(c.source_path == DaemonPath("full.toml"));
 }
 
@@ -345,6 +351,19 @@ BOOST_AUTO_TEST_CASE(listen_addresses_have_the_form_addr_port) {
       BOOST_TEST(d.message.ends_with(", got \"" + text + "\""), d.message);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(limits_are_checked_at_their_values) {
+  const DaemonConfigLoad r = ParseDaemonConfigText(
+      "[limits]\njobs_per_user = -1\nmax_priority = 101\npriority_users = [\"a b\", 3]\n"
+      "default_memory_limit = \"8GiB\"\nmax_memory_limit = \"4GiB\"\n",
+      "l.toml");
+  CheckDiagnostics(r, {{"l.toml", 2, 17, "limits.jobs_per_user", "must be an integer in [0, 1024]"},
+                       {"l.toml", 3, 16, "limits.max_priority", "must be an integer in [-100, 100]"},
+                       {"l.toml", 4, 19, "limits.priority_users", "user 1 must be a user name"},
+                       {"l.toml", 4, 26, "limits.priority_users", "user 2 must be a user name"},
+                       {"l.toml", 5, 24, "limits.default_memory_limit",
+                        "is 8 GiB, more than max_memory_limit (4 GiB)"}});
 }
 
 BOOST_AUTO_TEST_CASE(formatted_config_parses_back_to_an_equal_config) {
