@@ -666,7 +666,9 @@ struct ControlServer::Impl {
   }
 
   // How a worker a peer asked for starts here (its channel still to be opened), or why it may not:
-  // uid 0 only with allow_root; another user than the daemon's only when it runs as the owner.
+  // uid 0 only with allow_root; another user than the daemon's only when it runs as the owner,
+  // and then only a uid with an account here, in one of that account's own groups (ResolveAccount:
+  // the request's uid and gid are a key holder's word, checked against this host's database).
   Result<Launch> HostedLaunch(std::int64_t job, std::int64_t rank, const std::string& token,
                               uid_t uid, gid_t gid) const {
     if (uid == 0 && !cluster.allow_root) {
