@@ -42,6 +42,7 @@ using internal::ReadLayerList;
 using internal::ReadWholeFile;
 using internal::RejectUnknown;
 using internal::SectionTable;
+using internal::SizeOf;
 using internal::Sink;
 using internal::SyntaxError;
 using internal::TableReader;
@@ -391,13 +392,7 @@ void ReadModel(TableReader& r, Sink& sink, const DataConfig& data, model::ModelS
 const toml::node* ReadMemoryLimit(TableReader& r, std::uint64_t* limit) {
   const toml::node* node = r.Find("memory_limit");
   if (node == nullptr) return nullptr;
-  Result<std::uint64_t> bytes = Status::Error(
-      "must be a size such as \"4GiB\", \"512 MiB\" or a number of bytes, got " + Describe(*node));
-  if (const auto* integer = node->as_integer(); integer != nullptr && integer->get() >= 0) {
-    bytes = static_cast<std::uint64_t>(integer->get());
-  } else if (const auto* text = node->as_string()) {
-    bytes = ParseBytes(text->get());
-  }
+  Result<std::uint64_t> bytes = SizeOf(*node);
   if (!bytes.ok()) return r.Report(*node, "memory_limit", bytes.status().message());
   if (bytes.value() != 0 && bytes.value() < kMinMemoryLimit) {
     return r.Report(*node, "memory_limit",

@@ -82,6 +82,7 @@ ClusterSide Cluster(const DaemonOptions& options, const net::ClusterKey* key,
   side.worker_exe = options.worker_exe;
   side.key_file = c.key_file;
   side.data_host = data_host;
+  side.log_quota = c.log_quota;
   return side;
 }
 
@@ -99,6 +100,7 @@ ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worke
   s.node_name = NodeName(c);
   s.coordinator = CoordinatorAddress(c, data_host);
   s.key_file = c.key_file;
+  s.log_quota = c.log_quota;
   if (!c.peers.empty()) {
     s.nodes = [membership] {
       std::vector<NodeCapacity> nodes;
@@ -154,7 +156,7 @@ class Daemon {
         data_host_(DataHost(options.config)),
         membership_(options.config.peers, key(), NodeName(options.config), {}),
         pool_(2),
-        supervisor_(io_),
+        supervisor_(io_, static_cast<std::size_t>(options.config.max_log_line)),
         jobs_(io_, pool_, *store_, supervisor_,
               Settings(options.config, options.worker_exe, key(), &membership_, data_host_)),
         server_(io_, pool_, *store_, jobs_, options.config.socket, options.config.socket_mode,

@@ -90,6 +90,7 @@ void JobManager::Reload(const ManagerSettings& settings) {
   settings_.cores = settings.cores;
   settings_.grace = settings.grace;
   settings_.max_restarts = settings.max_restarts;
+  settings_.log_quota = settings.log_quota;  // from each job's next attempt
   Schedule();
 }
 
@@ -383,6 +384,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   job->rejoining.clear();
   job->pending_checkpoints.clear();
   job->live = 0;
+  job->log_quota.emplace(settings_.log_quota);
   job->failure.clear();
   job->ready = false;
   job->admission = Admission{};
@@ -463,8 +465,7 @@ Result<pid_t> JobManager::SpawnProcess(std::int64_t id, std::uint64_t attempt, c
     return supervisor_.Spawn(
         launch.value(),
         [this, id, rank](std::string_view stream, std::string_view line) {
-          store_.AppendLog(id, rank, stream, line);
-          if (settings_.on_line) settings_.on_line(id, rank, stream, line);
+          OnLine(id, rank, stream, line);
         },
         [this, id, attempt, rank](ProcessExit exit) {
           asio::co_spawn(io_, OnWorkerExit(id, attempt, rank, exit), asio::detached);
@@ -480,6 +481,23 @@ Result<pid_t> JobManager::SpawnProcess(std::int64_t id, std::uint64_t attempt, c
     }
   }
   return pid;
+}
+
+void JobManager::OnLine(std::int64_t id, int rank, std::string_view stream, std::string_view line) {
+  if (settings_.on_line) settings_.on_line(id, rank, stream, line);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second->log_quota) return;
+  LogQuota& quota = *it->second->log_quota;
+  switch (quota.Admit(line.size())) {
+    case LogQuota::kKeep:
+      store_.AppendLog(id, rank, stream, line);
+      break;
+    case LogQuota::kFirstDropped:
+      store_.AppendLog(id, rank, "daemon", quota.ReachedLine());
+      break;
+    case LogQuota::kDropped:
+      break;
+  }
 }
 
 asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t attempt, int rank,
@@ -850,6 +868,9 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   Job& j = *it->second;
   j.active = false;
   j.rendezvous.reset();
+  if (j.log_quota && j.log_quota->dropped_lines() > 0) {
+    store_.AppendLog(id, 0, "daemon", j.log_quota->SummaryLine());
+  }
   const Process& lead = j.processes[static_cast<std::size_t>(config::LeadRank(j.config.cluster))];
   // Every process finished well, but one the job can do without may have died on the way.
   const bool finished = j.failure.empty() && !j.cancel_requested && !shutting_down_ &&

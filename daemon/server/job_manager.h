@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/daemon_config.h"
 #include "config/job.h"
 #include "core/net/auth.h"
 #include "core/train/metrics.h"
@@ -75,6 +76,7 @@ struct ManagerSettings {
   std::function<std::vector<NodeCapacity>()> nodes;
   std::string coordinator;  // [cluster] listen, a wildcard host replaced by data_host
   std::string key_file;     // handed to the processes that start workers on peers
+  std::uint64_t log_quota = config::kDefaultLogQuota;  // bytes of lines stored per attempt
   // Also told every line a worker prints (dtrain run echoes them); optional.
   std::function<void(std::int64_t job, int rank, std::string_view stream, std::string_view line)>
       on_line;
@@ -207,6 +209,8 @@ class JobManager {
   // Makes `launch` run as `owner` (when this daemon runs jobs as their owners) with the job
   // environment of that account (launch.h, account.h); an error when the account is unknown.
   Status AsOwner(const Owner& owner, Launch& launch) const;
+  // A line a process of job `id` printed: stored while the attempt's log quota allows.
+  void OnLine(std::int64_t id, int rank, std::string_view stream, std::string_view line);
   // Records that process `rank` (pid `pid`) started, and its exit if it came first.
   asio::awaitable<void> RecordStart(std::int64_t id, std::uint64_t attempt, int rank, pid_t pid);
   // Whether a failed process's replica may be started again while the others go on: an async

@@ -1,6 +1,8 @@
 // A root dtraind among hostile neighbours, as issue 41 tried it: a holder of the cluster key may
-// start a worker only as a user with an account here and only in that user's own groups.
-// Real processes, loopback only, bounded loops; the tests need root (they create users).
+// start a worker only as a user with an account here and only in that user's own groups; a job
+// that floods its output fills the store only up to its log quota and a huge line is stored cut,
+// without the daemon buffering it, and the job still ends as it should. Real processes, loopback
+// only, bounded loops; the user tests need root (they create users), the others run as anyone.
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
@@ -25,6 +27,8 @@
 #include "common/temp_dir.h"
 #include "core/net/auth.h"
 #include "core/net/frame_stream.h"
+#include "daemon/server/line_cutter.h"
+#include "daemon/server/log_quota.h"
 #include "integration/daemon_fixture.h"
 #include "integration/test_user.h"
 
@@ -178,6 +182,152 @@ BOOST_AUTO_TEST_CASE(a_local_submitter_whose_gid_is_not_its_own_is_refused_at_st
   BOOST_TEST(ended.value("reason", "").find("gid 0 is not a group of uid " +
                                             std::to_string(a.uid())) != std::string::npos,
              ended.dump());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Log limits.
+
+// A job that runs until cancelled: one process, or with `cluster` (a [cluster] section) more;
+// `seed` makes two daemons' jobs differ in everything they compute.
+std::string EndlessJob(int seed, const std::string& cluster = "") {
+  return "name = \"endless\"\n[data]\nseed = " + std::to_string(seed) +
+         "\nformat = \"synthetic\"\nrows = 2000\nfeatures = 16\n[model]\ntype = \"mlp\"\n"
+         "hidden = [16]\n[train]\nepochs = 100000\nthreads = 1\n" +
+         cluster;
+}
+
+constexpr const char* kShortJob =
+    "name = \"short\"\n[data]\nformat = \"synthetic\"\nrows = 256\n[train]\nepochs = 1\n";
+
+std::uint64_t FileBytes(const std::string& path) {
+  std::error_code ec;
+  const std::uintmax_t n = fs::file_size(path, ec);
+  return ec ? 0 : static_cast<std::uint64_t>(n);
+}
+
+// The store's bytes on disk: the database and its write-ahead log.
+std::uint64_t StoreBytes(const DaemonFixture& d) {
+  const std::string db = d.dir().Path("state") + "/dtrain.db";
+  return FileBytes(db) + FileBytes(db + "-wal");
+}
+
+// A field of /proc/PID/status in KiB ("VmRSS:", "VmHWM:").
+std::uint64_t StatusKiB(pid_t pid, const std::string& field) {
+  const std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  const std::size_t at = status.find(field);
+  BOOST_REQUIRE(at != std::string::npos);
+  return std::stoull(status.substr(at + field.size()));
+}
+
+// Every stored log line of job `id`, through the control socket.
+std::vector<json> AllLogs(const DaemonFixture& d, std::int64_t id) {
+  auto stream = net::FrameStream::ConnectUnix(d.socket(), 5s);
+  BOOST_REQUIRE(stream.ok());
+  const json logs = {{"v", 1}, {"type", "logs"}, {"id", id}};
+  BOOST_REQUIRE(stream.value().WriteString(net::MessageType::kControl, 0, 0, logs.dump(), 5s).ok());
+  std::vector<json> lines;
+  for (;;) {
+    auto frame = stream.value().Read(60s);
+    BOOST_REQUIRE_MESSAGE(frame.ok(), frame.status().message());
+    const json reply = json::parse(frame.value().payload);
+    BOOST_REQUIRE_MESSAGE(reply.value("ok", false), reply.dump());
+    for (const json& l : reply.value("lines", json::array())) lines.push_back(l);
+    if (reply.contains("end")) return lines;
+  }
+}
+
+// Writes all of `text` to `fd`.
+void WriteAll(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    BOOST_REQUIRE_MESSAGE(n > 0 || errno == EINTR, "write: " << std::strerror(errno));
+    if (n > 0) text.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_flood_of_output_stops_at_the_log_quota_and_a_huge_line_is_cut) {
+  TempDir dir;
+  constexpr std::uint64_t kQuota = std::uint64_t{4} << 20;
+  const std::string config = dir.Write("d.toml", "[daemon]\nlog_quota = \"4MiB\"\n");
+  DaemonFixture d({"--config", config});
+  const std::int64_t id = d.Submit(EndlessJob(1));
+  json running = d.WaitForState(id, "running");
+  for (int i = 0; i < 500 && running["workers"].empty(); ++i) {  // the row lands just after
+    std::this_thread::sleep_for(10ms);
+    running = d.Status(id);
+  }
+  BOOST_REQUIRE(running["workers"].size() == 1u);
+  const pid_t worker = running["workers"][0]["pid"].get<pid_t>();
+  const std::uint64_t store_before = StoreBytes(d);
+  const std::uint64_t rss_before = StatusKiB(d.pid(), "VmRSS:");
+
+  // What the job's owner can do to its own process: write to its stdout, the daemon's pipe.
+  const int out = ::open(("/proc/" + std::to_string(worker) + "/fd/1").c_str(), O_WRONLY);
+  BOOST_REQUIRE_MESSAGE(out >= 0, "open the worker's stdout: " << std::strerror(errno));
+  constexpr std::size_t kHuge = std::size_t{64} << 20;
+  {
+    const std::string chunk(1 << 20, 'z');
+    for (std::size_t i = 0; i < kHuge / chunk.size(); ++i) WriteAll(out, chunk);
+    WriteAll(out, "\n");
+  }
+  const std::string flood_line = "flood " + std::string(94, 'f') + "\n";  // 101 bytes
+  constexpr std::size_t kFloodLines = (std::size_t{100} << 20) / 101;
+  {
+    std::string block;
+    for (int i = 0; i < 10000; ++i) block += flood_line;
+    for (std::size_t i = 0; i < kFloodLines / 10000; ++i) WriteAll(out, block);
+  }
+  ::close(out);
+  const std::uint64_t rss_peak = StatusKiB(d.pid(), "VmHWM:");
+
+  // The job goes on and ends as asked.
+  const json cancelled = d.Request({{"type", "cancel"}, {"id", id}});
+  BOOST_REQUIRE_MESSAGE(cancelled["ok"] == true, cancelled.dump());
+  BOOST_TEST(d.Wait(id)["state"] == "cancelled");
+  const std::uint64_t store_after = StoreBytes(d);
+  BOOST_TEST_MESSAGE("store " << store_before << " -> " << store_after << " bytes after "
+                              << kHuge + kFloodLines / 10000 * 10000 * 101
+                              << " bytes of output; daemon RSS " << rss_before << " KiB, peak "
+                              << rss_peak << " KiB");
+  // The store grew by the quota and its rows' overhead, not by the 164 MiB written.
+  BOOST_TEST(store_after < store_before + 3 * kQuota);
+  // The daemon never held the 64 MiB line (nor the flood) whole.
+  BOOST_TEST(rss_peak < rss_before + (kHuge >> 10) / 2);
+
+  const std::vector<json> lines = AllLogs(d, id);
+  BOOST_REQUIRE(!lines.empty());
+  // (The worker's own lines may land inside the huge one, which then ends early: the pipe is
+  // shared, and only writes of up to PIPE_BUF bytes are atomic.)
+  std::size_t cut = 0, flood = 0, reached = 0;
+  std::uint64_t stored = 0;
+  const std::size_t longest = 4096 + server::CutNotice(kHuge).size();
+  for (const json& l : lines) {
+    const std::string text = l["line"].get<std::string>();
+    if (l["stream"] != "daemon") stored += text.size() + server::LogQuota::kRowCost;
+    BOOST_TEST(text.size() <= longest);
+    if (text.starts_with(std::string(4096, 'z')) && text.ends_with(" bytes dropped]")) ++cut;
+    if (text + "\n" == flood_line) ++flood;
+    if (text.starts_with("log quota reached (4 MiB of lines this attempt)")) ++reached;
+  }
+  BOOST_TEST(cut >= 1u);       // the huge line: its first 4 KiB, and how much was cut
+  BOOST_TEST(reached == 1u);   // said once, when it happened
+  BOOST_TEST(flood > 0u);
+  BOOST_TEST(flood < kFloodLines);
+  BOOST_TEST(stored <= kQuota);
+  // The log ends with how much was dropped, then why the job ended.
+  BOOST_REQUIRE(lines.size() >= 2u);
+  const std::string summary = lines[lines.size() - 2]["line"].get<std::string>();
+  BOOST_TEST(summary.starts_with("log quota reached: "), summary);
+  const std::uint64_t dropped = std::stoull(summary.substr(std::string("log quota reached: ").size()));
+  BOOST_TEST(dropped >= kFloodLines / 10000 * 10000 - flood, summary);
+  BOOST_TEST(lines.back()["line"].get<std::string>().starts_with("cancelled by uid"));
+
+  // The daemon serves the next job as before, with a quota of its own.
+  const std::int64_t next = d.Submit(kShortJob);
+  BOOST_TEST(d.Wait(next)["state"] == "succeeded");
+  for (const json& l : AllLogs(d, next)) {
+    BOOST_TEST(l["line"].get<std::string>().find("log quota") == std::string::npos);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
