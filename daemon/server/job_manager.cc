@@ -388,11 +388,10 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   job->failure.clear();
   job->ready = false;
   job->admission = Admission{};
-  // The attempt's data-plane token: derived from the cluster key, so every host's daemon can
-  // check it; random on a host without one.
-  job->admission.data_token = settings_.key != nullptr
-                                  ? net::DataPlaneToken(*settings_.key, job->id, attempt)
-                                  : net::RandomToken();
+  // The attempt's data-plane token: fresh randomness, which only this daemon and the attempt's
+  // processes (told it over their channels in the rendezvous) ever hold. Nothing derives it, so
+  // it is never shared with another daemon's job or another attempt of this one.
+  job->admission.data_token = net::RandomToken();
   if (job->OnSlurm()) {
     Status granted = co_await AllocateOnSlurm(id, attempt);
     auto it = jobs_.find(id);

@@ -69,7 +69,6 @@ struct ManagerSettings {
   int max_restarts = 3;      // for jobs whose file does not say
   std::string worker_exe;    // dtraind, started as `dtraind worker ...`
   std::string data_host = "127.0.0.1";  // where this host's workers listen for their peers
-  const net::ClusterKey* key = nullptr;  // the cluster key, if any: derives data-plane tokens
   // Several hosts: this node's name, the nodes a job may be placed on (this one first, then the
   // peers; none: this one only), and what workers on peers need to reach this coordinator.
   std::string node_name;

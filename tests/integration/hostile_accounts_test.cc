@@ -1,8 +1,9 @@
 // A root dtraind among hostile neighbours, as issue 41 tried it: a holder of the cluster key may
 // start a worker only as a user with an account here and only in that user's own groups; a job
 // that floods its output fills the store only up to its log quota and a huge line is stored cut,
-// without the daemon buffering it, and the job still ends as it should. Real processes, loopback
-// only, bounded loops; the user tests need root (they create users), the others run as anyone.
+// without the daemon buffering it, and the job still ends as it should; two daemons' job 1 share
+// no data-plane token. Real processes, loopback only, bounded loops; the user tests need root
+// (they create users), the others run as anyone.
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
@@ -327,6 +328,104 @@ BOOST_AUTO_TEST_CASE(a_flood_of_output_stops_at_the_log_quota_and_a_huge_line_is
   BOOST_TEST(d.Wait(next)["state"] == "succeeded");
   for (const json& l : AllLogs(d, next)) {
     BOOST_TEST(l["line"].get<std::string>().find("log quota") == std::string::npos);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data-plane tokens.
+
+// Three processes: two async replicas and a shard, so data-plane connections.
+constexpr const char* kThreeProcesses = "[cluster]\nworkers = 2\nmode = \"async\"\nservers = 1\n";
+
+bool IsHexDigit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+// Every run of exactly 64 lowercase hex digits in the writable anonymous memory of `pid` (its
+// heap and arenas, where a process keeps the tokens it was given): what a user who can read
+// their own worker's memory finds there.
+std::set<std::string> TokensInMemory(pid_t pid) {
+  std::set<std::string> found;
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::ifstream maps(proc + "/maps");
+  const int mem = ::open((proc + "/mem").c_str(), O_RDONLY);
+  BOOST_REQUIRE_MESSAGE(mem >= 0, "open " << proc << "/mem: " << std::strerror(errno));
+  std::string line;
+  std::string buffer;
+  while (std::getline(maps, line)) {
+    std::istringstream fields(line);
+    std::string range, perms, offset, device, inode, path;
+    fields >> range >> perms >> offset >> device >> inode;
+    std::getline(fields, path);
+    path.erase(0, path.find_first_not_of(' '));
+    if (perms.substr(0, 2) != "rw" || inode != "0" || (!path.empty() && path != "[heap]")) continue;
+    const std::uint64_t begin = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+    const std::uint64_t end = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
+    if (end - begin > (std::uint64_t{256} << 20)) continue;
+    buffer.resize(end - begin);
+    const ssize_t n = ::pread(mem, buffer.data(), buffer.size(), static_cast<off_t>(begin));
+    if (n <= 0) continue;
+    std::size_t run = 0;
+    for (std::size_t i = 0; i <= static_cast<std::size_t>(n); ++i) {
+      if (i < static_cast<std::size_t>(n) && IsHexDigit(buffer[i])) {
+        ++run;
+        continue;
+      }
+      if (run == 64) found.insert(buffer.substr(i - 64, 64));
+      run = 0;
+    }
+  }
+  ::close(mem);
+  return found;
+}
+
+// The pids of job `id`'s processes once all three are recorded.
+std::vector<pid_t> WorkerPids(const DaemonFixture& d, std::int64_t id) {
+  json job = d.WaitForState(id, "running");
+  for (int i = 0; i < 500 && job["workers"].size() < 3u; ++i) {
+    std::this_thread::sleep_for(10ms);
+    job = d.Status(id);
+  }
+  BOOST_REQUIRE(job["workers"].size() == 3u);
+  std::vector<pid_t> pids;
+  for (const json& w : job["workers"]) pids.push_back(w["pid"].get<pid_t>());
+  return pids;
+}
+
+// Daemons B and C hold the same cluster key, and each runs its job 1. A user whose job is C's job
+// 1 can read every token in its processes' memory; none of them is one that B's job 1 holds in
+// common (the data-plane token every process of an attempt has), so none admits them to B's
+// job's listeners.
+BOOST_AUTO_TEST_CASE(two_daemons_job_1_share_no_data_plane_token) {
+  if (!Root()) return;  // reading another process's memory needs CAP_SYS_PTRACE under Yama
+  TempDir dir;
+  const std::string key = WriteKey(dir);
+  const std::uint16_t port_b = FreePort(), port_c = FreePort();
+  DaemonFixture b({"--config", Config(dir, "b.toml", port_b, key)});
+  DaemonFixture c({"--config", Config(dir, "c.toml", port_c, key)});
+  const std::int64_t job_b = b.Submit(EndlessJob(1, kThreeProcesses));
+  const std::int64_t job_c = c.Submit(EndlessJob(2, kThreeProcesses));
+  BOOST_REQUIRE(job_b == 1 && job_c == 1);
+  const std::vector<pid_t> pids_b = WorkerPids(b, job_b), pids_c = WorkerPids(c, job_c);
+  // Let the data-plane connections form: the shard has served a step.
+  b.WaitForStep(job_b, 1);
+  c.WaitForStep(job_c, 1);
+
+  // What every process of B's attempt holds: its data-plane token among them.
+  std::set<std::string> common_b = TokensInMemory(pids_b[0]);
+  for (std::size_t i = 1; i < pids_b.size(); ++i) {
+    const std::set<std::string> more = TokensInMemory(pids_b[i]);
+    std::set<std::string> both;
+    std::set_intersection(common_b.begin(), common_b.end(), more.begin(), more.end(),
+                          std::inserter(both, both.end()));
+    common_b = std::move(both);
+  }
+  BOOST_TEST(!common_b.empty(), "the scan found no token B's processes share");
+  for (const pid_t pid : pids_c) {
+    for (const std::string& token : TokensInMemory(pid)) {
+      BOOST_TEST(common_b.count(token) == 0u, "C's process " << pid << " holds B's token");
+    }
+  }
+  for (DaemonFixture* d : {&b, &c}) {
+    BOOST_TEST(d->Request({{"type", "cancel"}, {"id", 1}})["ok"] == true);
   }
 }
 
