@@ -158,8 +158,8 @@ struct HostedWorker {
       case LogQuota::kKeep:
         Push({{"v", 1}, {"type", "line"}, {"stream", stream}, {"line", line}});
         break;
-      case LogQuota::kFirstDropped:
-        Push({{"v", 1}, {"type", "line"}, {"stream", "stderr"}, {"line", lines.ReachedLine()}});
+      case LogQuota::kNote:
+        Push({{"v", 1}, {"type", "line"}, {"stream", "stderr"}, {"line", lines.Note()}});
         break;
       case LogQuota::kDropped:
         break;

@@ -491,8 +491,8 @@ void JobManager::OnLine(std::int64_t id, int rank, std::string_view stream, std:
     case LogQuota::kKeep:
       store_.AppendLog(id, rank, stream, line);
       break;
-    case LogQuota::kFirstDropped:
-      store_.AppendLog(id, rank, "daemon", quota.ReachedLine());
+    case LogQuota::kNote:
+      store_.AppendLog(id, rank, "daemon", quota.Note());
       break;
     case LogQuota::kDropped:
       break;

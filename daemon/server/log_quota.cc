@@ -12,18 +12,23 @@ LogQuota::Verdict LogQuota::Admit(std::uint64_t line_bytes) {
   }
   ++dropped_lines_;
   dropped_bytes_ += line_bytes;
-  return dropped_lines_ == 1 ? kFirstDropped : kDropped;
+  if (dropped_lines_ != next_note_) return kDropped;
+  next_note_ = next_note_ == 1 ? 1000 : next_note_ * 10;
+  return kNote;
 }
 
-std::string LogQuota::ReachedLine() const {
+std::string LogQuota::Note() const {
+  if (dropped_lines_ > 1) return Dropped(" dropped so far");
   return "log quota reached (" + config::FormatBytes(bytes_) +
          " of lines this attempt): later lines are dropped and counted";
 }
 
-std::string LogQuota::SummaryLine() const {
+std::string LogQuota::SummaryLine() const { return Dropped(" dropped"); }
+
+std::string LogQuota::Dropped(std::string_view suffix) const {
   return "log quota reached: " + std::to_string(dropped_lines_) +
-         (dropped_lines_ == 1 ? " line (" : " lines (") + config::FormatBytes(dropped_bytes_) +
-         ") dropped";
+         (dropped_lines_ == 1 ? " line (" : " lines (") + config::FormatBytes(dropped_bytes_) + ")" +
+         std::string(suffix);
 }
 
 }  // namespace dtrain::server

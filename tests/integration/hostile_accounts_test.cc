@@ -299,7 +299,7 @@ BOOST_AUTO_TEST_CASE(a_flood_of_output_stops_at_the_log_quota_and_a_huge_line_is
   BOOST_REQUIRE(!lines.empty());
   // (The worker's own lines may land inside the huge one, which then ends early: the pipe is
   // shared, and only writes of up to PIPE_BUF bytes are atomic.)
-  std::size_t cut = 0, flood = 0, reached = 0;
+  std::size_t cut = 0, flood = 0, reached = 0, so_far = 0;
   std::uint64_t stored = 0;
   const std::size_t longest = 4096 + server::CutNotice(kHuge).size();
   for (const json& l : lines) {
@@ -309,9 +309,13 @@ BOOST_AUTO_TEST_CASE(a_flood_of_output_stops_at_the_log_quota_and_a_huge_line_is
     if (text.starts_with(std::string(4096, 'z')) && text.ends_with(" bytes dropped]")) ++cut;
     if (text + "\n" == flood_line) ++flood;
     if (text.starts_with("log quota reached (4 MiB of lines this attempt)")) ++reached;
+    if (text.starts_with("log quota reached: 1000 lines (") && text.ends_with(") dropped so far")) {
+      ++so_far;
+    }
   }
   BOOST_TEST(cut >= 1u);       // the huge line: its first 4 KiB, and how much was cut
   BOOST_TEST(reached == 1u);   // said once, when it happened
+  BOOST_TEST(so_far == 1u);    // and the count so far, at 1000, 10000, ...
   BOOST_TEST(flood > 0u);
   BOOST_TEST(flood < kFloodLines);
   BOOST_TEST(stored <= kQuota);

@@ -75,22 +75,33 @@ BOOST_AUTO_TEST_CASE(lines_are_kept_up_to_the_quota_then_dropped_and_counted) {
   LogQuota quota(10 + 2 * kRow);
   BOOST_TEST(quota.Admit(4) == LogQuota::kKeep);
   BOOST_TEST(quota.Admit(6) == LogQuota::kKeep);  // exactly the quota, a row's cost included
-  BOOST_TEST(quota.Admit(0) == LogQuota::kFirstDropped);  // an empty line is a row too
+  BOOST_TEST(quota.Admit(0) == LogQuota::kNote);  // an empty line is a row too
+  BOOST_TEST(quota.Note() ==
+             "log quota reached (266 B of lines this attempt): later lines are dropped and counted");
   BOOST_TEST(quota.Admit(1) == LogQuota::kDropped);  // one gap, at the end: nothing after it
   BOOST_TEST(quota.Admit(2047) == LogQuota::kDropped);
   BOOST_TEST(quota.dropped_lines() == 3u);
   BOOST_TEST(quota.dropped_bytes() == 2048u);
   BOOST_TEST(quota.SummaryLine() == "log quota reached: 3 lines (2 KiB) dropped");
-  BOOST_TEST(quota.ReachedLine() ==
-             "log quota reached (266 B of lines this attempt): later lines are dropped and counted");
 }
 
 BOOST_AUTO_TEST_CASE(a_line_larger_than_what_is_left_starts_the_gap) {
   LogQuota quota(64u << 20);
-  BOOST_TEST(quota.Admit((64u << 20) - LogQuota::kRowCost - 70) == LogQuota::kKeep);
-  BOOST_TEST(quota.Admit(10) == LogQuota::kFirstDropped);  // 10 + a row's cost: over by 4
+  BOOST_TEST(quota.Admit((64u << 20) - LogQuota::kRowCost - 200) == LogQuota::kKeep);
+  BOOST_TEST(quota.Admit(100) == LogQuota::kNote);  // 100 + a row's cost: over by 28
   BOOST_TEST(quota.Admit(1) == LogQuota::kDropped);  // it would fit, but lines stay in order
-  BOOST_TEST(quota.SummaryLine() == "log quota reached: 2 lines (11 B) dropped");
+  BOOST_TEST(quota.SummaryLine() == "log quota reached: 2 lines (101 B) dropped");
+}
+
+BOOST_AUTO_TEST_CASE(the_count_so_far_is_noted_at_every_power_of_ten_from_1000) {
+  LogQuota quota(1u << 20);
+  BOOST_TEST(quota.Admit(2u << 20) == LogQuota::kNote);
+  std::vector<std::uint64_t> noted;
+  for (std::uint64_t line = 2; line <= 100000; ++line) {
+    if (quota.Admit(1) == LogQuota::kNote) noted.push_back(quota.dropped_lines());
+  }
+  BOOST_TEST((noted == std::vector<std::uint64_t>{1000, 10000, 100000}));
+  BOOST_TEST(quota.Note() == "log quota reached: 100000 lines (2.1 MiB) dropped so far");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
