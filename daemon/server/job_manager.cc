@@ -190,6 +190,14 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
                 {}};
     co_return out;
   }
+  if (settings_.run_as_owner) {  // refused now rather than at its processes' start
+    Result<Account> account =
+        co_await OffThread(pool_, [owner] { return ResolveAccount(owner.uid, owner.gid); });
+    if (!account.ok()) {
+      out.refusal = Refusal{"denied", account.status().message(), {}};
+      co_return out;
+    }
+  }
   // The data files are not looked at here: only the job's processes, with its owner's rights,
   // open them (the client checked them as the owner already). The model must fit this host.
   config::LoadResult loaded = co_await OffThread(pool_, [&] {
