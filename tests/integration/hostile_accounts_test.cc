@@ -1,14 +1,16 @@
 // A root dtraind among hostile neighbours, as issue 41 tried it: a holder of the cluster key may
-// start a worker only as a user with an account here and only in that user's own groups; a job
-// that floods its output fills the store only up to its log quota and a huge line is stored cut,
-// without the daemon buffering it, and the job still ends as it should; two daemons' job 1 share
-// no data-plane token. Real processes, loopback only, bounded loops; the user tests need root
-// (they create users), the others run as anyone.
+// start a worker only as a user with an account here and only in that user's own groups, and a
+// local submitter only with a gid of its own; a job that floods its output fills the store only
+// up to its log quota and a huge line is stored cut, without the daemon buffering it, and the
+// job still ends as it should, also when its process runs on a peer (which must survive bytes
+// that are not UTF-8); two daemons' job 1 share no data-plane token. Real processes, loopback
+// only, bounded loops; the user tests need root (they create users), the others run as anyone.
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,11 +57,13 @@ std::string WriteKey(const TempDir& dir) {
   return path;
 }
 
-// A daemon configuration listening on loopback at `port` with the key at `key`.
+// A daemon configuration listening on loopback at `port` with the key at `key`, and `daemon` and
+// `cluster` lines in those sections.
 std::string Config(const TempDir& dir, const std::string& file, std::uint16_t port,
-                   const std::string& key) {
-  return dir.Write(file, "[cluster]\nlisten = \"127.0.0.1:" + std::to_string(port) +
-                             "\"\nkey_file = \"" + key + "\"\n");
+                   const std::string& key, const std::string& cluster = "",
+                   const std::string& daemon = "") {
+  return dir.Write(file, "[daemon]\n" + daemon + "[cluster]\nlisten = \"127.0.0.1:" +
+                             std::to_string(port) + "\"\nkey_file = \"" + key + "\"\n" + cluster);
 }
 
 // One request over TCP as a holder of the cluster key; its first reply.
@@ -241,16 +245,32 @@ std::vector<json> AllLogs(const DaemonFixture& d, std::int64_t id) {
   }
 }
 
-// Writes all of `text` to `fd`.
+// Writes all of `text` to `fd`, a process's stdout: the pipe to its daemon, so EPIPE means the
+// daemon is gone.
 void WriteAll(int fd, std::string_view text) {
   while (!text.empty()) {
     const ssize_t n = ::write(fd, text.data(), text.size());
-    BOOST_REQUIRE_MESSAGE(n > 0 || errno == EINTR, "write: " << std::strerror(errno));
+    BOOST_REQUIRE_MESSAGE(n > 0 || errno == EINTR,
+                          "write to the worker's stdout: " << std::strerror(errno));
     if (n > 0) text.remove_prefix(static_cast<std::size_t>(n));
   }
 }
 
+// SIGPIPE ignored while it lives: a write to a pipe whose daemon died fails instead of killing
+// the test.
+class NoSigpipe {
+ public:
+  NoSigpipe() : previous_(::signal(SIGPIPE, SIG_IGN)) {}
+  ~NoSigpipe() { ::signal(SIGPIPE, previous_); }
+  NoSigpipe(const NoSigpipe&) = delete;
+  NoSigpipe& operator=(const NoSigpipe&) = delete;
+
+ private:
+  void (*previous_)(int);
+};
+
 BOOST_AUTO_TEST_CASE(a_flood_of_output_stops_at_the_log_quota_and_a_huge_line_is_cut) {
+  const NoSigpipe no_sigpipe;
   TempDir dir;
   constexpr std::uint64_t kQuota = std::uint64_t{4} << 20;
   const std::string config = dir.Write("d.toml", "[daemon]\nlog_quota = \"4MiB\"\n");
@@ -337,6 +357,65 @@ BOOST_AUTO_TEST_CASE(a_flood_of_output_stops_at_the_log_quota_and_a_huge_line_is
   for (const json& l : AllLogs(d, next)) {
     BOOST_TEST(l["line"].get<std::string>().find("log quota") == std::string::npos);
   }
+}
+
+// Daemons A and B are peers on loopback; A coordinates a job whose process runs on B. What that
+// process prints reaches A through B, which must neither die of a line that is not UTF-8 (it
+// used to: json::dump threw in B's output handler) nor queue a flood without bound: B passes on
+// at most its own quota, A stores at most its own, and the job ends as asked.
+BOOST_AUTO_TEST_CASE(a_workers_flood_on_a_peer_is_bounded_there_and_bad_bytes_harm_nothing) {
+  const NoSigpipe no_sigpipe;
+  TempDir dir;
+  const std::string key = WriteKey(dir);
+  const std::uint16_t port_a = FreePort(), port_b = FreePort();
+  const std::string quota = "log_quota = \"4MiB\"\n";
+  auto peer = [&](const char* name, std::uint16_t other) {
+    return "name = \"" + std::string(name) + "\"\nallow_root = true\npeers = [\"127.0.0.1:" +
+           std::to_string(other) + "\"]\n";
+  };
+  DaemonFixture b({"--config", Config(dir, "b.toml", port_b, key, peer("node-b", port_a), quota)});
+  DaemonFixture a({"--config", Config(dir, "a.toml", port_a, key, peer("node-a", port_b), quota)});
+  json nodes;
+  for (int i = 0; i < 100; ++i) {  // the first heartbeat goes out at start
+    nodes = a.Request({{"type", "nodes"}})["nodes"];
+    if (nodes.size() == 2u && nodes[1]["state"] == "up") break;
+    std::this_thread::sleep_for(100ms);
+  }
+  BOOST_REQUIRE_MESSAGE(nodes.size() == 2u && nodes[1]["state"] == "up", nodes.dump());
+  const std::int64_t id = a.Submit(EndlessJob(1, "[cluster]\nhosts = [\"node-b\"]\n"));
+  a.WaitForState(id, "running");
+  std::vector<pid_t> hosted = ChildrenOf(b.pid());
+  for (int i = 0; i < 500 && hosted.empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    hosted = ChildrenOf(b.pid());
+  }
+  BOOST_REQUIRE(hosted.size() == 1u);
+  const std::uint64_t store_before = StoreBytes(a);
+
+  const int out = ::open(("/proc/" + std::to_string(hosted[0]) + "/fd/1").c_str(), O_WRONLY);
+  BOOST_REQUIRE_MESSAGE(out >= 0, "open the worker's stdout: " << std::strerror(errno));
+  WriteAll(out, "bad \xff\xfe bytes\n");
+  const std::string block = [] {
+    std::string lines;
+    for (int i = 0; i < 10000; ++i) lines += "flood " + std::string(94, 'f') + "\n";
+    return lines;
+  }();
+  for (int i = 0; i < 100; ++i) WriteAll(out, block);  // 96 MiB
+  ::close(out);
+
+  BOOST_TEST(b.Request({{"type", "version"}})["ok"] == true);  // B lives
+  const json cancelled = a.Request({{"type", "cancel"}, {"id", id}});
+  BOOST_REQUIRE_MESSAGE(cancelled["ok"] == true, cancelled.dump());
+  BOOST_TEST(a.Wait(id)["state"] == "cancelled");
+  BOOST_TEST(StoreBytes(a) < store_before + 3 * (std::uint64_t{4} << 20));
+  std::size_t bad = 0, noted = 0;
+  for (const json& l : AllLogs(a, id)) {
+    const std::string text = l["line"].get<std::string>();
+    if (text == "bad \uFFFD\uFFFD bytes") ++bad;
+    if (text.starts_with("log quota reached (4 MiB of lines this attempt)")) ++noted;
+  }
+  BOOST_TEST(bad == 1u);    // its bad bytes came as U+FFFD
+  BOOST_TEST(noted >= 1u);  // B's quota or A's, whichever was reached first
 }
 
 // ---------------------------------------------------------------------------------------------
