@@ -348,7 +348,7 @@ BOOST_AUTO_TEST_CASE(a_flood_of_output_stops_at_the_log_quota_and_a_huge_line_is
   const std::string summary = lines[lines.size() - 2]["line"].get<std::string>();
   BOOST_TEST(summary.starts_with("log quota reached: "), summary);
   const std::uint64_t dropped = std::stoull(summary.substr(std::string("log quota reached: ").size()));
-  BOOST_TEST(dropped >= kFloodLines / 10000 * 10000 - flood, summary);
+  BOOST_TEST(dropped > kFloodLines / 2, summary);  // nearly all: 4 MiB holds under 20000
   BOOST_TEST(lines.back()["line"].get<std::string>().starts_with("cancelled by uid"));
 
   // The daemon serves the next job as before, with a quota of its own.
