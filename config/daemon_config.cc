@@ -249,6 +249,8 @@ void ReadDaemon(TableReader& r, DaemonConfig* c) {
     }
   }
   ReadChecked(r, "http_token_file", AbsolutePathProblem, &c->http_token_file);
+  r.Size("max_log_line", kMinMaxLogLine, kMaxMaxLogLine, &c->max_log_line);
+  r.Size("log_quota", kMinLogQuota, kMaxLogQuota, &c->log_quota);
   if (http != nullptr && !c->http.empty() && !IsLoopbackListen(c->http) &&
       c->http_token_file.empty() && !r.Failed("http_token_file")) {
     r.Report(*http, "http",
@@ -421,6 +423,8 @@ std::string FormatDaemonConfig(const DaemonConfig& c) {
   w.String("log_level", c.log_level);
   w.String("http", c.http);
   w.Path("http_token_file", c.http_token_file);
+  w.Int("max_log_line", static_cast<std::int64_t>(c.max_log_line));
+  w.Int("log_quota", static_cast<std::int64_t>(c.log_quota));
   w.Section("workers");
   w.Double("grace_seconds", c.grace_seconds);
   w.Int("max_restarts", c.max_restarts);

@@ -30,6 +30,7 @@
 // putenv).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +43,13 @@ namespace dtrain::config {
 // Ranges of the keys that dtraind's command line can override as well.
 inline constexpr int kMaxJobsLimit = 1024;   // [daemon] max_jobs: [1, kMaxJobsLimit]
 inline constexpr int kMaxCoresLimit = 8192;  // [daemon] cores: [0, kMaxCoresLimit]
+
+// [daemon] max_log_line and log_quota: their defaults and ranges, in bytes.
+inline constexpr std::uint64_t kDefaultMaxLogLine = 4096;
+inline constexpr std::uint64_t kMinMaxLogLine = 256, kMaxMaxLogLine = std::uint64_t{1} << 20;
+inline constexpr std::uint64_t kDefaultLogQuota = std::uint64_t{64} << 20;
+inline constexpr std::uint64_t kMinLogQuota = std::uint64_t{1} << 20;
+inline constexpr std::uint64_t kMaxLogQuota = std::uint64_t{64} << 30;
 
 // The [daemon] log_level names, least severe first.
 inline constexpr std::string_view kLogLevelChoices = "debug, info, warning, error";
@@ -72,6 +80,8 @@ struct DaemonConfig {
                                    // Off loopback only with http_token_file
   std::string http_token_file;     // a file holding the token HTTP clients must send
                                    // (Authorization: Bearer); absolute; empty: none
+  std::uint64_t max_log_line = kDefaultMaxLogLine;  // a job's output line is cut after this
+  std::uint64_t log_quota = kDefaultLogQuota;       // bytes of lines stored per job attempt
   // [workers]
   double grace_seconds = 10.0;  // SIGTERM to SIGKILL when a worker is cancelled or stopped
   int max_restarts = 3;         // for jobs whose [restart] max_restarts is not set (-1)

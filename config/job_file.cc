@@ -45,6 +45,7 @@ using internal::ReadMemorySize;
 using internal::ReadWholeFile;
 using internal::RejectUnknown;
 using internal::SectionTable;
+using internal::SizeOf;
 using internal::Sink;
 using internal::SyntaxError;
 using internal::TableReader;

@@ -174,6 +174,15 @@ std::string TableReader::Dotted(std::string_view key) const {
   return section_.empty() ? std::string(key) : section_ + "." + std::string(key);
 }
 
+Result<std::uint64_t> SizeOf(const toml::node& node) {
+  if (const auto* integer = node.as_integer(); integer != nullptr && integer->get() >= 0) {
+    return static_cast<std::uint64_t>(integer->get());
+  }
+  if (const auto* text = node.as_string()) return ParseBytes(text->get());
+  return Status::Error("must be a size such as \"4GiB\", \"512 MiB\" or a number of bytes, got " +
+                       Describe(node));
+}
+
 const toml::node* TableReader::Find(std::string_view key) {
   if (!Knows(key)) known_.push_back(key);
   return table_ != nullptr ? table_->get(key) : nullptr;
@@ -186,6 +195,21 @@ const toml::node* TableReader::Bool(std::string_view key, bool* out) {
     return Report(*node, key, "must be true or false, got " + Describe(*node));
   }
   *out = node->as_boolean()->get();
+  return node;
+}
+
+const toml::node* TableReader::Size(std::string_view key, std::uint64_t lo, std::uint64_t hi,
+                                   std::uint64_t* out) {
+  const toml::node* node = Find(key);
+  if (node == nullptr) return nullptr;
+  Result<std::uint64_t> bytes = SizeOf(*node);
+  if (!bytes.ok()) return Report(*node, key, bytes.status().message());
+  if (bytes.value() < lo || bytes.value() > hi) {
+    return Report(*node, key,
+                  "must be from " + FormatBytes(lo) + " to " + FormatBytes(hi) + ", got " +
+                      FormatBytes(bytes.value()));
+  }
+  *out = bytes.value();
   return node;
 }
 
@@ -273,13 +297,7 @@ void RejectUnknown(std::span<const TableReader* const> readers, Sink& sink) {
 const toml::node* ReadMemorySize(TableReader& r, std::string_view key, std::uint64_t* out) {
   const toml::node* node = r.Find(key);
   if (node == nullptr) return nullptr;
-  Result<std::uint64_t> bytes = Status::Error(
-      "must be a size such as \"4GiB\", \"512 MiB\" or a number of bytes, got " + Describe(*node));
-  if (const auto* integer = node->as_integer(); integer != nullptr && integer->get() >= 0) {
-    bytes = static_cast<std::uint64_t>(integer->get());
-  } else if (const auto* text = node->as_string()) {
-    bytes = ParseBytes(text->get());
-  }
+  Result<std::uint64_t> bytes = SizeOf(*node);
   if (!bytes.ok()) return r.Report(*node, key, bytes.status().message());
   if (bytes.value() != 0 && bytes.value() < kMinMemoryLimit) {
     return r.Report(*node, key,

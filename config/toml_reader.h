@@ -107,6 +107,10 @@ std::optional<T> NumberIn(const toml::node& node, Interval range, std::string* p
   return stored;
 }
 
+// A size in bytes: a non-negative integer, or a string ParseBytes reads ("4GiB", "512 MiB"); an
+// error says what is wrong.
+Result<std::uint64_t> SizeOf(const toml::node& node);
+
 // Reads one table of a document: the top level (section "") or a section such as [train].
 // Every key asked for is registered as known, so RejectUnknown can name the others; the section
 // may be absent (null), and then every read finds nothing. A typed read assigns a present, valid
@@ -153,6 +157,9 @@ class TableReader {
 
   const toml::node* Bool(std::string_view key, bool* out);
   const toml::node* String(std::string_view key, std::string* out);
+  // A size (SizeOf) in [lo, hi] bytes.
+  const toml::node* Size(std::string_view key, std::uint64_t lo, std::uint64_t hi,
+                         std::uint64_t* out);
 
   // A string that is one of `choices` (names joined by ", "), stored as is.
   const toml::node* OneOf(std::string_view key, std::string_view choices, std::string* out);

@@ -9,8 +9,8 @@
 //                                                     token, LinkTransport::kAuto);
 //
 // Every connection starts with the connecting process introducing itself: a heartbeat frame whose
-// sender is its id (its rank in the job) and whose payload is the job's data-plane token (the
-// coordinator hands it out at the rendezvous; core/net/auth.h derives it from the cluster key).
+// sender is its id (its rank in the job) and whose payload is the attempt's data-plane token (the
+// coordinator draws it at random for each attempt and hands it out at the rendezvous).
 // The introduction may be followed by the shared-memory upgrade (shm_link.h, MakeLink).
 // A listener that requires a token closes, before reading anything else, every connection whose
 // introduction does not carry it, is not a heartbeat, is larger than a token, or does not come

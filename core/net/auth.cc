@@ -35,7 +35,6 @@ static_assert(crypto_generichash_BYTES_MIN <= kClusterKeyBytes &&
 constexpr std::string_view kKeyLabel = "dtrain cluster key v1\n";
 constexpr std::string_view kServerLabel = "dtrain auth v1 server";
 constexpr std::string_view kClientLabel = "dtrain auth v1 client";
-constexpr std::string_view kDataPlaneLabel = "dtrain data plane v1";
 // Handshake messages are small; anything longer is not one (and costs nothing to parse).
 constexpr std::size_t kMaxMessage = 4096;
 // How much of a peer's own text (an error, a type) goes into our messages.
@@ -607,15 +606,6 @@ Status AuthenticateServer(FrameStream& stream, const ClusterKey& key, NonceCache
 }
 
 // --- Data-plane tokens ------------------------------------------------------------------------
-
-std::string DataPlaneToken(const ClusterKey& key, std::int64_t job, std::uint64_t attempt) {
-  std::uint8_t numbers[16];
-  codec::StoreLittle(numbers, static_cast<std::uint64_t>(job), 8);
-  codec::StoreLittle(numbers + 8, attempt, 8);
-  const Mac mac =
-      Hmac(key.bytes(), {Bytes(kDataPlaneLabel), std::span<const std::uint8_t>(numbers)});
-  return Hex(mac);
-}
 
 std::string RandomToken() {
   EnsureSodium();

@@ -187,10 +187,8 @@ Status AuthenticateClient(FrameStream& stream, const ClusterKey& key,
 Status AuthenticateServer(FrameStream& stream, const ClusterKey& key, NonceCache& nonces,
                           std::chrono::milliseconds timeout);
 
-// The token that admits a data-plane connection of one job attempt: 64 lowercase hex digits of
-// HMAC-SHA256(key, "dtrain data plane v1" || u64 job || u64 attempt), integers little-endian.
-std::string DataPlaneToken(const ClusterKey& key, std::int64_t job, std::uint64_t attempt);
-// 64 lowercase hex digits from the system CSPRNG, for hosts that have no cluster key.
+// 64 lowercase hex digits from the system CSPRNG: a worker's token, and the token that admits
+// a data-plane connection of one job attempt (drawn afresh for each attempt, never derived).
 std::string RandomToken();
 // Constant-time comparison (only the lengths, which are not secret, may end it early).
 bool TokensEqual(std::string_view a, std::string_view b);

@@ -50,22 +50,23 @@ Result<Account> ResolveAccount(uid_t uid, gid_t gid) {
   while ((error = ::getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found)) == ERANGE) {
     buffer.resize(buffer.size() * 2);
   }
+  if (found == nullptr) {
+    return Status::Error("uid " + std::to_string(uid) + " has no account on this host" +
+                         (error != 0 ? std::string(" (") + std::strerror(error) + ")" : ""));
+  }
   Account account;
   account.uid = uid;
-  if (found == nullptr) {
-    if (gid == kPrimaryGroup) {
-      return Status::Error("uid " + std::to_string(uid) + " has no account on this host" +
-                           (error != 0 ? std::string(" (") + std::strerror(error) + ")" : ""));
-    }
-    account.gid = gid;
-    account.groups = {gid};
-    return account;
-  }
-  account.gid = gid == kPrimaryGroup ? found->pw_gid : gid;
   account.name = found->pw_name;
   if (found->pw_dir != nullptr && found->pw_dir[0] == '/') account.home = found->pw_dir;
   if (found->pw_shell != nullptr && found->pw_shell[0] == '/') account.shell = found->pw_shell;
-  account.groups = GroupsOf(account.name, account.gid);
+  account.groups = GroupsOf(account.name, found->pw_gid);
+  account.gid = gid == kPrimaryGroup ? found->pw_gid : gid;
+  if (std::find(account.groups.begin(), account.groups.end(), account.gid) ==
+      account.groups.end()) {
+    return Status::Error("gid " + std::to_string(account.gid) + " is not a group of " +
+                         DescribeAccount(account) +
+                         " on this host (neither its primary group nor one of its own)");
+  }
   return account;
 }
 

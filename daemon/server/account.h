@@ -6,9 +6,11 @@
 //   std::vector<std::string> env = JobEnvironment(environ, &a.value());
 //
 // Groups are resolved on the host that starts the process, when it starts it (as Slurm does), so
-// a change of group membership applies from a job's next start. A uid without an entry in the user
-// database still runs when its primary gid is known (it then has that group only). Safe for
-// concurrent use (the lookups are the reentrant ones); they may block on a remote user database.
+// a change of group membership applies from a job's next start. Invariants: the uid has an entry
+// in this host's user database, the gid is that user's primary group or one of its supplementary
+// groups, and the supplementary groups are the database's (getgrouplist), never a caller's. Safe
+// for concurrent use (the lookups are the reentrant ones); they may block on a remote user
+// database.
 #pragma once
 
 #include <sys/types.h>
@@ -28,12 +30,14 @@ struct Account {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;  // supplementary, `gid` among them
-  std::string name;           // empty without a user-database entry
+  std::string name;
   std::string home = "/";
   std::string shell = "/bin/sh";
 };
 
-// `gid` kPrimaryGroup: the user's primary group, which then must be in the user database.
+// The account of `uid` acting with group `gid` (kPrimaryGroup: its primary group); an error when
+// the uid has no account on this host, or the gid is neither its primary group nor one of its
+// supplementary groups.
 Result<Account> ResolveAccount(uid_t uid, gid_t gid);
 
 // The environment of a job's process: the variables of `from` that configure libraries and

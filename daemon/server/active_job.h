@@ -14,6 +14,7 @@
 #include "config/job.h"
 #include "config/job_layout.h"
 #include "daemon/server/job_manager.h"
+#include "daemon/server/log_quota.h"
 #include "daemon/store/checkpoint.h"
 
 namespace dtrain::server {
@@ -65,6 +66,7 @@ struct JobManager::Job {
   std::unique_ptr<asio::steady_timer> rendezvous;
   bool ready = false;
   Admission admission;  // common to every process, filled in by the last to arrive
+  std::optional<LogQuota> log_quota;  // the attempt's, from its start
   std::vector<std::string> checkpoint_parts;  // by partition: the blob each resumes from
   // Model parallelism: the parts of a checkpoint that replica 0's partitions sent, by step, until
   // all have come; the waiters wake when `stored` is cancelled, the result in `result`.

@@ -24,6 +24,7 @@
 #include "daemon/server/account.h"
 #include "daemon/server/async.h"
 #include "daemon/server/control_request.h"
+#include "daemon/server/log_quota.h"
 #include "daemon/server/nodes_view.h"
 #include "daemon/server/worker_channel_request.h"
 #include "daemon/store/job_diagnosis.h"
@@ -139,15 +140,37 @@ json CheckpointsReply(store::Store& store, std::int64_t job) {
 // there: events (the reply, its lines, its exit) queue in `out` for one writer; the stand-in's
 // stop orders come in on the same socket.
 struct HostedWorker {
-  HostedWorker(Socket s, asio::io_context& io) : socket(std::move(s)), wake(io) {}
+  HostedWorker(Socket s, asio::io_context& io, std::uint64_t log_quota)
+      : socket(std::move(s)), wake(io), lines(log_quota) {}
   Socket socket;
   std::deque<std::string> out;  // control payloads still to send
   bool exited = false;          // its exit is in `out` (or was sent)
   pid_t pid = 0;
   asio::steady_timer wake;      // cancelled when `out` grows
+  LogQuota lines;               // what of its output is passed on: `out` stays bounded
   void Push(const json& event) {
-    out.push_back(event.dump());
+    // A line need not be UTF-8: its bad bytes travel as U+FFFD.
+    out.push_back(event.dump(-1, ' ', false, json::error_handler_t::replace));
     wake.cancel();
+  }
+  void PushLine(std::string_view stream, std::string_view line) {
+    switch (lines.Admit(line.size())) {
+      case LogQuota::kKeep:
+        Push({{"v", 1}, {"type", "line"}, {"stream", stream}, {"line", line}});
+        break;
+      case LogQuota::kNote:
+        Push({{"v", 1}, {"type", "line"}, {"stream", "stderr"}, {"line", lines.Note()}});
+        break;
+      case LogQuota::kDropped:
+        break;
+    }
+  }
+  void PushExit(ProcessExit exit) {
+    if (lines.dropped_lines() > 0) {
+      Push({{"v", 1}, {"type", "line"}, {"stream", "stderr"}, {"line", lines.SummaryLine()}});
+    }
+    exited = true;
+    Push({{"v", 1}, {"type", "exit"}, {"exit_status", exit.exit_status}, {"signal", exit.signal}});
   }
 };
 
@@ -641,19 +664,13 @@ struct ControlServer::Impl {
     }
     launch.value().connection = channel.value();
     launch.value().address_space = static_cast<std::uint64_t>(std::max<std::int64_t>(memory_limit, 0));
-    auto hosted = std::make_shared<HostedWorker>(std::move(socket), io);
+    auto hosted = std::make_shared<HostedWorker>(std::move(socket), io, cluster.log_quota);
     Result<pid_t> pid = cluster.supervisor->Spawn(
         launch.value(),
         [hosted](std::string_view stream, std::string_view line) {
-          hosted->Push({{"v", 1}, {"type", "line"}, {"stream", stream}, {"line", line}});
+          hosted->PushLine(stream, line);
         },
-        [hosted](ProcessExit exit) {
-          hosted->exited = true;
-          hosted->Push({{"v", 1},
-                        {"type", "exit"},
-                        {"exit_status", exit.exit_status},
-                        {"signal", exit.signal}});
-        });
+        [hosted](ProcessExit exit) { hosted->PushExit(exit); });
     ::close(channel.value());
     if (!pid.ok()) {
       const json reply_ = Error("internal", "cannot start the worker: " + pid.status().message());
@@ -670,7 +687,9 @@ struct ControlServer::Impl {
   }
 
   // How a worker a peer asked for starts here (its channel still to be opened), or why it may not:
-  // uid 0 only with allow_root; another user than the daemon's only when it runs as the owner.
+  // uid 0 only with allow_root; another user than the daemon's only when it runs as the owner,
+  // and then only a uid with an account here, in one of that account's own groups (ResolveAccount:
+  // the request's uid and gid are a key holder's word, checked against this host's database).
   Result<Launch> HostedLaunch(std::int64_t job, std::int64_t rank, const std::string& token,
                               uid_t uid, gid_t gid) const {
     if (uid == 0 && !cluster.allow_root) {

@@ -34,6 +34,7 @@
 #include <memory>
 #include <string>
 
+#include "config/daemon_config.h"
 #include "core/net/auth.h"
 #include "core/status.h"
 #include "daemon/server/job_manager.h"
@@ -57,6 +58,7 @@ struct ClusterSide {
   std::string worker_exe;
   std::string key_file;
   std::string data_host;
+  std::uint64_t log_quota = config::kDefaultLogQuota;  // bytes of lines passed on per worker
 };
 
 class ControlServer {

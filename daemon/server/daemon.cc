@@ -82,12 +82,12 @@ ClusterSide Cluster(const DaemonOptions& options, const net::ClusterKey* key,
   side.worker_exe = options.worker_exe;
   side.key_file = c.key_file;
   side.data_host = data_host;
+  side.log_quota = c.log_quota;
   return side;
 }
 
 ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worker_exe,
-                         const net::ClusterKey* key, const Membership* membership,
-                         const std::string& data_host) {
+                         const Membership* membership, const std::string& data_host) {
   ManagerSettings s;
   s.run_as_owner = RunsAsOwner();
   s.max_jobs = c.max_jobs;
@@ -96,10 +96,10 @@ ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worke
   s.max_restarts = c.max_restarts;
   s.limits = c.limits;
   s.data_host = data_host;
-  s.key = key;
   s.node_name = NodeName(c);
   s.coordinator = CoordinatorAddress(c, data_host);
   s.key_file = c.key_file;
+  s.log_quota = c.log_quota;
   if (!c.peers.empty()) {
     s.nodes = [membership] {
       std::vector<NodeCapacity> nodes;
@@ -155,9 +155,9 @@ class Daemon {
         data_host_(DataHost(options.config)),
         membership_(options.config.peers, key(), NodeName(options.config), {}),
         pool_(2),
-        supervisor_(io_),
+        supervisor_(io_, static_cast<std::size_t>(options.config.max_log_line)),
         jobs_(io_, pool_, *store_, supervisor_,
-              Settings(options.config, options.worker_exe, key(), &membership_, data_host_)),
+              Settings(options.config, options.worker_exe, &membership_, data_host_)),
         server_(io_, pool_, *store_, jobs_, options.config.socket, options.config.socket_mode,
                 Cluster(options, key(), &membership_, &supervisor_, data_host_)),
         web_(MakeWebServer()),
@@ -253,7 +253,7 @@ class Daemon {
       log_.Error("SIGHUP: keeping the previous configuration");
     } else {
       const config::DaemonConfig& c = *loaded.config;
-      jobs_.Reload(Settings(c, options_.worker_exe, key(), &membership_, DataHost(c)));
+      jobs_.Reload(Settings(c, options_.worker_exe, &membership_, DataHost(c)));
       log_.set_level(LevelOf(c));
       log_.Info("SIGHUP: configuration re-read: max_jobs " + std::to_string(c.max_jobs) +
                 ", cores " + std::to_string(ResolveCores(c.cores)));

@@ -10,6 +10,7 @@
 #include <asio/thread_pool.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include "config/daemon_config.h"
 #include "core/net/host_info.h"
 #include "daemon/server/control_server.h"
 #include "daemon/server/job_manager.h"
@@ -38,7 +39,7 @@ Result<store::JobState> RunJobWithWorkers(std::int64_t job_id, store::Store& sto
   asio::thread_pool pool(2);
   Status outcome;
   {
-    Supervisor supervisor(io);
+    Supervisor supervisor(io, config::kDefaultMaxLogLine);
     JobManager jobs(io, pool, store, supervisor, settings);
     ControlServer server(io, pool, store, jobs, "", 0);  // worker channels only
     if (Status listening = server.Listen(); !listening.ok()) return listening;

@@ -93,6 +93,7 @@ void JobManager::Reload(const ManagerSettings& settings) {
   settings_.grace = settings.grace;
   settings_.max_restarts = settings.max_restarts;
   settings_.limits = settings.limits;
+  settings_.log_quota = settings.log_quota;  // from each job's next attempt
   Schedule();
 }
 
@@ -192,6 +193,16 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
                 {}};
     co_return out;
   }
+  std::string owner_name;        // for [limits] priority_users
+  if (settings_.run_as_owner) {  // refused now rather than at its processes' start
+    Result<Account> account =
+        co_await OffThread(pool_, [owner] { return ResolveAccount(owner.uid, owner.gid); });
+    if (!account.ok()) {
+      out.refusal = Refusal{"denied", account.status().message(), {}};
+      co_return out;
+    }
+    owner_name = account.value().name;
+  }
   // The data files are not looked at here: only the job's processes, with its owner's rights,
   // open them (the client checked them as the owner already). The model must fit this host.
   config::LoadResult loaded = co_await OffThread(pool_, [&] {
@@ -207,9 +218,7 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
   if (name) config.name = *name;
   if (priority) config.priority = *priority;
   const int cores = JobCores(config, settings_.cores, config.cluster.Trainers());
-  const Result<Account> account = ResolveAccount(owner.uid, owner.gid);
-  const bool may_raise = MayRaisePriority(owner.uid, account.ok() ? account.value().name : "",
-                                          ::geteuid(), settings_.limits);
+  const bool may_raise = MayRaisePriority(owner.uid, owner_name, ::geteuid(), settings_.limits);
   if (std::string over = ApplySubmitLimits(config, cores, may_raise, settings_.limits,
                                            net::PhysicalMemory());
       !over.empty()) {
@@ -413,14 +422,14 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   job->rejoining.clear();
   job->pending_checkpoints.clear();
   job->live = 0;
+  job->log_quota.emplace(settings_.log_quota);
   job->failure.clear();
   job->ready = false;
   job->admission = Admission{};
-  // The attempt's data-plane token: derived from the cluster key, so every host's daemon can
-  // check it; random on a host without one.
-  job->admission.data_token = settings_.key != nullptr
-                                  ? net::DataPlaneToken(*settings_.key, job->id, attempt)
-                                  : net::RandomToken();
+  // The attempt's data-plane token: fresh randomness, which only this daemon and the attempt's
+  // processes (told it over their channels in the rendezvous) ever hold. Nothing derives it, so
+  // it is never shared with another daemon's job or another attempt of this one.
+  job->admission.data_token = net::RandomToken();
   if (job->OnSlurm()) {
     Status granted = co_await AllocateOnSlurm(id, attempt);
     auto it = jobs_.find(id);
@@ -493,8 +502,7 @@ Result<pid_t> JobManager::SpawnProcess(std::int64_t id, std::uint64_t attempt, c
     return supervisor_.Spawn(
         launch.value(),
         [this, id, rank](std::string_view stream, std::string_view line) {
-          store_.AppendLog(id, rank, stream, line);
-          if (settings_.on_line) settings_.on_line(id, rank, stream, line);
+          OnLine(id, rank, stream, line);
         },
         [this, id, attempt, rank](ProcessExit exit) {
           asio::co_spawn(io_, OnWorkerExit(id, attempt, rank, exit), asio::detached);
@@ -510,6 +518,23 @@ Result<pid_t> JobManager::SpawnProcess(std::int64_t id, std::uint64_t attempt, c
     }
   }
   return pid;
+}
+
+void JobManager::OnLine(std::int64_t id, int rank, std::string_view stream, std::string_view line) {
+  if (settings_.on_line) settings_.on_line(id, rank, stream, line);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second->log_quota) return;
+  LogQuota& quota = *it->second->log_quota;
+  switch (quota.Admit(line.size())) {
+    case LogQuota::kKeep:
+      store_.AppendLog(id, rank, stream, line);
+      break;
+    case LogQuota::kNote:
+      store_.AppendLog(id, rank, "daemon", quota.Note());
+      break;
+    case LogQuota::kDropped:
+      break;
+  }
 }
 
 asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t attempt, int rank,
@@ -880,6 +905,9 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   Job& j = *it->second;
   j.active = false;
   j.rendezvous.reset();
+  if (j.log_quota && j.log_quota->dropped_lines() > 0) {
+    store_.AppendLog(id, 0, "daemon", j.log_quota->SummaryLine());
+  }
   const Process& lead = j.processes[static_cast<std::size_t>(config::LeadRank(j.config.cluster))];
   // Every process finished well, but one the job can do without may have died on the way.
   const bool finished = j.failure.empty() && !j.cancel_requested && !shutting_down_ &&

@@ -69,7 +69,6 @@ struct ManagerSettings {
   int max_restarts = 3;      // for jobs whose file does not say
   std::string worker_exe;    // dtraind, started as `dtraind worker ...`
   std::string data_host = "127.0.0.1";  // where this host's workers listen for their peers
-  const net::ClusterKey* key = nullptr;  // the cluster key, if any: derives data-plane tokens
   config::DaemonLimits limits;           // users' shares and what a job may ask for
   // Several hosts: this node's name, the nodes a job may be placed on (this one first, then the
   // peers; none: this one only), and what workers on peers need to reach this coordinator.
@@ -77,6 +76,7 @@ struct ManagerSettings {
   std::function<std::vector<NodeCapacity>()> nodes;
   std::string coordinator;  // [cluster] listen, a wildcard host replaced by data_host
   std::string key_file;     // handed to the processes that start workers on peers
+  std::uint64_t log_quota = config::kDefaultLogQuota;  // bytes of lines stored per attempt
   // Also told every line a worker prints (dtrain run echoes them); optional.
   std::function<void(std::int64_t job, int rank, std::string_view stream, std::string_view line)>
       on_line;
@@ -209,6 +209,8 @@ class JobManager {
   // Makes `launch` run as `owner` (when this daemon runs jobs as their owners) with the job
   // environment of that account (launch.h, account.h); an error when the account is unknown.
   Status AsOwner(const Owner& owner, Launch& launch) const;
+  // A line a process of job `id` printed: stored while the attempt's log quota allows.
+  void OnLine(std::int64_t id, int rank, std::string_view stream, std::string_view line);
   // Records that process `rank` (pid `pid`) started, and its exit if it came first.
   asio::awaitable<void> RecordStart(std::int64_t id, std::uint64_t attempt, int rank, pid_t pid);
   // Whether a failed process's replica may be started again while the others go on: an async

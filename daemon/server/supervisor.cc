@@ -15,22 +15,19 @@
 #include <map>
 #include <optional>
 
+#include "daemon/server/line_cutter.h"
+
 namespace dtrain::server {
-namespace {
-
-constexpr std::size_t kMaxLine = 16 * 1024;
-
-}  // namespace
 
 struct Supervisor::Impl {
   // One pipe (stdout or stderr) of a process, read until EOF.
   struct Stream {
-    Stream(asio::io_context& io_context, int fd, std::string stream_name)
-        : descriptor(io_context, fd), name(std::move(stream_name)) {}
+    Stream(asio::io_context& io_context, int fd, std::string stream_name, std::size_t max_line)
+        : descriptor(io_context, fd), name(std::move(stream_name)), lines(max_line) {}
     asio::posix::stream_descriptor descriptor;
     std::string name;
     std::array<char, 8192> buffer{};
-    std::string partial;
+    LineCutter lines;
     bool open = true;
   };
 
@@ -43,7 +40,8 @@ struct Supervisor::Impl {
     std::unique_ptr<asio::steady_timer> kill_timer;
   };
 
-  explicit Impl(asio::io_context& io_context) : io(io_context), children(io_context, SIGCHLD) {
+  Impl(asio::io_context& io_context, std::size_t max_line_bytes)
+      : io(io_context), children(io_context, SIGCHLD), max_line(max_line_bytes) {
     WaitForChildren();
   }
 
@@ -77,27 +75,16 @@ struct Supervisor::Impl {
           auto it = processes.find(pid);
           if (it == processes.end()) return;
           Process& p = it->second;
+          const LineCutter::Sink deliver = [&p, &stream](std::string_view line) {
+            p.on_line(stream.name, line);
+          };
           if (ec || n == 0) {
-            if (!stream.partial.empty()) p.on_line(stream.name, stream.partial);
-            stream.partial.clear();
+            stream.lines.Finish(deliver);
             stream.open = false;
             MaybeFinish(pid);
             return;
           }
-          std::string_view chunk(stream.buffer.data(), n);
-          while (!chunk.empty()) {
-            const auto newline = chunk.find('\n');
-            const auto take = std::min(newline == std::string_view::npos ? chunk.size() : newline,
-                                       kMaxLine - stream.partial.size());
-            stream.partial.append(chunk.substr(0, take));
-            chunk.remove_prefix(take);
-            const bool ended = !chunk.empty() && chunk.front() == '\n';
-            if (ended) chunk.remove_prefix(1);
-            if (ended || stream.partial.size() >= kMaxLine) {
-              p.on_line(stream.name, stream.partial);
-              stream.partial.clear();
-            }
-          }
+          stream.lines.Feed(std::string_view(stream.buffer.data(), n), deliver);
           Read(pid, stream);
         });
   }
@@ -116,10 +103,12 @@ struct Supervisor::Impl {
 
   asio::io_context& io;
   asio::signal_set children;
+  std::size_t max_line;
   std::map<pid_t, Process> processes;
 };
 
-Supervisor::Supervisor(asio::io_context& io) : impl_(std::make_unique<Impl>(io)) {}
+Supervisor::Supervisor(asio::io_context& io, std::size_t max_line)
+    : impl_(std::make_unique<Impl>(io, max_line)) {}
 
 Supervisor::~Supervisor() {
   for (auto& [pid, process] : impl_->processes) {
@@ -152,8 +141,8 @@ Result<pid_t> Supervisor::Spawn(const Launch& launch, LineHandler on_line, ExitH
   const pid_t pid = started.value();
   Impl::Process& p = impl_->processes[pid];
   p.pid = pid;
-  p.out = std::make_unique<Impl::Stream>(impl_->io, out[0], "stdout");
-  p.err = std::make_unique<Impl::Stream>(impl_->io, err[0], "stderr");
+  p.out = std::make_unique<Impl::Stream>(impl_->io, out[0], "stdout", impl_->max_line);
+  p.err = std::make_unique<Impl::Stream>(impl_->io, err[0], "stderr", impl_->max_line);
   p.on_line = std::move(on_line);
   p.on_exit = std::move(on_exit);
   impl_->Read(pid, *p.out);

@@ -3,12 +3,15 @@
 // asynchronously (SIGCHLD); stops them with SIGTERM to the group, then SIGKILL once a grace period
 // has passed.
 //
-//   Supervisor sup(io);
+//   Supervisor sup(io, 4096);   // lines cut after 4 KiB (line_cutter.h)
 //   Result<pid_t> pid = sup.Spawn(Launch{.argv = {exe, "worker", ...}}, on_line, on_exit);
 //   sup.Stop(pid.value(), std::chrono::seconds(10));
 //
 // on_exit runs once per process, after it has exited AND every line it printed was delivered, so
-// a log ends with the process's last words. Runs on the io_context's thread: one thread at a
+// a log ends with the process's last words. Pipes are read as fast as the process writes them,
+// whatever the handlers do with the lines, and a line is never held whole: a line longer than
+// `max_line` bytes is delivered cut (LineCutter), so a process cannot make the daemon buffer more
+// than `max_line` bytes per pipe. Runs on the io_context's thread: one thread at a
 // time. The io_context must run for anything to be delivered.
 #pragma once
 
@@ -40,10 +43,10 @@ class Supervisor {
   using LineHandler = std::function<void(std::string_view stream, std::string_view line)>;
   using ExitHandler = std::function<void(ProcessExit)>;
 
-  explicit Supervisor(asio::io_context& io);
+  Supervisor(asio::io_context& io, std::size_t max_line);
   ~Supervisor();  // kills every process still running (SIGKILL to its group) and reaps it
 
-  // Starts `launch` (StartProcess). Lines longer than 16 KiB are split.
+  // Starts `launch` (StartProcess).
   Result<pid_t> Spawn(const Launch& launch, LineHandler on_line, ExitHandler on_exit);
   // SIGTERM to the process's group now; SIGKILL to it after `grace` if it has not exited.
   void Stop(pid_t pid, std::chrono::milliseconds grace);

@@ -110,6 +110,8 @@ BOOST_AUTO_TEST_CASE(defaults_under_systemd_come_from_its_directories) {
   BOOST_TEST(c.max_jobs == 2);
   BOOST_TEST(c.cores == 0);
   BOOST_TEST(c.log_level == "info");
+  BOOST_TEST(c.max_log_line == 4096u);
+  BOOST_TEST(c.log_quota == 64u << 20);
   BOOST_TEST(c.grace_seconds == 10.0);
   BOOST_TEST(c.max_restarts == 3);
   BOOST_TEST(c.listen.empty());
@@ -180,6 +182,8 @@ BOOST_AUTO_TEST_CASE(full_file_maps_every_key) {
   BOOST_TEST(c.max_jobs == 8);
   BOOST_TEST(c.cores == 16);
   BOOST_TEST(c.log_level == "debug");
+  BOOST_TEST(c.max_log_line == 16384u);
+  BOOST_TEST(c.log_quota == 1073741824u);
   BOOST_TEST(c.grace_seconds == 2.5);
   BOOST_TEST(c.max_restarts == 0);
   BOOST_TEST(c.listen == "[::1]:7070");
@@ -295,6 +299,19 @@ BOOST_AUTO_TEST_CASE(a_default_socket_too_long_is_reported_where_the_key_belongs
   CheckDiagnostics(ParseDaemonConfigText("\n[daemon]\nmax_jobs = 1\n", "d.toml"),
                    {{"d.toml", 2, 1, "daemon.socket", message}});
   BOOST_TEST(MustParse("[daemon]\nsocket = \"/run/d.sock\"\n").socket == "/run/d.sock");
+}
+
+BOOST_AUTO_TEST_CASE(log_limits_are_sizes_within_their_bounds) {
+  BOOST_TEST(MustParse("[daemon]\nmax_log_line = 8192\n").max_log_line == 8192u);
+  BOOST_TEST(MustParse("[daemon]\nlog_quota = \"2 GiB\"\n").log_quota == 2u << 30);
+  CheckDiagnostics(
+      ParseDaemonConfigText("[daemon]\nmax_log_line = \"2MiB\"\nlog_quota = \"lots\"\n"
+                            "[cluster]\n",
+                            "d.toml"),
+      {{"d.toml", 2, 16, "daemon.max_log_line", "must be from 256 B to 1 MiB, got 2 MiB"},
+       {"d.toml", 3, 13, "daemon.log_quota", ""}});
+  CheckDiagnostics(ParseDaemonConfigText("[daemon]\nlog_quota = 1000\n", "d.toml"),
+                   {{"d.toml", 2, 13, "daemon.log_quota", "must be from 1 MiB to 64 GiB, got 1000 B"}});
 }
 
 BOOST_AUTO_TEST_CASE(socket_modes_are_octal_strings_of_permission_bits) {

@@ -23,7 +23,6 @@
 
 #include "common/process.h"
 #include "common/temp_dir.h"
-#include "core/net/auth.h"
 #include "integration/daemon_fixture.h"
 #include "integration/shared_daemon.h"
 #include "integration/test_user.h"
@@ -110,9 +109,6 @@ BOOST_AUTO_TEST_CASE(a_jobs_processes_run_as_its_submitter_and_hold_no_secret) {
   }
   BOOST_TEST(running["owner"] == user.uid());
 
-  const auto key = net::LoadClusterKey(SharedDaemon::KeyPath());
-  BOOST_REQUIRE(key.ok());
-  const std::string data_token = net::DataPlaneToken(key.value(), id, 1);
   const std::string key_text(64, 'c');
   const std::string ids = std::to_string(user.uid());
   BOOST_REQUIRE(running["workers"].size() == 3u);
@@ -127,7 +123,6 @@ BOOST_AUTO_TEST_CASE(a_jobs_processes_run_as_its_submitter_and_hold_no_secret) {
       BOOST_TEST(!text.empty());
       BOOST_TEST(!HoldsHexRun(text), file << " of rank " << w["rank"] << ": " << text);
       BOOST_TEST(text.find("token") == std::string::npos, text);
-      BOOST_TEST(text.find(data_token) == std::string::npos);
       BOOST_TEST(text.find(key_text) == std::string::npos);
     }
     const std::string env = ProcFile(pid, "environ");

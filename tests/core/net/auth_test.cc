@@ -663,32 +663,24 @@ BOOST_AUTO_TEST_CASE(a_proof_later_than_max_age_is_refused_as_stale) {
 
 // --- Data-plane tokens ------------------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(data_plane_tokens_are_stable_and_differ_by_job_attempt_and_key) {
-  const std::string t = DataPlaneToken(kKey, 42, 1);
-  BOOST_TEST(t.size() == 64u);
-  BOOST_TEST(IsLowerHex(t));
-  BOOST_TEST(DataPlaneToken(kKey, 42, 1) == t);
-  BOOST_TEST(DataPlaneToken(ClusterKey::FromContent("0123456789abcdef0123456789abcdef"), 42, 1) ==
-             t);
-  BOOST_TEST(DataPlaneToken(kKey, 43, 1) != t);
-  BOOST_TEST(DataPlaneToken(kKey, 42, 2) != t);
-  BOOST_TEST(DataPlaneToken(kKey, 1, 42) != t);  // fields are not interchangeable
-  BOOST_TEST(DataPlaneToken(kOtherKey, 42, 1) != t);
-  BOOST_TEST(DataPlaneToken(kKey, -1, 0).size() == 64u);
-}
-
+// Data-plane tokens are drawn, never derived: what two daemons hand their job 1's first attempt
+// (or one daemon two attempts) is unrelated, whatever key, job id and attempt they share.
 BOOST_AUTO_TEST_CASE(random_tokens_are_hex_and_fresh) {
-  const std::string a = RandomToken(), b = RandomToken();
-  BOOST_TEST(a.size() == 64u);
-  BOOST_TEST(IsLowerHex(a));
-  BOOST_TEST(a != b);
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string t = RandomToken();
+    BOOST_TEST(t.size() == 64u);
+    BOOST_TEST(IsLowerHex(t));
+    seen.insert(t);
+  }
+  BOOST_TEST(seen.size() == 1000u);
 }
 
 BOOST_AUTO_TEST_CASE(tokens_equal_compares_whole_tokens) {
-  const std::string t = DataPlaneToken(kKey, 7, 0);
+  const std::string t = RandomToken();
   std::string last = t;
   last.back() = last.back() == '0' ? '1' : '0';
-  BOOST_TEST(TokensEqual(t, DataPlaneToken(kKey, 7, 0)));
+  BOOST_TEST(TokensEqual(t, std::string(t)));
   BOOST_TEST(!TokensEqual(t, last));
   BOOST_TEST(!TokensEqual(t, t.substr(0, 63)));
   BOOST_TEST(!TokensEqual(t, ""));

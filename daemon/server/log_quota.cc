@@ -1,0 +1,34 @@
+#include "daemon/server/log_quota.h"
+
+#include "config/job_memory.h"
+
+namespace dtrain::server {
+
+LogQuota::Verdict LogQuota::Admit(std::uint64_t line_bytes) {
+  const std::uint64_t cost = line_bytes + kRowCost;
+  if (dropped_lines_ == 0 && cost <= bytes_ - kept_) {
+    kept_ += cost;
+    return kKeep;
+  }
+  ++dropped_lines_;
+  dropped_bytes_ += line_bytes;
+  if (dropped_lines_ != next_note_) return kDropped;
+  next_note_ = next_note_ == 1 ? 1000 : next_note_ * 10;
+  return kNote;
+}
+
+std::string LogQuota::Note() const {
+  if (dropped_lines_ > 1) return Dropped(" dropped so far");
+  return "log quota reached (" + config::FormatBytes(bytes_) +
+         " of lines this attempt): later lines are dropped and counted";
+}
+
+std::string LogQuota::SummaryLine() const { return Dropped(" dropped"); }
+
+std::string LogQuota::Dropped(std::string_view suffix) const {
+  return "log quota reached: " + std::to_string(dropped_lines_) +
+         (dropped_lines_ == 1 ? " line (" : " lines (") + config::FormatBytes(dropped_bytes_) + ")" +
+         std::string(suffix);
+}
+
+}  // namespace dtrain::server
