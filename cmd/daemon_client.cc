@@ -150,8 +150,13 @@ std::optional<CliError> DaemonClient::Send(nlohmann::json request) {
   if (tcp_) request["uid"] = ::getuid();
   const Status sent =
       stream_.WriteString(net::MessageType::kControl, 0, 0, request.dump(), kRequestTimeout);
-  if (!sent.ok()) return Lost(sent.message());
-  return std::nullopt;
+  if (sent.ok()) return std::nullopt;
+  // A daemon that closed the connection at once (over its connection caps) said why first.
+  if (Result<net::Frame> why = stream_.Read(kConnectTimeout); why.ok()) {
+    CliResult<nlohmann::json> refusal = ParseMessage(why.value());
+    if (!refusal.ok()) return refusal.error();
+  }
+  return Lost(sent.message());
 }
 
 CliResult<nlohmann::json> DaemonClient::Request(nlohmann::json request, Patience patience) {

@@ -1,6 +1,6 @@
 // Asio plumbing shared by the daemon's server code: running blocking work (SQLite, file I/O,
-// job-file validation) on the blocking pool from a coroutine on the I/O thread, and reading and
-// writing whole frames (core/net/protocol.md) on a stream socket.
+// job-file validation) on the blocking pool from a coroutine on the I/O thread, reading and
+// writing whole frames (core/net/protocol.md) on a stream socket, and a listener's accept loop.
 //
 //   Result<JobRecord> job = co_await OffThread(pool, [&] { return store.GetJob(id); });
 //   Result<net::Frame> frame = co_await ReadFrame(socket, kMaxControlPayload);
@@ -18,6 +18,8 @@
 #include <asio/post.hpp>
 #include <asio/read.hpp>
 #include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
 #include <asio/thread_pool.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
@@ -28,6 +30,7 @@
 
 #include "core/net/frame.h"
 #include "core/status.h"
+#include "daemon/server/byte_budget.h"
 
 namespace dtrain::server {
 
@@ -66,11 +69,12 @@ asio::awaitable<std::invoke_result_t<F&>> OffThread(asio::thread_pool& pool, F&&
 // Reads one frame; any malformed input is an error (the caller closes the connection). A
 // version mismatch is answered with a version-mismatch frame first. `progress`, if given, is set
 // to the time whenever bytes of the frame have arrived (at least every MiB), so a watchdog can tell
-// a large frame on a slow link from a silent peer.
+// a large frame on a slow link from a silent peer. `budget`, if given, must cover the payload's
+// declared length while it is read, or the frame is refused (kTooLarge) before any of it is.
 template <typename Socket>
 asio::awaitable<Result<net::Frame>> ReadFrame(
     Socket& socket, std::uint32_t max_payload,
-    std::chrono::steady_clock::time_point* progress = nullptr) {
+    std::chrono::steady_clock::time_point* progress = nullptr, ByteBudget* budget = nullptr) {
   std::array<std::uint8_t, net::kHeaderSize> header_bytes;
   std::error_code ec;
   co_await asio::async_read(socket, asio::buffer(header_bytes),
@@ -92,6 +96,11 @@ asio::awaitable<Result<net::Frame>> ReadFrame(
   // The buffer grows with what arrives (64 KiB, then doubling up to 1 MiB a read), so a header
   // that merely claims a large payload costs nothing.
   const std::size_t length = frame.header.length;
+  const std::optional<ByteBudget::Hold> held =
+      budget != nullptr ? budget->Take(length) : std::nullopt;
+  if (budget != nullptr && !held) {
+    co_return Status::Error(std::string(net::FrameErrorName(net::FrameError::kTooLarge)));
+  }
   std::size_t have = 0;
   while (have < length && !ec) {
     const std::size_t chunk =
@@ -118,6 +127,31 @@ asio::awaitable<bool> WriteFrame(Socket& socket, net::MessageType type, std::uin
   co_await asio::async_write(socket, asio::buffer(bytes),
                              asio::redirect_error(asio::use_awaitable, ec));
   co_return !ec;
+}
+
+// Accepts connections on `from` until it is closed, handing each to on_accepted. A failed accept
+// (no descriptor left: EMFILE, ENFILE; no memory) waits before the next, kFirstAcceptPause and
+// doubling up to kMaxAcceptPause while failures go on, so a listener at its limit does not spin.
+inline constexpr std::chrono::milliseconds kFirstAcceptPause{50};
+inline constexpr std::chrono::milliseconds kMaxAcceptPause{1000};
+
+template <typename Acceptor, typename OnAccepted>
+asio::awaitable<void> AcceptConnections(Acceptor& from, OnAccepted on_accepted) {
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  std::chrono::milliseconds wait{0};
+  for (;;) {
+    std::error_code ec;
+    auto accepted = co_await from.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    if (!from.is_open()) co_return;
+    if (!ec) {
+      wait = std::chrono::milliseconds(0);
+      on_accepted(std::move(accepted));
+      continue;
+    }
+    wait = std::clamp(wait * 2, kFirstAcceptPause, kMaxAcceptPause);
+    pause.expires_after(wait);
+    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
 }
 
 }  // namespace dtrain::server

@@ -23,7 +23,9 @@
 #include "core/net/frame_stream.h"
 #include "daemon/server/account.h"
 #include "daemon/server/async.h"
+#include "daemon/server/connection_gate.h"
 #include "daemon/server/control_request.h"
+#include "daemon/server/local_peer.h"
 #include "daemon/server/log_quota.h"
 #include "daemon/server/nodes_view.h"
 #include "daemon/server/worker_channel_request.h"
@@ -194,10 +196,10 @@ struct Caller {
 };
 
 // A Unix-socket caller: the uid and gid the kernel says its process had when it connected.
-Caller PeerCaller(Socket& socket) {
+Caller PeerCaller(int fd) {
   ucred cred{};
   socklen_t len = sizeof cred;
-  if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
     return Caller{};  // unknown: owns nothing, is not root, may only query
   }
   return Caller{cred.uid, cred.gid, true, false, false};
@@ -213,7 +215,8 @@ bool ActsForUser(const std::string& type) {
 
 struct ControlServer::Impl {
   Impl(asio::io_context& io_context, asio::thread_pool& blocking, store::Store& run_store,
-       JobManager& manager, std::string path, unsigned mode, ClusterSide cluster_side)
+       JobManager& manager, std::string path, unsigned mode, ClusterSide cluster_side,
+       const ListenerCaps& caps)
       : io(io_context),
         pool(blocking),
         store(run_store),
@@ -221,6 +224,8 @@ struct ControlServer::Impl {
         socket_path(std::move(path)),
         socket_mode(mode),
         cluster(std::move(cluster_side)),
+        unix_gate(caps.unix_socket),
+        tcp_gate(caps.tcp),
         acceptor(io_context),
         tcp_acceptor(io_context) {}
 
@@ -242,7 +247,7 @@ struct ControlServer::Impl {
       if (!ec) socket.close(ignored);  // a stale handshake: the pending read fails
     });
     net::ServerHandshake handshake(*cluster.key, nonces, peer);
-    Result<net::Frame> hello = co_await ReadFrame(socket, kMaxHandshakePayload);
+    Result<net::Frame> hello = co_await ReadFrame(socket, kMaxHandshakePayload, nullptr, &preauth);
     if (!hello.ok()) co_return false;
     const json first = json::parse(hello.value().payload, nullptr, false);
     if (first.is_object() && StringField(first, "type").value_or("") == "worker_channel") {
@@ -262,7 +267,7 @@ struct ControlServer::Impl {
     if (!co_await WriteFrame(socket, net::MessageType::kControl, 0, answer) || !challenge.ok()) {
       co_return false;
     }
-    Result<net::Frame> proof = co_await ReadFrame(socket, kMaxHandshakePayload);
+    Result<net::Frame> proof = co_await ReadFrame(socket, kMaxHandshakePayload, nullptr, &preauth);
     if (!proof.ok()) co_return false;
     const bool proven = handshake.OnProof(proof.value().payload).ok();
     const std::string verdict =
@@ -768,19 +773,31 @@ struct ControlServer::Impl {
   }
 
   // `tcp_peer`: "ADDR:PORT" of a TCP caller; nullopt for the Unix socket. `worker_channel`: a
-  // local worker's end of a socket pair.
+  // local worker's end of a socket pair. `ticket`: the connection's place under its listener's
+  // caps (none for a worker's socket pair).
   asio::awaitable<void> Session(Socket socket, std::optional<std::string> tcp_peer,
-                                bool worker_channel) {
+                                bool worker_channel,
+                                std::optional<ConnectionGate::Ticket> ticket) {
     try {
-      co_await Converse(socket, tcp_peer, worker_channel);
+      co_await Converse(socket, tcp_peer, worker_channel, ticket);
+    } catch (const std::exception&) {
+    }
+  }
+
+  // A connection over its listener's caps: told why in one frame, then closed.
+  asio::awaitable<void> Refuse(Socket socket, std::string why) {
+    try {
+      const json refused = Error("busy", why);
+      co_await WriteJson(socket, refused);
     } catch (const std::exception&) {
     }
   }
 
   // The next request frame of a client: it may keep the connection idle as long as it likes, but
   // once its first byte has come the whole frame must follow within kRequestTimeout, or the
-  // connection is closed (a client dribbling a byte a second holds nothing for long).
-  asio::awaitable<Result<net::Frame>> ReadRequest(Socket& socket) {
+  // connection is closed (a client dribbling a byte a second holds nothing for long). A
+  // `stranger` (a key-less TCP client) sends at most kMaxPreAuthPayload, from the pre-auth budget.
+  asio::awaitable<Result<net::Frame>> ReadRequest(Socket& socket, bool stranger) {
     std::error_code ec;
     co_await socket.async_wait(Socket::wait_read, asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return Status::Error(std::string(net::FrameErrorName(net::FrameError::kClosed)));
@@ -790,11 +807,13 @@ struct ControlServer::Impl {
       std::error_code ignored;
       if (!expired) socket.close(ignored);  // the pending read fails
     });
-    co_return co_await ReadFrame(socket, kMaxClientPayload);
+    co_return co_await ReadFrame(socket, stranger ? kMaxPreAuthPayload : kMaxClientPayload,
+                                 nullptr, stranger ? &preauth : nullptr);
   }
 
   // The whole next frame within `limit` of now, idle time included, or the connection is closed:
-  // for a caller that holds no credential yet (a Slurm task's channel before its hello).
+  // for a caller that holds no credential yet (a Slurm task's channel before its hello), so at
+  // most kMaxPreAuthPayload, from the pre-auth budget.
   asio::awaitable<Result<net::Frame>> ReadWithin(Socket& socket, std::chrono::seconds limit) {
     asio::steady_timer deadline(io);
     deadline.expires_after(limit);
@@ -802,21 +821,25 @@ struct ControlServer::Impl {
       std::error_code ignored;
       if (!expired) socket.close(ignored);
     });
-    co_return co_await ReadFrame(socket, kMaxClientPayload);
+    co_return co_await ReadFrame(socket, kMaxPreAuthPayload, nullptr, &preauth);
   }
 
   asio::awaitable<void> Converse(Socket& socket, const std::optional<std::string>& tcp_peer,
-                                 bool worker_channel) {
+                                 bool worker_channel,
+                                 std::optional<ConnectionGate::Ticket>& ticket) {
     Caller caller;  // loopback TCP without a key (the configuration saw to it): only queries
+    bool stranger = tcp_peer.has_value();  // it has not proven who it is
     if (worker_channel) {
       caller = Caller::WorkerChannel();
     } else if (!tcp_peer) {
-      caller = PeerCaller(socket);
+      caller = PeerCaller(socket.native_handle());
     } else if (cluster.key != nullptr) {
       if (!co_await Authenticate(socket, *tcp_peer, &caller)) co_return;
       if (!caller.worker_only) {
         caller.may_change = true;  // the holder of the cluster's key, for the uid it names
         caller.names_uid = true;
+        stranger = false;
+        if (ticket) ticket->Exempt();
       }
     }
     for (;;) {
@@ -826,7 +849,7 @@ struct ControlServer::Impl {
       if (caller.slurm_task) {
         frame = co_await ReadWithin(socket, ControlServer::kHandshakeTimeout);
       } else {
-        frame = co_await ReadRequest(socket);
+        frame = co_await ReadRequest(socket, stranger);
       }
       if (!frame.ok() || frame.value().header.type != net::MessageType::kControl) co_return;
       ParsedRequest parsed = ParseControlRequest(frame.value().payload);
@@ -873,6 +896,7 @@ struct ControlServer::Impl {
           co_await WriteJson(socket, reply_);
           co_return;
         }
+        if (ticket) ticket->Exempt();  // a Slurm task proven by its token, or a key holder's worker
         const Admission& a = admitted.value();
         json reply = Ok();
         reply["spec_toml"] = a.spec_toml;
@@ -894,26 +918,38 @@ struct ControlServer::Impl {
     }
   }
 
+  // Serves each connection `from` accepts that its listener's caps leave room for; refuses the
+  // others at once. A Unix client is its uid (root has no share to exceed), a TCP one TcpClient.
   template <typename Acceptor>
   asio::awaitable<void> AcceptLoop(Acceptor& from) {
     constexpr bool tcp = std::is_same_v<Acceptor, asio::ip::tcp::acceptor>;
-    for (;;) {
-      std::error_code ec;
-      auto accepted = co_await from.async_accept(asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) {
-        if (!from.is_open()) co_return;
-        continue;
-      }
+    co_await AcceptConnections(from, [this](typename Acceptor::protocol_type::socket accepted) {
       std::optional<std::string> peer;
+      std::string client;
+      bool exempt = false;
       if constexpr (tcp) {
+        std::error_code ec;
         accepted.set_option(asio::ip::tcp::no_delay(true), ec);
         const asio::ip::tcp::endpoint remote = accepted.remote_endpoint(ec);
         peer = ec ? std::string("a TCP client")
                   : remote.address().to_string() + ":" + std::to_string(remote.port());
+        client = TcpClient(accepted.native_handle());
+      } else {
+        const uid_t uid = PeerCaller(accepted.native_handle()).uid;
+        client = uid == static_cast<uid_t>(-1) ? "an unknown uid" : "uid " + std::to_string(uid);
+        exempt = uid == 0;
       }
-      asio::co_spawn(io, Session(Socket(std::move(accepted)), std::move(peer), false),
+      std::string why;
+      std::optional<ConnectionGate::Ticket> ticket =
+          (tcp ? tcp_gate : unix_gate).Admit(client, &why, exempt);
+      if (!ticket) {
+        asio::co_spawn(io, Refuse(Socket(std::move(accepted)), std::move(why)), asio::detached);
+        return;
+      }
+      asio::co_spawn(io, Session(Socket(std::move(accepted)), std::move(peer), false,
+                                 std::move(ticket)),
                      asio::detached);
-    }
+    });
   }
 
   Status ListenTcp() {
@@ -944,15 +980,18 @@ struct ControlServer::Impl {
   unsigned socket_mode;
   ClusterSide cluster;
   net::NonceCache nonces;  // client nonces of recent handshakes: a replayed hello is refused
+  ConnectionGate unix_gate;
+  ConnectionGate tcp_gate;
+  ByteBudget preauth{ControlServer::kPreAuthBudget};  // frames of connections not yet proven
   asio::local::stream_protocol::acceptor acceptor;
   asio::ip::tcp::acceptor tcp_acceptor;
 };
 
 ControlServer::ControlServer(asio::io_context& io, asio::thread_pool& pool, store::Store& store,
                              JobManager& jobs, std::string socket_path, unsigned socket_mode,
-                             ClusterSide cluster)
+                             ClusterSide cluster, ListenerCaps caps)
     : impl_(std::make_unique<Impl>(io, pool, store, jobs, std::move(socket_path), socket_mode,
-                                   std::move(cluster))) {
+                                   std::move(cluster), caps)) {
   jobs.SetChannelSink([this](int fd) { ServeWorkerChannel(fd); });
 }
 
@@ -963,7 +1002,7 @@ ControlServer::~ControlServer() {
 
 void ControlServer::ServeWorkerChannel(int fd) {
   Socket socket(impl_->io, asio::generic::stream_protocol(asio::local::stream_protocol()), fd);
-  asio::co_spawn(impl_->io, impl_->Session(std::move(socket), std::nullopt, true),
+  asio::co_spawn(impl_->io, impl_->Session(std::move(socket), std::nullopt, true, std::nullopt),
                  asio::detached);
 }
 

@@ -23,6 +23,11 @@
 // the key (`worker_channel` as its first frame): its hello, due within kHandshakeTimeout, is
 // admitted only for a process of a job placed by Slurm, with that process's token.
 //
+// Connections are capped per listener and per client (listener_caps.h): one over a cap is
+// answered with one `busy` error frame and closed at once. Until a connection has proven who it
+// is (a TCP handshake, a Slurm task's hello, and a key-less TCP client forever) its frames are at
+// most kMaxPreAuthPayload, and all such frames being read share kPreAuthBudget bytes.
+//
 // Malformed input (bad frame, non-JSON payload) closes that connection only; an unknown or
 // ill-formed request gets an error reply. A request frame not complete kRequestTimeout after its
 // first byte closes its connection; a worker connection silent for its job's heartbeat_timeout
@@ -31,6 +36,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -38,6 +45,7 @@
 #include "core/net/auth.h"
 #include "core/status.h"
 #include "daemon/server/job_manager.h"
+#include "daemon/server/listener_caps.h"
 #include "daemon/server/membership.h"
 #include "daemon/server/supervisor.h"
 #include "daemon/store/store.h"
@@ -66,12 +74,16 @@ class ControlServer {
   static constexpr std::chrono::seconds kHandshakeTimeout{5};
   // A request frame must be complete this long after its first byte arrived (idle is allowed).
   static constexpr std::chrono::seconds kRequestTimeout{10};
+  // A frame of a connection that has not proven who it is yet (a hello, a handshake, a key-less
+  // query) is at most this large; such frames being read hold at most kPreAuthBudget together.
+  static constexpr std::uint32_t kMaxPreAuthPayload = 64u << 10;
+  static constexpr std::size_t kPreAuthBudget = 16u << 20;
 
   // `socket_path` empty: no Unix listener (dtrain run's coordinator serves worker channels only).
   // Registers itself as `jobs`' channel sink.
   ControlServer(asio::io_context& io, asio::thread_pool& pool, store::Store& store,
                 JobManager& jobs, std::string socket_path, unsigned socket_mode,
-                ClusterSide cluster = {});
+                ClusterSide cluster = {}, ListenerCaps caps = kDefaultListenerCaps);
   ~ControlServer();
 
   // Removes a stale socket file first; refuses if a live daemon answers there. Also binds the

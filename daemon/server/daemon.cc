@@ -19,6 +19,7 @@
 #include "daemon/server/async.h"
 #include "daemon/server/control_server.h"
 #include "daemon/server/job_manager.h"
+#include "daemon/server/listener_caps.h"
 #include "daemon/server/logger.h"
 #include "daemon/server/membership.h"
 #include "daemon/server/supervisor.h"
@@ -144,22 +145,25 @@ bool LoadKeyFile(const std::string& path, const std::string& setting, Logger& lo
 // Everything the daemon owns, in the order it is built (and the reverse it is torn down).
 class Daemon {
  public:
-  // `cluster_key`, `http_token`: when the configuration names a key file, a token file.
+  // `cluster_key`, `http_token`: when the configuration names a key file, a token file. `caps`:
+  // the listeners', sized to the daemon's descriptor limit.
   Daemon(const DaemonOptions& options, std::unique_ptr<store::Store> run_store,
-         std::optional<net::ClusterKey> cluster_key, std::optional<net::ClusterKey> http_token)
+         std::optional<net::ClusterKey> cluster_key, std::optional<net::ClusterKey> http_token,
+         const ListenerCaps& caps)
       : options_(options),
         log_(LevelOf(options.config)),
         store_(std::move(run_store)),
         key_(std::move(cluster_key)),
         http_token_(std::move(http_token)),
         data_host_(DataHost(options.config)),
+        caps_(caps),
         membership_(options.config.peers, key(), NodeName(options.config), {}),
         pool_(2),
         supervisor_(io_, static_cast<std::size_t>(options.config.max_log_line)),
         jobs_(io_, pool_, *store_, supervisor_,
               Settings(options.config, options.worker_exe, &membership_, data_host_)),
         server_(io_, pool_, *store_, jobs_, options.config.socket, options.config.socket_mode,
-                Cluster(options, key(), &membership_, &supervisor_, data_host_)),
+                Cluster(options, key(), &membership_, &supervisor_, data_host_), caps_),
         web_(MakeWebServer()),
         signals_(io_, SIGTERM, SIGINT),
         hangup_(io_, SIGHUP),
@@ -295,7 +299,9 @@ class Daemon {
                    .peers = static_cast<int>(c.peers.size()),
                    .membership = &membership_,
                    .node_name = NodeName(c),
-                   .listen = c.listen});
+                   .listen = c.listen,
+                   .connections = caps_.http,
+                   .streams = caps_.streams});
   }
 
   const DaemonOptions& options_;
@@ -304,6 +310,7 @@ class Daemon {
   const std::optional<net::ClusterKey> key_;
   const std::optional<net::ClusterKey> http_token_;
   const std::string data_host_;  // DataHost(options_.config), resolved once
+  const ListenerCaps caps_;
   Membership membership_;  // its threads only read key_ and the configuration
   asio::io_context io_;
   asio::thread_pool pool_;
@@ -352,7 +359,17 @@ int RunDaemon(const DaemonOptions& options) {
       !LoadKeyFile(c.http_token_file, "[daemon] http_token_file", log, &http_token)) {
     return 1;
   }
-  Daemon daemon(options, std::move(opened).value(), std::move(key), std::move(http_token));
+  // The listeners hold at most half of the descriptors (listener_caps.h); the rest are the jobs'.
+  const std::uint64_t descriptors = RaiseDescriptorLimit();
+  const ListenerCaps caps = ScaledListenerCaps(descriptors);
+  if (caps != kDefaultListenerCaps) {
+    log.Warning("only " + std::to_string(descriptors) +
+                " file descriptors (RLIMIT_NOFILE): the listeners' connection caps are scaled "
+                "down to " + std::to_string(caps.unix_socket.total) + " (socket), " +
+                std::to_string(caps.tcp.total) + " (TCP) and " + std::to_string(caps.http.total) +
+                " (HTTP)");
+  }
+  Daemon daemon(options, std::move(opened).value(), std::move(key), std::move(http_token), caps);
   return daemon.Run();
 }
 

@@ -34,6 +34,7 @@ const char* Reason(int status) {
     case 303: return "See Other";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 421: return "Misdirected Request";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
@@ -113,6 +114,12 @@ std::optional<std::string> QueryValue(std::string_view query, std::string_view k
 
 std::optional<std::string> CookieValue(std::string_view header, std::string_view name) {
   return PairValue(header, ';', name);
+}
+
+std::string HostName(std::string_view host_header) {
+  const std::size_t end = host_header.starts_with('[') ? host_header.find(']') + 1
+                                                       : host_header.rfind(':');
+  return Lower(host_header.substr(0, end));
 }
 
 std::string FormatResponse(const HttpResponse& response, bool head_only) {

@@ -40,6 +40,10 @@ std::optional<std::string> QueryValue(std::string_view query, std::string_view k
 // The value of cookie `name` in a Cookie header ("a=1; dtrain_token=ab"); nullopt when absent.
 std::optional<std::string> CookieValue(std::string_view header, std::string_view name);
 
+// The host a Host header's value names, in lower case and without its port:
+// "LocalHost:8470" -> "localhost", "[::1]:8470" -> "[::1]", "127.0.0.1" -> "127.0.0.1".
+std::string HostName(std::string_view host_header);
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";

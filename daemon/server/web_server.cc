@@ -12,8 +12,10 @@
 #include "config/job_layout.h"
 #include "core/net/host_info.h"
 #include "daemon/server/async.h"
+#include "daemon/server/connection_gate.h"
 #include "daemon/server/dashboard_stream.h"
 #include "daemon/server/http_message.h"
+#include "daemon/server/local_peer.h"
 #include "daemon/server/prometheus_text.h"
 #include "daemon/server/web_assets.h"
 #include "daemon/store/job_views.h"
@@ -27,7 +29,6 @@ using store::JobState;
 constexpr JobState kActiveStates[] = {JobState::kStarting, JobState::kRunning,
                                       JobState::kRecovering};
 constexpr std::size_t kMaxActiveJobs = 1000;
-constexpr int kMaxStreams = 64;
 constexpr std::string_view kTokenCookie = "dtrain_token";
 
 HttpResponse Text(int status, std::string body) {
@@ -82,6 +83,8 @@ struct WebServer::Impl {
         options(std::move(web_options)),
         dashboard{io_context,        pool,          store, jobs, options.node_name,
                   options.listen, options.membership, options.token != nullptr},
+        connections(options.connections),
+        streams(options.streams),
         acceptor(io_context) {}
 
   asio::awaitable<HttpResponse> Metrics() {
@@ -137,6 +140,17 @@ struct WebServer::Impl {
     return moved;
   }
 
+  // Whether the request may be answered for the host it names: always with a token (it is the
+  // guard); else only for loopback names and the listen address's host, or without a Host.
+  bool HostAllowed(const HttpRequest& request) const {
+    if (options.token != nullptr) return true;
+    const std::optional<std::string> host = request.Header("host");
+    if (!host) return true;  // no browser leaves it out
+    const std::string name = HostName(*host);
+    return name == "localhost" || name == "127.0.0.1" || name == "[::1]" ||
+           name == HostName(options.address);
+  }
+
   asio::awaitable<HttpResponse> Route(const HttpRequest& request) {
     if (request.method != "GET" && request.method != "HEAD") {
       HttpResponse refused = Text(405, "only GET and HEAD\n");
@@ -164,7 +178,9 @@ struct WebServer::Impl {
     co_return Text(404, "no such page: dtraind serves its dashboard at / and /metrics\n");
   }
 
-  asio::awaitable<void> Session(asio::ip::tcp::socket socket) {
+  // `client`: whom the connection counts for (TcpClient), for the stream caps.
+  asio::awaitable<void> Session(asio::ip::tcp::socket socket, std::string client,
+                                ConnectionGate::Ticket) {
     asio::steady_timer deadline(io);
     deadline.expires_after(kRequestTimeout);
     deadline.async_wait([&socket](const std::error_code& ec) {
@@ -185,16 +201,19 @@ struct WebServer::Impl {
       co_return;  // closed, or timed out
     } else if (std::optional<HttpRequest> request = ParseRequestHead(head.substr(0, n))) {
       head_only = request->method == "HEAD";
-      if (request->path == "/api/stream" && request->method == "GET" && Authorized(*request)) {
+      std::string why;
+      if (!HostAllowed(*request)) {
+        response = Text(421, "this dashboard answers only for localhost, 127.0.0.1, [::1] or " +
+                                 HostName(options.address) + ", not for Host " +
+                                 HostName(*request->Header("host")) + "\n");
+      } else if (request->path == "/api/stream" && request->method == "GET" &&
+                 Authorized(*request)) {
         deadline.cancel();  // a stream lasts as long as its page
-        if (streams >= kMaxStreams) {
-          response = Text(503, "too many dashboard pages open on this daemon\n");
-        } else {
-          ++streams;
+        if (std::optional<ConnectionGate::Ticket> stream = streams.Admit(client, &why)) {
           co_await StreamDashboard(socket, *request, dashboard);
-          --streams;
           co_return;
         }
+        response = Text(503, "too many dashboard pages open: " + why + "\n");
       } else {
         response = co_await Route(*request);
       }
@@ -208,17 +227,15 @@ struct WebServer::Impl {
     socket.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   }
 
+  // Serves each connection the caps leave room for; closes the others at once.
   asio::awaitable<void> AcceptLoop() {
-    for (;;) {
-      std::error_code ec;
-      asio::ip::tcp::socket accepted =
-          co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) {
-        if (!acceptor.is_open()) co_return;
-        continue;
-      }
-      asio::co_spawn(io, Session(std::move(accepted)), asio::detached);
-    }
+    co_await AcceptConnections(acceptor, [this](asio::ip::tcp::socket accepted) {
+      std::string client = TcpClient(accepted.native_handle()), why;
+      std::optional<ConnectionGate::Ticket> ticket = connections.Admit(client, &why);
+      if (!ticket) return;  // `accepted` closes here
+      asio::co_spawn(io, Session(std::move(accepted), std::move(client), std::move(*ticket)),
+                     asio::detached);
+    });
   }
 
   asio::io_context& io;
@@ -227,7 +244,8 @@ struct WebServer::Impl {
   JobManager& jobs;
   WebOptions options;
   DashboardContext dashboard;
-  int streams = 0;  // open /api/stream connections
+  ConnectionGate connections;  // open connections
+  ConnectionGate streams;      // open /api/stream connections, among them
   asio::ip::tcp::acceptor acceptor;
 };
 

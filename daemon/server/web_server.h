@@ -11,7 +11,12 @@
 //
 // With a token (from [daemon] http_token_file), every request must carry `Authorization: Bearer
 // TOKEN` or the cookie that opening /?token=TOKEN in a browser sets (HttpOnly, SameSite=Strict),
-// checked in constant time; others get 401. A request whose head is not complete within
+// checked in constant time; others get 401. Without a token (a loopback listener), a request
+// whose Host names another host than localhost, 127.0.0.1, [::1] or the listen address's is
+// answered 421: a page of another site that a DNS name re-pointed at loopback reads nothing.
+// Connections are capped in all and per client (listener_caps.h: a local uid over loopback, else
+// an address), and so are event streams; a connection over its cap is closed at once, a stream
+// over its cap answered 503. A request whose head is not complete within
 // kRequestTimeout, or is larger than kMaxRequestHead, is answered 400 or 431 and closed. Methods
 // other than GET and HEAD get 405; unknown paths 404. One thread at a time (the io_context's).
 #pragma once
@@ -23,6 +28,7 @@
 #include "core/net/auth.h"
 #include "core/status.h"
 #include "daemon/server/job_manager.h"
+#include "daemon/server/listener_caps.h"
 #include "daemon/server/membership.h"
 #include "daemon/store/store.h"
 
@@ -37,6 +43,8 @@ struct WebOptions {
   const Membership* membership = nullptr;  // their state; null: none
   std::string node_name;                   // for the dashboard's nodes page
   std::string listen;                      // [cluster] listen, likewise
+  ConnectionCaps connections = kDefaultListenerCaps.http;
+  ConnectionCaps streams = kDefaultListenerCaps.streams;
 };
 
 class WebServer {
