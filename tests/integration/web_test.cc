@@ -26,40 +26,12 @@
 #include "daemon/server/http_message.h"
 #include "daemon/store/store.h"
 #include "integration/daemon_fixture.h"
+#include "integration/http_client.h"
 
 namespace dtrain::testing {
 namespace {
 
 using json = nlohmann::json;
-
-// The raw response to one request sent over a fresh TCP connection to 127.0.0.1:port.
-std::string HttpExchange(std::uint16_t port, const std::string& request) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  BOOST_REQUIRE(::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
-  std::string response;
-  char buffer[4096];
-  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) response.append(buffer, static_cast<std::size_t>(n));
-  ::close(fd);
-  return response;
-}
-
-std::string Get(std::uint16_t port, const std::string& path, const std::string& extra = "") {
-  return HttpExchange(port, "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n" + extra + "\r\n");
-}
-
-int StatusCode(const std::string& response) {
-  return response.size() > 12 ? std::stoi(response.substr(9, 3)) : 0;
-}
-
-std::string Body(const std::string& response) {
-  const std::size_t end = response.find("\r\n\r\n");
-  return end == std::string::npos ? "" : response.substr(end + 4);
-}
 
 // name{labels} -> value of every sample line.
 std::map<std::string, double> Samples(const std::string& text) {
