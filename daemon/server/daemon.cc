@@ -300,6 +300,7 @@ class Daemon {
                    .membership = &membership_,
                    .node_name = NodeName(c),
                    .listen = c.listen,
+                   .socket_path = c.socket,
                    .connections = caps_.http,
                    .streams = caps_.streams});
   }

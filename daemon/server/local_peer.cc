@@ -110,8 +110,10 @@ std::optional<uid_t> LoopbackPeerUid(int fd) {
   return SocketOwner(peer, local);
 }
 
-std::string TcpClient(int fd) {
-  if (const std::optional<uid_t> uid = LoopbackPeerUid(fd)) return "uid " + std::to_string(*uid);
+std::string TcpClient(int fd, std::optional<uid_t>* uid) {
+  const std::optional<uid_t> owner = LoopbackPeerUid(fd);
+  if (uid != nullptr) *uid = owner;
+  if (owner) return "uid " + std::to_string(*owner);
   sockaddr_storage peer{}, local{};
   if (!Addresses(fd, &peer, &local)) return "address unknown";
   return "address " + AddressText(peer);

@@ -23,7 +23,7 @@ namespace dtrain::server {
 std::optional<uid_t> LoopbackPeerUid(int fd);
 
 // "uid N" for a loopback peer whose owner is known, else "address A" (A without its port;
-// "address unknown" when even that is unknown).
-std::string TcpClient(int fd);
+// "address unknown" when even that is unknown). `uid`, if given, is set to the owner found.
+std::string TcpClient(int fd, std::optional<uid_t>* uid = nullptr);
 
 }  // namespace dtrain::server

@@ -17,6 +17,7 @@
 #include "daemon/server/http_message.h"
 #include "daemon/server/local_peer.h"
 #include "daemon/server/prometheus_text.h"
+#include "daemon/server/socket_access.h"
 #include "daemon/server/web_assets.h"
 #include "daemon/store/job_views.h"
 
@@ -151,6 +152,16 @@ struct WebServer::Impl {
            name == HostName(options.address);
   }
 
+  // Whether the client, local user `uid` if the kernel said, may read this dashboard: anyone with
+  // a token (each request is checked for it), else only the users of the control socket.
+  asio::awaitable<bool> MayRead(std::optional<uid_t> uid) {
+    if (options.token != nullptr) co_return true;
+    if (!uid) co_return false;
+    const uid_t who = *uid;
+    co_return co_await OffThread(pool,
+                                 [this, who] { return MayOpenSocket(who, options.socket_path); });
+  }
+
   asio::awaitable<HttpResponse> Route(const HttpRequest& request) {
     if (request.method != "GET" && request.method != "HEAD") {
       HttpResponse refused = Text(405, "only GET and HEAD\n");
@@ -178,9 +189,10 @@ struct WebServer::Impl {
     co_return Text(404, "no such page: dtraind serves its dashboard at / and /metrics\n");
   }
 
-  // `client`: whom the connection counts for (TcpClient), for the stream caps.
+  // `client`: whom the connection counts for (TcpClient), for the stream caps; `uid`: its local
+  // user, when the kernel said.
   asio::awaitable<void> Session(asio::ip::tcp::socket socket, std::string client,
-                                ConnectionGate::Ticket) {
+                                std::optional<uid_t> uid, ConnectionGate::Ticket) {
     asio::steady_timer deadline(io);
     deadline.expires_after(kRequestTimeout);
     deadline.async_wait([&socket](const std::error_code& ec) {
@@ -202,10 +214,18 @@ struct WebServer::Impl {
     } else if (std::optional<HttpRequest> request = ParseRequestHead(head.substr(0, n))) {
       head_only = request->method == "HEAD";
       std::string why;
+      const bool may_read = co_await MayRead(uid);
       if (!HostAllowed(*request)) {
         response = Text(421, "this dashboard answers only for localhost, 127.0.0.1, [::1] or " +
                                  HostName(options.address) + ", not for Host " +
                                  HostName(*request->Header("host")) + "\n");
+      } else if (!may_read) {
+        response = Text(403, "this dashboard has no token ([daemon] http_token_file), so it shows "
+                             "the jobs only to the users who may use the control socket " +
+                                 options.socket_path + ", and " +
+                                 (uid ? "uid " + std::to_string(*uid) + " may not"
+                                      : "the daemon cannot tell which user connected") +
+                                 "\n");
       } else if (request->path == "/api/stream" && request->method == "GET" &&
                  Authorized(*request)) {
         deadline.cancel();  // a stream lasts as long as its page
@@ -230,10 +250,11 @@ struct WebServer::Impl {
   // Serves each connection the caps leave room for; closes the others at once.
   asio::awaitable<void> AcceptLoop() {
     co_await AcceptConnections(acceptor, [this](asio::ip::tcp::socket accepted) {
-      std::string client = TcpClient(accepted.native_handle()), why;
+      std::optional<uid_t> uid;
+      std::string client = TcpClient(accepted.native_handle(), &uid), why;
       std::optional<ConnectionGate::Ticket> ticket = connections.Admit(client, &why);
       if (!ticket) return;  // `accepted` closes here
-      asio::co_spawn(io, Session(std::move(accepted), std::move(client), std::move(*ticket)),
+      asio::co_spawn(io, Session(std::move(accepted), std::move(client), uid, std::move(*ticket)),
                      asio::detached);
     });
   }

@@ -13,7 +13,9 @@
 // TOKEN` or the cookie that opening /?token=TOKEN in a browser sets (HttpOnly, SameSite=Strict),
 // checked in constant time; others get 401. Without a token (a loopback listener), a request
 // whose Host names another host than localhost, 127.0.0.1, [::1] or the listen address's is
-// answered 421: a page of another site that a DNS name re-pointed at loopback reads nothing.
+// answered 421: a page of another site that a DNS name re-pointed at loopback reads nothing;
+// and it serves only the users who may open the control socket (socket_access.h), the local uid
+// of the connection told by the kernel (local_peer.h): others get 403.
 // Connections are capped in all and per client (listener_caps.h: a local uid over loopback, else
 // an address), and so are event streams; a connection over its cap is closed at once, a stream
 // over its cap answered 503. A request whose head is not complete within
@@ -43,6 +45,8 @@ struct WebOptions {
   const Membership* membership = nullptr;  // their state; null: none
   std::string node_name;                   // for the dashboard's nodes page
   std::string listen;                      // [cluster] listen, likewise
+  std::string socket_path;                 // the control socket, whose users alone may read a
+                                           // dashboard without a token
   ConnectionCaps connections = kDefaultListenerCaps.http;
   ConnectionCaps streams = kDefaultListenerCaps.streams;
 };

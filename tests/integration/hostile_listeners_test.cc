@@ -123,12 +123,13 @@ class ServiceFdLimit {
 
 // A root daemon with every listener on: the control socket (any user may connect), the TCP
 // listener with a cluster key, and the HTTP listener; started with a service's descriptor limit.
+// `token`: the HTTP listener has one; `socket_mode`: who may open the control socket.
 struct HostileDaemon {
-  explicit HostileDaemon(bool token = false) {
+  explicit HostileDaemon(bool token = false, const std::string& socket_mode = "0666") {
     const std::string key = config_dir.Write("cluster.key", std::string(64, 'c') + "\n");
     ::chmod(key.c_str(), 0600);
-    std::string text = "[daemon]\nsocket_mode = \"0666\"\nmax_jobs = 2\nhttp = \"127.0.0.1:" +
-                       std::to_string(http) + "\"\n";
+    std::string text = "[daemon]\nsocket_mode = \"" + socket_mode +
+                       "\"\nmax_jobs = 2\nhttp = \"127.0.0.1:" + std::to_string(http) + "\"\n";
     if (token) {
       const std::string path = config_dir.Write("http.token", std::string(64, 't') + "\n");
       ::chmod(path.c_str(), 0600);
@@ -152,6 +153,16 @@ struct HostileDaemon {
   }
 
   pid_t pid() const { return d->pid(); }
+
+  // The HTTP status of GET `path` from this listener, as `user` asks it (curl).
+  std::string HttpStatusAs(const TestUser& user, const std::string& path) const {
+    const std::string url = "http://127.0.0.1:" + std::to_string(http) + path;
+    const ProcessResult r = RunAs(user.name(), user.name(),
+                                  {"/usr/bin/curl", "-s", "-o", "/dev/null", "-m", "30", "-w",
+                                   "%{http_code}", url},
+                                  home.Path(""));
+    return r.out;
+  }
 
   SharedBinaries bins;
   TempDir config_dir;
@@ -325,6 +336,26 @@ BOOST_AUTO_TEST_CASE(the_dashboard_answers_only_for_its_own_host_names) {
                                      "dtrain.lab.example\r\n" + bearer + "\r\n")) == 200);
   BOOST_TEST(StatusCode(HttpExchange(with_token.http, "GET /metrics HTTP/1.1\r\nHost: "
                                      "evil.example\r\n\r\n")) == 401);
+}
+
+// Item 11, the dashboard: without a token it shows the jobs only to those who may ask the control
+// socket for them: its owner, its group (here a user's own, as the unit's group dtrain), root.
+BOOST_AUTO_TEST_CASE(the_dashboard_without_a_token_serves_only_the_users_of_the_socket) {
+  if (!Root()) return;
+  BOOST_REQUIRE_MESSAGE(std::filesystem::exists("/usr/bin/curl"), "needs curl");
+  TestUser member(kAttacker), outsider(kVictim);
+  HostileDaemon h(false, "0660");
+  BOOST_REQUIRE(::chown(h.d->socket().c_str(), 0, member.gid()) == 0);
+  BOOST_TEST(h.HttpStatusAs(member, "/metrics") == "200");
+  BOOST_TEST(h.HttpStatusAs(member, "/") == "200");
+  BOOST_TEST(h.HttpStatusAs(outsider, "/metrics") == "403");
+  BOOST_TEST(h.HttpStatusAs(outsider, "/api/stream?state=") == "403");
+  BOOST_TEST(h.HttpStatusAs(outsider, "/") == "403");
+  const std::string as_root = Get(h.http, "/metrics");
+  BOOST_TEST(StatusCode(as_root) == 200, as_root);
+  // The control socket agrees: the outsider cannot ask it either.
+  BOOST_TEST(h.Cli(outsider, {"list"}).exit_code != 0);
+  BOOST_TEST(h.Cli(member, {"list"}).exit_code == 0);
 }
 
 // Item 11, the dashboard: one user opens 64 event streams (every stream there is); another

@@ -5,22 +5,25 @@
 //   const std::string r = Get(port, "/metrics");   // "HTTP/1.1 200 OK\r\n..."
 //   BOOST_TEST(StatusCode(r) == 200);
 //
-// Blocking; the listener closes every connection after its response, and a read waits 30 s at
-// most for the next bytes. One thread at a time.
+// Blocking; the listener closes every connection after its response, and what has not come
+// kPatience after the request is not waited for. One thread at a time.
 #pragma once
 
 #include <boost/test/unit_test.hpp>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
 namespace dtrain::testing {
+
+inline constexpr std::chrono::seconds kPatience{30};
 
 // The raw response to one request sent over a fresh TCP connection to 127.0.0.1:port.
 inline std::string HttpExchange(std::uint16_t port, const std::string& request) {
@@ -29,13 +32,21 @@ inline std::string HttpExchange(std::uint16_t port, const std::string& request) 
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const timeval patience{30, 0};  // a response that never ends (a stream) ends the read here
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
   BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   BOOST_REQUIRE(::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+  // A response that does not end (an event stream) is cut off kPatience after the request.
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
   std::string response;
   char buffer[4096];
-  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) response.append(buffer, static_cast<std::size_t>(n));
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd readable{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&readable, 1, static_cast<int>(left.count())) <= 0) break;
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n <= 0) break;
+    response.append(buffer, static_cast<std::size_t>(n));
+  }
   ::close(fd);
   return response;
 }
