@@ -16,6 +16,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <deque>
+#include <unordered_map>
 #include <optional>
 #include <type_traits>
 
@@ -796,8 +797,10 @@ struct ControlServer::Impl {
   // The next request frame of a client: it may keep the connection idle as long as it likes, but
   // once its first byte has come the whole frame must follow within kRequestTimeout, or the
   // connection is closed (a client dribbling a byte a second holds nothing for long). A
-  // `stranger` (a key-less TCP client) sends at most kMaxPreAuthPayload, from the pre-auth budget.
-  asio::awaitable<Result<net::Frame>> ReadRequest(Socket& socket, bool stranger) {
+  // A `stranger` (a key-less TCP client) sends at most kMaxPreAuthPayload, from the pre-auth
+  // budget; a Unix-socket client (`uid`) from its uid's kClientBudget; a key holder as it likes.
+  asio::awaitable<Result<net::Frame>> ReadRequest(Socket& socket, bool stranger,
+                                                  std::optional<uid_t> uid) {
     std::error_code ec;
     co_await socket.async_wait(Socket::wait_read, asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return Status::Error(std::string(net::FrameErrorName(net::FrameError::kClosed)));
@@ -807,8 +810,13 @@ struct ControlServer::Impl {
       std::error_code ignored;
       if (!expired) socket.close(ignored);  // the pending read fails
     });
+    ByteBudget* budget = stranger ? &preauth : uid ? &ClientBudget(*uid) : nullptr;
     co_return co_await ReadFrame(socket, stranger ? kMaxPreAuthPayload : kMaxClientPayload,
-                                 nullptr, stranger ? &preauth : nullptr);
+                                 nullptr, budget);
+  }
+
+  ByteBudget& ClientBudget(uid_t uid) {
+    return client_budgets.try_emplace(uid, ControlServer::kClientBudget).first->second;
   }
 
   // The whole next frame within `limit` of now, idle time included, or the connection is closed:
@@ -849,7 +857,8 @@ struct ControlServer::Impl {
       if (caller.slurm_task) {
         frame = co_await ReadWithin(socket, ControlServer::kHandshakeTimeout);
       } else {
-        frame = co_await ReadRequest(socket, stranger);
+        frame = co_await ReadRequest(socket, stranger,
+                                     tcp_peer ? std::nullopt : std::optional<uid_t>(caller.uid));
       }
       if (!frame.ok() || frame.value().header.type != net::MessageType::kControl) co_return;
       ParsedRequest parsed = ParseControlRequest(frame.value().payload);
@@ -983,6 +992,7 @@ struct ControlServer::Impl {
   ConnectionGate unix_gate;
   ConnectionGate tcp_gate;
   ByteBudget preauth{ControlServer::kPreAuthBudget};  // frames of connections not yet proven
+  std::unordered_map<uid_t, ByteBudget> client_budgets;  // Unix-socket request frames, per uid
   asio::local::stream_protocol::acceptor acceptor;
   asio::ip::tcp::acceptor tcp_acceptor;
 };

@@ -26,7 +26,9 @@
 // Connections are capped per listener and per client (listener_caps.h): one over a cap is
 // answered with one `busy` error frame and closed at once. Until a connection has proven who it
 // is (a TCP handshake, a Slurm task's hello, and a key-less TCP client forever) its frames are at
-// most kMaxPreAuthPayload, and all such frames being read share kPreAuthBudget bytes.
+// most kMaxPreAuthPayload, and all such frames being read share kPreAuthBudget bytes; a Unix-socket
+// client's are at most kMaxClientPayload, its uid's being read kClientBudget together. A frame
+// over a budget closes its connection.
 //
 // Malformed input (bad frame, non-JSON payload) closes that connection only; an unknown or
 // ill-formed request gets an error reply. A request frame not complete kRequestTimeout after its
@@ -78,6 +80,8 @@ class ControlServer {
   // query) is at most this large; such frames being read hold at most kPreAuthBudget together.
   static constexpr std::uint32_t kMaxPreAuthPayload = 64u << 10;
   static constexpr std::size_t kPreAuthBudget = 16u << 20;
+  // The request frames of one uid's Unix-socket connections being read hold at most this much.
+  static constexpr std::size_t kClientBudget = 64u << 20;
 
   // `socket_path` empty: no Unix listener (dtrain run's coordinator serves worker channels only).
   // Registers itself as `jobs`' channel sink.

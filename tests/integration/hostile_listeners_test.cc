@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -172,16 +173,26 @@ struct HostileDaemon {
   std::optional<DaemonFixture> d;
 };
 
-// A worker_channel connection of a stranger (no key) to the TCP listener, its request answered.
-net::FrameStream StrangersChannel(std::uint16_t port) {
+// A worker_channel connection of a stranger (no key) to the TCP listener, its request answered;
+// nullopt when it could not be opened. No Boost.Test macro: senders' threads call it.
+std::optional<net::FrameStream> OpenStrangersChannel(std::uint16_t port) {
   Result<net::FrameStream> stream = net::FrameStream::ConnectTcp("127.0.0.1", port, 5s);
-  BOOST_REQUIRE(stream.ok());
+  if (!stream.ok()) return std::nullopt;
   const std::string request = json{{"v", 1}, {"type", "worker_channel"}}.dump();
-  BOOST_REQUIRE(stream.value().WriteString(net::MessageType::kControl, 0, 0, request, 5s).ok());
+  if (!stream.value().WriteString(net::MessageType::kControl, 0, 0, request, 5s).ok()) {
+    return std::nullopt;
+  }
   Result<net::Frame> reply = stream.value().Read(5s);
-  BOOST_REQUIRE(reply.ok());
-  BOOST_REQUIRE(json::parse(reply.value().payload)["ok"] == true);
+  if (!reply.ok() || json::parse(reply.value().payload, nullptr, false).value("ok", false) != true) {
+    return std::nullopt;
+  }
   return std::move(stream).value();
+}
+
+net::FrameStream StrangersChannel(std::uint16_t port) {
+  std::optional<net::FrameStream> stream = OpenStrangersChannel(port);
+  BOOST_REQUIRE(stream.has_value());
+  return std::move(*stream);
 }
 
 // The status line of the answer to `request` on a fresh connection to 127.0.0.1:port, read
@@ -205,6 +216,39 @@ std::string StreamStatusLine(std::uint16_t port, const std::string& request) {
   }
   ::close(fd);
   return std::string(line, have);
+}
+
+constexpr int kSenders = 40;
+
+// kSenders connections, each opened by `open` (an optional stream; no Boost.Test macro in it)
+// at once and sent all but the last byte of a frame of almost 16 MiB (so that a daemon that reads
+// the payload holds all of it), closed once every one has sent what the daemon took; the daemon's
+// peak RSS (VmHWM, kB) then.
+template <typename Open>
+long PeakWithLargeFrames(pid_t daemon, Open open) {
+  const std::string big = net::EncodeFrame(net::MessageType::kControl, 0, net::kNoSender, 0,
+                                           std::string((16u << 20) - 64, 'x'));
+  std::latch sent(kSenders);
+  std::atomic<int> opened{0};
+  std::vector<std::thread> senders;
+  for (int i = 0; i < kSenders; ++i) {
+    senders.emplace_back([&] {
+      std::optional<net::FrameStream> stream = open();
+      const int fd = stream ? stream->fd() : -1;
+      opened += stream ? 1 : 0;
+      for (std::size_t at = 0; stream && at + 1 < big.size();) {
+        const ssize_t n = ::send(fd, big.data() + at, big.size() - 1 - at, MSG_NOSIGNAL);
+        pollfd writable{fd, POLLOUT, 0};
+        if (n < 0 && errno == EAGAIN && ::poll(&writable, 1, 5000) > 0) continue;
+        if (n <= 0) break;  // the daemon closed the connection
+        at += static_cast<std::size_t>(n);
+      }
+      sent.arrive_and_wait();
+    });
+  }
+  for (std::thread& t : senders) t.join();
+  BOOST_TEST(opened == kSenders);
+  return StatusKb(daemon, "VmHWM:");
 }
 
 BOOST_AUTO_TEST_SUITE(hostile_listeners)
@@ -264,35 +308,9 @@ BOOST_AUTO_TEST_CASE(a_connection_flood_leaves_other_users_requests_and_jobs_alo
 BOOST_AUTO_TEST_CASE(strangers_frames_are_small_and_the_daemon_stays_small) {
   HostileDaemon h;
   const long before = StatusKb(h.pid(), "VmRSS:");
-  constexpr int kStrangers = 40;
-  const std::string big = net::EncodeFrame(net::MessageType::kControl, 0, net::kNoSender, 0,
-                                           std::string((16u << 20) - 64, 'x'));
-  std::latch sent(kStrangers);
-  std::vector<std::thread> strangers;
-  for (int i = 0; i < kStrangers; ++i) {
-    strangers.emplace_back([&] {
-      Result<net::FrameStream> stream = net::FrameStream::ConnectTcp("127.0.0.1", h.tcp, 5s);
-      if (stream.ok()) {
-        const std::string request = json{{"v", 1}, {"type", "worker_channel"}}.dump();
-        stream.value().WriteString(net::MessageType::kControl, 0, 0, request, 5s);
-        stream.value().Read(5s);
-        // All but the last byte: a daemon that reads the payload holds all of it meanwhile.
-        const int fd = stream.value().fd();
-        for (std::size_t at = 0; at + 1 < big.size();) {
-          const ssize_t n = ::send(fd, big.data() + at, big.size() - 1 - at, MSG_NOSIGNAL);
-          pollfd writable{fd, POLLOUT, 0};
-          if (n < 0 && errno == EAGAIN && ::poll(&writable, 1, 5000) > 0) continue;
-          if (n <= 0) break;  // the daemon closed the connection
-          at += static_cast<std::size_t>(n);
-        }
-      }
-      sent.arrive_and_wait();
-    });
-  }
-  for (std::thread& t : strangers) t.join();
-  const long peak = StatusKb(h.pid(), "VmHWM:");
+  const long peak = PeakWithLargeFrames(h.pid(), [&h] { return OpenStrangersChannel(h.tcp); });
   BOOST_TEST_MESSAGE("daemon RSS " << before / 1024 << " MB before, peak " << peak / 1024
-                                   << " MB with " << kStrangers << " strangers' 16 MiB frames");
+                                   << " MB with " << kSenders << " strangers' 16 MiB frames");
   BOOST_TEST(peak - before < 200 * 1024);
   BOOST_TEST(h.d->Request({{"type", "version"}})["ok"] == true);
 
@@ -309,6 +327,22 @@ BOOST_AUTO_TEST_CASE(strangers_frames_are_small_and_the_daemon_stays_small) {
   Result<net::Frame> refused = hello.Read(5s);
   BOOST_REQUIRE(refused.ok());
   BOOST_TEST(json::parse(refused.value().payload)["code"] == "denied");
+}
+
+// Item 5, for clients of the control socket: their frames may be 16 MiB (job files), but one
+// uid's being read hold ControlServer::kClientBudget at most.
+BOOST_AUTO_TEST_CASE(one_users_large_requests_hold_at_most_its_budget) {
+  HostileDaemon h;
+  const long before = StatusKb(h.pid(), "VmRSS:");
+  const long peak = PeakWithLargeFrames(h.pid(), [&h]() -> std::optional<net::FrameStream> {
+    Result<net::FrameStream> stream = net::FrameStream::ConnectUnix(h.d->socket(), 5s);
+    if (!stream.ok()) return std::nullopt;
+    return std::move(stream).value();
+  });
+  BOOST_TEST_MESSAGE("daemon RSS " << before / 1024 << " MB before, peak " << peak / 1024
+                                   << " MB with " << kSenders << " requests of 16 MiB of one uid");
+  BOOST_TEST(peak - before < static_cast<long>(ControlServer::kClientBudget / 1024) + 100 * 1024);
+  BOOST_TEST(h.d->Request({{"type", "version"}})["ok"] == true);
 }
 
 // Item 11, the dashboard: a page of another site whose name was re-pointed at 127.0.0.1 gets
