@@ -928,7 +928,7 @@ struct ControlServer::Impl {
   }
 
   // Serves each connection `from` accepts that its listener's caps leave room for; refuses the
-  // others at once. A Unix client is its uid (root has no share to exceed), a TCP one TcpClient.
+  // others at once. A Unix client is its uid, a TCP one TcpClient; root has no share to exceed.
   template <typename Acceptor>
   asio::awaitable<void> AcceptLoop(Acceptor& from) {
     constexpr bool tcp = std::is_same_v<Acceptor, asio::ip::tcp::acceptor>;
@@ -942,7 +942,9 @@ struct ControlServer::Impl {
         const asio::ip::tcp::endpoint remote = accepted.remote_endpoint(ec);
         peer = ec ? std::string("a TCP client")
                   : remote.address().to_string() + ":" + std::to_string(remote.port());
-        client = TcpClient(accepted.native_handle());
+        std::optional<uid_t> local;
+        client = TcpClient(accepted.native_handle(), &local);
+        exempt = local == 0u;  // root of this host: a peer daemon, the administrator
       } else {
         const uid_t uid = PeerCaller(accepted.native_handle()).uid;
         client = uid == static_cast<uid_t>(-1) ? "an unknown uid" : "uid " + std::to_string(uid);

@@ -20,7 +20,8 @@ struct ListenerCaps {
   // The Unix control socket; a client is a uid (SO_PEERCRED), root exempt from its share.
   ConnectionCaps unix_socket{2048, 256};
   // The TCP listener ([cluster] listen); a client is a local uid (loopback) or a remote address,
-  // counted until it has authenticated (the cluster key, or a Slurm task's admitted hello).
+  // counted until it has authenticated (the cluster key, or a Slurm task's admitted hello); a
+  // local root not at all.
   ConnectionCaps tcp{1024, 64};
   // The HTTP listener ([daemon] http); a client is a local uid (loopback) or a remote address.
   ConnectionCaps http{256, 32};
