@@ -857,8 +857,9 @@ struct ControlServer::Impl {
       if (caller.slurm_task) {
         frame = co_await ReadWithin(socket, ControlServer::kHandshakeTimeout);
       } else {
+        const bool unix_client = !tcp_peer && !worker_channel;
         frame = co_await ReadRequest(socket, stranger,
-                                     tcp_peer ? std::nullopt : std::optional<uid_t>(caller.uid));
+                                     unix_client ? std::optional<uid_t>(caller.uid) : std::nullopt);
       }
       if (!frame.ok() || frame.value().header.type != net::MessageType::kControl) co_return;
       ParsedRequest parsed = ParseControlRequest(frame.value().payload);
