@@ -12,7 +12,6 @@
 #include <arpa/inet.h>
 #include <poll.h>
 #include <netinet/in.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -107,26 +106,14 @@ long StatusKb(pid_t pid, const std::string& field) {
   return at == std::string::npos ? -1 : std::stol(status.substr(at + field.size()));
 }
 
-// The soft descriptor limit a systemd service starts with, for the daemon started meanwhile.
-class ServiceFdLimit {
- public:
-  ServiceFdLimit() {
-    ::getrlimit(RLIMIT_NOFILE, &saved_);
-    rlimit low = saved_;
-    low.rlim_cur = std::min<rlim_t>(1024, saved_.rlim_max);
-    ::setrlimit(RLIMIT_NOFILE, &low);
-  }
-  ~ServiceFdLimit() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
-
- private:
-  rlimit saved_{};
-};
-
 // A root daemon with every listener on: the control socket (any user may connect), the TCP
-// listener with a cluster key, and the HTTP listener; started with a service's descriptor limit.
-// `token`: the HTTP listener has one; `socket_mode`: who may open the control socket.
+// listener with a cluster key, and the HTTP listener; started with the soft descriptor limit a
+// systemd service gets (1024; `few_descriptors`: the hard limit too), through a shell that sets
+// it and execs dtraind. `token`: the HTTP listener has one; `socket_mode`: who may open the
+// control socket.
 struct HostileDaemon {
-  explicit HostileDaemon(bool token = false, const std::string& socket_mode = "0666") {
+  explicit HostileDaemon(bool token = false, const std::string& socket_mode = "0666",
+                         bool few_descriptors = false) {
     const std::string key = config_dir.Write("cluster.key", std::string(64, 'c') + "\n");
     ::chmod(key.c_str(), 0600);
     std::string text = "[daemon]\nsocket_mode = \"" + socket_mode +
@@ -140,10 +127,11 @@ struct HostileDaemon {
             "\"\n";
     const std::string config = config_dir.Write("dtraind.toml", text);
     ::chmod(home.path().c_str(), 0755);
-    {
-      ServiceFdLimit limit;
-      d.emplace(std::vector<std::string>{"--config", config}, bins.dtraind);
-    }
+    const std::string start = config_dir.Write(
+        "start-dtraind", std::string("#!/bin/sh\nulimit ") + (few_descriptors ? "" : "-S ") +
+                             "-n 1024 || exit 1\nexec " + bins.dtraind + " \"$@\"\n");
+    ::chmod(start.c_str(), 0755);
+    d.emplace(std::vector<std::string>{"--config", config}, start);
     ::chmod(d->dir().path().c_str(), 0755);  // users reach the socket; state/ stays the daemon's
   }
 
@@ -251,27 +239,17 @@ long PeakWithLargeFrames(pid_t daemon, Open open) {
   return StatusKb(daemon, "VmHWM:");
 }
 
-BOOST_AUTO_TEST_SUITE(hostile_listeners)
-
-// Item 2: 1,100 connections to each listener, reopened as they close.
-BOOST_AUTO_TEST_CASE(a_connection_flood_leaves_other_users_requests_and_jobs_alone) {
-  if (!Root()) return;
-  TestUser attacker(kAttacker), victim(kVictim);
-  HostileDaemon h;
-  const std::size_t baseline = OpenFds(h.pid());
-  ConnectionFlood flood(attacker.uid(), attacker.gid(),
-                        {FloodTarget::Unix(h.d->socket(), 1100), FloodTarget::Tcp(h.tcp, 1100),
-                         FloodTarget::Tcp(h.http, 1100)});
-  flood.WaitOpened();
-
-  // The attacker's own next request is refused, saying why.
+// While `attacker`'s flood (opened, reopening what closes) holds its connections to every
+// listener: the attacker's next request is refused, saying why; `victim`'s requests, job and
+// another client's page go through; the daemon holds no more descriptors than the attacker's
+// shares of `caps` (and some slack) beyond `baseline`.
+void CheckOthersAreServed(const HostileDaemon& h, const TestUser& attacker, const TestUser& victim,
+                          const server::ListenerCaps& caps, std::size_t baseline) {
   const ProcessResult own = h.Cli(attacker, {"list"});
   BOOST_TEST(own.exit_code != 0, own.out);
   BOOST_TEST(own.err.find("holds the most connections one client may (" +
-                          std::to_string(kDefaultListenerCaps.unix_socket.per_client) + ")") !=
-                 std::string::npos,
+                          std::to_string(caps.unix_socket.per_client) + ")") != std::string::npos,
              own.err);
-  // Another user's requests and job go through, and another client's page.
   const std::string job = h.home.Write("victim.toml", kVictimJob);
   const ProcessResult submitted = h.Cli(victim, {"submit", job, "--no-wait", "--json"});
   BOOST_REQUIRE_MESSAGE(submitted.exit_code == 0, submitted.err);
@@ -283,13 +261,30 @@ BOOST_AUTO_TEST_CASE(a_connection_flood_leaves_other_users_requests_and_jobs_alo
   BOOST_TEST(ended["state"] == "succeeded", ended.dump() << h.d->LogTail(id));
   BOOST_TEST(ended["restarts"] == 0, ended.dump());
 
-  // The attacker holds its shares of the caps, no more.
   const std::size_t held = OpenFds(h.pid()) - baseline;
-  const server::ListenerCaps& caps = kDefaultListenerCaps;
   BOOST_TEST_MESSAGE("descriptors the daemon holds for 3 x 1,100 connections of one user: "
-                     << held);
+                     << held << " (its shares: " << caps.unix_socket.per_client << " + "
+                     << caps.tcp.per_client << " + " << caps.http.per_client << ")");
   BOOST_TEST(held <= caps.unix_socket.per_client + caps.tcp.per_client + caps.http.per_client +
                          kSlack);
+}
+
+std::vector<FloodTarget> EveryListener(const HostileDaemon& h) {
+  return {FloodTarget::Unix(h.d->socket(), 1100), FloodTarget::Tcp(h.tcp, 1100),
+          FloodTarget::Tcp(h.http, 1100)};
+}
+
+BOOST_AUTO_TEST_SUITE(hostile_listeners)
+
+// Item 2: 1,100 connections to each listener, reopened as they close.
+BOOST_AUTO_TEST_CASE(a_connection_flood_leaves_other_users_requests_and_jobs_alone) {
+  if (!Root()) return;
+  TestUser attacker(kAttacker), victim(kVictim);
+  HostileDaemon h;
+  const std::size_t baseline = OpenFds(h.pid());
+  ConnectionFlood flood(attacker.uid(), attacker.gid(), EveryListener(h));
+  flood.WaitOpened();
+  CheckOthersAreServed(h, attacker, victim, kDefaultListenerCaps, baseline);
 
   // Held still, the flood costs the daemon no CPU: no accept loop spins.
   flood.Hold();
@@ -302,6 +297,20 @@ BOOST_AUTO_TEST_CASE(a_connection_flood_leaves_other_users_requests_and_jobs_alo
   BOOST_TEST_MESSAGE("daemon CPU while the flood holds: " << used << " s in " << wall << " s");
   BOOST_TEST(used < 0.5 * wall);
   BOOST_TEST(h.Cli(victim, {"list"}).exit_code == 0);
+}
+
+// Item 2, where descriptors are few: with a hard limit of 1024 the caps shrink (the listeners
+// hold at most half of it), and the same flood still spares the other user and its job.
+BOOST_AUTO_TEST_CASE(with_few_descriptors_the_caps_shrink_and_jobs_still_start) {
+  if (!Root()) return;
+  TestUser attacker(kAttacker), victim(kVictim);
+  HostileDaemon h(false, "0666", true);
+  const server::ListenerCaps caps = server::ScaledListenerCaps(1024);
+  BOOST_TEST(caps.unix_socket.total + caps.tcp.total + caps.http.total <= 512u);
+  const std::size_t baseline = OpenFds(h.pid());
+  ConnectionFlood flood(attacker.uid(), attacker.gid(), EveryListener(h));
+  flood.WaitOpened();
+  CheckOthersAreServed(h, attacker, victim, caps, baseline);
 }
 
 // Item 5: forty strangers each send a frame of 16 MiB after their worker_channel request.
