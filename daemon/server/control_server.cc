@@ -797,7 +797,7 @@ struct ControlServer::Impl {
   // The next request frame of a client: it may keep the connection idle as long as it likes, but
   // once its first byte has come the whole frame must follow within kRequestTimeout, or the
   // connection is closed (a client dribbling a byte a second holds nothing for long). A
-  // A `stranger` (a key-less TCP client) sends at most kMaxPreAuthPayload, from the pre-auth
+  // `stranger` (a key-less TCP client) sends at most kMaxPreAuthPayload, from the pre-auth
   // budget; a Unix-socket client (`uid`) from its uid's kClientBudget; a key holder as it likes.
   asio::awaitable<Result<net::Frame>> ReadRequest(Socket& socket, bool stranger,
                                                   std::optional<uid_t> uid) {

@@ -190,9 +190,9 @@ struct WebServer::Impl {
   }
 
   // `client`: whom the connection counts for (TcpClient), for the stream caps; `uid`: its local
-  // user, when the kernel said.
+  // user, when the kernel said. The ticket holds the connection's place under the caps.
   asio::awaitable<void> Session(asio::ip::tcp::socket socket, std::string client,
-                                std::optional<uid_t> uid, ConnectionGate::Ticket) {
+                                std::optional<uid_t> uid, ConnectionGate::Ticket /*held*/) {
     asio::steady_timer deadline(io);
     deadline.expires_after(kRequestTimeout);
     deadline.async_wait([&socket](const std::error_code& ec) {
