@@ -40,6 +40,7 @@
 #include "integration/connection_flood.h"
 #include "integration/daemon_fixture.h"
 #include "integration/http_client.h"
+#include "integration/shared_daemon.h"
 #include "integration/test_user.h"
 
 namespace dtrain::testing {
@@ -72,12 +73,6 @@ hidden = [16]
 epochs = 3
 batch_size = 32
 )";
-
-bool Root() {
-  if (::getuid() == 0) return true;
-  BOOST_TEST_MESSAGE("skipped: needs root to create users and to run a system daemon");
-  return false;
-}
 
 std::size_t OpenFds(pid_t pid) {
   std::size_t n = 0;
