@@ -14,7 +14,6 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -176,29 +175,6 @@ net::FrameStream StrangersChannel(std::uint16_t port) {
   std::optional<net::FrameStream> stream = OpenStrangersChannel(port);
   BOOST_REQUIRE(stream.has_value());
   return std::move(*stream);
-}
-
-// The status line of the answer to `request` on a fresh connection to 127.0.0.1:port, read
-// without waiting for the rest (a stream's answer does not end).
-std::string StreamStatusLine(std::uint16_t port, const std::string& request) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const timeval patience{30, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  BOOST_REQUIRE(::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
-  char line[12] = {};
-  std::size_t have = 0;
-  while (have < sizeof line) {
-    const ssize_t n = ::read(fd, line + have, sizeof line - have);
-    if (n <= 0) break;
-    have += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  return std::string(line, have);
 }
 
 constexpr int kSenders = 40;
@@ -417,7 +393,7 @@ BOOST_AUTO_TEST_CASE(one_user_cannot_hold_every_dashboard_stream) {
                      kDefaultListenerCaps.streams.total << " streams: " << held);
   BOOST_TEST(held <= kDefaultListenerCaps.streams.per_client + kSlack / 4);
   // Another client (root here) still gets a stream of its own.
-  const std::string answer = StreamStatusLine(h.http, stream);
+  const std::string answer = StatusLine(h.http, stream);
   BOOST_TEST(answer == "HTTP/1.1 200", answer);
 }
 

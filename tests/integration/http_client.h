@@ -4,6 +4,7 @@
 //
 //   const std::string r = Get(port, "/metrics");   // "HTTP/1.1 200 OK\r\n..."
 //   BOOST_TEST(StatusCode(r) == 200);
+//   StatusLine(port, "GET /api/stream HTTP/1.1\r\n\r\n");   // "HTTP/1.1 200", of a stream too
 //
 // Blocking; the listener closes every connection after its response, and what has not come
 // kPatience after the request is not waited for. One thread at a time.
@@ -25,8 +26,8 @@ namespace dtrain::testing {
 
 inline constexpr std::chrono::seconds kPatience{30};
 
-// The raw response to one request sent over a fresh TCP connection to 127.0.0.1:port.
-inline std::string HttpExchange(std::uint16_t port, const std::string& request) {
+// A fresh connection to 127.0.0.1:port with `request` written on it; the caller closes it.
+inline int SendRequest(std::uint16_t port, const std::string& request) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -34,6 +35,32 @@ inline std::string HttpExchange(std::uint16_t port, const std::string& request) 
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   BOOST_REQUIRE(::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+  return fd;
+}
+
+// The status line ("HTTP/1.1 200") of the answer to `request`, read without waiting for the
+// rest (an event stream's answer does not end), or what came of it within kPatience.
+inline std::string StatusLine(std::uint16_t port, const std::string& request) {
+  const int fd = SendRequest(port, request);
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  char line[12] = {};
+  std::size_t have = 0;
+  while (have < sizeof line) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd readable{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&readable, 1, static_cast<int>(left.count())) <= 0) break;
+    const ssize_t n = ::read(fd, line + have, sizeof line - have);
+    if (n <= 0) break;
+    have += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return std::string(line, have);
+}
+
+// The raw response to one request sent over a fresh TCP connection to 127.0.0.1:port.
+inline std::string HttpExchange(std::uint16_t port, const std::string& request) {
+  const int fd = SendRequest(port, request);
   // A response that does not end (an event stream) is cut off kPatience after the request.
   const auto deadline = std::chrono::steady_clock::now() + kPatience;
   std::string response;

@@ -70,14 +70,7 @@ class EventStream {
   };
 
   EventStream(std::uint16_t port, const std::string& target, const std::string& extra = "") {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    BOOST_REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    const std::string request = "GET " + target + " HTTP/1.1\r\nHost: localhost\r\n" + extra + "\r\n";
-    BOOST_REQUIRE(::write(fd_, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+    fd_ = SendRequest(port, "GET " + target + " HTTP/1.1\r\nHost: localhost\r\n" + extra + "\r\n");
   }
   ~EventStream() { ::close(fd_); }
 
