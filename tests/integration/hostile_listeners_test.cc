@@ -102,12 +102,12 @@ long StatusKb(pid_t pid, const std::string& field) {
 
 // A root daemon with every listener on: the control socket (any user may connect), the TCP
 // listener with a cluster key, and the HTTP listener; started with the soft descriptor limit a
-// systemd service gets (1024; `few_descriptors`: the hard limit too), through a shell that sets
-// it and execs dtraind. `token`: the HTTP listener has one; `socket_mode`: who may open the
-// control socket.
+// systemd service gets (1024), or with `fd_limit` as its soft and hard limits, through a shell
+// that sets it and execs dtraind. `token`: the HTTP listener has one; `socket_mode`: who may open
+// the control socket.
 struct HostileDaemon {
   explicit HostileDaemon(bool token = false, const std::string& socket_mode = "0666",
-                         bool few_descriptors = false) {
+                         std::size_t fd_limit = 0) {
     const std::string key = config_dir.Write("cluster.key", std::string(64, 'c') + "\n");
     ::chmod(key.c_str(), 0600);
     std::string text = "[daemon]\nsocket_mode = \"" + socket_mode +
@@ -122,8 +122,9 @@ struct HostileDaemon {
     const std::string config = config_dir.Write("dtraind.toml", text);
     ::chmod(home.path().c_str(), 0755);
     const std::string start = config_dir.Write(
-        "start-dtraind", std::string("#!/bin/sh\nulimit ") + (few_descriptors ? "" : "-S ") +
-                             "-n 1024 || exit 1\nexec " + bins.dtraind + " \"$@\"\n");
+        "start-dtraind", "#!/bin/sh\nulimit " +
+                             (fd_limit > 0 ? "-n " + std::to_string(fd_limit) : "-S -n 1024") +
+                             " || exit 1\nexec " + bins.dtraind + " \"$@\"\n");
     ::chmod(start.c_str(), 0755);
     d.emplace(std::vector<std::string>{"--config", config}, start);
     ::chmod(d->dir().path().c_str(), 0755);  // users reach the socket; state/ stays the daemon's
@@ -275,13 +276,51 @@ BOOST_AUTO_TEST_CASE(a_connection_flood_leaves_other_users_requests_and_jobs_alo
 BOOST_AUTO_TEST_CASE(with_few_descriptors_the_caps_shrink_and_jobs_still_start) {
   if (!Root()) return;
   TestUser attacker(kAttacker), victim(kVictim);
-  HostileDaemon h(false, "0666", true);
+  HostileDaemon h(false, "0666", 1024);
   const server::ListenerCaps caps = server::ScaledListenerCaps(1024);
   BOOST_TEST(caps.unix_socket.total + caps.tcp.total + caps.http.total <= 512u);
   const std::size_t baseline = OpenFds(h.pid());
   ConnectionFlood flood(attacker.uid(), attacker.gid(), EveryListener(h));
   flood.WaitOpened();
   CheckOthersAreServed(h, attacker, victim, caps, baseline);
+}
+
+// Item 2, the accept loop: a daemon whose descriptors are all in use (a limit too small for its
+// caps) waits between failed accepts (EMFILE) instead of spinning, and serves again once the
+// flood is gone.
+BOOST_AUTO_TEST_CASE(a_daemon_out_of_descriptors_waits_instead_of_spinning) {
+  if (!Root()) return;
+  TestUser attacker(kAttacker);
+  std::size_t idle = 0;  // what such a daemon holds with no connection
+  {
+    HostileDaemon probe;
+    idle = OpenFds(probe.pid());
+  }
+  const std::size_t limit = idle + 3;
+  HostileDaemon h(false, "0666", limit);
+  // Root's connections (no per-uid share) and the attacker's take what is left.
+  std::vector<net::FrameStream> roots;
+  for (int i = 0; i < 16; ++i) {
+    Result<net::FrameStream> stream = net::FrameStream::ConnectUnix(h.d->socket(), 1s);
+    if (stream.ok()) roots.push_back(std::move(stream).value());
+  }
+  std::optional<ConnectionFlood> flood;
+  flood.emplace(attacker.uid(), attacker.gid(), EveryListener(h));
+  flood->WaitOpened();
+  flood->Hold();
+  std::this_thread::sleep_for(500ms);
+  BOOST_TEST_MESSAGE("descriptors of a daemon limited to " << limit << ": " << OpenFds(h.pid()));
+  BOOST_REQUIRE(OpenFds(h.pid()) >= limit);  // every one in use: each accept fails
+  const double before = CpuSeconds(h.pid());
+  const auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(1s);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double used = CpuSeconds(h.pid()) - before;
+  BOOST_TEST_MESSAGE("daemon CPU at its descriptor limit: " << used << " s in " << wall << " s");
+  BOOST_TEST(used < 0.5 * wall);
+  flood.reset();
+  roots.clear();
+  BOOST_TEST(h.d->Request({{"type", "version"}})["ok"] == true);
 }
 
 // Item 5: forty strangers each send a frame of 16 MiB after their worker_channel request.
