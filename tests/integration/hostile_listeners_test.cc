@@ -93,6 +93,17 @@ double CpuSeconds(pid_t pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
+// The share of one core the process used over about a second (said in a message, `when`).
+double CpuShareOverASecond(pid_t pid, const std::string& when) {
+  const double before = CpuSeconds(pid);
+  const auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(1s);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double used = CpuSeconds(pid) - before;
+  BOOST_TEST_MESSAGE("daemon CPU " << when << ": " << used << " s in " << wall << " s");
+  return used / wall;
+}
+
 // A /proc/PID/status size in kB, e.g. "VmRSS:" or "VmHWM:" (the peak).
 long StatusKb(pid_t pid, const std::string& field) {
   const std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
@@ -261,13 +272,7 @@ BOOST_AUTO_TEST_CASE(a_connection_flood_leaves_other_users_requests_and_jobs_alo
   // Held still, the flood costs the daemon no CPU: no accept loop spins.
   flood.Hold();
   std::this_thread::sleep_for(500ms);  // the last connections reopened are refused
-  const double before = CpuSeconds(h.pid());
-  const auto start = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(1s);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double used = CpuSeconds(h.pid()) - before;
-  BOOST_TEST_MESSAGE("daemon CPU while the flood holds: " << used << " s in " << wall << " s");
-  BOOST_TEST(used < 0.5 * wall);
+  BOOST_TEST(CpuShareOverASecond(h.pid(), "while the flood holds") < 0.5);
   BOOST_TEST(h.Cli(victim, {"list"}).exit_code == 0);
 }
 
@@ -311,13 +316,7 @@ BOOST_AUTO_TEST_CASE(a_daemon_out_of_descriptors_waits_instead_of_spinning) {
   std::this_thread::sleep_for(500ms);
   BOOST_TEST_MESSAGE("descriptors of a daemon limited to " << limit << ": " << OpenFds(h.pid()));
   BOOST_REQUIRE(OpenFds(h.pid()) >= limit);  // every one in use: each accept fails
-  const double before = CpuSeconds(h.pid());
-  const auto start = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(1s);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double used = CpuSeconds(h.pid()) - before;
-  BOOST_TEST_MESSAGE("daemon CPU at its descriptor limit: " << used << " s in " << wall << " s");
-  BOOST_TEST(used < 0.5 * wall);
+  BOOST_TEST(CpuShareOverASecond(h.pid(), "at its descriptor limit") < 0.5);
   flood.reset();
   roots.clear();
   BOOST_TEST(h.d->Request({{"type", "version"}})["ok"] == true);
