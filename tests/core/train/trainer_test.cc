@@ -155,7 +155,8 @@ BOOST_AUTO_TEST_CASE(a_batch_split_over_threads_trains_the_same_bits_every_run) 
     };
     const std::vector<float> a = train_with(2), b = train_with(2), one = train_with(1);
     BOOST_TEST((a == b));
-    BOOST_TEST((a != one));  // other slices, other rounding (and other dropout masks)
+    // Whether 2 threads round differently from 1 is the BLAS kernel's business (SkylakeX's give
+    // the MLP's row split the same bits): only closeness to one thread must hold.
     if (spec == MlpSpec) {
       double largest = 0.0;
       for (std::size_t i = 0; i < a.size(); ++i) {
