@@ -312,6 +312,7 @@ void ReadLimits(TableReader& r, DaemonLimits* l) {
   ReadStrings(r, "priority_users", "user", "user name", UserNameProblem, &l->priority_users);
   const toml::node* fallback = ReadMemorySize(r, "default_memory_limit", &l->default_memory_limit);
   ReadMemorySize(r, "max_memory_limit", &l->max_memory_limit);
+  r.Size("log_quota_per_user", 0, kMaxUserLogQuota, &l->log_quota_per_user);
   if (fallback != nullptr && l->max_memory_limit > 0 &&
       l->default_memory_limit > l->max_memory_limit) {
     r.Report(*fallback, "default_memory_limit",
@@ -442,6 +443,7 @@ std::string FormatDaemonConfig(const DaemonConfig& c) {
   w.StringArray("priority_users", c.limits.priority_users);
   w.Unsigned("default_memory_limit", c.limits.default_memory_limit);
   w.Unsigned("max_memory_limit", c.limits.max_memory_limit);
+  w.Unsigned("log_quota_per_user", c.limits.log_quota_per_user);
   return std::move(w).Take();
 }
 

@@ -50,6 +50,9 @@ inline constexpr std::uint64_t kMinMaxLogLine = 256, kMaxMaxLogLine = std::uint6
 inline constexpr std::uint64_t kDefaultLogQuota = std::uint64_t{64} << 20;
 inline constexpr std::uint64_t kMinLogQuota = std::uint64_t{1} << 20;
 inline constexpr std::uint64_t kMaxLogQuota = std::uint64_t{64} << 30;
+// [limits] log_quota_per_user: its default and largest value, in bytes (0: none).
+inline constexpr std::uint64_t kDefaultUserLogQuota = std::uint64_t{4} << 30;
+inline constexpr std::uint64_t kMaxUserLogQuota = std::uint64_t{64} << 40;
 
 // The [daemon] log_level names, least severe first.
 inline constexpr std::string_view kLogLevelChoices = "debug, info, warning, error";
@@ -64,6 +67,8 @@ struct DaemonLimits {
                                             // the daemon's own user always may)
   std::uint64_t default_memory_limit = 0;   // a job's memory_limit when it sets none; 0: none
   std::uint64_t max_memory_limit = 0;       // the most a job may set; 0: this host's memory
+  std::uint64_t log_quota_per_user = kDefaultUserLogQuota;  // log bytes one user's jobs keep in
+                                                            // the store, all jobs; 0: none
 
   bool operator==(const DaemonLimits&) const = default;
 };

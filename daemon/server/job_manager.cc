@@ -94,6 +94,7 @@ void JobManager::Reload(const ManagerSettings& settings) {
   settings_.max_restarts = settings.max_restarts;
   settings_.limits = settings.limits;
   settings_.log_quota = settings.log_quota;  // from each job's next attempt
+  user_logs_.clear();                        // re-read with the new quota at the next attempt
   Schedule();
 }
 
@@ -416,6 +417,18 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
     }
     job->state = JobState::kStarting;
   }
+  if (const uid_t uid = job->owner.uid;
+      settings_.limits.log_quota_per_user > 0 && !user_logs_.contains(uid)) {
+    // What the store holds of this user's logs counts against their quota.
+    const Result<store::Store::LogVolume> stored =
+        co_await OffThread(pool_, [this, uid] { return store_.LogVolumeOfOwner(uid); });
+    const store::Store::LogVolume v = stored.ok() ? stored.value() : store::Store::LogVolume{};
+    user_logs_.try_emplace(uid, settings_.limits.log_quota_per_user,
+                           "of uid " + std::to_string(uid) + "'s jobs in this store",
+                           "uid " + std::to_string(uid) + "'s log quota reached",
+                           v.bytes + v.lines * LogQuota::kRowCost);
+    job = jobs_.at(id).get();
+  }
   const int count = job->config.cluster.Processes();
   const std::uint64_t attempt = ++job->attempt;
   job->processes.assign(static_cast<std::size_t>(count), Process{});
@@ -524,13 +537,20 @@ void JobManager::OnLine(std::int64_t id, int rank, std::string_view stream, std:
   if (settings_.on_line) settings_.on_line(id, rank, stream, line);
   auto it = jobs_.find(id);
   if (it == jobs_.end() || !it->second->log_quota) return;
-  LogQuota& quota = *it->second->log_quota;
-  switch (quota.Admit(line.size())) {
+  // The attempt's quota, then its owner's across all their jobs ([limits] log_quota_per_user).
+  LogQuota* quota = &*it->second->log_quota;
+  LogQuota::Verdict verdict = quota->Admit(line.size());
+  if (const auto user = user_logs_.find(it->second->owner.uid);
+      verdict == LogQuota::kKeep && user != user_logs_.end()) {
+    quota = &user->second;
+    verdict = quota->Admit(line.size());
+  }
+  switch (verdict) {
     case LogQuota::kKeep:
       store_.AppendLog(id, rank, stream, line);
       break;
     case LogQuota::kNote:
-      store_.AppendLog(id, rank, "daemon", quota.Note());
+      store_.AppendLog(id, rank, "daemon", quota->Note());
       break;
     case LogQuota::kDropped:
       break;

@@ -41,6 +41,7 @@
 #include "config/job.h"
 #include "core/net/auth.h"
 #include "core/train/metrics.h"
+#include "daemon/server/log_quota.h"
 #include "daemon/server/placement.h"
 #include "daemon/server/supervisor.h"
 #include "daemon/store/store.h"
@@ -286,6 +287,9 @@ class JobManager {
   ManagerSettings settings_;
   std::function<void(int fd)> channel_sink_;
   std::map<std::int64_t, std::unique_ptr<Job>> jobs_;  // active: queued .. recovering
+  // [limits] log_quota_per_user: per uid, charged with what the store held of that user's logs
+  // when the user's first attempt since the daemon started (or reloaded) began.
+  std::map<uid_t, LogQuota> user_logs_;
   bool shutting_down_ = false;
   bool schedule_later_ = false;  // ScheduleLater is pending
 };

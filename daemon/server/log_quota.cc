@@ -6,7 +6,7 @@ namespace dtrain::server {
 
 LogQuota::Verdict LogQuota::Admit(std::uint64_t line_bytes) {
   const std::uint64_t cost = line_bytes + kRowCost;
-  if (dropped_lines_ == 0 && cost <= bytes_ - kept_) {
+  if (dropped_lines_ == 0 && kept_ <= bytes_ && cost <= bytes_ - kept_) {
     kept_ += cost;
     return kKeep;
   }
@@ -19,14 +19,14 @@ LogQuota::Verdict LogQuota::Admit(std::uint64_t line_bytes) {
 
 std::string LogQuota::Note() const {
   if (dropped_lines_ > 1) return Dropped(" dropped so far");
-  return "log quota reached (" + config::FormatBytes(bytes_) +
-         " of lines this attempt): later lines are dropped and counted";
+  return reached_ + " (" + config::FormatBytes(bytes_) + " of lines " + scope_ +
+         "): later lines are dropped and counted";
 }
 
 std::string LogQuota::SummaryLine() const { return Dropped(" dropped"); }
 
 std::string LogQuota::Dropped(std::string_view suffix) const {
-  return "log quota reached: " + std::to_string(dropped_lines_) +
+  return reached_ + ": " + std::to_string(dropped_lines_) +
          (dropped_lines_ == 1 ? " line (" : " lines (") + config::FormatBytes(dropped_bytes_) + ")" +
          std::string(suffix);
 }

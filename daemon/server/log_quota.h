@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace dtrain::server {
 
@@ -25,7 +26,12 @@ class LogQuota {
   enum Verdict { kKeep, kDropped, kNote };
   static constexpr std::uint64_t kRowCost = 128;
 
-  explicit LogQuota(std::uint64_t bytes) : bytes_(bytes) {}
+  // `scope` says whose lines the quota counts, in its first note ("this attempt"); `reached`
+  // starts its notes; `used`: the cost of lines kept before it (stored earlier), so that the
+  // quota bounds them too.
+  explicit LogQuota(std::uint64_t bytes, std::string scope = "this attempt",
+                    std::string reached = "log quota reached", std::uint64_t used = 0)
+      : bytes_(bytes), scope_(std::move(scope)), reached_(std::move(reached)), kept_(used) {}
 
   // The verdict on a line of `line_bytes` bytes (without its newline).
   Verdict Admit(std::uint64_t line_bytes);
@@ -42,6 +48,7 @@ class LogQuota {
   std::string Dropped(std::string_view suffix) const;
 
   std::uint64_t bytes_;
+  std::string scope_, reached_;
   std::uint64_t kept_ = 0;
   std::uint64_t dropped_lines_ = 0, dropped_bytes_ = 0;
   std::uint64_t next_note_ = 1;  // the count of dropped lines that is due a note

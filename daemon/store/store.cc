@@ -262,6 +262,20 @@ Result<std::vector<std::pair<JobState, std::int64_t>>> Store::CountJobsByState()
       });
 }
 
+Result<Store::LogVolume> Store::LogVolumeOfOwner(std::int64_t owner_uid) {
+  Result<std::vector<LogVolume>> rows = QueryRows<LogVolume>(
+      *readers_,
+      "SELECT count(*), coalesce(sum(length(CAST(logs.line AS BLOB))), 0) FROM logs "
+      "JOIN jobs ON jobs.id = logs.job WHERE jobs.owner_uid = ?1",
+      [&](Statement& s) { s.BindInt(1, owner_uid); },
+      [](const Statement& s) -> Result<LogVolume> {
+        return LogVolume{static_cast<std::uint64_t>(s.ColumnInt(0)),
+                         static_cast<std::uint64_t>(s.ColumnInt(1))};
+      });
+  if (!rows.ok()) return rows.status();
+  return rows.value().empty() ? LogVolume{} : rows.value().front();
+}
+
 Result<std::vector<EventRecord>> Store::Events(std::int64_t job) {
   return QueryRows<EventRecord>(
       *readers_, "SELECT time, from_state, to_state, reason FROM events WHERE job = ?1 ORDER BY id",

@@ -88,6 +88,11 @@ class Store {
   Result<std::vector<EventRecord>> Events(std::int64_t job);  // in the order they happened
   // How many jobs are in each state (states with none are absent).
   Result<std::vector<std::pair<JobState, std::int64_t>>> CountJobsByState();
+  // The log lines stored for the jobs of `owner_uid`: how many, and their bytes.
+  struct LogVolume {
+    std::uint64_t lines = 0, bytes = 0;
+  };
+  Result<LogVolume> LogVolumeOfOwner(std::int64_t owner_uid);
 
   // --- worker processes (durable) ---
 

@@ -197,6 +197,7 @@ BOOST_AUTO_TEST_CASE(full_file_maps_every_key) {
   BOOST_TEST((c.limits.priority_users == std::vector<std::string>{"alice", "bob.lab"}));
   BOOST_TEST(c.limits.default_memory_limit == std::uint64_t{2} << 30);
   BOOST_TEST(c.limits.max_memory_limit == std::uint64_t{8} << 30);
+  BOOST_TEST(c.limits.log_quota_per_user == std::uint64_t{1} << 30);
   BOOST_TEST(c.source_path == DaemonPath("full.toml"));
 }
 

@@ -33,6 +33,7 @@
 #include "daemon/server/line_cutter.h"
 #include "daemon/server/log_quota.h"
 #include "integration/daemon_fixture.h"
+#include "integration/shared_daemon.h"
 #include "integration/test_user.h"
 
 namespace dtrain::testing {
@@ -44,12 +45,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kUserA = "dtrain-hn-acct-a";
 constexpr const char* kUserB = "dtrain-hn-acct-b";
-
-bool Root() {
-  if (::getuid() == 0) return true;
-  BOOST_TEST_MESSAGE("skipped: needs root to create users and to run a system daemon");
-  return false;
-}
 
 std::string WriteKey(const TempDir& dir) {
   const std::string path = dir.Write("cluster.key", std::string(64, 'h') + "\n");
@@ -363,6 +358,60 @@ BOOST_AUTO_TEST_CASE(a_flood_of_output_stops_at_the_log_quota_and_a_huge_line_is
 // process prints reaches A through B, which must neither die of a line that is not UTF-8 (it
 // used to: json::dump threw in B's output handler) nor queue a flood without bound: B passes on
 // at most its own quota, A stores at most its own, and the job ends as asked.
+// The worker of a running job of `d`'s: its pid, once its row has landed.
+pid_t RunningWorker(const DaemonFixture& d, std::int64_t id) {
+  json running = d.WaitForState(id, "running");
+  for (int i = 0; i < 500 && running["workers"].empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    running = d.Status(id);
+  }
+  BOOST_REQUIRE(running["workers"].size() == 1u);
+  return running["workers"][0]["pid"].get<pid_t>();
+}
+
+// `lines` lines of 101 bytes written to the stdout of job `id`'s worker, then the job cancelled;
+// the lines of it the store kept.
+std::vector<json> FloodThenCancel(const DaemonFixture& d, std::int64_t id, std::size_t lines) {
+  const pid_t worker = RunningWorker(d, id);
+  const int out = ::open(("/proc/" + std::to_string(worker) + "/fd/1").c_str(), O_WRONLY);
+  BOOST_REQUIRE_MESSAGE(out >= 0, "open the worker's stdout: " << std::strerror(errno));
+  std::string text;
+  for (std::size_t i = 0; i < lines; ++i) text += "flood " + std::string(94, 'f') + "\n";
+  WriteAll(out, text);
+  ::close(out);
+  for (int i = 0; i < 3000 && AllLogs(d, id).size() < 2; ++i) std::this_thread::sleep_for(10ms);
+  BOOST_REQUIRE(d.Request({{"type", "cancel"}, {"id", id}})["ok"] == true);
+  d.Wait(id);
+  return AllLogs(d, id);
+}
+
+std::size_t Count(const std::vector<json>& lines, const std::string& part) {
+  return static_cast<std::size_t>(std::count_if(lines.begin(), lines.end(), [&](const json& l) {
+    return l.value("line", "").find(part) != std::string::npos;
+  }));
+}
+
+BOOST_AUTO_TEST_CASE(a_users_jobs_together_keep_at_most_its_log_quota_even_across_restarts) {
+  const NoSigpipe no_sigpipe;
+  TempDir dir;
+  const std::string config = dir.Write("d.toml", "[limits]\nlog_quota_per_user = \"2MiB\"\n");
+  DaemonFixture d({"--config", config});
+  // Each flood alone is within the attempt's 64 MiB; two of them pass the user's 2 MiB.
+  constexpr std::size_t kLines = 6000;  // 6000 x (101 + 128) bytes: 1.3 MiB a job
+  const std::vector<json> first = FloodThenCancel(d, d.Submit(EndlessJob(1)), kLines);
+  BOOST_TEST(Count(first, "flood ") == kLines);
+  const std::vector<json> second = FloodThenCancel(d, d.Submit(EndlessJob(2)), kLines);
+  const std::size_t kept = Count(second, "flood ");
+  BOOST_TEST(kept < kLines * 2 / 3, kept);
+  BOOST_TEST(Count(second, "uid 0's log quota reached (2 MiB of lines of uid 0's jobs") == 1u);
+  // A new daemon on the same store counts what the store holds: nothing more is kept.
+  d.Stop(SIGTERM);
+  d.Start();
+  const std::vector<json> third = FloodThenCancel(d, d.Submit(EndlessJob(3)), 100);
+  BOOST_TEST(Count(third, "flood ") == 0u);
+  BOOST_TEST(Count(third, "uid 0's log quota reached (2 MiB") == 1u);  // said once, at once
+}
+
 BOOST_AUTO_TEST_CASE(a_workers_flood_on_a_peer_is_bounded_there_and_bad_bytes_harm_nothing) {
   const NoSigpipe no_sigpipe;
   TempDir dir;

@@ -93,6 +93,20 @@ BOOST_AUTO_TEST_CASE(a_line_larger_than_what_is_left_starts_the_gap) {
   BOOST_TEST(quota.SummaryLine() == "log quota reached: 2 lines (101 B) dropped");
 }
 
+BOOST_AUTO_TEST_CASE(a_quota_charged_with_what_was_stored_before_keeps_only_the_rest) {
+  // A user's quota: what the store held of their logs counts, and its notes say whose it is.
+  LogQuota user(1000, "of uid 7's jobs in this store", "uid 7's log quota reached",
+                900 - LogQuota::kRowCost);
+  BOOST_TEST(user.Admit(0) == LogQuota::kKeep);
+  BOOST_TEST(user.Admit(100) == LogQuota::kNote);
+  BOOST_TEST(user.Note() == "uid 7's log quota reached (1000 B of lines of uid 7's jobs in this "
+                            "store): later lines are dropped and counted");
+  // Charged with more than it allows (the quota was lowered): nothing is kept.
+  LogQuota over(1000, "this attempt", "log quota reached", 5000);
+  BOOST_TEST(over.Admit(0) == LogQuota::kNote);
+  BOOST_TEST(over.SummaryLine() == "log quota reached: 1 line (0 B) dropped");
+}
+
 BOOST_AUTO_TEST_CASE(the_count_so_far_is_noted_at_every_power_of_ten_from_1000) {
   LogQuota quota(1u << 20);
   BOOST_TEST(quota.Admit(2u << 20) == LogQuota::kNote);
