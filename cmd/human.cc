@@ -87,8 +87,10 @@ std::string FormatMetric(std::string_view name, double value) {
   const double size = std::fabs(value);
   if (size != 0.0 && size < 1e-4) {
     std::snprintf(out, sizeof out, "%.3g", value);
-  } else if (size >= 1e5 && std::isfinite(value)) {
-    std::snprintf(out, sizeof out, "%.0f", value);
+  } else if (size >= 1e5 && size < 1e15) {
+    std::snprintf(out, sizeof out, "%.0f", value);  // counts, samples/s: every digit
+  } else if (size >= 1e15 && std::isfinite(value)) {
+    std::snprintf(out, sizeof out, "%.4g", value);  // a diverging loss, not a 58-digit integer
   } else {
     std::snprintf(out, sizeof out, "%.6g", value);  // no exponent between 1e-4 and 1e5
   }

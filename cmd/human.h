@@ -30,7 +30,8 @@ double UnixNow();
 std::string FormatBytes(std::int64_t bytes);
 // A metric's value as people read it, by the words of its name: bytes (peak_rss_bytes,
 // bytes_sent) as FormatBytes ("90.1 MiB"), seconds with " s", everything in plain notation ("13292", "0.8777", "94449700"), never
-// "9.44497e+07"; only values under 1e-4 keep an exponent ("1e-05").
+// "9.44497e+07"; only values under 1e-4 or from 1e15 keep an exponent ("1e-05", "3.142e+57");
+// "nan", "inf", "-inf" as such.
 std::string FormatMetric(std::string_view name, double value);
 // A point in time as Unix seconds, given as a duration before `now` ("90s", "10m", "2h",
 // "1d"), a local date and time ("2026-11-30", "2026-11-30 14:05", "2026-11-30T14:05:10") or

@@ -12,6 +12,7 @@
 #include "cmd/human.h"
 #include "cmd/json_fields.h"
 #include "cmd/terminal.h"
+#include "daemon/store/metric_value.h"
 #include "cmd/text_table.h"
 
 namespace dtrain::cli {
@@ -87,9 +88,10 @@ JobInfo ParseJob(const nlohmann::json& job) {
   }
   if (const nlohmann::json* metrics = JsonField(job, "metrics"); metrics && metrics->is_object()) {
     for (const auto& [name, value] : metrics->items()) {
-      if (value.is_number()) info.metrics.emplace_back(Printable(name), value.get<double>());
-      // A NaN (a loss that diverged) travels as null.
-      if (value.is_null()) info.metrics.emplace_back(Printable(name), std::numeric_limits<double>::quiet_NaN());
+      // NaN travels as null, the infinities as "inf" and "-inf" (store/metric_value.h).
+      if (const std::optional<double> v = store::MetricValueFromJson(value)) {
+        info.metrics.emplace_back(Printable(name), *v);
+      }
     }
   }
   for (const nlohmann::json& w : JsonArray(job, "workers")) {

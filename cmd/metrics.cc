@@ -16,6 +16,7 @@
 #include "cmd/json_fields.h"
 #include "cmd/plot.h"
 #include "cmd/stored_job.h"
+#include "daemon/store/metric_value.h"
 #include "cmd/terminal.h"
 
 namespace dtrain::cli {
@@ -51,8 +52,9 @@ CliResult<std::vector<store::MetricRow>> FromDaemon(const MetricsArgs& args,
     rows.push_back({.step = JsonInt(m, "step"),
                     .worker = static_cast<int>(JsonInt(m, "worker")),
                     .name = Printable(JsonString(m, "name")),
-                    // null: NaN (JSON has no NaN)
-                    .value = JsonNumber(m, "value", std::numeric_limits<double>::quiet_NaN()),
+                    // null: NaN, "inf"/"-inf": the infinities (store/metric_value.h)
+                    .value = store::MetricValueFromJson(m.value("value", nlohmann::json()))
+                                 .value_or(std::numeric_limits<double>::quiet_NaN()),
                     .epoch = JsonNumber(m, "epoch"),
                     .time = JsonNumber(m, "time")});
   }

@@ -22,6 +22,7 @@
 #include "config/job_layout.h"
 #include "core/net/host_info.h"
 #include "daemon/runner/local_run.h"
+#include "daemon/store/metric_value.h"
 #include "daemon/server/embedded_coordinator.h"
 
 namespace dtrain::cli {
@@ -81,9 +82,9 @@ void PrintSummary(const RunArgs& args, const config::JobConfig& job, std::int64_
   if (args.json) {
     nlohmann::json metrics = nlohmann::json::object();
     if (outcome.final_eval) {
-      metrics["loss"] = outcome.final_eval->loss;
-      metrics[outcome.classification ? "accuracy" : "mse"] =
-          outcome.classification ? outcome.final_eval->accuracy : outcome.final_eval->loss;
+      metrics["loss"] = store::MetricValueJson(outcome.final_eval->loss);
+      metrics[outcome.classification ? "accuracy" : "mse"] = store::MetricValueJson(
+          outcome.classification ? outcome.final_eval->accuracy : outcome.final_eval->loss);
       if (std::isfinite(outcome.final_eval->auc)) metrics["auc"] = outcome.final_eval->auc;
     }
     nlohmann::json out = {{"job", job_id},

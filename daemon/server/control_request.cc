@@ -4,6 +4,8 @@
 #include <iterator>
 #include <utility>
 
+#include "daemon/store/metric_value.h"
+
 namespace dtrain::server {
 
 using json = nlohmann::json;
@@ -66,9 +68,12 @@ std::optional<std::vector<train::MetricPoint>> ParseMetricPoints(std::string_vie
   if (list == message.end() || !list->is_array()) return std::nullopt;
   std::vector<train::MetricPoint> points;
   for (const json& p : *list) {
-    if (!p.is_object()) return std::nullopt;
+    if (!p.is_object() || !p.contains("value")) return std::nullopt;
+    // NaN and the infinities travel as what they are (store::MetricValueJson), never as 0.
+    const std::optional<double> value = store::MetricValueFromJson(p["value"]);
+    if (!value) return std::nullopt;
     points.push_back({IntField(p, "step").value_or(0), NumberField(p, "epoch").value_or(0.0),
-                      StringField(p, "name").value_or(""), NumberField(p, "value").value_or(0.0)});
+                      StringField(p, "name").value_or(""), *value});
   }
   return points;
 }

@@ -26,8 +26,9 @@ json WorkerJson(const WorkerRecord& w) {
 }
 
 json MetricJson(const MetricRow& m) {
-  return {{"step", m.step},  {"epoch", m.epoch}, {"worker", m.worker},
-          {"name", m.name},  {"value", m.value}, {"time", m.time}};
+  return {{"step", m.step},  {"epoch", m.epoch},
+          {"worker", m.worker}, {"name", m.name},
+          {"value", MetricValueJson(m.value)}, {"time", m.time}};
 }
 
 json LogLineJson(const LogRow& l) {
@@ -50,7 +51,7 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
   json latest = json::object();
   std::int64_t step = 0;
   for (const MetricRow& m : metrics.value()) {
-    latest[m.name] = m.value;
+    latest[m.name] = MetricValueJson(m.value);
     step = std::max(step, m.step);
   }
   // A job stopped between two logged steps has its newest checkpoint further on.

@@ -17,13 +17,14 @@
 #include <vector>
 
 #include "core/status.h"
+#include "daemon/store/metric_value.h"
 #include "daemon/store/store.h"
 
 namespace dtrain::store {
 
 nlohmann::json EventJson(const EventRecord& e);
 nlohmann::json WorkerJson(const WorkerRecord& w);
-// A metrics row as `metrics` replies and the dashboard send it (a NaN value is null in JSON).
+// A metrics row as `metrics` replies and the dashboard send it (its value: MetricValueJson).
 nlohmann::json MetricJson(const MetricRow& m);
 // A log line, the LINE of control_protocol.md.
 nlohmann::json LogLineJson(const LogRow& l);

@@ -39,8 +39,10 @@ function when(unixSeconds) {
   return unixSeconds ? new Date(unixSeconds * 1000).toLocaleString() : "-";
 }
 
+// A metric's value as the daemon sends it: a number, null for NaN, "inf" or "-inf".
 function number(value, digits) {
   if (value == null) return "-";
+  if (typeof value === "string") return value;
   return Number(value).toLocaleString(undefined, { maximumFractionDigits: digits ?? 4 });
 }
 
@@ -168,7 +170,8 @@ function jobPage(id) {
       // How many updates this page has drawn (a headless browser's test reads it).
       view.dataset.metricEvents = String(Number(view.dataset.metricEvents || 0) + 1);
       rows.forEach(r => {
-        if (r.worker !== 0 || r.value == null) return;  // the lead replica's curves
+        // The lead replica's curves, finite points only (NaN is null, infinities are strings).
+        if (r.worker !== 0 || typeof r.value !== "number") return;
         chartPlans.forEach((plan, i) => {
           const k = plan.names.indexOf(r.name);
           if (k >= 0) charts[i].data.datasets[k].data.push({ x: r.step, y: r.value });

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/store/metric_value.h"
+
 namespace dtrain::worker {
 namespace {
 
@@ -15,7 +17,10 @@ void UpstreamRecorder::RecordMetrics(std::span<const train::MetricPoint> points)
   if (!metrics_status_.ok()) return;
   nlohmann::json list = nlohmann::json::array();
   for (const train::MetricPoint& p : points) {
-    list.push_back({{"step", p.step}, {"epoch", p.epoch}, {"name", p.name}, {"value", p.value}});
+    list.push_back({{"step", p.step},
+                    {"epoch", p.epoch},
+                    {"name", p.name},
+                    {"value", store::MetricValueJson(p.value)}});
   }
   const std::string payload = nlohmann::json{{"points", std::move(list)}}.dump();
   metrics_status_ = upstream_.Send(net::MessageType::kMetrics, payload, kSendTimeout);

@@ -1,9 +1,11 @@
-// End to end through the real binary: dtrain run (JSON summary, store contents, exit codes),
+// End to end through the real binary: dtrain run (JSON summary, store contents, exit codes, a
+// diverged loss as what it is in every mode),
 // resume after SIGKILL and after SIGINT (bit-identical to an uninterrupted run), and
 // export -> predict/eval (predictions equal the in-memory model's).
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -136,6 +138,48 @@ BOOST_AUTO_TEST_CASE(json_summary_and_what_the_store_holds) {
   BOOST_TEST(csv.out.rfind("step,epoch,worker,name,value,time\n", 0) == 0u);
   BOOST_TEST(csv.out.find("eval_accuracy") != std::string::npos);
   BOOST_TEST(csv.out.find("train_loss") == std::string::npos);
+}
+
+// A model that diverges (linear regression at lr = 5) reads back as diverged in every mode: its
+// loss NaN in the end (infinite on the way where a logged step overflowed: "inf"), in the store,
+// in `metrics --format json` and in the summary, never 0 (several processes sent NaN up their
+// channels as JSON null, which was read as 0).
+BOOST_AUTO_TEST_CASE(a_diverged_loss_reads_back_as_nan_in_every_mode) {
+  const std::string example =
+      (std::filesystem::path(std::getenv("DTRAIN_SOURCE_DIR")) / "examples/linear-regression.toml")
+          .string();
+  const std::vector<std::vector<std::string>> modes = {
+      {},
+      {"--set", "cluster.workers=2", "--set", "cluster.mode=sync"},
+      {"--set", "cluster.workers=2", "--set", "cluster.mode=sync", "--set",
+       "cluster.allreduce=ps", "--set", "cluster.servers=1"},
+      {"--set", "cluster.workers=2", "--set", "cluster.mode=async", "--set", "cluster.servers=1"},
+      {"--set", "cluster.workers=2", "--set", "cluster.mode=local"}};
+  for (const std::vector<std::string>& mode : modes) {
+    TempDir dir;
+    const std::string db = dir.Path("runs.db");
+    std::vector<std::string> argv = {Bin(), "run", example, "--db", db, "--json", "--set",
+                                     "optimizer.lr=5", "--set", "train.log_every=10"};
+    argv.insert(argv.end(), mode.begin(), mode.end());
+    const ProcessResult r = RunProcess(argv, dir.Path(""));
+    const std::string name = mode.empty() ? "single" : mode[3];
+    BOOST_TEST_CONTEXT(name) {
+      const nlohmann::json summary = ParseJson(r);
+      BOOST_TEST(summary["metrics"]["loss"].is_null(), summary.dump());  // NaN
+      auto s = OpenStore(db);
+      auto losses = s->Metrics(1, "train_loss");
+      BOOST_REQUIRE(losses.ok());
+      BOOST_REQUIRE(!losses.value().empty());
+      for (const store::MetricRow& m : losses.value()) {
+        BOOST_TEST(m.value != 0.0, "step " << m.step);
+      }
+      BOOST_TEST(std::isnan(losses.value().back().value));
+      const ProcessResult json = RunProcess(
+          {Bin(), "metrics", "1", "--db", db, "--name", "train_loss", "--format", "json"},
+          dir.Path(""));
+      BOOST_TEST(json.out.find("\"value\":null") != std::string::npos);
+    }
+  }
 }
 
 // list, status and logs read a store file as metrics does: `logs -f --db` follows a run that is
