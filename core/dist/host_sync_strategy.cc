@@ -221,8 +221,12 @@ Status HostSyncStrategy::AwaitAll(bool arrived, std::uint64_t seq, std::int64_t 
     if (now >= next_liveness) {
       next_liveness = now + kLivenessEvery;
       for (Link* link : {left_, right_}) {
+        const int peer = (rank_ + (link == left_ ? world_ - 1 : 1)) % world_;
+        // A neighbour that has passed this barrier owes it nothing: after the last step it may
+        // end and close its links while another rank is still on its way here.
+        Counter& passed = arrived ? Arrived(header_, peer) : Released(header_, peer);
+        if (passed.value.load(std::memory_order_acquire) >= seq) continue;
         if (link->Readable()) {  // nothing is sent on the links now: the peer has gone
-          const int peer = (rank_ + (link == left_ ? world_ - 1 : 1)) % world_;
           return Fail(peer,
                       Status::Error(at() + ": closed: " + link->peer() + " closed the connection"));
         }
