@@ -406,6 +406,9 @@ void ReadTrain(TableReader& r, train::TrainOptions* t, int* threads, float* clip
   r.Int("eval_every", 0, kMaxSteps, &t->eval_every);
   r.Int("log_every", 1, kMaxSteps, &t->log_every);
   r.Number("target_accuracy", Closed(0, 1), &t->target_accuracy);
+  std::string on_divergence = t->fail_on_divergence ? "fail" : "continue";
+  r.OneOf("on_divergence", "fail, continue", &on_divergence);
+  t->fail_on_divergence = on_divergence == "fail";
   r.Number("weight_decay", Closed(0, 1), &t->weight_decay);
   r.Number("clip_norm", Closed(0, 1e9), clip_norm);
   if (t->epochs == 0 && t->steps == 0 && !r.Failed("epochs") && !r.Failed("steps")) {

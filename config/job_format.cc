@@ -91,6 +91,7 @@ void WriteTrain(const JobConfig& job, TomlWriter& w) {
   w.Int("eval_every", t.eval_every);
   w.Int("log_every", t.log_every);
   w.Double("target_accuracy", t.target_accuracy);
+  w.String("on_divergence", t.fail_on_divergence ? "fail" : "continue");
   w.Float("weight_decay", t.weight_decay);
   w.Float("clip_norm", job.clip_norm);
 }

@@ -23,6 +23,10 @@ bool IsClassification(const model::ModelSpec& spec) {
 
 }  // namespace
 
+bool IsDivergence(const Status& status) {
+  return !status.ok() && status.message().starts_with(kDivergedPrefix);
+}
+
 std::string_view StopReasonName(StopReason reason) {
   switch (reason) {
     case StopReason::kCompleted:
@@ -285,7 +289,15 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
         points.push_back({position_.step, Epochs(), "bytes_sent",
                           static_cast<double>(comm.bytes_sent - window_comm.bytes_sent)});
       }
-      listener.Record(points);
+      listener.Record(points);  // a non-finite loss is recorded as what it is, then judged
+      if (const double loss = points.front().value;
+          options_.fail_on_divergence && !std::isfinite(loss)) {
+        return Status::Error(std::string(kDivergedPrefix) + "train_loss became " +
+                             (std::isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf") +
+                             " at step " + std::to_string(position_.step) +
+                             " (train.on_divergence = \"fail\"): lower optimizer.lr, or bound "
+                             "the gradient with train.clip_norm");
+      }
       window_comm = comm;
       window_compute = 0.0;
       window_traffic = {};

@@ -42,6 +42,7 @@ struct TrainOptions {
   std::int64_t eval_every = 0;      // steps between evaluations (0: at the end of every epoch)
   std::int64_t log_every = 100;     // steps between train_* metrics
   double target_accuracy = 0.0;     // stop once eval accuracy reaches it (0: off)
+  bool fail_on_divergence = true;   // a non-finite train_loss ends Run with a divergence error
   float weight_decay = 0.0f;        // L2 on weights (not biases)
   optim::ScheduleOptions schedule;  // total_steps 0 means "the planned run length"
   int rank = 0;
@@ -50,6 +51,12 @@ struct TrainOptions {
   int eval_batch_size = 1000;
   data::AugmentOptions augment;  // applied to training batches of images (see data/augment.h)
 };
+
+// How Run's error starts when the training loss became non-finite and fail_on_divergence is set
+// ("diverged: train_loss became nan at step 40 ..."): the one mark of a divergence, which no
+// restart can mend.
+inline constexpr std::string_view kDivergedPrefix = "diverged: ";
+bool IsDivergence(const Status& status);
 
 // The next batch the loop will run; a checkpoint stores it.
 struct TrainPosition {

@@ -855,7 +855,8 @@ void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop, 
   p.done_stop = stop;
   p.steps = steps;
   p.done_reason = reason;
-  if ((stop == "no_data" || stop == "out_of_memory") && job.hopeless.empty()) {
+  if ((stop == "no_data" || stop == "out_of_memory" || stop == "diverged") &&
+      job.hopeless.empty()) {
     job.hopeless = job.Who(rank) + ": " + error;
   }
   if (stop != "target" || job.target_reached) return;

@@ -198,7 +198,7 @@ Result<json> DiagnoseJob(Store& store, std::int64_t id, std::size_t log_lines) {
                {"summary", m.name + " of worker rank " + std::to_string(m.worker) +
                                " became non-finite at step " + std::to_string(m.step)}};
       next.push_back("the training diverged: lower optimizer.lr, or bound the steps with "
-                     "train.clip_norm; check the data's scale (data.standardize)");
+                     "train.clip_norm; check the data's scale (data.scale = \"standardize\")");
       lines = LastLines(store, id, log_lines, [&m](const LogRow& r) {
         return r.worker == m.worker && r.stream != "daemon" && r.time <= m.time + 1.0;
       });

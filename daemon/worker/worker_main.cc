@@ -101,7 +101,7 @@ struct Admitted {
 
 // Tells the coordinator this process cannot succeed here however often it is restarted — `stop`
 // "no_data": the job's data cannot be read on this host; "out_of_memory": it does not fit its
-// memory — and why. Best effort: the process fails either way.
+// memory; "diverged": its training loss became non-finite — and why. Best effort: the process fails either way.
 void SayHopeless(Upstream& upstream, const char* stop, const std::string& why) {
   const json done = {
       {"v", 1}, {"type", "worker_done"}, {"stop", stop}, {"steps", 0}, {"error", why}};
@@ -299,6 +299,9 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     options.capture = session.Capturer();
     const Result<train::StopReason> why = runner::TrainRecorded(
         trainer, job.checkpoint, recorder, options, resume ? resume->step : -1);
+    if (!why.ok() && train::IsDivergence(why.status())) {  // a restart would diverge again
+      return FailHopeless(upstream, "diverged", why.status().message());
+    }
     if (!why.ok()) return Fail(why.status().message());
     if (Status finished = session.Finish(); !finished.ok()) return Fail(finished.message());
     if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());

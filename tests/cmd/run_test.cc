@@ -1,5 +1,5 @@
 // End to end through the real binary: dtrain run (JSON summary, store contents, exit codes, a
-// diverged loss as what it is in every mode),
+// diverged job failed, or its loss as what it is, in every mode),
 // resume after SIGKILL and after SIGINT (bit-identical to an uninterrupted run), and
 // export -> predict/eval (predictions equal the in-memory model's).
 #include <algorithm>
@@ -140,11 +140,12 @@ BOOST_AUTO_TEST_CASE(json_summary_and_what_the_store_holds) {
   BOOST_TEST(csv.out.find("train_loss") == std::string::npos);
 }
 
-// A model that diverges (linear regression at lr = 5) reads back as diverged in every mode: its
-// loss NaN in the end (infinite on the way where a logged step overflowed: "inf"), in the store,
-// in `metrics --format json` and in the summary, never 0 (several processes sent NaN up their
-// channels as JSON null, which was read as 0).
-BOOST_AUTO_TEST_CASE(a_diverged_loss_reads_back_as_nan_in_every_mode) {
+// A model that diverges (linear regression at lr = 5), in every mode: by default the job fails,
+// its reason naming the metric and the step (and is not restarted); with train.on_divergence =
+// "continue" it ends, and its loss reads back as NaN (infinite on the way where a logged step
+// overflowed: "inf") in the store, in `metrics --format json` and in the summary, never as 0
+// (several processes sent NaN up their channels as JSON null, which was read as 0).
+BOOST_AUTO_TEST_CASE(a_diverged_job_fails_or_its_loss_reads_back_as_nan_in_every_mode) {
   const std::string example =
       (std::filesystem::path(std::getenv("DTRAIN_SOURCE_DIR")) / "examples/linear-regression.toml")
           .string();
@@ -156,17 +157,32 @@ BOOST_AUTO_TEST_CASE(a_diverged_loss_reads_back_as_nan_in_every_mode) {
       {"--set", "cluster.workers=2", "--set", "cluster.mode=async", "--set", "cluster.servers=1"},
       {"--set", "cluster.workers=2", "--set", "cluster.mode=local"}};
   for (const std::vector<std::string>& mode : modes) {
-    TempDir dir;
-    const std::string db = dir.Path("runs.db");
-    std::vector<std::string> argv = {Bin(), "run", example, "--db", db, "--json", "--set",
-                                     "optimizer.lr=5", "--set", "train.log_every=10"};
-    argv.insert(argv.end(), mode.begin(), mode.end());
-    const ProcessResult r = RunProcess(argv, dir.Path(""));
     const std::string name = mode.empty() ? "single" : mode[3];
+    const auto run = [&](const TempDir& dir, const std::string& on_divergence) {
+      std::vector<std::string> argv = {Bin(), "run", example, "--db", dir.Path("runs.db"),
+                                       "--json", "--set", "optimizer.lr=5", "--set",
+                                       "train.log_every=10", "--set",
+                                       "train.on_divergence=" + on_divergence};
+      argv.insert(argv.end(), mode.begin(), mode.end());
+      return RunProcess(argv, dir.Path(""));
+    };
     BOOST_TEST_CONTEXT(name) {
+      TempDir failing;
+      const ProcessResult failed = run(failing, "fail");
+      BOOST_TEST(failed.exit_code == 1, failed.err);
+      const nlohmann::json verdict = ParseJson(failed);
+      BOOST_TEST(verdict["state"] == "failed");
+      const std::string reason = verdict["reason"].get<std::string>();
+      BOOST_TEST(reason.find("diverged: train_loss became ") != std::string::npos, reason);
+      BOOST_TEST(reason.find(" at step ") != std::string::npos, reason);  // inf or nan, by mode
+      BOOST_TEST(reason.find("gave up after") == std::string::npos, reason);  // no restarts
+
+      TempDir dir;
+      const ProcessResult r = run(dir, "continue");
       const nlohmann::json summary = ParseJson(r);
+      BOOST_TEST(summary["state"] == "succeeded", summary.dump());
       BOOST_TEST(summary["metrics"]["loss"].is_null(), summary.dump());  // NaN
-      auto s = OpenStore(db);
+      auto s = OpenStore(dir.Path("runs.db"));
       auto losses = s->Metrics(1, "train_loss");
       BOOST_REQUIRE(losses.ok());
       BOOST_REQUIRE(!losses.value().empty());
@@ -174,9 +190,9 @@ BOOST_AUTO_TEST_CASE(a_diverged_loss_reads_back_as_nan_in_every_mode) {
         BOOST_TEST(m.value != 0.0, "step " << m.step);
       }
       BOOST_TEST(std::isnan(losses.value().back().value));
-      const ProcessResult json = RunProcess(
-          {Bin(), "metrics", "1", "--db", db, "--name", "train_loss", "--format", "json"},
-          dir.Path(""));
+      const ProcessResult json = RunProcess({Bin(), "metrics", "1", "--db", dir.Path("runs.db"),
+                                             "--name", "train_loss", "--format", "json"},
+                                            dir.Path(""));
       BOOST_TEST(json.out.find("\"value\":null") != std::string::npos);
     }
   }
@@ -530,15 +546,16 @@ BOOST_AUTO_TEST_CASE(a_run_of_several_workers_prefixes_lines_as_logs_does) {
   BOOST_TEST(count(each, "train_loss (worker 1):") == 1u, each);
 }
 
-// A run whose loss diverges to NaN records it and ends as any run does (its NaN metrics once
-// failed to store and left the job 'running').
+// A run whose loss diverges to NaN, told to train on (train.on_divergence = "continue"; by
+// default it fails: a_diverged_job_fails_…), records it and ends as any run does (its NaN metrics
+// once failed to store and left the job 'running').
 BOOST_AUTO_TEST_CASE(a_run_whose_loss_goes_nan_records_it_and_ends) {
   TempDir dir;
   const std::string job = dir.Write("job.toml", kQuickJob);
   const std::string db = dir.Path("runs.db");
   const ProcessResult r = RunProcess(
       {Bin(), "run", job, "--db", db, "--set", "optimizer.lr=1000", "--set", "data.noise=5",
-       "--set", "model.activation=\"relu\""},
+       "--set", "model.activation=\"relu\"", "--set", "train.on_divergence=continue"},
       dir.Path(""));
   BOOST_TEST(r.exit_code == 0, r.err);
   const ProcessResult status = RunProcess({Bin(), "status", "1", "--db", db, "--json"}, dir.Path(""));
