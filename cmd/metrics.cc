@@ -102,7 +102,7 @@ void Print(const std::vector<store::MetricRow>& rows, const std::string& format)
                      {"epoch", r.epoch},
                      {"worker", r.worker},
                      {"name", r.name},
-                     {"value", r.value},
+                     {"value", store::MetricValueJson(r.value)},
                      {"time", r.time}});
     }
     std::cout << out.dump() << std::endl;

@@ -88,7 +88,7 @@ void PrintWhy(const WhyArgs& args, const nlohmann::json& why, std::ostream& out,
       out << "resume from it with dtrain run --resume " << id << " --db " << args.db << '\n';
     } else {
       out << "export it with dtrain export " << id << (args.db.empty() ? "" : " --db " + args.db)
-          << '\n';
+          << " -o " << Text(why["name"]) << ".dtm\n";
     }
   }
   out << "  - every line: dtrain logs " << id << (args.db.empty() ? "" : " --db " + args.db)

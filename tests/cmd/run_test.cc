@@ -194,6 +194,17 @@ BOOST_AUTO_TEST_CASE(a_diverged_job_fails_or_its_loss_reads_back_as_nan_in_every
                                              "--name", "train_loss", "--format", "json"},
                                             dir.Path(""));
       BOOST_TEST(json.out.find("\"value\":null") != std::string::npos);
+      // Every point as the store holds it: NaN null, the infinities "inf" and "-inf".
+      const nlohmann::json points = ParseJson(json);
+      BOOST_REQUIRE(points.size() == losses.value().size());
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        const double stored = losses.value()[i].value;
+        const nlohmann::json& shown = points[i]["value"];
+        BOOST_TEST((std::isnan(stored) ? shown.is_null()
+                    : std::isinf(stored) ? shown == (stored > 0 ? "inf" : "-inf")
+                                         : shown == stored),
+                   shown.dump() << " for " << stored);
+      }
     }
   }
 }
