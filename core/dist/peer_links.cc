@@ -156,6 +156,7 @@ Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
       if (polled[i].revents == 0) continue;
       auto at = std::find_if(pending_.begin(), pending_.end(),
                              [fd = polled[i].fd](const Pending& p) { return p.fd == fd; });
+      if (at == pending_.end()) continue;  // each polled descriptor is a pending one; be sure
       std::optional<Result<IntroducedPeer>> peer = ReadIntroduction(*at);
       if (!peer) continue;  // more of it is still to come
       pending_.erase(at);

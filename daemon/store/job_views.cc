@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "daemon/store/metric_value.h"
+
 namespace dtrain::store {
 
 using nlohmann::json;

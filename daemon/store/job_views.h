@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "core/status.h"
-#include "daemon/store/metric_value.h"
 #include "daemon/store/store.h"
 
 namespace dtrain::store {
