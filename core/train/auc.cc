@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -10,6 +11,10 @@ namespace dtrain::train {
 
 double Auc(std::span<const float> scores, std::span<const float> labels) {
   assert(scores.size() == labels.size());
+  // A NaN score ranks nowhere (and would break the sort's ordering): the area is undefined.
+  if (std::ranges::any_of(scores, [](float s) { return std::isnan(s); })) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
   std::vector<std::size_t> order(scores.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::sort(order.begin(), order.end(),
