@@ -192,7 +192,12 @@ Result<train::StopReason> SparseTrainer::Run(SparseListener& listener) {
                           static_cast<double>(comm.bytes_received - window_comm.bytes_received)});
       }
       window_comm = comm;
-      listener.Record(points);
+      listener.Record(points);  // a non-finite loss is recorded as what it is, then judged
+      if (Status judged = train::JudgeTrainLoss(options_, points.front().value, position_.step,
+                                                "lower optimizer.lr or the optimizer's alpha");
+          !judged.ok()) {
+        return judged;
+      }
       window_loss = window_keys = 0.0;
       window_correct = 0;
       window_rows = window_steps = 0;

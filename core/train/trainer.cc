@@ -27,6 +27,15 @@ bool IsDivergence(const Status& status) {
   return !status.ok() && status.message().starts_with(kDivergedPrefix);
 }
 
+Status JudgeTrainLoss(const TrainOptions& options, double loss, std::int64_t step,
+                      std::string_view remedy) {
+  if (!options.fail_on_divergence || std::isfinite(loss)) return Status::Ok();
+  return Status::Error(std::string(kDivergedPrefix) + "train_loss became " +
+                       (std::isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf") + " at step " +
+                       std::to_string(step) + " (train.on_divergence = \"fail\"): " +
+                       std::string(remedy));
+}
+
 std::string_view StopReasonName(StopReason reason) {
   switch (reason) {
     case StopReason::kCompleted:
@@ -290,13 +299,11 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
                           static_cast<double>(comm.bytes_sent - window_comm.bytes_sent)});
       }
       listener.Record(points);  // a non-finite loss is recorded as what it is, then judged
-      if (const double loss = points.front().value;
-          options_.fail_on_divergence && !std::isfinite(loss)) {
-        return Status::Error(std::string(kDivergedPrefix) + "train_loss became " +
-                             (std::isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf") +
-                             " at step " + std::to_string(position_.step) +
-                             " (train.on_divergence = \"fail\"): lower optimizer.lr, or bound "
-                             "the gradient with train.clip_norm");
+      if (Status judged =
+              JudgeTrainLoss(options_, points.front().value, position_.step,
+                             "lower optimizer.lr, or bound the gradient with train.clip_norm");
+          !judged.ok()) {
+        return judged;
       }
       window_comm = comm;
       window_compute = 0.0;

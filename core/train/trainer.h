@@ -57,6 +57,11 @@ struct TrainOptions {
 // restart can mend.
 inline constexpr std::string_view kDivergedPrefix = "diverged: ";
 bool IsDivergence(const Status& status);
+// The one judgement of a logged training loss, for every trainer: Ok while it is finite or
+// options.fail_on_divergence is off, else the divergence error naming the value, the step and
+// `remedy` (what the job file can change: "lower optimizer.lr, or ...").
+Status JudgeTrainLoss(const TrainOptions& options, double loss, std::int64_t step,
+                      std::string_view remedy);
 
 // The next batch the loop will run; a checkpoint stores it.
 struct TrainPosition {

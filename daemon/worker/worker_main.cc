@@ -115,6 +115,13 @@ int FailHopeless(Upstream& upstream, const char* stop, const std::string& why) {
   return Fail(why);
 }
 
+// A training run's failure: a divergence is hopeless (a restart would diverge again), anything
+// else may be mended by a restart.
+int FailTraining(Upstream& upstream, const Status& why) {
+  if (train::IsDivergence(why)) return FailHopeless(upstream, "diverged", why.message());
+  return Fail(why.message());
+}
+
 Result<Admitted> ReadAdmission(Upstream& upstream, std::chrono::milliseconds timeout) {
   const std::int64_t job_id = upstream.job();
   Result<json> admitted = ReadReply(upstream, timeout);
@@ -226,7 +233,7 @@ int RunSparseReplica(Upstream& upstream, const Admitted& admitted,
       job.cluster.Servers() > 0
           ? runner::RunSparseReplica(job, data.value(), placement, recorder, options, resume)
           : runner::RunSparse(job, data.value(), recorder, options, resume);
-  if (!ran.ok()) return Fail(ran.status().message());
+  if (!ran.ok()) return FailTraining(upstream, ran.status());
   if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
   const char* stop = StopName(ran.value().why);
   if (Status said = SayDone(upstream, stop, ran.value().steps); !said.ok()) {
@@ -299,10 +306,7 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     options.capture = session.Capturer();
     const Result<train::StopReason> why = runner::TrainRecorded(
         trainer, job.checkpoint, recorder, options, resume ? resume->step : -1);
-    if (!why.ok() && train::IsDivergence(why.status())) {  // a restart would diverge again
-      return FailHopeless(upstream, "diverged", why.status().message());
-    }
-    if (!why.ok()) return Fail(why.status().message());
+    if (!why.ok()) return FailTraining(upstream, why.status());
     if (Status finished = session.Finish(); !finished.ok()) return Fail(finished.message());
     if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
 

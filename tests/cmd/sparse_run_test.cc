@@ -215,6 +215,53 @@ BOOST_AUTO_TEST_CASE(two_sync_replicas_end_the_same_every_run) {
   BOOST_TEST(first.params.back() == second.params.back());
 }
 
+// A sparse model's training loss is judged as a dense one's: with features far too large for
+// plain SGD at a large rate, the weights overflow within a few steps and the job fails naming
+// the step, alone and as two Downpour replicas; with on_divergence = "continue" it ends as any
+// run does, its non-finite loss stored as what it is.
+BOOST_AUTO_TEST_CASE(a_diverged_sparse_job_fails_with_the_step) {
+  TempDir dir;
+  std::string rows;
+  for (int r = 0; r < 200; ++r) {
+    rows += std::to_string(r % 2) + " " + std::to_string(1 + r % 7) + ":3e18 " +
+            std::to_string(10 + r % 5) + ":-2e18\n";
+  }
+  dir.Write("train.svm", rows);
+  dir.Write("test.svm", rows);
+  const std::string job = dir.Write("job.toml", SparseJob(2));
+  const std::vector<std::string> diverging{"optimizer.type=\"sgd\"", "optimizer.lr=1000",
+                                           "train.log_every=2"};
+  const auto run = [&](const std::string& name, std::vector<std::string> settings) {
+    std::vector<std::string> args{Bin(), "run", job, "--db", dir.Path(name + ".db"), "--json"};
+    settings.insert(settings.begin(), diverging.begin(), diverging.end());
+    for (const std::string& s : settings) args.insert(args.end(), {"--set", s});
+    return RunProcess(args, dir.Path(""));
+  };
+  for (const auto& [name, settings] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"single", {}},
+           {"async", {"cluster.mode=async", "cluster.workers=2", "cluster.servers=1"}}}) {
+    BOOST_TEST_CONTEXT(name) {
+      const ProcessResult failed = run(name, settings);
+      BOOST_TEST(failed.exit_code == 1, failed.err);
+      const nlohmann::json verdict = ParseJson(failed);
+      BOOST_TEST(verdict["state"] == "failed");
+      const std::string reason = verdict["reason"].get<std::string>();
+      BOOST_TEST(reason.find("diverged: train_loss became ") != std::string::npos, reason);
+      BOOST_TEST(reason.find(" at step ") != std::string::npos, reason);
+      BOOST_TEST(reason.find("gave up after") == std::string::npos, reason);  // no restarts
+    }
+  }
+  const ProcessResult continued = run("continue", {"train.on_divergence=\"continue\""});
+  BOOST_TEST(continued.exit_code == 0, continued.err);
+  BOOST_TEST(ParseJson(continued)["state"] == "succeeded");
+  const auto losses = OpenStore(dir.Path("continue.db"))->Metrics(1, "train_loss");
+  BOOST_REQUIRE(losses.ok());
+  BOOST_TEST(std::ranges::any_of(losses.value(), [](const store::MetricRow& m) {
+    return !std::isfinite(m.value);
+  }));
+}
+
 // A streamed training file (data.stream, blocks of about 50 KiB here) trains a model as good as
 // the file read whole, alone or as two Downpour replicas each reading its own blocks.
 BOOST_AUTO_TEST_CASE(a_streamed_file_trains_as_well_as_one_read_whole) {
