@@ -444,8 +444,9 @@ BOOST_AUTO_TEST_CASE(a_full_disk_fails_the_checkpoint_keeps_the_previous_and_say
   // The newest checkpoint that was committed still loads and verifies.
   const json newest = d.Request({{"type", "checkpoint"}, {"id", id}});
   BOOST_TEST(newest["ok"] == true, newest.dump());
-  // The worker's own words made it into the log, although the disk is full.
-  BOOST_TEST(AnyContains(LogLines(d, id), "checkpoint failed"));
+  // The worker's own words make it into the log, although the disk is full. The job's reason is
+  // set before the worker has read the refusal, so its line may come a moment later.
+  BOOST_TEST(WaitUntil([&] { return AnyContains(LogLines(d, id), "checkpoint failed"); }));
   std::filesystem::remove(filler);
   const json recovered = WaitEnded(d, id);
   BOOST_TEST(recovered["state"] == "succeeded", recovered.dump());
