@@ -28,10 +28,7 @@ int Resume(const ResumeArgs& args, const GlobalOptions& globals) {
   QueuedJob how;
   how.what = "resumed";
   how.no_wait = args.no_wait;
-  how.json = args.json;
-  // Its lines carry their rank when it has several processes (as submit knows from its file).
-  const auto workers = job.find("workers");
-  how.prefix_ranks = workers != job.end() && workers->is_array() && workers->size() > 1;
+  how.json = args.json;  // lines get their rank from the first of a rank other than 0
   return FollowQueuedJob(client.value(), job, how);
 }
 

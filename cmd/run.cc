@@ -37,6 +37,13 @@ struct RunArgs {
   bool resume_flag = false;
 };
 
+// How the user goes on with a stopped run: the store named unless it is the default one.
+std::string ResumeCommand(const RunArgs& args, std::int64_t job_id) {
+  std::string command = "dtrain run --resume " + std::to_string(job_id);
+  if (args.db != kDefaultDb) command += " --db " + args.db;
+  return command;
+}
+
 // Makes a previously interrupted/crashed job runnable again; refuses one that is finished or
 // still being run by a live process.
 Status PrepareResume(store::Store& store, std::int64_t job_id) {
@@ -180,6 +187,9 @@ int RunWithWorkers(const RunArgs& args, const config::JobConfig& job, std::int64
   outcome.state = ended.value();
   outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (auto record = store.GetJob(job_id); record.ok()) outcome.reason = record.value().reason;
+  if (outcome.state == store::JobState::kCancelled) {
+    outcome.reason += "; resume with " + ResumeCommand(args, job_id);
+  }
   FillFinalEval(store, job_id, job, &outcome);
   PrintSummary(args, job, job_id, outcome);
   return outcome.state == store::JobState::kSucceeded   ? kExitOk
@@ -278,8 +288,7 @@ int Run(const RunArgs& args) {
   runner::RunOptions options;
   options.stop = StopFlag();
   options.observer = &progress;
-  options.resume_command = "dtrain run --resume " + std::to_string(job_id);
-  if (args.db != kDefaultDb) options.resume_command += " --db " + args.db;
+  options.resume_command = ResumeCommand(args, job_id);
   auto outcome = runner::RunJobInProcess(job, job_id, *store, options);
   progress.Finish();
   const int code = !outcome.ok()                                          ? kExitFailed

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cmd/run_checks.h"
 #include "common/process.h"
@@ -45,10 +46,13 @@ schedule = "cosine"
 every_steps = 50
 )";
 
-// Runs the job into `db` and stops it with SIGINT after its first checkpoint; returns the step
-// it stopped at.
-std::int64_t RunAndInterrupt(const TempDir& dir, const std::string& job, const std::string& db) {
-  auto child = StartProcess({Bin(), "run", job, "--db", db, "--json"}, dir.Path(""));
+// Runs the job into `db` (with `more` arguments) and stops it with SIGINT after its first
+// checkpoint; returns the step it stopped at.
+std::int64_t RunAndInterrupt(const TempDir& dir, const std::string& job, const std::string& db,
+                             const std::vector<std::string>& more = {}) {
+  std::vector<std::string> argv = {Bin(), "run", job, "--db", db, "--json"};
+  argv.insert(argv.end(), more.begin(), more.end());
+  auto child = StartProcess(argv, dir.Path(""));
   WaitForCheckpoint(db, 1, 50);
   child.Signal(SIGINT);
   const ProcessResult stopped = child.Wait();
@@ -121,6 +125,13 @@ BOOST_AUTO_TEST_CASE(set_on_resume_applies_what_may_change_and_refuses_the_rest)
   for (const store::MetricRow& m : lr.value()) {
     BOOST_TEST(m.value == static_cast<double>(0.01f), "step " << m.step);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_run_of_several_workers_stopped_by_ctrl_c_says_how_to_resume_it) {
+  TempDir dir;
+  const std::string job = dir.Write("job.toml", kJob);
+  RunAndInterrupt(dir, job, dir.Path("workers.db"),
+                  {"--set", "cluster.workers=2", "--set", "cluster.mode=sync"});
 }
 
 BOOST_AUTO_TEST_CASE(resume_on_a_missing_store_is_an_error_and_creates_nothing) {

@@ -1,5 +1,6 @@
 // The lifecycle of ended daemon jobs through the real CLI and a real dtraind: `dtrain resume`
-// continues a cancelled job from its checkpoint with what may change (and refuses the rest),
+// continues a cancelled job from its checkpoint with what may change (and refuses the rest, also
+// from a client that skips dtrain's checks),
 // `dtrain rm` refuses a running job and removes an ended one, `dtrain prune` removes by age and
 // state and the store file shrinks; on a shared machine, another user may neither resume nor
 // remove a job, and prunes only their own.
@@ -132,6 +133,32 @@ BOOST_AUTO_TEST_CASE(resume_continues_a_cancelled_job_from_its_checkpoint_with_n
   BOOST_TEST(again.exit_code == 1, again.err);
   BOOST_TEST(again.err.find("nothing to resume") != std::string::npos, again.err);
   BOOST_TEST(Dtrain(d, {"resume", "99"}).exit_code == 4);
+}
+
+// A client that skips dtrain's own checks: every malformed or forbidden request is refused with
+// its reason, nothing changes, and the daemon answers on.
+BOOST_AUTO_TEST_CASE(raw_requests_are_checked_by_the_daemon) {
+  DaemonFixture d;
+  const std::int64_t id = CancelledJob(d, 10);
+  const json not_a_list = d.Request({{"type", "resume"}, {"id", id}, {"set", "train.epochs=1"}});
+  BOOST_TEST(not_a_list["code"] == "bad_request", not_a_list.dump());
+  const json data = d.Request(
+      {{"type", "resume"}, {"id", id}, {"set", {"data.train=/etc/shadow", "train.epochs=1"}}});
+  BOOST_TEST(data["code"] == "invalid_job", data.dump());
+  BOOST_REQUIRE(data["diagnostics"].size() == 1u);
+  BOOST_TEST(data["diagnostics"][0]["key"] == "data.train");
+  const json bad_value = d.Request({{"type", "resume"}, {"id", id}, {"set", {"train.epochs=-3"}}});
+  BOOST_TEST(bad_value["code"] == "invalid_job", bad_value.dump());
+  BOOST_TEST(d.Status(id)["state"] == "cancelled");
+  BOOST_TEST(d.Request({{"type", "rm"}})["code"] == "bad_request");
+  BOOST_TEST(d.Request({{"type", "prune"}})["code"] == "bad_request");
+  BOOST_TEST(d.Request({{"type", "prune"}, {"older_than", -1}})["code"] == "bad_request");
+  BOOST_TEST(
+      d.Request({{"type", "prune"}, {"older_than", 0}, {"states", {"running"}}})["code"] ==
+      "bad_request");
+  BOOST_TEST(d.Request({{"type", "prune"}, {"older_than", 0}, {"states", 7}})["code"] ==
+             "bad_request");
+  BOOST_TEST(d.Status(id)["state"] == "cancelled");
 }
 
 BOOST_AUTO_TEST_CASE(rm_refuses_a_running_job_and_removes_an_ended_one) {
