@@ -42,6 +42,8 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
   AddSubmitCommand(*app, globals, exit_code);
   AddStatusAndListCommands(*app, globals, exit_code);
   AddCancelCommand(*app, globals, exit_code);
+  AddResumeCommand(*app, globals, exit_code);
+  AddRemoveAndPruneCommands(*app, globals, exit_code);
   AddWaitCommand(*app, globals, exit_code);
   AddLogsCommand(*app, globals, exit_code);
   AddWhyCommand(*app, globals, exit_code);

@@ -41,6 +41,8 @@ void AddValidateCommand(CLI::App& app, int& exit_code);
 void AddSubmitCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddStatusAndListCommands(CLI::App& app, Globals globals, int& exit_code);
 void AddCancelCommand(CLI::App& app, Globals globals, int& exit_code);
+void AddResumeCommand(CLI::App& app, Globals globals, int& exit_code);
+void AddRemoveAndPruneCommands(CLI::App& app, Globals globals, int& exit_code);
 void AddWaitCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddLogsCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddWhyCommand(CLI::App& app, Globals globals, int& exit_code);

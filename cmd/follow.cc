@@ -114,6 +114,33 @@ int FinishFollowing(const nlohmann::json& job, bool json) {
   return ExitCodeForState(info.state);
 }
 
+int FollowQueuedJob(DaemonClient& client, const nlohmann::json& job, const QueuedJob& how) {
+  const std::int64_t id = JsonInt(job, "id");
+  if (how.no_wait) {
+    if (how.json) {
+      std::cout << job.dump() << std::endl;
+    } else {
+      std::cout << id << std::endl;
+    }
+    return kExitOk;
+  }
+  std::cerr << "dtrain: " << how.what << " job " << id << " (" << JsonString(job, "name")
+            << ") to " << client.socket_path() << "; Ctrl-C stops following it\n";
+  InstallStopHandlers();
+  LogQuery query;
+  query.job = id;
+  query.follow = true;
+  query.prefix_ranks = how.prefix_ranks;
+  // A resumed job's earlier attempts printed before it was queued again.
+  if (const auto updated = job.find("updated"); updated != job.end() && updated->is_number()) {
+    query.since = updated->get<double>();
+  }
+  CliResult<nlohmann::json> ended =
+      how.json ? WaitForJob(client, id) : StreamLogs(client, query);
+  if (!ended.ok()) return ReportFollowError(ended.error(), id);
+  return FinishFollowing(ended.value(), how.json);
+}
+
 int ReportFollowError(const CliError& error, std::int64_t job) {
   if (error.exit_code != kExitInterrupted) return Report(error);
   const std::string id = std::to_string(job);

@@ -47,6 +47,18 @@ CliResult<nlohmann::json> WaitForJob(DaemonClient& client, std::int64_t job);
 // returns the job's exit code (ExitCodeForState).
 int FinishFollowing(const nlohmann::json& job, bool json);
 
+// The end of `submit` and `resume`, once the daemon queued the job (`job`, its JOB object):
+// with `no_wait` its id (or with `json` the object) at once; else "dtrain: <what> job N" on
+// stderr and its log lines from now on (with `json`, nothing until it ends) until it has ended,
+// then FinishFollowing. Returns the exit code.
+struct QueuedJob {
+  const char* what = "submitted";  // or "resumed"
+  bool prefix_ranks = false;       // the job has several processes
+  bool no_wait = false;
+  bool json = false;
+};
+int FollowQueuedJob(DaemonClient& client, const nlohmann::json& job, const QueuedJob& how);
+
 // Reports an error that ended following job `job`: for Ctrl-C, that the job keeps running and
 // how to get back to it; any other error as Report does. Returns the error's exit code.
 int ReportFollowError(const CliError& error, std::int64_t job);

@@ -1,5 +1,4 @@
 // dtrain run: train a job in the foreground, recording into a local store file.
-#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +19,7 @@
 #include "cmd/terminal.h"
 #include "config/job_file.h"
 #include "config/job_layout.h"
+#include "config/resume_settings.h"
 #include "core/net/host_info.h"
 #include "daemon/runner/local_run.h"
 #include "daemon/store/metric_value.h"
@@ -37,6 +37,13 @@ struct RunArgs {
   bool resume_flag = false;
 };
 
+// How the user goes on with a stopped run: the store named unless it is the default one.
+std::string ResumeCommand(const RunArgs& args, std::int64_t job_id) {
+  std::string command = "dtrain run --resume " + std::to_string(job_id);
+  if (args.db != kDefaultDb) command += " --db " + args.db;
+  return command;
+}
+
 // Makes a previously interrupted/crashed job runnable again; refuses one that is finished or
 // still being run by a live process.
 Status PrepareResume(store::Store& store, std::int64_t job_id) {
@@ -46,20 +53,7 @@ Status PrepareResume(store::Store& store, std::int64_t job_id) {
   if (state == store::JobState::kSucceeded) {
     return Status::Error("job " + std::to_string(job_id) + " already succeeded");
   }
-  auto workers = store.Workers(job_id);
-  if (!workers.ok()) return workers.status();
-  for (const store::WorkerRecord& w : workers.value()) {
-    if (w.state == store::WorkerState::kRunning && w.host == net::LocalHostName() && w.pid > 0 &&
-        ::kill(static_cast<pid_t>(w.pid), 0) == 0) {
-      return Status::Error("job " + std::to_string(job_id) + " is being run by process " +
-                           std::to_string(w.pid));
-    }
-    if (w.state == store::WorkerState::kRunning) {
-      // That process is gone without recording its exit (killed): record it now.
-      Status s = store.RecordWorkerExit(w.id, -1, SIGKILL);
-      if (!s.ok()) return s;
-    }
-  }
+  if (Status gone = RecordGoneWorkers(store, job_id); !gone.ok()) return gone;
   if (store::IsTerminal(state)) {
     return store.SetJobState(job_id, store::JobState::kQueued, "resumed by the user");
   }
@@ -193,6 +187,9 @@ int RunWithWorkers(const RunArgs& args, const config::JobConfig& job, std::int64
   outcome.state = ended.value();
   outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (auto record = store.GetJob(job_id); record.ok()) outcome.reason = record.value().reason;
+  if (outcome.state == store::JobState::kCancelled) {
+    outcome.reason += "; resume with " + ResumeCommand(args, job_id);
+  }
   FillFinalEval(store, job_id, job, &outcome);
   PrintSummary(args, job, job_id, outcome);
   return outcome.state == store::JobState::kSucceeded   ? kExitOk
@@ -206,7 +203,9 @@ int Run(const RunArgs& args) {
     PrintError("run needs a job file, or --resume JOB");
     return kExitUsage;
   }
-  CliResult<std::unique_ptr<store::Store>> opened = OpenStore(args.db);
+  // Resuming needs the store that holds the job: a mistyped --db must not create an empty one.
+  CliResult<std::unique_ptr<store::Store>> opened =
+      resume ? OpenExistingStore(args.db) : OpenStore(args.db);
   if (!opened.ok()) return Report(opened.error());
   store::Store* store = opened.value().get();
 
@@ -219,9 +218,16 @@ int Run(const RunArgs& args) {
       PrintError("--resume takes a job id, got '" + args.resume + "'");
       return kExitUsage;
     }
-    CliResult<config::JobConfig> stored = StoredJobConfig(*store, job_id, args.db);
-    if (!stored.ok()) return Report(stored.error());
-    job = std::move(stored).value();
+    CliResult<store::JobRecord> record = StoredJob(*store, job_id, args.db);
+    if (!record.ok()) return Report(record.error());
+    // --set changes what may change on resume, and refuses anything else.
+    config::LoadResult settled = config::ApplyResumeSettings(
+        record.value().spec_toml, "job " + std::to_string(job_id), args.overrides);
+    if (!settled.ok()) {
+      PrintDiagnostics(settled.diagnostics, "job " + std::to_string(job_id));
+      return kExitUsage;
+    }
+    job = std::move(*settled.job);
   } else {
     config::LoadResult loaded = config::LoadJobFile(
         args.job_file, args.overrides, {config::DataFiles::kCheck, net::PhysicalMemory()});
@@ -259,6 +265,10 @@ int Run(const RunArgs& args) {
   }
   if (resume) {
     Status prepared = PrepareResume(*store, job_id);
+    if (prepared.ok() && !args.resume.empty() && !args.overrides.empty()) {
+      prepared = store->SetJobSpec(job_id, config::FormatResolvedJob(job),
+                                   config::ResumeSettingsReason(args.overrides));
+    }
     if (!prepared.ok()) {
       PrintError(prepared.message());
       return kExitFailed;
@@ -278,6 +288,7 @@ int Run(const RunArgs& args) {
   runner::RunOptions options;
   options.stop = StopFlag();
   options.observer = &progress;
+  options.resume_command = ResumeCommand(args, job_id);
   auto outcome = runner::RunJobInProcess(job, job_id, *store, options);
   progress.Finish();
   const int code = !outcome.ok()                                          ? kExitFailed
@@ -301,7 +312,9 @@ void AddRunCommand(CLI::App& app, int& exit_code) {
   CLI::App* run = app.add_subcommand(
       "run", "Train a job in the foreground, without a daemon, recording into a local store");
   run->add_option("job_file", args->job_file, "The job file (job.toml)");
-  run->add_option("--set", args->overrides, "Override a job-file key: --set train.epochs=1")
+  run->add_option("--set", args->overrides,
+                  "Override a job-file key: --set train.epochs=1 (with --resume JOB: only what "
+                  "may change on resume)")
       ->type_name("KEY=VALUE");
   run->add_option("--db", args->db, "The store file")->type_name("PATH")->capture_default_str();
   run->add_flag("--json", args->json, "Print one JSON object as the summary");

@@ -1,9 +1,12 @@
 #include "cmd/stored_job.h"
 
+#include <signal.h>
+
 #include <filesystem>
 #include <system_error>
 
 #include "config/job_file.h"
+#include "core/net/host_info.h"
 
 namespace dtrain::cli {
 
@@ -41,6 +44,22 @@ CliResult<store::JobRecord> StoredJob(store::Store& store, std::int64_t job_id,
     if (job.id == job_id) return ErrorFrom(record.status());
   }
   return CliError{kExitNotFound, db + " has no job " + std::to_string(job_id), "not_found", {}};
+}
+
+Status RecordGoneWorkers(store::Store& store, std::int64_t job_id) {
+  auto workers = store.Workers(job_id);
+  if (!workers.ok()) return workers.status();
+  for (const store::WorkerRecord& w : workers.value()) {
+    if (w.state != store::WorkerState::kRunning) continue;
+    if (w.host == net::LocalHostName() && w.pid > 0 &&
+        ::kill(static_cast<pid_t>(w.pid), 0) == 0) {
+      return Status::Error("job " + std::to_string(job_id) + " is being run by process " +
+                           std::to_string(w.pid));
+    }
+    // That process is gone without recording its exit (killed): record it now.
+    if (Status s = store.RecordWorkerExit(w.id, -1, SIGKILL); !s.ok()) return s;
+  }
+  return Status::Ok();
 }
 
 CliResult<config::JobConfig> ParseRecordedJob(const std::string& spec_toml, std::int64_t job_id) {

@@ -35,6 +35,11 @@ CliResult<std::unique_ptr<store::Store>> OpenStoreWithJob(const std::string& db,
 CliResult<store::JobRecord> StoredJob(store::Store& store, std::int64_t job_id,
                                       const std::string& db);
 
+// A job of a local store left unended (queued .. recovering): an error naming the process while
+// a live process on this host runs it; otherwise the exit of each worker recorded as running,
+// whose process is gone (killed), is recorded now, and the job may be taken over.
+Status RecordGoneWorkers(store::Store& store, std::int64_t job_id);
+
 // A recorded, fully resolved job file parsed back (exit code kExitFailed if it no longer
 // validates, e.g. a data file has gone).
 CliResult<config::JobConfig> ParseRecordedJob(const std::string& spec_toml, std::int64_t job_id);

@@ -10,7 +10,6 @@
 #include "cmd/daemon_client.h"
 #include "cmd/exit_codes.h"
 #include "cmd/follow.h"
-#include "cmd/interrupt.h"
 #include "cmd/json_fields.h"
 #include "config/job_file.h"
 #include "config/toml_text.h"
@@ -55,28 +54,11 @@ int Submit(const SubmitArgs& args, const GlobalOptions& globals) {
   if (args.priority_given) request["priority"] = job.priority;
   CliResult<nlohmann::json> reply = client.value().Request(std::move(request));
   if (!reply.ok()) return Report(reply.error());
-  const nlohmann::json& job_object = JsonObject(reply.value(), "job");
-  const std::int64_t id = JsonInt(job_object, "id");
-
-  if (args.no_wait) {
-    if (args.json) {
-      std::cout << job_object.dump() << std::endl;
-    } else {
-      std::cout << id << std::endl;
-    }
-    return kExitOk;
-  }
-  std::cerr << "dtrain: submitted job " << id << " (" << job.name << ") to "
-            << client.value().socket_path() << "; Ctrl-C stops following it\n";
-  InstallStopHandlers();
-  LogQuery query;
-  query.job = id;
-  query.follow = true;
-  query.prefix_ranks = job.cluster.Processes() > 1;
-  CliResult<nlohmann::json> ended =
-      args.json ? WaitForJob(client.value(), id) : StreamLogs(client.value(), query);
-  if (!ended.ok()) return ReportFollowError(ended.error(), id);
-  return FinishFollowing(ended.value(), args.json);
+  QueuedJob how;
+  how.prefix_ranks = job.cluster.Processes() > 1;
+  how.no_wait = args.no_wait;
+  how.json = args.json;
+  return FollowQueuedJob(client.value(), JsonObject(reply.value(), "job"), how);
 }
 
 }  // namespace

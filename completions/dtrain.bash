@@ -10,16 +10,19 @@ _dtrain() {
       --socket) i=$((i + 1)) ;;
       --host) i=$((i + 1)) ;;
       --key-file) i=$((i + 1)) ;;
-      run|submit|status|list|cancel|wait|logs|why|metrics|checkpoints|export|validate|predict|eval|version|nodes|keygen|completion) sub="${COMP_WORDS[i]}"; at=$i; break ;;
+      run|submit|status|list|cancel|resume|rm|prune|wait|logs|why|metrics|checkpoints|export|validate|predict|eval|version|nodes|keygen|completion) sub="${COMP_WORDS[i]}"; at=$i; break ;;
     esac
   done
   case "$sub" in
-    "") opts="run submit status list cancel wait logs why metrics checkpoints export validate predict eval version nodes keygen completion --help -h --version --socket --host --key-file" ;;
+    "") opts="run submit status list cancel resume rm prune wait logs why metrics checkpoints export validate predict eval version nodes keygen completion --help -h --version --socket --host --key-file" ;;
     run) opts="--help -h --set --db --json --resume --socket --host --key-file"; valued="$valued --set --db --resume"; first=toml ;;
     submit) opts="--help -h --set --name --priority --no-wait --json --socket --host --key-file"; valued="$valued --set --name --priority"; first=toml ;;
     status) opts="--help -h --json --db --socket --host --key-file"; valued="$valued --db"; first=job ;;
     list) opts="--help -h --state --limit --json --db --socket --host --key-file"; valued="$valued --state --limit --db" ;;
     cancel) opts="--help -h --json --socket --host --key-file"; first=job ;;
+    resume) opts="--help -h --set --no-wait --json --socket --host --key-file"; valued="$valued --set"; first=job ;;
+    rm) opts="--help -h --db --json --socket --host --key-file"; valued="$valued --db"; first=job ;;
+    prune) opts="--help -h --older-than --state --db --dry-run --json --socket --host --key-file"; valued="$valued --older-than --state --db" ;;
     wait) opts="--help -h --json --socket --host --key-file"; first=job ;;
     logs) opts="--help -h --follow -f --worker --tail --since --db --socket --host --key-file"; valued="$valued --worker --tail --since --db"; first=job ;;
     why) opts="--help -h --lines --json --db --socket --host --key-file"; valued="$valued --lines --db"; first=job ;;

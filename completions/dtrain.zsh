@@ -14,6 +14,9 @@ _dtrain() {
     'status:Show a job in detail (state, reason, workers, events), or the recent jobs'
     'list:List the jobs, newest first'
     'cancel:Cancel a job\: its workers checkpoint and stop'
+    'resume:Queue a failed or cancelled daemon job again, from its newest checkpoint; follow it'
+    'rm:Delete ended jobs and all they recorded from the store; it gives the space back'
+    'prune:Delete your ended jobs older than an age (root\: everyone'\''s); the store shrinks'
     'wait:Wait until a job ends; exit 0 if it succeeded, 1 if it failed, 130 if cancelled'
     'logs:Print a job'\''s log lines; -f follows them'
     'why:Say what went wrong with a job first\: the failed process, its last lines, a non-finite loss, the restarts, and what to do next'
@@ -45,7 +48,7 @@ _dtrain() {
           _arguments \
             '--help[Print this help message and exit]' \
             '-h[Print this help message and exit]' \
-            '--set[Override a job-file key\: --set train.epochs=1]:set:_files' \
+            '--set[Override a job-file key\: --set train.epochs=1 (with --resume JOB\: only what may change on resume)]:set:_files' \
             '--db[The store file]:db:_files' \
             '--json[Print one JSON object as the summary]' \
             '--resume[Continue a job from its newest checkpoint\: by id, or (no value) the newest unfinished job of this job file]:resume:_files' \
@@ -96,6 +99,39 @@ _dtrain() {
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
             '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '1:job:_dtrain_jobs' ;;
+        resume)
+          _arguments \
+            '--help[Print this help message and exit]' \
+            '-h[Print this help message and exit]' \
+            '--set[Change what may change on resume\: --set train.epochs=4 (see dtrain(1))]:set:_files' \
+            '--no-wait[Print the job id and return at once]' \
+            '--json[Print the job object (at once with --no-wait, else when it has ended)]' \
+            '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
+            '1:job:_dtrain_jobs' ;;
+        rm)
+          _arguments \
+            '--help[Print this help message and exit]' \
+            '-h[Print this help message and exit]' \
+            '--db[Delete from this store file instead of the daemon'\''s]:db:_files' \
+            '--json[Print {"removed"\: (...), "reclaimed"\: BYTES}]' \
+            '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
+            '1:job:_dtrain_jobs' ;;
+        prune)
+          _arguments \
+            '--help[Print this help message and exit]' \
+            '-h[Print this help message and exit]' \
+            '--older-than[Jobs that ended (last changed) longer ago than this\: 12h, 30d, 2w]:older-than:_files' \
+            '--state[Only jobs in this state\: succeeded, failed, cancelled (repeat it or give a comma list; default\: all three)]:state:_files' \
+            '--db[Prune this store file instead of the daemon'\''s]:db:_files' \
+            '--dry-run[List what would be removed, remove nothing]' \
+            '--json[Print {"removed"\: (...), "reclaimed"\: BYTES, "dry_run"\: BOOL}]' \
+            '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' ;;
         wait)
           _arguments \
             '--help[Print this help message and exit]' \

@@ -39,13 +39,18 @@ Status EnterStarting(store::Store& store, std::int64_t job_id) {
 }
 
 // Why a job stopped on request, and how to go on with it.
-std::string Interrupted(const char* unit, std::int64_t at, std::int64_t job_id) {
+std::string Interrupted(const char* unit, std::int64_t at, std::int64_t job_id,
+                        const RunOptions& options) {
+  const std::string command = options.resume_command.empty()
+                                  ? "dtrain run --resume " + std::to_string(job_id)
+                                  : options.resume_command;
   return "interrupted at " + std::string(unit) + " " + std::to_string(at) +
-         " after a checkpoint; resume with dtrain run --resume " + std::to_string(job_id);
+         " after a checkpoint; resume with " + command;
 }
 
 // The job's final reason after a training loop stopped for `why` at `steps`.
-std::string DescribeEnd(train::StopReason why, std::int64_t steps, std::int64_t job_id) {
+std::string DescribeEnd(train::StopReason why, std::int64_t steps, std::int64_t job_id,
+                        const RunOptions& options) {
   switch (why) {
     case train::StopReason::kCompleted:
       return "completed " + std::to_string(steps) + " steps";
@@ -54,7 +59,7 @@ std::string DescribeEnd(train::StopReason why, std::int64_t steps, std::int64_t 
     case train::StopReason::kRequested:
       break;
   }
-  return Interrupted("step", steps, job_id);
+  return Interrupted("step", steps, job_id, options);
 }
 
 }  // namespace
@@ -116,7 +121,7 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
       }
       return finish(ran.value().why == train::StopReason::kRequested ? JobState::kCancelled
                                                                      : JobState::kSucceeded,
-                    DescribeEnd(ran.value().why, outcome.steps, job_id));
+                    DescribeEnd(ran.value().why, outcome.steps, job_id, options));
     }
     doing = "reading the job's data";
     auto loaded = LoadJobData(job);
@@ -140,7 +145,8 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
       outcome.steps = ran.value().iterations;
       outcome.final_eval = ran.value().final_eval;
       if (ran.value().why == train::StopReason::kRequested) {
-        return finish(JobState::kCancelled, Interrupted("iteration", outcome.steps, job_id));
+        return finish(JobState::kCancelled,
+                      Interrupted("iteration", outcome.steps, job_id, options));
       }
       return finish(JobState::kSucceeded, DescribeLbfgsEnd(ran.value()));
     }
@@ -180,7 +186,7 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
 
     return finish(
         why.value() == train::StopReason::kRequested ? JobState::kCancelled : JobState::kSucceeded,
-        DescribeEnd(why.value(), outcome.steps, job_id));
+        DescribeEnd(why.value(), outcome.steps, job_id, options));
   } catch (const std::bad_alloc&) {
     return finish(JobState::kFailed, OutOfMemory(doing, job));
   }

@@ -56,7 +56,8 @@ bool IsQuery(const std::string& type) {
 std::optional<std::string> MissingField(const std::string& type, const json& request) {
   const bool needs_id = type == "status" || type == "cancel" || type == "wait" ||
                         type == "logs" || type == "metrics" || type == "checkpoints" ||
-                        type == "checkpoint" || type == "why";
+                        type == "checkpoint" || type == "why" || type == "resume" ||
+                        type == "rm";
   if (needs_id && !IntField(request, "id")) return type + " needs \"id\" (an integer)";
   return std::nullopt;
 }

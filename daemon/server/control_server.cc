@@ -31,6 +31,7 @@
 #include "daemon/server/nodes_view.h"
 #include "daemon/server/worker_channel_request.h"
 #include "daemon/store/job_diagnosis.h"
+#include "daemon/store/job_removal.h"
 #include "daemon/store/job_views.h"
 
 extern char** environ;
@@ -209,7 +210,51 @@ Caller PeerCaller(int fd) {
 // Whether a request acts for a user (its uid matters), rather than only reading shared state.
 bool ActsForUser(const std::string& type) {
   return type == "submit" || type == "cancel" || type == "logs" || type == "checkpoint" ||
-         type == "why";
+         type == "why" || type == "resume" || type == "rm" || type == "prune";
+}
+
+json RemovedReply(const Removed& removed, bool dry_run) {
+  if (removed.refusal) return Error(*removed.refusal);
+  json jobs = json::array();
+  for (const store::JobRecord& job : removed.jobs) jobs.push_back(store::RemovedJobJson(job));
+  json reply = Ok();
+  reply["removed"] = std::move(jobs);
+  reply["reclaimed"] = removed.reclaimed;
+  reply["dry_run"] = dry_run;
+  return reply;
+}
+
+// The `set` of a resume request: a list of strings (absent: none); nullopt when ill-typed.
+std::optional<std::vector<std::string>> SetField(const json& request) {
+  std::vector<std::string> overrides;
+  const auto it = request.find("set");
+  if (it == request.end()) return overrides;
+  if (!it->is_array()) return std::nullopt;
+  for (const json& item : *it) {
+    if (!item.is_string()) return std::nullopt;
+    overrides.push_back(item.get<std::string>());
+  }
+  return overrides;
+}
+
+// A prune request's filter for `caller` (root: everyone's jobs); an error for bad fields.
+Result<store::PruneFilter> PruneFilterOf(const json& request, uid_t caller) {
+  store::PruneFilter filter;
+  const double older_than = NumberField(request, "older_than").value_or(-1);
+  if (older_than < 0) return Status::Error("prune needs \"older_than\" (seconds, at least 0)");
+  filter.before =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+      older_than;
+  if (const auto states = request.find("states"); states != request.end()) {
+    if (!states->is_array()) return Status::Error("prune's \"states\" is a list of state names");
+    for (const json& name : *states) {
+      Result<JobState> state = store::ParseEndedState(name.is_string() ? name.get<std::string>() : "");
+      if (!state.ok()) return state.status();
+      filter.states.push_back(state.value());
+    }
+  }
+  if (caller != 0) filter.owner = static_cast<std::int64_t>(caller);
+  return filter;
 }
 
 }  // namespace
@@ -294,6 +339,12 @@ struct ControlServer::Impl {
     json reply = Ok();
     reply["job"] = std::move(job).value();
     co_return reply;
+  }
+
+  // The refusal's error, or else the job's reply (after a change the manager accepted).
+  asio::awaitable<json> JobReplyUnless(std::optional<Refusal> refused, std::int64_t id) {
+    if (refused) co_return Error(*refused);
+    co_return co_await JobReply(id);
   }
 
   // Waits (polling the store) until the job has ended; false if it does not exist.
@@ -525,13 +576,31 @@ struct ControlServer::Impl {
       co_return co_await WriteJson(socket, reply_);
     }
     if (type == "cancel") {
-      std::optional<Refusal> refused = co_await jobs.Cancel(*id, acting.uid);
-      json reply_;
-      if (refused) {
-        reply_ = Error(*refused);
-      } else {
-        reply_ = co_await JobReply(*id);
+      const json reply_ = co_await JobReplyUnless(co_await jobs.Cancel(*id, acting.uid), *id);
+      co_return co_await WriteJson(socket, reply_);
+    }
+    if (type == "resume") {
+      const std::optional<std::vector<std::string>> overrides = SetField(request);
+      if (!overrides) {
+        const json reply_ = Error("bad_request", "resume's \"set\" is a list of KEY=VALUE strings");
+        co_return co_await WriteJson(socket, reply_);
       }
+      const json reply_ =
+          co_await JobReplyUnless(co_await jobs.Resume(*id, acting.uid, *overrides), *id);
+      co_return co_await WriteJson(socket, reply_);
+    }
+    if (type == "rm") {
+      const json reply_ = RemovedReply(co_await jobs.Remove(*id, acting.uid), false);
+      co_return co_await WriteJson(socket, reply_);
+    }
+    if (type == "prune") {
+      Result<store::PruneFilter> filter = PruneFilterOf(request, acting.uid);
+      if (!filter.ok()) {
+        const json reply_ = Error("bad_request", filter.status().message());
+        co_return co_await WriteJson(socket, reply_);
+      }
+      const bool dry_run = BoolField(request, "dry_run");
+      const json reply_ = RemovedReply(co_await jobs.Prune(filter.value(), dry_run), dry_run);
       co_return co_await WriteJson(socket, reply_);
     }
     if (type == "wait") {

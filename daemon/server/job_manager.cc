@@ -419,14 +419,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   }
   if (const uid_t uid = job->owner.uid;
       settings_.limits.log_quota_per_user > 0 && !user_logs_.contains(uid)) {
-    // What the store holds of this user's logs counts against their quota.
-    const Result<store::Store::LogVolume> stored =
-        co_await OffThread(pool_, [this, uid] { return store_.LogVolumeOfOwner(uid); });
-    const store::Store::LogVolume v = stored.ok() ? stored.value() : store::Store::LogVolume{};
-    user_logs_.try_emplace(uid, settings_.limits.log_quota_per_user,
-                           "of uid " + std::to_string(uid) + "'s jobs in this store",
-                           "uid " + std::to_string(uid) + "'s log quota reached",
-                           v.bytes + v.lines * LogQuota::kRowCost);
+    co_await ChargeUserLogs(uid);
     job = jobs_.at(id).get();
   }
   const int count = job->config.cluster.Processes();

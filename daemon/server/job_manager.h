@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -44,6 +45,7 @@
 #include "daemon/server/log_quota.h"
 #include "daemon/server/placement.h"
 #include "daemon/server/supervisor.h"
+#include "daemon/store/job_removal.h"
 #include "daemon/store/store.h"
 
 namespace asio {
@@ -92,6 +94,13 @@ struct Refusal {
 
 struct Submitted {
   std::int64_t id = 0;
+  std::optional<Refusal> refusal;
+};
+
+// What `rm` or `prune` removed from the store (or, for a dry run, would remove).
+struct Removed {
+  std::vector<store::JobRecord> jobs;
+  std::uint64_t reclaimed = 0;  // bytes the store's file shrank by
   std::optional<Refusal> refusal;
 };
 
@@ -145,6 +154,19 @@ class JobManager {
                                     std::optional<int> priority);
   // Returns once the job has ended (queued jobs at once; running ones once their worker exited).
   asio::awaitable<std::optional<Refusal>> Cancel(std::int64_t id, uid_t caller);
+
+  // The lifecycle of ended jobs (job_lifecycle.cc); each is refused (denied) unless `caller`
+  // owns the job or is root. Resume: a failed or cancelled job is queued again under its id, as
+  // a new attempt that continues from its newest checkpoint, with `overrides` of what may change
+  // on resume (config/resume_settings.h; invalid_job for anything else) recorded in its job
+  // file. Remove: deletes an ended job and all it recorded, and gives the space back (conflict
+  // while it is queued or running). Prune: removes the ended jobs `filter` selects that are not
+  // active here (filter.owner: the caller, unless root); a dry run only lists them. Removing a
+  // user's jobs frees their share of [limits] log_quota_per_user.
+  asio::awaitable<std::optional<Refusal>> Resume(std::int64_t id, uid_t caller,
+                                                 std::vector<std::string> overrides);
+  asio::awaitable<Removed> Remove(std::int64_t id, uid_t caller);
+  asio::awaitable<Removed> Prune(store::PruneFilter filter, bool dry_run);
 
   // Returns once every process of the job has said hello (or the rendezvous failed: a process
   // exited, or cluster.timeout_seconds passed). `slurm_task`: the hello came on a channel opened
@@ -210,6 +232,16 @@ class JobManager {
   // Makes `launch` run as `owner` (when this daemon runs jobs as their owners) with the job
   // environment of that account (launch.h, account.h); an error when the account is unknown.
   Status AsOwner(const Owner& owner, Launch& launch) const;
+  // (Re)reads what the store holds of `uid`'s logs into their [limits] log_quota_per_user.
+  asio::awaitable<void> ChargeUserLogs(uid_t uid);
+  // After jobs were deleted: gives the space back and recharges their owners' log quotas.
+  asio::awaitable<std::uint64_t> AfterRemoval(const std::vector<store::JobRecord>& removed);
+  // Whether `caller` may change job `id`: a refusal unless the job exists, is the caller's (or
+  // the caller is root), has ended, is not active here and is not being changed already; else
+  // nullopt with *record filled in. `what` names the change in messages ("resume", "remove").
+  asio::awaitable<std::optional<Refusal>> CheckEndedJob(std::int64_t id, uid_t caller,
+                                                        const std::string& what,
+                                                        store::JobRecord* record);
   // A line a process of job `id` printed: stored while the attempt's log quota allows.
   void OnLine(std::int64_t id, int rank, std::string_view stream, std::string_view line);
   // Records that process `rank` (pid `pid`) started, and its exit if it came first.
@@ -290,6 +322,7 @@ class JobManager {
   // [limits] log_quota_per_user: per uid, charged with what the store held of that user's logs
   // when the user's first attempt since the daemon started (or reloaded) began.
   std::map<uid_t, LogQuota> user_logs_;
+  std::set<std::int64_t> changing_;  // ended jobs being resumed or removed: one change at a time
   bool shutting_down_ = false;
   bool schedule_later_ = false;  // ScheduleLater is pending
 };

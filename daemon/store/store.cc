@@ -31,9 +31,13 @@ Status WithPath(const std::string& path, const Status& status) {
 }
 
 // The write connection: WAL so readers never block the writer nor it them; FULL so that a
-// commit is on disk when it returns; foreign keys so rows cannot name a missing job.
+// commit is on disk when it returns; foreign keys so rows cannot name a missing job;
+// incremental vacuum in a new file.
 Status ConfigureWriter(Database& db) {
   if (Status s = db.Exec(kBusyTimeout); !s.ok()) return s;
+  // Takes effect in a new file only, before WAL mode writes its first page: deletions can then
+  // be given back bit by bit (Reclaim). An older file keeps its mode until Reclaim rewrites it.
+  if (Status s = db.Exec("PRAGMA auto_vacuum = INCREMENTAL"); !s.ok()) return s;
   Result<std::string> mode = db.QueryText("PRAGMA journal_mode = WAL");
   if (!mode.ok()) return mode.status();
   if (mode.value() != "wal") {
@@ -243,6 +247,98 @@ Result<JobRecord> Store::GetJob(std::int64_t job) {
   if (!rows.ok()) return rows.status();
   if (rows.value().empty()) return Status::Error("no " + JobName(job));
   return std::move(rows.value().front());
+}
+
+Status Store::SetJobSpec(std::int64_t job, const std::string& spec_toml,
+                         const std::string& reason) {
+  const double now = Now();
+  Status status = writer_->Execute([&](Database& db) -> Status {
+    Result<JobState> state = CurrentState(db, job);
+    if (!state.ok()) return state.status();
+    Result<Statement> update =
+        db.Prepare("UPDATE jobs SET spec_toml = ?2, updated = ?3 WHERE id = ?1");
+    if (!update.ok()) return update.status();
+    update.value().BindInt(1, job).BindText(2, spec_toml).BindDouble(3, now);
+    if (Status s = update.value().Run(); !s.ok()) return s;
+    return InsertEvent(db, job, now, state.value(), state.value(), reason);
+  });
+  if (!status.ok()) return Status::Error(JobName(job) + ": " + status.message());
+  return status;
+}
+
+Result<JobRecord> Store::DeleteJob(std::int64_t job) {
+  JobRecord deleted;
+  Status status = writer_->Execute([&](Database& db) -> Status {
+    Result<Statement> select =
+        db.Prepare("SELECT " + std::string(kJobColumns) + " FROM jobs WHERE id = ?1");
+    if (!select.ok()) return select.status();
+    select.value().BindInt(1, job);
+    Result<bool> row = select.value().Step();
+    if (!row.ok()) return row.status();
+    if (!row.value()) return Status::Error("no " + JobName(job));
+    Result<JobRecord> record = ParseJob(select.value());
+    if (!record.ok()) return record.status();
+    if (!IsTerminal(record.value().state)) {
+      return Status::Error("it is " + std::string(JobStateName(record.value().state)) +
+                           ", not ended");
+    }
+    deleted = std::move(record).value();
+    // The job's rows in the other tables go with it (ON DELETE CASCADE).
+    Result<Statement> remove = db.Prepare("DELETE FROM jobs WHERE id = ?1");
+    if (!remove.ok()) return remove.status();
+    remove.value().BindInt(1, job);
+    return remove.value().Run();
+  });
+  if (!status.ok()) return Status::Error(JobName(job) + ": " + status.message());
+  return deleted;
+}
+
+Result<std::uint64_t> Store::Reclaim() {
+  // Pages given back per transaction: 4 MiB of 4 KiB pages.
+  constexpr std::int64_t kPagesPerStep = 1024;
+  std::int64_t page_size = 0, before = 0, free_pages = 0, after = 0;
+  auto count = [](Database& db, std::int64_t* pages, std::int64_t* free) -> Status {
+    Result<std::int64_t> n = db.QueryInt("PRAGMA page_count");
+    if (!n.ok()) return n.status();
+    *pages = n.value();
+    Result<std::int64_t> f = db.QueryInt("PRAGMA freelist_count");
+    if (!f.ok()) return f.status();
+    *free = f.value();
+    return Status::Ok();
+  };
+  Status status = writer_->ExecuteBare([&](Database& db) -> Status {
+    Result<std::int64_t> size = db.QueryInt("PRAGMA page_size");
+    if (!size.ok()) return size.status();
+    page_size = size.value();
+    if (Status s = count(db, &before, &free_pages); !s.ok()) return s;
+    Result<std::int64_t> mode = db.QueryInt("PRAGMA auto_vacuum");
+    if (!mode.ok()) return mode.status();
+    if (mode.value() == 2) return Status::Ok();  // incremental: step by step below
+    // An older file: switching its mode takes one VACUUM, which also frees every page now.
+    if (Status s = db.Exec("PRAGMA auto_vacuum = INCREMENTAL"); !s.ok()) return s;
+    free_pages = 0;
+    return db.Exec("VACUUM");
+  });
+  for (std::int64_t previous = -1; status.ok() && free_pages > 0 && free_pages != previous;) {
+    previous = free_pages;  // a step that frees nothing ends the loop
+    status = writer_->ExecuteBare([&](Database& db) -> Status {
+      if (Status s = db.Exec("PRAGMA incremental_vacuum(" + std::to_string(kPagesPerStep) + ")");
+          !s.ok()) {
+        return s;
+      }
+      std::int64_t pages = 0;
+      return count(db, &pages, &free_pages);
+    });
+  }
+  if (status.ok()) {
+    status = writer_->ExecuteBare([&](Database& db) -> Status {
+      // The database file shrinks when the WAL is copied back into it; the WAL is emptied too.
+      if (Status s = db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); !s.ok()) return s;
+      return count(db, &after, &free_pages);
+    });
+  }
+  if (!status.ok()) return Status::Error("cannot reclaim the store's free space: " + status.message());
+  return static_cast<std::uint64_t>(std::max<std::int64_t>(0, before - after) * page_size);
 }
 
 Result<std::vector<JobRecord>> Store::ListJobs() {

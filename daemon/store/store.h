@@ -84,6 +84,18 @@ class Store {
   // replica restarted alone while the job runs on.
   Status NoteEvent(std::int64_t job, const std::string& reason);
   Result<JobRecord> GetJob(std::int64_t job);
+  // Replaces the job file of a job about to resume with changed settings
+  // (config/resume_settings.h) and records an event with `reason` (its state stays).
+  Status SetJobSpec(std::int64_t job, const std::string& spec_toml, const std::string& reason);
+  // Deletes a job that has ended with everything recorded of it (events, workers, metrics, logs,
+  // checkpoints) and returns its record; refused, deleting nothing, while it has not ended. Its
+  // id is never given to another job. The file keeps the space until Reclaim.
+  Result<JobRecord> DeleteJob(std::int64_t job);
+  // Gives the space deleted rows left free back to the file system: a few MiB per transaction,
+  // so that other writes go in between, then the WAL is checkpointed and truncated. A file made
+  // before stores kept incremental vacuum on is rewritten once (VACUUM), holding other writes
+  // off meanwhile (readers go on). Returns by how many bytes the database file shrank.
+  Result<std::uint64_t> Reclaim();
   Result<std::vector<JobRecord>> ListJobs();                  // by id
   Result<std::vector<EventRecord>> Events(std::int64_t job);  // in the order they happened
   // How many jobs are in each state (states with none are absent).

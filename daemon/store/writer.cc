@@ -64,6 +64,13 @@ Status Writer::Execute(const std::function<Status(Database&)>& body, OnDiskFull 
   return result.get();
 }
 
+Status Writer::ExecuteBare(const std::function<Status(Database&)>& body) {
+  std::promise<Status> done;
+  std::future<Status> result = done.get_future();
+  Post(Transaction{&body, OnDiskFull::kFail, std::move(done), true}, 0);
+  return result.get();
+}
+
 Status Writer::Flush() {
   std::promise<Status> done;
   std::future<Status> result = done.get_future();
@@ -114,7 +121,9 @@ void Writer::Process(std::vector<Request>& requests) {
     }
     if (auto* transaction = std::get_if<Transaction>(&*it)) {
       transaction->done.set_value(
-          Commit([&] { return (*transaction->body)(db_); }, transaction->on_full));
+          transaction->bare
+              ? (*transaction->body)(db_)
+              : Commit([&] { return (*transaction->body)(db_); }, transaction->on_full));
     } else {
       std::get<Barrier>(*it).done.set_value(TakeDropReport());
     }

@@ -91,6 +91,9 @@ class Writer {
   // fails) after everything queued before it, and returns its status once committed.
   Status Execute(const std::function<Status(Database&)>& body,
                  OnDiskFull on_full = OnDiskFull::kUseReserve);
+  // The same outside any transaction, for what SQLite refuses in one (VACUUM) or commits on its
+  // own (PRAGMA incremental_vacuum, wal_checkpoint).
+  Status ExecuteBare(const std::function<Status(Database&)>& body);
 
   // Waits until everything queued before the call is committed. Returns an error if rows
   // appended since the previous Flush (by any thread) were dropped, saying how many and the
@@ -102,6 +105,7 @@ class Writer {
     const std::function<Status(Database&)>* body;  // not owned: Execute waits for it
     OnDiskFull on_full;
     std::promise<Status> done;
+    bool bare = false;  // ExecuteBare: no BEGIN ... COMMIT around it
   };
   struct Barrier {
     std::promise<Status> done;

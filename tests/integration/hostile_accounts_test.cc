@@ -424,6 +424,13 @@ BOOST_AUTO_TEST_CASE(a_users_jobs_together_keep_at_most_its_log_quota_even_acros
   const std::vector<json> third = FloodThenCancel(d, d.Submit(kQuietJob), 100, kReached, 1);
   BOOST_TEST(Count(third, "flood ") == 0u);
   BOOST_TEST(Count(third, kReached) == 1u);  // said once, at once
+  // Removing the user's jobs frees their share: a new job's lines are kept again.
+  for (const std::int64_t id : {1, 2, 3}) {
+    BOOST_TEST(d.Request({{"type", "rm"}, {"id", id}})["ok"] == true);
+  }
+  const std::vector<json> fourth = FloodThenCancel(d, d.Submit(kQuietJob), 100, "flood ", 100);
+  BOOST_TEST(Count(fourth, "flood ") == 100u);
+  BOOST_TEST(Count(fourth, kReached) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_workers_flood_on_a_peer_is_bounded_there_and_bad_bytes_harm_nothing) {
