@@ -1,10 +1,33 @@
 #include <CLI/CLI.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "cmd/commands.h"
 #include "cmd/terminal.h"
+#include "config/suggest.h"
 #include "daemon/worker/worker_command.h"
 
 namespace dtrain::cli {
+namespace {
+
+// When no subcommand was recognised, a first word that is none ("dtrain stauts") is what went
+// wrong, not that a subcommand is required: said with the near command, else `what`.
+std::string UnknownCommand(const CLI::App& root, const std::string& what) {
+  const std::vector<std::string> extra = root.remaining();
+  if (extra.empty() || extra.front().starts_with("-")) return what;
+  std::vector<std::string> names;
+  for (const CLI::App* sub :
+       root.get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); })) {
+    names.push_back(sub->get_name());
+  }
+  const std::vector<std::string_view> views(names.begin(), names.end());
+  const std::string_view close = config::ClosestName(extra.front(), views);
+  return "unknown command '" + extra.front() + "'" +
+         (close.empty() ? "" : " (did you mean '" + std::string(close) + "'?)");
+}
+
+}  // namespace
 
 std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
   auto app = std::make_unique<CLI::App>(
@@ -17,7 +40,8 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
   app->failure_message([](const CLI::App* root, const CLI::Error& e) {
     std::string command = "dtrain";
     for (const CLI::App* sub : root->get_subcommands()) command += " " + sub->get_name();
-    return "dtrain: " + Paint(ColorOnStderr(), kBoldRed, "error:") + " " + e.what() + "\nRun '" +
+    const std::string what = command == "dtrain" ? UnknownCommand(*root, e.what()) : e.what();
+    return "dtrain: " + Paint(ColorOnStderr(), kBoldRed, "error:") + " " + what + "\nRun '" +
            command + " --help' for more information.\n";
   });
   app->set_version_flag("--version", std::string("dtrain ") + kVersion);

@@ -5,11 +5,13 @@
 // Beyond subcommands and options, the scripts complete a job id where a subcommand's first
 // positional is one (its name is "job"), from `dtrain list --json --limit 50` run quietly at
 // completion time (nothing when no daemon answers), and *.toml files where it is a job file
-// (named "job_file"). Global options (kGlobalGroup) are offered everywhere.
+// (named "job_file"). The values of an option or positional with a fixed list (cmd/choices.h) are
+// that list. Global options (kGlobalGroup) are offered everywhere.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <sstream>
 
+#include "cmd/choices.h"
 #include "cmd/commands.h"
 #include "cmd/exit_codes.h"
 
@@ -21,16 +23,18 @@ struct OptionInfo {
   std::string short_name;  // without the dash, may be empty
   std::string description;
   bool takes_value;
+  std::vector<std::string> choices;  // its values, when they are a fixed list
 };
 
 // What a subcommand's first positional argument is.
-enum class Positional { kNone, kJob, kJobFile, kFile };
+enum class Positional { kNone, kJob, kJobFile, kFile, kChoices };
 
 struct CommandInfo {
   std::string name;
   std::string description;
   std::vector<OptionInfo> options;
   Positional first = Positional::kNone;
+  std::vector<std::string> first_choices;  // kChoices: the values
 };
 
 struct Tree {
@@ -43,29 +47,31 @@ struct Tree {
 constexpr const char* kJobIds =
     "dtrain list --json --limit 50 2>/dev/null | grep -o '\"id\":[0-9]*' | cut -d: -f2";
 
-OptionInfo Describe(const CLI::Option& opt) {
+OptionInfo Describe(CLI::Option& opt) {
   const auto& shorts = opt.get_snames();
   return {opt.get_lnames().front(), shorts.empty() ? "" : shorts.front(), opt.get_description(),
-          opt.get_expected_max() != 0};
+          opt.get_expected_max() != 0, ChoicesOf(opt)};
 }
 
 // Hidden subcommands (the internal `worker`) have no group and are left out.
-Tree Describe(const CLI::App& root) {
+Tree Describe(CLI::App& root) {
   Tree tree;
-  for (const CLI::Option* opt : root.get_options()) {
+  for (CLI::Option* opt : root.get_options()) {
     if (opt->get_lnames().empty()) continue;
     tree.root.push_back(Describe(*opt));
     if (opt->get_group() == kGlobalGroup) tree.globals.push_back(Describe(*opt));
   }
-  for (const CLI::App* sub : root.get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); })) {
-    CommandInfo cmd{sub->get_name(), sub->get_description(), {}, Positional::kNone};
-    for (const CLI::Option* opt : sub->get_options()) {
+  for (CLI::App* sub : root.get_subcommands([](CLI::App* s) { return !s->get_group().empty(); })) {
+    CommandInfo cmd{sub->get_name(), sub->get_description(), {}, Positional::kNone, {}};
+    for (CLI::Option* opt : sub->get_options()) {
       if (!opt->nonpositional()) {
         if (cmd.first == Positional::kNone) {
           const std::string& name = opt->get_name();
-          cmd.first = name == "job"        ? Positional::kJob
-                      : name == "job_file" ? Positional::kJobFile
-                                           : Positional::kFile;
+          cmd.first_choices = ChoicesOf(*opt);
+          cmd.first = !cmd.first_choices.empty() ? Positional::kChoices
+                      : name == "job"            ? Positional::kJob
+                      : name == "job_file"       ? Positional::kJobFile
+                                                 : Positional::kFile;
         }
         continue;
       }
@@ -109,6 +115,13 @@ std::string Names(const std::vector<OptionInfo>& options, bool only_valued) {
   return out;
 }
 
+// "a b c": a list of values as one word list.
+std::string Words(const std::vector<std::string>& values) {
+  std::string out;
+  for (const std::string& v : values) out += (out.empty() ? "" : " ") + v;
+  return out;
+}
+
 std::string Bash(const Tree& tree) {
   std::string names, alternatives;
   for (const CommandInfo& c : tree.commands) {
@@ -141,7 +154,17 @@ std::string Bash(const Tree& tree) {
     if (!valued.empty()) s << "; valued=\"$valued " << valued << "\"";
     if (c.first == Positional::kJob) s << "; first=job";
     if (c.first == Positional::kJobFile) s << "; first=toml";
+    if (c.first == Positional::kChoices) s << "; first=\"" << Words(c.first_choices) << "\"";
     s << " ;;\n";
+  }
+  s << "  esac\n"
+    << "  case \"$sub $prev\" in\n";
+  for (const CommandInfo& c : tree.commands) {
+    for (const OptionInfo& o : c.options) {
+      if (o.choices.empty()) continue;
+      s << "    \"" << c.name << " --" << o.long_name << "\") COMPREPLY=($(compgen -W \""
+        << Words(o.choices) << "\" -- \"$cur\")); return ;;\n";
+    }
   }
   s << "  esac\n"
     << "  if [[ \" $valued \" == *\" $prev \"* ]]; then\n"
@@ -164,6 +187,8 @@ std::string Bash(const Tree& tree) {
     << "    COMPREPLY=($(compgen -W \"$(_dtrain_jobs)\" -- \"$cur\"))\n"
     << "  elif [[ $n -eq 0 && \"$first\" == toml ]]; then\n"
     << "    COMPREPLY=($(compgen -f -X '!*.toml' -- \"$cur\") $(compgen -d -- \"$cur\"))\n"
+    << "  elif [[ $n -eq 0 && -n \"$first\" ]]; then\n"
+    << "    COMPREPLY=($(compgen -W \"$first\" -- \"$cur\"))\n"
     << "  else\n"
     << "    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
     << "  fi\n"
@@ -172,9 +197,11 @@ std::string Bash(const Tree& tree) {
   return s.str();
 }
 
-// One _arguments spec per option name: '--name[description]:name:_files' for a value.
+// One _arguments spec per option name: '--name[description]:name:_files' for a value, or
+// ':name:(a b c)' for a value from a list.
 void ZshOption(std::ostringstream& s, const OptionInfo& o, const std::string& indent) {
-  const std::string value = o.takes_value ? ":" + o.long_name + ":_files" : "";
+  const std::string values = o.choices.empty() ? "_files" : "(" + Words(o.choices) + ")";
+  const std::string value = o.takes_value ? ":" + o.long_name + ":" + values : "";
   s << " \\\n"
     << indent << "'--" << o.long_name << "[" << ZshQuoted(o.description) << "]" << value << "'";
   if (!o.short_name.empty()) {
@@ -222,6 +249,9 @@ std::string Zsh(const Tree& tree) {
       case Positional::kFile:
         s << " \\\n            '*:file:_files'";
         break;
+      case Positional::kChoices:
+        s << " \\\n            '1:value:(" << Words(c.first_choices) << ")'";
+        break;
       case Positional::kNone:
         break;
     }
@@ -237,7 +267,8 @@ std::string Zsh(const Tree& tree) {
 void FishOption(std::ostringstream& s, const std::string& when, const OptionInfo& o) {
   s << "complete -c dtrain" << when << " -l " << o.long_name;
   if (!o.short_name.empty()) s << " -s " << o.short_name;
-  if (o.takes_value) s << " -r -F";
+  if (o.takes_value && o.choices.empty()) s << " -r -F";
+  if (o.takes_value && !o.choices.empty()) s << " -r -f -a '" << Words(o.choices) << "'";
   s << " -d '" << SingleQuoted(o.description) << "'\n";
 }
 
@@ -269,6 +300,9 @@ std::string Fish(const Tree& tree) {
       case Positional::kFile:
         s << "complete -c dtrain" << when << " -F\n";
         break;
+      case Positional::kChoices:
+        s << "complete -c dtrain" << when << " -a '" << Words(c.first_choices) << "'\n";
+        break;
       case Positional::kNone:
         break;
     }
@@ -281,9 +315,7 @@ std::string Fish(const Tree& tree) {
 void AddCompletionCommand(CLI::App& app, int& exit_code) {
   auto shell = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("completion", "Print a shell completion script");
-  cmd->add_option("shell", *shell, "bash, zsh or fish")
-      ->required()
-      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+  Choices(cmd->add_option("shell", *shell, "The shell"), {"bash", "zsh", "fish"})->required();
   cmd->callback([shell, &app, &exit_code] {
     const Tree tree = Describe(app);
     std::cout << (*shell == "bash" ? Bash(tree) : *shell == "zsh" ? Zsh(tree) : Fish(tree));

@@ -1,6 +1,7 @@
 // dtrain metrics: a job's recorded metrics, from the daemon or from a store file (--db), as a
 // table, CSV, JSON or a plot over steps.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <limits>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "cmd/choices.h"
 #include "cmd/cli_error.h"
 #include "cmd/commands.h"
 #include "cmd/daemon_client.h"
@@ -18,6 +20,7 @@
 #include "cmd/stored_job.h"
 #include "daemon/store/metric_value.h"
 #include "cmd/terminal.h"
+#include "config/suggest.h"
 
 namespace dtrain::cli {
 namespace {
@@ -121,14 +124,49 @@ void Print(const std::vector<store::MetricRow>& rows, const std::string& format)
   }
 }
 
+CliResult<std::vector<store::MetricRow>> Rows(const MetricsArgs& args,
+                                              const GlobalOptions& globals) {
+  return args.db.empty() ? FromDaemon(args, globals) : FromStore(args);
+}
+
+// --name that no metric of the job has: the names it has, and the near one.
+CliError NoSuchMetric(const MetricsArgs& args, const GlobalOptions& globals) {
+  MetricsArgs all = args;
+  all.name.clear();
+  CliResult<std::vector<store::MetricRow>> rows = Rows(all, globals);
+  if (!rows.ok()) return rows.error();
+  std::set<std::string> names;
+  for (const store::MetricRow& row : rows.value()) names.insert(row.name);
+  std::string message = "job " + std::to_string(args.job) + " has no metric whose name contains '" +
+                        args.name + "'";
+  if (names.empty()) return {kExitUsage, message + "; it has recorded no metrics yet", "", {}};
+  // Candidates: the names and their words ("accuracy" of "eval_accuracy"), as --name matches parts.
+  std::vector<std::string> words;
+  std::string listed;
+  for (const std::string& name : names) {
+    listed += (listed.empty() ? "" : ", ") + name;
+    words.push_back(name);
+    for (std::size_t begin = 0, end; begin < name.size(); begin = end + 1) {
+      end = std::min(name.find('_', begin), name.size());
+      words.push_back(name.substr(begin, end - begin));
+    }
+  }
+  message += "; its metrics: " + listed;
+  const std::vector<std::string_view> candidates(words.begin(), words.end());
+  if (const std::string_view close = config::ClosestName(args.name, candidates); !close.empty()) {
+    message += " (did you mean --name " + std::string(close) + "?)";
+  }
+  return {kExitUsage, message, "", {}};
+}
+
 int Metrics(const MetricsArgs& args, const GlobalOptions& globals) {
-  CliResult<std::vector<store::MetricRow>> rows =
-      args.db.empty() ? FromDaemon(args, globals) : FromStore(args);
+  CliResult<std::vector<store::MetricRow>> rows = Rows(args, globals);
   if (!rows.ok()) return Report(rows.error());
   std::vector<store::MetricRow> kept;
   for (store::MetricRow& row : rows.value()) {
     if (row.name.find(args.name) != std::string::npos) kept.push_back(std::move(row));
   }
+  if (kept.empty() && !args.name.empty()) return Report(NoSuchMetric(args, globals));
   if (args.plot) {
     Plot(kept, args.per_worker);
   } else {
@@ -146,9 +184,9 @@ void AddMetricsCommand(CLI::App& app, Globals globals, int& exit_code) {
   cmd->add_option("--name", args->name,
                   "Only metrics whose name contains this (e.g. loss, eval_accuracy)")
       ->type_name("NAME");
-  CLI::Option* format = cmd->add_option("--format", args->format, "Output format")
-                            ->check(CLI::IsMember({"table", "csv", "json"}))
-                            ->capture_default_str();
+  CLI::Option* format =
+      Choices(cmd->add_option("--format", args->format, "Output format"), {"table", "csv", "json"})
+          ->capture_default_str();
   CLI::Option* plot =
       cmd->add_flag("--plot", args->plot,
                     "Plot each metric over the steps in the terminal (the workers' mean)")

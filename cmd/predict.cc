@@ -6,11 +6,13 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cmd/choices.h"
 #include "cmd/commands.h"
 #include "cmd/exit_codes.h"
 #include "cmd/terminal.h"
 #include "config/job_file.h"
 #include "core/codec/file_bytes.h"
+#include "core/data/readers.h"
 #include "core/sparse/sparse_inference.h"
 #include "core/train/inference.h"
 #include "daemon/runner/job_data.h"
@@ -27,12 +29,55 @@ struct InferenceArgs {
   std::string labels;
   std::string format;
   bool json = false;
+  bool proba = false;         // predict: class probabilities instead of classes
   bool needs_labels = false;  // eval compares with labels; predict needs none
 };
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The format a data file's name tells ("csv", "libsvm", "idx"), or "" when it tells none.
+std::string_view FormatOfName(const std::string& path) {
+  if (EndsWith(path, ".csv")) return "csv";
+  if (EndsWith(path, ".svm") || EndsWith(path, ".libsvm")) return "libsvm";
+  if (path.find("ubyte") != std::string::npos || EndsWith(path, ".idx") || EndsWith(path, ".gz")) {
+    return "idx";
+  }
+  return "";
+}
+
+// What the arguments lack to name the data: a data file where the job file goes, or nothing.
+Status CheckDataNamed(const InferenceArgs& args) {
+  if (args.data.empty() && args.job_file.empty()) {
+    return Status::Error("name the data: --data PATH, or a job file whose held-out data to use");
+  }
+  if (!args.job_file.empty() && args.data.empty() && !FormatOfName(args.job_file).empty()) {
+    return Status::Error(args.job_file + " is a data file, not a job file: name it with --data " +
+                         args.job_file);
+  }
+  return Status::Ok();
+}
+
+// A CSV file's rows for `spec`: its last column the label, or, when it has exactly the model's
+// features (and the labels are not needed), no label column at all.
+Result<data::Dataset> ReadCsvInput(const InferenceArgs& args, const model::ModelSpec& spec) {
+  const config::DataConfig defaults;
+  data::CsvOptions csv;
+  csv.header = defaults.header;
+  csv.delimiter = defaults.delimiter;
+  csv.classification = spec.loss != model::LossType::kMeanSquaredError;
+  Result<std::vector<std::string>> first = data::ReadCsvFirstLine(args.data, csv.delimiter);
+  if (!first.ok()) return first.status();
+  if (first.value().size() == static_cast<std::size_t>(spec.inputs)) {
+    if (args.needs_labels) {
+      return Status::Error(args.data + " has " + std::to_string(spec.inputs) +
+                           " columns, the model's features, and no label column to compare with");
+    }
+    csv.labels = false;
+  }
+  return data::ReadCsv(args.data, csv);
 }
 
 // The job file named by the arguments, loaded, or why not.
@@ -52,29 +97,21 @@ Result<config::JobConfig> LoadArgsJob(const InferenceArgs& args) {
 Result<data::Dataset> LoadInput(const InferenceArgs& args, const model::ModelSpec& spec) {
   const bool classification = spec.loss != model::LossType::kMeanSquaredError;
   if (!args.data.empty()) {
+    const std::string format =
+        args.format.empty() ? std::string(FormatOfName(args.data)) : args.format;
+    if (format == "csv") return ReadCsvInput(args, spec);
     config::DataConfig d;
-    std::string format = args.format;
-    if (format.empty()) {
-      format = EndsWith(args.data, ".csv")                                     ? "csv"
-               : EndsWith(args.data, ".svm") || EndsWith(args.data, ".libsvm") ? "libsvm"
-                                                                               : "idx";
-    }
-    if (format == "csv") {
-      d.format = config::DataFormat::kCsv;
-    } else if (format == "libsvm") {
+    if (format == "libsvm") {
       d.format = config::DataFormat::kLibsvm;
       d.features = spec.inputs;
-    } else if (format == "idx") {
+    } else {  // idx, also for a name that tells no format
       d.format = config::DataFormat::kIdx;
       if (args.labels.empty() && args.needs_labels) {
         return Status::Error("eval of IDX images needs their labels: --labels PATH");
       }
-    } else {
-      return Status::Error("--format must be one of: idx, csv, libsvm; got '" + format + "'");
     }
     return runner::ReadJobDataset(d, args.data, args.labels, classification);
   }
-  if (args.job_file.empty()) return Status::Error("name the data: a job file, or --data PATH");
   Result<config::JobConfig> job = LoadArgsJob(args);
   if (!job.ok()) return job.status();
   auto data = runner::LoadJobData(job.value());
@@ -99,7 +136,6 @@ Result<train::InferenceResult> InferSparse(const InferenceArgs& args,
     if (!read.ok()) return read.status();
     rows = std::move(read).value();
   } else {
-    if (args.job_file.empty()) return Status::Error("name the data: a job file, or --data PATH");
     Result<config::JobConfig> job = LoadArgsJob(args);
     if (!job.ok()) return job.status();
     if (!job.value().data.sparse) {
@@ -129,7 +165,9 @@ Result<train::InferenceResult> InferDense(const InferenceArgs& args, std::string
 std::optional<train::InferenceResult> Infer(const InferenceArgs& args, int& code) {
   Result<std::string> bytes = codec::ReadFileBytes(args.model);
   Result<train::InferenceResult> result = bytes.status();
-  if (bytes.ok() && sparse::IsSparseModelFile(bytes.value())) {
+  if (Status named = CheckDataNamed(args); !named.ok()) {
+    result = named;
+  } else if (bytes.ok() && sparse::IsSparseModelFile(bytes.value())) {
     Result<sparse::SparseModelFile> model = sparse::DecodeSparseModelFile(bytes.value());
     result = model.ok() ? InferSparse(args, model.value())
                         : Status::Error(args.model + ": " + model.status().message());
@@ -145,23 +183,69 @@ std::optional<train::InferenceResult> Infer(const InferenceArgs& args, int& code
   return std::move(result).value();
 }
 
+// {"predictions": [classes as integers, or values]}, and with --proba "probabilities": each
+// row's list of class probabilities, or a one-output model's positive-class probability.
+void PrintJson(const train::InferenceResult& result, bool proba) {
+  nlohmann::json out = nlohmann::json::object();
+  if (result.classification) {
+    out["predictions"] = std::vector<int>(result.predictions.begin(), result.predictions.end());
+  } else {
+    out["predictions"] = result.predictions;
+  }
+  if (proba) {
+    const auto columns = static_cast<long>(result.proba_columns);
+    nlohmann::json rows = nlohmann::json::array();
+    for (auto row = result.probabilities.begin(); row != result.probabilities.end();
+         row += columns) {
+      if (columns == 1) {
+        rows.push_back(*row);
+      } else {
+        rows.push_back(std::vector<float>(row, row + columns));
+      }
+    }
+    out["probabilities"] = std::move(rows);
+  }
+  std::cout << out.dump() << std::endl;
+}
+
+// A line per row: its class or value; with --proba its class probabilities, space-separated.
+void PrintLines(const train::InferenceResult& result, bool proba) {
+  std::string out;
+  char cell[32];
+  const auto columns = static_cast<std::size_t>(result.proba_columns);
+  for (std::size_t r = 0; r < result.predictions.size(); ++r) {
+    if (proba) {
+      for (std::size_t c = 0; c < columns; ++c) {
+        const int n = std::snprintf(cell, sizeof cell, c == 0 ? "%.6g" : " %.6g",
+                                    result.probabilities[r * columns + c]);
+        out.append(cell, static_cast<std::size_t>(n));
+      }
+      out += '\n';
+      continue;
+    }
+    const float p = result.predictions[r];
+    const int n = result.classification
+                      ? std::snprintf(cell, sizeof cell, "%d\n", static_cast<int>(p))
+                      : std::snprintf(cell, sizeof cell, "%.9g\n", p);
+    out.append(cell, static_cast<std::size_t>(n));
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
 int Predict(const InferenceArgs& args) {
   int code = kExitOk;
   auto result = Infer(args, code);
   if (!result) return code;
+  if (args.proba && result->proba_columns == 0) {
+    PrintError("--proba needs a classification model; " + args.model +
+               " predicts values (regression)");
+    return kExitUsage;
+  }
   if (args.json) {
-    std::cout << nlohmann::json{{"predictions", result->predictions}}.dump() << std::endl;
-    return kExitOk;
+    PrintJson(*result, args.proba);
+  } else {
+    PrintLines(*result, args.proba);
   }
-  std::string out;
-  char line[32];
-  for (float p : result->predictions) {
-    const int n = result->classification
-                      ? std::snprintf(line, sizeof line, "%d\n", static_cast<int>(p))
-                      : std::snprintf(line, sizeof line, "%.9g\n", p);
-    out.append(line, static_cast<std::size_t>(n));
-  }
-  std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
 }
 
@@ -200,8 +284,9 @@ CLI::App* AddInferenceCommand(CLI::App& app, const char* name, const char* descr
   cmd->add_option("--data", args->data, "A data file instead of a job file")->type_name("PATH");
   cmd->add_option("--labels", args->labels, "Labels file for --data in IDX format (eval)")
       ->type_name("PATH");
-  cmd->add_option("--format", args->format, "Format of --data: idx, csv or libsvm")
-      ->type_name("FORMAT");
+  Choices(cmd->add_option("--format", args->format,
+                          "Format of --data (default: from its name; else idx)"),
+          {"idx", "csv", "libsvm"});
   cmd->add_flag("--json", args->json, "Print JSON");
   return cmd;
 }
@@ -210,9 +295,12 @@ CLI::App* AddInferenceCommand(CLI::App& app, const char* name, const char* descr
 
 void AddPredictAndEvalCommands(CLI::App& app, int& exit_code) {
   auto predict = std::make_shared<InferenceArgs>();
-  AddInferenceCommand(app, "predict", "Print a model's prediction for every row of a data set",
-                      predict)
-      ->callback([predict, &exit_code] { exit_code = Predict(*predict); });
+  CLI::App* predict_cmd = AddInferenceCommand(
+      app, "predict", "Print a model's prediction for every row of a data set", predict);
+  predict_cmd->add_flag("--proba", predict->proba,
+                        "Print each row's class probabilities (one per class; a one-output "
+                        "model's: the positive class's)");
+  predict_cmd->callback([predict, &exit_code] { exit_code = Predict(*predict); });
   auto eval = std::make_shared<InferenceArgs>();
   eval->needs_labels = true;
   AddInferenceCommand(

@@ -12,6 +12,7 @@
 
 #include "cmd/cli_error.h"
 #include "cmd/commands.h"
+#include "cmd/data_checks.h"
 #include "cmd/exit_codes.h"
 #include "cmd/interrupt.h"
 #include "cmd/progress.h"
@@ -72,7 +73,7 @@ Result<std::int64_t> FindResumableJob(store::Store& store, const std::string& re
 }
 
 void PrintSummary(const RunArgs& args, const config::JobConfig& job, std::int64_t job_id,
-                  const runner::RunOutcome& outcome) {
+                  const runner::RunOutcome& outcome, store::Store& store) {
   if (args.json) {
     nlohmann::json metrics = nlohmann::json::object();
     if (outcome.final_eval) {
@@ -111,8 +112,14 @@ void PrintSummary(const RunArgs& args, const config::JobConfig& job, std::int64_
   }
   std::printf("  store: %s (metrics: dtrain metrics %lld --db %s)\n", args.db.c_str(),
               static_cast<long long>(job_id), args.db.c_str());
-  std::printf("  model: checkpoint in the store; dtrain export %lld --db %s -o %s.dtm\n",
-              static_cast<long long>(job_id), args.db.c_str(), job.name.c_str());
+  // A job that failed before its first checkpoint has no model to export.
+  const auto checkpoints = store.Checkpoints(job_id);
+  if (checkpoints.ok() && !checkpoints.value().empty()) {
+    std::printf("  model: checkpoint in the store; dtrain export %lld --db %s -o %s.dtm\n",
+                static_cast<long long>(job_id), args.db.c_str(), job.name.c_str());
+  } else {
+    std::printf("  model: none (no checkpoint was taken)\n");
+  }
 }
 
 // The final evaluation of a job whose workers ran in other processes: the last eval points of
@@ -191,7 +198,7 @@ int RunWithWorkers(const RunArgs& args, const config::JobConfig& job, std::int64
     outcome.reason += "; resume with " + ResumeCommand(args, job_id);
   }
   FillFinalEval(store, job_id, job, &outcome);
-  PrintSummary(args, job, job_id, outcome);
+  PrintSummary(args, job, job_id, outcome, store);
   return outcome.state == store::JobState::kSucceeded   ? kExitOk
          : outcome.state == store::JobState::kCancelled ? kExitInterrupted
                                                         : kExitFailed;
@@ -242,6 +249,7 @@ int Run(const RunArgs& args) {
                  "` (or --set cluster.scheduler=daemon to run it here)");
       return kExitUsage;
     }
+    if (CliResult<CheckedData> data = CheckJobData(job); !data.ok()) return Report(data.error());
     const std::string resolved = config::FormatResolvedJob(job);
     if (resume) {
       auto found = FindResumableJob(*store, resolved);
@@ -301,7 +309,7 @@ int Run(const RunArgs& args) {
     return kExitFailed;
   }
   if (!exited.ok()) PrintError(exited.message());
-  PrintSummary(args, job, job_id, outcome.value());
+  PrintSummary(args, job, job_id, outcome.value(), *store);
   return code;
 }
 

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "cmd/choices.h"
 #include "cmd/cli_error.h"
 #include "cmd/commands.h"
 #include "cmd/daemon_client.h"
@@ -129,9 +130,9 @@ void AddStatusAndListCommands(CLI::App& app, Globals globals, int& exit_code) {
 
   auto list = std::make_shared<ListArgs>();
   CLI::App* list_cmd = app.add_subcommand("list", "List the jobs, newest first");
-  list_cmd->add_option("--state", list->state, "Only jobs in this state")
-      ->type_name("STATE")
-      ->check(CLI::IsMember(JobStateNames()));
+  Choices(list_cmd->add_option("--state", list->state, "Only jobs in this state"),
+          JobStateNames())
+      ->type_name("STATE");
   list_cmd->add_option("--limit", list->limit, "At most this many jobs")
       ->type_name("N")
       ->check(CLI::Range(1, 100000))

@@ -7,6 +7,7 @@
 
 #include "cmd/cli_error.h"
 #include "cmd/commands.h"
+#include "cmd/data_checks.h"
 #include "cmd/daemon_client.h"
 #include "cmd/exit_codes.h"
 #include "cmd/follow.h"
@@ -33,17 +34,33 @@ std::string AbsolutePath(const std::string& path) {
   return error ? path : absolute.lexically_normal().string();
 }
 
+// A problem with --name or --priority: they are overrides of the top-level keys, and the last
+// override of a key wins, so a problem with that key is theirs; said as theirs.
+void NameOwnOptions(const SubmitArgs& args, std::vector<config::Diagnostic>& diagnostics) {
+  for (config::Diagnostic& d : diagnostics) {
+    const bool name = d.key == "name" && !args.name.empty();
+    const bool priority = d.key == "priority" && args.priority_given;
+    if (d.file == "--set" && (name || priority)) {
+      d.file = name ? "--name" : "--priority";
+      d.key.clear();
+    }
+  }
+}
+
 int Submit(const SubmitArgs& args, const GlobalOptions& globals) {
   // --name and --priority are overrides like any other, checked the same way.
   std::vector<std::string> overrides = args.overrides;
   if (!args.name.empty()) overrides.push_back("name=" + config::TomlString(args.name));
   if (args.priority_given) overrides.push_back("priority=" + std::to_string(args.priority));
-  const config::LoadResult loaded = config::LoadJobFile(args.job_file, overrides);
+  config::LoadResult loaded = config::LoadJobFile(args.job_file, overrides);
   if (!loaded.ok()) {
+    NameOwnOptions(args, loaded.diagnostics);
     PrintDiagnostics(loaded.diagnostics, args.job_file);
     return kExitUsage;
   }
   const config::JobConfig& job = *loaded.job;
+  // The data checks of dtrain validate, here where the submitter's rights are.
+  if (CliResult<CheckedData> data = CheckJobData(job); !data.ok()) return Report(data.error());
 
   CliResult<DaemonClient> client = DaemonClient::Connect(globals);
   if (!client.ok()) return Report(client.error());

@@ -7,13 +7,13 @@
 
 #include "cmd/cli_error.h"
 #include "cmd/commands.h"
+#include "cmd/data_checks.h"
 #include "cmd/exit_codes.h"
 #include "cmd/text_table.h"
 #include "config/job_file.h"
 #include "config/thread_layout.h"
 #include "core/model/model.h"
 #include "core/net/host_info.h"
-#include "daemon/runner/job_data.h"
 #include "daemon/runner/sparse_data.h"
 #include "daemon/server/slurm_commands.h"
 
@@ -66,12 +66,8 @@ void PrintThreads(const config::JobConfig& job, const model::ModelSpec& spec) {
             << ")\n";
 }
 
-// A sparse job: its files read as the job will read them, and what they hold.
-int ValidateSparse(const config::JobConfig& job, const ValidateArgs& args) {
-  Result<runner::SparseJobData> data = runner::LoadSparseJobData(job);
-  if (!data.ok()) return Report(ErrorFrom(data.status(), kExitUsage));
-  std::cout << config::FormatResolvedJob(job, Keys(args));
-  const runner::SparseJobData& d = data.value();
+// A sparse job: what its files hold, read as the job will read them.
+void PrintSparse(const config::JobConfig& job, const runner::SparseJobData& d) {
   std::cout << "\n# model: " << sparse::FormatSparseModelSpec(d.spec) << " on " << d.TrainRows()
             << " rows of " << d.train.features << " features, ";
   if (d.stream) {
@@ -80,7 +76,6 @@ int ValidateSparse(const config::JobConfig& job, const ValidateArgs& args) {
     std::cout << d.train.NonZeros() << " non-zeros\n";
   }
   PrintSlurmRequest(job);
-  return kExitOk;
 }
 
 int Validate(const ValidateArgs& args) {
@@ -91,12 +86,15 @@ int Validate(const ValidateArgs& args) {
     PrintDiagnostics(loaded.diagnostics, args.job_file);
     return kExitUsage;
   }
-  if (loaded.job->data.sparse) return ValidateSparse(*loaded.job, args);
-  Result<model::ModelSpec> spec = runner::ResolveJobShape(*loaded.job);
-  if (!spec.ok()) return Report(ErrorFrom(spec.status(), kExitUsage));
+  const CliResult<CheckedData> data = CheckJobData(*loaded.job);
+  if (!data.ok()) return Report(data.error());
   std::cout << config::FormatResolvedJob(*loaded.job, Keys(args));
-  PrintLayers(spec.value());
-  PrintThreads(*loaded.job, spec.value());
+  if (data.value().sparse) {
+    PrintSparse(*loaded.job, *data.value().sparse);
+    return kExitOk;
+  }
+  PrintLayers(*data.value().spec);
+  PrintThreads(*loaded.job, *data.value().spec);
   PrintSlurmRequest(*loaded.job);
   return kExitOk;
 }

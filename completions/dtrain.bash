@@ -30,12 +30,18 @@ _dtrain() {
     checkpoints) opts="--help -h --json --db --socket --host --key-file"; valued="$valued --db"; first=job ;;
     export) opts="--help -h --output -o --step --db --json --socket --host --key-file"; valued="$valued --output -o --step --db"; first=job ;;
     validate) opts="--help -h --set --all-keys --socket --host --key-file"; valued="$valued --set"; first=toml ;;
-    predict) opts="--help -h --set --data --labels --format --json --socket --host --key-file"; valued="$valued --set --data --labels --format" ;;
+    predict) opts="--help -h --set --data --labels --format --json --proba --socket --host --key-file"; valued="$valued --set --data --labels --format" ;;
     eval) opts="--help -h --set --data --labels --format --json --socket --host --key-file"; valued="$valued --set --data --labels --format" ;;
     version) opts="--help -h --json --socket --host --key-file" ;;
     nodes) opts="--help -h --json --socket --host --key-file" ;;
     keygen) opts="--help -h --socket --host --key-file" ;;
-    completion) opts="--help -h --socket --host --key-file" ;;
+    completion) opts="--help -h --socket --host --key-file"; first="bash zsh fish" ;;
+  esac
+  case "$sub $prev" in
+    "list --state") COMPREPLY=($(compgen -W "queued starting running recovering succeeded failed cancelled" -- "$cur")); return ;;
+    "metrics --format") COMPREPLY=($(compgen -W "table csv json" -- "$cur")); return ;;
+    "predict --format") COMPREPLY=($(compgen -W "idx csv libsvm" -- "$cur")); return ;;
+    "eval --format") COMPREPLY=($(compgen -W "idx csv libsvm" -- "$cur")); return ;;
   esac
   if [[ " $valued " == *" $prev "* ]]; then
     COMPREPLY=($(compgen -f -- "$cur"))
@@ -57,6 +63,8 @@ _dtrain() {
     COMPREPLY=($(compgen -W "$(_dtrain_jobs)" -- "$cur"))
   elif [[ $n -eq 0 && "$first" == toml ]]; then
     COMPREPLY=($(compgen -f -X '!*.toml' -- "$cur") $(compgen -d -- "$cur"))
+  elif [[ $n -eq 0 && -n "$first" ]]; then
+    COMPREPLY=($(compgen -W "$first" -- "$cur"))
   else
     COMPREPLY=($(compgen -f -- "$cur"))
   fi

@@ -48,7 +48,7 @@ complete -c dtrain -n '__fish_seen_subcommand_from status' -l json -d 'Print the
 complete -c dtrain -n '__fish_seen_subcommand_from status' -l db -r -F -d 'Read this store file instead of asking the daemon'
 complete -c dtrain -n '__fish_seen_subcommand_from status' -a '(__dtrain_jobs)'
 complete -c dtrain -n '__fish_seen_subcommand_from list' -l help -s h -d 'Print this help message and exit'
-complete -c dtrain -n '__fish_seen_subcommand_from list' -l state -r -F -d 'Only jobs in this state'
+complete -c dtrain -n '__fish_seen_subcommand_from list' -l state -r -f -a 'queued starting running recovering succeeded failed cancelled' -d 'Only jobs in this state'
 complete -c dtrain -n '__fish_seen_subcommand_from list' -l limit -r -F -d 'At most this many jobs'
 complete -c dtrain -n '__fish_seen_subcommand_from list' -l json -d 'Print an array of the daemon'\''s job objects'
 complete -c dtrain -n '__fish_seen_subcommand_from list' -l db -r -F -d 'Read this store file instead of asking the daemon'
@@ -87,7 +87,7 @@ complete -c dtrain -n '__fish_seen_subcommand_from why' -l db -r -F -d 'Read thi
 complete -c dtrain -n '__fish_seen_subcommand_from why' -a '(__dtrain_jobs)'
 complete -c dtrain -n '__fish_seen_subcommand_from metrics' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from metrics' -l name -r -F -d 'Only metrics whose name contains this (e.g. loss, eval_accuracy)'
-complete -c dtrain -n '__fish_seen_subcommand_from metrics' -l format -r -F -d 'Output format'
+complete -c dtrain -n '__fish_seen_subcommand_from metrics' -l format -r -f -a 'table csv json' -d 'Output format'
 complete -c dtrain -n '__fish_seen_subcommand_from metrics' -l plot -d 'Plot each metric over the steps in the terminal (the workers'\'' mean)'
 complete -c dtrain -n '__fish_seen_subcommand_from metrics' -l per-worker -d 'With --plot: a plot for each worker'
 complete -c dtrain -n '__fish_seen_subcommand_from metrics' -l db -r -F -d 'Read this store file instead of asking the daemon'
@@ -110,14 +110,15 @@ complete -c dtrain -n '__fish_seen_subcommand_from predict' -l help -s h -d 'Pri
 complete -c dtrain -n '__fish_seen_subcommand_from predict' -l set -r -F -d 'Override a key of that job file'
 complete -c dtrain -n '__fish_seen_subcommand_from predict' -l data -r -F -d 'A data file instead of a job file'
 complete -c dtrain -n '__fish_seen_subcommand_from predict' -l labels -r -F -d 'Labels file for --data in IDX format (eval)'
-complete -c dtrain -n '__fish_seen_subcommand_from predict' -l format -r -F -d 'Format of --data: idx, csv or libsvm'
+complete -c dtrain -n '__fish_seen_subcommand_from predict' -l format -r -f -a 'idx csv libsvm' -d 'Format of --data (default: from its name; else idx)'
 complete -c dtrain -n '__fish_seen_subcommand_from predict' -l json -d 'Print JSON'
+complete -c dtrain -n '__fish_seen_subcommand_from predict' -l proba -d 'Print each row'\''s class probabilities (one per class; a one-output model'\''s: the positive class'\''s)'
 complete -c dtrain -n '__fish_seen_subcommand_from predict' -F
 complete -c dtrain -n '__fish_seen_subcommand_from eval' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from eval' -l set -r -F -d 'Override a key of that job file'
 complete -c dtrain -n '__fish_seen_subcommand_from eval' -l data -r -F -d 'A data file instead of a job file'
 complete -c dtrain -n '__fish_seen_subcommand_from eval' -l labels -r -F -d 'Labels file for --data in IDX format (eval)'
-complete -c dtrain -n '__fish_seen_subcommand_from eval' -l format -r -F -d 'Format of --data: idx, csv or libsvm'
+complete -c dtrain -n '__fish_seen_subcommand_from eval' -l format -r -f -a 'idx csv libsvm' -d 'Format of --data (default: from its name; else idx)'
 complete -c dtrain -n '__fish_seen_subcommand_from eval' -l json -d 'Print JSON'
 complete -c dtrain -n '__fish_seen_subcommand_from eval' -F
 complete -c dtrain -n '__fish_seen_subcommand_from version' -l help -s h -d 'Print this help message and exit'
@@ -127,4 +128,4 @@ complete -c dtrain -n '__fish_seen_subcommand_from nodes' -l json -d 'Print the 
 complete -c dtrain -n '__fish_seen_subcommand_from keygen' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from keygen' -F
 complete -c dtrain -n '__fish_seen_subcommand_from completion' -l help -s h -d 'Print this help message and exit'
-complete -c dtrain -n '__fish_seen_subcommand_from completion' -F
+complete -c dtrain -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'

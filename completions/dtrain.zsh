@@ -83,7 +83,7 @@ _dtrain() {
           _arguments \
             '--help[Print this help message and exit]' \
             '-h[Print this help message and exit]' \
-            '--state[Only jobs in this state]:state:_files' \
+            '--state[Only jobs in this state]:state:(queued starting running recovering succeeded failed cancelled)' \
             '--limit[At most this many jobs]:limit:_files' \
             '--json[Print an array of the daemon'\''s job objects]' \
             '--db[Read this store file instead of asking the daemon]:db:_files' \
@@ -171,7 +171,7 @@ _dtrain() {
             '--help[Print this help message and exit]' \
             '-h[Print this help message and exit]' \
             '--name[Only metrics whose name contains this (e.g. loss, eval_accuracy)]:name:_files' \
-            '--format[Output format]:format:_files' \
+            '--format[Output format]:format:(table csv json)' \
             '--plot[Plot each metric over the steps in the terminal (the workers'\'' mean)]' \
             '--per-worker[With --plot\: a plot for each worker]' \
             '--db[Read this store file instead of asking the daemon]:db:_files' \
@@ -219,8 +219,9 @@ _dtrain() {
             '--set[Override a key of that job file]:set:_files' \
             '--data[A data file instead of a job file]:data:_files' \
             '--labels[Labels file for --data in IDX format (eval)]:labels:_files' \
-            '--format[Format of --data\: idx, csv or libsvm]:format:_files' \
+            '--format[Format of --data (default\: from its name; else idx)]:format:(idx csv libsvm)' \
             '--json[Print JSON]' \
+            '--proba[Print each row'\''s class probabilities (one per class; a one-output model'\''s\: the positive class'\''s)]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
             '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
@@ -232,7 +233,7 @@ _dtrain() {
             '--set[Override a key of that job file]:set:_files' \
             '--data[A data file instead of a job file]:data:_files' \
             '--labels[Labels file for --data in IDX format (eval)]:labels:_files' \
-            '--format[Format of --data\: idx, csv or libsvm]:format:_files' \
+            '--format[Format of --data (default\: from its name; else idx)]:format:(idx csv libsvm)' \
             '--json[Print JSON]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
@@ -269,7 +270,7 @@ _dtrain() {
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
             '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
-            '*:file:_files' ;;
+            '1:value:(bash zsh fish)' ;;
       esac ;;
   esac
 }

@@ -151,9 +151,12 @@ void ReadLayerList(TableReader& r, Sink& sink, model::ModelSpec* m,
                          sink);
     complete = ReadLayer(readers.back(), i + 1 == list->size(), &layers[i]) && complete;
   }
-  std::vector<const TableReader*> views;
-  for (const TableReader& reader : readers) views.push_back(&reader);
-  RejectUnknown(views, sink);
+  // Each layer's unknown keys against its own keys only: another layer's (a conv2d's kernel for
+  // a maxpool2d) would be a wrong suggestion.
+  for (const TableReader& reader : readers) {
+    const TableReader* const layer[] = {&reader};
+    RejectUnknown(layer, sink);
+  }
   if (!complete) return;
   m->layers = std::move(layers);
   places->clear();

@@ -95,13 +95,13 @@ Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& options) {
   }
   SplitCells(line, options.delimiter, &cells);
   const std::size_t columns = options.header ? names.size() : cells.size();
-  if (columns < 2) {
+  if (options.labels && columns < 2) {
     return reader.Error("needs at least 2 columns (features and a label), found " +
                         std::to_string(columns));
   }
 
-  std::size_t label_col = columns - 1;
-  if (!options.label_column.empty()) {
+  std::size_t label_col = options.labels ? columns - 1 : columns;  // columns: none
+  if (options.labels && !options.label_column.empty()) {
     const auto it = std::find(names.begin(), names.end(), options.label_column);
     if (it == names.end()) {
       return reader.Error("no column named " + Quoted(options.label_column) +
@@ -109,7 +109,7 @@ Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& options) {
                           std::to_string(columns) + " columns");
     }
     label_col = static_cast<std::size_t>(it - names.begin());
-  } else if (options.label_index >= 0) {
+  } else if (options.labels && options.label_index >= 0) {
     label_col = static_cast<std::size_t>(options.label_index);
     if (label_col >= columns) {
       return reader.Error("label index " + std::to_string(options.label_index) +
@@ -123,7 +123,7 @@ Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& options) {
 
   Dataset d;
   d.source = path;
-  d.features = columns - 1;
+  d.features = options.labels ? columns - 1 : columns;
   d.floats.reserve(line_count * d.features);
   d.labels.reserve(line_count);
   LabelRule rule(options.classification);
@@ -148,8 +148,24 @@ Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& options) {
       }
       d.labels.push_back(value);
     }
+    if (!options.labels) d.labels.push_back(0.0f);
   }
   return Complete(std::move(d), rule, reader);
+}
+
+Result<std::vector<std::string>> ReadCsvFirstLine(const std::string& path, char delimiter) {
+  LineReader reader(path);
+  if (!reader.open_status().ok()) return reader.open_status();
+  std::string_view line;
+  if (!NextNonBlank(reader, &line)) {
+    Status end = reader.EndStatus();
+    return end.ok() ? reader.Error("empty file") : end;
+  }
+  std::vector<std::string_view> cells;
+  SplitCells(line, delimiter, &cells);
+  std::vector<std::string> out;
+  for (std::string_view cell : cells) out.emplace_back(CellText(cell));
+  return out;
 }
 
 }  // namespace dtrain::data

@@ -76,6 +76,11 @@ Status LibsvmLineParser::Add(std::string_view line, const LineReader& reader, Sp
   const auto where = [&](std::string_view token) {
     return reader.Line() + ", column " + std::to_string(token.data() - line.data() + 1);
   };
+  if (label_text.find(',') != std::string_view::npos) {
+    return reader.Error(where(label_text) +
+                        ": multilabel rows (labels joined by commas) are not supported: give "
+                        "each row one label");
+  }
   float label = 0.0f;
   if (std::string problem = text::NumberProblem(label_text, &label); !problem.empty()) {
     return reader.Error(where(label_text) + ": bad label: " + problem);

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/data/dataset.h"
 #include "core/status.h"
@@ -47,9 +48,16 @@ struct CsvOptions {
   int label_index = -1;      // 0-based; used when label_column empty; -1 = last column
   char delimiter = ',';
   bool classification = true;  // labels are class indices (see ReadLibsvm for the rule)
+  // false: no column is a label (rows to predict): every column is a feature, every label 0.
+  bool labels = true;
 };
 // A non-numeric or non-finite cell, or a short/long row, is an error naming line and column.
 Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& options);
+
+// The cells of a CSV file's first non-blank line (its header, when it has one), trimmed and
+// unquoted. Unlike every message of the readers, these are the file's own text: only for a
+// caller that opened the file with the rights of whoever sees what it shows (the dtrain client).
+Result<std::vector<std::string>> ReadCsvFirstLine(const std::string& path, char delimiter);
 
 // libsvm/svmlight text: "label idx:val idx:val ... [# comment]" with 1-based indices, densified
 // into `features` float columns (absent entries are 0; sparse_rows.h keeps them sparse). An index

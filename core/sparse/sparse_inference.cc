@@ -1,7 +1,5 @@
 #include "core/sparse/sparse_inference.h"
 
-#include <algorithm>
-
 #include "core/sparse/sparse_trainer.h"
 
 namespace dtrain::sparse {
@@ -27,11 +25,12 @@ Result<train::InferenceResult> RunSparseInference(const SparseModelFile& file,
   out.accuracy = measured.accuracy;
   out.auc = measured.auc;
   const auto outputs = static_cast<std::size_t>(model.Outputs());
-  out.predictions.resize(rows.rows());
+  // One output: a logistic (click) model; several: softmax.
+  const model::LossType loss = outputs == 1 ? model::LossType::kBinaryCrossEntropy
+                                            : model::LossType::kSoftmaxCrossEntropy;
+  out.predictions.reserve(rows.rows());
   for (std::size_t r = 0; r < rows.rows(); ++r) {
-    const float* s = scores.value().data() + r * outputs;
-    out.predictions[r] = outputs == 1 ? (s[0] > 0.0f ? 1.0f : 0.0f)
-                                      : static_cast<float>(std::max_element(s, s + outputs) - s);
+    train::AppendPrediction({scores.value().data() + r * outputs, outputs}, loss, &out);
   }
   return out;
 }

@@ -1,11 +1,40 @@
 #include "core/train/inference.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/model/model.h"
 
 namespace dtrain::train {
+
+void AppendPrediction(std::span<const float> outputs, model::LossType loss,
+                      InferenceResult* result) {
+  switch (loss) {
+    case model::LossType::kSoftmaxCrossEntropy: {
+      const auto largest = std::max_element(outputs.begin(), outputs.end());
+      result->predictions.push_back(static_cast<float>(largest - outputs.begin()));
+      // Shifted by the largest output, so that exp cannot overflow.
+      double sum = 0.0;
+      for (float v : outputs) sum += std::exp(static_cast<double>(v) - *largest);
+      for (float v : outputs) {
+        result->probabilities.push_back(
+            static_cast<float>(std::exp(static_cast<double>(v) - *largest) / sum));
+      }
+      result->proba_columns = static_cast<int>(outputs.size());
+      break;
+    }
+    case model::LossType::kBinaryCrossEntropy:
+      result->predictions.push_back(outputs[0] > 0.0f ? 1.0f : 0.0f);
+      result->probabilities.push_back(
+          static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(outputs[0])))));
+      result->proba_columns = 1;
+      break;
+    case model::LossType::kMeanSquaredError:
+      result->predictions.push_back(outputs[0]);
+      break;
+  }
+}
 
 Result<InferenceResult> RunInference(const ModelFile& file, const data::Dataset& set) {
   const model::ModelSpec& spec = file.spec;
@@ -23,6 +52,12 @@ Result<InferenceResult> RunInference(const ModelFile& file, const data::Dataset&
   InferenceResult result;
   result.classification = spec.loss != model::LossType::kMeanSquaredError;
   result.predictions.reserve(set.rows);
+  if (result.classification) {
+    result.probabilities.reserve(set.rows * static_cast<std::size_t>(
+                                                spec.loss == model::LossType::kBinaryCrossEntropy
+                                                    ? 1
+                                                    : spec.outputs));
+  }
   double loss_sum = 0.0;
   long correct = 0;
   for (std::size_t begin = 0; begin < set.rows; begin += kChunk) {
@@ -35,20 +70,9 @@ Result<InferenceResult> RunInference(const ModelFile& file, const data::Dataset&
         model::ComputeLoss(spec.loss, out, y.data(), static_cast<int>(rows), spec.outputs, nullptr);
     loss_sum += v.loss_sum;
     correct += v.correct;
+    const auto outputs = static_cast<std::size_t>(spec.outputs);
     for (std::size_t r = 0; r < rows; ++r) {
-      const float* row = out + r * static_cast<std::size_t>(spec.outputs);
-      switch (spec.loss) {
-        case model::LossType::kSoftmaxCrossEntropy:
-          result.predictions.push_back(
-              static_cast<float>(std::max_element(row, row + spec.outputs) - row));
-          break;
-        case model::LossType::kBinaryCrossEntropy:
-          result.predictions.push_back(row[0] > 0.0f ? 1.0f : 0.0f);
-          break;
-        case model::LossType::kMeanSquaredError:
-          result.predictions.push_back(row[0]);
-          break;
-      }
+      AppendPrediction({out + r * outputs, outputs}, spec.loss, &result);
     }
   }
   if (set.rows > 0) {

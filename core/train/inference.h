@@ -10,9 +10,11 @@
 
 #include <cstddef>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "core/data/dataset.h"
+#include "core/model/spec.h"
 #include "core/status.h"
 #include "core/train/model_file.h"
 
@@ -20,6 +22,11 @@ namespace dtrain::train {
 
 struct InferenceResult {
   std::vector<float> predictions;
+  // Classification: each row's class probabilities, row after row, proba_columns a row: one per
+  // class (softmax), or the positive class's alone (one output: logistic, click models).
+  // Regression: none (proba_columns 0).
+  std::vector<float> probabilities;
+  int proba_columns = 0;
   double loss = 0.0;      // mean loss (mse for regression)
   double accuracy = 0.0;  // classification only
   bool classification = true;
@@ -28,5 +35,12 @@ struct InferenceResult {
 
 // An error when the set's feature count differs from the model's inputs.
 Result<InferenceResult> RunInference(const ModelFile& model, const data::Dataset& set);
+
+// Appends one row's prediction and probabilities to *result, from the model's raw outputs for it
+// (logits; `loss` says how to read them): the class with the largest output and the softmax of
+// the outputs; one output of binary cross-entropy: its sigmoid, class 1 when above one half; mean
+// squared error: the value itself.
+void AppendPrediction(std::span<const float> outputs, model::LossType loss,
+                      InferenceResult* result);
 
 }  // namespace dtrain::train

@@ -40,24 +40,51 @@ std::string TrainingSource(const config::JobConfig& job, std::string file) {
   return file;
 }
 
-// The training file's shape, for ResolveJobShape: from the header and the labels for idx.
-Result<data::DatasetShape> ReadTrainingShape(const config::JobConfig& job) {
-  const config::DataConfig& d = job.data;
-  if (d.format == config::DataFormat::kIdx) return data::ReadIdxShape(d.train, d.train_labels);
+// The shape of one of the job's files (`path`, and `labels` for idx): from the header and the
+// labels for idx.
+Result<data::DatasetShape> ReadShape(const config::JobConfig& job, const std::string& path,
+                                     const std::string& labels) {
+  if (job.data.format == config::DataFormat::kIdx) return data::ReadIdxShape(path, labels);
   // csv and libsvm have no header that tells the feature count and the classes: read it all.
   const bool classification = job.model.loss != model::LossType::kMeanSquaredError;
-  Result<data::Dataset> train = ReadJobDataset(d, d.train, d.train_labels, classification);
-  if (!train.ok()) return train.status();
-  return ShapeOf(train.value());
+  Result<data::Dataset> set = ReadJobDataset(job.data, path, labels, classification);
+  if (!set.ok()) return set.status();
+  return ShapeOf(set.value());
+}
+
+// The training file's shape, named as LoadJobData names the training set.
+Result<data::DatasetShape> ReadTrainingShape(const config::JobConfig& job) {
+  Result<data::DatasetShape> train = ReadShape(job, job.data.train, job.data.train_labels);
+  if (train.ok()) train.value().source = TrainingSource(job, std::move(train.value().source));
+  return train;
+}
+
+// A held-out set must have the training set's features.
+Status SameFeatures(const data::DatasetShape& eval, const data::DatasetShape& train) {
+  if (eval.rows == 0 || eval.features == train.features) return Status::Ok();
+  return Status::Error(eval.source + " has " + std::to_string(eval.features) + " features but " +
+                       train.source + " has " + std::to_string(train.features));
+}
+
+// The key that gave the model its outputs: a layer list's last dense layer's units, when set.
+std::string OutputsKey(const config::JobConfig& job) {
+  const std::vector<model::LayerSpec>& layers = job.model.layers;
+  if (job.model.type == model::ModelType::kSequential && !layers.empty() &&
+      layers.back().kind == model::LayerKind::kDense && layers.back().units > 0) {
+    return "model.layers[" + std::to_string(layers.size()) + "].units";
+  }
+  return "model.outputs";
 }
 
 // Whether a set with labels 0..num_classes-1 (from `source`) suits the model's outputs: softmax
 // needs an output per class, binary cross-entropy (one output) labels 0 and 1; a regression
 // model takes any target.
-Status LabelsFit(const model::ModelSpec& spec, int num_classes, const std::string& source) {
+Status LabelsFit(const config::JobConfig& job, const model::ModelSpec& spec, int num_classes,
+                 const std::string& source) {
   if (spec.loss == model::LossType::kSoftmaxCrossEntropy && num_classes > spec.outputs) {
-    return Status::Error("model.outputs is " + std::to_string(spec.outputs) + " but " + source +
-                         " has labels up to " + std::to_string(num_classes - 1));
+    return Status::Error(OutputsKey(job) + " is " + std::to_string(spec.outputs) + " but " +
+                         source + " has labels up to " + std::to_string(num_classes - 1) +
+                         " (" + std::to_string(num_classes) + " classes)");
   }
   if (spec.loss == model::LossType::kBinaryCrossEntropy && num_classes > 2) {
     return Status::Error("model.loss 'bce' needs labels 0/1, but " + source + " has " +
@@ -114,7 +141,7 @@ Result<model::ModelSpec> ResolveModelShape(const config::JobConfig& job,
   }
   const bool classifies = spec.loss == model::LossType::kSoftmaxCrossEntropy;
   if (spec.outputs == 0) spec.outputs = classifies ? train.num_classes : 1;
-  if (Status fits = LabelsFit(spec, train.num_classes, train.source); !fits.ok()) return fits;
+  if (Status fits = LabelsFit(job, spec, train.num_classes, train.source); !fits.ok()) return fits;
   Status valid = model::ValidateModelSpec(spec);
   if (!valid.ok()) {
     std::optional<model::LayerMisfit> misfit = model::FindLayerMisfit(spec);
@@ -141,8 +168,24 @@ Result<model::ModelSpec> ResolveJobShape(const config::JobConfig& job) {
   }
   Result<data::DatasetShape> train = ReadTrainingShape(job);
   if (!train.ok()) return train.status();
-  train.value().source = TrainingSource(job, std::move(train.value().source));
   return ResolveModelShape(job, train.value());
+}
+
+Result<model::ModelSpec> CheckJobShapes(const config::JobConfig& job) {
+  const config::DataConfig& d = job.data;
+  if (d.format == config::DataFormat::kSynthetic) return ResolveJobShape(job);
+  Result<data::DatasetShape> train = ReadTrainingShape(job);
+  if (!train.ok()) return train.status();
+  Result<model::ModelSpec> spec = ResolveModelShape(job, train.value());
+  if (!spec.ok() || d.test.empty()) return spec;
+  Result<data::DatasetShape> test = ReadShape(job, d.test, d.test_labels);
+  if (!test.ok()) return test.status();
+  if (Status same = SameFeatures(test.value(), train.value()); !same.ok()) return same;
+  if (Status fits = LabelsFit(job, spec.value(), test.value().num_classes, test.value().source);
+      !fits.ok()) {
+    return fits;
+  }
+  return spec;
 }
 
 Result<JobData> LoadJobData(const config::JobConfig& job) {
@@ -168,15 +211,11 @@ Result<JobData> LoadJobData(const config::JobConfig& job) {
       out.eval_name = "validation";
     }
   }
-  if (out.eval.rows > 0 && out.eval.features != out.train.features) {
-    return Status::Error(out.eval.source + " has " + std::to_string(out.eval.features) +
-                         " features but " + out.train.source + " has " +
-                         std::to_string(out.train.features));
-  }
+  if (Status same = SameFeatures(ShapeOf(out.eval), ShapeOf(out.train)); !same.ok()) return same;
   auto spec = ResolveModelShape(job, ShapeOf(out.train));
   if (!spec.ok()) return spec.status();
   out.spec = spec.value();
-  if (Status fits = LabelsFit(out.spec, out.eval.num_classes, out.eval.source); !fits.ok()) {
+  if (Status fits = LabelsFit(job, out.spec, out.eval.num_classes, out.eval.source); !fits.ok()) {
     return fits;
   }
   out.scaling = d.standardize ? data::FitStandardize(out.train) : data::ConstantScaling(d.scale);

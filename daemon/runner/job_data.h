@@ -50,4 +50,11 @@ Result<model::ModelSpec> ResolveModelShape(const config::JobConfig& job,
 // that involve it are LoadJobData's alone.
 Result<model::ModelSpec> ResolveJobShape(const config::JobConfig& job);
 
+// Everything LoadJobData checks, reading as little as it can: the shape of the training file and
+// of the test file (the header and the labels for idx; the whole file for csv and libsvm), held
+// against each other (the same feature count, labels the model can take) and against the model.
+// Returns the spec LoadJobData would. What dtrain validate, submit and run check before a job
+// is queued or run.
+Result<model::ModelSpec> CheckJobShapes(const config::JobConfig& job);
+
 }  // namespace dtrain::runner

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "core/model/model_summary.h"
 #include "daemon/runner/trainer_checkpoint.h"
 
 namespace dtrain::runner {
@@ -25,7 +26,7 @@ class RecordingListener final : public train::TrainListener {
 }  // namespace
 
 RunSubject SubjectOf(const JobData& data) {
-  return {data.train.rows, model::FormatModelSpec(data.spec), data.eval_name};
+  return {data.train.rows, model::SummarizeModel(data.spec), data.eval_name};
 }
 
 RunProgress ProgressOf(const train::Trainer& trainer) {

@@ -39,7 +39,7 @@ RunProgress ProgressOf(const train::Trainer& trainer);
 // What a run trains, for its observers' first line.
 struct RunSubject {
   std::size_t train_rows = 0;
-  std::string model;      // the spec's text
+  std::string model;      // the model in a few words (model::SummarizeModel)
   std::string eval_name;  // "test", "validation" or "" (none)
 };
 RunSubject SubjectOf(const JobData& data);

@@ -114,7 +114,9 @@ BOOST_AUTO_TEST_CASE(a_bad_command_line_is_an_error_naming_the_commands_help) {
     std::string said, help;
   } cases[] = {{{"status", "abc"}, "job = abc", "dtrain status --help"},
                {{"logs", "1", "--bogus"}, "--bogus", "dtrain logs --help"},
-               {{}, "A subcommand is required", "dtrain --help"}};
+               {{}, "A subcommand is required", "dtrain --help"},
+               {{"stauts"}, "unknown command 'stauts' (did you mean 'status'?)", "dtrain --help"},
+               {{"frobnicate", "3"}, "unknown command 'frobnicate'\n", "dtrain --help"}};
   for (const auto& c : cases) {
     BOOST_TEST_CONTEXT(c.help) {
       std::vector<std::string> argv = {bin};
@@ -189,6 +191,17 @@ BOOST_AUTO_TEST_CASE(committed_completions_are_what_the_binary_generates) {
   BOOST_TEST(complete_in("dtrain submit ''", 2).find("a.toml") != std::string::npos);
   BOOST_TEST(complete_in("dtrain submit ''", 2).find("b.txt") == std::string::npos);
   BOOST_TEST(complete_in("dtrain export 7 -o ''", 4).find("b.txt") != std::string::npos);
+
+  // Values from a fixed list are that list, never file names.
+  BOOST_TEST(complete_in("dtrain metrics 7 --format ''", 4) == "table csv json\n");
+  BOOST_TEST(complete_in("dtrain metrics 7 --format c", 4) == "csv\n");
+  BOOST_TEST(complete_in("dtrain predict m.dtm --format ''", 4) == "idx csv libsvm\n");
+  BOOST_TEST(complete_in("dtrain completion ''", 2) == "bash zsh fish\n");
+  const std::string states = complete_in("dtrain list --state ''", 3);
+  for (const char* state : {"queued", "running", "succeeded", "failed", "cancelled"}) {
+    BOOST_TEST(states.find(state) != std::string::npos, state << " in " << states);
+  }
+  BOOST_TEST(states.find("a.toml") == std::string::npos, states);
 }
 
 BOOST_AUTO_TEST_CASE(the_man_page_documents_every_subcommand_and_option) {

@@ -422,6 +422,55 @@ BOOST_AUTO_TEST_CASE(submit_of_an_invalid_job_prints_the_diagnostics_and_never_c
   BOOST_TEST(Contains(nowhere.err, "batch_sise"), nowhere.err);
 }
 
+// submit runs validate's data checks, as the submitter, before it connects: the same message
+// and exit status for each job validate refuses.
+BOOST_AUTO_TEST_CASE(submit_refuses_every_job_validate_refuses_with_the_same_message) {
+  Daemon d;
+  d.dir.Write("houses.csv", "rooms,area,price\n3,70,1\n4,90,2\n2,50,0\n");
+  d.dir.Write("fractional.csv", "rooms,area,price\n3,70,1\n4,90,2.5\n");
+  d.dir.Write("narrow.csv", "rooms,price\n3,1\n");
+  const std::string head = "[data]\nformat = \"csv\"\ntrain = \"";
+  const struct {
+    std::string job, said;
+  } cases[] = {
+      {head + "houses.csv\"\nlabel_column = \"Price\"\n",
+       d.dir.Path("houses.csv") + ": data.label_column is 'Price', which the header line does not "
+                                  "name; its columns: rooms, area, price (did you mean 'price'?)"},
+      {head + "fractional.csv\"\nlabel_column = \"price\"\n",
+       d.dir.Path("fractional.csv") + ": line 3, column 3"},
+      {head + "houses.csv\"\ntest = \"narrow.csv\"\n",
+       d.dir.Path("narrow.csv") + " has 1 features but " + d.dir.Path("houses.csv") + " has 2"}};
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.job) {
+      const std::string job = d.dir.Write("job.toml", c.job);
+      const ProcessResult validated = RunProcess({Bin(), "validate", job}, d.dir.Path(""));
+      const ProcessResult submitted = d.Run({"submit", job, "--no-wait"});
+      BOOST_TEST(validated.exit_code == 2);
+      BOOST_TEST(submitted.exit_code == 2);
+      BOOST_TEST(Contains(validated.err, c.said), validated.err);
+      BOOST_TEST(submitted.err == validated.err);
+    }
+  }
+  BOOST_TEST(d.daemon.Connections() == 0);
+}
+
+// --name and --priority are overrides underneath; their problems are said as theirs.
+BOOST_AUTO_TEST_CASE(a_bad_name_or_priority_is_blamed_on_its_option) {
+  Daemon d;
+  const std::string job = d.dir.Write("job.toml", kJob);
+  const ProcessResult named = d.Run({"submit", job, "--name", "lr=0.01"});
+  BOOST_TEST(named.exit_code == 2);
+  BOOST_TEST(Contains(named.err, "--name: must be 1 to 64 letters"), named.err);
+  BOOST_TEST(!Contains(named.err, "--set"), named.err);
+  const ProcessResult prioritised = d.Run({"submit", job, "--priority", "1000"});
+  BOOST_TEST(prioritised.exit_code == 2);
+  BOOST_TEST(Contains(prioritised.err, "--priority: must be"), prioritised.err);
+  // A name given with --set is still the override's.
+  const ProcessResult set = d.Run({"submit", job, "--set", "name=\"a b\""});
+  BOOST_TEST(Contains(set.err, "--set: name: must be"), set.err);
+  BOOST_TEST(d.daemon.Connections() == 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_job_the_daemon_refuses_shows_its_diagnostics_and_exits_2) {
   Daemon d;
   const std::string noisy = d.dir.Write("noisy.toml", kJob);
@@ -453,6 +502,14 @@ BOOST_AUTO_TEST_CASE(metrics_from_the_daemon_as_csv_json_and_a_plot) {
   BOOST_TEST(Contains(plot.out, "0.01 |"), plot.out);
   BOOST_TEST(plot.out.find("\033[") == std::string::npos);
   BOOST_TEST(d.Run({"metrics", "7", "--plot", "--format", "csv"}).exit_code == 2);
+
+  // A name no metric has is an error listing the job's metrics, not an empty table.
+  const ProcessResult typo = d.Run({"metrics", "7", "--name", "lss"});
+  BOOST_TEST(typo.exit_code == 2);
+  BOOST_TEST(typo.out.empty(), typo.out);
+  BOOST_TEST(Contains(typo.err, "job 7 has no metric whose name contains 'lss'; its metrics: lr, "
+                                "train_loss (did you mean --name loss?)"),
+             typo.err);
 }
 
 BOOST_AUTO_TEST_CASE(checkpoints_from_the_daemon) {

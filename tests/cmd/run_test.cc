@@ -330,6 +330,9 @@ BOOST_AUTO_TEST_CASE(running_out_of_memory_limit_fails_the_job_saying_where) {
   BOOST_TEST(r.out.find(" s: out of memory while reading the job's data (this process may use "
                         "1 GiB: [train] memory_limit)") != std::string::npos,
              r.out << r.err);
+  // It failed before its first checkpoint: there is no model to export.
+  BOOST_TEST(r.out.find("model: none (no checkpoint was taken)") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("dtrain export") == std::string::npos, r.out);
 }
 
 BOOST_AUTO_TEST_CASE(an_inherited_limit_too_small_for_blas_fails_instead_of_hanging) {
@@ -460,7 +463,24 @@ void CheckExportThenPredict(const std::string& job_text) {
   const ProcessResult predicted =
       RunProcess({Bin(), "predict", model_path, job, "--json"}, dir.Path(""));
   BOOST_REQUIRE_MESSAGE(predicted.exit_code == 0, predicted.err);
-  const auto predictions = ParseJson(predicted)["predictions"].get<std::vector<float>>();
+  const nlohmann::json classes = ParseJson(predicted)["predictions"];
+  BOOST_TEST(std::all_of(classes.begin(), classes.end(),
+                         [](const nlohmann::json& c) { return c.is_number_integer(); }));
+  const auto predictions = classes.get<std::vector<float>>();
+  // --proba: a probability per class, summing to 1, the largest the predicted class's.
+  const ProcessResult proba =
+      RunProcess({Bin(), "predict", model_path, job, "--json", "--proba"}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(proba.exit_code == 0, proba.err);
+  const auto probabilities =
+      ParseJson(proba)["probabilities"].get<std::vector<std::vector<float>>>();
+  BOOST_REQUIRE(probabilities.size() == predictions.size());
+  for (std::size_t r = 0; r < probabilities.size(); ++r) {
+    const std::vector<float>& p = probabilities[r];
+    BOOST_REQUIRE(p.size() == 3u);
+    BOOST_TEST(p[0] + p[1] + p[2] == 1.0f, boost::test_tools::tolerance(1e-5f));
+    const auto largest = static_cast<float>(std::max_element(p.begin(), p.end()) - p.begin());
+    BOOST_TEST(largest == predictions[r]);
+  }
 
   // The same predictions from the checkpoint's parameters, computed here.
   config::LoadResult loaded = config::LoadJobFile(job, {});
@@ -632,6 +652,65 @@ BOOST_AUTO_TEST_CASE(predict_takes_idx_images_without_labels) {
   const ProcessResult eval = RunProcess({Bin(), "eval", model, "--data", images}, dir.Path(""));
   BOOST_TEST(eval.exit_code == 2);
   BOOST_TEST(eval.err.find("--labels PATH") != std::string::npos, eval.err);
+}
+
+// predict takes a CSV with the label column or without it (as many columns as the model has
+// features); classes print as integers, --proba a logistic model's positive-class probability;
+// a data file where the job file goes, or no data at all, is a usage error saying what to write.
+BOOST_AUTO_TEST_CASE(predict_reads_a_csv_with_or_without_its_label_column) {
+  TempDir dir;
+  std::string train = "x,y,z,label\n", labelled = train, bare = "x,y,z\n";
+  for (int i = 0; i < 60; ++i) {
+    const int label = i % 2;
+    const std::string row = std::to_string(label * 4 + i % 3) + "," + std::to_string(i % 5) +
+                            "," + std::to_string(label * 3);
+    train += row + "," + std::to_string(label) + "\n";
+    if (i < 10) labelled += row + "," + std::to_string(label) + "\n", bare += row + "\n";
+  }
+  dir.Write("train.csv", train);
+  const std::string labelled_csv = dir.Write("labelled.csv", labelled);
+  const std::string bare_csv = dir.Write("bare.csv", bare);
+  const std::string job = dir.Write(
+      "job.toml", "[data]\nformat = \"csv\"\ntrain = \"train.csv\"\n[model]\n"
+                  "type = \"logistic\"\n[train]\nepochs = 3\nbatch_size = 10\n");
+  const std::string db = dir.Path("runs.db");
+  BOOST_REQUIRE(RunProcess({Bin(), "run", job, "--db", db}, dir.Path("")).exit_code == 0);
+  const std::string model = dir.Path("m.dtm");
+  BOOST_REQUIRE(
+      RunProcess({Bin(), "export", "1", "--db", db, "-o", model}, dir.Path("")).exit_code == 0);
+
+  const ProcessResult with = RunProcess({Bin(), "predict", model, "--data", labelled_csv}, dir.Path(""));
+  const ProcessResult without = RunProcess({Bin(), "predict", model, "--data", bare_csv}, dir.Path(""));
+  BOOST_TEST(with.exit_code == 0, with.err);
+  BOOST_TEST(without.exit_code == 0, without.err);
+  BOOST_TEST(with.out == without.out);
+  BOOST_TEST(std::count(without.out.begin(), without.out.end(), '\n') == 10);
+  for (std::size_t at = 0; at < without.out.size(); at += 2) {  // "0\n" or "1\n"
+    BOOST_TEST((without.out.substr(at, 2) == "0\n" || without.out.substr(at, 2) == "1\n"));
+  }
+  const ProcessResult proba =
+      RunProcess({Bin(), "predict", model, "--data", bare_csv, "--proba", "--json"}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(proba.exit_code == 0, proba.err);
+  const auto probabilities = ParseJson(proba)["probabilities"].get<std::vector<float>>();
+  BOOST_REQUIRE(probabilities.size() == 10u);
+  for (std::size_t r = 0; r < probabilities.size(); ++r) {
+    BOOST_TEST((probabilities[r] >= 0.0f && probabilities[r] <= 1.0f));
+    BOOST_TEST((without.out[2 * r] == '1' ? probabilities[r] >= 0.5f : probabilities[r] <= 0.5f));
+  }
+  // eval needs the labels the bare file lacks.
+  const ProcessResult eval = RunProcess({Bin(), "eval", model, "--data", bare_csv}, dir.Path(""));
+  BOOST_TEST(eval.exit_code == 2);
+  BOOST_TEST(eval.err.find("no label column") != std::string::npos, eval.err);
+
+  const ProcessResult forgot = RunProcess({Bin(), "predict", model, bare_csv}, dir.Path(""));
+  BOOST_TEST(forgot.exit_code == 2);
+  BOOST_TEST(forgot.err.find(bare_csv + " is a data file, not a job file: name it with --data " +
+                             bare_csv) != std::string::npos,
+             forgot.err);
+  BOOST_TEST(forgot.err.find("TOML") == std::string::npos, forgot.err);
+  const ProcessResult nothing = RunProcess({Bin(), "predict", model}, dir.Path(""));
+  BOOST_TEST(nothing.exit_code == 2);
+  BOOST_TEST(nothing.err.find("name the data: --data PATH") != std::string::npos, nothing.err);
 }
 
 // FTRL-Proximal trains a softmax regression in one process and on parameter servers (whose

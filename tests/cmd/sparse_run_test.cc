@@ -115,6 +115,16 @@ BOOST_AUTO_TEST_CASE(a_factorization_machine_trains_exports_and_evaluates_the_sa
   const auto predictions = ParseJson(predicted)["predictions"].get<std::vector<float>>();
   BOOST_TEST(predictions.size() == 2000u);
   BOOST_TEST(std::ranges::all_of(predictions, [](float p) { return p == 0.0f || p == 1.0f; }));
+  // --proba: the click probability of each row, on the side of one half its class is.
+  const ProcessResult proba = RunProcess(
+      {Bin(), "predict", model, "--data", dir.Path("test.svm"), "--json", "--proba"}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(proba.exit_code == 0, proba.err);
+  const auto clicks = ParseJson(proba)["probabilities"].get<std::vector<float>>();
+  BOOST_REQUIRE(clicks.size() == predictions.size());
+  for (std::size_t row = 0; row < clicks.size(); ++row) {
+    BOOST_TEST((predictions[row] == 1.0f ? clicks[row] >= 0.5f : clicks[row] <= 0.5f),
+               row << ": " << clicks[row]);
+  }
 }
 
 // The file read whole, or streamed (blocks of about 0.5 MiB: 8 of them).

@@ -109,6 +109,23 @@ type = "dense"
        {"cnn.toml", 21, 8, "model.layers[4].rate", "must be a number in [0, 1), got 1"}});
 }
 
+// A key a layer's type does not have is told with that type's keys, never with a key of another
+// layer (a conv2d's kernel for a maxpool2d).
+BOOST_AUTO_TEST_CASE(an_unknown_layer_key_names_its_own_layers_keys) {
+  const std::string text = std::string(kHead) + R"([[model.layers]]
+type = "conv2d"
+filters = 2
+kernel = 3
+[[model.layers]]
+type = "maxpool2d"
+kernel = 2
+[[model.layers]]
+type = "dense"
+)";
+  CheckDiagnostics(Parse(text), {{"cnn.toml", 15, 1, "model.layers[2].kernel",
+                                  "unknown key; allowed: type, size, stride"}});
+}
+
 BOOST_AUTO_TEST_CASE(a_layer_that_does_not_fit_its_input_says_which_and_why) {
   const std::string text = std::string(kHead) + R"(
 [[model.layers]]

@@ -4,6 +4,7 @@
 
 #include "common/temp_dir.h"
 #include "core/data/readers.h"
+#include "core/data/sparse_rows.h"
 
 namespace dtrain::data {
 namespace {
@@ -22,6 +23,25 @@ void CheckError(const Result<Dataset>& r, const std::string& path,
 }
 
 BOOST_AUTO_TEST_SUITE(csv_reader)
+
+// Rows to predict: every column a feature, every label 0; the header's names, for the client.
+BOOST_AUTO_TEST_CASE(without_labels_every_column_is_a_feature) {
+  TempDir dir;
+  const std::string path = dir.Write("a.csv", " x1 ,\"x 2\"\n1.5,2\n\n7,8\n");
+  CsvOptions o;
+  o.labels = false;
+  const Result<Dataset> d = ReadCsv(path, o);
+  BOOST_TEST_REQUIRE(d.ok(), d.status().message());
+  BOOST_TEST(d.value().rows == 2u);
+  BOOST_TEST(d.value().features == 2u);
+  BOOST_TEST(Features(d.value()) == (std::vector<float>{1.5f, 2, 7, 8}),
+             boost::test_tools::per_element());
+  BOOST_TEST(d.value().labels == (std::vector<float>{0, 0}), boost::test_tools::per_element());
+  const Result<std::vector<std::string>> names = ReadCsvFirstLine(path, ',');
+  BOOST_TEST_REQUIRE(names.ok());
+  BOOST_TEST(names.value() == (std::vector<std::string>{"x1", "x 2"}),
+             boost::test_tools::per_element());
+}
 
 BOOST_AUTO_TEST_CASE(label_column_by_name_is_removed_from_the_features) {
   TempDir dir;
@@ -208,6 +228,16 @@ BOOST_AUTO_TEST_CASE(malformed_tokens_name_the_line) {
   CheckError(ReadLibsvm(index, 4), index, {"line 1, column 3", "feature index is not a non-negative integer"});
   const std::string label = dir.Write("label.svm", "1 1:1\nfoo 1:1\n");
   CheckError(ReadLibsvm(label, 4), label, {"line 2, column 1: bad label: not a number"});
+  // Multilabel rows are named as such, in the dense and the sparse reader alike.
+  const std::string multi = dir.Write("multi.svm", "1 1:1\n1,0 2:2.5\n");
+  CheckError(ReadLibsvm(multi, 4), multi,
+             {"line 2, column 1: multilabel rows (labels joined by commas) are not supported"});
+  const Result<SparseRows> sparse = ReadLibsvmSparse(multi, {});
+  BOOST_REQUIRE(!sparse.ok());
+  BOOST_TEST(sparse.status().message() ==
+                 multi + ": line 2, column 1: multilabel rows (labels joined by commas) are not "
+                         "supported: give each row one label",
+             sparse.status().message());
 }
 
 BOOST_AUTO_TEST_CASE(missing_empty_file_and_zero_features_are_errors) {

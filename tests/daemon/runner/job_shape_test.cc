@@ -1,4 +1,5 @@
-// ResolveJobShape: the spec LoadJobData resolves, for every data format, with the same errors.
+// ResolveJobShape and CheckJobShapes: the spec LoadJobData resolves, for every data format, with
+// the same errors; CheckJobShapes also every error of the test file.
 #include <boost/test/unit_test.hpp>
 #include <string>
 #include <utility>
@@ -24,13 +25,17 @@ config::JobConfig Job(const std::string& toml, const TempDir& dir) {
   return *loaded.job;
 }
 
-// ResolveJobShape finds the spec LoadJobData does, with `inputs` and `outputs`.
+// ResolveJobShape finds the spec LoadJobData does, with `inputs` and `outputs`, and so does
+// CheckJobShapes.
 void CheckSameSpec(const config::JobConfig& job, int inputs, int outputs) {
   const Result<model::ModelSpec> shape = ResolveJobShape(job);
   BOOST_TEST_REQUIRE(shape.ok(), shape.status().message());
   const Result<JobData> data = LoadJobData(job);
   BOOST_TEST_REQUIRE(data.ok(), data.status().message());
   const model::ModelSpec& loaded = data.value().spec;
+  const Result<model::ModelSpec> checked = CheckJobShapes(job);
+  BOOST_TEST_REQUIRE(checked.ok(), checked.status().message());
+  BOOST_TEST((checked.value() == loaded));
   BOOST_TEST(shape.value().inputs == loaded.inputs);
   BOOST_TEST(shape.value().outputs == loaded.outputs);
   BOOST_TEST(shape.value().hidden == loaded.hidden, boost::test_tools::per_element());
@@ -49,6 +54,22 @@ void CheckSameError(const config::JobConfig& job, const std::string& fragment) {
   BOOST_TEST(shape.status().message() == data.status().message());
   BOOST_TEST(shape.status().message().find(fragment) != std::string::npos,
              shape.status().message());
+  const Result<model::ModelSpec> checked = CheckJobShapes(job);
+  BOOST_TEST_REQUIRE(!checked.ok());
+  BOOST_TEST(checked.status().message() == data.status().message());
+}
+
+// The test file's own errors: CheckJobShapes says what LoadJobData says, where ResolveJobShape,
+// which never reads the test file, finds none.
+void CheckTestFileError(const config::JobConfig& job, const std::string& fragment) {
+  BOOST_TEST(ResolveJobShape(job).ok());
+  const Result<JobData> data = LoadJobData(job);
+  BOOST_TEST_REQUIRE(!data.ok());
+  const Result<model::ModelSpec> checked = CheckJobShapes(job);
+  BOOST_TEST_REQUIRE(!checked.ok());
+  BOOST_TEST(checked.status().message() == data.status().message());
+  BOOST_TEST(checked.status().message().find(fragment) != std::string::npos,
+             checked.status().message());
 }
 
 // Four 2x3 images and labels 0, 4, 1, 0: 6 features, 5 classes.
@@ -165,6 +186,40 @@ BOOST_AUTO_TEST_CASE(logistic_regression_takes_a_labelled_test_file_of_0_and_1) 
   BOOST_TEST(three.status().message().find("needs labels 0/1, but " + dir.Path("three.csv")) !=
                  std::string::npos,
              three.status().message());
+}
+
+BOOST_AUTO_TEST_CASE(the_test_file_is_checked_against_the_training_file) {
+  TempDir dir;
+  dir.Write("train.csv", "a,b,c,label\n1,2,3,0\n4,5,6,2\n7,8,9,1\n");
+  dir.Write("narrow.csv", "a,b,label\n1,2,0\n4,5,1\n");
+  dir.Write("more-classes.csv", "a,b,c,label\n1,2,3,0\n4,5,6,7\n");
+  dir.Write("fractional.csv", "a,b,c,label\n1,2,3,0.5\n");
+  const auto job = [&](const std::string& test, const std::string& model) {
+    return Job("[data]\nformat = \"csv\"\ntrain = \"train.csv\"\ntest = \"" + test +
+                   "\"\n[model]\n" + model,
+               dir);
+  };
+  CheckTestFileError(job("narrow.csv", ""),
+                     dir.Path("narrow.csv") + " has 2 features but " + dir.Path("train.csv") +
+                         " has 3");
+  CheckTestFileError(job("more-classes.csv", ""), "model.outputs is 3 but " +
+                                                      dir.Path("more-classes.csv") +
+                                                      " has labels up to 7 (8 classes)");
+  CheckTestFileError(job("fractional.csv", ""), dir.Path("fractional.csv") + ": line 2, column 4");
+  // Explicit inputs and outputs spare ResolveJobShape the training file, not the checks.
+  CheckTestFileError(job("narrow.csv", "inputs = 3\noutputs = 3\n"), " has 2 features but ");
+}
+
+// Outputs a layer list's last dense layer sets are blamed on its units, not on model.outputs.
+BOOST_AUTO_TEST_CASE(too_few_units_on_the_last_layer_name_that_layer) {
+  TempDir dir;
+  dir.Write("train.csv", "a,b,c,label\n1,2,3,0\n4,5,6,9\n");
+  CheckSameError(Job("[data]\nformat = \"csv\"\ntrain = \"train.csv\"\n[model]\n"
+                     "type = \"sequential\"\n[[model.layers]]\ntype = \"dense\"\nunits = 4\n"
+                     "activation = \"relu\"\n[[model.layers]]\ntype = \"dense\"\nunits = 5\n",
+                     dir),
+                 "model.layers[2].units is 5 but " + dir.Path("train.csv") +
+                     " has labels up to 9 (10 classes)");
 }
 
 BOOST_AUTO_TEST_CASE(explicit_inputs_and_outputs_read_no_file) {
