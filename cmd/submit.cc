@@ -12,6 +12,7 @@
 #include "cmd/follow.h"
 #include "cmd/interrupt.h"
 #include "cmd/json_fields.h"
+#include "cmd/terminal.h"
 #include "config/job_file.h"
 #include "config/toml_text.h"
 
@@ -73,6 +74,7 @@ int Submit(const SubmitArgs& args, const GlobalOptions& globals) {
   query.job = id;
   query.follow = true;
   query.prefix_ranks = job.cluster.Processes() > 1;
+  query.progress_bar = StderrIsTty();
   CliResult<nlohmann::json> ended =
       args.json ? WaitForJob(client.value(), id) : StreamLogs(client.value(), query);
   if (!ended.ok()) return ReportFollowError(ended.error(), id);

@@ -25,7 +25,7 @@ class RecordingListener final : public train::TrainListener {
 }  // namespace
 
 RunSubject SubjectOf(const JobData& data) {
-  return {data.train.rows, model::FormatModelSpec(data.spec), data.eval_name};
+  return {data.train.rows, model::FormatModelSpec(data.spec), data.eval_name, ""};
 }
 
 RunProgress ProgressOf(const train::Trainer& trainer) {
@@ -47,7 +47,16 @@ RunRecording::RunRecording(const config::CheckpointConfig& policy, RunRecorder& 
       options_(options),
       last_saved_step_(last_saved_step),
       progress_(std::move(progress)),
-      write_checkpoint_(std::move(write_checkpoint)) {}
+      write_checkpoint_(std::move(write_checkpoint)) {
+  // How far the run goes, for its job's total steps and ETA (store/job_views.h). Not told to the
+  // observer: it is no progress of the run's.
+  const RunProgress start = progress_();
+  if (start.planned_steps > 0 && !start.iterations) {
+    const train::MetricPoint planned{start.step, start.epochs, std::string(train::kPlannedSteps),
+                                     static_cast<double>(start.planned_steps)};
+    recorder_.RecordMetrics({&planned, 1});
+  }
+}
 
 void RunRecording::Record(std::span<const train::MetricPoint> points) {
   recorder_.RecordMetrics(points);
