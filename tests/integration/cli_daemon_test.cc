@@ -1,7 +1,9 @@
 // The dtrain CLI against a real dtraind: what a user types, end to end.
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "daemon_fixture.h"
 
@@ -112,13 +114,14 @@ BOOST_AUTO_TEST_CASE(a_followed_job_shows_its_progress_between_evaluations) {
 
   const std::string follow = EnvPath("DTRAIN_BIN") + " --socket " + d.socket() + " logs -f " +
                              std::to_string(id);
-  const ProcessResult tty =
-      RunProcess({"timeout", "-s", "INT", "3", "script", "-qefc", follow, "/dev/null"},
-                 d.dir().Path(""));
+  auto following = StartProcess({"/usr/bin/script", "-qefc", follow, "/dev/null"},
+                                 d.dir().Path(""));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // its first PROGRESS comes at once
+  BOOST_TEST(Dtrain(d, {"cancel", std::to_string(id)}).exit_code == 0);
+  const ProcessResult tty = following.Wait();  // following ends with the job
   BOOST_TEST(tty.out.find("\r\033[K[") != std::string::npos, tty.out);
   BOOST_TEST(tty.out.find("/6300000 loss ") != std::string::npos, tty.out);
   BOOST_TEST(tty.out.find(" samples/s ETA ") != std::string::npos, tty.out);
-  BOOST_TEST(Dtrain(d, {"cancel", std::to_string(id)}).exit_code == 0);
 }
 
 BOOST_AUTO_TEST_CASE(no_daemon_is_exit_3_with_a_way_forward) {
