@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cstdio>
 
 #include "daemon/runner/trainer_checkpoint.h"
 
@@ -26,6 +27,14 @@ class RecordingListener final : public train::TrainListener {
 
 RunSubject SubjectOf(const JobData& data) {
   return {data.train.rows, model::FormatModelSpec(data.spec), data.eval_name, ""};
+}
+
+std::string OptimizerSettings(const config::JobConfig& job) {
+  if (job.optimizer.type != optim::OptimizerType::kFtrl) return "";
+  char text[160];
+  std::snprintf(text, sizeof text, "ftrl alpha=%g beta=%g l1=%g l2=%g", job.optimizer.alpha,
+                job.optimizer.beta, job.optimizer.l1, job.optimizer.l2);
+  return text;
 }
 
 RunProgress ProgressOf(const train::Trainer& trainer) {

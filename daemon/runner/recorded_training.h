@@ -46,6 +46,9 @@ struct RunSubject {
   std::string optimizer;  // its settings when it takes no learning rate ("ftrl alpha=0.05 ...")
 };
 RunSubject SubjectOf(const JobData& data);
+// RunSubject::optimizer of `job`: FTRL's settings ("ftrl alpha=0.05 beta=1 l1=0.1 l2=0"), which
+// take the place of a learning rate; "" for the other optimizers.
+std::string OptimizerSettings(const config::JobConfig& job);
 
 // Told what happens, on the training thread (for progress bars and plain-text logs).
 class RunObserver {

@@ -21,15 +21,6 @@ class SparseRecordingListener final : public sparse::SparseListener {
   RunRecording& recording_;
 };
 
-// FTRL's settings, which take the place of a learning rate; "" for the other optimizers.
-std::string FtrlSettings(const config::JobConfig& job) {
-  if (job.optimizer.type != optim::OptimizerType::kFtrl) return "";
-  char text[160];
-  std::snprintf(text, sizeof text, "ftrl alpha=%g beta=%g l1=%g l2=%g", job.optimizer.alpha,
-                job.optimizer.beta, job.optimizer.l1, job.optimizer.l2);
-  return text;
-}
-
 // Records how many of the trained model's weights (its keys' slots and its globals) are not 0,
 // as nonzero_weights, and says so when none is: such a model predicts the same for every row.
 Status RecordNonzeroWeights(const config::JobConfig& job, const SparsePlace& place,
@@ -141,7 +132,7 @@ Result<SparseRunResult> RunSparseOn(const config::JobConfig& job, const SparseJo
                          write);
   if (options.observer != nullptr) {
     RunSubject subject = SubjectOf(data);
-    subject.optimizer = FtrlSettings(job);
+    subject.optimizer = OptimizerSettings(job);
     options.observer->OnStart(progress(), subject, resume.has_value());
   }
   SparseRecordingListener listener(recording);

@@ -294,8 +294,9 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     if (Status started = session.Start(); !started.ok()) return Fail(started.message());
 
     LinePrinter printer(PrintsEvaluations(job, placement.rank));
-    printer.OnStart(runner::ProgressOf(trainer), runner::SubjectOf(data.value()),
-                    resume.has_value());
+    runner::RunSubject subject = runner::SubjectOf(data.value());
+    subject.optimizer = runner::OptimizerSettings(job);
+    printer.OnStart(runner::ProgressOf(trainer), subject, resume.has_value());
     if (const std::string links = session.DescribeLinks(); !links.empty()) {
       std::printf("%s\n", links.c_str());
       std::fflush(stdout);
