@@ -8,6 +8,7 @@
 #include "cmd/job_view.h"
 #include "cmd/json_fields.h"
 #include "cmd/interrupt.h"
+#include "cmd/progress.h"
 #include "cmd/terminal.h"
 #include "daemon/server/control_request.h"
 #include "daemon/store/job_views.h"
@@ -17,11 +18,13 @@ namespace dtrain::cli {
 namespace {
 
 // Prints one log line where it was written (stdout or stderr), with its rank once the job has
-// shown lines of several.
+// shown lines of several; a progress bar, if any, stays below them.
 class LinePrinter {
  public:
-  explicit LinePrinter(const LogQuery& query) : query_(query), prefix_(query.prefix_ranks) {}
+  explicit LinePrinter(const LogQuery& query, FollowBar* bar = nullptr)
+      : query_(query), prefix_(query.prefix_ranks), bar_(bar) {}
   void Print(std::int64_t rank, const std::string& stream, const std::string& line) {
+    if (bar_ != nullptr) bar_->Clear();
     if (!query_.worker && rank != 0) prefix_ = true;
     std::string text;
     if (prefix_) text.append("r").append(std::to_string(rank)).append(": ");
@@ -30,14 +33,16 @@ class LinePrinter {
     std::FILE* out = stream == "stderr" ? stderr : stdout;
     std::fwrite(text.data(), 1, text.size(), out);
   }
-  static void Flush() {
+  void Flush() {
     std::fflush(stdout);
     std::fflush(stderr);
+    if (bar_ != nullptr) bar_->Redraw();
   }
 
  private:
   const LogQuery& query_;
   bool prefix_;
+  FollowBar* bar_;
 };
 
 }  // namespace
@@ -47,18 +52,29 @@ CliResult<nlohmann::json> StreamLogs(DaemonClient& client, const LogQuery& query
   if (query.worker) request["worker"] = *query.worker;
   if (query.tail) request["tail"] = *query.tail;
   if (query.since) request["since"] = *query.since;
+  const bool bar_wanted = query.follow && query.progress_bar;
+  if (bar_wanted) request["progress"] = true;
   if (std::optional<CliError> failed = client.Send(std::move(request))) return *failed;
   const Patience patience = query.follow ? Patience::kUntilEnd : Patience::kRequest;
-  LinePrinter printer(query);
+  FollowBar bar;
+  LinePrinter printer(query, bar_wanted ? &bar : nullptr);
   for (;;) {
     CliResult<nlohmann::json> frame = client.ReadStreamFrame(patience);
-    if (!frame.ok()) return frame;
+    if (!frame.ok()) {
+      bar.Clear();
+      return frame;
+    }
+    if (const nlohmann::json* progress = JsonField(frame.value(), "progress");
+        bar_wanted && progress != nullptr && progress->is_object()) {
+      bar.Update(*progress);
+    }
     for (const nlohmann::json& line : JsonArray(frame.value(), "lines")) {
       printer.Print(JsonInt(line, "worker"), JsonString(line, "stream"), JsonString(line, "line"));
     }
-    LinePrinter::Flush();
+    printer.Flush();
     const nlohmann::json* end = JsonField(frame.value(), "end");
     if (end != nullptr && end->is_boolean() && end->get<bool>()) {
+      bar.Clear();
       return JsonObject(frame.value(), "job");
     }
   }
@@ -87,7 +103,7 @@ CliResult<nlohmann::json> StreamStoredLogs(store::Store& store, const LogQuery& 
       first = false;
       if (read < kRead) break;
     }
-    LinePrinter::Flush();
+    printer.Flush();
     if (!query.follow || ended) break;
     if (StopRequested()) return CliError{kExitInterrupted, "interrupted", "interrupted", {}};
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -131,6 +147,7 @@ int FollowQueuedJob(DaemonClient& client, const nlohmann::json& job, const Queue
   query.job = id;
   query.follow = true;
   query.prefix_ranks = how.prefix_ranks;
+  query.progress_bar = StderrIsTty();
   // A resumed job's earlier attempts printed before it was queued again.
   if (const auto updated = job.find("updated"); updated != job.end() && updated->is_number()) {
     query.since = updated->get<double>();

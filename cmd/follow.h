@@ -29,6 +29,8 @@ struct LogQuery {
   std::optional<double> since;       // lines from this Unix time on
   bool prefix_ranks = false;         // "rR: " before each line (the job has several workers);
                                      // turned on by the first line of a rank other than 0
+  bool progress_bar = false;         // with follow: the daemon's progress as a bar on stderr
+                                     // (progress.h's FollowBar; for a TTY), below the lines
 };
 
 // Sends `logs` and prints every line as it arrives, stdout lines on stdout and stderr lines on

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <set>
@@ -12,6 +13,7 @@
 #include "cmd/human.h"
 #include "cmd/json_fields.h"
 #include "cmd/terminal.h"
+#include "core/train/metrics.h"
 #include "daemon/store/metric_value.h"
 #include "cmd/text_table.h"
 
@@ -41,6 +43,13 @@ std::optional<std::int64_t> OptionalInt(const nlohmann::json& object, const std:
   return JsonInt(object, key);
 }
 
+// A finite, non-negative number, else nothing.
+std::optional<double> OptionalPace(const nlohmann::json& object, const std::string& key) {
+  const std::optional<double> value = JsonOptionalNumber(object, key);
+  if (!value || !std::isfinite(*value) || *value < 0) return std::nullopt;
+  return value;
+}
+
 std::string_view StateColor(const std::string& state) {
   if (state == "succeeded") return kGreen;
   if (state == "failed") return kRed;
@@ -49,11 +58,25 @@ std::string_view StateColor(const std::string& state) {
   return kCyan;
 }
 
-std::string MetricsLine(const JobInfo& job) {
+// The latest metrics, those that count a window of steps (`windows`) or the others.
+std::string MetricsLine(const JobInfo& job, bool windows) {
   std::string line;
   for (const auto& [name, value] : job.metrics) {
+    if (train::IsWindowCounter(name) != windows) continue;
     line += (line.empty() ? "" : "  ") + name + " " + FormatMetric(name, value);
   }
+  return line;
+}
+
+// The step line of `status`: "100/4690 (2%), 12.3 steps/s, ETA 6m12s".
+std::string StepLine(const JobInfo& job) {
+  std::string line = StepOfTotal(job);
+  if (job.steps_per_sec && job.state == "running") {
+    char pace[48];
+    std::snprintf(pace, sizeof pace, ", %.3g steps/s", *job.steps_per_sec);
+    line += pace;
+  }
+  if (job.eta_seconds && job.state == "running") line += ", ETA " + FormatDuration(*job.eta_seconds);
   return line;
 }
 
@@ -81,6 +104,10 @@ JobInfo ParseJob(const nlohmann::json& job) {
   info.created = JsonNumber(job, "created");
   info.updated = JsonNumber(job, "updated");
   info.step = JsonInt(job, "step");
+  info.total_steps = OptionalInt(job, "total_steps");
+  if (info.total_steps && *info.total_steps <= 0) info.total_steps.reset();
+  info.steps_per_sec = OptionalPace(job, "steps_per_sec");
+  info.eta_seconds = OptionalPace(job, "eta_seconds");
   info.restarts = JsonInt(job, "restarts");
   if (const nlohmann::json* slurm = JsonField(job, "slurm"); slurm && slurm->is_object()) {
     info.slurm_job = JsonInt(*slurm, "job_id");
@@ -118,6 +145,24 @@ int ExitCodeForState(const std::string& state) {
   return kExitFailed;
 }
 
+std::string StepOfTotal(const JobInfo& job) {
+  std::string text = std::to_string(job.step);
+  if (!job.total_steps) return text;
+  const double done = static_cast<double>(job.step) / static_cast<double>(*job.total_steps);
+  return text + "/" + std::to_string(*job.total_steps) + " (" +
+         std::to_string(static_cast<int>(std::clamp(done, 0.0, 1.0) * 100.0)) + "%)";
+}
+
+std::string HeadlineMetric(const JobInfo& job) {
+  for (const char* wanted :
+       {"eval_accuracy", "eval_auc", "eval_mse", "eval_loss", "train_loss", "objective"}) {
+    for (const auto& [name, value] : job.metrics) {
+      if (name == wanted) return name + " " + FormatMetric(name, value);
+    }
+  }
+  return "-";
+}
+
 int DistinctRanks(const JobInfo& job) {
   std::set<std::int64_t> ranks;
   for (const WorkerInfo& w : job.workers) ranks.insert(w.rank);
@@ -133,12 +178,16 @@ void PrintJobDetail(const JobInfo& job, std::ostream& out, bool color, int max_e
   out << "  priority  " << job.priority << '\n';
   out << "  created   " << TimeWithAge(job.created, now) << '\n';
   out << "  updated   " << TimeWithAge(job.updated, now) << '\n';
-  out << "  step      " << job.step << '\n';
+  out << "  step      " << StepLine(job) << '\n';
   out << "  restarts  " << job.restarts << '\n';
   if (job.slurm_job > 0) {
     out << "  slurm     job " << job.slurm_job << " on " << job.slurm_nodes << '\n';
   }
-  out << "  metrics   " << (job.metrics.empty() ? "-" : MetricsLine(job)) << '\n';
+  const std::string metrics = MetricsLine(job, false);
+  out << "  metrics   " << (metrics.empty() ? "-" : metrics) << '\n';
+  if (const std::string windows = MetricsLine(job, true); !windows.empty()) {
+    out << "  window    " << windows << "  (one worker's last train.log_every steps, not totals)\n";
+  }
   if (!job.workers.empty()) {
     out << "workers\n";
     TextTable table({"RANK", "ROLE", "HOST", "PID", "STATE", "EXIT", "STARTED", "ENDED"},
@@ -179,13 +228,14 @@ void PrintJobDetail(const JobInfo& job, std::ostream& out, bool color, int max_e
 
 void PrintJobTable(const std::vector<JobInfo>& jobs, std::ostream& out, bool color) {
   const double now = UnixNow();
-  TextTable table({"ID", "NAME", "STATE", "STEP", "PRI", "OWNER", "UPDATED", "REASON"},
-                  {true, false, false, true, true});
+  TextTable table({"ID", "NAME", "STATE", "STEP", "METRIC", "PRI", "OWNER", "UPDATED", "REASON"},
+                  {true, false, false, true, false, true});
   for (const JobInfo& job : jobs) {
     table.AddRow({{std::to_string(job.id)},
                   {job.name},
                   {job.state, StateColor(job.state)},
-                  {std::to_string(job.step)},
+                  {StepOfTotal(job)},
+                  {HeadlineMetric(job)},
                   {std::to_string(job.priority)},
                   {job.owner.empty() ? "-" : job.owner},
                   {FormatAge(job.updated, now)},
@@ -198,7 +248,9 @@ void PrintJobResult(const JobInfo& job, std::ostream& out, bool color) {
   out << "job " << job.id << " (" << job.name << ") "
       << Paint(color, StateColor(job.state), job.state) << " at step " << job.step
       << (job.reason.empty() ? "" : ": " + job.reason) << '\n';
-  if (!job.metrics.empty()) out << "  " << MetricsLine(job) << '\n';
+  if (const std::string metrics = MetricsLine(job, false); !metrics.empty()) {
+    out << "  " << metrics << '\n';
+  }
 }
 
 }  // namespace dtrain::cli

@@ -49,6 +49,9 @@ struct JobInfo {
   double created = 0;
   double updated = 0;
   std::int64_t step = 0;
+  std::optional<std::int64_t> total_steps;  // the steps the run plans in all, once known
+  std::optional<double> steps_per_sec;      // its pace since it started (or resumed)
+  std::optional<double> eta_seconds;        // the time left at that pace, while it runs
   std::int64_t restarts = 0;
   std::int64_t slurm_job = 0;  // cluster.scheduler = "slurm": its newest allocation; 0: none
   std::string slurm_nodes;
@@ -66,10 +69,19 @@ int ExitCodeForState(const std::string& state);
 // How many distinct ranks the job's workers have.
 int DistinctRanks(const JobInfo& job);
 
-// Everything `status JOB` shows: state and reason, owner, priority, times, step, restarts,
-// the Slurm job and nodes of a job placed by Slurm, the latest metrics, the workers and the last `max_events` events.
+// "100/4690 (2%)": the step, of the total steps when known; "100" otherwise.
+std::string StepOfTotal(const JobInfo& job);
+// The one metric `list` shows of a job, "eval_accuracy 0.8459": the latest of eval_accuracy,
+// eval_auc, eval_mse, eval_loss, train_loss, objective (the first it has); "-" for none.
+std::string HeadlineMetric(const JobInfo& job);
+
+// Everything `status JOB` shows: state and reason, owner, priority, times, step (of the total,
+// with its pace and ETA while it runs), restarts, the Slurm job and nodes of a job placed by
+// Slurm, the latest metrics (the window counters apart, train::IsWindowCounter), the workers
+// and the last `max_events` events.
 void PrintJobDetail(const JobInfo& job, std::ostream& out, bool color, int max_events = 10);
-// One line per job under a header: id, name, state, step, priority, owner, age, reason.
+// One line per job under a header: id, name, state, step (of the total), metric
+// (HeadlineMetric), priority, owner, age, reason.
 void PrintJobTable(const std::vector<JobInfo>& jobs, std::ostream& out, bool color);
 // "job 7 (fashion-mlp) succeeded at step 1890: completed", then the latest metrics.
 void PrintJobResult(const JobInfo& job, std::ostream& out, bool color);

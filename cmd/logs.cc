@@ -76,6 +76,7 @@ int Logs(const LogsArgs& args, const GlobalOptions& globals) {
     if (!status.ok()) return Report(status.error());
     query.prefix_ranks = SeveralRanks(JsonObject(status.value(), "job"));
   }
+  query.progress_bar = StderrIsTty();  // with -f: the job's progress below its lines
   if (args.follow) InstallStopHandlers();
   CliResult<nlohmann::json> ended = StreamLogs(client.value(), query);
   if (!ended.ok()) return ReportFollowError(ended.error(), args.job);

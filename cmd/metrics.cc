@@ -18,6 +18,7 @@
 #include "cmd/json_fields.h"
 #include "cmd/plot.h"
 #include "cmd/stored_job.h"
+#include "core/train/metrics.h"
 #include "daemon/store/metric_value.h"
 #include "cmd/terminal.h"
 #include "config/suggest.h"
@@ -117,9 +118,18 @@ void Print(const std::vector<store::MetricRow>& rows, const std::string& format)
     }
   } else {
     std::printf("%10s %8s %6s  %-16s %14s\n", "STEP", "EPOCH", "WORKER", "NAME", "VALUE");
+    bool windows = false;
     for (const store::MetricRow& r : rows) {
       std::printf("%10lld %8.3f %6d  %-16s %14s\n", static_cast<long long>(r.step), r.epoch,
                   r.worker, r.name.c_str(), FormatMetric(r.name, r.value).c_str());
+      windows = windows || train::IsWindowCounter(r.name);
+    }
+    std::fflush(stdout);
+    if (windows) {
+      std::fprintf(stderr,
+                   "compute_seconds, comm_seconds, wait_seconds, bytes_sent and the pipeline's "
+                   "counters: each row counts its worker's steps since its previous row "
+                   "(train.log_every), not a total\n");
     }
   }
 }

@@ -5,8 +5,10 @@
 #include <iostream>
 
 #include "cmd/human.h"
+#include "cmd/json_fields.h"
 #include "cmd/terminal.h"
 #include "daemon/runner/progress_lines.h"
+#include "daemon/store/metric_value.h"
 
 namespace dtrain::cli {
 namespace {
@@ -51,6 +53,53 @@ void ProgressPrinter::OnMetrics(const runner::RunProgress& progress,
   }
 }
 
+std::string StepBar(std::int64_t step, std::int64_t total, const char* unit) {
+  std::string text(unit);
+  text.append(" ").append(std::to_string(step));
+  if (total <= 0) return text;
+  const double done = static_cast<double>(step) / static_cast<double>(total);
+  const int width = 24;
+  const int filled = std::clamp(static_cast<int>(done * width), 0, width);
+  std::string bar(static_cast<std::size_t>(filled), '#');
+  bar.append(static_cast<std::size_t>(width - filled), '.');
+  return "[" + bar + "] " + text + "/" + std::to_string(total);
+}
+
+std::string BarTail(double loss, double accuracy, double samples_per_sec,
+                    std::optional<double> eta_seconds) {
+  char text[128];
+  char acc[32] = "";
+  if (accuracy >= 0) std::snprintf(acc, sizeof acc, " acc %.1f%%", 100 * accuracy);
+  std::snprintf(text, sizeof text, " loss %.4f%s %.0f samples/s", loss, acc, samples_per_sec);
+  return text + (eta_seconds ? " ETA " + FormatDuration(*eta_seconds) : std::string());
+}
+
+void FollowBar::Update(const nlohmann::json& progress) {
+  const nlohmann::json& metrics = JsonObject(progress, "metrics");
+  const auto metric = [&metrics](const char* name, double fallback) {
+    const nlohmann::json* value = JsonField(metrics, name);
+    return value ? store::MetricValueFromJson(*value).value_or(fallback) : fallback;
+  };
+  text_ = StepBar(JsonInt(progress, "step"), JsonInt(progress, "total_steps"), "step") +
+          BarTail(metric("train_loss", 0.0), metric("train_accuracy", -1.0),
+                  metric("samples_per_sec", 0.0), JsonOptionalNumber(progress, "eta_seconds"));
+  Redraw();
+}
+
+void FollowBar::Clear() {
+  if (!drawn_) return;
+  std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+  drawn_ = false;
+}
+
+void FollowBar::Redraw() {
+  if (text_.empty()) return;
+  std::fprintf(stderr, "\r\033[K%s", text_.c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
 std::int64_t EpochShown(std::int64_t epoch, std::int64_t planned_epochs) {
   const std::int64_t current = epoch + 1;
   return planned_epochs > 0 ? std::min(current, planned_epochs) : current;
@@ -58,36 +107,34 @@ std::int64_t EpochShown(std::int64_t epoch, std::int64_t planned_epochs) {
 
 void ProgressPrinter::OnCheckpoint(const runner::RunProgress&) {}
 
+void ProgressPrinter::OnEvent(const std::string& line) {
+  Finish();  // the bar, if any, is drawn again at the next metrics
+  std::FILE* out = lines_ && !bar_ ? stdout : stderr;  // among the plain lines, as a log has it
+  std::fprintf(out, "%s\n", line.c_str());
+  std::fflush(out);
+}
+
 void ProgressPrinter::DrawBar(const runner::RunProgress& progress) {
   const std::int64_t step = progress.step;
   const std::int64_t total = progress.planned_steps;
-  const double done = total > 0 ? static_cast<double>(step) / static_cast<double>(total) : 0.0;
-  const int width = 24;
-  const int filled = std::clamp(static_cast<int>(done * width), 0, width);
-  std::string bar(static_cast<std::size_t>(filled), '#');
-  bar.append(static_cast<std::size_t>(width - filled), '.');
-  const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-  const double rate = static_cast<double>(step - start_step_) / std::max(elapsed, 1e-9);
-  const double eta = rate > 0 ? static_cast<double>(total - step) / rate : -1.0;
-  char epochs[32] = "";
-  if (progress.planned_epochs > 0) {
-    std::snprintf(epochs, sizeof epochs, "/%lld", static_cast<long long>(progress.planned_epochs));
-  }
-  char accuracy[32] = "";
-  if (accuracy_ >= 0) std::snprintf(accuracy, sizeof accuracy, " acc %.1f%%", 100 * accuracy_);
+  std::string text;
   if (progress.iterations) {  // L-BFGS: at most planned_steps iterations; it may stop sooner
-    std::fprintf(stderr, "\r\033[KL-BFGS [%s] iteration %lld/%lld loss %.4f%s %.0f samples/s",
-                 bar.c_str(), static_cast<long long>(step), static_cast<long long>(total), loss_,
-                 accuracy, samples_per_sec_);
+    text = "L-BFGS " + StepBar(step, total, "iteration") +
+           BarTail(loss_, accuracy_, samples_per_sec_, std::nullopt);
   } else {
-    std::fprintf(stderr,
-                 "\r\033[Kepoch %lld%s [%s] step %lld/%lld loss %.4f%s %.0f samples/s ETA %s",
-                 static_cast<long long>(EpochShown(static_cast<std::int64_t>(progress.epoch),
-                                                   progress.planned_epochs)),
-                 epochs, bar.c_str(),
-                 static_cast<long long>(step), static_cast<long long>(total), loss_, accuracy,
-                 samples_per_sec_, FormatDuration(eta).c_str());
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double rate = static_cast<double>(step - start_step_) / std::max(elapsed, 1e-9);
+    const double eta = rate > 0 ? static_cast<double>(total - step) / rate : -1.0;  // "--"
+    text = "epoch ";
+    text.append(std::to_string(
+        EpochShown(static_cast<std::int64_t>(progress.epoch), progress.planned_epochs)));
+    if (progress.planned_epochs > 0) {
+      text.append("/").append(std::to_string(progress.planned_epochs));
+    }
+    text.append(" ").append(StepBar(step, total, "step"));
+    text.append(BarTail(loss_, accuracy_, samples_per_sec_, eta));
   }
+  std::fprintf(stderr, "\r\033[K%s", text.c_str());
   std::fflush(stderr);
   drawn_ = true;
 }

@@ -179,11 +179,11 @@ Result<train::StopReason> SparseTrainer::Run(SparseListener& listener) {
           {position_.step, Epochs(), "train_loss", window_loss / window},
           {position_.step, Epochs(), "train_accuracy",
            static_cast<double>(window_correct) / window},
-          {position_.step, Epochs(), "lr", lr},
           {position_.step, Epochs(), "samples_per_sec", seconds > 0 ? window / seconds : 0.0},
           {position_.step, Epochs(), "keys_per_step", keys},
           {position_.step, Epochs(), "bytes_per_step", 2.0 * keys * BytesPerKey(model_)},
           {position_.step, Epochs(), "model_keys", static_cast<double>(params_.KeyCount())}};
+      if (options_.learning_rate) points.push_back({position_.step, Epochs(), "lr", lr});
       const train::CommStats comm = params_.Stats();
       if (comm.bytes_sent > 0) {
         points.push_back({position_.step, Epochs(), "bytes_sent",

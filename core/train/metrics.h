@@ -9,14 +9,33 @@
 //     job has several workers: this worker's totals over the steps since the previous point)
 //   objective, step_length, evaluations (and the names above; step = the iteration)   (every
 //     iteration of an L-BFGS run, daemon/runner/lbfgs_run.h)
+//   planned_steps   (once as a run starts or resumes, at the step it starts from: the steps it
+//     plans in all; daemon/runner/recorded_training.h)
+//   nonzero_weights   (once at the end of a sparse run: its model's weights that are not 0;
+//     daemon/runner/sparse_run.h)
+// The window counters (compute_seconds ... bytes_sent, and a pipeline's pipeline_idle_seconds,
+// activation_send_seconds, activation_bytes) count the steps since the worker's previous point,
+// not totals: IsWindowCounter.
 // A sink is called from the training thread only.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace dtrain::train {
+
+inline constexpr std::string_view kPlannedSteps = "planned_steps";
+inline constexpr std::string_view kNonzeroWeights = "nonzero_weights";
+
+// Whether the metric `name` counts one worker's last log_every steps rather than a value or a
+// total (see above).
+constexpr bool IsWindowCounter(std::string_view name) {
+  return name == "compute_seconds" || name == "comm_seconds" || name == "wait_seconds" ||
+         name == "bytes_sent" || name == "pipeline_idle_seconds" ||
+         name == "activation_send_seconds" || name == "activation_bytes";
+}
 
 struct MetricPoint {
   std::int64_t step = 0;  // optimizer steps completed

@@ -270,9 +270,9 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       if (!penalty.ok()) return penalty.status();
       std::vector<MetricPoint> points{
           {position_.step, Epochs(), "train_loss", window_loss / rows_seen + penalty.value()},
-          {position_.step, Epochs(), "lr", lr},
           {position_.step, Epochs(), "grad_norm", grad_norm},
           {position_.step, Epochs(), "samples_per_sec", seconds > 0 ? rows_seen / seconds : 0.0}};
+      if (options_.learning_rate) points.push_back({position_.step, Epochs(), "lr", lr});
       if (classification) {
         points.push_back({position_.step, Epochs(), "train_accuracy",
                           static_cast<double>(window_correct) / rows_seen});

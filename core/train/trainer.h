@@ -45,6 +45,7 @@ struct TrainOptions {
   bool fail_on_divergence = true;   // a non-finite train_loss ends Run with a divergence error
   float weight_decay = 0.0f;        // L2 on weights (not biases)
   optim::ScheduleOptions schedule;  // total_steps 0 means "the planned run length"
+  bool learning_rate = true;        // the optimizer steps by schedule.lr (not FTRL): the lr metric
   int rank = 0;
   int world_size = 1;
   data::ShardMode sharding = data::ShardMode::kContiguousShards;  // kGlobalBatches: sync modes

@@ -170,8 +170,11 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
                 : "training " + std::to_string(data.train.rows) + " rows, " +
                       std::to_string(session->network().NumParams()) + " parameters");
     if (!running.ok()) return running;
-    if (options.observer != nullptr)
-      options.observer->OnStart(ProgressOf(trainer), SubjectOf(data), resumed);
+    if (options.observer != nullptr) {
+      RunSubject subject = SubjectOf(data);
+      subject.optimizer = OptimizerSettings(job);
+      options.observer->OnStart(ProgressOf(trainer), subject, resumed);
+    }
 
     doing = "training";
     const Result<train::StopReason> why = TrainRecorded(trainer, job.checkpoint, recorder, options,

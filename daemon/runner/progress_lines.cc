@@ -18,13 +18,22 @@ std::string ThreadsText(const RunProgress& progress) {
 }  // namespace
 
 std::string StartLine(const RunProgress& progress, const RunSubject& subject, bool resumed) {
-  char line[128];
-  std::snprintf(line, sizeof line, " %zu training rows, %zu parameters (", subject.train_rows,
-                progress.params);
+  char line[192];
+  if (progress.feature_keys > 0) {  // sparse: parameters are made as the rows touch keys
+    std::snprintf(line, sizeof line,
+                  " %zu training rows, %llu feature keys x %zu parameters (made as the rows touch "
+                  "them; %zu so far) (",
+                  subject.train_rows, static_cast<unsigned long long>(progress.feature_keys),
+                  progress.params_per_key, progress.params);
+  } else {
+    std::snprintf(line, sizeof line, " %zu training rows, %zu parameters (", subject.train_rows,
+                  progress.params);
+  }
   const char* unit = progress.iterations ? "iteration" : "step";
   return (resumed ? "resuming from " + std::string(unit) + " " + std::to_string(progress.step) + ":"
                   : std::string("training:")) +
-         line + subject.model + "), " +
+         line + subject.model + (subject.optimizer.empty() ? "" : "; " + subject.optimizer) +
+         "), " +
          (progress.iterations
               ? "L-BFGS, at most " + std::to_string(progress.planned_steps) + " iterations, "
               : std::to_string(progress.planned_steps) + " steps planned, ") +

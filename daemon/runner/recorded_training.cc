@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cstdio>
 
 #include "core/model/model_summary.h"
 #include "daemon/runner/trainer_checkpoint.h"
@@ -26,7 +27,15 @@ class RecordingListener final : public train::TrainListener {
 }  // namespace
 
 RunSubject SubjectOf(const JobData& data) {
-  return {data.train.rows, model::SummarizeModel(data.spec), data.eval_name};
+  return {data.train.rows, model::SummarizeModel(data.spec), data.eval_name, ""};
+}
+
+std::string OptimizerSettings(const config::JobConfig& job) {
+  if (job.optimizer.type != optim::OptimizerType::kFtrl) return "";
+  char text[160];
+  std::snprintf(text, sizeof text, "ftrl alpha=%g beta=%g l1=%g l2=%g", job.optimizer.alpha,
+                job.optimizer.beta, job.optimizer.l1, job.optimizer.l2);
+  return text;
 }
 
 RunProgress ProgressOf(const train::Trainer& trainer) {
@@ -48,7 +57,16 @@ RunRecording::RunRecording(const config::CheckpointConfig& policy, RunRecorder& 
       options_(options),
       last_saved_step_(last_saved_step),
       progress_(std::move(progress)),
-      write_checkpoint_(std::move(write_checkpoint)) {}
+      write_checkpoint_(std::move(write_checkpoint)) {
+  // How far the run goes, for its job's total steps and ETA (store/job_views.h). Not told to the
+  // observer: it is no progress of the run's.
+  const RunProgress start = progress_();
+  if (start.planned_steps > 0 && !start.iterations) {
+    const train::MetricPoint planned{start.step, start.epochs, std::string(train::kPlannedSteps),
+                                     static_cast<double>(start.planned_steps)};
+    recorder_.RecordMetrics({&planned, 1});
+  }
+}
 
 void RunRecording::Record(std::span<const train::MetricPoint> points) {
   recorder_.RecordMetrics(points);

@@ -30,7 +30,9 @@ struct RunProgress {
   std::uint64_t epoch = 0;          // the current epoch (0-based)
   double epochs = 0.0;              // fractional epochs completed
   std::int64_t planned_epochs = 0;  // 0: no epoch limit
-  std::size_t params = 0;
+  std::size_t params = 0;   // a sparse model's: those made so far (as the rows touch keys)
+  std::uint64_t feature_keys = 0;  // a sparse model: the keys its features may take (0: dense)
+  std::size_t params_per_key = 0;  // a sparse model: the parameters made for each key touched
   bool iterations = false;  // an L-BFGS run
   int batch_slices = 1;     // threads a step's batch is split over (1: BLAS threads, if any)
 };
@@ -41,8 +43,12 @@ struct RunSubject {
   std::size_t train_rows = 0;
   std::string model;      // the model in a few words (model::SummarizeModel)
   std::string eval_name;  // "test", "validation" or "" (none)
+  std::string optimizer;  // its settings when it takes no learning rate ("ftrl alpha=0.05 ...")
 };
 RunSubject SubjectOf(const JobData& data);
+// RunSubject::optimizer of `job`: FTRL's settings ("ftrl alpha=0.05 beta=1 l1=0.1 l2=0"), which
+// take the place of a learning rate; "" for the other optimizers.
+std::string OptimizerSettings(const config::JobConfig& job);
 
 // Told what happens, on the training thread (for progress bars and plain-text logs).
 class RunObserver {
@@ -71,6 +77,7 @@ struct RunOptions {
 
 // The recording of a run, whatever its loop: metrics to the recorder and the observer,
 // checkpoints by the job's policy between steps (the loop is idle then), and the stop request.
+// As it is made it records train::kPlannedSteps (the run's planned steps, at its first step).
 // `progress` says where the run stands; `write_checkpoint` saves the run's state to the recorder
 // now. Used by TrainRecorded, and by loops of their own (sparse models).
 class RunRecording {

@@ -1,5 +1,7 @@
 #include "daemon/runner/sparse_run.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <memory>
 
 #include "core/sparse/streamed_batches.h"
@@ -18,6 +20,36 @@ class SparseRecordingListener final : public sparse::SparseListener {
  private:
   RunRecording& recording_;
 };
+
+// Records how many of the trained model's weights (its keys' slots and its globals) are not 0,
+// as nonzero_weights, and says so when none is: such a model predicts the same for every row.
+Status RecordNonzeroWeights(const config::JobConfig& job, const SparsePlace& place,
+                            const RunProgress& at, RunRecording& recording,
+                            const RunOptions& options) {
+  Result<sparse::KeyTableState> state = place.snapshot();
+  if (!state.ok()) return state.status();
+  const auto nonzero = [](const std::vector<float>& v) {
+    return std::count_if(v.begin(), v.end(), [](float w) { return w != 0.0f; });
+  };
+  const auto count = nonzero(state.value().slots) + nonzero(state.value().globals);
+  const train::MetricPoint point{at.step, at.epochs, std::string(train::kNonzeroWeights),
+                                 static_cast<double>(count)};
+  recording.Record({&point, 1});
+  if (count == 0 && options.observer != nullptr) {
+    char why[160] = "";
+    if (job.optimizer.type == optim::OptimizerType::kFtrl) {
+      std::snprintf(why, sizeof why,
+                    ": optimizer.l1 = %g zeroes every weight whose summed gradient stays within "
+                    "it; lower it",
+                    job.optimizer.l1);
+    }
+    options.observer->OnEvent(
+        std::string("warning: every weight of the trained model is 0, so it predicts the same "
+                    "for every row (AUC 0.5)") +
+        why);
+  }
+  return Status::Ok();
+}
 
 // A replica's training batches: its share of the rows in memory, or of the streamed file's
 // blocks.
@@ -38,12 +70,13 @@ Result<std::unique_ptr<sparse::SparseBatchSource>> TrainingBatches(
 }  // namespace
 
 RunSubject SubjectOf(const SparseJobData& data) {
-  return {data.TrainRows(), sparse::FormatSparseModelSpec(data.spec), data.eval_name};
+  return {data.TrainRows(), sparse::FormatSparseModelSpec(data.spec), data.eval_name, ""};
 }
 
 train::TrainOptions SparseTrainOptions(const config::JobConfig& job) {
   train::TrainOptions options = job.train;
   options.schedule.lr = config::ScaledLearningRate(job);
+  options.learning_rate = job.optimizer.type != optim::OptimizerType::kFtrl;
   return options;
 }
 
@@ -85,7 +118,9 @@ Result<SparseRunResult> RunSparseOn(const config::JobConfig& job, const SparseJo
                        .epoch = trainer.position().epoch,
                        .epochs = trainer.Epochs(),
                        .planned_epochs = job.train.epochs,
-                       .params = place.params.KeyCount() * model.SlotWidth() + model.GlobalWidth()};
+                       .params = place.params.KeyCount() * model.SlotWidth() + model.GlobalWidth(),
+                       .feature_keys = data.train.features,
+                       .params_per_key = model.SlotWidth()};
   };
   const auto write = [&]() -> Status {
     Result<sparse::KeyTableState> state = place.snapshot();
@@ -96,11 +131,18 @@ Result<SparseRunResult> RunSparseOn(const config::JobConfig& job, const SparseJo
   RunRecording recording(job.checkpoint, recorder, options, resume ? resume->step : -1, progress,
                          write);
   if (options.observer != nullptr) {
-    options.observer->OnStart(progress(), SubjectOf(data), resume.has_value());
+    RunSubject subject = SubjectOf(data);
+    subject.optimizer = OptimizerSettings(job);
+    options.observer->OnStart(progress(), subject, resume.has_value());
   }
   SparseRecordingListener listener(recording);
   Result<train::StopReason> why = trainer.Run(listener);
   if (!why.ok()) return why.status();
+  if (options.checkpoints) {  // replica 0: the model's own
+    if (Status s = RecordNonzeroWeights(job, place, progress(), recording, options); !s.ok()) {
+      return s;
+    }
+  }
   if (Status finished = recording.Finish(); !finished.ok()) return finished;
 
   SparseRunResult result;

@@ -2,7 +2,9 @@
 // KeyTable (core/sparse), or one replica of an async job over parameter-server shards
 // (RunSparseOn) — and recorded like any run: metrics (sparse_trainer.h's names),
 // checkpoints of the touched keys (sparse_checkpoint.h) by the job's policy, on a stop request
-// and at the end, and the final evaluation on the held-out rows.
+// and at the end, and the final evaluation on the held-out rows. At its end replica 0 records
+// train::kNonzeroWeights and, when the model is all zeros, tells its observer a warning (for
+// FTRL naming optimizer.l1, whose L1 zeroes weights).
 //
 //   Result<SparseJobData> data = LoadSparseJobData(job);
 //   Result<SparseRunResult> r = RunSparse(job, data.value(), recorder, options, resume);

@@ -57,6 +57,7 @@ train::TrainOptions ReplicaOptions(const config::JobConfig& job, const model::Mo
   o.sharding = job.cluster.mode == ClusterMode::kSync ? data::ShardMode::kGlobalBatches
                                                       : data::ShardMode::kContiguousShards;
   o.schedule.lr = config::ScaledLearningRate(job);
+  o.learning_rate = job.optimizer.type != optim::OptimizerType::kFtrl;
   return o;
 }
 

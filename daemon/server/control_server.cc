@@ -435,9 +435,11 @@ struct ControlServer::Impl {
     const auto tail = IntField(request, "tail");
     const double since = NumberField(request, "since").value_or(0.0);
     const bool follow = BoolField(request, "follow");
+    const bool progress = follow && BoolField(request, "progress");
+    std::string last_progress;
     bool first = true;
     asio::steady_timer tick(io);
-    for (;;) {
+    for (int ticks = 0;; ++ticks) {
       // Whether the job had ended is read BEFORE its lines, so the lines read after it include
       // the last ones (a job's state turns terminal only once its logs are committed).
       auto state = co_await OffThread(pool, [this, id] { return store.GetJob(id); });
@@ -463,6 +465,19 @@ struct ControlServer::Impl {
         if (read < 100000) break;
       }
       if (!follow || ended) break;
+      if (progress && ticks % 10 == 0) {  // once a second, when the job has moved
+        Result<json> job = co_await JobObject(id, false);
+        if (job.ok()) {
+          json reply = Ok();
+          reply["progress"] = store::ProgressJson(job.value());
+          if (std::string payload = reply.dump(); payload != last_progress) {
+            if (!co_await WriteFrame(socket, net::MessageType::kControl, 0, payload)) {
+              co_return false;
+            }
+            last_progress = std::move(payload);
+          }
+        }
+      }
       tick.expires_after(100ms);
       co_await tick.async_wait(asio::use_awaitable);
     }

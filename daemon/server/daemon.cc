@@ -206,7 +206,7 @@ class Daemon {
               (options_.config.peers.empty()
                    ? ""
                    : ", " + std::to_string(options_.config.peers.size()) + " peer(s)") +
-              ", store " +
+              (web_ == nullptr ? "" : ", dashboard " + web_->Url()) + ", store " +
               options_.config.state_dir + "/dtrain.db, " + std::to_string(jobs_.running()) +
               " running, " + std::to_string(jobs_.queued()) + " queued");
     ::sd_notify(0, "READY=1");

@@ -57,7 +57,7 @@ struct JobTick {
 JobTick ReadJobTick(store::Store& store, std::int64_t id, std::int64_t metrics_after,
                     std::int64_t logs_after, bool with_logs) {
   JobTick tick;
-  Result<json> job = DashboardJob(store, id);
+  Result<json> job = DashboardJob(store, id, with_logs);  // settings name data files, as lines may
   auto metrics = store.MetricsAfter(id, metrics_after, kMetricsPerTick);
   Result<std::vector<store::LogRow>> logs = std::vector<store::LogRow>();
   if (with_logs) logs = store.Logs(id, logs_after, kLinesPerTick);

@@ -81,7 +81,7 @@ Result<json> DashboardJobs(store::Store& store, std::optional<store::JobState> s
   return jobs;
 }
 
-Result<json> DashboardJob(store::Store& store, std::int64_t id) {
+Result<json> DashboardJob(store::Store& store, std::int64_t id, bool with_settings) {
   Result<json> job = store::StoredJobJson(store, id, true);
   if (!job.ok()) return job.status();
   Result<std::vector<store::CheckpointInfo>> checkpoints = store.Checkpoints(id);
@@ -91,6 +91,11 @@ Result<json> DashboardJob(store::Store& store, std::int64_t id) {
     list.push_back({{"step", c.step}, {"time", c.time}, {"bytes", c.bytes}});
   }
   job.value()["checkpoints"] = std::move(list);
+  if (with_settings) {
+    Result<store::JobRecord> record = store.GetJob(id);
+    if (!record.ok()) return record.status();
+    job.value()["settings"] = record.value().spec_toml;
+  }
   return job;
 }
 

@@ -10,7 +10,8 @@
 // "epoch" (the furthest fractional epoch its metrics reached, 0 before any). An ended job's row
 // is read once and reused while its `updated` time stays the same (it changes only when the job
 // is resumed): the list's cost follows its active jobs, not its history. DashboardJob: the JOB
-// object with events and "checkpoints" [{"step", "time", "bytes"}]. Plain functions over the
+// object with events, "checkpoints" [{"step", "time", "bytes"}] and, `with_settings`,
+// "settings" (its resolved job file, which names its data files). Plain functions over the
 // store (they block on SQLite): call them off an event loop.
 #pragma once
 
@@ -33,7 +34,7 @@ struct EndedJobRows {
 
 Result<nlohmann::json> DashboardJobs(store::Store& store, std::optional<store::JobState> state,
                                      std::size_t limit, EndedJobRows& ended);
-Result<nlohmann::json> DashboardJob(store::Store& store, std::int64_t id);
+Result<nlohmann::json> DashboardJob(store::Store& store, std::int64_t id, bool with_settings);
 
 // The fraction of its planned length a job has run, from its step and furthest epoch and its
 // [train] epochs and steps (0: no limit); null when neither limits it.

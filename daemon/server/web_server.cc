@@ -297,6 +297,15 @@ Status WebServer::Listen() {
   return Status::Ok();
 }
 
+std::string WebServer::Url() const {
+  std::error_code ec;
+  const asio::ip::tcp::endpoint bound = impl_->acceptor.local_endpoint(ec);
+  if (ec) return "http://" + impl_->options.address + "/";
+  const std::string host = bound.address().is_v6() ? "[" + bound.address().to_string() + "]"
+                                                   : bound.address().to_string();
+  return "http://" + host + ":" + std::to_string(bound.port()) + "/";
+}
+
 void WebServer::Start() {
   if (impl_->acceptor.is_open()) asio::co_spawn(impl_->io, impl_->AcceptLoop(), asio::detached);
 }

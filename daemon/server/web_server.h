@@ -62,6 +62,8 @@ class WebServer {
   WebServer& operator=(const WebServer&) = delete;
 
   Status Listen();
+  // After Listen: where a browser finds the dashboard, "http://ADDR:PORT/" with the bound port.
+  std::string Url() const;
   void Start();
   void Close();
 

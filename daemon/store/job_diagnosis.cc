@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "core/train/metrics.h"
 #include "daemon/store/job_views.h"
 
 namespace dtrain::store {
@@ -87,6 +89,16 @@ Result<json> LastLines(Store& store, std::int64_t job, std::size_t count, Keep k
                      {"line", row.line}});
   }
   return lines;
+}
+
+// When the next process of `w`'s rank started (a restarted attempt's), or +infinity: the lines
+// of that rank from then on are not `w`'s.
+double NextOfRank(const std::vector<WorkerRecord>& workers, const WorkerRecord& w) {
+  double next = std::numeric_limits<double>::infinity();
+  for (const WorkerRecord& other : workers) {
+    if (other.rank == w.rank && other.started > w.started) next = std::min(next, other.started);
+  }
+  return next;
 }
 
 std::string DescribeProcess(const WorkerRecord& w) {
@@ -168,8 +180,10 @@ Result<json> DiagnoseJob(Store& store, std::int64_t id, std::size_t log_lines) {
   if (cancelled != nullptr) consider(Kind::kCancelled, cancelled->time);
   if (failed != nullptr && process == nullptr) consider(Kind::kFailed, failed->time);
 
-  const std::int64_t step = kind == Kind::kNone ? job.value()["step"].get<std::int64_t>()
-                                                : StepBy(metrics.value(), checkpoints.value(), when);
+  std::int64_t step = kind == Kind::kNone ? job.value()["step"].get<std::int64_t>()
+                                          : StepBy(metrics.value(), checkpoints.value(), when);
+  // The checkpoints it had reached may since have been pruned: the step kept with it counts too.
+  if (kind == Kind::kProcess) step = std::max(step, process->ended_step.value_or(0));
   json cause = {{"kind", "none"}, {"time", nullptr}, {"step", step}};
   json next = json::array();
   Result<json> lines = json::array();
@@ -184,9 +198,10 @@ Result<json> DiagnoseJob(Store& store, std::int64_t id, std::size_t log_lines) {
                {"process", WorkerJson(w)}};
       cause["process"]["signal_name"] = w.signal ? json(SignalName(*w.signal)) : json(nullptr);
       next.push_back(AdviceForProcess(w, id));
-      lines = LastLines(store, id, log_lines, [&w](const LogRow& r) {
+      const double successor = NextOfRank(workers.value(), w);
+      lines = LastLines(store, id, log_lines, [&w, successor](const LogRow& r) {
         return r.worker == w.rank && r.stream != "daemon" && r.time >= w.started &&
-               r.time <= *w.ended + kPeerDeathSeconds;
+               r.time <= *w.ended + kPeerDeathSeconds && r.time < successor;
       });
       break;
     }
@@ -226,6 +241,17 @@ Result<json> DiagnoseJob(Store& store, std::int64_t id, std::size_t log_lines) {
       break;
   }
   if (!lines.ok()) return lines.status();
+  for (auto m = metrics.value().rbegin(); m != metrics.value().rend(); ++m) {
+    if (m->name != train::kNonzeroWeights) continue;
+    if (m->value == 0.0) {
+      next.push_back("the trained model is all zeros (nonzero_weights 0 at step " +
+                     std::to_string(m->step) +
+                     "): it predicts the same for every row; with optimizer.type = \"ftrl\", "
+                     "optimizer.l1 zeroes every weight whose summed gradient stays within it: "
+                     "lower it");
+    }
+    break;
+  }
   if (process != nullptr && kind != Kind::kProcess) {
     next.push_back("later, " + DescribeProcess(*process) + " " + DescribeEnd(*process));
   }

@@ -12,7 +12,9 @@
 //  - the first non-finite value of a loss (a metric named *loss or *mse), by step;
 //  - the job's cancellation (the event into state cancelled);
 //  - the job's failure event, when no process failed (e.g. its data could not be read).
-// A job with none of these has cause kind "none". The JSON is control_protocol.md's WHY object.
+// A job with none of these has cause kind "none". Whatever the cause, a sparse model trained to
+// all zeros (its last nonzero_weights 0) adds a "next" naming optimizer.l1. The JSON is
+// control_protocol.md's WHY object.
 //
 // Plain functions over the store (they block on SQLite): call them off an event loop.
 #pragma once

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/train/metrics.h"
 #include "daemon/store/metric_value.h"
 
 namespace dtrain::store {
@@ -38,6 +39,33 @@ json LogLineJson(const LogRow& l) {
           {"line", l.line}};
 }
 
+json PaceJson(const std::vector<MetricRow>& latest, std::int64_t step, JobState state) {
+  const MetricRow* planned = nullptr;
+  const MetricRow* furthest = nullptr;
+  for (const MetricRow& m : latest) {
+    if (m.name == train::kPlannedSteps) {
+      planned = &m;
+    } else if (furthest == nullptr || m.step > furthest->step ||
+               (m.step == furthest->step && m.time > furthest->time)) {
+      furthest = &m;
+    }
+  }
+  json pace = {{"total_steps", nullptr}, {"steps_per_sec", nullptr}, {"eta_seconds", nullptr}};
+  if (planned == nullptr || !(planned->value > 0)) return pace;
+  const auto total = static_cast<std::int64_t>(planned->value);
+  pace["total_steps"] = total;
+  if (furthest == nullptr || furthest->step <= planned->step || furthest->time <= planned->time) {
+    return pace;
+  }
+  const double rate = static_cast<double>(furthest->step - planned->step) /
+                      (furthest->time - planned->time);
+  pace["steps_per_sec"] = rate;
+  if (state == JobState::kRunning) {
+    pace["eta_seconds"] = static_cast<double>(std::max<std::int64_t>(0, total - step)) / rate;
+  }
+  return pace;
+}
+
 Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
   Result<JobRecord> job = store.GetJob(id);
   if (!job.ok()) return job.status();
@@ -53,8 +81,8 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
   json latest = json::object();
   std::int64_t step = 0;
   for (const MetricRow& m : metrics.value()) {
-    latest[m.name] = MetricValueJson(m.value);
     step = std::max(step, m.step);
+    if (m.name != train::kPlannedSteps) latest[m.name] = MetricValueJson(m.value);  // total_steps
   }
   // A job stopped between two logged steps has its newest checkpoint further on.
   if (!checkpoints.value().empty()) step = std::max(step, checkpoints.value().back().step);
@@ -73,6 +101,7 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
               {"restarts", CountRestarts(events.value())},
               {"metrics", std::move(latest)},
               {"workers", std::move(worker_list)}};
+  out.update(PaceJson(metrics.value(), step, r.state));
   if (const std::optional<SlurmGrant> grant = NewestSlurmGrant(events.value())) {
     out["slurm"] = {{"job_id", grant->job}, {"nodes", grant->nodes}};
   }
@@ -80,6 +109,15 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
     json event_list = json::array();
     for (const EventRecord& e : events.value()) event_list.push_back(EventJson(e));
     out["events"] = std::move(event_list);
+  }
+  return out;
+}
+
+json ProgressJson(const json& job) {
+  json out = json::object();
+  for (const char* key :
+       {"state", "step", "total_steps", "steps_per_sec", "eta_seconds", "metrics"}) {
+    if (job.contains(key)) out[key] = job[key];
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // What the control protocol shows of jobs, built from a store alone: the JOB object of
 // control_protocol.md (state, reason, owner, step: the furthest of its metrics and its newest
-// checkpoint, restarts, latest metrics, workers and, when asked, events) and the newest jobs. The daemon adds what only it knows (restarts not yet
+// checkpoint, total_steps, steps_per_sec and eta_seconds: its pace, restarts, latest metrics,
+// workers and, when asked, events) and the newest jobs. The daemon adds what only it knows (restarts not yet
 // recorded, the reason a queued job waits); `dtrain status/list --db` show them as recorded.
 //
 //   Result<nlohmann::json> job = StoredJobJson(store, 7, /*with_events=*/true);
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -27,6 +29,18 @@ nlohmann::json WorkerJson(const WorkerRecord& w);
 nlohmann::json MetricJson(const MetricRow& m);
 // A log line, the LINE of control_protocol.md.
 nlohmann::json LogLineJson(const LogRow& l);
+
+// train::kPlannedSteps, the metric a run records as it starts, is the JOB object's total_steps,
+// not one of its `metrics`.
+// A job's pace from its latest metrics (one row per name) and its step: {"total_steps" (the
+// newest planned_steps, or null), "steps_per_sec" (the steps since that row over the seconds
+// since it, or null before a later step is recorded), "eta_seconds" (the steps left at that
+// rate, while the job is running; else null)}.
+nlohmann::json PaceJson(const std::vector<MetricRow>& latest, std::int64_t step, JobState state);
+
+// What a follower's progress bar shows of a JOB object: {"state", "step", "total_steps",
+// "steps_per_sec", "eta_seconds", "metrics"} (control_protocol.md's PROGRESS).
+nlohmann::json ProgressJson(const nlohmann::json& job);
 
 // The JOB object of job `id`; an error when the store has no such job.
 Result<nlohmann::json> StoredJobJson(Store& store, std::int64_t id, bool with_events);

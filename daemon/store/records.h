@@ -86,6 +86,9 @@ struct WorkerRecord {
   std::optional<int> signal;       // set when state is kKilled
   double started = 0;
   std::optional<double> ended;
+  // The furthest step the job had recorded when the process ended (as its status counted it
+  // then, checkpoints since pruned included); unset while it runs.
+  std::optional<std::int64_t> ended_step;
 };
 
 struct MetricRow {

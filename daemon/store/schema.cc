@@ -103,10 +103,17 @@ ALTER TABLE metrics_admitting_nan RENAME TO metrics;
 CREATE INDEX metrics_by_name ON metrics(job, name, step);
 )sql";
 
+// The furthest step the job had recorded (metrics and checkpoints) when a process ended, kept
+// with the process: its checkpoints may be pruned later, and `dtrain why` names that step.
+constexpr std::string_view kWorkerEndStep = R"sql(
+ALTER TABLE workers ADD COLUMN ended_step INTEGER;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {"create the run store tables", kCreateTables},
     {"add the owner's gid to jobs", kAddOwnerGid},
     {"let metric values be NaN", kNanMetrics},
+    {"keep the step each process ended at", kWorkerEndStep},
 };
 
 }  // namespace

@@ -429,7 +429,10 @@ Status Store::RecordWorkerExit(std::int64_t worker, int exit_status, int signal)
   const bool killed = signal > 0;
   Status status = writer_->Execute([&](Database& db) -> Status {
     Result<Statement> update = db.Prepare(
-        "UPDATE workers SET state = ?2, exit_status = ?3, signal = ?4, ended = ?5"
+        "UPDATE workers SET state = ?2, exit_status = ?3, signal = ?4, ended = ?5,"
+        " ended_step = max(coalesce((SELECT max(step) FROM metrics WHERE metrics.job ="
+        " workers.job), 0), coalesce((SELECT max(step) FROM checkpoints WHERE"
+        " checkpoints.job = workers.job), 0))"
         " WHERE id = ?1 AND ended IS NULL");
     if (!update.ok()) return update.status();
     Statement& s = update.value();
@@ -454,7 +457,7 @@ Status Store::RecordWorkerExit(std::int64_t worker, int exit_status, int signal)
 Result<std::vector<WorkerRecord>> Store::Workers(std::int64_t job) {
   return QueryRows<WorkerRecord>(
       *readers_,
-      "SELECT id, rank, role, host, pid, state, exit_status, signal, started, ended"
+      "SELECT id, rank, role, host, pid, state, exit_status, signal, started, ended, ended_step"
       " FROM workers WHERE job = ?1 ORDER BY id",
       [&](Statement& s) { s.BindInt(1, job); },
       [&](const Statement& s) -> Result<WorkerRecord> {
@@ -472,6 +475,7 @@ Result<std::vector<WorkerRecord>> Store::Workers(std::int64_t job) {
         if (!s.ColumnIsNull(7)) w.signal = static_cast<int>(s.ColumnInt(7));
         w.started = s.ColumnDouble(8);
         if (!s.ColumnIsNull(9)) w.ended = s.ColumnDouble(9);
+        if (!s.ColumnIsNull(10)) w.ended_step = s.ColumnInt(10);
         return w;
       });
 }

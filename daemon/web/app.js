@@ -35,15 +35,46 @@ function age(unixSeconds) {
   return Math.round(s / 86400) + "d ago";
 }
 
+// Local time as the CLI writes it, whatever the browser's locale: "2026-11-30 14:03:12".
 function when(unixSeconds) {
-  return unixSeconds ? new Date(unixSeconds * 1000).toLocaleString() : "-";
+  if (!unixSeconds) return "-";
+  const d = new Date(unixSeconds * 1000);
+  const two = n => String(n).padStart(2, "0");
+  return d.getFullYear() + "-" + two(d.getMonth() + 1) + "-" + two(d.getDate()) + " " +
+    two(d.getHours()) + ":" + two(d.getMinutes()) + ":" + two(d.getSeconds());
 }
 
-// A metric's value as the daemon sends it: a number, null for NaN, "inf" or "-inf".
+// "12s", "5m12s", "3h05m", as the CLI's ETA.
+function duration(seconds) {
+  if (seconds == null || !(seconds >= 0)) return "--";
+  const s = Math.round(seconds);
+  const two = n => String(n).padStart(2, "0");
+  if (s >= 3600) return Math.floor(s / 3600) + "h" + two(Math.floor(s / 60) % 60) + "m";
+  if (s >= 60) return Math.floor(s / 60) + "m" + two(s % 60) + "s";
+  return s + "s";
+}
+
+// A metric's value as the daemon sends it: a number, null for NaN, "inf" or "-inf". Plain
+// digits, no grouping, whatever the locale (as the CLI writes them).
 function number(value, digits) {
   if (value == null) return "-";
   if (typeof value === "string") return value;
-  return Number(value).toLocaleString(undefined, { maximumFractionDigits: digits ?? 4 });
+  return String(Number(Number(value).toFixed(digits ?? 4)));
+}
+
+// The metrics that count one worker's last log_every steps, not the run (core/train/metrics.h).
+const windowCounters = ["compute_seconds", "comm_seconds", "wait_seconds", "bytes_sent",
+  "pipeline_idle_seconds", "activation_send_seconds", "activation_bytes"];
+
+// "step 120/480 (25%), 2.5 steps/s, ETA 2m24s" (the pace and ETA while it runs).
+function stepText(j) {
+  let text = "step " + j.step;
+  if (j.total_steps) {
+    text += "/" + j.total_steps + " (" + Math.floor(Math.min(1, j.step / j.total_steps) * 100) + "%)";
+  }
+  if (j.state === "running" && j.steps_per_sec != null) text += ", " + number(j.steps_per_sec, 2) + " steps/s";
+  if (j.state === "running" && j.eta_seconds != null) text += ", ETA " + duration(j.eta_seconds);
+  return text;
 }
 
 function stateCell(state) {
@@ -134,24 +165,36 @@ function jobPage(id) {
     chartBox.append(el("div", { class: "chart" }, canvas));
     return canvas;
   });
+  const metrics = el("div", { id: "metrics" });
+  const settings = el("pre", { id: "settings" });
   const workers = el("div", { id: "workers" });
   const events = el("div", { id: "events" });
   const checkpoints = el("div", { id: "checkpoints" });
   const logs = el("pre", { id: "logs" });
   const logNote = el("p", { class: "muted", id: "log-note" });
-  view.replaceChildren(title, summary, chartBox, el("h2", {}, "Workers"), workers,
+  const metricsTitle = el("h2", {}, "Metrics");
+  view.replaceChildren(title, summary, chartBox, metricsTitle, metrics, el("h2", {}, "Workers"), workers,
     el("h2", {}, "Logs"), logNote, logs, el("h2", {}, "Events"), events,
-    el("h2", {}, "Checkpoints"), checkpoints);
+    el("h2", {}, "Checkpoints"), checkpoints, el("h2", {}, "Settings"), settings);
   charts = chartPlans.map((plan, i) => makeChart(canvases[i], plan));
 
   listen("/api/stream?job=" + encodeURIComponent(id), {
     job: j => {
       title.textContent = "Job " + j.id + " (" + j.name + ")";
       summary.replaceChildren(el("span", { class: "state state-" + j.state }, j.state),
-        " at step " + j.step + (j.restarts ? ", " + j.restarts + " restart(s)" : "") + ": " + j.reason);
+        " at " + stepText(j) + (j.restarts ? ", " + j.restarts + " restart(s)" : "") + ": " + j.reason);
+      const ended = ["succeeded", "failed", "cancelled"].includes(j.state);
+      metricsTitle.textContent = ended ? "Final metrics" : "Latest metrics";
+      const names = Object.keys(j.metrics || {}).sort();
+      metrics.replaceChildren(names.length ? table(["name", { label: "value", num: true }],
+        names.map(name => el("tr", { "data-metric": name },
+          el("td", {}, windowCounters.includes(name) ? name + " (one worker's last log_every steps)" : name),
+          el("td", { class: "num" }, number(j.metrics[name]))))) : el("p", { class: "muted" }, "none yet"));
+      settings.textContent = j.settings ?? "the job's settings (its resolved job file) are shown " +
+        "only by a listener with a token ([daemon] http_token_file), as its log lines are";
       const totals = Object.fromEntries((j.worker_totals || []).map(t => [t.rank, t]));
       workers.replaceChildren(table(["rank", "role", "host", "pid", "state", "exit",
-        { label: "compute s", num: true }, { label: "comm s", num: true }, "started"],
+        { label: "compute s (total)", num: true }, { label: "comm s (total)", num: true }, "started"],
         j.workers.map(w => el("tr", {},
           el("td", { class: "num" }, w.rank), el("td", {}, w.role), el("td", {}, w.host),
           el("td", { class: "num" }, w.pid), el("td", {}, w.state),

@@ -49,9 +49,11 @@ int Fail(const std::string& message) {
   return kExitFailed;
 }
 
-// Prints the run's plain progress lines on stdout, flushed line by line (it is a pipe).
+// Prints the run's plain progress lines on stdout, flushed line by line (it is a pipe); the
+// evaluation lines only when `evaluations` (see PrintsEvaluations).
 class LinePrinter final : public runner::RunObserver {
  public:
+  explicit LinePrinter(bool evaluations) : evaluations_(evaluations) {}
   void OnStart(const runner::RunProgress& progress, const runner::RunSubject& subject,
                bool resumed) override {
     eval_name_ = subject.eval_name;
@@ -59,6 +61,7 @@ class LinePrinter final : public runner::RunObserver {
   }
   void OnMetrics(const runner::RunProgress& progress,
                  std::span<const train::MetricPoint> points) override {
+    if (!evaluations_) return;
     if (auto line = runner::EvalLine(progress, points, eval_name_)) Print(*line);
   }
   void OnEvent(const std::string& line) override { Print(line); }
@@ -72,8 +75,16 @@ class LinePrinter final : public runner::RunObserver {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   }
+  bool evaluations_;
   std::string eval_name_;
 };
+
+// In a sync job every replica holds the same parameters, so their evaluations agree: replica 0
+// alone prints them. The replicas of other modes differ, and each prints its own.
+bool PrintsEvaluations(const config::JobConfig& job, int rank) {
+  return job.cluster.mode != config::ClusterMode::kSync ||
+         config::RoleOf(job.cluster, rank).replica == 0;
+}
 
 // Reads a control reply and checks "ok".
 Result<json> ReadReply(Upstream& upstream, std::chrono::milliseconds timeout) {
@@ -193,7 +204,7 @@ const char* StopName(train::StopReason why) {
 // coordinator of Sandblaster's shards and workers.
 int RunLbfgsReplica(Upstream& upstream, const Admitted& admitted, const runner::JobData& data,
                     const runner::Placement& placement) {
-  LinePrinter printer;
+  LinePrinter printer(true);
   UpstreamRecorder recorder(upstream);
   runner::RunOptions options;
   options.stop = &g_stop;
@@ -222,7 +233,7 @@ int RunSparseReplica(Upstream& upstream, const Admitted& admitted,
   const config::JobConfig& job = admitted.job;
   auto data = runner::LoadSparseJobData(job);
   if (!data.ok()) return FailHopeless(upstream, "no_data", data.status().message());
-  LinePrinter printer;
+  LinePrinter printer(PrintsEvaluations(job, placement.rank));
   UpstreamRecorder recorder(upstream);
   runner::RunOptions options;
   options.stop = &g_stop;
@@ -289,9 +300,10 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     }
     if (Status started = session.Start(); !started.ok()) return Fail(started.message());
 
-    LinePrinter printer;
-    printer.OnStart(runner::ProgressOf(trainer), runner::SubjectOf(data.value()),
-                    resume.has_value());
+    LinePrinter printer(PrintsEvaluations(job, placement.rank));
+    runner::RunSubject subject = runner::SubjectOf(data.value());
+    subject.optimizer = runner::OptimizerSettings(job);
+    printer.OnStart(runner::ProgressOf(trainer), subject, resume.has_value());
     if (const std::string links = session.DescribeLinks(); !links.empty()) {
       std::printf("%s\n", links.c_str());
       std::fflush(stdout);

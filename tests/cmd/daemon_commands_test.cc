@@ -106,8 +106,11 @@ json JobObject(std::int64_t id, const std::string& state, const std::string& rea
       {"created", 1764511392.0},
       {"updated", 1764511500.0},
       {"step", 120},
+      {"total_steps", 480},
+      {"steps_per_sec", 2.5},
+      {"eta_seconds", state == "running" ? json(144.0) : json(nullptr)},
       {"restarts", 1},
-      {"metrics", {{"eval_accuracy", 0.875}, {"train_loss", 0.25}}},
+      {"metrics", {{"eval_accuracy", 0.875}, {"train_loss", 0.25}, {"bytes_sent", 2048.0}}},
       {"workers", {Worker(0, "running"), Worker(1, "running")}},
       {"events",
        {{{"time", 1764511392.0}, {"from", nullptr}, {"to", "queued"}, {"reason", "submitted"}},
@@ -259,10 +262,15 @@ BOOST_AUTO_TEST_CASE(status_shows_state_reason_workers_metrics_and_events) {
   const ProcessResult r = d.Run({"status", "7"});
   BOOST_TEST(r.exit_code == 0, r.err);
   for (const char* part : {"job 7", "blobs", "running: 2 workers started", "priority  5",
-                           "step      120", "restarts  1", "eval_accuracy 0.875", "train_loss 0.25",
-                           "RANK", "replica", "4001", "scheduled", "queued", "2 workers started"}) {
+                           "step      120/480 (25%), 2.5 steps/s, ETA 2m24s", "restarts  1",
+                           "eval_accuracy 0.875", "train_loss 0.25", "RANK", "replica", "4001",
+                           "scheduled", "queued", "2 workers started"}) {
     BOOST_TEST(Contains(r.out, part), "missing '" << part << "' in:\n" << r.out);
   }
+  // A window counter is labelled as one: not among the metrics, which read as values.
+  BOOST_TEST(Contains(r.out, "  window    bytes_sent 2.0 KiB  (one worker's last "
+                             "train.log_every steps, not totals)"), r.out);
+  BOOST_TEST(!Contains(r.out.substr(0, r.out.find("  window")), "bytes_sent"), r.out);
   BOOST_TEST(r.out.find("\033[") == std::string::npos);  // no colour off a terminal
   const json request = d.daemon.Requests().at(0);
   BOOST_TEST(request["type"] == "status");
@@ -293,6 +301,9 @@ BOOST_AUTO_TEST_CASE(status_without_a_job_and_list_print_the_recent_jobs) {
     BOOST_TEST(Contains(r.out, "STATE"));
     BOOST_TEST(Contains(r.out, "cancelled"));
     BOOST_TEST(Contains(r.out, "by the owner"));
+    BOOST_TEST(Contains(r.out, "METRIC"));
+    BOOST_TEST(Contains(r.out, "120/480 (25%)"), r.out);
+    BOOST_TEST(Contains(r.out, "eval_accuracy 0.875"), r.out);
   }
   const auto requests = d.daemon.Requests();
   BOOST_TEST(requests.at(0)["type"] == "list");

@@ -1,5 +1,5 @@
-// What dtrain prints for people: the progress bar's epoch (1-based, never past the plan) and
-// metric values in plain notation with their units.
+// What dtrain prints for people: the progress bar's epoch (1-based, never past the plan), its
+// step of the total and its tail, and metric values in plain notation with their units.
 #include <boost/test/unit_test.hpp>
 
 #include "cmd/human.h"
@@ -15,6 +15,15 @@ BOOST_AUTO_TEST_CASE(the_epoch_shown_never_passes_the_planned_count) {
   BOOST_TEST(EpochShown(2, 3) == 3);
   BOOST_TEST(EpochShown(3, 3) == 3);
   BOOST_TEST(EpochShown(7, 0) == 8);  // no epoch limit (train.steps): the epoch it is in
+}
+
+BOOST_AUTO_TEST_CASE(the_bar_shows_the_step_of_the_total_and_the_eta_when_known) {
+  BOOST_TEST(StepBar(120, 480, "step") == "[######..................] step 120/480");
+  BOOST_TEST(StepBar(600, 480, "step") == "[########################] step 600/480");
+  BOOST_TEST(StepBar(120, 0, "step") == "step 120");  // no total known (yet)
+  BOOST_TEST(BarTail(0.25, 0.875, 1234.4, 144.0) == " loss 0.2500 acc 87.5% 1234 samples/s ETA 2m24s");
+  BOOST_TEST(BarTail(0.25, -1.0, 10.0, std::nullopt) == " loss 0.2500 10 samples/s");
+  BOOST_TEST(BarTail(0.25, -1.0, 10.0, -1.0) == " loss 0.2500 10 samples/s ETA --");
 }
 
 BOOST_AUTO_TEST_CASE(metrics_read_in_plain_notation_with_units) {

@@ -91,6 +91,10 @@ BOOST_AUTO_TEST_CASE(a_factorization_machine_trains_exports_and_evaluates_the_sa
   BOOST_REQUIRE(model_keys.ok() && !model_keys.value().empty());
   BOOST_TEST(model_keys.value().back().value == static_cast<double>(keys));
   BOOST_TEST(!s->Metrics(1, "eval_auc").value().empty());
+  auto nonzero = s->Metrics(1, "nonzero_weights");
+  BOOST_REQUIRE(nonzero.ok() && nonzero.value().size() == 1u);
+  BOOST_TEST(nonzero.value().back().value > 1000.0);
+  BOOST_TEST(nonzero.value().back().value <= static_cast<double>(c.params.size()));
 
   const std::string model = dir.Path("clicks.dtm");
   const ProcessResult exported =
@@ -125,6 +129,35 @@ BOOST_AUTO_TEST_CASE(a_factorization_machine_trains_exports_and_evaluates_the_sa
     BOOST_TEST((predictions[row] == 1.0f ? clicks[row] >= 0.5f : clicks[row] <= 0.5f),
                row << ": " << clicks[row]);
   }
+}
+
+// FTRL with an L1 no summed gradient reaches: every weight ends at 0, and the run says so, naming
+// l1 (in its log and in `why`); its first line names FTRL's settings and the feature keys, and it
+// records no lr, which FTRL does not use.
+BOOST_AUTO_TEST_CASE(an_ftrl_model_left_all_zeros_by_l1_is_named) {
+  TempDir dir;
+  WriteClicks(dir, 2000);
+  std::string text = SparseJob(1);
+  const std::string adagrad = "type = \"adagrad\"\nlr = 0.2";
+  text.replace(text.find(adagrad), adagrad.size(), "type = \"ftrl\"\nalpha = 0.05\nl1 = 1000");
+  const std::string job = dir.Write("job.toml", text);
+  const std::string db = dir.Path("runs.db");
+  const ProcessResult r = RunProcess({Bin(), "run", job, "--db", db}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  BOOST_TEST(r.out.find(" feature keys x 5 parameters (made as the rows touch them; ") !=
+                 std::string::npos, r.out);
+  BOOST_TEST(r.out.find("; ftrl alpha=0.05 beta=1 l1=1000 l2=0), ") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("warning: every weight of the trained model is 0") != std::string::npos,
+             r.out);
+  BOOST_TEST(r.out.find("optimizer.l1 = 1000") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("auc 0.5000") != std::string::npos, r.out);
+  auto s = OpenStore(db);
+  BOOST_TEST(s->Metrics(1, "lr").value().empty());
+  BOOST_TEST(s->Metrics(1, "nonzero_weights").value().back().value == 0.0);
+  const ProcessResult why = RunProcess({Bin(), "why", "1", "--db", db}, dir.Path(""));
+  BOOST_TEST(why.exit_code == 0, why.err);
+  BOOST_TEST(why.out.find("the trained model is all zeros") != std::string::npos, why.out);
+  BOOST_TEST(why.out.find("optimizer.l1") != std::string::npos, why.out);
 }
 
 // The file read whole, or streamed (blocks of about 0.5 MiB: 8 of them).

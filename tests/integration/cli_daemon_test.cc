@@ -1,7 +1,9 @@
 // The dtrain CLI against a real dtraind: what a user types, end to end.
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "daemon_fixture.h"
 
@@ -45,6 +47,9 @@ BOOST_AUTO_TEST_CASE(a_user_submits_follows_inspects_exports_and_cancels) {
   BOOST_TEST(submitted.out.find("step 126 epoch 2.00 test loss") != std::string::npos,
              submitted.out);
   BOOST_TEST(submitted.out.find("completed 126 steps") != std::string::npos);
+  // Off a terminal: the lines alone, no progress bar.
+  BOOST_TEST(submitted.err.find("\033[K") == std::string::npos, submitted.err);
+  BOOST_TEST(submitted.out.find("\033[K") == std::string::npos, submitted.out);
 
   const ProcessResult status = Dtrain(d, {"status", "1", "--json"});
   BOOST_TEST(status.exit_code == 0);
@@ -53,6 +58,13 @@ BOOST_AUTO_TEST_CASE(a_user_submits_follows_inspects_exports_and_cancels) {
     BOOST_TEST(job_object.contains(key), key);
   }
   BOOST_TEST(job_object["state"] == "succeeded");
+  // 2 epochs of 63 batches planned; the plan is the total, not a metric; no ETA once ended.
+  BOOST_TEST(job_object["total_steps"] == 126, status.out);
+  BOOST_TEST(job_object["eta_seconds"].is_null(), status.out);
+  BOOST_TEST(!job_object["metrics"].contains("planned_steps"), status.out);
+  const ProcessResult listed = Dtrain(d, {"list"});
+  BOOST_TEST(listed.out.find("126/126 (100%)") != std::string::npos, listed.out);
+  BOOST_TEST(listed.out.find("eval_accuracy ") != std::string::npos, listed.out);
 
   const ProcessResult metrics = Dtrain(d, {"metrics", "1", "--name", "eval_accuracy", "--format", "csv"});
   BOOST_TEST(metrics.exit_code == 0);
@@ -78,6 +90,38 @@ BOOST_AUTO_TEST_CASE(a_user_submits_follows_inspects_exports_and_cancels) {
   BOOST_TEST(Dtrain(d, {"status", "99"}).exit_code == 4);
   const ProcessResult logs = Dtrain(d, {"logs", "1", "--tail", "1"});
   BOOST_TEST(logs.out == "completed 126 steps\n", logs.out);
+}
+
+// A running job: status gives its total, pace and ETA; `logs -f` on a terminal (a pty, from
+// util-linux's script) keeps the progress bar below the lines.
+BOOST_AUTO_TEST_CASE(a_followed_job_shows_its_progress_between_evaluations) {
+  DaemonFixture d;
+  const std::string job = d.dir().Write("job.toml", kJob);
+  const ProcessResult queued =
+      Dtrain(d, {"submit", job, "--no-wait", "--set", "train.epochs=100000"});
+  BOOST_REQUIRE_MESSAGE(queued.exit_code == 0, queued.err);
+  const std::int64_t id = std::stoll(queued.out);
+  BOOST_REQUIRE(d.WaitForStep(id, 300)["state"] == "running");
+
+  const ProcessResult status = Dtrain(d, {"status", std::to_string(id), "--json"});
+  const json running = json::parse(status.out);
+  BOOST_TEST(running["total_steps"] == 6300000, status.out);  // 100000 epochs of 63 steps
+  BOOST_TEST(running["steps_per_sec"].get<double>() > 0.0, status.out);
+  BOOST_TEST(running["eta_seconds"].get<double>() > 0.0, status.out);
+  const ProcessResult human = Dtrain(d, {"status", std::to_string(id)});
+  BOOST_TEST(human.out.find("/6300000 (") != std::string::npos, human.out);
+  BOOST_TEST(human.out.find(" steps/s, ETA ") != std::string::npos, human.out);
+
+  const std::string follow = EnvPath("DTRAIN_BIN") + " --socket " + d.socket() + " logs -f " +
+                             std::to_string(id);
+  auto following = StartProcess({"/usr/bin/script", "-qefc", follow, "/dev/null"},
+                                 d.dir().Path(""));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // its first PROGRESS comes at once
+  BOOST_TEST(Dtrain(d, {"cancel", std::to_string(id)}).exit_code == 0);
+  const ProcessResult tty = following.Wait();  // following ends with the job
+  BOOST_TEST(tty.out.find("\r\033[K[") != std::string::npos, tty.out);
+  BOOST_TEST(tty.out.find("/6300000 loss ") != std::string::npos, tty.out);
+  BOOST_TEST(tty.out.find(" samples/s ETA ") != std::string::npos, tty.out);
 }
 
 BOOST_AUTO_TEST_CASE(no_daemon_is_exit_3_with_a_way_forward) {

@@ -50,6 +50,17 @@ void CheckThreads(const Finished& f, int replicas) {
   BOOST_TEST(starts == replicas);
 }
 
+// The replicas of a sync job hold the same parameters: replica 0 alone prints the evaluations.
+void CheckEvaluationsPrintedOnce(const Finished& f) {
+  int evaluations = 0;
+  for (const store::LogRow& row : f.logs) {
+    if (row.line.rfind("step ", 0) != 0 || row.line.find(" loss ") == std::string::npos) continue;
+    ++evaluations;
+    BOOST_TEST(row.worker == 0, "worker " << row.worker << ": " << row.line);
+  }
+  BOOST_TEST(evaluations >= 2);  // eval_every = 20 of 40 steps
+}
+
 BOOST_AUTO_TEST_SUITE(distributed_jobs)
 
 BOOST_AUTO_TEST_CASE(sync_ring_and_ps_with_n_workers_equal_one_worker_with_the_global_batch) {
@@ -77,6 +88,8 @@ BOOST_AUTO_TEST_CASE(sync_ring_and_ps_with_n_workers_equal_one_worker_with_the_g
       CheckReplicasAgree(ring, n);
       CheckReplicasAgree(ps, n);
       CheckThreads(ring, n);
+      CheckEvaluationsPrintedOnce(ring);
+      CheckEvaluationsPrintedOnce(ps);
       BOOST_TEST(ring.workers.size() == static_cast<std::size_t>(n));
       BOOST_TEST(ps.workers.size() == static_cast<std::size_t>(2 * n - 1));
       BOOST_TEST(ps.workers.back().role == "server");

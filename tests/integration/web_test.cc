@@ -208,7 +208,7 @@ BOOST_AUTO_TEST_CASE(bad_requests_are_answered_and_closed_and_the_listener_goes_
   BOOST_TEST(d.Request({{"type", "version"}})["ok"] == true);
 }
 
-BOOST_AUTO_TEST_CASE(the_dashboard_is_served_from_the_binary) {
+BOOST_AUTO_TEST_CASE(the_dashboard_is_served_from_the_binary_at_the_url_of_the_ready_line) {
   TempDir config_dir;
   const std::uint16_t port = FreePort();
   DaemonFixture d({"--config", HttpConfig(config_dir, port, "")});
@@ -224,6 +224,20 @@ BOOST_AUTO_TEST_CASE(the_dashboard_is_served_from_the_binary) {
   BOOST_TEST(StatusCode(chart) == 200);
   BOOST_TEST(Body(chart).size() > 100000u);
   BOOST_TEST(StatusCode(Get(port, "/api/stream?job=abc")) == 400);
+  // Without a token a job's page shows no settings: its job file names its data files.
+  const std::int64_t id = d.Submit("name = \"plain\"\n[data]\nformat = \"synthetic\"\nrows = 200\n"
+                                   "[train]\nepochs = 1\n");
+  EventStream stream(port, "/api/stream?job=" + std::to_string(id), "");
+  std::optional<EventStream::Event> job_event = stream.Next(std::chrono::seconds(5));
+  while (job_event && job_event->name != "job") job_event = stream.Next(std::chrono::seconds(5));
+  BOOST_REQUIRE(job_event.has_value());
+  BOOST_TEST(job_event->data["name"] == "plain");
+  BOOST_TEST(!job_event->data.contains("settings"), job_event->data.dump());
+  // The ready line says where the dashboard is.
+  const ProcessResult stopped = d.Stop(SIGTERM);
+  const std::string url = "dashboard http://127.0.0.1:" + std::to_string(port) + "/,";
+  BOOST_TEST(stopped.err.find("dtraind ready: socket ") != std::string::npos, stopped.err);
+  BOOST_TEST(stopped.err.find(url) != std::string::npos, stopped.err);
 }
 
 // A running job's page stream: its charts' points advance and a line the worker prints arrives
@@ -292,6 +306,10 @@ BOOST_AUTO_TEST_CASE(a_running_jobs_stream_advances_and_carries_its_log_lines_wi
   const json recorded = d.Request({{"type", "metrics"}, {"id", id}, {"name", "comm_seconds"}});
   for (const json& m : recorded["metrics"]) comm[m["worker"].get<int>()] += m["value"].get<double>();
   BOOST_REQUIRE(!comm.empty());
+  // A listener with a token shows the job's settings and its total steps.
+  BOOST_TEST(job_event->data["settings"].get<std::string>().find("name = \"streamed\"") !=
+                 std::string::npos, job_event->data.dump());
+  BOOST_TEST(job_event->data["total_steps"].get<std::int64_t>() > 0, job_event->data.dump());
   const json& totals = job_event->data["worker_totals"];
   BOOST_REQUIRE(totals.size() == comm.size());
   for (const json& t : totals) {

@@ -14,12 +14,15 @@ namespace {
 
 using json = nlohmann::json;
 
-// Two sync workers on synthetic data, long enough to be killed or cancelled while running.
-std::string LongSyncJob(int max_restarts) {
+// Two sync workers on synthetic data, long enough to be killed or cancelled while running;
+// `train` and `checkpoint` add keys to those sections.
+std::string LongSyncJob(int max_restarts, const std::string& train = "",
+                        const std::string& checkpoint = "") {
   return "name = \"long\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
-         "[train]\nepochs = 1000\nbatch_size = 16\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
-         "timeout_seconds = 30\n[checkpoint]\nevery_steps = 50\n[restart]\nmax_restarts = " +
-         std::to_string(max_restarts) + "\n";
+         "[train]\nepochs = 1000\nbatch_size = 16\n" + train +
+         "[cluster]\nworkers = 2\nmode = \"sync\"\n"
+         "timeout_seconds = 30\n[checkpoint]\nevery_steps = 50\n" + checkpoint +
+         "[restart]\nmax_restarts = " + std::to_string(max_restarts) + "\n";
 }
 
 ProcessResult Dtrain(const DaemonFixture& d, std::vector<std::string> args) {
@@ -70,6 +73,44 @@ BOOST_AUTO_TEST_CASE(a_sigkilled_worker_is_named_first_with_its_lines_and_the_re
   BOOST_TEST(human.out.find("First: worker rank 1 (replica") != std::string::npos, human.out);
   BOOST_TEST(human.out.find("was killed by SIGKILL (9)") != std::string::npos, human.out);
   BOOST_TEST(human.out.find("Restarts: 1") != std::string::npos, human.out);
+}
+
+// The step of a killed process is the one status showed before the kill, though the checkpoints
+// that counted it are pruned (keep = 1) and no metric recorded it; its last lines are of its own
+// attempt, not the "resuming from" of the process that took its rank over.
+BOOST_AUTO_TEST_CASE(a_killed_process_keeps_its_step_and_its_own_lines_after_a_restart) {
+  DaemonFixture d;
+  const std::int64_t id =
+      d.Submit(LongSyncJob(1, "log_every = 1000000\neval_every = 1000000\n", "keep = 1\n"));
+  json job = d.WaitForStep(id, 50);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
+  const std::int64_t shown = job["step"];
+  const pid_t first_victim = job["workers"][1]["pid"].get<pid_t>();
+  ::kill(first_victim, SIGKILL);
+  job = d.WaitForRecovery(id, 4);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
+  job = d.WaitForStep(id, shown + 100);  // the checkpoints before the kill are pruned by now
+  json second;  // rank 1 of the second attempt
+  for (const json& w : job["workers"]) {
+    if (w["rank"] == 1 && w["pid"] != first_victim) second = w;
+  }
+  BOOST_REQUIRE_MESSAGE(second.is_object(), job.dump());
+  ::kill(second["pid"].get<pid_t>(), SIGKILL);
+  BOOST_REQUIRE_MESSAGE(d.Wait(id)["state"] == "failed", job.dump());
+
+  const json why = WhyJson(d, id);
+  BOOST_TEST(why["cause"]["process"]["pid"] == first_victim, why.dump());
+  BOOST_TEST(why["cause"]["step"].get<std::int64_t>() >= shown, why.dump());
+  BOOST_TEST(why["cause"]["summary"].get<std::string>().find(" at step 0") == std::string::npos,
+             why.dump());
+  const double restarted = second["started"];
+  BOOST_TEST(!why["last_lines"].empty(), why.dump());
+  for (const json& line : why["last_lines"]) {
+    BOOST_TEST(line["worker"] == 1, why.dump());
+    BOOST_TEST(line["time"].get<double>() < restarted, why.dump());
+    BOOST_TEST(line["line"].get<std::string>().find("resuming from") == std::string::npos,
+               why.dump());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_cancelled_job_names_the_cancellation_and_its_step) {

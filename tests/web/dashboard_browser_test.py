@@ -5,10 +5,12 @@ WebSocket library is needed).
 
 A real dtraind with an HTTP listener and a token file runs a real job. The browser signs in with
 the token (/?token=..., which sets the cookie and keeps the #fragment), opens the job's page and
-must see, within one page load: the job running, its charts gaining points as the job advances,
-and log lines the worker prints arriving (each line says how long after the daemon stored it; the
-figure is printed, not asserted). Then the jobs page lists the job with its progress, and the
-nodes page this daemon.
+must see, within one page load: the job running at its step of the total steps with an ETA, its
+charts gaining points as the job advances, its latest metrics, its settings (the resolved job
+file), times as YYYY-MM-DD HH:MM:SS, and log lines the worker prints arriving (each line says how
+long after the daemon stored it; the figure is printed, not asserted). Then the jobs page lists
+the job with its progress, the nodes page this daemon, and once cancelled the job's page its
+final metrics.
 
     DTRAIND_BIN=build/daemon/dtraind DTRAIN_BIN=build/cmd/dtrain tests/web/dashboard_browser_test.py
     ... --screenshots docs/   # also writes dashboard-jobs.png and dashboard-job.png there
@@ -17,6 +19,7 @@ Exit status 0 when every check holds; ctest runs it (tests/CMakeLists.txt).
 """
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -174,6 +177,20 @@ def main():
         assert updates >= 2, "only %d metric updates drawn" % updates
         print("job page: charts went from %d to %d points over %d updates; a log line arrived "
               "%.3f s after the daemon stored it" % (before, after, updates, delay))
+        total = json.loads(dtrain(env, sock, "status", str(job_id), "--json"))["total_steps"]
+        assert isinstance(total, int) and total > 0, total
+        summary = browser.wait_for(
+            "(() => { const t = document.getElementById('summary').textContent;"
+            " return t.includes(' steps/s, ETA ') ? t : ''; })()", 20, "the step of the total and an ETA")
+        assert ("/%d (" % total) in summary, summary
+        print("job page: " + summary)
+        browser.wait_for("document.querySelector('#metrics tr[data-metric=\"train_loss\"]') !== null",
+                         10, "the latest metrics")
+        settings = browser.evaluate("document.getElementById('settings').textContent")
+        assert 'name = "browsed"' in settings and "[train]" in settings, settings
+        started = browser.evaluate(
+            "document.querySelector('#workers tbody tr').lastElementChild.textContent")
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", started), started
         if screenshots:
             browser.screenshot(os.path.join(screenshots, "dashboard-job.png"))
 
@@ -192,6 +209,15 @@ def main():
                          10, "this daemon among the nodes")
         print("nodes page: this daemon listed")
         dtrain(env, sock, "cancel", str(job_id))
+        for _ in range(500):
+            if json.loads(dtrain(env, sock, "status", str(job_id), "--json"))["state"] == "cancelled":
+                break
+            time.sleep(0.05)
+        browser.evaluate("location.hash = '#/job/%d'" % job_id)
+        browser.wait_for("[...document.querySelectorAll('h2')].some(h => h.textContent === 'Final metrics')"
+                         " && document.querySelector('#metrics tr[data-metric]') !== null", 10,
+                         "the final metrics of the cancelled job")
+        print("job page: final metrics of the cancelled job")
     finally:
         if browser:
             browser.close()

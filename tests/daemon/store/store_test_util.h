@@ -53,6 +53,14 @@ inline JobRecord SampleJob(std::string name) {
   return job;
 }
 
+// A job of SampleJob(name) created in `store` and moved on to running; its id.
+inline std::int64_t RunningJob(Store& store, const std::string& name) {
+  const std::int64_t id = store.CreateJob(SampleJob(name)).value();
+  BOOST_REQUIRE(store.SetJobState(id, JobState::kStarting, "starting").ok());
+  BOOST_REQUIRE(store.SetJobState(id, JobState::kRunning, "running").ok());
+  return id;
+}
+
 // Deterministic contents that differ with step, including values whose bits matter: NaN with
 // a payload, -0, infinities and a subnormal.
 inline CheckpointData SampleCheckpoint(std::int64_t step, std::size_t floats) {
