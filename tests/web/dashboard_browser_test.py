@@ -151,7 +151,7 @@ def main():
         with open(job, "w") as f:
             f.write('name = "browsed"\n[data]\nformat = "synthetic"\nrows = 20000\n'
                     "[train]\nepochs = 1000\nbatch_size = 16\nlog_every = 500\n"
-                    "eval_every = 20000\n[cluster]\nworkers = 2\nmode = \"sync\"\n")
+                    "eval_every = 2000\n[cluster]\nworkers = 2\nmode = \"sync\"\n")
         job_id = json.loads(dtrain(env, sock, "submit", job, "--no-wait", "--json"))["id"]
         for _ in range(500):
             status = json.loads(dtrain(env, sock, "status", str(job_id), "--json"))
@@ -168,7 +168,7 @@ def main():
         before = browser.wait_for(points + " || 0", 10, "points on its charts")
         delay = browser.wait_for(
             "(() => { const l = document.querySelector('#logs .line[data-delay]');"
-            " return l ? Number(l.dataset.delay) + 1e-9 : 0; })()", 10,
+            " return l ? Number(l.dataset.delay) + 1e-9 : 0; })()", 60,
             "a log line printed while it was open")
         time.sleep(1.0)
         after = browser.evaluate(points)
