@@ -20,7 +20,8 @@ using dtrain::testing::RunProcess;
 using dtrain::testing::StartProcess;
 using dtrain::testing::TempDir;
 
-// Long enough that a SIGINT lands mid-run; a checkpoint every 50 steps.
+// 625 steps an epoch, a checkpoint every 50: 1000 epochs are minutes on any CPU, so a SIGINT sent
+// after a checkpoint always lands mid-run.
 constexpr const char* kJob = R"(name = "resumable"
 [data]
 format = "synthetic"
@@ -35,7 +36,7 @@ type = "mlp"
 hidden = [128, 128]
 activation = "relu"
 [train]
-epochs = 8
+epochs = 1000
 batch_size = 32
 seed = 5
 [optimizer]

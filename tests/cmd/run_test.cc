@@ -30,8 +30,10 @@ using dtrain::testing::RunProcess;
 using dtrain::testing::StartProcess;
 using dtrain::testing::TempDir;
 
-// Big enough to take a few seconds (so a kill lands mid-run), small enough for CI.
-constexpr const char* kLongJob = R"(name = "blobs-long"
+// 20000 rows of 4 blobs in 128 features through a 256x256 MLP: 313 steps an epoch, about a
+// second for 6 epochs on a 2-core VM (less on a faster CPU), at `schedule`.
+std::string LongJob(int epochs, const std::string& schedule) {
+  return R"(name = "blobs-long"
 [data]
 format = "synthetic"
 synthetic = "blobs"
@@ -45,18 +47,27 @@ type = "mlp"
 hidden = [256, 256]
 activation = "relu"
 [train]
-epochs = 6
+epochs = )" + std::to_string(epochs) +
+         R"(
 batch_size = 64
 seed = 3
 [optimizer]
 type = "adam"
 lr = 0.001
-schedule = "cosine"
+schedule = ")" + schedule +
+         R"("
 warmup_steps = 50
 [checkpoint]
 every_steps = 100
 keep = 2
 )";
+}
+
+// A job that a signal interrupts must still be far from its end when the signal comes, however
+// fast the CPU and however late the test gets to send it: 1000 epochs (minutes anywhere). Its
+// rate is constant, so the runs compared may stop at a train.steps chosen after the signal
+// (nothing before that step depends on where the run ends).
+const std::string kEndlessJob = LongJob(1000, "constant");
 
 // How the quick jobs train: a few seconds, a checkpoint every 40 steps.
 constexpr const char* kQuickTraining = R"([train]
@@ -216,31 +227,33 @@ BOOST_AUTO_TEST_CASE(list_status_and_logs_read_a_store_file_and_logs_follows_a_l
     return text.find(part) != std::string::npos;
   };
   TempDir dir;
-  const std::string job = dir.Write("job.toml", kLongJob);
+  // A few seconds: logs -f starts while it runs (on a CPU fast enough to end it first, logs -f
+  // prints what it wrote and the checks below still hold).
+  const std::string job = dir.Write("job.toml", LongJob(18, "cosine"));
   const std::string db = dir.Path("runs.db");
   dtrain::testing::ChildProcess run = StartProcess({Bin(), "run", job, "--db", db}, dir.Path(""));
   std::string state;
-  for (int i = 0; i < 600 && state != "running"; ++i) {
+  for (int i = 0; i < 600 && state != "running" && state != "succeeded"; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const ProcessResult s = RunProcess({Bin(), "status", "1", "--db", db, "--json"}, dir.Path(""));
     if (s.exit_code == 0) state = nlohmann::json::parse(s.out)["state"].get<std::string>();
   }
-  BOOST_REQUIRE(state == "running");
+  BOOST_REQUIRE_MESSAGE(state == "running" || state == "succeeded", "state " << state);
   const ProcessResult follow =
       RunProcess({Bin(), "logs", "1", "-f", "--db", db}, dir.Path(""));  // until the run ends
   const ProcessResult ran = run.Wait();
   BOOST_TEST(ran.exit_code == 0, ran.err);
   BOOST_TEST(Contains(ran.out, "job 1 (blobs-long) succeeded after "), ran.out);
-  BOOST_TEST(Contains(ran.out, " s: completed 1878 steps\n"), ran.out);
+  BOOST_TEST(Contains(ran.out, " s: completed 5634 steps\n"), ran.out);
   BOOST_TEST(follow.exit_code == 0, follow.err);
-  BOOST_TEST(Contains(follow.out, "completed 1878 steps"), follow.out);  // the run's last line
+  BOOST_TEST(Contains(follow.out, "completed 5634 steps"), follow.out);  // the run's last line
 
   const ProcessResult status = RunProcess({Bin(), "status", "1", "--db", db, "--json"}, dir.Path(""));
   BOOST_REQUIRE(status.exit_code == 0);
   const nlohmann::json object = nlohmann::json::parse(status.out);
   BOOST_TEST(object["state"] == "succeeded");
   BOOST_TEST(object["name"] == "blobs-long");
-  BOOST_TEST(object["step"] == 1878);
+  BOOST_TEST(object["step"] == 5634);
   BOOST_TEST(object["workers"].size() == 1u);
   BOOST_TEST(object["events"].back()["to"] == "succeeded");
   const ProcessResult listed = RunProcess({Bin(), "list", "--db", db, "--json"}, dir.Path(""));
@@ -349,14 +362,10 @@ BOOST_AUTO_TEST_CASE(an_inherited_limit_too_small_for_blas_fails_instead_of_hang
              r.out << r.err);
 }
 
+// The straight run and the resumed one both end at a train.steps set on their command lines.
 BOOST_AUTO_TEST_CASE(resume_after_sigkill_ends_bit_identical_to_an_uninterrupted_run) {
   TempDir dir;
-  const std::string job = dir.Write("job.toml", kLongJob);
-  const std::string straight_db = dir.Path("straight.db");
-  const ProcessResult straight =
-      RunProcess({Bin(), "run", job, "--db", straight_db, "--json"}, dir.Path(""));
-  BOOST_REQUIRE_MESSAGE(straight.exit_code == 0, straight.err);
-
+  const std::string job = dir.Write("job.toml", kEndlessJob);
   const std::string db = dir.Path("killed.db");
   auto child = StartProcess({Bin(), "run", job, "--db", db}, dir.Path(""));
   WaitForCheckpoint(db, 1, 300);
@@ -367,13 +376,20 @@ BOOST_AUTO_TEST_CASE(resume_after_sigkill_ends_bit_identical_to_an_uninterrupted
     auto s = OpenStore(db);
     BOOST_TEST((s->GetJob(1).value().state == store::JobState::kRunning));  // left behind
   }
+  const std::int64_t end = Final(db, 1).step + 300;
+  const std::string until = "train.steps=" + std::to_string(end);
 
-  const ProcessResult resumed =
-      RunProcess({Bin(), "run", "--resume", "1", "--db", db, "--json"}, dir.Path(""));
+  const std::string straight_db = dir.Path("straight.db");
+  const ProcessResult straight = RunProcess(
+      {Bin(), "run", job, "--db", straight_db, "--json", "--set", until}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(straight.exit_code == 0, straight.err);
+  const ProcessResult resumed = RunProcess(
+      {Bin(), "run", "--resume", "1", "--db", db, "--json", "--set", until}, dir.Path(""));
   BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
   const nlohmann::json summary = ParseJson(resumed);
   BOOST_TEST(summary["state"].get<std::string>() == "succeeded");
   BOOST_TEST(summary["resumed_from"].get<int>() >= 300);
+  BOOST_TEST(summary["steps"].get<std::int64_t>() == end);
   BOOST_TEST(SameState(Final(straight_db, 1), Final(db, 1)),
              "resumed parameters differ from the uninterrupted run's");
 
@@ -388,31 +404,47 @@ BOOST_AUTO_TEST_CASE(resume_after_sigkill_ends_bit_identical_to_an_uninterrupted
   BOOST_TEST((workers.value()[0].state == store::WorkerState::kKilled));
 }
 
+// SIGINT checkpoints where the run stands. `run JOB_FILE --resume` finds the job by its file (and
+// is interrupted in turn); `--resume ID --set train.steps=` ends it where a straight run ends.
 BOOST_AUTO_TEST_CASE(sigint_checkpoints_exits_130_and_resumes_identically) {
   TempDir dir;
-  const std::string job = dir.Write("job.toml", kLongJob);
-  const std::string straight_db = dir.Path("straight.db");
-  BOOST_REQUIRE(RunProcess({Bin(), "run", job, "--db", straight_db}, dir.Path("")).exit_code == 0);
-
+  const std::string job = dir.Write("job.toml", kEndlessJob);
   const std::string db = dir.Path("interrupted.db");
-  auto child = StartProcess({Bin(), "run", job, "--db", db, "--json"}, dir.Path(""));
-  WaitForCheckpoint(db, 1, 200);
-  child.Signal(SIGINT);
-  const ProcessResult interrupted = child.Wait();
-  BOOST_REQUIRE_MESSAGE(interrupted.exit_code == 130, interrupted.err);
-  const nlohmann::json summary = ParseJson(interrupted);
-  BOOST_TEST(summary["state"].get<std::string>() == "cancelled");
-  const std::int64_t stopped_at = summary["steps"].get<std::int64_t>();
-  BOOST_TEST(Final(db, 1).step == stopped_at);  // checkpoint written at the stop
-  // The job's step is where it stopped, not its last logged step.
-  const ProcessResult status = RunProcess({Bin(), "status", "1", "--db", db, "--json"}, dir.Path(""));
-  BOOST_TEST(ParseJson(status)["step"].get<std::int64_t>() == stopped_at, status.out);
+  const auto interrupt = [&](const std::vector<std::string>& argv, std::int64_t past) {
+    auto child = StartProcess(argv, dir.Path(""));
+    WaitForCheckpoint(db, 1, past);
+    child.Signal(SIGINT);
+    const ProcessResult interrupted = child.Wait();
+    BOOST_REQUIRE_MESSAGE(interrupted.exit_code == 130, interrupted.err);
+    const nlohmann::json summary = ParseJson(interrupted);
+    BOOST_TEST(summary["state"].get<std::string>() == "cancelled");
+    const std::int64_t stopped_at = summary["steps"].get<std::int64_t>();
+    BOOST_TEST(Final(db, 1).step == stopped_at);  // checkpoint written at the stop
+    // The job's step is where it stopped, not its last logged step.
+    const ProcessResult status =
+        RunProcess({Bin(), "status", "1", "--db", db, "--json"}, dir.Path(""));
+    BOOST_TEST(ParseJson(status)["step"].get<std::int64_t>() == stopped_at, status.out);
+    return summary;
+  };
+  const std::int64_t first_stop =
+      interrupt({Bin(), "run", job, "--db", db, "--json"}, 200)["steps"].get<std::int64_t>();
 
   // --resume with no value finds the job by its job file.
-  const ProcessResult resumed =
-      RunProcess({Bin(), "run", job, "--resume", "--db", db, "--json"}, dir.Path(""));
+  const nlohmann::json second =
+      interrupt({Bin(), "run", job, "--resume", "--db", db, "--json"}, first_stop + 100);
+  BOOST_TEST(second["resumed_from"].get<std::int64_t>() == first_stop);
+
+  const std::int64_t end = second["steps"].get<std::int64_t>() + 300;
+  const std::string until = "train.steps=" + std::to_string(end);
+  const std::string straight_db = dir.Path("straight.db");
+  BOOST_REQUIRE(
+      RunProcess({Bin(), "run", job, "--db", straight_db, "--set", until}, dir.Path("")).exit_code ==
+      0);
+  const ProcessResult resumed = RunProcess(
+      {Bin(), "run", "--resume", "1", "--db", db, "--json", "--set", until}, dir.Path(""));
   BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
-  BOOST_TEST(ParseJson(resumed)["resumed_from"].get<std::int64_t>() == stopped_at);
+  BOOST_TEST(ParseJson(resumed)["resumed_from"].get<std::int64_t>() ==
+             second["steps"].get<std::int64_t>());
   BOOST_TEST(SameState(Final(straight_db, 1), Final(db, 1)));
 
   // A succeeded job is not run again.
