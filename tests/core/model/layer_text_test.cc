@@ -18,24 +18,23 @@ ModelSpec EveryLayerType() {
   s.inputs = 64;
   s.input_shape = {1, 8, 8};
   s.outputs = 3;
-  s.layers = {
-      {.kind = LayerKind::kConv2d,
-       .filters = 4,
-       .kernel = 3,
-       .stride = 1,
-       .padding = kSamePadding,
-       .activation = Activation::kRelu},
-      {.kind = LayerKind::kBatchNorm, .momentum = 0.05f, .epsilon = 1e-3f},
-      {.kind = LayerKind::kMaxPool2d, .kernel = 2, .stride = 2},
-      {.kind = LayerKind::kConv2d, .filters = 2, .kernel = 2, .stride = 1, .padding = 1},
-      {.kind = LayerKind::kAvgPool2d, .kernel = 2, .stride = 1},
-      {.kind = LayerKind::kActivation, .activation = Activation::kTanh},
-      {.kind = LayerKind::kFlatten},
-      {.kind = LayerKind::kDropout, .rate = 0.25f},
-      {.kind = LayerKind::kDense, .units = 5, .activation = Activation::kSigmoid},
-      {.kind = LayerKind::kActivation, .activation = Activation::kRelu},
-      {.kind = LayerKind::kActivation, .activation = Activation::kSigmoid},
-      {.kind = LayerKind::kDense}};
+  s.layers = {{.kind = LayerKind::kConv2d,
+               .filters = 4,
+               .kernel = 3,
+               .stride = 1,
+               .padding = kSamePadding,
+               .activation = Activation::kRelu},
+              {.kind = LayerKind::kBatchNorm, .momentum = 0.05f, .epsilon = 1e-3f},
+              {.kind = LayerKind::kMaxPool2d, .kernel = 2, .stride = 2},
+              {.kind = LayerKind::kConv2d, .filters = 2, .kernel = 2, .stride = 1, .padding = 1},
+              {.kind = LayerKind::kAvgPool2d, .kernel = 2, .stride = 1},
+              {.kind = LayerKind::kActivation, .activation = Activation::kTanh},
+              {.kind = LayerKind::kFlatten},
+              {.kind = LayerKind::kDropout, .rate = 0.25f},
+              {.kind = LayerKind::kDense, .units = 5, .activation = Activation::kSigmoid},
+              {.kind = LayerKind::kActivation, .activation = Activation::kRelu},
+              {.kind = LayerKind::kActivation, .activation = Activation::kSigmoid},
+              {.kind = LayerKind::kDense}};
   return s;
 }
 
