@@ -11,10 +11,12 @@
 // Invariants: every LayerKind has exactly one LayerType, listed once; type names are unique
 // across types; a type's keys are in the order they are written, in the spec text and in the
 // job file, and their names are string literals. Descriptors are constants (no start-up code).
+// Nothing outside a layer's file and these generic readers and writers switches on its kind.
 #pragma once
 
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "core/model/layer.h"
@@ -106,9 +108,15 @@ struct LayerType {
   std::span<const LayerSpelling> spellings;
   std::span<const LayerKey> keys;
   MakeLayerFunction make;  // as MakeLayer (layer.h)
+  // The layer in a few words for people (model_summary.h): "conv2d 32x3x3 relu", "dense 10"
+  // (`outputs` stands for units left 0); null: its type name alone.
+  std::string (*summary)(const LayerSpec& layer, int outputs) = nullptr;
   // The type is named by its activation (relu, tanh, sigmoid), one spelling each.
   bool named_by_activation = false;
 };
+
+// " relu", or nothing for identity: how a summary ends for a layer with an activation.
+std::string SummaryActivation(math::Activation activation);
 
 // Every layer type, in the order job-file messages list their names.
 std::span<const LayerType* const> LayerTypes();

@@ -203,6 +203,14 @@ Result<std::unique_ptr<Layer>> MakeConv2d(const LayerSpec& spec, Shape input, in
   return std::unique_ptr<Layer>(std::make_unique<Conv2d>(input, output, g, spec.activation));
 }
 
+std::string Summary(const LayerSpec& layer, int /*outputs*/) {
+  const std::string k = std::to_string(layer.kernel);
+  std::string out = "conv2d " + std::to_string(layer.filters) + "x" + k + "x" + k;
+  if (layer.stride > 1) out += " stride " + std::to_string(layer.stride);
+  if (layer.padding == kSamePadding) out += " same";
+  return out + SummaryActivation(layer.activation);
+}
+
 constexpr LayerSpelling kNames[] = {{"conv2d", {.kind = LayerKind::kConv2d, .stride = 1}}};
 constexpr LayerKey kKeys[] = {IntKey("filters", &LayerSpec::filters, 1, kMaxFilters)
                                   .Required("conv2d needs filters (output channels), such as 32"),
@@ -214,7 +222,10 @@ constexpr LayerKey kKeys[] = {IntKey("filters", &LayerSpec::filters, 1, kMaxFilt
 
 }  // namespace
 
-extern constexpr LayerType kConv2dLayer{
-    .kind = LayerKind::kConv2d, .spellings = kNames, .keys = kKeys, .make = MakeConv2d};
+extern constexpr LayerType kConv2dLayer{.kind = LayerKind::kConv2d,
+                                        .spellings = kNames,
+                                        .keys = kKeys,
+                                        .make = MakeConv2d,
+                                        .summary = Summary};
 
 }  // namespace dtrain::model::layers

@@ -88,6 +88,11 @@ Result<std::unique_ptr<Layer>> MakeDense(const LayerSpec& spec, Shape input, int
   return std::unique_ptr<Layer>(std::make_unique<Dense>(input, units, spec.activation));
 }
 
+std::string Summary(const LayerSpec& layer, int outputs) {
+  return "dense " + std::to_string(layer.units > 0 ? layer.units : outputs) +
+         SummaryActivation(layer.activation);
+}
+
 constexpr LayerSpelling kNames[] = {{"dense", {.kind = LayerKind::kDense}}};
 constexpr LayerKey kKeys[] = {
     IntKey("units", &LayerSpec::units, 1, kMaxLayerWidth)
@@ -96,7 +101,10 @@ constexpr LayerKey kKeys[] = {
 
 }  // namespace
 
-extern constexpr LayerType kDenseLayer{
-    .kind = LayerKind::kDense, .spellings = kNames, .keys = kKeys, .make = MakeDense};
+extern constexpr LayerType kDenseLayer{.kind = LayerKind::kDense,
+                                       .spellings = kNames,
+                                       .keys = kKeys,
+                                       .make = MakeDense,
+                                       .summary = Summary};
 
 }  // namespace dtrain::model::layers

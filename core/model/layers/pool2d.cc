@@ -139,6 +139,13 @@ Result<std::unique_ptr<Layer>> MakePool2d(const LayerSpec& spec, Shape input, in
       std::make_unique<Pool2d>(input, output, k, s, spec.kind == LayerKind::kMaxPool2d));
 }
 
+std::string Summary(const LayerSpec& layer, int /*outputs*/) {
+  std::string out = (layer.kind == LayerKind::kMaxPool2d ? "maxpool " : "avgpool ") +
+                    std::to_string(layer.kernel);
+  if (layer.stride != layer.kernel) out += " stride " + std::to_string(layer.stride);
+  return out;
+}
+
 constexpr LayerSpelling kMaxNames[] = {{"maxpool2d", {.kind = LayerKind::kMaxPool2d, .kernel = 2}}};
 constexpr LayerSpelling kAvgNames[] = {{"avgpool2d", {.kind = LayerKind::kAvgPool2d, .kernel = 2}}};
 // A job file's stride is the window side unless given.
@@ -148,9 +155,15 @@ constexpr LayerKey kKeys[] = {
 
 }  // namespace
 
-extern constexpr LayerType kMaxPool2dLayer{
-    .kind = LayerKind::kMaxPool2d, .spellings = kMaxNames, .keys = kKeys, .make = MakePool2d};
-extern constexpr LayerType kAvgPool2dLayer{
-    .kind = LayerKind::kAvgPool2d, .spellings = kAvgNames, .keys = kKeys, .make = MakePool2d};
+extern constexpr LayerType kMaxPool2dLayer{.kind = LayerKind::kMaxPool2d,
+                                           .spellings = kMaxNames,
+                                           .keys = kKeys,
+                                           .make = MakePool2d,
+                                           .summary = Summary};
+extern constexpr LayerType kAvgPool2dLayer{.kind = LayerKind::kAvgPool2d,
+                                           .spellings = kAvgNames,
+                                           .keys = kKeys,
+                                           .make = MakePool2d,
+                                           .summary = Summary};
 
 }  // namespace dtrain::model::layers
