@@ -4,14 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "core/model/layer.h"
+#include "core/model/layer_type.h"
 
 namespace dtrain::config::internal {
 namespace {
 
-constexpr std::int64_t kMaxWidth = 1 << 24;  // the engine's own limit (core/model/spec.cc)
-constexpr std::int64_t kMaxSide = 1024;      // kernels, strides and pool windows
-constexpr std::int64_t kMaxFilters = 1 << 16;
+constexpr std::int64_t kMaxWidth = model::kMaxLayerWidth;  // the engine's own limit
 constexpr std::size_t kMaxLayers = 256;
 
 // [model] input_shape = [channels, height, width], or [n] for flat rows.
@@ -46,6 +44,48 @@ void ReadInputShape(TableReader& r, model::ModelSpec* m) {
   m->inputs = static_cast<int>(shape.Size());
 }
 
+Interval RangeOf(const model::LayerKey& key) {
+  return {key.range.lo, key.range.hi, key.range.lo_open, key.range.hi_open};
+}
+
+// "same" or "valid" or a number of zeros on each border.
+const toml::node* ReadPadding(TableReader& r, const model::LayerKey& key, model::LayerSpec* layer) {
+  const toml::node* padding = r.Find(key.name);
+  if (padding == nullptr) return nullptr;
+  std::string problem;
+  if (const auto* text = padding->as_string()) {
+    if (text->get() == "same" || text->get() == "valid") {
+      layer->*key.int_field = text->get() == "same" ? model::kSamePadding : 0;
+      return padding;
+    }
+    return r.Report(*padding, key.name,
+                    "must be \"same\", \"valid\" or a number, got " + Describe(*padding));
+  }
+  if (const auto v = IntIn(*padding, 0, static_cast<std::int64_t>(key.range.hi), &problem)) {
+    layer->*key.int_field = static_cast<int>(*v);
+    return padding;
+  }
+  return r.Report(*padding, key.name, "must be \"same\", \"valid\" or a number: " + problem);
+}
+
+// One key of a layer's table into its field: its node, or null when absent or reported.
+const toml::node* ReadKey(TableReader& r, const model::LayerKey& key, model::LayerSpec* layer) {
+  switch (key.value) {
+    case model::LayerKeyValue::kInt:
+      if (key.same_as != nullptr) layer->*key.int_field = layer->*key.same_as;
+      return r.Int(key.name, static_cast<std::int64_t>(key.range.lo),
+                   static_cast<std::int64_t>(key.range.hi), &(layer->*key.int_field));
+    case model::LayerKeyValue::kFloat:
+      return r.Number(key.name, RangeOf(key), &(layer->*key.float_field));
+    case model::LayerKeyValue::kPadding:
+      return ReadPadding(r, key, layer);
+    case model::LayerKeyValue::kActivation:
+      return r.Enum(key.name, model::ParseActivation, model::ActivationChoices(),
+                    &layer->activation);
+  }
+  return nullptr;
+}
+
 // One [[model.layers]] table into *layer; false when its type could not be read.
 bool ReadLayer(TableReader& r, bool last, model::LayerSpec* layer) {
   const toml::node* type = r.Find("type");
@@ -54,57 +94,37 @@ bool ReadLayer(TableReader& r, bool last, model::LayerSpec* layer) {
     return false;
   }
   if (r.Enum("type", model::LayerOfType, model::LayerTypeChoices(), layer) == nullptr) return false;
-  switch (layer->kind) {
-    case model::LayerKind::kConv2d: {
-      if (r.Int("filters", 1, kMaxFilters, &layer->filters) == nullptr && !r.Failed("filters")) {
-        r.Missing("filters", "conv2d needs filters (output channels), such as 32");
-      }
-      if (r.Int("kernel", 1, kMaxSide, &layer->kernel) == nullptr && !r.Failed("kernel")) {
-        r.Missing("kernel", "conv2d needs a kernel side, such as 5");
-      }
-      r.Int("stride", 1, kMaxSide, &layer->stride);
-      if (const toml::node* padding = r.Find("padding")) {
-        std::string problem;
-        if (const auto* text = padding->as_string()) {
-          if (text->get() == "same" || text->get() == "valid") {
-            layer->padding = text->get() == "same" ? model::kSamePadding : 0;
-          } else {
-            r.Report(*padding, "padding",
-                     "must be \"same\", \"valid\" or a number, got " + Describe(*padding));
-          }
-        } else if (const auto v = IntIn(*padding, 0, kMaxSide, &problem)) {
-          layer->padding = static_cast<int>(*v);
-        } else {
-          r.Report(*padding, "padding", "must be \"same\", \"valid\" or a number: " + problem);
-        }
-      }
-      r.Enum("activation", model::ParseActivation, model::ActivationChoices(), &layer->activation);
-      break;
+  for (const model::LayerKey& key : model::LayerTypeOf(layer->kind).keys) {
+    const bool needed = key.need == model::LayerKeyNeed::kRequired ||
+                        (key.need == model::LayerKeyNeed::kRequiredUnlessLast && !last);
+    if (ReadKey(r, key, layer) == nullptr && !r.Failed(key.name) && needed) {
+      r.Missing(key.name, std::string(key.missing));
     }
-    case model::LayerKind::kMaxPool2d:
-    case model::LayerKind::kAvgPool2d:
-      r.Int("size", 1, kMaxSide, &layer->kernel);
-      layer->stride = layer->kernel;
-      r.Int("stride", 1, kMaxSide, &layer->stride);
-      break;
-    case model::LayerKind::kDense:
-      if (r.Int("units", 1, kMaxWidth, &layer->units) == nullptr && !r.Failed("units") && !last) {
-        r.Missing("units", "dense needs units (only the last layer may leave them to the data)");
-      }
-      r.Enum("activation", model::ParseActivation, model::ActivationChoices(), &layer->activation);
-      break;
-    case model::LayerKind::kDropout:
-      r.Number("rate", ClosedOpen(0, 1), &layer->rate);
-      break;
-    case model::LayerKind::kBatchNorm:
-      r.Number("momentum", OpenClosed(0, 1), &layer->momentum);
-      r.Number("eps", OpenClosed(0, 1), &layer->epsilon);
-      break;
-    case model::LayerKind::kFlatten:
-    case model::LayerKind::kActivation:
-      break;
   }
   return true;
+}
+
+// One key of a layer as ReadKey reads it; a key the last layer may leave out is left out at 0.
+void WriteKey(const model::LayerKey& key, const model::LayerSpec& layer, TomlWriter& w) {
+  switch (key.value) {
+    case model::LayerKeyValue::kInt:
+      if (key.need == model::LayerKeyNeed::kRequiredUnlessLast && layer.*key.int_field == 0) return;
+      w.Int(key.name, layer.*key.int_field);
+      return;
+    case model::LayerKeyValue::kFloat:
+      w.Float(key.name, layer.*key.float_field);
+      return;
+    case model::LayerKeyValue::kPadding:
+      if (layer.*key.int_field == model::kSamePadding) {
+        w.String(key.name, "same");
+      } else {
+        w.Int(key.name, layer.*key.int_field);
+      }
+      return;
+    case model::LayerKeyValue::kActivation:
+      w.String(key.name, model::ActivationName(layer.activation));
+      return;
+  }
 }
 
 // With the input shape known, each layer must fit the output of the one before it, and the last
@@ -181,38 +201,7 @@ void WriteLayerList(const model::ModelSpec& m, TomlWriter& w) {
   for (const model::LayerSpec& layer : m.layers) {
     w.TableOfArray("model.layers");
     w.String("type", model::LayerTypeName(layer));
-    switch (layer.kind) {
-      case model::LayerKind::kConv2d:
-        w.Int("filters", layer.filters);
-        w.Int("kernel", layer.kernel);
-        w.Int("stride", layer.stride);
-        if (layer.padding == model::kSamePadding) {
-          w.String("padding", "same");
-        } else {
-          w.Int("padding", layer.padding);
-        }
-        w.String("activation", model::ActivationName(layer.activation));
-        break;
-      case model::LayerKind::kMaxPool2d:
-      case model::LayerKind::kAvgPool2d:
-        w.Int("size", layer.kernel);
-        w.Int("stride", layer.stride);
-        break;
-      case model::LayerKind::kDense:
-        if (layer.units > 0) w.Int("units", layer.units);
-        w.String("activation", model::ActivationName(layer.activation));
-        break;
-      case model::LayerKind::kDropout:
-        w.Float("rate", layer.rate);
-        break;
-      case model::LayerKind::kBatchNorm:
-        w.Float("momentum", layer.momentum);
-        w.Float("eps", layer.epsilon);
-        break;
-      case model::LayerKind::kFlatten:
-      case model::LayerKind::kActivation:
-        break;
-    }
+    for (const model::LayerKey& key : model::LayerTypeOf(layer.kind).keys) WriteKey(key, layer, w);
   }
 }
 

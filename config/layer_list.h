@@ -8,6 +8,8 @@
 // shape is known here (input_shape given), the chain is checked too, and a layer that does not
 // fit its input is reported at its table; otherwise the check waits for the data
 // (ResolveModelShape). Unknown keys in a layer's table are reported with the keys its type has.
+// Each layer's keys are read and written as its LayerType lists them (core/model/layer_type.h):
+// nothing here knows a layer type's keys.
 #pragma once
 
 #include "config/job.h"

@@ -1,26 +1,16 @@
 #include "core/model/layer_spec.h"
 
+#include <algorithm>
 #include <charconv>
-#include <sstream>
+#include <span>
 #include <vector>
 
+#include "core/model/layer_type.h"
 #include "core/model/spec.h"
 #include "core/model/spec_text.h"
 
 namespace dtrain::model {
 namespace {
-
-struct TypeName {
-  LayerKind kind;
-  std::string_view name;
-};
-constexpr TypeName kKinds[] = {
-    {LayerKind::kConv2d, "conv2d"},       {LayerKind::kMaxPool2d, "maxpool2d"},
-    {LayerKind::kAvgPool2d, "avgpool2d"}, {LayerKind::kFlatten, "flatten"},
-    {LayerKind::kDense, "dense"},         {LayerKind::kDropout, "dropout"},
-    {LayerKind::kBatchNorm, "batchnorm"}};
-constexpr std::string_view kChoices =
-    "conv2d, maxpool2d, avgpool2d, flatten, dense, dropout, batchnorm, relu, tanh, sigmoid";
 
 // The shortest text that reads back as the same float.
 std::string FloatText(float value) {
@@ -37,6 +27,51 @@ std::vector<std::string_view> Split(std::string_view text, char separator) {
     if (at == std::string_view::npos) return parts;
     text.remove_prefix(at + 1);
   }
+}
+
+// A key's value as the spec text spells it.
+std::string KeyText(const LayerKey& key, const LayerSpec& layer) {
+  switch (key.value) {
+    case LayerKeyValue::kInt:
+      return std::to_string(layer.*key.int_field);
+    case LayerKeyValue::kFloat:
+      return FloatText(layer.*key.float_field);
+    case LayerKeyValue::kPadding:
+      return layer.*key.int_field == kSamePadding ? "same" : std::to_string(layer.*key.int_field);
+    case LayerKeyValue::kActivation:
+      return std::string(ActivationName(layer.activation));
+  }
+  return "";
+}
+
+// Sets the field of `key` from its spec-text spelling.
+Status ReadKeyText(const LayerKey& key, std::string_view value, LayerSpec* spec) {
+  if (key.value == LayerKeyValue::kPadding && value == "same") {
+    spec->*key.int_field = kSamePadding;
+    return Status::Ok();
+  }
+  switch (key.value) {
+    case LayerKeyValue::kInt:
+    case LayerKeyValue::kPadding: {
+      Result<int> v = ParseSpecNumber<int>(value, key.name);
+      if (!v.ok()) return v.status();
+      spec->*key.int_field = v.value();
+      return Status::Ok();
+    }
+    case LayerKeyValue::kFloat: {
+      Result<float> v = ParseSpecNumber<float>(value, key.name);
+      if (!v.ok()) return v.status();
+      spec->*key.float_field = v.value();
+      return Status::Ok();
+    }
+    case LayerKeyValue::kActivation: {
+      Result<math::Activation> act = ParseActivation(value);
+      if (!act.ok()) return act.status();
+      spec->activation = act.value();
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -62,67 +97,12 @@ Result<Shape> ParseShape(std::string_view text) {
   return Shape{values[0], values[1], values[2]};
 }
 
-std::string LayerTypeName(const LayerSpec& layer) {
-  if (layer.kind == LayerKind::kActivation) return std::string(ActivationName(layer.activation));
-  for (const TypeName& t : kKinds) {
-    if (t.kind == layer.kind) return std::string(t.name);
-  }
-  return "?";
-}
-
-Result<LayerSpec> LayerOfType(std::string_view name) {
-  for (const TypeName& t : kKinds) {
-    if (t.name == name) {
-      LayerSpec spec;
-      spec.kind = t.kind;
-      if (t.kind == LayerKind::kMaxPool2d || t.kind == LayerKind::kAvgPool2d) spec.kernel = 2;
-      if (t.kind == LayerKind::kConv2d) spec.stride = 1;
-      if (t.kind == LayerKind::kDropout) spec.rate = 0.5f;
-      return spec;
-    }
-  }
-  if (name != "identity") {
-    if (Result<math::Activation> act = ParseActivation(name); act.ok()) {
-      LayerSpec spec;
-      spec.kind = LayerKind::kActivation;
-      spec.activation = act.value();
-      return spec;
-    }
-  }
-  return Status::Error("layer type must be one of " + std::string(kChoices) + ", got '" +
-                       std::string(name) + "'");
-}
-
-std::string_view LayerTypeChoices() { return kChoices; }
-
 std::string FormatLayerSpec(const LayerSpec& layer) {
-  std::ostringstream out;
-  out << LayerTypeName(layer);
-  switch (layer.kind) {
-    case LayerKind::kConv2d:
-      out << ",filters=" << layer.filters << ",kernel=" << layer.kernel
-          << ",stride=" << layer.stride << ",padding="
-          << (layer.padding == kSamePadding ? std::string("same") : std::to_string(layer.padding))
-          << ",activation=" << ActivationName(layer.activation);
-      break;
-    case LayerKind::kMaxPool2d:
-    case LayerKind::kAvgPool2d:
-      out << ",size=" << layer.kernel << ",stride=" << layer.stride;
-      break;
-    case LayerKind::kDense:
-      out << ",units=" << layer.units << ",activation=" << ActivationName(layer.activation);
-      break;
-    case LayerKind::kDropout:
-      out << ",rate=" << FloatText(layer.rate);
-      break;
-    case LayerKind::kBatchNorm:
-      out << ",momentum=" << FloatText(layer.momentum) << ",eps=" << FloatText(layer.epsilon);
-      break;
-    case LayerKind::kFlatten:
-    case LayerKind::kActivation:
-      break;
+  std::string text = LayerTypeName(layer);
+  for (const LayerKey& key : LayerTypeOf(layer.kind).keys) {
+    text.append(",").append(key.name).append("=").append(KeyText(key, layer));
   }
-  return out.str();
+  return text;
 }
 
 Result<LayerSpec> ParseLayerSpec(std::string_view text) {
@@ -130,54 +110,19 @@ Result<LayerSpec> ParseLayerSpec(std::string_view text) {
   Result<LayerSpec> typed = LayerOfType(words[0]);
   if (!typed.ok()) return typed.status();
   LayerSpec spec = typed.value();
+  const std::span<const LayerKey> keys = LayerTypeOf(spec.kind).keys;
   for (std::size_t i = 1; i < words.size(); ++i) {
     const std::size_t eq = words[i].find('=');
     if (eq == std::string_view::npos) {
       return Status::Error("layer spec: expected key=value, got '" + std::string(words[i]) + "'");
     }
-    const std::string_view key = words[i].substr(0, eq);
-    const std::string_view value = words[i].substr(eq + 1);
-    Status status = Status::Ok();
-    auto read_int = [&](int* field) {
-      Result<int> v = ParseSpecNumber<int>(value, key);
-      if (v.ok()) {
-        *field = v.value();
-      } else {
-        status = v.status();
-      }
-    };
-    if (key == "filters") {
-      read_int(&spec.filters);
-    } else if (key == "kernel" || key == "size") {
-      read_int(&spec.kernel);
-    } else if (key == "stride") {
-      read_int(&spec.stride);
-    } else if (key == "units") {
-      read_int(&spec.units);
-    } else if (key == "padding") {
-      if (value == "same") {
-        spec.padding = kSamePadding;
-      } else {
-        read_int(&spec.padding);
-      }
-    } else if (key == "rate" || key == "momentum" || key == "eps") {
-      Result<float> v = ParseSpecNumber<float>(value, key);
-      if (v.ok()) {
-        (key == "rate" ? spec.rate : key == "momentum" ? spec.momentum : spec.epsilon) = v.value();
-      } else {
-        status = v.status();
-      }
-    } else if (key == "activation") {
-      Result<math::Activation> act = ParseActivation(value);
-      if (act.ok()) {
-        spec.activation = act.value();
-      } else {
-        status = act.status();
-      }
-    } else {
-      status = Status::Error("layer spec: unknown key '" + std::string(key) + "'");
+    const std::string_view name = words[i].substr(0, eq);
+    const auto key =
+        std::find_if(keys.begin(), keys.end(), [&](const LayerKey& k) { return k.name == name; });
+    if (key == keys.end()) {
+      return Status::Error("layer spec: unknown key '" + std::string(name) + "'");
     }
-    if (!status.ok()) return status;
+    if (Status read = ReadKeyText(*key, words[i].substr(eq + 1), &spec); !read.ok()) return read;
   }
   return spec;
 }

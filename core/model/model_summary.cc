@@ -1,53 +1,27 @@
 #include "core/model/model_summary.h"
 
-#include <cstdio>
 #include <string>
-#include <vector>
+
+#include "core/model/layer_type.h"
 
 namespace dtrain::model {
 namespace {
 
-// " relu", or nothing for identity. Appended piece by piece: `" " + std::string(...)` trips
-// GCC 12's -Wrestrict.
-std::string ActivationWord(math::Activation activation) {
-  std::string word;
-  if (activation != math::Activation::kIdentity) word.append(" ").append(ActivationName(activation));
-  return word;
-}
-
 // "conv2d 32x3x3 relu", "maxpool 2", "dense 10": the layer's type and sizes.
 std::string LayerWords(const LayerSpec& layer, int outputs) {
-  const std::string k = std::to_string(layer.kernel);
-  switch (layer.kind) {
-    case LayerKind::kConv2d: {
-      std::string out = "conv2d " + std::to_string(layer.filters) + "x" + k + "x" + k;
-      if (layer.stride > 1) out += " stride " + std::to_string(layer.stride);
-      if (layer.padding == kSamePadding) out += " same";
-      return out + ActivationWord(layer.activation);
-    }
-    case LayerKind::kMaxPool2d:
-    case LayerKind::kAvgPool2d: {
-      std::string out = (layer.kind == LayerKind::kMaxPool2d ? "maxpool " : "avgpool ") + k;
-      if (layer.stride != layer.kernel) out += " stride " + std::to_string(layer.stride);
-      return out;
-    }
-    case LayerKind::kDense:
-      return "dense " + std::to_string(layer.units > 0 ? layer.units : outputs) +
-             ActivationWord(layer.activation);
-    case LayerKind::kDropout: {
-      char rate[32];
-      std::snprintf(rate, sizeof rate, "dropout %g", static_cast<double>(layer.rate));
-      return rate;
-    }
-    case LayerKind::kBatchNorm:
-    case LayerKind::kFlatten:
-    case LayerKind::kActivation:
-      break;
-  }
-  return LayerTypeName(layer);
+  const LayerType& type = LayerTypeOf(layer.kind);
+  return type.summary != nullptr ? type.summary(layer, outputs) : LayerTypeName(layer);
 }
 
 }  // namespace
+
+// Appended piece by piece: `" " + std::string(...)` trips GCC 12's -Wrestrict.
+std::string SummaryActivation(math::Activation activation) {
+  std::string word;
+  if (activation != math::Activation::kIdentity)
+    word.append(" ").append(ActivationName(activation));
+  return word;
+}
 
 std::string SummarizeModel(const ModelSpec& spec) {
   const std::string loss = "loss=" + std::string(LossName(spec.loss));

@@ -6,14 +6,12 @@
 #include <sstream>
 #include <utility>
 
-#include "core/model/layer.h"
+#include "core/model/layer_type.h"
 #include "core/model/spec_text.h"
 #include "core/name_table.h"
 
 namespace dtrain::model {
 namespace {
-
-constexpr long kMaxLayerWidth = 1 << 24;  // 16M units: larger is a typo, not a model
 
 constexpr NameTable<ModelType, 5> kModelTypes{{{{ModelType::kLinear, "linear"},
                                                 {ModelType::kLogistic, "logistic"},

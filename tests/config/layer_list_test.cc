@@ -82,6 +82,117 @@ type = "dense"
   BOOST_TEST((back.job->model == m));
 }
 
+// The [[model.layers]] tables of a resolved job, byte for byte as earlier versions wrote them.
+BOOST_AUTO_TEST_CASE(every_layer_type_is_written_back_as_it_always_was) {
+  const std::string text = std::string(kHead) + R"(
+[[model.layers]]
+type = "conv2d"
+filters = 4
+kernel = 3
+padding = "same"
+activation = "relu"
+[[model.layers]]
+type = "batchnorm"
+momentum = 0.05
+eps = 0.001
+[[model.layers]]
+type = "maxpool2d"
+[[model.layers]]
+type = "conv2d"
+filters = 2
+kernel = 2
+padding = 1
+[[model.layers]]
+type = "avgpool2d"
+size = 2
+stride = 1
+[[model.layers]]
+type = "tanh"
+[[model.layers]]
+type = "flatten"
+[[model.layers]]
+type = "dropout"
+rate = 0.25
+[[model.layers]]
+type = "dense"
+units = 5
+activation = "sigmoid"
+[[model.layers]]
+type = "relu"
+[[model.layers]]
+type = "sigmoid"
+[[model.layers]]
+type = "dense"
+)";
+  const LoadResult r = Parse(text);
+  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_TEST_REQUIRE(r.ok());
+  const std::string written = FormatResolvedJob(*r.job);
+  const std::size_t from = written.find("input_shape");
+  const std::size_t to = written.find("[train]", from);
+  BOOST_TEST_REQUIRE(to != std::string::npos);
+  BOOST_TEST(written.substr(from, to + 8 - from) == R"(input_shape = [1, 8, 8]
+
+[[model.layers]]
+type = "conv2d"
+filters = 4
+kernel = 3
+stride = 1
+padding = "same"
+activation = "relu"
+
+[[model.layers]]
+type = "batchnorm"
+momentum = 0.05
+eps = 0.001
+
+[[model.layers]]
+type = "maxpool2d"
+size = 2
+stride = 2
+
+[[model.layers]]
+type = "conv2d"
+filters = 2
+kernel = 2
+stride = 1
+padding = 1
+activation = "identity"
+
+[[model.layers]]
+type = "avgpool2d"
+size = 2
+stride = 1
+
+[[model.layers]]
+type = "tanh"
+
+[[model.layers]]
+type = "flatten"
+
+[[model.layers]]
+type = "dropout"
+rate = 0.25
+
+[[model.layers]]
+type = "dense"
+units = 5
+activation = "sigmoid"
+
+[[model.layers]]
+type = "relu"
+
+[[model.layers]]
+type = "sigmoid"
+
+[[model.layers]]
+type = "dense"
+activation = "identity"
+
+[train]
+)");
+}
+
 BOOST_AUTO_TEST_CASE(each_mistake_is_placed_at_its_layer) {
   const std::string text = std::string(kHead) + R"(activation = "relu"
 [[model.layers]]

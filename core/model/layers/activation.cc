@@ -1,7 +1,7 @@
 // relu, tanh, sigmoid as layers: out = act(in), elementwise, any shape.
 #include <algorithm>
 
-#include "core/model/layers/layers.h"
+#include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
 namespace {
@@ -33,10 +33,21 @@ class ActivationLayer final : public Layer {
   math::Activation activation_;
 };
 
-}  // namespace
-
-Result<std::unique_ptr<Layer>> MakeActivation(const LayerSpec& spec, Shape input) {
+Result<std::unique_ptr<Layer>> MakeActivation(const LayerSpec& spec, Shape input, int /*outputs*/) {
   return std::unique_ptr<Layer>(std::make_unique<ActivationLayer>(input, spec.activation));
 }
+
+constexpr LayerSpelling kNames[] = {
+    {"relu", {.kind = LayerKind::kActivation, .activation = math::Activation::kRelu}},
+    {"tanh", {.kind = LayerKind::kActivation, .activation = math::Activation::kTanh}},
+    {"sigmoid", {.kind = LayerKind::kActivation, .activation = math::Activation::kSigmoid}}};
+
+}  // namespace
+
+extern constexpr LayerType kActivationLayer{.kind = LayerKind::kActivation,
+                                            .spellings = kNames,
+                                            .keys = {},
+                                            .make = MakeActivation,
+                                            .named_by_activation = true};
 
 }  // namespace dtrain::model::layers

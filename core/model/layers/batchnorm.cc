@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/model/layers/layers.h"
+#include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
 namespace {
@@ -139,9 +139,7 @@ class BatchNorm final : public Layer {
   float momentum_, epsilon_;
 };
 
-}  // namespace
-
-Result<std::unique_ptr<Layer>> MakeBatchNorm(const LayerSpec& spec, Shape input) {
+Result<std::unique_ptr<Layer>> MakeBatchNorm(const LayerSpec& spec, Shape input, int /*outputs*/) {
   if (!(spec.momentum > 0.0f && spec.momentum <= 1.0f)) {
     return Status::Error("batchnorm momentum must be in (0, 1]");
   }
@@ -150,5 +148,16 @@ Result<std::unique_ptr<Layer>> MakeBatchNorm(const LayerSpec& spec, Shape input)
   }
   return std::unique_ptr<Layer>(std::make_unique<BatchNorm>(input, spec.momentum, spec.epsilon));
 }
+
+// momentum and eps start at LayerSpec's defaults.
+constexpr LayerSpelling kNames[] = {{"batchnorm", {.kind = LayerKind::kBatchNorm}}};
+constexpr KeyRange kUnitOpenClosed{0.0, 1.0, true, false};
+constexpr LayerKey kKeys[] = {FloatKey("momentum", &LayerSpec::momentum, kUnitOpenClosed),
+                              FloatKey("eps", &LayerSpec::epsilon, kUnitOpenClosed)};
+
+}  // namespace
+
+extern constexpr LayerType kBatchNormLayer{
+    .kind = LayerKind::kBatchNorm, .spellings = kNames, .keys = kKeys, .make = MakeBatchNorm};
 
 }  // namespace dtrain::model::layers

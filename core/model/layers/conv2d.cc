@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "core/math/gemm.h"
-#include "core/model/layers/layers.h"
+#include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
 namespace {
@@ -16,9 +16,9 @@ namespace {
 using math::Trans;
 
 constexpr int kMaxFilters = 1 << 16;
-constexpr int kMaxKernel = 1024;
+constexpr int kMaxKernel = kMaxWindowSide;
 constexpr std::size_t kMaxPatch = std::size_t{1} << 20;
-constexpr std::size_t kMaxOutput = std::size_t{1} << 24;     // as every layer (model/spec.cc)
+constexpr auto kMaxOutput = static_cast<std::size_t>(kMaxLayerWidth);
 constexpr std::size_t kColumnFloats = std::size_t{1} << 18;  // a chunk's columns: 1 MiB at most
 
 struct Geometry {
@@ -168,9 +168,7 @@ Result<std::pair<int, int>> Side(int size, const LayerSpec& spec, std::string_vi
   return std::pair{(size + 2 * spec.padding - k) / s + 1, spec.padding};
 }
 
-}  // namespace
-
-Result<std::unique_ptr<Layer>> MakeConv2d(const LayerSpec& spec, Shape input) {
+Result<std::unique_ptr<Layer>> MakeConv2d(const LayerSpec& spec, Shape input, int /*outputs*/) {
   if (spec.filters < 1 || spec.filters > kMaxFilters) {
     return Status::Error("conv2d filters must be in [1, " + std::to_string(kMaxFilters) + "]");
   }
@@ -204,5 +202,30 @@ Result<std::unique_ptr<Layer>> MakeConv2d(const LayerSpec& spec, Shape input) {
   const Geometry g{spec.kernel, spec.stride, rows.value().second, cols.value().second};
   return std::unique_ptr<Layer>(std::make_unique<Conv2d>(input, output, g, spec.activation));
 }
+
+std::string Summary(const LayerSpec& layer, int /*outputs*/) {
+  const std::string k = std::to_string(layer.kernel);
+  std::string out = "conv2d " + std::to_string(layer.filters) + "x" + k + "x" + k;
+  if (layer.stride > 1) out += " stride " + std::to_string(layer.stride);
+  if (layer.padding == kSamePadding) out += " same";
+  return out + SummaryActivation(layer.activation);
+}
+
+constexpr LayerSpelling kNames[] = {{"conv2d", {.kind = LayerKind::kConv2d, .stride = 1}}};
+constexpr LayerKey kKeys[] = {IntKey("filters", &LayerSpec::filters, 1, kMaxFilters)
+                                  .Required("conv2d needs filters (output channels), such as 32"),
+                              IntKey("kernel", &LayerSpec::kernel, 1, kMaxKernel)
+                                  .Required("conv2d needs a kernel side, such as 5"),
+                              IntKey("stride", &LayerSpec::stride, 1, kMaxKernel),
+                              PaddingKey("padding", &LayerSpec::padding, kMaxKernel),
+                              ActivationKey("activation")};
+
+}  // namespace
+
+extern constexpr LayerType kConv2dLayer{.kind = LayerKind::kConv2d,
+                                        .spellings = kNames,
+                                        .keys = kKeys,
+                                        .make = MakeConv2d,
+                                        .summary = Summary};
 
 }  // namespace dtrain::model::layers

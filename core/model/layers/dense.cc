@@ -4,7 +4,7 @@
 
 #include "core/math/elementwise.h"
 #include "core/math/gemm.h"
-#include "core/model/layers/layers.h"
+#include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
 namespace {
@@ -82,12 +82,29 @@ class Dense final : public Layer {
   math::Activation activation_;
 };
 
-}  // namespace
-
 Result<std::unique_ptr<Layer>> MakeDense(const LayerSpec& spec, Shape input, int outputs) {
   const int units = spec.units > 0 ? spec.units : outputs;
   if (units < 1) return Status::Error("dense needs units >= 1");
   return std::unique_ptr<Layer>(std::make_unique<Dense>(input, units, spec.activation));
 }
+
+std::string Summary(const LayerSpec& layer, int outputs) {
+  return "dense " + std::to_string(layer.units > 0 ? layer.units : outputs) +
+         SummaryActivation(layer.activation);
+}
+
+constexpr LayerSpelling kNames[] = {{"dense", {.kind = LayerKind::kDense}}};
+constexpr LayerKey kKeys[] = {
+    IntKey("units", &LayerSpec::units, 1, kMaxLayerWidth)
+        .RequiredUnlessLast("dense needs units (only the last layer may leave them to the data)"),
+    ActivationKey("activation")};
+
+}  // namespace
+
+extern constexpr LayerType kDenseLayer{.kind = LayerKind::kDense,
+                                       .spellings = kNames,
+                                       .keys = kKeys,
+                                       .make = MakeDense,
+                                       .summary = Summary};
 
 }  // namespace dtrain::model::layers

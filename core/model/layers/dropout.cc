@@ -2,9 +2,11 @@
 // scaled by 1 / (1 - rate); at evaluation the identity. Value i's fate is a pure function of
 // (pass.noise_seed, i), so a pass is reproducible and Backward needs no stored mask.
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "core/data/random.h"
-#include "core/model/layers/layers.h"
+#include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
 namespace {
@@ -45,13 +47,28 @@ class Dropout final : public Layer {
   std::uint64_t threshold_;  // a value's draw below it drops the value
 };
 
-}  // namespace
-
-Result<std::unique_ptr<Layer>> MakeDropout(const LayerSpec& spec, Shape input) {
+Result<std::unique_ptr<Layer>> MakeDropout(const LayerSpec& spec, Shape input, int /*outputs*/) {
   if (!(spec.rate >= 0.0f && spec.rate < 1.0f)) {
     return Status::Error("dropout rate must be in [0, 1), got " + std::to_string(spec.rate));
   }
   return std::unique_ptr<Layer>(std::make_unique<Dropout>(input, spec.rate));
 }
+
+std::string Summary(const LayerSpec& layer, int /*outputs*/) {
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "dropout %g", static_cast<double>(layer.rate));
+  return rate;
+}
+
+constexpr LayerSpelling kNames[] = {{"dropout", {.kind = LayerKind::kDropout, .rate = 0.5f}}};
+constexpr LayerKey kKeys[] = {FloatKey("rate", &LayerSpec::rate, {0.0, 1.0, false, true})};
+
+}  // namespace
+
+extern constexpr LayerType kDropoutLayer{.kind = LayerKind::kDropout,
+                                         .spellings = kNames,
+                                         .keys = kKeys,
+                                         .make = MakeDropout,
+                                         .summary = Summary};
 
 }  // namespace dtrain::model::layers

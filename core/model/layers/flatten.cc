@@ -1,7 +1,7 @@
 // flatten: the sample's values unchanged, as a flat vector (the layout is already row-major).
 #include <algorithm>
 
-#include "core/model/layers/layers.h"
+#include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
 namespace {
@@ -27,10 +27,16 @@ class Flatten final : public Layer {
   }
 };
 
-}  // namespace
-
-Result<std::unique_ptr<Layer>> MakeFlatten(Shape input) {
+Result<std::unique_ptr<Layer>> MakeFlatten(const LayerSpec& /*spec*/, Shape input,
+                                           int /*outputs*/) {
   return std::unique_ptr<Layer>(std::make_unique<Flatten>(input));
 }
+
+constexpr LayerSpelling kNames[] = {{"flatten", {.kind = LayerKind::kFlatten}}};
+
+}  // namespace
+
+extern constexpr LayerType kFlattenLayer{
+    .kind = LayerKind::kFlatten, .spellings = kNames, .keys = {}, .make = MakeFlatten};
 
 }  // namespace dtrain::model::layers

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/model/layers/layers.h"
+#include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
 namespace {
@@ -123,9 +123,8 @@ class Pool2d final : public Layer {
   bool max_;
 };
 
-}  // namespace
-
-Result<std::unique_ptr<Layer>> MakePool2d(const LayerSpec& spec, Shape input) {
+// A stride of 0 (a LayerSpec built in code) is the window side.
+Result<std::unique_ptr<Layer>> MakePool2d(const LayerSpec& spec, Shape input, int /*outputs*/) {
   const std::string name = LayerTypeName(spec);
   const int k = spec.kernel;
   const int s = spec.stride > 0 ? spec.stride : k;
@@ -139,5 +138,32 @@ Result<std::unique_ptr<Layer>> MakePool2d(const LayerSpec& spec, Shape input) {
   return std::unique_ptr<Layer>(
       std::make_unique<Pool2d>(input, output, k, s, spec.kind == LayerKind::kMaxPool2d));
 }
+
+std::string Summary(const LayerSpec& layer, int /*outputs*/) {
+  std::string out = (layer.kind == LayerKind::kMaxPool2d ? "maxpool " : "avgpool ") +
+                    std::to_string(layer.kernel);
+  if (layer.stride != layer.kernel) out += " stride " + std::to_string(layer.stride);
+  return out;
+}
+
+constexpr LayerSpelling kMaxNames[] = {{"maxpool2d", {.kind = LayerKind::kMaxPool2d, .kernel = 2}}};
+constexpr LayerSpelling kAvgNames[] = {{"avgpool2d", {.kind = LayerKind::kAvgPool2d, .kernel = 2}}};
+// A job file's stride is the window side unless given.
+constexpr LayerKey kKeys[] = {
+    IntKey("size", &LayerSpec::kernel, 1, kMaxWindowSide),
+    IntKey("stride", &LayerSpec::stride, 1, kMaxWindowSide).SameAs(&LayerSpec::kernel)};
+
+}  // namespace
+
+extern constexpr LayerType kMaxPool2dLayer{.kind = LayerKind::kMaxPool2d,
+                                           .spellings = kMaxNames,
+                                           .keys = kKeys,
+                                           .make = MakePool2d,
+                                           .summary = Summary};
+extern constexpr LayerType kAvgPool2dLayer{.kind = LayerKind::kAvgPool2d,
+                                           .spellings = kAvgNames,
+                                           .keys = kKeys,
+                                           .make = MakePool2d,
+                                           .summary = Summary};
 
 }  // namespace dtrain::model::layers
