@@ -1,7 +1,7 @@
 // ThreadLayout: how one replica of a job uses the cores it is given — how many threads, and
 // whether its batch is split over them (each slice's pass on its own thread with single-threaded
 // GEMMs: model::LocalNetwork) or one pass runs with that many OpenBLAS threads. Measured on the
-// 2-core machine (bench/README.md, "Threads of one worker"): splitting the batch is the faster
+// 2-core machine (bench/README.md, "Every core"): splitting the batch is the faster
 // of the two wherever the model can be split; OpenBLAS's own threads gain little on a step's
 // small GEMMs and lose on small models.
 //
