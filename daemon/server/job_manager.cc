@@ -82,7 +82,7 @@ std::optional<LiveJob> JobManager::Live(std::int64_t id) const {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return std::nullopt;
   const Job& job = *it->second;
-  return LiveJob{job.pending_reason, job.restarts, job.config.train.batch_size,
+  return LiveJob{job.pending_reason, job.machine.restarts(), job.config.train.batch_size,
                  config::LeadRank(job.config.cluster), job.config.train.epochs,
                  job.config.train.steps};
 }
@@ -132,18 +132,15 @@ asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
     });
     if (!s.ok()) co_return s;
   }
-  auto job = std::make_unique<Job>();
-  job->id = id;
-  job->owner = {static_cast<uid_t>(record.owner_uid), static_cast<gid_t>(record.owner_gid)};
-  job->config = *loaded.job;
+  auto events = co_await OffThread(pool_, [this, id] { return store_.Events(id); });
+  const int restarts = events.ok() ? store::CountRestarts(events.value()) : 0;
+  auto job = std::make_unique<Job>(
+      id, Owner{static_cast<uid_t>(record.owner_uid), static_cast<gid_t>(record.owner_gid)},
+      *loaded.job, settings_.max_restarts, restarts);
   job->spec_toml = record.spec_toml;
   job->state = state;
   job->priority = record.priority;
   job->cores = JobCores(job->config, settings_.cores, job->config.cluster.Trainers());
-  job->max_restarts =
-      job->config.max_restarts >= 0 ? job->config.max_restarts : settings_.max_restarts;
-  auto events = co_await OffThread(pool_, [this, id] { return store_.Events(id); });
-  if (events.ok()) job->restarts = store::CountRestarts(events.value());
   co_return job;
 }
 
@@ -238,15 +235,11 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
     out.refusal = Refusal{"internal", created.status().message(), {}};
     co_return out;
   }
-  auto job = std::make_unique<Job>();
-  job->id = created.value();
-  job->owner = owner;
-  job->config = std::move(config);
+  auto job =
+      std::make_unique<Job>(created.value(), owner, std::move(config), settings_.max_restarts, 0);
   job->spec_toml = record.spec_toml;
   job->priority = record.priority;
   job->cores = cores;
-  job->max_restarts =
-      job->config.max_restarts >= 0 ? job->config.max_restarts : settings_.max_restarts;
   out.id = job->id;
   jobs_[out.id] = std::move(job);
   Schedule();
@@ -340,7 +333,7 @@ void JobManager::Schedule() {
   if (shutting_down_) return;
   std::vector<Job*> waiting;
   for (auto& [id, job] : jobs_) {
-    if (!job->active && !job->cancel_requested &&
+    if (!job->active && !job->machine.cancel_requested() &&
         (job->state == JobState::kQueued || job->state == JobState::kRecovering)) {
       waiting.push_back(job.get());
     }
@@ -425,12 +418,10 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   const int count = job->config.cluster.Processes();
   const std::uint64_t attempt = ++job->attempt;
   job->processes.assign(static_cast<std::size_t>(count), Process{});
+  job->machine.Begin(count);
   job->rejoining.clear();
   job->pending_checkpoints.clear();
-  job->live = 0;
   job->log_quota.emplace(settings_.log_quota);
-  job->failure.clear();
-  job->ready = false;
   job->admission = Admission{};
   // The attempt's data-plane token: fresh randomness, which only this daemon and the attempt's
   // processes (told it over their channels in the rendezvous) ever hold. Nothing derives it, so
@@ -441,12 +432,13 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
     auto it = jobs_.find(id);
     if (it == jobs_.end() || it->second->attempt != attempt) co_return;
     job = it->second.get();
-    if (!granted.ok() || job->cancel_requested || shutting_down_) {
+    if (!granted.ok() || job->machine.cancel_requested() || shutting_down_) {
       co_await EndSlurmAttempt(id, attempt);
       job = jobs_.at(id).get();
       job->active = false;
-      const std::string cancelled = "cancelled by uid " + std::to_string(job->cancelled_by);
-      if (job->cancel_requested) {
+      const std::string cancelled =
+          "cancelled by uid " + std::to_string(job->machine.cancelled_by());
+      if (job->machine.cancel_requested()) {
         co_await Finish(id, JobState::kCancelled, cancelled);
       } else if (shutting_down_) {
         jobs_.erase(id);  // still starting: it starts again with the next daemon
@@ -474,16 +466,17 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
       break;
     }
     p.pid = pid.value();
-    ++job->live;
+    job->machine.Spawned(rank);
   }
-  if (job->live == 0) {
+  if (job->machine.live() == 0) {
     job->active = false;
-    co_await Finish(id, JobState::kFailed, job->failure);
+    co_await Finish(id, JobState::kFailed, job->machine.failure());
     Schedule();
     co_return;
   }
-  if (shutting_down_ || job->cancel_requested)
+  if (shutting_down_ || job->machine.cancel_requested()) {
     StopProcesses(*job, settings_.grace);  // asked meanwhile
+  }
   for (int rank = 0; rank < count; ++rank) {
     auto it = jobs_.find(id);
     if (it == jobs_.end() || it->second->attempt != attempt) co_return;
@@ -569,29 +562,24 @@ asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t att
   Process& q = it->second->processes[static_cast<std::size_t>(rank)];
   if (q.pid != pid) co_return;  // replaced meanwhile
   q.row = row.value();
-  if (q.exited) {  // it ended before its row existed
+  if (const ProcessState& state = it->second->machine.process(rank); state.exited) {
+    // It ended before its row existed.
     const std::int64_t r = q.row;
-    const ProcessExit e = q.exit;
+    const ProcessExit e = state.exit;
     co_await OffThread(
         pool_, [this, r, e] { return store_.RecordWorkerExit(r, e.exit_status, e.signal); });
   }
 }
 
-bool JobManager::WillRestart(const Job& job) const {
-  return job.restarts < job.max_restarts && job.hopeless.empty();
-}
-
 void JobManager::FailAttempt(Job& job, const std::string& why) {
-  if (!job.failure.empty()) return;
-  job.failure = why;
+  const FailVerdict verdict = job.machine.Fail(why, job.state == JobState::kRecovering);
+  if (!verdict.first) return;
   store_.AppendLog(job.id, 0, "daemon", why);
   if (job.rendezvous) job.rendezvous->cancel();
-  // The job is recovering from now, not once the last process has gone: `dtrain status` says why
-  // at once. (Whether it restarts is known now too; the last exit then restarts it.)
-  if (WillRestart(job) && !job.cancel_requested && !shutting_down_ &&
-      job.state != JobState::kRecovering) {
+  // `dtrain status` says why at once.
+  if (verdict.recovering) {
     job.state = JobState::kRecovering;
-    asio::co_spawn(io_, MarkRecovering(job.id, RestartReason(job)), asio::detached);
+    asio::co_spawn(io_, MarkRecovering(job.id, *verdict.recovering), asio::detached);
   }
   // The survivors of a failed attempt cannot finish a step their peers will not share, and the
   // next attempt starts from the newest checkpoint: they get a short grace only.
@@ -603,18 +591,10 @@ asio::awaitable<void> JobManager::MarkRecovering(std::int64_t id, std::string re
   co_await OffThread(pool_, mark);
 }
 
-std::string JobManager::RestartReason(const Job& job) const {
-  return "restart " + std::to_string(job.restarts + 1) + " of " + std::to_string(job.max_restarts) +
-         ": " + job.failure + "; resuming from the newest checkpoint";
-}
-
 void JobManager::StopProcesses(Job& job, std::chrono::milliseconds grace) {
   if (job.slurm.salloc > 0) supervisor_.Stop(job.slurm.salloc, grace);  // still waiting for Slurm
-  for (Process& p : job.processes) {
-    if (p.pid > 0 && !p.exited && !p.stop_sent) {
-      supervisor_.Stop(p.pid, grace);
-      p.stop_sent = true;
-    }
+  for (int rank : job.machine.TakeStops()) {
+    supervisor_.Stop(job.processes[static_cast<std::size_t>(rank)].pid, grace);
   }
 }
 
@@ -642,7 +622,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
   Job* job = it->second.get();
   Process& me = job->processes[static_cast<std::size_t>(rank)];
   if (me.token.empty() || !net::TokensEqual(me.token, token) || me.admitted ||
-      !job->failure.empty() || (slurm_task && !job->OnSlurm())) {
+      !job->machine.failure().empty() || (slurm_task && !job->OnSlurm())) {
     co_return refused;
   }
   me.admitted = true;
@@ -650,7 +630,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
   me.data_port = data_port;
   me.partition_port = partition_port;
   const std::uint64_t attempt = job->attempt;
-  if (job->ready) {
+  if (job->machine.ready()) {
     Result<Admission> late = co_await AdmitRestarted(id, attempt, rank);
     co_return late;
   }
@@ -706,7 +686,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
       co_return s;
     }
     job->state = JobState::kRunning;
-    job->ready = true;
+    job->machine.Ready();
     job->rendezvous->cancel();
     co_return AdmissionFor(*job, rank);
   }
@@ -715,8 +695,8 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
   it = jobs_.find(id);
   if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
   job = it->second.get();
-  if (job->ready) co_return AdmissionFor(*job, rank);
-  if (job->failure.empty()) {
+  if (job->machine.ready()) co_return AdmissionFor(*job, rank);
+  if (job->machine.failure().empty()) {
     std::string missing;
     for (const Process& p : job->processes) {
       if (!p.admitted) missing += (missing.empty() ? "" : ", ") + job->Who(p.rank);
@@ -724,7 +704,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
     FailAttempt(*job, "rendezvous: " + missing + " did not connect within " +
                           std::to_string(job->config.cluster.timeout_seconds) + " s");
   }
-  co_return Status::Error("the job's rendezvous failed: " + job->failure);
+  co_return Status::Error("the job's rendezvous failed: " + job->machine.failure());
 }
 
 std::pair<JobManager::Job*, JobManager::Process*> JobManager::FindProcess(std::int64_t id,
@@ -742,10 +722,12 @@ void JobManager::WorkerSilent(std::int64_t id, int rank, const std::string& toke
   if (found == nullptr) return;
   Job& job = *found;
   Process& p = *process;
-  if (p.exited || p.pid <= 0 || !net::TokensEqual(p.token, token)) return;  // not that process
+  if (job.machine.process(rank).exited || p.pid <= 0 || !net::TokensEqual(p.token, token)) {
+    return;  // not that process
+  }
   // Stopped or hung: a SIGTERM would wait in vain.
   supervisor_.Stop(p.pid, std::chrono::milliseconds(0));
-  p.stop_sent = true;
+  const LossRule loss = job.machine.Silenced(rank);
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(silence.count()) / 1000.0);
   std::string why = job.Who(rank) + " sent nothing for ";
@@ -754,7 +736,7 @@ void JobManager::WorkerSilent(std::int64_t id, int rank, const std::string& toke
   std::snprintf(seconds, sizeof seconds, "%g", job.config.cluster.heartbeat_timeout);
   why += seconds;
   why += " s): killed";
-  if (config::Expendable(job.config.cluster, rank)) {
+  if (loss == LossRule::kCarryOn) {
     // The job goes on without it (its link breaks, and the coordinator hands its units on).
     store_.AppendLog(job.id, rank, "daemon", why + "; the job goes on without it");
     return;
@@ -841,27 +823,10 @@ asio::awaitable<Status> JobManager::SaveCheckpoint(std::int64_t id, std::uint64_
 
 void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop, std::int64_t steps,
                             const std::string& error, const std::string& reason) {
-  auto [found, process] = FindProcess(id, rank);
-  if (found == nullptr) return;
-  Job& job = *found;
-  Process& p = *process;
-  p.done_stop = stop;
-  p.steps = steps;
-  p.done_reason = reason;
-  if ((stop == "no_data" || stop == "out_of_memory" || stop == "diverged") &&
-      job.hopeless.empty()) {
-    job.hopeless = job.Who(rank) + ": " + error;
-  }
-  if (stop != "target" || job.target_reached) return;
-  job.target_reached = true;
-  // Collective replicas stop together by their vote; async ones must be told. Shards end once
-  // every replica has left.
-  for (int r = 0; r < job.config.cluster.Trainers(); ++r) {
-    Process& q = job.processes[static_cast<std::size_t>(r)];
-    if (q.pid > 0 && !q.exited && !q.stop_sent && q.done_stop.empty()) {
-      supervisor_.Stop(q.pid, settings_.grace);
-      q.stop_sent = true;
-    }
+  auto [job, process] = FindProcess(id, rank);
+  if (job == nullptr) return;
+  for (int r : job->machine.Done(rank, stop, steps, reason, job->Who(rank) + ": " + error)) {
+    supervisor_.Stop(job->processes[static_cast<std::size_t>(r)].pid, settings_.grace);
   }
 }
 
@@ -870,13 +835,8 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second->attempt != attempt) co_return;
   Job* job = it->second.get();
-  Process& p = job->processes[static_cast<std::size_t>(rank)];
-  p.exited = true;
-  p.exit = exit;
-  // A replica asked to stop exits with its own status for that (130), after saying so.
-  const bool ended_well = exit.signal == 0 && job->StoppedWell(p) &&
-                          (exit.exit_status == 0 || p.done_stop == "requested");
-  if (p.replacing || (!ended_well && CanRestartReplica(*job, p))) {
+  job->machine.Exited(rank, exit);
+  if (job->machine.RestartsAlone(rank)) {
     // Async: the others go on; new processes take this replica's place among the shards.
     const bool handled = co_await ReplaceReplica(id, attempt, rank);
     if (handled) co_return;
@@ -884,9 +844,7 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
     if (it == jobs_.end() || it->second->attempt != attempt) co_return;
     job = it->second.get();
   }
-  if (!ended_well && exit.signal == 0 && job->failure.empty() && job->live > 1) {
-    // A process that failed on its own is often the survivor of a peer that was killed (its
-    // link closed): give that death a moment to arrive, so the job's reason names the cause.
+  if (job->machine.WaitsForBlame(rank)) {
     asio::steady_timer blame(io_, kBlameGrace);
     co_await blame.async_wait(asio::use_awaitable);
     it = jobs_.find(id);
@@ -894,23 +852,21 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
     job = it->second.get();
   }
   const std::int64_t row = job->processes[static_cast<std::size_t>(rank)].row;
-  const bool last = --job->live == 0;  // only the last exit's handler decides the attempt
-  if (!ended_well && !job->cancel_requested && !shutting_down_) {
-    if (config::Expendable(job->config.cluster, rank) && !p.stop_sent) {
-      store_.AppendLog(job->id, rank, "daemon",
-                       job->Who(rank) + " " + DescribeExit(exit) + "; the job goes on without it");
-    } else if (!config::Expendable(job->config.cluster, rank)) {
-      FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
-    }
+  const ExitCount counted = job->machine.CountExit(rank);  // the last exit decides the attempt
+  if (counted.loss == ExitCount::Loss::kCarryOn) {
+    store_.AppendLog(job->id, rank, "daemon",
+                     job->Who(rank) + " " + DescribeExit(exit) + "; the job goes on without it");
+  } else if (counted.loss == ExitCount::Loss::kFailsAttempt) {
+    FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
   }
-  if (!job->ready && job->rendezvous) job->rendezvous->cancel();  // admitted ones stop waiting
+  if (!job->machine.ready() && job->rendezvous) job->rendezvous->cancel();  // admitted ones stop
   if (row != 0) {
     co_await OffThread(pool_, [this, row, exit] {
       return store_.RecordWorkerExit(row, exit.exit_status, exit.signal);
     });
   }
   it = jobs_.find(id);
-  if (!last || it == jobs_.end() || it->second->attempt != attempt) co_return;
+  if (!counted.last || it == jobs_.end() || it->second->attempt != attempt) co_return;
   if (it->second->OnSlurm()) {
     co_await EndSlurmAttempt(id, attempt);
     it = jobs_.find(id);
@@ -922,50 +878,37 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   if (j.log_quota && j.log_quota->dropped_lines() > 0) {
     store_.AppendLog(id, 0, "daemon", j.log_quota->SummaryLine());
   }
-  const Process& lead = j.processes[static_cast<std::size_t>(config::LeadRank(j.config.cluster))];
-  // Every process finished well, but one the job can do without may have died on the way.
-  const bool finished = j.failure.empty() && !j.cancel_requested && !shutting_down_ &&
-                        j.StoppedWell(lead) &&
-                        std::all_of(j.processes.begin(), j.processes.end(), [&j](const Process& q) {
-                          return j.StoppedWell(q) || config::Expendable(j.config.cluster, q.rank);
-                        });
-  std::string reason;
-  if (finished) {
-    reason = j.target_reached ? "reached target accuracy at step " + std::to_string(j.TargetStep())
-             : !lead.done_reason.empty() ? lead.done_reason
-                                         : "completed " + std::to_string(lead.steps) + " steps";
-    co_await Finish(id, JobState::kSucceeded, reason);
-  } else if (j.cancel_requested) {
-    reason = "cancelled by uid " + std::to_string(j.cancelled_by);
-    co_await Finish(id, JobState::kCancelled, reason);
-  } else if (shutting_down_) {
-    if (j.state == JobState::kRunning || j.state == JobState::kStarting) {
-      co_await OffThread(pool_, [this, id] {
-        return store_.SetJobState(id, JobState::kRecovering,
-                                  "the daemon stopped; the job resumes at its next start");
-      });
+  const Outcome outcome = j.machine.Decide();
+  switch (outcome.kind) {
+    case Outcome::Kind::kSucceeded:
+      co_await Finish(id, JobState::kSucceeded, outcome.reason);
+      break;
+    case Outcome::Kind::kCancelled:
+      co_await Finish(id, JobState::kCancelled, outcome.reason);
+      break;
+    case Outcome::Kind::kLeftForNextStart:
+      if (j.state == JobState::kRunning || j.state == JobState::kStarting) {
+        co_await OffThread(pool_, [this, id] {
+          return store_.SetJobState(id, JobState::kRecovering,
+                                    "the daemon stopped; the job resumes at its next start");
+        });
+      }
+      jobs_.erase(id);
+      break;
+    case Outcome::Kind::kRestart: {
+      if (j.state != JobState::kRecovering) {  // FailAttempt marks it as a rule
+        j.state = JobState::kRecovering;
+        co_await MarkRecovering(id, outcome.reason);
+      } else {
+        store_.AppendLog(id, 0, "daemon", outcome.reason);
+      }
+      asio::steady_timer pause(io_, outcome.pause);
+      co_await pause.async_wait(asio::use_awaitable);
+      break;
     }
-    jobs_.erase(id);
-  } else if (WillRestart(j)) {
-    reason = RestartReason(j);
-    const int restarts = ++j.restarts;
-    if (j.state != JobState::kRecovering) {  // FailAttempt marks it as a rule
-      j.state = JobState::kRecovering;
-      co_await MarkRecovering(id, reason);
-    } else {
-      store_.AppendLog(id, 0, "daemon", reason);
-    }
-    // A short, growing pause so a worker that dies at once does not spin.
-    asio::steady_timer pause(io_, std::chrono::milliseconds(200) * restarts);
-    co_await pause.async_wait(asio::use_awaitable);
-  } else {
-    reason = j.failure + " (see dtrain logs " + std::to_string(id) + ")";
-    if (!j.hopeless.empty()) {
-      reason = j.hopeless + " (not restarted: it would fail the same way)";
-    } else if (j.max_restarts > 0) {
-      reason += "; gave up after " + std::to_string(j.max_restarts) + " restarts";
-    }
-    co_await Finish(id, JobState::kFailed, reason);
+    case Outcome::Kind::kFailed:
+      co_await Finish(id, JobState::kFailed, outcome.reason);
+      break;
   }
   Schedule();
 }
@@ -1001,8 +944,7 @@ asio::awaitable<std::optional<Refusal>> JobManager::Cancel(std::int64_t id, uid_
                       {}};
   }
   Job& job = *it->second;
-  job.cancel_requested = true;
-  job.cancelled_by = caller;
+  job.machine.Cancel(caller);
   if (!job.active) {
     const std::string reason = "cancelled by uid " + std::to_string(caller);
     co_await Finish(id, JobState::kCancelled, reason);
@@ -1021,7 +963,10 @@ asio::awaitable<std::optional<Refusal>> JobManager::Cancel(std::int64_t id, uid_
 
 asio::awaitable<void> JobManager::Shutdown() {
   shutting_down_ = true;
-  for (auto& [id, job] : jobs_) StopProcesses(*job, settings_.grace);
+  for (auto& [id, job] : jobs_) {
+    job->machine.Shutdown();
+    StopProcesses(*job, settings_.grace);
+  }
   asio::steady_timer tick(io_);
   while (running() > 0) {
     tick.expires_after(50ms);

@@ -246,27 +246,19 @@ class JobManager {
   void OnLine(std::int64_t id, int rank, std::string_view stream, std::string_view line);
   // Records that process `rank` (pid `pid`) started, and its exit if it came first.
   asio::awaitable<void> RecordStart(std::int64_t id, std::uint64_t attempt, int rank, pid_t pid);
-  // Whether a failed process's replica may be started again while the others go on: an async
-  // replica (or one of its partitions) of a job whose rendezvous is over and whose restart budget
-  // is not spent (replica_restart.cc).
-  bool CanRestartReplica(const Job& job, const Process& p) const;
-  // Whether a failed attempt of the job is followed by another: restarts left, data readable.
-  bool WillRestart(const Job& job) const;
-  // The exit of process `rank`, which CanRestartReplica allowed or whose replica is already being
-  // replaced: the replica's other partitions are stopped, and once all have exited, new ones of
+  // The exit of process `rank`, whose replica the attempt machine restarts alone: the replica's other partitions are stopped, and once all have exited, new ones of
   // the same attempt take their places (one restart, an event naming the first exit). False when
   // the replacement is abandoned (the job failed, was cancelled, or the daemon stops meanwhile):
   // the caller then handles the exit as any other.
   asio::awaitable<bool> ReplaceReplica(std::int64_t id, std::uint64_t attempt, int rank);
-  // Ends the replacement of `replica`, all of whose processes have exited, `rank` last.
-  void GiveUpReplacing(Job& job, int replica, int rank);
+  // Ends the replacement of the replica of `partitions`, all of whose processes have exited,
+  // `rank` last, after `respawned` of them had started again.
+  void GiveUpReplacing(Job& job, const std::vector<int>& partitions, int rank, int respawned);
   // The admission of a process that replaced one of a running attempt: once every partition of
   // its replica has come (within cluster.timeout_seconds), its part of the newest checkpoint and
   // the current addresses.
   asio::awaitable<Result<Admission>> AdmitRestarted(std::int64_t id, std::uint64_t attempt,
                                                     int rank);
-  // "restart N of M: <the attempt's failure>; resuming from the newest checkpoint".
-  std::string RestartReason(const Job& job) const;
   // SIGTERM (then SIGKILL after `grace`) to every live process of the job.
   void StopProcesses(Job& job, std::chrono::milliseconds grace);
   // What process `rank` is admitted with: the common admission and its partition's part of the

@@ -20,20 +20,11 @@ std::string Pids(const std::vector<pid_t>& pids) {
 
 }  // namespace
 
-void JobManager::GiveUpReplacing(Job& job, int replica, int rank) {
-  const std::vector<int> partitions = config::ReplicaPartitions(job.config.cluster, replica);
-  for (int r : partitions) job.processes[static_cast<std::size_t>(r)].replacing = false;
-  job.rejoining.erase(replica);
-  // The others' exits were taken without counting them; this one's is counted by the caller.
-  job.live -= static_cast<int>(partitions.size()) - 1;
+void JobManager::GiveUpReplacing(Job& job, const std::vector<int>& partitions, int rank,
+                                 int respawned) {
+  job.machine.GiveUpReplacing(partitions, respawned);
+  job.rejoining.erase(config::RoleOf(job.config.cluster, rank).replica);
   job.processes[static_cast<std::size_t>(rank)].row = 0;  // its exit is recorded
-}
-
-bool JobManager::CanRestartReplica(const Job& job, const Process& p) const {
-  // A sparse model's shards take no worker back: the whole attempt recovers instead.
-  return job.config.cluster.mode == config::ClusterMode::kAsync && !job.config.data.sparse &&
-         job.IsReplica(p.rank) && job.ready && job.failure.empty() && p.done_stop.empty() &&
-         !job.cancel_requested && !shutting_down_ && !job.target_reached && WillRestart(job);
 }
 
 asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t attempt, int rank) {
@@ -42,15 +33,16 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
   const int replica = config::RoleOf(cluster, rank).replica;
   const std::vector<int> partitions = config::ReplicaPartitions(cluster, replica);
   const Process& me = job->processes[static_cast<std::size_t>(rank)];
+  const ProcessState& state = job->machine.process(rank);
   const std::int64_t row = me.row;
-  const ProcessExit exit = me.exit;
+  const ProcessExit exit = state.exit;
   const pid_t pid = me.pid;
-  if (!me.replacing) {
+  if (!state.replacing) {
     // The first of the replica's processes to end: the others lost their links to it. They are
     // killed, not stopped: a clean stop would say goodbye to their shards, which then would not
     // let their successors rejoin.
     job->rejoining[replica].why = job->Who(rank) + " " + DescribeExit(exit);
-    for (int r : partitions) job->processes[static_cast<std::size_t>(r)].replacing = true;
+    job->machine.BeginReplacing(partitions);
     if (exit.signal == 0 && partitions.size() > 1) {
       // A partition that failed on its own is most likely the survivor of one that was killed:
       // that death gets a moment to arrive, so that the reason names it.
@@ -60,14 +52,10 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
       if (found == jobs_.end() || found->second->attempt != attempt) co_return true;
       job = found->second.get();
     }
-    for (int r : partitions) {
-      Process& q = job->processes[static_cast<std::size_t>(r)];
-      if (q.replacing && q.pid > 0 && !q.exited) {
-        supervisor_.Kill(q.pid);
-        q.stop_sent = true;
-      }
+    for (int r : job->machine.TakeKills(partitions)) {
+      supervisor_.Kill(job->processes[static_cast<std::size_t>(r)].pid);
     }
-  } else if (exit.signal != 0 && !me.stop_sent &&
+  } else if (exit.signal != 0 && !state.stop_sent &&
              job->rejoining[replica].why.find("killed") == std::string::npos) {
     job->rejoining[replica].why = job->Who(rank) + " " + DescribeExit(exit);
   }
@@ -80,16 +68,17 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
   if (it == jobs_.end() || it->second->attempt != attempt) co_return true;
   job = it->second.get();
   // Another partition's exit may have finished the replacement (or given it up) meanwhile.
-  const Process& now = job->processes[static_cast<std::size_t>(rank)];
-  if (now.pid != pid || !now.replacing) co_return true;
-  const bool all_exited = std::all_of(partitions.begin(), partitions.end(), [&](int r) {
-    return job->processes[static_cast<std::size_t>(r)].exited;
-  });
+  if (job->processes[static_cast<std::size_t>(rank)].pid != pid ||
+      !job->machine.process(rank).replacing) {
+    co_return true;
+  }
+  const bool all_exited = std::all_of(partitions.begin(), partitions.end(),
+                                      [&](int r) { return job->machine.process(r).exited; });
   if (!all_exited) co_return true;
   const std::string why = job->rejoining[replica].why;
-  if (!job->failure.empty() || job->cancel_requested || shutting_down_ || !WillRestart(*job)) {
+  if (!job->machine.MayReplace()) {
     // The job ends instead: this exit is handled as any other, the replica's others as gone.
-    GiveUpReplacing(*job, replica, rank);
+    GiveUpReplacing(*job, partitions, rank, 0);
     co_return false;
   }
   std::vector<pid_t> pids;
@@ -103,23 +92,24 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
     if (!spawned.ok()) {
       // The replica cannot come back: the attempt fails (and may restart whole); the ones
       // started already are among those it stops.
-      GiveUpReplacing(*job, replica, rank);
-      job->live += static_cast<int>(pids.size());
+      GiveUpReplacing(*job, partitions, rank, static_cast<int>(pids.size()));
       FailAttempt(*job, "cannot start " + job->Who(r) + " again: " + spawned.status().message());
       co_return false;
     }
     fresh.pid = spawned.value();
     pids.push_back(fresh.pid);
     old = std::move(fresh);
+    job->machine.Respawned(r);
   }
-  ++job->restarts;
+  job->machine.ReplicaRestarted();
   const std::string started =
       partitions.size() == 1
           ? "started again alone (pid " + Pids(pids) + "): it rejoins"
           : "replica " + std::to_string(replica) + "'s " + std::to_string(partitions.size()) +
                 " partitions started again (pids " + Pids(pids) + "): they rejoin";
-  const std::string reason = "restart " + std::to_string(job->restarts) + " of " +
-                             std::to_string(job->max_restarts) + ": " + why + "; " + started +
+  const std::string reason = "restart " + std::to_string(job->machine.restarts()) + " of " +
+                             std::to_string(job->machine.max_restarts()) + ": " + why + "; " +
+                             started +
                              " the shards while the others go on";
   store_.AppendLog(id, 0, "daemon", reason);
   co_await OffThread(pool_, [this, id, &reason] { return store_.NoteEvent(id, reason); });

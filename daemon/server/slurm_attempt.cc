@@ -85,7 +85,7 @@ asio::awaitable<Status> JobManager::AllocateOnSlurm(std::int64_t id, std::uint64
   co_await RunSlurmCommand(owner, std::move(leftovers));
   Job* job = current();
   if (job == nullptr) co_return Status::Error("the attempt ended");
-  if (job->cancel_requested || shutting_down_) co_return Status::Error("stopped");
+  if (job->machine.cancel_requested() || shutting_down_) co_return Status::Error("stopped");
   SlurmCommand salloc;
   salloc.argv = SallocArguments(job->config, name);
   salloc.on_line = [this, id, current](std::string_view line) {
@@ -130,7 +130,8 @@ asio::awaitable<void> JobManager::EndSlurmAttempt(std::int64_t id, std::uint64_t
   const std::int64_t allocation = it->second->slurm.id;
   const std::string allocation_id = std::to_string(allocation);
   const Owner owner = it->second->owner;
-  if (!it->second->failure.empty() && !it->second->cancel_requested && !shutting_down_) {
+  if (!it->second->machine.failure().empty() && !it->second->machine.cancel_requested() &&
+      !shutting_down_) {
     // While Slurm is still ending the allocation on its own (COMPLETING) it may not yet say why:
     // a preempted job shows PREEMPTED only once its tasks are gone. Ask again for a moment.
     std::string state, reason;
@@ -148,7 +149,7 @@ asio::awaitable<void> JobManager::EndSlurmAttempt(std::int64_t id, std::uint64_t
     if (it == jobs_.end() || it->second->attempt != attempt) co_return;
     const std::string why = DescribeSlurmEnd(state, reason, allocation, it->second->config.slurm);
     if (!why.empty()) {
-      it->second->failure = why + ": " + it->second->failure;
+      it->second->machine.NameCause(why);
       // The attempt's first failure is an event already; this says what caused it.
       const std::string* noted = &why;
       co_await OffThread(pool_, [this, id, noted] { return store_.NoteEvent(id, *noted); });
