@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include <asio/steady_timer.hpp>
-
 #include "config/job.h"
 #include "config/job_layout.h"
 #include "daemon/server/attempt_machine.h"
+#include "daemon/server/checkpoint_assembler.h"
+#include "daemon/server/completion.h"
 #include "daemon/server/job_manager.h"
 #include "daemon/server/log_quota.h"
 #include "daemon/store/checkpoint.h"
@@ -43,7 +43,8 @@ struct JobManager::Job {
       : id(job_id),
         owner(job_owner),
         config(std::move(job_config)),
-        machine(job_id, RestartPolicyFor(config, default_max_restarts), restarts) {}
+        machine(job_id, RestartPolicyFor(config, default_max_restarts), restarts),
+        checkpoint_assembly(config.cluster.model_parallel) {}
 
   std::int64_t id = 0;
   Owner owner;
@@ -60,33 +61,28 @@ struct JobManager::Job {
   std::uint64_t attempt = 0;
   std::vector<Process> processes;
   std::vector<std::string> placement;  // node by rank, chosen when the job was scheduled
-  // Rendezvous: admitted processes wait on the timer, which expires at the deadline or is
-  // cancelled once the last one arrived (machine.ready()) or the attempt failed.
-  std::unique_ptr<asio::steady_timer> rendezvous;
+  // Rendezvous: admitted processes wait for it until the deadline; it is set once the last one
+  // arrived (machine.ready()), abandoned when the attempt failed.
+  std::optional<Completion<bool>> rendezvous;
   Admission admission;  // common to every process, filled in by the last to arrive
   std::optional<LogQuota> log_quota;  // the attempt's, from its start
   std::vector<std::string> checkpoint_parts;  // by partition: the blob each resumes from
   // Model parallelism: the parts of a checkpoint that replica 0's partitions sent, by step, until
-  // all have come; the waiters wake when `stored` is cancelled, the result in `result`.
-  struct PendingCheckpoint {
-    std::vector<std::optional<store::CheckpointData>> parts;
-    std::shared_ptr<asio::steady_timer> stored;
-    std::shared_ptr<std::optional<Status>> result;
-  };
-  std::map<std::int64_t, PendingCheckpoint> pending_checkpoints;
+  // all have come; the senders of the others wait for the outcome of storing it.
+  CheckpointAssembler checkpoint_assembly;
+  std::map<std::int64_t, Completion<Status>> checkpoint_stored;
   // Async: replicas being started again while the others go on, by replica. Their old processes
   // are stopped and waited for (`why`: the exit that began it); the new ones are admitted
   // together, so that a replica's partitions learn each other's addresses and resume from the
-  // same checkpoint: they wait on `arrived`, cancelled once the last has come, which leaves
-  // `admitted` set (or not, if they did not all come in time).
+  // same checkpoint: they wait for `admitted`, set once the last has come (none if they did not
+  // all come in time).
   struct Rejoin {
     std::string why;
-    std::shared_ptr<asio::steady_timer> arrived;
     struct Resume {
       std::int64_t step = -1;             // -1: no checkpoint yet
       std::vector<std::string> blobs;     // by partition
     };
-    std::shared_ptr<std::optional<Result<Resume>>> admitted;
+    std::optional<Completion<Result<Resume>>> admitted;
   };
   std::map<int, Rejoin> rejoining;
   // cluster.scheduler = "slurm" (slurm_attempt.cc): the attempt's allocation, once Slurm named

@@ -420,7 +420,8 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   job->processes.assign(static_cast<std::size_t>(count), Process{});
   job->machine.Begin(count);
   job->rejoining.clear();
-  job->pending_checkpoints.clear();
+  job->checkpoint_assembly.Clear();
+  job->checkpoint_stored.clear();
   job->log_quota.emplace(settings_.log_quota);
   job->admission = Admission{};
   // The attempt's data-plane token: fresh randomness, which only this daemon and the attempt's
@@ -429,9 +430,8 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   job->admission.data_token = net::RandomToken();
   if (job->OnSlurm()) {
     Status granted = co_await AllocateOnSlurm(id, attempt);
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-    job = it->second.get();
+    job = Current(id, attempt);
+    if (job == nullptr) co_return;
     if (!granted.ok() || job->machine.cancel_requested() || shutting_down_) {
       co_await EndSlurmAttempt(id, attempt);
       job = jobs_.at(id).get();
@@ -449,7 +449,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
       co_return;
     }
   }
-  job->rendezvous = std::make_unique<asio::steady_timer>(
+  job->rendezvous.emplace(
       io_,
       std::chrono::milliseconds(static_cast<long>(job->config.cluster.timeout_seconds * 1000)));
   for (int rank = 0; rank < count; ++rank) {
@@ -478,9 +478,9 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
     StopProcesses(*job, settings_.grace);  // asked meanwhile
   }
   for (int rank = 0; rank < count; ++rank) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-    const Process& p = it->second->processes[static_cast<std::size_t>(rank)];
+    job = Current(id, attempt);
+    if (job == nullptr) co_return;
+    const Process& p = job->processes[static_cast<std::size_t>(rank)];
     if (p.pid > 0) co_await RecordStart(id, attempt, rank, p.pid);
   }
 }
@@ -545,10 +545,10 @@ void JobManager::OnLine(std::int64_t id, int rank, std::string_view stream, std:
 
 asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t attempt, int rank,
                                               pid_t pid) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-  const Process& p = it->second->processes[static_cast<std::size_t>(rank)];
-  const char* role = config::RoleName(it->second->config.cluster, rank);
+  Job* job = Current(id, attempt);
+  if (job == nullptr) co_return;
+  const Process& p = job->processes[static_cast<std::size_t>(rank)];
+  const char* role = config::RoleName(job->config.cluster, rank);
   // A peer's worker is recorded under the peer's name, with its local stand-in's pid.
   const std::string host = !p.node.empty()                ? p.node
                            : !settings_.node_name.empty() ? settings_.node_name
@@ -557,12 +557,12 @@ asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t att
     return store_.RecordWorkerStart(id, rank, role, host, pid);
   };
   auto row = co_await OffThread(pool_, record);
-  it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt || !row.ok()) co_return;
-  Process& q = it->second->processes[static_cast<std::size_t>(rank)];
+  job = Current(id, attempt);
+  if (job == nullptr || !row.ok()) co_return;
+  Process& q = job->processes[static_cast<std::size_t>(rank)];
   if (q.pid != pid) co_return;  // replaced meanwhile
   q.row = row.value();
-  if (const ProcessState& state = it->second->machine.process(rank); state.exited) {
+  if (const ProcessState& state = job->machine.process(rank); state.exited) {
     // It ended before its row existed.
     const std::int64_t r = q.row;
     const ProcessExit e = state.exit;
@@ -575,7 +575,7 @@ void JobManager::FailAttempt(Job& job, const std::string& why) {
   const FailVerdict verdict = job.machine.Fail(why, job.state == JobState::kRecovering);
   if (!verdict.first) return;
   store_.AppendLog(job.id, 0, "daemon", why);
-  if (job.rendezvous) job.rendezvous->cancel();
+  if (job.rendezvous) job.rendezvous->Abandon();
   // `dtrain status` says why at once.
   if (verdict.recovering) {
     job.state = JobState::kRecovering;
@@ -638,9 +638,8 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
                                 [](const Process& p) { return p.admitted; });
   if (last) {
     auto latest = co_await OffThread(pool_, [this, id] { return store_.LatestCheckpoint(id); });
-    it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
-    job = it->second.get();
+    job = Current(id, attempt);
+    if (job == nullptr) co_return refused;
     if (!latest.ok()) {
       FailAttempt(*job, "reading the newest checkpoint: " + latest.status().message());
       co_return latest.status();
@@ -678,23 +677,20 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
     }
     auto run = [this, id, reason] { return store_.SetJobState(id, JobState::kRunning, reason); };
     Status s = co_await OffThread(pool_, run);
-    it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
-    job = it->second.get();
+    job = Current(id, attempt);
+    if (job == nullptr) co_return refused;
     if (!s.ok()) {
       FailAttempt(*job, s.message());
       co_return s;
     }
     job->state = JobState::kRunning;
     job->machine.Ready();
-    job->rendezvous->cancel();
+    job->rendezvous->Set(true);
     co_return AdmissionFor(*job, rank);
   }
-  std::error_code ec;
-  co_await job->rendezvous->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
-  job = it->second.get();
+  co_await job->rendezvous->Wait();
+  job = Current(id, attempt);
+  if (job == nullptr) co_return refused;
   if (job->machine.ready()) co_return AdmissionFor(*job, rank);
   if (job->machine.failure().empty()) {
     std::string missing;
@@ -705,6 +701,11 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int 
                           std::to_string(job->config.cluster.timeout_seconds) + " s");
   }
   co_return Status::Error("the job's rendezvous failed: " + job->machine.failure());
+}
+
+JobManager::Job* JobManager::Current(std::int64_t id, std::uint64_t attempt) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() || it->second->attempt != attempt ? nullptr : it->second.get();
 }
 
 std::pair<JobManager::Job*, JobManager::Process*> JobManager::FindProcess(std::int64_t id,
@@ -762,47 +763,30 @@ asio::awaitable<Status> JobManager::WorkerCheckpoint(std::int64_t id, int rank,
   if (!decoded.ok()) co_return Status::Error("checkpoint refused: " + decoded.status().message());
   const int keep = it->second->config.checkpoint.keep;
   const std::uint64_t attempt = it->second->attempt;
-  store::CheckpointData checkpoint;
   if (cluster.model_parallel == 1) {
-    checkpoint = std::move(decoded).value();
-  } else {
-    // Each partition's part waits here until the last one has come and the whole is stored.
-    const std::int64_t step = decoded.value().step;
-    Job::PendingCheckpoint& pending = it->second->pending_checkpoints[step];
-    if (pending.parts.empty()) {
-      pending.parts.resize(static_cast<std::size_t>(cluster.model_parallel));
-      pending.stored = std::make_shared<asio::steady_timer>(
-          io_, std::chrono::milliseconds(std::llround(cluster.timeout_seconds * 1000.0)));
-      pending.result = std::make_shared<std::optional<Status>>();
-    }
-    pending.parts[static_cast<std::size_t>(role.partition)] = std::move(decoded).value();
-    const bool complete = std::all_of(pending.parts.begin(), pending.parts.end(),
-                                      [](const auto& part) { return part.has_value(); });
-    if (!complete) {
-      const std::shared_ptr<asio::steady_timer> stored = pending.stored;
-      const std::shared_ptr<std::optional<Status>> result = pending.result;
-      std::error_code ec;
-      co_await stored->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      if (*result) co_return **result;
-      co_return Status::Error("the other partitions' parts of the checkpoint at step " +
-                              std::to_string(step) + " did not come within " +
-                              std::to_string(cluster.timeout_seconds) + " s");
-    }
-    std::vector<store::CheckpointData> parts;
-    for (auto& part : pending.parts) parts.push_back(std::move(*part));
-    const std::shared_ptr<asio::steady_timer> stored = pending.stored;
-    const std::shared_ptr<std::optional<Status>> result = pending.result;
-    it->second->pending_checkpoints.erase(step);
-    Result<store::CheckpointData> merged =
-        store::JoinPartitionCheckpoints(cluster, std::move(parts));
-    Status outcome = merged.status();
-    if (merged.ok()) outcome = co_await SaveCheckpoint(id, attempt, rank, keep, merged.value());
-    *result = outcome;
-    stored->cancel();
-    co_return outcome;
+    Status saved = co_await SaveCheckpoint(id, attempt, rank, keep, decoded.value());
+    co_return saved;
   }
-  Status saved = co_await SaveCheckpoint(id, attempt, rank, keep, checkpoint);
-  co_return saved;
+  // Each partition's part waits here until the last one has come and the whole is stored.
+  Job& job = *it->second;
+  const std::int64_t step = decoded.value().step;
+  std::optional<std::vector<store::CheckpointData>> parts =
+      job.checkpoint_assembly.Add(role.partition, std::move(decoded).value());
+  const auto deadline = std::chrono::milliseconds(std::llround(cluster.timeout_seconds * 1000.0));
+  Completion<Status> stored = job.checkpoint_stored.try_emplace(step, io_, deadline).first->second;
+  if (!parts) {
+    std::optional<Status> outcome = co_await stored.Wait();
+    if (outcome) co_return *outcome;
+    co_return Status::Error("the other partitions' parts of the checkpoint at step " +
+                            std::to_string(step) + " did not come within " +
+                            std::to_string(cluster.timeout_seconds) + " s");
+  }
+  job.checkpoint_stored.erase(step);
+  Result<store::CheckpointData> merged = store::JoinPartitionCheckpoints(cluster, std::move(*parts));
+  Status outcome = merged.status();
+  if (merged.ok()) outcome = co_await SaveCheckpoint(id, attempt, rank, keep, merged.value());
+  stored.Set(outcome);
+  co_return outcome;
 }
 
 asio::awaitable<Status> JobManager::SaveCheckpoint(std::int64_t id, std::uint64_t attempt, int rank,
@@ -811,12 +795,11 @@ asio::awaitable<Status> JobManager::SaveCheckpoint(std::int64_t id, std::uint64_
     return store_.SaveCheckpoint(id, c, keep);
   };
   Status saved = co_await OffThread(pool_, save);
-  auto it = jobs_.find(id);
-  if (!saved.ok() && it != jobs_.end() && it->second->attempt == attempt) {
+  if (Job* job = Current(id, attempt); !saved.ok() && job != nullptr) {
     // The worker stops on this too; the job's reason then names the cause (a full disk: the
     // transaction rolled back and the previous checkpoint stays), not just an exit status.
-    FailAttempt(*it->second, it->second->Who(rank) +
-                                 " sent a checkpoint that could not be stored: " + saved.message());
+    FailAttempt(*job, job->Who(rank) + " sent a checkpoint that could not be stored: " +
+                          saved.message());
   }
   co_return saved;
 }
@@ -832,24 +815,21 @@ void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop, 
 
 asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t attempt, int rank,
                                                ProcessExit exit) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-  Job* job = it->second.get();
+  Job* job = Current(id, attempt);
+  if (job == nullptr) co_return;
   job->machine.Exited(rank, exit);
   if (job->machine.RestartsAlone(rank)) {
     // Async: the others go on; new processes take this replica's place among the shards.
     const bool handled = co_await ReplaceReplica(id, attempt, rank);
     if (handled) co_return;
-    it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-    job = it->second.get();
+    job = Current(id, attempt);
+    if (job == nullptr) co_return;
   }
   if (job->machine.WaitsForBlame(rank)) {
     asio::steady_timer blame(io_, kBlameGrace);
     co_await blame.async_wait(asio::use_awaitable);
-    it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-    job = it->second.get();
+    job = Current(id, attempt);
+    if (job == nullptr) co_return;
   }
   const std::int64_t row = job->processes[static_cast<std::size_t>(rank)].row;
   const ExitCount counted = job->machine.CountExit(rank);  // the last exit decides the attempt
@@ -859,20 +839,20 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   } else if (counted.loss == ExitCount::Loss::kFailsAttempt) {
     FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
   }
-  if (!job->machine.ready() && job->rendezvous) job->rendezvous->cancel();  // admitted ones stop
+  if (!job->machine.ready() && job->rendezvous) job->rendezvous->Abandon();  // admitted ones stop
   if (row != 0) {
     co_await OffThread(pool_, [this, row, exit] {
       return store_.RecordWorkerExit(row, exit.exit_status, exit.signal);
     });
   }
-  it = jobs_.find(id);
-  if (!counted.last || it == jobs_.end() || it->second->attempt != attempt) co_return;
-  if (it->second->OnSlurm()) {
+  job = Current(id, attempt);
+  if (!counted.last || job == nullptr) co_return;
+  if (job->OnSlurm()) {
     co_await EndSlurmAttempt(id, attempt);
-    it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
+    job = Current(id, attempt);
+    if (job == nullptr) co_return;
   }
-  Job& j = *it->second;
+  Job& j = *job;
   j.active = false;
   j.rendezvous.reset();
   if (j.log_quota && j.log_quota->dropped_lines() > 0) {

@@ -222,6 +222,9 @@ class JobManager {
   void FailAttempt(Job& job, const std::string& why);
   // Records that the job is recovering, `reason` saying why.
   asio::awaitable<void> MarkRecovering(std::int64_t id, std::string reason);
+  // Job `id` while `attempt` is still its current attempt, else null (the job ended, or moved on
+  // to another attempt): what a coroutine of that attempt asks after each co_await.
+  Job* Current(std::int64_t id, std::uint64_t attempt);
   // The active job `id` and its process `rank`; both null when there is no such process.
   std::pair<Job*, Process*> FindProcess(std::int64_t id, int rank);
   // Starts process `p` of attempt `attempt` (its exit goes to OnWorkerExit).

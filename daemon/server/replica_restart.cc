@@ -48,9 +48,8 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
       // that death gets a moment to arrive, so that the reason names it.
       asio::steady_timer blame(io_, kBlameGrace);
       co_await blame.async_wait(asio::use_awaitable);
-      auto found = jobs_.find(id);
-      if (found == jobs_.end() || found->second->attempt != attempt) co_return true;
-      job = found->second.get();
+      job = Current(id, attempt);
+      if (job == nullptr) co_return true;
     }
     for (int r : job->machine.TakeKills(partitions)) {
       supervisor_.Kill(job->processes[static_cast<std::size_t>(r)].pid);
@@ -64,9 +63,8 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
       return store_.RecordWorkerExit(row, exit.exit_status, exit.signal);
     });
   }
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt) co_return true;
-  job = it->second.get();
+  job = Current(id, attempt);
+  if (job == nullptr) co_return true;
   // Another partition's exit may have finished the replacement (or given it up) meanwhile.
   if (job->processes[static_cast<std::size_t>(rank)].pid != pid ||
       !job->machine.process(rank).replacing) {
@@ -135,20 +133,15 @@ asio::awaitable<Result<Admission>> JobManager::AdmitRestarted(std::int64_t id,
   address.partition_port = me.partition_port;
 
   Job::Rejoin& rejoin = job->rejoining[role.replica];
-  if (!rejoin.arrived) {
-    rejoin.arrived = std::make_shared<asio::steady_timer>(
-        io_, std::chrono::milliseconds(std::llround(cluster.timeout_seconds * 1000.0)));
-    rejoin.admitted = std::make_shared<std::optional<Result<Job::Rejoin::Resume>>>();
+  if (!rejoin.admitted) {
+    rejoin.admitted.emplace(io_,
+                            std::chrono::milliseconds(std::llround(cluster.timeout_seconds * 1000.0)));
   }
-  const std::shared_ptr<asio::steady_timer> arrived = rejoin.arrived;
-  const auto admitted = rejoin.admitted;
+  Completion<Result<Job::Rejoin::Resume>> arrived = *rejoin.admitted;
   const bool last = std::all_of(partitions.begin(), partitions.end(), [&](int r) {
     return job->processes[static_cast<std::size_t>(r)].admitted;
   });
-  if (!last) {
-    std::error_code ec;
-    co_await arrived->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  } else {
+  if (last) {
     // One checkpoint for the whole replica, so that its partitions resume at the same step.
     auto latest = co_await OffThread(pool_, [this, id] { return store_.LatestCheckpoint(id); });
     Job::Rejoin::Resume resume;
@@ -160,20 +153,19 @@ asio::awaitable<Result<Admission>> JobManager::AdmitRestarted(std::int64_t id,
       status = blobs.status();
       if (blobs.ok()) resume.blobs = std::move(blobs).value();
     }
-    *admitted = status.ok() ? Result<Job::Rejoin::Resume>(std::move(resume))
-                            : Result<Job::Rejoin::Resume>(status);
-    arrived->cancel();
+    arrived.Set(status.ok() ? Result<Job::Rejoin::Resume>(std::move(resume))
+                            : Result<Job::Rejoin::Resume>(status));
   }
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
-  job = it->second.get();
+  const std::optional<Result<Job::Rejoin::Resume>> admitted = co_await arrived.Wait();
+  job = Current(id, attempt);
+  if (job == nullptr) co_return refused;
   if (last) job->rejoining.erase(role.replica);
-  if (!admitted->has_value()) {
+  if (!admitted) {
     co_return Status::Error("the other partitions of replica " + std::to_string(role.replica) +
                             " did not start within cluster.timeout_seconds");
   }
-  if (!(*admitted)->ok()) co_return (*admitted)->status();
-  const Job::Rejoin::Resume& resume = (*admitted)->value();
+  if (!admitted->ok()) co_return admitted->status();
+  const Job::Rejoin::Resume& resume = admitted->value();
   const Admission& common = job->admission;
   Admission late;  // the common one without the first attempt's checkpoint blobs
   late.spec_toml = common.spec_toml;
