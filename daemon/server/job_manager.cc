@@ -1,48 +1,28 @@
 #include "daemon/server/job_manager.h"
 
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <nlohmann/json.hpp>
 
-#include "config/job_file.h"
 #include "config/job_layout.h"
-#include "config/thread_layout.h"
 #include "core/net/auth.h"
 #include "core/net/host_info.h"
-#include "daemon/server/account.h"
 #include "daemon/server/active_job.h"
 #include "daemon/server/async.h"
 #include "daemon/server/fair_share.h"
-#include "daemon/server/submit_limits.h"
 #include "daemon/store/checkpoint_partitions.h"
-
-extern char** environ;
 
 namespace dtrain::server {
 namespace {
 
 using store::JobState;
 using namespace std::chrono_literals;
-
-// Cores a job holds on this host while it runs: its local replicas' threads (all the host's
-// cores when train.threads is auto), capped at the host's cores (a job larger than the host runs
-// alone, oversubscribed). Shards mostly wait and are not counted.
-int JobCores(const config::JobConfig& job, int host_cores, int local_replicas) {
-  if (local_replicas == 0) return 0;
-  const int threads = config::ThreadsPerReplica(job, local_replicas, host_cores);
-  return std::clamp(local_replicas * threads, 1, std::max(1, host_cores));
-}
 
 }  // namespace
 
@@ -98,154 +78,6 @@ void JobManager::Reload(const ManagerSettings& settings) {
   Schedule();
 }
 
-asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
-    const store::JobRecord& record) {
-  const std::int64_t id = record.id;
-  // Processes an earlier daemon started died with it (PR_SET_PDEATHSIG): record that.
-  auto workers = co_await OffThread(pool_, [this, id] { return store_.Workers(id); });
-  if (!workers.ok()) co_return workers.status();
-  for (const store::WorkerRecord& w : workers.value()) {
-    if (w.state != store::WorkerState::kRunning) continue;
-    const std::int64_t row = w.id;
-    Status s = co_await OffThread(
-        pool_, [this, row] { return store_.RecordWorkerExit(row, -1, SIGKILL); });
-    if (!s.ok()) co_return s;
-  }
-  config::LoadResult loaded = co_await OffThread(pool_, [&record] {
-    return config::ParseJobText(record.spec_toml, "job " + std::to_string(record.id), {}, "/",
-                                {config::DataFiles::kUnchecked});
-  });
-  if (!loaded.ok()) {
-    std::string why =
-        "its job file no longer validates: " + config::FormatDiagnostic(loaded.diagnostics.front());
-    auto fail = [this, id, why] { return store_.SetJobState(id, JobState::kFailed, why); };
-    Status s = co_await OffThread(pool_, fail);
-    if (!s.ok()) co_return s;
-    co_return std::unique_ptr<Job>();
-  }
-  JobState state = record.state;
-  if (state == JobState::kStarting || state == JobState::kRunning) {
-    state = JobState::kRecovering;
-    Status s = co_await OffThread(pool_, [this, id] {
-      return store_.SetJobState(id, JobState::kRecovering,
-                                "its processes are gone; resuming from the newest checkpoint");
-    });
-    if (!s.ok()) co_return s;
-  }
-  auto events = co_await OffThread(pool_, [this, id] { return store_.Events(id); });
-  const int restarts = events.ok() ? store::CountRestarts(events.value()) : 0;
-  auto job = std::make_unique<Job>(
-      id, Owner{static_cast<uid_t>(record.owner_uid), static_cast<gid_t>(record.owner_gid)},
-      *loaded.job, settings_.max_restarts, restarts);
-  job->spec_toml = record.spec_toml;
-  job->state = state;
-  job->priority = record.priority;
-  job->cores = JobCores(job->config, settings_.cores, job->config.cluster.Trainers());
-  co_return job;
-}
-
-asio::awaitable<Status> JobManager::Reconcile() {
-  auto jobs = co_await OffThread(pool_, [this] { return store_.ListJobs(); });
-  if (!jobs.ok()) co_return jobs.status();
-  for (const store::JobRecord& record : jobs.value()) {
-    if (store::IsTerminal(record.state)) continue;
-    Result<std::unique_ptr<Job>> job = co_await LoadJob(record);
-    if (!job.ok()) co_return job.status();
-    if (job.value()) jobs_[record.id] = std::move(job).value();
-  }
-  Schedule();
-  co_return Status::Ok();
-}
-
-asio::awaitable<Status> JobManager::Adopt(std::int64_t id) {
-  auto record = co_await OffThread(pool_, [this, id] { return store_.GetJob(id); });
-  if (!record.ok()) co_return record.status();
-  if (store::IsTerminal(record.value().state)) {
-    co_return Status::Error("job " + std::to_string(id) + " has already ended");
-  }
-  Result<std::unique_ptr<Job>> job = co_await LoadJob(record.value());
-  if (!job.ok()) co_return job.status();
-  if (!job.value()) co_return Status::Error("job " + std::to_string(id) + " cannot run");
-  jobs_[id] = std::move(job).value();
-  Schedule();
-  co_return Status::Ok();
-}
-
-asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
-                                              const std::string& source, Owner owner,
-                                              std::optional<std::string> name,
-                                              std::optional<int> priority) {
-  Submitted out;
-  if (shutting_down_) {
-    out.refusal = Refusal{"conflict", "the daemon is stopping", {}};
-    co_return out;
-  }
-  if (!settings_.run_as_owner && owner.uid != ::geteuid()) {
-    out.refusal =
-        Refusal{"denied",
-                "this daemon runs as uid " + std::to_string(::geteuid()) +
-                    " and runs only that user's jobs (it cannot start processes as uid " +
-                    std::to_string(owner.uid) +
-                    "): submit to the system daemon (systemctl start dtraind), or start your own "
-                    "(dtraind &)",
-                {}};
-    co_return out;
-  }
-  std::string owner_name;        // for [limits] priority_users
-  if (settings_.run_as_owner) {  // refused now rather than at its processes' start
-    Result<Account> account =
-        co_await OffThread(pool_, [owner] { return ResolveAccount(owner.uid, owner.gid); });
-    if (!account.ok()) {
-      out.refusal = Refusal{"denied", account.status().message(), {}};
-      co_return out;
-    }
-    owner_name = account.value().name;
-  }
-  // The data files are not looked at here: only the job's processes, with its owner's rights,
-  // open them (the client checked them as the owner already). The model must fit this host.
-  config::LoadResult loaded = co_await OffThread(pool_, [&] {
-    return config::ParseJobText(job_toml, source, {}, "/",
-                                {config::DataFiles::kUnchecked, net::PhysicalMemory()});
-  });
-  if (!loaded.ok()) {
-    out.refusal =
-        Refusal{"invalid_job", source + " is not a valid job file", std::move(loaded.diagnostics)};
-    co_return out;
-  }
-  config::JobConfig config = *loaded.job;
-  if (name) config.name = *name;
-  if (priority) config.priority = *priority;
-  const int cores = JobCores(config, settings_.cores, config.cluster.Trainers());
-  const bool may_raise = MayRaisePriority(owner.uid, owner_name, ::geteuid(), settings_.limits);
-  if (std::string over = ApplySubmitLimits(config, cores, may_raise, settings_.limits,
-                                           net::PhysicalMemory());
-      !over.empty()) {
-    out.refusal = Refusal{"denied", source + ": " + over, {}};
-    co_return out;
-  }
-  store::JobRecord record;
-  record.name = config.name;
-  record.owner_uid = owner.uid;
-  record.owner_gid = owner.gid;
-  record.priority = config.priority;
-  record.spec_toml = config::FormatResolvedJob(config);
-  auto create = [this, record] { return store_.CreateJob(record); };
-  auto created = co_await OffThread(pool_, create);
-  if (!created.ok()) {
-    out.refusal = Refusal{"internal", created.status().message(), {}};
-    co_return out;
-  }
-  auto job =
-      std::make_unique<Job>(created.value(), owner, std::move(config), settings_.max_restarts, 0);
-  job->spec_toml = record.spec_toml;
-  job->priority = record.priority;
-  job->cores = cores;
-  out.id = job->id;
-  jobs_[out.id] = std::move(job);
-  Schedule();
-  co_return out;
-}
-
 Placed JobManager::Place(Job& job) const {
   if (job.OnSlurm()) return PlaceOnSlurm(job);
   std::vector<NodeCapacity> nodes = {{settings_.node_name, "", settings_.cores, true}};
@@ -260,61 +92,6 @@ Placed JobManager::Place(Job& job) const {
     job.cores = JobCores(job.config, settings_.cores, local);
   }
   return placed;
-}
-
-Status JobManager::AsOwner(const Owner& owner, Launch& launch) const {
-  if (settings_.run_as_owner) {
-    Result<Account> account = ResolveAccount(owner.uid, owner.gid);
-    if (!account.ok()) return account.status();
-    launch.account = std::move(account).value();
-  }
-  launch.environment = JobEnvironment(environ, launch.account ? &*launch.account : nullptr);
-  return Status::Ok();
-}
-
-Result<Launch> JobManager::ProcessLaunch(const Job& job, const Process& p, int connection) const {
-  if (job.OnSlurm()) return SlurmTaskLaunch(job, p);
-  const std::string job_id = std::to_string(job.id), rank = std::to_string(p.rank),
-                    parent = std::to_string(::getpid());
-  Launch launch;
-  if (p.node.empty()) {
-    launch.argv = {settings_.worker_exe,
-                   "worker",
-                   "--job",
-                   job_id,
-                   "--rank",
-                   rank,
-                   "--parent",
-                   parent,
-                   "--data-host",
-                   settings_.data_host};
-    if (Status owned = AsOwner(job.owner, launch); !owned.ok()) return owned;
-    launch.connection = connection;
-    launch.address_space = job.config.memory_limit;
-    launch.secret = nlohmann::json{{"token", p.token}}.dump();
-    return launch;
-  }
-  // Its local stand-in, as this daemon's user, asks the peer's daemon to start it; that daemon
-  // connects it back to this coordinator.
-  std::string address;
-  if (settings_.nodes) {
-    for (const NodeCapacity& n : settings_.nodes()) {
-      if (n.name == p.node) address = n.address;
-    }
-  }
-  launch.argv = {
-      settings_.worker_exe, "remote-worker", "--peer", address,  "--node", p.node,     "--key-file",
-      settings_.key_file,   "--job",         job_id,   "--rank", rank,     "--parent", parent};
-  launch.secret = nlohmann::json{{"job", job.id},
-                                 {"rank", p.rank},
-                                 {"token", p.token},
-                                 {"coordinator", settings_.coordinator},
-                                 {"uid", job.owner.uid},
-                                 {"gid", job.owner.gid},
-                                 {"memory_limit", job.config.memory_limit}}
-                      .dump();
-  launch.environment = JobEnvironment(environ, nullptr);
-  return launch;
 }
 
 asio::awaitable<void> JobManager::FailUnplaceable(std::int64_t id, std::string why) {
@@ -486,37 +263,22 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
 }
 
 Result<pid_t> JobManager::SpawnProcess(std::int64_t id, std::uint64_t attempt, const Process& p) {
+  const Job& job = *jobs_.at(id);
   const int rank = p.rank;
-  // A local worker's coordinator connection: a socket pair, its end as the worker's fd 3.
-  int channel[2] = {-1, -1};
-  if (p.node.empty() && !jobs_.at(id)->OnSlurm()) {
-    if (!channel_sink_) return Status::Error("no worker channels are served");
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
-      return Status::Error(std::string("socketpair: ") + std::strerror(errno));
-    }
-  }
-  const auto start = [&]() -> Result<pid_t> {
-    Result<Launch> launch = ProcessLaunch(*jobs_.at(id), p, channel[1]);
-    if (!launch.ok()) return launch.status();
-    return supervisor_.Spawn(
-        launch.value(),
-        [this, id, rank](std::string_view stream, std::string_view line) {
-          OnLine(id, rank, stream, line);
-        },
-        [this, id, attempt, rank](ProcessExit exit) {
-          asio::co_spawn(io_, OnWorkerExit(id, attempt, rank, exit), asio::detached);
-        });
+  Supervisor::LineHandler on_line = [this, id, rank](std::string_view stream,
+                                                     std::string_view line) {
+    OnLine(id, rank, stream, line);
   };
-  Result<pid_t> pid = start();
-  if (channel[1] >= 0) ::close(channel[1]);
-  if (channel[0] >= 0) {
-    if (pid.ok()) {
-      channel_sink_(channel[0]);
-    } else {
-      ::close(channel[0]);
-    }
+  Supervisor::ExitHandler on_exit = [this, id, attempt, rank](ProcessExit exit) {
+    asio::co_spawn(io_, OnWorkerExit(id, attempt, rank, exit), asio::detached);
+  };
+  if (job.OnSlurm()) {
+    Result<Launch> task = SlurmTaskLaunch(job, p);
+    if (!task.ok()) return task.status();
+    return supervisor_.Spawn(task.value(), std::move(on_line), std::move(on_exit));
   }
-  return pid;
+  return launcher_.Start({id, rank, p.node, p.token, job.owner, job.config.memory_limit},
+                         std::move(on_line), std::move(on_exit));
 }
 
 void JobManager::OnLine(std::int64_t id, int rank, std::string_view stream, std::string_view line) {
@@ -596,111 +358,6 @@ void JobManager::StopProcesses(Job& job, std::chrono::milliseconds grace) {
   for (int rank : job.machine.TakeStops()) {
     supervisor_.Stop(job.processes[static_cast<std::size_t>(rank)].pid, grace);
   }
-}
-
-Admission JobManager::AdmissionFor(const Job& job, int rank) const {
-  Admission a = job.admission;
-  if (a.resume_step >= 0) {
-    const int partition = config::RoleOf(job.config.cluster, rank).partition;
-    a.checkpoint_blob = job.checkpoint_parts[static_cast<std::size_t>(partition)];
-  }
-  return a;
-}
-
-asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int rank,
-                                                           const std::string& token,
-                                                           const std::string& data_host,
-                                                           std::uint16_t data_port,
-                                                           std::uint16_t partition_port,
-                                                           bool slurm_task) {
-  auto it = jobs_.find(id);
-  const auto refused = Status::Error("no worker of job " + std::to_string(id) + " rank " +
-                                     std::to_string(rank) + " is expected with that token");
-  if (it == jobs_.end() || rank < 0 || rank >= static_cast<int>(it->second->processes.size())) {
-    co_return refused;
-  }
-  Job* job = it->second.get();
-  Process& me = job->processes[static_cast<std::size_t>(rank)];
-  if (me.token.empty() || !net::TokensEqual(me.token, token) || me.admitted ||
-      !job->machine.failure().empty() || (slurm_task && !job->OnSlurm())) {
-    co_return refused;
-  }
-  me.admitted = true;
-  me.data_host = data_host;
-  me.data_port = data_port;
-  me.partition_port = partition_port;
-  const std::uint64_t attempt = job->attempt;
-  if (job->machine.ready()) {
-    Result<Admission> late = co_await AdmitRestarted(id, attempt, rank);
-    co_return late;
-  }
-  const bool last = std::all_of(job->processes.begin(), job->processes.end(),
-                                [](const Process& p) { return p.admitted; });
-  if (last) {
-    auto latest = co_await OffThread(pool_, [this, id] { return store_.LatestCheckpoint(id); });
-    job = Current(id, attempt);
-    if (job == nullptr) co_return refused;
-    if (!latest.ok()) {
-      FailAttempt(*job, "reading the newest checkpoint: " + latest.status().message());
-      co_return latest.status();
-    }
-    for (const std::string& skipped : latest.value().skipped) {
-      store_.AppendLog(id, 0, "daemon", "skipped damaged checkpoint: " + skipped);
-    }
-    Admission& a = job->admission;
-    a.spec_toml = job->spec_toml;
-    a.heartbeat_timeout =
-        std::chrono::milliseconds(std::llround(job->config.cluster.heartbeat_timeout * 1000.0));
-    const config::ClusterConfig& cluster = job->config.cluster;
-    for (const Process& p : job->processes) {
-      a.peers.push_back({p.rank, config::RoleName(job->config.cluster, p.rank),
-                         p.data_host.empty() ? settings_.data_host : p.data_host, p.data_port,
-                         p.partition_port});
-    }
-    const int workers = cluster.workers;
-    std::string reason = std::to_string(workers) + (workers == 1 ? " worker" : " workers");
-    if (cluster.model_parallel > 1) {
-      reason += " of " + std::to_string(cluster.model_parallel) + " partitions";
-    }
-    if (cluster.Shards() > 0) reason += " and " + std::to_string(cluster.Shards()) + " shard(s)";
-    reason += " training";
-    if (latest.value().checkpoint) {
-      Result<std::vector<std::string>> parts =
-          store::SplitPartitionCheckpoint(cluster, *latest.value().checkpoint);
-      if (!parts.ok()) {
-        FailAttempt(*job, "the newest checkpoint: " + parts.status().message());
-        co_return parts.status();
-      }
-      job->checkpoint_parts = std::move(parts).value();
-      a.resume_step = latest.value().checkpoint->step;
-      reason += " from the checkpoint at step " + std::to_string(a.resume_step);
-    }
-    auto run = [this, id, reason] { return store_.SetJobState(id, JobState::kRunning, reason); };
-    Status s = co_await OffThread(pool_, run);
-    job = Current(id, attempt);
-    if (job == nullptr) co_return refused;
-    if (!s.ok()) {
-      FailAttempt(*job, s.message());
-      co_return s;
-    }
-    job->state = JobState::kRunning;
-    job->machine.Ready();
-    job->rendezvous->Set(true);
-    co_return AdmissionFor(*job, rank);
-  }
-  co_await job->rendezvous->Wait();
-  job = Current(id, attempt);
-  if (job == nullptr) co_return refused;
-  if (job->machine.ready()) co_return AdmissionFor(*job, rank);
-  if (job->machine.failure().empty()) {
-    std::string missing;
-    for (const Process& p : job->processes) {
-      if (!p.admitted) missing += (missing.empty() ? "" : ", ") + job->Who(p.rank);
-    }
-    FailAttempt(*job, "rendezvous: " + missing + " did not connect within " +
-                          std::to_string(job->config.cluster.timeout_seconds) + " s");
-  }
-  co_return Status::Error("the job's rendezvous failed: " + job->machine.failure());
 }
 
 JobManager::Job* JobManager::Current(std::int64_t id, std::uint64_t attempt) {

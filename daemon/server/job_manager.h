@@ -44,6 +44,7 @@
 #include "core/train/metrics.h"
 #include "daemon/server/log_quota.h"
 #include "daemon/server/placement.h"
+#include "daemon/server/process_launcher.h"
 #include "daemon/server/supervisor.h"
 #include "daemon/store/job_removal.h"
 #include "daemon/store/store.h"
@@ -102,12 +103,6 @@ struct Removed {
   std::vector<store::JobRecord> jobs;
   std::uint64_t reclaimed = 0;  // bytes the store's file shrank by
   std::optional<Refusal> refusal;
-};
-
-// Who submitted a job: its processes run with these ids.
-struct Owner {
-  uid_t uid = 0;
-  gid_t gid = 0;
 };
 
 // A process's data-plane address, as the rendezvous hands it out.
@@ -210,7 +205,9 @@ class JobManager {
   int cores() const { return settings_.cores; }
   // Where the daemon's ends of local workers' coordinator connections go (a connected Unix
   // socket each, to be served as a worker channel). Must be set before any job starts.
-  void SetChannelSink(std::function<void(int fd)> sink) { channel_sink_ = std::move(sink); }
+  void SetChannelSink(std::function<void(int fd)> sink) {
+    launcher_.SetChannelSink(std::move(sink));
+  }
 
  private:
   struct Process;
@@ -229,12 +226,6 @@ class JobManager {
   std::pair<Job*, Process*> FindProcess(std::int64_t id, int rank);
   // Starts process `p` of attempt `attempt` (its exit goes to OnWorkerExit).
   Result<pid_t> SpawnProcess(std::int64_t id, std::uint64_t attempt, const Process& p);
-  // How process `p` of job `job` starts: a worker here, as the job's owner, or the local stand-in
-  // of one on a peer (`dtraind remote-worker`); `connection` is the worker's end of its channel.
-  Result<Launch> ProcessLaunch(const Job& job, const Process& p, int connection) const;
-  // Makes `launch` run as `owner` (when this daemon runs jobs as their owners) with the job
-  // environment of that account (launch.h, account.h); an error when the account is unknown.
-  Status AsOwner(const Owner& owner, Launch& launch) const;
   // (Re)reads what the store holds of `uid`'s logs into their [limits] log_quota_per_user.
   asio::awaitable<void> ChargeUserLogs(uid_t uid);
   // After jobs were deleted: gives the space back and recharges their owners' log quotas.
@@ -312,7 +303,7 @@ class JobManager {
   store::Store& store_;
   Supervisor& supervisor_;
   ManagerSettings settings_;
-  std::function<void(int fd)> channel_sink_;
+  ProcessLauncher launcher_{settings_, supervisor_};
   std::map<std::int64_t, std::unique_ptr<Job>> jobs_;  // active: queued .. recovering
   // [limits] log_quota_per_user: per uid, charged with what the store held of that user's logs
   // when the user's first attempt since the daemon started (or reloaded) began.

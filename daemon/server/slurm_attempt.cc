@@ -45,7 +45,7 @@ asio::awaitable<Result<std::vector<std::string>>> JobManager::RunSlurmCommand(
   Launch launch;
   launch.argv = std::move(command.argv);
   launch.argv.front() = *program;
-  if (Status owned = AsOwner(owner, launch); !owned.ok()) co_return owned;
+  if (Status owned = launcher_.AsOwner(owner, launch); !owned.ok()) co_return owned;
   auto lines = std::make_shared<std::vector<std::string>>();
   auto exit = std::make_shared<std::optional<ProcessExit>>();
   auto done = std::make_shared<asio::steady_timer>(io_, asio::steady_timer::time_point::max());
@@ -177,7 +177,7 @@ Result<Launch> JobManager::SlurmTaskLaunch(const Job& job, const Process& p) con
                  std::to_string(SlurmTaskCores(job.config)),
                  "--coordinator",
                  settings_.coordinator};
-  if (Status owned = AsOwner(job.owner, launch); !owned.ok()) return owned;
+  if (Status owned = launcher_.AsOwner(job.owner, launch); !owned.ok()) return owned;
   launch.secret = nlohmann::json{{"token", p.token}}.dump();
   return launch;
 }
