@@ -15,8 +15,7 @@ RestartPolicy RestartPolicyFor(const config::JobConfig& job, int default_max_res
   // A sparse model's shards take no worker back: the whole attempt recovers instead.
   const bool alone = cluster.mode == config::ClusterMode::kAsync && !job.data.sparse;
   for (int rank = 0; rank < cluster.Processes(); ++rank) {
-    const bool replica =
-        config::RoleOf(cluster, rank).kind == config::ProcessRole::Kind::kReplica;
+    const bool replica = config::RoleOf(cluster, rank).kind == config::ProcessRole::Kind::kReplica;
     policy.on_loss.push_back(config::Expendable(cluster, rank) ? LossRule::kCarryOn
                              : alone && replica                ? LossRule::kRestartAlone
                                                                : LossRule::kRestartAll);
@@ -108,8 +107,8 @@ void AttemptMachine::Exited(int rank, ProcessExit exit) {
   p.exited = true;
   p.exit = exit;
   // A replica asked to stop exits with its own status for that (130), after saying so.
-  p.ended_well = exit.signal == 0 && StoppedWell(p) &&
-                 (exit.exit_status == 0 || p.done_stop == "requested");
+  p.ended_well =
+      exit.signal == 0 && StoppedWell(p) && (exit.exit_status == 0 || p.done_stop == "requested");
 }
 
 bool AttemptMachine::RestartsAlone(int rank) const {
@@ -153,8 +152,7 @@ Outcome AttemptMachine::Decide() {
   // Every process finished well, but one the job can do without may have died on the way.
   bool all_well = true;
   for (std::size_t r = 0; r < processes_.size(); ++r) {
-    all_well = all_well &&
-               (StoppedWell(processes_[r]) || policy_.on_loss[r] == LossRule::kCarryOn);
+    all_well = all_well && (StoppedWell(processes_[r]) || policy_.on_loss[r] == LossRule::kCarryOn);
   }
   Outcome out;
   if (failure_.empty() && !cancel_requested_ && !shutting_down_ && StoppedWell(lead) && all_well) {

@@ -42,7 +42,7 @@ enum class LossRule {
 struct RestartPolicy {
   std::vector<LossRule> on_loss;  // by rank
   int lead_rank = 0;              // the process whose end is the job's
-  int trainers = 0;  // ranks 0 .. trainers - 1 train (replicas, or their partitions)
+  int trainers = 0;               // ranks 0 .. trainers - 1 train (replicas, or their partitions)
   int max_restarts = 0;
 };
 
@@ -53,7 +53,7 @@ RestartPolicy RestartPolicyFor(const config::JobConfig& job, int default_max_res
 // What the daemon knows of one process of the attempt.
 struct ProcessState {
   bool started = false;
-  std::string done_stop;    // what it said when it finished: completed, target, requested, ...
+  std::string done_stop;  // what it said when it finished: completed, target, requested, ...
   std::int64_t steps = 0;
   std::string done_reason;  // how its run ended, in its words (may be empty)
   bool exited = false;

@@ -134,8 +134,8 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
   if (priority) config.priority = *priority;
   const int cores = JobCores(config, settings_.cores, config.cluster.Trainers());
   const bool may_raise = MayRaisePriority(owner.uid, owner_name, ::geteuid(), settings_.limits);
-  if (std::string over = ApplySubmitLimits(config, cores, may_raise, settings_.limits,
-                                           net::PhysicalMemory());
+  if (std::string over =
+          ApplySubmitLimits(config, cores, may_raise, settings_.limits, net::PhysicalMemory());
       !over.empty()) {
     out.refusal = Refusal{"denied", source + ": " + over, {}};
     co_return out;

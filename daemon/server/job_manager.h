@@ -13,10 +13,11 @@
 //   co_await jobs.Reconcile();                       // before serving: resume what was running
 //   Submitted s = co_await jobs.Submit(text, "job.toml", {uid, gid}, {}, {});
 //
-// Every process of a job runs as the job's owner (launch.h), on this host and on peers: its uid,
-// its gid and that user's supplementary groups. A local worker finds its coordinator connection
-// on fd 3 — one end of a socket pair whose other end goes to the channel sink — and its token on
-// standard input. A daemon that cannot change users (not root) runs only its own user's jobs.
+// Every process of a job runs as the job's owner (process_launcher.h), on this host and on peers:
+// its uid, its gid and that user's supplementary groups. A local worker finds its coordinator
+// connection on fd 3 — one end of a socket pair whose other end goes to the channel sink — and
+// its token on standard input. A daemon that cannot change users (not root) runs only its own
+// user's jobs.
 //
 // Lives on the io_context's thread: every method must be called there (coroutines resume there
 // too). Store calls that wait run on the blocking pool. Thread-compatible, not thread-safe.
@@ -141,7 +142,8 @@ class JobManager {
   ~JobManager();
 
   // Re-queues what the store says was queued, starting, running or recovering (its processes
-  // died with the previous daemon) and starts what fits.
+  // died with the previous daemon) and starts what fits. Reconcile, Submit and Adopt: the
+  // intake (job_intake.cc).
   asio::awaitable<Status> Reconcile();
 
   asio::awaitable<Submitted> Submit(const std::string& job_toml, const std::string& source,
@@ -164,8 +166,9 @@ class JobManager {
   asio::awaitable<Removed> Prune(store::PruneFilter filter, bool dry_run);
 
   // Returns once every process of the job has said hello (or the rendezvous failed: a process
-  // exited, or cluster.timeout_seconds passed). `slurm_task`: the hello came on a channel opened
-  // without the cluster key, which only a process of a job placed by Slurm may use.
+  // exited, or cluster.timeout_seconds passed); rendezvous.cc. `slurm_task`: the hello came on a
+  // channel opened without the cluster key, which only a process of a job placed by Slurm may
+  // use.
   asio::awaitable<Result<Admission>> AdmitWorker(std::int64_t job, int rank,
                                                  const std::string& token,
                                                  const std::string& data_host,
@@ -240,10 +243,11 @@ class JobManager {
   void OnLine(std::int64_t id, int rank, std::string_view stream, std::string_view line);
   // Records that process `rank` (pid `pid`) started, and its exit if it came first.
   asio::awaitable<void> RecordStart(std::int64_t id, std::uint64_t attempt, int rank, pid_t pid);
-  // The exit of process `rank`, whose replica the attempt machine restarts alone: the replica's other partitions are stopped, and once all have exited, new ones of
-  // the same attempt take their places (one restart, an event naming the first exit). False when
-  // the replacement is abandoned (the job failed, was cancelled, or the daemon stops meanwhile):
-  // the caller then handles the exit as any other.
+  // The exit of process `rank`, whose replica the attempt machine restarts alone: the replica's
+  // other partitions are stopped, and once all have exited, new ones of the same attempt take
+  // their places (one restart, an event naming the first exit). False when the replacement is
+  // abandoned (the job failed, was cancelled, or the daemon stops meanwhile): the caller then
+  // handles the exit as any other.
   asio::awaitable<bool> ReplaceReplica(std::int64_t id, std::uint64_t attempt, int rank);
   // Ends the replacement of the replica of `partitions`, all of whose processes have exited,
   // `rank` last, after `respawned` of them had started again.

@@ -53,10 +53,20 @@ Launch ProcessLauncher::RemoteWorkerLaunch(const ProcessToStart& p) const {
     }
   }
   Launch launch;
-  launch.argv = {settings_.worker_exe, "remote-worker", "--peer",   address,
-                 "--node",             p.node,          "--key-file", settings_.key_file,
-                 "--job",              std::to_string(p.job),       "--rank",
-                 std::to_string(p.rank), "--parent",    std::to_string(::getpid())};
+  launch.argv = {settings_.worker_exe,
+                 "remote-worker",
+                 "--peer",
+                 address,
+                 "--node",
+                 p.node,
+                 "--key-file",
+                 settings_.key_file,
+                 "--job",
+                 std::to_string(p.job),
+                 "--rank",
+                 std::to_string(p.rank),
+                 "--parent",
+                 std::to_string(::getpid())};
   launch.secret = nlohmann::json{{"job", p.job},
                                  {"rank", p.rank},
                                  {"token", p.token},
@@ -81,9 +91,9 @@ Result<pid_t> ProcessLauncher::Start(const ProcessToStart& p, Supervisor::LineHa
     return Status::Error(std::string("socketpair: ") + std::strerror(errno));
   }
   Result<Launch> launch = WorkerLaunch(p, channel[1]);
-  Result<pid_t> pid = launch.ok() ? supervisor_.Spawn(launch.value(), std::move(on_line),
-                                                      std::move(on_exit))
-                                  : Result<pid_t>(launch.status());
+  Result<pid_t> pid =
+      launch.ok() ? supervisor_.Spawn(launch.value(), std::move(on_line), std::move(on_exit))
+                  : Result<pid_t>(launch.status());
   ::close(channel[1]);
   if (pid.ok()) {
     channel_sink_(channel[0]);

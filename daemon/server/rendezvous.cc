@@ -23,12 +23,9 @@ Admission JobManager::AdmissionFor(const Job& job, int rank) const {
   return a;
 }
 
-asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int rank,
-                                                           const std::string& token,
-                                                           const std::string& data_host,
-                                                           std::uint16_t data_port,
-                                                           std::uint16_t partition_port,
-                                                           bool slurm_task) {
+asio::awaitable<Result<Admission>> JobManager::AdmitWorker(
+    std::int64_t id, int rank, const std::string& token, const std::string& data_host,
+    std::uint16_t data_port, std::uint16_t partition_port, bool slurm_task) {
   auto it = jobs_.find(id);
   const auto refused = Status::Error("no worker of job " + std::to_string(id) + " rank " +
                                      std::to_string(rank) + " is expected with that token");

@@ -2,9 +2,9 @@
 // events in, decisions out.
 #include "daemon/server/attempt_machine.h"
 
-#include <boost/test/unit_test.hpp>
 #include <signal.h>
 
+#include <boost/test/unit_test.hpp>
 #include <string>
 #include <vector>
 
@@ -31,8 +31,8 @@ config::JobConfig Job(config::ClusterMode mode, int workers, int servers = 1) {
 }
 
 // An attempt whose processes all started (and, when `ready`, met at the rendezvous).
-AttemptMachine Started(const config::JobConfig& job, int default_max_restarts = 3,
-                       int restarts = 0, bool ready = true) {
+AttemptMachine Started(const config::JobConfig& job, int default_max_restarts = 3, int restarts = 0,
+                       bool ready = true) {
   AttemptMachine m(7, RestartPolicyFor(job, default_max_restarts), restarts);
   m.Begin(job.cluster.Processes());
   for (int rank = 0; rank < job.cluster.Processes(); ++rank) m.Spawned(rank);
@@ -63,20 +63,20 @@ BOOST_AUTO_TEST_CASE(each_mode_says_what_a_lost_process_costs) {
   BOOST_TEST((sync.on_loss == std::vector<LossRule>{LossRule::kRestartAll, LossRule::kRestartAll}));
   // Async: replicas alone, their shards with the whole job.
   const RestartPolicy async = RestartPolicyFor(Job(config::ClusterMode::kAsync, 2, 1), 3);
-  BOOST_TEST((async.on_loss == std::vector<LossRule>{LossRule::kRestartAlone,
-                                                     LossRule::kRestartAlone,
-                                                     LossRule::kRestartAll}));
+  BOOST_TEST(
+      (async.on_loss == std::vector<LossRule>{LossRule::kRestartAlone, LossRule::kRestartAlone,
+                                              LossRule::kRestartAll}));
   // A sparse model's shards take no worker back.
   config::JobConfig sparse = Job(config::ClusterMode::kAsync, 2, 1);
   sparse.data.sparse = true;
-  BOOST_TEST((RestartPolicyFor(sparse, 3).on_loss ==
-              std::vector<LossRule>(3, LossRule::kRestartAll)));
+  BOOST_TEST(
+      (RestartPolicyFor(sparse, 3).on_loss == std::vector<LossRule>(3, LossRule::kRestartAll)));
   // Sandblaster: the job goes on without a worker, not without a shard or its coordinator.
   const RestartPolicy sandblaster =
       RestartPolicyFor(Job(config::ClusterMode::kSandblaster, 2, 1), 3);
-  BOOST_TEST((sandblaster.on_loss == std::vector<LossRule>{LossRule::kCarryOn, LossRule::kCarryOn,
-                                                           LossRule::kRestartAll,
-                                                           LossRule::kRestartAll}));
+  BOOST_TEST(
+      (sandblaster.on_loss == std::vector<LossRule>{LossRule::kCarryOn, LossRule::kCarryOn,
+                                                    LossRule::kRestartAll, LossRule::kRestartAll}));
   BOOST_TEST(sandblaster.lead_rank == 3);  // the coordinator
 }
 

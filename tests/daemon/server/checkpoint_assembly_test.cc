@@ -57,7 +57,8 @@ BOOST_AUTO_TEST_SUITE(completion)
 template <typename Then>
 std::optional<int> WaitFor(asio::io_context& io, Completion<int> c, Then then) {
   std::optional<std::optional<int>> got;
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> { got = co_await c.Wait(); }, asio::detached);
+  asio::co_spawn(
+      io, [&]() -> asio::awaitable<void> { got = co_await c.Wait(); }, asio::detached);
   io.poll();  // the waiter now waits
   then();
   io.run_for(std::chrono::seconds(30));
