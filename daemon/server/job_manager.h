@@ -2,11 +2,11 @@
 // (priority, then submission order), the host limits (max_jobs, cores), starting each job's
 // processes (cluster.workers replicas, then the parameter-server shards of its mode), the
 // rendezvous (a process is admitted once every process of the job has said hello, and then
-// learns every process's data-plane address), recording what they send, and deciding what
-// happens when they exit: success once every process ended well; after the first failure the
-// others are stopped, and once all have exited the job is cancelled, restarted from the newest
-// checkpoint (up to max_restarts), failed, or — when the daemon stops — left to recover at the
-// next start.
+// learns every process's data-plane address), recording what they send, and carrying out what
+// each job's attempt machine (attempt_machine.h) decides when they exit: success once every
+// process ended well; after the first failure the others are stopped, and once all have exited
+// the job is cancelled, restarted from the newest checkpoint (up to max_restarts), failed, or —
+// when the daemon stops — left to recover at the next start.
 //
 //   JobManager jobs(io, pool, store, supervisor, settings);
 //   jobs.SetChannelSink([&](int fd) { server.ServeWorkerChannel(fd); });
