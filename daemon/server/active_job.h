@@ -1,6 +1,8 @@
 // The daemon's in-memory record of an active job and of each process of its current attempt:
 // JobManager's private state, shared by the files that implement it (job_manager.cc,
-// replica_restart.cc). Touched only on the daemon's io thread.
+// job_intake.cc, rendezvous.cc, replica_restart.cc, slurm_attempt.cc). What follows a process's
+// exit is its attempt machine's to decide (attempt_machine.h). Touched only on the daemon's io
+// thread.
 #pragma once
 
 #include <map>
@@ -9,10 +11,11 @@
 #include <string>
 #include <vector>
 
-#include <asio/steady_timer.hpp>
-
 #include "config/job.h"
 #include "config/job_layout.h"
+#include "daemon/server/attempt_machine.h"
+#include "daemon/server/checkpoint_assembler.h"
+#include "daemon/server/completion.h"
 #include "daemon/server/job_manager.h"
 #include "daemon/server/log_quota.h"
 #include "daemon/store/checkpoint.h"
@@ -22,7 +25,8 @@ namespace dtrain::server {
 // "killed by signal SIGKILL", "exited with status 1".
 std::string DescribeExit(const ProcessExit& exit);
 
-// One process of a job's current attempt (config/job_layout.h: a replica's partition, or a shard).
+// One process of a job's current attempt (config/job_layout.h: a replica's partition, or a shard):
+// how to reach it. What it reported and how it ended are the attempt machine's.
 struct JobManager::Process {
   int rank = 0;
   std::string node;  // the peer it runs on; empty: this daemon's host
@@ -33,17 +37,17 @@ struct JobManager::Process {
   std::string data_host;  // where it listens for its peers, as its hello said
   std::uint16_t data_port = 0;
   std::uint16_t partition_port = 0;
-  std::string done_stop;  // what it said when it finished: completed, target, requested
-  std::int64_t steps = 0;
-  std::string done_reason;  // how its run ended, in its words (may be empty)
-  bool exited = false;
-  ProcessExit exit;        // once exited
-  bool stop_sent = false;  // SIGTERM sent (its SIGKILL timer is running)
-  // Async: its replica is being started again while the others go on; its exit fails nothing.
-  bool replacing = false;
 };
 
 struct JobManager::Job {
+  Job(std::int64_t job_id, Owner job_owner, config::JobConfig job_config, int default_max_restarts,
+      int restarts)
+      : id(job_id),
+        owner(job_owner),
+        config(std::move(job_config)),
+        machine(job_id, RestartPolicyFor(config, default_max_restarts), restarts),
+        checkpoint_assembly(config.cluster.model_parallel) {}
+
   std::int64_t id = 0;
   Owner owner;
   config::JobConfig config;
@@ -51,53 +55,38 @@ struct JobManager::Job {
   store::JobState state = store::JobState::kQueued;
   int priority = 0;
   int cores = 1;
-  int max_restarts = 0;
-  int restarts = 0;
   std::string pending_reason;
+  // The failure and restart policy: what its processes reported, and what follows their exits.
+  AttemptMachine machine;
   // The current attempt: its processes, while any is running or being started.
   bool active = false;
   std::uint64_t attempt = 0;
   std::vector<Process> processes;
   std::vector<std::string> placement;  // node by rank, chosen when the job was scheduled
-  int live = 0;         // processes of the attempt that have not exited
-  std::string failure;  // the attempt's first failure, empty while none
-  // Rendezvous: admitted processes wait on the timer, which expires at the deadline or is
-  // cancelled once the last one arrived (ready) or the attempt failed.
-  std::unique_ptr<asio::steady_timer> rendezvous;
-  bool ready = false;
+  // Rendezvous: admitted processes wait for it until the deadline; it is set once the last one
+  // arrived (machine.ready()), abandoned when the attempt failed.
+  std::optional<Completion<bool>> rendezvous;
   Admission admission;  // common to every process, filled in by the last to arrive
   std::optional<LogQuota> log_quota;  // the attempt's, from its start
   std::vector<std::string> checkpoint_parts;  // by partition: the blob each resumes from
   // Model parallelism: the parts of a checkpoint that replica 0's partitions sent, by step, until
-  // all have come; the waiters wake when `stored` is cancelled, the result in `result`.
-  struct PendingCheckpoint {
-    std::vector<std::optional<store::CheckpointData>> parts;
-    std::shared_ptr<asio::steady_timer> stored;
-    std::shared_ptr<std::optional<Status>> result;
-  };
-  std::map<std::int64_t, PendingCheckpoint> pending_checkpoints;
+  // all have come; the senders of the others wait for the outcome of storing it.
+  CheckpointAssembler checkpoint_assembly;
+  std::map<std::int64_t, Completion<Status>> checkpoint_stored;
   // Async: replicas being started again while the others go on, by replica. Their old processes
   // are stopped and waited for (`why`: the exit that began it); the new ones are admitted
   // together, so that a replica's partitions learn each other's addresses and resume from the
-  // same checkpoint: they wait on `arrived`, cancelled once the last has come, which leaves
-  // `admitted` set (or not, if they did not all come in time).
+  // same checkpoint: they wait for `admitted`, set once the last has come (none if they did not
+  // all come in time).
   struct Rejoin {
     std::string why;
-    std::shared_ptr<asio::steady_timer> arrived;
     struct Resume {
       std::int64_t step = -1;             // -1: no checkpoint yet
       std::vector<std::string> blobs;     // by partition
     };
-    std::shared_ptr<std::optional<Result<Resume>>> admitted;
+    std::optional<Completion<Result<Resume>>> admitted;
   };
   std::map<int, Rejoin> rejoining;
-  bool cancel_requested = false;
-  uid_t cancelled_by = 0;
-  // A replica reached the target accuracy: the others were asked to stop (async replicas do not
-  // vote), and a replica that stops because it was asked ends this attempt well.
-  bool target_reached = false;
-  // Set when a process cannot read the job's data on its host: why, naming it; no restart.
-  std::string hopeless;
   // cluster.scheduler = "slurm" (slurm_attempt.cc): the attempt's allocation, once Slurm named
   // it (0: none), and its salloc while that runs (0: none).
   struct SlurmAllocation {
@@ -108,26 +97,10 @@ struct JobManager::Job {
 
   bool OnSlurm() const { return config.cluster.scheduler == config::Scheduler::kSlurm; }
 
-  // Whether process `p` said it finished in a way that lets the job succeed.
-  bool StoppedWell(const Process& p) const {
-    return p.done_stop == "completed" || p.done_stop == "target" ||
-           (target_reached && p.done_stop == "requested");
-  }
-  // The step of the replica that reached the target (the lowest rank that did).
-  std::int64_t TargetStep() const {
-    for (const Process& p : processes) {
-      if (p.done_stop == "target") return p.steps;
-    }
-    return processes.front().steps;
-  }
-
   std::string Who(int rank) const {
     const Process& p = processes[static_cast<std::size_t>(rank)];
     return config::DescribeProcess(config.cluster, rank) + (p.node.empty() ? "" : " on " + p.node) +
            " (pid " + std::to_string(p.pid) + ")";
-  }
-  bool IsReplica(int rank) const {
-    return config::RoleOf(config.cluster, rank).kind == config::ProcessRole::Kind::kReplica;
   }
 };
 

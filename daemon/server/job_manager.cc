@@ -1,48 +1,28 @@
 #include "daemon/server/job_manager.h"
 
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <nlohmann/json.hpp>
 
-#include "config/job_file.h"
 #include "config/job_layout.h"
-#include "config/thread_layout.h"
 #include "core/net/auth.h"
 #include "core/net/host_info.h"
-#include "daemon/server/account.h"
 #include "daemon/server/active_job.h"
 #include "daemon/server/async.h"
 #include "daemon/server/fair_share.h"
-#include "daemon/server/submit_limits.h"
 #include "daemon/store/checkpoint_partitions.h"
-
-extern char** environ;
 
 namespace dtrain::server {
 namespace {
 
 using store::JobState;
 using namespace std::chrono_literals;
-
-// Cores a job holds on this host while it runs: its local replicas' threads (all the host's
-// cores when train.threads is auto), capped at the host's cores (a job larger than the host runs
-// alone, oversubscribed). Shards mostly wait and are not counted.
-int JobCores(const config::JobConfig& job, int host_cores, int local_replicas) {
-  if (local_replicas == 0) return 0;
-  const int threads = config::ThreadsPerReplica(job, local_replicas, host_cores);
-  return std::clamp(local_replicas * threads, 1, std::max(1, host_cores));
-}
 
 }  // namespace
 
@@ -82,7 +62,7 @@ std::optional<LiveJob> JobManager::Live(std::int64_t id) const {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return std::nullopt;
   const Job& job = *it->second;
-  return LiveJob{job.pending_reason, job.restarts, job.config.train.batch_size,
+  return LiveJob{job.pending_reason, job.machine.restarts(), job.config.train.batch_size,
                  config::LeadRank(job.config.cluster), job.config.train.epochs,
                  job.config.train.steps};
 }
@@ -96,161 +76,6 @@ void JobManager::Reload(const ManagerSettings& settings) {
   settings_.log_quota = settings.log_quota;  // from each job's next attempt
   user_logs_.clear();                        // re-read with the new quota at the next attempt
   Schedule();
-}
-
-asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
-    const store::JobRecord& record) {
-  const std::int64_t id = record.id;
-  // Processes an earlier daemon started died with it (PR_SET_PDEATHSIG): record that.
-  auto workers = co_await OffThread(pool_, [this, id] { return store_.Workers(id); });
-  if (!workers.ok()) co_return workers.status();
-  for (const store::WorkerRecord& w : workers.value()) {
-    if (w.state != store::WorkerState::kRunning) continue;
-    const std::int64_t row = w.id;
-    Status s = co_await OffThread(
-        pool_, [this, row] { return store_.RecordWorkerExit(row, -1, SIGKILL); });
-    if (!s.ok()) co_return s;
-  }
-  config::LoadResult loaded = co_await OffThread(pool_, [&record] {
-    return config::ParseJobText(record.spec_toml, "job " + std::to_string(record.id), {}, "/",
-                                {config::DataFiles::kUnchecked});
-  });
-  if (!loaded.ok()) {
-    std::string why =
-        "its job file no longer validates: " + config::FormatDiagnostic(loaded.diagnostics.front());
-    auto fail = [this, id, why] { return store_.SetJobState(id, JobState::kFailed, why); };
-    Status s = co_await OffThread(pool_, fail);
-    if (!s.ok()) co_return s;
-    co_return std::unique_ptr<Job>();
-  }
-  JobState state = record.state;
-  if (state == JobState::kStarting || state == JobState::kRunning) {
-    state = JobState::kRecovering;
-    Status s = co_await OffThread(pool_, [this, id] {
-      return store_.SetJobState(id, JobState::kRecovering,
-                                "its processes are gone; resuming from the newest checkpoint");
-    });
-    if (!s.ok()) co_return s;
-  }
-  auto job = std::make_unique<Job>();
-  job->id = id;
-  job->owner = {static_cast<uid_t>(record.owner_uid), static_cast<gid_t>(record.owner_gid)};
-  job->config = *loaded.job;
-  job->spec_toml = record.spec_toml;
-  job->state = state;
-  job->priority = record.priority;
-  job->cores = JobCores(job->config, settings_.cores, job->config.cluster.Trainers());
-  job->max_restarts =
-      job->config.max_restarts >= 0 ? job->config.max_restarts : settings_.max_restarts;
-  auto events = co_await OffThread(pool_, [this, id] { return store_.Events(id); });
-  if (events.ok()) job->restarts = store::CountRestarts(events.value());
-  co_return job;
-}
-
-asio::awaitable<Status> JobManager::Reconcile() {
-  auto jobs = co_await OffThread(pool_, [this] { return store_.ListJobs(); });
-  if (!jobs.ok()) co_return jobs.status();
-  for (const store::JobRecord& record : jobs.value()) {
-    if (store::IsTerminal(record.state)) continue;
-    Result<std::unique_ptr<Job>> job = co_await LoadJob(record);
-    if (!job.ok()) co_return job.status();
-    if (job.value()) jobs_[record.id] = std::move(job).value();
-  }
-  Schedule();
-  co_return Status::Ok();
-}
-
-asio::awaitable<Status> JobManager::Adopt(std::int64_t id) {
-  auto record = co_await OffThread(pool_, [this, id] { return store_.GetJob(id); });
-  if (!record.ok()) co_return record.status();
-  if (store::IsTerminal(record.value().state)) {
-    co_return Status::Error("job " + std::to_string(id) + " has already ended");
-  }
-  Result<std::unique_ptr<Job>> job = co_await LoadJob(record.value());
-  if (!job.ok()) co_return job.status();
-  if (!job.value()) co_return Status::Error("job " + std::to_string(id) + " cannot run");
-  jobs_[id] = std::move(job).value();
-  Schedule();
-  co_return Status::Ok();
-}
-
-asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
-                                              const std::string& source, Owner owner,
-                                              std::optional<std::string> name,
-                                              std::optional<int> priority) {
-  Submitted out;
-  if (shutting_down_) {
-    out.refusal = Refusal{"conflict", "the daemon is stopping", {}};
-    co_return out;
-  }
-  if (!settings_.run_as_owner && owner.uid != ::geteuid()) {
-    out.refusal =
-        Refusal{"denied",
-                "this daemon runs as uid " + std::to_string(::geteuid()) +
-                    " and runs only that user's jobs (it cannot start processes as uid " +
-                    std::to_string(owner.uid) +
-                    "): submit to the system daemon (systemctl start dtraind), or start your own "
-                    "(dtraind &)",
-                {}};
-    co_return out;
-  }
-  std::string owner_name;        // for [limits] priority_users
-  if (settings_.run_as_owner) {  // refused now rather than at its processes' start
-    Result<Account> account =
-        co_await OffThread(pool_, [owner] { return ResolveAccount(owner.uid, owner.gid); });
-    if (!account.ok()) {
-      out.refusal = Refusal{"denied", account.status().message(), {}};
-      co_return out;
-    }
-    owner_name = account.value().name;
-  }
-  // The data files are not looked at here: only the job's processes, with its owner's rights,
-  // open them (the client checked them as the owner already). The model must fit this host.
-  config::LoadResult loaded = co_await OffThread(pool_, [&] {
-    return config::ParseJobText(job_toml, source, {}, "/",
-                                {config::DataFiles::kUnchecked, net::PhysicalMemory()});
-  });
-  if (!loaded.ok()) {
-    out.refusal =
-        Refusal{"invalid_job", source + " is not a valid job file", std::move(loaded.diagnostics)};
-    co_return out;
-  }
-  config::JobConfig config = *loaded.job;
-  if (name) config.name = *name;
-  if (priority) config.priority = *priority;
-  const int cores = JobCores(config, settings_.cores, config.cluster.Trainers());
-  const bool may_raise = MayRaisePriority(owner.uid, owner_name, ::geteuid(), settings_.limits);
-  if (std::string over = ApplySubmitLimits(config, cores, may_raise, settings_.limits,
-                                           net::PhysicalMemory());
-      !over.empty()) {
-    out.refusal = Refusal{"denied", source + ": " + over, {}};
-    co_return out;
-  }
-  store::JobRecord record;
-  record.name = config.name;
-  record.owner_uid = owner.uid;
-  record.owner_gid = owner.gid;
-  record.priority = config.priority;
-  record.spec_toml = config::FormatResolvedJob(config);
-  auto create = [this, record] { return store_.CreateJob(record); };
-  auto created = co_await OffThread(pool_, create);
-  if (!created.ok()) {
-    out.refusal = Refusal{"internal", created.status().message(), {}};
-    co_return out;
-  }
-  auto job = std::make_unique<Job>();
-  job->id = created.value();
-  job->owner = owner;
-  job->config = std::move(config);
-  job->spec_toml = record.spec_toml;
-  job->priority = record.priority;
-  job->cores = cores;
-  job->max_restarts =
-      job->config.max_restarts >= 0 ? job->config.max_restarts : settings_.max_restarts;
-  out.id = job->id;
-  jobs_[out.id] = std::move(job);
-  Schedule();
-  co_return out;
 }
 
 Placed JobManager::Place(Job& job) const {
@@ -269,61 +94,6 @@ Placed JobManager::Place(Job& job) const {
   return placed;
 }
 
-Status JobManager::AsOwner(const Owner& owner, Launch& launch) const {
-  if (settings_.run_as_owner) {
-    Result<Account> account = ResolveAccount(owner.uid, owner.gid);
-    if (!account.ok()) return account.status();
-    launch.account = std::move(account).value();
-  }
-  launch.environment = JobEnvironment(environ, launch.account ? &*launch.account : nullptr);
-  return Status::Ok();
-}
-
-Result<Launch> JobManager::ProcessLaunch(const Job& job, const Process& p, int connection) const {
-  if (job.OnSlurm()) return SlurmTaskLaunch(job, p);
-  const std::string job_id = std::to_string(job.id), rank = std::to_string(p.rank),
-                    parent = std::to_string(::getpid());
-  Launch launch;
-  if (p.node.empty()) {
-    launch.argv = {settings_.worker_exe,
-                   "worker",
-                   "--job",
-                   job_id,
-                   "--rank",
-                   rank,
-                   "--parent",
-                   parent,
-                   "--data-host",
-                   settings_.data_host};
-    if (Status owned = AsOwner(job.owner, launch); !owned.ok()) return owned;
-    launch.connection = connection;
-    launch.address_space = job.config.memory_limit;
-    launch.secret = nlohmann::json{{"token", p.token}}.dump();
-    return launch;
-  }
-  // Its local stand-in, as this daemon's user, asks the peer's daemon to start it; that daemon
-  // connects it back to this coordinator.
-  std::string address;
-  if (settings_.nodes) {
-    for (const NodeCapacity& n : settings_.nodes()) {
-      if (n.name == p.node) address = n.address;
-    }
-  }
-  launch.argv = {
-      settings_.worker_exe, "remote-worker", "--peer", address,  "--node", p.node,     "--key-file",
-      settings_.key_file,   "--job",         job_id,   "--rank", rank,     "--parent", parent};
-  launch.secret = nlohmann::json{{"job", job.id},
-                                 {"rank", p.rank},
-                                 {"token", p.token},
-                                 {"coordinator", settings_.coordinator},
-                                 {"uid", job.owner.uid},
-                                 {"gid", job.owner.gid},
-                                 {"memory_limit", job.config.memory_limit}}
-                      .dump();
-  launch.environment = JobEnvironment(environ, nullptr);
-  return launch;
-}
-
 asio::awaitable<void> JobManager::FailUnplaceable(std::int64_t id, std::string why) {
   co_await Finish(id, JobState::kFailed, why);
   Schedule();
@@ -340,7 +110,7 @@ void JobManager::Schedule() {
   if (shutting_down_) return;
   std::vector<Job*> waiting;
   for (auto& [id, job] : jobs_) {
-    if (!job->active && !job->cancel_requested &&
+    if (!job->active && !job->machine.cancel_requested() &&
         (job->state == JobState::kQueued || job->state == JobState::kRecovering)) {
       waiting.push_back(job.get());
     }
@@ -425,12 +195,11 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   const int count = job->config.cluster.Processes();
   const std::uint64_t attempt = ++job->attempt;
   job->processes.assign(static_cast<std::size_t>(count), Process{});
+  job->machine.Begin(count);
   job->rejoining.clear();
-  job->pending_checkpoints.clear();
-  job->live = 0;
+  job->checkpoint_assembly.Clear();
+  job->checkpoint_stored.clear();
   job->log_quota.emplace(settings_.log_quota);
-  job->failure.clear();
-  job->ready = false;
   job->admission = Admission{};
   // The attempt's data-plane token: fresh randomness, which only this daemon and the attempt's
   // processes (told it over their channels in the rendezvous) ever hold. Nothing derives it, so
@@ -438,15 +207,15 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   job->admission.data_token = net::RandomToken();
   if (job->OnSlurm()) {
     Status granted = co_await AllocateOnSlurm(id, attempt);
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-    job = it->second.get();
-    if (!granted.ok() || job->cancel_requested || shutting_down_) {
+    job = Current(id, attempt);
+    if (job == nullptr) co_return;
+    if (!granted.ok() || job->machine.cancel_requested() || shutting_down_) {
       co_await EndSlurmAttempt(id, attempt);
       job = jobs_.at(id).get();
       job->active = false;
-      const std::string cancelled = "cancelled by uid " + std::to_string(job->cancelled_by);
-      if (job->cancel_requested) {
+      const std::string cancelled =
+          "cancelled by uid " + std::to_string(job->machine.cancelled_by());
+      if (job->machine.cancel_requested()) {
         co_await Finish(id, JobState::kCancelled, cancelled);
       } else if (shutting_down_) {
         jobs_.erase(id);  // still starting: it starts again with the next daemon
@@ -457,7 +226,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
       co_return;
     }
   }
-  job->rendezvous = std::make_unique<asio::steady_timer>(
+  job->rendezvous.emplace(
       io_,
       std::chrono::milliseconds(static_cast<long>(job->config.cluster.timeout_seconds * 1000)));
   for (int rank = 0; rank < count; ++rank) {
@@ -474,56 +243,42 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
       break;
     }
     p.pid = pid.value();
-    ++job->live;
+    job->machine.Spawned(rank);
   }
-  if (job->live == 0) {
+  if (job->machine.live() == 0) {
     job->active = false;
-    co_await Finish(id, JobState::kFailed, job->failure);
+    co_await Finish(id, JobState::kFailed, job->machine.failure());
     Schedule();
     co_return;
   }
-  if (shutting_down_ || job->cancel_requested)
+  if (shutting_down_ || job->machine.cancel_requested()) {
     StopProcesses(*job, settings_.grace);  // asked meanwhile
+  }
   for (int rank = 0; rank < count; ++rank) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-    const Process& p = it->second->processes[static_cast<std::size_t>(rank)];
+    job = Current(id, attempt);
+    if (job == nullptr) co_return;
+    const Process& p = job->processes[static_cast<std::size_t>(rank)];
     if (p.pid > 0) co_await RecordStart(id, attempt, rank, p.pid);
   }
 }
 
 Result<pid_t> JobManager::SpawnProcess(std::int64_t id, std::uint64_t attempt, const Process& p) {
+  const Job& job = *jobs_.at(id);
   const int rank = p.rank;
-  // A local worker's coordinator connection: a socket pair, its end as the worker's fd 3.
-  int channel[2] = {-1, -1};
-  if (p.node.empty() && !jobs_.at(id)->OnSlurm()) {
-    if (!channel_sink_) return Status::Error("no worker channels are served");
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
-      return Status::Error(std::string("socketpair: ") + std::strerror(errno));
-    }
-  }
-  const auto start = [&]() -> Result<pid_t> {
-    Result<Launch> launch = ProcessLaunch(*jobs_.at(id), p, channel[1]);
-    if (!launch.ok()) return launch.status();
-    return supervisor_.Spawn(
-        launch.value(),
-        [this, id, rank](std::string_view stream, std::string_view line) {
-          OnLine(id, rank, stream, line);
-        },
-        [this, id, attempt, rank](ProcessExit exit) {
-          asio::co_spawn(io_, OnWorkerExit(id, attempt, rank, exit), asio::detached);
-        });
+  Supervisor::LineHandler on_line = [this, id, rank](std::string_view stream,
+                                                     std::string_view line) {
+    OnLine(id, rank, stream, line);
   };
-  Result<pid_t> pid = start();
-  if (channel[1] >= 0) ::close(channel[1]);
-  if (channel[0] >= 0) {
-    if (pid.ok()) {
-      channel_sink_(channel[0]);
-    } else {
-      ::close(channel[0]);
-    }
+  Supervisor::ExitHandler on_exit = [this, id, attempt, rank](ProcessExit exit) {
+    asio::co_spawn(io_, OnWorkerExit(id, attempt, rank, exit), asio::detached);
+  };
+  if (job.OnSlurm()) {
+    Result<Launch> task = SlurmTaskLaunch(job, p);
+    if (!task.ok()) return task.status();
+    return supervisor_.Spawn(task.value(), std::move(on_line), std::move(on_exit));
   }
-  return pid;
+  return launcher_.Start({id, rank, p.node, p.token, job.owner, job.config.memory_limit},
+                         std::move(on_line), std::move(on_exit));
 }
 
 void JobManager::OnLine(std::int64_t id, int rank, std::string_view stream, std::string_view line) {
@@ -552,10 +307,10 @@ void JobManager::OnLine(std::int64_t id, int rank, std::string_view stream, std:
 
 asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t attempt, int rank,
                                               pid_t pid) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-  const Process& p = it->second->processes[static_cast<std::size_t>(rank)];
-  const char* role = config::RoleName(it->second->config.cluster, rank);
+  Job* job = Current(id, attempt);
+  if (job == nullptr) co_return;
+  const Process& p = job->processes[static_cast<std::size_t>(rank)];
+  const char* role = config::RoleName(job->config.cluster, rank);
   // A peer's worker is recorded under the peer's name, with its local stand-in's pid.
   const std::string host = !p.node.empty()                ? p.node
                            : !settings_.node_name.empty() ? settings_.node_name
@@ -564,34 +319,29 @@ asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t att
     return store_.RecordWorkerStart(id, rank, role, host, pid);
   };
   auto row = co_await OffThread(pool_, record);
-  it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt || !row.ok()) co_return;
-  Process& q = it->second->processes[static_cast<std::size_t>(rank)];
+  job = Current(id, attempt);
+  if (job == nullptr || !row.ok()) co_return;
+  Process& q = job->processes[static_cast<std::size_t>(rank)];
   if (q.pid != pid) co_return;  // replaced meanwhile
   q.row = row.value();
-  if (q.exited) {  // it ended before its row existed
+  if (const ProcessState& state = job->machine.process(rank); state.exited) {
+    // It ended before its row existed.
     const std::int64_t r = q.row;
-    const ProcessExit e = q.exit;
+    const ProcessExit e = state.exit;
     co_await OffThread(
         pool_, [this, r, e] { return store_.RecordWorkerExit(r, e.exit_status, e.signal); });
   }
 }
 
-bool JobManager::WillRestart(const Job& job) const {
-  return job.restarts < job.max_restarts && job.hopeless.empty();
-}
-
 void JobManager::FailAttempt(Job& job, const std::string& why) {
-  if (!job.failure.empty()) return;
-  job.failure = why;
+  const FailVerdict verdict = job.machine.Fail(why, job.state == JobState::kRecovering);
+  if (!verdict.first) return;
   store_.AppendLog(job.id, 0, "daemon", why);
-  if (job.rendezvous) job.rendezvous->cancel();
-  // The job is recovering from now, not once the last process has gone: `dtrain status` says why
-  // at once. (Whether it restarts is known now too; the last exit then restarts it.)
-  if (WillRestart(job) && !job.cancel_requested && !shutting_down_ &&
-      job.state != JobState::kRecovering) {
+  if (job.rendezvous) job.rendezvous->Abandon();
+  // `dtrain status` says why at once.
+  if (verdict.recovering) {
     job.state = JobState::kRecovering;
-    asio::co_spawn(io_, MarkRecovering(job.id, RestartReason(job)), asio::detached);
+    asio::co_spawn(io_, MarkRecovering(job.id, *verdict.recovering), asio::detached);
   }
   // The survivors of a failed attempt cannot finish a step their peers will not share, and the
   // next attempt starts from the newest checkpoint: they get a short grace only.
@@ -603,128 +353,16 @@ asio::awaitable<void> JobManager::MarkRecovering(std::int64_t id, std::string re
   co_await OffThread(pool_, mark);
 }
 
-std::string JobManager::RestartReason(const Job& job) const {
-  return "restart " + std::to_string(job.restarts + 1) + " of " + std::to_string(job.max_restarts) +
-         ": " + job.failure + "; resuming from the newest checkpoint";
-}
-
 void JobManager::StopProcesses(Job& job, std::chrono::milliseconds grace) {
   if (job.slurm.salloc > 0) supervisor_.Stop(job.slurm.salloc, grace);  // still waiting for Slurm
-  for (Process& p : job.processes) {
-    if (p.pid > 0 && !p.exited && !p.stop_sent) {
-      supervisor_.Stop(p.pid, grace);
-      p.stop_sent = true;
-    }
+  for (int rank : job.machine.TakeStops()) {
+    supervisor_.Stop(job.processes[static_cast<std::size_t>(rank)].pid, grace);
   }
 }
 
-Admission JobManager::AdmissionFor(const Job& job, int rank) const {
-  Admission a = job.admission;
-  if (a.resume_step >= 0) {
-    const int partition = config::RoleOf(job.config.cluster, rank).partition;
-    a.checkpoint_blob = job.checkpoint_parts[static_cast<std::size_t>(partition)];
-  }
-  return a;
-}
-
-asio::awaitable<Result<Admission>> JobManager::AdmitWorker(std::int64_t id, int rank,
-                                                           const std::string& token,
-                                                           const std::string& data_host,
-                                                           std::uint16_t data_port,
-                                                           std::uint16_t partition_port,
-                                                           bool slurm_task) {
+JobManager::Job* JobManager::Current(std::int64_t id, std::uint64_t attempt) {
   auto it = jobs_.find(id);
-  const auto refused = Status::Error("no worker of job " + std::to_string(id) + " rank " +
-                                     std::to_string(rank) + " is expected with that token");
-  if (it == jobs_.end() || rank < 0 || rank >= static_cast<int>(it->second->processes.size())) {
-    co_return refused;
-  }
-  Job* job = it->second.get();
-  Process& me = job->processes[static_cast<std::size_t>(rank)];
-  if (me.token.empty() || !net::TokensEqual(me.token, token) || me.admitted ||
-      !job->failure.empty() || (slurm_task && !job->OnSlurm())) {
-    co_return refused;
-  }
-  me.admitted = true;
-  me.data_host = data_host;
-  me.data_port = data_port;
-  me.partition_port = partition_port;
-  const std::uint64_t attempt = job->attempt;
-  if (job->ready) {
-    Result<Admission> late = co_await AdmitRestarted(id, attempt, rank);
-    co_return late;
-  }
-  const bool last = std::all_of(job->processes.begin(), job->processes.end(),
-                                [](const Process& p) { return p.admitted; });
-  if (last) {
-    auto latest = co_await OffThread(pool_, [this, id] { return store_.LatestCheckpoint(id); });
-    it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
-    job = it->second.get();
-    if (!latest.ok()) {
-      FailAttempt(*job, "reading the newest checkpoint: " + latest.status().message());
-      co_return latest.status();
-    }
-    for (const std::string& skipped : latest.value().skipped) {
-      store_.AppendLog(id, 0, "daemon", "skipped damaged checkpoint: " + skipped);
-    }
-    Admission& a = job->admission;
-    a.spec_toml = job->spec_toml;
-    a.heartbeat_timeout =
-        std::chrono::milliseconds(std::llround(job->config.cluster.heartbeat_timeout * 1000.0));
-    const config::ClusterConfig& cluster = job->config.cluster;
-    for (const Process& p : job->processes) {
-      a.peers.push_back({p.rank, config::RoleName(job->config.cluster, p.rank),
-                         p.data_host.empty() ? settings_.data_host : p.data_host, p.data_port,
-                         p.partition_port});
-    }
-    const int workers = cluster.workers;
-    std::string reason = std::to_string(workers) + (workers == 1 ? " worker" : " workers");
-    if (cluster.model_parallel > 1) {
-      reason += " of " + std::to_string(cluster.model_parallel) + " partitions";
-    }
-    if (cluster.Shards() > 0) reason += " and " + std::to_string(cluster.Shards()) + " shard(s)";
-    reason += " training";
-    if (latest.value().checkpoint) {
-      Result<std::vector<std::string>> parts =
-          store::SplitPartitionCheckpoint(cluster, *latest.value().checkpoint);
-      if (!parts.ok()) {
-        FailAttempt(*job, "the newest checkpoint: " + parts.status().message());
-        co_return parts.status();
-      }
-      job->checkpoint_parts = std::move(parts).value();
-      a.resume_step = latest.value().checkpoint->step;
-      reason += " from the checkpoint at step " + std::to_string(a.resume_step);
-    }
-    auto run = [this, id, reason] { return store_.SetJobState(id, JobState::kRunning, reason); };
-    Status s = co_await OffThread(pool_, run);
-    it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
-    job = it->second.get();
-    if (!s.ok()) {
-      FailAttempt(*job, s.message());
-      co_return s;
-    }
-    job->state = JobState::kRunning;
-    job->ready = true;
-    job->rendezvous->cancel();
-    co_return AdmissionFor(*job, rank);
-  }
-  std::error_code ec;
-  co_await job->rendezvous->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
-  job = it->second.get();
-  if (job->ready) co_return AdmissionFor(*job, rank);
-  if (job->failure.empty()) {
-    std::string missing;
-    for (const Process& p : job->processes) {
-      if (!p.admitted) missing += (missing.empty() ? "" : ", ") + job->Who(p.rank);
-    }
-    FailAttempt(*job, "rendezvous: " + missing + " did not connect within " +
-                          std::to_string(job->config.cluster.timeout_seconds) + " s");
-  }
-  co_return Status::Error("the job's rendezvous failed: " + job->failure);
+  return it == jobs_.end() || it->second->attempt != attempt ? nullptr : it->second.get();
 }
 
 std::pair<JobManager::Job*, JobManager::Process*> JobManager::FindProcess(std::int64_t id,
@@ -742,10 +380,12 @@ void JobManager::WorkerSilent(std::int64_t id, int rank, const std::string& toke
   if (found == nullptr) return;
   Job& job = *found;
   Process& p = *process;
-  if (p.exited || p.pid <= 0 || !net::TokensEqual(p.token, token)) return;  // not that process
+  if (job.machine.process(rank).exited || p.pid <= 0 || !net::TokensEqual(p.token, token)) {
+    return;  // not that process
+  }
   // Stopped or hung: a SIGTERM would wait in vain.
   supervisor_.Stop(p.pid, std::chrono::milliseconds(0));
-  p.stop_sent = true;
+  const LossRule loss = job.machine.Silenced(rank);
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(silence.count()) / 1000.0);
   std::string why = job.Who(rank) + " sent nothing for ";
@@ -754,7 +394,7 @@ void JobManager::WorkerSilent(std::int64_t id, int rank, const std::string& toke
   std::snprintf(seconds, sizeof seconds, "%g", job.config.cluster.heartbeat_timeout);
   why += seconds;
   why += " s): killed";
-  if (config::Expendable(job.config.cluster, rank)) {
+  if (loss == LossRule::kCarryOn) {
     // The job goes on without it (its link breaks, and the coordinator hands its units on).
     store_.AppendLog(job.id, rank, "daemon", why + "; the job goes on without it");
     return;
@@ -780,47 +420,30 @@ asio::awaitable<Status> JobManager::WorkerCheckpoint(std::int64_t id, int rank,
   if (!decoded.ok()) co_return Status::Error("checkpoint refused: " + decoded.status().message());
   const int keep = it->second->config.checkpoint.keep;
   const std::uint64_t attempt = it->second->attempt;
-  store::CheckpointData checkpoint;
   if (cluster.model_parallel == 1) {
-    checkpoint = std::move(decoded).value();
-  } else {
-    // Each partition's part waits here until the last one has come and the whole is stored.
-    const std::int64_t step = decoded.value().step;
-    Job::PendingCheckpoint& pending = it->second->pending_checkpoints[step];
-    if (pending.parts.empty()) {
-      pending.parts.resize(static_cast<std::size_t>(cluster.model_parallel));
-      pending.stored = std::make_shared<asio::steady_timer>(
-          io_, std::chrono::milliseconds(std::llround(cluster.timeout_seconds * 1000.0)));
-      pending.result = std::make_shared<std::optional<Status>>();
-    }
-    pending.parts[static_cast<std::size_t>(role.partition)] = std::move(decoded).value();
-    const bool complete = std::all_of(pending.parts.begin(), pending.parts.end(),
-                                      [](const auto& part) { return part.has_value(); });
-    if (!complete) {
-      const std::shared_ptr<asio::steady_timer> stored = pending.stored;
-      const std::shared_ptr<std::optional<Status>> result = pending.result;
-      std::error_code ec;
-      co_await stored->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      if (*result) co_return **result;
-      co_return Status::Error("the other partitions' parts of the checkpoint at step " +
-                              std::to_string(step) + " did not come within " +
-                              std::to_string(cluster.timeout_seconds) + " s");
-    }
-    std::vector<store::CheckpointData> parts;
-    for (auto& part : pending.parts) parts.push_back(std::move(*part));
-    const std::shared_ptr<asio::steady_timer> stored = pending.stored;
-    const std::shared_ptr<std::optional<Status>> result = pending.result;
-    it->second->pending_checkpoints.erase(step);
-    Result<store::CheckpointData> merged =
-        store::JoinPartitionCheckpoints(cluster, std::move(parts));
-    Status outcome = merged.status();
-    if (merged.ok()) outcome = co_await SaveCheckpoint(id, attempt, rank, keep, merged.value());
-    *result = outcome;
-    stored->cancel();
-    co_return outcome;
+    Status saved = co_await SaveCheckpoint(id, attempt, rank, keep, decoded.value());
+    co_return saved;
   }
-  Status saved = co_await SaveCheckpoint(id, attempt, rank, keep, checkpoint);
-  co_return saved;
+  // Each partition's part waits here until the last one has come and the whole is stored.
+  Job& job = *it->second;
+  const std::int64_t step = decoded.value().step;
+  std::optional<std::vector<store::CheckpointData>> parts =
+      job.checkpoint_assembly.Add(role.partition, std::move(decoded).value());
+  const auto deadline = std::chrono::milliseconds(std::llround(cluster.timeout_seconds * 1000.0));
+  Completion<Status> stored = job.checkpoint_stored.try_emplace(step, io_, deadline).first->second;
+  if (!parts) {
+    std::optional<Status> outcome = co_await stored.Wait();
+    if (outcome) co_return *outcome;
+    co_return Status::Error("the other partitions' parts of the checkpoint at step " +
+                            std::to_string(step) + " did not come within " +
+                            std::to_string(cluster.timeout_seconds) + " s");
+  }
+  job.checkpoint_stored.erase(step);
+  Result<store::CheckpointData> merged = store::JoinPartitionCheckpoints(cluster, std::move(*parts));
+  Status outcome = merged.status();
+  if (merged.ok()) outcome = co_await SaveCheckpoint(id, attempt, rank, keep, merged.value());
+  stored.Set(outcome);
+  co_return outcome;
 }
 
 asio::awaitable<Status> JobManager::SaveCheckpoint(std::int64_t id, std::uint64_t attempt, int rank,
@@ -829,143 +452,100 @@ asio::awaitable<Status> JobManager::SaveCheckpoint(std::int64_t id, std::uint64_
     return store_.SaveCheckpoint(id, c, keep);
   };
   Status saved = co_await OffThread(pool_, save);
-  auto it = jobs_.find(id);
-  if (!saved.ok() && it != jobs_.end() && it->second->attempt == attempt) {
+  if (Job* job = Current(id, attempt); !saved.ok() && job != nullptr) {
     // The worker stops on this too; the job's reason then names the cause (a full disk: the
     // transaction rolled back and the previous checkpoint stays), not just an exit status.
-    FailAttempt(*it->second, it->second->Who(rank) +
-                                 " sent a checkpoint that could not be stored: " + saved.message());
+    FailAttempt(*job, job->Who(rank) + " sent a checkpoint that could not be stored: " +
+                          saved.message());
   }
   co_return saved;
 }
 
 void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop, std::int64_t steps,
                             const std::string& error, const std::string& reason) {
-  auto [found, process] = FindProcess(id, rank);
-  if (found == nullptr) return;
-  Job& job = *found;
-  Process& p = *process;
-  p.done_stop = stop;
-  p.steps = steps;
-  p.done_reason = reason;
-  if ((stop == "no_data" || stop == "out_of_memory" || stop == "diverged") &&
-      job.hopeless.empty()) {
-    job.hopeless = job.Who(rank) + ": " + error;
-  }
-  if (stop != "target" || job.target_reached) return;
-  job.target_reached = true;
-  // Collective replicas stop together by their vote; async ones must be told. Shards end once
-  // every replica has left.
-  for (int r = 0; r < job.config.cluster.Trainers(); ++r) {
-    Process& q = job.processes[static_cast<std::size_t>(r)];
-    if (q.pid > 0 && !q.exited && !q.stop_sent && q.done_stop.empty()) {
-      supervisor_.Stop(q.pid, settings_.grace);
-      q.stop_sent = true;
-    }
+  auto [job, process] = FindProcess(id, rank);
+  if (job == nullptr) return;
+  for (int r : job->machine.Done(rank, stop, steps, reason, job->Who(rank) + ": " + error)) {
+    supervisor_.Stop(job->processes[static_cast<std::size_t>(r)].pid, settings_.grace);
   }
 }
 
 asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t attempt, int rank,
                                                ProcessExit exit) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-  Job* job = it->second.get();
-  Process& p = job->processes[static_cast<std::size_t>(rank)];
-  p.exited = true;
-  p.exit = exit;
-  // A replica asked to stop exits with its own status for that (130), after saying so.
-  const bool ended_well = exit.signal == 0 && job->StoppedWell(p) &&
-                          (exit.exit_status == 0 || p.done_stop == "requested");
-  if (p.replacing || (!ended_well && CanRestartReplica(*job, p))) {
+  Job* job = Current(id, attempt);
+  if (job == nullptr) co_return;
+  job->machine.Exited(rank, exit);
+  if (job->machine.RestartsAlone(rank)) {
     // Async: the others go on; new processes take this replica's place among the shards.
     const bool handled = co_await ReplaceReplica(id, attempt, rank);
     if (handled) co_return;
-    it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-    job = it->second.get();
+    job = Current(id, attempt);
+    if (job == nullptr) co_return;
   }
-  if (!ended_well && exit.signal == 0 && job->failure.empty() && job->live > 1) {
-    // A process that failed on its own is often the survivor of a peer that was killed (its
-    // link closed): give that death a moment to arrive, so the job's reason names the cause.
+  if (job->machine.WaitsForBlame(rank)) {
     asio::steady_timer blame(io_, kBlameGrace);
     co_await blame.async_wait(asio::use_awaitable);
-    it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-    job = it->second.get();
+    job = Current(id, attempt);
+    if (job == nullptr) co_return;
   }
   const std::int64_t row = job->processes[static_cast<std::size_t>(rank)].row;
-  const bool last = --job->live == 0;  // only the last exit's handler decides the attempt
-  if (!ended_well && !job->cancel_requested && !shutting_down_) {
-    if (config::Expendable(job->config.cluster, rank) && !p.stop_sent) {
-      store_.AppendLog(job->id, rank, "daemon",
-                       job->Who(rank) + " " + DescribeExit(exit) + "; the job goes on without it");
-    } else if (!config::Expendable(job->config.cluster, rank)) {
-      FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
-    }
+  const ExitCount counted = job->machine.CountExit(rank);  // the last exit decides the attempt
+  if (counted.loss == ExitCount::Loss::kCarryOn) {
+    store_.AppendLog(job->id, rank, "daemon",
+                     job->Who(rank) + " " + DescribeExit(exit) + "; the job goes on without it");
+  } else if (counted.loss == ExitCount::Loss::kFailsAttempt) {
+    FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
   }
-  if (!job->ready && job->rendezvous) job->rendezvous->cancel();  // admitted ones stop waiting
+  if (!job->machine.ready() && job->rendezvous) job->rendezvous->Abandon();  // admitted ones stop
   if (row != 0) {
     co_await OffThread(pool_, [this, row, exit] {
       return store_.RecordWorkerExit(row, exit.exit_status, exit.signal);
     });
   }
-  it = jobs_.find(id);
-  if (!last || it == jobs_.end() || it->second->attempt != attempt) co_return;
-  if (it->second->OnSlurm()) {
+  job = Current(id, attempt);
+  if (!counted.last || job == nullptr) co_return;
+  if (job->OnSlurm()) {
     co_await EndSlurmAttempt(id, attempt);
-    it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
+    job = Current(id, attempt);
+    if (job == nullptr) co_return;
   }
-  Job& j = *it->second;
+  Job& j = *job;
   j.active = false;
   j.rendezvous.reset();
   if (j.log_quota && j.log_quota->dropped_lines() > 0) {
     store_.AppendLog(id, 0, "daemon", j.log_quota->SummaryLine());
   }
-  const Process& lead = j.processes[static_cast<std::size_t>(config::LeadRank(j.config.cluster))];
-  // Every process finished well, but one the job can do without may have died on the way.
-  const bool finished = j.failure.empty() && !j.cancel_requested && !shutting_down_ &&
-                        j.StoppedWell(lead) &&
-                        std::all_of(j.processes.begin(), j.processes.end(), [&j](const Process& q) {
-                          return j.StoppedWell(q) || config::Expendable(j.config.cluster, q.rank);
-                        });
-  std::string reason;
-  if (finished) {
-    reason = j.target_reached ? "reached target accuracy at step " + std::to_string(j.TargetStep())
-             : !lead.done_reason.empty() ? lead.done_reason
-                                         : "completed " + std::to_string(lead.steps) + " steps";
-    co_await Finish(id, JobState::kSucceeded, reason);
-  } else if (j.cancel_requested) {
-    reason = "cancelled by uid " + std::to_string(j.cancelled_by);
-    co_await Finish(id, JobState::kCancelled, reason);
-  } else if (shutting_down_) {
-    if (j.state == JobState::kRunning || j.state == JobState::kStarting) {
-      co_await OffThread(pool_, [this, id] {
-        return store_.SetJobState(id, JobState::kRecovering,
-                                  "the daemon stopped; the job resumes at its next start");
-      });
+  const Outcome outcome = j.machine.Decide();
+  switch (outcome.kind) {
+    case Outcome::Kind::kSucceeded:
+      co_await Finish(id, JobState::kSucceeded, outcome.reason);
+      break;
+    case Outcome::Kind::kCancelled:
+      co_await Finish(id, JobState::kCancelled, outcome.reason);
+      break;
+    case Outcome::Kind::kLeftForNextStart:
+      if (j.state == JobState::kRunning || j.state == JobState::kStarting) {
+        co_await OffThread(pool_, [this, id] {
+          return store_.SetJobState(id, JobState::kRecovering,
+                                    "the daemon stopped; the job resumes at its next start");
+        });
+      }
+      jobs_.erase(id);
+      break;
+    case Outcome::Kind::kRestart: {
+      if (j.state != JobState::kRecovering) {  // FailAttempt marks it as a rule
+        j.state = JobState::kRecovering;
+        co_await MarkRecovering(id, outcome.reason);
+      } else {
+        store_.AppendLog(id, 0, "daemon", outcome.reason);
+      }
+      asio::steady_timer pause(io_, outcome.pause);
+      co_await pause.async_wait(asio::use_awaitable);
+      break;
     }
-    jobs_.erase(id);
-  } else if (WillRestart(j)) {
-    reason = RestartReason(j);
-    const int restarts = ++j.restarts;
-    if (j.state != JobState::kRecovering) {  // FailAttempt marks it as a rule
-      j.state = JobState::kRecovering;
-      co_await MarkRecovering(id, reason);
-    } else {
-      store_.AppendLog(id, 0, "daemon", reason);
-    }
-    // A short, growing pause so a worker that dies at once does not spin.
-    asio::steady_timer pause(io_, std::chrono::milliseconds(200) * restarts);
-    co_await pause.async_wait(asio::use_awaitable);
-  } else {
-    reason = j.failure + " (see dtrain logs " + std::to_string(id) + ")";
-    if (!j.hopeless.empty()) {
-      reason = j.hopeless + " (not restarted: it would fail the same way)";
-    } else if (j.max_restarts > 0) {
-      reason += "; gave up after " + std::to_string(j.max_restarts) + " restarts";
-    }
-    co_await Finish(id, JobState::kFailed, reason);
+    case Outcome::Kind::kFailed:
+      co_await Finish(id, JobState::kFailed, outcome.reason);
+      break;
   }
   Schedule();
 }
@@ -1001,8 +581,7 @@ asio::awaitable<std::optional<Refusal>> JobManager::Cancel(std::int64_t id, uid_
                       {}};
   }
   Job& job = *it->second;
-  job.cancel_requested = true;
-  job.cancelled_by = caller;
+  job.machine.Cancel(caller);
   if (!job.active) {
     const std::string reason = "cancelled by uid " + std::to_string(caller);
     co_await Finish(id, JobState::kCancelled, reason);
@@ -1021,7 +600,10 @@ asio::awaitable<std::optional<Refusal>> JobManager::Cancel(std::int64_t id, uid_
 
 asio::awaitable<void> JobManager::Shutdown() {
   shutting_down_ = true;
-  for (auto& [id, job] : jobs_) StopProcesses(*job, settings_.grace);
+  for (auto& [id, job] : jobs_) {
+    job->machine.Shutdown();
+    StopProcesses(*job, settings_.grace);
+  }
   asio::steady_timer tick(io_);
   while (running() > 0) {
     tick.expires_after(50ms);

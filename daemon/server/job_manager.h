@@ -2,21 +2,22 @@
 // (priority, then submission order), the host limits (max_jobs, cores), starting each job's
 // processes (cluster.workers replicas, then the parameter-server shards of its mode), the
 // rendezvous (a process is admitted once every process of the job has said hello, and then
-// learns every process's data-plane address), recording what they send, and deciding what
-// happens when they exit: success once every process ended well; after the first failure the
-// others are stopped, and once all have exited the job is cancelled, restarted from the newest
-// checkpoint (up to max_restarts), failed, or — when the daemon stops — left to recover at the
-// next start.
+// learns every process's data-plane address), recording what they send, and carrying out what
+// each job's attempt machine (attempt_machine.h) decides when they exit: success once every
+// process ended well; after the first failure the others are stopped, and once all have exited
+// the job is cancelled, restarted from the newest checkpoint (up to max_restarts), failed, or —
+// when the daemon stops — left to recover at the next start.
 //
 //   JobManager jobs(io, pool, store, supervisor, settings);
 //   jobs.SetChannelSink([&](int fd) { server.ServeWorkerChannel(fd); });
 //   co_await jobs.Reconcile();                       // before serving: resume what was running
 //   Submitted s = co_await jobs.Submit(text, "job.toml", {uid, gid}, {}, {});
 //
-// Every process of a job runs as the job's owner (launch.h), on this host and on peers: its uid,
-// its gid and that user's supplementary groups. A local worker finds its coordinator connection
-// on fd 3 — one end of a socket pair whose other end goes to the channel sink — and its token on
-// standard input. A daemon that cannot change users (not root) runs only its own user's jobs.
+// Every process of a job runs as the job's owner (process_launcher.h), on this host and on peers:
+// its uid, its gid and that user's supplementary groups. A local worker finds its coordinator
+// connection on fd 3 — one end of a socket pair whose other end goes to the channel sink — and
+// its token on standard input. A daemon that cannot change users (not root) runs only its own
+// user's jobs.
 //
 // Lives on the io_context's thread: every method must be called there (coroutines resume there
 // too). Store calls that wait run on the blocking pool. Thread-compatible, not thread-safe.
@@ -44,6 +45,7 @@
 #include "core/train/metrics.h"
 #include "daemon/server/log_quota.h"
 #include "daemon/server/placement.h"
+#include "daemon/server/process_launcher.h"
 #include "daemon/server/supervisor.h"
 #include "daemon/store/job_removal.h"
 #include "daemon/store/store.h"
@@ -104,12 +106,6 @@ struct Removed {
   std::optional<Refusal> refusal;
 };
 
-// Who submitted a job: its processes run with these ids.
-struct Owner {
-  uid_t uid = 0;
-  gid_t gid = 0;
-};
-
 // A process's data-plane address, as the rendezvous hands it out.
 struct PeerAddress {
   int rank = 0;
@@ -146,7 +142,8 @@ class JobManager {
   ~JobManager();
 
   // Re-queues what the store says was queued, starting, running or recovering (its processes
-  // died with the previous daemon) and starts what fits.
+  // died with the previous daemon) and starts what fits. Reconcile, Submit and Adopt: the
+  // intake (job_intake.cc).
   asio::awaitable<Status> Reconcile();
 
   asio::awaitable<Submitted> Submit(const std::string& job_toml, const std::string& source,
@@ -169,8 +166,9 @@ class JobManager {
   asio::awaitable<Removed> Prune(store::PruneFilter filter, bool dry_run);
 
   // Returns once every process of the job has said hello (or the rendezvous failed: a process
-  // exited, or cluster.timeout_seconds passed). `slurm_task`: the hello came on a channel opened
-  // without the cluster key, which only a process of a job placed by Slurm may use.
+  // exited, or cluster.timeout_seconds passed); rendezvous.cc. `slurm_task`: the hello came on a
+  // channel opened without the cluster key, which only a process of a job placed by Slurm may
+  // use.
   asio::awaitable<Result<Admission>> AdmitWorker(std::int64_t job, int rank,
                                                  const std::string& token,
                                                  const std::string& data_host,
@@ -210,7 +208,9 @@ class JobManager {
   int cores() const { return settings_.cores; }
   // Where the daemon's ends of local workers' coordinator connections go (a connected Unix
   // socket each, to be served as a worker channel). Must be set before any job starts.
-  void SetChannelSink(std::function<void(int fd)> sink) { channel_sink_ = std::move(sink); }
+  void SetChannelSink(std::function<void(int fd)> sink) {
+    launcher_.SetChannelSink(std::move(sink));
+  }
 
  private:
   struct Process;
@@ -222,16 +222,13 @@ class JobManager {
   void FailAttempt(Job& job, const std::string& why);
   // Records that the job is recovering, `reason` saying why.
   asio::awaitable<void> MarkRecovering(std::int64_t id, std::string reason);
+  // Job `id` while `attempt` is still its current attempt, else null (the job ended, or moved on
+  // to another attempt): what a coroutine of that attempt asks after each co_await.
+  Job* Current(std::int64_t id, std::uint64_t attempt);
   // The active job `id` and its process `rank`; both null when there is no such process.
   std::pair<Job*, Process*> FindProcess(std::int64_t id, int rank);
   // Starts process `p` of attempt `attempt` (its exit goes to OnWorkerExit).
   Result<pid_t> SpawnProcess(std::int64_t id, std::uint64_t attempt, const Process& p);
-  // How process `p` of job `job` starts: a worker here, as the job's owner, or the local stand-in
-  // of one on a peer (`dtraind remote-worker`); `connection` is the worker's end of its channel.
-  Result<Launch> ProcessLaunch(const Job& job, const Process& p, int connection) const;
-  // Makes `launch` run as `owner` (when this daemon runs jobs as their owners) with the job
-  // environment of that account (launch.h, account.h); an error when the account is unknown.
-  Status AsOwner(const Owner& owner, Launch& launch) const;
   // (Re)reads what the store holds of `uid`'s logs into their [limits] log_quota_per_user.
   asio::awaitable<void> ChargeUserLogs(uid_t uid);
   // After jobs were deleted: gives the space back and recharges their owners' log quotas.
@@ -246,27 +243,20 @@ class JobManager {
   void OnLine(std::int64_t id, int rank, std::string_view stream, std::string_view line);
   // Records that process `rank` (pid `pid`) started, and its exit if it came first.
   asio::awaitable<void> RecordStart(std::int64_t id, std::uint64_t attempt, int rank, pid_t pid);
-  // Whether a failed process's replica may be started again while the others go on: an async
-  // replica (or one of its partitions) of a job whose rendezvous is over and whose restart budget
-  // is not spent (replica_restart.cc).
-  bool CanRestartReplica(const Job& job, const Process& p) const;
-  // Whether a failed attempt of the job is followed by another: restarts left, data readable.
-  bool WillRestart(const Job& job) const;
-  // The exit of process `rank`, which CanRestartReplica allowed or whose replica is already being
-  // replaced: the replica's other partitions are stopped, and once all have exited, new ones of
-  // the same attempt take their places (one restart, an event naming the first exit). False when
-  // the replacement is abandoned (the job failed, was cancelled, or the daemon stops meanwhile):
-  // the caller then handles the exit as any other.
+  // The exit of process `rank`, whose replica the attempt machine restarts alone: the replica's
+  // other partitions are stopped, and once all have exited, new ones of the same attempt take
+  // their places (one restart, an event naming the first exit). False when the replacement is
+  // abandoned (the job failed, was cancelled, or the daemon stops meanwhile): the caller then
+  // handles the exit as any other.
   asio::awaitable<bool> ReplaceReplica(std::int64_t id, std::uint64_t attempt, int rank);
-  // Ends the replacement of `replica`, all of whose processes have exited, `rank` last.
-  void GiveUpReplacing(Job& job, int replica, int rank);
+  // Ends the replacement of the replica of `partitions`, all of whose processes have exited,
+  // `rank` last, after `respawned` of them had started again.
+  void GiveUpReplacing(Job& job, const std::vector<int>& partitions, int rank, int respawned);
   // The admission of a process that replaced one of a running attempt: once every partition of
   // its replica has come (within cluster.timeout_seconds), its part of the newest checkpoint and
   // the current addresses.
   asio::awaitable<Result<Admission>> AdmitRestarted(std::int64_t id, std::uint64_t attempt,
                                                     int rank);
-  // "restart N of M: <the attempt's failure>; resuming from the newest checkpoint".
-  std::string RestartReason(const Job& job) const;
   // SIGTERM (then SIGKILL after `grace`) to every live process of the job.
   void StopProcesses(Job& job, std::chrono::milliseconds grace);
   // What process `rank` is admitted with: the common admission and its partition's part of the
@@ -317,7 +307,7 @@ class JobManager {
   store::Store& store_;
   Supervisor& supervisor_;
   ManagerSettings settings_;
-  std::function<void(int fd)> channel_sink_;
+  ProcessLauncher launcher_{settings_, supervisor_};
   std::map<std::int64_t, std::unique_ptr<Job>> jobs_;  // active: queued .. recovering
   // [limits] log_quota_per_user: per uid, charged with what the store held of that user's logs
   // when the user's first attempt since the daemon started (or reloaded) began.

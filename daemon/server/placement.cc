@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "config/thread_layout.h"
+
 namespace dtrain::server {
 namespace {
 
@@ -28,6 +30,12 @@ std::string CoresShortfall(const std::vector<std::string>& placed, int replicas,
 }
 
 }  // namespace
+
+int JobCores(const config::JobConfig& job, int host_cores, int local_replicas) {
+  if (local_replicas == 0) return 0;
+  const int threads = config::ThreadsPerReplica(job, local_replicas, host_cores);
+  return std::clamp(local_replicas * threads, 1, std::max(1, host_cores));
+}
 
 Placed PlaceJob(const config::ClusterConfig& cluster, int threads,
                 const std::vector<NodeCapacity>& nodes) {

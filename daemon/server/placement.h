@@ -44,4 +44,9 @@ struct Placed {
 Placed PlaceJob(const config::ClusterConfig& cluster, int threads,
                 const std::vector<NodeCapacity>& nodes);
 
+// Cores a job holds on this host while it runs: its `local_replicas` replicas' threads (all the
+// host's cores when train.threads is auto), capped at the host's `host_cores` (a job larger than
+// the host runs alone, oversubscribed). Shards mostly wait and are not counted.
+int JobCores(const config::JobConfig& job, int host_cores, int local_replicas);
+
 }  // namespace dtrain::server

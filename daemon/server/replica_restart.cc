@@ -20,20 +20,11 @@ std::string Pids(const std::vector<pid_t>& pids) {
 
 }  // namespace
 
-void JobManager::GiveUpReplacing(Job& job, int replica, int rank) {
-  const std::vector<int> partitions = config::ReplicaPartitions(job.config.cluster, replica);
-  for (int r : partitions) job.processes[static_cast<std::size_t>(r)].replacing = false;
-  job.rejoining.erase(replica);
-  // The others' exits were taken without counting them; this one's is counted by the caller.
-  job.live -= static_cast<int>(partitions.size()) - 1;
+void JobManager::GiveUpReplacing(Job& job, const std::vector<int>& partitions, int rank,
+                                 int respawned) {
+  job.machine.GiveUpReplacing(partitions, respawned);
+  job.rejoining.erase(config::RoleOf(job.config.cluster, rank).replica);
   job.processes[static_cast<std::size_t>(rank)].row = 0;  // its exit is recorded
-}
-
-bool JobManager::CanRestartReplica(const Job& job, const Process& p) const {
-  // A sparse model's shards take no worker back: the whole attempt recovers instead.
-  return job.config.cluster.mode == config::ClusterMode::kAsync && !job.config.data.sparse &&
-         job.IsReplica(p.rank) && job.ready && job.failure.empty() && p.done_stop.empty() &&
-         !job.cancel_requested && !shutting_down_ && !job.target_reached && WillRestart(job);
 }
 
 asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t attempt, int rank) {
@@ -42,32 +33,28 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
   const int replica = config::RoleOf(cluster, rank).replica;
   const std::vector<int> partitions = config::ReplicaPartitions(cluster, replica);
   const Process& me = job->processes[static_cast<std::size_t>(rank)];
+  const ProcessState& state = job->machine.process(rank);
   const std::int64_t row = me.row;
-  const ProcessExit exit = me.exit;
+  const ProcessExit exit = state.exit;
   const pid_t pid = me.pid;
-  if (!me.replacing) {
+  if (!state.replacing) {
     // The first of the replica's processes to end: the others lost their links to it. They are
     // killed, not stopped: a clean stop would say goodbye to their shards, which then would not
     // let their successors rejoin.
     job->rejoining[replica].why = job->Who(rank) + " " + DescribeExit(exit);
-    for (int r : partitions) job->processes[static_cast<std::size_t>(r)].replacing = true;
+    job->machine.BeginReplacing(partitions);
     if (exit.signal == 0 && partitions.size() > 1) {
       // A partition that failed on its own is most likely the survivor of one that was killed:
       // that death gets a moment to arrive, so that the reason names it.
       asio::steady_timer blame(io_, kBlameGrace);
       co_await blame.async_wait(asio::use_awaitable);
-      auto found = jobs_.find(id);
-      if (found == jobs_.end() || found->second->attempt != attempt) co_return true;
-      job = found->second.get();
+      job = Current(id, attempt);
+      if (job == nullptr) co_return true;
     }
-    for (int r : partitions) {
-      Process& q = job->processes[static_cast<std::size_t>(r)];
-      if (q.replacing && q.pid > 0 && !q.exited) {
-        supervisor_.Kill(q.pid);
-        q.stop_sent = true;
-      }
+    for (int r : job->machine.TakeKills(partitions)) {
+      supervisor_.Kill(job->processes[static_cast<std::size_t>(r)].pid);
     }
-  } else if (exit.signal != 0 && !me.stop_sent &&
+  } else if (exit.signal != 0 && !state.stop_sent &&
              job->rejoining[replica].why.find("killed") == std::string::npos) {
     job->rejoining[replica].why = job->Who(rank) + " " + DescribeExit(exit);
   }
@@ -76,20 +63,20 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
       return store_.RecordWorkerExit(row, exit.exit_status, exit.signal);
     });
   }
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt) co_return true;
-  job = it->second.get();
+  job = Current(id, attempt);
+  if (job == nullptr) co_return true;
   // Another partition's exit may have finished the replacement (or given it up) meanwhile.
-  const Process& now = job->processes[static_cast<std::size_t>(rank)];
-  if (now.pid != pid || !now.replacing) co_return true;
-  const bool all_exited = std::all_of(partitions.begin(), partitions.end(), [&](int r) {
-    return job->processes[static_cast<std::size_t>(r)].exited;
-  });
+  if (job->processes[static_cast<std::size_t>(rank)].pid != pid ||
+      !job->machine.process(rank).replacing) {
+    co_return true;
+  }
+  const bool all_exited = std::all_of(partitions.begin(), partitions.end(),
+                                      [&](int r) { return job->machine.process(r).exited; });
   if (!all_exited) co_return true;
   const std::string why = job->rejoining[replica].why;
-  if (!job->failure.empty() || job->cancel_requested || shutting_down_ || !WillRestart(*job)) {
+  if (!job->machine.MayReplace()) {
     // The job ends instead: this exit is handled as any other, the replica's others as gone.
-    GiveUpReplacing(*job, replica, rank);
+    GiveUpReplacing(*job, partitions, rank, 0);
     co_return false;
   }
   std::vector<pid_t> pids;
@@ -103,23 +90,24 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
     if (!spawned.ok()) {
       // The replica cannot come back: the attempt fails (and may restart whole); the ones
       // started already are among those it stops.
-      GiveUpReplacing(*job, replica, rank);
-      job->live += static_cast<int>(pids.size());
+      GiveUpReplacing(*job, partitions, rank, static_cast<int>(pids.size()));
       FailAttempt(*job, "cannot start " + job->Who(r) + " again: " + spawned.status().message());
       co_return false;
     }
     fresh.pid = spawned.value();
     pids.push_back(fresh.pid);
     old = std::move(fresh);
+    job->machine.Respawned(r);
   }
-  ++job->restarts;
+  job->machine.ReplicaRestarted();
   const std::string started =
       partitions.size() == 1
           ? "started again alone (pid " + Pids(pids) + "): it rejoins"
           : "replica " + std::to_string(replica) + "'s " + std::to_string(partitions.size()) +
                 " partitions started again (pids " + Pids(pids) + "): they rejoin";
-  const std::string reason = "restart " + std::to_string(job->restarts) + " of " +
-                             std::to_string(job->max_restarts) + ": " + why + "; " + started +
+  const std::string reason = "restart " + std::to_string(job->machine.restarts()) + " of " +
+                             std::to_string(job->machine.max_restarts()) + ": " + why + "; " +
+                             started +
                              " the shards while the others go on";
   store_.AppendLog(id, 0, "daemon", reason);
   co_await OffThread(pool_, [this, id, &reason] { return store_.NoteEvent(id, reason); });
@@ -145,20 +133,15 @@ asio::awaitable<Result<Admission>> JobManager::AdmitRestarted(std::int64_t id,
   address.partition_port = me.partition_port;
 
   Job::Rejoin& rejoin = job->rejoining[role.replica];
-  if (!rejoin.arrived) {
-    rejoin.arrived = std::make_shared<asio::steady_timer>(
-        io_, std::chrono::milliseconds(std::llround(cluster.timeout_seconds * 1000.0)));
-    rejoin.admitted = std::make_shared<std::optional<Result<Job::Rejoin::Resume>>>();
+  if (!rejoin.admitted) {
+    rejoin.admitted.emplace(io_,
+                            std::chrono::milliseconds(std::llround(cluster.timeout_seconds * 1000.0)));
   }
-  const std::shared_ptr<asio::steady_timer> arrived = rejoin.arrived;
-  const auto admitted = rejoin.admitted;
+  Completion<Result<Job::Rejoin::Resume>> arrived = *rejoin.admitted;
   const bool last = std::all_of(partitions.begin(), partitions.end(), [&](int r) {
     return job->processes[static_cast<std::size_t>(r)].admitted;
   });
-  if (!last) {
-    std::error_code ec;
-    co_await arrived->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  } else {
+  if (last) {
     // One checkpoint for the whole replica, so that its partitions resume at the same step.
     auto latest = co_await OffThread(pool_, [this, id] { return store_.LatestCheckpoint(id); });
     Job::Rejoin::Resume resume;
@@ -170,20 +153,19 @@ asio::awaitable<Result<Admission>> JobManager::AdmitRestarted(std::int64_t id,
       status = blobs.status();
       if (blobs.ok()) resume.blobs = std::move(blobs).value();
     }
-    *admitted = status.ok() ? Result<Job::Rejoin::Resume>(std::move(resume))
-                            : Result<Job::Rejoin::Resume>(status);
-    arrived->cancel();
+    arrived.Set(status.ok() ? Result<Job::Rejoin::Resume>(std::move(resume))
+                            : Result<Job::Rejoin::Resume>(status));
   }
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt) co_return refused;
-  job = it->second.get();
+  const std::optional<Result<Job::Rejoin::Resume>> admitted = co_await arrived.Wait();
+  job = Current(id, attempt);
+  if (job == nullptr) co_return refused;
   if (last) job->rejoining.erase(role.replica);
-  if (!admitted->has_value()) {
+  if (!admitted) {
     co_return Status::Error("the other partitions of replica " + std::to_string(role.replica) +
                             " did not start within cluster.timeout_seconds");
   }
-  if (!(*admitted)->ok()) co_return (*admitted)->status();
-  const Job::Rejoin::Resume& resume = (*admitted)->value();
+  if (!admitted->ok()) co_return admitted->status();
+  const Job::Rejoin::Resume& resume = admitted->value();
   const Admission& common = job->admission;
   Admission late;  // the common one without the first attempt's checkpoint blobs
   late.spec_toml = common.spec_toml;

@@ -45,7 +45,7 @@ asio::awaitable<Result<std::vector<std::string>>> JobManager::RunSlurmCommand(
   Launch launch;
   launch.argv = std::move(command.argv);
   launch.argv.front() = *program;
-  if (Status owned = AsOwner(owner, launch); !owned.ok()) co_return owned;
+  if (Status owned = launcher_.AsOwner(owner, launch); !owned.ok()) co_return owned;
   auto lines = std::make_shared<std::vector<std::string>>();
   auto exit = std::make_shared<std::optional<ProcessExit>>();
   auto done = std::make_shared<asio::steady_timer>(io_, asio::steady_timer::time_point::max());
@@ -74,10 +74,7 @@ asio::awaitable<Result<std::vector<std::string>>> JobManager::RunSlurmCommand(
 }
 
 asio::awaitable<Status> JobManager::AllocateOnSlurm(std::int64_t id, std::uint64_t attempt) {
-  const auto current = [this, id, attempt]() -> Job* {
-    auto it = jobs_.find(id);
-    return it == jobs_.end() || it->second->attempt != attempt ? nullptr : it->second.get();
-  };
+  const auto current = [this, id, attempt] { return Current(id, attempt); };
   const std::string name = SlurmJobName(settings_.node_name, id);
   const Owner owner = jobs_.at(id)->owner;
   // What a previous daemon, killed before it could, left allocated for this job.
@@ -85,7 +82,7 @@ asio::awaitable<Status> JobManager::AllocateOnSlurm(std::int64_t id, std::uint64
   co_await RunSlurmCommand(owner, std::move(leftovers));
   Job* job = current();
   if (job == nullptr) co_return Status::Error("the attempt ended");
-  if (job->cancel_requested || shutting_down_) co_return Status::Error("stopped");
+  if (job->machine.cancel_requested() || shutting_down_) co_return Status::Error("stopped");
   SlurmCommand salloc;
   salloc.argv = SallocArguments(job->config, name);
   salloc.on_line = [this, id, current](std::string_view line) {
@@ -125,12 +122,12 @@ asio::awaitable<Status> JobManager::AllocateOnSlurm(std::int64_t id, std::uint64
 }
 
 asio::awaitable<void> JobManager::EndSlurmAttempt(std::int64_t id, std::uint64_t attempt) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second->attempt != attempt || it->second->slurm.id == 0) co_return;
-  const std::int64_t allocation = it->second->slurm.id;
+  Job* job = Current(id, attempt);
+  if (job == nullptr || job->slurm.id == 0) co_return;
+  const std::int64_t allocation = job->slurm.id;
   const std::string allocation_id = std::to_string(allocation);
-  const Owner owner = it->second->owner;
-  if (!it->second->failure.empty() && !it->second->cancel_requested && !shutting_down_) {
+  const Owner owner = job->owner;
+  if (!job->machine.failure().empty() && !job->machine.cancel_requested() && !shutting_down_) {
     // While Slurm is still ending the allocation on its own (COMPLETING) it may not yet say why:
     // a preempted job shows PREEMPTED only once its tasks are gone. Ask again for a moment.
     std::string state, reason;
@@ -144,19 +141,19 @@ asio::awaitable<void> JobManager::EndSlurmAttempt(std::int64_t id, std::uint64_t
       asio::steady_timer pause(io_, std::chrono::milliseconds(200));
       co_await pause.async_wait(asio::use_awaitable);
     }
-    it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->attempt != attempt) co_return;
-    const std::string why = DescribeSlurmEnd(state, reason, allocation, it->second->config.slurm);
+    job = Current(id, attempt);
+    if (job == nullptr) co_return;
+    const std::string why = DescribeSlurmEnd(state, reason, allocation, job->config.slurm);
     if (!why.empty()) {
-      it->second->failure = why + ": " + it->second->failure;
+      job->machine.NameCause(why);
       // The attempt's first failure is an event already; this says what caused it.
       const std::string* noted = &why;
       co_await OffThread(pool_, [this, id, noted] { return store_.NoteEvent(id, *noted); });
-      it = jobs_.find(id);
-      if (it == jobs_.end() || it->second->attempt != attempt) co_return;
+      job = Current(id, attempt);
+      if (job == nullptr) co_return;
     }
   }
-  it->second->slurm.id = 0;
+  job->slurm.id = 0;
   // Nothing waits for it: the next attempt's salloc may be granted the same cores once it ran.
   asio::co_spawn(io_, CancelSlurmJob(owner, allocation_id), asio::detached);
 }
@@ -180,7 +177,7 @@ Result<Launch> JobManager::SlurmTaskLaunch(const Job& job, const Process& p) con
                  std::to_string(SlurmTaskCores(job.config)),
                  "--coordinator",
                  settings_.coordinator};
-  if (Status owned = AsOwner(job.owner, launch); !owned.ok()) return owned;
+  if (Status owned = launcher_.AsOwner(job.owner, launch); !owned.ok()) return owned;
   launch.secret = nlohmann::json{{"token", p.token}}.dump();
   return launch;
 }
