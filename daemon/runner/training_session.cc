@@ -210,7 +210,9 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
           *ring_, ring_links_, std::move(optimizer), job.clip_norm, JobTimeout(job));
       if (!sync.ok()) return sync.status();
       strategy_ = std::move(sync).value();
-      shared_gradients_ = dynamic_cast<dist::HostSyncStrategy*>(strategy_.get()) != nullptr;
+      // A strategy with gradient storage of its own shares it with this host's replicas.
+      shared_gradients_ =
+          !strategy_->GradientStorage(network_->NumParams() + strategy_->GradientTail()).empty();
       return Status::Ok();
     }
     case Exchange::kPeriodicAverage:

@@ -123,7 +123,7 @@ class TrainingSession {
   std::vector<dist::Link*> shards_;
   std::unique_ptr<train::Strategy> strategy_;
   dist::PsStrategy* ps_ = nullptr;  // strategy_, when the replica trains on parameter servers
-  bool shared_gradients_ = false;   // strategy_ is a HostSyncStrategy
+  bool shared_gradients_ = false;   // strategy_ shares gradients in this host's memory
   std::unique_ptr<train::Trainer> trainer_;
 };
 

@@ -240,7 +240,7 @@ int RunSparseReplica(Upstream& upstream, const Admitted& admitted,
   runner::RunOptions options;
   options.stop = &g_stop;
   options.observer = &printer;
-  options.checkpoints = config::RoleOf(job.cluster, placement.rank).replica == 0;
+  options.checkpoints = config::WritesCheckpoints(job.cluster, placement.rank);
   const store::CheckpointData* resume = admitted.resume ? &*admitted.resume : nullptr;
   const Result<runner::SparseRunResult> ran =
       job.cluster.Servers() > 0
@@ -315,7 +315,7 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     options.stop = &g_stop;
     options.observer = &printer;
     // Replicas agree; replica 0 (each of its partitions, its part) writes the job's checkpoints.
-    options.checkpoints = config::RoleOf(job.cluster, placement.rank).replica == 0;
+    options.checkpoints = config::WritesCheckpoints(job.cluster, placement.rank);
     options.capture = session.Capturer();
     const Result<train::StopReason> why = runner::TrainRecorded(
         trainer, job.checkpoint, recorder, options, resume ? resume->step : -1);
