@@ -101,7 +101,8 @@ const NameTable<ClusterMode, kModeCount>& ModeNames() {
   static const std::string choices = [] {
     std::string joined;
     for (const ModeTraits& row : kModes) {
-      joined += (joined.empty() ? "" : ", ") + std::string(row.name);
+      if (!joined.empty()) joined += ", ";
+      joined += row.name;
     }
     return joined;
   }();
@@ -126,7 +127,7 @@ std::string QuotedModes(bool (*pred)(const ModeTraits&)) {
   std::string out;
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
-    out += "\"" + std::string(names[i]) + "\"";
+    out.append(1, '"').append(names[i]).append(1, '"');
   }
   return out;
 }
