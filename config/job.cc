@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "config/mode_traits.h"
 #include "core/name_table.h"
 
 namespace dtrain::config {
@@ -15,12 +16,6 @@ constexpr NameTable<DataFormat, 4> kFormats{{{{DataFormat::kIdx, "idx"},
                                             "idx, csv, libsvm, synthetic"};
 constexpr NameTable<SyntheticKind, 2> kSyntheticKinds{
     {{{SyntheticKind::kBlobs, "blobs"}, {SyntheticKind::kLinear, "linear"}}}, "blobs, linear"};
-constexpr NameTable<ClusterMode, 5> kModes{{{{ClusterMode::kSingle, "single"},
-                                             {ClusterMode::kSync, "sync"},
-                                             {ClusterMode::kAsync, "async"},
-                                             {ClusterMode::kLocal, "local"},
-                                             {ClusterMode::kSandblaster, "sandblaster"}}},
-                                           "single, sync, async, local, sandblaster"};
 constexpr NameTable<AllReduce, 2> kAllReduces{
     {{{AllReduce::kRing, "ring"}, {AllReduce::kPs, "ps"}}}, "ring, ps"};
 constexpr NameTable<Transport, 2> kTransports{
@@ -69,7 +64,6 @@ bool JobConfig::operator==(const JobConfig& other) const {
 
 std::string_view DataFormatName(DataFormat format) { return kFormats.Name(format); }
 std::string_view SyntheticKindName(SyntheticKind kind) { return kSyntheticKinds.Name(kind); }
-std::string_view ClusterModeName(ClusterMode mode) { return kModes.Name(mode); }
 std::string_view AllReduceName(AllReduce kind) { return kAllReduces.Name(kind); }
 std::string_view TransportName(Transport transport) { return kTransports.Name(transport); }
 std::string_view LrScalingName(LrScaling scaling) { return kLrScalings.Name(scaling); }
@@ -85,12 +79,8 @@ Result<DataFormat> ParseDataFormat(std::string_view name) {
 Result<SyntheticKind> ParseSyntheticKind(std::string_view name) {
   return kSyntheticKinds.Parse(name, "synthetic data kind");
 }
-Result<ClusterMode> ParseClusterMode(std::string_view name) {
-  return kModes.Parse(name, "cluster mode");
-}
 std::string_view DataFormatChoices() { return kFormats.choices; }
 std::string_view SyntheticKindChoices() { return kSyntheticKinds.choices; }
-std::string_view ClusterModeChoices() { return kModes.choices; }
 std::string_view AllReduceChoices() { return kAllReduces.choices; }
 std::string_view TransportChoices() { return kTransports.choices; }
 std::string_view LrScalingChoices() { return kLrScalings.choices; }
@@ -111,7 +101,7 @@ Result<PlacementPolicy> ParsePlacementPolicy(std::string_view name) {
 
 float ScaledLearningRate(const JobConfig& job) {
   const float lr = job.train.schedule.lr;
-  if (job.cluster.mode != ClusterMode::kSync && job.cluster.mode != ClusterMode::kLocal) return lr;
+  if (!TraitsOf(job.cluster.mode).scales_lr) return lr;
   const auto n = static_cast<float>(job.cluster.workers);
   switch (job.cluster.lr_scaling) {
     case LrScaling::kLinear:

@@ -27,7 +27,8 @@ namespace dtrain::config {
 enum class DataFormat { kIdx, kCsv, kLibsvm, kSynthetic };
 enum class SyntheticKind { kBlobs, kLinear };
 // kSandblaster: L-BFGS with a coordinator, parameter shards that hold its vectors and workers that
-// compute work units (core/dist/sandblaster_protocol.md).
+// compute work units (core/dist/sandblaster_protocol.md). What each mode is and does: its row in
+// config/mode_traits.h.
 enum class ClusterMode { kSingle, kSync, kAsync, kLocal, kSandblaster };
 enum class AllReduce { kRing, kPs };  // how mode "sync" averages gradients
 // What carries a ring's links: shared memory between processes of one host, TCP otherwise (auto),
@@ -113,18 +114,13 @@ struct ClusterConfig {
   int work_units = 0;
   double backup_after = 0.8;
 
-  // Shards of each partition, where a mode uses parameter servers.
-  int Servers() const {
-    return mode == ClusterMode::kAsync || mode == ClusterMode::kSandblaster ||
-                   (mode == ClusterMode::kSync && allreduce == AllReduce::kPs)
-               ? servers
-               : 0;
-  }
+  // Shards of each partition, where a mode uses parameter servers (config/mode_traits.h).
+  int Servers() const;
   // Processes the job runs (config/job_layout.h): every replica's partitions, then every
   // partition's shards, then a Sandblaster job's coordinator.
   int Trainers() const { return workers * model_parallel; }
   int Shards() const { return Servers() * model_parallel; }
-  int Coordinators() const { return mode == ClusterMode::kSandblaster ? 1 : 0; }
+  int Coordinators() const;
   int Processes() const { return Trainers() + Shards() + Coordinators(); }
   int WorkUnits() const { return work_units > 0 ? work_units : 10 * workers; }
 

@@ -14,8 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "config/cluster_section.h"
 #include "config/job_memory.h"
 #include "config/layer_list.h"
+#include "config/mode_traits.h"
 #include "config/slurm_job.h"
 #include "config/sparse_job.h"
 #include "config/toml_reader.h"
@@ -45,8 +47,8 @@ using internal::ReadMemorySize;
 using internal::ReadWholeFile;
 using internal::RejectUnknown;
 using internal::SectionTable;
-using internal::SizeOf;
 using internal::Sink;
+using internal::SizeOf;
 using internal::SyntaxError;
 using internal::TableReader;
 
@@ -61,11 +63,6 @@ constexpr std::int64_t kMaxBatchSize = 1 << 20;
 constexpr std::int64_t kMaxRows = 100'000'000;
 constexpr std::int64_t kMaxClasses = 1 << 16;
 constexpr std::int64_t kMaxThreads = 1024;
-constexpr std::int64_t kMaxWorkers = 1024;
-constexpr std::int64_t kMaxPartitions = 64;
-constexpr std::int64_t kMaxMicroBatches = 4096;
-constexpr std::int64_t kMaxUnits = 1'000'000;  // cluster.work_units
-constexpr std::int64_t kMaxEvery = 1000000;    // cluster.*_every and max_staleness
 constexpr std::int64_t kMaxKeep = 10'000;
 constexpr std::int64_t kMaxSeed = std::numeric_limits<std::int64_t>::max();
 constexpr std::size_t kMaxNameLength = 64;
@@ -396,7 +393,6 @@ void ReadModel(TableReader& r, Sink& sink, const DataConfig& data, model::ModelS
   }
 }
 
-
 void ReadTrain(TableReader& r, train::TrainOptions* t, int* threads, float* clip_norm) {
   const toml::node* epochs = r.Int("epochs", 0, kMaxEpochs, &t->epochs);
   const toml::node* steps = r.Int("steps", 0, kMaxSteps, &t->steps);
@@ -460,114 +456,6 @@ void ReadOptimizer(TableReader& r, optim::OptimizerOptions* o, optim::ScheduleOp
   }
 }
 
-// cluster.hosts: node names, as the daemons' [cluster] name (or host names) give them.
-void ReadHosts(TableReader& r, std::vector<std::string>* hosts) {
-  const toml::node* node = r.Find("hosts");
-  if (node == nullptr) return;
-  const toml::array* list = node->as_array();
-  if (list == nullptr || list->empty()) {
-    r.Report(*node, "hosts", "must be a non-empty array of node names, such as [\"node1\"]");
-    return;
-  }
-  std::vector<std::string> names;
-  for (std::size_t i = 0; i < list->size(); ++i) {
-    const toml::node& item = (*list)[i];
-    const std::optional<std::string_view> name = item.value<std::string_view>();
-    const bool valid = name && !name->empty() && name->size() <= 253 &&
-                       name->find_first_not_of(
-                           "abcdefghijklmnopqrstuvwxyz"
-                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") == std::string_view::npos;
-    if (!valid) {
-      r.Report(item, "hosts",
-               "host " + std::to_string(i + 1) +
-                   " must be a node name (letters, digits, dots and hyphens)");
-      continue;
-    }
-    names.emplace_back(*name);
-  }
-  if (!r.Failed("hosts")) *hosts = std::move(names);
-}
-
-void ReadCluster(TableReader& r, ClusterConfig* c) {
-  const toml::node* workers = r.Int("workers", 1, kMaxWorkers, &c->workers);
-  r.Enum("mode", ParseClusterMode, ClusterModeChoices(), &c->mode);
-  if (workers != nullptr && c->workers > 1 && c->mode == ClusterMode::kSingle &&
-      !r.Failed("mode")) {
-    r.Report(*workers, "workers",
-             "is " + std::to_string(c->workers) +
-                 ", but cluster.mode \"single\" trains one worker: use mode \"sync\", \"async\", "
-                 "\"local\" or \"sandblaster\" for several");
-  }
-  r.Enum("allreduce", ParseAllReduce, AllReduceChoices(), &c->allreduce);
-  r.Int("servers", 1, kMaxWorkers, &c->servers);
-  r.Int("push_every", 1, kMaxEvery, &c->push_every);
-  r.Int("fetch_every", 1, kMaxEvery, &c->fetch_every);
-  r.Int("max_staleness", 0, kMaxEvery, &c->max_staleness);
-  r.Int("average_every", 1, kMaxEvery, &c->average_every);
-  r.Bool("average_optimizer", &c->average_optimizer);
-  r.Enum("lr_scaling", ParseLrScaling, LrScalingChoices(), &c->lr_scaling);
-  r.Number("timeout_seconds", Closed(0.1, 86400), &c->timeout_seconds);
-  r.Number("heartbeat_timeout", Closed(0.2, 3600), &c->heartbeat_timeout);
-  r.Enum("placement", ParsePlacementPolicy, PlacementPolicyChoices(), &c->placement);
-  ReadHosts(r, &c->hosts);
-  r.Enum("transport", ParseTransport, TransportChoices(), &c->transport);
-  r.Bool("checksum", &c->checksum);
-  r.Int("model_parallel", 1, kMaxPartitions, &c->model_parallel);
-  r.Enum("partition", model::ParsePartitionKind, model::PartitionKindChoices(), &c->partition);
-  r.Int("micro_batches", 1, kMaxMicroBatches, &c->micro_batches);
-  r.Int("work_units", 0, kMaxUnits, &c->work_units);
-  r.Number("backup_after", Closed(0, 1), &c->backup_after);
-}
-
-// Model parallelism fits the model: an MLP whose layers (or units) split K ways, micro-batches
-// only in a pipeline and no larger than a batch, no gradient clipping across partitions.
-void CheckModelParallel(const JobConfig& job, TableReader& cluster) {
-  const ClusterConfig& c = job.cluster;
-  const toml::node* micro = cluster.Find("micro_batches");
-  if (micro != nullptr && c.micro_batches > 1 && !cluster.Failed("micro_batches")) {
-    if (c.model_parallel == 1 || c.partition != model::PartitionKind::kLayers) {
-      cluster.Report(*micro, "micro_batches",
-                     "splits a pipeline's batch: it needs partition = \"layers\" and "
-                     "model_parallel > 1");
-    } else if (c.micro_batches > job.train.batch_size) {
-      cluster.Report(*micro, "micro_batches",
-                     "is " + std::to_string(c.micro_batches) + ", more than train.batch_size (" +
-                         std::to_string(job.train.batch_size) + ")");
-    }
-  }
-  const toml::node* parallel = cluster.Find("model_parallel");
-  if (parallel == nullptr || c.model_parallel == 1 || cluster.Failed("model_parallel")) return;
-  const int k = c.model_parallel;
-  const std::string is = "is " + std::to_string(k) + ", but ";
-  const model::ModelSpec& m = job.model;
-  if (m.type != model::ModelType::kMlp) {
-    cluster.Report(*parallel, "model_parallel",
-                   is + "only an MLP (model.type = \"mlp\") has layers to split");
-  } else if (c.partition == model::PartitionKind::kLayers &&
-             static_cast<int>(m.hidden.size()) + 1 < k) {
-    cluster.Report(*parallel, "model_parallel",
-                   is + "the model has " + std::to_string(m.hidden.size() + 1) +
-                       " layers to split (partition = \"layers\" gives each partition at least "
-                       "one)");
-  } else if (c.partition == model::PartitionKind::kTensor) {
-    for (std::size_t l = 0; l < m.hidden.size(); ++l) {
-      if (m.hidden[l] < k) {
-        cluster.Report(*parallel, "model_parallel",
-                       is + "hidden layer " + std::to_string(l + 1) + " has " +
-                           std::to_string(m.hidden[l]) +
-                           " units to split (partition = \"tensor\" gives each partition at "
-                           "least one of every layer)");
-        return;
-      }
-    }
-  }
-  if (job.clip_norm > 0.0f) {
-    cluster.Report(*parallel, "model_parallel",
-                   is + "train.clip_norm would clip each partition's gradient by its own norm: "
-                        "gradient clipping is not available with model parallelism");
-  }
-}
-
 // Augmentation needs rows that are images: IDX data, or a layer list's input_shape with a height
 // and width (as train::ImageOf finds them).
 void CheckAugment(const JobConfig& job, TableReader& data) {
@@ -582,55 +470,6 @@ void CheckAugment(const JobConfig& job, TableReader& data) {
                   "needs images: format \"idx\", or model.type = \"sequential\" with an "
                   "input_shape of [channels, height, width]");
       return;
-    }
-  }
-}
-
-// L-BFGS is a batch method: one process minimises the full-batch objective (mode "single"), or
-// Sandblaster's processes together; the model is not split. Sandblaster runs L-BFGS only.
-void CheckLbfgs(const JobConfig& job, TableReader& optimizer, TableReader& cluster) {
-  const toml::node* mode = cluster.Find("mode");
-  if (mode != nullptr && job.cluster.mode == ClusterMode::kSandblaster && !cluster.Failed("mode") &&
-      job.optimizer.type != optim::OptimizerType::kLbfgs && !optimizer.Failed("type")) {
-    cluster.Report(*mode, "mode",
-                   "is \"sandblaster\", which runs L-BFGS: set optimizer.type = \"lbfgs\"");
-  }
-  const toml::node* type = optimizer.Find("type");
-  if (type == nullptr || job.optimizer.type != optim::OptimizerType::kLbfgs ||
-      optimizer.Failed("type")) {
-    return;
-  }
-  const std::string is = "is \"lbfgs\", a batch method, but ";
-  if (job.cluster.mode != ClusterMode::kSingle && job.cluster.mode != ClusterMode::kSandblaster) {
-    optimizer.Report(*type, "type",
-                     is + "cluster.mode is \"" + std::string(ClusterModeName(job.cluster.mode)) +
-                         "\": L-BFGS runs in mode \"single\" or \"sandblaster\"");
-  } else if (job.cluster.model_parallel > 1) {
-    optimizer.Report(*type, "type",
-                     is + "cluster.model_parallel splits the model: L-BFGS "
-                          "trains a whole model");
-  } else if (job.data.augment.enabled()) {
-    optimizer.Report(*type, "type",
-                     is + "data.augment_* changes the training images every step: L-BFGS needs "
-                          "one fixed objective");
-  } else {
-    for (std::size_t i = 0; i < job.model.layers.size(); ++i) {
-      const model::LayerSpec& layer = job.model.layers[i];
-      const std::string which = "model.layers[" + std::to_string(i + 1) + "] is ";
-      if (layer.kind == model::LayerKind::kDropout && layer.rate > 0.0f) {
-        optimizer.Report(*type, "type",
-                         is + which +
-                             "a dropout layer, whose random masks would change the objective "
-                             "between evaluations: remove it for L-BFGS");
-        return;
-      }
-      if (layer.kind == model::LayerKind::kBatchNorm) {
-        optimizer.Report(*type, "type",
-                         is + which +
-                             "a batchnorm layer, whose batch statistics would change the "
-                             "objective with the rows summed at once: remove it for L-BFGS");
-        return;
-      }
     }
   }
 }
@@ -726,14 +565,14 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   ReadTrain(train, &job.train, &job.threads, &job.clip_norm);
   const toml::node* memory_limit = ReadMemorySize(train, "memory_limit", &job.memory_limit);
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule, &job.lbfgs, &job.sample_rows);
-  ReadCluster(cluster, &job.cluster);
+  internal::ReadCluster(cluster, &job.cluster);
   internal::ReadSlurm(cluster, slurm, &job.cluster, &job.slurm);
-  CheckModelParallel(job, cluster);
-  CheckLbfgs(job, optimizer, cluster);
-  // Downpour's shards default to Adagrad (Dean et al. 2012); an explicit optimizer.type wins.
-  if (job.cluster.mode == ClusterMode::kAsync && !optimizer.Present("type")) {
-    job.optimizer.type = optim::OptimizerType::kAdagrad;
-  }
+  internal::CheckModelParallel(job, cluster);
+  internal::CheckLbfgs(job, optimizer, cluster);
+  // A mode may have its own default optimizer (Downpour's is Adagrad); an explicit type wins.
+  const std::optional<optim::OptimizerType> mode_default =
+      TraitsOf(job.cluster.mode).default_optimizer;
+  if (mode_default && !optimizer.Present("type")) job.optimizer.type = *mode_default;
   ReadCheckpoint(checkpoint, &job.checkpoint);
   restart.Int("max_restarts", 0, kMaxRestartsLimit, &job.max_restarts);
   CheckWarmup(optimizer, job.train);

@@ -5,6 +5,7 @@
 
 #include "config/job_file.h"
 #include "config/layer_list.h"
+#include "config/mode_traits.h"
 #include "config/slurm_job.h"
 #include "config/sparse_job.h"
 #include "config/toml_text.h"
@@ -142,28 +143,29 @@ void WriteOptimizer(const JobConfig& job, Shown show, TomlWriter& w) {
 }
 
 void WriteCluster(const ClusterConfig& c, Shown show, TomlWriter& w) {
-  const bool several = c.workers > 1, async = c.mode == ClusterMode::kAsync;
-  const bool on_servers = async || (c.mode == ClusterMode::kSync && c.allreduce == AllReduce::kPs);
+  const bool several = c.workers > 1;
   const bool partitioned = c.model_parallel > 1;
+  const unsigned keys = TraitsOf(c.mode).keys;
+  const auto own = [keys](ModeKeys k) { return (keys & k) != 0; };
   w.Section("cluster");
   w.Int("workers", c.workers);
   w.String("mode", ClusterModeName(c.mode));
-  if (show(c.mode == ClusterMode::kSync)) w.String("allreduce", AllReduceName(c.allreduce));
+  if (show(own(kAllReduceKey))) w.String("allreduce", AllReduceName(c.allreduce));
   if (show(several || partitioned)) {
     w.String("transport", TransportName(c.transport));
     w.Bool("checksum", c.checksum);
   }
-  if (show(on_servers)) w.Int("servers", c.servers);
-  if (show(async)) {
+  if (show(own(kServersKey) && c.Servers() > 0)) w.Int("servers", c.servers);
+  if (show(own(kDownpourKeys))) {
     w.Int("push_every", c.push_every);
     w.Int("fetch_every", c.fetch_every);
     w.Int("max_staleness", c.max_staleness);
   }
-  if (show(c.mode == ClusterMode::kLocal)) {
+  if (show(own(kAveragingKeys))) {
     w.Int("average_every", c.average_every);
     w.Bool("average_optimizer", c.average_optimizer);
   }
-  if (show(c.mode == ClusterMode::kSandblaster)) {
+  if (show(own(kWorkUnitKeys))) {
     w.Int("work_units", c.work_units);
     w.Double("backup_after", c.backup_after);
   }

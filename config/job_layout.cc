@@ -1,5 +1,7 @@
 #include "config/job_layout.h"
 
+#include "config/mode_traits.h"
+
 namespace dtrain::config {
 
 ProcessRole RoleOf(const ClusterConfig& c, int rank) {
@@ -71,17 +73,20 @@ const char* RoleName(const ClusterConfig& c, int rank) {
 }
 
 int LeadRank(const ClusterConfig& c) {
-  return c.mode == ClusterMode::kSandblaster ? c.Trainers() + c.Shards() : 0;
+  return TraitsOf(c.mode).coordinator ? c.Trainers() + c.Shards() : 0;
 }
 
 bool WritesCheckpoints(const ClusterConfig& c, int rank) {
   const ProcessRole role = RoleOf(c, rank);
-  if (c.mode == ClusterMode::kSandblaster) return role.kind == ProcessRole::Kind::kCoordinator;
+  if (TraitsOf(c.mode).checkpoints == CheckpointWriter::kCoordinator) {
+    return role.kind == ProcessRole::Kind::kCoordinator;
+  }
   return role.kind == ProcessRole::Kind::kReplica && role.replica == 0;
 }
 
 bool Expendable(const ClusterConfig& c, int rank) {
-  return c.mode == ClusterMode::kSandblaster && RoleOf(c, rank).kind == ProcessRole::Kind::kReplica;
+  return TraitsOf(c.mode).lost_replica == LostProcess::kCarryOn &&
+         RoleOf(c, rank).kind == ProcessRole::Kind::kReplica;
 }
 
 }  // namespace dtrain::config

@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "config/mode_traits.h"
 #include "core/sparse/key_table.h"
 
 namespace dtrain::config::internal {
@@ -12,8 +13,6 @@ namespace {
 constexpr std::int64_t kMaxFactors = 1024;
 constexpr std::array<std::string_view, 8> kDenseModelKeys{
     "hidden", "activation", "loss", "init", "inputs", "outputs", "input_shape", "layers"};
-constexpr std::array<ClusterMode, 3> kSparseModes{ClusterMode::kSingle, ClusterMode::kAsync,
-                                                  ClusterMode::kSync};
 
 // Reports `key` where it is written, if it is, with `message`; true if it was.
 bool ReportIfPresent(TableReader& r, std::string_view key, const std::string& message) {
@@ -95,22 +94,25 @@ void CheckSparseJob(const JobConfig& job, const SparseReaders& r) {
                                 "features alone: \"sgd\", \"adagrad\" or \"ftrl\"";
     if (!ReportIfPresent(r.optimizer, "type", message)) r.optimizer.Missing("type", message);
   }
-  bool mode_fits = false;
-  for (const ClusterMode mode : kSparseModes) mode_fits = mode_fits || job.cluster.mode == mode;
-  if (!mode_fits && !r.cluster.Failed("mode")) {
+  const ModeTraits& mode = TraitsOf(job.cluster.mode);
+  if (!mode.sparse && !r.cluster.Failed("mode")) {
     ReportIfPresent(r.cluster, "mode",
                     "is \"" + std::string(ClusterModeName(job.cluster.mode)) +
                         "\", but a sparse model (data.sparse = true) trains in mode \"single\", "
                         "\"async\" or \"sync\" (on parameter servers)");
   }
-  if (job.cluster.mode == ClusterMode::kSync && job.cluster.allreduce != AllReduce::kPs) {
+  // A mode whose shards come with allreduce = "ps" trains a sparse model on them only.
+  if (mode.sparse && mode.servers == ServersRule::kWithPsAllReduce &&
+      job.cluster.allreduce != AllReduce::kPs) {
+    const std::string name(mode.name);
     const std::string message =
-        "a sparse model trains in mode \"sync\" on parameter servers, where each step moves "
-        "only its batch's keys: it needs cluster.allreduce = \"ps\"";
+        "a sparse model trains in mode \"" + name +
+        "\" on parameter servers, where each step moves only its batch's keys: it needs "
+        "cluster.allreduce = \"ps\"";
     if (!ReportIfPresent(
             r.cluster, "allreduce",
             "is \"" + std::string(AllReduceName(job.cluster.allreduce)) + "\", but " + message)) {
-      ReportIfPresent(r.cluster, "mode", "is \"sync\", but " + message);
+      ReportIfPresent(r.cluster, "mode", "is \"" + name + "\", but " + message);
     }
   }
   const ClusterConfig defaults;

@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "core/dist/ps_client.h"
+#include "core/dist/ps_strategy.h"
 #include "core/math/buffer.h"
 #include "core/train/strategy.h"
 
@@ -76,7 +77,7 @@ struct DownpourStats {
   double wait_seconds = 0.0;         // the training thread blocked on communication
 };
 
-class DownpourStrategy final : public train::Strategy {
+class DownpourStrategy final : public PsStrategy {
  public:
   DownpourStrategy(std::span<Link* const> shard_links, std::size_t num_params,
                    DownpourOptions options);
@@ -85,7 +86,7 @@ class DownpourStrategy final : public train::Strategy {
   DownpourStrategy& operator=(const DownpourStrategy&) = delete;
 
   // Says hello to every shard and receives their current parameters into `params`.
-  Status Connect(std::span<float> params);
+  Status Connect(std::span<float> params) override;
 
   Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
                const train::StepShare& share) override;
@@ -100,10 +101,11 @@ class DownpourStrategy final : public train::Strategy {
   // Every shard's state now (between this replica's steps; not a consistent cut across shards
   // or replicas in async mode), or the settled one. The version vectors say which pushes each
   // shard had applied.
-  Result<PsSnapshot> Snapshot();
+  Result<PsSnapshot> Snapshot() override;
   // Pushes the unpushed part of the last window, says goodbye, stops the communication thread.
   // Idempotent; later Applies fail.
-  Status Finish();
+  Status Finish() override;
+  bool KeepsClocks() const override { return true; }
 
  private:
   using Job = std::function<Status()>;

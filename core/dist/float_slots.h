@@ -4,13 +4,17 @@
 //
 //   PutU64(header, 4, pass);  std::uint64_t back = GetU64(header, 4);
 //
-// Pure functions; the caller keeps slots in range.
+// Pure functions; the caller keeps slots in range. A message header starts with its protocol's
+// magic, which CheckMagic verifies before anything else is read.
 #pragma once
 
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
+
+#include "core/status.h"
 
 namespace dtrain::dist {
 
@@ -33,5 +37,9 @@ inline void PutF64(std::span<float> out, std::size_t slot, double v) {
 inline double GetF64(std::span<const float> in, std::size_t slot) {
   return std::bit_cast<double>(GetU64(in, slot));
 }
+
+// Ok if slot `slot` holds `magic`; otherwise "bad <what> header: magic 0x..., not 0x...".
+Status CheckMagic(std::span<const float> in, std::size_t slot, std::uint32_t magic,
+                  std::string_view what);
 
 }  // namespace dtrain::dist

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <limits>
 #include <utility>
+
+#include "core/dist/float_slots.h"
 
 namespace dtrain::dist {
 namespace {
@@ -369,10 +370,7 @@ Result<PsSnapshot> PsClient::Snapshot() {
     if (s.ok()) s = ReceiveData(k, PsMessage::kSnapshot, version, "snapshot version vector");
     if (!s.ok()) return Broken(s);
     std::vector<std::uint64_t> clocks(workers);
-    for (std::size_t w = 0; w < workers; ++w) {
-      clocks[w] = std::bit_cast<std::uint32_t>(version[2 * w]) |
-                  (std::uint64_t{std::bit_cast<std::uint32_t>(version[2 * w + 1])} << 32);
-    }
+    for (std::size_t w = 0; w < workers; ++w) clocks[w] = GetU64(version, 2 * w);
     snap.steps.push_back(h.steps);
     snap.global_clock.push_back(h.clock);
     snap.clocks.push_back(std::move(clocks));

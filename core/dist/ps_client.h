@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "core/dist/link.h"
-#include "core/dist/parameter_shard.h"
+#include "core/dist/ps_messages.h"
 #include "core/dist/shard_ranges.h"
 #include "core/status.h"
 #include "core/train/strategy.h"

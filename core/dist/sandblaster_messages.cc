@@ -1,7 +1,6 @@
 #include "core/dist/sandblaster_messages.h"
 
 #include <array>
-#include <cstdio>
 
 #include "core/dist/float_slots.h"
 
@@ -43,13 +42,7 @@ void EncodeSb(const SbHeader& h, std::span<float, kSbHeaderFloats> out) {
 }
 
 Result<SbHeader> DecodeSb(std::span<const float, kSbHeaderFloats> in) {
-  const std::uint32_t magic = GetU32(in, kMagic);
-  if (magic != kSbMagic) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "bad Sandblaster header: magic 0x%08x, not 0x%08x", magic,
-                  kSbMagic);
-    return Status::Error(buf);
-  }
+  if (Status magic = CheckMagic(in, kMagic, kSbMagic, "Sandblaster"); !magic.ok()) return magic;
   SbHeader h;
   h.kind = static_cast<SbKind>(GetU32(in, kKind));
   h.from = GetU32(in, kFrom);

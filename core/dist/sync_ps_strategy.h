@@ -31,6 +31,7 @@
 #include <span>
 
 #include "core/dist/ps_client.h"
+#include "core/dist/ps_strategy.h"
 #include "core/train/strategy.h"
 
 namespace dtrain::dist {
@@ -42,7 +43,7 @@ struct SyncPsOptions {
   std::chrono::milliseconds timeout{30'000};
 };
 
-class SyncPsStrategy final : public train::Strategy {
+class SyncPsStrategy final : public PsStrategy {
  public:
   // shard_links[k] is connected to shard k.
   SyncPsStrategy(std::span<Link* const> shard_links, std::size_t num_params, SyncPsOptions options);
@@ -51,7 +52,7 @@ class SyncPsStrategy final : public train::Strategy {
   SyncPsStrategy& operator=(const SyncPsStrategy&) = delete;
 
   // Says hello to every shard and receives their current parameters into `params`.
-  Status Connect(std::span<float> params);
+  Status Connect(std::span<float> params) override;
 
   // Pushes grad (clipped first when clip_norm > 0) with lr and this replica's stop vote; `params`
   // becomes the shards' parameters after step `step`.
@@ -64,9 +65,10 @@ class SyncPsStrategy final : public train::Strategy {
 
   // Every shard's parameters and optimizer state after the last step this replica applied (any
   // replica may ask between its steps; rank 0 does, for checkpoints).
-  Result<PsSnapshot> Snapshot();
+  Result<PsSnapshot> Snapshot() override;
   // Says goodbye to every shard; later Applies fail. Idempotent.
-  Status Finish();
+  Status Finish() override;
+  bool KeepsClocks() const override { return false; }
 
  private:
   PsClient client_;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 
+#include "config/mode_traits.h"
 #include "daemon/runner/lbfgs_run.h"
 #include "daemon/runner/memory_limit.h"
 #include "daemon/runner/sparse_run.h"
@@ -98,7 +99,9 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
     }
     const std::optional<store::CheckpointData>& resume = latest.value().checkpoint;
     StoreRecorder recorder(store, job_id, kWorker, job.checkpoint.keep);
-    if (job.data.sparse) {
+    // A job of one process: its replica's engine is kSteps, kSparseSteps or kLbfgs.
+    const config::Engine engine = config::EngineOf(job, kWorker);
+    if (engine == config::Engine::kSparseSteps) {
       doing = "reading the job's sparse data";
       auto sparse_data = LoadSparseJobData(job);
       if (!sparse_data.ok()) return finish(JobState::kFailed, sparse_data.status().message());
@@ -130,7 +133,7 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
     outcome.eval_name = data.eval_name;
     outcome.classification = data.spec.loss != model::LossType::kMeanSquaredError;
 
-    if (job.optimizer.type == optim::OptimizerType::kLbfgs) {
+    if (engine == config::Engine::kLbfgs) {
       doing = "running L-BFGS";
       outcome.resumed_from = resume ? resume->step : -1;
       Status running = store.SetJobState(

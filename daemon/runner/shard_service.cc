@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "config/job_layout.h"
+#include "config/mode_traits.h"
 #include "core/dist/parameter_shard.h"
 #include "core/dist/shard_ranges.h"
 #include "core/model/model.h"
@@ -62,8 +63,9 @@ void AcceptRejoining(const dist::PeerListener& listener, int self, const config:
 }  // namespace
 
 dist::PsMode PsModeOf(const config::JobConfig& job) {
-  return job.cluster.mode == config::ClusterMode::kAsync ? dist::PsMode::kAsync
-                                                         : dist::PsMode::kSync;
+  return config::TraitsOf(job.cluster.mode).exchange == config::Exchange::kAsynchronous
+             ? dist::PsMode::kAsync
+             : dist::PsMode::kSync;
 }
 
 void AppendStalenessPoints(std::int64_t step, const dist::StalenessStats& staleness,
@@ -128,18 +130,20 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
   const auto [begin, end] = dist::ShardRanges(n, shards)[static_cast<std::size_t>(shard)];
   const auto timeout =
       std::chrono::milliseconds(static_cast<long>(job.cluster.timeout_seconds * 1000));
-  dist::ParameterShard server(
-      dist::ShardOptions{.shard = shard,
-                         .shards = shards,
-                         .begin = begin,
-                         .end = end,
-                         .num_params = n,
-                         .workers = workers,
-                         .mode = PsModeOf(job),
-                         .max_staleness = job.cluster.max_staleness,
-                         .optimizer = job.optimizer,
-                         .timeout = timeout,
-                         .rejoin = job.cluster.mode == config::ClusterMode::kAsync});
+  // A restarted replica rejoins its shards where the mode restarts a lost replica alone.
+  const bool takes_back =
+      config::TraitsOf(job.cluster.mode).lost_replica == config::LostProcess::kRestartAlone;
+  dist::ParameterShard server(dist::ShardOptions{.shard = shard,
+                                                 .shards = shards,
+                                                 .begin = begin,
+                                                 .end = end,
+                                                 .num_params = n,
+                                                 .workers = workers,
+                                                 .mode = PsModeOf(job),
+                                                 .max_staleness = job.cluster.max_staleness,
+                                                 .optimizer = job.optimizer,
+                                                 .timeout = timeout,
+                                                 .rejoin = takes_back});
 
   Status loaded;
   if (resume) {
@@ -158,7 +162,7 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
                          resume->optimizer_steps);
     // An async checkpoint keeps each shard's version vector: the clocks go on from it.
     const auto k = static_cast<std::size_t>(shard);
-    if (loaded.ok() && job.cluster.mode == config::ClusterMode::kAsync &&
+    if (loaded.ok() && PsModeOf(job) == dist::PsMode::kAsync &&
         resume->clocks.size() == static_cast<std::size_t>(shards) &&
         resume->clocks[k].size() == static_cast<std::size_t>(workers)) {
       loaded = server.LoadClocks(resume->clocks[k]);
@@ -187,7 +191,7 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
         std::atomic<bool> serving{true};
         std::vector<std::unique_ptr<dist::Link>> rejoined;
         std::thread acceptor;
-        if (job.cluster.mode == config::ClusterMode::kAsync) {
+        if (takes_back) {
           acceptor = std::thread([&] {
             AcceptRejoining(*placement.listener, placement.rank, job, server, serving, rejoined);
           });

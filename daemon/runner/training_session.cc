@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "config/job_layout.h"
+#include "config/mode_traits.h"
 #include "config/thread_layout.h"
 #include "core/dist/downpour_strategy.h"
 #include "core/dist/host_sync_strategy.h"
@@ -19,7 +20,8 @@
 namespace dtrain::runner {
 namespace {
 
-using config::ClusterMode;
+using config::Exchange;
+using config::TraitsOf;
 
 bool UsesShards(const config::JobConfig& job) { return job.cluster.Servers() > 0; }
 
@@ -54,8 +56,9 @@ train::TrainOptions ReplicaOptions(const config::JobConfig& job, const model::Mo
   o.rank = rank;
   o.world_size = job.cluster.workers;
   // Sync modes split one global batch per step; the others train each worker on its own shard.
-  o.sharding = job.cluster.mode == ClusterMode::kSync ? data::ShardMode::kGlobalBatches
-                                                      : data::ShardMode::kContiguousShards;
+  o.sharding = TraitsOf(job.cluster.mode).exchange == Exchange::kSynchronous
+                   ? data::ShardMode::kGlobalBatches
+                   : data::ShardMode::kContiguousShards;
   o.schedule.lr = config::ScaledLearningRate(job);
   o.learning_rate = job.optimizer.type != optim::OptimizerType::kFtrl;
   return o;
@@ -170,12 +173,11 @@ Result<std::vector<std::unique_ptr<dist::Link>>> ConnectShardLinks(const config:
 }
 
 Status TrainingSession::Connect(const config::JobConfig& job, const Placement& placement) {
-  const std::size_t n = network_->NumParams();
   const int workers = job.cluster.workers;
-  const int rank = placement.rank;
-  auto optimizer = [&] { return optim::MakeOptimizer(job.optimizer, 0, n); };
-  if (job.cluster.mode == ClusterMode::kSingle || (workers == 1 && !UsesShards(job))) {
-    strategy_ = std::make_unique<train::LocalStrategy>(optimizer(), job.clip_norm);
+  if (TraitsOf(job.cluster.mode).exchange == Exchange::kNone ||
+      (workers == 1 && !UsesShards(job))) {
+    strategy_ = std::make_unique<train::LocalStrategy>(
+        optim::MakeOptimizer(job.optimizer, 0, network_->NumParams()), job.clip_norm);
     return Status::Ok();
   }
   if (placement.listener == nullptr ||
@@ -184,57 +186,82 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
                          std::to_string(job.cluster.Servers()) +
                          " shards needs the address of every process (rendezvous)");
   }
+  if (!UsesShards(job)) return ConnectRing(job, placement);
+  return ConnectShards(job, placement);
+}
+
+Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placement& placement) {
   const dist::Deadline deadline = dist::Clock::now() + JobTimeout(job);
-  if (!UsesShards(job)) {
-    const std::vector<dist::Endpoint> ring(placement.peers.begin(),
-                                           placement.peers.begin() + workers);
-    Result<dist::RingLinks> links = dist::JoinRing(rank, ring, *placement.listener, deadline,
-                                                   placement.data_token, LinkTransportOf(job));
-    if (!links.ok()) return links.status();
-    ring_links_ = std::move(links).value();
-    for (const auto& link : ring_links_.owned) link->SetSendChecksums(job.cluster.checksum);
-    ring_ =
-        std::make_unique<dist::RingAllReduce>(rank, workers, ring_links_.left, ring_links_.right,
-                                              dist::RingOptions{.timeout = JobTimeout(job)});
-    if (job.cluster.mode == ClusterMode::kSync) {
-      Result<std::unique_ptr<train::Strategy>> sync =
-          dist::MakeSyncStrategy(*ring_, ring_links_, optimizer(), job.clip_norm, JobTimeout(job));
+  const int workers = job.cluster.workers;
+  const int rank = placement.rank;
+  const std::vector<dist::Endpoint> ring(placement.peers.begin(),
+                                         placement.peers.begin() + workers);
+  Result<dist::RingLinks> links = dist::JoinRing(rank, ring, *placement.listener, deadline,
+                                                 placement.data_token, LinkTransportOf(job));
+  if (!links.ok()) return links.status();
+  ring_links_ = std::move(links).value();
+  for (const auto& link : ring_links_.owned) link->SetSendChecksums(job.cluster.checksum);
+  ring_ = std::make_unique<dist::RingAllReduce>(rank, workers, ring_links_.left, ring_links_.right,
+                                                dist::RingOptions{.timeout = JobTimeout(job)});
+  auto optimizer = optim::MakeOptimizer(job.optimizer, 0, network_->NumParams());
+  switch (TraitsOf(job.cluster.mode).exchange) {
+    case Exchange::kSynchronous: {
+      Result<std::unique_ptr<train::Strategy>> sync = dist::MakeSyncStrategy(
+          *ring_, ring_links_, std::move(optimizer), job.clip_norm, JobTimeout(job));
       if (!sync.ok()) return sync.status();
       strategy_ = std::move(sync).value();
-      shared_gradients_ = dynamic_cast<dist::HostSyncStrategy*>(strategy_.get()) != nullptr;
-    } else {
-      strategy_ = std::make_unique<dist::LocalSgdStrategy>(*ring_, optimizer(), job.clip_norm,
-                                                           job.cluster.average_every,
-                                                           job.cluster.average_optimizer);
+      // A strategy with gradient storage of its own shares it with this host's replicas.
+      shared_gradients_ =
+          !strategy_->GradientStorage(network_->NumParams() + strategy_->GradientTail()).empty();
+      return Status::Ok();
     }
-    return Status::Ok();
+    case Exchange::kPeriodicAverage:
+      strategy_ = std::make_unique<dist::LocalSgdStrategy>(*ring_, std::move(optimizer),
+                                                           job.clip_norm, job.cluster.average_every,
+                                                           job.cluster.average_optimizer);
+      return Status::Ok();
+    default:
+      return Status::Error("cluster.mode \"" +
+                           std::string(config::ClusterModeName(job.cluster.mode)) +
+                           "\" trains no replicas over a ring");
   }
+}
+
+Status TrainingSession::ConnectShards(const config::JobConfig& job, const Placement& placement) {
   Result<std::vector<std::unique_ptr<dist::Link>>> links = ConnectShardLinks(job, placement);
   if (!links.ok()) return links.status();
   shard_links_ = std::move(links).value();
   shards_ = dist::LinkPointers(shard_links_);
-  if (job.cluster.mode == ClusterMode::kSync) {
-    auto ps =
-        std::make_unique<dist::SyncPsStrategy>(shards_, n,
-                                               dist::SyncPsOptions{.rank = rank,
-                                                                   .workers = workers,
-                                                                   .clip_norm = job.clip_norm,
-                                                                   .timeout = JobTimeout(job)});
-    sync_ps_ = ps.get();
-    strategy_ = std::move(ps);
-  } else {
-    auto downpour = std::make_unique<dist::DownpourStrategy>(
-        shards_, n,
-        dist::DownpourOptions{.rank = rank,
-                              .workers = workers,
-                              .push_every = job.cluster.push_every,
-                              .fetch_every = job.cluster.fetch_every,
-                              .max_staleness = job.cluster.max_staleness,
-                              .clip_norm = job.clip_norm,
-                              .timeout = JobTimeout(job)});
-    downpour_ = downpour.get();
-    strategy_ = std::move(downpour);
+  const std::size_t n = network_->NumParams();
+  const int workers = job.cluster.workers;
+  const int rank = placement.rank;
+  std::unique_ptr<dist::PsStrategy> ps;
+  switch (TraitsOf(job.cluster.mode).exchange) {
+    case Exchange::kSynchronous:
+      ps = std::make_unique<dist::SyncPsStrategy>(shards_, n,
+                                                  dist::SyncPsOptions{.rank = rank,
+                                                                      .workers = workers,
+                                                                      .clip_norm = job.clip_norm,
+                                                                      .timeout = JobTimeout(job)});
+      break;
+    case Exchange::kAsynchronous:
+      ps = std::make_unique<dist::DownpourStrategy>(
+          shards_, n,
+          dist::DownpourOptions{.rank = rank,
+                                .workers = workers,
+                                .push_every = job.cluster.push_every,
+                                .fetch_every = job.cluster.fetch_every,
+                                .max_staleness = job.cluster.max_staleness,
+                                .clip_norm = job.clip_norm,
+                                .timeout = JobTimeout(job)});
+      break;
+    default:
+      return Status::Error("cluster.mode \"" +
+                           std::string(config::ClusterModeName(job.cluster.mode)) +
+                           "\" trains no replicas on parameter servers");
   }
+  ps_ = ps.get();
+  strategy_ = std::move(ps);
   return Status::Ok();
 }
 
@@ -259,17 +286,14 @@ std::string TrainingSession::DescribeLinks() const {
 }
 
 Status TrainingSession::Start() {
-  if (sync_ps_ != nullptr) return sync_ps_->Connect(trainer_->params());
-  if (downpour_ != nullptr) return downpour_->Connect(trainer_->params());
-  return Status::Ok();
+  return ps_ != nullptr ? ps_->Connect(trainer_->params()) : Status::Ok();
 }
 
 std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::Capturer() {
-  if (sync_ps_ == nullptr && downpour_ == nullptr) return {};
+  if (ps_ == nullptr) return {};
   return [this](train::Trainer& trainer) -> Result<store::CheckpointData> {
     store::CheckpointData c = store::HeaderOf(ViewCheckpoint(trainer));
-    Result<dist::PsSnapshot> snapshot =
-        sync_ps_ != nullptr ? sync_ps_->Snapshot() : downpour_->Snapshot();
+    Result<dist::PsSnapshot> snapshot = ps_->Snapshot();
     if (!snapshot.ok()) return snapshot.status();
     const dist::PsSnapshot& shards = snapshot.value();
     c.params.assign(shards.params.begin(), shards.params.end());
@@ -287,16 +311,12 @@ std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::C
     for (std::uint64_t steps : shards.steps) {
       c.optimizer_steps = std::max(c.optimizer_steps, steps);
     }
-    if (downpour_ != nullptr) c.clocks = shards.clocks;  // each shard's version vector
+    if (ps_->KeepsClocks()) c.clocks = shards.clocks;  // each shard's version vector
     return c;
   };
 }
 
-Status TrainingSession::Finish() {
-  if (sync_ps_ != nullptr) return sync_ps_->Finish();
-  if (downpour_ != nullptr) return downpour_->Finish();
-  return Status::Ok();
-}
+Status TrainingSession::Finish() { return ps_ != nullptr ? ps_->Finish() : Status::Ok(); }
 
 std::chrono::milliseconds JobTimeout(const config::JobConfig& job) {
   return std::chrono::milliseconds(static_cast<long>(job.cluster.timeout_seconds * 1000));

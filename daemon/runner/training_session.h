@@ -31,8 +31,7 @@
 #include "daemon/store/checkpoint.h"
 
 namespace dtrain::dist {
-class SyncPsStrategy;
-class DownpourStrategy;
+class PsStrategy;
 }  // namespace dtrain::dist
 
 namespace dtrain::runner {
@@ -109,8 +108,11 @@ class TrainingSession {
   // Joins the replica's partition ring and makes network_ the partition's.
   Status ConnectPartitions(const config::JobConfig& job, const model::ModelSpec& spec,
                            const Placement& placement, int capacity);
-  // Joins the data-parallel group (`job` and `placement`: its view) and makes strategy_.
+  // Joins the data-parallel group (`job` and `placement`: its view) and makes strategy_: over
+  // the ring (ConnectRing) or the parameter-server shards (ConnectShards) as the mode exchanges.
   Status Connect(const config::JobConfig& job, const Placement& placement);
+  Status ConnectRing(const config::JobConfig& job, const Placement& placement);
+  Status ConnectShards(const config::JobConfig& job, const Placement& placement);
 
   dist::RingLinks partition_links_;
   std::unique_ptr<dist::PartitionExchange> exchange_;
@@ -120,9 +122,8 @@ class TrainingSession {
   std::vector<std::unique_ptr<dist::Link>> shard_links_;
   std::vector<dist::Link*> shards_;
   std::unique_ptr<train::Strategy> strategy_;
-  dist::SyncPsStrategy* sync_ps_ = nullptr;     // strategy_, when mode sync with ps
-  dist::DownpourStrategy* downpour_ = nullptr;  // strategy_, when mode async
-  bool shared_gradients_ = false;               // strategy_ is a HostSyncStrategy
+  dist::PsStrategy* ps_ = nullptr;  // strategy_, when the replica trains on parameter servers
+  bool shared_gradients_ = false;   // strategy_ shares gradients in this host's memory
   std::unique_ptr<train::Trainer> trainer_;
 };
 

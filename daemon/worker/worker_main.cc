@@ -12,6 +12,7 @@
 
 #include "config/job_file.h"
 #include "config/job_layout.h"
+#include "config/mode_traits.h"
 #include "core/dist/peer_links.h"
 #include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
@@ -82,7 +83,7 @@ class LinePrinter final : public runner::RunObserver {
 // In a sync job every replica holds the same parameters, so their evaluations agree: replica 0
 // alone prints them. The replicas of other modes differ, and each prints its own.
 bool PrintsEvaluations(const config::JobConfig& job, int rank) {
-  return job.cluster.mode != config::ClusterMode::kSync ||
+  return config::TraitsOf(job.cluster.mode).exchange != config::Exchange::kSynchronous ||
          config::RoleOf(job.cluster, rank).replica == 0;
 }
 
@@ -112,7 +113,8 @@ struct Admitted {
 
 // Tells the coordinator this process cannot succeed here however often it is restarted — `stop`
 // "no_data": the job's data cannot be read on this host; "out_of_memory": it does not fit its
-// memory; "diverged": its training loss became non-finite — and why. Best effort: the process fails either way.
+// memory; "diverged": its training loss became non-finite — and why. Best effort: the process fails
+// either way.
 void SayHopeless(Upstream& upstream, const char* stop, const std::string& why) {
   const json done = {
       {"v", 1}, {"type", "worker_done"}, {"stop", stop}, {"steps", 0}, {"error", why}};
@@ -200,10 +202,10 @@ const char* StopName(train::StopReason why) {
                                                     : "requested";
 }
 
-// A job of [optimizer] type = "lbfgs": L-BFGS in this process (mode "single"), or as the
-// coordinator of Sandblaster's shards and workers.
+// A job of [optimizer] type = "lbfgs": L-BFGS in this process (`engine` kLbfgs), or as the
+// coordinator of Sandblaster's shards and workers (kSandblasterCoordinator).
 int RunLbfgsReplica(Upstream& upstream, const Admitted& admitted, const runner::JobData& data,
-                    const runner::Placement& placement) {
+                    const runner::Placement& placement, config::Engine engine) {
   LinePrinter printer(true);
   UpstreamRecorder recorder(upstream);
   runner::RunOptions options;
@@ -211,7 +213,7 @@ int RunLbfgsReplica(Upstream& upstream, const Admitted& admitted, const runner::
   options.observer = &printer;
   const store::CheckpointData* resume = admitted.resume ? &*admitted.resume : nullptr;
   const Result<runner::LbfgsRunResult> ran =
-      admitted.job.cluster.mode == config::ClusterMode::kSandblaster
+      engine == config::Engine::kSandblasterCoordinator
           ? runner::RunSandblasterCoordinator(admitted.job, data, placement, recorder, options,
                                               resume)
           : runner::RunLbfgs(admitted.job, data, recorder, options, resume);
@@ -238,7 +240,7 @@ int RunSparseReplica(Upstream& upstream, const Admitted& admitted,
   runner::RunOptions options;
   options.stop = &g_stop;
   options.observer = &printer;
-  options.checkpoints = config::RoleOf(job.cluster, placement.rank).replica == 0;
+  options.checkpoints = config::WritesCheckpoints(job.cluster, placement.rank);
   const store::CheckpointData* resume = admitted.resume ? &*admitted.resume : nullptr;
   const Result<runner::SparseRunResult> ran =
       job.cluster.Servers() > 0
@@ -259,22 +261,21 @@ int RunSparseReplica(Upstream& upstream, const Admitted& admitted,
 // data.
 int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;
-  const config::ProcessRole role = config::RoleOf(job.cluster, placement.rank);
+  const config::Engine engine = config::EngineOf(job, placement.rank);
   const char* doing = "preparing its BLAS threads";
   try {
     // BLAS buffers first, while the address space is free (memory_limit.h).
     if (Result<int> blas = runner::PrepareBlas(job, placement); !blas.ok()) {
       return FailHopeless(upstream, "out_of_memory", blas.status().message());
     }
-    if (job.data.sparse) {
+    if (engine == config::Engine::kSparseSteps) {
       doing = "training a sparse model";
       return RunSparseReplica(upstream, admitted, placement);
     }
     doing = "reading the job's data";
     auto data = runner::LoadJobData(job);
     if (!data.ok()) return FailHopeless(upstream, "no_data", data.status().message());
-    if (job.cluster.mode == config::ClusterMode::kSandblaster &&
-        role.kind == config::ProcessRole::Kind::kReplica) {
+    if (engine == config::Engine::kSandblasterWorker) {
       doing = "computing work units";
       const Status worked = runner::RunSandblasterWorkerOfJob(job, data.value(), placement);
       if (!worked.ok()) return Fail(worked.message());
@@ -282,9 +283,9 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
       std::printf("the coordinator has stopped the workers\n");
       return kExitCompleted;
     }
-    if (job.optimizer.type == optim::OptimizerType::kLbfgs) {  // single, or the coordinator
+    if (engine == config::Engine::kLbfgs || engine == config::Engine::kSandblasterCoordinator) {
       doing = "running L-BFGS";
-      return RunLbfgsReplica(upstream, admitted, data.value(), placement);
+      return RunLbfgsReplica(upstream, admitted, data.value(), placement, engine);
     }
     doing = "building the model, its gradient and optimizer state";
     auto made = runner::TrainingSession::Make(job, data.value(), placement);
@@ -314,7 +315,7 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     options.stop = &g_stop;
     options.observer = &printer;
     // Replicas agree; replica 0 (each of its partitions, its part) writes the job's checkpoints.
-    options.checkpoints = config::RoleOf(job.cluster, placement.rank).replica == 0;
+    options.checkpoints = config::WritesCheckpoints(job.cluster, placement.rank);
     options.capture = session.Capturer();
     const Result<train::StopReason> why = runner::TrainRecorded(
         trainer, job.checkpoint, recorder, options, resume ? resume->step : -1);
@@ -337,6 +338,7 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
 // early — the workers stop (and take the final checkpoint, from the shards) first.
 int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;
+  const config::Engine engine = config::EngineOf(job, placement.rank);
   const char* doing = "reading the model's shape";
   try {
     if (Status fits = runner::CheckMemoryLimit(job, 1); !fits.ok()) {
@@ -344,7 +346,7 @@ int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placeme
     }
     UpstreamRecorder recorder(upstream);
     runner::MetricsToRecorder sink(recorder);
-    if (job.data.sparse) {
+    if (engine == config::Engine::kSparseShard) {
       std::printf("sparse %s of %d serving %d workers\n",
                   config::DescribeProcess(job.cluster, placement.rank).c_str(),
                   job.cluster.Servers(), job.cluster.workers);
@@ -366,7 +368,7 @@ int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placeme
     std::fflush(stdout);
     doing = "serving its shard";
     Status served =
-        job.cluster.mode == config::ClusterMode::kSandblaster
+        engine == config::Engine::kVectorShard
             ? runner::ServeSandblasterShard(job, spec.value(), placement)
             : runner::ServeShardOfJob(job, spec.value(), placement, admitted.resume, sink);
     if (!served.ok()) return Fail(served.message());

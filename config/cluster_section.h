@@ -1,0 +1,26 @@
+// Reading a job's [cluster] section, and holding the rest of the job against the mode it names:
+// model parallelism against the model, L-BFGS against the mode (config/mode_traits.h's lbfgs
+// rule). Internal to dtrain_config, like toml_reader.h.
+//
+//   ReadCluster(cluster_reader, &job.cluster);
+//   CheckModelParallel(job, cluster_reader);        // once [model] and [train] are read
+//   CheckLbfgs(job, optimizer_reader, cluster_reader);
+//
+// Each reports at the key it holds against, and not again for a key that failed to read.
+#pragma once
+
+#include "config/job.h"
+#include "config/toml_reader.h"
+
+namespace dtrain::config::internal {
+
+// Every [cluster] key but the scheduler's (config/slurm_job.h).
+void ReadCluster(TableReader& r, ClusterConfig* c);
+// Model parallelism fits the model: an MLP whose layers (or units) split K ways, micro-batches
+// only in a pipeline and no larger than a batch, no gradient clipping across partitions.
+void CheckModelParallel(const JobConfig& job, TableReader& cluster);
+// L-BFGS only in the modes that run it, on a whole model with a fixed objective; a mode that runs
+// only L-BFGS names it.
+void CheckLbfgs(const JobConfig& job, TableReader& optimizer, TableReader& cluster);
+
+}  // namespace dtrain::config::internal
