@@ -12,13 +12,8 @@ RestartPolicy RestartPolicyFor(const config::JobConfig& job, int default_max_res
   policy.lead_rank = config::LeadRank(cluster);
   policy.trainers = cluster.Trainers();
   policy.max_restarts = job.max_restarts >= 0 ? job.max_restarts : default_max_restarts;
-  // A sparse model's shards take no worker back: the whole attempt recovers instead.
-  const bool alone = cluster.mode == config::ClusterMode::kAsync && !job.data.sparse;
   for (int rank = 0; rank < cluster.Processes(); ++rank) {
-    const bool replica = config::RoleOf(cluster, rank).kind == config::ProcessRole::Kind::kReplica;
-    policy.on_loss.push_back(config::Expendable(cluster, rank) ? LossRule::kCarryOn
-                             : alone && replica                ? LossRule::kRestartAlone
-                                                               : LossRule::kRestartAll);
+    policy.on_loss.push_back(config::CostOfLosing(job, rank));
   }
   return policy;
 }
@@ -92,7 +87,7 @@ std::vector<int> AttemptMachine::TakeStops() {
   return stops;
 }
 
-LossRule AttemptMachine::Silenced(int rank) {
+config::LostProcess AttemptMachine::Silenced(int rank) {
   processes_[Index(rank)].stop_sent = true;
   return policy_.on_loss[Index(rank)];
 }
@@ -114,8 +109,8 @@ void AttemptMachine::Exited(int rank, ProcessExit exit) {
 bool AttemptMachine::RestartsAlone(int rank) const {
   const ProcessState& p = processes_[Index(rank)];
   if (p.replacing) return true;
-  return !p.ended_well && policy_.on_loss[Index(rank)] == LossRule::kRestartAlone && ready_ &&
-         p.done_stop.empty() && !target_reached_ && MayReplace();
+  return !p.ended_well && policy_.on_loss[Index(rank)] == config::LostProcess::kRestartAlone &&
+         ready_ && p.done_stop.empty() && !target_reached_ && MayReplace();
 }
 
 bool AttemptMachine::WaitsForBlame(int rank) const {
@@ -130,7 +125,7 @@ ExitCount AttemptMachine::CountExit(int rank) {
   ExitCount count;
   count.last = --live_ == 0;
   if (!p.ended_well && !cancel_requested_ && !shutting_down_) {
-    if (policy_.on_loss[Index(rank)] != LossRule::kCarryOn) {
+    if (policy_.on_loss[Index(rank)] != config::LostProcess::kCarryOn) {
       count.loss = ExitCount::Loss::kFailsAttempt;
     } else if (!p.stop_sent) {
       count.loss = ExitCount::Loss::kCarryOn;
@@ -152,7 +147,8 @@ Outcome AttemptMachine::Decide() {
   // Every process finished well, but one the job can do without may have died on the way.
   bool all_well = true;
   for (std::size_t r = 0; r < processes_.size(); ++r) {
-    all_well = all_well && (StoppedWell(processes_[r]) || policy_.on_loss[r] == LossRule::kCarryOn);
+    all_well = all_well &&
+               (StoppedWell(processes_[r]) || policy_.on_loss[r] == config::LostProcess::kCarryOn);
   }
   Outcome out;
   if (failure_.empty() && !cancel_requested_ && !shutting_down_ && StoppedWell(lead) && all_well) {

@@ -27,22 +27,17 @@
 #include <vector>
 
 #include "config/job.h"
+#include "config/mode_traits.h"
 #include "daemon/server/supervisor.h"
 
 namespace dtrain::server {
 
-// What the loss of a process (an exit that is not a good end, or silence) costs the job.
-enum class LossRule {
-  kRestartAll,    // the attempt fails; every process stops and the job restarts whole
-  kRestartAlone,  // its replica is started again while the others go on (async replicas)
-  kCarryOn,       // the job goes on without it (Sandblaster workers)
-};
-
 // The policy an attempt is judged by, computed from the job's configuration only.
 struct RestartPolicy {
-  std::vector<LossRule> on_loss;  // by rank
-  int lead_rank = 0;              // the process whose end is the job's
-  int trainers = 0;               // ranks 0 .. trainers - 1 train (replicas, or their partitions)
+  std::vector<config::LostProcess>
+      on_loss;        // by rank: what its loss (an exit that is not a good end, or silence) costs
+  int lead_rank = 0;  // the process whose end is the job's
+  int trainers = 0;   // ranks 0 .. trainers - 1 train (replicas, or their partitions)
   int max_restarts = 0;
 };
 
@@ -108,7 +103,7 @@ class AttemptMachine {
   // The started processes that have not exited and were not asked to stop yet, now marked asked.
   std::vector<int> TakeStops();
   // Process `rank` is killed (it fell silent); its loss rule says what the job does next.
-  LossRule Silenced(int rank);
+  config::LostProcess Silenced(int rank);
 
   // Process `rank` exited; then ask whether its replica restarts alone, whether its exit waits
   // for a peer's death to be named first, and count it.

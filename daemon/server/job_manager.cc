@@ -62,9 +62,9 @@ std::optional<LiveJob> JobManager::Live(std::int64_t id) const {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return std::nullopt;
   const Job& job = *it->second;
-  return LiveJob{job.pending_reason, job.machine.restarts(), job.config.train.batch_size,
-                 config::LeadRank(job.config.cluster), job.config.train.epochs,
-                 job.config.train.steps};
+  return LiveJob{job.pending_reason,          job.machine.restarts(),
+                 job.config.train.batch_size, config::LeadRank(job.config.cluster),
+                 job.config.train.epochs,     job.config.train.steps};
 }
 
 void JobManager::Reload(const ManagerSettings& settings) {
@@ -129,8 +129,8 @@ void JobManager::Schedule() {
   // Strict order within the queue: a job that does not fit holds back those behind it.
   for (std::size_t i = 0; i < waiting.size(); ++i) {
     std::iter_swap(waiting.begin() + static_cast<std::ptrdiff_t>(i),
-                   std::min_element(waiting.begin() + static_cast<std::ptrdiff_t>(i),
-                                    waiting.end(), next_first));
+                   std::min_element(waiting.begin() + static_cast<std::ptrdiff_t>(i), waiting.end(),
+                                    next_first));
     Job* job = waiting[i];
     if (std::string over = OverUserShare(job->owner.uid, job->cores, usage, settings_.limits);
         !over.empty()) {
@@ -226,9 +226,8 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
       co_return;
     }
   }
-  job->rendezvous.emplace(
-      io_,
-      std::chrono::milliseconds(static_cast<long>(job->config.cluster.timeout_seconds * 1000)));
+  job->rendezvous.emplace(io_, std::chrono::milliseconds(
+                                   static_cast<long>(job->config.cluster.timeout_seconds * 1000)));
   for (int rank = 0; rank < count; ++rank) {
     Process& p = job->processes[static_cast<std::size_t>(rank)];
     p.rank = rank;
@@ -385,7 +384,7 @@ void JobManager::WorkerSilent(std::int64_t id, int rank, const std::string& toke
   }
   // Stopped or hung: a SIGTERM would wait in vain.
   supervisor_.Stop(p.pid, std::chrono::milliseconds(0));
-  const LossRule loss = job.machine.Silenced(rank);
+  const config::LostProcess loss = job.machine.Silenced(rank);
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(silence.count()) / 1000.0);
   std::string why = job.Who(rank) + " sent nothing for ";
@@ -394,7 +393,7 @@ void JobManager::WorkerSilent(std::int64_t id, int rank, const std::string& toke
   std::snprintf(seconds, sizeof seconds, "%g", job.config.cluster.heartbeat_timeout);
   why += seconds;
   why += " s): killed";
-  if (loss == LossRule::kCarryOn) {
+  if (loss == config::LostProcess::kCarryOn) {
     // The job goes on without it (its link breaks, and the coordinator hands its units on).
     store_.AppendLog(job.id, rank, "daemon", why + "; the job goes on without it");
     return;
@@ -439,7 +438,8 @@ asio::awaitable<Status> JobManager::WorkerCheckpoint(std::int64_t id, int rank,
                             std::to_string(cluster.timeout_seconds) + " s");
   }
   job.checkpoint_stored.erase(step);
-  Result<store::CheckpointData> merged = store::JoinPartitionCheckpoints(cluster, std::move(*parts));
+  Result<store::CheckpointData> merged =
+      store::JoinPartitionCheckpoints(cluster, std::move(*parts));
   Status outcome = merged.status();
   if (merged.ok()) outcome = co_await SaveCheckpoint(id, attempt, rank, keep, merged.value());
   stored.Set(outcome);
@@ -455,8 +455,8 @@ asio::awaitable<Status> JobManager::SaveCheckpoint(std::int64_t id, std::uint64_
   if (Job* job = Current(id, attempt); !saved.ok() && job != nullptr) {
     // The worker stops on this too; the job's reason then names the cause (a full disk: the
     // transaction rolled back and the previous checkpoint stays), not just an exit status.
-    FailAttempt(*job, job->Who(rank) + " sent a checkpoint that could not be stored: " +
-                          saved.message());
+    FailAttempt(*job,
+                job->Who(rank) + " sent a checkpoint that could not be stored: " + saved.message());
   }
   co_return saved;
 }

@@ -60,23 +60,25 @@ BOOST_AUTO_TEST_SUITE(restart_policy)
 
 BOOST_AUTO_TEST_CASE(each_mode_says_what_a_lost_process_costs) {
   const RestartPolicy sync = RestartPolicyFor(Job(config::ClusterMode::kSync, 2), 3);
-  BOOST_TEST((sync.on_loss == std::vector<LossRule>{LossRule::kRestartAll, LossRule::kRestartAll}));
+  BOOST_TEST((sync.on_loss == std::vector<config::LostProcess>{config::LostProcess::kRestartAll,
+                                                               config::LostProcess::kRestartAll}));
   // Async: replicas alone, their shards with the whole job.
   const RestartPolicy async = RestartPolicyFor(Job(config::ClusterMode::kAsync, 2, 1), 3);
-  BOOST_TEST(
-      (async.on_loss == std::vector<LossRule>{LossRule::kRestartAlone, LossRule::kRestartAlone,
-                                              LossRule::kRestartAll}));
+  BOOST_TEST((async.on_loss == std::vector<config::LostProcess>{config::LostProcess::kRestartAlone,
+                                                                config::LostProcess::kRestartAlone,
+                                                                config::LostProcess::kRestartAll}));
   // A sparse model's shards take no worker back.
   config::JobConfig sparse = Job(config::ClusterMode::kAsync, 2, 1);
   sparse.data.sparse = true;
-  BOOST_TEST(
-      (RestartPolicyFor(sparse, 3).on_loss == std::vector<LossRule>(3, LossRule::kRestartAll)));
+  BOOST_TEST((RestartPolicyFor(sparse, 3).on_loss ==
+              std::vector<config::LostProcess>(3, config::LostProcess::kRestartAll)));
   // Sandblaster: the job goes on without a worker, not without a shard or its coordinator.
   const RestartPolicy sandblaster =
       RestartPolicyFor(Job(config::ClusterMode::kSandblaster, 2, 1), 3);
-  BOOST_TEST(
-      (sandblaster.on_loss == std::vector<LossRule>{LossRule::kCarryOn, LossRule::kCarryOn,
-                                                    LossRule::kRestartAll, LossRule::kRestartAll}));
+  BOOST_TEST((sandblaster.on_loss ==
+              std::vector<config::LostProcess>{
+                  config::LostProcess::kCarryOn, config::LostProcess::kCarryOn,
+                  config::LostProcess::kRestartAll, config::LostProcess::kRestartAll}));
   BOOST_TEST(sandblaster.lead_rank == 3);  // the coordinator
 }
 
@@ -290,7 +292,7 @@ BOOST_AUTO_TEST_CASE(sandblaster_carries_on_without_a_lost_worker) {
   BOOST_TEST((m.CountExit(0).loss == ExitCount::Loss::kCarryOn));
   BOOST_TEST(m.failure().empty());
   // A silent one is killed, and its exit says nothing more.
-  BOOST_TEST((m.Silenced(1) == LossRule::kCarryOn));
+  BOOST_TEST((m.Silenced(1) == config::LostProcess::kCarryOn));
   BOOST_TEST((ExitNow(m, 1, kKilled).loss == ExitCount::Loss::kNone));
   m.Done(2, "completed", 0, "", "");
   m.Done(3, "completed", 9, "converged (gradient tolerance) after 9 iterations", "");
@@ -302,7 +304,7 @@ BOOST_AUTO_TEST_CASE(sandblaster_carries_on_without_a_lost_worker) {
 
 BOOST_AUTO_TEST_CASE(sandblaster_a_lost_shard_or_coordinator_restarts_the_job) {
   AttemptMachine m = Started(Job(config::ClusterMode::kSandblaster, 2, 1));
-  BOOST_TEST((m.Silenced(3) == LossRule::kRestartAll));
+  BOOST_TEST((m.Silenced(3) == config::LostProcess::kRestartAll));
   BOOST_TEST((ExitNow(m, 2, kKilled).loss == ExitCount::Loss::kFailsAttempt));
 }
 
