@@ -36,18 +36,6 @@ Status JudgeTrainLoss(const TrainOptions& options, double loss, std::int64_t ste
                        std::string(remedy));
 }
 
-std::string_view StopReasonName(StopReason reason) {
-  switch (reason) {
-    case StopReason::kCompleted:
-      return "completed";
-    case StopReason::kTargetReached:
-      return "target reached";
-    case StopReason::kRequested:
-      return "stop requested";
-  }
-  return "?";
-}
-
 int Trainer::Capacity(const TrainOptions& options) {
   return std::max(options.batch_size, options.eval_batch_size);
 }

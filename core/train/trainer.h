@@ -79,8 +79,6 @@ struct EvalResult {
   double auc = std::numeric_limits<double>::quiet_NaN();
 };
 
-std::string_view StopReasonName(StopReason reason);
-
 // Steps a run of `options` takes, from its epochs and steps limits (the smaller, where both are
 // set), with `steps_per_epoch` steps an epoch.
 std::int64_t PlannedSteps(const TrainOptions& options, std::size_t steps_per_epoch);

@@ -51,23 +51,24 @@ FailVerdict AttemptMachine::Fail(const std::string& why, bool already_recovering
   return verdict;
 }
 
-std::vector<int> AttemptMachine::Done(int rank, const std::string& stop, std::int64_t steps,
-                                      const std::string& reason, const std::string& who_error) {
+std::vector<int> AttemptMachine::Done(int rank, std::optional<worker::WorkerStop> stop,
+                                      std::int64_t steps, const std::string& reason,
+                                      const std::string& who_error) {
   ProcessState& p = processes_[Index(rank)];
   p.done_stop = stop;
   p.steps = steps;
   p.done_reason = reason;
-  if ((stop == "no_data" || stop == "out_of_memory" || stop == "diverged") && hopeless_.empty()) {
+  if (stop && worker::IsHopeless(*stop) && hopeless_.empty()) {
     hopeless_ = who_error;
   }
   std::vector<int> stops;
-  if (stop != "target" || target_reached_) return stops;
+  if (stop != worker::WorkerStop::kTarget || target_reached_) return stops;
   target_reached_ = true;
   // Collective replicas stop together by their vote; async ones must be told. Shards end once
   // every replica has left.
   for (int r = 0; r < policy_.trainers; ++r) {
     ProcessState& q = processes_[Index(r)];
-    if (q.started && !q.exited && !q.stop_sent && q.done_stop.empty()) {
+    if (q.started && !q.exited && !q.stop_sent && !q.done_stop) {
       q.stop_sent = true;
       stops.push_back(r);
     }
@@ -93,8 +94,9 @@ config::LostProcess AttemptMachine::Silenced(int rank) {
 }
 
 bool AttemptMachine::StoppedWell(const ProcessState& p) const {
-  return p.done_stop == "completed" || p.done_stop == "target" ||
-         (target_reached_ && p.done_stop == "requested");
+  using worker::WorkerStop;
+  return p.done_stop == WorkerStop::kCompleted || p.done_stop == WorkerStop::kTarget ||
+         (target_reached_ && p.done_stop == WorkerStop::kRequested);
 }
 
 void AttemptMachine::Exited(int rank, ProcessExit exit) {
@@ -102,15 +104,15 @@ void AttemptMachine::Exited(int rank, ProcessExit exit) {
   p.exited = true;
   p.exit = exit;
   // A replica asked to stop exits with its own status for that (130), after saying so.
-  p.ended_well =
-      exit.signal == 0 && StoppedWell(p) && (exit.exit_status == 0 || p.done_stop == "requested");
+  p.ended_well = exit.signal == 0 && StoppedWell(p) &&
+                 (exit.exit_status == 0 || p.done_stop == worker::WorkerStop::kRequested);
 }
 
 bool AttemptMachine::RestartsAlone(int rank) const {
   const ProcessState& p = processes_[Index(rank)];
   if (p.replacing) return true;
   return !p.ended_well && policy_.on_loss[Index(rank)] == config::LostProcess::kRestartAlone &&
-         ready_ && p.done_stop.empty() && !target_reached_ && MayReplace();
+         ready_ && !p.done_stop && !target_reached_ && MayReplace();
 }
 
 bool AttemptMachine::WaitsForBlame(int rank) const {
@@ -137,7 +139,7 @@ ExitCount AttemptMachine::CountExit(int rank) {
 std::int64_t AttemptMachine::TargetStep() const {
   // The step of the replica that reached the target (the lowest rank that did).
   for (const ProcessState& p : processes_) {
-    if (p.done_stop == "target") return p.steps;
+    if (p.done_stop == worker::WorkerStop::kTarget) return p.steps;
   }
   return processes_.front().steps;
 }

@@ -29,6 +29,7 @@
 #include "config/job.h"
 #include "config/mode_traits.h"
 #include "daemon/server/supervisor.h"
+#include "daemon/worker/worker_stop.h"
 
 namespace dtrain::server {
 
@@ -48,7 +49,8 @@ RestartPolicy RestartPolicyFor(const config::JobConfig& job, int default_max_res
 // What the daemon knows of one process of the attempt.
 struct ProcessState {
   bool started = false;
-  std::string done_stop;  // what it said when it finished: completed, target, requested, ...
+  std::optional<worker::WorkerStop> done_stop;  // what it said when it finished (nullopt: not yet,
+                                                // or a name this daemon does not know)
   std::int64_t steps = 0;
   std::string done_reason;  // how its run ended, in its words (may be empty)
   bool exited = false;
@@ -95,10 +97,10 @@ class AttemptMachine {
   FailVerdict Fail(const std::string& why, bool already_recovering);
   // What caused the attempt's failure, learnt after it (Slurm preempted the job): said first.
   void NameCause(const std::string& cause) { failure_ = cause + ": " + failure_; }
-  // Process `rank` finished with `stop` ("completed", "target", "requested", "no_data", ...)
-  // after `steps`; `who_error` names it and says what went wrong, if anything. Returns the ranks
-  // to ask to stop now (a replica reached the target: the other replicas stop too).
-  std::vector<int> Done(int rank, const std::string& stop, std::int64_t steps,
+  // Process `rank` finished with `stop` (nullopt: a name this daemon does not know) after `steps`;
+  // `who_error` names it and says what went wrong, if anything. Returns the ranks to ask to stop
+  // now (a replica reached the target: the other replicas stop too).
+  std::vector<int> Done(int rank, std::optional<worker::WorkerStop> stop, std::int64_t steps,
                         const std::string& reason, const std::string& who_error);
   // The started processes that have not exited and were not asked to stop yet, now marked asked.
   std::vector<int> TakeStops();

@@ -465,7 +465,8 @@ void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop, 
                             const std::string& error, const std::string& reason) {
   auto [job, process] = FindProcess(id, rank);
   if (job == nullptr) return;
-  for (int r : job->machine.Done(rank, stop, steps, reason, job->Who(rank) + ": " + error)) {
+  for (int r : job->machine.Done(rank, worker::ParseWorkerStop(stop), steps, reason,
+                                 job->Who(rank) + ": " + error)) {
     supervisor_.Stop(job->processes[static_cast<std::size_t>(r)].pid, settings_.grace);
   }
 }

@@ -31,6 +31,7 @@
 #include "daemon/worker/launch_secret.h"
 #include "daemon/worker/upstream.h"
 #include "daemon/worker/upstream_recorder.h"
+#include "daemon/worker/worker_stop.h"
 
 namespace dtrain::worker {
 namespace {
@@ -111,19 +112,17 @@ struct Admitted {
   std::string data_token;                       // opens every data-plane connection of this attempt
 };
 
-// Tells the coordinator this process cannot succeed here however often it is restarted — `stop`
-// "no_data": the job's data cannot be read on this host; "out_of_memory": it does not fit its
-// memory; "diverged": its training loss became non-finite — and why. Best effort: the process fails
-// either way.
-void SayHopeless(Upstream& upstream, const char* stop, const std::string& why) {
+// Tells the coordinator this process cannot succeed here however often it is restarted (`stop`
+// is one of IsHopeless's), and why. Best effort: the process fails either way.
+void SayHopeless(Upstream& upstream, WorkerStop stop, const std::string& why) {
   const json done = {
-      {"v", 1}, {"type", "worker_done"}, {"stop", stop}, {"steps", 0}, {"error", why}};
+      {"v", 1}, {"type", "worker_done"}, {"stop", WireName(stop)}, {"steps", 0}, {"error", why}};
   if (upstream.Send(net::MessageType::kControl, done.dump(), 10s).ok()) {
     upstream.Read(10s);  // its acknowledgement (or the checkpoint that was on its way)
   }
 }
 
-int FailHopeless(Upstream& upstream, const char* stop, const std::string& why) {
+int FailHopeless(Upstream& upstream, WorkerStop stop, const std::string& why) {
   SayHopeless(upstream, stop, why);
   return Fail(why);
 }
@@ -131,7 +130,7 @@ int FailHopeless(Upstream& upstream, const char* stop, const std::string& why) {
 // A training run's failure: a divergence is hopeless (a restart would diverge again), anything
 // else may be mended by a restart.
 int FailTraining(Upstream& upstream, const Status& why) {
-  if (train::IsDivergence(why)) return FailHopeless(upstream, "diverged", why.message());
+  if (train::IsDivergence(why)) return FailHopeless(upstream, WorkerStop::kDiverged, why.message());
   return Fail(why.message());
 }
 
@@ -147,7 +146,7 @@ Result<Admitted> ReadAdmission(Upstream& upstream, std::chrono::milliseconds tim
                                                    "job " + std::to_string(job_id), {}, "/");
   if (!loaded.ok()) {  // it was valid at submission: its files are missing here
     const std::string why = config::FormatDiagnostic(loaded.diagnostics.front());
-    SayHopeless(upstream, "no_data", why);
+    SayHopeless(upstream, WorkerStop::kNoData, why);
     return Status::Error(why);
   }
   Admitted out{*loaded.job, std::nullopt, {}, {}, {}};
@@ -185,21 +184,14 @@ Result<Admitted> ReadAdmission(Upstream& upstream, std::chrono::milliseconds tim
 }
 
 // Tells the daemon this process is done, and waits for its acknowledgement.
-Status SayDone(Upstream& upstream, const char* stop, std::int64_t steps,
+Status SayDone(Upstream& upstream, WorkerStop stop, std::int64_t steps,
                const std::string& reason = "") {
-  json done = {{"v", 1}, {"type", "worker_done"}, {"stop", stop}, {"steps", steps}};
+  json done = {{"v", 1}, {"type", "worker_done"}, {"stop", WireName(stop)}, {"steps", steps}};
   if (!reason.empty()) done["reason"] = reason;
   Status said = upstream.Send(net::MessageType::kControl, done.dump(), 10s);
   if (!said.ok()) return said;
   Result<json> acknowledged = ReadReply(upstream, 30s);
   return acknowledged.ok() ? Status::Ok() : acknowledged.status();
-}
-
-// Where a run ended, as worker_done names it.
-const char* StopName(train::StopReason why) {
-  return why == train::StopReason::kCompleted       ? "completed"
-         : why == train::StopReason::kTargetReached ? "target"
-                                                    : "requested";
 }
 
 // A job of [optimizer] type = "lbfgs": L-BFGS in this process (`engine` kLbfgs), or as the
@@ -220,7 +212,7 @@ int RunLbfgsReplica(Upstream& upstream, const Admitted& admitted, const runner::
   if (!ran.ok()) return Fail(ran.status().message());
   if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
   const std::string end = runner::DescribeLbfgsEnd(ran.value());
-  if (Status said = SayDone(upstream, StopName(ran.value().why), ran.value().iterations, end);
+  if (Status said = SayDone(upstream, FromStopReason(ran.value().why), ran.value().iterations, end);
       !said.ok()) {
     return Fail(said.message());
   }
@@ -234,7 +226,7 @@ int RunSparseReplica(Upstream& upstream, const Admitted& admitted,
                      const runner::Placement& placement) {
   const config::JobConfig& job = admitted.job;
   auto data = runner::LoadSparseJobData(job);
-  if (!data.ok()) return FailHopeless(upstream, "no_data", data.status().message());
+  if (!data.ok()) return FailHopeless(upstream, WorkerStop::kNoData, data.status().message());
   LinePrinter printer(PrintsEvaluations(job, placement.rank));
   UpstreamRecorder recorder(upstream);
   runner::RunOptions options;
@@ -248,11 +240,12 @@ int RunSparseReplica(Upstream& upstream, const Admitted& admitted,
           : runner::RunSparse(job, data.value(), recorder, options, resume);
   if (!ran.ok()) return FailTraining(upstream, ran.status());
   if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
-  const char* stop = StopName(ran.value().why);
+  const WorkerStop stop = FromStopReason(ran.value().why);
   if (Status said = SayDone(upstream, stop, ran.value().steps); !said.ok()) {
     return Fail(said.message());
   }
-  std::printf("%s after %lld steps, %llu keys\n", stop, static_cast<long long>(ran.value().steps),
+  std::printf("%s after %lld steps, %llu keys\n", std::string(WireName(stop)).c_str(),
+              static_cast<long long>(ran.value().steps),
               static_cast<unsigned long long>(ran.value().keys));
   return ran.value().why == train::StopReason::kRequested ? kExitStopped : kExitCompleted;
 }
@@ -266,7 +259,7 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
   try {
     // BLAS buffers first, while the address space is free (memory_limit.h).
     if (Result<int> blas = runner::PrepareBlas(job, placement); !blas.ok()) {
-      return FailHopeless(upstream, "out_of_memory", blas.status().message());
+      return FailHopeless(upstream, WorkerStop::kOutOfMemory, blas.status().message());
     }
     if (engine == config::Engine::kSparseSteps) {
       doing = "training a sparse model";
@@ -274,12 +267,13 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     }
     doing = "reading the job's data";
     auto data = runner::LoadJobData(job);
-    if (!data.ok()) return FailHopeless(upstream, "no_data", data.status().message());
+    if (!data.ok()) return FailHopeless(upstream, WorkerStop::kNoData, data.status().message());
     if (engine == config::Engine::kSandblasterWorker) {
       doing = "computing work units";
       const Status worked = runner::RunSandblasterWorkerOfJob(job, data.value(), placement);
       if (!worked.ok()) return Fail(worked.message());
-      if (Status said = SayDone(upstream, "completed", 0); !said.ok()) return Fail(said.message());
+      if (Status said = SayDone(upstream, WorkerStop::kCompleted, 0); !said.ok())
+        return Fail(said.message());
       std::printf("the coordinator has stopped the workers\n");
       return kExitCompleted;
     }
@@ -323,14 +317,15 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     if (Status finished = session.Finish(); !finished.ok()) return Fail(finished.message());
     if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
 
-    const char* stop = StopName(why.value());
+    const WorkerStop stop = FromStopReason(why.value());
     if (Status said = SayDone(upstream, stop, trainer.position().step); !said.ok()) {
       return Fail(said.message());
     }
-    std::printf("%s after %lld steps\n", stop, static_cast<long long>(trainer.position().step));
+    std::printf("%s after %lld steps\n", std::string(WireName(stop)).c_str(),
+                static_cast<long long>(trainer.position().step));
     return why.value() == train::StopReason::kRequested ? kExitStopped : kExitCompleted;
   } catch (const std::bad_alloc&) {
-    return FailHopeless(upstream, "out_of_memory", runner::OutOfMemory(doing, job));
+    return FailHopeless(upstream, WorkerStop::kOutOfMemory, runner::OutOfMemory(doing, job));
   }
 }
 
@@ -342,7 +337,7 @@ int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placeme
   const char* doing = "reading the model's shape";
   try {
     if (Status fits = runner::CheckMemoryLimit(job, 1); !fits.ok()) {
-      return FailHopeless(upstream, "out_of_memory", fits.message());
+      return FailHopeless(upstream, WorkerStop::kOutOfMemory, fits.message());
     }
     UpstreamRecorder recorder(upstream);
     runner::MetricsToRecorder sink(recorder);
@@ -356,12 +351,13 @@ int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placeme
           !served.ok()) {
         return Fail(served.message());
       }
-      if (Status said = SayDone(upstream, "completed", 0); !said.ok()) return Fail(said.message());
+      if (Status said = SayDone(upstream, WorkerStop::kCompleted, 0); !said.ok())
+        return Fail(said.message());
       std::printf("every worker has left; shard done\n");
       return kExitCompleted;
     }
     auto spec = runner::ResolveJobShape(job);  // the model's shape, reading as little as it can
-    if (!spec.ok()) return FailHopeless(upstream, "no_data", spec.status().message());
+    if (!spec.ok()) return FailHopeless(upstream, WorkerStop::kNoData, spec.status().message());
     std::printf("%s of %d serving %d workers\n",
                 config::DescribeProcess(job.cluster, placement.rank).c_str(), job.cluster.Servers(),
                 job.cluster.workers);
@@ -372,13 +368,13 @@ int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placeme
             ? runner::ServeSandblasterShard(job, spec.value(), placement)
             : runner::ServeShardOfJob(job, spec.value(), placement, admitted.resume, sink);
     if (!served.ok()) return Fail(served.message());
-    if (Status said = SayDone(upstream, "completed", 0); !said.ok()) {
+    if (Status said = SayDone(upstream, WorkerStop::kCompleted, 0); !said.ok()) {
       return Fail(said.message());
     }
     std::printf("every worker has left; shard done\n");
     return kExitCompleted;
   } catch (const std::bad_alloc&) {
-    return FailHopeless(upstream, "out_of_memory", runner::OutOfMemory(doing, job));
+    return FailHopeless(upstream, WorkerStop::kOutOfMemory, runner::OutOfMemory(doing, job));
   }
 }
 

@@ -97,8 +97,8 @@ BOOST_AUTO_TEST_SUITE(attempt_machine)
 
 BOOST_AUTO_TEST_CASE(every_process_completing_succeeds_with_the_leads_steps) {
   AttemptMachine m = Started(Job(config::ClusterMode::kSync, 2));
-  BOOST_TEST(m.Done(0, "completed", 40, "", "").empty());
-  BOOST_TEST(m.Done(1, "completed", 40, "", "").empty());
+  BOOST_TEST(m.Done(0, worker::WorkerStop::kCompleted, 40, "", "").empty());
+  BOOST_TEST(m.Done(1, worker::WorkerStop::kCompleted, 40, "", "").empty());
   const Outcome o = EndAll(m, kClean);
   BOOST_TEST((o.kind == Outcome::Kind::kSucceeded));
   BOOST_TEST(o.reason == "completed 40 steps");
@@ -106,7 +106,7 @@ BOOST_AUTO_TEST_CASE(every_process_completing_succeeds_with_the_leads_steps) {
 
 BOOST_AUTO_TEST_CASE(the_leads_own_reason_is_the_jobs) {
   AttemptMachine m = Started(Job(config::ClusterMode::kSingle, 1));
-  m.Done(0, "completed", 37, "converged after 37 iterations", "");
+  m.Done(0, worker::WorkerStop::kCompleted, 37, "converged after 37 iterations", "");
   BOOST_TEST(EndAll(m, kClean).reason == "converged after 37 iterations");
 }
 
@@ -117,12 +117,12 @@ BOOST_AUTO_TEST_CASE(a_clean_exit_without_saying_done_fails_the_attempt) {
 
 BOOST_AUTO_TEST_CASE(a_replica_reaching_the_target_stops_the_others_whose_stop_ends_well) {
   AttemptMachine m = Started(Job(config::ClusterMode::kAsync, 3, 1));
-  m.Done(2, "completed", 50, "", "");
+  m.Done(2, worker::WorkerStop::kCompleted, 50, "", "");
   // The replicas still training are asked to stop; the finished one and the shard are not.
-  BOOST_TEST((m.Done(1, "target", 30, "", "") == std::vector<int>{0}));
-  BOOST_TEST(m.Done(1, "target", 30, "", "").empty());  // once only
-  m.Done(0, "requested", 31, "", "");
-  m.Done(3, "completed", 0, "", "");
+  BOOST_TEST((m.Done(1, worker::WorkerStop::kTarget, 30, "", "") == std::vector<int>{0}));
+  BOOST_TEST(m.Done(1, worker::WorkerStop::kTarget, 30, "", "").empty());  // once only
+  m.Done(0, worker::WorkerStop::kRequested, 31, "", "");
+  m.Done(3, worker::WorkerStop::kCompleted, 0, "", "");
   m.Exited(0, kAskedToStop);
   BOOST_TEST(!m.RestartsAlone(0));
   BOOST_TEST((m.CountExit(0).loss == ExitCount::Loss::kNone));
@@ -190,7 +190,9 @@ BOOST_AUTO_TEST_CASE(without_restarts_the_first_failure_fails_the_job) {
 }
 
 BOOST_AUTO_TEST_CASE(a_process_that_cannot_succeed_anywhere_is_not_restarted) {
-  for (const char* stop : {"no_data", "out_of_memory", "diverged"}) {
+  for (const worker::WorkerStop stop :
+       {worker::WorkerStop::kNoData, worker::WorkerStop::kOutOfMemory,
+        worker::WorkerStop::kDiverged}) {
     AttemptMachine m = Started(Job(config::ClusterMode::kSync, 2));
     m.Done(1, stop, 12, "", "worker rank 1: it cannot");
     BOOST_TEST(!m.WillRestart());
@@ -274,7 +276,7 @@ BOOST_AUTO_TEST_CASE(async_no_restart_alone_before_the_rendezvous_nor_for_shards
   failed.Exited(0, kKilled);
   BOOST_TEST(!failed.RestartsAlone(0));
   AttemptMachine done = Started(Job(config::ClusterMode::kAsync, 2, 1));
-  done.Done(0, "completed", 10, "", "");
+  done.Done(0, worker::WorkerStop::kCompleted, 10, "", "");
   done.Exited(0, kStatus1);
   BOOST_TEST(!done.RestartsAlone(0));
   // A sparse model's.
@@ -294,8 +296,9 @@ BOOST_AUTO_TEST_CASE(sandblaster_carries_on_without_a_lost_worker) {
   // A silent one is killed, and its exit says nothing more.
   BOOST_TEST((m.Silenced(1) == config::LostProcess::kCarryOn));
   BOOST_TEST((ExitNow(m, 1, kKilled).loss == ExitCount::Loss::kNone));
-  m.Done(2, "completed", 0, "", "");
-  m.Done(3, "completed", 9, "converged (gradient tolerance) after 9 iterations", "");
+  m.Done(2, worker::WorkerStop::kCompleted, 0, "", "");
+  m.Done(3, worker::WorkerStop::kCompleted, 9, "converged (gradient tolerance) after 9 iterations",
+         "");
   const Outcome o = EndAll(m, kClean);
   BOOST_TEST((o.kind == Outcome::Kind::kSucceeded));
   BOOST_TEST(o.reason == "converged (gradient tolerance) after 9 iterations");
@@ -326,7 +329,7 @@ BOOST_AUTO_TEST_CASE(a_cancel_ends_the_job_cancelled_in_every_state) {
   // Even a job whose every process completed meanwhile.
   AttemptMachine m = Started(Job(config::ClusterMode::kSingle, 1));
   m.Cancel(0);
-  m.Done(0, "completed", 5, "", "");
+  m.Done(0, worker::WorkerStop::kCompleted, 5, "", "");
   BOOST_TEST((EndAll(m, kClean).kind == Outcome::Kind::kCancelled));
 }
 
