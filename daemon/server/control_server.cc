@@ -29,6 +29,7 @@
 #include "daemon/server/local_peer.h"
 #include "daemon/server/log_quota.h"
 #include "daemon/server/nodes_view.h"
+#include "daemon/server/request_table.h"
 #include "daemon/server/worker_channel_request.h"
 #include "daemon/store/job_diagnosis.h"
 #include "daemon/store/job_removal.h"
@@ -205,12 +206,6 @@ Caller PeerCaller(int fd) {
     return Caller{};  // unknown: owns nothing, is not root, may only query
   }
   return Caller{cred.uid, cred.gid, true, false, false};
-}
-
-// Whether a request acts for a user (its uid matters), rather than only reading shared state.
-bool ActsForUser(const std::string& type) {
-  return type == "submit" || type == "cancel" || type == "logs" || type == "checkpoint" ||
-         type == "why" || type == "resume" || type == "rm" || type == "prune";
 }
 
 json RemovedReply(const Removed& removed, bool dry_run) {
@@ -536,29 +531,31 @@ struct ControlServer::Impl {
     co_return co_await WriteFrame(socket, net::MessageType::kControl, 0, payload);
   }
 
-  // One client request; false when the connection should close.
-  asio::awaitable<bool> Serve(Socket& socket, const json& request, const Caller& caller) {
-    const std::string type = StringField(request, "type").value_or("");
-    if (!caller.may_change && !IsQuery(type)) {
+  // One client request of type `row` (null: an unknown type); false when the connection should
+  // close.
+  asio::awaitable<bool> Serve(Socket& socket, const json& request, const RequestRow* row,
+                              const Caller& caller) {
+    if (!caller.may_change && !(row != nullptr && row->query)) {
       const json reply_ = Error("denied",
                                 "this daemon has no cluster key, so over TCP it only answers "
                                 "queries; submit through its Unix socket, or give the daemons "
                                 "[cluster] key_file");
       co_return co_await WriteJson(socket, reply_);
     }
-    if (type == "nodes") co_return co_await WriteJson(socket, NodesReply());
-    if (type == "node_heartbeat") {
-      json reply = Ok();
-      reply["node"] = NodesJson(cluster.node_name, cluster.listen, jobs, nullptr)[0];  // self
-      co_return co_await WriteJson(socket, reply);
+    if (row == nullptr) {
+      const std::string type = StringField(request, "type").value_or("");
+      const json unknown = Error("bad_request", type.empty() ? "a request needs \"type\""
+                                                             : "unknown request type '" + type + "'");
+      co_return co_await WriteJson(socket, unknown);
     }
+    const std::string type(row->type);
     const auto id = IntField(request, "id");
-    if (const std::optional<std::string> missing = MissingField(type, request)) {
+    if (const std::optional<std::string> missing = MissingField(*row, request)) {
       const json reply_ = Error("bad_request", *missing);
       co_return co_await WriteJson(socket, reply_);
     }
     Owner acting;
-    if (ActsForUser(type)) {
+    if (row->acts_for_user) {
       Result<Owner> who = ActingUser(request, caller);
       if (!who.ok()) {
         const json reply_ = Error("denied", who.status().message());
@@ -566,10 +563,15 @@ struct ControlServer::Impl {
       }
       acting = who.value();
     }
-    if (type == "logs" || type == "checkpoint" || type == "why") {
-      const std::string what = type == "checkpoint" ? "export" : "read the logs of";
-      std::optional<json> refused = co_await OwnerOnly(*id, acting.uid, what);
+    if (!row->owner_only.empty()) {
+      std::optional<json> refused = co_await OwnerOnly(*id, acting.uid, std::string(row->owner_only));
       if (refused) co_return co_await WriteJson(socket, *refused);
+    }
+    if (type == "nodes") co_return co_await WriteJson(socket, NodesReply());
+    if (type == "node_heartbeat") {
+      json reply = Ok();
+      reply["node"] = NodesJson(cluster.node_name, cluster.listen, jobs, nullptr)[0];  // self
+      co_return co_await WriteJson(socket, reply);
     }
     if (type == "version") {
       json reply = Ok();
@@ -644,9 +646,7 @@ struct ControlServer::Impl {
       const json reply = co_await OffThread(pool, [this, job, lines] { return WhyReply(store, job, lines); });
       co_return co_await WriteJson(socket, reply);
     }
-    const json unknown = Error("bad_request", type.empty() ? "a request needs \"type\""
-                                                           : "unknown request type '" + type + "'");
-    co_return co_await WriteJson(socket, unknown);
+    co_return true;
   }
 
   // When a worker's connection last showed life, for its heartbeat watchdog.
@@ -954,26 +954,37 @@ struct ControlServer::Impl {
         co_return;
       }
       const json& request = parsed.request;
-      const std::string type = StringField(request, "type").value_or("");
-      if (caller.worker_only && type != "worker_hello") co_return;
-      if (type == "spawn_worker" && caller.names_uid) {
+      const RequestRow* row = FindRequest(parsed.type);
+      const Sender sender = row != nullptr ? row->sender : Sender::kClient;
+      // A worker channel carries its worker's hello, nothing else.
+      if (caller.worker_only && sender != Sender::kWorker) co_return;
+      if (sender == Sender::kWorker && !caller.worker_only) {
+        const json reply_ = Error("denied", "a worker introduces itself only on the channel its "
+                                            "daemon gave it");
+        co_await WriteJson(socket, reply_);
+        co_return;
+      }
+      // A peer's request from another caller is, to that caller, of an unknown type.
+      if ((sender == Sender::kKeyHolder && !caller.names_uid) ||
+          (sender == Sender::kTcpCaller && !tcp_peer)) {
+        row = nullptr;
+      }
+      if (row == nullptr || row->sender == Sender::kClient) {
+        if (!co_await Serve(socket, request, row, caller)) co_return;
+        continue;
+      }
+      if (row->kind == RequestKind::kSpawnWorker) {
         co_await HostWorker(socket, request);
         co_return;
       }
-      if (type == "worker_channel" && tcp_peer && !caller.worker_only) {
+      if (row->kind == RequestKind::kWorkerChannel) {
         // For a worker a peer starts (a key holder), or a Slurm task: its hello comes next.
         caller = caller.names_uid ? Caller::WorkerChannel() : Caller::SlurmTaskChannel();
         const json reply_ = Ok();
         if (!co_await WriteJson(socket, reply_)) co_return;
         continue;
       }
-      if (type == "worker_hello" && !caller.worker_only) {
-        const json reply_ = Error("denied", "a worker introduces itself only on the channel its "
-                                            "daemon gave it");
-        co_await WriteJson(socket, reply_);
-        co_return;
-      }
-      if (type == "worker_hello") {
+      {
         const std::int64_t job = IntField(request, "job").value_or(0);
         const int rank = static_cast<int>(IntField(request, "rank").value_or(-1));
         const std::string token = StringField(request, "token").value_or("");
@@ -1008,7 +1019,6 @@ struct ControlServer::Impl {
         co_await ServeWorker(socket, job, rank, token, a.heartbeat_timeout);
         co_return;
       }
-      if (!co_await Serve(socket, request, caller)) co_return;
     }
   }
 
