@@ -13,7 +13,7 @@ using S = Sender;
 
 constexpr std::string_view kReadLogs = "read the logs of";
 
-//                          kind               type            sender        query  acts   id     owner only
+// Columns: kind, type, sender, query, acts for a user, needs "id", owner only.
 constexpr std::array kRows{
     RequestRow{K::kVersion,       "version",        S::kClient,    true,  false, false, {}},
     RequestRow{K::kSubmit,        "submit",         S::kClient,    false, true,  false, {}},
