@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "core/codec/bytes.h"
+#include "core/duration_text.h"
 
 namespace dtrain::net {
 namespace {
@@ -159,8 +160,6 @@ bool HexField(const Json& j, const char* name, std::span<std::uint8_t> out) {
   const std::string* text = StringField(j, name);
   return text != nullptr && FromHex(*text, out);
 }
-
-std::string Ms(milliseconds t) { return std::to_string(t.count()) + " ms"; }
 
 milliseconds Remaining(Clock::time_point deadline) {
   return std::max(std::chrono::ceil<milliseconds>(deadline - Clock::now()), milliseconds(0));

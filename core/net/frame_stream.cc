@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/codec/bytes.h"
+#include "core/duration_text.h"
 #include "core/net/host_info.h"
 
 namespace dtrain::net {
@@ -57,8 +58,6 @@ std::string SystemError(int error_number) {
 Status StreamError(FrameError error, const std::string& detail) {
   return Status::Error(std::string(FrameErrorName(error)) + ": " + detail);
 }
-
-std::string Ms(milliseconds timeout) { return std::to_string(timeout.count()) + " ms"; }
 
 Clock::time_point DeadlineAfter(milliseconds timeout) {
   return Clock::now() + std::max(timeout, milliseconds(0));
