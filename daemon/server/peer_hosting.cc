@@ -17,6 +17,7 @@
 #include "core/net/auth.h"
 #include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
+#include "core/unique_fd.h"
 #include "daemon/server/account.h"
 #include "daemon/server/async.h"
 #include "daemon/server/control_request.h"
@@ -196,7 +197,8 @@ asio::awaitable<void> HostWorker(ControlContext& ctx, Socket& socket, const json
     co_await WriteJson(socket, reply_);
     co_return;
   }
-  launch.value().connection = channel.value();
+  UniqueFd channel_end(channel.value());  // closed once the worker holds its own copy
+  launch.value().connection = channel_end.get();
   launch.value().address_space =
       static_cast<std::uint64_t>(std::max<std::int64_t>(memory_limit, 0));
   auto hosted = std::make_shared<HostedWorker>(std::move(socket), ctx.io, ctx.cluster.log_quota);
@@ -205,7 +207,7 @@ asio::awaitable<void> HostWorker(ControlContext& ctx, Socket& socket, const json
       launch.value(),
       [hosted](std::string_view stream, std::string_view line) { hosted->PushLine(stream, line); },
       [hosted](ProcessExit exit) { hosted->PushExit(exit); });
-  ::close(channel.value());
+  channel_end.reset();
   if (!pid.ok()) {
     const json reply_ = Error("internal", "cannot start the worker: " + pid.status().message());
     co_await WriteJson(hosted->socket, reply_);
