@@ -17,6 +17,7 @@
 
 #include "core/dist/shm_link.h"
 #include "core/net/auth.h"
+#include "core/unique_fd.h"
 
 namespace dtrain::dist {
 namespace {
@@ -33,18 +34,17 @@ Result<PeerListener> PeerListener::Open(const std::string& host, int backlog,
   if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
     return Status::Error("cannot listen on '" + host + "': not an IPv4 address");
   }
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Error(SystemError("cannot create a TCP socket"));
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return Status::Error(SystemError("cannot create a TCP socket"));
   const int one = 1;
-  if (port != 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (port != 0) ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   socklen_t len = sizeof addr;
   auto* sa = reinterpret_cast<sockaddr*>(&addr);
-  if (::bind(fd, sa, len) != 0 || ::listen(fd, backlog) != 0 || ::getsockname(fd, sa, &len) != 0) {
-    Status failed = Status::Error(SystemError("cannot listen on " + host));
-    ::close(fd);
-    return failed;
+  if (::bind(fd.get(), sa, len) != 0 || ::listen(fd.get(), backlog) != 0 ||
+      ::getsockname(fd.get(), sa, &len) != 0) {
+    return Status::Error(SystemError("cannot listen on " + host));
   }
-  return PeerListener(fd, ntohs(addr.sin_port));
+  return PeerListener(fd.release(), ntohs(addr.sin_port));
 }
 
 PeerListener::PeerListener(PeerListener&& other) noexcept
