@@ -48,7 +48,7 @@ Result<PeerListener> PeerListener::Open(const std::string& host, int backlog,
 }
 
 PeerListener::PeerListener(PeerListener&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)),
+    : fd_(std::move(other.fd_)),
       port_(other.port_),
       token_(std::move(other.token_)),
       refused_(other.refused_),
@@ -57,8 +57,7 @@ PeerListener::PeerListener(PeerListener&& other) noexcept
 PeerListener& PeerListener::operator=(PeerListener&& other) noexcept {
   if (this != &other) {
     ClosePending();
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
+    fd_ = std::move(other.fd_);
     port_ = other.port_;
     token_ = std::move(other.token_);
     refused_ = other.refused_;
@@ -69,7 +68,6 @@ PeerListener& PeerListener::operator=(PeerListener&& other) noexcept {
 
 PeerListener::~PeerListener() {
   ClosePending();
-  if (fd_ >= 0) ::close(fd_);
 }
 
 void PeerListener::ClosePending() {
@@ -141,7 +139,7 @@ Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
       return true;
     });
     Clock::time_point wake = deadline;
-    polled.assign(1, pollfd{.fd = fd_, .events = POLLIN, .revents = 0});
+    polled.assign(1, pollfd{.fd = fd_.get(), .events = POLLIN, .revents = 0});
     for (const Pending& p : pending_) {
       polled.push_back({.fd = p.fd, .events = POLLIN, .revents = 0});
       wake = std::min(wake, p.until);
@@ -165,7 +163,7 @@ Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
       ++refused_;
     }
     if (ready > 0 && (polled[0].revents & POLLIN) != 0) {
-      const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      const int fd = ::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
       if (fd >= 0) {
         if (pending_.size() >= kMaxPendingIntroductions) {
           ::close(pending_.front().fd);
