@@ -22,7 +22,7 @@ namespace {
 using dtrain::server::ParsedRequest;
 using json = nlohmann::json;
 
-// Every field a handler of control_server.cc reads, by the lookup it reads it with.
+// Every field a request handler of the control server reads, by the lookup it reads it with.
 void ReadFields(const json& request) {
   using namespace dtrain::server;
   for (const char* key : {"id", "priority", "limit", "after", "worker", "tail", "step", "job",
