@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/unique_fd.h"
 #include "daemon/server/account.h"
 
 namespace dtrain::cli {
@@ -59,27 +60,23 @@ Result<std::string> AsJobOwner(std::int64_t owner_uid, std::int64_t owner_gid,
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return Status::Error(std::string("cannot make a pipe: ") + std::strerror(errno));
   }
+  UniqueFd from_child(pipe_fds[0]), to_parent(pipe_fds[1]);
   const pid_t child = ::fork();
-  if (child < 0) {
-    const int err = errno;
-    ::close(pipe_fds[0]);
-    ::close(pipe_fds[1]);
-    return Status::Error(std::string("cannot fork: ") + std::strerror(err));
-  }
+  if (child < 0) return Status::Error(std::string("cannot fork: ") + std::strerror(errno));
   if (child == 0) {
-    ::close(pipe_fds[0]);
-    RunInChild(pipe_fds[1], account.value(), work);
+    from_child.reset();
+    RunInChild(to_parent.get(), account.value(), work);
   }
-  ::close(pipe_fds[1]);
+  to_parent.reset();
   std::string reply;
   char chunk[1 << 16];
   for (;;) {
-    const ssize_t n = ::read(pipe_fds[0], chunk, sizeof chunk);
+    const ssize_t n = ::read(from_child.get(), chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     reply.append(chunk, static_cast<std::size_t>(n));
   }
-  ::close(pipe_fds[0]);
+  from_child.reset();
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }

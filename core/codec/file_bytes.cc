@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core/codec/regular_file.h"
+#include "core/unique_fd.h"
 
 namespace dtrain::codec {
 
@@ -29,21 +30,22 @@ int CreateTemporaryBeside(const std::string& path, std::string* tmp) {
 
 Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
   std::string tmp;
-  const int fd = CreateTemporaryBeside(path, &tmp);
-  if (fd < 0) return Status::Error(path + ": cannot create: " + std::strerror(errno));
+  UniqueFd fd(CreateTemporaryBeside(path, &tmp));
+  if (!fd) return Status::Error(path + ": cannot create: " + std::strerror(errno));
   std::size_t written = 0;
   while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    const ssize_t n = ::write(fd.get(), bytes.data() + written, bytes.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int err = errno;
-      ::close(fd);
+      fd.reset();
       ::unlink(tmp.c_str());
       return Status::Error(path + ": write failed: " + std::strerror(err));
     }
     written += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  // Closed here, not by its owner: a write the kernel reports only at close fails the file.
+  if (::fsync(fd.get()) != 0 || ::close(fd.release()) != 0) {
     ::unlink(tmp.c_str());
     return Status::Error(path + ": cannot flush to disk: " + std::strerror(errno));
   }
@@ -56,27 +58,22 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
 }
 
 Result<std::string> ReadFileBytes(const std::string& path, std::size_t limit) {
-  Result<int> fd = OpenRegularFile(path);
-  if (!fd.ok()) return Status::Error(path + ": cannot open: " + fd.status().message());
+  Result<int> opened = OpenRegularFile(path);
+  if (!opened.ok()) return Status::Error(path + ": cannot open: " + opened.status().message());
+  const UniqueFd fd(opened.value());
   std::string bytes;
   char chunk[1 << 16];
   for (;;) {
-    const ssize_t got = ::read(fd.value(), chunk, sizeof chunk);
+    const ssize_t got = ::read(fd.get(), chunk, sizeof chunk);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      const int err = errno;
-      ::close(fd.value());
-      return Status::Error(path + ": read failed: " + std::strerror(err));
-    }
+    if (got < 0) return Status::Error(path + ": read failed: " + std::strerror(errno));
     if (got == 0) break;
     if (bytes.size() + static_cast<std::size_t>(got) > limit) {
-      ::close(fd.value());
       return Status::Error(path + ": larger than the " + std::to_string(limit) +
                            " bytes it may have");
     }
     bytes.append(chunk, static_cast<std::size_t>(got));
   }
-  ::close(fd.value());
   return bytes;
 }
 

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <utility>
 
 #include "core/codec/regular_file.h"
 
@@ -56,24 +55,9 @@ Result<GzipOrPlainFile> GzipOrPlainFile::Open(const std::string& path) {
   return file;
 }
 
-GzipOrPlainFile::GzipOrPlainFile(GzipOrPlainFile&& other) noexcept { *this = std::move(other); }
-
-GzipOrPlainFile& GzipOrPlainFile::operator=(GzipOrPlainFile&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-    at_end_ = other.at_end_;
-    input_ = std::move(other.input_);
-    input_begin_ = other.input_begin_;
-    input_end_ = other.input_end_;
-    inflate_ = std::move(other.inflate_);
-  }
-  return *this;
-}
-
-GzipOrPlainFile::~GzipOrPlainFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
+GzipOrPlainFile::GzipOrPlainFile(GzipOrPlainFile&& other) noexcept = default;
+GzipOrPlainFile& GzipOrPlainFile::operator=(GzipOrPlainFile&& other) noexcept = default;
+GzipOrPlainFile::~GzipOrPlainFile() = default;
 
 Result<std::size_t> GzipOrPlainFile::Read(void* dst, std::size_t n) {
   auto* out = static_cast<unsigned char*>(dst);
@@ -82,7 +66,7 @@ Result<std::size_t> GzipOrPlainFile::Read(void* dst, std::size_t n) {
 
 Status GzipOrPlainFile::Sniff() {
   input_.resize(kInputBytes);
-  Result<std::size_t> got = ReadFully(fd_, input_.data(), sizeof(kGzipMagic));
+  Result<std::size_t> got = ReadFully(fd_.get(), input_.data(), sizeof(kGzipMagic));
   if (!got.ok()) return got.status();
   input_end_ = got.value();
   if (input_end_ < sizeof(kGzipMagic) ||
@@ -101,13 +85,13 @@ Result<std::size_t> GzipOrPlainFile::ReadPlain(unsigned char* dst, std::size_t n
   const std::size_t buffered = std::min(n, input_end_ - input_begin_);
   std::copy_n(input_.data() + input_begin_, buffered, dst);
   input_begin_ += buffered;
-  Result<std::size_t> rest = ReadFully(fd_, dst + buffered, n - buffered);
+  Result<std::size_t> rest = ReadFully(fd_.get(), dst + buffered, n - buffered);
   if (!rest.ok()) return rest.status();
   return buffered + rest.value();
 }
 
 Result<bool> GzipOrPlainFile::Refill() {
-  Result<std::size_t> got = ReadFully(fd_, input_.data(), input_.size());
+  Result<std::size_t> got = ReadFully(fd_.get(), input_.data(), input_.size());
   if (!got.ok()) return got.status();
   inflate_->next_in = input_.data();
   inflate_->avail_in = static_cast<std::uint32_t>(got.value());

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/unique_fd.h"
 
 struct inflate_state;
 
@@ -47,7 +48,7 @@ class GzipOrPlainFile {
   Status NextMember();
   Status Sniff();  // at Open: reads the first bytes and decides between gzip and plain
 
-  int fd_ = -1;
+  UniqueFd fd_;
   bool at_end_ = false;  // the last gzip member's trailer has been read
   std::vector<unsigned char> input_;  // read ahead of the inflater (or of a plain Read)
   std::size_t input_begin_ = 0, input_end_ = 0;

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/unique_fd.h"
+
 namespace dtrain::codec {
 
 std::string NotRegularKind(unsigned mode) {
@@ -23,25 +25,18 @@ std::string NotRegularKind(unsigned mode) {
 
 Result<int> OpenRegularFile(const std::string& path) {
   // O_NONBLOCK: opening a FIFO with no writer returns at once; it is cleared before any read.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return Status::Error(std::strerror(errno));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd) return Status::Error(std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::Error(std::strerror(err));
-  }
+  if (::fstat(fd.get(), &st) != 0) return Status::Error(std::strerror(errno));
   if (const std::string kind = NotRegularKind(st.st_mode); !kind.empty()) {
-    ::close(fd);
     return Status::Error("it is " + kind + ", not a regular file");
   }
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::Error(std::strerror(err));
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return Status::Error(std::strerror(errno));
   }
-  return fd;
+  return fd.release();
 }
 
 }  // namespace dtrain::codec

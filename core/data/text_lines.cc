@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/codec/regular_file.h"
+#include "core/unique_fd.h"
 
 namespace dtrain::data::text {
 namespace {
@@ -31,11 +32,13 @@ LineReader::LineReader(const std::string& path) : path_(path) {
     open_status_ = Error("cannot open: " + fd.status().message());
     return;
   }
-  file_ = ::fdopen(fd.value(), "r");
+  UniqueFd owned(fd.value());
+  file_ = ::fdopen(owned.get(), "r");
   if (file_ == nullptr) {
     open_status_ = Error(std::string("cannot open: ") + std::strerror(errno));
-    ::close(fd.value());
+    return;
   }
+  owned.release();  // the FILE's now
 }
 
 LineReader::LineReader(const std::string& path, std::uint64_t offset, std::uint64_t bytes,

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <utility>
 
+#include "core/duration_text.h"
+
 namespace dtrain::dist {
 namespace {
 
@@ -28,10 +30,6 @@ struct Channel {
   std::array<std::size_t, 2> queued_bytes{};
   int closed_by = -1;  // the end that closed first, or -1
 };
-
-std::string Ms(Clock::duration d) {
-  return std::to_string(std::chrono::ceil<std::chrono::milliseconds>(d).count()) + " ms";
-}
 
 class LocalLink final : public Link {
  public:

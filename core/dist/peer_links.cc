@@ -17,6 +17,7 @@
 
 #include "core/dist/shm_link.h"
 #include "core/net/auth.h"
+#include "core/unique_fd.h"
 
 namespace dtrain::dist {
 namespace {
@@ -33,22 +34,21 @@ Result<PeerListener> PeerListener::Open(const std::string& host, int backlog,
   if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
     return Status::Error("cannot listen on '" + host + "': not an IPv4 address");
   }
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Error(SystemError("cannot create a TCP socket"));
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return Status::Error(SystemError("cannot create a TCP socket"));
   const int one = 1;
-  if (port != 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (port != 0) ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   socklen_t len = sizeof addr;
   auto* sa = reinterpret_cast<sockaddr*>(&addr);
-  if (::bind(fd, sa, len) != 0 || ::listen(fd, backlog) != 0 || ::getsockname(fd, sa, &len) != 0) {
-    Status failed = Status::Error(SystemError("cannot listen on " + host));
-    ::close(fd);
-    return failed;
+  if (::bind(fd.get(), sa, len) != 0 || ::listen(fd.get(), backlog) != 0 ||
+      ::getsockname(fd.get(), sa, &len) != 0) {
+    return Status::Error(SystemError("cannot listen on " + host));
   }
-  return PeerListener(fd, ntohs(addr.sin_port));
+  return PeerListener(fd.release(), ntohs(addr.sin_port));
 }
 
 PeerListener::PeerListener(PeerListener&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)),
+    : fd_(std::move(other.fd_)),
       port_(other.port_),
       token_(std::move(other.token_)),
       refused_(other.refused_),
@@ -57,8 +57,7 @@ PeerListener::PeerListener(PeerListener&& other) noexcept
 PeerListener& PeerListener::operator=(PeerListener&& other) noexcept {
   if (this != &other) {
     ClosePending();
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
+    fd_ = std::move(other.fd_);
     port_ = other.port_;
     token_ = std::move(other.token_);
     refused_ = other.refused_;
@@ -69,7 +68,6 @@ PeerListener& PeerListener::operator=(PeerListener&& other) noexcept {
 
 PeerListener::~PeerListener() {
   ClosePending();
-  if (fd_ >= 0) ::close(fd_);
 }
 
 void PeerListener::ClosePending() {
@@ -141,7 +139,7 @@ Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
       return true;
     });
     Clock::time_point wake = deadline;
-    polled.assign(1, pollfd{.fd = fd_, .events = POLLIN, .revents = 0});
+    polled.assign(1, pollfd{.fd = fd_.get(), .events = POLLIN, .revents = 0});
     for (const Pending& p : pending_) {
       polled.push_back({.fd = p.fd, .events = POLLIN, .revents = 0});
       wake = std::min(wake, p.until);
@@ -165,7 +163,7 @@ Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
       ++refused_;
     }
     if (ready > 0 && (polled[0].revents & POLLIN) != 0) {
-      const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      const int fd = ::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
       if (fd >= 0) {
         if (pending_.size() >= kMaxPendingIntroductions) {
           ::close(pending_.front().fd);

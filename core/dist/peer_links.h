@@ -35,6 +35,7 @@
 #include "core/dist/tcp_link.h"
 #include "core/net/frame_stream.h"
 #include "core/status.h"
+#include "core/unique_fd.h"
 
 namespace dtrain::dist {
 
@@ -89,7 +90,7 @@ class PeerListener {
   std::optional<Result<IntroducedPeer>> ReadIntroduction(Pending& p) const;
   void ClosePending();
 
-  int fd_ = -1;
+  UniqueFd fd_;
   std::uint16_t port_ = 0;
   std::string token_;
   mutable std::uint64_t refused_ = 0;

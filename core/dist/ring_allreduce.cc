@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/dist/shard_ranges.h"
+#include "core/unique_fd.h"
 
 namespace dtrain::dist {
 namespace {
@@ -54,11 +55,10 @@ std::string RankName(int rank) { return "rank " + std::to_string(rank); }
 bool Runnable(pid_t tid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(tid));
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  const UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
   char buf[512];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
   if (n <= 0) return false;
   buf[n] = '\0';
   // "tid (comm) S ...": the state follows the last ')', as comm may contain one.

@@ -22,6 +22,7 @@
 #include "core/dist/same_host.h"
 #include "core/dist/shm_segment.h"
 #include "core/dist/tcp_link.h"
+#include "core/duration_text.h"
 
 namespace dtrain::dist {
 namespace internal {
@@ -73,8 +74,6 @@ static_assert(offsetof(ShmRing, tail) == 64 && offsetof(ShmRing, data_seq) == 12
               offsetof(ShmRing, consumer_sleeping) == 132 && offsetof(ShmRing, space_seq) == 192 &&
               offsetof(ShmRing, producer_sleeping) == 196);
 
-
-std::string Ms(Deadline deadline) { return std::to_string(Remaining(deadline).count()) + " ms"; }
 
 std::uint32_t* Word(std::atomic<std::uint32_t>& w) {
   return reinterpret_cast<std::uint32_t*>(&w);
@@ -384,7 +383,7 @@ Status ShmLink::Send(std::uint32_t tag, std::span<const float> data, Deadline de
           break;
         default:
           failed = Status::Error("timeout: could not send a message to " + peer_ + " within " +
-                                 Ms(deadline) + (sent > 0 ? progress : ""));
+                                 Ms(Remaining(deadline)) + (sent > 0 ? progress : ""));
           if (sent == 0) return failed;
       }
       send_broken_ = failed;
@@ -426,7 +425,7 @@ Result<Link::Received> ShmLink::Receive(std::span<float> out, const FoldAccept* 
   if (closed_.load(std::memory_order_acquire)) {
     return Status::Error("closed: the link to " + peer_ + " was closed at this end");
   }
-  const std::string timeout_ms = Ms(deadline);
+  const std::string timeout_ms = Ms(Remaining(deadline));
   std::size_t want = kMessageHeader;
   const auto available = [&] {
     return in_->head.load(std::memory_order_seq_cst) - in_tail_ >= want;

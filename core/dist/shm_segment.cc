@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/unique_fd.h"
+
 namespace dtrain::dist {
 namespace {
 
@@ -68,41 +70,36 @@ bool ValidSegmentName(const std::string& name) {
 
 Result<ShmMapping> CreateShmSegment(const std::string& name, std::size_t bytes) {
   if (!ValidSegmentName(name)) return Status::Error("'" + name + "' is not a segment name");
-  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::Error(SystemError("shm_open " + name));
+  const UniqueFd fd(::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd) return Status::Error(SystemError("shm_open " + name));
   // Reserved, not only sized: a segment larger than what /dev/shm has free fails here, where a
   // sized one would fail later with SIGBUS at the first touch of a page with nowhere to go.
-  if (const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); error != 0) {
+  if (const int error = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes)); error != 0) {
     errno = error;
     Status failed = Status::Error(
         SystemError("reserving " + std::to_string(bytes) + " bytes of shared memory for " + name));
-    ::close(fd);
     ::shm_unlink(name.c_str());
     return failed;
   }
-  Result<ShmMapping> m = Map(fd, bytes);
-  ::close(fd);
+  Result<ShmMapping> m = Map(fd.get(), bytes);
   if (!m.ok()) ::shm_unlink(name.c_str());
   return m;
 }
 
 Result<ShmMapping> OpenShmSegment(const std::string& name, std::size_t bytes, bool unlink) {
   if (!ValidSegmentName(name)) return Status::Error("'" + name + "' is not a segment name");
-  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  const UniqueFd fd(::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0));
   const int open_errno = errno;
   if (unlink) ::shm_unlink(name.c_str());
   errno = open_errno;
-  if (fd < 0) return Status::Error(SystemError("shm_open " + name));
+  if (!fd) return Status::Error(SystemError("shm_open " + name));
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid() ||
+  if (::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid() ||
       static_cast<std::uint64_t>(st.st_size) != bytes) {
-    ::close(fd);
     return Status::Error("segment " + name + " is not this user's or not " + std::to_string(bytes) +
                          " bytes");
   }
-  Result<ShmMapping> m = Map(fd, bytes);
-  ::close(fd);
-  return m;
+  return Map(fd.get(), bytes);
 }
 
 void UnlinkShmSegment(const std::string& name) {

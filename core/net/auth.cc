@@ -18,6 +18,8 @@
 #include <utility>
 
 #include "core/codec/bytes.h"
+#include "core/duration_text.h"
+#include "core/unique_fd.h"
 
 namespace dtrain::net {
 namespace {
@@ -160,8 +162,6 @@ bool HexField(const Json& j, const char* name, std::span<std::uint8_t> out) {
   return text != nullptr && FromHex(*text, out);
 }
 
-std::string Ms(milliseconds t) { return std::to_string(t.count()) + " ms"; }
-
 milliseconds Remaining(Clock::time_point deadline) {
   return std::max(std::chrono::ceil<milliseconds>(deadline - Clock::now()), milliseconds(0));
 }
@@ -173,13 +173,6 @@ std::string_view TrimTrailingSpace(std::string_view s) {
   }
   return s;
 }
-
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 std::string FileKind(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
@@ -227,7 +220,7 @@ Result<ClusterKey> LoadClusterKey(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return error("cannot open: " + SystemError(errno));
-  FdCloser closer{fd};
+  const UniqueFd closer(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0) return error("cannot stat: " + SystemError(errno));
   if (!S_ISREG(st.st_mode)) return error("not a regular file (" + FileKind(st.st_mode) + ")");
@@ -278,7 +271,7 @@ Status WriteNewKeyFile(const std::string& path) {
     }
     return Status::Error("cannot create cluster key file " + path + ": " + SystemError(errno));
   }
-  FdCloser closer{fd};
+  UniqueFd closer(fd);
   const auto fail = [&](const std::string& what, int error_number) {
     ::unlink(path.c_str());
     return Status::Error("cannot write cluster key file " + path + ": " + what + ": " +
@@ -305,8 +298,8 @@ Status WriteNewKeyFile(const std::string& path) {
   sodium_memzero(line.data(), line.size());
   if (write_error != 0) return fail("write", write_error);
   if (::fsync(fd) != 0) return fail("fsync", errno);
-  closer.fd = -1;
-  if (::close(fd) != 0) return fail("close", errno);
+  // Closed here, not by its owner: a write the kernel reports only at close fails the file.
+  if (::close(closer.release()) != 0) return fail("close", errno);
   return Status::Ok();
 }
 

@@ -1,31 +1,19 @@
 #include "core/net/frame_stream.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <climits>
 #include <cstddef>
 #include <cstdio>
-#include <cstring>
 #include <limits>
-#include <memory>
-#include <system_error>
-#include <thread>
 #include <utility>
-#include <vector>
 
 #include "core/codec/bytes.h"
-#include "core/net/host_info.h"
+#include "core/duration_text.h"
+#include "core/net/socket.h"
 
 namespace dtrain::net {
 namespace {
@@ -37,35 +25,13 @@ using std::chrono::milliseconds;
 constexpr std::size_t kFirstChunk = 64 << 10;
 // iovecs per sendmsg; longer part lists go out over several calls.
 constexpr std::size_t kMaxIov = 64;
-// How long a transfer that has begun a frame polls for the peer, yielding the core between looks,
-// before it sleeps in poll(2): the rest of a frame under way usually follows within microseconds,
-// while waking a sleeping thread costs tens of them on virtual hosts (bench/README.md: +9 % for
-// a 4 MiB all-reduce between two processes).
-constexpr auto kMidFrameYield = std::chrono::microseconds(200);
-
-// One blocking step (a transfer or a wait) that stopped early, and why.
-struct IoOutcome {
-  std::optional<FrameError> error;
-  std::size_t done = 0;  // bytes moved before it stopped
-  int error_number = 0;  // for kIo
-};
-
-std::string SystemError(int error_number) {
-  return std::error_code(error_number, std::system_category()).message();
-}
 
 Status StreamError(FrameError error, const std::string& detail) {
   return Status::Error(std::string(FrameErrorName(error)) + ": " + detail);
 }
 
-std::string Ms(milliseconds timeout) { return std::to_string(timeout.count()) + " ms"; }
-
 Clock::time_point DeadlineAfter(milliseconds timeout) {
   return Clock::now() + std::max(timeout, milliseconds(0));
-}
-
-milliseconds Remaining(Clock::time_point deadline) {
-  return std::max(std::chrono::ceil<milliseconds>(deadline - Clock::now()), milliseconds(0));
 }
 
 // "floats frame", or "type-42 frame" for a type this build does not know.
@@ -88,71 +54,6 @@ std::string Quote(std::span<const std::uint8_t> bytes) {
     }
   }
   return s + "\"";
-}
-
-// "127.0.0.1:7070", "[::1]:7070"; empty for other families.
-std::string FormatAddress(const sockaddr* addr) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (addr->sa_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(addr);
-    ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
-    return JoinHostPort(text, ntohs(in->sin_port));
-  }
-  if (addr->sa_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
-    ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
-    return JoinHostPort(text, ntohs(in6->sin6_port));
-  }
-  return {};
-}
-
-std::string DescribePeer(int fd) {
-  sockaddr_storage storage{};
-  socklen_t len = sizeof storage;
-  auto* addr = reinterpret_cast<sockaddr*>(&storage);
-  if (fd >= 0 && ::getpeername(fd, addr, &len) == 0) {
-    if (addr->sa_family == AF_UNIX) {
-      const auto* un = reinterpret_cast<const sockaddr_un*>(addr);
-      const std::size_t max_path =
-          len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path) : 0;
-      const std::size_t path_len = ::strnlen(un->sun_path, max_path);
-      if (path_len > 0) return "unix:" + std::string(un->sun_path, path_len);
-      ucred cred{};
-      socklen_t cred_len = sizeof cred;
-      if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) == 0 && cred.pid > 0) {
-        return "unix peer pid " + std::to_string(cred.pid);
-      }
-    } else if (std::string text = FormatAddress(addr); !text.empty()) {
-      return text;
-    }
-  }
-  return "fd " + std::to_string(fd);
-}
-
-// Waits until `fd` is ready for `events`, or the deadline. `mid_frame`: a frame is under way in
-// this direction, so poll (yielding) for up to kMidFrameYield before sleeping.
-IoOutcome WaitReady(int fd, short events, Clock::time_point deadline, bool mid_frame = false) {
-  if (mid_frame) {
-    const Clock::time_point until = std::min(deadline, Clock::now() + kMidFrameYield);
-    do {
-      pollfd p{.fd = fd, .events = events, .revents = 0};
-      const int rc = ::poll(&p, 1, 0);
-      if (rc > 0 && (p.revents & POLLNVAL) == 0) return {};
-      if (rc != 0) break;  // EINTR, or a bad fd: the loop below tells
-      std::this_thread::yield();
-    } while (Clock::now() < until);
-  }
-  for (;;) {
-    if (Clock::now() >= deadline) return {.error = FrameError::kTimeout};
-    const milliseconds left = Remaining(deadline);
-    pollfd p{.fd = fd, .events = events, .revents = 0};
-    const int rc = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), INT_MAX)));
-    if (rc < 0 && errno != EINTR) return {.error = FrameError::kIo, .error_number = errno};
-    if (rc > 0) {
-      if (p.revents & POLLNVAL) return {.error = FrameError::kIo, .error_number = EBADF};
-      return {};  // ready, or an error/hang-up that the next transfer reports precisely
-    }
-  }
 }
 
 // Receives exactly buf.size() bytes by the deadline; `mid_frame`: they continue a frame.
@@ -230,24 +131,6 @@ IoOutcome SendAll(int fd, std::span<const std::uint8_t> head,
   return {.error = std::nullopt, .done = sent};
 }
 
-// Fills `addr` for `path`, or says why it cannot name a Unix socket.
-std::optional<std::string> UnixAddress(const std::string& path, sockaddr_un& addr) {
-  addr = {};
-  addr.sun_family = AF_UNIX;
-  if (path.empty()) return "empty unix socket path";
-  if (path.size() >= sizeof addr.sun_path) {
-    return "unix socket path " + path + " is " + std::to_string(path.size()) +
-           " bytes long; at most " + std::to_string(sizeof addr.sun_path - 1) + " fit";
-  }
-  std::memcpy(addr.sun_path, path.data(), path.size());
-  return std::nullopt;
-}
-
-timeval ToTimeval(milliseconds t) {
-  return {.tv_sec = static_cast<time_t>(t.count() / 1000),
-          .tv_usec = static_cast<suseconds_t>(t.count() % 1000 * 1000)};
-}
-
 }  // namespace
 
 FrameStream::FrameStream(int fd, std::uint32_t max_payload)
@@ -255,8 +138,24 @@ FrameStream::FrameStream(int fd, std::uint32_t max_payload)
 
 FrameStream::~FrameStream() { Close(); }
 
+Result<FrameStream> FrameStream::ConnectUnix(const std::string& path, milliseconds timeout,
+                                             std::uint32_t max_payload) {
+  Result<UniqueFd> fd = ConnectUnixSocket(path, timeout);
+  if (!fd.ok()) return fd.status();
+  FrameStream stream(std::move(fd).value().release(), max_payload);
+  stream.set_peer_name("unix:" + path);
+  return stream;
+}
+
+Result<FrameStream> FrameStream::ConnectTcp(const std::string& host, std::uint16_t port,
+                                            milliseconds timeout, std::uint32_t max_payload) {
+  Result<UniqueFd> fd = ConnectTcpSocket(host, port, timeout);
+  if (!fd.ok()) return fd.status();
+  return FrameStream(std::move(fd).value().release(), max_payload);
+}
+
 FrameStream::FrameStream(FrameStream&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)),
+    : fd_(std::move(other.fd_)),
       max_payload_(other.max_payload_),
       sender_(other.sender_),
       peer_(std::move(other.peer_)),
@@ -267,7 +166,7 @@ FrameStream::FrameStream(FrameStream&& other) noexcept
 FrameStream& FrameStream::operator=(FrameStream&& other) noexcept {
   if (this != &other) {
     Close();
-    fd_ = std::exchange(other.fd_, -1);
+    fd_ = std::move(other.fd_);
     max_payload_ = other.max_payload_;
     sender_ = other.sender_;
     peer_ = std::move(other.peer_);
@@ -279,94 +178,7 @@ FrameStream& FrameStream::operator=(FrameStream&& other) noexcept {
 }
 
 void FrameStream::Close() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
-Result<FrameStream> FrameStream::ConnectUnix(const std::string& path, milliseconds timeout,
-                                             std::uint32_t max_payload) {
-  sockaddr_un addr;
-  if (std::optional<std::string> bad = UnixAddress(path, addr)) {
-    return StreamError(FrameError::kIo, "cannot connect: " + *bad);
-  }
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    return StreamError(FrameError::kIo, "cannot create a unix socket: " + SystemError(errno));
-  }
-  // A Unix connect only waits when the server's backlog is full; SO_SNDTIMEO bounds that wait.
-  const Clock::time_point deadline = DeadlineAfter(timeout);
-  for (;;) {
-    const timeval limit = ToTimeval(std::max(Remaining(deadline), milliseconds(1)));
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) break;
-    const int e = errno;
-    if (e == EINTR && Clock::now() < deadline) continue;
-    ::close(fd);
-    if (e == EAGAIN || e == EINTR) {
-      return StreamError(FrameError::kTimeout,
-                         "unix socket " + path + " accepted no connection within " + Ms(timeout));
-    }
-    return StreamError(FrameError::kIo,
-                       "cannot connect to unix socket " + path + ": " + SystemError(e));
-  }
-  const timeval none{};
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
-  FrameStream stream(fd, max_payload);
-  stream.set_peer_name("unix:" + path);
-  return stream;
-}
-
-Result<FrameStream> FrameStream::ConnectTcp(const std::string& host, std::uint16_t port,
-                                            milliseconds timeout, std::uint32_t max_payload) {
-  const std::string target = JoinHostPort(host, port);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-  if (rc != 0) {
-    const std::string why = rc == EAI_SYSTEM ? SystemError(errno) : ::gai_strerror(rc);
-    return StreamError(FrameError::kIo, "cannot resolve " + host + ": " + why);
-  }
-  const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
-
-  const Clock::time_point deadline = DeadlineAfter(timeout);
-  std::vector<std::string> failures;
-  for (const addrinfo* ai = list.get(); ai != nullptr; ai = ai->ai_next) {
-    const std::string address = FormatAddress(ai->ai_addr);
-    const int fd =
-        ::socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-      failures.push_back(address + ": " + SystemError(errno));
-      continue;
-    }
-    int e = ::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : errno;
-    if (e == EINPROGRESS || e == EINTR) {
-      const IoOutcome wait = WaitReady(fd, POLLOUT, deadline);
-      if (wait.error == FrameError::kTimeout) {
-        ::close(fd);
-        return StreamError(FrameError::kTimeout,
-                           "no connection to " + target + " within " + Ms(timeout));
-      }
-      e = wait.error_number;
-      socklen_t len = sizeof e;
-      if (!wait.error) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len);
-    }
-    const int one = 1;
-    if (e == 0 && ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) e = errno;
-    if (e == 0) return FrameStream(fd, max_payload);
-    ::close(fd);
-    failures.push_back(address + ": " + SystemError(e));
-  }
-  std::string detail = "cannot connect to ";
-  if (failures.size() == 1) {
-    detail += failures.front();
-  } else {
-    detail += target + ":";
-    for (std::size_t i = 0; i < failures.size(); ++i) detail += (i ? "; " : " ") + failures[i];
-  }
-  return StreamError(FrameError::kIo, detail);
+  fd_.reset();
 }
 
 Status FrameStream::Fail(FrameError error, const std::string& detail) {
@@ -382,7 +194,7 @@ Status FrameStream::Break(std::optional<Failure>& direction, FrameError error,
 }
 
 std::optional<Status> FrameStream::CheckUsable(const std::optional<Failure>& direction) {
-  if (fd_ < 0) return Fail(FrameError::kClosed, "the stream to " + peer_ + " is closed");
+  if (!fd_) return Fail(FrameError::kClosed, "the stream to " + peer_ + " is closed");
   if (direction) {
     last_error_.store(static_cast<int>(direction->error));
     return direction->status;
@@ -410,7 +222,7 @@ Status FrameStream::Write(MessageType type, std::uint64_t job, std::uint32_t sen
                       .crc = HasChecksum(type) ? PayloadCrc(payload_parts) : 0};
   std::array<std::uint8_t, kHeaderSize> header;
   EncodeHeader(h, header);
-  const IoOutcome out = SendAll(fd_, header, payload_parts, DeadlineAfter(timeout));
+  const IoOutcome out = SendAll(fd_.get(), header, payload_parts, DeadlineAfter(timeout));
   if (!out.error) {
     last_error_.store(kNoError);
     return Status::Ok();
@@ -444,7 +256,7 @@ Status FrameStream::WriteString(MessageType type, std::uint64_t job, std::uint32
 
 Status FrameStream::Receive(std::span<std::uint8_t> buf, std::size_t already,
                             std::size_t frame_size, Deadline deadline, milliseconds timeout) {
-  const IoOutcome in = ReceiveAll(fd_, buf, deadline, already > 0);
+  const IoOutcome in = ReceiveAll(fd_.get(), buf, deadline, already > 0);
   if (!in.error) return Status::Ok();
   const std::size_t got = already + in.done;
   const std::string progress =
@@ -563,54 +375,6 @@ Result<FrameHeader> FrameStream::ReadFloatsInto(std::span<float> out, millisecon
   if (Status s = CheckPayload(h, bytes); !s.ok()) return s;
   last_error_.store(kNoError);
   return header;
-}
-
-Result<int> ListenUnix(const std::string& path, int backlog) {
-  sockaddr_un addr;
-  if (std::optional<std::string> bad = UnixAddress(path, addr)) {
-    return Status::Error("cannot listen: " + *bad);
-  }
-  const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      return Status::Error("cannot listen on " + path + ": it exists and is not a socket");
-    }
-    // A socket file outlives its server; replace it only when nobody answers on it.
-    const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (probe < 0) return Status::Error("cannot create a unix socket: " + SystemError(errno));
-    const int e = ::connect(probe, sa, sizeof addr) == 0 ? 0 : errno;
-    ::close(probe);
-    if (e == 0 || e == EAGAIN) {
-      return Status::Error("cannot listen on " + path + ": a running server is listening there");
-    }
-    if (e != ECONNREFUSED) {
-      return Status::Error("cannot check whether " + path + " is in use: " + SystemError(e));
-    }
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return Status::Error("cannot remove the stale socket " + path + ": " + SystemError(errno));
-    }
-  } else if (errno != ENOENT) {
-    return Status::Error("cannot listen on " + path + ": " + SystemError(errno));
-  }
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Error("cannot create a unix socket: " + SystemError(errno));
-  const auto fail = [&](const char* step) {
-    const int e = errno;
-    ::close(fd);
-    return Status::Error("cannot listen on " + path + ": " + step + ": " + SystemError(e));
-  };
-  if (::bind(fd, sa, sizeof addr) != 0) return fail("bind");
-  // Permissions are set before listen(), so no connection is accepted under the umask's mode.
-  const char* failed_step = ::chmod(path.c_str(), 0660) != 0 ? "chmod"
-                            : ::listen(fd, backlog) != 0     ? "listen"
-                                                             : nullptr;
-  if (failed_step != nullptr) {
-    Status status = fail(failed_step);
-    ::unlink(path.c_str());
-    return status;
-  }
-  return fd;
 }
 
 }  // namespace dtrain::net

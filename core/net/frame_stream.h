@@ -1,5 +1,6 @@
 // FrameStream: blocking frame I/O with deadlines over one connected stream socket (Unix or TCP),
 // for the CLI and the worker processes (the daemon runs Asio and uses only core/net/frame.h).
+// Opening sockets, and listening, is socket.h's.
 //
 //   Result<FrameStream> s = FrameStream::ConnectUnix("/run/dtrain/ctl.sock", 5s);
 //   if (!s.ok()) return s.status();
@@ -29,6 +30,7 @@
 
 #include "core/net/frame.h"
 #include "core/status.h"
+#include "core/unique_fd.h"
 
 namespace dtrain::net {
 
@@ -83,10 +85,10 @@ class FrameStream {
     return error == kNoError ? std::nullopt : std::optional(static_cast<FrameError>(error));
   }
 
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   // Gives the socket up to the caller, who then owns it (e.g. to hand it to another process);
   // later calls fail with kClosed. Only between frames: nothing may be half read or written.
-  int Release() { return std::exchange(fd_, -1); }
+  int Release() { return fd_.release(); }
   // How errors name the other end: "unix:/path", "127.0.0.1:7070", "unix peer pid 1234", or what
   // set_peer_name gave (e.g. "rank 3 at 10.0.0.2:7070").
   const std::string& peer() const { return peer_; }
@@ -117,7 +119,7 @@ class FrameStream {
                                  std::chrono::milliseconds timeout);
   Status CheckPayload(const FrameHeader& h, std::span<const std::uint8_t> payload);
 
-  int fd_;
+  UniqueFd fd_;
   std::uint32_t max_payload_;
   std::uint32_t sender_ = kNoSender;
   std::string peer_;
@@ -126,10 +128,5 @@ class FrameStream {
   std::optional<Failure> read_failure_;
   std::optional<Failure> write_failure_;
 };
-
-// A listening Unix stream socket at `path`, mode 0660, close-on-exec; the caller owns the fd. A
-// socket file left behind by a dead server is replaced; a live server's socket, or a file that is
-// not a socket, is refused.
-Result<int> ListenUnix(const std::string& path, int backlog);
 
 }  // namespace dtrain::net

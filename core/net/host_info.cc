@@ -10,6 +10,8 @@
 #include <cstring>
 #include <memory>
 
+#include "core/unique_fd.h"
+
 namespace dtrain::net {
 
 std::string LocalHostName() {
@@ -88,13 +90,13 @@ std::optional<std::string> RouteSourceIPv4(const std::string& host) {
   std::optional<sockaddr_in> to = FirstIPv4(host);
   if (!to) return std::nullopt;
   to->sin_port = htons(9);  // any port: a UDP connect only asks the routing table
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
+  const UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd) return std::nullopt;
   sockaddr_in mine{};
   socklen_t length = sizeof mine;
-  const bool routed = ::connect(fd, reinterpret_cast<const sockaddr*>(&*to), sizeof *to) == 0 &&
-                      ::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &length) == 0;
-  ::close(fd);
+  const bool routed =
+      ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*to), sizeof *to) == 0 &&
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&mine), &length) == 0;
   if (!routed) return std::nullopt;
   return Text(mine.sin_addr);
 }

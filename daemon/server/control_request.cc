@@ -1,7 +1,6 @@
 #include "daemon/server/control_request.h"
 
 #include <algorithm>
-#include <iterator>
 #include <utility>
 
 #include "daemon/store/metric_value.h"
@@ -45,21 +44,6 @@ ParsedRequest ParseControlRequest(std::string_view payload) {
   parsed.type = StringField(request, "type").value_or("");
   parsed.request = std::move(request);
   return parsed;
-}
-
-bool IsQuery(const std::string& type) {
-  static const char* const kQueries[] = {"version", "status",      "list",       "wait", "logs",
-                                         "metrics", "checkpoints", "checkpoint", "nodes"};
-  return std::find(std::begin(kQueries), std::end(kQueries), type) != std::end(kQueries);
-}
-
-std::optional<std::string> MissingField(const std::string& type, const json& request) {
-  const bool needs_id = type == "status" || type == "cancel" || type == "wait" ||
-                        type == "logs" || type == "metrics" || type == "checkpoints" ||
-                        type == "checkpoint" || type == "why" || type == "resume" ||
-                        type == "rm";
-  if (needs_id && !IntField(request, "id")) return type + " needs \"id\" (an integer)";
-  return std::nullopt;
 }
 
 std::optional<std::vector<train::MetricPoint>> ParseMetricPoints(std::string_view payload) {

@@ -1,12 +1,12 @@
 // The pure part of the control server (daemon/control_protocol.md): a control frame's payload
-// turned into a checked request, typed fields read out of it, a worker's metrics frame parsed,
-// and the rows a logs request keeps. No I/O and no daemon state, so that every byte a client
-// can send reaches these functions in tests/fuzz/control_request_fuzz.cc exactly as it reaches
-// them in dtraind.
+// turned into a request, typed fields read out of it, a worker's metrics frame parsed, and the
+// rows a logs request keeps (what each request type is: request_table.h). No I/O and no daemon
+// state, so that every byte a client can send reaches these functions in
+// tests/fuzz/control_request_fuzz.cc exactly as it reaches them in dtraind.
 //
 //   ParsedRequest r = ParseControlRequest(frame.payload);
 //   if (r.verdict == ParsedRequest::Verdict::kClose) close the connection;
-//   if (auto problem = MissingField(r.type, r.request)) reply bad_request *problem;
+//   std::optional<std::int64_t> id = IntField(r.request, "id");
 //
 // Never throws on any input. Safe for concurrent use.
 #pragma once
@@ -45,13 +45,6 @@ ParsedRequest ParseControlRequest(std::string_view payload);
 
 inline constexpr std::string_view kUnsupportedVersion =
     "unsupported message version; this daemon speaks \"v\": 1";
-
-// The request types a TCP caller without the cluster key may send.
-bool IsQuery(const std::string& type);
-
-// The bad_request message for a request of `type` that lacks a field it needs ("status needs
-// \"id\" (an integer)"); nullopt when it has them.
-std::optional<std::string> MissingField(const std::string& type, const nlohmann::json& request);
 
 // A worker's metrics frame: {"points": [{"step", "epoch", "name", "value"}...]}; nullopt when
 // malformed (the connection closes).

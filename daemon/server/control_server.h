@@ -35,6 +35,10 @@
 // first byte closes its connection; a worker connection silent for its job's heartbeat_timeout
 // gets the worker killed (JobManager::WorkerSilent). Runs on the io_context's thread (store reads on the
 // pool); one thread at a time.
+//
+// This file: the listeners, the key handshake, who each connection's caller is, and the dispatch
+// by the request table (request_table.h). A client's request: client_requests.h and the handlers
+// it names; a worker channel: worker_channel.h; a worker hosted for a peer: peer_hosting.h.
 #pragma once
 
 #include <chrono>

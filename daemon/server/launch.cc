@@ -11,6 +11,8 @@
 #include <climits>
 #include <cstring>
 
+#include "core/unique_fd.h"
+
 namespace dtrain::server {
 namespace {
 
@@ -127,45 +129,38 @@ Result<pid_t> StartProcess(const Launch& launch, int out, int err) {
 
   int secret[2], report[2];
   if (::pipe2(secret, O_CLOEXEC) != 0) return SystemError("pipe");
-  if (::pipe2(report, O_CLOEXEC) != 0) {
-    const Status failed = SystemError("pipe");
-    ::close(secret[0]);
-    ::close(secret[1]);
-    return failed;
-  }
+  UniqueFd secret_read(secret[0]), secret_write(secret[1]);
+  if (::pipe2(report, O_CLOEXEC) != 0) return SystemError("pipe");
+  UniqueFd report_read(report[0]), report_write(report[1]);
   // The secret fits the pipe's buffer: written now, it waits there for the child.
   std::size_t written = 0;
   while (written < launch.secret.size()) {
-    const ssize_t n = ::write(secret[1], launch.secret.data() + written,
+    const ssize_t n = ::write(secret_write.get(), launch.secret.data() + written,
                               launch.secret.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     written += static_cast<std::size_t>(n);
   }
-  ::close(secret[1]);
+  secret_write.reset();
   if (written < launch.secret.size()) {  // cannot happen below kMaxSecret: never start half told
-    ::close(secret[0]);
-    ::close(report[0]);
-    ::close(report[1]);
     return Status::Error("cannot hand " + launch.argv[0] + " its secret");
   }
-  plan.secret = secret[0];
-  plan.report = report[1];
+  plan.secret = secret_read.get();
+  plan.report = report_write.get();
   const pid_t pid = ::fork();
   if (pid == 0) RunChild(plan);
   const int fork_error = errno;
-  ::close(secret[0]);
-  ::close(report[1]);
+  secret_read.reset();  // the child's ends
+  report_write.reset();
   if (pid < 0) {
-    ::close(report[0]);
     return Status::Error(std::string("fork: ") + std::strerror(fork_error));
   }
   Failure failure;
   ssize_t got;
   do {
-    got = ::read(report[0], &failure, sizeof failure);  // EOF: the exec succeeded
+    got = ::read(report_read.get(), &failure, sizeof failure);  // EOF: the exec succeeded
   } while (got < 0 && errno == EINTR);
-  ::close(report[0]);
+  report_read.reset();
   if (got == static_cast<ssize_t>(sizeof failure)) {
     ::waitpid(pid, nullptr, 0);
     std::string who = launch.argv[0];

@@ -11,6 +11,8 @@
 
 #include <cstring>
 
+#include "core/unique_fd.h"
+
 namespace dtrain::server {
 namespace {
 
@@ -61,10 +63,10 @@ bool Addresses(int fd, sockaddr_storage* peer, sockaddr_storage* local) {
 
 // The owner of the socket whose own address is `from` and whose peer is `to`.
 std::optional<uid_t> SocketOwner(const sockaddr_storage& from, const sockaddr_storage& to) {
-  const int nl = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-  if (nl < 0) return std::nullopt;
+  const UniqueFd nl(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+  if (!nl) return std::nullopt;
   const timeval patience{1, 0};  // the kernel answers at once; never hang an accept loop
-  ::setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
+  ::setsockopt(nl.get(), SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
   struct {
     nlmsghdr header;
     inet_diag_req_v2 request;
@@ -81,15 +83,14 @@ std::optional<uid_t> SocketOwner(const sockaddr_storage& from, const sockaddr_st
   message.request.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
   std::optional<uid_t> owner;
   alignas(nlmsghdr) char reply[8192];
-  if (::send(nl, &message, sizeof message, 0) == static_cast<ssize_t>(sizeof message)) {
-    const ssize_t n = ::recv(nl, reply, sizeof reply, 0);
+  if (::send(nl.get(), &message, sizeof message, 0) == static_cast<ssize_t>(sizeof message)) {
+    const ssize_t n = ::recv(nl.get(), reply, sizeof reply, 0);
     const auto* h = reinterpret_cast<const nlmsghdr*>(reply);
     if (n > 0 && NLMSG_OK(h, static_cast<unsigned>(n)) && h->nlmsg_type == SOCK_DIAG_BY_FAMILY &&
         h->nlmsg_len >= NLMSG_LENGTH(sizeof(inet_diag_msg))) {
       owner = static_cast<const inet_diag_msg*>(NLMSG_DATA(h))->idiag_uid;
     }
   }
-  ::close(nl);
   return owner;
 }
 

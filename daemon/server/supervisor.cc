@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 
+#include "core/unique_fd.h"
 #include "daemon/server/line_cutter.h"
 
 namespace dtrain::server {
@@ -122,27 +123,23 @@ Supervisor::~Supervisor() {
 std::size_t Supervisor::running() const { return impl_->processes.size(); }
 
 Result<pid_t> Supervisor::Spawn(const Launch& launch, LineHandler on_line, ExitHandler on_exit) {
+  const auto pipe_failed = [] {
+    return Status::Error(std::string("pipe: ") + std::strerror(errno));
+  };
   int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return Status::Error(std::string("pipe: ") + std::strerror(errno));
-  if (::pipe2(err, O_CLOEXEC) != 0) {
-    const int e = errno;
-    ::close(out[0]);
-    ::close(out[1]);
-    return Status::Error(std::string("pipe: ") + std::strerror(e));
-  }
-  Result<pid_t> started = StartProcess(launch, out[1], err[1]);
-  ::close(out[1]);
-  ::close(err[1]);
-  if (!started.ok()) {
-    ::close(out[0]);
-    ::close(err[0]);
-    return started;
-  }
+  if (::pipe2(out, O_CLOEXEC) != 0) return pipe_failed();
+  UniqueFd out_read(out[0]), out_write(out[1]);
+  if (::pipe2(err, O_CLOEXEC) != 0) return pipe_failed();
+  UniqueFd err_read(err[0]), err_write(err[1]);
+  Result<pid_t> started = StartProcess(launch, out_write.get(), err_write.get());
+  out_write.reset();  // the child's ends: only the child writes to them
+  err_write.reset();
+  if (!started.ok()) return started;
   const pid_t pid = started.value();
   Impl::Process& p = impl_->processes[pid];
   p.pid = pid;
-  p.out = std::make_unique<Impl::Stream>(impl_->io, out[0], "stdout", impl_->max_line);
-  p.err = std::make_unique<Impl::Stream>(impl_->io, err[0], "stderr", impl_->max_line);
+  p.out = std::make_unique<Impl::Stream>(impl_->io, out_read.release(), "stdout", impl_->max_line);
+  p.err = std::make_unique<Impl::Stream>(impl_->io, err_read.release(), "stderr", impl_->max_line);
   p.on_line = std::move(on_line);
   p.on_exit = std::move(on_exit);
   impl_->Read(pid, *p.out);

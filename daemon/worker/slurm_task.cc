@@ -13,6 +13,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "core/unique_fd.h"
 #include "daemon/worker/launch_secret.h"
 #include "daemon/worker/stand_in.h"
 
@@ -95,6 +96,7 @@ int SlurmTaskMain(const SlurmTaskArgs& args) {
       nlohmann::json{{"token", SecretString(secret.value(), "token").value_or("")}}.dump();
   int input[2];
   if (::pipe2(input, O_CLOEXEC) != 0) return Fail("starting " + where + ": pipe failed");
+  UniqueFd input_read(input[0]), input_write(input[1]);
   const std::vector<std::string> argv = SrunArguments(args, OwnExecutable());
   std::vector<char*> raw;
   for (const std::string& a : argv) raw.push_back(const_cast<char*>(a.c_str()));
@@ -108,21 +110,21 @@ int SlurmTaskMain(const SlurmTaskArgs& args) {
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(kExitFailed);
-    ::dup2(input[0], 0);
+    ::dup2(input_read.get(), 0);
     ::execvp("srun", raw.data());
     std::fprintf(stderr, "starting %s: cannot run srun: %s\n", where.c_str(), std::strerror(errno));
     ::_exit(kExitFailed);
   }
   g_srun = srun;
-  ::close(input[0]);
+  input_read.reset();  // srun's
   struct sigaction action {};
   action.sa_handler = OnSlurmTaskStopSignal;
   sigemptyset(&action.sa_mask);
   ::sigaction(SIGTERM, &action, nullptr);
   ::sigaction(SIGINT, &action, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
-  WriteAll(input[1], forwarded);  // srun gone already: its exit below says why
-  ::close(input[1]);
+  WriteAll(input_write.get(), forwarded);  // srun gone already: its exit below says why
+  input_write.reset();
   int status = 0;
   while (::waitpid(srun, &status, 0) < 0) {
     if (errno != EINTR) return Fail(where + ": lost srun");

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/net/frame_stream.h"
+#include "core/net/socket.h"
 
 namespace dtrain::testing {
 

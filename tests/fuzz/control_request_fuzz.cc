@@ -1,9 +1,10 @@
-// Fuzz target: the daemon's control-request parser (daemon/server/control_request.h), fed what a
-// client may put in a control frame's payload. Each input goes through ParseControlRequest and,
-// when it is a request, through every field lookup the server's dispatch does for its type (the
-// bad_request check, the TCP query check, each handler's fields, the logs row selection); the
-// same bytes are also parsed as a worker's metrics frame, and the error replies the server
-// would build from them must serialise. Invariants: no crash, no leak, no exception.
+// Fuzz target: the daemon's control-request parser (daemon/server/control_request.h and
+// request_table.h), fed what a client may put in a control frame's payload. Each input goes
+// through ParseControlRequest and, when it is a request, through every field lookup the server's
+// dispatch does for its type (its row, the bad_request check, each handler's fields, the logs
+// row selection); the same bytes are also parsed as a worker's metrics frame, and the error
+// replies the server would build from them must serialise. Invariants: no crash, no leak, no
+// exception.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "daemon/server/control_request.h"
+#include "daemon/server/request_table.h"
 #include "daemon/store/records.h"
 
 namespace {
@@ -20,7 +22,7 @@ namespace {
 using dtrain::server::ParsedRequest;
 using json = nlohmann::json;
 
-// Every field a handler of control_server.cc reads, by the lookup it reads it with.
+// Every field a request handler of the control server reads, by the lookup it reads it with.
 void ReadFields(const json& request) {
   using namespace dtrain::server;
   for (const char* key : {"id", "priority", "limit", "after", "worker", "tail", "step", "job",
@@ -61,8 +63,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (parsed.verdict == ParsedRequest::Verdict::kRequest) {
     const json& request = parsed.request;
     if (!request.is_object()) __builtin_trap();
-    (void)IsQuery(parsed.type);
-    const std::optional<std::string> missing = MissingField(parsed.type, request);
+    const RequestRow* row = FindRequest(parsed.type);
+    const std::optional<std::string> missing =
+        row != nullptr ? MissingField(*row, request) : std::nullopt;
     ReadFields(request);
     if (parsed.type == "logs" && !missing) SelectFromRequest(request);
     // The replies built from request text: an unknown type and a missing field.

@@ -2,6 +2,7 @@
 // slow and silent peers, closed peers, hostile headers, version negotiation, and connecting over
 // Unix and TCP loopback.
 #include "core/net/frame_stream.h"
+#include "core/net/socket.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
