@@ -4,8 +4,10 @@
 //   if (!r.ok()) return r.status();
 //   Dataset d = std::move(r).value();
 //
-// A Status is either OK or carries one human-readable message that already names the
-// file/record/peer involved. Plain values; safe to copy between threads.
+// A Status is either OK (code kOk, empty message) or failed: a code other than kOk and one
+// human-readable message that already names the file/record/peer involved. The code is for
+// callers that act differently on some failures (retry after a timeout); the message is for
+// people. Plain values; safe to copy between threads.
 #pragma once
 
 #include <cassert>
@@ -15,19 +17,35 @@
 
 namespace dtrain {
 
+// What kind of failure a Status is. kError: any failure no caller tells apart.
+enum class StatusCode {
+  kOk,
+  kError,
+  kTimeout,  // a deadline passed before the operation completed
+  kClosed,   // the other end (or our own side) closed the connection
+};
+
 class Status {
  public:
   Status() = default;  // OK
   static Status Ok() { return Status(); }
-  static Status Error(std::string message) { return Status(std::move(message), true); }
+  static Status Error(std::string message) {
+    return Status(StatusCode::kError, std::move(message));
+  }
+  // `code` must not be kOk.
+  static Status Error(StatusCode code, std::string message) {
+    assert(code != StatusCode::kOk && "a failed Status needs a failure code");
+    return Status(code, std::move(message));
+  }
 
-  bool ok() const { return !failed_; }
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
 
  private:
-  Status(std::string message, bool failed) : message_(std::move(message)), failed_(failed) {}
+  Status(StatusCode code, std::string message) : message_(std::move(message)), code_(code) {}
   std::string message_;
-  bool failed_ = false;
+  StatusCode code_ = StatusCode::kOk;
 };
 
 // Holds either a T or a failed Status. value() may only be called when ok().

@@ -527,7 +527,7 @@ Result<std::string> ReadStep(FrameStream& stream, Clock::time_point deadline, mi
                              std::string_view step, std::string_view failed) {
   Result<Frame> frame = stream.Read(Remaining(deadline));
   if (!frame.ok()) {
-    if (stream.LastError() == FrameError::kTimeout) {
+    if (frame.status().code() == StatusCode::kTimeout) {
       return Status::Error(std::string(failed) + ": timeout: no " + std::string(step) + " from " +
                            stream.peer() + " within the handshake's " + Ms(timeout));
     }

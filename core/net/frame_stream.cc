@@ -26,10 +26,6 @@ constexpr std::size_t kFirstChunk = 64 << 10;
 // iovecs per sendmsg; longer part lists go out over several calls.
 constexpr std::size_t kMaxIov = 64;
 
-Status StreamError(FrameError error, const std::string& detail) {
-  return Status::Error(std::string(FrameErrorName(error)) + ": " + detail);
-}
-
 Clock::time_point DeadlineAfter(milliseconds timeout) {
   return Clock::now() + std::max(timeout, milliseconds(0));
 }
@@ -183,7 +179,7 @@ void FrameStream::Close() {
 
 Status FrameStream::Fail(FrameError error, const std::string& detail) {
   last_error_.store(static_cast<int>(error));
-  return StreamError(error, detail);
+  return FrameFailure(error, detail);
 }
 
 Status FrameStream::Break(std::optional<Failure>& direction, FrameError error,

@@ -32,10 +32,6 @@ using std::chrono::milliseconds;
 // a 4 MiB all-reduce between two processes).
 constexpr auto kMidFrameYield = std::chrono::microseconds(200);
 
-Status ConnectError(FrameError error, const std::string& detail) {
-  return Status::Error(std::string(FrameErrorName(error)) + ": " + detail);
-}
-
 // "127.0.0.1:7070", "[::1]:7070"; empty for other families.
 std::string FormatAddress(const sockaddr* addr) {
   char text[INET6_ADDRSTRLEN] = {};
@@ -76,6 +72,13 @@ std::string SystemError(int error_number) {
   return std::error_code(error_number, std::system_category()).message();
 }
 
+Status FrameFailure(FrameError error, const std::string& detail) {
+  StatusCode code = StatusCode::kError;
+  if (error == FrameError::kTimeout) code = StatusCode::kTimeout;
+  if (error == FrameError::kClosed) code = StatusCode::kClosed;
+  return Status::Error(code, std::string(FrameErrorName(error)) + ": " + detail);
+}
+
 milliseconds Remaining(Clock::time_point deadline) {
   return std::max(std::chrono::ceil<milliseconds>(deadline - Clock::now()), milliseconds(0));
 }
@@ -107,11 +110,11 @@ IoOutcome WaitReady(int fd, short events, Clock::time_point deadline, bool mid_f
 Result<UniqueFd> ConnectUnixSocket(const std::string& path, milliseconds timeout) {
   sockaddr_un addr;
   if (std::optional<std::string> bad = UnixAddress(path, addr)) {
-    return ConnectError(FrameError::kIo, "cannot connect: " + *bad);
+    return FrameFailure(FrameError::kIo, "cannot connect: " + *bad);
   }
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd) {
-    return ConnectError(FrameError::kIo, "cannot create a unix socket: " + SystemError(errno));
+    return FrameFailure(FrameError::kIo, "cannot create a unix socket: " + SystemError(errno));
   }
   // A Unix connect only waits when the server's backlog is full; SO_SNDTIMEO bounds that wait.
   const Clock::time_point deadline = Clock::now() + std::max(timeout, milliseconds(0));
@@ -122,10 +125,10 @@ Result<UniqueFd> ConnectUnixSocket(const std::string& path, milliseconds timeout
     const int e = errno;
     if (e == EINTR && Clock::now() < deadline) continue;
     if (e == EAGAIN || e == EINTR) {
-      return ConnectError(FrameError::kTimeout,
+      return FrameFailure(FrameError::kTimeout,
                           "unix socket " + path + " accepted no connection within " + Ms(timeout));
     }
-    return ConnectError(FrameError::kIo,
+    return FrameFailure(FrameError::kIo,
                         "cannot connect to unix socket " + path + ": " + SystemError(e));
   }
   const timeval none{};
@@ -144,7 +147,7 @@ Result<UniqueFd> ConnectTcpSocket(const std::string& host, std::uint16_t port,
   const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
   if (rc != 0) {
     const std::string why = rc == EAI_SYSTEM ? SystemError(errno) : ::gai_strerror(rc);
-    return ConnectError(FrameError::kIo, "cannot resolve " + host + ": " + why);
+    return FrameFailure(FrameError::kIo, "cannot resolve " + host + ": " + why);
   }
   const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
 
@@ -162,7 +165,7 @@ Result<UniqueFd> ConnectTcpSocket(const std::string& host, std::uint16_t port,
     if (e == EINPROGRESS || e == EINTR) {
       const IoOutcome wait = WaitReady(fd.get(), POLLOUT, deadline);
       if (wait.error == FrameError::kTimeout) {
-        return ConnectError(FrameError::kTimeout,
+        return FrameFailure(FrameError::kTimeout,
                             "no connection to " + target + " within " + Ms(timeout));
       }
       e = wait.error_number;
@@ -183,7 +186,7 @@ Result<UniqueFd> ConnectTcpSocket(const std::string& host, std::uint16_t port,
     detail += target + ":";
     for (std::size_t i = 0; i < failures.size(); ++i) detail += (i ? "; " : " ") + failures[i];
   }
-  return ConnectError(FrameError::kIo, detail);
+  return FrameFailure(FrameError::kIo, detail);
 }
 
 std::string DescribePeer(int fd) {

@@ -27,6 +27,10 @@ namespace dtrain::net {
 // The system's text for an errno value.
 std::string SystemError(int error_number);
 
+// A failed connect or frame transfer: "<FrameErrorName>: <detail>", code kTimeout for kTimeout,
+// kClosed for kClosed, kError for the rest (LastError tells those apart).
+Status FrameFailure(FrameError error, const std::string& detail);
+
 // One blocking step (a transfer or a wait) that stopped early, and why.
 struct IoOutcome {
   std::optional<FrameError> error;

@@ -84,7 +84,7 @@ class FakeDaemon {
       while (!stop_) {
         Result<net::Frame> frame = stream.Read(std::chrono::milliseconds(100));
         if (!frame.ok()) {
-          if (stream.LastError() == net::FrameError::kTimeout) continue;
+          if (frame.status().code() == StatusCode::kTimeout) continue;
           break;  // the client is gone
         }
         nlohmann::json request = nlohmann::json::parse(frame.value().payload, nullptr, false);

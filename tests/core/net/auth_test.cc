@@ -375,6 +375,9 @@ BOOST_AUTO_TEST_CASE(a_silent_client_times_out_as_a_stale_handshake) {
   BOOST_TEST_REQUIRE(!s.ok());
   BOOST_TEST(Mentions(s.message(), "timeout"));
   BOOST_TEST(Mentions(s.message(), "200 ms"));
+  // Told apart from other read failures by the read's kTimeout code.
+  BOOST_TEST(Mentions(s.message(), "timeout: no auth_hello from "));
+  BOOST_TEST(Mentions(s.message(), "within the handshake's 200 ms"));
   BOOST_TEST((took >= 150ms));
   BOOST_TEST((took < kGenerous));
 }

@@ -198,6 +198,7 @@ BOOST_AUTO_TEST_CASE(timeout_before_any_byte_can_be_retried) {
   Result<Frame> none = p.b.Read(50ms);
   BOOST_TEST_REQUIRE(!none.ok());
   BOOST_TEST(StartsWith(none.status().message(), "timeout: no frame within 50 ms from "));
+  BOOST_TEST((none.status().code() == StatusCode::kTimeout));
   BOOST_TEST((p.b.LastError() == FrameError::kTimeout));
   BOOST_TEST_REQUIRE(p.a.WriteString(MessageType::kControl, 0, 0, R"({"v":1})", 1s).ok());
   Result<Frame> f = p.b.Read(1s);
@@ -232,6 +233,7 @@ BOOST_AUTO_TEST_CASE(dribbling_peer_hits_the_whole_frame_deadline) {
   Result<Frame> again = p.b.Read(10s);
   BOOST_TEST_REQUIRE(!again.ok());
   BOOST_TEST(again.status().message() == f.status().message());
+  BOOST_TEST((again.status().code() == StatusCode::kTimeout));
 }
 
 BOOST_AUTO_TEST_CASE(peer_closing_mid_frame_is_closed) {
@@ -243,6 +245,7 @@ BOOST_AUTO_TEST_CASE(peer_closing_mid_frame_is_closed) {
   BOOST_TEST_REQUIRE(!f.ok());
   BOOST_TEST(StartsWith(f.status().message(), "closed: "));
   BOOST_TEST(Mentions(f.status().message(), "mid-frame (got 36 of 42 bytes)"));
+  BOOST_TEST((f.status().code() == StatusCode::kClosed));
   BOOST_TEST((p.b.LastError() == FrameError::kClosed));
 }
 
@@ -252,6 +255,7 @@ BOOST_AUTO_TEST_CASE(peer_closing_between_frames_is_closed) {
   Result<Frame> f = p.b.Read(1s);
   BOOST_TEST_REQUIRE(!f.ok());
   BOOST_TEST(StartsWith(f.status().message(), "closed: "));
+  BOOST_TEST((f.status().code() == StatusCode::kClosed));
   BOOST_TEST((p.b.LastError() == FrameError::kClosed));
 }
 
@@ -270,6 +274,7 @@ BOOST_AUTO_TEST_CASE(header_claiming_four_gigabytes_is_refused_at_once) {
   BOOST_TEST_REQUIRE(!f.ok());
   BOOST_TEST(f.status().message() == "too large: control frame of 4294967295 bytes from " +
                                          p.b.peer() + " exceeds the 67108864-byte limit");
+  BOOST_TEST((f.status().code() == StatusCode::kError));  // LastError tells kTooLarge apart
   BOOST_TEST((p.b.LastError() == FrameError::kTooLarge));
   BOOST_TEST(largest < 4096u);  // only the error message
 }
@@ -392,6 +397,7 @@ BOOST_AUTO_TEST_CASE(write_to_a_silent_peer_hits_its_deadline) {
   BOOST_TEST((Clock::now() - start < kGenerous));
   BOOST_TEST_REQUIRE(!s.ok());
   BOOST_TEST(StartsWith(s.message(), "timeout: could not send a floats frame of 8388608 bytes"));
+  BOOST_TEST((s.code() == StatusCode::kTimeout));
   BOOST_TEST((p.a.LastError() == FrameError::kTimeout));
   // Half a frame is on the wire: further writes would corrupt the stream, so they fail.
   Status again = p.a.WriteString(MessageType::kHeartbeat, 0, 0, "", 1s);
@@ -404,6 +410,7 @@ BOOST_AUTO_TEST_CASE(write_to_a_closed_peer_is_an_error_not_sigpipe) {
   Status s = p.a.WriteString(MessageType::kControl, 0, 0, R"({"v":1})", 1s);
   BOOST_TEST_REQUIRE(!s.ok());
   BOOST_TEST(StartsWith(s.message(), "closed: "));
+  BOOST_TEST((s.code() == StatusCode::kClosed));
   BOOST_TEST((p.a.LastError() == FrameError::kClosed));
 }
 
