@@ -7,7 +7,8 @@
 // A Status is either OK (code kOk, empty message) or failed: a code other than kOk and one
 // human-readable message that already names the file/record/peer involved. The code is for
 // callers that act differently on some failures (retry after a timeout); the message is for
-// people. Plain values; safe to copy between threads.
+// people. Both are [[nodiscard]]: a caller that means to ignore a failure says so with (void)
+// and a comment why. Plain values; safe to copy between threads.
 #pragma once
 
 #include <cassert>
@@ -25,7 +26,7 @@ enum class StatusCode {
   kClosed,   // the other end (or our own side) closed the connection
 };
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   static Status Ok() { return Status(); }
@@ -50,7 +51,7 @@ class Status {
 
 // Holds either a T or a failed Status. value() may only be called when ok().
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
   Result(Status status) : state_(std::move(status)) {  // NOLINT: implicit by design

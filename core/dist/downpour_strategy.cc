@@ -150,7 +150,7 @@ void DownpourStrategy::PushWindow() {
   cur_ ^= 1;
   // The next window accumulates into the other buffer: its push must have been sent.
   if (push_seq_[static_cast<std::size_t>(cur_)] != 0) {
-    WaitFor(push_seq_[static_cast<std::size_t>(cur_)]);  // a failure is reported by Apply
+    (void)WaitFor(push_seq_[static_cast<std::size_t>(cur_)]);  // a failure is reported by Apply
   }
 }
 

@@ -642,7 +642,7 @@ void RingAllReduce::SendNotice(std::size_t floats) {
     std::lock_guard lock(failure_mu_);
     notice.front() = static_cast<float>(failure_ ? failure_->culprit : rank_);
   }
-  right_->Send(op_ | kNoticeBit, notice, Clock::now() + kNoticeGrace);
+  (void)right_->Send(op_ | kNoticeBit, notice, Clock::now() + kNoticeGrace);
 }
 
 }  // namespace dtrain::dist

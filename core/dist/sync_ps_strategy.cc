@@ -17,7 +17,7 @@ SyncPsStrategy::SyncPsStrategy(std::span<Link* const> shard_links, std::size_t n
       options_(options) {}
 
 SyncPsStrategy::~SyncPsStrategy() {
-  if (!failed_) Finish();  // the error has nobody to go to; the shard reports it
+  if (!failed_) (void)Finish();  // the error has nobody to go to; the shard reports it
 }
 
 Status SyncPsStrategy::Connect(std::span<float> params) {

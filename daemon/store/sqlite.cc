@@ -214,7 +214,7 @@ Status InTransaction(Database& db, const std::function<Status()>& body, int* fai
   }
   code = db.ErrorCode();  // before ROLLBACK replaces it
   // Fails harmlessly when SQLite has already rolled back (e.g. after SQLITE_FULL).
-  db.Exec("ROLLBACK");
+  (void)db.Exec("ROLLBACK");
   return status;
 }
 

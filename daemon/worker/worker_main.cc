@@ -118,7 +118,8 @@ void SayHopeless(Upstream& upstream, WorkerStop stop, const std::string& why) {
   const json done = {
       {"v", 1}, {"type", "worker_done"}, {"stop", WireName(stop)}, {"steps", 0}, {"error", why}};
   if (upstream.Send(net::MessageType::kControl, done.dump(), 10s).ok()) {
-    upstream.Read(10s);  // its acknowledgement (or the checkpoint that was on its way)
+    // Its acknowledgement (or the checkpoint that was on its way); best effort, as above.
+    (void)upstream.Read(10s);
   }
 }
 

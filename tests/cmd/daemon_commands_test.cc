@@ -233,8 +233,8 @@ FakeDaemon::Handler CannedDaemon(const StoredModel* model) {
     } else if (type == "checkpoint" && model != nullptr) {
       SendJson(s,
                {{"ok", true}, {"step", model->checkpoint.step}, {"spec_toml", model->spec_toml}});
-      s.WriteString(net::MessageType::kCheckpoint, 0, 0, store::EncodeCheckpoint(model->checkpoint),
-                    std::chrono::seconds(5));
+      (void)s.WriteString(net::MessageType::kCheckpoint, 0, 0,  // unchecked, as SendJson
+                          store::EncodeCheckpoint(model->checkpoint), std::chrono::seconds(5));
     } else {
       SendJson(s, Error("bad_request", "unknown request type '" + type + "'"));
     }

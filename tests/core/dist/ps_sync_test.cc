@@ -521,7 +521,9 @@ BOOST_AUTO_TEST_CASE(a_silent_worker_is_an_error_naming_it_by_the_deadline) {
   std::vector<Status> served = testing::ServePs(testing::MakeLocalPsLinks(2, 1), shards,
                                                 [&](int rank, std::span<Link* const> mine) {
                                                   if (rank == 0) {
-                                                    GoodWorker(0, 2, mine, n, 5, timeout);
+                                                    // Fails too once the shard gives up; the
+                                                    // shard's status is what this test checks.
+                                                    (void)GoodWorker(0, 2, mine, n, 5, timeout);
                                                     served_done = true;
                                                     return;
                                                   }
@@ -547,7 +549,8 @@ std::vector<Status> ServeWithBadPush(std::uint64_t step, std::size_t floats) {
   return testing::ServePs(
       testing::MakeLocalPsLinks(2, 1), shards, [&](int rank, std::span<Link* const> mine) {
         if (rank == 0) {
-          GoodWorker(0, 2, mine, n, 3, timeout);
+          // May fail once the shard refuses the bad push; callers check the shard's status.
+          (void)GoodWorker(0, 2, mine, n, 3, timeout);
           return;
         }
         PsClient client(mine, Client(1, 2, n, timeout));

@@ -221,7 +221,7 @@ void CheckProcessExitsMidOp(int world, int victim, const RingOptions& options) {
     Result<RingLinks> links = listening.value().Join(victim, 10s);
     if (!links.ok()) ::_exit(1);
     Doomed doomed(links.value(), 30, [] { ::_exit(3); });
-    ReduceAsRank(victim, world, doomed.Links(), kOp, options);
+    (void)ReduceAsRank(victim, world, doomed.Links(), kOp, options);  // never returns: it dies
     ::_exit(2);  // it should have died before the op ended
   }
   const Clock::time_point start = Clock::now();
