@@ -26,8 +26,7 @@ std::string SystemError(const std::string& what) { return what + ": " + std::str
 
 }  // namespace
 
-Result<PeerListener> PeerListener::Open(const std::string& host, int backlog,
-                                        std::uint16_t port) {
+Result<PeerListener> PeerListener::Open(const std::string& host, int backlog, std::uint16_t port) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
@@ -47,34 +46,6 @@ Result<PeerListener> PeerListener::Open(const std::string& host, int backlog,
   return PeerListener(fd.release(), ntohs(addr.sin_port));
 }
 
-PeerListener::PeerListener(PeerListener&& other) noexcept
-    : fd_(std::move(other.fd_)),
-      port_(other.port_),
-      token_(std::move(other.token_)),
-      refused_(other.refused_),
-      pending_(std::exchange(other.pending_, {})) {}
-
-PeerListener& PeerListener::operator=(PeerListener&& other) noexcept {
-  if (this != &other) {
-    ClosePending();
-    fd_ = std::move(other.fd_);
-    port_ = other.port_;
-    token_ = std::move(other.token_);
-    refused_ = other.refused_;
-    pending_ = std::exchange(other.pending_, {});
-  }
-  return *this;
-}
-
-PeerListener::~PeerListener() {
-  ClosePending();
-}
-
-void PeerListener::ClosePending() {
-  for (const Pending& p : pending_) ::close(p.fd);
-  pending_.clear();
-}
-
 namespace {
 
 // Nothing larger than a token is read before the token checked out.
@@ -84,7 +55,7 @@ constexpr std::size_t kTokenBytes = 64;
 
 std::optional<Result<IntroducedPeer>> PeerListener::ReadIntroduction(Pending& p) const {
   const auto max_payload = static_cast<std::uint32_t>(std::max(token_.size(), kTokenBytes));
-  net::FrameStream stream(p.fd, max_payload);  // owns the descriptor from here on
+  net::FrameStream stream(p.fd.release(), max_payload);  // owns the descriptor from here on
   const auto refuse = [&stream](const std::string& why) -> std::optional<Result<IntroducedPeer>> {
     return Result<IntroducedPeer>(Status::Error("a peer from " + stream.peer() + " " + why));
   };
@@ -102,11 +73,11 @@ std::optional<Result<IntroducedPeer>> PeerListener::ReadIntroduction(Pending& p)
     if (p.arrived.size() == wanted) break;
     const std::size_t had = p.arrived.size();
     p.arrived.resize(wanted);
-    const ssize_t got = ::recv(p.fd, p.arrived.data() + had, wanted - had, MSG_DONTWAIT);
+    const ssize_t got = ::recv(stream.fd(), p.arrived.data() + had, wanted - had, MSG_DONTWAIT);
     p.arrived.resize(had + static_cast<std::size_t>(std::max<ssize_t>(got, 0)));
     if (got == 0) return refuse("closed before introducing itself");
     if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      (void)stream.Release();  // still the listener's: it waits on
+      p.fd.reset(stream.Release());  // still the listener's: it waits on
       return std::nullopt;
     }
     if (got < 0) return refuse(SystemError("did not introduce itself"));
@@ -134,18 +105,17 @@ Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
     const Clock::time_point now = Clock::now();
     std::erase_if(pending_, [&](const Pending& p) {
       if (now < p.until) return false;
-      ::close(p.fd);
-      ++refused_;
+      ++refused_;  // erasing it closes it
       return true;
     });
     Clock::time_point wake = deadline;
     polled.assign(1, pollfd{.fd = fd_.get(), .events = POLLIN, .revents = 0});
     for (const Pending& p : pending_) {
-      polled.push_back({.fd = p.fd, .events = POLLIN, .revents = 0});
+      polled.push_back({.fd = p.fd.get(), .events = POLLIN, .revents = 0});
       wake = std::min(wake, p.until);
     }
-    const auto left = std::max<std::int64_t>(
-        0, std::chrono::ceil<std::chrono::milliseconds>(wake - now).count());
+    const auto left =
+        std::max<std::int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(wake - now).count());
     const int ready = ::poll(polled.data(), polled.size(),
                              static_cast<int>(std::min<std::int64_t>(left, INT_MAX)));
     if (ready < 0 && errno != EINTR) return Status::Error(SystemError("poll on a listener"));
@@ -153,7 +123,7 @@ Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
     for (std::size_t i = 1; ready > 0 && i < polled.size(); ++i) {
       if (polled[i].revents == 0) continue;
       auto at = std::find_if(pending_.begin(), pending_.end(),
-                             [fd = polled[i].fd](const Pending& p) { return p.fd == fd; });
+                             [fd = polled[i].fd](const Pending& p) { return p.fd.get() == fd; });
       if (at == pending_.end()) continue;  // each polled descriptor is a pending one; be sure
       std::optional<Result<IntroducedPeer>> peer = ReadIntroduction(*at);
       if (!peer) continue;  // more of it is still to come
@@ -166,11 +136,10 @@ Result<IntroducedPeer> PeerListener::Accept(Deadline deadline) const {
       const int fd = ::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
       if (fd >= 0) {
         if (pending_.size() >= kMaxPendingIntroductions) {
-          ::close(pending_.front().fd);
-          pending_.erase(pending_.begin());
+          pending_.erase(pending_.begin());  // closes the oldest
           ++refused_;
         }
-        pending_.push_back({fd, Clock::now() + kIntroductionTimeout, {}});
+        pending_.push_back({UniqueFd(fd), Clock::now() + kIntroductionTimeout, {}});
         continue;
       }
       if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
@@ -205,8 +174,7 @@ Result<net::FrameStream> ConnectIntroduced(const Endpoint& to, int self_id, int 
 // The next connection on `listener`, which must come from `expected_id`.
 Result<net::FrameStream> AcceptIntroduced(const PeerListener& listener, int expected_id,
                                           const std::string& peer_label, Deadline deadline) {
-  const std::string who =
-      peer_label.empty() ? "rank " + std::to_string(expected_id) : peer_label;
+  const std::string who = peer_label.empty() ? "rank " + std::to_string(expected_id) : peer_label;
   Result<IntroducedPeer> in = listener.Accept(deadline);
   if (!in.ok()) return Status::Error("waiting for " + who + ": " + in.status().message());
   if (in.value().id != static_cast<std::uint32_t>(expected_id)) {
@@ -241,8 +209,8 @@ Result<std::unique_ptr<Link>> ConnectLink(const Endpoint& to, int self_id, int p
                                           const std::string& token, LinkTransport transport) {
   Result<net::FrameStream> s = ConnectIntroduced(to, self_id, peer_id, peer_label, deadline, token);
   if (!s.ok()) return s.status();
-  return MakeLink(std::move(s).value(), transport, ShmRole::kCreator, self_id, peer_id,
-                  peer_label, deadline);
+  return MakeLink(std::move(s).value(), transport, ShmRole::kCreator, self_id, peer_id, peer_label,
+                  deadline);
 }
 
 Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int self_id,
@@ -253,9 +221,8 @@ Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int se
   return TcpLink::Create(std::move(s).value(), self_id, expected_id, peer_label);
 }
 
-Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
-                           const PeerListener& mine, Deadline deadline, const std::string& token,
-                           LinkTransport transport) {
+Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers, const PeerListener& mine,
+                           Deadline deadline, const std::string& token, LinkTransport transport) {
   const int n = static_cast<int>(workers.size());
   if (rank < 0 || rank >= n) {
     return Status::Error("rank " + std::to_string(rank) + " is not in a ring of " +
@@ -285,8 +252,7 @@ Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
     from_left.emplace(std::move(s).value());
   }
   const auto make_left = [&] {
-    return MakeLink(std::move(*from_left), transport, ShmRole::kOpener, rank, left, "",
-                    deadline);
+    return MakeLink(std::move(*from_left), transport, ShmRole::kOpener, rank, left, "", deadline);
   };
   std::future<Result<std::unique_ptr<Link>>> left_link;
   if (from_left && to_right && transport == LinkTransport::kAuto) {

@@ -17,9 +17,9 @@
 // within kIntroductionTimeout — and goes on waiting for the right peers. Introductions are awaited
 // side by side: a connection that stays silent (anyone on the host can open one) holds up no
 // other, and at most kMaxPendingIntroductions wait at once (a new one then closes the oldest),
-// so its descriptors are bounded too. The accepting side then checks who it expected. Ids are the job's process indices: worker ranks 0..N-1, then shards
-// N..N+S-1.
-// PeerListener is one thread at a time for Accept; the free functions are safe for concurrent use.
+// so its descriptors are bounded too. The accepting side then checks who it expected. Ids are the
+// job's process indices: worker ranks 0..N-1, then shards N..N+S-1. PeerListener is one thread at a
+// time for Accept; the free functions are safe for concurrent use.
 #pragma once
 
 #include <chrono>
@@ -64,11 +64,10 @@ class PeerListener {
   // Connections closed so far for a missing, late or wrong introduction.
   std::uint64_t refused() const { return refused_; }
 
-  PeerListener(PeerListener&& other) noexcept;
-  PeerListener& operator=(PeerListener&& other) noexcept;
+  PeerListener(PeerListener&& other) noexcept = default;
+  PeerListener& operator=(PeerListener&& other) noexcept = default;
   PeerListener(const PeerListener&) = delete;
   PeerListener& operator=(const PeerListener&) = delete;
-  ~PeerListener();
 
   std::uint16_t port() const { return port_; }
   // The next connection whose introduction is complete, by the deadline. Connections still
@@ -79,7 +78,7 @@ class PeerListener {
   // An accepted connection whose introduction has not all arrived: the bytes read so far (never
   // more than its one frame, so the stream goes on exactly after it).
   struct Pending {
-    int fd = -1;
+    UniqueFd fd;
     Clock::time_point until;  // closed then
     std::vector<std::uint8_t> arrived;
   };
@@ -88,7 +87,6 @@ class PeerListener {
   // Reads what has arrived of `p`'s introduction without waiting: nothing while it is
   // incomplete; else the peer, or why it is refused (its descriptor then closed).
   std::optional<Result<IntroducedPeer>> ReadIntroduction(Pending& p) const;
-  void ClosePending();
 
   UniqueFd fd_;
   std::uint16_t port_ = 0;
@@ -135,9 +133,8 @@ inline constexpr std::string_view kRingCongestionControl = "reno";
 // algorithm that net.ipv4.tcp_allowed_congestion_control does not list for a process without
 // CAP_NET_ADMIN; reno is always allowed). With kAuto, the connecting end of each connection
 // creates the shared-memory segment.
-Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers,
-                           const PeerListener& mine, Deadline deadline,
-                           const std::string& token = "",
+Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers, const PeerListener& mine,
+                           Deadline deadline, const std::string& token = "",
                            LinkTransport transport = LinkTransport::kAuto);
 
 }  // namespace dtrain::dist

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "core/unique_fd.h"
 #include "daemon/server/account.h"
 #include "daemon/server/job_manager.h"
 
@@ -86,20 +87,17 @@ Result<pid_t> ProcessLauncher::Start(const ProcessToStart& p, Supervisor::LineHa
   }
   // A local worker's coordinator connection: a socket pair, its end as the worker's fd 3.
   if (!channel_sink_) return Status::Error("no worker channels are served");
-  int channel[2] = {-1, -1};
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
+  int ends[2] = {-1, -1};
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
     return Status::Error(std::string("socketpair: ") + std::strerror(errno));
   }
-  Result<Launch> launch = WorkerLaunch(p, channel[1]);
+  UniqueFd ours(ends[0]);
+  const UniqueFd workers(ends[1]);  // the child has its copy once spawned; ours closes here
+  Result<Launch> launch = WorkerLaunch(p, workers.get());
   Result<pid_t> pid =
       launch.ok() ? supervisor_.Spawn(launch.value(), std::move(on_line), std::move(on_exit))
                   : Result<pid_t>(launch.status());
-  ::close(channel[1]);
-  if (pid.ok()) {
-    channel_sink_(channel[0]);
-  } else {
-    ::close(channel[0]);
-  }
+  if (pid.ok()) channel_sink_(ours.release());
   return pid;
 }
 
