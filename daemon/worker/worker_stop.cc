@@ -1,34 +1,26 @@
 #include "daemon/worker/worker_stop.h"
 
-#include <array>
-#include <utility>
+#include "core/name_table.h"
 
 namespace dtrain::worker {
 namespace {
 
-constexpr std::array<std::pair<WorkerStop, std::string_view>, 6> kNames{{
-    {WorkerStop::kCompleted, "completed"},
-    {WorkerStop::kTarget, "target"},
-    {WorkerStop::kRequested, "requested"},
-    {WorkerStop::kNoData, "no_data"},
-    {WorkerStop::kOutOfMemory, "out_of_memory"},
-    {WorkerStop::kDiverged, "diverged"},
-}};
+constexpr NameTable<WorkerStop, 6> kNames{
+    {{{WorkerStop::kCompleted, "completed"},
+      {WorkerStop::kTarget, "target"},
+      {WorkerStop::kRequested, "requested"},
+      {WorkerStop::kNoData, "no_data"},
+      {WorkerStop::kOutOfMemory, "out_of_memory"},
+      {WorkerStop::kDiverged, "diverged"}}},
+    "completed, target, requested, no_data, out_of_memory, diverged"};
 
 }  // namespace
 
-std::string_view WireName(WorkerStop stop) {
-  for (const auto& [value, name] : kNames) {
-    if (value == stop) return name;
-  }
-  return "?";
-}
+std::string_view WireName(WorkerStop stop) { return kNames.Name(stop); }
 
 std::optional<WorkerStop> ParseWorkerStop(std::string_view name) {
-  for (const auto& [value, wire] : kNames) {
-    if (wire == name) return value;
-  }
-  return std::nullopt;
+  Result<WorkerStop> stop = kNames.Parse(name, "worker stop");
+  return stop.ok() ? std::optional(stop.value()) : std::nullopt;
 }
 
 WorkerStop FromStopReason(train::StopReason why) {
