@@ -91,7 +91,7 @@ struct RingOptions {
   bool caller_sends = true;
   // How long a wait for a peer or for the other thread of this rank polls, giving its core to any
   // other runnable thread between looks (sched_yield), before it spins or sleeps. Waking a
-  // sleeping thread costs tens of microseconds on virtual hosts (DESIGN.md, Threads).
+  // sleeping thread costs tens of microseconds on virtual hosts (docs/performance-notes.md).
   std::chrono::microseconds yield{1000};
 };
 
