@@ -1,7 +1,7 @@
 // Doorbell: how one thread waits for another's progress on a latency-critical path: it spins on
 // the condition for a short budget, then sleeps until rung or until its deadline. On these
-// machines waking a sleeping thread costs tens of microseconds (docs/performance-notes.md), so a wait
-// that is usually short should not pay it; a wait that is long should not burn a core.
+// machines waking a sleeping thread costs tens of microseconds (docs/performance-notes.md), so a
+// wait that is usually short should not pay it; a wait that is long should not burn a core.
 //
 //   // producer                              // consumer
 //   posted.store(n, release);                bell.Wait([&] { return posted.load(acquire) > i; },
