@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/math/part_range.h"
 #include "core/model/layer_spec.h"
@@ -28,6 +29,16 @@ namespace dtrain::model {
 // or running statistics (Layer::RunningStatistics, Model::StatisticRanges).
 struct ParamRange {
   std::size_t offset = 0, count = 0;
+};
+
+// One tensor of a parameter vector, for methods that treat a layer's weights as a matrix
+// (gradient compression, compress/compression_plan.h): a layer's weights as FanIn() rows of
+// NumWeights() / FanIn() floats, row-major, or a layer's other parameters (biases, batchnorm's
+// scales and statistics) as one row. rows * cols floats from `offset`.
+struct ParamTensor {
+  std::size_t offset = 0, rows = 1, cols = 0;
+  std::string name;  // for people: "layer 2 (dense) weights", "layer 2 (dense) biases"
+  std::size_t count() const { return rows * cols; }
 };
 
 // What one call of Forward or Backward may use besides its tensors.

@@ -52,6 +52,25 @@ Model::Model(ModelSpec spec) : spec_(std::move(spec)) {
   }
 }
 
+std::vector<ParamTensor> Model::Tensors() const {
+  std::vector<ParamTensor> tensors;
+  const std::vector<LayerSpec> specs = ModelLayers(spec_);
+  for (std::size_t i = 0; i < chain_.size(); ++i) {
+    const Layer& layer = *chain_[i];
+    const std::string name =
+        "layer " + std::to_string(i + 1) + " (" + LayerTypeName(specs[i]) + ") ";
+    const std::size_t weights = layer.NumWeights();
+    if (weights > 0) {
+      const auto rows = static_cast<std::size_t>(std::max(1, layer.FanIn()));
+      tensors.push_back({offsets_[i], rows, weights / rows, name + "weights"});
+    }
+    if (const std::size_t rest = layer.NumParams() - weights; rest > 0) {
+      tensors.push_back({offsets_[i] + weights, 1, rest, name + (weights > 0 ? "biases" : "parameters")});
+    }
+  }
+  return tensors;
+}
+
 std::size_t Model::MaxWidth() const {
   std::size_t width = ModelInputShape(spec_).Size();
   for (const auto& layer : chain_) width = std::max(width, layer->output().Size());

@@ -76,6 +76,9 @@ class Model {
   // A shorthand model's dense layers (what model parallelism splits); empty for "sequential".
   const std::vector<LayerView>& layers() const { return layers_; }
   const std::vector<ParamRange>& WeightRanges() const { return weights_; }
+  // Every parameter of the model, as tensors in order (see ParamTensor): each layer's weights,
+  // then its other parameters.
+  std::vector<ParamTensor> Tensors() const;
   // The running statistics (batchnorm's mean and variance): parameters the optimizer never moves
   // (their gradient is 0) and UpdateStatistics does. Each replica keeps its own; empty for most
   // models.

@@ -1,0 +1,84 @@
+// GradientCompressor: one replica's side of a compressed synchronous gradient exchange, with
+// error feedback — what it did not send of a gradient is kept and added to the next one, so
+// nothing is lost, only late (Seide et al. 2014; PowerSGD; Deep Gradient Compression).
+//
+//   GradientCompressor c(PlanCompression(model.Tensors(), settings), settings, seed);
+//   Status s = c.Exchange(step, grad, exchange);  // grad: this replica's in, the mean out
+//
+// A step, by the plan's encodings, for this replica's gradient G and residual E (M = G + E):
+//   kRaw      M's values go as they are (no residual);
+//   kLowRank  PowerSGD: P = M Q, averaged; P made orthonormal; Q' = M^T P, averaged into the
+//             next step's Q (warm start); the step's gradient is P Q'^T; E = M - P (M^T P)^T;
+//   kSparse   the k values of largest |M| with their indices; E = M without them; the mean is
+//             the sum of every replica's pairs, in rank order, / world;
+//   kBf16     M rounded to bfloat16; E = M - that; the mean is the sum of every replica's
+//             values, in rank order, / world.
+// Ops per step: powersgd two Means (P and raw tensors, then Q); topk and bf16 one Gather (raw
+// tensors travel inside it, summed like the rest); none, and any step < warmup_steps, one Mean
+// of the whole gradient (the residual untouched). The result is the same bits on every replica.
+//
+// Invariant (error feedback conserves the gradient): over any steps, the sum of what this
+// replica sent, decompressed, plus its residual equals the sum of its gradients, to rounding.
+//
+// One thread at a time. The plan's tensors must tile [0, PlanFloats) in order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/compress/compression_plan.h"
+#include "core/status.h"
+
+namespace dtrain::compress {
+
+// What a compressor needs from the replicas' collective (the sync strategy wraps its ring in
+// one). Every replica makes the same calls with the same sizes.
+class GradientExchange {
+ public:
+  virtual ~GradientExchange() = default;
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  // data = the mean over replicas of each one's data; the same bits on every replica.
+  virtual Status Mean(std::span<float> data) = 0;
+  // blocks holds world() blocks of equal size, this replica's own at block rank(); afterwards
+  // block r is replica r's.
+  virtual Status Gather(std::span<float> blocks) = 0;
+};
+
+// Cumulative costs, for per-worker metrics.
+struct CompressionStats {
+  double seconds = 0.0;           // encoding and decoding, not the exchange
+  std::uint64_t raw_bytes = 0;    // the gradients' own size, over the compressed steps
+  std::uint64_t sent_bytes = 0;   // what this replica contributed instead (PlanSentFloats * 4)
+};
+
+class GradientCompressor {
+ public:
+  // `seed` gives PowerSGD's initial Q (the same on every replica).
+  GradientCompressor(std::vector<TensorPlan> plan, const Settings& settings, std::uint64_t seed);
+
+  // grad (PlanFloats floats): this replica's gradient, already weighted for averaging; becomes
+  // the step's averaged gradient (see above). On failure grad holds unspecified values.
+  Status Exchange(std::int64_t step, std::span<float> grad, GradientExchange& exchange);
+
+  // The state a checkpoint keeps for an exact resume: this replica's residual (PlanFloats
+  // floats), then PowerSGD's Q of each kLowRank tensor in plan order (the same on every
+  // replica). Sizes depend only on the plan; the caller may overwrite them to restore.
+  std::vector<std::span<float>> StateVectors();
+
+  const std::vector<TensorPlan>& plan() const { return plan_; }
+  const Settings& settings() const { return settings_; }
+  const CompressionStats& stats() const { return stats_; }
+
+ private:
+  std::vector<TensorPlan> plan_;
+  Settings settings_;
+  std::vector<float> residual_;
+  std::vector<std::vector<float>> q_;  // per kLowRank tensor, in plan order
+  std::vector<float> buffer_;          // the messages of a step
+  CompressionStats stats_;
+};
+
+}  // namespace dtrain::compress

@@ -1,0 +1,37 @@
+// The matrix algebra of PowerSGD (Vogels et al. 2019) for one m x n gradient matrix M (row-major)
+// and rank r: P = M Q (m x r), orthonormal columns of P, Q = M^T P (n x r), M ~ P Q^T.
+//
+//   MultiplyByQ(M, m, n, Q, r, P);   // P = M Q        (a replica's own M: any BLAS rounding)
+//   Orthonormalize(P, m, r);         // Gram-Schmidt   (on the replicas' mean: same bits anywhere)
+//   MultiplyTransposedByP(M, m, n, P, r, Q);
+//   AddProduct(P, Q, m, n, r, 1.0f, out);  // out += P Q^T (deterministic loops)
+//
+// Orthonormalize and AddProduct run on values every replica holds alike, and give the same bits
+// on every CPU (plain loops in a fixed order, no runtime-dispatched kernel); the two products
+// run on a replica's own values and may use BLAS. Matrices are row-major, leading dimension =
+// columns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace dtrain::compress {
+
+// P (m x r) = M (m x n) Q (n x r).
+void MultiplyByQ(std::span<const float> m_values, std::size_t m, std::size_t n,
+                 std::span<const float> q, std::size_t r, std::span<float> p);
+// Q (n x r) = M^T (n x m) P (m x r).
+void MultiplyTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
+                           std::span<const float> p, std::size_t r, std::span<float> q);
+// P's columns (m x r) made orthonormal by modified Gram-Schmidt, left to right; a column that is
+// (numerically) zero after its projections out becomes all zeros.
+void Orthonormalize(std::span<float> p, std::size_t m, std::size_t r);
+// out (m x n) += scale * P (m x r) Q^T (r x n).
+void AddProduct(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
+                std::size_t r, float scale, std::span<float> out);
+// Q's initial values: n x r floats uniform in [-1, 1) from `seed`, the same on every replica and
+// CPU.
+void InitialQ(std::uint64_t seed, std::span<float> q);
+
+}  // namespace dtrain::compress
