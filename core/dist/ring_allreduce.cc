@@ -125,11 +125,21 @@ RingAllReduce::~RingAllReduce() {
 }
 
 Status RingAllReduce::AllReduceSum(std::span<float> data, std::uint32_t op) {
-  return Run(data, op, 1.0f);
+  return Run(data, op, Collective::kReduce, 1.0f);
 }
 
 Status RingAllReduce::AllReduceMean(std::span<float> data, std::uint32_t op) {
-  return Run(data, op, 1.0f / static_cast<float>(world_));
+  return Run(data, op, Collective::kReduce, 1.0f / static_cast<float>(world_));
+}
+
+Status RingAllReduce::AllGather(std::span<float> data, std::uint32_t op) {
+  if (world_ > 0 && data.size() % static_cast<std::size_t>(world_) != 0) {
+    return Status::Error("all-gather op " + std::to_string(op) + " at rank " +
+                         std::to_string(rank_) + " of " + std::to_string(world_) + ": " +
+                         std::to_string(data.size()) + " floats are not " +
+                         std::to_string(world_) + " equal blocks");
+  }
+  return Run(data, op, Collective::kGather, 1.0f);
 }
 
 std::span<float> RingAllReduce::Chunk(int c) const {
@@ -173,6 +183,31 @@ void RingAllReduce::PlanRing(float scale) {
   posted_.store(send_start[1], std::memory_order_relaxed);  // step 0 sends this rank's own chunk
 }
 
+void RingAllReduce::PlanGather() {
+  // Chunk(c) is block c, as the blocks are equal. Step t sends block rank - t (this rank's own,
+  // then what came in the step before) and receives block rank - t - 1 in place: this rank never
+  // sends that block before it has arrived, so nothing waits for a send.
+  const std::size_t segment = SegmentFloats(Chunk(0).size(), options_.segment_floats);
+  ahead_ = SendAhead(kRingAheadBytes, segment);
+  const int steps = world_ - 1;
+  std::size_t first_forward = 0;
+  for (int t = 0; t < steps; ++t) {
+    const std::span<float> block = Chunk(Mod(rank_ - t));
+    ForEachSegment(block, segment, [&](std::span<float> m) { sends_.push_back(m); });
+    if (t == 0) first_forward = sends_.size();
+    last_op_.bytes_sent += block.size_bytes();
+  }
+  for (int t = 0; t < steps; ++t) {
+    const std::span<float> block = Chunk(Mod(rank_ - t - 1));
+    ForEachSegment(block, segment, [&](std::span<float> m) {
+      receives_.push_back(Incoming{
+          .values = m, .reduce = false, .scale = 1.0f, .after_sent = 0, .forward = t + 1 < steps});
+    });
+    last_op_.bytes_received += block.size_bytes();
+  }
+  posted_.store(first_forward, std::memory_order_relaxed);  // step 0 sends this rank's own block
+}
+
 void RingAllReduce::PlanExchange(float scale) {
   const std::size_t segment = SegmentFloats(data_.size(), options_.segment_floats);
   ahead_ = SendAhead(kExchangeAheadBytes, segment);
@@ -190,7 +225,8 @@ void RingAllReduce::PlanExchange(float scale) {
   posted_.store(sends_.size(), std::memory_order_relaxed);  // nothing to wait for
 }
 
-Status RingAllReduce::Run(std::span<float> data, std::uint32_t op, float scale) {
+Status RingAllReduce::Run(std::span<float> data, std::uint32_t op, Collective collective,
+                          float scale) {
   if (!unusable_.ok()) return unusable_;
   const std::string where = "all-reduce op " + std::to_string(op) + " at rank " +
                             std::to_string(rank_) + " of " + std::to_string(world_) + ": ";
@@ -204,7 +240,9 @@ Status RingAllReduce::Run(std::span<float> data, std::uint32_t op, float scale) 
   last_op_ = {};
   sends_.clear();
   receives_.clear();
-  if (world_ == 2 && options_.direct_exchange) {
+  if (collective == Collective::kGather) {
+    PlanGather();
+  } else if (world_ == 2 && options_.direct_exchange) {
     PlanExchange(scale);
   } else {
     PlanRing(scale);

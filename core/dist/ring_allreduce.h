@@ -122,6 +122,11 @@ class RingAllReduce {
   Status AllReduceSum(std::span<float> data, std::uint32_t op);
   // AllReduceSum, then * (1/world), applied once to each sum before it is copied anywhere.
   Status AllReduceMean(std::span<float> data, std::uint32_t op);
+  // data holds world blocks of data.size() / world floats (a multiple of world), this rank's own
+  // at block rank; afterwards block r is rank r's, on every rank. The all-gather phase of the ring
+  // alone: each rank sends (world - 1) blocks and receives as many, in segments, pipelined and
+  // driven as an all-reduce is (also with two ranks).
+  Status AllGather(std::span<float> data, std::uint32_t op);
 
   // The last op's costs (zero before the first, and when world == 1).
   const RingOpStats& last_op() const { return last_op_; }
@@ -151,10 +156,13 @@ class RingAllReduce {
   // Who may receive from the left link now (one receiver at a time, as the Link contract says).
   enum Receiver : int { kNobody, kCaller, kRescuer };
 
-  Status Run(std::span<float> data, std::uint32_t op, float scale);
+  // What an op computes: a sum scaled by `scale`, or the gather of every rank's block.
+  enum class Collective { kReduce, kGather };
+  Status Run(std::span<float> data, std::uint32_t op, Collective collective, float scale);
   // Fill sends_, receives_, posted_ and the op's byte counts for the current op's range.
   void PlanRing(float scale);
   void PlanExchange(float scale);
+  void PlanGather();
 
   // The calling thread drives the whole op (caller_sends).
   void Drive();
