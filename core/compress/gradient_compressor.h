@@ -49,9 +49,9 @@ class GradientExchange {
 
 // Cumulative costs, for per-worker metrics.
 struct CompressionStats {
-  double seconds = 0.0;           // encoding and decoding, not the exchange
-  std::uint64_t raw_bytes = 0;    // the gradients' own size, over the compressed steps
-  std::uint64_t sent_bytes = 0;   // what this replica contributed instead (PlanSentFloats * 4)
+  double seconds = 0.0;          // encoding and decoding, not the exchange
+  std::uint64_t raw_bytes = 0;   // the gradients' own size, over the compressed steps
+  std::uint64_t sent_bytes = 0;  // what this replica contributed instead (PlanSentFloats * 4)
 };
 
 class GradientCompressor {
@@ -73,11 +73,20 @@ class GradientCompressor {
   const CompressionStats& stats() const { return stats_; }
 
  private:
+  // The exchanges of a compressed step: PowerSGD's two Means, or topk's and bf16's one Gather.
+  Status ExchangeLowRank(std::span<float> grad, GradientExchange& exchange);
+  Status ExchangeGathered(std::span<float> grad, GradientExchange& exchange);
+  // A Gather's side of one tensor: this replica's message (t.sent_floats floats) from its
+  // gradient, updating its residual; and out += one replica's message, decoded.
+  void EncodeMessage(const TensorPlan& t, std::span<const float> grad, std::span<float> message);
+  static void AddMessage(const TensorPlan& t, std::span<const float> message, std::span<float> out);
+
   std::vector<TensorPlan> plan_;
   Settings settings_;
   std::vector<float> residual_;
   std::vector<std::vector<float>> q_;  // per kLowRank tensor, in plan order
   std::vector<float> buffer_;          // the messages of a step
+  std::vector<std::uint32_t> top_k_;   // a kSparse tensor's selection
   CompressionStats stats_;
 };
 

@@ -1,0 +1,262 @@
+#include "core/compress/gradient_compressor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "core/compress/bf16.h"
+#include "core/compress/low_rank.h"
+#include "core/compress/top_k.h"
+#include "core/data/random.h"
+
+namespace dtrain::compress {
+namespace {
+
+// Adds the seconds of its scope to a total: the encoding and decoding of a step, not its exchange.
+class ScopedSeconds {
+ public:
+  explicit ScopedSeconds(double& total) : total_(total) {}
+  ScopedSeconds(const ScopedSeconds&) = delete;
+  ScopedSeconds& operator=(const ScopedSeconds&) = delete;
+  ~ScopedSeconds() {
+    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+template <typename T>
+std::span<T> Of(std::span<T> values, const TensorPlan& t) {
+  return values.subspan(t.tensor.offset, t.tensor.count());
+}
+
+void AddInto(std::span<const float> in, std::span<float> out) {
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] += in[i];
+}
+
+std::size_t Rank(const TensorPlan& t) { return static_cast<std::size_t>(t.rank); }
+
+// A step's buffer under PowerSGD: [P of each kLowRank tensor, then every kRaw tensor's values]
+// (the first Mean), then [Q' of each kLowRank tensor] (the second).
+struct LowRankBuffer {
+  std::span<float> ps, raws, qs;
+};
+
+LowRankBuffer SplitLowRankBuffer(std::span<const TensorPlan> plan, std::vector<float>& buffer) {
+  std::size_t p_floats = 0, raw_floats = 0, q_floats = 0;
+  for (const TensorPlan& t : plan) {
+    if (t.encoding == Encoding::kLowRank) {
+      p_floats += t.tensor.rows * Rank(t);
+      q_floats += t.tensor.cols * Rank(t);
+    } else {
+      raw_floats += t.tensor.count();
+    }
+  }
+  buffer.resize(p_floats + raw_floats + q_floats);
+  const std::span<float> all(buffer);
+  return {.ps = all.first(p_floats),
+          .raws = all.subspan(p_floats, raw_floats),
+          .qs = all.subspan(p_floats + raw_floats)};
+}
+
+// A kLowRank tensor in a step: the index-th of them, its P (rows x rank) and its Q' (cols x rank).
+struct LowRankTensor {
+  const TensorPlan& plan;
+  std::size_t index;
+  std::span<float> p, q;
+  std::size_t rows() const { return plan.tensor.rows; }
+  std::size_t cols() const { return plan.tensor.cols; }
+  std::size_t rank() const { return Rank(plan); }
+};
+
+template <typename Visit>
+void ForEachLowRank(std::span<const TensorPlan> plan, const LowRankBuffer& b, Visit visit) {
+  std::size_t index = 0, p_at = 0, q_at = 0;
+  for (const TensorPlan& t : plan) {
+    if (t.encoding != Encoding::kLowRank) continue;
+    const std::size_t p_floats = t.tensor.rows * Rank(t), q_floats = t.tensor.cols * Rank(t);
+    visit(LowRankTensor{t, index++, b.ps.subspan(p_at, p_floats), b.qs.subspan(q_at, q_floats)});
+    p_at += p_floats;
+    q_at += q_floats;
+  }
+}
+
+// The kRaw tensors' values of grad into raws, tensor after tensor (to_raws), or back.
+void CopyRaw(std::span<const TensorPlan> plan, std::span<float> grad, std::span<float> raws,
+             bool to_raws) {
+  std::size_t at = 0;
+  for (const TensorPlan& t : plan) {
+    if (t.encoding == Encoding::kLowRank) continue;
+    const std::span<float> section = raws.subspan(at, t.tensor.count());
+    if (to_raws) {
+      std::ranges::copy(Of(grad, t), section.begin());
+    } else {
+      std::ranges::copy(section, Of(grad, t).begin());
+    }
+    at += t.tensor.count();
+  }
+}
+
+// Before the first Mean: M = G + E into the residual, P = M Q.
+void WriteP(std::span<const TensorPlan> plan, const LowRankBuffer& b, std::span<const float> grad,
+            std::span<float> residual, const std::vector<std::vector<float>>& qs) {
+  ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
+    AddInto(Of(grad, t.plan), Of(residual, t.plan));
+    MultiplyByQ(Of(residual, t.plan), t.rows(), t.cols(), qs[t.index], t.rank(), t.p);
+  });
+}
+
+// After it, on the mean P: P orthonormal, this replica's own Q' = M^T P, and the residual
+// M - P Q'^T.
+void WriteOwnQ(std::span<const TensorPlan> plan, const LowRankBuffer& b,
+               std::span<float> residual) {
+  ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
+    const std::span<float> m = Of(residual, t.plan);
+    Orthonormalize(t.p, t.rows(), t.rank());
+    MultiplyTransposedByP(m, t.rows(), t.cols(), t.p, t.rank(), t.q);
+    AddProduct(t.p, t.q, t.rows(), t.cols(), t.rank(), -1.0f, m);
+  });
+}
+
+// After the second Mean: the step's gradient P Q'^T from the mean Q', which the next step's Q
+// starts from.
+void WriteMeanProduct(std::span<const TensorPlan> plan, const LowRankBuffer& b,
+                      std::span<float> grad, std::vector<std::vector<float>>& qs) {
+  ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
+    const std::span<float> out = Of(grad, t.plan);
+    std::ranges::fill(out, 0.0f);
+    AddProduct(t.p, t.q, t.rows(), t.cols(), t.rank(), 1.0f, out);
+    std::ranges::copy(t.q, qs[t.index].begin());
+  });
+}
+
+}  // namespace
+
+GradientCompressor::GradientCompressor(std::vector<TensorPlan> plan, const Settings& settings,
+                                       std::uint64_t seed)
+    : plan_(std::move(plan)), settings_(settings), residual_(PlanFloats(plan_)) {
+  for (std::size_t i = 0; i < plan_.size(); ++i) {
+    const TensorPlan& t = plan_[i];
+    if (t.encoding != Encoding::kLowRank) continue;
+    q_.emplace_back(t.tensor.cols * Rank(t));
+    InitialQ(data::MixSeed(seed, i), q_.back());
+  }
+}
+
+Status GradientCompressor::Exchange(std::int64_t step, std::span<float> grad,
+                                    GradientExchange& exchange) {
+  if (settings_.method == Method::kNone || step < settings_.warmup_steps) {
+    return exchange.Mean(grad);
+  }
+  Status status = settings_.method == Method::kPowerSgd ? ExchangeLowRank(grad, exchange)
+                                                        : ExchangeGathered(grad, exchange);
+  if (status.ok()) {
+    stats_.raw_bytes += PlanFloats(plan_) * sizeof(float);
+    stats_.sent_bytes += PlanSentFloats(plan_) * sizeof(float);
+  }
+  return status;
+}
+
+Status GradientCompressor::ExchangeLowRank(std::span<float> grad, GradientExchange& exchange) {
+  const LowRankBuffer b = SplitLowRankBuffer(plan_, buffer_);
+  {
+    ScopedSeconds timer(stats_.seconds);
+    WriteP(plan_, b, grad, residual_, q_);
+    CopyRaw(plan_, grad, b.raws, /*to_raws=*/true);
+  }
+  if (Status s = exchange.Mean(std::span(buffer_).first(b.ps.size() + b.raws.size())); !s.ok()) {
+    return s;
+  }
+  {
+    ScopedSeconds timer(stats_.seconds);
+    WriteOwnQ(plan_, b, residual_);
+  }
+  if (Status s = exchange.Mean(b.qs); !s.ok()) return s;
+  ScopedSeconds timer(stats_.seconds);
+  WriteMeanProduct(plan_, b, grad, q_);
+  CopyRaw(plan_, grad, b.raws, /*to_raws=*/false);
+  return Status::Ok();
+}
+
+// The buffer holds world blocks of PlanSentFloats floats: block r is replica r's messages, tensor
+// by tensor in plan order.
+Status GradientCompressor::ExchangeGathered(std::span<float> grad, GradientExchange& exchange) {
+  const std::size_t block = PlanSentFloats(plan_);
+  const auto world = static_cast<std::size_t>(exchange.world());
+  buffer_.resize(block * world);
+  {
+    ScopedSeconds timer(stats_.seconds);
+    const std::span<float> own =
+        std::span(buffer_).subspan(static_cast<std::size_t>(exchange.rank()) * block, block);
+    std::size_t at = 0;
+    for (const TensorPlan& t : plan_) {
+      EncodeMessage(t, Of(grad, t), own.subspan(at, t.sent_floats));
+      at += t.sent_floats;
+    }
+  }
+  if (Status s = exchange.Gather(buffer_); !s.ok()) return s;
+  ScopedSeconds timer(stats_.seconds);
+  const float inverse_world = 1.0f / static_cast<float>(world);
+  std::size_t at = 0;
+  for (const TensorPlan& t : plan_) {
+    const std::span<float> out = Of(grad, t);
+    std::ranges::fill(out, 0.0f);
+    for (std::size_t replica = 0; replica < world; ++replica) {
+      AddMessage(t, std::span(buffer_).subspan(replica * block + at, t.sent_floats), out);
+    }
+    for (float& x : out) x *= inverse_world;
+    at += t.sent_floats;
+  }
+  return Status::Ok();
+}
+
+void GradientCompressor::EncodeMessage(const TensorPlan& t, std::span<const float> grad,
+                                       std::span<float> message) {
+  const std::span<float> m = Of(std::span(residual_), t);
+  switch (t.encoding) {
+    case Encoding::kRaw:
+      std::ranges::copy(grad, message.begin());
+      return;
+    case Encoding::kBf16:
+      AddInto(grad, m);
+      PackBf16(m, message);
+      for (float& x : m) x -= RoundToBf16(x);
+      return;
+    case Encoding::kSparse:
+      AddInto(grad, m);
+      top_k_.resize(t.k);
+      SelectTopK(m, top_k_);
+      WriteSparse(m, top_k_, message);
+      for (const std::uint32_t index : top_k_) m[index] = 0.0f;
+      return;
+    case Encoding::kLowRank:  // planned only under powersgd, which exchanges by Means
+      return;
+  }
+}
+
+void GradientCompressor::AddMessage(const TensorPlan& t, std::span<const float> message,
+                                    std::span<float> out) {
+  switch (t.encoding) {
+    case Encoding::kRaw:
+      AddInto(message, out);
+      return;
+    case Encoding::kBf16:
+      AddUnpackedBf16(message, 1.0f, out);
+      return;
+    case Encoding::kSparse:
+      AddSparse(message, t.k, 1.0f, out);
+      return;
+    case Encoding::kLowRank:  // planned only under powersgd, which exchanges by Means
+      return;
+  }
+}
+
+std::vector<std::span<float>> GradientCompressor::StateVectors() {
+  std::vector<std::span<float>> states{std::span(residual_)};
+  for (std::vector<float>& q : q_) states.emplace_back(q);
+  return states;
+}
+
+}  // namespace dtrain::compress

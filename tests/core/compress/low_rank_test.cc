@@ -1,0 +1,116 @@
+// PowerSGD's algebra: one power step reproduces a matrix of the factors' rank, Gram-Schmidt gives
+// orthonormal columns and zeros for dependent ones, and the deterministic product and initial Q.
+#include "core/compress/low_rank.h"
+
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <vector>
+
+#include "core/data/random.h"
+
+namespace dtrain::compress {
+namespace {
+
+std::vector<float> Uniform(std::size_t n, std::uint64_t seed) {
+  data::SplitMix64 rng(seed);
+  std::vector<float> values(n);
+  for (float& v : values) v = static_cast<float>(rng.Uniform() * 2.0 - 1.0);
+  return values;
+}
+
+// Column a's dot with column b of a row-major m x r matrix, in double.
+double Dot(const std::vector<float>& p, std::size_t m, std::size_t r, std::size_t a,
+           std::size_t b) {
+  double sum = 0.0;
+  for (std::size_t row = 0; row < m; ++row) {
+    sum += static_cast<double>(p[row * r + a]) * static_cast<double>(p[row * r + b]);
+  }
+  return sum;
+}
+
+BOOST_AUTO_TEST_SUITE(low_rank)
+
+BOOST_AUTO_TEST_CASE(one_power_step_reproduces_a_matrix_of_the_factors_rank) {
+  constexpr std::size_t m = 40, n = 30, r = 3;
+  const std::vector<float> a = Uniform(m * r, 1), b = Uniform(n * r, 2);
+  std::vector<float> matrix(m * n, 0.0f);
+  AddProduct(a, b, m, n, r, 1.0f, matrix);  // A B^T: rank 3
+
+  std::vector<float> q(n * r), p(m * r);
+  InitialQ(7, q);
+  MultiplyByQ(matrix, m, n, q, r, p);
+  Orthonormalize(p, m, r);
+  MultiplyTransposedByP(matrix, m, n, p, r, q);
+  std::vector<float> approx(m * n, 0.0f);
+  AddProduct(p, q, m, n, r, 1.0f, approx);
+
+  double error = 0.0, norm = 0.0;
+  for (std::size_t i = 0; i < m * n; ++i) {
+    error += std::pow(static_cast<double>(approx[i]) - matrix[i], 2);
+    norm += std::pow(static_cast<double>(matrix[i]), 2);
+  }
+  BOOST_TEST(std::sqrt(error / norm) < 1e-4);
+}
+
+BOOST_AUTO_TEST_CASE(orthonormalize_gives_orthonormal_columns) {
+  constexpr std::size_t m = 50, r = 4;
+  std::vector<float> p = Uniform(m * r, 3);
+  Orthonormalize(p, m, r);
+  for (std::size_t a = 0; a < r; ++a) {
+    for (std::size_t b = 0; b < r; ++b) {
+      BOOST_TEST(std::fabs(Dot(p, m, r, a, b) - (a == b ? 1.0 : 0.0)) < 1e-5, a << ", " << b);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(dependent_and_zero_columns_become_zeros) {
+  constexpr std::size_t m = 20, r = 4;
+  std::vector<float> p = Uniform(m * r, 4);
+  for (std::size_t row = 0; row < m; ++row) {
+    p[row * r + 2] = 2.0f * p[row * r + 0];  // dependent on column 0
+    p[row * r + 3] = 0.0f;
+  }
+  const std::vector<float> first = p;
+  Orthonormalize(p, m, r);
+
+  for (std::size_t row = 0; row < m; ++row) {
+    BOOST_TEST(p[row * r + 2] == 0.0f);
+    BOOST_TEST(p[row * r + 3] == 0.0f);
+  }
+  BOOST_TEST(std::fabs(Dot(p, m, r, 0, 0) - 1.0) < 1e-5);
+  BOOST_TEST(std::fabs(Dot(p, m, r, 1, 1) - 1.0) < 1e-5);
+  BOOST_TEST(std::fabs(Dot(p, m, r, 0, 1)) < 1e-5);
+  // The first column keeps its direction: it is only scaled.
+  const double scale = std::sqrt(Dot(first, m, r, 0, 0));
+  for (std::size_t row = 0; row < m; ++row) {
+    BOOST_TEST(std::fabs(p[row * r] * scale - first[row * r]) < 1e-5);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(add_product_adds_scale_times_p_q_transposed) {
+  const std::vector<float> p{1.0f, 2.0f, 3.0f, -1.0f};             // 2 x 2
+  const std::vector<float> q{1.0f, 0.0f, 0.0f, 1.0f, 2.0f, 2.0f};  // 3 x 2
+  std::vector<float> out(6, 1.0f);
+  AddProduct(p, q, 2, 3, 2, 2.0f, out);
+  BOOST_TEST(out == (std::vector<float>{3.0f, 5.0f, 13.0f, 7.0f, -1.0f, 9.0f}));
+}
+
+BOOST_AUTO_TEST_CASE(initial_q_is_a_function_of_the_seed_within_minus_one_to_one) {
+  std::vector<float> q(1000), again(1000), other(1000);
+  InitialQ(11, q);
+  InitialQ(11, again);
+  InitialQ(12, other);
+  BOOST_TEST(q == again);
+  BOOST_TEST(q != other);
+  double sum = 0.0;
+  for (const float v : q) {
+    BOOST_TEST((v >= -1.0f && v < 1.0f));
+    sum += v;
+  }
+  BOOST_TEST(std::fabs(sum / 1000.0) < 0.1);  // centred: 0.1 is over five standard errors
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::compress
