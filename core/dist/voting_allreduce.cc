@@ -1,5 +1,6 @@
 #include "core/dist/voting_allreduce.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace dtrain::dist {
@@ -18,17 +19,58 @@ Status VotingAllReduce::MeanInPlace(std::span<float> payload, std::uint32_t op) 
   return MeanWithVotes(std::span<float>(payload.data(), payload.size() + kVoteFloats), op);
 }
 
-Status VotingAllReduce::MeanWithVotes(std::span<float> buffer, std::uint32_t op) {
-  const std::span<float, kVoteFloats> votes = buffer.last<kVoteFloats>();
-  votes_.Cast(votes);
+template <typename Op>
+Status VotingAllReduce::Counted(Op op) {
   const auto start = Clock::now();
-  Status reduced = ring_.AllReduceMean(buffer, op);
+  Status done = op();
   stats_.comm_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   stats_.wait_seconds += ring_.last_op().wait_seconds;
   stats_.bytes_sent += ring_.last_op().bytes_sent;
   stats_.bytes_received += ring_.last_op().bytes_received;
+  return done;
+}
+
+void VotingAllReduce::Cast(std::span<float, kVoteFloats> tail) {
+  votes_.Cast(tail.first<StopVotes::kFloats>());
+  tail[StopVotes::kFloats] = checkpoint_proposed_ ? 1.0f : 0.0f;
+  checkpoint_proposed_ = false;
+}
+
+void VotingAllReduce::Read(const float* tail) {
+  agreed_ = StopVotes::Agreed(tail[0], tail[1]);
+  checkpoint_agreed_ = tail[StopVotes::kFloats] > 0.0f;
+}
+
+Status VotingAllReduce::MeanWithVotes(std::span<float> buffer, std::uint32_t op) {
+  const std::span<float, kVoteFloats> votes = buffer.last<kVoteFloats>();
+  Cast(votes);
+  Status reduced = Counted([&] { return ring_.AllReduceMean(buffer, op); });
   if (!reduced.ok()) return reduced;
-  agreed_ = StopVotes::Agreed(votes[0], votes[1]);
+  Read(votes.data());
+  return Status::Ok();
+}
+
+Status VotingAllReduce::MeanWithoutVotes(std::span<float> data, std::uint32_t op) {
+  return Counted([&] { return ring_.AllReduceMean(data, op); });
+}
+
+Status VotingAllReduce::Gather(std::span<float> blocks, std::uint32_t op) {
+  const auto world = static_cast<std::size_t>(ring_.world());
+  const std::size_t block = blocks.size() / world;
+  const std::size_t stride = block + kVoteFloats;
+  if (buffer_.size() != world * stride) buffer_.assign(world * stride, 0.0f);
+  const auto own = static_cast<std::size_t>(ring_.rank());
+  std::copy_n(blocks.data() + own * block, block, buffer_.data() + own * stride);
+  Cast(std::span<float, kVoteFloats>(buffer_.data() + own * stride + block, kVoteFloats));
+  Status gathered = Counted([&] { return ring_.AllGather(buffer_, op); });
+  if (!gathered.ok()) return gathered;
+  float votes[kVoteFloats] = {};
+  for (std::size_t r = 0; r < world; ++r) {
+    const float* from = buffer_.data() + r * stride;
+    std::copy_n(from, block, blocks.data() + r * block);
+    for (std::size_t v = 0; v < kVoteFloats; ++v) votes[v] += from[block + v];
+  }
+  Read(votes);
   return Status::Ok();
 }
 

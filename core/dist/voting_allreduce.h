@@ -1,5 +1,6 @@
 // VotingAllReduce: averages one buffer over a ring per op and carries the replicas' stop votes
-// with it, in two floats after the payload, so agreeing on when to stop costs no extra round trip.
+// and checkpoint votes with it, in three floats after the payload, so agreeing on when to stop
+// (or to take a checkpoint whose state every replica holds a part of) costs no extra round trip.
 // Also keeps the communication totals that the collective strategies report.
 //
 //   VotingAllReduce exchange(ring);
@@ -7,9 +8,14 @@
 //   Status s = exchange.Mean(op);   // payload now holds the mean; exchange.agreed() the vote
 //   // or, in a caller's buffer with kVoteFloats spare floats after the payload (no copy):
 //   Status s = exchange.MeanInPlace(grad, op);
+//   // or an all-gather of equal blocks, each replica's votes beside its block (copied once):
+//   Status s = exchange.Gather(blocks, op);
+//   // and ops that carry no votes (a step's second exchange): agreed() stays as it was
+//   Status s = exchange.MeanWithoutVotes(data, op);
 //
 // After Mean, agreed() is the most urgent stop any replica proposed since its previous op
-// (requested over target reached), the same on every replica. One thread at a time; the ring
+// (requested over target reached), and checkpoint_agreed() whether any replica proposed a
+// checkpoint, the same on every replica. One thread at a time; the ring
 // must outlive this object.
 #pragma once
 
@@ -27,13 +33,15 @@ namespace dtrain::dist {
 
 class VotingAllReduce {
  public:
-  // The votes' floats after a payload.
-  static constexpr std::size_t kVoteFloats = StopVotes::kFloats;
+  // The votes' floats after a payload: the stop votes, then the checkpoint vote.
+  static constexpr std::size_t kVoteFloats = StopVotes::kFloats + 1;
 
   explicit VotingAllReduce(RingAllReduce& ring) : ring_(ring) {}
 
   // This replica's vote, carried by the next Mean.
   void Propose(train::StopReason reason) { votes_.Propose(reason); }
+  // This replica's wish for a checkpoint after the step of the next voting op.
+  void ProposeCheckpoint() { checkpoint_proposed_ = true; }
   // The first `floats` floats of the buffer the next Mean averages (valid until the next call).
   std::span<float> Payload(std::size_t floats);
   // Averages the payload (and the votes) over the ring, as op `op`.
@@ -41,19 +49,34 @@ class VotingAllReduce {
   // Averages `payload` in place, with the votes in the kVoteFloats floats that follow it in the
   // caller's buffer (overwritten).
   Status MeanInPlace(std::span<float> payload, std::uint32_t op);
+  // RingAllReduce::AllGather of `blocks` (world equal blocks, this replica's at its rank), each
+  // replica's votes travelling after its block.
+  Status Gather(std::span<float> blocks, std::uint32_t op);
+  // Averages `data` over the ring without votes.
+  Status MeanWithoutVotes(std::span<float> data, std::uint32_t op);
 
   std::optional<train::StopReason> agreed() const { return agreed_; }
+  bool checkpoint_agreed() const { return checkpoint_agreed_; }
   const train::CommStats& stats() const { return stats_; }
 
  private:
   RingAllReduce& ring_;  // owned by the caller, with its links
-  // Averages `buffer`: a payload, then the "requested" and "target reached" votes.
+  // Averages `buffer`: a payload, then the "requested", "target reached" and checkpoint votes.
   Status MeanWithVotes(std::span<float> buffer, std::uint32_t op);
+  // Writes this replica's votes into `tail` and forgets its proposals.
+  void Cast(std::span<float, kVoteFloats> tail);
+  // Reads the agreement from the votes summed or averaged over the replicas.
+  void Read(const float* tail);
+  // Runs `op` (a ring op) and adds its costs to stats_.
+  template <typename Op>
+  Status Counted(Op op);
 
-  std::vector<float> buffer_;  // Payload()'s, with room for the votes
+  std::vector<float> buffer_;  // Payload()'s, with room for the votes (Gather's: for each's)
   std::size_t payload_ = 0;
   StopVotes votes_;
   std::optional<train::StopReason> agreed_;
+  bool checkpoint_proposed_ = false;
+  bool checkpoint_agreed_ = false;
   train::CommStats stats_;
 };
 

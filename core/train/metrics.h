@@ -7,14 +7,17 @@
 //   eval_loss, eval_accuracy (classification) or eval_mse (regression)   (every evaluation)
 //   compute_seconds, comm_seconds, wait_seconds, bytes_sent   (every log_every steps, when the
 //     job has several workers: this worker's totals over the steps since the previous point)
+//   compression_seconds, wire_bytes, compression_ratio   (with them, when the job compresses its
+//     gradients: encoding and decoding time, bytes sent, and what the uncompressed exchange
+//     would have sent over wire_bytes)
 //   objective, step_length, evaluations (and the names above; step = the iteration)   (every
 //     iteration of an L-BFGS run, daemon/runner/lbfgs_run.h)
 //   planned_steps   (once as a run starts or resumes, at the step it starts from: the steps it
 //     plans in all; daemon/runner/recorded_training.h)
 //   nonzero_weights   (once at the end of a sparse run: its model's weights that are not 0;
 //     daemon/runner/sparse_run.h)
-// The window counters (compute_seconds ... bytes_sent, and a pipeline's pipeline_idle_seconds,
-// activation_send_seconds, activation_bytes) count the steps since the worker's previous point,
+// The window counters (compute_seconds ... bytes_sent, a pipeline's pipeline_idle_seconds,
+// activation_send_seconds, activation_bytes, and compression_seconds, wire_bytes) count the steps since the worker's previous point,
 // not totals: IsWindowCounter.
 // A sink is called from the training thread only.
 #pragma once
@@ -34,7 +37,8 @@ inline constexpr std::string_view kNonzeroWeights = "nonzero_weights";
 constexpr bool IsWindowCounter(std::string_view name) {
   return name == "compute_seconds" || name == "comm_seconds" || name == "wait_seconds" ||
          name == "bytes_sent" || name == "pipeline_idle_seconds" ||
-         name == "activation_send_seconds" || name == "activation_bytes";
+         name == "activation_send_seconds" || name == "activation_bytes" ||
+         name == "compression_seconds" || name == "wire_bytes";
 }
 
 struct MetricPoint {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "core/optim/optimizer.h"
 #include "core/status.h"
@@ -32,6 +33,12 @@ struct CommStats {
   double wait_seconds = 0.0;  // of which blocked on peers or shards (not moving bytes)
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
+  // Gradient compression ([cluster] compression), when the strategy compresses: the seconds spent
+  // encoding and decoding, and what the uncompressed exchange would have sent instead of
+  // bytes_sent.
+  bool compressed = false;
+  double compression_seconds = 0.0;
+  std::uint64_t uncompressed_bytes = 0;
 };
 
 // This replica's part of a step's batch: `rows` of the `total_rows` all replicas trained on
@@ -96,6 +103,24 @@ class Strategy {
   // Threads the strategy's own passes over the parameters may share (the network's, idle while
   // Apply runs); strategies whose passes are not theirs alone to split ignore it.
   virtual void ShareThreads(math::ThreadTeam& /*team*/) {}
+
+  // State of the strategy's own that a checkpoint keeps after the optimizer's (compressed sync:
+  // each replica's error-feedback residual, PowerSGD's factors). Where every replica holds a part
+  // of it (CollectiveCheckpoints), the replicas checkpoint together: a replica that wants a
+  // checkpoint proposes one, which rides with its next exchange; once CheckpointAgreed() after an
+  // Apply, every replica calls CheckpointState after that same step (and at the run's end), and
+  // the first replica (rank 0, the checkpoint's writer) gets the whole state, the others none.
+  virtual bool CollectiveCheckpoints() const { return false; }
+  virtual void ProposeCheckpoint() {}
+  virtual bool CheckpointAgreed() const { return false; }
+  virtual Result<std::vector<std::vector<float>>> CheckpointState() {
+    return std::vector<std::vector<float>>{};
+  }
+  // Takes back this replica's part of what CheckpointState gave (every replica gets all of it).
+  virtual Status RestoreState(std::span<const std::span<const float>> state) {
+    if (!state.empty()) return Status::Error("this strategy keeps no state of its own");
+    return Status::Ok();
+  }
 };
 
 // mode = "single": clip by global norm (if clip_norm > 0), then a local optimizer step.

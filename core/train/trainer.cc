@@ -21,6 +21,18 @@ bool IsClassification(const model::ModelSpec& spec) {
   return spec.loss != model::LossType::kMeanSquaredError;
 }
 
+// A compressing strategy's window: compression_seconds and wire_bytes (this worker's), and
+// compression_ratio, what the uncompressed exchange would have sent over what was sent.
+void AddCompressionPoints(std::int64_t step, double epochs, const CommStats& now,
+                          const CommStats& window_start, std::vector<MetricPoint>& points) {
+  const auto sent = static_cast<double>(now.bytes_sent - window_start.bytes_sent);
+  const auto raw = static_cast<double>(now.uncompressed_bytes - window_start.uncompressed_bytes);
+  points.push_back({step, epochs, "compression_seconds",
+                    now.compression_seconds - window_start.compression_seconds});
+  points.push_back({step, epochs, "wire_bytes", sent});
+  if (sent > 0) points.push_back({step, epochs, "compression_ratio", raw / sent});
+}
+
 }  // namespace
 
 bool IsDivergence(const Status& status) {
@@ -285,6 +297,9 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
                           comm.wait_seconds - window_comm.wait_seconds});
         points.push_back({position_.step, Epochs(), "bytes_sent",
                           static_cast<double>(comm.bytes_sent - window_comm.bytes_sent)});
+      }
+      if (comm.compressed) {
+        AddCompressionPoints(position_.step, Epochs(), comm, window_comm, points);
       }
       listener.Record(points);  // a non-finite loss is recorded as what it is, then judged
       if (Status judged =

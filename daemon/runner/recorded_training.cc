@@ -51,13 +51,14 @@ RunProgress ProgressOf(const train::Trainer& trainer) {
 RunRecording::RunRecording(const config::CheckpointConfig& policy, RunRecorder& recorder,
                            const RunOptions& options, std::int64_t last_saved_step,
                            std::function<RunProgress()> progress,
-                           std::function<Status()> write_checkpoint)
+                           std::function<Status()> write_checkpoint, train::Strategy* together)
     : policy_(policy),
       recorder_(recorder),
       options_(options),
       last_saved_step_(last_saved_step),
       progress_(std::move(progress)),
-      write_checkpoint_(std::move(write_checkpoint)) {
+      write_checkpoint_(std::move(write_checkpoint)),
+      together_(together) {
   // How far the run goes, for its job's total steps and ETA (store/job_views.h). Not told to the
   // observer: it is no progress of the run's.
   const RunProgress start = progress_();
@@ -79,16 +80,26 @@ bool RunRecording::AfterStep() {
   const bool by_time = policy_.every_seconds > 0 &&
                        std::chrono::duration<double>(Clock::now() - last_checkpoint_).count() >=
                            policy_.every_seconds;
-  if ((by_steps || by_time) && failure_.ok()) failure_ = Save();
+  bool due = by_steps || by_time;
+  if (together_ != nullptr) {
+    if (by_time && !by_steps && options_.checkpoints) together_->ProposeCheckpoint();
+    due = by_steps || together_->CheckpointAgreed();
+  }
+  if (due && failure_.ok()) failure_ = Save();
   const bool stop_requested = options_.stop != nullptr && options_.stop->load();
   return !stop_requested && failure_.ok();
 }
 
 Status RunRecording::Save() {
   const RunProgress progress = progress_();
-  if (!options_.checkpoints || progress.step == last_saved_step_) return Status::Ok();
+  const bool writes = options_.checkpoints;
+  if ((!writes && together_ == nullptr) || progress.step == last_saved_step_) return Status::Ok();
   if (Status saved = write_checkpoint_(); !saved.ok()) {
     return Status::Error("checkpoint failed: " + saved.message());
+  }
+  if (!writes) {  // this replica's part is handed over; the writer reports the checkpoint
+    last_saved_step_ = progress.step;
+    return Status::Ok();
   }
   last_saved_step_ = progress.step;
   last_checkpoint_ = Clock::now();
@@ -113,15 +124,27 @@ Result<train::StopReason> TrainRecorded(train::Trainer& trainer,
                                         const config::CheckpointConfig& policy,
                                         RunRecorder& recorder, const RunOptions& options,
                                         std::int64_t last_saved_step) {
+  train::Strategy* together =
+      trainer.strategy().CollectiveCheckpoints() ? &trainer.strategy() : nullptr;
   const auto write = [&]() -> Status {
-    if (!options.capture) return recorder.SaveCheckpoint(ViewCheckpoint(trainer));
+    std::vector<std::vector<float>> strategy_state;
+    if (together != nullptr) {
+      Result<std::vector<std::vector<float>>> state = together->CheckpointState();
+      if (!state.ok()) return state.status();
+      if (!options.checkpoints) return Status::Ok();
+      strategy_state = std::move(state).value();
+    }
+    if (!options.capture) return recorder.SaveCheckpoint(ViewCheckpoint(trainer, strategy_state));
     Result<store::CheckpointData> captured = options.capture(trainer);
     if (!captured.ok()) return captured.status();
+    for (const std::vector<float>& v : strategy_state) {
+      captured.value().optimizer_state.emplace_back(v.begin(), v.end());
+    }
     return recorder.SaveCheckpoint(store::ViewOf(captured.value()));
   };
   RunRecording recording(
       policy, recorder, options, last_saved_step, [&trainer] { return ProgressOf(trainer); },
-      write);
+      write, together);
   RecordingListener listener(recording);
   Result<train::StopReason> why = trainer.Run(listener);
   if (!why.ok()) return why;

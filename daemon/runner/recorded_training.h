@@ -82,9 +82,14 @@ struct RunOptions {
 // now. Used by TrainRecorded, and by loops of their own (sparse models).
 class RunRecording {
  public:
+  // `together`: the strategy of replicas that checkpoint together (train::Strategy::
+  // CollectiveCheckpoints), null otherwise. They save at the same steps: every_steps, and where
+  // the writer's every_seconds proposed a checkpoint and the replicas agreed; each calls
+  // `write_checkpoint` then (the writer's writes, the others' hand over their part).
   RunRecording(const config::CheckpointConfig& policy, RunRecorder& recorder,
                const RunOptions& options, std::int64_t last_saved_step,
-               std::function<RunProgress()> progress, std::function<Status()> write_checkpoint);
+               std::function<RunProgress()> progress, std::function<Status()> write_checkpoint,
+               train::Strategy* together = nullptr);
 
   void Record(std::span<const train::MetricPoint> points);
   // After a step: a checkpoint when due. False: stop now (asked to, or a checkpoint failed).
@@ -102,6 +107,7 @@ class RunRecording {
   std::int64_t last_saved_step_;
   std::function<RunProgress()> progress_;
   std::function<Status()> write_checkpoint_;
+  train::Strategy* together_;
   std::chrono::steady_clock::time_point last_checkpoint_ = std::chrono::steady_clock::now();
   Status failure_;
 };

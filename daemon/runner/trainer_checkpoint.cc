@@ -4,7 +4,8 @@
 
 namespace dtrain::runner {
 
-store::CheckpointView ViewCheckpoint(train::Trainer& trainer) {
+store::CheckpointView ViewCheckpoint(train::Trainer& trainer,
+                                     std::span<const std::vector<float>> strategy_state) {
   store::CheckpointView c;
   const train::TrainPosition& pos = trainer.position();
   c.step = pos.step;
@@ -17,6 +18,7 @@ store::CheckpointView ViewCheckpoint(train::Trainer& trainer) {
     c.optimizer_steps = opt->steps();
     for (std::span<float> v : opt->StateVectors()) c.optimizer_state.emplace_back(v);
   }
+  for (const std::vector<float>& v : strategy_state) c.optimizer_state.emplace_back(v);
   return c;
 }
 
@@ -40,7 +42,10 @@ Status RestoreCheckpoint(const store::CheckpointData& c, train::Trainer& trainer
   optim::Optimizer* opt = trainer.strategy().LocalOptimizer();
   std::vector<std::span<float>> state;
   if (opt != nullptr) state = opt->StateVectors();
-  if (opt != nullptr && state.size() != c.optimizer_state.size()) {
+  // After the optimizer's vectors, those of a strategy that checkpoints state of its own.
+  const bool strategy_state = trainer.strategy().CollectiveCheckpoints();
+  if (opt != nullptr && (strategy_state ? c.optimizer_state.size() < state.size()
+                                        : c.optimizer_state.size() != state.size())) {
     return Status::Error("checkpoint at step " + std::to_string(c.step) + " holds " +
                          std::to_string(c.optimizer_state.size()) +
                          " optimizer state vectors, the job's optimizer has " +
@@ -50,6 +55,16 @@ Status RestoreCheckpoint(const store::CheckpointData& c, train::Trainer& trainer
     if (state[i].size() != c.optimizer_state[i].size()) {
       return Status::Error("checkpoint at step " + std::to_string(c.step) +
                            ": optimizer state vector " + std::to_string(i) + " has the wrong size");
+    }
+  }
+  if (strategy_state) {
+    std::vector<std::span<const float>> own;
+    for (std::size_t i = state.size(); i < c.optimizer_state.size(); ++i) {
+      own.emplace_back(c.optimizer_state[i]);
+    }
+    if (Status taken = trainer.strategy().RestoreState(own); !taken.ok()) {
+      return Status::Error("checkpoint at step " + std::to_string(c.step) + ": " +
+                           taken.message());
     }
   }
   std::copy(c.params.begin(), c.params.end(), trainer.params().begin());

@@ -1,5 +1,7 @@
 // A Trainer's state as a checkpoint and back: parameters, optimizer state and step count, and the
-// data position (step, epoch, batch) with the seed that fixes the order.
+// data position (step, epoch, batch) with the seed that fixes the order. The state of the
+// trainer's strategy's own (train::Strategy::CheckpointState: a compressed sync job's residuals
+// and factors) follows the optimizer's state vectors.
 //
 //   std::string blob = store::EncodeCheckpoint(ViewCheckpoint(trainer));  // copies nothing first
 //   Status s = RestoreCheckpoint(c, trainer);  // refuses a checkpoint of another model
@@ -7,18 +9,22 @@
 // One thread at a time (the trainer's).
 #pragma once
 
+#include <span>
+#include <vector>
+
 #include "core/status.h"
 #include "core/train/trainer.h"
 #include "daemon/store/checkpoint.h"
 
 namespace dtrain::runner {
 
-// Views of the trainer's own buffers: valid until it steps again.
-store::CheckpointView ViewCheckpoint(train::Trainer& trainer);
+// Views of the trainer's own buffers and of `strategy_state`: valid until it steps again.
+store::CheckpointView ViewCheckpoint(train::Trainer& trainer,
+                                     std::span<const std::vector<float>> strategy_state = {});
 
 // Checks the model spec, seed and every vector's size before touching the trainer. A trainer
 // whose strategy has no local optimizer (parameter servers) takes the parameters and position
-// only.
+// only; a strategy with checkpoint state of its own takes the vectors after the optimizer's.
 Status RestoreCheckpoint(const store::CheckpointData& checkpoint, train::Trainer& trainer);
 
 }  // namespace dtrain::runner

@@ -6,6 +6,8 @@
 #include "config/job_layout.h"
 #include "config/mode_traits.h"
 #include "config/thread_layout.h"
+#include "core/compress/compression_plan.h"
+#include "core/dist/compressed_sync_strategy.h"
 #include "core/dist/downpour_strategy.h"
 #include "core/dist/host_sync_strategy.h"
 #include "core/dist/local_sgd_strategy.h"
@@ -206,6 +208,13 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
   auto optimizer = optim::MakeOptimizer(job.optimizer, 0, network_->NumParams());
   switch (TraitsOf(job.cluster.mode).exchange) {
     case Exchange::kSynchronous: {
+      if (job.cluster.compression.method != compress::Method::kNone) {
+        strategy_ = std::make_unique<dist::CompressedSyncStrategy>(
+            *ring_, compress::PlanCompression(model::Model(network_->spec()).Tensors(),
+                                              job.cluster.compression),
+            job.cluster.compression, job.train.seed, std::move(optimizer), job.clip_norm);
+        return Status::Ok();
+      }
       Result<std::unique_ptr<train::Strategy>> sync = dist::MakeSyncStrategy(
           *ring_, ring_links_, std::move(optimizer), job.clip_norm, JobTimeout(job));
       if (!sync.ok()) return sync.status();

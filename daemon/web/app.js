@@ -64,7 +64,8 @@ function number(value, digits) {
 
 // The metrics that count one worker's last log_every steps, not the run (core/train/metrics.h).
 const windowCounters = ["compute_seconds", "comm_seconds", "wait_seconds", "bytes_sent",
-  "pipeline_idle_seconds", "activation_send_seconds", "activation_bytes"];
+  "pipeline_idle_seconds", "activation_send_seconds", "activation_bytes", "compression_seconds",
+  "wire_bytes"];
 
 // "step 120/480 (25%), 2.5 steps/s, ETA 2m24s" (the pace and ETA while it runs).
 function stepText(j) {

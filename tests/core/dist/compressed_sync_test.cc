@@ -1,0 +1,171 @@
+// mode = "sync" with gradient compression over a ring (CompressedSyncStrategy): replicas as
+// threads over in-process links. Whatever the method, every replica ends with the same bits; a
+// warm-up as long as the run is the uncompressed ring to the bit; the compressor's state is
+// gathered to rank 0 for a checkpoint and taken back by each replica.
+#include <boost/test/unit_test.hpp>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/compress/compression_plan.h"
+#include "core/dist/compressed_sync_strategy.h"
+#include "core/dist/sync_strategy.h"
+#include "core/math/gemm.h"
+#include "replica_harness.h"
+#include "ring_harness.h"
+
+namespace dtrain::dist {
+namespace {
+
+using testing::Blobs;
+using testing::GlobalBatchOptions;
+using testing::TrainReplicasAsThreads;
+
+const optim::OptimizerOptions kMomentum =
+    testing::OptimizerOfType(optim::OptimizerType::kMomentum);
+constexpr int kBatch = 16;
+
+// Wide enough that PowerSGD compresses its 64 x 64 layer (and not the others).
+model::ModelSpec WideSpec() {
+  model::ModelSpec s = testing::SmallSpec();
+  s.hidden = {64, 64};
+  return s;
+}
+
+train::TrainOptions PerReplica(int rank, int world) {
+  return GlobalBatchOptions(kBatch, rank, world, /*epochs=*/1);
+}
+
+testing::StrategyFactory Compressed(const model::Model& model, compress::Settings settings) {
+  return [&model, settings](RingAllReduce& ring, int, int, std::size_t n) {
+    return std::make_unique<CompressedSyncStrategy>(
+        ring, compress::PlanCompression(model.Tensors(), settings), settings, /*seed=*/7,
+        optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
+  };
+}
+
+std::vector<std::vector<float>> Finals(std::vector<Result<std::vector<float>>> results) {
+  std::vector<std::vector<float>> finals;
+  for (auto& r : results) {
+    BOOST_REQUIRE_MESSAGE(r.ok(), r.status().message());
+    finals.push_back(std::move(r).value());
+  }
+  return finals;
+}
+
+const compress::Settings kMethods[] = {
+    {.method = compress::Method::kBf16},
+    {.method = compress::Method::kPowerSgd, .rank = 2},
+    {.method = compress::Method::kTopK, .fraction = 0.05},
+};
+
+BOOST_AUTO_TEST_SUITE(dist_compressed_sync)
+
+BOOST_AUTO_TEST_CASE(every_method_leaves_every_replica_with_the_same_bits) {
+  math::SetBlasThreads(1);
+  const data::Dataset set = Blobs(960);
+  const model::Model model(WideSpec());
+  for (const compress::Settings& settings : kMethods) {
+    for (int world : {2, 3, 4}) {
+      BOOST_TEST_CONTEXT(compress::MethodName(settings.method) << ", world " << world) {
+        const auto finals = Finals(
+            TrainReplicasAsThreads(model, set, world, PerReplica, Compressed(model, settings)));
+        for (int r = 1; r < world; ++r) {
+          BOOST_TEST((finals[r] == finals[0]), "rank " << r << " differs from rank 0");
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_warm_up_as_long_as_the_run_is_the_uncompressed_ring_to_the_bit) {
+  math::SetBlasThreads(1);
+  const data::Dataset set = Blobs(960);
+  const model::Model model(WideSpec());
+  const auto sync = Finals(TrainReplicasAsThreads(
+      model, set, 3, PerReplica, [](RingAllReduce& ring, int, int world, std::size_t n) {
+        return std::make_unique<SyncAllReduceStrategy>(
+            ring, world, optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
+      }));
+  for (compress::Settings settings : kMethods) {
+    settings.warmup_steps = 1'000'000;
+    BOOST_TEST_CONTEXT(compress::MethodName(settings.method)) {
+      const auto warm = Finals(
+          TrainReplicasAsThreads(model, set, 3, PerReplica, Compressed(model, settings)));
+      BOOST_TEST((warm[0] == sync[0]));
+    }
+  }
+}
+
+// Rank r of `world` takes `steps` compressed steps of its own gradients, then hands over its
+// compressor's state; returns what CheckpointState gave each rank.
+std::vector<std::vector<std::vector<float>>> StateAfterSteps(const model::Model& model, int world,
+                                                             const compress::Settings& settings,
+                                                             int steps) {
+  std::vector<RingLinks> links = MakeLocalRing(world);
+  std::vector<std::vector<std::vector<float>>> states(static_cast<std::size_t>(world));
+  std::vector<Status> failures(static_cast<std::size_t>(world));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.emplace_back([&, r] {
+      const auto i = static_cast<std::size_t>(r);
+      RingAllReduce ring(r, world, links[i].left, links[i].right);
+      auto strategy = Compressed(model, settings)(ring, r, world, model.NumParams());
+      std::vector<float> params(model.NumParams(), 0.0f);
+      for (int step = 0; step < steps; ++step) {
+        std::vector<float> grad =
+            testing::Input(r, model.NumParams(), static_cast<std::uint32_t>(step));
+        if (Status s = strategy->Apply(step, params, grad, 0.01f, {1, 1}); !s.ok()) {
+          failures[i] = s;
+          return;
+        }
+      }
+      Result<std::vector<std::vector<float>>> state = strategy->CheckpointState();
+      if (!state.ok()) {
+        failures[i] = state.status();
+        return;
+      }
+      states[i] = std::move(state).value();
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (const Status& s : failures) BOOST_REQUIRE_MESSAGE(s.ok(), s.message());
+  return states;
+}
+
+BOOST_AUTO_TEST_CASE(rank_0_gets_every_replicas_residual_and_each_replica_takes_back_its_own) {
+  math::SetBlasThreads(1);
+  const model::Model model(WideSpec());
+  const compress::Settings settings{.method = compress::Method::kPowerSgd, .rank = 2};
+  const int world = 3;
+  const auto states = StateAfterSteps(model, world, settings, 3);
+  // Rank 0: three residuals (they differ: each replica's gradients did), then one Q.
+  BOOST_REQUIRE_EQUAL(states[0].size(), 4u);
+  for (int r = 0; r < world; ++r) BOOST_TEST(states[0][r].size() == model.NumParams());
+  BOOST_TEST((states[0][0] != states[0][1]));
+  BOOST_TEST(states[1].empty());
+  BOOST_TEST(states[2].empty());
+
+  // Replica 1 restored from them holds replica 1's residual (and the shared Q).
+  std::vector<RingLinks> links = MakeLocalRing(world);
+  RingAllReduce ring(1, world, links[1].left, links[1].right);
+  auto restored = Compressed(model, settings)(ring, 1, world, model.NumParams());
+  std::vector<std::span<const float>> views(states[0].begin(), states[0].end());
+  BOOST_REQUIRE(restored->RestoreState(views).ok());
+  auto& compressed = dynamic_cast<CompressedSyncStrategy&>(*restored);
+  const std::vector<std::span<float>> own = compressed.compressor().StateVectors();
+  BOOST_TEST((std::vector<float>(own[0].begin(), own[0].end()) == states[0][1]));
+  BOOST_TEST((std::vector<float>(own[1].begin(), own[1].end()) == states[0][3]));
+
+  views.pop_back();
+  const Status refused = restored->RestoreState(views);
+  BOOST_TEST(!refused.ok());
+  BOOST_TEST(refused.message().find("holds 3 compression state vectors") != std::string::npos,
+             refused.message());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::dist
