@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/compress/compression_plan.h"
 #include "core/data/augment.h"
 #include "core/model/partition_plan.h"
 #include "core/model/spec.h"
@@ -113,6 +114,9 @@ struct ClusterConfig {
   // after which backup copies of the units still running go to free workers (1: none).
   int work_units = 0;
   double backup_after = 0.8;
+  // How sync ring replicas exchange their gradients (config/compression_section.h): "none" sends
+  // them whole.
+  compress::Settings compression;
 
   // Shards of each partition, where a mode uses parameter servers (config/mode_traits.h).
   int Servers() const;
