@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/compression_section.h"
 #include "config/mode_traits.h"
 
 namespace dtrain::config::internal {
@@ -79,6 +80,7 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
   r.Int("micro_batches", 1, kMaxMicroBatches, &c->micro_batches);
   r.Int("work_units", 0, kMaxUnits, &c->work_units);
   r.Number("backup_after", Closed(0, 1), &c->backup_after);
+  ReadCompression(r, c);
 }
 
 void CheckModelParallel(const JobConfig& job, TableReader& cluster) {

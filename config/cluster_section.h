@@ -14,7 +14,8 @@
 
 namespace dtrain::config::internal {
 
-// Every [cluster] key but the scheduler's (config/slurm_job.h).
+// Every [cluster] key but the scheduler's (config/slurm_job.h), compression's included
+// (config/compression_section.h).
 void ReadCluster(TableReader& r, ClusterConfig* c);
 // Model parallelism fits the model: an MLP whose layers (or units) split K ways, micro-batches
 // only in a pipeline and no larger than a batch, no gradient clipping across partitions.

@@ -114,7 +114,8 @@ struct ClusterConfig {
   // after which backup copies of the units still running go to free workers (1: none).
   int work_units = 0;
   double backup_after = 0.8;
-  // How sync ring replicas exchange their gradients: compression, compression_rank, ...
+  // How sync ring replicas exchange their gradients (config/compression_section.h): "none" sends
+  // them whole.
   compress::Settings compression;
 
   // Shards of each partition, where a mode uses parameter servers (config/mode_traits.h).

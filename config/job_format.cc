@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "config/compression_section.h"
 #include "config/job_file.h"
 #include "config/layer_list.h"
 #include "config/mode_traits.h"
@@ -182,6 +183,7 @@ void WriteCluster(const ClusterConfig& c, Shown show, TomlWriter& w) {
     w.String("partition", model::PartitionKindName(c.partition));
     w.Int("micro_batches", c.micro_batches);
   }
+  if (show(internal::CompressionApplies(c))) internal::WriteCompression(c.compression, w);
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ constexpr std::array<ModeTraits, kModeCount> kModes{{
      .lbfgs = kRefused,
      .sparse = true,  // on parameter servers only
      .default_optimizer = std::nullopt,
-     .keys = kAllReduceKey | kServersKey},
+     .keys = kAllReduceKey | kServersKey | kCompressionKeys},
     {.mode = ClusterMode::kAsync,
      .name = "async",
      .several_workers = true,
