@@ -1,5 +1,7 @@
 // bfloat16: the top 16 bits of a float32 (8 exponent bits, 7 of mantissa), rounded to nearest,
-// ties to even — half the bytes of a gradient at float32's range. NaN stays NaN (quiet).
+// ties to even — half the bytes of a gradient at float32's range. NaN stays NaN (quiet: its sign
+// and top payload bits kept, the quiet bit set); infinities stay; floats beyond bf16's largest
+// round to infinity.
 //
 //   std::vector<float> packed(PackedFloats(n));
 //   PackBf16(values, packed);          // two bf16 values per float slot, low half first

@@ -132,6 +132,23 @@ void WriteMeanProduct(std::span<const TensorPlan> plan, const LowRankBuffer& b,
   });
 }
 
+// out += one replica's message of tensor t in a Gather, decoded.
+void AddMessage(const TensorPlan& t, std::span<const float> message, std::span<float> out) {
+  switch (t.encoding) {
+    case Encoding::kRaw:
+      AddInto(message, out);
+      return;
+    case Encoding::kBf16:
+      AddUnpackedBf16(message, 1.0f, out);
+      return;
+    case Encoding::kSparse:
+      AddSparse(message, t.k, 1.0f, out);
+      return;
+    case Encoding::kLowRank:  // planned only under powersgd, which exchanges by Means
+      return;
+  }
+}
+
 }  // namespace
 
 GradientCompressor::GradientCompressor(std::vector<TensorPlan> plan, const Settings& settings,
@@ -230,23 +247,6 @@ void GradientCompressor::EncodeMessage(const TensorPlan& t, std::span<const floa
       SelectTopK(m, top_k_);
       WriteSparse(m, top_k_, message);
       for (const std::uint32_t index : top_k_) m[index] = 0.0f;
-      return;
-    case Encoding::kLowRank:  // planned only under powersgd, which exchanges by Means
-      return;
-  }
-}
-
-void GradientCompressor::AddMessage(const TensorPlan& t, std::span<const float> message,
-                                    std::span<float> out) {
-  switch (t.encoding) {
-    case Encoding::kRaw:
-      AddInto(message, out);
-      return;
-    case Encoding::kBf16:
-      AddUnpackedBf16(message, 1.0f, out);
-      return;
-    case Encoding::kSparse:
-      AddSparse(message, t.k, 1.0f, out);
       return;
     case Encoding::kLowRank:  // planned only under powersgd, which exchanges by Means
       return;

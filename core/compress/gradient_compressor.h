@@ -10,12 +10,13 @@
 //   kLowRank  PowerSGD: P = M Q, averaged; P made orthonormal; Q' = M^T P, averaged into the
 //             next step's Q (warm start); the step's gradient is P Q'^T; E = M - P (M^T P)^T;
 //   kSparse   the k values of largest |M| with their indices; E = M without them; the mean is
-//             the sum of every replica's pairs, in rank order, / world;
+//             the sum of every replica's pairs, in rank order, times 1/world;
 //   kBf16     M rounded to bfloat16; E = M - that; the mean is the sum of every replica's
-//             values, in rank order, / world.
+//             values, in rank order, times 1/world.
 // Ops per step: powersgd two Means (P and raw tensors, then Q); topk and bf16 one Gather (raw
 // tensors travel inside it, summed like the rest); none, and any step < warmup_steps, one Mean
 // of the whole gradient (the residual untouched). The result is the same bits on every replica.
+// No allocation after the first compressed step. stats() counts compressed steps only.
 //
 // Invariant (error feedback conserves the gradient): over any steps, the sum of what this
 // replica sent, decompressed, plus its residual equals the sum of its gradients, to rounding.
@@ -49,9 +50,9 @@ class GradientExchange {
 
 // Cumulative costs, for per-worker metrics.
 struct CompressionStats {
-  double seconds = 0.0;          // encoding and decoding, not the exchange
-  std::uint64_t raw_bytes = 0;   // the gradients' own size, over the compressed steps
-  std::uint64_t sent_bytes = 0;  // what this replica contributed instead (PlanSentFloats * 4)
+  double seconds = 0.0;           // encoding and decoding, not the exchange
+  std::uint64_t raw_bytes = 0;    // the gradients' own size, over the compressed steps
+  std::uint64_t sent_bytes = 0;   // what this replica contributed instead (PlanSentFloats * 4)
 };
 
 class GradientCompressor {
@@ -76,10 +77,9 @@ class GradientCompressor {
   // The exchanges of a compressed step: PowerSGD's two Means, or topk's and bf16's one Gather.
   Status ExchangeLowRank(std::span<float> grad, GradientExchange& exchange);
   Status ExchangeGathered(std::span<float> grad, GradientExchange& exchange);
-  // A Gather's side of one tensor: this replica's message (t.sent_floats floats) from its
-  // gradient, updating its residual; and out += one replica's message, decoded.
+  // This replica's message of one tensor in a Gather (t.sent_floats floats) from its gradient,
+  // keeping in the residual what the message leaves out.
   void EncodeMessage(const TensorPlan& t, std::span<const float> grad, std::span<float> message);
-  static void AddMessage(const TensorPlan& t, std::span<const float> message, std::span<float> out);
 
   std::vector<TensorPlan> plan_;
   Settings settings_;

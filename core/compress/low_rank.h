@@ -25,7 +25,8 @@ void MultiplyByQ(std::span<const float> m_values, std::size_t m, std::size_t n,
 void MultiplyTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
                            std::span<const float> p, std::size_t r, std::span<float> q);
 // P's columns (m x r) made orthonormal by modified Gram-Schmidt, left to right; a column that is
-// (numerically) zero after its projections out becomes all zeros.
+// (numerically) zero after its projections out — at most 1e-4 of its norm before them, rounding
+// noise of a dependent column — becomes all zeros.
 void Orthonormalize(std::span<float> p, std::size_t m, std::size_t r);
 // out (m x n) += scale * P (m x r) Q^T (r x n).
 void AddProduct(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,

@@ -6,8 +6,9 @@
 //   WriteSparse(values, idx, message);        // message: k indices (as bit patterns), k values
 //   AddSparse(message, k, 0.25f, sum);        // sum[idx[j]] += 0.25f * value[j]
 //
-// Deterministic: ties in magnitude go to the lower index, NaN counts as the largest; the same
-// selection on every CPU. Tensors of up to 2^32 - 1 values.
+// Deterministic: ties in magnitude go to the lower index, NaN counts as the largest (every NaN
+// alike, above infinity); the same selection on every CPU. O(n): a radix select of the k-th
+// largest magnitude, no allocation. Tensors of up to 2^32 - 1 values.
 #pragma once
 
 #include <cstddef>

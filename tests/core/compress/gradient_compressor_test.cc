@@ -215,6 +215,30 @@ BOOST_AUTO_TEST_CASE(powersgd_mean_of_gradients_in_one_rank_2_column_space_is_ex
   CheckNear(grads[0], expected, 768, kFloats);
 }
 
+BOOST_AUTO_TEST_CASE(powersgd_keeps_the_q_its_output_was_built_from) {
+  // The output is P Q^T with P orthonormal, so its W^T W equals Q Q^T for the Q the next step
+  // starts from (the initial Q, random, would not match).
+  GradientCompressor c = MakeCompressor(SettingsFor(Method::kPowerSgd));
+  Floats grad = Gradient(0, 0);
+  StepAlone(c, 0, grad);
+  const std::span<const float> q = c.StateVectors()[1];  // 24 x 2
+  constexpr std::size_t kRows = 32, kCols = 24, kRank = 2;
+  double largest = 0.0, difference = 0.0;
+  for (std::size_t a = 0; a < kCols; ++a) {
+    for (std::size_t b = 0; b < kCols; ++b) {
+      double gram = 0.0, q_q = 0.0;
+      for (std::size_t row = 0; row < kRows; ++row) {
+        gram += static_cast<double>(grad[row * kCols + a]) * grad[row * kCols + b];
+      }
+      for (std::size_t k = 0; k < kRank; ++k)
+        q_q += static_cast<double>(q[a * kRank + k]) * q[b * kRank + k];
+      largest = std::max(largest, std::fabs(gram));
+      difference = std::max(difference, std::fabs(gram - q_q));
+    }
+  }
+  BOOST_TEST(difference <= 1e-4 * largest);
+}
+
 BOOST_AUTO_TEST_CASE(warmup_steps_are_plain_means_and_leave_the_residual_zero) {
   for (const Method method : kLossy) {
     Replicas replicas(kWorld, SettingsFor(method, /*warmup_steps=*/2));
