@@ -55,8 +55,7 @@ void ReadCompression(TableReader& r, ClusterConfig* c) {
   const toml::node* rank = r.Int("compression_rank", 1, compress::kMaxRank, &s.rank);
   const toml::node* fraction =
       r.Number("compression_fraction", Closed(compress::kMinFraction, 1), &s.fraction);
-  const toml::node* warmup =
-      r.Int("compression_warmup_steps", 0, kMaxWarmupSteps, &s.warmup_steps);
+  const toml::node* warmup = r.Int("compression_warmup_steps", 0, kMaxWarmupSteps, &s.warmup_steps);
   if (r.Failed("compression")) return;
   const std::string is =
       "cluster.compression is \"" + std::string(compress::MethodName(s.method)) + "\"";
