@@ -22,7 +22,7 @@ std::string WhatItExchanges(Exchange exchange) {
     case Exchange::kPeriodicAverage:
       return "averages parameters, not gradients";
     case Exchange::kWorkUnits:
-      return "exchanges L-BFGS's work units and vectors, not gradients";
+      return "pushes its work units' gradients to L-BFGS's shards";
   }
   return "exchanges its gradients another way";
 }

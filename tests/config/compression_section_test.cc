@@ -7,6 +7,7 @@
 
 #include "config/diagnostic_checks.h"
 #include "config/job_file.h"
+#include "config/resume_settings.h"
 
 namespace dtrain::config {
 namespace {
@@ -165,7 +166,7 @@ BOOST_AUTO_TEST_CASE(a_method_is_refused_where_gradients_are_not_all_reduced_on_
       Parse(std::string(kData) + "[optimizer]\ntype = \"lbfgs\"\n" +
             "[cluster]\nworkers = 2\nmode = \"sandblaster\"\ncompression = \"bf16\"\n"),
       {{"inline.toml", 8, 15, "cluster.compression",
-        "mode \"sandblaster\" exchanges L-BFGS's work units and vectors, not gradients"}});
+        "mode \"sandblaster\" pushes its work units' gradients to L-BFGS's shards"}});
 }
 
 // One problem, one diagnostic: a value that failed to read is not held against the others.
@@ -179,6 +180,21 @@ BOOST_AUTO_TEST_CASE(nothing_is_held_against_a_key_that_failed_to_read) {
   CheckDiagnostics(
       Parse(std::string(kData) + kSync + "allreduce = \"tree\"\ncompression = \"bf16\"\n"),
       {{"inline.toml", 6, 13, "cluster.allreduce", "got \"tree\""}});
+}
+
+// A checkpoint holds the compressor's residuals and factors: a resumed job compresses as before.
+BOOST_AUTO_TEST_CASE(a_resumed_job_may_not_change_its_compression) {
+  const JobConfig job = MustParse(std::string(kData) + kSync +
+                                  "compression = \"powersgd\"\ncompression_warmup_steps = 5\n");
+  const LoadResult r =
+      ApplyResumeSettings(FormatResolvedJob(job), "job 3",
+                          {"cluster.compression=none", "cluster.compression_rank=8",
+                           "cluster.compression_warmup_steps=0"});
+  BOOST_REQUIRE(r.diagnostics.size() == 3u);
+  for (const Diagnostic& d : r.diagnostics) {
+    BOOST_TEST(d.key.starts_with("cluster.compression"), d.key);
+    BOOST_TEST(d.message.starts_with("cannot change when a job resumes"), d.message);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
