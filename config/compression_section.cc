@@ -15,7 +15,7 @@ std::string WhatItExchanges(Exchange exchange) {
   switch (exchange) {
     case Exchange::kNone:
       return "trains one replica, with no gradients to exchange";
-    case Exchange::kSynchronous:
+    case Exchange::kSynchronous:  // sync's row has kCompressionKeys
       break;
     case Exchange::kAsynchronous:
       return "pushes its gradients to parameter servers";
