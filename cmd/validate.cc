@@ -1,12 +1,17 @@
 // dtrain validate: check a job file and print it fully resolved, or every problem in it; then
-// the model's layers with their output shapes and parameter counts (as TOML comments).
+// the model's layers with their output shapes and parameter counts and, when the job compresses
+// its gradients, the plan of each tensor (as TOML comments); or all that matters to a program as
+// one JSON object (--json).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "cmd/cli_error.h"
 #include "cmd/commands.h"
+#include "cmd/compression_view.h"
 #include "cmd/data_checks.h"
 #include "cmd/exit_codes.h"
 #include "cmd/text_table.h"
@@ -24,6 +29,7 @@ struct ValidateArgs {
   std::string job_file;
   std::vector<std::string> overrides;
   bool all_keys = false;
+  bool json = false;
 };
 
 config::ResolvedKeys Keys(const ValidateArgs& args) {
@@ -88,13 +94,24 @@ int Validate(const ValidateArgs& args) {
   }
   const CliResult<CheckedData> data = CheckJobData(*loaded.job);
   if (!data.ok()) return Report(data.error());
-  std::cout << config::FormatResolvedJob(*loaded.job, Keys(args));
+  const std::string resolved = config::FormatResolvedJob(*loaded.job, Keys(args));
+  const std::optional<model::ModelSpec>& spec = data.value().spec;
+  if (args.json) {
+    const nlohmann::json out = {
+        {"resolved", resolved},
+        {"compression",
+         spec ? CompressionPlanJson(loaded.job->cluster.compression, *spec) : nlohmann::json()}};
+    std::cout << out.dump() << std::endl;
+    return kExitOk;
+  }
+  std::cout << resolved;
   if (data.value().sparse) {
     PrintSparse(*loaded.job, *data.value().sparse);
     return kExitOk;
   }
-  PrintLayers(*data.value().spec);
-  PrintThreads(*loaded.job, *data.value().spec);
+  PrintLayers(*spec);
+  PrintCompressionPlan(loaded.job->cluster.compression, *spec, std::cout);
+  PrintThreads(*loaded.job, *spec);
   PrintSlurmRequest(*loaded.job);
   return kExitOk;
 }
@@ -110,6 +127,8 @@ void AddValidateCommand(CLI::App& app, int& exit_code) {
       ->type_name("KEY=VALUE");
   cmd->add_flag("--all-keys", args->all_keys,
                 "Print every key, also those that do not apply to this job");
+  cmd->add_flag("--json", args->json,
+                "Print one JSON object: the resolved job file and its compression plan");
   cmd->callback([args, &exit_code] { exit_code = Validate(*args); });
 }
 

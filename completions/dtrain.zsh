@@ -208,6 +208,7 @@ _dtrain() {
             '-h[Print this help message and exit]' \
             '--set[Override a job-file key\: --set train.epochs=1]:set:_files' \
             '--all-keys[Print every key, also those that do not apply to this job]' \
+            '--json[Print one JSON object\: the resolved job file and its compression plan]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
             '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \

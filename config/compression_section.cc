@@ -15,14 +15,14 @@ std::string WhatItExchanges(Exchange exchange) {
   switch (exchange) {
     case Exchange::kNone:
       return "trains one replica, with no gradients to exchange";
-    case Exchange::kSynchronous:
+    case Exchange::kSynchronous:  // sync's row has kCompressionKeys
       break;
     case Exchange::kAsynchronous:
       return "pushes its gradients to parameter servers";
     case Exchange::kPeriodicAverage:
       return "averages parameters, not gradients";
     case Exchange::kWorkUnits:
-      return "exchanges L-BFGS's work units and vectors, not gradients";
+      return "pushes its work units' gradients to L-BFGS's shards";
   }
   return "exchanges its gradients another way";
 }
@@ -55,8 +55,7 @@ void ReadCompression(TableReader& r, ClusterConfig* c) {
   const toml::node* rank = r.Int("compression_rank", 1, compress::kMaxRank, &s.rank);
   const toml::node* fraction =
       r.Number("compression_fraction", Closed(compress::kMinFraction, 1), &s.fraction);
-  const toml::node* warmup =
-      r.Int("compression_warmup_steps", 0, kMaxWarmupSteps, &s.warmup_steps);
+  const toml::node* warmup = r.Int("compression_warmup_steps", 0, kMaxWarmupSteps, &s.warmup_steps);
   if (r.Failed("compression")) return;
   const std::string is =
       "cluster.compression is \"" + std::string(compress::MethodName(s.method)) + "\"";

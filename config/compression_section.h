@@ -2,8 +2,8 @@
 // compression_fraction and compression_warmup_steps (core/compress/compression_plan.h's
 // Settings), and writing them back. Internal to dtrain_config, like toml_reader.h.
 //
-//   ReadCompression(cluster_reader, &job.cluster);  // once mode, allreduce and model_parallel are
-//   WriteCompression(job.cluster.compression, w);   // the keys as ReadCompression reads them back
+//   ReadCompression(cluster_reader, &job.cluster);  // after mode, allreduce and model_parallel
+//   WriteCompression(job.cluster.compression, w);   // the keys as ReadCompression reads them
 //
 // A method other than "none" is refused unless CompressionApplies (the mode table's
 // kCompressionKeys, allreduce "ring", whole replicas); compression_rank is read by "powersgd"

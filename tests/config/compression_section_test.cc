@@ -7,6 +7,7 @@
 
 #include "config/diagnostic_checks.h"
 #include "config/job_file.h"
+#include "config/resume_settings.h"
 
 namespace dtrain::config {
 namespace {
@@ -106,9 +107,9 @@ BOOST_AUTO_TEST_CASE(values_out_of_range_are_refused_with_what_is_allowed) {
        {"inline.toml", 9, 28, "cluster.compression_warmup_steps",
         "must be an integer in [0, 10000000000], got -1"}});
   CheckDiagnostics(
-      Parse(std::string(kData) + kSync +
-            "compression = \"powersgd\"\ncompression_rank = 65\n"),
-      {{"inline.toml", 7, 20, "cluster.compression_rank", "must be an integer in [1, 64], got 65"}});
+      Parse(std::string(kData) + kSync + "compression = \"powersgd\"\ncompression_rank = 65\n"),
+      {{"inline.toml", 7, 20, "cluster.compression_rank",
+        "must be an integer in [1, 64], got 65"}});
   CheckDiagnostics(
       Parse(std::string(kData) + kSync + "compression = \"topk\"\ncompression_fraction = 1.5\n"),
       {{"inline.toml", 7, 24, "cluster.compression_fraction", "got 1.5"}});
@@ -121,7 +122,8 @@ BOOST_AUTO_TEST_CASE(a_key_the_method_does_not_read_is_refused_naming_the_method
         "is the rank of compression \"powersgd\"'s factors, but cluster.compression is "
         "\"topk\""}});
   CheckDiagnostics(
-      Parse(std::string(kData) + kSync + "compression = \"powersgd\"\ncompression_fraction = 0.01\n"),
+      Parse(std::string(kData) + kSync +
+            "compression = \"powersgd\"\ncompression_fraction = 0.01\n"),
       {{"inline.toml", 7, 24, "cluster.compression_fraction",
         "is the share of each tensor that compression \"topk\" sends, but cluster.compression is "
         "\"powersgd\""}});
@@ -129,8 +131,7 @@ BOOST_AUTO_TEST_CASE(a_key_the_method_does_not_read_is_refused_naming_the_method
       Parse(std::string(kData) + kSync + "compression_warmup_steps = 10\ncompression_rank = 2\n"),
       {{"inline.toml", 6, 28, "cluster.compression_warmup_steps",
         "delays compression, but cluster.compression is \"none\""},
-       {"inline.toml", 7, 20, "cluster.compression_rank",
-        "but cluster.compression is \"none\""}});
+       {"inline.toml", 7, 20, "cluster.compression_rank", "but cluster.compression is \"none\""}});
 }
 
 BOOST_AUTO_TEST_CASE(a_method_is_refused_where_gradients_are_not_all_reduced_on_the_ring) {
@@ -142,10 +143,12 @@ BOOST_AUTO_TEST_CASE(a_method_is_refused_where_gradients_are_not_all_reduced_on_
     int line;
     std::string why;
   } cases[] = {
-      {"mode = \"single\"\n", 5, "mode \"single\" trains one replica, with no gradients to exchange"},
+      {"mode = \"single\"\n", 5,
+       "mode \"single\" trains one replica, with no gradients to exchange"},
       {"", 4, "mode \"single\" trains one replica"},  // the default mode
-      {"workers = 2\nmode = \"async\"\n", 6, "mode \"async\" pushes its gradients to parameter "
-                                             "servers"},
+      {"workers = 2\nmode = \"async\"\n", 6,
+       "mode \"async\" pushes its gradients to parameter "
+       "servers"},
       {"workers = 2\nmode = \"local\"\n", 6, "mode \"local\" averages parameters, not gradients"},
       {"workers = 2\nmode = \"sync\"\nallreduce = \"ps\"\n", 7,
        "allreduce \"ps\" sums the gradients on parameter servers"},
@@ -163,7 +166,7 @@ BOOST_AUTO_TEST_CASE(a_method_is_refused_where_gradients_are_not_all_reduced_on_
       Parse(std::string(kData) + "[optimizer]\ntype = \"lbfgs\"\n" +
             "[cluster]\nworkers = 2\nmode = \"sandblaster\"\ncompression = \"bf16\"\n"),
       {{"inline.toml", 8, 15, "cluster.compression",
-        "mode \"sandblaster\" exchanges L-BFGS's work units and vectors, not gradients"}});
+        "mode \"sandblaster\" pushes its work units' gradients to L-BFGS's shards"}});
 }
 
 // One problem, one diagnostic: a value that failed to read is not held against the others.
@@ -174,9 +177,24 @@ BOOST_AUTO_TEST_CASE(nothing_is_held_against_a_key_that_failed_to_read) {
   CheckDiagnostics(Parse(std::string(kData) +
                          "[cluster]\nworkers = 2\nmode = \"synk\"\ncompression = \"bf16\"\n"),
                    {{"inline.toml", 5, 8, "cluster.mode", "got \"synk\""}});
-  CheckDiagnostics(Parse(std::string(kData) + kSync +
-                         "allreduce = \"tree\"\ncompression = \"bf16\"\n"),
-                   {{"inline.toml", 6, 13, "cluster.allreduce", "got \"tree\""}});
+  CheckDiagnostics(
+      Parse(std::string(kData) + kSync + "allreduce = \"tree\"\ncompression = \"bf16\"\n"),
+      {{"inline.toml", 6, 13, "cluster.allreduce", "got \"tree\""}});
+}
+
+// A checkpoint holds the compressor's residuals and factors: a resumed job compresses as before.
+BOOST_AUTO_TEST_CASE(a_resumed_job_may_not_change_its_compression) {
+  const JobConfig job = MustParse(std::string(kData) + kSync +
+                                  "compression = \"powersgd\"\ncompression_warmup_steps = 5\n");
+  const LoadResult r =
+      ApplyResumeSettings(FormatResolvedJob(job), "job 3",
+                          {"cluster.compression=none", "cluster.compression_rank=8",
+                           "cluster.compression_warmup_steps=0"});
+  BOOST_REQUIRE(r.diagnostics.size() == 3u);
+  for (const Diagnostic& d : r.diagnostics) {
+    BOOST_TEST(d.key.starts_with("cluster.compression"), d.key);
+    BOOST_TEST(d.message.starts_with("cannot change when a job resumes"), d.message);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -190,6 +190,7 @@ def job_files():
     write("job_file", "wrong_types", b"name = 3\n[data]\nformat = 1\n[model]\nhidden = \"big\"\n[train]\nepochs = -1\nbatch_size = 1e400\n")
     write("job_file", "unicode_and_escapes", "name = \"\\u00e9t\u00e9\\t\\\\\"\n[data]\nformat = \"csv\"\ntrain = \"\u2603.csv\"\n".encode())
     write("job_file", "cluster", b"[data]\nformat=\"synthetic\"\nsynthetic=\"blobs\"\n[cluster]\nworkers = 3\nmode = \"sync\"\nhosts = [\"a\", \"b\", \"a\"]\nplacement = \"spread\"\n")
+    write("job_file", "compression", b"[data]\nformat=\"synthetic\"\n[model]\ntype=\"mlp\"\nhidden=[16]\n[cluster]\nworkers = 2\nmode = \"sync\"\ncompression = \"powersgd\"\ncompression_rank = 2\ncompression_warmup_steps = 5\n")
 
 
 # ---- IDX image files (unlabelled), plain and gzipped: u32 magic 0x00000803, u32 count, rows, cols

@@ -1,0 +1,119 @@
+// dtrain validate through the real binary, for a job that compresses its gradients: the plan of
+// each tensor (shape, encoding, bytes a step before and after) and the totals, as TOML comments
+// and under --json; nothing of the kind for a job that compresses nothing.
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cmd/run_checks.h"
+#include "common/process.h"
+#include "common/temp_dir.h"
+
+namespace dtrain::cli {
+namespace {
+
+using dtrain::testing::ProcessResult;
+using dtrain::testing::RunProcess;
+using dtrain::testing::TempDir;
+using run_checks::Bin;
+using run_checks::ParseJson;
+
+// An MLP of 784 inputs, 256 hidden units and 10 outputs, trained by two sync replicas on the
+// ring: its 784x256 weights are worth compressing at rank 4 (4 * (784 + 256) floats sent for
+// 200704), its 256x10 weights are not (1064 for 2560) nor its biases.
+std::string MlpJob(const std::string& compression) {
+  return "[data]\nformat = \"synthetic\"\nrows = 200\ntest_rows = 20\nfeatures = 784\n"
+         "classes = 10\n[model]\ntype = \"mlp\"\nhidden = [256]\n[train]\nepochs = 1\n"
+         "[cluster]\nworkers = 2\nmode = \"sync\"\n" +
+         compression;
+}
+
+// The line of `text` that holds `part`, or "" when none does.
+std::string LineWith(const std::string& text, const std::string& part) {
+  const std::size_t at = text.find(part);
+  if (at == std::string::npos) return "";
+  const std::size_t begin = text.rfind('\n', at) + 1;  // npos + 1 == 0: the first line
+  return text.substr(begin, text.find('\n', at) - begin);
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+BOOST_AUTO_TEST_SUITE(validate)
+
+BOOST_AUTO_TEST_CASE(validate_prints_the_plan_of_each_tensor_and_the_totals) {
+  TempDir dir;
+  const ProcessResult r =
+      RunProcess({Bin(), "validate", dir.Write("mlp.toml", MlpJob("compression = \"powersgd\"\n"))},
+                 dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  BOOST_TEST(Contains(r.out, "\ncompression = \"powersgd\"\ncompression_rank = 4\n"), r.out);
+  // 814120 bytes of gradient: 802816 + 1024 + 10240 + 40; sent 16640 + 1024 + 10240 + 40.
+  BOOST_TEST(Contains(r.out,
+                      "\n# compression \"powersgd\": each replica sends 27944 of the "
+                      "gradient's 814120 bytes a step (29.1x less)\n"),
+             r.out);
+  const struct {
+    std::string shape, encoding, bytes, sent;
+  } rows[] = {{"784x256", "low rank", "802816", "16640"},
+              {"1x256", "raw", "1024", "1024"},
+              {"256x10", "raw", "10240", "10240"},
+              {"1x10", "raw", "40", "40"}};
+  for (const auto& row : rows) {
+    BOOST_TEST_CONTEXT(row.shape) {
+      const std::string line = LineWith(r.out, " " + row.shape + " ");
+      BOOST_TEST(line.rfind("#   layer ", 0) == 0u, line);
+      BOOST_TEST(Contains(line, " " + row.encoding + " "), line);
+      BOOST_TEST(Contains(line, " " + row.bytes + " "), line);
+      BOOST_TEST(line.ends_with(" " + row.sent), line);
+    }
+  }
+  BOOST_TEST(Contains(LineWith(r.out, " 784x256 "), "weights"));
+  BOOST_TEST(Contains(LineWith(r.out, " 1x256 "), "biases"));
+}
+
+BOOST_AUTO_TEST_CASE(validate_json_gives_the_plan_as_a_field) {
+  TempDir dir;
+  const ProcessResult r = RunProcess(
+      {Bin(), "validate", "--json", dir.Write("mlp.toml", MlpJob("compression = \"powersgd\"\n"))},
+      dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const nlohmann::json out = ParseJson(r);
+  BOOST_TEST(Contains(out["resolved"].get<std::string>(), "\ncompression = \"powersgd\"\n"));
+  const nlohmann::json& plan = out["compression"];
+  BOOST_TEST(plan["method"] == "powersgd");
+  BOOST_TEST(plan["bytes"] == 814120);
+  BOOST_TEST(plan["sent_bytes"] == 27944);
+  BOOST_TEST(plan["ratio"].get<double>() == 814120.0 / 27944.0);
+  BOOST_REQUIRE(plan["tensors"].size() == 4u);
+  const nlohmann::json& weights = plan["tensors"][0];
+  BOOST_TEST(Contains(weights["name"].get<std::string>(), "weights"));
+  BOOST_TEST(weights["rows"] == 784);
+  BOOST_TEST(weights["cols"] == 256);
+  BOOST_TEST(weights["encoding"] == "low rank");
+  BOOST_TEST(weights["bytes"] == 802816);
+  BOOST_TEST(weights["sent_bytes"] == 16640);
+  const nlohmann::json& biases = plan["tensors"][1];
+  BOOST_TEST(biases["rows"] == 1);
+  BOOST_TEST(biases["cols"] == 256);
+  BOOST_TEST(biases["encoding"] == "raw");
+  BOOST_TEST(biases["sent_bytes"] == biases["bytes"]);
+}
+
+BOOST_AUTO_TEST_CASE(a_job_that_compresses_nothing_shows_no_plan) {
+  TempDir dir;
+  const std::string job = dir.Write("mlp.toml", MlpJob(""));
+  const ProcessResult text = RunProcess({Bin(), "validate", job}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(text.exit_code == 0, text.err);
+  BOOST_TEST(Contains(text.out, "\ncompression = \"none\"\n"), text.out);
+  BOOST_TEST(!Contains(text.out, "# compression"), text.out);
+  const ProcessResult json = RunProcess({Bin(), "validate", "--json", job}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(json.exit_code == 0, json.err);
+  BOOST_TEST(ParseJson(json)["compression"].is_null());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::cli
