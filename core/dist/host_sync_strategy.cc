@@ -314,7 +314,8 @@ Status HostSyncStrategy::Apply(std::int64_t step, std::span<float> params, std::
   if (grad.data() != own) std::copy(grad.begin(), grad.end(), own);  // a caller of its own
   const float weight = train::ShareWeight(share, world_);
   if (weight != 1.0f) math::Scale(weight, {own, params_});
-  votes_.Cast(std::span<float, kVoteFloats>(own + params_, kVoteFloats));
+  votes_.Cast(std::span<float, StopVotes::kFloats>(own + params_, StopVotes::kFloats));
+  std::fill(own + params_ + StopVotes::kFloats, own + params_ + kVoteFloats, 0.0f);
 
   ++seq_;
   Arrived(header_, rank_).value.store(seq_, std::memory_order_release);

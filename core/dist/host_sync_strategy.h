@@ -26,7 +26,9 @@
 //                   *sync.value());  // the Trainer computes its gradient into the segment
 //
 // Replicas stay bitwise identical and train like one replica on the global batch, as with
-// SyncAllReduceStrategy. Stop votes ride in each gradient's two tail floats. A replica that dies
+// SyncAllReduceStrategy. Stop votes ride in the first two of each gradient's tail floats, which
+// are as many as the ring's (VotingAllReduce::kVoteFloats: the third, a checkpoint vote, stays 0
+// here), so that both sum each float in the same order. A replica that dies
 // (its ring links hang up), a peer's failure (a flag in the segment) or a barrier that outlasts
 // `timeout` fails the step with an error naming the rank; later steps fail at once.
 //
@@ -55,6 +57,7 @@
 #include "core/dist/shard_ranges.h"
 #include "core/dist/shm_segment.h"
 #include "core/dist/stop_votes.h"
+#include "core/dist/voting_allreduce.h"
 #include "core/optim/optimizer.h"
 #include "core/status.h"
 #include "core/train/strategy.h"
@@ -67,7 +70,7 @@ struct HostSyncHeader;
 
 class HostSyncStrategy final : public train::Strategy {
  public:
-  static constexpr std::size_t kVoteFloats = StopVotes::kFloats;
+  static constexpr std::size_t kVoteFloats = VotingAllReduce::kVoteFloats;
 
   HostSyncStrategy(const HostSyncStrategy&) = delete;
   HostSyncStrategy& operator=(const HostSyncStrategy&) = delete;

@@ -1,0 +1,195 @@
+// Jobs whose sync replicas compress their gradients ([cluster] compression), as real processes
+// through `dtrain run` and a real dtraind. Each is held against an in-process reference that
+// trains the same replicas, as threads over an in-process ring, with the same compression of the
+// same gradients: the processes must end with its very bits. A run interrupted and resumed (its
+// checkpoint holds every replica's error-feedback residual) ends where a straight run ends, and a
+// killed replica's job recovers.
+#include <signal.h>
+
+#include <boost/test/unit_test.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/process.h"
+#include "common/temp_dir.h"
+#include "config/job_file.h"
+#include "core/compress/compression_plan.h"
+#include "core/dist/compressed_sync_strategy.h"
+#include "core/dist/local_link.h"
+#include "core/math/gemm.h"
+#include "daemon/runner/job_data.h"
+#include "daemon/runner/training_session.h"
+#include "cmd/run_checks.h"
+#include "integration/daemon_fixture.h"
+#include "integration/finished_run.h"
+
+namespace dtrain::testing {
+namespace {
+
+using json = nlohmann::json;
+
+// 2880 rows = 30 global batches of 96 = 2 x 48 = 4 x 24; a 64 x 64 layer for PowerSGD to compress.
+std::string CompressedJob(int workers, const std::string& compression, long long steps = 40) {
+  return "name = \"compressed\"\n"
+         "[data]\nformat = \"synthetic\"\nsynthetic = \"blobs\"\nrows = 2880\nclasses = 3\n"
+         "[model]\ntype = \"mlp\"\nhidden = [64, 64]\nactivation = \"tanh\"\n"
+         "[train]\nepochs = 0\nsteps = " +
+         std::to_string(steps) + "\neval_every = 20\nbatch_size = " + std::to_string(96 / workers) +
+         "\nseed = 5\n[optimizer]\nlr = 0.1\n[cluster]\nworkers = " + std::to_string(workers) +
+         "\nmode = \"sync\"\n" + compression + "[checkpoint]\nevery_steps = 20\n";
+}
+
+// The job's replicas as threads of this process over an in-process ring, each with the strategy
+// TrainingSession gives a compressed sync job: the final parameters (every replica's the same).
+std::vector<float> InProcessReference(const TempDir& dir, const std::string& text) {
+  const config::LoadResult loaded =
+      config::ParseJobText(text, dir.Path("reference.toml"), {}, dir.Path(""));
+  BOOST_REQUIRE(loaded.ok());
+  const config::JobConfig& job = *loaded.job;
+  Result<runner::JobData> data = runner::LoadJobData(job);
+  BOOST_REQUIRE(data.ok());
+  const model::ModelSpec& spec = data.value().spec;
+  const int world = job.cluster.workers;
+  math::SetBlasThreads(1);
+  std::vector<dist::RingLinks> links = dist::MakeLocalRing(world);
+  std::vector<Result<std::vector<float>>> finals(static_cast<std::size_t>(world),
+                                                 Status::Error("not run"));
+  std::vector<std::thread> replicas;
+  for (int r = 0; r < world; ++r) {
+    replicas.emplace_back([&, r] {
+      const auto i = static_cast<std::size_t>(r);
+      const train::TrainOptions options = runner::ReplicaOptions(job, spec, r);
+      model::LocalNetwork network(spec, train::Trainer::Capacity(options), 1);
+      dist::RingAllReduce ring(r, world, links[i].left, links[i].right);
+      dist::CompressedSyncStrategy strategy(
+          ring, compress::PlanCompression(model::Model(spec).Tensors(), job.cluster.compression),
+          job.cluster.compression, job.train.seed,
+          optim::MakeOptimizer(job.optimizer, 0, network.NumParams()), job.clip_norm);
+      train::Trainer trainer(network, options, data.value().train, nullptr, data.value().scaling,
+                             strategy);
+      trainer.InitParams();
+      train::NullListener quiet;
+      const Result<train::StopReason> why = trainer.Run(quiet);
+      if (!why.ok()) {
+        finals[i] = why.status();
+        return;
+      }
+      finals[i] = std::vector<float>(trainer.params().begin(), trainer.params().end());
+    });
+  }
+  for (std::thread& t : replicas) t.join();
+  for (const auto& f : finals) BOOST_REQUIRE_MESSAGE(f.ok(), f.status().message());
+  for (std::size_t r = 1; r < finals.size(); ++r) {
+    BOOST_REQUIRE(finals[r].value() == finals[0].value());
+  }
+  return finals[0].value();
+}
+
+const std::string kMethods[] = {
+    "compression = \"powersgd\"\ncompression_rank = 2\n",
+    "compression = \"topk\"\ncompression_fraction = 0.01\n",
+    "compression = \"bf16\"\n",
+};
+
+BOOST_AUTO_TEST_SUITE(compressed_jobs)
+
+BOOST_AUTO_TEST_CASE(jobs_of_2_and_4_processes_end_with_the_bits_of_the_in_process_reference) {
+  TempDir dir;
+  int runs = 0;
+  for (const std::string& method : kMethods) {
+    for (int n : {2, 4}) {
+      BOOST_TEST_CONTEXT(method << n << " workers") {
+        const std::string text = CompressedJob(n, method);
+        const Finished run = RunJob(dir, "run" + std::to_string(++runs), text);
+        BOOST_TEST((run.params == InProcessReference(dir, text)));
+        CheckReplicasAgree(run, n);
+        BOOST_TEST_MESSAGE(method << n << " workers: compression_ratio "
+                                  << run.worst.at("compression_ratio") << ", wire_bytes "
+                                  << run.worst.at("wire_bytes"));
+        BOOST_TEST(run.worst.at("wire_bytes") > 0.0);
+        BOOST_TEST(run.worst.count("compression_seconds") == 1u);
+        if (method.find("bf16") == std::string::npos) {
+          // Far less than the uncompressed ring would have sent (bf16 halves values, but its
+          // all-gather sends more of them as the workers grow).
+          BOOST_TEST(run.worst.at("compression_ratio") > 4.0);
+        }
+      }
+    }
+  }
+}
+
+// Interrupted by SIGINT (the replicas agree on a step to stop at and each hands its residual to
+// the checkpoint), then resumed to a step chosen after the stop: the bits of a straight run to
+// that step, parameters, optimizer state and every replica's residual. Checkpoints every 20
+// steps, or every few milliseconds (the writer proposes, the replicas agree on the step).
+BOOST_AUTO_TEST_CASE(an_interrupted_and_resumed_compressed_run_ends_with_the_bits_of_a_straight_run) {
+  using cli::run_checks::Final;
+  using cli::run_checks::ParseJson;
+  using cli::run_checks::SameState;
+  TempDir dir;
+  int runs = 0;
+  for (const std::string& method : kMethods) {
+    for (const std::string& policy : {"every_steps = 20\n", "every_seconds = 0.01\n"}) {
+      BOOST_TEST_CONTEXT(method << policy) {
+        const std::string name = std::to_string(++runs);
+        std::string text = CompressedJob(2, method, 1'000'000);
+        text.replace(text.find("every_steps = 20\n"), std::string("every_steps = 20\n").size(),
+                     policy);
+        const std::string job = dir.Write("job" + name + ".toml", text);
+        const std::string db = dir.Path("interrupted" + name + ".db");
+        auto child =
+            StartProcess({EnvPath("DTRAIN_BIN"), "run", job, "--db", db, "--json"}, dir.Path(""));
+        cli::run_checks::WaitForCheckpoint(db, 1, 40);
+        child.Signal(SIGINT);
+        const ProcessResult interrupted = child.Wait();
+        BOOST_REQUIRE_MESSAGE(interrupted.exit_code == 130, interrupted.err);
+        const std::int64_t stopped = ParseJson(interrupted)["steps"].get<std::int64_t>();
+        BOOST_TEST(Final(db, 1).step == stopped);  // every replica's part, at the stop
+
+        const std::string until = "train.steps=" + std::to_string(stopped + 30);
+        const std::string straight_db = dir.Path("straight" + name + ".db");
+        const ProcessResult straight = RunProcess(
+            {EnvPath("DTRAIN_BIN"), "run", job, "--db", straight_db, "--set", until}, dir.Path(""));
+        BOOST_REQUIRE_MESSAGE(straight.exit_code == 0, straight.err);
+        const ProcessResult resumed = RunProcess(
+            {EnvPath("DTRAIN_BIN"), "run", "--resume", "1", "--db", db, "--set", until},
+            dir.Path(""));
+        BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
+        const store::CheckpointData a = Final(straight_db, 1);
+        const store::CheckpointData b = Final(db, 1);
+        BOOST_TEST(b.step == stopped + 30);
+        // Plain SGD keeps no state: both replicas' residuals (and PowerSGD's Q) are all there is.
+        BOOST_TEST(a.optimizer_state.size() == (method.find("powersgd") != std::string::npos ? 3u : 2u));
+        BOOST_TEST(SameState(a, b), "the resumed run differs from the straight run");
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_compressing_worker_stops_its_peer_and_the_job_recovers) {
+  DaemonFixture d;
+  const std::int64_t id = d.Submit(
+      "name = \"long\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
+      "[model]\ntype = \"mlp\"\nhidden = [64, 64]\n"
+      "[train]\nepochs = 1000\nbatch_size = 16\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
+      "compression = \"powersgd\"\ntimeout_seconds = 30\n[checkpoint]\nevery_steps = 50\n"
+      "[restart]\nmax_restarts = 1\n");
+  json job = d.WaitForStep(id, 60);
+  BOOST_REQUIRE(job["state"] == "running");
+  ::kill(job["workers"][1]["pid"].get<pid_t>(), SIGKILL);
+  job = d.WaitForRecovery(id, 4);
+  BOOST_TEST(job["restarts"] == 1, job.dump());
+  // The new attempt resumes from a checkpoint holding both replicas' residuals and trains on.
+  job = d.WaitForStep(id, job["step"].get<std::int64_t>() + 60);
+  BOOST_TEST(job["state"] == "running", job.dump());
+  d.Request({{"type", "cancel"}, {"id", id}});
+  BOOST_TEST(d.Wait(id)["restarts"] == 1);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::testing
