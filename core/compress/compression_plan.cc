@@ -31,8 +31,8 @@ TensorPlan PlanTensor(const model::ParamTensor& t, const Settings& s) {
       const auto r = static_cast<std::size_t>(s.rank);
       const std::size_t factors = r * (t.rows + t.cols);
       if (t.rows > r && t.cols > r && kMinSaving * factors <= t.count()) {
-        return {.tensor = t, .encoding = Encoding::kLowRank, .sent_floats = factors,
-                .rank = s.rank};
+        return {
+            .tensor = t, .encoding = Encoding::kLowRank, .sent_floats = factors, .rank = s.rank};
       }
       break;
     }
@@ -78,6 +78,13 @@ std::vector<TensorPlan> PlanCompression(std::span<const model::ParamTensor> tens
   plan.reserve(tensors.size());
   for (const model::ParamTensor& t : tensors) plan.push_back(PlanTensor(t, settings));
   return plan;
+}
+
+std::string DescribeTensorPlan(const TensorPlan& t) {
+  return t.tensor.name + " " + std::to_string(t.tensor.rows) + "x" + std::to_string(t.tensor.cols) +
+         ": " + std::string(EncodingName(t.encoding)) + ", " +
+         std::to_string(t.tensor.count() * sizeof(float)) + " -> " +
+         std::to_string(t.sent_floats * sizeof(float)) + " bytes a step";
 }
 
 std::size_t PlanFloats(std::span<const TensorPlan> plan) {

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -43,9 +44,9 @@ inline constexpr double kMinFraction = 1e-6;
 
 struct Settings {
   Method method = Method::kNone;
-  int rank = 4;                      // powersgd: the factors' rank, 1 .. kMaxRank
-  double fraction = 0.001;           // topk: the share of each tensor's values sent, (0, 1]
-  std::int64_t warmup_steps = 0;     // steps exchanged uncompressed first
+  int rank = 4;                   // powersgd: the factors' rank, 1 .. kMaxRank
+  double fraction = 0.001;        // topk: the share of each tensor's values sent, (0, 1]
+  std::int64_t warmup_steps = 0;  // steps exchanged uncompressed first
   bool operator==(const Settings&) const = default;
 };
 
@@ -63,6 +64,9 @@ struct TensorPlan {
 
 std::vector<TensorPlan> PlanCompression(std::span<const model::ParamTensor> tensors,
                                         const Settings& settings);
+
+// For a job's log: "layer 2 (dense) weights 2048x2048: low rank, 16777216 -> 65536 bytes a step".
+std::string DescribeTensorPlan(const TensorPlan& t);
 
 // Sums over a plan: the floats of the gradient (count), and what one replica sends per step.
 std::size_t PlanFloats(std::span<const TensorPlan> plan);

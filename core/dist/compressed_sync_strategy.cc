@@ -18,12 +18,9 @@ std::uint64_t RingBytes(std::size_t floats, int world) {
 
 }  // namespace
 
-CompressedSyncStrategy::CompressedSyncStrategy(RingAllReduce& ring,
-                                               std::vector<compress::TensorPlan> plan,
-                                               const compress::Settings& settings,
-                                               std::uint64_t seed,
-                                               std::unique_ptr<optim::Optimizer> optimizer,
-                                               float clip_norm)
+CompressedSyncStrategy::CompressedSyncStrategy(
+    RingAllReduce& ring, std::vector<compress::TensorPlan> plan, const compress::Settings& settings,
+    std::uint64_t seed, std::unique_ptr<optim::Optimizer> optimizer, float clip_norm)
     : ring_(ring),
       votes_(ring),
       compressor_(std::move(plan), settings, seed),

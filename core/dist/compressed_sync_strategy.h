@@ -80,8 +80,8 @@ class CompressedSyncStrategy final : public train::Strategy {
   VotingAllReduce votes_;
   compress::GradientCompressor compressor_;
   RingExchange exchange_;
-  train::LocalStrategy local_;     // the clip-and-step every replica takes
-  std::uint32_t op_ = 0;           // the last op's tag; every replica counts the same ops
+  train::LocalStrategy local_;        // the clip-and-step every replica takes
+  std::uint32_t op_ = 0;              // the last op's tag; every replica counts the same ops
   std::uint64_t raw_ring_bytes_ = 0;  // what the uncompressed ring would have sent so far
 };
 

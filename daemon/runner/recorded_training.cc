@@ -143,8 +143,8 @@ Result<train::StopReason> TrainRecorded(train::Trainer& trainer,
     return recorder.SaveCheckpoint(store::ViewOf(captured.value()));
   };
   RunRecording recording(
-      policy, recorder, options, last_saved_step, [&trainer] { return ProgressOf(trainer); },
-      write, together);
+      policy, recorder, options, last_saved_step, [&trainer] { return ProgressOf(trainer); }, write,
+      together);
   RecordingListener listener(recording);
   Result<train::StopReason> why = trainer.Run(listener);
   if (!why.ok()) return why;

@@ -63,8 +63,7 @@ Status RestoreCheckpoint(const store::CheckpointData& c, train::Trainer& trainer
       own.emplace_back(c.optimizer_state[i]);
     }
     if (Status taken = trainer.strategy().RestoreState(own); !taken.ok()) {
-      return Status::Error("checkpoint at step " + std::to_string(c.step) + ": " +
-                           taken.message());
+      return Status::Error("checkpoint at step " + std::to_string(c.step) + ": " + taken.message());
     }
   }
   std::copy(c.params.begin(), c.params.end(), trainer.params().begin());

@@ -210,8 +210,9 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
     case Exchange::kSynchronous: {
       if (job.cluster.compression.method != compress::Method::kNone) {
         strategy_ = std::make_unique<dist::CompressedSyncStrategy>(
-            *ring_, compress::PlanCompression(model::Model(network_->spec()).Tensors(),
-                                              job.cluster.compression),
+            *ring_,
+            compress::PlanCompression(model::Model(network_->spec()).Tensors(),
+                                      job.cluster.compression),
             job.cluster.compression, job.train.seed, std::move(optimizer), job.clip_norm);
         return Status::Ok();
       }
@@ -326,6 +327,20 @@ std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::C
 }
 
 Status TrainingSession::Finish() { return ps_ != nullptr ? ps_->Finish() : Status::Ok(); }
+
+std::vector<std::string> CompressionLines(const config::JobConfig& job,
+                                          const model::ModelSpec& spec) {
+  const compress::Settings& settings = job.cluster.compression;
+  std::vector<std::string> lines;
+  if (settings.method == compress::Method::kNone) return lines;
+  const std::string head =
+      "compression " + std::string(compress::MethodName(settings.method)) + ": ";
+  for (const compress::TensorPlan& t :
+       compress::PlanCompression(model::Model(spec).Tensors(), settings)) {
+    lines.push_back(head + compress::DescribeTensorPlan(t));
+  }
+  return lines;
+}
 
 std::chrono::milliseconds JobTimeout(const config::JobConfig& job) {
   return std::chrono::milliseconds(static_cast<long>(job.cluster.timeout_seconds * 1000));

@@ -132,6 +132,11 @@ class TrainingSession {
 Result<std::vector<std::unique_ptr<dist::Link>>> ConnectShardLinks(const config::JobConfig& job,
                                                                    const Placement& placement);
 
+// What a job's lead replica logs of its gradient compression as it starts: a line per tensor of
+// `spec`, its plan (compress::DescribeTensorPlan) after "compression <method>: "; none without.
+std::vector<std::string> CompressionLines(const config::JobConfig& job,
+                                          const model::ModelSpec& spec);
+
 // cluster.timeout_seconds: every wait of a job's process for a peer.
 std::chrono::milliseconds JobTimeout(const config::JobConfig& job);
 

@@ -4,7 +4,8 @@
 //
 //   ?job=N   events "job" (dashboard_views.h DashboardJob, with the live restarts and
 //            "worker_totals" [{"rank", "compute_seconds", "comm_seconds", "bytes_sent",
-//            "bytes_received"}], summed from the metrics rows this stream has sent), "metrics"
+//            "bytes_received", "wire_bytes" (compressing jobs)}], summed from the metrics rows this
+//            stream has sent), "metrics"
 //            (rows appended since the last: [{"step", "epoch", "worker", "name", "value", "time"}]),
 //            "logs" ([{"id", "worker", "stream", "time", "line"}]) or once "logs_hidden" ({"reason"})
 //            when the listener has no token; every kJobTick.

@@ -178,6 +178,7 @@ function jobPage(id) {
     el("h2", {}, "Logs"), logNote, logs, el("h2", {}, "Events"), events,
     el("h2", {}, "Checkpoints"), checkpoints, el("h2", {}, "Settings"), settings);
   charts = chartPlans.map((plan, i) => makeChart(canvases[i], plan));
+  const ratios = {};  // rank -> its latest compression_ratio
 
   listen("/api/stream?job=" + encodeURIComponent(id), {
     job: j => {
@@ -194,14 +195,23 @@ function jobPage(id) {
       settings.textContent = j.settings ?? "the job's settings (its resolved job file) are shown " +
         "only by a listener with a token ([daemon] http_token_file), as its log lines are";
       const totals = Object.fromEntries((j.worker_totals || []).map(t => [t.rank, t]));
+      // A job that compresses its gradients also shows what went on the wire and how much less
+      // that was than the uncompressed exchange (each worker's latest compression_ratio).
+      const compressing = Object.keys(ratios).length > 0;
+      const wireColumns = compressing
+        ? [{ label: "wire MB (total)", num: true }, { label: "compression ratio", num: true }] : [];
       workers.replaceChildren(table(["rank", "role", "host", "pid", "state", "exit",
-        { label: "compute s (total)", num: true }, { label: "comm s (total)", num: true }, "started"],
+        { label: "compute s (total)", num: true }, { label: "comm s (total)", num: true },
+        ...wireColumns, "started"],
         j.workers.map(w => el("tr", {},
           el("td", { class: "num" }, w.rank), el("td", {}, w.role), el("td", {}, w.host),
           el("td", { class: "num" }, w.pid), el("td", {}, w.state),
           el("td", {}, w.signal != null ? "signal " + w.signal : w.exit_status ?? ""),
           el("td", { class: "num" }, number(totals[w.rank]?.compute_seconds, 2)),
           el("td", { class: "num" }, number(totals[w.rank]?.comm_seconds, 2)),
+          ...(compressing ? [
+            el("td", { class: "num" }, number((totals[w.rank]?.wire_bytes ?? 0) / 1e6, 2)),
+            el("td", { class: "num", "data-ratio": String(w.rank) }, number(ratios[w.rank], 1))] : []),
           el("td", {}, when(w.started))))));
       events.replaceChildren(table(["time", "from", "to", "reason"], (j.events || []).map(e =>
         el("tr", {}, el("td", {}, when(e.time)), el("td", {}, e.from ?? ""), el("td", {}, e.to),
@@ -214,6 +224,7 @@ function jobPage(id) {
       // How many updates this page has drawn (a headless browser's test reads it).
       view.dataset.metricEvents = String(Number(view.dataset.metricEvents || 0) + 1);
       rows.forEach(r => {
+        if (r.name === "compression_ratio") ratios[r.worker] = r.value;
         // The lead replica's curves, finite points only (NaN is null, infinities are strings).
         if (r.worker !== 0 || typeof r.value !== "number") return;
         chartPlans.forEach((plan, i) => {

@@ -302,8 +302,13 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     printer.OnStart(runner::ProgressOf(trainer), subject, resume.has_value());
     if (const std::string links = session.DescribeLinks(); !links.empty()) {
       std::printf("%s\n", links.c_str());
-      std::fflush(stdout);
     }
+    if (PrintsEvaluations(job, placement.rank)) {
+      for (const std::string& line : runner::CompressionLines(job, data.value().spec)) {
+        std::printf("%s\n", line.c_str());
+      }
+    }
+    std::fflush(stdout);
     doing = "training";
     UpstreamRecorder recorder(upstream);
     runner::RunOptions options;

@@ -6,6 +6,7 @@
 // killed replica's job recovers.
 #include <signal.h>
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "cmd/run_checks.h"
 #include "common/process.h"
 #include "common/temp_dir.h"
 #include "config/job_file.h"
@@ -22,7 +24,6 @@
 #include "core/math/gemm.h"
 #include "daemon/runner/job_data.h"
 #include "daemon/runner/training_session.h"
-#include "cmd/run_checks.h"
 #include "integration/daemon_fixture.h"
 #include "integration/finished_run.h"
 
@@ -106,6 +107,14 @@ BOOST_AUTO_TEST_CASE(jobs_of_2_and_4_processes_end_with_the_bits_of_the_in_proce
         const Finished run = RunJob(dir, "run" + std::to_string(++runs), text);
         BOOST_TEST((run.params == InProcessReference(dir, text)));
         CheckReplicasAgree(run, n);
+        if (method.find("powersgd") != std::string::npos) {
+          // The lead replica logs each tensor's plan as it starts: rank 2 of a 64 x 64 matrix.
+          const auto planned = std::count_if(run.logs.begin(), run.logs.end(), [](const auto& row) {
+            return row.line.starts_with("compression powersgd: ") &&
+                   row.line.ends_with(" 64x64: low rank, 16384 -> 1024 bytes a step");
+          });
+          BOOST_TEST(planned == 1);
+        }
         BOOST_TEST_MESSAGE(method << n << " workers: compression_ratio "
                                   << run.worst.at("compression_ratio") << ", wire_bytes "
                                   << run.worst.at("wire_bytes"));
@@ -125,14 +134,15 @@ BOOST_AUTO_TEST_CASE(jobs_of_2_and_4_processes_end_with_the_bits_of_the_in_proce
 // the checkpoint), then resumed to a step chosen after the stop: the bits of a straight run to
 // that step, parameters, optimizer state and every replica's residual. Checkpoints every 20
 // steps, or every few milliseconds (the writer proposes, the replicas agree on the step).
-BOOST_AUTO_TEST_CASE(an_interrupted_and_resumed_compressed_run_ends_with_the_bits_of_a_straight_run) {
+BOOST_AUTO_TEST_CASE(
+    an_interrupted_and_resumed_compressed_run_ends_with_the_bits_of_a_straight_run) {
   using cli::run_checks::Final;
   using cli::run_checks::ParseJson;
   using cli::run_checks::SameState;
   TempDir dir;
   int runs = 0;
   for (const std::string& method : kMethods) {
-    for (const std::string& policy : {"every_steps = 20\n", "every_seconds = 0.01\n"}) {
+    for (const std::string policy : {"every_steps = 20\n", "every_seconds = 0.01\n"}) {
       BOOST_TEST_CONTEXT(method << policy) {
         const std::string name = std::to_string(++runs);
         std::string text = CompressedJob(2, method, 1'000'000);
@@ -154,15 +164,16 @@ BOOST_AUTO_TEST_CASE(an_interrupted_and_resumed_compressed_run_ends_with_the_bit
         const ProcessResult straight = RunProcess(
             {EnvPath("DTRAIN_BIN"), "run", job, "--db", straight_db, "--set", until}, dir.Path(""));
         BOOST_REQUIRE_MESSAGE(straight.exit_code == 0, straight.err);
-        const ProcessResult resumed = RunProcess(
-            {EnvPath("DTRAIN_BIN"), "run", "--resume", "1", "--db", db, "--set", until},
-            dir.Path(""));
+        const ProcessResult resumed =
+            RunProcess({EnvPath("DTRAIN_BIN"), "run", "--resume", "1", "--db", db, "--set", until},
+                       dir.Path(""));
         BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
         const store::CheckpointData a = Final(straight_db, 1);
         const store::CheckpointData b = Final(db, 1);
         BOOST_TEST(b.step == stopped + 30);
         // Plain SGD keeps no state: both replicas' residuals (and PowerSGD's Q) are all there is.
-        BOOST_TEST(a.optimizer_state.size() == (method.find("powersgd") != std::string::npos ? 3u : 2u));
+        BOOST_TEST(a.optimizer_state.size() ==
+                   (method.find("powersgd") != std::string::npos ? 3u : 2u));
         BOOST_TEST(SameState(a, b), "the resumed run differs from the straight run");
       }
     }

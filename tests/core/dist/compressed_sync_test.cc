@@ -22,8 +22,7 @@ using testing::Blobs;
 using testing::GlobalBatchOptions;
 using testing::TrainReplicasAsThreads;
 
-const optim::OptimizerOptions kMomentum =
-    testing::OptimizerOfType(optim::OptimizerType::kMomentum);
+const optim::OptimizerOptions kMomentum = testing::OptimizerOfType(optim::OptimizerType::kMomentum);
 constexpr int kBatch = 16;
 
 // Wide enough that PowerSGD compresses its 64 x 64 layer (and not the others).
@@ -85,14 +84,14 @@ BOOST_AUTO_TEST_CASE(a_warm_up_as_long_as_the_run_is_the_uncompressed_ring_to_th
   const model::Model model(WideSpec());
   const auto sync = Finals(TrainReplicasAsThreads(
       model, set, 3, PerReplica, [](RingAllReduce& ring, int, int world, std::size_t n) {
-        return std::make_unique<SyncAllReduceStrategy>(
-            ring, world, optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
+        return std::make_unique<SyncAllReduceStrategy>(ring, world,
+                                                       optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
       }));
   for (compress::Settings settings : kMethods) {
     settings.warmup_steps = 1'000'000;
     BOOST_TEST_CONTEXT(compress::MethodName(settings.method)) {
-      const auto warm = Finals(
-          TrainReplicasAsThreads(model, set, 3, PerReplica, Compressed(model, settings)));
+      const auto warm =
+          Finals(TrainReplicasAsThreads(model, set, 3, PerReplica, Compressed(model, settings)));
       BOOST_TEST((warm[0] == sync[0]));
     }
   }

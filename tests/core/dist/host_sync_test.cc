@@ -175,7 +175,8 @@ BOOST_AUTO_TEST_CASE(stop_votes_reach_every_replica_at_the_same_step) {
       return Status::Error("not shared");
     }
     std::vector<float> params(kParams, 0.0f);
-    const std::span<float> grad = sync.value()->GradientStorage(kParams + 2).first(kParams);
+    const std::span<float> grad =
+        sync.value()->GradientStorage(kParams + HostSyncStrategy::kVoteFloats).first(kParams);
     for (int step = 0; step < 8; ++step) {
       if (r == 1 && step == 3) sync.value()->ProposeStop(train::StopReason::kTargetReached);
       if (r == 0 && step == 6) sync.value()->ProposeStop(train::StopReason::kTargetReached);
@@ -221,7 +222,8 @@ std::vector<std::string> ApplyInProcesses(int world, int victim, int kill_at,
         allreduce, links.value(), optim::MakeOptimizer({}, 0, kParams), 0.0f, timeout);
     if (!sync.ok() || dynamic_cast<HostSyncStrategy*>(sync.value().get()) == nullptr) return 3;
     std::vector<float> params(kParams, 1.0f);
-    const std::span<float> grad = sync.value()->GradientStorage(kParams + 2).first(kParams);
+    const std::span<float> grad =
+        sync.value()->GradientStorage(kParams + HostSyncStrategy::kVoteFloats).first(kParams);
     for (int step = 0; step < 20 && result == "ok"; ++step) {
       if (r == victim && step == kill_at) {
         if (stall.count() == 0) ::raise(SIGKILL);

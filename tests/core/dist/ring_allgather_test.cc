@@ -53,8 +53,8 @@ BOOST_AUTO_TEST_CASE(every_transport_world_and_block_size_gathers_every_block_ev
         Ring ring(testing::MakeRing(transport, world),
                   {.timeout = 60s, .segment_floats = 4096, .caller_sends = caller_sends});
         std::uint32_t op = 0;
-        for (std::size_t block : {std::size_t{0}, std::size_t{1}, std::size_t{3},
-                                  std::size_t{1000}, std::size_t{100'003}}) {
+        for (std::size_t block : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1000},
+                                  std::size_t{100'003}}) {
           ++op;
           BOOST_TEST_CONTEXT(transport << ", world " << world << ", blocks of " << block
                                        << (caller_sends ? "" : ", threaded")) {

@@ -2,14 +2,18 @@
 // target) makes every replica stop after the same step, with the same reason — never a replica
 // left waiting in an all-reduce for peers that quit. And the averaged optimizer state of
 // mode = "local" with average_optimizer is the same on every replica right after an average.
+// Checkpoint votes ride the same way, for replicas that checkpoint together.
 #include <boost/test/unit_test.hpp>
 
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "core/dist/local_sgd_strategy.h"
 #include "core/dist/sync_strategy.h"
 #include "core/math/gemm.h"
 #include "replica_harness.h"
+#include "ring_harness.h"
 
 namespace dtrain::dist {
 namespace {
@@ -147,10 +151,50 @@ BOOST_AUTO_TEST_CASE(sync_strategy_reports_its_traffic) {
   BOOST_TEST(p[0] == 2.0f);
   BOOST_TEST(p[999] == 2.0f);
   BOOST_TEST(!exchange.agreed().has_value());
-  // Two ranks: each sends half of the 1002 floats twice (reduce-scatter, all-gather).
-  BOOST_TEST(exchange.stats().bytes_sent == 1002u * sizeof(float));
-  BOOST_TEST(stats[1].bytes_received == 1002u * sizeof(float));
+  // Two ranks: each sends the payload and its votes once (a direct exchange).
+  const std::size_t floats = 1000 + VotingAllReduce::kVoteFloats;
+  BOOST_TEST(exchange.stats().bytes_sent == floats * sizeof(float));
+  BOOST_TEST(stats[1].bytes_received == floats * sizeof(float));
   BOOST_TEST(exchange.stats().comm_seconds > 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_vote_and_stop_votes_ride_with_means_and_gathers) {
+  // Rank 1 proposes a checkpoint before op 1 and a stop before op 2 (a gather); op 3 carries no
+  // votes and changes no agreement; op 4 votes nothing.
+  std::vector<RingLinks> links = MakeLocalRing(3);
+  std::vector<std::vector<std::string>> seen(3);
+  const std::vector<Status> status = testing::RunRanks(3, [&](int r) -> Status {
+    RingAllReduce ring(r, 3, links[static_cast<std::size_t>(r)].left,
+                       links[static_cast<std::size_t>(r)].right);
+    VotingAllReduce exchange(ring);
+    auto& mine = seen[static_cast<std::size_t>(r)];
+    const auto note = [&] {
+      mine.push_back(std::string(exchange.checkpoint_agreed() ? "checkpoint" : "-") + "/" +
+                     (exchange.agreed() ? "stop" : "-"));
+    };
+    if (r == 1) exchange.ProposeCheckpoint();
+    std::span<float> p = exchange.Payload(10);
+    std::fill(p.begin(), p.end(), static_cast<float>(r));
+    if (Status s = exchange.Mean(1); !s.ok()) return s;
+    note();
+    if (r == 1) exchange.Propose(train::StopReason::kRequested);
+    std::vector<float> blocks(3 * 4, 0.0f);
+    std::fill_n(blocks.begin() + 4 * r, 4, static_cast<float>(r + 1));
+    if (Status s = exchange.Gather(blocks, 2); !s.ok()) return s;
+    if (blocks != std::vector<float>{1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}) {
+      return Status::Error("rank " + std::to_string(r) + " gathered other blocks");
+    }
+    note();
+    std::vector<float> plain(5, static_cast<float>(r));
+    if (Status s = exchange.MeanWithoutVotes(plain, 3); !s.ok()) return s;
+    note();
+    if (Status s = exchange.Mean(4); !s.ok()) return s;
+    note();
+    return Status::Ok();
+  });
+  for (const Status& s : status) BOOST_TEST_REQUIRE(s.ok(), s.message());
+  const std::vector<std::string> want = {"checkpoint/-", "-/stop", "-/stop", "-/-"};
+  for (const auto& mine : seen) BOOST_TEST((mine == want));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
