@@ -178,6 +178,10 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
       subject.optimizer = OptimizerSettings(job);
       options.observer->OnStart(ProgressOf(trainer), subject, resumed);
     }
+    for (const std::string& line : CompressionLines(job, data.spec)) {
+      store.AppendLog(job_id, kWorker, "runner", line);
+      if (options.observer != nullptr) options.observer->OnEvent(line);
+    }
 
     doing = "training";
     const Result<train::StopReason> why = TrainRecorded(trainer, job.checkpoint, recorder, options,

@@ -178,6 +178,13 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
   const int workers = job.cluster.workers;
   if (TraitsOf(job.cluster.mode).exchange == Exchange::kNone ||
       (workers == 1 && !UsesShards(job))) {
+    if (job.cluster.compression.method != compress::Method::kNone) {
+      // One replica compresses as each of several would, on a ring of itself: what a replica
+      // computes does not depend on how many there are.
+      ring_ = std::make_unique<dist::RingAllReduce>(0, 1, nullptr, nullptr);
+      strategy_ = MakeCompressedSync(job, network_->spec(), *ring_);
+      return Status::Ok();
+    }
     strategy_ = std::make_unique<train::LocalStrategy>(
         optim::MakeOptimizer(job.optimizer, 0, network_->NumParams()), job.clip_norm);
     return Status::Ok();
@@ -209,11 +216,7 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
   switch (TraitsOf(job.cluster.mode).exchange) {
     case Exchange::kSynchronous: {
       if (job.cluster.compression.method != compress::Method::kNone) {
-        strategy_ = std::make_unique<dist::CompressedSyncStrategy>(
-            *ring_,
-            compress::PlanCompression(model::Model(network_->spec()).Tensors(),
-                                      job.cluster.compression),
-            job.cluster.compression, job.train.seed, std::move(optimizer), job.clip_norm);
+        strategy_ = MakeCompressedSync(job, network_->spec(), *ring_);
         return Status::Ok();
       }
       Result<std::unique_ptr<train::Strategy>> sync = dist::MakeSyncStrategy(
@@ -327,6 +330,16 @@ std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::C
 }
 
 Status TrainingSession::Finish() { return ps_ != nullptr ? ps_->Finish() : Status::Ok(); }
+
+std::unique_ptr<train::Strategy> MakeCompressedSync(const config::JobConfig& job,
+                                                    const model::ModelSpec& spec,
+                                                    dist::RingAllReduce& ring) {
+  const compress::Settings& settings = job.cluster.compression;
+  const model::Model model(spec);
+  return std::make_unique<dist::CompressedSyncStrategy>(
+      ring, compress::PlanCompression(model.Tensors(), settings), settings, job.train.seed,
+      optim::MakeOptimizer(job.optimizer, 0, model.NumParams()), job.clip_norm);
+}
 
 std::vector<std::string> CompressionLines(const config::JobConfig& job,
                                           const model::ModelSpec& spec) {

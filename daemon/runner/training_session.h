@@ -132,6 +132,12 @@ class TrainingSession {
 Result<std::vector<std::unique_ptr<dist::Link>>> ConnectShardLinks(const config::JobConfig& job,
                                                                    const Placement& placement);
 
+// The strategy of a replica of a job with cluster.compression over `ring` (which outlives it):
+// its plan for `spec`'s tensors, the job's seed, optimizer and clip_norm.
+std::unique_ptr<train::Strategy> MakeCompressedSync(const config::JobConfig& job,
+                                                    const model::ModelSpec& spec,
+                                                    dist::RingAllReduce& ring);
+
 // What a job's lead replica logs of its gradient compression as it starts: a line per tensor of
 // `spec`, its plan (compress::DescribeTensorPlan) after "compression <method>: "; none without.
 std::vector<std::string> CompressionLines(const config::JobConfig& job,
