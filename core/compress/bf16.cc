@@ -1,48 +1,34 @@
 #include "core/compress/bf16.h"
 
 #include <bit>
-#include <cmath>
 
 namespace dtrain::compress {
-namespace {
-
-constexpr std::uint16_t kQuietBit = 0x0040;  // the top mantissa bit of a bf16 NaN
-
-std::uint16_t LowHalf(float slot) {
-  return static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(slot));
-}
-std::uint16_t HighHalf(float slot) {
-  return static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(slot) >> 16);
-}
-
-}  // namespace
-
-std::uint16_t ToBf16(float value) {
-  const auto bits = std::bit_cast<std::uint32_t>(value);
-  if (std::isnan(value)) return static_cast<std::uint16_t>((bits >> 16) | kQuietBit);
-  // Adding half an ulp of bf16 less one, plus the kept part's lowest bit, rounds to nearest with
-  // ties to even; infinities stay (their low half is zero), the largest floats round to infinity.
-  const std::uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<std::uint16_t>((bits + rounding) >> 16);
-}
-
-float FromBf16(std::uint16_t bits) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
-}
-
 void PackBf16(std::span<const float> in, std::span<float> out) {
-  for (std::size_t slot = 0; slot < PackedFloats(in.size()); ++slot) {
+  const std::size_t pairs = in.size() / 2;
+  for (std::size_t slot = 0; slot < pairs; ++slot) {
     const std::uint32_t low = ToBf16(in[2 * slot]);
-    const std::uint32_t high = 2 * slot + 1 < in.size() ? ToBf16(in[2 * slot + 1]) : 0u;
+    const std::uint32_t high = ToBf16(in[2 * slot + 1]);
     out[slot] = std::bit_cast<float>(low | (high << 16));
   }
+  if (in.size() % 2 == 1) out[pairs] = std::bit_cast<float>(std::uint32_t{ToBf16(in.back())});
 }
 
-void AddUnpackedBf16(std::span<const float> packed, float scale, std::span<float> out) {
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const float slot = packed[i / 2];
-    out[i] += scale * FromBf16(i % 2 == 0 ? LowHalf(slot) : HighHalf(slot));
+void PackBf16KeepingResidual(std::span<const float> grad, std::span<float> residual,
+                             std::span<float> out) {
+  // Value i: m = residual + grad, sent as bf16, residual = m - that.
+  const auto keep = [&](std::size_t i) {
+    const float m = residual[i] + grad[i];
+    const std::uint16_t b = ToBf16(m);
+    residual[i] = m - FromBf16(b);
+    return std::uint32_t{b};
+  };
+  const std::size_t pairs = grad.size() / 2;
+  for (std::size_t slot = 0; slot < pairs; ++slot) {
+    const std::uint32_t low = keep(2 * slot);
+    const std::uint32_t high = keep(2 * slot + 1);
+    out[slot] = std::bit_cast<float>(low | (high << 16));
   }
+  if (grad.size() % 2 == 1) out[pairs] = std::bit_cast<float>(keep(grad.size() - 1));
 }
 
 }  // namespace dtrain::compress

@@ -1,6 +1,7 @@
 #include "core/compress/gradient_compressor.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <utility>
 
@@ -132,21 +133,34 @@ void WriteMeanProduct(std::span<const TensorPlan> plan, const LowRankBuffer& b,
   });
 }
 
-// out += one replica's message of tensor t in a Gather, decoded.
-void AddMessage(const TensorPlan& t, std::span<const float> message, std::span<float> out) {
-  switch (t.encoding) {
-    case Encoding::kRaw:
-      AddInto(message, out);
-      return;
-    case Encoding::kBf16:
-      AddUnpackedBf16(message, 1.0f, out);
-      return;
-    case Encoding::kSparse:
-      AddSparse(message, t.k, 1.0f, out);
-      return;
-    case Encoding::kLowRank:  // planned only under powersgd, which exchanges by Means
-      return;
+// out = (the sum over replicas, in rank order from 0.0f, of value(replica, i)) * inverse, value by
+// value: one pass over out.
+template <typename ValueOf>
+void MeanOver(std::size_t world, float inverse, std::span<float> out, ValueOf value) {
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    float sum = 0.0f;
+    for (std::size_t replica = 0; replica < world; ++replica) sum += value(replica, i);
+    out[i] = sum * inverse;
   }
+}
+
+// out = the mean of every replica's sparse message (world of them, `stride` floats apart): zeros,
+// each replica's pairs added in rank order, then each value that any pair reached scaled once
+// (a zero scaled stays itself).
+void MeanOfSparse(const TensorPlan& t, std::span<const float> messages, std::size_t stride,
+                  std::size_t world, float inverse, std::span<float> out,
+                  std::vector<std::uint32_t>& reached) {
+  std::ranges::fill(out, 0.0f);
+  reached.clear();
+  for (std::size_t replica = 0; replica < world; ++replica) {
+    const std::span<const float> message = messages.subspan(replica * stride, t.sent_floats);
+    AddSparse(message, t.k, 1.0f, out);
+    for (std::size_t j = 0; j < t.k; ++j)
+      reached.push_back(std::bit_cast<std::uint32_t>(message[j]));
+  }
+  std::ranges::sort(reached);
+  const auto last = std::unique(reached.begin(), reached.end());
+  for (auto it = reached.begin(); it != last && *it < out.size(); ++it) out[*it] *= inverse;
 }
 
 }  // namespace
@@ -219,11 +233,23 @@ Status GradientCompressor::ExchangeGathered(std::span<float> grad, GradientExcha
   std::size_t at = 0;
   for (const TensorPlan& t : plan_) {
     const std::span<float> out = Of(grad, t);
-    std::ranges::fill(out, 0.0f);
-    for (std::size_t replica = 0; replica < world; ++replica) {
-      AddMessage(t, std::span(buffer_).subspan(replica * block + at, t.sent_floats), out);
+    const float* messages = buffer_.data() + at;  // replica r's at messages + r * block
+    switch (t.encoding) {
+      case Encoding::kRaw:
+        MeanOver(world, inverse_world, out,
+                 [&](std::size_t r, std::size_t i) { return messages[r * block + i]; });
+        break;
+      case Encoding::kBf16:
+        MeanOver(world, inverse_world, out, [&](std::size_t r, std::size_t i) {
+          return UnpackBf16(messages[r * block + i / 2], i % 2);
+        });
+        break;
+      case Encoding::kSparse:
+        MeanOfSparse(t, std::span(buffer_).subspan(at), block, world, inverse_world, out, top_k_);
+        break;
+      case Encoding::kLowRank:  // planned only under powersgd, which exchanges by Means
+        break;
     }
-    for (float& x : out) x *= inverse_world;
     at += t.sent_floats;
   }
   return Status::Ok();
@@ -237,9 +263,7 @@ void GradientCompressor::EncodeMessage(const TensorPlan& t, std::span<const floa
       std::ranges::copy(grad, message.begin());
       return;
     case Encoding::kBf16:
-      AddInto(grad, m);
-      PackBf16(m, message);
-      for (float& x : m) x -= RoundToBf16(x);
+      PackBf16KeepingResidual(grad, m, message);
       return;
     case Encoding::kSparse:
       AddInto(grad, m);

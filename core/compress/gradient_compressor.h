@@ -50,9 +50,9 @@ class GradientExchange {
 
 // Cumulative costs, for per-worker metrics.
 struct CompressionStats {
-  double seconds = 0.0;           // encoding and decoding, not the exchange
-  std::uint64_t raw_bytes = 0;    // the gradients' own size, over the compressed steps
-  std::uint64_t sent_bytes = 0;   // what this replica contributed instead (PlanSentFloats * 4)
+  double seconds = 0.0;          // encoding and decoding, not the exchange
+  std::uint64_t raw_bytes = 0;   // the gradients' own size, over the compressed steps
+  std::uint64_t sent_bytes = 0;  // what this replica contributed instead (PlanSentFloats * 4)
 };
 
 class GradientCompressor {

@@ -1,6 +1,8 @@
 #include "core/compress/low_rank.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/data/random.h"
 #include "core/math/gemm.h"
@@ -76,16 +78,29 @@ void Orthonormalize(std::span<float> p, std::size_t m, std::size_t r) {
 
 void AddProduct(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
                 std::size_t r, float scale, std::span<float> out) {
+  // Q transposed (r rows of n), so that each of a row's sums grows along a contiguous row of it:
+  // the loop over columns vectorises, and each value's sum still adds its r products in order
+  // k = 0, 1, ... from 0.0, in a double (products of floats are exact there, fused or not): the
+  // same bits as one dot product per value, on every CPU.
+  thread_local std::vector<float> q_t;
+  thread_local std::vector<double> sums;
+  q_t.resize(r * n);
+  sums.resize(n);
+  for (std::size_t col = 0; col < n; ++col) {
+    for (std::size_t k = 0; k < r; ++k) q_t[k * n + col] = q[col * r + k];
+  }
+  const auto factor = static_cast<double>(scale);
   for (std::size_t row = 0; row < m; ++row) {
     const float* p_row = &p[row * r];
-    for (std::size_t col = 0; col < n; ++col) {
-      const float* q_row = &q[col * r];
-      double sum = 0.0;  // products of floats are exact in a double: fused or not, same bits
-      for (std::size_t k = 0; k < r; ++k) {
-        sum += static_cast<double>(p_row[k]) * static_cast<double>(q_row[k]);
-      }
-      out[row * n + col] += static_cast<float>(static_cast<double>(scale) * sum);
+    double* sum = sums.data();
+    std::fill_n(sum, n, 0.0);
+    for (std::size_t k = 0; k < r; ++k) {
+      const auto a = static_cast<double>(p_row[k]);
+      const float* b = &q_t[k * n];
+      for (std::size_t col = 0; col < n; ++col) sum[col] += a * static_cast<double>(b[col]);
     }
+    float* o = &out[row * n];
+    for (std::size_t col = 0; col < n; ++col) o[col] += static_cast<float>(factor * sum[col]);
   }
 }
 

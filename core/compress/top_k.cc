@@ -2,17 +2,17 @@
 
 #include <array>
 #include <bit>
-#include <cmath>
+#include <vector>
 
 namespace dtrain::compress {
 namespace {
 
 // |value| as an unsigned key that orders like the magnitude: a float's bits without the sign
-// grow with its magnitude; every NaN gets one key above infinity's.
+// grow with its magnitude; every NaN gets one key above infinity's. No branch: loops vectorise.
 std::uint32_t MagnitudeKey(float value) {
   constexpr std::uint32_t kNanKey = 0x7FC00000u;
-  if (std::isnan(value)) return kNanKey;
-  return std::bit_cast<std::uint32_t>(value) & 0x7FFFFFFFu;
+  const std::uint32_t key = std::bit_cast<std::uint32_t>(value) & 0x7FFFFFFFu;
+  return key > 0x7F800000u ? kNanKey : key;
 }
 
 // The k-th largest key (k >= 1) by a radix select, a byte at a time from the top, and how many of
@@ -22,20 +22,45 @@ struct Threshold {
   std::size_t equal_taken = 0;
 };
 
+// The byte at `shift` of the k-th largest of `keys` (k >= 1), and k's rank among the keys that
+// have that byte there.
+struct ByteRank {
+  std::uint32_t byte = 0;
+  std::size_t remaining = 0;
+};
+template <typename Keys>
+ByteRank KthLargestByte(const Keys& keys, std::size_t count, int shift, std::size_t k) {
+  std::array<std::size_t, 256> counts{};
+  for (std::size_t i = 0; i < count; ++i) ++counts[(keys(i) >> shift) & 0xFFu];
+  std::uint32_t byte = 255;
+  while (counts[byte] < k) k -= counts[byte--];
+  return {byte, k};
+}
+
 Threshold KthLargestKey(std::span<const float> values, std::size_t k) {
-  std::uint32_t prefix = 0;       // the threshold's bits found so far
-  std::uint32_t prefix_mask = 0;  // which bits those are
-  std::size_t remaining = k;      // rank of the threshold among the keys that share the prefix
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    std::array<std::size_t, 256> counts{};
-    for (const float v : values) {
-      const std::uint32_t key = MagnitudeKey(v);
-      if ((key & prefix_mask) == prefix) ++counts[(key >> shift) & 0xFFu];
+  // The top byte over every value; the lower bytes only over the keys that share the top one
+  // (usually a small share), kept aside in one pass.
+  const ByteRank top =
+      KthLargestByte([&](std::size_t i) { return MagnitudeKey(values[i]); }, values.size(), 24, k);
+  thread_local std::vector<std::uint32_t> candidates;
+  candidates.clear();
+  for (const float v : values) {
+    const std::uint32_t key = MagnitudeKey(v);
+    if ((key >> 24) == top.byte) candidates.push_back(key);
+  }
+  std::uint32_t prefix = top.byte << 24;
+  std::size_t remaining = top.remaining;
+  for (int shift = 16; shift >= 0; shift -= 8) {
+    const std::uint32_t mask = ~0u << (shift + 8);
+    std::size_t kept = 0;
+    for (const std::uint32_t key : candidates) {
+      if ((key & mask) == prefix) candidates[kept++] = key;
     }
-    std::uint32_t byte = 255;
-    while (counts[byte] < remaining) remaining -= counts[byte--];
-    prefix |= byte << shift;
-    prefix_mask |= 0xFFu << shift;
+    const ByteRank next =
+        KthLargestByte([&](std::size_t i) { return candidates[i]; }, kept, shift, remaining);
+    candidates.resize(kept);
+    prefix |= next.byte << shift;
+    remaining = next.remaining;
   }
   return {.key = prefix, .equal_taken = remaining};
 }
