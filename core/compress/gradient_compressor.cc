@@ -104,8 +104,8 @@ void CopyRaw(std::span<const TensorPlan> plan, std::span<float> grad, std::span<
 void WriteP(std::span<const TensorPlan> plan, const LowRankBuffer& b, std::span<const float> grad,
             std::span<float> residual, const std::vector<std::vector<float>>& qs) {
   ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
-    AddInto(Of(grad, t.plan), Of(residual, t.plan));
-    MultiplyByQ(Of(residual, t.plan), t.rows(), t.cols(), qs[t.index], t.rank(), t.p);
+    AddAndMultiplyByQ(Of(grad, t.plan), Of(residual, t.plan), t.rows(), t.cols(), qs[t.index],
+                      t.rank(), t.p);
   });
 }
 

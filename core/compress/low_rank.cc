@@ -4,8 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "core/compress/compression_plan.h"
 #include "core/data/random.h"
-#include "core/math/gemm.h"
 
 namespace dtrain::compress {
 namespace {
@@ -52,18 +52,56 @@ void ScaleColumn(std::span<float> p, std::size_t m, std::size_t r, std::size_t c
 
 }  // namespace
 
-void MultiplyByQ(std::span<const float> m_values, std::size_t m, std::size_t n,
-                 std::span<const float> q, std::size_t r, std::span<float> p) {
-  const auto rows = static_cast<int>(m), cols = static_cast<int>(n), rank = static_cast<int>(r);
-  math::Gemm(math::Trans::kNo, math::Trans::kNo, rows, rank, cols, 1.0f, m_values.data(), cols,
-             q.data(), rank, 0.0f, p.data(), rank);
+void AddAndMultiplyByQ(std::span<const float> g, std::span<float> m_values, std::size_t m,
+                       std::size_t n, std::span<const float> q, std::size_t r, std::span<float> p) {
+  // Q transposed (r rows of n), and each row's r dot products kept in kLanes partial sums that
+  // the loop over a run of kLanes columns fills side by side (it vectorises).
+  constexpr std::size_t kLanes = 16;
+  thread_local std::vector<float> q_t;
+  q_t.resize(r * n);
+  for (std::size_t col = 0; col < n; ++col) {
+    for (std::size_t k = 0; k < r; ++k) q_t[k * n + col] = q[col * r + k];
+  }
+  float partial[kMaxRank][kLanes];
+  for (std::size_t row = 0; row < m; ++row) {
+    float* values = &m_values[row * n];
+    for (std::size_t k = 0; k < r; ++k) std::fill_n(partial[k], kLanes, 0.0f);
+    for (std::size_t at = 0; at < n; at += kLanes) {
+      const std::size_t lanes = std::min(kLanes, n - at);
+      float v[kLanes] = {};
+      for (std::size_t l = 0; l < lanes; ++l) {
+        v[l] = g.empty() ? values[at + l] : values[at + l] + g[row * n + at + l];
+        values[at + l] = v[l];
+      }
+      for (std::size_t k = 0; k < r; ++k) {
+        const float* qk = &q_t[k * n + at];
+        for (std::size_t l = 0; l < lanes; ++l) partial[k][l] += v[l] * qk[l];
+      }
+    }
+    for (std::size_t k = 0; k < r; ++k) {
+      float sum = 0.0f;
+      for (const float x : partial[k]) sum += x;
+      p[row * r + k] = sum;
+    }
+  }
 }
 
 void MultiplyTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
                            std::span<const float> p, std::size_t r, std::span<float> q) {
-  const auto rows = static_cast<int>(m), cols = static_cast<int>(n), rank = static_cast<int>(r);
-  math::Gemm(math::Trans::kYes, math::Trans::kNo, cols, rank, rows, 1.0f, m_values.data(), cols,
-             p.data(), rank, 0.0f, q.data(), rank);
+  // Q transposed (r rows of n) grows row of M by row of M: each pass reads M once.
+  thread_local std::vector<float> q_t;
+  q_t.assign(r * n, 0.0f);
+  for (std::size_t row = 0; row < m; ++row) {
+    const float* values = &m_values[row * n];
+    for (std::size_t k = 0; k < r; ++k) {
+      const float a = p[row * r + k];
+      float* qk = &q_t[k * n];
+      for (std::size_t col = 0; col < n; ++col) qk[col] += a * values[col];
+    }
+  }
+  for (std::size_t col = 0; col < n; ++col) {
+    for (std::size_t k = 0; k < r; ++k) q[col * r + k] = q_t[k * n + col];
+  }
 }
 
 void Orthonormalize(std::span<float> p, std::size_t m, std::size_t r) {
@@ -80,27 +118,24 @@ void AddProduct(std::span<const float> p, std::span<const float> q, std::size_t 
                 std::size_t r, float scale, std::span<float> out) {
   // Q transposed (r rows of n), so that each of a row's sums grows along a contiguous row of it:
   // the loop over columns vectorises, and each value's sum still adds its r products in order
-  // k = 0, 1, ... from 0.0, in a double (products of floats are exact there, fused or not): the
-  // same bits as one dot product per value, on every CPU.
+  // k = 0, 1, ... from 0, then is scaled once: the same bits wherever this binary runs.
   thread_local std::vector<float> q_t;
-  thread_local std::vector<double> sums;
+  thread_local std::vector<float> sums;
   q_t.resize(r * n);
   sums.resize(n);
   for (std::size_t col = 0; col < n; ++col) {
     for (std::size_t k = 0; k < r; ++k) q_t[k * n + col] = q[col * r + k];
   }
-  const auto factor = static_cast<double>(scale);
   for (std::size_t row = 0; row < m; ++row) {
-    const float* p_row = &p[row * r];
-    double* sum = sums.data();
-    std::fill_n(sum, n, 0.0);
+    float* sum = sums.data();
+    std::fill_n(sum, n, 0.0f);
     for (std::size_t k = 0; k < r; ++k) {
-      const auto a = static_cast<double>(p_row[k]);
+      const float a = p[row * r + k];
       const float* b = &q_t[k * n];
-      for (std::size_t col = 0; col < n; ++col) sum[col] += a * static_cast<double>(b[col]);
+      for (std::size_t col = 0; col < n; ++col) sum[col] += a * b[col];
     }
     float* o = &out[row * n];
-    for (std::size_t col = 0; col < n; ++col) o[col] += static_cast<float>(factor * sum[col]);
+    for (std::size_t col = 0; col < n; ++col) o[col] += scale * sum[col];
   }
 }
 

@@ -1,15 +1,16 @@
 // The matrix algebra of PowerSGD (Vogels et al. 2019) for one m x n gradient matrix M (row-major)
 // and rank r: P = M Q (m x r), orthonormal columns of P, Q = M^T P (n x r), M ~ P Q^T.
 //
-//   MultiplyByQ(M, m, n, Q, r, P);   // P = M Q        (a replica's own M: any BLAS rounding)
+//   AddAndMultiplyByQ(G, M, m, n, Q, r, P);  // M += G, P = M Q   (a replica's own M)
 //   Orthonormalize(P, m, r);         // Gram-Schmidt   (on the replicas' mean: same bits anywhere)
 //   MultiplyTransposedByP(M, m, n, P, r, Q);
 //   AddProduct(P, Q, m, n, r, 1.0f, out);  // out += P Q^T (deterministic loops)
 //
 // Orthonormalize and AddProduct run on values every replica holds alike, and give the same bits
-// on every CPU (plain loops in a fixed order, no runtime-dispatched kernel); the two products
-// run on a replica's own values and may use BLAS. Matrices are row-major, leading dimension =
-// columns.
+// wherever the same binary runs (plain loops in a fixed order, no runtime-dispatched kernel, so
+// no CPU-dependent rounding: every host of a job runs the same build); the two thin
+// products run on a replica's own values, each in one pass over M (memory-bound: BLAS would
+// first copy M into panels). Matrices are row-major, leading dimension = columns.
 #pragma once
 
 #include <cstddef>
@@ -18,9 +19,10 @@
 
 namespace dtrain::compress {
 
-// P (m x r) = M (m x n) Q (n x r).
-void MultiplyByQ(std::span<const float> m_values, std::size_t m, std::size_t n,
-                 std::span<const float> q, std::size_t r, std::span<float> p);
+// M (m x n) += G (the same shape; empty: nothing added), then P (m x r) = M Q (n x r), in one
+// pass over M. r <= kMaxRank.
+void AddAndMultiplyByQ(std::span<const float> g, std::span<float> m_values, std::size_t m,
+                       std::size_t n, std::span<const float> q, std::size_t r, std::span<float> p);
 // Q (n x r) = M^T (n x m) P (m x r).
 void MultiplyTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
                            std::span<const float> p, std::size_t r, std::span<float> q);

@@ -38,7 +38,7 @@ BOOST_AUTO_TEST_CASE(one_power_step_reproduces_a_matrix_of_the_factors_rank) {
 
   std::vector<float> q(n * r), p(m * r);
   InitialQ(7, q);
-  MultiplyByQ(matrix, m, n, q, r, p);
+  AddAndMultiplyByQ({}, matrix, m, n, q, r, p);
   Orthonormalize(p, m, r);
   MultiplyTransposedByP(matrix, m, n, p, r, q);
   std::vector<float> approx(m * n, 0.0f);
