@@ -10,7 +10,7 @@ charts gaining points as the job advances, its latest metrics, its settings (the
 file), times as YYYY-MM-DD HH:MM:SS, and log lines the worker prints arriving (each line says how
 long after the daemon stored it; the figure is printed, not asserted). Then the jobs page lists
 the job with its progress, the nodes page this daemon, and once cancelled the job's page its
-final metrics.
+final metrics. The job compresses its gradients, so its workers' table shows their ratio.
 
     DTRAIND_BIN=build/daemon/dtraind DTRAIN_BIN=build/cmd/dtrain tests/web/dashboard_browser_test.py
     ... --screenshots docs/   # also writes dashboard-jobs.png and dashboard-job.png there
@@ -151,7 +151,8 @@ def main():
         with open(job, "w") as f:
             f.write('name = "browsed"\n[data]\nformat = "synthetic"\nrows = 20000\n'
                     "[train]\nepochs = 1000\nbatch_size = 16\nlog_every = 500\n"
-                    "eval_every = 2000\n[cluster]\nworkers = 2\nmode = \"sync\"\n")
+                    "eval_every = 2000\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
+                    "compression = \"bf16\"\n")
         job_id = json.loads(dtrain(env, sock, "submit", job, "--no-wait", "--json"))["id"]
         for _ in range(500):
             status = json.loads(dtrain(env, sock, "status", str(job_id), "--json"))
@@ -191,6 +192,15 @@ def main():
         started = browser.evaluate(
             "document.querySelector('#workers tbody tr').lastElementChild.textContent")
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", started), started
+        # A job that compresses shows each worker's wire bytes and compression ratio (bf16 between
+        # two workers: fewer bytes than the uncompressed exchange, whose votes weigh on a model
+        # this small).
+        ratio = browser.wait_for(
+            "(() => { const c = document.querySelector('#workers td[data-ratio=\"0\"]');"
+            " return c && c.textContent !== '-' ? Number(c.textContent) : 0; })()", 20,
+            "the lead worker's compression ratio")
+        assert 1.0 < ratio <= 2.0, ratio
+        print("job page: worker 0's compression ratio %.1f" % ratio)
         if screenshots:
             browser.screenshot(os.path.join(screenshots, "dashboard-job.png"))
 
