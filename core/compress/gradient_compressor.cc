@@ -127,8 +127,7 @@ void WriteMeanProduct(std::span<const TensorPlan> plan, const LowRankBuffer& b,
                       std::span<float> grad, std::vector<std::vector<float>>& qs) {
   ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
     const std::span<float> out = Of(grad, t.plan);
-    std::ranges::fill(out, 0.0f);
-    AddProduct(t.p, t.q, t.rows(), t.cols(), t.rank(), 1.0f, out);
+    WriteProduct(t.p, t.q, t.rows(), t.cols(), t.rank(), out);
     std::ranges::copy(t.q, qs[t.index].begin());
   });
 }

@@ -114,11 +114,14 @@ void Orthonormalize(std::span<float> p, std::size_t m, std::size_t r) {
   }
 }
 
-void AddProduct(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
-                std::size_t r, float scale, std::span<float> out) {
-  // Q transposed (r rows of n), so that each of a row's sums grows along a contiguous row of it:
-  // the loop over columns vectorises, and each value's sum still adds its r products in order
-  // k = 0, 1, ... from 0, then is scaled once: the same bits wherever this binary runs.
+namespace {
+
+// out (m x n) = P Q^T (add false) or out += scale * P Q^T (add true). Q transposed (r rows of
+// n), so that each of a row's sums grows along a contiguous row of it: the loop over columns
+// vectorises, and each value's sum still adds its r products in order k = 0, 1, ... from 0, then
+// is scaled once: the same bits wherever this binary runs.
+void Product(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
+             std::size_t r, bool add, float scale, std::span<float> out) {
   thread_local std::vector<float> q_t;
   thread_local std::vector<float> sums;
   q_t.resize(r * n);
@@ -135,8 +138,24 @@ void AddProduct(std::span<const float> p, std::span<const float> q, std::size_t 
       for (std::size_t col = 0; col < n; ++col) sum[col] += a * b[col];
     }
     float* o = &out[row * n];
-    for (std::size_t col = 0; col < n; ++col) o[col] += scale * sum[col];
+    if (add) {
+      for (std::size_t col = 0; col < n; ++col) o[col] += scale * sum[col];
+    } else {
+      std::copy_n(sum, n, o);
+    }
   }
+}
+
+}  // namespace
+
+void AddProduct(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
+                std::size_t r, float scale, std::span<float> out) {
+  Product(p, q, m, n, r, /*add=*/true, scale, out);
+}
+
+void WriteProduct(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
+                  std::size_t r, std::span<float> out) {
+  Product(p, q, m, n, r, /*add=*/false, 1.0f, out);
 }
 
 void InitialQ(std::uint64_t seed, std::span<float> q) {

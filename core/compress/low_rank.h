@@ -33,6 +33,9 @@ void Orthonormalize(std::span<float> p, std::size_t m, std::size_t r);
 // out (m x n) += scale * P (m x r) Q^T (r x n).
 void AddProduct(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
                 std::size_t r, float scale, std::span<float> out);
+// out (m x n) = P (m x r) Q^T (r x n): AddProduct's sums, written instead of added.
+void WriteProduct(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
+                  std::size_t r, std::span<float> out);
 // Q's initial values: n x r floats uniform in [-1, 1) from `seed`, the same on every replica and
 // CPU.
 void InitialQ(std::uint64_t seed, std::span<float> q);

@@ -87,12 +87,14 @@ BOOST_AUTO_TEST_CASE(dependent_and_zero_columns_become_zeros) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(add_product_adds_scale_times_p_q_transposed) {
+BOOST_AUTO_TEST_CASE(add_product_adds_scale_times_p_q_transposed_and_write_product_writes_it) {
   const std::vector<float> p{1.0f, 2.0f, 3.0f, -1.0f};             // 2 x 2
   const std::vector<float> q{1.0f, 0.0f, 0.0f, 1.0f, 2.0f, 2.0f};  // 3 x 2
   std::vector<float> out(6, 1.0f);
   AddProduct(p, q, 2, 3, 2, 2.0f, out);
   BOOST_TEST(out == (std::vector<float>{3.0f, 5.0f, 13.0f, 7.0f, -1.0f, 9.0f}));
+  WriteProduct(p, q, 2, 3, 2, out);  // what was there is gone
+  BOOST_TEST(out == (std::vector<float>{1.0f, 2.0f, 6.0f, 3.0f, -1.0f, 4.0f}));
 }
 
 BOOST_AUTO_TEST_CASE(initial_q_is_a_function_of_the_seed_within_minus_one_to_one) {
