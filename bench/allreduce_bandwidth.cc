@@ -88,7 +88,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (sizes.empty()) sizes = {std::size_t{256} << 10, std::size_t{4} << 20, std::size_t{64} << 20};
+  if (sizes.empty()) {
+    // The small sizes are what compressed gradients send (PowerSGD's factors: tens of KiB).
+    for (std::size_t kib : {16u, 32u, 64u, 128u, 256u}) sizes.push_back(kib << 10);
+    sizes.insert(sizes.end(), {std::size_t{4} << 20, std::size_t{64} << 20});
+  }
   const std::size_t segment_bytes = options.segment_floats * sizeof(float);
   std::printf("ring all-reduce (mean) over TCP on 127.0.0.1 (%s)%s vs raw full-duplex TCP, ranks "
               "as processes\n",
