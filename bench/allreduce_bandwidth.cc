@@ -18,8 +18,9 @@
 // threads share two cores here, so single rounds scatter by tens of percent.
 // Usage: bench_allreduce_bandwidth [--quick] [--rounds N] [--bytes N]... [--segment FLOATS]
 //                                  [--spin US] [--yield US] [--threaded] [--ring] [--no-shm]
-//                                  [--no-checksum]
-// (--threaded: RingOptions::caller_sends off; --ring: the two-phase ring for n = 2 too.)
+//                                  [--no-checksum] [--gather-sum BYTES]
+// (--threaded: RingOptions::caller_sends off; --ring: the two-phase ring for n = 2 too;
+// --gather-sum: RingOptions::gather_sum_bytes, 0 for the ring at every size.)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -71,6 +72,8 @@ int main(int argc, char** argv) {
       options.spin = std::chrono::microseconds(std::strtol(argv[++i], nullptr, 10));
     } else if (arg == "--yield" && i + 1 < argc) {
       options.yield = std::chrono::microseconds(std::strtol(argv[++i], nullptr, 10));
+    } else if (arg == "--gather-sum" && i + 1 < argc) {
+      options.gather_sum_bytes = std::strtoul(argv[++i], nullptr, 10);
     } else if (arg == "--threaded") {
       options.caller_sends = false;
     } else if (arg == "--ring") {
@@ -83,7 +86,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--rounds N] [--bytes N]... [--segment FLOATS]\n"
                    "       [--spin MICROSECONDS] [--yield MICROSECONDS] [--threaded] [--ring]\n"
-                   "       [--no-shm] [--no-checksum]\n",
+                   "       [--no-shm] [--no-checksum] [--gather-sum BYTES]\n",
                    argv[0]);
       return 2;
     }
@@ -99,13 +102,14 @@ int main(int argc, char** argv) {
               checksums ? "frames with CRC-32" : "frames without checksum",
               shm ? " and over shared memory" : "");
   std::printf(
-      "segment %zu floats (%s), yield %lld us, spin %lld us, %s, n=2 by %s, %u cores; GB/s = 1e9 "
-      "bytes/s;\nmedians of %d round(s), ratios per round (both measured in it), then their "
-      "median\n",
+      "segment %zu floats (%s), yield %lld us, spin %lld us, %s, n=2 by %s, n=4 gathers and sums "
+      "up to %s, %u cores;\nGB/s = 1e9 bytes/s; medians of %d round(s), ratios per round (both "
+      "measured in it), then their median\n",
       options.segment_floats, SizeName(segment_bytes).c_str(),
       static_cast<long long>(options.yield.count()), static_cast<long long>(options.spin.count()),
       options.caller_sends ? "caller sends" : "threaded",
-      options.direct_exchange ? "direct exchange" : "ring", std::thread::hardware_concurrency(),
+      options.direct_exchange ? "direct exchange" : "ring",
+      SizeName(options.gather_sum_bytes).c_str(), std::thread::hardware_concurrency(),
       rounds);
   std::printf("%-8s %8s %8s | %8s %7s %7s | %8s %7s %7s", "size", "raw", "raw+crc", "n=2", "/raw",
               "/r+crc", "n=4", "/raw", "/r+crc");
