@@ -2,7 +2,7 @@
 // rank's whole range and sums it in the ring's order. Every rank must end with the bits the ring
 // gives (the same options with gather_sum_bytes = 0), whatever the world (1 to 7) and the size
 // around the threshold, ranks as threads and as processes; the bytes sent say which algorithm ran;
-// a dead peer is named as the ring names it.
+// a dead or silent peer is named as the ring names it.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -195,6 +195,28 @@ BOOST_AUTO_TEST_CASE(every_rank_names_a_peer_that_died_before_a_small_op) {
           }
         }
       }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_peer_in_a_small_op_is_named_by_its_right_neighbour_in_time) {
+  for (int world : {3, 5}) {
+    BOOST_TEST_CONTEXT("world " << world) {
+      const int silent = world - 1;  // rank 0 receives from it
+      std::vector<RingLinks> links = testing::MakeRing(Transport::kTcp, world);
+      const Clock::time_point start = Clock::now();
+      const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
+        if (r == silent) return Status::Ok();  // keeps its links open, never sends
+        const RingLinks& mine = links[static_cast<std::size_t>(r)];
+        RingAllReduce ring(r, world, mine.left, mine.right, {.timeout = 300ms});
+        std::vector<float> data = testing::Input(r, 1000, kOp);
+        return ring.AllReduceMean(data, kOp);
+      });
+      BOOST_TEST(testing::SecondsSince(start) < 30.0);
+      for (int r = 0; r < silent; ++r) BOOST_TEST(!status[static_cast<std::size_t>(r)].ok());
+      BOOST_TEST(testing::Mentions(status[0].message(), "timeout"));
+      BOOST_TEST(testing::Mentions(status[0].message(), "rank " + std::to_string(silent)));
+      BOOST_TEST(testing::Mentions(status[0].message(), "op 7"));
     }
   }
 }
