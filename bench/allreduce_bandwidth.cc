@@ -109,8 +109,7 @@ int main(int argc, char** argv) {
       static_cast<long long>(options.yield.count()), static_cast<long long>(options.spin.count()),
       options.caller_sends ? "caller sends" : "threaded",
       options.direct_exchange ? "direct exchange" : "ring",
-      SizeName(options.gather_sum_bytes).c_str(), std::thread::hardware_concurrency(),
-      rounds);
+      SizeName(options.gather_sum_bytes).c_str(), std::thread::hardware_concurrency(), rounds);
   std::printf("%-8s %8s %8s | %8s %7s %7s | %8s %7s %7s", "size", "raw", "raw+crc", "n=2", "/raw",
               "/r+crc", "n=4", "/raw", "/r+crc");
   if (shm) std::printf(" | %8s %7s %8s %7s", "shm n=2", "/tcp", "shm n=4", "/tcp");

@@ -382,8 +382,8 @@ Result<FrameHeader> FrameStream::ReadFloatsInto(std::span<float> out, millisecon
                      std::to_string(out.size()) + " floats) from " + peer_ + ", got a " +
                      DescribeType(h.type) + " of " + std::to_string(h.length) + " bytes");
   }
-  if (Status s = Receive(bytes.subspan(early), kHeaderSize + early, kHeaderSize + want, deadline,
-                         timeout);
+  if (Status s =
+          Receive(bytes.subspan(early), kHeaderSize + early, kHeaderSize + want, deadline, timeout);
       !s.ok()) {
     return s;
   }
