@@ -18,8 +18,9 @@
 // threads share two cores here, so single rounds scatter by tens of percent.
 // Usage: bench_allreduce_bandwidth [--quick] [--rounds N] [--bytes N]... [--segment FLOATS]
 //                                  [--spin US] [--yield US] [--threaded] [--ring] [--no-shm]
-//                                  [--no-checksum]
-// (--threaded: RingOptions::caller_sends off; --ring: the two-phase ring for n = 2 too.)
+//                                  [--no-checksum] [--gather-sum BYTES]
+// (--threaded: RingOptions::caller_sends off; --ring: the two-phase ring for n = 2 too;
+// --gather-sum: RingOptions::gather_sum_bytes, 0 for the ring at every size.)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -71,6 +72,8 @@ int main(int argc, char** argv) {
       options.spin = std::chrono::microseconds(std::strtol(argv[++i], nullptr, 10));
     } else if (arg == "--yield" && i + 1 < argc) {
       options.yield = std::chrono::microseconds(std::strtol(argv[++i], nullptr, 10));
+    } else if (arg == "--gather-sum" && i + 1 < argc) {
+      options.gather_sum_bytes = std::strtoul(argv[++i], nullptr, 10);
     } else if (arg == "--threaded") {
       options.caller_sends = false;
     } else if (arg == "--ring") {
@@ -83,26 +86,30 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--rounds N] [--bytes N]... [--segment FLOATS]\n"
                    "       [--spin MICROSECONDS] [--yield MICROSECONDS] [--threaded] [--ring]\n"
-                   "       [--no-shm] [--no-checksum]\n",
+                   "       [--no-shm] [--no-checksum] [--gather-sum BYTES]\n",
                    argv[0]);
       return 2;
     }
   }
-  if (sizes.empty()) sizes = {std::size_t{256} << 10, std::size_t{4} << 20, std::size_t{64} << 20};
+  if (sizes.empty()) {
+    // The small sizes are what compressed gradients send (PowerSGD's factors: tens of KiB).
+    for (std::size_t kib : {16u, 32u, 64u, 128u, 256u}) sizes.push_back(kib << 10);
+    sizes.insert(sizes.end(), {std::size_t{4} << 20, std::size_t{64} << 20});
+  }
   const std::size_t segment_bytes = options.segment_floats * sizeof(float);
   std::printf("ring all-reduce (mean) over TCP on 127.0.0.1 (%s)%s vs raw full-duplex TCP, ranks "
               "as processes\n",
               checksums ? "frames with CRC-32" : "frames without checksum",
               shm ? " and over shared memory" : "");
   std::printf(
-      "segment %zu floats (%s), yield %lld us, spin %lld us, %s, n=2 by %s, %u cores; GB/s = 1e9 "
-      "bytes/s;\nmedians of %d round(s), ratios per round (both measured in it), then their "
-      "median\n",
+      "segment %zu floats (%s), yield %lld us, spin %lld us, %s, n=2 by %s, n=4 gathers and sums "
+      "up to %s, %u cores;\nGB/s = 1e9 bytes/s; medians of %d round(s), ratios per round (both "
+      "measured in it), then their median\n",
       options.segment_floats, SizeName(segment_bytes).c_str(),
       static_cast<long long>(options.yield.count()), static_cast<long long>(options.spin.count()),
       options.caller_sends ? "caller sends" : "threaded",
-      options.direct_exchange ? "direct exchange" : "ring", std::thread::hardware_concurrency(),
-      rounds);
+      options.direct_exchange ? "direct exchange" : "ring",
+      SizeName(options.gather_sum_bytes).c_str(), std::thread::hardware_concurrency(), rounds);
   std::printf("%-8s %8s %8s | %8s %7s %7s | %8s %7s %7s", "size", "raw", "raw+crc", "n=2", "/raw",
               "/r+crc", "n=4", "/raw", "/r+crc");
   if (shm) std::printf(" | %8s %7s %8s %7s", "shm n=2", "/tcp", "shm n=4", "/tcp");

@@ -16,6 +16,8 @@ if [ ! -x "$bench" ]; then
   echo "allreduce_vs_mpi.sh: no $bench; build the project first" >&2
   exit 2
 fi
+# The figures depend on the host: say which.
+echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores"
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 for round in $(seq "$rounds"); do

@@ -13,7 +13,8 @@ int main(int argc, char** argv) {
   int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  for (long bytes : {256L << 10, 4L << 20, 64L << 20}) {
+  for (long bytes :
+       {16L << 10, 32L << 10, 64L << 10, 128L << 10, 256L << 10, 4L << 20, 64L << 20}) {
     const int floats = static_cast<int>(bytes / static_cast<long>(sizeof(float)));
     const int reps = std::clamp(static_cast<int>((256L << 20) / bytes), 5, 200);
     std::vector<float> data(static_cast<std::size_t>(floats));

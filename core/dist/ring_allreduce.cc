@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "core/dist/ring_order_sum.h"
 #include "core/dist/shard_ranges.h"
 #include "core/unique_fd.h"
 
@@ -125,11 +126,24 @@ RingAllReduce::~RingAllReduce() {
 }
 
 Status RingAllReduce::AllReduceSum(std::span<float> data, std::uint32_t op) {
-  return Run(data, op, Collective::kReduce, 1.0f);
+  return Reduce(data, op, 1.0f);
 }
 
 Status RingAllReduce::AllReduceMean(std::span<float> data, std::uint32_t op) {
-  return Run(data, op, Collective::kReduce, 1.0f / static_cast<float>(world_));
+  return Reduce(data, op, 1.0f / static_cast<float>(world_));
+}
+
+Status RingAllReduce::Reduce(std::span<float> data, std::uint32_t op, float scale) {
+  if (!unusable_.ok() || world_ < 3 || options_.gather_sum_bytes == 0 ||
+      data.size_bytes() > options_.gather_sum_bytes) {
+    return Run(data, op, Collective::kReduce, scale);
+  }
+  // Small ranges: every rank's whole range to every rank, then the ring's sums computed here.
+  gathered_.resize(data.size() * static_cast<std::size_t>(world_));
+  std::copy(data.begin(), data.end(), gathered_.begin() + rank_ * std::ssize(data));
+  if (Status s = Run(gathered_, op, Collective::kGather, 1.0f); !s.ok()) return s;
+  SumInRingOrder(gathered_, world_, scale, data);
+  return Status::Ok();
 }
 
 Status RingAllReduce::AllGather(std::span<float> data, std::uint32_t op) {

@@ -14,6 +14,12 @@
 // reduce-scatter, rank r sends chunk r-s to its right and adds chunk r-s-1 from its left into its
 // own (indices mod world); after world-1 steps rank r holds the finished chunk r+1, which world-1
 // all-gather steps pass on verbatim.
+// Small ranges, more than two ranks (up to RingOptions::gather_sum_bytes, 32 KiB): a message's
+// fixed costs outweigh its bytes, so the ring's 2(world-1) steps cost more than world-1 steps of
+// world-1 times the bytes. Each rank's whole range goes round the ring (the all-gather alone, as
+// AllGather does), and every rank then sums chunk c from the gathered ranges in the ring's own
+// order (SumInRingOrder): the bits the ring would give. On 2 cores with 4 ranks over loopback TCP
+// this measured faster up to 32 KiB and slower from 64 KiB (bench/README.md).
 // Either way the messages are segments of at most RingOptions::segment_floats (and, for small
 // ranges, at least four per chunk, of 64 KiB or more), and each moves on as soon as it is ready,
 // so the ring works as a pipeline. The messages depend only on the world, the rank and the range's
@@ -44,7 +50,9 @@
 // Bitwise identity: with two ranks, rank 0 computes a+b and rank 1 b+a (then * 1/2 for a mean),
 // which IEEE addition makes the same bits. With more, each float of the result is computed by
 // exactly one rank (chunk c's finisher, rank c-1), always in the same order (ranks c, c+1, ...,
-// c-1), scaled there for a mean, and then only copied. Every rank ends with the same bits.
+// c-1), scaled there for a mean, and then only copied; a small range's sums are computed by every
+// rank, each in that same order from the same values. Every rank ends with the same bits, and
+// which of the two ways ran does not change them.
 //
 // Deadlines and failures: each op must finish within RingOptions::timeout of its start; a dead,
 // silent or misbehaving peer is an error naming that peer and the op. A rank whose op fails tells
@@ -93,6 +101,9 @@ struct RingOptions {
   // other runnable thread between looks (sched_yield), before it spins or sleeps. Waking a
   // sleeping thread costs tens of microseconds on virtual hosts (docs/performance-notes.md).
   std::chrono::microseconds yield{1000};
+  // Rings of more than two ranks gather every rank's whole range and sum it in the ring's order
+  // (see "Small ranges" above) for ranges of up to this many bytes; 0: the ring for every size.
+  std::size_t gather_sum_bytes = 32 << 10;
 };
 
 // What the last op cost this rank.
@@ -158,6 +169,8 @@ class RingAllReduce {
 
   // What an op computes: a sum scaled by `scale`, or the gather of every rank's block.
   enum class Collective { kReduce, kGather };
+  // AllReduceSum / AllReduceMean: by the ring, or for small ranges by gathering and summing here.
+  Status Reduce(std::span<float> data, std::uint32_t op, float scale);
   Status Run(std::span<float> data, std::uint32_t op, Collective collective, float scale);
   // Fill sends_, receives_, posted_ and the op's byte counts for the current op's range.
   void PlanRing(float scale);
@@ -216,7 +229,8 @@ class RingAllReduce {
   Status unusable_;      // why no op can run (bad arguments, an earlier failure); OK if none
   RingOpStats last_op_;  // written by the calling thread only
   Clock::time_point op_start_{};
-  std::vector<float> scratch_;  // one segment from the left, before it is added in
+  std::vector<float> scratch_;   // one segment from the left, before it is added in
+  std::vector<float> gathered_;  // small ranges: every rank's whole range, rank r's at block r
   // After a rescue the next threaded_left_ ops are threaded: backoff_ of them, doubling with each
   // rescue that follows soon after and halving after long runs without one (a send preempted for
   // long looks stuck too, so a rescue alone does not prove that this transport cannot buffer).

@@ -52,12 +52,19 @@ std::string Quote(std::span<const std::uint8_t> bytes) {
   return s + "\"";
 }
 
-// Receives exactly buf.size() bytes by the deadline; `mid_frame`: they continue a frame.
+// Receives exactly buf.size() bytes by the deadline; `mid_frame`: they continue a frame. In the
+// same system calls, whatever of `extra` (the bytes that follow buf's) has come already, never
+// waiting for it: `done` counts both.
 IoOutcome ReceiveAll(int fd, std::span<std::uint8_t> buf, Clock::time_point deadline,
-                     bool mid_frame) {
+                     bool mid_frame, std::span<std::uint8_t> extra = {}) {
   std::size_t got = 0;
   while (got < buf.size()) {
-    const ssize_t n = ::recv(fd, buf.data() + got, buf.size() - got, MSG_DONTWAIT);
+    std::array<iovec, 2> iov{iovec{buf.data() + got, buf.size() - got},
+                             iovec{extra.data(), extra.size()}};
+    msghdr msg{};
+    msg.msg_iov = iov.data();
+    msg.msg_iovlen = extra.empty() ? 1 : 2;
+    const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
     if (n > 0) {
       got += static_cast<std::size_t>(n);
       continue;
@@ -251,9 +258,13 @@ Status FrameStream::WriteString(MessageType type, std::uint64_t job, std::uint32
 }
 
 Status FrameStream::Receive(std::span<std::uint8_t> buf, std::size_t already,
-                            std::size_t frame_size, Deadline deadline, milliseconds timeout) {
-  const IoOutcome in = ReceiveAll(fd_.get(), buf, deadline, already > 0);
-  if (!in.error) return Status::Ok();
+                            std::size_t frame_size, Deadline deadline, milliseconds timeout,
+                            std::span<std::uint8_t> extra, std::size_t* extra_got) {
+  const IoOutcome in = ReceiveAll(fd_.get(), buf, deadline, already > 0, extra);
+  if (!in.error) {
+    if (extra_got != nullptr) *extra_got = in.done - buf.size();
+    return Status::Ok();
+  }
   const std::size_t got = already + in.done;
   const std::string progress =
       " (got " + std::to_string(got) + " of " + std::to_string(frame_size) + " bytes)";
@@ -277,9 +288,12 @@ Status FrameStream::Receive(std::span<std::uint8_t> buf, std::size_t already,
 }
 
 Result<FrameHeader> FrameStream::ReadHeader(std::uint32_t max_payload, Deadline deadline,
-                                            milliseconds timeout) {
+                                            milliseconds timeout, std::span<std::uint8_t> early,
+                                            std::size_t* early_got) {
   std::array<std::uint8_t, kHeaderSize> bytes;
-  if (Status s = Receive(bytes, 0, kHeaderSize, deadline, timeout); !s.ok()) return s;
+  if (Status s = Receive(bytes, 0, kHeaderSize, deadline, timeout, early, early_got); !s.ok()) {
+    return s;
+  }
   FrameHeader h;
   std::uint16_t peer_version = 0;
   const std::optional<FrameError> error = DecodeHeader(bytes, max_payload, h, &peer_version);
@@ -354,7 +368,11 @@ Result<FrameHeader> FrameStream::ReadFloatsInto(std::span<float> out, millisecon
   // Nothing is allocated here, so a frame as large as `out` is fine whatever max_payload says.
   const auto limit = static_cast<std::uint32_t>(
       std::clamp<std::uint64_t>(want, max_payload_, std::numeric_limits<std::uint32_t>::max()));
-  Result<FrameHeader> header = ReadHeader(limit, deadline, timeout);
+  // The header, and what of the payload came with it in the same system call (one call for a
+  // small frame that has arrived whole); past a frame of another size these bytes do not matter.
+  const std::span<std::uint8_t> bytes(reinterpret_cast<std::uint8_t*>(out.data()), want);
+  std::size_t early = 0;
+  Result<FrameHeader> header = ReadHeader(limit, deadline, timeout, bytes, &early);
   if (!header.ok()) return header.status();
   const FrameHeader& h = header.value();
   const bool floats = h.type == MessageType::kFloats || h.type == MessageType::kUncheckedFloats;
@@ -364,8 +382,9 @@ Result<FrameHeader> FrameStream::ReadFloatsInto(std::span<float> out, millisecon
                      std::to_string(out.size()) + " floats) from " + peer_ + ", got a " +
                      DescribeType(h.type) + " of " + std::to_string(h.length) + " bytes");
   }
-  const std::span<std::uint8_t> bytes(reinterpret_cast<std::uint8_t*>(out.data()), want);
-  if (Status s = Receive(bytes, kHeaderSize, kHeaderSize + want, deadline, timeout); !s.ok()) {
+  if (Status s =
+          Receive(bytes.subspan(early), kHeaderSize + early, kHeaderSize + want, deadline, timeout);
+      !s.ok()) {
     return s;
   }
   if (Status s = CheckPayload(h, bytes); !s.ok()) return s;

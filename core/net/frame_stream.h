@@ -111,12 +111,18 @@ class FrameStream {
   Status Break(std::optional<Failure>& direction, FrameError error, const std::string& detail);
   std::optional<Status> CheckUsable(const std::optional<Failure>& direction);
   // Receives exactly buf.size() bytes into buf; `already` counts frame bytes received before, for
-  // the message. Fails the read direction (or, for a clean timeout, only this call).
+  // the message. Fails the read direction (or, for a clean timeout, only this call). In the same
+  // system calls it takes whatever of `extra` (the bytes after buf's) has come, never waiting for
+  // it, and says how much in *extra_got.
   Status Receive(std::span<std::uint8_t> buf, std::size_t already, std::size_t frame_size,
-                 Deadline deadline, std::chrono::milliseconds timeout);
+                 Deadline deadline, std::chrono::milliseconds timeout,
+                 std::span<std::uint8_t> extra = {}, std::size_t* extra_got = nullptr);
   // Reads and checks a header against `max_payload`; on another version replies before failing.
+  // `early`, `early_got`: the payload's first bytes, as Receive's `extra`.
   Result<FrameHeader> ReadHeader(std::uint32_t max_payload, Deadline deadline,
-                                 std::chrono::milliseconds timeout);
+                                 std::chrono::milliseconds timeout,
+                                 std::span<std::uint8_t> early = {},
+                                 std::size_t* early_got = nullptr);
   Status CheckPayload(const FrameHeader& h, std::span<const std::uint8_t> payload);
 
   UniqueFd fd_;

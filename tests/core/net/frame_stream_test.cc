@@ -158,6 +158,25 @@ BOOST_AUTO_TEST_CASE(large_float_frame_survives_partial_writes_and_many_parts) {
   BOOST_TEST(std::memcmp(out.data(), values.data(), values.size() * sizeof(float)) == 0);
 }
 
+BOOST_AUTO_TEST_CASE(float_frames_queued_back_to_back_are_read_one_at_a_time) {
+  // All three are in the socket when the first read starts: reading a header with what has come
+  // of its payload must take that frame's bytes and none of the next.
+  Pair p = SocketPair();
+  for (std::uint32_t tag = 1; tag <= 3; ++tag) {
+    const std::vector<float> values(5, static_cast<float>(tag));
+    const std::span<const std::uint8_t> part = FloatBytes(values);
+    BOOST_TEST_REQUIRE(p.a.Write(MessageType::kFloats, 1, 0, tag, {&part, 1}, 1s).ok());
+  }
+  for (std::uint32_t tag = 1; tag <= 3; ++tag) {
+    std::vector<float> out(5);
+    Result<FrameHeader> h = p.b.ReadFloatsInto(out, 1s);
+    BOOST_TEST_REQUIRE(h.ok(), h.status().message());
+    BOOST_TEST(h.value().tag == tag);
+    BOOST_TEST(out == std::vector<float>(5, static_cast<float>(tag)),
+               boost::test_tools::per_element());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(float_frame_of_the_wrong_size_or_type_is_refused) {
   const std::vector<float> ten(10, 1.5f);
   {

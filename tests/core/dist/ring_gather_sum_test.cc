@@ -1,0 +1,227 @@
+// Small ranges with more than two ranks (RingOptions::gather_sum_bytes): every rank gathers every
+// rank's whole range and sums it in the ring's order. Every rank must end with the bits the ring
+// gives (the same options with gather_sum_bytes = 0), whatever the world (1 to 7) and the size
+// around the threshold, ranks as threads and as processes; the bytes sent say which algorithm ran;
+// a dead or silent peer is named as the ring names it.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/dist/ring_allreduce.h"
+#include "core/dist/ring_order_sum.h"
+#include "ring_harness.h"
+
+namespace dtrain::dist {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Ring;
+using testing::Transport;
+
+constexpr std::uint32_t kOp = 7;
+const std::size_t kThresholdFloats = RingOptions{}.gather_sum_bytes / sizeof(float);
+
+struct Reduced {
+  std::vector<std::vector<float>> data;  // each rank's result
+  std::vector<std::uint64_t> bytes_sent;
+};
+
+// Every rank reduces Input(rank, size, kOp), by the sum or the mean.
+Reduced ReduceOnce(Ring& ring, std::size_t size, bool mean) {
+  Reduced out{std::vector<std::vector<float>>(static_cast<std::size_t>(ring.world())),
+              std::vector<std::uint64_t>(static_cast<std::size_t>(ring.world()))};
+  const std::vector<Status> status = testing::RunRanks(ring.world(), [&](int r) {
+    const std::size_t i = static_cast<std::size_t>(r);
+    out.data[i] = testing::Input(r, size, kOp);
+    RingAllReduce& rank = *ring.ranks[i];
+    Status s = mean ? rank.AllReduceMean(out.data[i], kOp) : rank.AllReduceSum(out.data[i], kOp);
+    out.bytes_sent[i] = rank.last_op().bytes_sent;
+    return s;
+  });
+  for (const Status& s : status) BOOST_TEST_REQUIRE(s.ok(), s.message());
+  return out;
+}
+
+// Reduces `size` floats both ways over `transport` and checks that every rank of the gathering
+// ring holds the ring's bits, and that it gathered exactly where the threshold says.
+void CheckAgainstTheRing(Transport transport, int world, std::size_t threshold_bytes,
+                         std::size_t size, bool mean) {
+  Ring gathering(testing::MakeRing(transport, world),
+                 {.timeout = 60s, .gather_sum_bytes = threshold_bytes});
+  Ring ring(testing::MakeRing(transport, world), {.timeout = 60s, .gather_sum_bytes = 0});
+  const Reduced got = ReduceOnce(gathering, size, mean);
+  const Reduced want = ReduceOnce(ring, size, mean);
+  const bool gathers = world > 2 && threshold_bytes > 0 && size * sizeof(float) <= threshold_bytes;
+  for (std::size_t r = 0; r < got.data.size(); ++r) {
+    BOOST_TEST_CONTEXT("rank " << r) {
+      BOOST_TEST(testing::SameBits(got.data[r], want.data[r]));
+      BOOST_TEST(got.bytes_sent[r] ==
+                 (gathers ? static_cast<std::uint64_t>(world - 1) * size * sizeof(float)
+                          : want.bytes_sent[r]));
+    }
+  }
+}
+
+void CheckWorldsAndSizes(Transport transport) {
+  for (int world = 1; world <= 7; ++world) {
+    for (std::size_t size :
+         {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(world - 1), std::size_t{1000},
+          kThresholdFloats - 1, kThresholdFloats, kThresholdFloats + 1}) {
+      for (bool mean : {false, true}) {
+        BOOST_TEST_CONTEXT(transport << ", world " << world << ", " << size << " floats, "
+                                     << (mean ? "mean" : "sum")) {
+          CheckAgainstTheRing(transport, world, RingOptions{}.gather_sum_bytes, size, mean);
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE(dist_ring_gather_sum)
+
+BOOST_AUTO_TEST_CASE(in_process_worlds_1_to_7_get_the_rings_bits_around_the_threshold) {
+  CheckWorldsAndSizes(Transport::kLocal);
+}
+
+BOOST_AUTO_TEST_CASE(tcp_worlds_1_to_7_get_the_rings_bits_around_the_threshold) {
+  CheckWorldsAndSizes(Transport::kTcp);
+}
+
+BOOST_AUTO_TEST_CASE(the_threshold_is_an_option_and_includes_its_own_size) {
+  for (int world : {3, 5}) {
+    for (std::size_t size : {999u, 1000u, 1001u}) {
+      BOOST_TEST_CONTEXT("world " << world << ", " << size << " floats") {
+        CheckAgainstTheRing(Transport::kLocal, world, /*threshold_bytes=*/4000, size, true);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sums_each_chunk_in_the_rings_order_and_scales_its_last_addition) {
+  // Three ranks, three floats: float c is chunk c, summed from rank c on, rank c-1 last.
+  const std::vector<float> blocks = {1e8f,  1.0f,  -1e8f,  // rank 0
+                                     -1e8f, 1e8f,  1.0f,   // rank 1
+                                     1.0f,  -1e8f, 1e8f};  // rank 2
+  std::vector<float> out(3);
+  SumInRingOrder(blocks, 3, 1.0f, out);
+  // Chunk 0: (1e8 + -1e8) + 1 = 1; chunk 1: (1e8 + -1e8) + 1 = 1; chunk 2: (1e8 + -1e8) + 1.
+  BOOST_TEST(out == std::vector<float>({1.0f, 1.0f, 1.0f}), boost::test_tools::per_element());
+  SumInRingOrder(blocks, 3, 0.5f, out);
+  BOOST_TEST(out == std::vector<float>({0.5f, 0.5f, 0.5f}), boost::test_tools::per_element());
+  // Where rank 0 came first for every chunk instead, chunk 1 would be (1 + 1e8) + -1e8 = 0.
+}
+
+// Rank `rank` of a forked TCP ring: reduces the mean of `size` floats and writes the result's
+// bytes to `fd`, or its error.
+int RankProcess(const LoopbackRing& listening, int rank, std::size_t size, int fd) {
+  const auto report = [fd](const void* bytes, std::size_t n) {
+    return ::write(fd, bytes, n) == static_cast<ssize_t>(n);
+  };
+  Result<RingLinks> links = listening.Join(rank, 10s);
+  Status status = links.ok() ? Status::Ok() : links.status();
+  std::vector<float> data = testing::Input(rank, size, kOp);
+  if (status.ok()) {
+    RingAllReduce ring(rank, listening.world(), links.value().left, links.value().right,
+                       {.timeout = 60s});
+    status = ring.AllReduceMean(data, kOp);
+  }
+  if (!status.ok()) {
+    report(status.message().data(), status.message().size());
+    return 1;
+  }
+  return report(data.data(), data.size() * sizeof(float)) ? 0 : 1;
+}
+
+BOOST_AUTO_TEST_CASE(ranks_as_processes_get_the_bits_of_the_ring_in_threads) {
+  for (int world : {3, 4, 5}) {
+    for (std::size_t size : {kThresholdFloats, kThresholdFloats + 1}) {
+      BOOST_TEST_CONTEXT("world " << world << ", " << size << " floats") {
+        Result<LoopbackRing> listening = LoopbackRing::Listen(world, LinkTransport::kTcp);
+        BOOST_TEST_REQUIRE(listening.ok(), listening.status().message());
+        const std::vector<testing::ForkedRank> ranks = testing::ForkRanks(
+            world, [&](int r, int fd) { return RankProcess(listening.value(), r, size, fd); });
+        Ring ring(testing::MakeRing(Transport::kLocal, world), {.gather_sum_bytes = 0});
+        const Reduced want = ReduceOnce(ring, size, /*mean=*/true);
+        for (std::size_t r = 0; r < ranks.size(); ++r) {
+          BOOST_TEST_CONTEXT("rank " << r) {
+            BOOST_TEST_REQUIRE(
+                (WIFEXITED(ranks[r].wait_status) && WEXITSTATUS(ranks[r].wait_status) == 0),
+                ranks[r].output);
+            BOOST_TEST_REQUIRE(ranks[r].output.size() == size * sizeof(float));
+            std::vector<float> got(size);
+            std::memcpy(got.data(), ranks[r].output.data(), ranks[r].output.size());
+            BOOST_TEST(testing::SameBits(got, want.data[r]));
+          }
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(every_rank_names_a_peer_that_died_before_a_small_op) {
+  for (Transport transport : {Transport::kLocal, Transport::kTcp}) {
+    for (int world = 3; world <= 7; ++world) {
+      for (bool caller_sends : {true, false}) {
+        const int victim = world / 2;
+        BOOST_TEST_CONTEXT(transport << ", world " << world << ", victim " << victim
+                                     << (caller_sends ? "" : ", threaded")) {
+          std::vector<RingLinks> links = testing::MakeRing(transport, world);
+          const Clock::time_point start = Clock::now();
+          const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
+            const RingLinks& mine = links[static_cast<std::size_t>(r)];
+            if (r == victim) {
+              mine.left->Close();
+              mine.right->Close();
+              return Status::Ok();
+            }
+            RingAllReduce ring(r, world, mine.left, mine.right,
+                               {.timeout = 60s, .caller_sends = caller_sends});
+            std::vector<float> data = testing::Input(r, 1000, kOp);
+            return ring.AllReduceSum(data, kOp);
+          });
+          BOOST_TEST(testing::SecondsSince(start) < 30.0);
+          for (int r = 0; r < world; ++r) {
+            if (r == victim) continue;
+            BOOST_TEST_CONTEXT("rank " << r) {
+              const Status& s = status[static_cast<std::size_t>(r)];
+              BOOST_TEST_REQUIRE(!s.ok());
+              BOOST_TEST(testing::Mentions(s.message(), "rank " + std::to_string(victim)));
+              BOOST_TEST(testing::Mentions(s.message(), "op 7"));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_peer_in_a_small_op_is_named_by_its_right_neighbour_in_time) {
+  for (int world : {3, 5}) {
+    BOOST_TEST_CONTEXT("world " << world) {
+      const int silent = world - 1;  // rank 0 receives from it
+      std::vector<RingLinks> links = testing::MakeRing(Transport::kTcp, world);
+      const Clock::time_point start = Clock::now();
+      const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
+        if (r == silent) return Status::Ok();  // keeps its links open, never sends
+        const RingLinks& mine = links[static_cast<std::size_t>(r)];
+        RingAllReduce ring(r, world, mine.left, mine.right, {.timeout = 300ms});
+        std::vector<float> data = testing::Input(r, 1000, kOp);
+        return ring.AllReduceMean(data, kOp);
+      });
+      BOOST_TEST(testing::SecondsSince(start) < 30.0);
+      for (int r = 0; r < silent; ++r) BOOST_TEST(!status[static_cast<std::size_t>(r)].ok());
+      BOOST_TEST(testing::Mentions(status[0].message(), "timeout"));
+      BOOST_TEST(testing::Mentions(status[0].message(), "rank " + std::to_string(silent)));
+      BOOST_TEST(testing::Mentions(status[0].message(), "op 7"));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::dist
