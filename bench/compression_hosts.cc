@@ -110,38 +110,32 @@ Figures Measure(JobCluster& cluster, const Method& method, const Link& link,
               PerStep(dtrain::bench::WorkerRows(cluster, job, "compression_seconds")) / step};
 }
 
-// The median of `figure` over the rounds where it is known (> 0); 0 where it never is.
+// One round's figures, [method][link].
+using Round = std::vector<std::vector<Figures>>;
+
+// The median of `figure` (of a round) over the rounds where it is known (> 0); 0 where it never
+// is.
 template <typename Figure>
-double MedianOver(const std::vector<std::vector<std::vector<Figures>>>& rounds, Figure figure) {
+double MedianOver(const std::vector<Round>& rounds, Figure figure) {
   std::vector<double> known;
-  for (const auto& round : rounds) {
+  for (const Round& round : rounds) {
     const double value = figure(round);
     if (value > 0.0) known.push_back(value);
   }
   return known.empty() ? 0.0 : dtrain::bench::Median(known);
 }
 
-// Every method at every link, `rounds` times (a round takes each link in turn and, at a link,
-// each method in turn, so that the figures compared are taken close in time), then the table of
-// medians: samples/s (share of the method's unlimited figure, ratio to none's at the link, both
-// taken within a round), the bytes a worker sends a step and none's over them, and compression's
-// share of the step at no limit.
-void Throughput(JobCluster& cluster, const Options& options, const std::string& only) {
+// Every method at every link, `options.rounds` times: a round takes each link in turn and, at a
+// link, each method in turn, so that the figures compared are taken close in time. Says each
+// job's samples/s on stderr as it goes.
+std::vector<Round> RunRounds(JobCluster& cluster, const Options& options,
+                             const std::vector<Method>& methods) {
   const std::string train = "epochs = 0\nsteps = " + std::to_string(options.steps) +
                             "\nbatch_size = " + std::to_string(kGlobalBatch / options.hosts) +
                             "\nlog_every = " + std::to_string(std::max(1, options.steps / 8)) +
                             "\neval_every = 1000000\n";
-  std::vector<Method> methods;
-  for (const Method& m : Methods()) {
-    if (m.name.find(only) != std::string::npos) methods.push_back(m);
-  }
-  const auto none = std::find_if(methods.begin(), methods.end(),
-                                 [](const Method& m) { return m.name == "none"; });
-  const std::size_t none_at = static_cast<std::size_t>(none - methods.begin());
-  // rounds[round][method][link]
-  std::vector<std::vector<std::vector<Figures>>> rounds(
-      options.rounds,
-      std::vector<std::vector<Figures>>(methods.size(), std::vector<Figures>(Links().size())));
+  std::vector<Round> rounds(options.rounds,
+                            Round(methods.size(), std::vector<Figures>(Links().size())));
   for (int r = 0; r < options.rounds; ++r) {
     for (std::size_t l = 0; l < Links().size(); ++l) {
       for (std::size_t m = 0; m < methods.size(); ++m) {
@@ -154,20 +148,28 @@ void Throughput(JobCluster& cluster, const Options& options, const std::string& 
       }
     }
   }
-  using Round = std::vector<std::vector<Figures>>;
+  return rounds;
+}
+
+// The table of medians: per method and link samples/s (its share of the method's unlimited
+// figure, its ratio to none's at the link, both taken within a round), then the bytes a worker
+// sends a step, none's over them, and compression's share of the step at no limit. `none`: the
+// index of none in `methods`, or methods.size() where it did not run.
+void PrintMedians(const std::vector<Round>& rounds, const std::vector<Method>& methods,
+                  std::size_t none) {
   const auto rate = [](const Round& round, std::size_t method, std::size_t link) {
     return round[method][link].samples_per_second;
   };
   std::printf(
-      "medians of %d rounds; samples/s (share of the method's unlimited figure, ratio to "
-      "none at the same link)\n%-9s",
-      options.rounds, "method");
+      "medians of %zu rounds; samples/s (share of the method's unlimited figure, ratio "
+      "to none at the same link)\n%-9s",
+      rounds.size(), "method");
   for (const Link& link : Links()) std::printf(" %22s", link.label.c_str());
   std::printf(" %9s %8s %10s\n", "MB/step", "none/it", "compress");
   const double none_bytes =
-      none == methods.end()
+      none == methods.size()
           ? 0.0
-          : MedianOver(rounds, [&](const Round& round) { return round[none_at][0].wire_bytes; });
+          : MedianOver(rounds, [&](const Round& round) { return round[none][0].wire_bytes; });
   for (std::size_t m = 0; m < methods.size(); ++m) {
     std::printf("%-9s", methods[m].name.c_str());
     for (std::size_t l = 0; l < Links().size(); ++l) {
@@ -177,8 +179,8 @@ void Throughput(JobCluster& cluster, const Options& options, const std::string& 
         return rate(round, m, 0) > 0.0 ? rate(round, m, l) / rate(round, m, 0) : 0.0;
       });
       const double vs_none = MedianOver(rounds, [&](const Round& round) {
-        return none != methods.end() && rate(round, none_at, l) > 0.0
-                   ? rate(round, m, l) / rate(round, none_at, l)
+        return none != methods.size() && rate(round, none, l) > 0.0
+                   ? rate(round, m, l) / rate(round, none, l)
                    : 0.0;
       });
       if (samples <= 0.0) {
@@ -201,6 +203,17 @@ void Throughput(JobCluster& cluster, const Options& options, const std::string& 
     }
     std::printf(" %9.1f%%\n", 100.0 * compress);
   }
+}
+
+void Throughput(JobCluster& cluster, const Options& options, const std::string& only) {
+  std::vector<Method> methods;
+  for (const Method& m : Methods()) {
+    if (m.name.find(only) != std::string::npos) methods.push_back(m);
+  }
+  const auto none = std::find_if(methods.begin(), methods.end(),
+                                 [](const Method& m) { return m.name == "none"; });
+  PrintMedians(RunRounds(cluster, options, methods), methods,
+               static_cast<std::size_t>(none - methods.begin()));
 }
 
 void Accuracy(JobCluster& cluster, const Options& options, const std::string& only) {
