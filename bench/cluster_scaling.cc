@@ -53,16 +53,14 @@ std::vector<std::string> Split(const std::string& text) {
 }
 
 std::string Job(const Mode& mode, int hosts, int steps) {
-  std::string list;
-  for (int h = 0; h < hosts; ++h) list += (h ? ", \"h" : "\"h") + std::to_string(h) + "\"";
   const int replicas = hosts / mode.partitions;
   return "name = \"scaling\"\n[data]\nformat = \"synthetic\"\nrows = 4096\ntest_rows = 64\n"
          "features = 784\nclasses = 10\n[model]\ntype = \"mlp\"\nhidden = [256, 128]\n[train]\n"
          "epochs = 0\nsteps = " + std::to_string(steps) + "\nbatch_size = " +
          std::to_string(kBatch) + "\nthreads = 1\nlog_every = " + std::to_string(steps / 5) +
          "\n[optimizer]\ntype = \"sgd\"\nlr = 0.01\n[cluster]\nworkers = " +
-         std::to_string(replicas) + "\nhosts = [" + list + "]\ntimeout_seconds = 600\n" +
-         "heartbeat_timeout = 60\n" + mode.keys;
+         std::to_string(replicas) + "\n" + dtrain::bench::HostsKey(hosts) +
+         "timeout_seconds = 600\nheartbeat_timeout = 60\n" + mode.keys;
 }
 
 // Bytes each host's eth0 has sent so far.

@@ -25,14 +25,11 @@ constexpr int kSteps = 20;
 constexpr int kGlobalBatch = 256;
 
 std::string Job(const std::string& cluster, int batch) {
-  const std::string data = "/usr/share/datasets/fashion-mnist/";
-  return "name = \"mp-hosts\"\n[data]\nformat = \"idx\"\ntrain = \"" + data +
-         "train-images-idx3-ubyte.gz\"\ntrain_labels = \"" + data +
-         "train-labels-idx1-ubyte.gz\"\nscale = 255.0\n[model]\ntype = \"mlp\"\n"
-         "hidden = [2048, 2048, 2048]\n[train]\nepochs = 0\nsteps = " +
-         std::to_string(kSteps) + "\nbatch_size = " + std::to_string(batch) +
-         "\nthreads = 1\nlog_every = 10\neval_every = 1000000\n[optimizer]\ntype = \"adam\"\n"
-         "lr = 0.0005\n[cluster]\nhosts = [\"h0\", \"h1\"]\ntimeout_seconds = 600\n" + cluster;
+  return dtrain::bench::WideMlpJob("mp-hosts", kHosts,
+                                   "epochs = 0\nsteps = " + std::to_string(kSteps) +
+                                       "\nbatch_size = " + std::to_string(batch) +
+                                       "\nlog_every = 10\neval_every = 1000000\n",
+                                   cluster, false);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 //   JobCluster c(2, args);                                      // one daemon a host, shared key
 //   double s = c.RunningSeconds(job_text, "100mbit", "sync");   // 0: failed (said on stderr)
 //   nlohmann::json job = c.RunJob(job_text, "1gbit", "ring");   // its JOB object, with events
-//   double step = StepSeconds(c, job);                          // from rank 0's metric rows
+//   double step = StepSeconds(c, job);                          // from the metric rows
+//   auto rows = WorkerRows(c, job, "wire_bytes");               // each worker's, by step
 //
 // Needs root. One thread at a time.
 #pragma once
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/fashion_mnist.h"
 #include "cluster/netns_cluster.h"
 
 namespace dtrain::bench {
@@ -136,29 +139,87 @@ class JobCluster {
   std::vector<testing::NetnsDaemon> daemons_;
 };
 
+// The CPU as /proc/cpuinfo's first "model name" says, for a benchmark's header.
+inline std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const std::size_t colon = line.find(':');
+    const std::size_t start = line.find_first_not_of(' ', colon + 1);
+    return start == std::string::npos ? "" : line.substr(start);
+  }
+  return "unknown";
+}
+
+// `hosts = ["h0", ..., "h<n-1>"]`: every host of a JobCluster of n.
+inline std::string HostsKey(int hosts) {
+  std::string list;
+  for (int h = 0; h < hosts; ++h) list += (h ? ", \"h" : "\"h") + std::to_string(h) + "\"";
+  return "hosts = [" + list + "]\n";
+}
+
+// A job training the MLP 784-2048-2048-2048-10 (10.5 M parameters, a 42 MB gradient) on
+// Fashion-MNIST with Adam (lr 0.0005) and one BLAS thread a process, across every host of a
+// JobCluster of `hosts`: `train` holds its [train] keys beyond threads (steps or epochs,
+// batch_size, log_every, ...), `cluster` its [cluster] keys beyond hosts and timeout_seconds;
+// with `test`, the job evaluates on the test set.
+inline std::string WideMlpJob(const std::string& name, int hosts, const std::string& train,
+                              const std::string& cluster, bool test) {
+  const std::string dir = std::string(kFashionDir) + "/";
+  std::string data = "[data]\nformat = \"idx\"\ntrain = \"" + dir +
+                     "train-images-idx3-ubyte.gz\"\ntrain_labels = \"" + dir +
+                     "train-labels-idx1-ubyte.gz\"\nscale = 255.0\n";
+  if (test) {
+    data += "test = \"" + dir + "t10k-images-idx3-ubyte.gz\"\ntest_labels = \"" + dir +
+            "t10k-labels-idx1-ubyte.gz\"\n";
+  }
+  return "name = \"" + name + "\"\n" + data +
+         "[model]\ntype = \"mlp\"\nhidden = [2048, 2048, 2048]\n[train]\nthreads = 1\n" + train +
+         "[optimizer]\ntype = \"adam\"\nlr = 0.0005\n[cluster]\n" + HostsKey(hosts) +
+         "timeout_seconds = 600\n" + cluster;
+}
+
+// One metric row of a worker.
+struct MetricSample {
+  std::int64_t step = 0;
+  double time = 0.0;  // seconds since the epoch
+  double value = 0.0;
+};
+
+// Every row of metric `name` that `job` (a JOB object that succeeded) recorded, per worker in
+// the order of steps; empty when there are none or the job did not succeed.
+inline std::map<int, std::vector<MetricSample>> WorkerRows(JobCluster& cluster,
+                                                          const nlohmann::json& job,
+                                                          const std::string& name) {
+  using namespace std::chrono_literals;
+  std::map<int, std::vector<MetricSample>> by_worker;
+  if (!job.is_object() || job.value("state", "") != "succeeded") return by_worker;
+  const auto r = cluster.Dtrain(
+      {"metrics", std::to_string(job["id"].get<int>()), "--format", "json", "--name", name}, 60s);
+  const nlohmann::json rows = nlohmann::json::parse(r.out, nullptr, false);
+  if (!rows.is_array()) return by_worker;
+  for (const nlohmann::json& row : rows) {
+    if (row.value("name", "") != name || !row["value"].is_number()) continue;
+    by_worker[row.value("worker", -1)].push_back(
+        {row["step"].get<std::int64_t>(), row["time"].get<double>(), row["value"].get<double>()});
+  }
+  for (auto& [worker, points] : by_worker) {
+    std::sort(points.begin(), points.end(),
+              [](const MetricSample& a, const MetricSample& b) { return a.step < b.step; });
+  }
+  return by_worker;
+}
+
 // Seconds per step of `job` (a JOB object), each replica's from its train_loss rows between its
 // second row and its last (start-up and the first steps left out), averaged over the replicas
 // (async replicas each go at their own pace); 0 when there are too few rows.
 inline double StepSeconds(JobCluster& cluster, const nlohmann::json& job) {
-  using namespace std::chrono_literals;
-  if (!job.is_object() || job.value("state", "") != "succeeded") return 0.0;
-  const auto r = cluster.Dtrain(
-      {"metrics", std::to_string(job["id"].get<int>()), "--format", "json", "--name", "train_loss"},
-      60s);
-  const nlohmann::json rows = nlohmann::json::parse(r.out, nullptr, false);
-  std::map<int, std::vector<std::pair<double, double>>> by_worker;  // (step, time) in order
-  if (rows.is_array()) {
-    for (const nlohmann::json& row : rows) {
-      by_worker[row.value("worker", -1)].emplace_back(row["step"].get<double>(),
-                                                      row["time"].get<double>());
-    }
-  }
   double sum = 0.0;
   int counted = 0;
-  for (auto& [worker, points] : by_worker) {
-    std::sort(points.begin(), points.end());
-    if (points.size() < 3 || points.back().first <= points[1].first) continue;
-    sum += (points.back().second - points[1].second) / (points.back().first - points[1].first);
+  for (const auto& [worker, points] : WorkerRows(cluster, job, "train_loss")) {
+    if (points.size() < 3 || points.back().step <= points[1].step) continue;
+    sum += (points.back().time - points[1].time) /
+           static_cast<double>(points.back().step - points[1].step);
     ++counted;
   }
   return counted > 0 ? sum / counted : 0.0;

@@ -1,0 +1,291 @@
+// Compressed gradients against whole ones across "hosts" (network namespaces, one dtraind each, a
+// shared cluster key), when the network is fast and when it is the bottleneck: MLP
+// 784-2048-2048-2048-10 (10.0 M parameters, a 40 MB gradient) on Fashion-MNIST, sync ring, one
+// replica per host, a global batch of 256, Adam, a fixed number of steps, every job submitted to
+// h0's daemon; compression none, bf16, powersgd (rank 4) and topk (fraction 0.001), each with no
+// limit and with every host's link at 1 Gbit/s and 100 Mbit/s (tc tbf), in rounds. Prints per
+// method the medians over the rounds of:
+//   - samples/s, 256 rows over a step's seconds (each replica's train_loss rows after start-up:
+//     StepSeconds), with its share of the method's unlimited figure and its ratio to none's at
+//     the same link, both taken within a round;
+//   - the bytes a worker sends a step (its wire_bytes metric, bytes_sent for none, over the
+//     logging windows after the first, at no limit) and how many times fewer than none's;
+//   - compression's share of the step at no limit (compression_seconds over the step's time).
+// --accuracy instead trains none and powersgd for --epochs epochs (default 2) at no limit,
+// evaluating on the test set after each, and prints each one's final test accuracy, the running
+// time, and powersgd's difference from none in points.
+// Needs root. Usage: bench_compression_hosts [--hosts N] [--steps N] [--rounds N] [--accuracy]
+//   [--epochs N] [--only TEXT] [DTRAIND DTRAIN]   (default: 2 hosts, 24 steps, 3 rounds; the
+//   binaries beside this one's build tree); --only runs the methods whose name contains TEXT.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/median.h"
+#include "bench/netns_jobs.h"
+
+namespace {
+
+using json = nlohmann::json;
+using dtrain::bench::JobCluster;
+
+constexpr int kGlobalBatch = 256;
+
+struct Method {
+  std::string name;
+  std::string keys;  // [cluster] compression keys
+};
+
+const std::vector<Method>& Methods() {
+  static const std::vector<Method> methods = {
+      {"none", ""},
+      {"bf16", "compression = \"bf16\"\n"},
+      {"powersgd", "compression = \"powersgd\"\ncompression_rank = 4\n"},
+      {"topk", "compression = \"topk\"\ncompression_fraction = 0.001\n"}};
+  return methods;
+}
+
+struct Options {
+  int hosts = 2;
+  int steps = 24;
+  int rounds = 3;
+  bool accuracy = false;
+  int epochs = 2;
+};
+
+struct Link {
+  std::string rate;  // tc tbf's; empty: no limit
+  std::string label;
+};
+
+const std::vector<Link>& Links() {
+  static const std::vector<Link> links = {
+      {"", "no limit"}, {"1gbit", "1 Gbit/s"}, {"100mbit", "100 Mbit/s"}};
+  return links;
+}
+
+std::string ClusterKeys(const Method& method, int hosts) {
+  return "workers = " + std::to_string(hosts) + "\nmode = \"sync\"\n" + method.keys;
+}
+
+// The mean over the workers of a metric's value per step, from the logging windows after the
+// first (each row covers the steps since the row before); 0 where no worker has two rows.
+double PerStep(const std::map<int, std::vector<dtrain::bench::MetricSample>>& rows) {
+  double sum = 0.0;
+  int counted = 0;
+  for (const auto& [worker, points] : rows) {
+    if (points.size() < 2 || points.back().step <= points.front().step) continue;
+    double total = 0.0;
+    for (std::size_t i = 1; i < points.size(); ++i) total += points[i].value;
+    sum += total / static_cast<double>(points.back().step - points.front().step);
+    ++counted;
+  }
+  return counted > 0 ? sum / counted : 0.0;
+}
+
+// What one job gave; every figure 0 where it failed.
+struct Figures {
+  double samples_per_second = 0.0;
+  double wire_bytes = 0.0;      // a worker's, per step
+  double compress_share = 0.0;  // compression_seconds over the step's seconds
+};
+
+Figures Measure(JobCluster& cluster, const Method& method, const Link& link,
+                const std::string& text) {
+  const json job = cluster.RunJob(text, link.rate);
+  const double step = dtrain::bench::StepSeconds(cluster, job);
+  if (step <= 0.0) {
+    std::fprintf(stderr, "%s, %s: %s\n", method.name.c_str(), link.label.c_str(),
+                 job.dump().c_str());
+    return {};
+  }
+  const std::string sent = method.name == "none" ? "bytes_sent" : "wire_bytes";
+  return {.samples_per_second = kGlobalBatch / step,
+          .wire_bytes = PerStep(dtrain::bench::WorkerRows(cluster, job, sent)),
+          .compress_share =
+              PerStep(dtrain::bench::WorkerRows(cluster, job, "compression_seconds")) / step};
+}
+
+// One round's figures, [method][link].
+using Round = std::vector<std::vector<Figures>>;
+
+// The median of `figure` (of a round) over the rounds where it is known (> 0); 0 where it never
+// is.
+template <typename Figure>
+double MedianOver(const std::vector<Round>& rounds, Figure figure) {
+  std::vector<double> known;
+  for (const Round& round : rounds) {
+    const double value = figure(round);
+    if (value > 0.0) known.push_back(value);
+  }
+  return known.empty() ? 0.0 : dtrain::bench::Median(known);
+}
+
+// Every method at every link, `options.rounds` times: a round takes each link in turn and, at a
+// link, each method in turn, so that the figures compared are taken close in time. Says each
+// job's samples/s on stderr as it goes.
+std::vector<Round> RunRounds(JobCluster& cluster, const Options& options,
+                             const std::vector<Method>& methods) {
+  const std::string train = "epochs = 0\nsteps = " + std::to_string(options.steps) +
+                            "\nbatch_size = " + std::to_string(kGlobalBatch / options.hosts) +
+                            "\nlog_every = " + std::to_string(std::max(1, options.steps / 8)) +
+                            "\neval_every = 1000000\n";
+  std::vector<Round> rounds(options.rounds,
+                            Round(methods.size(), std::vector<Figures>(Links().size())));
+  for (int r = 0; r < options.rounds; ++r) {
+    for (std::size_t l = 0; l < Links().size(); ++l) {
+      for (std::size_t m = 0; m < methods.size(); ++m) {
+        const std::string text =
+            dtrain::bench::WideMlpJob("compression-hosts", options.hosts, train,
+                                      ClusterKeys(methods[m], options.hosts), false);
+        rounds[r][m][l] = Measure(cluster, methods[m], Links()[l], text);
+        std::fprintf(stderr, "round %d, %s, %s: %.0f samples/s\n", r + 1, Links()[l].label.c_str(),
+                     methods[m].name.c_str(), rounds[r][m][l].samples_per_second);
+      }
+    }
+  }
+  return rounds;
+}
+
+// The table of medians: per method and link samples/s (its share of the method's unlimited
+// figure, its ratio to none's at the link, both taken within a round), then the bytes a worker
+// sends a step, none's over them, and compression's share of the step at no limit. `none`: the
+// index of none in `methods`, or methods.size() where it did not run.
+void PrintMedians(const std::vector<Round>& rounds, const std::vector<Method>& methods,
+                  std::size_t none) {
+  const auto rate = [](const Round& round, std::size_t method, std::size_t link) {
+    return round[method][link].samples_per_second;
+  };
+  std::printf(
+      "medians of %zu rounds; samples/s (share of the method's unlimited figure, ratio "
+      "to none at the same link)\n%-9s",
+      rounds.size(), "method");
+  for (const Link& link : Links()) std::printf(" %22s", link.label.c_str());
+  std::printf(" %9s %8s %10s\n", "MB/step", "none/it", "compress");
+  const double none_bytes =
+      none == methods.size()
+          ? 0.0
+          : MedianOver(rounds, [&](const Round& round) { return round[none][0].wire_bytes; });
+  for (std::size_t m = 0; m < methods.size(); ++m) {
+    std::printf("%-9s", methods[m].name.c_str());
+    for (std::size_t l = 0; l < Links().size(); ++l) {
+      const double samples =
+          MedianOver(rounds, [&](const Round& round) { return rate(round, m, l); });
+      const double share = MedianOver(rounds, [&](const Round& round) {
+        return rate(round, m, 0) > 0.0 ? rate(round, m, l) / rate(round, m, 0) : 0.0;
+      });
+      const double vs_none = MedianOver(rounds, [&](const Round& round) {
+        return none != methods.size() && rate(round, none, l) > 0.0
+                   ? rate(round, m, l) / rate(round, none, l)
+                   : 0.0;
+      });
+      if (samples <= 0.0) {
+        std::printf(" %22s", "failed");
+      } else if (vs_none > 0.0) {
+        std::printf(" %7.0f (%4.2f, %5.2fx)", samples, share, vs_none);
+      } else {
+        std::printf(" %7.0f (%4.2f)        ", samples, share);
+      }
+    }
+    const double bytes =
+        MedianOver(rounds, [&](const Round& round) { return round[m][0].wire_bytes; });
+    const double compress =
+        MedianOver(rounds, [&](const Round& round) { return round[m][0].compress_share; });
+    std::printf(" %9.3f", bytes / 1e6);
+    if (none_bytes > 0.0 && bytes > 0.0) {
+      std::printf(" %7.1fx", none_bytes / bytes);
+    } else {
+      std::printf(" %8s", "-");
+    }
+    std::printf(" %9.1f%%\n", 100.0 * compress);
+  }
+}
+
+void Throughput(JobCluster& cluster, const Options& options, const std::string& only) {
+  std::vector<Method> methods;
+  for (const Method& m : Methods()) {
+    if (m.name.find(only) != std::string::npos) methods.push_back(m);
+  }
+  const auto none = std::find_if(methods.begin(), methods.end(),
+                                 [](const Method& m) { return m.name == "none"; });
+  PrintMedians(RunRounds(cluster, options, methods), methods,
+               static_cast<std::size_t>(none - methods.begin()));
+}
+
+void Accuracy(JobCluster& cluster, const Options& options, const std::string& only) {
+  const std::string train = "epochs = " + std::to_string(options.epochs) +
+                            "\nbatch_size = " + std::to_string(kGlobalBatch / options.hosts) +
+                            "\nlog_every = 100\n";
+  std::printf("%d epochs at no limit, evaluated on the test set after each\n%-9s %13s %9s %16s\n",
+              options.epochs, "method", "test accuracy", "seconds", "points vs none");
+  double none_accuracy = -1.0;
+  for (const Method& method : Methods()) {
+    if (method.name != "none" && method.name != "powersgd") continue;
+    if (method.name.find(only) == std::string::npos) continue;
+    const json job =
+        cluster.RunJob(dtrain::bench::WideMlpJob("compression-accuracy", options.hosts, train,
+                                                 ClusterKeys(method, options.hosts), true),
+                       "");
+    const auto rows = dtrain::bench::WorkerRows(cluster, job, "eval_accuracy");
+    if (rows.empty() || rows.begin()->second.empty()) {
+      std::printf("%-9s %13s\n", method.name.c_str(), "failed");
+      std::fprintf(stderr, "%s: %s\n", method.name.c_str(), job.dump().c_str());
+      continue;
+    }
+    const double accuracy = rows.begin()->second.back().value;
+    std::printf("%-9s %13.4f %9.1f", method.name.c_str(), accuracy,
+                dtrain::bench::RunningSeconds(job));
+    if (method.name == "none") none_accuracy = accuracy;
+    if (method.name != "none" && none_accuracy >= 0.0) {
+      std::printf(" %+16.2f", (accuracy - none_accuracy) * 100.0);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!dtrain::bench::NetnsOrSayWhy("bench_compression_hosts")) return 2;
+  Options options;
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--hosts" && i + 1 < argc) {
+      options.hosts = std::clamp(std::atoi(argv[++i]), 2, 16);
+    } else if (a == "--steps" && i + 1 < argc) {
+      options.steps = std::max(16, std::atoi(argv[++i]));
+    } else if (a == "--rounds" && i + 1 < argc) {
+      options.rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--epochs" && i + 1 < argc) {
+      options.epochs = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--accuracy") {
+      options.accuracy = true;
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  const dtrain::bench::BenchArgs args =
+      dtrain::bench::ParseBenchArgs(static_cast<int>(rest.size()), rest.data());
+  JobCluster cluster(options.hosts, args);
+  std::printf(
+      "CPU: %s\nMLP 784-2048-2048-2048-10 on Fashion-MNIST, sync ring, %d netns hosts x 1 "
+      "replica, global batch %d, Adam, 1 thread a process\n",
+      dtrain::bench::CpuModel().c_str(), options.hosts, kGlobalBatch);
+  if (!options.accuracy) {
+    std::printf("%d steps a job, samples/s from the steps after the first quarter\n",
+                options.steps);
+  }
+  std::fflush(stdout);
+  if (options.accuracy) {
+    Accuracy(cluster, options, args.only);
+  } else {
+    Throughput(cluster, options, args.only);
+  }
+  return 0;
+}
