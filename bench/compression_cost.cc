@@ -9,10 +9,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "bench/cpu_model.h"
 #include "bench/fashion_mnist.h"
 #include "bench/median.h"
 #include "core/compress/gradient_compressor.h"
@@ -33,14 +33,6 @@ class Alone final : public compress::GradientExchange {
   Status Mean(std::span<float>) override { return Status::Ok(); }
   Status Gather(std::span<float>) override { return Status::Ok(); }
 };
-
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown CPU";
-}
 
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
@@ -90,7 +82,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("%s; MLP 784-2048-2048-2048-10 (%zu parameters), batch %d, one thread, %d reps\n",
-              CpuModel().c_str(), model.NumParams(), batch, reps);
+              bench::CpuModel().c_str(), model.NumParams(), batch, reps);
   const double pass = bench::Median(step);
   std::printf("%-18s %12s %10s %14s %8s\n", "method", "seconds", "/ step", "bytes sent", "ratio");
   std::printf("%-18s %12.4f %10s %14zu %8s\n", "forward-backward", pass, "1", model.NumParams() * 4,

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cpu_model.h"
 #include "bench/fashion_mnist.h"
 #include "cluster/netns_cluster.h"
 
@@ -138,18 +139,6 @@ class JobCluster {
   std::string dtrain_;
   std::vector<testing::NetnsDaemon> daemons_;
 };
-
-// The CPU as /proc/cpuinfo's first "model name" says, for a benchmark's header.
-inline std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) != 0) continue;
-    const std::size_t colon = line.find(':');
-    const std::size_t start = line.find_first_not_of(' ', colon + 1);
-    return start == std::string::npos ? "" : line.substr(start);
-  }
-  return "unknown";
-}
 
 // `hosts = ["h0", ..., "h<n-1>"]`: every host of a JobCluster of n.
 inline std::string HostsKey(int hosts) {
