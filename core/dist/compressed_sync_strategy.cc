@@ -7,15 +7,6 @@
 namespace dtrain::dist {
 namespace {
 
-// Bytes a rank sends in one uncompressed all-reduce of `floats` floats (and the votes): the
-// whole range with two ranks (one exchange), 2 (world - 1) / world of it on a larger ring.
-std::uint64_t RingBytes(std::size_t floats, int world) {
-  const auto bytes = static_cast<double>((floats + VotingAllReduce::kVoteFloats) * sizeof(float));
-  if (world < 2) return 0;
-  if (world == 2) return static_cast<std::uint64_t>(bytes);
-  return static_cast<std::uint64_t>(bytes * 2.0 * (world - 1) / world);
-}
-
 }  // namespace
 
 CompressedSyncStrategy::CompressedSyncStrategy(
@@ -36,7 +27,7 @@ Status CompressedSyncStrategy::Apply(std::int64_t step, std::span<float> params,
   if (Status s = compressor_.Exchange(step, grad, exchange_); !s.ok()) {
     return Status::Error("step " + std::to_string(step) + ": " + s.message());
   }
-  raw_ring_bytes_ += RingBytes(grad.size(), ring_.world());
+  raw_ring_bytes_ += ring_.ReduceBytesSent(grad.size() + VotingAllReduce::kVoteFloats);
   return local_.Apply(step, params, grad, lr, share);
 }
 

@@ -24,17 +24,6 @@ constexpr std::uint32_t kNoticeBit = 0x80000000u;
 // deadline instead.
 constexpr auto kNoticeGrace = std::chrono::milliseconds(250);
 
-// Segments are cut so that a chunk makes at least kPipelineDepth of them, but none smaller than
-// kMinSegment floats (unless RingOptions::segment_floats says so): below 64 KiB a message's fixed
-// costs (a frame, two or three system calls, perhaps a wake-up) outweigh what pipelining saves.
-constexpr std::size_t kPipelineDepth = 4;
-constexpr std::size_t kMinSegment = 16384;
-
-// A calling thread that sends sends at most this many bytes ahead of what it has received (two
-// ranks; a ring): well within what a TCP connection buffers (loopback's send buffer alone grows to
-// megabytes), so its sends do not block while the peer does the same. Measured best on 2 cores.
-constexpr std::size_t kExchangeAheadBytes = 512 << 10;
-constexpr std::size_t kRingAheadBytes = 1 << 20;
 // Rings of more than two ranks are driven by the calling thread only for ranges up to this many
 // bytes; larger ones go faster threaded (bench/README.md: 4 ranks on 2 cores, 16 MiB and more).
 constexpr std::size_t kDrivenRingBytes = 8 << 20;
@@ -79,27 +68,6 @@ void Accumulate(std::span<float> acc, std::span<const float> in, float scale) {
   }
 }
 
-// Floats per message for a chunk of `chunk` floats: at most `max_segment`, at least
-// kPipelineDepth messages per chunk where that leaves them kMinSegment floats or more.
-std::size_t SegmentFloats(std::size_t chunk, std::size_t max_segment) {
-  return std::min(max_segment,
-                  std::max(kMinSegment, (chunk + kPipelineDepth - 1) / kPipelineDepth));
-}
-
-// Calls f on each consecutive piece of `range` of `segment` floats (the last one shorter).
-template <typename F>
-void ForEachSegment(std::span<float> range, std::size_t segment, F f) {
-  for (std::size_t at = 0; at < range.size(); at += segment) {
-    f(range.subspan(at, std::min(segment, range.size() - at)));
-  }
-}
-
-// Messages of `segment` floats a calling thread that sends may send ahead of what it received,
-// `bytes` at most (one at least).
-std::size_t SendAhead(std::size_t bytes, std::size_t segment) {
-  return std::max<std::size_t>(1, bytes / (segment * sizeof(float)));
-}
-
 }  // namespace
 
 RingAllReduce::RingAllReduce(int rank, int world, Link* left, Link* right, RingOptions options)
@@ -134,8 +102,7 @@ Status RingAllReduce::AllReduceMean(std::span<float> data, std::uint32_t op) {
 }
 
 Status RingAllReduce::Reduce(std::span<float> data, std::uint32_t op, float scale) {
-  if (!unusable_.ok() || world_ < 3 || options_.gather_sum_bytes == 0 ||
-      data.size_bytes() > options_.gather_sum_bytes) {
+  if (!unusable_.ok() || !GathersToSum(data.size_bytes())) {
     return Run(data, op, Collective::kReduce, scale);
   }
   // Small ranges: every rank's whole range to every rank, then the ring's sums computed here.
@@ -150,93 +117,10 @@ Status RingAllReduce::AllGather(std::span<float> data, std::uint32_t op) {
   if (world_ > 0 && data.size() % static_cast<std::size_t>(world_) != 0) {
     return Status::Error("all-gather op " + std::to_string(op) + " at rank " +
                          std::to_string(rank_) + " of " + std::to_string(world_) + ": " +
-                         std::to_string(data.size()) + " floats are not " +
-                         std::to_string(world_) + " equal blocks");
+                         std::to_string(data.size()) + " floats are not " + std::to_string(world_) +
+                         " equal blocks");
   }
   return Run(data, op, Collective::kGather, 1.0f);
-}
-
-std::span<float> RingAllReduce::Chunk(int c) const {
-  const ShardRange r = ShardRangeOf(data_.size(), world_, c);
-  return data_.subspan(r.begin, r.size());
-}
-
-void RingAllReduce::PlanRing(float scale) {
-  // Deep enough a pipeline for small ranges too, of messages not so small that their fixed
-  // costs dominate; the same on every rank, as it depends only on the size and the world.
-  const std::size_t segment = SegmentFloats(Chunk(0).size(), options_.segment_floats);
-  ahead_ = SendAhead(kRingAheadBytes, segment);
-  const int steps = 2 * (world_ - 1);
-  // Index of the first message sent in each step.
-  std::vector<std::size_t> send_start(1, 0);
-  for (int s = 0; s < steps; ++s) {
-    const std::span<float> chunk = Chunk(Mod(rank_ - s));
-    ForEachSegment(chunk, segment, [&](std::span<float> m) { sends_.push_back(m); });
-    send_start.push_back(sends_.size());
-    last_op_.bytes_sent += chunk.size_bytes();
-  }
-  for (int s = 0; s < steps; ++s) {
-    const std::span<float> chunk = Chunk(Mod(rank_ - s - 1));
-    const bool reduce = s < world_ - 1;
-    const float step_scale = s == world_ - 2 ? scale : 1.0f;  // the step that finishes the chunk
-    std::size_t k = 0;
-    ForEachSegment(chunk, segment, [&](std::span<float> m) {
-      // Sent on in step s+1. An all-gather segment lands in place, where this rank read what it
-      // sent in step s+1-world (segment k of the same chunk).
-      const std::size_t after_sent =
-          reduce ? 0 : send_start[static_cast<std::size_t>(s + 1 - world_)] + k + 1;
-      receives_.push_back(Incoming{.values = m,
-                                   .reduce = reduce,
-                                   .scale = step_scale,
-                                   .after_sent = after_sent,
-                                   .forward = s + 1 < steps});
-      ++k;
-    });
-    last_op_.bytes_received += chunk.size_bytes();
-  }
-  posted_.store(send_start[1], std::memory_order_relaxed);  // step 0 sends this rank's own chunk
-}
-
-void RingAllReduce::PlanGather() {
-  // Chunk(c) is block c, as the blocks are equal. Step t sends block rank - t (this rank's own,
-  // then what came in the step before) and receives block rank - t - 1 in place: this rank never
-  // sends that block before it has arrived, so nothing waits for a send.
-  const std::size_t segment = SegmentFloats(Chunk(0).size(), options_.segment_floats);
-  ahead_ = SendAhead(kRingAheadBytes, segment);
-  const int steps = world_ - 1;
-  std::size_t first_forward = 0;
-  for (int t = 0; t < steps; ++t) {
-    const std::span<float> block = Chunk(Mod(rank_ - t));
-    ForEachSegment(block, segment, [&](std::span<float> m) { sends_.push_back(m); });
-    if (t == 0) first_forward = sends_.size();
-    last_op_.bytes_sent += block.size_bytes();
-  }
-  for (int t = 0; t < steps; ++t) {
-    const std::span<float> block = Chunk(Mod(rank_ - t - 1));
-    ForEachSegment(block, segment, [&](std::span<float> m) {
-      receives_.push_back(Incoming{
-          .values = m, .reduce = false, .scale = 1.0f, .after_sent = 0, .forward = t + 1 < steps});
-    });
-    last_op_.bytes_received += block.size_bytes();
-  }
-  posted_.store(first_forward, std::memory_order_relaxed);  // step 0 sends this rank's own block
-}
-
-void RingAllReduce::PlanExchange(float scale) {
-  const std::size_t segment = SegmentFloats(data_.size(), options_.segment_floats);
-  ahead_ = SendAhead(kExchangeAheadBytes, segment);
-  ForEachSegment(data_, segment, [&](std::span<float> m) {
-    sends_.push_back(m);
-    // Added in once this rank has sent its own values of it.
-    receives_.push_back(Incoming{.values = m,
-                                 .reduce = true,
-                                 .scale = scale,
-                                 .after_sent = sends_.size(),
-                                 .forward = false});
-  });
-  last_op_.bytes_sent = data_.size_bytes();
-  last_op_.bytes_received = data_.size_bytes();
-  posted_.store(sends_.size(), std::memory_order_relaxed);  // nothing to wait for
 }
 
 Status RingAllReduce::Run(std::span<float> data, std::uint32_t op, Collective collective,

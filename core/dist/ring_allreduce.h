@@ -141,6 +141,8 @@ class RingAllReduce {
 
   // The last op's costs (zero before the first, and when world == 1).
   const RingOpStats& last_op() const { return last_op_; }
+  // The bytes this rank sends in an all-reduce of `floats` floats (by whichever way the op goes).
+  std::uint64_t ReduceBytesSent(std::size_t floats) const;
   int rank() const { return rank_; }
   int world() const { return world_; }
   // Whether the calling thread may send in the next op: RingOptions::caller_sends, unless a recent
@@ -167,6 +169,8 @@ class RingAllReduce {
   // Who may receive from the left link now (one receiver at a time, as the Link contract says).
   enum Receiver : int { kNobody, kCaller, kRescuer };
 
+  // Whether an all-reduce of `bytes` goes by gathering every rank's range and summing here.
+  bool GathersToSum(std::size_t bytes) const;
   // What an op computes: a sum scaled by `scale`, or the gather of every rank's block.
   enum class Collective { kReduce, kGather };
   // AllReduceSum / AllReduceMean: by the ring, or for small ranges by gathering and summing here.

@@ -2,7 +2,7 @@
 // rank's whole range and sums it in the ring's order. Every rank must end with the bits the ring
 // gives (the same options with gather_sum_bytes = 0), whatever the world (1 to 7) and the size
 // around the threshold, ranks as threads and as processes; the bytes sent say which algorithm ran;
-// a dead or silent peer is named as the ring names it.
+// a dead or silent peer is named as the ring names it; ReduceBytesSent tells the bytes in advance.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -217,6 +217,27 @@ BOOST_AUTO_TEST_CASE(a_silent_peer_in_a_small_op_is_named_by_its_right_neighbour
       BOOST_TEST(testing::Mentions(status[0].message(), "timeout"));
       BOOST_TEST(testing::Mentions(status[0].message(), "rank " + std::to_string(silent)));
       BOOST_TEST(testing::Mentions(status[0].message(), "op 7"));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(reduce_bytes_sent_says_what_each_rank_sends_whichever_way_the_op_goes) {
+  // What compressed strategies weigh their savings against (compression_ratio).
+  for (int world = 1; world <= 5; ++world) {
+    for (bool direct : {true, false}) {
+      Ring ring(testing::MakeRing(Transport::kLocal, world),
+                {.timeout = 60s, .segment_floats = 4096, .direct_exchange = direct});
+      for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{1001},
+                               kThresholdFloats, kThresholdFloats + 1, std::size_t{100'003}}) {
+        BOOST_TEST_CONTEXT("world " << world << ", " << size << " floats"
+                                    << (direct ? "" : ", no direct exchange")) {
+          const Reduced r = ReduceOnce(ring, size, false);
+          for (int rank = 0; rank < world; ++rank) {
+            BOOST_TEST(r.bytes_sent[static_cast<std::size_t>(rank)] ==
+                       ring.ranks[static_cast<std::size_t>(rank)]->ReduceBytesSent(size));
+          }
+        }
+      }
     }
   }
 }
