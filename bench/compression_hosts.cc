@@ -12,8 +12,8 @@
 //     logging windows after the first, at no limit) and how many times fewer than none's;
 //   - compression's share of the step at no limit (compression_seconds over the step's time).
 // --accuracy instead trains none and powersgd for --epochs epochs (default 2) at no limit,
-// evaluating on the test set after each, and prints each one's final test accuracy, the running
-// time, and powersgd's difference from none in points.
+// evaluating on the test set after each, and prints each one's test accuracy after every epoch,
+// the running time, and powersgd's final difference from none in points.
 // Needs root. Usage: bench_compression_hosts [--hosts N] [--steps N] [--rounds N] [--accuracy]
 //   [--epochs N] [--only TEXT] [DTRAIND DTRAIN]   (default: 2 hosts, 24 steps, 3 rounds; the
 //   binaries beside this one's build tree); --only runs the methods whose name contains TEXT.
@@ -216,12 +216,17 @@ void Throughput(JobCluster& cluster, const Options& options, const std::string& 
                static_cast<std::size_t>(none - methods.begin()));
 }
 
+// none and powersgd for `options.epochs` epochs at no limit, each evaluated on the test set after
+// every epoch: one line each with every epoch's test accuracy, the running time and, for
+// powersgd, its final accuracy's difference from none's in points.
 void Accuracy(JobCluster& cluster, const Options& options, const std::string& only) {
   const std::string train = "epochs = " + std::to_string(options.epochs) +
                             "\nbatch_size = " + std::to_string(kGlobalBatch / options.hosts) +
                             "\nlog_every = 100\n";
-  std::printf("%d epochs at no limit, evaluated on the test set after each\n%-9s %13s %9s %16s\n",
-              options.epochs, "method", "test accuracy", "seconds", "points vs none");
+  std::printf(
+      "%d epochs at no limit; test accuracy after each epoch, running seconds, final "
+      "accuracy's points vs none\n",
+      options.epochs);
   double none_accuracy = -1.0;
   for (const Method& method : Methods()) {
     if (method.name != "none" && method.name != "powersgd") continue;
@@ -231,17 +236,20 @@ void Accuracy(JobCluster& cluster, const Options& options, const std::string& on
                                                  ClusterKeys(method, options.hosts), true),
                        "");
     const auto rows = dtrain::bench::WorkerRows(cluster, job, "eval_accuracy");
+    std::printf("%-9s", method.name.c_str());
     if (rows.empty() || rows.begin()->second.empty()) {
-      std::printf("%-9s %13s\n", method.name.c_str(), "failed");
+      std::printf(" failed\n");
       std::fprintf(stderr, "%s: %s\n", method.name.c_str(), job.dump().c_str());
       continue;
     }
+    for (const dtrain::bench::MetricSample& eval : rows.begin()->second) {
+      std::printf(" %7.4f", eval.value);
+    }
     const double accuracy = rows.begin()->second.back().value;
-    std::printf("%-9s %13.4f %9.1f", method.name.c_str(), accuracy,
-                dtrain::bench::RunningSeconds(job));
+    std::printf(" %8.1f s", dtrain::bench::RunningSeconds(job));
     if (method.name == "none") none_accuracy = accuracy;
     if (method.name != "none" && none_accuracy >= 0.0) {
-      std::printf(" %+16.2f", (accuracy - none_accuracy) * 100.0);
+      std::printf(" %+6.2f", (accuracy - none_accuracy) * 100.0);
     }
     std::printf("\n");
     std::fflush(stdout);
