@@ -5,9 +5,6 @@
 #include "core/math/elementwise.h"
 
 namespace dtrain::dist {
-namespace {
-
-}  // namespace
 
 CompressedSyncStrategy::CompressedSyncStrategy(
     RingAllReduce& ring, std::vector<compress::TensorPlan> plan, const compress::Settings& settings,
