@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/process.h"
+#include "daemon/store/sqlite.h"
 #include "daemon/store/store.h"
 
 // Their own namespace: dtrain::cli (the library) has an OpenStore of another signature.
@@ -54,17 +55,27 @@ inline bool SameState(const store::CheckpointData& a, const store::CheckpointDat
   return true;
 }
 
-// Waits until the job in `db` has a checkpoint at or past `step`.
+// Waits until the job in `db` has a checkpoint at or past `step`. It only reads: a read-only
+// connection, opened anew until the run has made the file and its tables, so that nothing the
+// test does can get in the way of the run's own opening of its store.
 inline void WaitForCheckpoint(const std::string& db, std::int64_t job, std::int64_t step) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!std::filesystem::exists(db)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  auto s = OpenStore(db);
+  const std::string query =
+      "SELECT coalesce(max(step), -1) FROM checkpoints WHERE job = " + std::to_string(job);
+  std::string last = "no store file yet";
   while (std::chrono::steady_clock::now() < deadline) {
-    auto infos = s->Checkpoints(job);
-    if (infos.ok() && !infos.value().empty() && infos.value().back().step >= step) return;
+    if (std::filesystem::exists(db)) {
+      Result<store::Database> reader = store::Database::Open(db, store::Database::kExisting);
+      if (reader.ok() && reader.value().Exec("PRAGMA query_only = ON").ok()) {
+        const Result<std::int64_t> newest = reader.value().QueryInt(query);
+        if (newest.ok() && newest.value() >= step) return;
+        last = newest.ok() ? "newest checkpoint at step " + std::to_string(newest.value())
+                           : newest.status().message();
+      }
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  BOOST_FAIL("no checkpoint at step " << step << " within 120 s");
+  BOOST_FAIL("no checkpoint at step " << step << " within 120 s (" << last << ")");
 }
 
 inline nlohmann::json ParseJson(const testing::ProcessResult& r) {
