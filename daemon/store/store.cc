@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <thread>
 #include <utility>
 
 #include "daemon/store/schema.h"
@@ -15,6 +16,7 @@ namespace {
 // How long a connection waits for a lock held by another connection before failing. Only the
 // writer takes write locks, so this covers WAL checkpoints and a second process on the file.
 constexpr std::string_view kBusyTimeout = "PRAGMA busy_timeout = 10000";
+constexpr auto kSetUpPatience = std::chrono::seconds(10);
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -45,6 +47,24 @@ Status ConfigureWriter(Database& db) {
                          "')");
   }
   return db.Exec("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON");
+}
+
+// The writer's settings and the schema's migrations. Other processes may be opening a new file
+// at the same moment (`dtrain run` creating its store while `dtrain status --db` looks): SQLite
+// then refuses some of the setup's lock changes at once ("database is locked", the WAL switch
+// left undone) instead of waiting, so the setup is tried again, for as long as a busy wait would.
+Status SetUpWriter(Database& db) {
+  const auto give_up = std::chrono::steady_clock::now() + kSetUpPatience;
+  for (;;) {
+    Status s = ConfigureWriter(db);
+    if (s.ok()) s = Migrate(db, StoreMigrations());
+    const bool contended = s.message().find("database is locked") != std::string::npos ||
+                           s.message().find("cannot switch to WAL mode") != std::string::npos;
+    if (s.ok() || !contended || std::chrono::steady_clock::now() >= give_up) {
+      return s.ok() || s.message().starts_with(db.path()) ? s : WithPath(db.path(), s);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 Result<Database> OpenReader(const std::string& path) {
@@ -163,8 +183,7 @@ Store::~Store() = default;
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
   Result<Database> db = Database::Open(path, Database::kCreate);
   if (!db.ok()) return db.status();
-  if (Status s = ConfigureWriter(db.value()); !s.ok()) return WithPath(path, s);
-  if (Status s = Migrate(db.value(), StoreMigrations()); !s.ok()) return s;
+  if (Status s = SetUpWriter(db.value()); !s.ok()) return s;
   Result<std::unique_ptr<Writer>> writer =
       Writer::Start(std::move(db).value(), SpaceReserve(path + "-reserve", options.reserve_bytes));
   if (!writer.ok()) return WithPath(path, writer.status());
