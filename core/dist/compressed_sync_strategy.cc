@@ -13,7 +13,9 @@ CompressedSyncStrategy::CompressedSyncStrategy(
       votes_(ring),
       compressor_(std::move(plan), settings, seed),
       exchange_(*this),
-      local_(std::move(optimizer), clip_norm) {}
+      local_(std::move(optimizer), clip_norm),
+      ring_bytes_per_step_(ring.ReduceBytesSent(compress::PlanFloats(compressor_.plan()) +
+                                                VotingAllReduce::kVoteFloats)) {}
 
 Status CompressedSyncStrategy::Apply(std::int64_t step, std::span<float> params,
                                      std::span<float> grad, float lr,
@@ -24,7 +26,7 @@ Status CompressedSyncStrategy::Apply(std::int64_t step, std::span<float> params,
   if (Status s = compressor_.Exchange(step, grad, exchange_); !s.ok()) {
     return Status::Error("step " + std::to_string(step) + ": " + s.message());
   }
-  raw_ring_bytes_ += ring_.ReduceBytesSent(grad.size() + VotingAllReduce::kVoteFloats);
+  raw_ring_bytes_ += ring_bytes_per_step_;
   return local_.Apply(step, params, grad, lr, share);
 }
 

@@ -80,9 +80,11 @@ class CompressedSyncStrategy final : public train::Strategy {
   VotingAllReduce votes_;
   compress::GradientCompressor compressor_;
   RingExchange exchange_;
-  train::LocalStrategy local_;        // the clip-and-step every replica takes
-  std::uint32_t op_ = 0;              // the last op's tag; every replica counts the same ops
-  std::uint64_t raw_ring_bytes_ = 0;  // what the uncompressed ring would have sent so far
+  train::LocalStrategy local_;  // the clip-and-step every replica takes
+  std::uint32_t op_ = 0;        // the last op's tag; every replica counts the same ops
+  // What the uncompressed ring sends a step (the gradient and the votes), and so far.
+  std::uint64_t ring_bytes_per_step_;
+  std::uint64_t raw_ring_bytes_ = 0;
 };
 
 }  // namespace dtrain::dist
