@@ -10,13 +10,17 @@
 //     the same link, both taken within a round;
 //   - the bytes a worker sends a step (its wire_bytes metric, bytes_sent for none, over the
 //     logging windows after the first, at no limit) and how many times fewer than none's;
-//   - compression's share of the step at no limit (compression_seconds over the step's time).
+//   - compression's share of the step at no limit (compression_seconds over the step's time);
+//   - at 1 Gbit/s, the share of the exchange the backward pass hid (1 - exposed_comm_seconds /
+//     comm_seconds): "none" overlaps ([cluster] bucket_bytes' default), "serial" is none with
+//     bucket_bytes = 0, the whole gradient after the pass.
 // --accuracy instead trains none and powersgd for --epochs epochs (default 2) at no limit,
 // evaluating on the test set after each, and prints each one's test accuracy after every epoch,
 // the running time, and powersgd's final difference from none in points.
 // Needs root. Usage: bench_compression_hosts [--hosts N] [--steps N] [--rounds N] [--accuracy]
 //   [--epochs N] [--only TEXT] [DTRAIND DTRAIN]   (default: 2 hosts, 24 steps, 3 rounds; the
-//   binaries beside this one's build tree); --only runs the methods whose name contains TEXT.
+//   binaries beside this one's build tree); --only runs the methods whose name contains TEXT, or
+//   one of TEXT's comma-separated parts ("none,serial").
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +47,7 @@ struct Method {
 const std::vector<Method>& Methods() {
   static const std::vector<Method> methods = {
       {"none", ""},
+      {"serial", "bucket_bytes = 0\n"},  // none, the whole gradient after the pass (no overlap)
       {"bf16", "compression = \"bf16\"\n"},
       {"powersgd", "compression = \"powersgd\"\ncompression_rank = 4\n"},
       {"topk", "compression = \"topk\"\ncompression_fraction = 0.001\n"}};
@@ -92,6 +97,8 @@ struct Figures {
   double samples_per_second = 0.0;
   double wire_bytes = 0.0;      // a worker's, per step
   double compress_share = 0.0;  // compression_seconds over the step's seconds
+  double hidden_share = 0.0;    // of comm_seconds, what the pass hid (1 - exposed_comm_seconds /
+                                // comm_seconds)
 };
 
 Figures Measure(JobCluster& cluster, const Method& method, const Link& link,
@@ -103,11 +110,15 @@ Figures Measure(JobCluster& cluster, const Method& method, const Link& link,
                  job.dump().c_str());
     return {};
   }
-  const std::string sent = method.name == "none" ? "bytes_sent" : "wire_bytes";
+  const bool compressed = method.keys.find("compression") != std::string::npos;
+  const std::string sent = compressed ? "wire_bytes" : "bytes_sent";
+  const double comm = PerStep(dtrain::bench::WorkerRows(cluster, job, "comm_seconds"));
+  const double exposed = PerStep(dtrain::bench::WorkerRows(cluster, job, "exposed_comm_seconds"));
   return {.samples_per_second = kGlobalBatch / step,
           .wire_bytes = PerStep(dtrain::bench::WorkerRows(cluster, job, sent)),
           .compress_share =
-              PerStep(dtrain::bench::WorkerRows(cluster, job, "compression_seconds")) / step};
+              PerStep(dtrain::bench::WorkerRows(cluster, job, "compression_seconds")) / step,
+          .hidden_share = comm > 0.0 ? 1.0 - exposed / comm : 0.0};
 }
 
 // One round's figures, [method][link].
@@ -165,7 +176,7 @@ void PrintMedians(const std::vector<Round>& rounds, const std::vector<Method>& m
       "to none at the same link)\n%-9s",
       rounds.size(), "method");
   for (const Link& link : Links()) std::printf(" %22s", link.label.c_str());
-  std::printf(" %9s %8s %10s\n", "MB/step", "none/it", "compress");
+  std::printf(" %9s %8s %10s %10s\n", "MB/step", "none/it", "compress", "hidden@1G");
   const double none_bytes =
       none == methods.size()
           ? 0.0
@@ -201,14 +212,28 @@ void PrintMedians(const std::vector<Round>& rounds, const std::vector<Method>& m
     } else {
       std::printf(" %8s", "-");
     }
-    std::printf(" %9.1f%%\n", 100.0 * compress);
+    // What overlap hid of the exchange at 1 Gbit/s (Links()[1]).
+    const double hidden =
+        MedianOver(rounds, [&](const Round& round) { return round[m][1].hidden_share; });
+    std::printf(" %9.1f%% %9.0f%%\n", 100.0 * compress, 100.0 * hidden);
+  }
+}
+
+// Whether `name` contains one of the comma-separated parts of `only` (all names: only is empty).
+bool Chosen(const std::string& name, const std::string& only) {
+  std::size_t begin = 0;
+  for (;;) {
+    const std::size_t comma = only.find(',', begin);
+    if (name.find(only.substr(begin, comma - begin)) != std::string::npos) return true;
+    if (comma == std::string::npos) return false;
+    begin = comma + 1;
   }
 }
 
 void Throughput(JobCluster& cluster, const Options& options, const std::string& only) {
   std::vector<Method> methods;
   for (const Method& m : Methods()) {
-    if (m.name.find(only) != std::string::npos) methods.push_back(m);
+    if (Chosen(m.name, only)) methods.push_back(m);
   }
   const auto none = std::find_if(methods.begin(), methods.end(),
                                  [](const Method& m) { return m.name == "none"; });
@@ -230,7 +255,7 @@ void Accuracy(JobCluster& cluster, const Options& options, const std::string& on
   double none_accuracy = -1.0;
   for (const Method& method : Methods()) {
     if (method.name != "none" && method.name != "powersgd") continue;
-    if (method.name.find(only) == std::string::npos) continue;
+    if (!Chosen(method.name, only)) continue;
     const json job =
         cluster.RunJob(dtrain::bench::WideMlpJob("compression-accuracy", options.hosts, train,
                                                  ClusterKeys(method, options.hosts), true),

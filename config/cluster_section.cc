@@ -48,6 +48,8 @@ void ReadHosts(TableReader& r, std::vector<std::string>* hosts) {
   if (!r.Failed("hosts")) *hosts = std::move(names);
 }
 
+constexpr std::uint64_t kMaxBucketBytes = 1ull << 30;  // cluster.bucket_bytes
+
 }  // namespace
 
 void ReadCluster(TableReader& r, ClusterConfig* c) {
@@ -81,6 +83,8 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
   r.Int("work_units", 0, kMaxUnits, &c->work_units);
   r.Number("backup_after", Closed(0, 1), &c->backup_after);
   ReadCompression(r, c);
+  // Like the other modes' keys, read by every job and used where OverlapApplies().
+  r.Size("bucket_bytes", 0, kMaxBucketBytes, &c->bucket_bytes);
 }
 
 void CheckModelParallel(const JobConfig& job, TableReader& cluster) {

@@ -117,6 +117,11 @@ struct ClusterConfig {
   // How sync ring replicas exchange their gradients (config/compression_section.h): "none" sends
   // them whole.
   compress::Settings compression;
+  // Overlap: sync ring replicas average their gradient in buckets of at least this many bytes
+  // (whole layers, the last layer's first) while the backward pass computes the layers below;
+  // 0: the whole gradient after the pass. Applies where OverlapApplies().
+  std::uint64_t bucket_bytes = kDefaultBucketBytes;
+  static constexpr std::uint64_t kDefaultBucketBytes = 4u << 20;
 
   // Shards of each partition, where a mode uses parameter servers (config/mode_traits.h).
   int Servers() const;
@@ -127,6 +132,9 @@ struct ClusterConfig {
   int Coordinators() const;
   int Processes() const { return Trainers() + Shards() + Coordinators(); }
   int WorkUnits() const { return work_units > 0 ? work_units : 10 * workers; }
+  // Whether bucket_bytes applies: mode "sync" on the ring, whole replicas (model_parallel = 1),
+  // uncompressed gradients.
+  bool OverlapApplies() const;
 
   bool operator==(const ClusterConfig&) const = default;
 };

@@ -184,6 +184,7 @@ void WriteCluster(const ClusterConfig& c, Shown show, TomlWriter& w) {
     w.Int("micro_batches", c.micro_batches);
   }
   if (show(internal::CompressionApplies(c))) internal::WriteCompression(c.compression, w);
+  if (show(c.OverlapApplies())) w.Int("bucket_bytes", static_cast<std::int64_t>(c.bucket_bytes));
 }
 
 }  // namespace

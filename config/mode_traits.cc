@@ -150,6 +150,11 @@ int ClusterConfig::Servers() const {
   return 0;
 }
 
+bool ClusterConfig::OverlapApplies() const {
+  return TraitsOf(mode).exchange == Exchange::kSynchronous && allreduce == AllReduce::kRing &&
+         model_parallel == 1 && compression.method == compress::Method::kNone;
+}
+
 int ClusterConfig::Coordinators() const { return TraitsOf(mode).coordinator ? 1 : 0; }
 
 LostProcess CostOfLosing(const JobConfig& job, int rank) {

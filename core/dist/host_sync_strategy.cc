@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/dist/overlapped_sync_strategy.h"
 #include "core/dist/shard_ranges.h"
 #include "core/dist/sync_strategy.h"
 #include "core/math/elementwise.h"
@@ -351,10 +352,14 @@ Status HostSyncStrategy::Apply(std::int64_t step, std::span<float> params, std::
 
 Result<std::unique_ptr<train::Strategy>> MakeSyncStrategy(
     RingAllReduce& ring, const RingLinks& links, std::unique_ptr<optim::Optimizer> optimizer,
-    float clip_norm, std::chrono::milliseconds timeout) {
+    float clip_norm, std::chrono::milliseconds timeout, std::vector<GradientBucket> buckets) {
   const int world = ring.world();
   const std::size_t params = optimizer->size();
   auto ring_strategy = [&]() -> std::unique_ptr<train::Strategy> {
+    if (buckets.size() > 1) {
+      return std::make_unique<OverlappedSyncStrategy>(ring, std::move(buckets),
+                                                      std::move(optimizer), clip_norm);
+    }
     return std::make_unique<SyncAllReduceStrategy>(ring, world, std::move(optimizer), clip_norm);
   };
   if (world < 2) return ring_strategy();

@@ -52,6 +52,7 @@
 #include <span>
 #include <vector>
 
+#include "core/dist/gradient_buckets.h"
 #include "core/dist/link.h"
 #include "core/dist/ring_allreduce.h"
 #include "core/dist/shard_ranges.h"
@@ -94,7 +95,7 @@ class HostSyncStrategy final : public train::Strategy {
  private:
   friend Result<std::unique_ptr<train::Strategy>> MakeSyncStrategy(
       RingAllReduce& ring, const RingLinks& links, std::unique_ptr<optim::Optimizer> optimizer,
-      float clip_norm, std::chrono::milliseconds timeout);
+      float clip_norm, std::chrono::milliseconds timeout, std::vector<GradientBucket> buckets);
   HostSyncStrategy(ShmMapping segment, int rank, int world, std::size_t params, std::size_t stride,
                    const RingLinks& links, std::unique_ptr<optim::Optimizer> optimizer,
                    float clip_norm, std::chrono::milliseconds timeout);
@@ -136,10 +137,11 @@ class HostSyncStrategy final : public train::Strategy {
 };
 
 // The synchronous ring strategy for these replicas: HostSyncStrategy when every rank runs on
-// this host and the segment could be shared, SyncAllReduceStrategy otherwise (one host per rank,
-// transport = "tcp", or no shared memory). Collective: every rank calls it, after JoinRing.
+// this host and the segment could be shared; otherwise (one host per rank, transport = "tcp", or
+// no shared memory) OverlappedSyncStrategy over `buckets` when there are several, else
+// SyncAllReduceStrategy. Collective: every rank calls it, after JoinRing, with the same buckets.
 Result<std::unique_ptr<train::Strategy>> MakeSyncStrategy(
     RingAllReduce& ring, const RingLinks& links, std::unique_ptr<optim::Optimizer> optimizer,
-    float clip_norm, std::chrono::milliseconds timeout);
+    float clip_norm, std::chrono::milliseconds timeout, std::vector<GradientBucket> buckets = {});
 
 }  // namespace dtrain::dist

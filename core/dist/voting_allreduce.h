@@ -55,6 +55,12 @@ class VotingAllReduce {
   // Averages `data` over the ring without votes.
   Status MeanWithoutVotes(std::span<float> data, std::uint32_t op);
 
+  // For an exchange that runs its own ops (OverlappedSyncStrategy): writes this replica's votes
+  // into `tail` and forgets its proposals; then, once the tails are summed or averaged over the
+  // replicas, reads the agreement from them.
+  void Cast(std::span<float, kVoteFloats> tail);
+  void Read(const float* tail);
+
   std::optional<train::StopReason> agreed() const { return agreed_; }
   bool checkpoint_agreed() const { return checkpoint_agreed_; }
   const train::CommStats& stats() const { return stats_; }
@@ -63,10 +69,6 @@ class VotingAllReduce {
   RingAllReduce& ring_;  // owned by the caller, with its links
   // Averages `buffer`: a payload, then the "requested", "target reached" and checkpoint votes.
   Status MeanWithVotes(std::span<float> buffer, std::uint32_t op);
-  // Writes this replica's votes into `tail` and forgets its proposals.
-  void Cast(std::span<float, kVoteFloats> tail);
-  // Reads the agreement from the votes summed or averaged over the replicas.
-  void Read(const float* tail);
   // Runs `op` (a ring op) and adds its costs to stats_.
   template <typename Op>
   Status Counted(Op op);

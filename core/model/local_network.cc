@@ -65,8 +65,10 @@ Result<LossValue> LocalNetwork::ForwardBackward(const float* params, const float
                                                 int rows, float weight_decay, float* grad) {
   switch (split_) {
     case Split::kNone:
-      return model_.ForwardBackward(params, x, y, rows, weight_decay, grad, workspaces_.front());
+      return model_.ForwardBackward(params, x, y, rows, weight_decay, grad, workspaces_.front(),
+                                    finished_);
     case Split::kRows:
+      if (finished_) return RowPassByLayer(params, x, y, rows, weight_decay, grad);
       return RowSplitPass(params, x, y, rows, weight_decay, grad, {});
     case Split::kSlices:
       break;
@@ -120,6 +122,26 @@ LossValue LocalNetwork::RowSplitPass(const float* params, const float* x, const 
                          done);
   });
   return Total(slice_values_);
+}
+
+LossValue LocalNetwork::RowPassByLayer(const float* params, const float* x, const float* y,
+                                       int rows, float weight_decay, float* grad) {
+  Workspace& ws = workspaces_.front();
+  ForSlices(rows, [&](int s, int first, int n) {
+    slice_values_[static_cast<std::size_t>(s)] =
+        model_.ForwardRows(params, x, y, first, n, rows, ws);
+  });
+  const LossValue value = Total(slice_values_);
+  for (std::size_t l = model_.NumLayers(); l-- > 0;) {
+    ForSlices(rows,
+              [&](int, int first, int n) { model_.BackwardLayerRows(params, x, first, n, ws, l); });
+    if (model_.layer(l).NumParams() == 0) continue;
+    team_->Run([&](int part) {
+      model_.LayerParamGradient(params, x, rows, weight_decay, grad, ws, part, Slices(), l);
+    });
+    finished_(model_.ParamOffset(l));
+  }
+  return value;
 }
 
 void LocalNetwork::CombineSliceGradients(int rows, float* grad) {

@@ -145,7 +145,8 @@ LossValue Model::Evaluate(const float* params, const float* x, const float* y, i
 }
 
 LossValue Model::ForwardBackward(const float* params, const float* x, const float* y, int rows,
-                                 float weight_decay, float* grad, Workspace& ws) const {
+                                 float weight_decay, float* grad, Workspace& ws,
+                                 const GradientFinished& finished) const {
   const LayerPass pass{
       .rows = rows, .training = true, .noise_seed = ws.noise_seed_, .scratch = ws.scratch_.data()};
   const float* out = Forward(params, x, ws, pass);
@@ -158,11 +159,14 @@ LossValue Model::ForwardBackward(const float* params, const float* x, const floa
     chain_[l]->Backward(params + offsets_[l], input, ws.activations_[l].data(), delta,
                         l == 0 ? nullptr : next_delta, grad + offsets_[l], For(pass, ws, l));
     std::swap(delta, next_delta);
-  }
-  if (weight_decay != 0.0f) {
-    for (const ParamRange& w : weights_) {
-      math::Axpy(weight_decay, {params + w.offset, w.count}, {grad + w.offset, w.count});
+    const std::size_t count = chain_[l]->NumParams();
+    if (count == 0) continue;
+    if (weight_decay != 0.0f) {
+      // The layer's weights come first in its parameters (ParamRange of weights_).
+      const std::size_t weights = chain_[l]->NumWeights();
+      math::Axpy(weight_decay, {params + offsets_[l], weights}, {grad + offsets_[l], weights});
     }
+    if (finished) finished(offsets_[l]);
   }
   return value;
 }

@@ -95,10 +95,16 @@ class Model {
   // evaluation (no dropout); the returned pointer is valid until the workspace is used again.
   const float* Forward(const float* params, const float* x, int rows, Workspace& ws) const;
 
+  // Told, during a pass, that the gradient's floats from `begin` to the end are final (weight
+  // decay included): after each layer with parameters, from the last layer's first float down.
+  using GradientFinished = std::function<void(std::size_t begin)>;
+
   // Loss of the batch and, overwriting `grad`, its gradient d(mean loss + wd/2 * |W|^2)/d params.
-  // The returned loss_sum excludes the weight-decay term (see WeightDecayPenalty).
+  // The returned loss_sum excludes the weight-decay term (see WeightDecayPenalty). `finished`
+  // (if set) hears of each layer's gradient as soon as its backward is done.
   LossValue ForwardBackward(const float* params, const float* x, const float* y, int rows,
-                            float weight_decay, float* grad, Workspace& ws) const;
+                            float weight_decay, float* grad, Workspace& ws,
+                            const GradientFinished& finished = {}) const;
 
   // Loss (summed over rows) and correct count of a batch, without a gradient.
   LossValue Evaluate(const float* params, const float* x, const float* y, int rows,
@@ -122,6 +128,17 @@ class Model {
   void ParamGradient(const float* params, const float* x, int total_rows, float weight_decay,
                      float* grad, Workspace& ws, int part, int parts,
                      const GradientDone& done = {}) const;
+  // The same pass layer by layer, for a caller that uses each layer's gradient as soon as it is
+  // final: ForwardRows takes a slice forward through the (scaled) loss; then, for each layer l
+  // from the last, BackwardLayerRows of every slice, then LayerParamGradient of every part. The
+  // same calls as ForwardBackwardRows and ParamGradient make, so the same bits.
+  LossValue ForwardRows(const float* params, const float* x, const float* y, int first, int rows,
+                        int total_rows, Workspace& ws) const;
+  void BackwardLayerRows(const float* params, const float* x, int first, int rows, Workspace& ws,
+                         std::size_t l) const;
+  void LayerParamGradient(const float* params, const float* x, int total_rows, float weight_decay,
+                          float* grad, Workspace& ws, int part, int parts, std::size_t l,
+                          const GradientDone& done = {}) const;
   // Evaluate of rows [first, first + rows) of a batch (x and y the whole batch's), on those rows
   // of the workspace: slices may run at once.
   LossValue EvaluateRows(const float* params, const float* x, const float* y, int first, int rows,

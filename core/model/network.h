@@ -81,6 +81,11 @@ class Network {
   // Where in this process's parameters UpdateStatistics writes: values that are each replica's
   // own, which no exchange of parameters between replicas or with servers replaces.
   virtual std::span<const ParamRange> StatisticRanges() const { return {}; }
+  // From now on, each ForwardBackward tells `finished` as the gradient's floats from a layer's
+  // first to the end become final (Model::GradientFinished), so that a strategy can exchange them
+  // under the rest of the pass. A network whose gradient is only final at the end of its pass
+  // (batch slices that are combined last, partitions) never calls it.
+  virtual void WatchGradient(Model::GradientFinished /*finished*/) {}
   // The threads a batch's pass is split over (LocalNetwork); 1 for a pass on one thread.
   virtual int BatchSlices() const { return 1; }
   // Those threads, idle between passes, for the trainer's strategy to share; null for one.
@@ -130,6 +135,8 @@ class LocalNetwork final : public Network {
     model_.UpdateStatistics(params.data(), workspaces_.front());
   }
   std::span<const ParamRange> StatisticRanges() const override { return model_.StatisticRanges(); }
+  // Watched with one pass (Split::kNone) or row slices; slices of the batch are not.
+  void WatchGradient(Model::GradientFinished finished) override { finished_ = std::move(finished); }
   int BatchSlices() const override { return Slices(); }
   math::ThreadTeam* Team() override { return team_.get(); }
 
@@ -141,12 +148,16 @@ class LocalNetwork final : public Network {
   // of it handed to `done` (if set) by the thread that computed it.
   LossValue RowSplitPass(const float* params, const float* x, const float* y, int rows,
                          float weight_decay, float* grad, const Model::GradientDone& done);
+  // Split::kRows, watched: the same pass layer by layer, telling finished_ after each.
+  LossValue RowPassByLayer(const float* params, const float* x, const float* y, int rows,
+                           float weight_decay, float* grad);
   // Split::kSlices: the slices' gradients into `grad` (slice 0's, weighted in place).
   void CombineSliceGradients(int rows, float* grad);
 
   enum class Split { kNone, kRows, kSlices };
   Model model_;
   Split split_ = Split::kNone;
+  Model::GradientFinished finished_;   // WatchGradient's
   std::vector<Workspace> workspaces_;  // one per slice (kSlices); otherwise one
   std::unique_ptr<math::ThreadTeam> team_;
   std::vector<math::FloatBuffer> slice_grads_;  // slices 1.. (slice 0 writes the caller's grad)

@@ -38,7 +38,7 @@ constexpr bool IsWindowCounter(std::string_view name) {
   return name == "compute_seconds" || name == "comm_seconds" || name == "wait_seconds" ||
          name == "bytes_sent" || name == "pipeline_idle_seconds" ||
          name == "activation_send_seconds" || name == "activation_bytes" ||
-         name == "compression_seconds" || name == "wire_bytes";
+         name == "compression_seconds" || name == "wire_bytes" || name == "exposed_comm_seconds";
 }
 
 struct MetricPoint {

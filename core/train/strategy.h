@@ -27,6 +27,13 @@ namespace dtrain::train {
 // Why a training loop stopped. The numeric values travel in stop votes; keep them.
 enum class StopReason { kCompleted = 0, kTargetReached = 1, kRequested = 2 };
 
+// This replica's part of a step's batch: `rows` of the `total_rows` all replicas trained on
+// (equal for one replica). `grad` is the mean over this replica's rows.
+struct StepShare {
+  std::size_t rows = 0;
+  std::size_t total_rows = 0;
+};
+
 // What a strategy spent on communication since it was built; cumulative, for per-worker metrics.
 struct CommStats {
   double comm_seconds = 0.0;  // inside the strategy's exchanges, waiting included
@@ -39,13 +46,28 @@ struct CommStats {
   bool compressed = false;
   double compression_seconds = 0.0;
   std::uint64_t uncompressed_bytes = 0;
+  // Overlap (Strategy::DuringPass): of comm_seconds, which ran beside the gradient pass, the
+  // seconds the training thread waited for the exchange after its pass. Without overlap every
+  // second of comm_seconds is exposed.
+  bool overlapped = false;
+  double exposed_seconds = 0.0;
 };
 
-// This replica's part of a step's batch: `rows` of the `total_rows` all replicas trained on
-// (equal for one replica). `grad` is the mean over this replica's rows.
-struct StepShare {
-  std::size_t rows = 0;
-  std::size_t total_rows = 0;
+// A strategy's exchange that runs while the gradient pass still computes (overlap): the trainer
+// starts each step with Start, the network then reports each layer's finished gradient
+// (Network::WatchGradient) to Finished on the training thread, and Apply waits for the rest.
+class PassExchange {
+ public:
+  virtual ~PassExchange() = default;
+  // Before the pass of step `step`: `grad` (GradientTail floats follow it) is about to be
+  // overwritten with this replica's gradient for `share`. `measure`: keep its squared L2 norm,
+  // before any exchange, for SquaredNorm.
+  virtual void Start(std::int64_t step, std::span<float> grad, const StepShare& share,
+                     bool measure) = 0;
+  // grad's floats from `begin` to its end are final.
+  virtual void Finished(std::size_t begin) = 0;
+  // After Apply of a measured step: its gradient's squared norm, as measured before the exchange.
+  virtual double SquaredNorm() const = 0;
 };
 
 // What a sync replica scales its gradient by before the replicas' gradients are averaged, so that
@@ -100,6 +122,9 @@ class Strategy {
   // hands out, where they are not the replica's own (async: the shards', with this replica's last
   // window pushed). No Apply may follow.
   virtual Status Settle(std::span<float> /*params*/) { return Status::Ok(); }
+  // The part of the exchange that runs during the gradient pass (see PassExchange), or null when
+  // Apply does all of it.
+  virtual PassExchange* DuringPass() { return nullptr; }
   // Threads the strategy's own passes over the parameters may share (the network's, idle while
   // Apply runs); strategies whose passes are not theirs alone to split ignore it.
   virtual void ShareThreads(math::ThreadTeam& /*team*/) {}

@@ -21,6 +21,12 @@ bool IsClassification(const model::ModelSpec& spec) {
   return spec.loss != model::LossType::kMeanSquaredError;
 }
 
+// Of a strategy's communication, the seconds its training thread waited for (all of them unless
+// it overlaps).
+double ExposedSeconds(const CommStats& stats) {
+  return stats.overlapped ? stats.exposed_seconds : stats.comm_seconds;
+}
+
 // A compressing strategy's window: compression_seconds and wire_bytes (this worker's), and
 // compression_ratio, what the uncompressed exchange would have sent over what was sent.
 void AddCompressionPoints(std::int64_t step, double epochs, const CommStats& now,
@@ -106,6 +112,9 @@ Trainer::Trainer(std::unique_ptr<model::LocalNetwork> owned, model::Network* net
   }
   statistics_.resize(model::RangesSize(network_.StatisticRanges()));
   if (math::ThreadTeam* team = network_.Team()) strategy_.ShareThreads(*team);
+  if (PassExchange* overlap = strategy_.DuringPass()) {
+    network_.WatchGradient([overlap](std::size_t begin) { overlap->Finished(begin); });
+  }
 }
 
 std::optional<data::ImageShape> ImageOf(const model::ModelSpec& spec, const data::Dataset& set) {
@@ -216,6 +225,11 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     // keeping from the optimizer.
     optim::Optimizer* const in_pass =
         rows > 0 && statistics.empty() ? strategy_.PassOptimizer() : nullptr;
+    const bool log_now =
+        (position_.step + 1) % options_.log_every == 0 || position_.step + 1 == PlannedSteps();
+    const StepShare share{batch.size(), sampler_.StepRows(position_.batch)};
+    PassExchange* const overlap = strategy_.DuringPass();
+    if (overlap != nullptr) overlap->Start(position_.step, grad_, share, log_now);
     if (rows > 0) {
       GatherInSlices(batch);
       // Augmentation and dropout: pure functions of (seed, replica, step), so a resumed run
@@ -240,15 +254,12 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       std::fill(grad_.begin(), grad_.end(), 0.0f);  // still takes part in the step
     }
 
-    const bool log_now =
-        (position_.step + 1) % options_.log_every == 0 || position_.step + 1 == PlannedSteps();
     double grad_norm = 0.0;
-    if (log_now) {
+    if (log_now && overlap == nullptr) {  // else the exchange measures it (it is under way)
       const Result<double> squared = network_.SquaredNorm(grad_);
       if (!squared.ok()) return squared.status();
       grad_norm = std::sqrt(squared.value());
     }
-    const StepShare share{batch.size(), sampler_.StepRows(position_.batch)};
     window_compute += std::chrono::duration<double>(Clock::now() - compute_start).count();
     window_traffic.Collect(network_, true);
     if (in_pass == nullptr) {
@@ -256,6 +267,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       Status applied = strategy_.Apply(position_.step, params_, grad_, lr, share);
       if (!applied.ok()) return applied;
       model::ScatterRanges(statistics, statistics_.data(), params_.data());
+      if (log_now && overlap != nullptr) grad_norm = std::sqrt(overlap->SquaredNorm());
     }
     if (rows > 0) network_.UpdateStatistics(params_);
     std::optional<StopReason> stop = strategy_.AgreedStop();
@@ -295,6 +307,8 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
                           comm.comm_seconds - window_comm.comm_seconds});
         points.push_back({position_.step, Epochs(), "wait_seconds",
                           comm.wait_seconds - window_comm.wait_seconds});
+        points.push_back({position_.step, Epochs(), "exposed_comm_seconds",
+                          ExposedSeconds(comm) - ExposedSeconds(window_comm)});
         points.push_back({position_.step, Epochs(), "bytes_sent",
                           static_cast<double>(comm.bytes_sent - window_comm.bytes_sent)});
       }
@@ -327,6 +341,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       model::GatherRanges(statistics, params_.data(), statistics_.data());
       if (Status settled = strategy_.Settle(params_); !settled.ok()) return settled;
       model::ScatterRanges(statistics, statistics_.data(), params_.data());
+      if (log_now && overlap != nullptr) grad_norm = std::sqrt(overlap->SquaredNorm());
     }
     if (eval_now || (eval_ != nullptr && Finished())) {
       const Result<EvalResult> result = Evaluate(*eval_);

@@ -210,8 +210,14 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
   if (!links.ok()) return links.status();
   ring_links_ = std::move(links).value();
   for (const auto& link : ring_links_.owned) link->SetSendChecksums(job.cluster.checksum);
+  std::vector<dist::GradientBucket> buckets = BucketsOf(job, network_->spec());
+  const std::size_t bucket_count = buckets.size();
+  dist::RingOptions options{.timeout = JobTimeout(job)};
+  // An exchange that runs beside the pass waits by sleeping: polling took the pass's core
+  // (bench/README.md, overlap).
+  if (bucket_count > 1) options.yield = std::chrono::microseconds(0);
   ring_ = std::make_unique<dist::RingAllReduce>(rank, workers, ring_links_.left, ring_links_.right,
-                                                dist::RingOptions{.timeout = JobTimeout(job)});
+                                                options);
   auto optimizer = optim::MakeOptimizer(job.optimizer, 0, network_->NumParams());
   switch (TraitsOf(job.cluster.mode).exchange) {
     case Exchange::kSynchronous: {
@@ -219,10 +225,12 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
         strategy_ = MakeCompressedSync(job, network_->spec(), *ring_);
         return Status::Ok();
       }
-      Result<std::unique_ptr<train::Strategy>> sync = dist::MakeSyncStrategy(
-          *ring_, ring_links_, std::move(optimizer), job.clip_norm, JobTimeout(job));
+      Result<std::unique_ptr<train::Strategy>> sync =
+          dist::MakeSyncStrategy(*ring_, ring_links_, std::move(optimizer), job.clip_norm,
+                                 JobTimeout(job), std::move(buckets));
       if (!sync.ok()) return sync.status();
       strategy_ = std::move(sync).value();
+      if (strategy_->DuringPass() != nullptr) overlap_buckets_ = bucket_count;
       // A strategy with gradient storage of its own shares it with this host's replicas.
       shared_gradients_ =
           !strategy_->GradientStorage(network_->NumParams() + strategy_->GradientTail()).empty();
@@ -288,9 +296,13 @@ std::string TrainingSession::DescribeLinks() const {
   if (ring_links_.left != nullptr) {
     const std::string_view left = ring_links_.left->Transport();
     const std::string_view right = ring_links_.right->Transport();
-    if (left == right) return "data plane: ring over " + std::string(left);
+    const std::string overlap = overlap_buckets_ == 0 ? ""
+                                                      : ", gradients averaged in " +
+                                                            std::to_string(overlap_buckets_) +
+                                                            " buckets during the backward pass";
+    if (left == right) return "data plane: ring over " + std::string(left) + overlap;
     return "data plane: ring over " + std::string(left) + " from the left, " + std::string(right) +
-           " to the right";
+           " to the right" + overlap;
   }
   if (shard_links_.empty()) return "";
   return "data plane: " + std::to_string(shard_links_.size()) + " shard link" +
@@ -339,6 +351,14 @@ std::unique_ptr<train::Strategy> MakeCompressedSync(const config::JobConfig& job
   return std::make_unique<dist::CompressedSyncStrategy>(
       ring, compress::PlanCompression(model.Tensors(), settings), settings, job.train.seed,
       optim::MakeOptimizer(job.optimizer, 0, model.NumParams()), job.clip_norm);
+}
+
+std::vector<dist::GradientBucket> BucketsOf(const config::JobConfig& job,
+                                            const model::ModelSpec& spec) {
+  if (!job.cluster.OverlapApplies() || job.cluster.bucket_bytes == 0) return {};
+  const model::Model model(spec);
+  return dist::PlanBuckets(dist::LayerStarts(model), model.NumParams(),
+                           job.cluster.bucket_bytes / sizeof(float));
 }
 
 std::vector<std::string> CompressionLines(const config::JobConfig& job,

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "config/job.h"
+#include "core/dist/gradient_buckets.h"
 #include "core/dist/partition_exchange.h"
 #include "core/dist/peer_links.h"
 #include "core/dist/ring_allreduce.h"
@@ -124,6 +125,7 @@ class TrainingSession {
   std::unique_ptr<train::Strategy> strategy_;
   dist::PsStrategy* ps_ = nullptr;  // strategy_, when the replica trains on parameter servers
   bool shared_gradients_ = false;   // strategy_ shares gradients in this host's memory
+  std::size_t overlap_buckets_ = 0;  // buckets of an overlapped sync exchange (else 0)
   std::unique_ptr<train::Trainer> trainer_;
 };
 
@@ -134,6 +136,11 @@ Result<std::vector<std::unique_ptr<dist::Link>>> ConnectShardLinks(const config:
 
 // The strategy of a replica of a job with cluster.compression over `ring` (which outlives it):
 // its plan for `spec`'s tensors, the job's seed, optimizer and clip_norm.
+// The buckets an overlapped sync exchange cuts the gradient of `spec` into ([cluster]
+// bucket_bytes; dist::PlanBuckets); empty where the job does not overlap.
+std::vector<dist::GradientBucket> BucketsOf(const config::JobConfig& job,
+                                            const model::ModelSpec& spec);
+
 std::unique_ptr<train::Strategy> MakeCompressedSync(const config::JobConfig& job,
                                                     const model::ModelSpec& spec,
                                                     dist::RingAllReduce& ring);

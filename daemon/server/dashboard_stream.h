@@ -4,11 +4,11 @@
 //
 //   ?job=N   events "job" (dashboard_views.h DashboardJob, with the live restarts and
 //            "worker_totals" [{"rank", "compute_seconds", "comm_seconds", "bytes_sent",
-//            "bytes_received", "wire_bytes" (compressing jobs)}], summed from the metrics rows this
-//            stream has sent), "metrics"
-//            (rows appended since the last: [{"step", "epoch", "worker", "name", "value", "time"}]),
-//            "logs" ([{"id", "worker", "stream", "time", "line"}]) or once "logs_hidden" ({"reason"})
-//            when the listener has no token; every kJobTick.
+//            "bytes_received", "wire_bytes" (compressing jobs), "exposed_comm_seconds"}], summed
+//            from the metrics rows this stream has sent), "metrics"
+//            (rows appended since the last: [{"step", "epoch", "worker", "name", "value",
+//            "time"}]), "logs" ([{"id", "worker", "stream", "time", "line"}]) or once "logs_hidden"
+//            ({"reason"}) when the listener has no token; every kJobTick.
 //   ?state=S jobs page: "jobs" (DashboardJobs, newest first, with "progress"), every kListTick;
 //            S may be empty (every state).
 //   ?nodes=1 "nodes" (nodes_view.h), every kListTick.

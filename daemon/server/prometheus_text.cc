@@ -85,7 +85,8 @@ std::optional<double> StatusMetric(const json& job, const char* metric) {
 }  // namespace
 
 std::vector<std::string> SummedWorkerMetrics() {
-  return {"compute_seconds", "comm_seconds", "bytes_sent", "bytes_received", "wire_bytes"};
+  return {"compute_seconds", "comm_seconds", "bytes_sent",
+          "bytes_received",  "wire_bytes",   "exposed_comm_seconds"};
 }
 
 std::string PrometheusText(const PrometheusSnapshot& s) {

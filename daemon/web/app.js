@@ -63,9 +63,11 @@ function number(value, digits) {
 }
 
 // The metrics that count one worker's last log_every steps, not the run (core/train/metrics.h).
-const windowCounters = ["compute_seconds", "comm_seconds", "wait_seconds", "bytes_sent",
-  "pipeline_idle_seconds", "activation_send_seconds", "activation_bytes", "compression_seconds",
-  "wire_bytes"];
+const windowCounters = [
+  'compute_seconds', 'comm_seconds', 'wait_seconds', 'bytes_sent', 'pipeline_idle_seconds',
+  'activation_send_seconds', 'activation_bytes', 'compression_seconds', 'wire_bytes',
+  'exposed_comm_seconds'
+];
 
 // "step 120/480 (25%), 2.5 steps/s, ETA 2m24s" (the pace and ETA while it runs).
 function stepText(j) {
@@ -200,19 +202,34 @@ function jobPage(id) {
       const compressing = Object.keys(ratios).length > 0;
       const wireColumns = compressing
         ? [{ label: "wire MB (total)", num: true }, { label: "compression ratio", num: true }] : [];
-      workers.replaceChildren(table(["rank", "role", "host", "pid", "state", "exit",
-        { label: "compute s (total)", num: true }, { label: "comm s (total)", num: true },
-        ...wireColumns, "started"],
-        j.workers.map(w => el("tr", {},
-          el("td", { class: "num" }, w.rank), el("td", {}, w.role), el("td", {}, w.host),
-          el("td", { class: "num" }, w.pid), el("td", {}, w.state),
-          el("td", {}, w.signal != null ? "signal " + w.signal : w.exit_status ?? ""),
-          el("td", { class: "num" }, number(totals[w.rank]?.compute_seconds, 2)),
-          el("td", { class: "num" }, number(totals[w.rank]?.comm_seconds, 2)),
-          ...(compressing ? [
-            el("td", { class: "num" }, number((totals[w.rank]?.wire_bytes ?? 0) / 1e6, 2)),
-            el("td", { class: "num", "data-ratio": String(w.rank) }, number(ratios[w.rank], 1))] : []),
-          el("td", {}, when(w.started))))));
+      // Of the communication, what the training thread waited for (all of it unless the exchange
+      // overlaps the backward pass).
+      const exchanging = (j.worker_totals || []).some(t => t.exposed_comm_seconds != null);
+      const exposedColumn = exchanging ? [{label: 'exposed comm s (total)', num: true}] : [];
+      workers.replaceChildren(table(
+          [
+            'rank', 'role', 'host', 'pid', 'state', 'exit', {label: 'compute s (total)', num: true},
+            {label: 'comm s (total)', num: true}, ...exposedColumn, ...wireColumns, 'started'
+          ],
+          j.workers.map(
+              w =>
+                  el('tr', {}, el('td', {class: 'num'}, w.rank), el('td', {}, w.role),
+                     el('td', {}, w.host), el('td', {class: 'num'}, w.pid), el('td', {}, w.state),
+                     el('td', {}, w.signal != null ? 'signal ' + w.signal : w.exit_status ?? ''),
+                     el('td', {class: 'num'}, number(totals[w.rank]?.compute_seconds, 2)),
+                     el('td', {class: 'num'}, number(totals[w.rank]?.comm_seconds, 2)),
+                     ...(exchanging ? [el('td', {class: 'num', 'data-exposed': String(w.rank)},
+                                          number(totals[w.rank]?.exposed_comm_seconds, 2))] :
+                                      []),
+                     ...(compressing ?
+                             [
+                               el('td', {class: 'num'},
+                                  number((totals[w.rank]?.wire_bytes ?? 0) / 1e6, 2)),
+                               el('td', {class: 'num', 'data-ratio': String(w.rank)},
+                                  number(ratios[w.rank], 1))
+                             ] :
+                             []),
+                     el('td', {}, when(w.started))))));
       events.replaceChildren(table(["time", "from", "to", "reason"], (j.events || []).map(e =>
         el("tr", {}, el("td", {}, when(e.time)), el("td", {}, e.from ?? ""), el("td", {}, e.to),
           el("td", {}, e.reason)))));

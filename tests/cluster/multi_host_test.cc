@@ -163,6 +163,31 @@ BOOST_AUTO_TEST_CASE(jobs_spread_over_three_hosts_train_as_on_one) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(two_hosts_overlapping_the_exchange_compute_the_whole_gradient_exchanges_bits) {
+  ThreeHosts c;
+  c.NodesUntil(AllUp);
+  // 64-byte buckets: the MLP's two layers go one at a time, the last during the first's backward.
+  // With two replicas the sums do not depend on how the gradient is cut (a + b == b + a).
+  const std::string two = BlobsJob("workers = 2\nmode = \"sync\"\nhosts = [\"h0\", \"h1\"]\n", 32);
+  const json overlapped = c.Submit("overlapped", two + "bucket_bytes = 64\n");
+  const json whole = c.Submit("whole", two + "bucket_bytes = 0\n");
+  BOOST_TEST(overlapped["state"] == "succeeded", overlapped.dump());
+  BOOST_TEST(whole["state"] == "succeeded", whole.dump());
+  BOOST_TEST(overlapped["metrics"]["eval_loss"].get<double>() ==
+                 whole["metrics"]["eval_loss"].get<double>(),
+             overlapped["metrics"].dump() << " vs " << whole["metrics"].dump());
+  const auto logs = [&](const json& job) {
+    return c.Cli({"logs", std::to_string(job["id"].get<int>())}).out;
+  };
+  const std::string said = "gradients averaged in 2 buckets during the backward pass";
+  BOOST_TEST(logs(overlapped).find(said) != std::string::npos, logs(overlapped));
+  BOOST_TEST(logs(whole).find(said) == std::string::npos, logs(whole));
+  // Each worker says how much of its communication the pass did not hide.
+  const ProcessResult metrics =
+      c.Cli({"metrics", std::to_string(overlapped["id"].get<int>()), "--format", "json"});
+  BOOST_TEST(metrics.out.find("exposed_comm_seconds") != std::string::npos, metrics.out);
+}
+
 BOOST_AUTO_TEST_CASE(daemons_listening_on_every_address_advertise_the_one_their_peers_reach) {
   ThreeHosts c(/*wildcard=*/true);
   c.NodesUntil(AllUp);

@@ -546,6 +546,36 @@ BOOST_AUTO_TEST_CASE(float_messages_carry_a_checksum_unless_the_file_says_not) {
                    {{"inline.toml", 4, 12, "cluster.checksum", "must be true or false"}});
 }
 
+BOOST_AUTO_TEST_CASE(bucket_bytes_is_a_size_shown_where_the_exchange_overlaps) {
+  const std::string sync =
+      "[data]\nformat = \"synthetic\"\n[cluster]\nworkers = 2\nmode = \"sync\"\n";
+  const LoadResult plain = Parse(sync);
+  BOOST_REQUIRE(plain.ok());
+  BOOST_TEST(plain.job->cluster.bucket_bytes == ClusterConfig::kDefaultBucketBytes);
+  BOOST_TEST(plain.job->cluster.OverlapApplies());
+  const LoadResult sized = Parse(sync + "bucket_bytes = \"1 MiB\"\n");
+  BOOST_REQUIRE(sized.ok());
+  BOOST_TEST(sized.job->cluster.bucket_bytes == 1u << 20);
+  const std::string shown = FormatResolvedJob(*sized.job, ResolvedKeys::kApplicable);
+  BOOST_TEST(shown.find("bucket_bytes = 1048576") != std::string::npos, shown);
+  const LoadResult again = ParseJobText(shown, "again", {}, "/");
+  BOOST_REQUIRE(again.ok());
+  BOOST_TEST((again.job->cluster == sized.job->cluster));
+  const LoadResult off = Parse(sync + "bucket_bytes = 0\n");
+  BOOST_REQUIRE(off.ok());
+  BOOST_TEST(off.job->cluster.bucket_bytes == 0u);
+  // Parameter servers, compression and split replicas exchange their gradients another way.
+  for (const std::string other : {"allreduce = \"ps\"\n", "compression = \"bf16\"\n"}) {
+    const LoadResult r = Parse(sync + other);
+    BOOST_REQUIRE(r.ok());
+    BOOST_TEST(!r.job->cluster.OverlapApplies());
+    BOOST_TEST(FormatResolvedJob(*r.job, ResolvedKeys::kApplicable).find("bucket_bytes") ==
+               std::string::npos);
+  }
+  CheckDiagnostics(Parse(sync + "bucket_bytes = \"2 GiB\"\n"),
+                   {{"inline.toml", 6, 16, "cluster.bucket_bytes", "must be from 0 B to 1 GiB"}});
+}
+
 BOOST_AUTO_TEST_CASE(unknown_keys_get_the_closest_name_or_the_list) {
   CheckDiagnostics(
       Parse("epochs = 3\n"

@@ -4,12 +4,12 @@
 // mode = "local" with average_optimizer is the same on every replica right after an average.
 // Checkpoint votes ride the same way, for replicas that checkpoint together.
 #include <boost/test/unit_test.hpp>
-
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/dist/local_sgd_strategy.h"
+#include "core/dist/overlapped_sync_strategy.h"
 #include "core/dist/sync_strategy.h"
 #include "core/math/gemm.h"
 #include "replica_harness.h"
@@ -93,6 +93,22 @@ BOOST_AUTO_TEST_CASE(one_replicas_stop_request_stops_every_sync_replica_after_th
     BOOST_REQUIRE_MESSAGE(e.why.ok(), e.why.status().message());
     BOOST_TEST((e.why.value() == train::StopReason::kRequested));
     // Proposed after step 17, carried by step 18's all-reduce: all stop after step 18.
+    BOOST_TEST(e.steps == 18);
+    BOOST_TEST((e.params == ended[0].params));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(overlapped_sync_replicas_stop_after_the_same_step_too) {
+  // The votes ride with the first bucket, cast when the step starts.
+  const auto overlapped = [](RingAllReduce& ring, std::size_t n) {
+    const model::Model model(testing::SmallSpec());
+    return std::unique_ptr<train::Strategy>(std::make_unique<OverlappedSyncStrategy>(
+        ring, PlanBuckets(LayerStarts(model), n, 1), optim::MakeOptimizer({}, 0, n), 0.0f));
+  };
+  const std::vector<Ended> ended = RunWorld(3, /*stopper=*/1, /*stop_after=*/17, 0.0, overlapped);
+  for (const Ended& e : ended) {
+    BOOST_REQUIRE_MESSAGE(e.why.ok(), e.why.status().message());
+    BOOST_TEST((e.why.value() == train::StopReason::kRequested));
     BOOST_TEST(e.steps == 18);
     BOOST_TEST((e.params == ended[0].params));
   }

@@ -1,7 +1,8 @@
 // LocalNetwork with threads: a batch split over threads (by rows for MLPs, by slices for the
 // rest) gives the whole batch's loss and gradient (up to rounding), the same bits for the same
 // thread count, and a model with running statistics is not split; an optimizer step taken
-// inside the pass gives the bits of the pass followed by the step.
+// inside the pass gives the bits of the pass followed by the step; a watched pass tells when each
+// layer's gradient is final.
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -211,6 +212,52 @@ BOOST_AUTO_TEST_CASE(the_same_thread_count_gives_the_same_bits) {
     if (spec.type == ModelType::kSequential) {
       const Pass other = Run(a, params, batch, 64, 10);
       BOOST_TEST(!std::equal(pa.grad.begin(), pa.grad.end(), other.grad.begin()));
+    }
+  }
+}
+
+// A watched pass (Network::WatchGradient) reports each layer with parameters once, last first,
+// after that layer's gradient is final, and computes the unwatched pass's bits.
+BOOST_AUTO_TEST_CASE(a_watched_pass_reports_each_layer_when_final_with_the_same_bits) {
+  const Batch batch(37, 12, 4);
+  // The row pass on one and on two threads, a pass that is not split (batchnorm).
+  const std::pair<ModelSpec, int> cases[] = {{Mlp(), 1}, {Mlp(), 2}, {WithBatchNorm(), 2}};
+  for (const auto& [spec, threads] : cases) {
+    BOOST_TEST_CONTEXT(FormatModelSpec(spec) << ", threads " << threads) {
+      LocalNetwork watched(spec, 37, threads), plain(spec, 37, threads);
+      math::FloatBuffer params(plain.NumParams());
+      plain.Init(params, 5);
+      const Pass expected = Run(plain, params, batch, 37);
+      std::vector<std::size_t> reported;
+      Pass got{{}, math::FloatBuffer(watched.NumParams())};
+      std::vector<float> final_from_report;  // the gradient's floats from each report's offset on
+      watched.WatchGradient([&](std::size_t begin) {
+        reported.push_back(begin);
+        const std::size_t end = reported.size() == 1 ? got.grad.size() : reported.end()[-2];
+        final_from_report.insert(final_from_report.end(), got.grad.data() + begin,
+                                 got.grad.data() + end);
+      });
+      watched.SetNoiseSeed(9);
+      const Result<LossValue> v = watched.ForwardBackward(
+          params.data(), batch.x.data(), batch.y.data(), 37, 1e-3f, got.grad.data());
+      BOOST_REQUIRE(v.ok());
+      BOOST_TEST(v.value().loss_sum == expected.value.loss_sum);
+      BOOST_TEST(std::equal(got.grad.begin(), got.grad.end(), expected.grad.begin()));
+      // One report per layer with parameters, at its first float, from the last layer down.
+      std::vector<std::size_t> starts;
+      const Model& model = watched.model();
+      for (std::size_t l = model.NumLayers(); l-- > 0;) {
+        if (model.layer(l).NumParams() > 0) starts.push_back(model.ParamOffset(l));
+      }
+      BOOST_TEST(reported == starts, boost::test_tools::per_element());
+      // What each report declared final was already the final gradient then.
+      std::vector<float> expected_order;
+      for (std::size_t i = 0; i < starts.size(); ++i) {
+        const std::size_t end = i == 0 ? expected.grad.size() : starts[i - 1];
+        expected_order.insert(expected_order.end(), expected.grad.data() + starts[i],
+                              expected.grad.data() + end);
+      }
+      BOOST_TEST((final_from_report == expected_order));
     }
   }
 }

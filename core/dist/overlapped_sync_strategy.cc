@@ -1,0 +1,134 @@
+#include "core/dist/overlapped_sync_strategy.h"
+
+#include <cassert>
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "core/math/elementwise.h"
+
+namespace dtrain::dist {
+
+OverlappedSyncStrategy::OverlappedSyncStrategy(RingAllReduce& ring,
+                                               std::vector<GradientBucket> buckets,
+                                               std::unique_ptr<optim::Optimizer> optimizer,
+                                               float clip_norm)
+    : ring_(ring),
+      buckets_(std::move(buckets)),
+      local_(std::move(optimizer), clip_norm),
+      votes_(ring) {
+  assert(!buckets_.empty());
+  stats_.overlapped = true;
+  thread_ = std::thread([this] { ExchangeLoop(); });
+}
+
+OverlappedSyncStrategy::~OverlappedSyncStrategy() {
+  {
+    std::lock_guard lock(mu_);
+    shutdown_ = true;
+  }
+  posted_cv_.notify_one();
+  thread_.join();
+}
+
+void OverlappedSyncStrategy::Start(std::int64_t step, std::span<float> grad,
+                                   const train::StepShare& share, bool measure) {
+  // The previous step's Apply has waited for all its buckets: the exchange thread is idle.
+  step_ = step;
+  grad_ = std::span<float>(grad.data(), grad.size() + VotingAllReduce::kVoteFloats);
+  weight_ = train::ShareWeight(share, ring_.world());
+  measure_ = measure;
+  votes_.Cast(grad_.last<VotingAllReduce::kVoteFloats>());
+  std::lock_guard lock(mu_);
+  posted_ = done_ = 0;
+  failure_ = Status::Ok();
+  step_stats_ = {};
+  step_squared_ = 0.0;
+  started_ = true;
+}
+
+void OverlappedSyncStrategy::Finished(std::size_t begin) {
+  if (started_) Post(begin);
+}
+
+void OverlappedSyncStrategy::Post(std::size_t begin) {
+  std::size_t ready = 0;
+  {
+    std::lock_guard lock(mu_);
+    while (posted_ < buckets_.size() && buckets_[posted_].begin >= begin) ++posted_;
+    ready = posted_;
+  }
+  if (ready > 0) posted_cv_.notify_one();
+}
+
+Status OverlappedSyncStrategy::Exchange(std::size_t b) {
+  const GradientBucket& bucket = buckets_[b];
+  const std::span<float> values = grad_.subspan(bucket.begin, bucket.end - bucket.begin);
+  if (measure_) {
+    const double squared = math::SquaredNorm(values);
+    std::lock_guard lock(mu_);
+    step_squared_ += squared;
+  }
+  if (weight_ != 1.0f) math::Scale(weight_, values);
+  // The first bucket carries the votes after the gradient's last float.
+  const std::span<float> op_range = b == 0 ? grad_.subspan(bucket.begin) : values;
+  // Distinct tags for consecutive ops, every replica the same: each step's buckets in a row.
+  const std::uint64_t count = buckets_.size();
+  const auto base = static_cast<std::uint64_t>(step_) % (RingAllReduce::kMaxOp / count) * count;
+  const auto start = std::chrono::steady_clock::now();
+  Status reduced = ring_.AllReduceMean(op_range, static_cast<std::uint32_t>(base + b));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard lock(mu_);
+  step_stats_.comm_seconds += seconds;
+  step_stats_.wait_seconds += ring_.last_op().wait_seconds;
+  step_stats_.bytes_sent += ring_.last_op().bytes_sent;
+  step_stats_.bytes_received += ring_.last_op().bytes_received;
+  return reduced;
+}
+
+void OverlappedSyncStrategy::ExchangeLoop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    posted_cv_.wait(lock, [&] { return shutdown_ || done_ < posted_; });
+    if (shutdown_) return;
+    const std::size_t b = done_;
+    const bool failed = !failure_.ok();
+    lock.unlock();
+    // After a failure the ring refuses every op: the step's other buckets are given up.
+    Status exchanged = failed ? Status::Ok() : Exchange(b);
+    lock.lock();
+    if (!exchanged.ok() && failure_.ok()) failure_ = std::move(exchanged);
+    ++done_;
+    if (done_ == buckets_.size()) done_cv_.notify_one();
+  }
+}
+
+Status OverlappedSyncStrategy::Apply(std::int64_t step, std::span<float> params,
+                                     std::span<float> grad, float lr,
+                                     const train::StepShare& share) {
+  if (!started_ || step != step_ || grad.data() != grad_.data()) {
+    Start(step, grad, share, false);  // a caller that did not start the step: no overlap
+  }
+  Post(0);
+  const auto waiting = std::chrono::steady_clock::now();
+  Status failed;
+  {
+    std::unique_lock lock(mu_);
+    done_cv_.wait(lock, [&] { return done_ == buckets_.size(); });
+    failed = failure_;
+    stats_.comm_seconds += step_stats_.comm_seconds;
+    stats_.wait_seconds += step_stats_.wait_seconds;
+    stats_.bytes_sent += step_stats_.bytes_sent;
+    stats_.bytes_received += step_stats_.bytes_received;
+    if (measure_) squared_norm_ = step_squared_;
+  }
+  stats_.exposed_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count();
+  started_ = false;
+  if (!failed.ok()) return Status::Error("step " + std::to_string(step) + ": " + failed.message());
+  votes_.Read(grad_.data() + grad.size());
+  return local_.Apply(step, params, grad, lr, share);
+}
+
+}  // namespace dtrain::dist

@@ -1,0 +1,107 @@
+// OverlappedSyncStrategy: mode = "sync", allreduce = "ring", uncompressed, across hosts, with
+// [cluster] bucket_bytes > 0: the replicas average their gradients as SyncAllReduceStrategy does,
+// but bucket by bucket (gradient_buckets.h) while the backward pass still runs. Each layer's
+// gradient is final once its backward is done (Network::WatchGradient); as soon as the pass has
+// finished a bucket, a thread of this strategy weights it (ShareWeight) and averages it over the
+// ring, while the training thread computes the layers below. Apply posts what is left, waits for
+// the last bucket, then clips and steps as every sync replica does.
+//
+//   auto sync = std::make_unique<OverlappedSyncStrategy>(
+//       ring, PlanBuckets(starts, n, bucket_bytes / 4), MakeOptimizer(opts, 0, n), clip_norm);
+//   Trainer trainer(model, options, train, &test, scaling, *sync);  // it calls DuringPass()
+//
+// Bits: every replica ends each step with the same mean, so replicas stay bitwise identical, and
+// a run repeats itself exactly (the buckets and their ops depend only on the model and
+// bucket_bytes). Each bucket is summed in its own ring order, so with three or more replicas the
+// mean rounds differently from one whole-gradient all-reduce (SyncAllReduceStrategy, or
+// HostSyncStrategy on one host); with two it is the same (a + b == b + a).
+// Stop and checkpoint votes ride after the gradient (GradientTail, VotingAllReduce's floats) in the
+// first bucket's op, cast when the step starts.
+// Stats: comm_seconds is the time the exchange thread spent in ops, exposed_seconds what the
+// training thread waited for it in Apply (the communication the pass did not hide).
+// A failed op (a dead peer, a timeout) fails that step's Apply with the ring's error; the ring
+// refuses later ops.
+//
+// Threads: one training thread calls everything; the exchange thread is this object's own and
+// touches only the buckets it was handed (the pass writes only those below them). The ring must
+// outlive the strategy and is used by no one else.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "core/dist/gradient_buckets.h"
+#include "core/dist/ring_allreduce.h"
+#include "core/dist/voting_allreduce.h"
+#include "core/optim/optimizer.h"
+#include "core/train/strategy.h"
+
+namespace dtrain::dist {
+
+class OverlappedSyncStrategy final : public train::Strategy, private train::PassExchange {
+ public:
+  // `buckets`: PlanBuckets' plan of the model's gradient (at least one bucket).
+  OverlappedSyncStrategy(RingAllReduce& ring, std::vector<GradientBucket> buckets,
+                         std::unique_ptr<optim::Optimizer> optimizer, float clip_norm);
+  ~OverlappedSyncStrategy() override;
+  OverlappedSyncStrategy(const OverlappedSyncStrategy&) = delete;
+  OverlappedSyncStrategy& operator=(const OverlappedSyncStrategy&) = delete;
+
+  Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
+               const train::StepShare& share) override;
+  optim::Optimizer* LocalOptimizer() override { return local_.LocalOptimizer(); }
+  std::size_t GradientTail() const override { return VotingAllReduce::kVoteFloats; }
+  bool ProposeStop(train::StopReason reason) override {
+    votes_.Propose(reason);
+    return true;
+  }
+  std::optional<train::StopReason> AgreedStop() const override { return votes_.agreed(); }
+  train::CommStats Stats() const override { return stats_; }
+  train::PassExchange* DuringPass() override { return this; }
+
+ private:
+  // train::PassExchange
+  void Start(std::int64_t step, std::span<float> grad, const train::StepShare& share,
+             bool measure) override;
+  void Finished(std::size_t begin) override;
+  double SquaredNorm() const override { return squared_norm_; }
+
+  // Hands the exchange thread every bucket not yet posted that begins at or after `begin`.
+  void Post(std::size_t begin);
+  void ExchangeLoop();
+  // Weights bucket b of the current step, measures it if asked, and averages it over the ring.
+  Status Exchange(std::size_t b);
+
+  RingAllReduce& ring_;
+  const std::vector<GradientBucket> buckets_;
+  train::LocalStrategy local_;  // the clip-and-step every replica takes
+  VotingAllReduce votes_;       // for its votes only: the ops go straight to the ring
+
+  // The current step, set by Start before any bucket of it is posted.
+  bool started_ = false;
+  std::int64_t step_ = 0;
+  std::span<float> grad_;  // with the vote tail after it
+  float weight_ = 1.0f;
+  bool measure_ = false;
+  double squared_norm_ = 0.0;  // the last measured step's
+
+  std::mutex mu_;
+  std::condition_variable posted_cv_;  // the exchange thread waits for a bucket or shutdown
+  std::condition_variable done_cv_;    // Apply waits for the last bucket
+  std::size_t posted_ = 0;             // buckets of the current step handed over (guarded)
+  std::size_t done_ = 0;               // of them, exchanged or given up (guarded)
+  bool shutdown_ = false;              // guarded
+  Status failure_;                     // the step's first failed op (guarded)
+  train::CommStats step_stats_;        // the exchange thread's costs this step (guarded)
+  double step_squared_ = 0.0;          // the measured buckets' squared norms (guarded)
+  train::CommStats stats_;             // the training thread's totals
+  std::thread thread_;
+};
+
+}  // namespace dtrain::dist
