@@ -15,12 +15,11 @@ std::string WhatItExchanges(Exchange exchange) {
   switch (exchange) {
     case Exchange::kNone:
       return "trains one replica, with no gradients to exchange";
-    case Exchange::kSynchronous:  // sync's row has kCompressionKeys
+    case Exchange::kSynchronous:  // sync's and local's rows have kCompressionKeys
+    case Exchange::kPeriodicAverage:
       break;
     case Exchange::kAsynchronous:
       return "pushes its gradients to parameter servers";
-    case Exchange::kPeriodicAverage:
-      return "averages parameters, not gradients";
     case Exchange::kWorkUnits:
       return "pushes its work units' gradients to L-BFGS's shards";
   }
@@ -76,9 +75,10 @@ void ReadCompression(TableReader& r, ClusterConfig* c) {
       !CompressionApplies(*c)) {
     r.Report(*method, "compression",
              "is \"" + std::string(compress::MethodName(s.method)) +
-                 "\", but compression applies to the gradients of mode " +
+                 "\", but compression applies to what the replicas of mode " +
                  QuotedModes([](const ModeTraits& m) { return (m.keys & kCompressionKeys) != 0; }) +
-                 " with allreduce \"ring\" and model_parallel = 1 for now: " + WhyNot(*c));
+                 " exchange, with allreduce \"ring\" and model_parallel = 1 for now: " +
+                 WhyNot(*c));
   }
 }
 

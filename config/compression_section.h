@@ -19,8 +19,8 @@
 
 namespace dtrain::config::internal {
 
-// Whether a job laid out as `c` may compress its gradients: mode "sync" on the ring, every
-// replica one process (model_parallel = 1).
+// Whether a job laid out as `c` may compress what its replicas exchange: mode "sync" on the ring
+// (gradients) or "local" (its averages), every replica one process (model_parallel = 1).
 bool CompressionApplies(const ClusterConfig& c);
 
 void ReadCompression(TableReader& cluster, ClusterConfig* c);

@@ -72,7 +72,7 @@ constexpr std::array<ModeTraits, kModeCount> kModes{{
      .lbfgs = kRefused,
      .sparse = false,
      .default_optimizer = std::nullopt,
-     .keys = kAveragingKeys},
+     .keys = kAveragingKeys | kCompressionKeys},
     {.mode = ClusterMode::kSandblaster,
      .name = "sandblaster",
      .several_workers = true,

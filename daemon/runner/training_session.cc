@@ -7,6 +7,7 @@
 #include "config/mode_traits.h"
 #include "config/thread_layout.h"
 #include "core/compress/compression_plan.h"
+#include "core/dist/compressed_local_strategy.h"
 #include "core/dist/compressed_sync_strategy.h"
 #include "core/dist/downpour_strategy.h"
 #include "core/dist/host_sync_strategy.h"
@@ -182,7 +183,7 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
       // One replica compresses as each of several would, on a ring of itself: what a replica
       // computes does not depend on how many there are.
       ring_ = std::make_unique<dist::RingAllReduce>(0, 1, nullptr, nullptr);
-      strategy_ = MakeCompressedSync(job, network_->spec(), *ring_);
+      strategy_ = MakeCompressedRing(job, network_->spec(), *ring_);
       return Status::Ok();
     }
     strategy_ = std::make_unique<train::LocalStrategy>(
@@ -229,6 +230,10 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
       return Status::Ok();
     }
     case Exchange::kPeriodicAverage:
+      if (job.cluster.compression.method != compress::Method::kNone) {
+        strategy_ = MakeCompressedRing(job, network_->spec(), *ring_);
+        return Status::Ok();
+      }
       strategy_ = std::make_unique<dist::LocalSgdStrategy>(*ring_, std::move(optimizer),
                                                            job.clip_norm, job.cluster.average_every,
                                                            job.cluster.average_optimizer);
@@ -339,6 +344,21 @@ std::unique_ptr<train::Strategy> MakeCompressedSync(const config::JobConfig& job
   return std::make_unique<dist::CompressedSyncStrategy>(
       ring, compress::PlanCompression(model.Tensors(), settings), settings, job.train.seed,
       optim::MakeOptimizer(job.optimizer, 0, model.NumParams()), job.clip_norm);
+}
+
+std::unique_ptr<train::Strategy> MakeCompressedRing(const config::JobConfig& job,
+                                                    const model::ModelSpec& spec,
+                                                    dist::RingAllReduce& ring) {
+  if (TraitsOf(job.cluster.mode).exchange != Exchange::kPeriodicAverage) {
+    return MakeCompressedSync(job, spec, ring);
+  }
+  const compress::Settings& settings = job.cluster.compression;
+  const model::Model model(spec);
+  return std::make_unique<dist::CompressedLocalStrategy>(
+      ring, compress::PlanCompression(model.Tensors(), settings), settings, job.train.seed,
+      optim::MakeOptimizer(job.optimizer, 0, model.NumParams()), job.clip_norm,
+      dist::AveragingOptions{.average_every = job.cluster.average_every,
+                             .average_optimizer = job.cluster.average_optimizer});
 }
 
 std::vector<std::string> CompressionLines(const config::JobConfig& job,

@@ -138,6 +138,12 @@ std::unique_ptr<train::Strategy> MakeCompressedSync(const config::JobConfig& job
                                                     const model::ModelSpec& spec,
                                                     dist::RingAllReduce& ring);
 
+// The same for any mode that compresses over a ring: mode "local"'s averages
+// (CompressedLocalStrategy), else MakeCompressedSync's.
+std::unique_ptr<train::Strategy> MakeCompressedRing(const config::JobConfig& job,
+                                                    const model::ModelSpec& spec,
+                                                    dist::RingAllReduce& ring);
+
 // What a job's lead replica logs of its gradient compression as it starts: a line per tensor of
 // `spec`, its plan (compress::DescribeTensorPlan) after "compression <method>: "; none without.
 std::vector<std::string> CompressionLines(const config::JobConfig& job,

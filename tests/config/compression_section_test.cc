@@ -136,8 +136,8 @@ BOOST_AUTO_TEST_CASE(a_key_the_method_does_not_read_is_refused_naming_the_method
 
 BOOST_AUTO_TEST_CASE(a_method_is_refused_where_gradients_are_not_all_reduced_on_the_ring) {
   const std::string applies =
-      "is \"bf16\", but compression applies to the gradients of mode \"sync\" with allreduce "
-      "\"ring\" and model_parallel = 1 for now: ";
+      "is \"bf16\", but compression applies to what the replicas of mode \"sync\" or \"local\" "
+      "exchange, with allreduce \"ring\" and model_parallel = 1 for now: ";
   const struct {
     std::string cluster;
     int line;
@@ -149,7 +149,8 @@ BOOST_AUTO_TEST_CASE(a_method_is_refused_where_gradients_are_not_all_reduced_on_
       {"workers = 2\nmode = \"async\"\n", 6,
        "mode \"async\" pushes its gradients to parameter "
        "servers"},
-      {"workers = 2\nmode = \"local\"\n", 6, "mode \"local\" averages parameters, not gradients"},
+      {"workers = 2\nmode = \"local\"\nmodel_parallel = 2\n", 7,
+       "model_parallel = 2 splits each replica's gradient among its partitions"},
       {"workers = 2\nmode = \"sync\"\nallreduce = \"ps\"\n", 7,
        "allreduce \"ps\" sums the gradients on parameter servers"},
       {"workers = 2\nmode = \"sync\"\nmodel_parallel = 2\n", 7,
@@ -167,6 +168,23 @@ BOOST_AUTO_TEST_CASE(a_method_is_refused_where_gradients_are_not_all_reduced_on_
             "[cluster]\nworkers = 2\nmode = \"sandblaster\"\ncompression = \"bf16\"\n"),
       {{"inline.toml", 8, 15, "cluster.compression",
         "mode \"sandblaster\" pushes its work units' gradients to L-BFGS's shards"}});
+}
+
+// Mode "local" compresses what its averages exchange: each method is read, shown and round-trips.
+BOOST_AUTO_TEST_CASE(local_jobs_compress_their_averages_with_every_method) {
+  for (const std::string method : {"bf16", "powersgd", "topk"}) {
+    BOOST_TEST_CONTEXT(method) {
+      const JobConfig job =
+          MustParse(std::string(kData) + "[cluster]\nworkers = 2\nmode = \"local\"\n" +
+                    "average_optimizer = true\ncompression = \"" + method + "\"\n");
+      BOOST_TEST(compress::MethodName(job.cluster.compression.method) == method);
+      const std::string text = FormatResolvedJob(job, ResolvedKeys::kApplicable);
+      BOOST_TEST(Has(text, "compression = \"" + method + "\""), text);
+      const LoadResult back = ParseJobText(text, "inline.toml", {}, "/");
+      BOOST_REQUIRE(back.ok());
+      BOOST_TEST((back.job->cluster == job.cluster));
+    }
+  }
 }
 
 // One problem, one diagnostic: a value that failed to read is not held against the others.
