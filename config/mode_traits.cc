@@ -59,7 +59,7 @@ constexpr std::array<ModeTraits, kModeCount> kModes{{
      .sparse = true,
      // Downpour's shards default to Adagrad (Dean et al. 2012); an explicit optimizer.type wins.
      .default_optimizer = optim::OptimizerType::kAdagrad,
-     .keys = kServersKey | kDownpourKeys},
+     .keys = kServersKey | kDownpourKeys | kCompressionKeys},
     {.mode = ClusterMode::kLocal,
      .name = "local",
      .several_workers = true,

@@ -13,6 +13,7 @@
 #include "core/dist/host_sync_strategy.h"
 #include "core/dist/local_sgd_strategy.h"
 #include "core/dist/partitioned_mlp.h"
+#include "core/dist/push_codec.h"
 #include "core/dist/sync_ps_strategy.h"
 #include "core/math/gemm.h"
 #include "core/net/host_info.h"
@@ -260,7 +261,9 @@ Status TrainingSession::ConnectShards(const config::JobConfig& job, const Placem
                                                   dist::SyncPsOptions{.rank = rank,
                                                                       .workers = workers,
                                                                       .clip_norm = job.clip_norm,
-                                                                      .timeout = JobTimeout(job)});
+                                                                      .timeout = JobTimeout(job),
+                                                                      .compression =
+                                                                          job.cluster.compression});
       break;
     case Exchange::kAsynchronous:
       ps = std::make_unique<dist::DownpourStrategy>(
@@ -271,7 +274,8 @@ Status TrainingSession::ConnectShards(const config::JobConfig& job, const Placem
                                 .fetch_every = job.cluster.fetch_every,
                                 .max_staleness = job.cluster.max_staleness,
                                 .clip_norm = job.clip_norm,
-                                .timeout = JobTimeout(job)});
+                                .timeout = JobTimeout(job),
+                                .compression = job.cluster.compression});
       break;
     default:
       return Status::Error("cluster.mode \"" +
@@ -361,6 +365,15 @@ std::unique_ptr<train::Strategy> MakeCompressedRing(const config::JobConfig& job
                              .average_optimizer = job.cluster.average_optimizer});
 }
 
+std::vector<compress::TensorPlan> CompressionPlanOf(const config::JobConfig& job,
+                                                   const model::ModelSpec& spec) {
+  const model::Model model(spec);
+  if (!UsesShards(job)) return compress::PlanCompression(model.Tensors(), job.cluster.compression);
+  // On parameter servers a push's slice for each shard is what travels, not a tensor.
+  return dist::PlanPushes(dist::ShardRanges(model.NumParams(), job.cluster.Servers()),
+                          job.cluster.compression);
+}
+
 std::vector<std::string> CompressionLines(const config::JobConfig& job,
                                           const model::ModelSpec& spec) {
   const compress::Settings& settings = job.cluster.compression;
@@ -368,8 +381,7 @@ std::vector<std::string> CompressionLines(const config::JobConfig& job,
   if (settings.method == compress::Method::kNone) return lines;
   const std::string head =
       "compression " + std::string(compress::MethodName(settings.method)) + ": ";
-  for (const compress::TensorPlan& t :
-       compress::PlanCompression(model::Model(spec).Tensors(), settings)) {
+  for (const compress::TensorPlan& t : CompressionPlanOf(job, spec)) {
     lines.push_back(head + compress::DescribeTensorPlan(t));
   }
   return lines;

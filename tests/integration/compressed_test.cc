@@ -21,10 +21,10 @@
 #include "config/job_file.h"
 #include "core/dist/local_link.h"
 #include "core/math/gemm.h"
-#include "daemon/runner/job_data.h"
 #include "daemon/runner/training_session.h"
 #include "integration/daemon_fixture.h"
 #include "integration/finished_run.h"
+#include "integration/in_process_job.h"
 
 namespace dtrain::testing {
 namespace {
@@ -50,13 +50,10 @@ std::string CompressedJob(int workers, const std::string& compression, long long
 // TrainingSession gives a compressed job (one worker's too): the final parameters (every
 // replica's the same; a local job's run ends right after an average).
 std::vector<float> InProcessReference(const TempDir& dir, const std::string& text) {
-  const config::LoadResult loaded =
-      config::ParseJobText(text, dir.Path("reference.toml"), {}, dir.Path(""));
-  BOOST_REQUIRE(loaded.ok());
-  const config::JobConfig& job = *loaded.job;
-  Result<runner::JobData> data = runner::LoadJobData(job);
-  BOOST_REQUIRE(data.ok());
-  const model::ModelSpec& spec = data.value().spec;
+  const InProcessJob reference = LoadInProcessJob(dir, text);
+  const config::JobConfig& job = reference.job;
+  const runner::JobData& data = reference.data;
+  const model::ModelSpec& spec = data.spec;
   const int world = job.cluster.workers;
   math::SetBlasThreads(1);
   std::vector<dist::RingLinks> links = dist::MakeLocalRing(world);
@@ -70,7 +67,7 @@ std::vector<float> InProcessReference(const TempDir& dir, const std::string& tex
       model::LocalNetwork network(spec, train::Trainer::Capacity(options), 1);
       dist::RingAllReduce ring(r, world, links[i].left, links[i].right);
       const std::unique_ptr<train::Strategy> strategy = runner::MakeCompressedRing(job, spec, ring);
-      train::Trainer trainer(network, options, data.value().train, nullptr, data.value().scaling,
+      train::Trainer trainer(network, options, data.train, nullptr, data.scaling,
                              *strategy);
       trainer.InitParams();
       train::NullListener quiet;
