@@ -99,8 +99,7 @@ int Validate(const ValidateArgs& args) {
   if (args.json) {
     const nlohmann::json out = {
         {"resolved", resolved},
-        {"compression",
-         spec ? CompressionPlanJson(*loaded.job, *spec) : nlohmann::json()}};
+        {"compression", spec ? CompressionPlanJson(*loaded.job, *spec) : nlohmann::json()}};
     std::cout << out.dump() << std::endl;
     return kExitOk;
   }

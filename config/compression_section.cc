@@ -36,9 +36,8 @@ std::string WhyNot(const ClusterConfig& c) {
            " splits each replica's gradient among its partitions";
   }
   if (c.Servers() > 0 && c.compression.method == compress::Method::kPowerSgd) {
-    return std::string(mode.exchange == Exchange::kAsynchronous
-                           ? "mode \"async\" pushes"
-                           : "allreduce \"ps\" pushes") +
+    return std::string(mode.exchange == Exchange::kAsynchronous ? "mode \"async\" pushes"
+                                                                : "allreduce \"ps\" pushes") +
            " each worker's gradient to parameter servers, which would have to rebuild every "
            "worker's low-rank product: PowerSGD's factors are summed by all-reduce (\"bf16\" and "
            "\"topk\" apply)";

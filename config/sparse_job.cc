@@ -125,7 +125,8 @@ void CheckSparseJob(const JobConfig& job, const SparseReaders& r) {
   if (job.cluster.fetch_every != defaults.fetch_every) {
     ReportIfPresent(r.cluster, "fetch_every", per_step);
   }
-  if (job.cluster.compression.method != compress::Method::kNone && CompressionApplies(job.cluster)) {
+  if (job.cluster.compression.method != compress::Method::kNone &&
+      CompressionApplies(job.cluster)) {
     ReportIfPresent(r.cluster, "compression",
                     "is \"" + std::string(compress::MethodName(job.cluster.compression.method)) +
                         "\", but a sparse model pushes its batch's keys and their rows, which "

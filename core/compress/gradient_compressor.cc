@@ -216,7 +216,8 @@ Status GradientCompressor::ExchangeGathered(std::span<float> grad, GradientExcha
   const std::size_t block = PlanSentFloats(plan_);
   const auto world = static_cast<std::size_t>(exchange.world());
   buffer_.resize(block * world);
-  Encode(grad, std::span(buffer_).subspan(static_cast<std::size_t>(exchange.rank()) * block, block));
+  Encode(grad,
+         std::span(buffer_).subspan(static_cast<std::size_t>(exchange.rank()) * block, block));
   if (Status s = exchange.Gather(buffer_); !s.ok()) return s;
   ScopedSeconds timer(stats_.seconds);
   const float inverse_world = 1.0f / static_cast<float>(world);

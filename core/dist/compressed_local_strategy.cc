@@ -14,10 +14,12 @@ std::size_t StateFloats(optim::Optimizer& optimizer) {
 
 }  // namespace
 
-CompressedLocalStrategy::CompressedLocalStrategy(
-    RingAllReduce& ring, std::vector<compress::TensorPlan> plan, const compress::Settings& settings,
-    std::uint64_t seed, std::unique_ptr<optim::Optimizer> optimizer, float clip_norm,
-    AveragingOptions averaging)
+CompressedLocalStrategy::CompressedLocalStrategy(RingAllReduce& ring,
+                                                 std::vector<compress::TensorPlan> plan,
+                                                 const compress::Settings& settings,
+                                                 std::uint64_t seed,
+                                                 std::unique_ptr<optim::Optimizer> optimizer,
+                                                 float clip_norm, AveragingOptions averaging)
     : exchange_(ring),
       compressor_(std::move(plan), settings, seed),
       local_(std::move(optimizer), clip_norm),
@@ -38,8 +40,8 @@ Status CompressedLocalStrategy::Apply(std::int64_t step, std::span<float> params
   Status stepped = local_.Apply(step, params, grad, lr, share);
   if (!stepped.ok() || (step + 1) % averaging_.average_every != 0) return stepped;
   if (Status averaged = Average(step, params); !averaged.ok()) {
-    return Status::Error("step " + std::to_string(step) + ": averaging the parameters: " +
-                         averaged.message());
+    return Status::Error("step " + std::to_string(step) +
+                         ": averaging the parameters: " + averaged.message());
   }
   agreed_ = exchange_.votes().agreed();
   checkpoint_agreed_ = exchange_.votes().checkpoint_agreed();

@@ -58,7 +58,7 @@ class CompressedSyncStrategy final : public train::Strategy {
   compress::GradientCompressor& compressor() { return compressor_; }
 
  private:
-  RingAllReduce& ring_;        // owned by the caller, with its links
+  RingAllReduce& ring_;       // owned by the caller, with its links
   CompressingRing exchange_;  // the compressor's view of the ring, with the votes
   compress::GradientCompressor compressor_;
   train::LocalStrategy local_;  // the clip-and-step every replica takes

@@ -32,9 +32,10 @@
 // leave without a goodbye, as if it had died, so that a restarted process may take its place.
 // With compression, each push is encoded with this replica's error feedback (ps_client.h); the
 // residual is not checkpointed (shards apply pushes as they come, so an async resume is not exact
-// anyway): a resumed or restarted replica starts with none. Stats(): comm_seconds is the communication thread's time in
-// exchanges, wait_seconds the training thread's time blocked on it; WorkerStats() adds this
-// replica's own view of staleness. Clipping (clip_norm > 0) clips each step's gradient.
+// anyway): a resumed or restarted replica starts with none. Stats(): comm_seconds is the
+// communication thread's time in exchanges, wait_seconds the training thread's time blocked on it;
+// WorkerStats() adds this replica's own view of staleness. Clipping (clip_norm > 0) clips each
+// step's gradient.
 //
 // One thread at a time (the training thread); the strategy's own thread is internal. The links
 // must outlive the strategy.

@@ -190,10 +190,9 @@ Status ParameterShard::SendReply(Link& link, int rank, PsMessage kind, const PsH
   return Status::Ok();
 }
 
-Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello,
-                                   PushDecoder& pushes, std::span<const float> params,
-                                   std::uint64_t clock, std::uint64_t steps,
-                                   std::uint64_t own_clock) {
+Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello, PushDecoder& pushes,
+                                   std::span<const float> params, std::uint64_t clock,
+                                   std::uint64_t steps, std::uint64_t own_clock) {
   Result<PushDecoder> decoder = PushDecoder::FromHello(hello, params.size());
   if (!decoder.ok()) return Fail(Worker(rank) + "'s hello", decoder.status());
   pushes = std::move(decoder).value();

@@ -50,8 +50,8 @@ PsClient::PsClient(std::span<Link* const> shard_links, PsClientOptions options)
   if (compression.method == compress::Method::kPowerSgd) {
     unusable_ = Status::Error(me + ": compression \"powersgd\" does not apply to pushes");
   } else if (compression.method != compress::Method::kNone && unusable_.ok()) {
-    compressor_ = std::make_unique<compress::GradientCompressor>(
-        PlanPushes(ranges_, compression), compression, /*seed=*/0);
+    compressor_ = std::make_unique<compress::GradientCompressor>(PlanPushes(ranges_, compression),
+                                                                 compression, /*seed=*/0);
     encoded_.resize(compress::PlanSentFloats(compressor_->plan()));
   }
 }
@@ -251,8 +251,8 @@ Result<std::uint32_t> PsClient::SyncStep(std::uint64_t step, std::span<const flo
   h.rows = static_cast<std::uint32_t>(rows);
   h.total_rows = static_cast<std::uint32_t>(total_rows);
   h.vote = vote;
-  const bool compressed = compressor_ && step >= static_cast<std::uint64_t>(
-                                                     options_.compression.warmup_steps);
+  const bool compressed =
+      compressor_ && step >= static_cast<std::uint64_t>(options_.compression.warmup_steps);
   if (Status s = SendPushes(h, grad, compressed, {}, Clock::now() + options_.timeout); !s.ok()) {
     return Broken(s);
   }
@@ -294,10 +294,9 @@ Status PsClient::Push(std::uint64_t clock, std::span<const float> grad, float lr
   PsHeader h = Request();
   h.clock = clock;
   h.lr = lr;
-  const bool compressed = compressor_ && clock >= static_cast<std::uint64_t>(
-                                                      options_.compression.warmup_steps);
-  if (Status s = SendPushes(h, grad, compressed, basis, Clock::now() + options_.timeout);
-      !s.ok()) {
+  const bool compressed =
+      compressor_ && clock >= static_cast<std::uint64_t>(options_.compression.warmup_steps);
+  if (Status s = SendPushes(h, grad, compressed, basis, Clock::now() + options_.timeout); !s.ok()) {
     return Broken(s);
   }
   return Status::Ok();

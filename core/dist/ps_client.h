@@ -140,7 +140,7 @@ class PsClient {
   std::vector<float> encoded_;                                // a push's messages, shard by shard
 
   mutable std::mutex stats_mu_;
-  train::CommStats stats_;        // guarded by stats_mu_
+  train::CommStats stats_;         // guarded by stats_mu_
   std::uint64_t saved_bytes_ = 0;  // what compression kept off the wire; guarded by stats_mu_
 };
 

@@ -61,8 +61,8 @@ struct PsHeader {
   float lr = 0.0f;               // push: the learning rate to apply it with
   std::uint64_t clock = 0;       // see ps_protocol.md, per message
   std::uint64_t basis = 0;       // push (async): g_f; fetch reply: pushes applied in total
-  std::uint32_t rows = 0;  // push (sync): this worker's rows of the step; hello with
-                           // kPsSparsePushes: the pairs of each compressed push
+  std::uint32_t rows = 0;        // push (sync): this worker's rows of the step; hello with
+                                 // kPsSparsePushes: the pairs of each compressed push
   std::uint32_t total_rows = 0;  // push (sync): every worker's rows; sparse push: its batch's
   std::uint64_t num_params = 0;  // hello, hello reply: n, the whole vector's length
   std::uint64_t begin = 0;       // hello, hello reply: the shard's range

@@ -257,13 +257,13 @@ Status TrainingSession::ConnectShards(const config::JobConfig& job, const Placem
   std::unique_ptr<dist::PsStrategy> ps;
   switch (TraitsOf(job.cluster.mode).exchange) {
     case Exchange::kSynchronous:
-      ps = std::make_unique<dist::SyncPsStrategy>(shards_, n,
-                                                  dist::SyncPsOptions{.rank = rank,
-                                                                      .workers = workers,
-                                                                      .clip_norm = job.clip_norm,
-                                                                      .timeout = JobTimeout(job),
-                                                                      .compression =
-                                                                          job.cluster.compression});
+      ps = std::make_unique<dist::SyncPsStrategy>(
+          shards_, n,
+          dist::SyncPsOptions{.rank = rank,
+                              .workers = workers,
+                              .clip_norm = job.clip_norm,
+                              .timeout = JobTimeout(job),
+                              .compression = job.cluster.compression});
       break;
     case Exchange::kAsynchronous:
       ps = std::make_unique<dist::DownpourStrategy>(
@@ -366,7 +366,7 @@ std::unique_ptr<train::Strategy> MakeCompressedRing(const config::JobConfig& job
 }
 
 std::vector<compress::TensorPlan> CompressionPlanOf(const config::JobConfig& job,
-                                                   const model::ModelSpec& spec) {
+                                                    const model::ModelSpec& spec) {
   const model::Model model(spec);
   if (!UsesShards(job)) return compress::PlanCompression(model.Tensors(), job.cluster.compression);
   // On parameter servers a push's slice for each shard is what travels, not a tensor.

@@ -148,7 +148,7 @@ std::unique_ptr<train::Strategy> MakeCompressedRing(const config::JobConfig& job
 // How what a replica of `job` sends travels under its compression: a plan per tensor of `spec`,
 // or on parameter servers per shard's slice of a push (dist::PlanPushes).
 std::vector<compress::TensorPlan> CompressionPlanOf(const config::JobConfig& job,
-                                                   const model::ModelSpec& spec);
+                                                    const model::ModelSpec& spec);
 
 // What a job's lead replica logs of its gradient compression as it starts: a line per entry of
 // CompressionPlanOf, its plan (compress::DescribeTensorPlan) after "compression <method>: "; none

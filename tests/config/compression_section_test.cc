@@ -89,14 +89,15 @@ BOOST_AUTO_TEST_CASE(the_applicable_keys_show_compression_only_where_it_applies)
   BOOST_TEST(FormatResolvedJob(single, ResolvedKeys::kApplicable).find("compression") ==
              std::string::npos);
   BOOST_TEST(Has(FormatResolvedJob(single), "compression = \"none\""));
-  const JobConfig sandblaster = MustParse(
-      std::string(kData) +
-      "[optimizer]\ntype = \"lbfgs\"\n[cluster]\nworkers = 2\nmode = \"sandblaster\"\n");
+  const JobConfig sandblaster =
+      MustParse(std::string(kData) +
+                "[optimizer]\ntype = \"lbfgs\"\n[cluster]\nworkers = 2\nmode = \"sandblaster\"\n");
   BOOST_TEST(FormatResolvedJob(sandblaster, ResolvedKeys::kApplicable).find("compression") ==
              std::string::npos);
-  for (const std::string& cluster : {std::string(kSync), std::string(kSync) + "allreduce = \"ps\"\n",
-                                    std::string("[cluster]\nworkers = 2\nmode = \"async\"\n"),
-                                    std::string("[cluster]\nworkers = 2\nmode = \"local\"\n")}) {
+  for (const std::string& cluster :
+       {std::string(kSync), std::string(kSync) + "allreduce = \"ps\"\n",
+        std::string("[cluster]\nworkers = 2\nmode = \"async\"\n"),
+        std::string("[cluster]\nworkers = 2\nmode = \"local\"\n")}) {
     const JobConfig job = MustParse(std::string(kData) + cluster);
     BOOST_TEST(Has(FormatResolvedJob(job, ResolvedKeys::kApplicable), "compression = \"none\""),
                cluster);

@@ -52,8 +52,8 @@ std::vector<float> InProcessSyncPs(const TempDir& dir, const std::string& text) 
   auto shards = dist::testing::MakeShards(model, job.train.seed, workers, servers,
                                           dist::PsMode::kSync, job.optimizer);
   std::vector<Status> failures(static_cast<std::size_t>(workers));
-  const std::vector<Status> served = dist::testing::ServePs(
-      links, shards, [&](int rank, std::span<dist::Link* const> mine) {
+  const std::vector<Status> served =
+      dist::testing::ServePs(links, shards, [&](int rank, std::span<dist::Link* const> mine) {
         const train::TrainOptions options = runner::ReplicaOptions(job, spec, rank);
         model::LocalNetwork network(spec, train::Trainer::Capacity(options), 1);
         dist::SyncPsStrategy ps(mine, model.NumParams(),
@@ -61,8 +61,7 @@ std::vector<float> InProcessSyncPs(const TempDir& dir, const std::string& text) 
                                  .workers = workers,
                                  .clip_norm = job.clip_norm,
                                  .compression = job.cluster.compression});
-        train::Trainer trainer(network, options, data.train, nullptr, data.scaling,
-                               ps);
+        train::Trainer trainer(network, options, data.train, nullptr, data.scaling, ps);
         trainer.InitParams();
         Status s = ps.Connect(trainer.params());
         train::NullListener quiet;
@@ -108,7 +107,8 @@ BOOST_AUTO_TEST_CASE(a_sync_ps_job_ends_with_the_bits_of_the_in_process_referenc
       CheckReplicasAgree(run, 2);
       // The lead replica logs each shard's slice of its pushes: both compressed.
       const auto planned = std::count_if(run.logs.begin(), run.logs.end(), [](const auto& row) {
-        return row.line.starts_with("compression ") && row.line.find(" shard ") != std::string::npos;
+        return row.line.starts_with("compression ") &&
+               row.line.find(" shard ") != std::string::npos;
       });
       BOOST_TEST(planned == 2);
       BOOST_TEST(run.worst.count("compression_seconds") == 1u);

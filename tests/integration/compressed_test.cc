@@ -67,8 +67,7 @@ std::vector<float> InProcessReference(const TempDir& dir, const std::string& tex
       model::LocalNetwork network(spec, train::Trainer::Capacity(options), 1);
       dist::RingAllReduce ring(r, world, links[i].left, links[i].right);
       const std::unique_ptr<train::Strategy> strategy = runner::MakeCompressedRing(job, spec, ring);
-      train::Trainer trainer(network, options, data.train, nullptr, data.scaling,
-                             *strategy);
+      train::Trainer trainer(network, options, data.train, nullptr, data.scaling, *strategy);
       trainer.InitParams();
       train::NullListener quiet;
       const Result<train::StopReason> why = trainer.Run(quiet);
@@ -131,7 +130,8 @@ BOOST_AUTO_TEST_CASE(jobs_of_1_2_and_4_processes_end_with_the_bits_of_the_in_pro
 
 // Mode "local" compresses each average's change: 1 and 2 processes end with the reference's bits
 // (the run ends right after an average), and the averages send less than the parameters.
-BOOST_AUTO_TEST_CASE(local_jobs_of_1_and_2_processes_end_with_the_bits_of_the_in_process_reference) {
+BOOST_AUTO_TEST_CASE(
+    local_jobs_of_1_and_2_processes_end_with_the_bits_of_the_in_process_reference) {
   TempDir dir;
   int runs = 0;
   for (const std::string& method : kMethods) {
@@ -207,7 +207,8 @@ BOOST_AUTO_TEST_CASE(
 
 // Local's replicas stop right after an average; the checkpoint adds the last average's
 // parameters.
-BOOST_AUTO_TEST_CASE(an_interrupted_and_resumed_compressed_local_run_ends_with_the_bits_of_a_straight_run) {
+BOOST_AUTO_TEST_CASE(
+    an_interrupted_and_resumed_compressed_local_run_ends_with_the_bits_of_a_straight_run) {
   CheckInterruptedAndResumed("local", 3);
 }
 

@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include "compression_harness.h"
 #include "core/compress/compression_plan.h"
 #include "core/dist/compressed_local_strategy.h"
 #include "core/math/gemm.h"
-#include "compression_harness.h"
 #include "replica_harness.h"
 #include "ring_harness.h"
 
@@ -116,7 +116,7 @@ BOOST_AUTO_TEST_CASE(error_feedback_conserves_the_replicas_changes) {
         worst = std::max(worst, off / std::max(1.0, std::abs(expected[i])));
       }
       BOOST_TEST(residual > 0.0);  // something was held back, and is accounted for
-      BOOST_TEST(worst < 1e-4);  // relative, to float rounding
+      BOOST_TEST(worst < 1e-4);    // relative, to float rounding
     }
   }
 }

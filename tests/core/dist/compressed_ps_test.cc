@@ -126,10 +126,10 @@ BOOST_AUTO_TEST_CASE(error_feedback_conserves_a_workers_pushed_gradients) {
       double worst = 0.0, held = 0.0;
       for (std::size_t i = 0; i < n; ++i) {
         held = std::max(held, std::abs(static_cast<double>(residual[i])));
-        worst = std::max(worst, std::abs(sent[i] + residual[i] - raw[i]) /
-                                    std::max(1.0, std::abs(raw[i])));
+        worst = std::max(
+            worst, std::abs(sent[i] + residual[i] - raw[i]) / std::max(1.0, std::abs(raw[i])));
       }
-      BOOST_TEST(held > 0.0);     // something was held back, and is accounted for
+      BOOST_TEST(held > 0.0);    // something was held back, and is accounted for
       BOOST_TEST(worst < 1e-5);  // relative, to float rounding
     }
   }
@@ -210,8 +210,8 @@ BOOST_AUTO_TEST_CASE(compressing_sync_ps_replicas_receive_the_same_parameters_fo
 
 BOOST_AUTO_TEST_CASE(powersgd_is_refused_for_pushes) {
   const testing::PsLinks links = testing::MakeLocalPsLinks(1, 1);
-  PsClient client(links.worker[0], {.num_params = 10,
-                                    .compression = {.method = compress::Method::kPowerSgd}});
+  PsClient client(links.worker[0],
+                  {.num_params = 10, .compression = {.method = compress::Method::kPowerSgd}});
   const Status refused = client.Hello({});
   BOOST_TEST(refused.message() ==
              "worker rank 0: compression \"powersgd\" does not apply to pushes");

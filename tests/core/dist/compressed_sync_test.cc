@@ -8,11 +8,11 @@
 #include <thread>
 #include <vector>
 
+#include "compression_harness.h"
 #include "core/compress/compression_plan.h"
 #include "core/dist/compressed_sync_strategy.h"
 #include "core/dist/sync_strategy.h"
 #include "core/math/gemm.h"
-#include "compression_harness.h"
 #include "replica_harness.h"
 #include "ring_harness.h"
 

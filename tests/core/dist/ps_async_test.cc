@@ -448,8 +448,14 @@ BOOST_AUTO_TEST_CASE(a_malformed_compressed_push_drops_that_workers_link_only) {
     EncodePsHeader(h, raw);
     return t.w1.a->Send(PsRequestTag(kind), raw, deadline);
   };
-  PsHeader hello{.from = 1, .num_params = n, .begin = 0, .end = n, .shard = 0, .shards = 1,
-                 .workers = 2, .mode = static_cast<std::uint32_t>(PsMode::kAsync)};
+  PsHeader hello{.from = 1,
+                 .num_params = n,
+                 .begin = 0,
+                 .end = n,
+                 .shard = 0,
+                 .shards = 1,
+                 .workers = 2,
+                 .mode = static_cast<std::uint32_t>(PsMode::kAsync)};
   hello.flags = kPsSparsePushes;
   hello.rows = 2;
   BOOST_REQUIRE(send(PsMessage::kHello, hello).ok());
