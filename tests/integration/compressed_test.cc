@@ -212,12 +212,15 @@ BOOST_AUTO_TEST_CASE(
   CheckInterruptedAndResumed("local", 3);
 }
 
-BOOST_AUTO_TEST_CASE(a_killed_compressing_worker_stops_its_peer_and_the_job_recovers) {
+// A job of two compressing workers (`mode`: its cluster.mode line and keys) whose worker 1 is
+// killed: the new attempt resumes from a checkpoint holding both replicas' residuals and trains on.
+void CheckKilledWorkerRecovers(const std::string& mode) {
   DaemonFixture d;
   const std::int64_t id = d.Submit(
       "name = \"long\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
       "[model]\ntype = \"mlp\"\nhidden = [64, 64]\n"
-      "[train]\nepochs = 1000\nbatch_size = 16\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
+      "[train]\nepochs = 1000\nbatch_size = 16\n[cluster]\nworkers = 2\n" +
+      mode +
       "compression = \"powersgd\"\ntimeout_seconds = 30\n[checkpoint]\nevery_steps = 50\n"
       "[restart]\nmax_restarts = 1\n");
   json job = d.WaitForStep(id, 60);
@@ -225,11 +228,18 @@ BOOST_AUTO_TEST_CASE(a_killed_compressing_worker_stops_its_peer_and_the_job_reco
   ::kill(job["workers"][1]["pid"].get<pid_t>(), SIGKILL);
   job = d.WaitForRecovery(id, 4);
   BOOST_TEST(job["restarts"] == 1, job.dump());
-  // The new attempt resumes from a checkpoint holding both replicas' residuals and trains on.
   job = d.WaitForStep(id, job["step"].get<std::int64_t>() + 60);
   BOOST_TEST(job["state"] == "running", job.dump());
   d.Request({{"type", "cancel"}, {"id", id}});
   BOOST_TEST(d.Wait(id)["restarts"] == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_compressing_worker_stops_its_peer_and_the_job_recovers) {
+  CheckKilledWorkerRecovers("mode = \"sync\"\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_compressing_local_worker_stops_its_peer_and_the_job_recovers) {
+  CheckKilledWorkerRecovers("mode = \"local\"\naverage_every = 5\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
