@@ -5,17 +5,12 @@
 #include <vector>
 
 #include "cmd/text_table.h"
-#include "core/model/model.h"
+#include "daemon/runner/training_session.h"
 
 namespace dtrain::cli {
 namespace {
 
 constexpr std::size_t kFloatBytes = sizeof(float);
-
-std::vector<compress::TensorPlan> PlanOf(const compress::Settings& settings,
-                                         const model::ModelSpec& spec) {
-  return compress::PlanCompression(model::Model(spec).Tensors(), settings);
-}
 
 double Ratio(std::size_t bytes, std::size_t sent_bytes) {
   return sent_bytes == 0 ? 1.0 : static_cast<double>(bytes) / static_cast<double>(sent_bytes);
@@ -23,10 +18,11 @@ double Ratio(std::size_t bytes, std::size_t sent_bytes) {
 
 }  // namespace
 
-void PrintCompressionPlan(const compress::Settings& settings, const model::ModelSpec& spec,
+void PrintCompressionPlan(const config::JobConfig& job, const model::ModelSpec& spec,
                           std::ostream& out) {
+  const compress::Settings& settings = job.cluster.compression;
   if (settings.method == compress::Method::kNone) return;
-  const std::vector<compress::TensorPlan> plan = PlanOf(settings, spec);
+  const std::vector<compress::TensorPlan> plan = runner::CompressionPlanOf(job, spec);
   const std::size_t bytes = compress::PlanFloats(plan) * kFloatBytes;
   const std::size_t sent = compress::PlanSentFloats(plan) * kFloatBytes;
   char ratio[32];
@@ -45,10 +41,10 @@ void PrintCompressionPlan(const compress::Settings& settings, const model::Model
   table.Print(out, /*color=*/false, "#   ");
 }
 
-nlohmann::json CompressionPlanJson(const compress::Settings& settings,
-                                   const model::ModelSpec& spec) {
+nlohmann::json CompressionPlanJson(const config::JobConfig& job, const model::ModelSpec& spec) {
+  const compress::Settings& settings = job.cluster.compression;
   if (settings.method == compress::Method::kNone) return nullptr;
-  const std::vector<compress::TensorPlan> plan = PlanOf(settings, spec);
+  const std::vector<compress::TensorPlan> plan = runner::CompressionPlanOf(job, spec);
   nlohmann::json tensors = nlohmann::json::array();
   for (const compress::TensorPlan& t : plan) {
     tensors.push_back({{"name", t.tensor.name},

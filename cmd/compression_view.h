@@ -1,9 +1,10 @@
 // What `dtrain validate` shows of a job's gradient compression ([cluster] compression): the plan
-// of every tensor of the model (core/compress/compression_plan.h) with the bytes one replica
-// sends for it per step before and after, and the totals, as TOML comments or as JSON.
+// of every tensor of the model (core/compress/compression_plan.h), or on parameter servers of
+// every shard's slice of a push (runner::CompressionPlanOf), with the bytes one replica sends for
+// it per step before and after, and the totals, as TOML comments or as JSON.
 //
-//   PrintCompressionPlan(job.cluster.compression, spec, std::cout);  // nothing for "none"
-//   out["compression"] = CompressionPlanJson(job.cluster.compression, spec);  // null for "none"
+//   PrintCompressionPlan(job, spec, std::cout);         // nothing for "none"
+//   out["compression"] = CompressionPlanJson(job, spec);  // null for "none"
 //
 // Bytes are floats * 4: a tensor's count, and what its encoding sends (sent_floats); the ratio is
 // bytes / sent bytes, so 1 when nothing shrinks. Pure functions: safe for concurrent use.
@@ -12,19 +13,18 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "core/compress/compression_plan.h"
+#include "config/job.h"
 #include "core/model/spec.h"
 
 namespace dtrain::cli {
 
 // A header line with the totals and the ratio, then one line per tensor: its name, shape
 // (rows x cols), encoding, bytes and sent bytes.
-void PrintCompressionPlan(const compress::Settings& settings, const model::ModelSpec& spec,
+void PrintCompressionPlan(const config::JobConfig& job, const model::ModelSpec& spec,
                           std::ostream& out);
 
 // {"method", "tensors": [{"name", "rows", "cols", "encoding", "bytes", "sent_bytes"}], "bytes",
 // "sent_bytes", "ratio"}.
-nlohmann::json CompressionPlanJson(const compress::Settings& settings,
-                                   const model::ModelSpec& spec);
+nlohmann::json CompressionPlanJson(const config::JobConfig& job, const model::ModelSpec& spec);
 
 }  // namespace dtrain::cli

@@ -99,8 +99,7 @@ int Validate(const ValidateArgs& args) {
   if (args.json) {
     const nlohmann::json out = {
         {"resolved", resolved},
-        {"compression",
-         spec ? CompressionPlanJson(loaded.job->cluster.compression, *spec) : nlohmann::json()}};
+        {"compression", spec ? CompressionPlanJson(*loaded.job, *spec) : nlohmann::json()}};
     std::cout << out.dump() << std::endl;
     return kExitOk;
   }
@@ -110,7 +109,7 @@ int Validate(const ValidateArgs& args) {
     return kExitOk;
   }
   PrintLayers(*spec);
-  PrintCompressionPlan(loaded.job->cluster.compression, *spec, std::cout);
+  PrintCompressionPlan(*loaded.job, *spec, std::cout);
   PrintThreads(*loaded.job, *spec);
   PrintSlurmRequest(*loaded.job);
   return kExitOk;

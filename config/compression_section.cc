@@ -15,37 +15,40 @@ std::string WhatItExchanges(Exchange exchange) {
   switch (exchange) {
     case Exchange::kNone:
       return "trains one replica, with no gradients to exchange";
-    case Exchange::kSynchronous:  // sync's row has kCompressionKeys
-      break;
+    case Exchange::kSynchronous:  // these rows have kCompressionKeys
     case Exchange::kAsynchronous:
-      return "pushes its gradients to parameter servers";
     case Exchange::kPeriodicAverage:
-      return "averages parameters, not gradients";
+      break;
     case Exchange::kWorkUnits:
       return "pushes its work units' gradients to L-BFGS's shards";
   }
   return "exchanges its gradients another way";
 }
 
-// Why `c` may not compress its gradients, naming the key that rules it out.
+// Why `c` may not compress with its method, naming the key that rules it out; empty if it may.
 std::string WhyNot(const ClusterConfig& c) {
   const ModeTraits& mode = TraitsOf(c.mode);
   if ((mode.keys & kCompressionKeys) == 0) {
     return "mode \"" + std::string(mode.name) + "\" " + WhatItExchanges(mode.exchange);
   }
-  if (c.allreduce != AllReduce::kRing) {
-    return "allreduce \"" + std::string(AllReduceName(c.allreduce)) +
-           "\" sums the gradients on parameter servers";
+  if (c.model_parallel != 1) {
+    return "model_parallel = " + std::to_string(c.model_parallel) +
+           " splits each replica's gradient among its partitions";
   }
-  return "model_parallel = " + std::to_string(c.model_parallel) +
-         " splits each replica's gradient among its partitions";
+  if (c.Servers() > 0 && c.compression.method == compress::Method::kPowerSgd) {
+    return std::string(mode.exchange == Exchange::kAsynchronous ? "mode \"async\" pushes"
+                                                                : "allreduce \"ps\" pushes") +
+           " each worker's gradient to parameter servers, which would have to rebuild every "
+           "worker's low-rank product: PowerSGD's factors are summed by all-reduce (\"bf16\" and "
+           "\"topk\" apply)";
+  }
+  return "";
 }
 
 }  // namespace
 
 bool CompressionApplies(const ClusterConfig& c) {
-  return (TraitsOf(c.mode).keys & kCompressionKeys) != 0 && c.allreduce == AllReduce::kRing &&
-         c.model_parallel == 1;
+  return (TraitsOf(c.mode).keys & kCompressionKeys) != 0 && c.model_parallel == 1;
 }
 
 void ReadCompression(TableReader& r, ClusterConfig* c) {
@@ -72,13 +75,13 @@ void ReadCompression(TableReader& r, ClusterConfig* c) {
   }
   const bool layout_known =
       !r.Failed("mode") && !r.Failed("allreduce") && !r.Failed("model_parallel");
-  if (method != nullptr && s.method != compress::Method::kNone && layout_known &&
-      !CompressionApplies(*c)) {
+  const std::string why = layout_known ? WhyNot(*c) : "";
+  if (method != nullptr && s.method != compress::Method::kNone && !why.empty()) {
     r.Report(*method, "compression",
              "is \"" + std::string(compress::MethodName(s.method)) +
-                 "\", but compression applies to the gradients of mode " +
+                 "\", but compression applies to what the replicas of mode " +
                  QuotedModes([](const ModeTraits& m) { return (m.keys & kCompressionKeys) != 0; }) +
-                 " with allreduce \"ring\" and model_parallel = 1 for now: " + WhyNot(*c));
+                 " exchange, with model_parallel = 1 for now: " + why);
   }
 }
 

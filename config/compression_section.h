@@ -6,7 +6,8 @@
 //   WriteCompression(job.cluster.compression, w);   // the keys as ReadCompression reads them
 //
 // A method other than "none" is refused unless CompressionApplies (the mode table's
-// kCompressionKeys, allreduce "ring", whole replicas); compression_rank is read by "powersgd"
+// kCompressionKeys, whole replicas), and "powersgd" where the gradients go to parameter servers
+// (async, allreduce "ps"), with the reason; compression_rank is read by "powersgd"
 // only, compression_fraction by "topk" only, compression_warmup_steps by any method but "none",
 // and each is refused with another. Every refusal is at the key refused, and none is made
 // against a key that failed to read.
@@ -19,8 +20,10 @@
 
 namespace dtrain::config::internal {
 
-// Whether a job laid out as `c` may compress its gradients: mode "sync" on the ring, every
-// replica one process (model_parallel = 1).
+// Whether a job laid out as `c` may compress what its replicas exchange (and shows the keys):
+// mode "sync" (gradients, on the ring or pushed to parameter servers), "async" (its pushes) or
+// "local" (its averages), every replica one process (model_parallel = 1). "powersgd" needs more:
+// no parameter servers.
 bool CompressionApplies(const ClusterConfig& c);
 
 void ReadCompression(TableReader& cluster, ClusterConfig* c);

@@ -59,7 +59,7 @@ constexpr std::array<ModeTraits, kModeCount> kModes{{
      .sparse = true,
      // Downpour's shards default to Adagrad (Dean et al. 2012); an explicit optimizer.type wins.
      .default_optimizer = optim::OptimizerType::kAdagrad,
-     .keys = kServersKey | kDownpourKeys},
+     .keys = kServersKey | kDownpourKeys | kCompressionKeys},
     {.mode = ClusterMode::kLocal,
      .name = "local",
      .several_workers = true,
@@ -72,7 +72,7 @@ constexpr std::array<ModeTraits, kModeCount> kModes{{
      .lbfgs = kRefused,
      .sparse = false,
      .default_optimizer = std::nullopt,
-     .keys = kAveragingKeys},
+     .keys = kAveragingKeys | kCompressionKeys},
     {.mode = ClusterMode::kSandblaster,
      .name = "sandblaster",
      .several_workers = true,

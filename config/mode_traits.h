@@ -54,8 +54,8 @@ enum ModeKeys : unsigned {
   kDownpourKeys = 1u << 2,   // push_every, fetch_every, max_staleness
   kAveragingKeys = 1u << 3,  // average_every, average_optimizer
   kWorkUnitKeys = 1u << 4,   // work_units, backup_after
-  // compression and its keys, with allreduce "ring" and model_parallel = 1
-  // (config/compression_section.h)
+  // compression and its keys, with model_parallel = 1 (sync's gradients on the ring or pushed
+  // to parameter servers, async's pushes, local's averages; config/compression_section.h)
   kCompressionKeys = 1u << 5,
 };
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "config/compression_section.h"
 #include "config/mode_traits.h"
 #include "core/sparse/key_table.h"
 
@@ -123,6 +124,13 @@ void CheckSparseJob(const JobConfig& job, const SparseReaders& r) {
     ReportIfPresent(r.cluster, "push_every", per_step);
   if (job.cluster.fetch_every != defaults.fetch_every) {
     ReportIfPresent(r.cluster, "fetch_every", per_step);
+  }
+  if (job.cluster.compression.method != compress::Method::kNone &&
+      CompressionApplies(job.cluster)) {
+    ReportIfPresent(r.cluster, "compression",
+                    "is \"" + std::string(compress::MethodName(job.cluster.compression.method)) +
+                        "\", but a sparse model pushes its batch's keys and their rows, which "
+                        "compression does not apply to");
   }
 }
 

@@ -216,16 +216,8 @@ Status GradientCompressor::ExchangeGathered(std::span<float> grad, GradientExcha
   const std::size_t block = PlanSentFloats(plan_);
   const auto world = static_cast<std::size_t>(exchange.world());
   buffer_.resize(block * world);
-  {
-    ScopedSeconds timer(stats_.seconds);
-    const std::span<float> own =
-        std::span(buffer_).subspan(static_cast<std::size_t>(exchange.rank()) * block, block);
-    std::size_t at = 0;
-    for (const TensorPlan& t : plan_) {
-      EncodeMessage(t, Of(grad, t), own.subspan(at, t.sent_floats));
-      at += t.sent_floats;
-    }
-  }
+  Encode(grad,
+         std::span(buffer_).subspan(static_cast<std::size_t>(exchange.rank()) * block, block));
   if (Status s = exchange.Gather(buffer_); !s.ok()) return s;
   ScopedSeconds timer(stats_.seconds);
   const float inverse_world = 1.0f / static_cast<float>(world);
@@ -252,6 +244,15 @@ Status GradientCompressor::ExchangeGathered(std::span<float> grad, GradientExcha
     at += t.sent_floats;
   }
   return Status::Ok();
+}
+
+void GradientCompressor::Encode(std::span<const float> grad, std::span<float> messages) {
+  ScopedSeconds timer(stats_.seconds);
+  std::size_t at = 0;
+  for (const TensorPlan& t : plan_) {
+    EncodeMessage(t, Of(grad, t), messages.subspan(at, t.sent_floats));
+    at += t.sent_floats;
+  }
 }
 
 void GradientCompressor::EncodeMessage(const TensorPlan& t, std::span<const float> grad,

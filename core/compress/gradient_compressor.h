@@ -64,6 +64,13 @@ class GradientCompressor {
   // the step's averaged gradient (see above). On failure grad holds unspecified values.
   Status Exchange(std::int64_t step, std::span<float> grad, GradientExchange& exchange);
 
+  // Without an exchange (a worker's pushes to parameter servers): messages (PlanSentFloats
+  // floats) = this replica's message of each tensor, in plan order, from grad plus its residual,
+  // keeping in the residual what they leave out — a kSparse tensor's k indices (their bits) then
+  // its k values, a kBf16 tensor's values packed two to a float, a kRaw tensor's values. No
+  // kLowRank tensors (PowerSGD's factors are summed by Means). Its seconds count in stats().
+  void Encode(std::span<const float> grad, std::span<float> messages);
+
   // The state a checkpoint keeps for an exact resume: this replica's residual (PlanFloats
   // floats), then PowerSGD's Q of each kLowRank tensor in plan order (the same on every
   // replica). Sizes depend only on the plan; the caller may overwrite them to restore.
@@ -77,8 +84,8 @@ class GradientCompressor {
   // The exchanges of a compressed step: PowerSGD's two Means, or topk's and bf16's one Gather.
   Status ExchangeLowRank(std::span<float> grad, GradientExchange& exchange);
   Status ExchangeGathered(std::span<float> grad, GradientExchange& exchange);
-  // This replica's message of one tensor in a Gather (t.sent_floats floats) from its gradient,
-  // keeping in the residual what the message leaves out.
+  // This replica's message of one tensor (t.sent_floats floats) from its gradient, keeping in
+  // the residual what the message leaves out.
   void EncodeMessage(const TensorPlan& t, std::span<const float> grad, std::span<float> message);
 
   std::vector<TensorPlan> plan_;

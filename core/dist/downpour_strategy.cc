@@ -6,6 +6,16 @@
 #include "core/optim/clip.h"
 
 namespace dtrain::dist {
+namespace {
+
+// The client counts warm-up in pushes (their clocks): the pushes of the warm-up's steps.
+compress::Settings PushCompression(const DownpourOptions& options) {
+  compress::Settings s = options.compression;
+  s.warmup_steps = (s.warmup_steps + options.push_every - 1) / options.push_every;
+  return s;
+}
+
+}  // namespace
 
 DownpourStrategy::DownpourStrategy(std::span<Link* const> shard_links, std::size_t num_params,
                                    DownpourOptions options)
@@ -21,7 +31,8 @@ DownpourStrategy::DownpourStrategy(std::span<Link* const> shard_links, std::size
                             .num_params = num_params,
                             .mode = PsMode::kAsync,
                             .max_staleness = options_.max_staleness,
-                            .timeout = options_.timeout}),
+                            .timeout = options_.timeout,
+                            .compression = PushCompression(options_)}),
       accum_{math::FloatBuffer(num_params), math::FloatBuffer(num_params)},
       window_basis_(shards_, 0),
       cached_clock_(shards_, 0),

@@ -29,9 +29,13 @@
 // ProposeStop returns false: async replicas stop on their own. Finish() pushes what the last
 // window accumulated and says goodbye (a departed replica no longer holds back the bound). The
 // destructor does not: a replica destroyed without Finish has failed, and its shards see it
-// leave without a goodbye, as if it had died, so that a restarted process may take its place. Stats(): comm_seconds is the communication thread's time in
-// exchanges, wait_seconds the training thread's time blocked on it; WorkerStats() adds this
-// replica's own view of staleness. Clipping (clip_norm > 0) clips each step's gradient.
+// leave without a goodbye, as if it had died, so that a restarted process may take its place.
+// With compression, each push is encoded with this replica's error feedback (ps_client.h); the
+// residual is not checkpointed (shards apply pushes as they come, so an async resume is not exact
+// anyway): a resumed or restarted replica starts with none. Stats(): comm_seconds is the
+// communication thread's time in exchanges, wait_seconds the training thread's time blocked on it;
+// WorkerStats() adds this replica's own view of staleness. Clipping (clip_norm > 0) clips each
+// step's gradient.
 //
 // One thread at a time (the training thread); the strategy's own thread is internal. The links
 // must outlive the strategy.
@@ -66,6 +70,9 @@ struct DownpourOptions {
   int max_staleness = 0;   // s; 0 = unbounded. Must equal the shards'.
   float clip_norm = 0.0f;  // per step, on this replica's gradient
   std::chrono::milliseconds timeout{30'000};
+  // The pushes' compression (ps_client.h): none, bf16 or topk; warmup_steps counts steps, so the
+  // first ceil(warmup_steps / push_every) pushes go uncompressed.
+  compress::Settings compression{};
 };
 
 // This replica's own view; cumulative.

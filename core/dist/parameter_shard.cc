@@ -190,9 +190,12 @@ Status ParameterShard::SendReply(Link& link, int rank, PsMessage kind, const PsH
   return Status::Ok();
 }
 
-Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello,
+Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello, PushDecoder& pushes,
                                    std::span<const float> params, std::uint64_t clock,
                                    std::uint64_t steps, std::uint64_t own_clock) {
+  Result<PushDecoder> decoder = PushDecoder::FromHello(hello, params.size());
+  if (!decoder.ok()) return Fail(Worker(rank) + "'s hello", decoder.status());
+  pushes = std::move(decoder).value();
   PsHeader reply;
   reply.from = static_cast<std::uint32_t>(options_.shard);
   reply.clock = clock;
@@ -207,6 +210,7 @@ Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello,
   reply.mode = static_cast<std::uint32_t>(options_.mode);
   reply.max_staleness = static_cast<std::uint32_t>(options_.max_staleness);
   reply.flags = hello.flags & kPsWantParams;
+  pushes.Echo(reply);
   const std::span<const float> parts[] = {params};
   const std::span<const std::span<const float>> data =
       reply.flags & kPsWantParams ? std::span(parts) : std::span<const std::span<const float>>();
@@ -269,6 +273,7 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
   const std::size_t size = params_.size();
   math::FloatBuffer sum(size), scratch(size);
   std::vector<bool> greeted(workers, false);
+  std::vector<PushDecoder> decoders(workers);  // how each worker's compressed pushes come
   std::optional<std::uint64_t> step;  // the step the next push must carry (set by the first)
   std::uint64_t steps_done = optimizer_->steps();  // the global clock: Load's steps, then +1 each
   // The version vector of snapshots: every worker has pushed every step, so all equal g.
@@ -302,7 +307,8 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
           case PsMessage::kHello: {
             if (greeted[r]) return Unexpected(rank, tag, at + ": a second hello");
             greeted[r] = true;
-            Status s = AnswerHello(link, rank, h, params_, steps_done, optimizer_->steps());
+            Status s =
+                AnswerHello(link, rank, h, decoders[r], params_, steps_done, optimizer_->steps());
             if (!s.ok()) return s;
             break;
           }
@@ -364,7 +370,8 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
                                    std::to_string(h.total_rows) + " rows where " + Worker(*pusher) +
                                    " says " + std::to_string(total_rows));
             }
-            Status got = link.Recv(PsDataTag(tag), scratch, Clock::now() + options_.timeout);
+            Status got = decoders[r].Receive(link, PsDataTag(tag), h, scratch,
+                                             Clock::now() + options_.timeout);
             if (!got.ok()) return Fail(what + "'s push", got);
             // Each push weighted by its share of the step's rows, summed in rank order.
             const float weight = total_rows > 0
@@ -520,6 +527,7 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
   const auto r = static_cast<std::size_t>(rank);
   const std::size_t size = params_.size();
   math::FloatBuffer scratch(size), reply_params(size);
+  PushDecoder decoder;  // how this worker's compressed pushes come
   bool greeted = false;
   for (;;) {
     // Only this thread writes worker r's clock, so it may read it without the lock.
@@ -549,7 +557,7 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
           own = clocks_.clock(r);
           may_jump_[r] = true;
         }
-        Status s = AnswerHello(link, rank, h, reply_params, g, steps, own);
+        Status s = AnswerHello(link, rank, h, decoder, reply_params, g, steps, own);
         if (!s.ok()) return s;
         break;
       }
@@ -561,7 +569,8 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
                                std::to_string(h.clock) + " where the shard expected clock " +
                                std::to_string(clocks_.clock(r)) + " (the pushes it has applied)");
         }
-        Status got = link.Recv(PsDataTag(tag), scratch, Clock::now() + options_.timeout);
+        Status got =
+            decoder.Receive(link, PsDataTag(tag), h, scratch, Clock::now() + options_.timeout);
         if (!got.ok()) return LinkBroke(rank, link, Fail(at + "'s push", got));
         std::lock_guard lock(mu_);
         if (failed_) return Status::Ok();

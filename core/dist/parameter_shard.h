@@ -41,6 +41,9 @@
 // with staleness above s is refused as a protocol error. So the recorded staleness never exceeds
 // s. With s = 0 there is no bound. Stats() reports the staleness of every applied push.
 //
+// Compressed pushes (ps_protocol.md): a worker's hello may announce bf16 or top-k pushes; the
+// shard decodes each such push into the slice its raw push would have been and goes on as above.
+//
 // Deadlines and failures: every wait for a worker (its next message, its push of step t, a
 // delayed fetch) has the deadline options.timeout from when the wait began; a silent, dead or
 // misbehaving worker is an error naming the shard, "worker rank R" and the step or clock. On the
@@ -74,6 +77,7 @@
 
 #include "core/dist/link.h"
 #include "core/dist/ps_messages.h"
+#include "core/dist/push_codec.h"
 #include "core/dist/staleness.h"
 #include "core/dist/worker_clocks.h"
 #include "core/math/buffer.h"
@@ -156,11 +160,13 @@ class ParameterShard {
   Result<std::pair<std::uint32_t, PsHeader>> ReceiveRequest(Link& link, int rank,
                                                             const std::string& waiting_for,
                                                             bool* link_broke = nullptr);
-  // Checks a hello against this shard's options and answers it (with the range if asked).
+  // Checks a hello against this shard's options and answers it (with the range if asked),
+  // taking the encoding of the worker's compressed pushes into `pushes` (push_codec.h).
   // `params`, `clock` and `steps` are what to send (in async mode taken under the lock).
   // `own_clock`: async, the worker's clock (its pushes applied), sent in the basis slot.
-  Status AnswerHello(Link& link, int rank, const PsHeader& hello, std::span<const float> params,
-                     std::uint64_t clock, std::uint64_t steps, std::uint64_t own_clock = 0);
+  Status AnswerHello(Link& link, int rank, const PsHeader& hello, PushDecoder& pushes,
+                     std::span<const float> params, std::uint64_t clock, std::uint64_t steps,
+                     std::uint64_t own_clock = 0);
   // A reply header and its data messages; `context` (e.g. "step 3") prefixes an error.
   Status SendReply(Link& link, int rank, PsMessage kind, const PsHeader& header,
                    std::span<const std::span<const float>> data, const std::string& context = "");

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/dist/float_slots.h"
+#include "core/dist/push_codec.h"
 
 namespace dtrain::dist {
 namespace {
@@ -45,6 +46,14 @@ PsClient::PsClient(std::span<Link* const> shard_links, PsClientOptions options)
     unusable_ = Status::Error(me + ": a shard's link is missing");
   }
   ranges_ = ShardRanges(options_.num_params, static_cast<int>(links_.size()));
+  const compress::Settings& compression = options_.compression;
+  if (compression.method == compress::Method::kPowerSgd) {
+    unusable_ = Status::Error(me + ": compression \"powersgd\" does not apply to pushes");
+  } else if (compression.method != compress::Method::kNone && unusable_.ok()) {
+    compressor_ = std::make_unique<compress::GradientCompressor>(PlanPushes(ranges_, compression),
+                                                                 compression, /*seed=*/0);
+    encoded_.resize(compress::PlanSentFloats(compressor_->plan()));
+  }
 }
 
 std::string PsClient::Shard(int k) const {
@@ -77,7 +86,10 @@ void PsClient::AddTime(Clock::time_point start) {
 
 train::CommStats PsClient::Stats() const {
   std::lock_guard lock(stats_mu_);
-  return stats_;
+  train::CommStats s = stats_;
+  s.compressed = compressor_ != nullptr;
+  if (s.compressed) s.uncompressed_bytes = s.bytes_sent + saved_bytes_;
+  return s;
 }
 
 PsHeader PsClient::Request() const {
@@ -168,6 +180,7 @@ Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks)
     h.mode = static_cast<std::uint32_t>(options_.mode);
     h.max_staleness = static_cast<std::uint32_t>(options_.max_staleness);
     h.flags = params.empty() ? 0 : kPsWantParams;
+    if (compressor_) AnnouncePushes(compressor_->plan()[static_cast<std::size_t>(k)], h);
     if (Status s = SendHeader(k, PsMessage::kHello, h, deadline); !s.ok()) return Broken(s);
   }
   for (int k = 0; k < shards(); ++k) {
@@ -195,6 +208,11 @@ Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks)
     if (options_.mode == PsMode::kAsync) {
       differ("max_staleness", static_cast<std::uint64_t>(options_.max_staleness), h.max_staleness);
     }
+    PsHeader announced;
+    if (compressor_) AnnouncePushes(compressor_->plan()[static_cast<std::size_t>(k)], announced);
+    differ("encoding of compressed pushes (flags)", announced.flags,
+           h.flags & (kPsBf16Pushes | kPsSparsePushes));
+    differ("pairs of a compressed push", announced.rows, announced.rows != 0 ? h.rows : 0);
     if (!mismatch.empty()) {
       return Broken(Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) +
                                   ": hello: the two sides disagree on the " + mismatch));
@@ -227,20 +245,16 @@ Result<std::uint32_t> PsClient::SyncStep(std::uint64_t step, std::span<const flo
     return Status::Error("worker rank " + std::to_string(options_.rank) + ": " + at +
                          ": more rows than the protocol's u32 fields carry");
   }
-  const Deadline deadline = Clock::now() + options_.timeout;
-  for (int k = 0; k < shards(); ++k) {
-    const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
-    PsHeader h = Request();
-    h.clock = step;
-    h.lr = lr;
-    h.rows = static_cast<std::uint32_t>(rows);
-    h.total_rows = static_cast<std::uint32_t>(total_rows);
-    h.vote = vote;
-    if (Status s = SendHeader(k, PsMessage::kPush, h, deadline); !s.ok()) return Broken(s);
-    if (Status s = SendData(k, PsMessage::kPush, grad.subspan(r.begin, r.size()), deadline);
-        !s.ok()) {
-      return Broken(s);
-    }
+  PsHeader h = Request();
+  h.clock = step;
+  h.lr = lr;
+  h.rows = static_cast<std::uint32_t>(rows);
+  h.total_rows = static_cast<std::uint32_t>(total_rows);
+  h.vote = vote;
+  const bool compressed =
+      compressor_ && step >= static_cast<std::uint64_t>(options_.compression.warmup_steps);
+  if (Status s = SendPushes(h, grad, compressed, {}, Clock::now() + options_.timeout); !s.ok()) {
+    return Broken(s);
   }
   std::uint32_t agreed = kNoVote;
   for (int k = 0; k < shards(); ++k) {
@@ -277,18 +291,44 @@ Status PsClient::Push(std::uint64_t clock, std::span<const float> grad, float lr
                          std::to_string(options_.num_params) + " and " +
                          std::to_string(links_.size()) + " were expected");
   }
-  const Deadline deadline = Clock::now() + options_.timeout;
+  PsHeader h = Request();
+  h.clock = clock;
+  h.lr = lr;
+  const bool compressed =
+      compressor_ && clock >= static_cast<std::uint64_t>(options_.compression.warmup_steps);
+  if (Status s = SendPushes(h, grad, compressed, basis, Clock::now() + options_.timeout); !s.ok()) {
+    return Broken(s);
+  }
+  return Status::Ok();
+}
+
+Status PsClient::SendPushes(PsHeader header, std::span<const float> grad, bool compressed,
+                            std::span<const std::uint64_t> basis, Deadline deadline) {
+  if (compressed) {
+    const double before = compressor_->stats().seconds;
+    compressor_->Encode(grad, encoded_);
+    std::lock_guard lock(stats_mu_);
+    stats_.compression_seconds += compressor_->stats().seconds - before;
+  }
+  std::size_t at = 0;  // shard k's message in encoded_
   for (int k = 0; k < shards(); ++k) {
-    const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
-    PsHeader h = Request();
-    h.clock = clock;
-    h.basis = basis[static_cast<std::size_t>(k)];
-    h.lr = lr;
-    if (Status s = SendHeader(k, PsMessage::kPush, h, deadline); !s.ok()) return Broken(s);
-    if (Status s = SendData(k, PsMessage::kPush, grad.subspan(r.begin, r.size()), deadline);
-        !s.ok()) {
-      return Broken(s);
+    const auto i = static_cast<std::size_t>(k);
+    const ShardRange& r = ranges_[i];
+    std::span<const float> data = grad.subspan(r.begin, r.size());
+    header.flags = 0;
+    if (!basis.empty()) header.basis = basis[i];
+    if (compressed) {
+      const compress::TensorPlan& slice = compressor_->plan()[i];
+      if (slice.encoding != compress::Encoding::kRaw) {
+        header.flags = kPsEncodedPush;
+        data = std::span<const float>(encoded_).subspan(at, slice.sent_floats);
+      }
+      at += slice.sent_floats;
     }
+    if (Status s = SendHeader(k, PsMessage::kPush, header, deadline); !s.ok()) return s;
+    if (Status s = SendData(k, PsMessage::kPush, data, deadline); !s.ok()) return s;
+    std::lock_guard lock(stats_mu_);
+    saved_bytes_ += (r.size() - data.size()) * sizeof(float);
   }
   return Status::Ok();
 }

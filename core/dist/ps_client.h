@@ -9,6 +9,10 @@
 //   client.Hello(params);                                   // params <- the shards' values
 //   Result<std::uint32_t> vote = client.SyncStep(step, grad, lr, rows, total, kNoVote, params);
 //
+// With options.compression ("bf16" or "topk"; ps_protocol.md, "Compressed pushes") each push
+// from step (sync) or clock (async) compression.warmup_steps on goes encoded by PlanPushes' plan,
+// with this worker's error feedback; the hello tells each shard the encoding.
+//
 // Every request goes to every shard first, then the replies are read in shard order, so the
 // shards work in parallel. Each call has the deadline options.timeout per message; errors name
 // both sides: "worker rank 1: shard 0 of 2 [0, 62): step 3: closed: ...". After a failed call the
@@ -21,11 +25,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/compress/gradient_compressor.h"
 #include "core/dist/link.h"
 #include "core/dist/ps_messages.h"
 #include "core/dist/shard_ranges.h"
@@ -41,6 +47,9 @@ struct PsClientOptions {
   PsMode mode = PsMode::kSync;                // must match the shards'
   int max_staleness = 0;                      // async: must match the shards'
   std::chrono::milliseconds timeout{30'000};  // each message's deadline
+  // Pushes' compression: none, bf16 or topk (powersgd makes every call fail); warmup_steps counts
+  // sync steps, or async pushes (the push's clock).
+  compress::Settings compression{};
 };
 
 // The full state of every shard, assembled: what a checkpoint stores.
@@ -95,8 +104,13 @@ class PsClient {
   // each shard's acknowledgement.
   Status Goodbye(std::uint64_t clock);
 
-  // Cumulative: time inside calls (wait_seconds: blocked on a shard's reply header), bytes.
+  // Cumulative: time inside calls (wait_seconds: blocked on a shard's reply header), bytes; with
+  // compression its seconds and what the uncompressed pushes would have sent.
   train::CommStats Stats() const;
+
+  // The compression of pushes (null without): its plan, one tensor per shard, and its state, this
+  // worker's residual.
+  compress::GradientCompressor* compressor() { return compressor_.get(); }
 
  private:
   std::string Shard(int k) const;  // "shard 1 of 3 [100, 200)"
@@ -104,6 +118,10 @@ class PsClient {
   Status Usable() const;
   Status SendHeader(int k, PsMessage kind, const PsHeader& header, Deadline deadline);
   Status SendData(int k, PsMessage kind, std::span<const float> data, Deadline deadline);
+  // A push's header (`header`, its flags set here) and data to every shard: `grad`'s slices, or
+  // their encodings when `compressed` (then grad goes through the compressor first).
+  Status SendPushes(PsHeader header, std::span<const float> grad, bool compressed,
+                    std::span<const std::uint64_t> basis, Deadline deadline);
   // Receives shard k's reply header to `kind`, checking its tag and sender.
   Result<PsHeader> ReceiveReply(int k, PsMessage kind, const std::string& context);
   Status ReceiveData(int k, PsMessage kind, std::span<float> out, const std::string& context);
@@ -118,9 +136,12 @@ class PsClient {
   Status unusable_;
   bool greeted_ = false;
   std::uint64_t own_clock_ = 0;
+  std::unique_ptr<compress::GradientCompressor> compressor_;  // with compression only
+  std::vector<float> encoded_;                                // a push's messages, shard by shard
 
   mutable std::mutex stats_mu_;
-  train::CommStats stats_;  // guarded by stats_mu_
+  train::CommStats stats_;         // guarded by stats_mu_
+  std::uint64_t saved_bytes_ = 0;  // what compression kept off the wire; guarded by stats_mu_
 };
 
 }  // namespace dtrain::dist

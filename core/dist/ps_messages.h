@@ -61,7 +61,8 @@ struct PsHeader {
   float lr = 0.0f;               // push: the learning rate to apply it with
   std::uint64_t clock = 0;       // see ps_protocol.md, per message
   std::uint64_t basis = 0;       // push (async): g_f; fetch reply: pushes applied in total
-  std::uint32_t rows = 0;        // push (sync): this worker's rows of the step
+  std::uint32_t rows = 0;        // push (sync): this worker's rows of the step; hello with
+                                 // kPsSparsePushes: the pairs of each compressed push
   std::uint32_t total_rows = 0;  // push (sync): every worker's rows; sparse push: its batch's
   std::uint64_t num_params = 0;  // hello, hello reply: n, the whole vector's length
   std::uint64_t begin = 0;       // hello, hello reply: the shard's range
@@ -73,9 +74,16 @@ struct PsHeader {
   std::uint32_t mode = 0;  // PsMode
   std::uint32_t max_staleness = 0;
   std::uint32_t state_vectors = 0;  // snapshot reply: optimizer state vectors that follow
-  std::uint32_t flags = 0;          // hello: kPsWantParams; hello reply: kPsWantParams if sent
+  std::uint32_t flags = 0;  // hello: kPsWantParams, an encoding; hello reply: the same if taken;
+                            // push: kPsEncodedPush
 };
 inline constexpr std::uint32_t kPsWantParams = 1;
+// Compressed pushes (ps_protocol.md): hello flags saying how this worker encodes its compressed
+// pushes to the shard — bf16 values, or `rows` top-k pairs — echoed by the hello reply; and the
+// push flag saying that a push's data is so encoded (else it is the raw slice).
+inline constexpr std::uint32_t kPsBf16Pushes = 2;
+inline constexpr std::uint32_t kPsSparsePushes = 4;
+inline constexpr std::uint32_t kPsEncodedPush = 8;
 
 void EncodePsHeader(const PsHeader& header, std::span<float, kPsHeaderFloats> out);
 // Fails on a wrong magic (the message is not a parameter-server header).

@@ -13,7 +13,8 @@ SyncPsStrategy::SyncPsStrategy(std::span<Link* const> shard_links, std::size_t n
                             .num_params = num_params,
                             .mode = PsMode::kSync,
                             .max_staleness = 0,
-                            .timeout = options.timeout}),
+                            .timeout = options.timeout,
+                            .compression = options.compression}),
       options_(options) {}
 
 SyncPsStrategy::~SyncPsStrategy() {

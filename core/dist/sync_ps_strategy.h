@@ -21,6 +21,11 @@
 // the first Apply says hello and the replica's own initial values are used for step 0's gradient).
 // The destructor says goodbye (Finish) unless the strategy failed.
 //
+// With compression (bf16, topk) each push is encoded with this replica's error feedback
+// (ps_client.h) after clipping; the shards decode and sum as above, so replicas still receive the
+// same parameters. The residuals are not checkpointed (the replicas share no channel but the
+// shards): a resumed job starts them at zero.
+//
 // One thread at a time (the training thread). The links must outlive the strategy.
 #pragma once
 
@@ -41,6 +46,7 @@ struct SyncPsOptions {
   int workers = 1;
   float clip_norm = 0.0f;  // per replica, before pushing (see above)
   std::chrono::milliseconds timeout{30'000};
+  compress::Settings compression{};  // the pushes' (ps_client.h): none, bf16 or topk
 };
 
 class SyncPsStrategy final : public PsStrategy {

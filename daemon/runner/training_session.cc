@@ -7,11 +7,13 @@
 #include "config/mode_traits.h"
 #include "config/thread_layout.h"
 #include "core/compress/compression_plan.h"
+#include "core/dist/compressed_local_strategy.h"
 #include "core/dist/compressed_sync_strategy.h"
 #include "core/dist/downpour_strategy.h"
 #include "core/dist/host_sync_strategy.h"
 #include "core/dist/local_sgd_strategy.h"
 #include "core/dist/partitioned_mlp.h"
+#include "core/dist/push_codec.h"
 #include "core/dist/sync_ps_strategy.h"
 #include "core/math/gemm.h"
 #include "core/net/host_info.h"
@@ -182,7 +184,7 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
       // One replica compresses as each of several would, on a ring of itself: what a replica
       // computes does not depend on how many there are.
       ring_ = std::make_unique<dist::RingAllReduce>(0, 1, nullptr, nullptr);
-      strategy_ = MakeCompressedSync(job, network_->spec(), *ring_);
+      strategy_ = MakeCompressedRing(job, network_->spec(), *ring_);
       return Status::Ok();
     }
     strategy_ = std::make_unique<train::LocalStrategy>(
@@ -237,6 +239,10 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
       return Status::Ok();
     }
     case Exchange::kPeriodicAverage:
+      if (job.cluster.compression.method != compress::Method::kNone) {
+        strategy_ = MakeCompressedRing(job, network_->spec(), *ring_);
+        return Status::Ok();
+      }
       strategy_ = std::make_unique<dist::LocalSgdStrategy>(*ring_, std::move(optimizer),
                                                            job.clip_norm, job.cluster.average_every,
                                                            job.cluster.average_optimizer);
@@ -259,11 +265,13 @@ Status TrainingSession::ConnectShards(const config::JobConfig& job, const Placem
   std::unique_ptr<dist::PsStrategy> ps;
   switch (TraitsOf(job.cluster.mode).exchange) {
     case Exchange::kSynchronous:
-      ps = std::make_unique<dist::SyncPsStrategy>(shards_, n,
-                                                  dist::SyncPsOptions{.rank = rank,
-                                                                      .workers = workers,
-                                                                      .clip_norm = job.clip_norm,
-                                                                      .timeout = JobTimeout(job)});
+      ps = std::make_unique<dist::SyncPsStrategy>(
+          shards_, n,
+          dist::SyncPsOptions{.rank = rank,
+                              .workers = workers,
+                              .clip_norm = job.clip_norm,
+                              .timeout = JobTimeout(job),
+                              .compression = job.cluster.compression});
       break;
     case Exchange::kAsynchronous:
       ps = std::make_unique<dist::DownpourStrategy>(
@@ -274,7 +282,8 @@ Status TrainingSession::ConnectShards(const config::JobConfig& job, const Placem
                                 .fetch_every = job.cluster.fetch_every,
                                 .max_staleness = job.cluster.max_staleness,
                                 .clip_norm = job.clip_norm,
-                                .timeout = JobTimeout(job)});
+                                .timeout = JobTimeout(job),
+                                .compression = job.cluster.compression});
       break;
     default:
       return Status::Error("cluster.mode \"" +
@@ -361,6 +370,30 @@ std::vector<dist::GradientBucket> BucketsOf(const config::JobConfig& job,
                            job.cluster.bucket_bytes / sizeof(float));
 }
 
+std::unique_ptr<train::Strategy> MakeCompressedRing(const config::JobConfig& job,
+                                                    const model::ModelSpec& spec,
+                                                    dist::RingAllReduce& ring) {
+  if (TraitsOf(job.cluster.mode).exchange != Exchange::kPeriodicAverage) {
+    return MakeCompressedSync(job, spec, ring);
+  }
+  const compress::Settings& settings = job.cluster.compression;
+  const model::Model model(spec);
+  return std::make_unique<dist::CompressedLocalStrategy>(
+      ring, compress::PlanCompression(model.Tensors(), settings), settings, job.train.seed,
+      optim::MakeOptimizer(job.optimizer, 0, model.NumParams()), job.clip_norm,
+      dist::AveragingOptions{.average_every = job.cluster.average_every,
+                             .average_optimizer = job.cluster.average_optimizer});
+}
+
+std::vector<compress::TensorPlan> CompressionPlanOf(const config::JobConfig& job,
+                                                    const model::ModelSpec& spec) {
+  const model::Model model(spec);
+  if (!UsesShards(job)) return compress::PlanCompression(model.Tensors(), job.cluster.compression);
+  // On parameter servers a push's slice for each shard is what travels, not a tensor.
+  return dist::PlanPushes(dist::ShardRanges(model.NumParams(), job.cluster.Servers()),
+                          job.cluster.compression);
+}
+
 std::vector<std::string> CompressionLines(const config::JobConfig& job,
                                           const model::ModelSpec& spec) {
   const compress::Settings& settings = job.cluster.compression;
@@ -368,8 +401,7 @@ std::vector<std::string> CompressionLines(const config::JobConfig& job,
   if (settings.method == compress::Method::kNone) return lines;
   const std::string head =
       "compression " + std::string(compress::MethodName(settings.method)) + ": ";
-  for (const compress::TensorPlan& t :
-       compress::PlanCompression(model::Model(spec).Tensors(), settings)) {
+  for (const compress::TensorPlan& t : CompressionPlanOf(job, spec)) {
     lines.push_back(head + compress::DescribeTensorPlan(t));
   }
   return lines;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "config/job.h"
+#include "core/compress/compression_plan.h"
 #include "core/dist/gradient_buckets.h"
 #include "core/dist/partition_exchange.h"
 #include "core/dist/peer_links.h"
@@ -145,8 +146,20 @@ std::unique_ptr<train::Strategy> MakeCompressedSync(const config::JobConfig& job
                                                     const model::ModelSpec& spec,
                                                     dist::RingAllReduce& ring);
 
-// What a job's lead replica logs of its gradient compression as it starts: a line per tensor of
-// `spec`, its plan (compress::DescribeTensorPlan) after "compression <method>: "; none without.
+// The same for any mode that compresses over a ring: mode "local"'s averages
+// (CompressedLocalStrategy), else MakeCompressedSync's.
+std::unique_ptr<train::Strategy> MakeCompressedRing(const config::JobConfig& job,
+                                                    const model::ModelSpec& spec,
+                                                    dist::RingAllReduce& ring);
+
+// How what a replica of `job` sends travels under its compression: a plan per tensor of `spec`,
+// or on parameter servers per shard's slice of a push (dist::PlanPushes).
+std::vector<compress::TensorPlan> CompressionPlanOf(const config::JobConfig& job,
+                                                    const model::ModelSpec& spec);
+
+// What a job's lead replica logs of its gradient compression as it starts: a line per entry of
+// CompressionPlanOf, its plan (compress::DescribeTensorPlan) after "compression <method>: "; none
+// without.
 std::vector<std::string> CompressionLines(const config::JobConfig& job,
                                           const model::ModelSpec& spec);
 

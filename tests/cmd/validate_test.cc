@@ -1,6 +1,7 @@
 // dtrain validate through the real binary, for a job that compresses its gradients: the plan of
-// each tensor (shape, encoding, bytes a step before and after) and the totals, as TOML comments
-// and under --json; nothing of the kind for a job that compresses nothing.
+// each tensor (shape, encoding, bytes a step before and after; on parameter servers of each
+// shard's slice) and the totals, as TOML comments and under --json; nothing of the kind for a job
+// that compresses nothing.
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -99,6 +100,29 @@ BOOST_AUTO_TEST_CASE(validate_json_gives_the_plan_as_a_field) {
   BOOST_TEST(biases["cols"] == 256);
   BOOST_TEST(biases["encoding"] == "raw");
   BOOST_TEST(biases["sent_bytes"] == biases["bytes"]);
+}
+
+// On parameter servers a push's slice for each shard travels: 203530 floats in two slices of
+// 101765, each sending k = ceil(0.01 * 101765) = 1018 pairs.
+BOOST_AUTO_TEST_CASE(a_parameter_server_job_shows_the_plan_of_each_shards_slice) {
+  TempDir dir;
+  const ProcessResult r = RunProcess(
+      {Bin(), "validate", "--json",
+       dir.Write("ps.toml", MlpJob("allreduce = \"ps\"\nservers = 2\ncompression = \"topk\"\n"
+                                   "compression_fraction = 0.01\n"))},
+      dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const nlohmann::json out = ParseJson(r);
+  const nlohmann::json& plan = out["compression"];
+  BOOST_TEST(plan["bytes"] == 814120);
+  BOOST_TEST(plan["sent_bytes"] == 2 * 8144);
+  BOOST_REQUIRE(plan["tensors"].size() == 2u);
+  const nlohmann::json& second = plan["tensors"][1];
+  BOOST_TEST(second["name"] == "shard 1 of 2 [101765, 203530)");
+  BOOST_TEST(second["rows"] == 1);
+  BOOST_TEST(second["cols"] == 101765);
+  BOOST_TEST(second["encoding"] == "sparse");
+  BOOST_TEST(second["sent_bytes"] == 8144);
 }
 
 BOOST_AUTO_TEST_CASE(a_job_that_compresses_nothing_shows_no_plan) {

@@ -82,17 +82,26 @@ BOOST_AUTO_TEST_CASE(each_method_is_read_and_round_trips_with_only_its_own_keys)
   }
 }
 
-// The key applies to sync ring jobs only: people see it there, a program's full text everywhere.
+// The key applies to the modes that exchange gradients or averages, by whole replicas: people see
+// it there, a program's full text everywhere.
 BOOST_AUTO_TEST_CASE(the_applicable_keys_show_compression_only_where_it_applies) {
   const JobConfig single = MustParse(kData);
   BOOST_TEST(FormatResolvedJob(single, ResolvedKeys::kApplicable).find("compression") ==
              std::string::npos);
   BOOST_TEST(Has(FormatResolvedJob(single), "compression = \"none\""));
-  const JobConfig ps = MustParse(std::string(kData) + kSync + "allreduce = \"ps\"\n");
-  BOOST_TEST(FormatResolvedJob(ps, ResolvedKeys::kApplicable).find("compression") ==
+  const JobConfig sandblaster =
+      MustParse(std::string(kData) +
+                "[optimizer]\ntype = \"lbfgs\"\n[cluster]\nworkers = 2\nmode = \"sandblaster\"\n");
+  BOOST_TEST(FormatResolvedJob(sandblaster, ResolvedKeys::kApplicable).find("compression") ==
              std::string::npos);
-  const JobConfig ring = MustParse(std::string(kData) + kSync);
-  BOOST_TEST(Has(FormatResolvedJob(ring, ResolvedKeys::kApplicable), "compression = \"none\""));
+  for (const std::string& cluster :
+       {std::string(kSync), std::string(kSync) + "allreduce = \"ps\"\n",
+        std::string("[cluster]\nworkers = 2\nmode = \"async\"\n"),
+        std::string("[cluster]\nworkers = 2\nmode = \"local\"\n")}) {
+    const JobConfig job = MustParse(std::string(kData) + cluster);
+    BOOST_TEST(Has(FormatResolvedJob(job, ResolvedKeys::kApplicable), "compression = \"none\""),
+               cluster);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(values_out_of_range_are_refused_with_what_is_allowed) {
@@ -134,10 +143,10 @@ BOOST_AUTO_TEST_CASE(a_key_the_method_does_not_read_is_refused_naming_the_method
        {"inline.toml", 7, 20, "cluster.compression_rank", "but cluster.compression is \"none\""}});
 }
 
-BOOST_AUTO_TEST_CASE(a_method_is_refused_where_gradients_are_not_all_reduced_on_the_ring) {
+BOOST_AUTO_TEST_CASE(a_method_is_refused_where_gradients_are_not_exchanged_by_whole_replicas) {
   const std::string applies =
-      "is \"bf16\", but compression applies to the gradients of mode \"sync\" with allreduce "
-      "\"ring\" and model_parallel = 1 for now: ";
+      "is \"bf16\", but compression applies to what the replicas of mode \"sync\", \"async\" or "
+      "\"local\" exchange, with model_parallel = 1 for now: ";
   const struct {
     std::string cluster;
     int line;
@@ -146,12 +155,8 @@ BOOST_AUTO_TEST_CASE(a_method_is_refused_where_gradients_are_not_all_reduced_on_
       {"mode = \"single\"\n", 5,
        "mode \"single\" trains one replica, with no gradients to exchange"},
       {"", 4, "mode \"single\" trains one replica"},  // the default mode
-      {"workers = 2\nmode = \"async\"\n", 6,
-       "mode \"async\" pushes its gradients to parameter "
-       "servers"},
-      {"workers = 2\nmode = \"local\"\n", 6, "mode \"local\" averages parameters, not gradients"},
-      {"workers = 2\nmode = \"sync\"\nallreduce = \"ps\"\n", 7,
-       "allreduce \"ps\" sums the gradients on parameter servers"},
+      {"workers = 2\nmode = \"local\"\nmodel_parallel = 2\n", 7,
+       "model_parallel = 2 splits each replica's gradient among its partitions"},
       {"workers = 2\nmode = \"sync\"\nmodel_parallel = 2\n", 7,
        "model_parallel = 2 splits each replica's gradient among its partitions"},
   };
@@ -167,6 +172,48 @@ BOOST_AUTO_TEST_CASE(a_method_is_refused_where_gradients_are_not_all_reduced_on_
             "[cluster]\nworkers = 2\nmode = \"sandblaster\"\ncompression = \"bf16\"\n"),
       {{"inline.toml", 8, 15, "cluster.compression",
         "mode \"sandblaster\" pushes its work units' gradients to L-BFGS's shards"}});
+}
+
+// Pushes to parameter servers (async, sync with allreduce "ps") take bf16 and topk, not PowerSGD,
+// whose factors only an all-reduce sums.
+BOOST_AUTO_TEST_CASE(parameter_servers_take_bf16_and_topk_pushes_but_not_powersgd) {
+  const std::string async = "[cluster]\nworkers = 2\nmode = \"async\"\n";
+  const std::string ps = std::string(kSync) + "allreduce = \"ps\"\n";
+  for (const std::string& cluster : {async, ps}) {
+    for (const std::string method : {"bf16", "topk"}) {
+      BOOST_TEST_CONTEXT(cluster << method) {
+        const JobConfig job =
+            MustParse(std::string(kData) + cluster + "compression = \"" + method + "\"\n");
+        BOOST_TEST(compress::MethodName(job.cluster.compression.method) == method);
+      }
+    }
+  }
+  CheckDiagnostics(Parse(std::string(kData) + async + "compression = \"powersgd\"\n"),
+                   {{"inline.toml", 6, 15, "cluster.compression",
+                     "model_parallel = 1 for now: mode \"async\" pushes each worker's gradient to "
+                     "parameter servers, which would have to rebuild every worker's low-rank "
+                     "product: PowerSGD's factors are summed by all-reduce (\"bf16\" and \"topk\" "
+                     "apply)"}});
+  CheckDiagnostics(Parse(std::string(kData) + ps + "compression = \"powersgd\"\n"),
+                   {{"inline.toml", 7, 15, "cluster.compression",
+                     "allreduce \"ps\" pushes each worker's gradient to parameter servers"}});
+}
+
+// Mode "local" compresses what its averages exchange: each method is read, shown and round-trips.
+BOOST_AUTO_TEST_CASE(local_jobs_compress_their_averages_with_every_method) {
+  for (const std::string method : {"bf16", "powersgd", "topk"}) {
+    BOOST_TEST_CONTEXT(method) {
+      const JobConfig job =
+          MustParse(std::string(kData) + "[cluster]\nworkers = 2\nmode = \"local\"\n" +
+                    "average_optimizer = true\ncompression = \"" + method + "\"\n");
+      BOOST_TEST(compress::MethodName(job.cluster.compression.method) == method);
+      const std::string text = FormatResolvedJob(job, ResolvedKeys::kApplicable);
+      BOOST_TEST(Has(text, "compression = \"" + method + "\""), text);
+      const LoadResult back = ParseJobText(text, "inline.toml", {}, "/");
+      BOOST_REQUIRE(back.ok());
+      BOOST_TEST((back.job->cluster == job.cluster));
+    }
+  }
 }
 
 // One problem, one diagnostic: a value that failed to read is not held against the others.

@@ -110,6 +110,15 @@ BOOST_AUTO_TEST_CASE(a_streamed_training_file_resolves_and_what_it_cannot_do_is_
                    {{"inline.toml", 5, 20, "data.stream_block_mib", "must be a number in"}});
 }
 
+// A sparse model pushes keys and their rows: gradient compression does not apply.
+BOOST_AUTO_TEST_CASE(a_sparse_model_refuses_gradient_compression) {
+  CheckDiagnostics(Parse(std::string(kSparseData) +
+                         "[cluster]\nworkers = 2\nmode = \"async\"\ncompression = \"topk\"\n"),
+                   {{"inline.toml", 8, 15, "cluster.compression",
+                     "is \"topk\", but a sparse model pushes its batch's keys and their rows, "
+                     "which compression does not apply to"}});
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace

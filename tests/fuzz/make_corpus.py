@@ -215,6 +215,28 @@ def idx_files():
     write("idx_file", "short", b"\x1f")
 
 
+# ---- compressed pushes (core/dist/ps_protocol.md): u16 slice size, a hello header (25 u32
+# slots: magic, ..., rows at 8, flags at 24), then the push's data floats
+def ps_push(slice_size, flags, rows, data):
+    slots = [0] * 25
+    slots[0], slots[8], slots[24] = 0x31765350, rows, flags
+    return struct.pack("<H", slice_size) + struct.pack("<25I", *slots) + data
+
+
+def ps_pushes():
+    BF16, SPARSE = 2, 4
+    write("ps_push", "bf16", ps_push(5, BF16, 0, struct.pack("<3I", 0x3F80BF80, 0x40004080, 0x4120)))
+    pairs = struct.pack("<3I3f", 0, 4, 9, 1.5, -2.0, 0.25)
+    write("ps_push", "sparse", ps_push(10, SPARSE, 3, pairs))
+    write("ps_push", "sparse_repeated_index", ps_push(10, SPARSE, 2, struct.pack("<2I2f", 3, 3, 1.0, 2.0)))
+    write("ps_push", "sparse_index_outside", ps_push(10, SPARSE, 3, struct.pack("<3I3f", 0, 10, 9, 1, 2, 3)))
+    write("ps_push", "sparse_too_many_pairs", ps_push(2, SPARSE, 3, pairs))
+    write("ps_push", "sparse_short", ps_push(10, SPARSE, 3, pairs[:12]))
+    write("ps_push", "both_encodings", ps_push(10, BF16 | SPARSE, 3, pairs))
+    write("ps_push", "raw_only", ps_push(10, 0, 0, pairs))
+    write("ps_push", "bad_magic", struct.pack("<H", 4) + bytes(100) + pairs)
+
+
 if __name__ == "__main__":
     frames()
     model_files()
@@ -223,3 +245,4 @@ if __name__ == "__main__":
     http_heads()
     job_files()
     idx_files()
+    ps_pushes()

@@ -1,9 +1,10 @@
-// Jobs whose sync replicas compress their gradients ([cluster] compression), as real processes
-// through `dtrain run` and a real dtraind. Each is held against an in-process reference that
-// trains the same replicas, as threads over an in-process ring, with the same compression of the
-// same gradients: the processes must end with its very bits. A run interrupted and resumed (its
-// checkpoint holds every replica's error-feedback residual) ends where a straight run ends, and a
-// killed replica's job recovers.
+// Jobs whose replicas compress what they exchange over the ring ([cluster] compression): sync's
+// gradients, local's averages; as real processes through `dtrain run` and a real dtraind. Each is
+// held against an in-process reference that trains the same replicas, as threads over an
+// in-process ring, with the same compression of the same gradients: the processes must end with
+// its very bits. A run interrupted and resumed (its checkpoint holds every replica's
+// error-feedback residual, and local's last average) ends where a straight run ends, and a killed
+// replica's job recovers.
 #include <signal.h>
 
 #include <algorithm>
@@ -20,10 +21,10 @@
 #include "config/job_file.h"
 #include "core/dist/local_link.h"
 #include "core/math/gemm.h"
-#include "daemon/runner/job_data.h"
 #include "daemon/runner/training_session.h"
 #include "integration/daemon_fixture.h"
 #include "integration/finished_run.h"
+#include "integration/in_process_job.h"
 
 namespace dtrain::testing {
 namespace {
@@ -31,27 +32,28 @@ namespace {
 using json = nlohmann::json;
 
 // 2880 rows = 30 global batches of 96 = 2 x 48 = 4 x 24; a 64 x 64 layer for PowerSGD to compress.
-std::string CompressedJob(int workers, const std::string& compression, long long steps = 40) {
+// `mode`: "sync", or "local" with an average every 4 steps.
+std::string CompressedJob(int workers, const std::string& compression, long long steps = 40,
+                          const std::string& mode = "sync") {
+  const std::string averaging = mode == "local" ? "average_every = 4\n" : "";
   return "name = \"compressed\"\n"
          "[data]\nformat = \"synthetic\"\nsynthetic = \"blobs\"\nrows = 2880\nclasses = 3\n"
          "[model]\ntype = \"mlp\"\nhidden = [64, 64]\nactivation = \"tanh\"\n"
          "[train]\nepochs = 0\nsteps = " +
          std::to_string(steps) + "\neval_every = 20\nbatch_size = " + std::to_string(96 / workers) +
          "\nseed = 5\n[optimizer]\nlr = 0.1\n[cluster]\nworkers = " + std::to_string(workers) +
-         "\nmode = \"sync\"\n" + compression + "[checkpoint]\nevery_steps = 20\n";
+         "\nmode = \"" + mode + "\"\n" + averaging + compression +
+         "[checkpoint]\nevery_steps = 20\n";
 }
 
 // The job's replicas as threads of this process over an in-process ring, each with the strategy
-// TrainingSession gives a compressed sync job (one worker's too): the final parameters (every
-// replica's the same).
+// TrainingSession gives a compressed job (one worker's too): the final parameters (every
+// replica's the same; a local job's run ends right after an average).
 std::vector<float> InProcessReference(const TempDir& dir, const std::string& text) {
-  const config::LoadResult loaded =
-      config::ParseJobText(text, dir.Path("reference.toml"), {}, dir.Path(""));
-  BOOST_REQUIRE(loaded.ok());
-  const config::JobConfig& job = *loaded.job;
-  Result<runner::JobData> data = runner::LoadJobData(job);
-  BOOST_REQUIRE(data.ok());
-  const model::ModelSpec& spec = data.value().spec;
+  const InProcessJob reference = LoadInProcessJob(dir, text);
+  const config::JobConfig& job = reference.job;
+  const runner::JobData& data = reference.data;
+  const model::ModelSpec& spec = data.spec;
   const int world = job.cluster.workers;
   math::SetBlasThreads(1);
   std::vector<dist::RingLinks> links = dist::MakeLocalRing(world);
@@ -64,9 +66,8 @@ std::vector<float> InProcessReference(const TempDir& dir, const std::string& tex
       const train::TrainOptions options = runner::ReplicaOptions(job, spec, r);
       model::LocalNetwork network(spec, train::Trainer::Capacity(options), 1);
       dist::RingAllReduce ring(r, world, links[i].left, links[i].right);
-      const std::unique_ptr<train::Strategy> strategy = runner::MakeCompressedSync(job, spec, ring);
-      train::Trainer trainer(network, options, data.value().train, nullptr, data.value().scaling,
-                             *strategy);
+      const std::unique_ptr<train::Strategy> strategy = runner::MakeCompressedRing(job, spec, ring);
+      train::Trainer trainer(network, options, data.train, nullptr, data.scaling, *strategy);
       trainer.InitParams();
       train::NullListener quiet;
       const Result<train::StopReason> why = trainer.Run(quiet);
@@ -127,12 +128,34 @@ BOOST_AUTO_TEST_CASE(jobs_of_1_2_and_4_processes_end_with_the_bits_of_the_in_pro
   }
 }
 
+// Mode "local" compresses each average's change: 1 and 2 processes end with the reference's bits
+// (the run ends right after an average), and the averages send less than the parameters.
+BOOST_AUTO_TEST_CASE(
+    local_jobs_of_1_and_2_processes_end_with_the_bits_of_the_in_process_reference) {
+  TempDir dir;
+  int runs = 0;
+  for (const std::string& method : kMethods) {
+    for (int n : {1, 2}) {
+      BOOST_TEST_CONTEXT(method << n << " workers") {
+        const std::string text = CompressedJob(n, method, 40, "local");
+        const Finished run = RunJob(dir, "local" + std::to_string(++runs), text);
+        BOOST_TEST((run.params == InProcessReference(dir, text)));
+        CheckReplicasAgree(run, n);
+        if (n == 1) continue;
+        BOOST_TEST(run.worst.at("wire_bytes") > 0.0);
+        BOOST_TEST(run.worst.count("compression_seconds") == 1u);
+        BOOST_TEST(run.worst.at("compression_ratio") > 1.5);
+      }
+    }
+  }
+}
+
 // Interrupted by SIGINT (the replicas agree on a step to stop at and each hands its residual to
 // the checkpoint), then resumed to a step chosen after the stop: the bits of a straight run to
 // that step, parameters, optimizer state and every replica's residual. Checkpoints every 20
 // steps, or every few milliseconds (the writer proposes, the replicas agree on the step).
-BOOST_AUTO_TEST_CASE(
-    an_interrupted_and_resumed_compressed_run_ends_with_the_bits_of_a_straight_run) {
+// `state_vectors`: what the checkpoint holds beside plain SGD's (none) without PowerSGD's Q.
+void CheckInterruptedAndResumed(const std::string& mode, std::size_t state_vectors) {
   using cli::run_checks::Final;
   using cli::run_checks::ParseJson;
   using cli::run_checks::SameState;
@@ -142,7 +165,7 @@ BOOST_AUTO_TEST_CASE(
     for (const std::string policy : {"every_steps = 20\n", "every_seconds = 0.01\n"}) {
       BOOST_TEST_CONTEXT(method << policy) {
         const std::string name = std::to_string(++runs);
-        std::string text = CompressedJob(2, method, 1'000'000);
+        std::string text = CompressedJob(2, method, 1'000'000, mode);
         text.replace(text.find("every_steps = 20\n"), std::string("every_steps = 20\n").size(),
                      policy);
         const std::string job = dir.Write("job" + name + ".toml", text);
@@ -168,21 +191,36 @@ BOOST_AUTO_TEST_CASE(
         const store::CheckpointData a = Final(straight_db, 1);
         const store::CheckpointData b = Final(db, 1);
         BOOST_TEST(b.step == stopped + 30);
-        // Plain SGD keeps no state: both replicas' residuals (and PowerSGD's Q) are all there is.
         BOOST_TEST(a.optimizer_state.size() ==
-                   (method.find("powersgd") != std::string::npos ? 3u : 2u));
+                   state_vectors + (method.find("powersgd") != std::string::npos ? 1u : 0u));
         BOOST_TEST(SameState(a, b), "the resumed run differs from the straight run");
       }
     }
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_killed_compressing_worker_stops_its_peer_and_the_job_recovers) {
+BOOST_AUTO_TEST_CASE(
+    an_interrupted_and_resumed_compressed_run_ends_with_the_bits_of_a_straight_run) {
+  // Plain SGD keeps no state: both replicas' residuals (and PowerSGD's Q) are all there is.
+  CheckInterruptedAndResumed("sync", 2);
+}
+
+// Local's replicas stop right after an average; the checkpoint adds the last average's
+// parameters.
+BOOST_AUTO_TEST_CASE(
+    an_interrupted_and_resumed_compressed_local_run_ends_with_the_bits_of_a_straight_run) {
+  CheckInterruptedAndResumed("local", 3);
+}
+
+// A job of two compressing workers (`mode`: its cluster.mode line and keys) whose worker 1 is
+// killed: the new attempt resumes from a checkpoint holding both replicas' residuals and trains on.
+void CheckKilledWorkerRecovers(const std::string& mode) {
   DaemonFixture d;
   const std::int64_t id = d.Submit(
       "name = \"long\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
       "[model]\ntype = \"mlp\"\nhidden = [64, 64]\n"
-      "[train]\nepochs = 1000\nbatch_size = 16\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
+      "[train]\nepochs = 1000\nbatch_size = 16\n[cluster]\nworkers = 2\n" +
+      mode +
       "compression = \"powersgd\"\ntimeout_seconds = 30\n[checkpoint]\nevery_steps = 50\n"
       "[restart]\nmax_restarts = 1\n");
   json job = d.WaitForStep(id, 60);
@@ -190,11 +228,18 @@ BOOST_AUTO_TEST_CASE(a_killed_compressing_worker_stops_its_peer_and_the_job_reco
   ::kill(job["workers"][1]["pid"].get<pid_t>(), SIGKILL);
   job = d.WaitForRecovery(id, 4);
   BOOST_TEST(job["restarts"] == 1, job.dump());
-  // The new attempt resumes from a checkpoint holding both replicas' residuals and trains on.
   job = d.WaitForStep(id, job["step"].get<std::int64_t>() + 60);
   BOOST_TEST(job["state"] == "running", job.dump());
   d.Request({{"type", "cancel"}, {"id", id}});
   BOOST_TEST(d.Wait(id)["restarts"] == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_compressing_worker_stops_its_peer_and_the_job_recovers) {
+  CheckKilledWorkerRecovers("mode = \"sync\"\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_compressing_local_worker_stops_its_peer_and_the_job_recovers) {
+  CheckKilledWorkerRecovers("mode = \"local\"\naverage_every = 5\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

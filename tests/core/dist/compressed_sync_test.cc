@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "compression_harness.h"
 #include "core/compress/compression_plan.h"
 #include "core/dist/compressed_sync_strategy.h"
 #include "core/dist/sync_strategy.h"
@@ -21,16 +22,11 @@ namespace {
 using testing::Blobs;
 using testing::GlobalBatchOptions;
 using testing::TrainReplicasAsThreads;
+using testing::WideSpec;
+constexpr const auto& kMethods = testing::kLossyMethods;
 
 const optim::OptimizerOptions kMomentum = testing::OptimizerOfType(optim::OptimizerType::kMomentum);
 constexpr int kBatch = 16;
-
-// Wide enough that PowerSGD compresses its 64 x 64 layer (and not the others).
-model::ModelSpec WideSpec() {
-  model::ModelSpec s = testing::SmallSpec();
-  s.hidden = {64, 64};
-  return s;
-}
 
 train::TrainOptions PerReplica(int rank, int world) {
   return GlobalBatchOptions(kBatch, rank, world, /*epochs=*/1);
@@ -52,12 +48,6 @@ std::vector<std::vector<float>> Finals(std::vector<Result<std::vector<float>>> r
   }
   return finals;
 }
-
-const compress::Settings kMethods[] = {
-    {.method = compress::Method::kBf16},
-    {.method = compress::Method::kPowerSgd, .rank = 2},
-    {.method = compress::Method::kTopK, .fraction = 0.05},
-};
 
 BOOST_AUTO_TEST_SUITE(dist_compressed_sync)
 
@@ -102,34 +92,18 @@ BOOST_AUTO_TEST_CASE(a_warm_up_as_long_as_the_run_is_the_uncompressed_ring_to_th
 std::vector<std::vector<std::vector<float>>> StateAfterSteps(const model::Model& model, int world,
                                                              const compress::Settings& settings,
                                                              int steps) {
-  std::vector<RingLinks> links = MakeLocalRing(world);
   std::vector<std::vector<std::vector<float>>> states(static_cast<std::size_t>(world));
-  std::vector<Status> failures(static_cast<std::size_t>(world));
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world; ++r) {
-    ranks.emplace_back([&, r] {
-      const auto i = static_cast<std::size_t>(r);
-      RingAllReduce ring(r, world, links[i].left, links[i].right);
-      auto strategy = Compressed(model, settings)(ring, r, world, model.NumParams());
-      std::vector<float> params(model.NumParams(), 0.0f);
-      for (int step = 0; step < steps; ++step) {
-        std::vector<float> grad =
-            testing::Input(r, model.NumParams(), static_cast<std::uint32_t>(step));
-        if (Status s = strategy->Apply(step, params, grad, 0.01f, {1, 1}); !s.ok()) {
-          failures[i] = s;
-          return;
-        }
-      }
-      Result<std::vector<std::vector<float>>> state = strategy->CheckpointState();
-      if (!state.ok()) {
-        failures[i] = state.status();
-        return;
-      }
-      states[i] = std::move(state).value();
-    });
-  }
-  for (std::thread& t : ranks) t.join();
-  for (const Status& s : failures) BOOST_REQUIRE_MESSAGE(s.ok(), s.message());
+  testing::ApplyInputsOnRanks<train::Strategy>(
+      world, model.NumParams(), steps, 0.01f,
+      [&](RingAllReduce& ring, int r) {
+        return Compressed(model, settings)(ring, r, world, model.NumParams());
+      },
+      [&](int r, train::Strategy& strategy, std::span<const float>) {
+        Result<std::vector<std::vector<float>>> state = strategy.CheckpointState();
+        if (!state.ok()) return state.status();
+        states[static_cast<std::size_t>(r)] = std::move(state).value();
+        return Status::Ok();
+      });
   return states;
 }
 

@@ -2,7 +2,10 @@
 // on a synthetic problem, also pushing and fetching every few steps; with max_staleness = s and
 // one slow replica no applied push is more than s clocks stale, while without a bound they are; a
 // replica that said goodbye no longer holds the others back; a snapshot carries the version
-// vector; and a replica whose link dies is an error naming it, never a hang.
+// vector; a replica whose link dies is an error naming it, never a hang; and a malformed
+// compressed push drops only its sender's link.
+#include <array>
+#include <bit>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <thread>
@@ -357,6 +360,10 @@ struct TwoWorkersOneShard {
   void Start() {
     server = std::thread([this] { served = shard.Serve(shard_ends); });
   }
+  void StartFromZeros() {
+    BOOST_REQUIRE(shard.Load(std::vector<float>(n, 0.0f)).ok());
+    Start();
+  }
   Status Join() {
     server.join();
     return served;
@@ -365,6 +372,17 @@ struct TwoWorkersOneShard {
     return {.rank = rank, .workers = 2, .num_params = n, .mode = PsMode::kAsync};
   }
   PsClient& client(int rank) { return rank == 0 ? c0 : c1; }
+  // Serves worker `rank` over `link` once the shard has noticed, on its own thread, that the
+  // rank's link broke (within 5 s).
+  Status Rejoin(int rank, Link* link) {
+    Status rejoined;
+    for (int i = 0; i < 500; ++i) {
+      rejoined = shard.Rejoin(rank, link);
+      if (rejoined.ok()) break;
+      std::this_thread::sleep_for(10ms);
+    }
+    return rejoined;
+  }
 
   const std::size_t n;
   ParameterShard shard;
@@ -380,8 +398,7 @@ struct TwoWorkersOneShard {
 BOOST_AUTO_TEST_CASE(a_worker_whose_link_breaks_rejoins_at_the_global_clock_and_goes_on) {
   const std::size_t n = 16;
   TwoWorkersOneShard t(n, 10s);
-  BOOST_REQUIRE(t.shard.Load(std::vector<float>(n, 0.0f)).ok());
-  t.Start();
+  t.StartFromZeros();
   std::vector<float> params(n), grad(n, 1.0f);
   std::vector<std::uint64_t> clocks(1, 0);
   BOOST_REQUIRE(t.client(0).Hello(params, clocks).ok());
@@ -400,12 +417,7 @@ BOOST_AUTO_TEST_CASE(a_worker_whose_link_breaks_rejoins_at_the_global_clock_and_
 
   BOOST_TEST(!t.shard.Rejoin(0, t.w1.b.get()).ok());  // rank 0 is not absent
   LocalLinkPair again = MakeLocalLinkPair("worker rank 1, restarted", "shard 0");
-  Status rejoined;
-  for (int i = 0; i < 500; ++i) {  // the shard notices the broken link on its own thread
-    rejoined = t.shard.Rejoin(1, again.b.get());
-    if (rejoined.ok()) break;
-    std::this_thread::sleep_for(10ms);
-  }
+  const Status rejoined = t.Rejoin(1, again.b.get());
   BOOST_REQUIRE_MESSAGE(rejoined.ok(), rejoined.message());
   std::vector<Link*> l1b = {again.a.get()};
   PsClient restarted(l1b, t.Options(1));
@@ -417,6 +429,60 @@ BOOST_AUTO_TEST_CASE(a_worker_whose_link_breaks_rejoins_at_the_global_clock_and_
   const Status served = t.Join();
   BOOST_TEST(served.ok(), served.message());
   BOOST_TEST(t.shard.Stats().pushes_applied == 8u);  // 2 + 5 + 1: the dead one's pushes stay
+}
+
+// A compressed push whose pair points outside the slice drops that worker's link (it is absent,
+// as if its link broke) and writes nothing; the other worker goes on, and a restarted process
+// takes the dropped one's place.
+BOOST_AUTO_TEST_CASE(a_malformed_compressed_push_drops_that_workers_link_only) {
+  const std::size_t n = 16;
+  TwoWorkersOneShard t(n, 10s);
+  t.StartFromZeros();
+  std::vector<float> params(n), grad(n, 1.0f);
+  std::vector<std::uint64_t> clocks(1, 0);
+  BOOST_REQUIRE(t.client(0).Hello(params, clocks).ok());
+  // Worker 1 by hand: a hello announcing pushes of 2 pairs, then one whose second index is n.
+  const Deadline deadline = Clock::now() + 5s;
+  const auto send = [&](PsMessage kind, const PsHeader& h) {
+    std::array<float, kPsHeaderFloats> raw;
+    EncodePsHeader(h, raw);
+    return t.w1.a->Send(PsRequestTag(kind), raw, deadline);
+  };
+  PsHeader hello{.from = 1,
+                 .num_params = n,
+                 .begin = 0,
+                 .end = n,
+                 .shard = 0,
+                 .shards = 1,
+                 .workers = 2,
+                 .mode = static_cast<std::uint32_t>(PsMode::kAsync)};
+  hello.flags = kPsSparsePushes;
+  hello.rows = 2;
+  BOOST_REQUIRE(send(PsMessage::kHello, hello).ok());
+  std::array<float, kPsHeaderFloats> reply;
+  BOOST_REQUIRE(t.w1.a->Recv(PsReplyTag(PsMessage::kHello), reply, deadline).ok());
+  BOOST_TEST(DecodePsHeader(reply).value().rows == 2u);  // taken
+  PsHeader push{.from = 1, .lr = 0.1f};
+  push.flags = kPsEncodedPush;
+  BOOST_REQUIRE(send(PsMessage::kPush, push).ok());
+  const std::vector<float> pairs = {std::bit_cast<float>(std::uint32_t{3}),
+                                    std::bit_cast<float>(static_cast<std::uint32_t>(n)), 1.0f,
+                                    1.0f};
+  BOOST_REQUIRE(t.w1.a->Send(PsDataTag(PsRequestTag(PsMessage::kPush)), pairs, deadline).ok());
+  // Worker 0 goes on, and g does not wait for the dropped worker.
+  BOOST_REQUIRE(t.client(0).Push(0, grad, 0.1f, clocks).ok());
+  BOOST_REQUIRE(t.client(0).Fetch(1, params, clocks).ok());
+  BOOST_TEST(t.shard.Stats().pushes_applied == 1u);  // the malformed push was not applied
+  LocalLinkPair again = MakeLocalLinkPair("worker rank 1, restarted", "shard 0");
+  const Status rejoined = t.Rejoin(1, again.b.get());
+  BOOST_REQUIRE_MESSAGE(rejoined.ok(), rejoined.message());
+  std::vector<Link*> l1b = {again.a.get()};
+  PsClient restarted(l1b, t.Options(1));
+  BOOST_REQUIRE(restarted.Hello({}, clocks).ok());
+  BOOST_REQUIRE(restarted.Goodbye(restarted.own_clock()).ok());
+  BOOST_REQUIRE(t.client(0).Goodbye(1).ok());
+  const Status served = t.Join();
+  BOOST_TEST(served.ok(), served.message());
 }
 
 BOOST_AUTO_TEST_CASE(clocks_loaded_from_a_checkpoint_go_on_where_they_stood) {
