@@ -34,6 +34,8 @@ class HostGroups {
   int per_host() const { return static_cast<int>(groups_.front().size()); }
   // The ranks of `rank`'s host, by rank: its ring within the host.
   const std::vector<int>& LocalRing(int rank) const;
+  // Rank `rank`'s host, by group order: also its position in its ring across hosts.
+  int Host(int rank) const { return group_of_[static_cast<std::size_t>(rank)]; }
   // Rank `rank`'s position in its host's ring.
   int LocalIndex(int rank) const { return local_index_[static_cast<std::size_t>(rank)]; }
   // The ranks at `rank`'s local index on every host, in group order: its ring across hosts.

@@ -108,6 +108,7 @@ BOOST_AUTO_TEST_CASE(round_robin_ranks_group_by_host_and_cross_by_local_index) {
   BOOST_TEST(groups->LocalRing(4) == (std::vector<int>{1, 4}), boost::test_tools::per_element());
   BOOST_TEST(groups->LocalIndex(4) == 1);
   BOOST_TEST(groups->LocalIndex(1) == 0);
+  BOOST_TEST(groups->Host(4) == 1);
   BOOST_TEST(groups->CrossRing(4) == (std::vector<int>{3, 4, 5}), boost::test_tools::per_element());
   BOOST_TEST(groups->CrossRing(2) == (std::vector<int>{0, 1, 2}), boost::test_tools::per_element());
 }
@@ -118,6 +119,7 @@ BOOST_AUTO_TEST_CASE(groups_go_by_their_smallest_rank_whatever_the_keys) {
   BOOST_TEST_REQUIRE(groups.has_value());
   BOOST_TEST(groups->LocalRing(3) == (std::vector<int>{0, 3}), boost::test_tools::per_element());
   BOOST_TEST(groups->CrossRing(3) == (std::vector<int>{3, 2}), boost::test_tools::per_element());
+  BOOST_TEST(groups->Host(2) == 1);
   BOOST_TEST(groups->CrossRing(1) == (std::vector<int>{0, 1}), boost::test_tools::per_element());
 }
 
