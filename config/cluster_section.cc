@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/compression_section.h"
+#include "config/hierarchy_key.h"
 #include "config/mode_traits.h"
 
 namespace dtrain::config::internal {
@@ -81,6 +82,7 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
   r.Int("work_units", 0, kMaxUnits, &c->work_units);
   r.Number("backup_after", Closed(0, 1), &c->backup_after);
   ReadCompression(r, c);
+  ReadHierarchy(r, c);
 }
 
 void CheckModelParallel(const JobConfig& job, TableReader& cluster) {

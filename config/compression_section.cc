@@ -27,8 +27,9 @@ std::string WhatItExchanges(Exchange exchange) {
   return "exchanges its gradients another way";
 }
 
-// Why `c` may not compress its gradients, naming the key that rules it out.
-std::string WhyNot(const ClusterConfig& c) {
+}  // namespace
+
+std::string WhyNotOnTheRing(const ClusterConfig& c) {
   const ModeTraits& mode = TraitsOf(c.mode);
   if ((mode.keys & kCompressionKeys) == 0) {
     return "mode \"" + std::string(mode.name) + "\" " + WhatItExchanges(mode.exchange);
@@ -40,8 +41,6 @@ std::string WhyNot(const ClusterConfig& c) {
   return "model_parallel = " + std::to_string(c.model_parallel) +
          " splits each replica's gradient among its partitions";
 }
-
-}  // namespace
 
 bool CompressionApplies(const ClusterConfig& c) {
   return (TraitsOf(c.mode).keys & kCompressionKeys) != 0 && c.allreduce == AllReduce::kRing &&
@@ -78,7 +77,7 @@ void ReadCompression(TableReader& r, ClusterConfig* c) {
              "is \"" + std::string(compress::MethodName(s.method)) +
                  "\", but compression applies to the gradients of mode " +
                  QuotedModes([](const ModeTraits& m) { return (m.keys & kCompressionKeys) != 0; }) +
-                 " with allreduce \"ring\" and model_parallel = 1 for now: " + WhyNot(*c));
+                 " with allreduce \"ring\" and model_parallel = 1 for now: " + WhyNotOnTheRing(*c));
   }
 }
 

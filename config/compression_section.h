@@ -12,6 +12,8 @@
 // against a key that failed to read.
 #pragma once
 
+#include <string>
+
 #include "config/job.h"
 #include "config/toml_reader.h"
 #include "config/toml_text.h"
@@ -22,6 +24,10 @@ namespace dtrain::config::internal {
 // Whether a job laid out as `c` may compress its gradients: mode "sync" on the ring, every
 // replica one process (model_parallel = 1).
 bool CompressionApplies(const ClusterConfig& c);
+// Why `c`'s replicas do not all-reduce whole gradients on the ring, naming the key that rules it
+// out ("mode \"async\" pushes its gradients to parameter servers"); for a `c` where
+// CompressionApplies is false.
+std::string WhyNotOnTheRing(const ClusterConfig& c);
 
 void ReadCompression(TableReader& cluster, ClusterConfig* c);
 

@@ -35,6 +35,9 @@ enum class AllReduce { kRing, kPs };  // how mode "sync" averages gradients
 // What carries a ring's links: shared memory between processes of one host, TCP otherwise (auto),
 // or always TCP.
 enum class Transport { kAuto, kTcp };
+// How sync ring replicas, several on each of several hosts, sum their gradients: within each host
+// first, then across hosts, where the placement allows it (kAuto); or one flat ring (kFlat).
+enum class Hierarchy { kAuto, kFlat };
 enum class LrScaling { kNone, kLinear, kSqrt };
 // Where a job's processes run when it names no hosts: all on the accepting daemon's host (pack),
 // or round-robin over it and its peers that are up (spread).
@@ -117,6 +120,9 @@ struct ClusterConfig {
   // How sync ring replicas exchange their gradients (config/compression_section.h): "none" sends
   // them whole.
   compress::Settings compression;
+  // Whether sync ring replicas sum within each host before they send across hosts
+  // (config/hierarchy_key.h).
+  Hierarchy hierarchy = Hierarchy::kAuto;
 
   // Shards of each partition, where a mode uses parameter servers (config/mode_traits.h).
   int Servers() const;
@@ -211,6 +217,7 @@ std::string_view SyntheticKindName(SyntheticKind kind);
 std::string_view ClusterModeName(ClusterMode mode);
 std::string_view AllReduceName(AllReduce kind);
 std::string_view TransportName(Transport transport);
+std::string_view HierarchyName(Hierarchy hierarchy);
 std::string_view LrScalingName(LrScaling scaling);
 std::string_view PlacementPolicyName(PlacementPolicy policy);
 std::string_view SchedulerName(Scheduler scheduler);
@@ -219,6 +226,7 @@ Result<SyntheticKind> ParseSyntheticKind(std::string_view name);
 Result<ClusterMode> ParseClusterMode(std::string_view name);
 Result<AllReduce> ParseAllReduce(std::string_view name);
 Result<Transport> ParseTransport(std::string_view name);
+Result<Hierarchy> ParseHierarchy(std::string_view name);
 Result<LrScaling> ParseLrScaling(std::string_view name);
 Result<PlacementPolicy> ParsePlacementPolicy(std::string_view name);
 Result<Scheduler> ParseScheduler(std::string_view name);
@@ -227,6 +235,7 @@ std::string_view SyntheticKindChoices();
 std::string_view ClusterModeChoices();
 std::string_view AllReduceChoices();
 std::string_view TransportChoices();
+std::string_view HierarchyChoices();
 std::string_view LrScalingChoices();
 std::string_view PlacementPolicyChoices();
 std::string_view SchedulerChoices();

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "config/compression_section.h"
+#include "config/hierarchy_key.h"
 #include "config/job_file.h"
 #include "config/layer_list.h"
 #include "config/mode_traits.h"
@@ -184,6 +185,8 @@ void WriteCluster(const ClusterConfig& c, Shown show, TomlWriter& w) {
     w.Int("micro_batches", c.micro_batches);
   }
   if (show(internal::CompressionApplies(c))) internal::WriteCompression(c.compression, w);
+  // Only where it applies, even with every key shown: elsewhere the key is refused.
+  if (internal::CompressionApplies(c)) internal::WriteHierarchy(c.hierarchy, w);
 }
 
 }  // namespace

@@ -81,6 +81,9 @@ Result<std::unique_ptr<HierarchicalSyncStrategy>> MakeHierarchicalSync(
   Result<std::vector<RingLinks>> links = JoinRings(join.rank, rings, join.endpoints, *join.listener,
                                                    join.deadline, join.token, join.transport);
   if (!links.ok()) return Status::Error("two-level ring: " + links.status().message());
+  for (const RingLinks& ring : links.value()) {
+    for (const auto& link : ring.owned) link->SetSendChecksums(join.checksum);
+  }
   return std::unique_ptr<HierarchicalSyncStrategy>(
       new HierarchicalSyncStrategy(join.rank, groups, std::move(links).value(), join.ring_options,
                                    std::move(optimizer), clip_norm));

@@ -53,6 +53,7 @@ struct TwoLevelJoin {
   Deadline deadline{};
   std::string token;
   LinkTransport transport = LinkTransport::kAuto;
+  bool checksum = true;  // Link::SetSendChecksums of every link
   RingOptions ring_options;
 };
 

@@ -112,6 +112,11 @@ class TrainingSession {
   // the ring (ConnectRing) or the parameter-server shards (ConnectShards) as the mode exchanges.
   Status Connect(const config::JobConfig& job, const Placement& placement);
   Status ConnectRing(const config::JobConfig& job, const Placement& placement);
+  // Sync replicas, several on each of several hosts: makes strategy_ the two-level one
+  // (dist::HierarchicalSyncStrategy). Leaves strategy_ unset where the job stays on the flat
+  // ring: hierarchy = "flat", or a placement dist::HostGroups plans nothing for. Collective, on
+  // ring_.
+  Status ConnectTwoLevel(const config::JobConfig& job, const Placement& placement);
   Status ConnectShards(const config::JobConfig& job, const Placement& placement);
 
   dist::RingLinks partition_links_;
@@ -124,6 +129,7 @@ class TrainingSession {
   std::unique_ptr<train::Strategy> strategy_;
   dist::PsStrategy* ps_ = nullptr;  // strategy_, when the replica trains on parameter servers
   bool shared_gradients_ = false;   // strategy_ shares gradients in this host's memory
+  std::string two_level_;  // strategy_'s Describe(), when it sums within each host first
   std::unique_ptr<train::Trainer> trainer_;
 };
 
