@@ -236,8 +236,8 @@ struct RingJoin {
   std::optional<net::FrameStream> to_right, from_left;
 };
 
-// Accepts the connection of every ring in `joins` whose from_left is wanted, in whatever order
-// they come, each told apart by its introduction.
+// Accepts the left neighbour's connection of every ring in `wanted` into its from_left, in
+// whatever order they come, each told apart by its introduction.
 Status AcceptLefts(std::vector<RingJoin*> wanted, const PeerListener& mine, Deadline deadline) {
   while (!wanted.empty()) {
     std::string who;
@@ -310,12 +310,12 @@ Result<std::vector<RingLinks>> JoinRings(int rank, const std::vector<RingMembers
   }
   // Each connection's upgrade handshake needs both of its ends at once, so with kAuto every link
   // is made on a thread of its own; over TCP they are made here, in turn.
-  struct Pending {
+  struct LinkBeingMade {
     std::size_t ring;
     bool right;
     std::future<Result<std::unique_ptr<Link>>> link;
   };
-  std::vector<Pending> pending;
+  std::vector<LinkBeingMade> pending;
   for (std::size_t k = 0; k < joins.size(); ++k) {
     RingJoin& j = joins[k];
     for (bool right : {true, false}) {
@@ -333,7 +333,7 @@ Result<std::vector<RingLinks>> JoinRings(int rank, const std::vector<RingMembers
   }
   std::vector<RingLinks> links(rings.size());
   Status failed = Status::Ok();
-  for (Pending& p : pending) {  // every one is waited for, also after a failure
+  for (LinkBeingMade& p : pending) {  // every one is waited for, also after a failure
     Result<std::unique_ptr<Link>> link = p.link.get();
     if (!link.ok()) {
       if (failed.ok()) failed = Status::Error(me + link.status().message());

@@ -20,7 +20,7 @@ constexpr std::size_t kParams = 1001;
 constexpr float kLr = 0.5f;
 
 struct Job {
-  Job(int hosts, int world) {
+  Job(int hosts, int world, LinkTransport over) : transport(over) {
     std::vector<std::uint64_t> keys;
     for (int r = 0; r < world; ++r) keys.push_back(77 + static_cast<std::uint64_t>(r % hosts));
     groups = HostGroups::Plan(keys);
@@ -37,21 +37,21 @@ struct Job {
             .listener = &listeners[static_cast<std::size_t>(rank)],
             .deadline = Clock::now() + 20s,
             .token = "",
-            .transport = LinkTransport::kTcp,
+            .transport = transport,
             .ring_options = {.timeout = 20s}};
   }
+  LinkTransport transport;
   std::optional<HostGroups> groups;
   std::vector<PeerListener> listeners;
   std::vector<Endpoint> endpoints;
 };
 
-BOOST_AUTO_TEST_SUITE(dist_hierarchical_sync)
-
-BOOST_AUTO_TEST_CASE(replicas_step_alike_by_the_mean_and_agree_on_votes) {
+// 2 "hosts" x 2 replicas step 4 times; one replica proposes a stop at step 1, another at step 3.
+void CheckReplicasStepAlike(LinkTransport transport) {
   constexpr int kHosts = 2;
   constexpr int kWorld = 4;
   constexpr int kSteps = 4;
-  Job job(kHosts, kWorld);
+  Job job(kHosts, kWorld, transport);
   BOOST_TEST_REQUIRE(job.groups.has_value());
   std::vector<std::vector<float>> params(kWorld, std::vector<float>(kParams, 0.0f));
   std::vector<std::vector<int>> agreed(kWorld);  // per step: the reason's number, -1 for none
@@ -106,6 +106,17 @@ BOOST_AUTO_TEST_CASE(replicas_step_alike_by_the_mean_and_agree_on_votes) {
     if (std::fabs(params[0][f] - expected[f]) > tolerance[f] + 1e-6) ++outside;
   }
   BOOST_TEST(outside == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE(dist_hierarchical_sync)
+
+// kAuto: every link of this one process is shared memory, the rings across "hosts" too.
+BOOST_AUTO_TEST_CASE(replicas_step_alike_by_the_mean_and_agree_on_votes) {
+  for (LinkTransport transport : {LinkTransport::kTcp, LinkTransport::kAuto}) {
+    BOOST_TEST_CONTEXT((transport == LinkTransport::kTcp ? "tcp" : "auto")) {
+      CheckReplicasStepAlike(transport);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(ranks_of_one_host_agree_on_no_plan) {
