@@ -8,8 +8,8 @@
 //
 //   Result<std::optional<HostGroups>> groups = AgreeHostGroups(ring);   // collective
 //   if (groups.ok() && groups.value()) {
-//     Result<std::unique_ptr<train::Strategy>> sync = MakeHierarchicalSync(
-//         *groups.value(), {rank, endpoints, listener, deadline, token, transport, ring_options},
+//     Result<std::unique_ptr<HierarchicalSyncStrategy>> sync = MakeHierarchicalSync(
+//         *groups.value(), {.rank = rank, .endpoints = workers, .listener = &mine, ...},
 //         MakeOptimizer(opts, 0, n), clip_norm);
 //   }
 //
@@ -17,6 +17,8 @@
 // a checkpoint vote, stays 0: sync ring jobs checkpoint without a vote). CommStats: bytes_sent and
 // bytes_received count what went over the ring across hosts only (the network); the rings within
 // the host (shared memory) are not counted; wait_seconds adds both levels' waits.
+// AgreeHostGroups runs on the job's ring after JoinRing, so every rank has accepted its ring's
+// connections before any rank joins the two levels' rings (ids 1 within the host, 2 across).
 // One thread at a time (the training thread). The strategy owns both rings and their links.
 #pragma once
 
