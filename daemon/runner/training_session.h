@@ -100,7 +100,8 @@ class TrainingSession {
   // Says goodbye to the shards (a no-op in the other modes). Idempotent.
   Status Finish();
   // What carries this replica's messages, for its log: "data plane: ring over shared memory",
-  // "data plane: 2 shard links over tcp"; empty for a replica alone.
+  // "data plane: 2 shard links over tcp", "data plane: 2 hosts x 2 workers: within the host over
+  // shared memory, across hosts over tcp"; empty for a replica alone.
   std::string DescribeLinks() const;
 
  private:
