@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/compression_section.h"
+#include "config/hierarchy_key.h"
 #include "config/mode_traits.h"
 
 namespace dtrain::config::internal {
@@ -85,6 +86,7 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
   ReadCompression(r, c);
   // Like the other modes' keys, read by every job and used where OverlapApplies().
   r.Size("bucket_bytes", 0, kMaxBucketBytes, &c->bucket_bytes);
+  ReadHierarchy(r, c);
 }
 
 void CheckModelParallel(const JobConfig& job, TableReader& cluster) {

@@ -10,26 +10,11 @@ namespace {
 
 constexpr std::int64_t kMaxWarmupSteps = 10'000'000'000;  // train.steps' own limit
 
-// What a mode without kCompressionKeys exchanges instead of a gradient compression could shrink.
-std::string WhatItExchanges(Exchange exchange) {
-  switch (exchange) {
-    case Exchange::kNone:
-      return "trains one replica, with no gradients to exchange";
-    case Exchange::kSynchronous:  // these rows have kCompressionKeys
-    case Exchange::kAsynchronous:
-    case Exchange::kPeriodicAverage:
-      break;
-    case Exchange::kWorkUnits:
-      return "pushes its work units' gradients to L-BFGS's shards";
-  }
-  return "exchanges its gradients another way";
-}
-
 // Why `c` may not compress with its method, naming the key that rules it out; empty if it may.
 std::string WhyNot(const ClusterConfig& c) {
   const ModeTraits& mode = TraitsOf(c.mode);
   if ((mode.keys & kCompressionKeys) == 0) {
-    return "mode \"" + std::string(mode.name) + "\" " + WhatItExchanges(mode.exchange);
+    return "mode \"" + std::string(mode.name) + "\" " + std::string(WhatItExchanges(mode.exchange));
   }
   if (c.model_parallel != 1) {
     return "model_parallel = " + std::to_string(c.model_parallel) +

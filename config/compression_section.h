@@ -13,6 +13,8 @@
 // against a key that failed to read.
 #pragma once
 
+#include <string>
+
 #include "config/job.h"
 #include "config/toml_reader.h"
 #include "config/toml_text.h"

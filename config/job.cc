@@ -20,6 +20,8 @@ constexpr NameTable<AllReduce, 2> kAllReduces{
     {{{AllReduce::kRing, "ring"}, {AllReduce::kPs, "ps"}}}, "ring, ps"};
 constexpr NameTable<Transport, 2> kTransports{
     {{{Transport::kAuto, "auto"}, {Transport::kTcp, "tcp"}}}, "auto, tcp"};
+constexpr NameTable<Hierarchy, 2> kHierarchies{
+    {{{Hierarchy::kAuto, "auto"}, {Hierarchy::kFlat, "flat"}}}, "auto, flat"};
 constexpr NameTable<LrScaling, 3> kLrScalings{
     {{{LrScaling::kNone, "none"}, {LrScaling::kLinear, "linear"}, {LrScaling::kSqrt, "sqrt"}}},
     "none, linear, sqrt"};
@@ -66,6 +68,7 @@ std::string_view DataFormatName(DataFormat format) { return kFormats.Name(format
 std::string_view SyntheticKindName(SyntheticKind kind) { return kSyntheticKinds.Name(kind); }
 std::string_view AllReduceName(AllReduce kind) { return kAllReduces.Name(kind); }
 std::string_view TransportName(Transport transport) { return kTransports.Name(transport); }
+std::string_view HierarchyName(Hierarchy hierarchy) { return kHierarchies.Name(hierarchy); }
 std::string_view LrScalingName(LrScaling scaling) { return kLrScalings.Name(scaling); }
 std::string_view PlacementPolicyName(PlacementPolicy policy) { return kPlacements.Name(policy); }
 std::string_view SchedulerName(Scheduler scheduler) { return kSchedulers.Name(scheduler); }
@@ -83,6 +86,7 @@ std::string_view DataFormatChoices() { return kFormats.choices; }
 std::string_view SyntheticKindChoices() { return kSyntheticKinds.choices; }
 std::string_view AllReduceChoices() { return kAllReduces.choices; }
 std::string_view TransportChoices() { return kTransports.choices; }
+std::string_view HierarchyChoices() { return kHierarchies.choices; }
 std::string_view LrScalingChoices() { return kLrScalings.choices; }
 std::string_view PlacementPolicyChoices() { return kPlacements.choices; }
 Result<AllReduce> ParseAllReduce(std::string_view name) {
@@ -90,6 +94,9 @@ Result<AllReduce> ParseAllReduce(std::string_view name) {
 }
 Result<Transport> ParseTransport(std::string_view name) {
   return kTransports.Parse(name, "transport");
+}
+Result<Hierarchy> ParseHierarchy(std::string_view name) {
+  return kHierarchies.Parse(name, "hierarchy");
 }
 Result<LrScaling> ParseLrScaling(std::string_view name) {
   return kLrScalings.Parse(name, "learning-rate scaling");

@@ -35,6 +35,9 @@ enum class AllReduce { kRing, kPs };  // how mode "sync" averages gradients
 // What carries a ring's links: shared memory between processes of one host, TCP otherwise (auto),
 // or always TCP.
 enum class Transport { kAuto, kTcp };
+// How sync ring replicas, several on each of several hosts, sum their gradients: within each host
+// first, then across hosts, where the placement allows it (kAuto); or one flat ring (kFlat).
+enum class Hierarchy { kAuto, kFlat };
 enum class LrScaling { kNone, kLinear, kSqrt };
 // Where a job's processes run when it names no hosts: all on the accepting daemon's host (pack),
 // or round-robin over it and its peers that are up (spread).
@@ -122,6 +125,9 @@ struct ClusterConfig {
   // 0: the whole gradient after the pass. Applies where OverlapApplies().
   std::uint64_t bucket_bytes = kDefaultBucketBytes;
   static constexpr std::uint64_t kDefaultBucketBytes = 4u << 20;
+  // Whether sync ring replicas sum within each host before they send across hosts
+  // (config/hierarchy_key.h).
+  Hierarchy hierarchy = Hierarchy::kAuto;
 
   // Shards of each partition, where a mode uses parameter servers (config/mode_traits.h).
   int Servers() const;
@@ -132,8 +138,10 @@ struct ClusterConfig {
   int Coordinators() const;
   int Processes() const { return Trainers() + Shards() + Coordinators(); }
   int WorkUnits() const { return work_units > 0 ? work_units : 10 * workers; }
-  // Whether bucket_bytes applies: mode "sync" on the ring, whole replicas (model_parallel = 1),
-  // uncompressed gradients.
+  // Whether the replicas all-reduce their gradients on the ring: mode "sync" with allreduce
+  // "ring", whole replicas (model_parallel = 1). Where hierarchy applies.
+  bool SumsOnTheRing() const;
+  // Whether bucket_bytes applies: SumsOnTheRing, uncompressed gradients.
   bool OverlapApplies() const;
 
   bool operator==(const ClusterConfig&) const = default;
@@ -219,6 +227,7 @@ std::string_view SyntheticKindName(SyntheticKind kind);
 std::string_view ClusterModeName(ClusterMode mode);
 std::string_view AllReduceName(AllReduce kind);
 std::string_view TransportName(Transport transport);
+std::string_view HierarchyName(Hierarchy hierarchy);
 std::string_view LrScalingName(LrScaling scaling);
 std::string_view PlacementPolicyName(PlacementPolicy policy);
 std::string_view SchedulerName(Scheduler scheduler);
@@ -227,6 +236,7 @@ Result<SyntheticKind> ParseSyntheticKind(std::string_view name);
 Result<ClusterMode> ParseClusterMode(std::string_view name);
 Result<AllReduce> ParseAllReduce(std::string_view name);
 Result<Transport> ParseTransport(std::string_view name);
+Result<Hierarchy> ParseHierarchy(std::string_view name);
 Result<LrScaling> ParseLrScaling(std::string_view name);
 Result<PlacementPolicy> ParsePlacementPolicy(std::string_view name);
 Result<Scheduler> ParseScheduler(std::string_view name);
@@ -235,6 +245,7 @@ std::string_view SyntheticKindChoices();
 std::string_view ClusterModeChoices();
 std::string_view AllReduceChoices();
 std::string_view TransportChoices();
+std::string_view HierarchyChoices();
 std::string_view LrScalingChoices();
 std::string_view PlacementPolicyChoices();
 std::string_view SchedulerChoices();

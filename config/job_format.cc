@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "config/compression_section.h"
+#include "config/hierarchy_key.h"
 #include "config/job_file.h"
 #include "config/layer_list.h"
 #include "config/mode_traits.h"
@@ -185,6 +186,8 @@ void WriteCluster(const ClusterConfig& c, Shown show, TomlWriter& w) {
   }
   if (show(internal::CompressionApplies(c))) internal::WriteCompression(c.compression, w);
   if (show(c.OverlapApplies())) w.Int("bucket_bytes", static_cast<std::int64_t>(c.bucket_bytes));
+  // Only where it applies, even with every key shown: elsewhere the key is refused.
+  if (c.SumsOnTheRing()) internal::WriteHierarchy(c.hierarchy, w);
 }
 
 }  // namespace

@@ -150,9 +150,29 @@ int ClusterConfig::Servers() const {
   return 0;
 }
 
-bool ClusterConfig::OverlapApplies() const {
+std::string_view WhatItExchanges(Exchange exchange) {
+  switch (exchange) {
+    case Exchange::kNone:
+      return "trains one replica, with no gradients to exchange";
+    case Exchange::kSynchronous:
+      return "averages its replicas' gradients every step";
+    case Exchange::kAsynchronous:
+      return "pushes its gradients to parameter servers";
+    case Exchange::kPeriodicAverage:
+      return "averages parameters, not gradients";
+    case Exchange::kWorkUnits:
+      return "pushes its work units' gradients to L-BFGS's shards";
+  }
+  return "exchanges its gradients another way";
+}
+
+bool ClusterConfig::SumsOnTheRing() const {
   return TraitsOf(mode).exchange == Exchange::kSynchronous && allreduce == AllReduce::kRing &&
-         model_parallel == 1 && compression.method == compress::Method::kNone;
+         model_parallel == 1;
+}
+
+bool ClusterConfig::OverlapApplies() const {
+  return SumsOnTheRing() && compression.method == compress::Method::kNone;
 }
 
 int ClusterConfig::Coordinators() const { return TraitsOf(mode).coordinator ? 1 : 0; }

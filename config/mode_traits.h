@@ -59,6 +59,10 @@ enum ModeKeys : unsigned {
   kCompressionKeys = 1u << 5,
 };
 
+// What a mode's replicas exchange, for messages that say why a key does not apply to it
+// ("averages parameters, not gradients").
+std::string_view WhatItExchanges(Exchange exchange);
+
 struct ModeTraits {
   ClusterMode mode;
   std::string_view name;  // cluster.mode's value in a job file

@@ -221,6 +221,135 @@ Result<std::unique_ptr<TcpLink>> AcceptPeer(const PeerListener& listener, int se
   return TcpLink::Create(std::move(s).value(), self_id, expected_id, peer_label);
 }
 
+namespace {
+
+// The introduction of rank `rank` on ring `ring_id`: the rank alone on ring 0, as JoinRing's.
+std::uint32_t RingIntroduction(std::uint32_t ring_id, int rank) {
+  return (ring_id << kRingIdShift) | static_cast<std::uint32_t>(rank);
+}
+
+// One ring's part in JoinRings: its neighbours, and the connections to them once made.
+struct RingJoin {
+  int left = 0;
+  int right = 0;
+  std::uint32_t expected = 0;  // the left neighbour's introduction
+  std::optional<net::FrameStream> to_right, from_left;
+};
+
+// Accepts the left neighbour's connection of every ring in `wanted` into its from_left, in
+// whatever order they come, each told apart by its introduction.
+Status AcceptLefts(std::vector<RingJoin*> wanted, const PeerListener& mine, Deadline deadline) {
+  while (!wanted.empty()) {
+    std::string who;
+    for (const RingJoin* j : wanted) {
+      who += (who.empty() ? "" : " or ") + ("rank " + std::to_string(j->left));
+    }
+    Result<IntroducedPeer> in = mine.Accept(deadline);
+    if (!in.ok()) return Status::Error("waiting for " + who + ": " + in.status().message());
+    const auto match = std::find_if(wanted.begin(), wanted.end(), [&](const RingJoin* j) {
+      return j->expected == in.value().id;
+    });
+    if (match == wanted.end()) {
+      return Status::Error("expected " + who + " to connect, but " + in.value().stream.peer() +
+                           " introduced itself as " + std::to_string(in.value().id));
+    }
+    UseRingCongestionControl(in.value().stream);
+    (*match)->from_left.emplace(std::move(in.value().stream));
+    wanted.erase(match);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<RingLinks>> JoinRings(int rank, const std::vector<RingMembers>& rings,
+                                         const std::vector<Endpoint>& endpoints,
+                                         const PeerListener& mine, Deadline deadline,
+                                         const std::string& token, LinkTransport transport) {
+  const std::string me = "rank " + std::to_string(rank) + ": ";
+  std::vector<RingJoin> joins(rings.size());
+  std::vector<RingJoin*> lefts;
+  // Every ring connects to its right before any accepts its left, as before any handshake: the
+  // listen backlog lets that finish. With two ranks the one connection goes from the first to the
+  // second.
+  for (std::size_t k = 0; k < rings.size(); ++k) {
+    const std::vector<int>& ranks = rings[k].ranks;
+    const auto n = static_cast<int>(ranks.size());
+    if (rings[k].id >= (1u << kRingIdShift)) {
+      return Status::Error(me + "ring id " + std::to_string(rings[k].id) + " is not below 2^16");
+    }
+    const auto at = std::find(ranks.begin(), ranks.end(), rank);
+    if (at == ranks.end()) {
+      return Status::Error("rank " + std::to_string(rank) + " is not in a ring of " +
+                           std::to_string(n));
+    }
+    for (int r : ranks) {
+      if (r < 0 || static_cast<std::size_t>(r) >= endpoints.size() ||
+          (rings[k].id != 0 && r >= (1 << kRingIdShift))) {
+        return Status::Error(me + "no endpoint for rank " + std::to_string(r));
+      }
+    }
+    if (n == 1) continue;
+    const auto pos = static_cast<int>(at - ranks.begin());
+    RingJoin& j = joins[k];
+    j.right = ranks[static_cast<std::size_t>((pos + 1) % n)];
+    j.left = ranks[static_cast<std::size_t>((pos + n - 1) % n)];
+    j.expected = RingIntroduction(rings[k].id, j.left);
+    if (n > 2 || pos == 0) {
+      Result<net::FrameStream> s = ConnectIntroduced(
+          endpoints[static_cast<std::size_t>(j.right)],
+          static_cast<int>(RingIntroduction(rings[k].id, rank)), j.right, "", deadline, token);
+      if (!s.ok()) return Status::Error(me + s.status().message());
+      UseRingCongestionControl(s.value());
+      j.to_right.emplace(std::move(s).value());
+    }
+    if (n > 2 || pos == 1) lefts.push_back(&j);
+  }
+  if (Status accepted = AcceptLefts(lefts, mine, deadline); !accepted.ok()) {
+    return Status::Error(me + accepted.message());
+  }
+  // Each connection's upgrade handshake needs both of its ends at once, so with kAuto every link
+  // is made on a thread of its own; over TCP they are made here, in turn.
+  struct LinkBeingMade {
+    std::size_t ring;
+    bool right;
+    std::future<Result<std::unique_ptr<Link>>> link;
+  };
+  std::vector<LinkBeingMade> pending;
+  for (std::size_t k = 0; k < joins.size(); ++k) {
+    RingJoin& j = joins[k];
+    for (bool right : {true, false}) {
+      std::optional<net::FrameStream>& stream = right ? j.to_right : j.from_left;
+      if (!stream) continue;
+      const int peer = right ? j.right : j.left;
+      const ShmRole role = right ? ShmRole::kCreator : ShmRole::kOpener;
+      auto make = [&stream, transport, role, rank, peer, deadline] {
+        return MakeLink(std::move(*stream), transport, role, rank, peer, "", deadline);
+      };
+      const bool async = transport == LinkTransport::kAuto;
+      pending.push_back(
+          {k, right, std::async(async ? std::launch::async : std::launch::deferred, make)});
+    }
+  }
+  std::vector<RingLinks> links(rings.size());
+  Status failed = Status::Ok();
+  for (LinkBeingMade& p : pending) {  // every one is waited for, also after a failure
+    Result<std::unique_ptr<Link>> link = p.link.get();
+    if (!link.ok()) {
+      if (failed.ok()) failed = Status::Error(me + link.status().message());
+      continue;
+    }
+    RingLinks& ring = links[p.ring];
+    (p.right ? ring.right : ring.left) = link.value().get();
+    ring.owned.push_back(std::move(link).value());
+  }
+  if (!failed.ok()) return failed;
+  for (RingLinks& ring : links) {
+    if (ring.owned.size() == 1) ring.left = ring.right = ring.owned.front().get();
+  }
+  return links;
+}
+
 Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers, const PeerListener& mine,
                            Deadline deadline, const std::string& token, LinkTransport transport) {
   const int n = static_cast<int>(workers.size());
@@ -228,51 +357,12 @@ Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers, const
     return Status::Error("rank " + std::to_string(rank) + " is not in a ring of " +
                          std::to_string(n));
   }
-  const std::string me = "rank " + std::to_string(rank) + ": ";
-  RingLinks links;
-  if (n == 1) return links;
-  const int right = (rank + 1) % n;
-  const int left = (rank + n - 1) % n;
-  // With two ranks the one connection goes from rank 0 to rank 1. Every rank connects to its
-  // right before it accepts its left, as before any handshake: the listen backlog lets that
-  // finish. Each connection's upgrade handshake then needs both of its ends at once, so the left
-  // one runs on a thread of its own while this thread negotiates with the right.
-  std::optional<net::FrameStream> to_right, from_left;
-  if (n > 2 || rank == 0) {
-    Result<net::FrameStream> s = ConnectIntroduced(workers[static_cast<std::size_t>(right)], rank,
-                                                   right, "", deadline, token);
-    if (!s.ok()) return Status::Error(me + s.status().message());
-    UseRingCongestionControl(s.value());
-    to_right.emplace(std::move(s).value());
-  }
-  if (n > 2 || rank == 1) {
-    Result<net::FrameStream> s = AcceptIntroduced(mine, left, "", deadline);
-    if (!s.ok()) return Status::Error(me + s.status().message());
-    UseRingCongestionControl(s.value());
-    from_left.emplace(std::move(s).value());
-  }
-  const auto make_left = [&] {
-    return MakeLink(std::move(*from_left), transport, ShmRole::kOpener, rank, left, "", deadline);
-  };
-  std::future<Result<std::unique_ptr<Link>>> left_link;
-  if (from_left && to_right && transport == LinkTransport::kAuto) {
-    left_link = std::async(std::launch::async, make_left);
-  }
-  if (to_right) {
-    auto link =
-        MakeLink(std::move(*to_right), transport, ShmRole::kCreator, rank, right, "", deadline);
-    if (!link.ok()) return Status::Error(me + link.status().message());
-    links.right = link.value().get();
-    links.owned.push_back(std::move(link).value());
-  }
-  if (from_left) {
-    auto link = left_link.valid() ? left_link.get() : make_left();
-    if (!link.ok()) return Status::Error(me + link.status().message());
-    links.left = link.value().get();
-    links.owned.push_back(std::move(link).value());
-  }
-  if (n == 2) links.left = links.right = links.owned.front().get();
-  return links;
+  RingMembers all{.id = 0, .ranks = std::vector<int>(static_cast<std::size_t>(n))};
+  for (int r = 0; r < n; ++r) all.ranks[static_cast<std::size_t>(r)] = r;
+  Result<std::vector<RingLinks>> joined =
+      JoinRings(rank, {all}, workers, mine, deadline, token, transport);
+  if (!joined.ok()) return joined.status();
+  return std::move(joined.value().front());
 }
 
 }  // namespace dtrain::dist

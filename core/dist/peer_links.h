@@ -18,7 +18,9 @@
 // side by side: a connection that stays silent (anyone on the host can open one) holds up no
 // other, and at most kMaxPendingIntroductions wait at once (a new one then closes the oldest),
 // so its descriptors are bounded too. The accepting side then checks who it expected. Ids are the
-// job's process indices: worker ranks 0..N-1, then shards N..N+S-1. PeerListener is one thread at a
+// job's process indices: worker ranks 0..N-1, then shards N..N+S-1; a connection of a ring that
+// JoinRings joins under ring id k > 0 introduces its rank as (k << kRingIdShift) | rank, so that
+// several rings can be joined over one listener at once. PeerListener is one thread at a
 // time for Accept; the free functions are safe for concurrent use.
 #pragma once
 
@@ -136,5 +138,27 @@ inline constexpr std::string_view kRingCongestionControl = "reno";
 Result<RingLinks> JoinRing(int rank, const std::vector<Endpoint>& workers, const PeerListener& mine,
                            Deadline deadline, const std::string& token = "",
                            LinkTransport transport = LinkTransport::kAuto);
+
+inline constexpr int kRingIdShift = 16;
+
+// One of the rings a process joins with JoinRings: its members' job ranks in ring order, and an
+// id (below 2^16) that no other ring joined over the same listeners at the same time has; ring
+// id 0 is JoinRing's (introductions carry the bare rank). With an id above 0, ranks stay below
+// 2^16.
+struct RingMembers {
+  std::uint32_t id = 0;
+  std::vector<int> ranks;
+};
+
+// Rank `rank`'s links on each of `rings` (element k: rings[k]'s; empty for a ring of one), as
+// JoinRing makes them, over the one listener `mine`: rank r listens at endpoints[r]. Every ring
+// connects to its right before this process accepts any left, and the connections coming in are
+// told apart by their introductions, so members may join the rings in any order. Links name their
+// peers by job rank.
+Result<std::vector<RingLinks>> JoinRings(int rank, const std::vector<RingMembers>& rings,
+                                         const std::vector<Endpoint>& endpoints,
+                                         const PeerListener& mine, Deadline deadline,
+                                         const std::string& token = "",
+                                         LinkTransport transport = LinkTransport::kAuto);
 
 }  // namespace dtrain::dist

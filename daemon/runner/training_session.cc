@@ -10,6 +10,7 @@
 #include "core/dist/compressed_local_strategy.h"
 #include "core/dist/compressed_sync_strategy.h"
 #include "core/dist/downpour_strategy.h"
+#include "core/dist/hierarchical_sync_strategy.h"
 #include "core/dist/host_sync_strategy.h"
 #include "core/dist/local_sgd_strategy.h"
 #include "core/dist/partitioned_mlp.h"
@@ -227,6 +228,9 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
         strategy_ = MakeCompressedSync(job, network_->spec(), *ring_);
         return Status::Ok();
       }
+      if (Status two_level = ConnectTwoLevel(job, placement); !two_level.ok() || strategy_) {
+        return two_level;
+      }
       Result<std::unique_ptr<train::Strategy>> sync =
           dist::MakeSyncStrategy(*ring_, ring_links_, std::move(optimizer), job.clip_norm,
                                  JobTimeout(job), std::move(buckets));
@@ -252,6 +256,30 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
                            std::string(config::ClusterModeName(job.cluster.mode)) +
                            "\" trains no replicas over a ring");
   }
+}
+
+Status TrainingSession::ConnectTwoLevel(const config::JobConfig& job, const Placement& placement) {
+  if (job.cluster.hierarchy != config::Hierarchy::kAuto) return Status::Ok();
+  Result<std::optional<dist::HostGroups>> groups = dist::AgreeHostGroups(*ring_);
+  if (!groups.ok()) return groups.status();
+  if (!groups.value()) return Status::Ok();
+  const auto workers = static_cast<std::ptrdiff_t>(job.cluster.workers);
+  Result<std::unique_ptr<dist::HierarchicalSyncStrategy>> sync = dist::MakeHierarchicalSync(
+      *groups.value(),
+      {.rank = placement.rank,
+       .endpoints = std::vector<dist::Endpoint>(placement.peers.begin(),
+                                                placement.peers.begin() + workers),
+       .listener = placement.listener,
+       .deadline = dist::Clock::now() + JobTimeout(job),
+       .token = placement.data_token,
+       .transport = LinkTransportOf(job),
+       .checksum = job.cluster.checksum,
+       .ring_options = {.timeout = JobTimeout(job)}},
+      optim::MakeOptimizer(job.optimizer, 0, network_->NumParams()), job.clip_norm);
+  if (!sync.ok()) return sync.status();
+  two_level_ = sync.value()->Describe();
+  strategy_ = std::move(sync).value();
+  return Status::Ok();
 }
 
 Status TrainingSession::ConnectShards(const config::JobConfig& job, const Placement& placement) {
@@ -302,6 +330,7 @@ std::string TrainingSession::DescribeLinks() const {
     return std::string("data plane: gradients ") + (params ? "and parameters " : "") +
            "shared in memory by the " + std::to_string(ring_->world()) + " workers of this host";
   }
+  if (!two_level_.empty()) return "data plane: " + two_level_;
   if (ring_links_.left != nullptr) {
     const std::string_view left = ring_links_.left->Transport();
     const std::string_view right = ring_links_.right->Transport();

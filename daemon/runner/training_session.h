@@ -102,7 +102,8 @@ class TrainingSession {
   // Says goodbye to the shards (a no-op in the other modes). Idempotent.
   Status Finish();
   // What carries this replica's messages, for its log: "data plane: ring over shared memory",
-  // "data plane: 2 shard links over tcp"; empty for a replica alone.
+  // "data plane: 2 shard links over tcp", "data plane: 2 hosts x 2 workers: within the host over
+  // shared memory, across hosts over tcp"; empty for a replica alone.
   std::string DescribeLinks() const;
 
  private:
@@ -114,6 +115,11 @@ class TrainingSession {
   // the ring (ConnectRing) or the parameter-server shards (ConnectShards) as the mode exchanges.
   Status Connect(const config::JobConfig& job, const Placement& placement);
   Status ConnectRing(const config::JobConfig& job, const Placement& placement);
+  // Sync replicas, several on each of several hosts: makes strategy_ the two-level one
+  // (dist::HierarchicalSyncStrategy). Leaves strategy_ unset where the job stays on the flat
+  // ring: hierarchy = "flat", or a placement dist::HostGroups plans nothing for. Collective, on
+  // ring_.
+  Status ConnectTwoLevel(const config::JobConfig& job, const Placement& placement);
   Status ConnectShards(const config::JobConfig& job, const Placement& placement);
 
   dist::RingLinks partition_links_;
@@ -127,6 +133,7 @@ class TrainingSession {
   dist::PsStrategy* ps_ = nullptr;  // strategy_, when the replica trains on parameter servers
   bool shared_gradients_ = false;   // strategy_ shares gradients in this host's memory
   std::size_t overlap_buckets_ = 0;  // buckets of an overlapped sync exchange (else 0)
+  std::string two_level_;  // strategy_'s Describe(), when it sums within each host first
   std::unique_ptr<train::Trainer> trainer_;
 };
 

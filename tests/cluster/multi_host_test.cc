@@ -1,6 +1,7 @@
 // Three "hosts" as network namespaces, one dtraind each with its own store, joined by a shared
-// cluster key: jobs spread over the hosts train as they would on one, a job the cluster cannot
-// hold waits saying why, and a killed peer is seen down.
+// cluster key: jobs spread over the hosts train as they would on one, replicas that share a host
+// sum there before they send across, a job the cluster cannot hold waits saying why, and a killed
+// peer is seen down.
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -186,6 +188,63 @@ BOOST_AUTO_TEST_CASE(two_hosts_overlapping_the_exchange_compute_the_whole_gradie
   const ProcessResult metrics =
       c.Cli({"metrics", std::to_string(overlapped["id"].get<int>()), "--format", "json"});
   BOOST_TEST(metrics.out.find("exposed_comm_seconds") != std::string::npos, metrics.out);
+}
+
+// Each host's workers' bytes_sent rows of `job`, summed: what the host put on the network.
+std::map<std::string, double> BytesSentPerHost(ThreeHosts& c, const json& job) {
+  std::map<int, std::string> host_of;
+  for (const json& w : job["workers"]) host_of[w["rank"].get<int>()] = w["host"];
+  const ProcessResult r = c.Cli({"metrics", std::to_string(job["id"].get<int>()), "--format",
+                                 "json", "--name", "bytes_sent"});
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  std::map<std::string, double> per_host;
+  for (const json& row : json::parse(r.out)) {
+    per_host[host_of.at(row["worker"].get<int>())] += row["value"].get<double>();
+  }
+  return per_host;
+}
+
+// Sync ring replicas, two on each of two hosts (round robin: ranks 0 and 2 on h0), sum within
+// each host first: each host sends across what it would with one replica, the same global batch
+// trains as on the flat ring of all four (up to the order of additions), and so does the job.
+BOOST_AUTO_TEST_CASE(two_replicas_on_each_of_two_hosts_send_what_one_on_each_sends) {
+  ThreeHosts c;
+  c.NodesUntil(AllUp);
+  const std::string two_hosts = "mode = \"sync\"\nhosts = [\"h0\", \"h1\"]\n";
+  const json two_level = c.Submit("two-level", BlobsJob("workers = 4\n" + two_hosts, 16));
+  const json flat =
+      c.Submit("flat", BlobsJob("workers = 4\nhierarchy = \"flat\"\n" + two_hosts, 16));
+  const json one_each = c.Submit("one-each", BlobsJob("workers = 2\n" + two_hosts, 32));
+  for (const json* job : {&two_level, &flat, &one_each}) {
+    BOOST_TEST_REQUIRE((*job)["state"] == "succeeded", job->dump());
+    BOOST_TEST((HostsOf(*job) == std::set<std::string>{"h0", "h1"}), job->dump());
+  }
+  const std::map<std::string, double> sent = BytesSentPerHost(c, two_level);
+  const std::map<std::string, double> sent_alone = BytesSentPerHost(c, one_each);
+  const std::map<std::string, double> sent_flat = BytesSentPerHost(c, flat);
+  for (const char* host : {"h0", "h1"}) {
+    BOOST_TEST_CONTEXT(host) {
+      BOOST_TEST_MESSAGE(host << " sent " << sent.at(host) << " bytes (one replica: "
+                              << sent_alone.at(host) << ", flat: " << sent_flat.at(host) << ")");
+      BOOST_TEST(sent_alone.at(host) > 0.0);
+      BOOST_TEST(sent.at(host) == sent_alone.at(host));
+      BOOST_TEST(sent_flat.at(host) > sent.at(host));
+    }
+  }
+  // Each worker says how its messages go.
+  const ProcessResult logs = c.Cli({"logs", std::to_string(two_level["id"].get<int>())});
+  const std::string said =
+      "data plane: 2 hosts x 2 workers: within the host over shared memory, across hosts over tcp";
+  std::size_t saying = 0;
+  for (std::size_t at = logs.out.find(said); at != std::string::npos;
+       at = logs.out.find(said, at + 1)) {
+    ++saying;
+  }
+  BOOST_TEST(saying == 4u, logs.out);
+  const double loss = two_level["metrics"]["eval_loss"].get<double>();
+  const double flat_loss = flat["metrics"]["eval_loss"].get<double>();
+  BOOST_TEST(std::fabs(loss - flat_loss) <= 1e-3 * std::fabs(flat_loss),
+             "two-level " << loss << " vs flat " << flat_loss);
 }
 
 BOOST_AUTO_TEST_CASE(daemons_listening_on_every_address_advertise_the_one_their_peers_reach) {

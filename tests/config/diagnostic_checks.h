@@ -1,6 +1,8 @@
-// Checks shared by the configuration tests: where the test data lives, and what a failed load
-// must have reported (file, line, column, key and a piece of each message, in order).
+// Checks shared by the configuration tests: where the test data lives, job text parsed inline,
+// and what a failed load must have reported (file, line, column, key and a piece of each message,
+// in order).
 //
+//   const config::JobConfig job = MustParseInline("[data]\nformat = \"synthetic\"\n");
 //   CheckDiagnostics(LoadJobFile(path, {}), {{path, 5, 8, "data.rows", "must be an integer"}});
 //   const config::Diagnostic d = Single(ParseDaemonConfigText("max_jobs = 2\n", "d.toml"));
 //
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "config/job.h"
+#include "config/job_file.h"
 
 namespace dtrain::testing {
 
@@ -22,6 +25,19 @@ namespace dtrain::testing {
 inline std::filesystem::path TestData() {
   if (const char* dir = std::getenv("DTRAIN_TEST_DATA")) return dir;
   return std::filesystem::path(__FILE__).parent_path().parent_path() / "data";
+}
+
+// Job-file text parsed as "inline.toml", relative paths from "/".
+inline config::LoadResult ParseInline(const std::string& text) {
+  return config::ParseJobText(text, "inline.toml", {}, "/");
+}
+
+// The job of `text`, which must load without a diagnostic (any is printed).
+inline config::JobConfig MustParseInline(const std::string& text) {
+  const config::LoadResult r = ParseInline(text);
+  for (const config::Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(r.ok());
+  return *r.job;
 }
 
 // One expected diagnostic: where, which key, and a piece of the message.

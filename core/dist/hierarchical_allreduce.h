@@ -1,0 +1,60 @@
+// HierarchicalAllReduce: the mean of a float range over h hosts of r ranks each, in two levels, so
+// that the network carries what h single ranks would send (issue 44's hierarchy):
+//   1. the r ranks of a host sum the range over their ring within the host (shared memory when
+//      JoinRings made it with LinkTransport::kAuto);
+//   2. the rank at local index i all-reduces chunk i of its host's sum (ShardRangeOf(size, r, i))
+//      with the ranks at index i on the other hosts, over its ring across hosts, and scales it by
+//      1/(h*r) once;
+//   3. the host's ranks all-gather their finished chunks over the ring within the host.
+//
+//   HierarchicalAllReduce two_level(local_ring, cross_ring);
+//   Status s = two_level.AllReduceMean(gradient, /*op=*/step);   // every rank, the same op
+//
+// Bitwise identity: a host's sum is identical on its ranks (the ring's promise), chunk i's mean is
+// computed by the ring across hosts from those sums, identical on the ranks at index i, then only
+// copied: every rank of the job ends with the same bits. The order of additions differs from one
+// flat ring's, so the bits may too.
+// Op tags: the ring within the host runs two ops per call, tagged 2*op and 2*op + 1 (mod 2^31);
+// the ring across hosts one, tagged op.
+// Failures: an op fails when either ring's does, with the ring's error (which names the rank and
+// the op) after "within the host: " or "across hosts: "; the rings then refuse further ops.
+// One op at a time, from one thread; both rings (and their links) must outlive this object.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/dist/ring_allreduce.h"
+#include "core/status.h"
+
+namespace dtrain::dist {
+
+// What the last op cost this rank on each level.
+struct TwoLevelOpStats {
+  RingOpStats local;  // both ops within the host, added
+  RingOpStats cross;  // the op across hosts: what this rank put on the network
+};
+
+class HierarchicalAllReduce {
+ public:
+  // `local`: this host's ranks; `cross`: the ranks at this rank's local index on every host.
+  HierarchicalAllReduce(RingAllReduce& local, RingAllReduce& cross)
+      : local_(local), cross_(cross) {}
+
+  // data = the mean of every rank's data (h*r ranks), the same bits on every rank. Every rank
+  // passes the same size and op (distinct from the previous op's). On failure `data` holds
+  // unspecified values.
+  Status AllReduceMean(std::span<float> data, std::uint32_t op);
+
+  int world() const { return local_.world() * cross_.world(); }
+  const TwoLevelOpStats& last_op() const { return last_op_; }
+
+ private:
+  RingAllReduce& local_;  // owned by the caller, with its links
+  RingAllReduce& cross_;
+  std::vector<float> blocks_;  // the all-gather's: r equal blocks, each rank's chunk at its index
+  TwoLevelOpStats last_op_;
+};
+
+}  // namespace dtrain::dist
