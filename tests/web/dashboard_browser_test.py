@@ -201,6 +201,13 @@ def main():
             "the lead worker's compression ratio")
         assert 1.0 < ratio <= 2.0, ratio
         print("job page: worker 0's compression ratio %.1f" % ratio)
+        # And, as every job of several workers, the communication each worker waited for.
+        exposed = browser.wait_for(
+            "(() => { const c = document.querySelector('#workers td[data-exposed=\"0\"]');"
+            " return c && c.textContent !== '-' ? c.textContent : ''; })()", 20,
+            "the lead worker's exposed communication")
+        assert float(exposed) >= 0.0, exposed
+        print("job page: worker 0 waited %s s for its exchanges" % exposed)
         if screenshots:
             browser.screenshot(os.path.join(screenshots, "dashboard-job.png"))
 
