@@ -1,5 +1,6 @@
-// Jobs submitted to a cluster of dtraind "hosts" (network namespaces, tests/cluster/netns_cluster.h)
-// and timed, for the benchmarks that compare layouts across hosts and network speeds.
+// Jobs submitted to a cluster of dtraind "hosts" (network namespaces,
+// tests/cluster/netns_cluster.h) and timed, for the benchmarks that compare layouts across hosts
+// and network speeds.
 //
 //   const BenchArgs args = ParseBenchArgs(argc, argv);          // [--only TEXT] [DTRAIND DTRAIN]
 //   JobCluster c(2, args);                                      // one daemon a host, shared key
@@ -7,6 +8,7 @@
 //   nlohmann::json job = c.RunJob(job_text, "1gbit", "ring");   // its JOB object, with events
 //   double step = StepSeconds(c, job);                          // from the metric rows
 //   auto rows = WorkerRows(c, job, "wire_bytes");               // each worker's, by step
+//   double wire = MetricPerStep(rows);                          // their mean per step
 //
 // Needs root. One thread at a time.
 #pragma once
@@ -76,9 +78,12 @@ inline double RunningSeconds(const nlohmann::json& job) {
 // smaller bucket than rate / HZ keeps the link below its rate.
 inline std::string TbfBurst(const std::string& rate) {
   double bits = std::atof(rate.c_str());
-  if (rate.find("gbit") != std::string::npos) bits *= 1e9;
-  else if (rate.find("mbit") != std::string::npos) bits *= 1e6;
-  else if (rate.find("kbit") != std::string::npos) bits *= 1e3;
+  if (rate.find("gbit") != std::string::npos)
+    bits *= 1e9;
+  else if (rate.find("mbit") != std::string::npos)
+    bits *= 1e6;
+  else if (rate.find("kbit") != std::string::npos)
+    bits *= 1e3;
   const long kb = static_cast<long>(bits / 8 / 100 / 1000);
   return std::to_string(std::max(64L, kb)) + "kb";
 }
@@ -89,7 +94,8 @@ class JobCluster {
     const std::string key = cluster_.HostDir(0) + "/cluster.key";
     std::ofstream(key) << "a shared secret for the benchmark cluster, 32+ bytes\n";
     ::chmod(key.c_str(), 0600);
-    for (int h = 0; h < hosts; ++h) daemons_.push_back(cluster_.StartPeerDaemon(h, args.dtraind, key));
+    for (int h = 0; h < hosts; ++h)
+      daemons_.push_back(cluster_.StartPeerDaemon(h, args.dtraind, key));
   }
 
   // Submits `text` to host 0's daemon with every host's link limited to `rate` (tc tbf; empty:
@@ -117,7 +123,8 @@ class JobCluster {
   }
 
   // RunJob, then the seconds it ran, or 0 (its status on stderr, under `label`).
-  double RunningSeconds(const std::string& text, const std::string& rate, const std::string& label) {
+  double RunningSeconds(const std::string& text, const std::string& rate,
+                        const std::string& label) {
     const nlohmann::json job = RunJob(text, rate);
     const double seconds = job.is_object() ? bench::RunningSeconds(job) : 0.0;
     if (seconds <= 0.0) {
@@ -178,8 +185,8 @@ struct MetricSample {
 // Every row of metric `name` that `job` (a JOB object that succeeded) recorded, per worker in
 // the order of steps; empty when there are none or the job did not succeed.
 inline std::map<int, std::vector<MetricSample>> WorkerRows(JobCluster& cluster,
-                                                          const nlohmann::json& job,
-                                                          const std::string& name) {
+                                                           const nlohmann::json& job,
+                                                           const std::string& name) {
   using namespace std::chrono_literals;
   std::map<int, std::vector<MetricSample>> by_worker;
   if (!job.is_object() || job.value("state", "") != "succeeded") return by_worker;
@@ -197,6 +204,22 @@ inline std::map<int, std::vector<MetricSample>> WorkerRows(JobCluster& cluster,
               [](const MetricSample& a, const MetricSample& b) { return a.step < b.step; });
   }
   return by_worker;
+}
+
+// The mean over the workers of a metric's value per step (rows of WorkerRows), from the logging
+// windows after the first (each row covers the steps since the row before); 0 where no worker
+// has two rows.
+inline double MetricPerStep(const std::map<int, std::vector<MetricSample>>& rows) {
+  double sum = 0.0;
+  int counted = 0;
+  for (const auto& [worker, points] : rows) {
+    if (points.size() < 2 || points.back().step <= points.front().step) continue;
+    double total = 0.0;
+    for (std::size_t i = 1; i < points.size(); ++i) total += points[i].value;
+    sum += total / static_cast<double>(points.back().step - points.front().step);
+    ++counted;
+  }
+  return counted > 0 ? sum / counted : 0.0;
 }
 
 // Seconds per step of `job` (a JOB object), each replica's from its train_loss rows between its
