@@ -12,8 +12,11 @@
 //   partition is the larger, S_1 = 0.80 MB, so 2 (m-1)/m S_1, plus a batch of activations (or
 //   of their gradients) across the cut;
 //   sync ring compressed (powersgd rank 4, topk 0.001, bf16), with P the floats one replica
-//   contributes a step by the job's compression plan (compress::PlanCompression): powersgd
-//   all-reduces them, 2 (n-1)/n 4P; topk and bf16 all-gather them, (n-1) 4P;
+//   contributes a step by the job's compression plan (compress::PlanCompression): topk and bf16
+//   all-gather them, (n-1) 4P; powersgd all-reduces them in two means, each 2 (n-1)/n of its
+//   bytes, or (n-1) of them where it is at most 32 KiB (the ring's gather of small ranges);
+//   eth0's counters add, over the job, the final checkpoint's gather of every replica's
+//   residual (n-1 gradients from each host), which wire_bytes leaves out;
 //   sync ring with bucket_bytes = 0 (no overlap: the whole gradient after the backward pass) and
 //   64 KiB (two buckets: the last two layers, then the first), beside the default 4 MiB (for
 //   this MLP one bucket, so the same exchange after the pass).
@@ -39,6 +42,7 @@
 #include "bench/netns_jobs.h"
 #include "config/job.h"
 #include "core/compress/compression_plan.h"
+#include "core/dist/ring_allreduce.h"
 #include "core/model/model.h"
 
 namespace {
@@ -119,6 +123,30 @@ std::vector<double> SentBytes(const dtrain::testing::NetnsCluster& cluster) {
   return sent;
 }
 
+// What a replica of a compressed sync ring sends per step, from the MLP's compression plan:
+// powersgd's two means (P and the raw tensors, then Q) as the ring all-reduces them, a mean of
+// at most RingOptions::gather_sum_bytes among more than two replicas as a gather of every
+// replica's range, (n-1) b, a larger one 2 (n-1)/n b; topk and bf16 gather every replica's
+// message, (n-1) times what one replica contributes.
+double CompressedBytes(const dtrain::compress::Settings& settings, double replicas) {
+  const dtrain::model::Model mlp(dtrain::bench::FashionMlp({256, 128}));
+  const std::vector<dtrain::compress::TensorPlan> plan = PlanCompression(mlp.Tensors(), settings);
+  if (settings.method != Method::kPowerSgd) return (replicas - 1) * 4.0 * PlanSentFloats(plan);
+  double first = 0.0, second = 0.0;  // the two means' floats
+  for (const dtrain::compress::TensorPlan& t : plan) {
+    const bool low_rank = t.encoding == dtrain::compress::Encoding::kLowRank;
+    first += low_rank ? static_cast<double>(t.tensor.rows * t.rank) : t.sent_floats;
+    if (low_rank) second += static_cast<double>(t.tensor.cols * t.rank);
+  }
+  const auto mean = [replicas](double floats) {
+    const double bytes = 4.0 * floats;
+    const bool gathered =
+        replicas > 2 && bytes <= static_cast<double>(dtrain::dist::RingOptions{}.gather_sum_bytes);
+    return gathered ? (replicas - 1) * bytes : 2.0 * (replicas - 1) / replicas * bytes;
+  };
+  return mean(first) + mean(second);
+}
+
 // What the algorithm sends per step from a replica's host and from the busiest host.
 std::pair<double, double> FormulaBytes(const Mode& m, int hosts) {
   const double s = kGradientBytes;
@@ -131,14 +159,12 @@ std::pair<double, double> FormulaBytes(const Mode& m, int hosts) {
     const double ring = 2.0 * (replicas - 1) / replicas * kFirstLayerBytes + kCutBytes;
     return {ring, ring};
   }
+  if (m.compression.method != Method::kNone) {
+    const double bytes = CompressedBytes(m.compression, replicas);
+    return {bytes, bytes};
+  }
   const double ring = 2.0 * (replicas - 1) / replicas * s / m.average_every;
-  if (m.compression.method == Method::kNone) return {ring, ring};
-  const dtrain::model::Model mlp(dtrain::bench::FashionMlp({256, 128}));
-  const double sent = 4.0 * PlanSentFloats(PlanCompression(mlp.Tensors(), m.compression));
-  const double bytes = m.compression.method == Method::kPowerSgd
-                           ? 2.0 * (replicas - 1) / replicas * sent
-                           : (replicas - 1) * sent;
-  return {bytes, bytes};
+  return {ring, ring};
 }
 
 // A sync ring job's exchange, per step: the mean over its workers of each metric.
