@@ -23,16 +23,17 @@ model scales in n as the formulas say.
 
 Compressed sync ring modes (exchange.py): W(n) is what a replica sends by the compression plan
 (PowerSGD's two means, which the ring sends whole round the ring, (n-1) times, while each is at
-most 32 KiB; topk's and bf16's gather, (n-1) messages), and c is the plain ring's c plus a
-compression CPU time per step k, its compression_seconds metric on the test bed times cores / n,
-which grows with n as the work of decoding the gathered messages does (bf16 in proportion to n;
-topk and powersgd hardly); the more, smaller messages of its means and gathers cost no time of
-their own (no latency term, as for every mode). Overlap (bucket_bytes): the share of the exchange the backward pass hid on the
-test bed, h = 1 - exposed_comm_seconds / comm_seconds, is fitted per mode; on a cluster it hides
-h of the exchange, at most the bytes of all but the last bucket and at most the backward of the
-layers below the first bucket (their share of the ring's c), and the mode's compute is the
-ring's c (on shared cores a ring that sleeps rather than polls costs the pass less, which a
-machine of its own does not show).
+most 32 KiB; topk's and bf16's gather, (n-1) messages). k, one process's compression CPU time
+per step, is its compression_seconds metric on the test bed times cores / n, and grows with n as
+the work of decoding the gathered messages does (bf16 in proportion to n; topk and powersgd
+hardly): on the test bed c is the mode's own c with k grown so, on a cluster the plain ring's c
+plus k(n). Their more, smaller messages cost no time of their own (no latency term, as for every
+mode). Overlap (bucket_bytes): the share of the exchange the backward pass hid on the test bed,
+h = 1 - exposed_comm_seconds / comm_seconds, is fitted per mode; on a cluster it hides h of the
+exchange, at most the bytes of all but the last bucket and at most the backward of the layers
+below the first bucket (their share of the ring's c), and the mode's compute is the ring's c (on
+shared cores a ring that sleeps rather than polls costs the pass less, which a machine of its own
+does not show).
 
 Time to accuracy = samples needed / (replicas * b / T). Sync needs what one worker with the
 global batch needs: measure-samples.sh's runs fitted as E(B) = E_min (1 + B / B_noise)
@@ -240,7 +241,7 @@ def main():
         sys.exit("no measured rows in " + args.measured)
     c = fit_modes(rows, args.fit_hosts, args.cores)
     print(f"calibration from the {args.fit_hosts}-host runs: c (one process's CPU time per step, "
-          f"{args.cores:g} cores shared) from the fastest rate, phi per rate")
+          f"{args.cores:g} cores shared) from the fastest run, phi per rate")
     for name, value in c.items():
         phis = "  ".join(f"phi {rate} = {value['phi'][rate]:.2f}" for rate in RATES)
         print(f"  {name:26s} c = {value['c'] * 1e3:.3f} ms  {phis}")
