@@ -102,9 +102,8 @@ std::string Job(const Mode& mode, int hosts, int steps) {
   const int replicas = hosts / mode.partitions;
   return "name = \"scaling\"\n[data]\nformat = \"synthetic\"\nrows = 4096\ntest_rows = 64\n"
          "features = 784\nclasses = 10\n[model]\ntype = \"mlp\"\nhidden = [256, 128]\n[train]\n"
-         "epochs = 0\nsteps = " +
-         std::to_string(steps) + "\nbatch_size = " + std::to_string(kBatch) +
-         "\nthreads = 1\nlog_every = " + std::to_string(steps / 5) +
+         "epochs = 0\nsteps = " + std::to_string(steps) + "\nbatch_size = " +
+         std::to_string(kBatch) + "\nthreads = 1\nlog_every = " + std::to_string(steps / 5) +
          "\n[optimizer]\ntype = \"sgd\"\nlr = 0.01\n[cluster]\nworkers = " +
          std::to_string(replicas) + "\n" + dtrain::bench::HostsKey(hosts) +
          "timeout_seconds = 600\nheartbeat_timeout = 60\n" + ClusterKeys(mode);
@@ -246,8 +245,7 @@ int main(int argc, char** argv) {
         const double seconds = dtrain::bench::StepSeconds(cluster, job);
         if (seconds <= 0.0) std::fprintf(stderr, "%s: %s\n", mode.name.c_str(), job.dump().c_str());
         std::vector<double> per_step;
-        for (std::size_t h = 0; h < after.size(); ++h)
-          per_step.push_back((after[h] - before[h]) / steps);
+        for (std::size_t h = 0; h < after.size(); ++h) per_step.push_back((after[h] - before[h]) / steps);
         std::sort(per_step.begin(), per_step.end());
         const double median = per_step[per_step.size() / 2], busiest = per_step.back();
         const auto [formula_replica, formula_busiest] = FormulaBytes(mode, hosts);

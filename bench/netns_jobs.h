@@ -1,6 +1,5 @@
-// Jobs submitted to a cluster of dtraind "hosts" (network namespaces,
-// tests/cluster/netns_cluster.h) and timed, for the benchmarks that compare layouts across hosts
-// and network speeds.
+// Jobs submitted to a cluster of dtraind "hosts" (network namespaces, tests/cluster/netns_cluster.h)
+// and timed, for the benchmarks that compare layouts across hosts and network speeds.
 //
 //   const BenchArgs args = ParseBenchArgs(argc, argv);          // [--only TEXT] [DTRAIND DTRAIN]
 //   JobCluster c(2, args);                                      // one daemon a host, shared key
@@ -78,12 +77,9 @@ inline double RunningSeconds(const nlohmann::json& job) {
 // smaller bucket than rate / HZ keeps the link below its rate.
 inline std::string TbfBurst(const std::string& rate) {
   double bits = std::atof(rate.c_str());
-  if (rate.find("gbit") != std::string::npos)
-    bits *= 1e9;
-  else if (rate.find("mbit") != std::string::npos)
-    bits *= 1e6;
-  else if (rate.find("kbit") != std::string::npos)
-    bits *= 1e3;
+  if (rate.find("gbit") != std::string::npos) bits *= 1e9;
+  else if (rate.find("mbit") != std::string::npos) bits *= 1e6;
+  else if (rate.find("kbit") != std::string::npos) bits *= 1e3;
   const long kb = static_cast<long>(bits / 8 / 100 / 1000);
   return std::to_string(std::max(64L, kb)) + "kb";
 }
@@ -94,8 +90,7 @@ class JobCluster {
     const std::string key = cluster_.HostDir(0) + "/cluster.key";
     std::ofstream(key) << "a shared secret for the benchmark cluster, 32+ bytes\n";
     ::chmod(key.c_str(), 0600);
-    for (int h = 0; h < hosts; ++h)
-      daemons_.push_back(cluster_.StartPeerDaemon(h, args.dtraind, key));
+    for (int h = 0; h < hosts; ++h) daemons_.push_back(cluster_.StartPeerDaemon(h, args.dtraind, key));
   }
 
   // Submits `text` to host 0's daemon with every host's link limited to `rate` (tc tbf; empty:
@@ -123,8 +118,7 @@ class JobCluster {
   }
 
   // RunJob, then the seconds it ran, or 0 (its status on stderr, under `label`).
-  double RunningSeconds(const std::string& text, const std::string& rate,
-                        const std::string& label) {
+  double RunningSeconds(const std::string& text, const std::string& rate, const std::string& label) {
     const nlohmann::json job = RunJob(text, rate);
     const double seconds = job.is_object() ? bench::RunningSeconds(job) : 0.0;
     if (seconds <= 0.0) {
@@ -185,8 +179,8 @@ struct MetricSample {
 // Every row of metric `name` that `job` (a JOB object that succeeded) recorded, per worker in
 // the order of steps; empty when there are none or the job did not succeed.
 inline std::map<int, std::vector<MetricSample>> WorkerRows(JobCluster& cluster,
-                                                           const nlohmann::json& job,
-                                                           const std::string& name) {
+                                                          const nlohmann::json& job,
+                                                          const std::string& name) {
   using namespace std::chrono_literals;
   std::map<int, std::vector<MetricSample>> by_worker;
   if (!job.is_object() || job.value("state", "") != "succeeded") return by_worker;
