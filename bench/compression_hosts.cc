@@ -36,6 +36,8 @@ namespace {
 
 using json = nlohmann::json;
 using dtrain::bench::JobCluster;
+using dtrain::bench::MetricPerStep;
+using dtrain::bench::WorkerRows;
 
 constexpr int kGlobalBatch = 256;
 
@@ -77,21 +79,6 @@ std::string ClusterKeys(const Method& method, int hosts) {
   return "workers = " + std::to_string(hosts) + "\nmode = \"sync\"\n" + method.keys;
 }
 
-// The mean over the workers of a metric's value per step, from the logging windows after the
-// first (each row covers the steps since the row before); 0 where no worker has two rows.
-double PerStep(const std::map<int, std::vector<dtrain::bench::MetricSample>>& rows) {
-  double sum = 0.0;
-  int counted = 0;
-  for (const auto& [worker, points] : rows) {
-    if (points.size() < 2 || points.back().step <= points.front().step) continue;
-    double total = 0.0;
-    for (std::size_t i = 1; i < points.size(); ++i) total += points[i].value;
-    sum += total / static_cast<double>(points.back().step - points.front().step);
-    ++counted;
-  }
-  return counted > 0 ? sum / counted : 0.0;
-}
-
 // What one job gave; every figure 0 where it failed.
 struct Figures {
   double samples_per_second = 0.0;
@@ -112,12 +99,11 @@ Figures Measure(JobCluster& cluster, const Method& method, const Link& link,
   }
   const bool compressed = method.keys.find("compression") != std::string::npos;
   const std::string sent = compressed ? "wire_bytes" : "bytes_sent";
-  const double comm = PerStep(dtrain::bench::WorkerRows(cluster, job, "comm_seconds"));
-  const double exposed = PerStep(dtrain::bench::WorkerRows(cluster, job, "exposed_comm_seconds"));
+  const double comm = MetricPerStep(WorkerRows(cluster, job, "comm_seconds"));
+  const double exposed = MetricPerStep(WorkerRows(cluster, job, "exposed_comm_seconds"));
   return {.samples_per_second = kGlobalBatch / step,
-          .wire_bytes = PerStep(dtrain::bench::WorkerRows(cluster, job, sent)),
-          .compress_share =
-              PerStep(dtrain::bench::WorkerRows(cluster, job, "compression_seconds")) / step,
+          .wire_bytes = MetricPerStep(WorkerRows(cluster, job, sent)),
+          .compress_share = MetricPerStep(WorkerRows(cluster, job, "compression_seconds")) / step,
           .hidden_share = comm > 0.0 ? 1.0 - exposed / comm : 0.0};
 }
 

@@ -7,6 +7,7 @@
 //   nlohmann::json job = c.RunJob(job_text, "1gbit", "ring");   // its JOB object, with events
 //   double step = StepSeconds(c, job);                          // from the metric rows
 //   auto rows = WorkerRows(c, job, "wire_bytes");               // each worker's, by step
+//   double wire = MetricPerStep(rows);                          // their mean per step
 //
 // Needs root. One thread at a time.
 #pragma once
@@ -197,6 +198,22 @@ inline std::map<int, std::vector<MetricSample>> WorkerRows(JobCluster& cluster,
               [](const MetricSample& a, const MetricSample& b) { return a.step < b.step; });
   }
   return by_worker;
+}
+
+// The mean over the workers of a metric's value per step (rows of WorkerRows), from the logging
+// windows after the first (each row covers the steps since the row before); 0 where no worker
+// has two rows.
+inline double MetricPerStep(const std::map<int, std::vector<MetricSample>>& rows) {
+  double sum = 0.0;
+  int counted = 0;
+  for (const auto& [worker, points] : rows) {
+    if (points.size() < 2 || points.back().step <= points.front().step) continue;
+    double total = 0.0;
+    for (std::size_t i = 1; i < points.size(); ++i) total += points[i].value;
+    sum += total / static_cast<double>(points.back().step - points.front().step);
+    ++counted;
+  }
+  return counted > 0 ? sum / counted : 0.0;
 }
 
 // Seconds per step of `job` (a JOB object), each replica's from its train_loss rows between its
