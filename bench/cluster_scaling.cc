@@ -14,7 +14,8 @@
 //   sync ring compressed (powersgd rank 4, topk 0.001, bf16), with P the floats one replica
 //   contributes a step by the job's compression plan (compress::PlanCompression): topk and bf16
 //   all-gather them, (n-1) 4P; powersgd all-reduces them in two means, each 2 (n-1)/n of its
-//   bytes, or (n-1) of them where it is at most 32 KiB (the ring's gather of small ranges);
+//   bytes, or (n-1) of them where that is at most 96 KiB (the ring's gather of small ranges,
+//   RingAllReduce::GathersToSum);
 //   eth0's counters add, over the job, the final checkpoint's gather of every replica's
 //   residual (n-1 gradients from each host), which wire_bytes leaves out;
 //   sync ring with bucket_bytes = 0 (no overlap: the whole gradient after the backward pass) and
@@ -123,9 +124,9 @@ std::vector<double> SentBytes(const dtrain::testing::NetnsCluster& cluster) {
 }
 
 // What a replica of a compressed sync ring sends per step, from the MLP's compression plan:
-// powersgd's two means (P and the raw tensors, then Q) as the ring all-reduces them, a mean of
-// at most RingOptions::gather_sum_bytes among more than two replicas as a gather of every
-// replica's range, (n-1) b, a larger one 2 (n-1)/n b; topk and bf16 gather every replica's
+// powersgd's two means (P and the raw tensors, then Q) as the ring all-reduces them, a small mean
+// among more than two replicas (RingAllReduce::GathersToSum) as a gather of every replica's
+// range, (n-1) b, a larger one 2 (n-1)/n b; topk and bf16 gather every replica's
 // message, (n-1) times what one replica contributes.
 double CompressedBytes(const dtrain::compress::Settings& settings, double replicas) {
   const dtrain::model::Model mlp(dtrain::bench::FashionMlp({256, 128}));
@@ -139,8 +140,8 @@ double CompressedBytes(const dtrain::compress::Settings& settings, double replic
   }
   const auto mean = [replicas](double floats) {
     const double bytes = 4.0 * floats;
-    const bool gathered =
-        replicas > 2 && bytes <= static_cast<double>(dtrain::dist::RingOptions{}.gather_sum_bytes);
+    const bool gathered = dtrain::dist::RingAllReduce::GathersToSum(
+        static_cast<int>(replicas), static_cast<std::size_t>(bytes), dtrain::dist::RingOptions{});
     return gathered ? (replicas - 1) * bytes : 2.0 * (replicas - 1) / replicas * bytes;
   };
   return mean(first) + mean(second);

@@ -13,7 +13,7 @@ LAYERS = [(784, 256), (256, 128), (128, 10)]  # (fan-in, width): each weight is 
 POWERSGD_RANK = 4  # bench_cluster_scaling's settings
 TOPK_FRACTION = 0.001
 MIN_SAVING = 4  # a tensor is compressed only where that sends at most a quarter of its floats
-GATHER_SUM_BYTES = 32 << 10  # RingOptions::gather_sum_bytes
+GATHER_SUM_BYTES = 96 << 10  # RingOptions::gather_sum_bytes (RingAllReduce::GathersToSum)
 DEFAULT_BUCKET_BYTES = 4 << 20
 
 
@@ -45,9 +45,10 @@ def plan(method):
 
 
 def ring_mean_bytes(nbytes, n):
-    """What a rank sends for a mean of nbytes over n ranks: a range of at most GATHER_SUM_BYTES
-    among more than two goes round whole (n - 1 times), a larger one 2 (n - 1) / n of it."""
-    if n > 2 and nbytes <= GATHER_SUM_BYTES:
+    """What a rank sends for a mean of nbytes over n ranks: among more than two, a range that
+    sends at most GATHER_SUM_BYTES that way goes round whole (n - 1 times), a larger one
+    2 (n - 1) / n of it."""
+    if n > 2 and (n - 1) * nbytes <= GATHER_SUM_BYTES:
         return (n - 1) * nbytes
     return 2.0 * (n - 1) / n * nbytes
 

@@ -14,7 +14,8 @@
 // reduce-scatter, rank r sends chunk r-s to its right and adds chunk r-s-1 from its left into its
 // own (indices mod world); after world-1 steps rank r holds the finished chunk r+1, which world-1
 // all-gather steps pass on verbatim.
-// Small ranges, more than two ranks (up to RingOptions::gather_sum_bytes, 32 KiB): a message's
+// Small ranges, more than two ranks (where a rank sends at most RingOptions::gather_sum_bytes,
+// 96 KiB, this way: ranges up to 32 KiB at 4 ranks, fewer the more ranks there are): a message's
 // fixed costs outweigh its bytes, so the ring's 2(world-1) steps cost more than world-1 steps of
 // world-1 times the bytes. Each rank's whole range goes round the ring (the all-gather alone, as
 // AllGather does), and every rank then sums chunk c from the gathered ranges in the ring's own
@@ -102,8 +103,11 @@ struct RingOptions {
   // sleeping thread costs tens of microseconds on virtual hosts (docs/performance-notes.md).
   std::chrono::microseconds yield{1000};
   // Rings of more than two ranks gather every rank's whole range and sum it in the ring's order
-  // (see "Small ranges" above) for ranges of up to this many bytes; 0: the ring for every size.
-  std::size_t gather_sum_bytes = 32 << 10;
+  // (see "Small ranges" above) where what a rank sends that way, (world - 1) times the range's
+  // bytes, is at most this many: ranges up to 32 KiB at 4 ranks, as measured; the gather's bytes
+  // grow with the world and the ring's do not, so larger rings gather smaller ranges only. 0: the
+  // ring for every size.
+  std::size_t gather_sum_bytes = 96 << 10;
 };
 
 // What the last op cost this rank.
@@ -143,6 +147,9 @@ class RingAllReduce {
   const RingOpStats& last_op() const { return last_op_; }
   // The bytes this rank sends in an all-reduce of `floats` floats (by whichever way the op goes).
   std::uint64_t ReduceBytesSent(std::size_t floats) const;
+  // Whether a ring of `world` ranks with `options` all-reduces a range of `bytes` by gathering
+  // every rank's range and summing it (see "Small ranges" above).
+  static bool GathersToSum(int world, std::size_t bytes, const RingOptions& options);
   int rank() const { return rank_; }
   int world() const { return world_; }
   // Whether the calling thread may send in the next op: RingOptions::caller_sends, unless a recent
@@ -170,7 +177,7 @@ class RingAllReduce {
   enum Receiver : int { kNobody, kCaller, kRescuer };
 
   // Whether an all-reduce of `bytes` goes by gathering every rank's range and summing here.
-  bool GathersToSum(std::size_t bytes) const;
+  bool GathersToSum(std::size_t bytes) const { return GathersToSum(world_, bytes, options_); }
   // What an op computes: a sum scaled by `scale`, or the gather of every rank's block.
   enum class Collective { kReduce, kGather };
   // AllReduceSum / AllReduceMean: by the ring, or for small ranges by gathering and summing here.

@@ -45,8 +45,9 @@ std::size_t SendAhead(std::size_t bytes, std::size_t segment) {
 
 }  // namespace
 
-bool RingAllReduce::GathersToSum(std::size_t bytes) const {
-  return world_ >= 3 && options_.gather_sum_bytes > 0 && bytes <= options_.gather_sum_bytes;
+bool RingAllReduce::GathersToSum(int world, std::size_t bytes, const RingOptions& options) {
+  return world >= 3 && options.gather_sum_bytes > 0 &&
+         bytes * static_cast<std::size_t>(world - 1) <= options.gather_sum_bytes;
 }
 
 std::uint64_t RingAllReduce::ReduceBytesSent(std::size_t floats) const {

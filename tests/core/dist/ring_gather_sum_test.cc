@@ -1,5 +1,5 @@
-// Small ranges with more than two ranks (RingOptions::gather_sum_bytes): every rank gathers every
-// rank's whole range and sums it in the ring's order. Every rank must end with the bits the ring
+// Small ranges with more than two ranks (RingOptions::gather_sum_bytes, on what a rank sends that
+// way): every rank gathers every rank's whole range and sums it in the ring's order. Every rank must end with the bits the ring
 // gives (the same options with gather_sum_bytes = 0), whatever the world (1 to 7) and the size
 // around the threshold, ranks as threads and as processes; the bytes sent say which algorithm ran;
 // a dead or silent peer is named as the ring names it; ReduceBytesSent tells the bytes in advance.
@@ -23,7 +23,11 @@ using testing::Ring;
 using testing::Transport;
 
 constexpr std::uint32_t kOp = 7;
-const std::size_t kThresholdFloats = RingOptions{}.gather_sum_bytes / sizeof(float);
+// The largest range a ring of `world` ranks gathers by default: (world - 1) times its bytes are
+// at most gather_sum_bytes (1 where it gathers none: the boundary sizes are then small ones).
+std::size_t ThresholdFloats(int world) {
+  return world < 3 ? 1 : RingOptions{}.gather_sum_bytes / sizeof(float) / (world - 1);
+}
 
 struct Reduced {
   std::vector<std::vector<float>> data;  // each rank's result
@@ -55,7 +59,8 @@ void CheckAgainstTheRing(Transport transport, int world, std::size_t threshold_b
   Ring ring(testing::MakeRing(transport, world), {.timeout = 60s, .gather_sum_bytes = 0});
   const Reduced got = ReduceOnce(gathering, size, mean);
   const Reduced want = ReduceOnce(ring, size, mean);
-  const bool gathers = world > 2 && threshold_bytes > 0 && size * sizeof(float) <= threshold_bytes;
+  const bool gathers = world > 2 && threshold_bytes > 0 &&
+                       static_cast<std::size_t>(world - 1) * size * sizeof(float) <= threshold_bytes;
   for (std::size_t r = 0; r < got.data.size(); ++r) {
     BOOST_TEST_CONTEXT("rank " << r) {
       BOOST_TEST(testing::SameBits(got.data[r], want.data[r]));
@@ -70,7 +75,7 @@ void CheckWorldsAndSizes(Transport transport) {
   for (int world = 1; world <= 7; ++world) {
     for (std::size_t size :
          {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(world - 1), std::size_t{1000},
-          kThresholdFloats - 1, kThresholdFloats, kThresholdFloats + 1}) {
+          ThresholdFloats(world) - 1, ThresholdFloats(world), ThresholdFloats(world) + 1}) {
       for (bool mean : {false, true}) {
         BOOST_TEST_CONTEXT(transport << ", world " << world << ", " << size << " floats, "
                                      << (mean ? "mean" : "sum")) {
@@ -91,14 +96,22 @@ BOOST_AUTO_TEST_CASE(tcp_worlds_1_to_7_get_the_rings_bits_around_the_threshold) 
   CheckWorldsAndSizes(Transport::kTcp);
 }
 
-BOOST_AUTO_TEST_CASE(the_threshold_is_an_option_and_includes_its_own_size) {
+BOOST_AUTO_TEST_CASE(the_threshold_is_an_option_on_what_a_rank_sends_and_includes_its_own_size) {
   for (int world : {3, 5}) {
     for (std::size_t size : {999u, 1000u, 1001u}) {
       BOOST_TEST_CONTEXT("world " << world << ", " << size << " floats") {
-        CheckAgainstTheRing(Transport::kLocal, world, /*threshold_bytes=*/4000, size, true);
+        // A gather of 1000 floats sends (world - 1) * 4000 bytes.
+        CheckAgainstTheRing(Transport::kLocal, world, /*threshold_bytes=*/4000 * (world - 1), size,
+                            true);
       }
     }
   }
+  // The default gathers ranges of 32 KiB at 4 ranks and 12 KiB at 9, as a rank then sends 96 KiB.
+  BOOST_TEST(RingAllReduce::GathersToSum(4, 32 << 10, RingOptions{}));
+  BOOST_TEST(!RingAllReduce::GathersToSum(4, (32 << 10) + 4, RingOptions{}));
+  BOOST_TEST(RingAllReduce::GathersToSum(9, 12 << 10, RingOptions{}));
+  BOOST_TEST(!RingAllReduce::GathersToSum(9, 16 << 10, RingOptions{}));
+  BOOST_TEST(!RingAllReduce::GathersToSum(2, 4, RingOptions{}));
 }
 
 BOOST_AUTO_TEST_CASE(sums_each_chunk_in_the_rings_order_and_scales_its_last_addition) {
@@ -138,7 +151,7 @@ int RankProcess(const LoopbackRing& listening, int rank, std::size_t size, int f
 
 BOOST_AUTO_TEST_CASE(ranks_as_processes_get_the_bits_of_the_ring_in_threads) {
   for (int world : {3, 4, 5}) {
-    for (std::size_t size : {kThresholdFloats, kThresholdFloats + 1}) {
+    for (std::size_t size : {ThresholdFloats(world), ThresholdFloats(world) + 1}) {
       BOOST_TEST_CONTEXT("world " << world << ", " << size << " floats") {
         Result<LoopbackRing> listening = LoopbackRing::Listen(world, LinkTransport::kTcp);
         BOOST_TEST_REQUIRE(listening.ok(), listening.status().message());
@@ -228,7 +241,7 @@ BOOST_AUTO_TEST_CASE(reduce_bytes_sent_says_what_each_rank_sends_whichever_way_t
       Ring ring(testing::MakeRing(Transport::kLocal, world),
                 {.timeout = 60s, .segment_floats = 4096, .direct_exchange = direct});
       for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{1001},
-                               kThresholdFloats, kThresholdFloats + 1, std::size_t{100'003}}) {
+                               ThresholdFloats(world), ThresholdFloats(world) + 1, std::size_t{100'003}}) {
         BOOST_TEST_CONTEXT("world " << world << ", " << size << " floats"
                                     << (direct ? "" : ", no direct exchange")) {
           const Reduced r = ReduceOnce(ring, size, false);
