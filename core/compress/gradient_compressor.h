@@ -61,7 +61,8 @@ class GradientCompressor {
   GradientCompressor(std::vector<TensorPlan> plan, const Settings& settings, std::uint64_t seed);
 
   // grad (PlanFloats floats): this replica's gradient, already weighted for averaging; becomes
-  // the step's averaged gradient (see above). On failure grad holds unspecified values.
+  // the step's averaged gradient (see above). On failure grad and the residual hold unspecified
+  // values.
   Status Exchange(std::int64_t step, std::span<float> grad, GradientExchange& exchange);
 
   // Without an exchange (a worker's pushes to parameter servers): messages (PlanSentFloats

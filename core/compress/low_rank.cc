@@ -50,18 +50,43 @@ void ScaleColumn(std::span<float> p, std::size_t m, std::size_t r, std::size_t c
   }
 }
 
-}  // namespace
-
-void AddAndMultiplyByQ(std::span<const float> g, std::span<float> m_values, std::size_t m,
-                       std::size_t n, std::span<const float> q, std::size_t r, std::span<float> p) {
-  // Q transposed (r rows of n), and each row's r dot products kept in kLanes partial sums that
-  // the loop over a run of kLanes columns fills side by side (it vectorises).
-  constexpr std::size_t kLanes = 16;
-  thread_local std::vector<float> q_t;
+// q_t (r rows of n) = Q (n x r) transposed, so that a pass over a row of M meets each column of Q
+// as a contiguous run.
+void Transpose(std::span<const float> q, std::size_t n, std::size_t r, std::vector<float>& q_t) {
   q_t.resize(r * n);
   for (std::size_t col = 0; col < n; ++col) {
     for (std::size_t k = 0; k < r; ++k) q_t[k * n + col] = q[col * r + k];
   }
+}
+
+// sum (n floats) = a row of P (r values) times Q^T, from Q transposed: each value's r products
+// added in order k = 0, 1, ... from 0, along contiguous rows (the loop over columns vectorises).
+inline void RowOfProduct(const float* p_row, const float* q_t, std::size_t n, std::size_t r,
+                         float* sum) {
+  std::fill_n(sum, n, 0.0f);
+  for (std::size_t k = 0; k < r; ++k) {
+    const float a = p_row[k];
+    const float* b = &q_t[k * n];
+    for (std::size_t col = 0; col < n; ++col) sum[col] += a * b[col];
+  }
+}
+
+}  // namespace
+
+// The passes over M come in two builds, picked when the program loads: one for any x86-64 and
+// one for CPUs with AVX2. Both do the same float operations in the same order for each value (the
+// vectors run across columns, and "avx2" leaves out fused multiply-adds), so they give the same
+// bits; AVX2 only does eight at a time.
+#define DTRAIN_PASS_OVER_M __attribute__((target_clones("avx2", "default")))
+
+DTRAIN_PASS_OVER_M
+void AddAndMultiplyByQ(std::span<const float> g, std::span<float> m_values, std::size_t m,
+                       std::size_t n, std::span<const float> q, std::size_t r, std::span<float> p) {
+  // Each row's r dot products kept in kLanes partial sums that the loop over a run of kLanes
+  // columns fills side by side (it vectorises).
+  constexpr std::size_t kLanes = 16;
+  thread_local std::vector<float> q_t;
+  Transpose(q, n, r, q_t);
   float partial[kMaxRank][kLanes];
   for (std::size_t row = 0; row < m; ++row) {
     float* values = &m_values[row * n];
@@ -86,12 +111,25 @@ void AddAndMultiplyByQ(std::span<const float> g, std::span<float> m_values, std:
   }
 }
 
+DTRAIN_PASS_OVER_M
 void MultiplyTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
                            std::span<const float> p, std::size_t r, std::span<float> q) {
-  // Q transposed (r rows of n) grows row of M by row of M: each pass reads M once.
+  // Q transposed (r rows of n) grows row of M by row of M, two rows at a time (each sum still
+  // adds its products row after row): each pass reads M once.
   thread_local std::vector<float> q_t;
   q_t.assign(r * n, 0.0f);
-  for (std::size_t row = 0; row < m; ++row) {
+  std::size_t row = 0;
+  for (; row + 1 < m; row += 2) {
+    const float* first = &m_values[row * n];
+    const float* second = first + n;
+    for (std::size_t k = 0; k < r; ++k) {
+      const float a = p[row * r + k], b = p[(row + 1) * r + k];
+      float* qk = &q_t[k * n];
+      for (std::size_t col = 0; col < n; ++col)
+        qk[col] = (qk[col] + a * first[col]) + b * second[col];
+    }
+  }
+  if (row < m) {
     const float* values = &m_values[row * n];
     for (std::size_t k = 0; k < r; ++k) {
       const float a = p[row * r + k];
@@ -116,32 +154,20 @@ void Orthonormalize(std::span<float> p, std::size_t m, std::size_t r) {
 
 namespace {
 
-// out (m x n) = P Q^T (add false) or out += scale * P Q^T (add true). Q transposed (r rows of
-// n), so that each of a row's sums grows along a contiguous row of it: the loop over columns
-// vectorises, and each value's sum still adds its r products in order k = 0, 1, ... from 0, then
-// is scaled once: the same bits wherever this binary runs.
+// out (m x n) = P Q^T (add false) or out += scale * P Q^T (add true), row by row (RowOfProduct).
+DTRAIN_PASS_OVER_M
 void Product(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
              std::size_t r, bool add, float scale, std::span<float> out) {
-  thread_local std::vector<float> q_t;
-  thread_local std::vector<float> sums;
-  q_t.resize(r * n);
+  thread_local std::vector<float> q_t, sums;
+  Transpose(q, n, r, q_t);
   sums.resize(n);
-  for (std::size_t col = 0; col < n; ++col) {
-    for (std::size_t k = 0; k < r; ++k) q_t[k * n + col] = q[col * r + k];
-  }
   for (std::size_t row = 0; row < m; ++row) {
-    float* sum = sums.data();
-    std::fill_n(sum, n, 0.0f);
-    for (std::size_t k = 0; k < r; ++k) {
-      const float a = p[row * r + k];
-      const float* b = &q_t[k * n];
-      for (std::size_t col = 0; col < n; ++col) sum[col] += a * b[col];
-    }
     float* o = &out[row * n];
     if (add) {
-      for (std::size_t col = 0; col < n; ++col) o[col] += scale * sum[col];
+      RowOfProduct(&p[row * r], q_t.data(), n, r, sums.data());
+      for (std::size_t col = 0; col < n; ++col) o[col] += scale * sums[col];
     } else {
-      std::copy_n(sum, n, o);
+      RowOfProduct(&p[row * r], q_t.data(), n, r, o);
     }
   }
 }
@@ -156,6 +182,22 @@ void AddProduct(std::span<const float> p, std::span<const float> q, std::size_t 
 void WriteProduct(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
                   std::size_t r, std::span<float> out) {
   Product(p, q, m, n, r, /*add=*/false, 1.0f, out);
+}
+
+DTRAIN_PASS_OVER_M
+void SubtractProductWriteProduct(std::span<const float> p, std::span<const float> own_q,
+                                 std::span<const float> mean_q, std::size_t m, std::size_t n,
+                                 std::size_t r, std::span<float> m_values, std::span<float> out) {
+  thread_local std::vector<float> own_t, mean_t, sums;
+  Transpose(own_q, n, r, own_t);
+  Transpose(mean_q, n, r, mean_t);
+  sums.resize(n);
+  for (std::size_t row = 0; row < m; ++row) {
+    float* values = &m_values[row * n];
+    RowOfProduct(&p[row * r], own_t.data(), n, r, sums.data());
+    for (std::size_t col = 0; col < n; ++col) values[col] -= sums[col];
+    RowOfProduct(&p[row * r], mean_t.data(), n, r, &out[row * n]);
+  }
 }
 
 void InitialQ(std::uint64_t seed, std::span<float> q) {
