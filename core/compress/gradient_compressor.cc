@@ -9,6 +9,8 @@
 #include "core/compress/low_rank.h"
 #include "core/compress/top_k.h"
 #include "core/data/random.h"
+#include "core/math/part_range.h"
+#include "core/math/thread_team.h"
 
 namespace dtrain::compress {
 namespace {
@@ -88,6 +90,23 @@ void ForEachLowRank(std::span<const TensorPlan> plan, const LowRankBuffer& b, Vi
   }
 }
 
+// part(range) for each of the team's parts of [0, count), at once (without a team, the whole
+// range on this thread).
+template <typename Part>
+void Split(math::ThreadTeam* team, std::size_t count, const Part& part) {
+  if (team == nullptr) {
+    part(math::PartRange{0, count});
+    return;
+  }
+  team->Run([&](int i) { part(math::PartOf(count, team->size(), i)); });
+}
+
+// Rows [rows.begin, rows.end) of a row-major matrix with `cols` columns.
+template <typename T>
+std::span<T> Rows(std::span<T> values, std::size_t cols, math::PartRange rows) {
+  return values.subspan(rows.begin * cols, (rows.end - rows.begin) * cols);
+}
+
 // The kRaw tensors' values of grad into raws, tensor after tensor (to_raws), or back.
 void CopyRaw(std::span<const TensorPlan> plan, std::span<float> grad, std::span<float> raws,
              bool to_raws) {
@@ -104,34 +123,45 @@ void CopyRaw(std::span<const TensorPlan> plan, std::span<float> grad, std::span<
   }
 }
 
-// Before the first Mean: M = G + E into the residual, P = M Q.
+// Before the first Mean: M = G + E into the residual, P = M Q (rows split among the team).
 void WriteP(std::span<const TensorPlan> plan, const LowRankBuffer& b, std::span<const float> grad,
-            std::span<float> residual, const std::vector<std::vector<float>>& qs) {
+            std::span<float> residual, const std::vector<std::vector<float>>& qs,
+            math::ThreadTeam* team) {
   ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
-    AddAndMultiplyByQ(Of(grad, t.plan), Of(residual, t.plan), t.rows(), t.cols(), qs[t.index],
-                      t.rank(), t.p);
+    Split(team, t.rows(), [&](math::PartRange rows) {
+      AddAndMultiplyByQ(Rows(Of(grad, t.plan), t.cols(), rows),
+                        Rows(Of(residual, t.plan), t.cols(), rows), rows.end - rows.begin, t.cols(),
+                        qs[t.index], t.rank(), Rows(t.p, t.rank(), rows));
+    });
   });
 }
 
 // After it, on the mean P: P orthonormal, and this replica's own Q' = M^T P (kept aside, and
-// the second Mean's input).
+// the second Mean's input; Q's rows split among the team).
 void WriteOwnQ(std::span<const TensorPlan> plan, const LowRankBuffer& b,
-               std::span<const float> residual) {
+               std::span<const float> residual, math::ThreadTeam* team) {
   ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
     Orthonormalize(t.p, t.rows(), t.rank());
-    MultiplyTransposedByP(Of(residual, t.plan), t.rows(), t.cols(), t.p, t.rank(), t.own_q);
+    Split(team, t.cols(), [&](math::PartRange columns) {
+      MultiplyColumnsTransposedByP(Of(residual, t.plan), t.rows(), t.cols(), columns, t.p, t.rank(),
+                                   t.own_q);
+    });
     std::ranges::copy(t.own_q, t.q.begin());
   });
 }
 
 // After the second Mean, in one pass over M: the residual M - P (own Q')^T, and the step's
-// gradient P Q'^T from the mean Q', which the next step's Q starts from.
+// gradient P Q'^T from the mean Q', which the next step's Q starts from (rows split among the
+// team).
 void WriteResidualAndMeanProduct(std::span<const TensorPlan> plan, const LowRankBuffer& b,
                                  std::span<float> residual, std::span<float> grad,
-                                 std::vector<std::vector<float>>& qs) {
+                                 std::vector<std::vector<float>>& qs, math::ThreadTeam* team) {
   ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
-    SubtractProductWriteProduct(t.p, t.own_q, t.q, t.rows(), t.cols(), t.rank(),
-                                Of(residual, t.plan), Of(grad, t.plan));
+    Split(team, t.rows(), [&](math::PartRange rows) {
+      SubtractProductWriteProduct(Rows(t.p, t.rank(), rows), t.own_q, t.q, rows.end - rows.begin,
+                                  t.cols(), t.rank(), Rows(Of(residual, t.plan), t.cols(), rows),
+                                  Rows(Of(grad, t.plan), t.cols(), rows));
+    });
     std::ranges::copy(t.q, qs[t.index].begin());
   });
 }
@@ -197,7 +227,7 @@ Status GradientCompressor::ExchangeLowRank(std::span<float> grad, GradientExchan
   const LowRankBuffer b = SplitLowRankBuffer(plan_, buffer_);
   {
     ScopedSeconds timer(stats_.seconds);
-    WriteP(plan_, b, grad, residual_, q_);
+    WriteP(plan_, b, grad, residual_, q_, team_);
     CopyRaw(plan_, grad, b.raws, /*to_raws=*/true);
   }
   if (Status s = exchange.Mean(std::span(buffer_).first(b.ps.size() + b.raws.size())); !s.ok()) {
@@ -205,11 +235,11 @@ Status GradientCompressor::ExchangeLowRank(std::span<float> grad, GradientExchan
   }
   {
     ScopedSeconds timer(stats_.seconds);
-    WriteOwnQ(plan_, b, residual_);
+    WriteOwnQ(plan_, b, residual_, team_);
   }
   if (Status s = exchange.Mean(b.qs); !s.ok()) return s;
   ScopedSeconds timer(stats_.seconds);
-  WriteResidualAndMeanProduct(plan_, b, residual_, grad, q_);
+  WriteResidualAndMeanProduct(plan_, b, residual_, grad, q_, team_);
   CopyRaw(plan_, grad, b.raws, /*to_raws=*/false);
   return Status::Ok();
 }

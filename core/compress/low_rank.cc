@@ -146,36 +146,43 @@ void AddAndMultiplyByQ(std::span<const float> g, std::span<float> m_values, std:
   }
 }
 
-DTRAIN_PASS_OVER_M
 void MultiplyTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
                            std::span<const float> p, std::size_t r, std::span<float> q) {
-  // Q transposed (r rows of n) grows row of M by row of M, four rows at a time (each sum still
-  // adds its products row after row): each pass reads M once.
+  MultiplyColumnsTransposedByP(m_values, m, n, {0, n}, p, r, q);
+}
+
+DTRAIN_PASS_OVER_M
+void MultiplyColumnsTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
+                                  math::PartRange columns, std::span<const float> p, std::size_t r,
+                                  std::span<float> q) {
+  // Q's rows transposed (r rows of `width`) grow row of M by row of M, four rows at a time (each
+  // sum still adds its products row after row): each pass reads M's columns once.
+  const std::size_t width = columns.end - columns.begin;
   thread_local std::vector<float> q_t;
-  q_t.assign(r * n, 0.0f);
+  q_t.assign(r * width, 0.0f);
   std::size_t row = 0;
   for (; row + 4 <= m; row += 4) {
-    const float* x = &m_values[row * n];
+    const float* x = &m_values[row * n + columns.begin];
     for (std::size_t k = 0; k < r; ++k) {
       const float a0 = p[row * r + k], a1 = p[(row + 1) * r + k], a2 = p[(row + 2) * r + k],
                   a3 = p[(row + 3) * r + k];
-      float* qk = &q_t[k * n];
-      for (std::size_t col = 0; col < n; ++col) {
+      float* qk = &q_t[k * width];
+      for (std::size_t col = 0; col < width; ++col) {
         qk[col] = (((qk[col] + a0 * x[col]) + a1 * x[n + col]) + a2 * x[2 * n + col]) +
                   a3 * x[3 * n + col];
       }
     }
   }
   for (; row < m; ++row) {
-    const float* values = &m_values[row * n];
+    const float* values = &m_values[row * n + columns.begin];
     for (std::size_t k = 0; k < r; ++k) {
       const float a = p[row * r + k];
-      float* qk = &q_t[k * n];
-      for (std::size_t col = 0; col < n; ++col) qk[col] += a * values[col];
+      float* qk = &q_t[k * width];
+      for (std::size_t col = 0; col < width; ++col) qk[col] += a * values[col];
     }
   }
-  for (std::size_t col = 0; col < n; ++col) {
-    for (std::size_t k = 0; k < r; ++k) q[col * r + k] = q_t[k * n + col];
+  for (std::size_t col = 0; col < width; ++col) {
+    for (std::size_t k = 0; k < r; ++k) q[(columns.begin + col) * r + k] = q_t[k * width + col];
   }
 }
 

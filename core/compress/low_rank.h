@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <span>
 
+#include "core/math/part_range.h"
+
 namespace dtrain::compress {
 
 // M (m x n) += G (the same shape; empty: nothing added), then P (m x r) = M Q (n x r), in one
@@ -28,6 +30,12 @@ void AddAndMultiplyByQ(std::span<const float> g, std::span<float> m_values, std:
 // Q (n x r) = M^T (n x m) P (m x r).
 void MultiplyTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
                            std::span<const float> p, std::size_t r, std::span<float> q);
+// Q's rows [columns.begin, columns.end) of MultiplyTransposedByP (from M's columns there), with
+// its bits: threads that share Q's rows out among them get what one thread gets. The rest of Q
+// is left as it is.
+void MultiplyColumnsTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
+                                  math::PartRange columns, std::span<const float> p, std::size_t r,
+                                  std::span<float> q);
 // P's columns (m x r) made orthonormal by modified Gram-Schmidt, left to right; a column that is
 // (numerically) zero after its projections out — at most 1e-4 of its norm before them, rounding
 // noise of a dependent column — becomes all zeros.

@@ -1,6 +1,7 @@
 // PowerSGD's algebra: one power step reproduces a matrix of the factors' rank, Gram-Schmidt gives
 // orthonormal columns and zeros for dependent ones, M^T P over every row, the deterministic
-// products (the fused residual-and-result pass has the separate ones' bits) and initial Q.
+// products (the fused residual-and-result pass has the separate ones' bits, and M^T P in parts
+// the whole one's) and initial Q.
 #include "core/compress/low_rank.h"
 
 #include <boost/test/unit_test.hpp>
@@ -114,7 +115,19 @@ BOOST_AUTO_TEST_CASE(multiply_transposed_by_p_sums_every_row_an_odd_count_includ
   }
 }
 
-BOOST_AUTO_TEST_CASE(subtract_product_write_product_has_the_bits_of_add_product_then_write_product) {
+BOOST_AUTO_TEST_CASE(q_rows_computed_in_parts_have_the_whole_products_bits) {
+  constexpr std::size_t m = 9, n = 21, r = 3;
+  const std::vector<float> matrix = Uniform(m * n, 8), p = Uniform(m * r, 9);
+  std::vector<float> whole(n * r), parts(n * r, 0.0f);
+  MultiplyTransposedByP(matrix, m, n, p, r, whole);
+  for (const math::PartRange columns : {math::PartRange{0, 8}, {8, 9}, {9, 21}}) {
+    MultiplyColumnsTransposedByP(matrix, m, n, columns, p, r, parts);
+  }
+  BOOST_TEST(parts == whole);
+}
+
+BOOST_AUTO_TEST_CASE(
+    subtract_product_write_product_has_the_bits_of_add_product_then_write_product) {
   // 19 columns: a run of full vectors and a remainder.
   constexpr std::size_t m = 6, n = 19, r = 3;
   const std::vector<float> p = Uniform(m * r, 3), own_q = Uniform(n * r, 4),
