@@ -8,10 +8,10 @@
 //   AddProduct(P, Q, m, n, r, 1.0f, out);  // out += P Q^T
 //
 // Every function gives the same bits wherever the same binary runs (every host of a job runs the
-// same build): plain loops in a fixed order, no library kernel. The passes over M have a second
-// build for AVX2 picked at load time, with the same float operations in the same order (vectors
-// across columns, no fused multiply-adds), so its bits are the default build's. Each of them
-// reads M once (memory-bound: BLAS would first copy M into panels). Matrices are row-major,
+// same build): plain loops in a fixed order, no library kernel. On x86-64 the passes over M have
+// a second build for AVX2 picked at load time, with the same float operations in the same order
+// (vectors across columns, no fused multiply-adds), so its bits are the default build's. Each of
+// them reads M once (memory-bound: BLAS would first copy M into panels). Matrices are row-major,
 // leading dimension = columns.
 #pragma once
 
