@@ -9,6 +9,8 @@
 #include "core/compress/low_rank.h"
 #include "core/compress/top_k.h"
 #include "core/data/random.h"
+#include "core/math/part_range.h"
+#include "core/math/thread_team.h"
 
 namespace dtrain::compress {
 namespace {
@@ -40,9 +42,10 @@ void AddInto(std::span<const float> in, std::span<float> out) {
 std::size_t Rank(const TensorPlan& t) { return static_cast<std::size_t>(t.rank); }
 
 // A step's buffer under PowerSGD: [P of each kLowRank tensor, then every kRaw tensor's values]
-// (the first Mean), then [Q' of each kLowRank tensor] (the second).
+// (the first Mean), then [Q' of each kLowRank tensor] (the second), then this replica's own Q'
+// of each (what the second Mean replaces).
 struct LowRankBuffer {
-  std::span<float> ps, raws, qs;
+  std::span<float> ps, raws, qs, own_qs;
 };
 
 LowRankBuffer SplitLowRankBuffer(std::span<const TensorPlan> plan, std::vector<float>& buffer) {
@@ -55,18 +58,20 @@ LowRankBuffer SplitLowRankBuffer(std::span<const TensorPlan> plan, std::vector<f
       raw_floats += t.tensor.count();
     }
   }
-  buffer.resize(p_floats + raw_floats + q_floats);
+  buffer.resize(p_floats + raw_floats + 2 * q_floats);
   const std::span<float> all(buffer);
   return {.ps = all.first(p_floats),
           .raws = all.subspan(p_floats, raw_floats),
-          .qs = all.subspan(p_floats + raw_floats)};
+          .qs = all.subspan(p_floats + raw_floats, q_floats),
+          .own_qs = all.subspan(p_floats + raw_floats + q_floats)};
 }
 
-// A kLowRank tensor in a step: the index-th of them, its P (rows x rank) and its Q' (cols x rank).
+// A kLowRank tensor in a step: the index-th of them, its P (rows x rank), its Q' (cols x rank)
+// and this replica's own Q'.
 struct LowRankTensor {
   const TensorPlan& plan;
   std::size_t index;
-  std::span<float> p, q;
+  std::span<float> p, q, own_q;
   std::size_t rows() const { return plan.tensor.rows; }
   std::size_t cols() const { return plan.tensor.cols; }
   std::size_t rank() const { return Rank(plan); }
@@ -78,10 +83,28 @@ void ForEachLowRank(std::span<const TensorPlan> plan, const LowRankBuffer& b, Vi
   for (const TensorPlan& t : plan) {
     if (t.encoding != Encoding::kLowRank) continue;
     const std::size_t p_floats = t.tensor.rows * Rank(t), q_floats = t.tensor.cols * Rank(t);
-    visit(LowRankTensor{t, index++, b.ps.subspan(p_at, p_floats), b.qs.subspan(q_at, q_floats)});
+    visit(LowRankTensor{t, index++, b.ps.subspan(p_at, p_floats), b.qs.subspan(q_at, q_floats),
+                        b.own_qs.subspan(q_at, q_floats)});
     p_at += p_floats;
     q_at += q_floats;
   }
+}
+
+// part(range) for each of the team's parts of [0, count), at once (without a team, the whole
+// range on this thread).
+template <typename Part>
+void Split(math::ThreadTeam* team, std::size_t count, const Part& part) {
+  if (team == nullptr) {
+    part(math::PartRange{0, count});
+    return;
+  }
+  team->Run([&](int i) { part(math::PartOf(count, team->size(), i)); });
+}
+
+// Rows [rows.begin, rows.end) of a row-major matrix with `cols` columns.
+template <typename T>
+std::span<T> Rows(std::span<T> values, std::size_t cols, math::PartRange rows) {
+  return values.subspan(rows.begin * cols, (rows.end - rows.begin) * cols);
 }
 
 // The kRaw tensors' values of grad into raws, tensor after tensor (to_raws), or back.
@@ -100,34 +123,45 @@ void CopyRaw(std::span<const TensorPlan> plan, std::span<float> grad, std::span<
   }
 }
 
-// Before the first Mean: M = G + E into the residual, P = M Q.
+// Before the first Mean: M = G + E into the residual, P = M Q (rows split among the team).
 void WriteP(std::span<const TensorPlan> plan, const LowRankBuffer& b, std::span<const float> grad,
-            std::span<float> residual, const std::vector<std::vector<float>>& qs) {
+            std::span<float> residual, const std::vector<std::vector<float>>& qs,
+            math::ThreadTeam* team) {
   ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
-    AddAndMultiplyByQ(Of(grad, t.plan), Of(residual, t.plan), t.rows(), t.cols(), qs[t.index],
-                      t.rank(), t.p);
+    Split(team, t.rows(), [&](math::PartRange rows) {
+      AddAndMultiplyByQ(Rows(Of(grad, t.plan), t.cols(), rows),
+                        Rows(Of(residual, t.plan), t.cols(), rows), rows.end - rows.begin, t.cols(),
+                        qs[t.index], t.rank(), Rows(t.p, t.rank(), rows));
+    });
   });
 }
 
-// After it, on the mean P: P orthonormal, this replica's own Q' = M^T P, and the residual
-// M - P Q'^T.
+// After it, on the mean P: P orthonormal, and this replica's own Q' = M^T P (kept aside, and
+// the second Mean's input; Q's rows split among the team).
 void WriteOwnQ(std::span<const TensorPlan> plan, const LowRankBuffer& b,
-               std::span<float> residual) {
+               std::span<const float> residual, math::ThreadTeam* team) {
   ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
-    const std::span<float> m = Of(residual, t.plan);
     Orthonormalize(t.p, t.rows(), t.rank());
-    MultiplyTransposedByP(m, t.rows(), t.cols(), t.p, t.rank(), t.q);
-    AddProduct(t.p, t.q, t.rows(), t.cols(), t.rank(), -1.0f, m);
+    Split(team, t.cols(), [&](math::PartRange columns) {
+      MultiplyColumnsTransposedByP(Of(residual, t.plan), t.rows(), t.cols(), columns, t.p, t.rank(),
+                                   t.own_q);
+    });
+    std::ranges::copy(t.own_q, t.q.begin());
   });
 }
 
-// After the second Mean: the step's gradient P Q'^T from the mean Q', which the next step's Q
-// starts from.
-void WriteMeanProduct(std::span<const TensorPlan> plan, const LowRankBuffer& b,
-                      std::span<float> grad, std::vector<std::vector<float>>& qs) {
+// After the second Mean, in one pass over M: the residual M - P (own Q')^T, and the step's
+// gradient P Q'^T from the mean Q', which the next step's Q starts from (rows split among the
+// team).
+void WriteResidualAndMeanProduct(std::span<const TensorPlan> plan, const LowRankBuffer& b,
+                                 std::span<float> residual, std::span<float> grad,
+                                 std::vector<std::vector<float>>& qs, math::ThreadTeam* team) {
   ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
-    const std::span<float> out = Of(grad, t.plan);
-    WriteProduct(t.p, t.q, t.rows(), t.cols(), t.rank(), out);
+    Split(team, t.rows(), [&](math::PartRange rows) {
+      SubtractProductWriteProduct(Rows(t.p, t.rank(), rows), t.own_q, t.q, rows.end - rows.begin,
+                                  t.cols(), t.rank(), Rows(Of(residual, t.plan), t.cols(), rows),
+                                  Rows(Of(grad, t.plan), t.cols(), rows));
+    });
     std::ranges::copy(t.q, qs[t.index].begin());
   });
 }
@@ -193,7 +227,7 @@ Status GradientCompressor::ExchangeLowRank(std::span<float> grad, GradientExchan
   const LowRankBuffer b = SplitLowRankBuffer(plan_, buffer_);
   {
     ScopedSeconds timer(stats_.seconds);
-    WriteP(plan_, b, grad, residual_, q_);
+    WriteP(plan_, b, grad, residual_, q_, team_);
     CopyRaw(plan_, grad, b.raws, /*to_raws=*/true);
   }
   if (Status s = exchange.Mean(std::span(buffer_).first(b.ps.size() + b.raws.size())); !s.ok()) {
@@ -201,11 +235,11 @@ Status GradientCompressor::ExchangeLowRank(std::span<float> grad, GradientExchan
   }
   {
     ScopedSeconds timer(stats_.seconds);
-    WriteOwnQ(plan_, b, residual_);
+    WriteOwnQ(plan_, b, residual_, team_);
   }
   if (Status s = exchange.Mean(b.qs); !s.ok()) return s;
   ScopedSeconds timer(stats_.seconds);
-  WriteMeanProduct(plan_, b, grad, q_);
+  WriteResidualAndMeanProduct(plan_, b, residual_, grad, q_, team_);
   CopyRaw(plan_, grad, b.raws, /*to_raws=*/false);
   return Status::Ok();
 }

@@ -21,7 +21,7 @@
 // Invariant (error feedback conserves the gradient): over any steps, the sum of what this
 // replica sent, decompressed, plus its residual equals the sum of its gradients, to rounding.
 //
-// One thread at a time. The plan's tensors must tile [0, PlanFloats) in order.
+// One thread at a time calls it. The plan's tensors must tile [0, PlanFloats) in order.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +31,10 @@
 
 #include "core/compress/compression_plan.h"
 #include "core/status.h"
+
+namespace dtrain::math {
+class ThreadTeam;
+}
 
 namespace dtrain::compress {
 
@@ -61,7 +65,8 @@ class GradientCompressor {
   GradientCompressor(std::vector<TensorPlan> plan, const Settings& settings, std::uint64_t seed);
 
   // grad (PlanFloats floats): this replica's gradient, already weighted for averaging; becomes
-  // the step's averaged gradient (see above). On failure grad holds unspecified values.
+  // the step's averaged gradient (see above). On failure grad and the residual hold unspecified
+  // values.
   Status Exchange(std::int64_t step, std::span<float> grad, GradientExchange& exchange);
 
   // Without an exchange (a worker's pushes to parameter servers): messages (PlanSentFloats
@@ -75,6 +80,11 @@ class GradientCompressor {
   // floats), then PowerSGD's Q of each kLowRank tensor in plan order (the same on every
   // replica). Sizes depend only on the plan; the caller may overwrite them to restore.
   std::vector<std::span<float>> StateVectors();
+
+  // PowerSGD's passes over its matrices from now on split among the team's threads (M's rows,
+  // or Q's for M^T P), with the bits one thread gives. The team must outlive the compressor and
+  // be free whenever Exchange runs.
+  void ShareThreads(math::ThreadTeam& team) { team_ = &team; }
 
   const std::vector<TensorPlan>& plan() const { return plan_; }
   const Settings& settings() const { return settings_; }
@@ -94,6 +104,7 @@ class GradientCompressor {
   std::vector<std::vector<float>> q_;  // per kLowRank tensor, in plan order
   std::vector<float> buffer_;          // the messages of a step
   std::vector<std::uint32_t> top_k_;   // a kSparse tensor's selection
+  math::ThreadTeam* team_ = nullptr;   // null: every pass on the calling thread
   CompressionStats stats_;
 };
 

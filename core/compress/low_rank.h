@@ -4,18 +4,22 @@
 //   AddAndMultiplyByQ(G, M, m, n, Q, r, P);  // M += G, P = M Q   (a replica's own M)
 //   Orthonormalize(P, m, r);         // Gram-Schmidt   (on the replicas' mean: same bits anywhere)
 //   MultiplyTransposedByP(M, m, n, P, r, Q);
-//   AddProduct(P, Q, m, n, r, 1.0f, out);  // out += P Q^T (deterministic loops)
+//   SubtractProductWriteProduct(P, Q, mean Q, m, n, r, M, out);  // M -= P Q^T, out = P (mean Q)^T
+//   AddProduct(P, Q, m, n, r, 1.0f, out);  // out += P Q^T
 //
-// Orthonormalize and AddProduct run on values every replica holds alike, and give the same bits
-// wherever the same binary runs (plain loops in a fixed order, no runtime-dispatched kernel, so
-// no CPU-dependent rounding: every host of a job runs the same build); the two thin
-// products run on a replica's own values, each in one pass over M (memory-bound: BLAS would
-// first copy M into panels). Matrices are row-major, leading dimension = columns.
+// Every function gives the same bits wherever the same binary runs (every host of a job runs the
+// same build): plain loops in a fixed order, no library kernel. On x86-64 the passes over M have
+// a second build for AVX2 picked at load time, with the same float operations in the same order
+// (vectors across columns, no fused multiply-adds), so its bits are the default build's. Each of
+// them reads M once (memory-bound: BLAS would first copy M into panels). Matrices are row-major,
+// leading dimension = columns.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
+
+#include "core/math/part_range.h"
 
 namespace dtrain::compress {
 
@@ -26,10 +30,22 @@ void AddAndMultiplyByQ(std::span<const float> g, std::span<float> m_values, std:
 // Q (n x r) = M^T (n x m) P (m x r).
 void MultiplyTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
                            std::span<const float> p, std::size_t r, std::span<float> q);
+// Q's rows [columns.begin, columns.end) of MultiplyTransposedByP (from M's columns there), with
+// its bits: threads that share Q's rows out among them get what one thread gets. The rest of Q
+// is left as it is.
+void MultiplyColumnsTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
+                                  math::PartRange columns, std::span<const float> p, std::size_t r,
+                                  std::span<float> q);
 // P's columns (m x r) made orthonormal by modified Gram-Schmidt, left to right; a column that is
 // (numerically) zero after its projections out — at most 1e-4 of its norm before them, rounding
 // noise of a dependent column — becomes all zeros.
 void Orthonormalize(std::span<float> p, std::size_t m, std::size_t r);
+// After the replicas' mean of Q: M (m x n) -= P own_q^T (what M leaves of the step's own
+// factors: its residual) and out (m x n) = P mean_q^T, in one pass over M: the bits of
+// AddProduct(p, own_q, m, n, r, -1.0f, M) then WriteProduct(p, mean_q, m, n, r, out).
+void SubtractProductWriteProduct(std::span<const float> p, std::span<const float> own_q,
+                                 std::span<const float> mean_q, std::size_t m, std::size_t n,
+                                 std::size_t r, std::span<float> m_values, std::span<float> out);
 // out (m x n) += scale * P (m x r) Q^T (r x n).
 void AddProduct(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
                 std::size_t r, float scale, std::span<float> out);

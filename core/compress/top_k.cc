@@ -2,17 +2,52 @@
 
 #include <array>
 #include <bit>
+#include <cstring>
 #include <vector>
 
 namespace dtrain::compress {
 namespace {
 
 // |value| as an unsigned key that orders like the magnitude: a float's bits without the sign
-// grow with its magnitude; every NaN gets one key above infinity's. No branch: loops vectorise.
-std::uint32_t MagnitudeKey(float value) {
-  constexpr std::uint32_t kNanKey = 0x7FC00000u;
-  const std::uint32_t key = std::bit_cast<std::uint32_t>(value) & 0x7FFFFFFFu;
+// grow with its magnitude; every NaN gets one key above infinity's. No branch: the same
+// expression serves one value and a vector of four (Keys).
+constexpr std::uint32_t kNanKey = 0x7FC00000u;
+template <typename Bits>
+Bits MagnitudeKeyOf(Bits bits) {
+  const Bits key = bits & 0x7FFFFFFFu;
   return key > 0x7F800000u ? kNanKey : key;
+}
+std::uint32_t MagnitudeKey(float value) {
+  return MagnitudeKeyOf(std::bit_cast<std::uint32_t>(value));
+}
+
+// Four keys side by side: one SSE register, so operations on them are vector instructions.
+using Keys = std::uint32_t __attribute__((vector_size(16)));
+
+// take(i, key) for each value i, in order, whose key passes keep (a function of a key, or of
+// Keys giving a lane mask); runs of kRun values are first tested four at a time, and a run that
+// none of passes is skipped.
+template <typename Keep, typename Take>
+void ForEachKept(std::span<const float> values, const Keep& keep, const Take& take) {
+  constexpr std::size_t kRun = 16;
+  std::size_t i = 0;
+  for (; i + kRun <= values.size(); i += kRun) {
+    Keys any{};
+    for (std::size_t at = 0; at < kRun; at += 4) {
+      Keys bits;
+      std::memcpy(&bits, &values[i + at], sizeof bits);
+      any |= reinterpret_cast<Keys>(keep(MagnitudeKeyOf(bits)));
+    }
+    if ((any[0] | any[1] | any[2] | any[3]) == 0) continue;
+    for (std::size_t l = 0; l < kRun; ++l) {
+      const std::uint32_t key = MagnitudeKey(values[i + l]);
+      if (keep(key)) take(i + l, key);
+    }
+  }
+  for (; i < values.size(); ++i) {
+    const std::uint32_t key = MagnitudeKey(values[i]);
+    if (keep(key)) take(i, key);
+  }
 }
 
 // The k-th largest key (k >= 1) by a radix select, a byte at a time from the top, and how many of
@@ -30,8 +65,18 @@ struct ByteRank {
 };
 template <typename Keys>
 ByteRank KthLargestByte(const Keys& keys, std::size_t count, int shift, std::size_t k) {
+  // Four histograms, one for each of four neighbours, so that runs of one byte (most of a
+  // gradient shares a few exponents) do not wait on one counter's last increment.
+  std::array<std::array<std::size_t, 256>, 4> partial{};
+  std::size_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    for (std::size_t j = 0; j < 4; ++j) ++partial[j][(keys(i + j) >> shift) & 0xFFu];
+  }
+  for (; i < count; ++i) ++partial[0][(keys(i) >> shift) & 0xFFu];
   std::array<std::size_t, 256> counts{};
-  for (std::size_t i = 0; i < count; ++i) ++counts[(keys(i) >> shift) & 0xFFu];
+  for (std::size_t b = 0; b < 256; ++b) {
+    counts[b] = partial[0][b] + partial[1][b] + partial[2][b] + partial[3][b];
+  }
   std::uint32_t byte = 255;
   while (counts[byte] < k) k -= counts[byte--];
   return {byte, k};
@@ -44,10 +89,9 @@ Threshold KthLargestKey(std::span<const float> values, std::size_t k) {
       KthLargestByte([&](std::size_t i) { return MagnitudeKey(values[i]); }, values.size(), 24, k);
   thread_local std::vector<std::uint32_t> candidates;
   candidates.clear();
-  for (const float v : values) {
-    const std::uint32_t key = MagnitudeKey(v);
-    if ((key >> 24) == top.byte) candidates.push_back(key);
-  }
+  ForEachKept(
+      values, [&](auto key) { return (key >> 24) == top.byte; },
+      [&](std::size_t, std::uint32_t key) { candidates.push_back(key); });
   std::uint32_t prefix = top.byte << 24;
   std::size_t remaining = top.remaining;
   for (int shift = 16; shift >= 0; shift -= 8) {
@@ -72,14 +116,15 @@ void SelectTopK(std::span<const float> values, std::span<std::uint32_t> indices)
   const Threshold threshold = KthLargestKey(values, indices.size());
   std::size_t equal_left = threshold.equal_taken;
   std::size_t out = 0;
-  for (std::size_t i = 0; i < values.size() && out < indices.size(); ++i) {
-    const std::uint32_t key = MagnitudeKey(values[i]);
-    const bool equal_taken = key == threshold.key && equal_left > 0;
-    if (key > threshold.key || equal_taken) {
-      indices[out++] = static_cast<std::uint32_t>(i);
-      if (equal_taken) --equal_left;
-    }
-  }
+  ForEachKept(
+      values, [&](auto key) { return key >= threshold.key; },
+      [&](std::size_t i, std::uint32_t key) {
+        if (key == threshold.key) {
+          if (equal_left == 0) return;
+          --equal_left;
+        }
+        indices[out++] = static_cast<std::uint32_t>(i);
+      });
 }
 
 void WriteSparse(std::span<const float> values, std::span<const std::uint32_t> indices,

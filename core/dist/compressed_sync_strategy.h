@@ -46,6 +46,8 @@ class CompressedSyncStrategy final : public train::Strategy {
     return exchange_.votes().agreed();
   }
   train::CommStats Stats() const override;
+  // PowerSGD's passes over the gradient's matrices run on the team (the same bits as alone).
+  void ShareThreads(math::ThreadTeam& team) override { compressor_.ShareThreads(team); }
 
   // The compressor's state, checkpointed together (see train::Strategy): every replica's residual,
   // rank by rank, then PowerSGD's Q factors (alike on every replica).

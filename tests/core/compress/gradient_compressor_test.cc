@@ -1,5 +1,6 @@
 // GradientCompressor: error feedback loses nothing, replicas end with the same bits, the mean is
-// what each method's math says, warm-up steps are plain means, and its state resumes exactly.
+// what each method's math says, warm-up steps are plain means, its state resumes exactly, and
+// PowerSGD on a team of threads gives one thread's bits.
 #include "core/compress/gradient_compressor.h"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "core/compress/bf16.h"
 #include "core/compress/low_rank.h"
 #include "core/data/random.h"
+#include "core/math/thread_team.h"
 #include "replica_exchange.h"
 
 namespace dtrain::compress {
@@ -292,6 +294,22 @@ BOOST_AUTO_TEST_CASE(restored_state_continues_bitwise_identically) {
       BOOST_TEST(SameBits(grad_a, grad_b), MethodName(method) << " step " << step);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(powersgd_on_a_team_gives_the_bits_of_one_thread) {
+  // 3 threads: the 32 rows and 24 columns of the weights split unevenly.
+  math::ThreadTeam team(3);
+  GradientCompressor alone = MakeCompressor(SettingsFor(Method::kPowerSgd));
+  GradientCompressor shared = MakeCompressor(SettingsFor(Method::kPowerSgd));
+  shared.ShareThreads(team);
+  for (std::int64_t step = 0; step < 4; ++step) {
+    Floats grad_alone = Gradient(0, step), grad_shared = grad_alone;
+    StepAlone(alone, step, grad_alone);
+    StepAlone(shared, step, grad_shared);
+    BOOST_TEST(SameBits(grad_alone, grad_shared), "step " << step);
+  }
+  const std::vector<std::span<float>> a = alone.StateVectors(), b = shared.StateVectors();
+  for (std::size_t v = 0; v < a.size(); ++v) BOOST_TEST(SameBits(a[v], b[v]), "state " << v);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,7 @@
 // PowerSGD's algebra: one power step reproduces a matrix of the factors' rank, Gram-Schmidt gives
-// orthonormal columns and zeros for dependent ones, and the deterministic product and initial Q.
+// orthonormal columns and zeros for dependent ones, M^T P over every row, the deterministic
+// products (the fused residual-and-result pass has the separate ones' bits, and M^T P in parts
+// the whole one's) and initial Q.
 #include "core/compress/low_rank.h"
 
 #include <boost/test/unit_test.hpp>
@@ -95,6 +97,48 @@ BOOST_AUTO_TEST_CASE(add_product_adds_scale_times_p_q_transposed_and_write_produ
   BOOST_TEST(out == (std::vector<float>{3.0f, 5.0f, 13.0f, 7.0f, -1.0f, 9.0f}));
   WriteProduct(p, q, 2, 3, 2, out);  // what was there is gone
   BOOST_TEST(out == (std::vector<float>{1.0f, 2.0f, 6.0f, 3.0f, -1.0f, 4.0f}));
+}
+
+BOOST_AUTO_TEST_CASE(multiply_transposed_by_p_sums_every_row_an_odd_count_included) {
+  // Small integers: every product and sum is exact, so Q must be M^T P to the bit.
+  constexpr std::size_t m = 5, n = 3, r = 2;
+  std::vector<float> matrix(m * n), p(m * r), q(n * r);
+  for (std::size_t i = 0; i < matrix.size(); ++i) matrix[i] = static_cast<float>(i % 7) - 3.0f;
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<float>(i % 5) - 2.0f;
+  MultiplyTransposedByP(matrix, m, n, p, r, q);
+  for (std::size_t col = 0; col < n; ++col) {
+    for (std::size_t k = 0; k < r; ++k) {
+      float expected = 0.0f;
+      for (std::size_t row = 0; row < m; ++row) expected += matrix[row * n + col] * p[row * r + k];
+      BOOST_TEST(q[col * r + k] == expected, "column " << col << " rank " << k);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(q_rows_computed_in_parts_have_the_whole_products_bits) {
+  constexpr std::size_t m = 9, n = 21, r = 3;
+  const std::vector<float> matrix = Uniform(m * n, 8), p = Uniform(m * r, 9);
+  std::vector<float> whole(n * r), parts(n * r, 0.0f);
+  MultiplyTransposedByP(matrix, m, n, p, r, whole);
+  for (const math::PartRange columns : {math::PartRange{0, 8}, {8, 9}, {9, 21}}) {
+    MultiplyColumnsTransposedByP(matrix, m, n, columns, p, r, parts);
+  }
+  BOOST_TEST(parts == whole);
+}
+
+BOOST_AUTO_TEST_CASE(
+    subtract_product_write_product_has_the_bits_of_add_product_then_write_product) {
+  // 19 columns: a run of full vectors and a remainder.
+  constexpr std::size_t m = 6, n = 19, r = 3;
+  const std::vector<float> p = Uniform(m * r, 3), own_q = Uniform(n * r, 4),
+                           mean_q = Uniform(n * r, 5), start = Uniform(m * n, 6);
+  std::vector<float> residual = start, out(m * n, 7.0f);
+  SubtractProductWriteProduct(p, own_q, mean_q, m, n, r, residual, out);
+  std::vector<float> expected_residual = start, expected_out(m * n);
+  AddProduct(p, own_q, m, n, r, -1.0f, expected_residual);
+  WriteProduct(p, mean_q, m, n, r, expected_out);
+  BOOST_TEST(residual == expected_residual);
+  BOOST_TEST(out == expected_out);
 }
 
 BOOST_AUTO_TEST_CASE(initial_q_is_a_function_of_the_seed_within_minus_one_to_one) {

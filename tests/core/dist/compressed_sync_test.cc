@@ -1,7 +1,8 @@
 // mode = "sync" with gradient compression over a ring (CompressedSyncStrategy): replicas as
 // threads over in-process links. Whatever the method, every replica ends with the same bits; a
-// warm-up as long as the run is the uncompressed ring to the bit; the compressor's state is
-// gathered to rank 0 for a checkpoint and taken back by each replica.
+// warm-up as long as the run is the uncompressed ring to the bit; PowerSGD's passes shared with a
+// team of threads give one thread's bits; the compressor's state is gathered to rank 0 for a
+// checkpoint and taken back by each replica.
 #include <boost/test/unit_test.hpp>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "core/dist/compressed_sync_strategy.h"
 #include "core/dist/sync_strategy.h"
 #include "core/math/gemm.h"
+#include "core/math/thread_team.h"
 #include "replica_harness.h"
 #include "ring_harness.h"
 
@@ -85,6 +87,25 @@ BOOST_AUTO_TEST_CASE(a_warm_up_as_long_as_the_run_is_the_uncompressed_ring_to_th
       BOOST_TEST((warm[0] == sync[0]));
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(powersgd_replicas_on_teams_of_threads_end_with_one_threads_bits) {
+  math::SetBlasThreads(1);
+  const data::Dataset set = Blobs(960);
+  const model::Model model(WideSpec());
+  const compress::Settings settings{.method = compress::Method::kPowerSgd, .rank = 2};
+  constexpr int kWorld = 2;
+  const auto alone =
+      Finals(TrainReplicasAsThreads(model, set, kWorld, PerReplica, Compressed(model, settings)));
+  std::vector<std::unique_ptr<math::ThreadTeam>> teams;
+  for (int r = 0; r < kWorld; ++r) teams.push_back(std::make_unique<math::ThreadTeam>(3));
+  const auto shared = Finals(TrainReplicasAsThreads(
+      model, set, kWorld, PerReplica, [&](RingAllReduce& ring, int rank, int world, std::size_t n) {
+        auto strategy = Compressed(model, settings)(ring, rank, world, n);
+        strategy->ShareThreads(*teams[static_cast<std::size_t>(rank)]);
+        return strategy;
+      }));
+  for (int r = 0; r < kWorld; ++r) BOOST_TEST((shared[r] == alone[r]), "rank " << r);
 }
 
 // Rank r of `world` takes `steps` compressed steps of its own gradients, then hands over its
