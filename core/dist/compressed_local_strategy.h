@@ -54,6 +54,8 @@ class CompressedLocalStrategy final : public train::Strategy {
   }
   std::optional<train::StopReason> AgreedStop() const override { return agreed_; }
   train::CommStats Stats() const override;
+  // The compressor's passes over the change split among the network's threads (the same bits).
+  void ShareThreads(math::ThreadTeam& team) override { compressor_.ShareThreads(team); }
 
   // Every replica's residual, rank by rank, PowerSGD's Q, then the anchor (see above).
   bool CollectiveCheckpoints() const override { return true; }

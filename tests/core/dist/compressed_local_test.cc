@@ -3,7 +3,7 @@
 // feedback conserves the replicas' changes (the parameters after an average plus the mean
 // residual are where uncompressed averaging of the same changes would be, to rounding); the state
 // a checkpoint keeps (residuals, PowerSGD's Q, the last average) is gathered to rank 0 and taken
-// back by each replica.
+// back by each replica; a team of threads compresses with one thread's bits.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <memory>
@@ -15,6 +15,7 @@
 #include "core/compress/compression_plan.h"
 #include "core/dist/compressed_local_strategy.h"
 #include "core/math/gemm.h"
+#include "core/math/thread_team.h"
 #include "replica_harness.h"
 #include "ring_harness.h"
 
@@ -65,6 +66,31 @@ BOOST_AUTO_TEST_CASE(every_method_leaves_every_replica_with_the_same_bits_right_
         }
       }
     }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(powersgd_replicas_on_teams_of_threads_average_with_one_threads_bits) {
+  math::SetBlasThreads(1);
+  const data::Dataset set = Blobs(960);
+  const model::Model model(WideSpec());
+  const compress::Settings settings{.method = compress::Method::kPowerSgd, .rank = 2};
+  constexpr int kWorld = 2;
+  std::vector<std::unique_ptr<math::ThreadTeam>> teams;
+  for (int r = 0; r < kWorld; ++r) teams.push_back(std::make_unique<math::ThreadTeam>(3));
+  const auto run = [&](bool shared) {
+    return TrainReplicasAsThreads(
+        model, set, kWorld,
+        [](int rank, int w) { return testing::GlobalBatchOptions(16, rank, w, 1); },
+        [&](RingAllReduce& ring, int rank, int, std::size_t) -> std::unique_ptr<train::Strategy> {
+          auto strategy = MakeLocal(ring, model, settings, optim::OptimizerType::kMomentum);
+          if (shared) strategy->ShareThreads(*teams[static_cast<std::size_t>(rank)]);
+          return strategy;
+        });
+  };
+  const auto alone = run(false), shared = run(true);
+  for (int r = 0; r < kWorld; ++r) {
+    BOOST_REQUIRE(alone[r].ok() && shared[r].ok());
+    BOOST_TEST((shared[r].value() == alone[r].value()), "rank " << r);
   }
 }
 
