@@ -14,9 +14,10 @@
 //   - at 1 Gbit/s, the share of the exchange the backward pass hid (1 - exposed_comm_seconds /
 //     comm_seconds): "none" overlaps ([cluster] bucket_bytes' default), "serial" is none with
 //     bucket_bytes = 0, the whole gradient after the pass.
-// --accuracy instead trains none and powersgd for --epochs epochs (default 2) at no limit,
-// evaluating on the test set after each, and prints each one's test accuracy after every epoch,
-// the running time, and powersgd's final difference from none in points.
+// --accuracy instead trains none, powersgd and powersgd-warm (its first epoch uncompressed) for
+// --epochs epochs (default 2) at no limit, evaluating on the test set after each, and prints each
+// one's test accuracy after every epoch, the running time, and its final difference from none in
+// points.
 // Needs root. Usage: bench_compression_hosts [--hosts N] [--steps N] [--rounds N] [--accuracy]
 //   [--epochs N] [--only TEXT] [DTRAIND DTRAIN]   (default: 2 hosts, 24 steps, 3 rounds; the
 //   binaries beside this one's build tree); --only runs the methods whose name contains TEXT, or
@@ -52,6 +53,9 @@ const std::vector<Method>& Methods() {
       {"serial", "bucket_bytes = 0\n"},  // none, the whole gradient after the pass (no overlap)
       {"bf16", "compression = \"bf16\"\n"},
       {"powersgd", "compression = \"powersgd\"\ncompression_rank = 4\n"},
+      // powersgd after a first epoch (235 steps of 256 rows) uncompressed
+      {"powersgd-warm",
+       "compression = \"powersgd\"\ncompression_rank = 4\ncompression_warmup_steps = 235\n"},
       {"topk", "compression = \"topk\"\ncompression_fraction = 0.001\n"}};
   return methods;
 }
@@ -227,9 +231,9 @@ void Throughput(JobCluster& cluster, const Options& options, const std::string& 
                static_cast<std::size_t>(none - methods.begin()));
 }
 
-// none and powersgd for `options.epochs` epochs at no limit, each evaluated on the test set after
-// every epoch: one line each with every epoch's test accuracy, the running time and, for
-// powersgd, its final accuracy's difference from none's in points.
+// none and the powersgd methods for `options.epochs` epochs at no limit, each evaluated on the
+// test set after every epoch: one line each with every epoch's test accuracy, the running time
+// and, for powersgd, its final accuracy's difference from none's in points.
 void Accuracy(JobCluster& cluster, const Options& options, const std::string& only) {
   const std::string train = "epochs = " + std::to_string(options.epochs) +
                             "\nbatch_size = " + std::to_string(kGlobalBatch / options.hosts) +
@@ -240,7 +244,7 @@ void Accuracy(JobCluster& cluster, const Options& options, const std::string& on
       options.epochs);
   double none_accuracy = -1.0;
   for (const Method& method : Methods()) {
-    if (method.name != "none" && method.name != "powersgd") continue;
+    if (method.name != "none" && !method.name.starts_with("powersgd")) continue;
     if (!Chosen(method.name, only)) continue;
     const json job =
         cluster.RunJob(dtrain::bench::WideMlpJob("compression-accuracy", options.hosts, train,
