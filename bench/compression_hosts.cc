@@ -15,11 +15,12 @@
 //     comm_seconds): "none" overlaps ([cluster] bucket_bytes' default), "serial" is none with
 //     bucket_bytes = 0, the whole gradient after the pass.
 // --accuracy instead trains none, powersgd and powersgd-warm (its first epoch uncompressed) for
-// --epochs epochs (default 2) at no limit, evaluating on the test set after each, and prints each
-// one's test accuracy after every epoch, the running time, and its final difference from none in
-// points.
+// --epochs epochs (default 2), evaluating on the test set after each, and prints each one's test
+// accuracy after every epoch, the running time, and its final difference from none in points;
+// --link RATE limits every host's link, --momentum trains with momentum SGD (lr 0.05, cosine)
+// instead of Adam, --target ACC adds the seconds to that test accuracy and none's over them.
 // Needs root. Usage: bench_compression_hosts [--hosts N] [--steps N] [--rounds N] [--accuracy]
-//   [--epochs N] [--only TEXT] [DTRAIND DTRAIN]   (default: 2 hosts, 24 steps, 3 rounds; the
+//   [--epochs N] [--link RATE] [--momentum] [--target ACC] [--only TEXT] [DTRAIND DTRAIN]   (default: 2 hosts, 24 steps, 3 rounds; the
 //   binaries beside this one's build tree); --only runs the methods whose name contains TEXT, or
 //   one of TEXT's comma-separated parts ("none,serial").
 #include <algorithm>
@@ -66,6 +67,9 @@ struct Options {
   int rounds = 3;
   bool accuracy = false;
   int epochs = 2;
+  std::string link;       // --accuracy: every host's link (tc tbf rate); empty: no limit
+  bool momentum = false;  // --accuracy: momentum SGD (lr 0.05, cosine) instead of Adam
+  double target = 0.0;    // --accuracy: also the seconds to this test accuracy (0: not asked)
 };
 
 struct Link {
@@ -232,6 +236,22 @@ void Throughput(JobCluster& cluster, const Options& options, const std::string& 
                static_cast<std::size_t>(none - methods.begin()));
 }
 
+// Seconds from `job`'s start of running to its first evaluation at or above `target`; 0 if none.
+double SecondsTo(const json& job, const std::vector<dtrain::bench::MetricSample>& evals,
+                 double target) {
+  double start = 0.0;
+  for (const json& e : job["events"]) {
+    if (e["to"] == "running") {
+      start = e["time"].get<double>();
+      break;
+    }
+  }
+  for (const dtrain::bench::MetricSample& eval : evals) {
+    if (eval.value >= target && start > 0.0) return eval.time - start;
+  }
+  return 0.0;
+}
+
 // none and the powersgd methods for `options.epochs` epochs at no limit, each evaluated on the
 // test set after every epoch: one line each with every epoch's test accuracy, the running time
 // and, for powersgd, its final accuracy's difference from none's in points.
@@ -239,18 +259,30 @@ void Accuracy(JobCluster& cluster, const Options& options, const std::string& on
   const std::string train = "epochs = " + std::to_string(options.epochs) +
                             "\nbatch_size = " + std::to_string(kGlobalBatch / options.hosts) +
                             "\nlog_every = 100\n";
+  const std::string optimizer =
+      options.momentum
+          ? "type = \"momentum\"\nlr = 0.05\nschedule = \"cosine\"\nwarmup_steps = 100\n"
+          : dtrain::bench::kWideMlpAdam;
   std::printf(
-      "%d epochs at no limit; test accuracy after each epoch, running seconds, final "
-      "accuracy's points vs none\n",
-      options.epochs);
+      "%d epochs at %s, %s; test accuracy after each epoch, running seconds, final accuracy's "
+      "points vs none",
+      options.epochs, options.link.empty() ? "no limit" : options.link.c_str(),
+      options.momentum ? "momentum SGD lr 0.05, cosine" : "Adam lr 0.0005");
+  if (options.target > 0.0) {
+    std::printf("; seconds to %.2f (first evaluation at or above it) and none's over them",
+                options.target);
+  }
+  std::printf("\n");
+  double none_to_target = 0.0;
   double none_accuracy = -1.0;
   for (const Method& method : Methods()) {
     if (method.name != "none" && !method.name.starts_with("powersgd")) continue;
     if (!Chosen(method.name, only)) continue;
     const json job =
         cluster.RunJob(dtrain::bench::WideMlpJob("compression-accuracy", options.hosts, train,
-                                                 ClusterKeys(method, options.hosts), true),
-                       "");
+                                                 ClusterKeys(method, options.hosts), true,
+                                                 optimizer),
+                       options.link);
     const auto rows = dtrain::bench::WorkerRows(cluster, job, "eval_accuracy");
     std::printf("%-9s", method.name.c_str());
     if (rows.empty() || rows.begin()->second.empty()) {
@@ -266,6 +298,18 @@ void Accuracy(JobCluster& cluster, const Options& options, const std::string& on
     if (method.name == "none") none_accuracy = accuracy;
     if (method.name != "none" && none_accuracy >= 0.0) {
       std::printf(" %+6.2f", (accuracy - none_accuracy) * 100.0);
+    }
+    if (options.target > 0.0) {
+      const double to_target = SecondsTo(job, rows.begin()->second, options.target);
+      if (to_target <= 0.0) {
+        std::printf("  not reached");
+      } else {
+        std::printf("  %.1f s to %.2f", to_target, options.target);
+        if (method.name == "none") none_to_target = to_target;
+        if (method.name != "none" && none_to_target > 0.0) {
+          std::printf(" (%.2fx faster)", none_to_target / to_target);
+        }
+      }
     }
     std::printf("\n");
     std::fflush(stdout);
@@ -290,6 +334,12 @@ int main(int argc, char** argv) {
       options.epochs = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--accuracy") {
       options.accuracy = true;
+    } else if (a == "--link" && i + 1 < argc) {
+      options.link = argv[++i];
+    } else if (a == "--momentum") {
+      options.momentum = true;
+    } else if (a == "--target" && i + 1 < argc) {
+      options.target = std::atof(argv[++i]);
     } else {
       rest.push_back(argv[i]);
     }
@@ -299,8 +349,9 @@ int main(int argc, char** argv) {
   JobCluster cluster(options.hosts, args);
   std::printf(
       "CPU: %s\nMLP 784-2048-2048-2048-10 on Fashion-MNIST, sync ring, %d netns hosts x 1 "
-      "replica, global batch %d, Adam, 1 thread a process\n",
-      dtrain::bench::CpuModel().c_str(), options.hosts, kGlobalBatch);
+      "replica, global batch %d, %s, 1 thread a process\n",
+      dtrain::bench::CpuModel().c_str(), options.hosts, kGlobalBatch,
+      options.momentum ? "momentum SGD" : "Adam");
   if (!options.accuracy) {
     std::printf("%d steps a job, samples/s from the steps after the first quarter\n",
                 options.steps);

@@ -148,13 +148,17 @@ inline std::string HostsKey(int hosts) {
   return "hosts = [" + list + "]\n";
 }
 
+// The [optimizer] keys of WideMlpJob unless a bench names others.
+inline constexpr const char* kWideMlpAdam = "type = \"adam\"\nlr = 0.0005\n";
+
 // A job training the MLP 784-2048-2048-2048-10 (10.5 M parameters, a 42 MB gradient) on
-// Fashion-MNIST with Adam (lr 0.0005) and one BLAS thread a process, across every host of a
-// JobCluster of `hosts`: `train` holds its [train] keys beyond threads (steps or epochs,
-// batch_size, log_every, ...), `cluster` its [cluster] keys beyond hosts and timeout_seconds;
-// with `test`, the job evaluates on the test set.
+// Fashion-MNIST with `optimizer` (its [optimizer] keys; Adam, lr 0.0005, by default) and one BLAS
+// thread a process, across every host of a JobCluster of `hosts`: `train` holds its [train] keys
+// beyond threads (steps or epochs, batch_size, log_every, ...), `cluster` its [cluster] keys
+// beyond hosts and timeout_seconds; with `test`, the job evaluates on the test set.
 inline std::string WideMlpJob(const std::string& name, int hosts, const std::string& train,
-                              const std::string& cluster, bool test) {
+                              const std::string& cluster, bool test,
+                              const std::string& optimizer = kWideMlpAdam) {
   const std::string dir = std::string(kFashionDir) + "/";
   std::string data = "[data]\nformat = \"idx\"\ntrain = \"" + dir +
                      "train-images-idx3-ubyte.gz\"\ntrain_labels = \"" + dir +
@@ -165,7 +169,7 @@ inline std::string WideMlpJob(const std::string& name, int hosts, const std::str
   }
   return "name = \"" + name + "\"\n" + data +
          "[model]\ntype = \"mlp\"\nhidden = [2048, 2048, 2048]\n[train]\nthreads = 1\n" + train +
-         "[optimizer]\ntype = \"adam\"\nlr = 0.0005\n[cluster]\n" + HostsKey(hosts) +
+         "[optimizer]\n" + optimizer + "[cluster]\n" + HostsKey(hosts) +
          "timeout_seconds = 600\n" + cluster;
 }
 
