@@ -1,7 +1,8 @@
 // Compressed gradients against whole ones across "hosts" (network namespaces, one dtraind each, a
 // shared cluster key), when the network is fast and when it is the bottleneck: MLP
-// 784-2048-2048-2048-10 (10.0 M parameters, a 40 MB gradient) on Fashion-MNIST, sync ring, one
-// replica per host, a global batch of 256, Adam, a fixed number of steps, every job submitted to
+// 784-2048-2048-2048-10 (10.0 M parameters, a 40 MB gradient) or, with --model cnn, the example
+// CNN with its dense layer widened to 1024 (3.27 M parameters, a 13 MB gradient) on
+// Fashion-MNIST, sync ring, one replica per host, a global batch of 256, Adam, a fixed number of steps, every job submitted to
 // h0's daemon; compression none, bf16, powersgd (rank 4) and topk (fraction 0.001), each with no
 // limit and with every host's link at 1 Gbit/s and 100 Mbit/s (tc tbf), in rounds. Prints per
 // method the medians over the rounds of:
@@ -19,8 +20,9 @@
 // accuracy after every epoch, the running time, and its final difference from none in points;
 // --link RATE limits every host's link, --momentum trains with momentum SGD (lr 0.05, cosine)
 // instead of Adam, --target ACC adds the seconds to that test accuracy and none's over them.
-// Needs root. Usage: bench_compression_hosts [--hosts N] [--steps N] [--rounds N] [--accuracy]
-//   [--epochs N] [--link RATE] [--momentum] [--target ACC] [--only TEXT] [DTRAIND DTRAIN]   (default: 2 hosts, 24 steps, 3 rounds; the
+// Needs root. Usage: bench_compression_hosts [--model mlp|cnn] [--hosts N] [--steps N]
+//   [--rounds N] [--accuracy] [--epochs N] [--link RATE] [--momentum] [--target ACC]
+//   [--only TEXT] [DTRAIND DTRAIN]   (default: the MLP, 2 hosts, 24 steps, 3 rounds; the
 //   binaries beside this one's build tree); --only runs the methods whose name contains TEXT, or
 //   one of TEXT's comma-separated parts ("none,serial").
 #include <algorithm>
@@ -62,6 +64,7 @@ const std::vector<Method>& Methods() {
 }
 
 struct Options {
+  bool cnn = false;  // --model cnn: dtrain::bench::kWideCnn instead of kWideMlp
   int hosts = 2;
   int steps = 24;
   int rounds = 3;
@@ -81,6 +84,10 @@ const std::vector<Link>& Links() {
   static const std::vector<Link> links = {
       {"", "no limit"}, {"1gbit", "1 Gbit/s"}, {"100mbit", "100 Mbit/s"}};
   return links;
+}
+
+const char* ModelKeys(const Options& options) {
+  return options.cnn ? dtrain::bench::kWideCnn : dtrain::bench::kWideMlp;
 }
 
 std::string ClusterKeys(const Method& method, int hosts) {
@@ -145,8 +152,8 @@ std::vector<Round> RunRounds(JobCluster& cluster, const Options& options,
     for (std::size_t l = 0; l < Links().size(); ++l) {
       for (std::size_t m = 0; m < methods.size(); ++m) {
         const std::string text =
-            dtrain::bench::WideMlpJob("compression-hosts", options.hosts, train,
-                                      ClusterKeys(methods[m], options.hosts), false);
+            dtrain::bench::FashionJob("compression-hosts", ModelKeys(options), options.hosts,
+                                      train, ClusterKeys(methods[m], options.hosts), false);
         rounds[r][m][l] = Measure(cluster, methods[m], Links()[l], text);
         std::fprintf(stderr, "round %d, %s, %s: %.0f samples/s\n", r + 1, Links()[l].label.c_str(),
                      methods[m].name.c_str(), rounds[r][m][l].samples_per_second);
@@ -279,7 +286,8 @@ void Accuracy(JobCluster& cluster, const Options& options, const std::string& on
     if (method.name != "none" && !method.name.starts_with("powersgd")) continue;
     if (!Chosen(method.name, only)) continue;
     const json job =
-        cluster.RunJob(dtrain::bench::WideMlpJob("compression-accuracy", options.hosts, train,
+        cluster.RunJob(dtrain::bench::FashionJob("compression-accuracy", ModelKeys(options),
+                                                 options.hosts, train,
                                                  ClusterKeys(method, options.hosts), true,
                                                  optimizer),
                        options.link);
@@ -324,7 +332,9 @@ int main(int argc, char** argv) {
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--hosts" && i + 1 < argc) {
+    if (a == "--model" && i + 1 < argc) {
+      options.cnn = std::string(argv[++i]) == "cnn";
+    } else if (a == "--hosts" && i + 1 < argc) {
       options.hosts = std::clamp(std::atoi(argv[++i]), 2, 16);
     } else if (a == "--steps" && i + 1 < argc) {
       options.steps = std::max(16, std::atoi(argv[++i]));
@@ -348,9 +358,12 @@ int main(int argc, char** argv) {
       dtrain::bench::ParseBenchArgs(static_cast<int>(rest.size()), rest.data());
   JobCluster cluster(options.hosts, args);
   std::printf(
-      "CPU: %s\nMLP 784-2048-2048-2048-10 on Fashion-MNIST, sync ring, %d netns hosts x 1 "
-      "replica, global batch %d, %s, 1 thread a process\n",
-      dtrain::bench::CpuModel().c_str(), options.hosts, kGlobalBatch,
+      "CPU: %s\n%s on Fashion-MNIST, sync ring, %d netns hosts x 1 replica, global batch %d, "
+      "%s, 1 thread a process\n",
+      dtrain::bench::CpuModel().c_str(),
+      options.cnn ? "CNN conv5x5x32-pool-conv5x5x64-pool-dense1024-dropout-dense10"
+                  : "MLP 784-2048-2048-2048-10",
+      options.hosts, kGlobalBatch,
       options.momentum ? "momentum SGD" : "Adam");
   if (!options.accuracy) {
     std::printf("%d steps a job, samples/s from the steps after the first quarter\n",

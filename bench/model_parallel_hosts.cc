@@ -25,7 +25,7 @@ constexpr int kSteps = 20;
 constexpr int kGlobalBatch = 256;
 
 std::string Job(const std::string& cluster, int batch) {
-  return dtrain::bench::WideMlpJob("mp-hosts", kHosts,
+  return dtrain::bench::FashionJob("mp-hosts", dtrain::bench::kWideMlp, kHosts,
                                    "epochs = 0\nsteps = " + std::to_string(kSteps) +
                                        "\nbatch_size = " + std::to_string(batch) +
                                        "\nlog_every = 10\neval_every = 1000000\n",

@@ -148,16 +148,34 @@ inline std::string HostsKey(int hosts) {
   return "hosts = [" + list + "]\n";
 }
 
-// The [optimizer] keys of WideMlpJob unless a bench names others.
+// The [optimizer] keys of FashionJob unless a bench names others.
 inline constexpr const char* kWideMlpAdam = "type = \"adam\"\nlr = 0.0005\n";
 
-// A job training the MLP 784-2048-2048-2048-10 (10.5 M parameters, a 42 MB gradient) on
-// Fashion-MNIST with `optimizer` (its [optimizer] keys; Adam, lr 0.0005, by default) and one BLAS
-// thread a process, across every host of a JobCluster of `hosts`: `train` holds its [train] keys
-// beyond threads (steps or epochs, batch_size, log_every, ...), `cluster` its [cluster] keys
-// beyond hosts and timeout_seconds; with `test`, the job evaluates on the test set.
-inline std::string WideMlpJob(const std::string& name, int hosts, const std::string& train,
-                              const std::string& cluster, bool test,
+// The MLP 784-2048-2048-2048-10 (10.5 M parameters, a 42 MB gradient): a FashionJob's model.
+inline constexpr const char* kWideMlp = "[model]\ntype = \"mlp\"\nhidden = [2048, 2048, 2048]\n";
+
+// examples/fashion-mnist-cnn.toml's network with its dense layer widened to 1024 (conv 5x5x32
+// same, max-pool 2, conv 5x5x64 same, max-pool 2, dense 1024, dropout 0.3, dense 10: 3.27 M
+// parameters, a 13 MB gradient, most of it the dense layer's): a FashionJob's model.
+inline constexpr const char* kWideCnn =
+    "[model]\ntype = \"sequential\"\ninput_shape = [1, 28, 28]\n"
+    "[[model.layers]]\ntype = \"conv2d\"\nfilters = 32\nkernel = 5\npadding = \"same\"\n"
+    "activation = \"relu\"\n"
+    "[[model.layers]]\ntype = \"maxpool2d\"\nsize = 2\n"
+    "[[model.layers]]\ntype = \"conv2d\"\nfilters = 64\nkernel = 5\npadding = \"same\"\n"
+    "activation = \"relu\"\n"
+    "[[model.layers]]\ntype = \"maxpool2d\"\nsize = 2\n"
+    "[[model.layers]]\ntype = \"dense\"\nunits = 1024\nactivation = \"relu\"\n"
+    "[[model.layers]]\ntype = \"dropout\"\nrate = 0.3\n"
+    "[[model.layers]]\ntype = \"dense\"\nunits = 10\n";
+
+// A job training `model` (its [model] tables: kWideMlp, kWideCnn) on Fashion-MNIST with
+// `optimizer` (its [optimizer] keys; Adam, lr 0.0005, by default) and one BLAS thread a process,
+// across every host of a JobCluster of `hosts`: `train` holds its [train] keys beyond threads
+// (steps or epochs, batch_size, log_every, ...), `cluster` its [cluster] keys beyond hosts and
+// timeout_seconds; with `test`, the job evaluates on the test set.
+inline std::string FashionJob(const std::string& name, const std::string& model, int hosts,
+                              const std::string& train, const std::string& cluster, bool test,
                               const std::string& optimizer = kWideMlpAdam) {
   const std::string dir = std::string(kFashionDir) + "/";
   std::string data = "[data]\nformat = \"idx\"\ntrain = \"" + dir +
@@ -167,8 +185,8 @@ inline std::string WideMlpJob(const std::string& name, int hosts, const std::str
     data += "test = \"" + dir + "t10k-images-idx3-ubyte.gz\"\ntest_labels = \"" + dir +
             "t10k-labels-idx1-ubyte.gz\"\n";
   }
-  return "name = \"" + name + "\"\n" + data +
-         "[model]\ntype = \"mlp\"\nhidden = [2048, 2048, 2048]\n[train]\nthreads = 1\n" + train +
+  // The [[model.layers]] tables come last in [model], before [train] opens.
+  return "name = \"" + name + "\"\n" + data + model + "[train]\nthreads = 1\n" + train +
          "[optimizer]\n" + optimizer + "[cluster]\n" + HostsKey(hosts) +
          "timeout_seconds = 600\n" + cluster;
 }
