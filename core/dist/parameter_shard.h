@@ -43,6 +43,10 @@
 //
 // Compressed pushes (ps_protocol.md): a worker's hello may announce bf16 or top-k pushes; the
 // shard decodes each such push into the slice its raw push would have been and goes on as above.
+// In sync mode it also carries their checkpoints' residuals: it ORs the pushes' checkpoint
+// proposals into every push reply, and on rank 0's residual request collects every worker's
+// slice and hands them all to rank 0 (CollectResiduals, in parameter_shard_residuals.cc; at most
+// N x range floats, held during that exchange only; ps_protocol.md "Residuals").
 //
 // Deadlines and failures: every wait for a worker (its next message, its push of step t, a
 // delayed fetch) has the deadline options.timeout from when the wait began; a silent, dead or
