@@ -443,8 +443,9 @@ Result<std::vector<std::vector<float>>> PsClient::ExchangeResiduals(std::uint64_
     PsHeader h = Request();
     h.clock = next_step;
     Status s = SendHeader(k, PsMessage::kResidual, h, deadline);
-    if (s.ok())
+    if (s.ok()) {
       s = SendData(k, PsMessage::kResidual, residual.subspan(r.begin, r.size()), deadline);
+    }
     if (!s.ok()) return Broken(s);
   }
   const auto workers = static_cast<std::size_t>(options_.workers);
