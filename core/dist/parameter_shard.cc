@@ -159,7 +159,7 @@ Result<std::pair<std::uint32_t, PsHeader>> ParameterShard::ReceiveRequest(
   }
   const std::uint32_t t = tag.value();
   const bool request = (t & ~std::uint32_t{0x7F}) == kPsTagBase && (t & 0x7F) >= 1 &&
-                       (t & 0x7F) <= static_cast<std::uint32_t>(PsMessage::kGoodbye);
+                       (t & 0x7F) <= static_cast<std::uint32_t>(kPsLastMessage);
   if (!request) return Unexpected(rank, t, waiting_for);
   Result<PsHeader> h = DecodePsHeader(raw);
   if (!h.ok()) return Fail(waiting_for + ": from " + Worker(rank), h.status());
@@ -272,9 +272,10 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
   const auto workers = static_cast<std::size_t>(options_.workers);
   const std::size_t size = params_.size();
   math::FloatBuffer sum(size), scratch(size);
-  std::vector<bool> greeted(workers, false);
-  std::vector<PushDecoder> decoders(workers);  // how each worker's compressed pushes come
-  std::optional<std::uint64_t> step;  // the step the next push must carry (set by the first)
+  // Per worker, once it said hello: how its compressed pushes come.
+  std::vector<std::optional<PushDecoder>> greeted(workers);
+  ResidualDeposits deposits(workers, size);  // the residuals of a checkpoint, while collected
+  std::optional<std::uint64_t> step;         // the step the next push must carry (set by the first)
   std::uint64_t steps_done = optimizer_->steps();  // the global clock: Load's steps, then +1 each
   // The version vector of snapshots: every worker has pushed every step, so all equal g.
   std::vector<std::uint64_t> pushes(workers, steps_done);
@@ -285,6 +286,7 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
 
   for (;;) {
     std::vector<std::uint32_t> votes(workers, kNoVote);
+    std::uint32_t checkpoint = 0;       // kPsCheckpoint once a worker proposed one
     std::optional<int> pusher, leaver;  // the first worker that pushed / said goodbye
     float lr = 0.0f;
     std::uint32_t total_rows = 0;
@@ -306,9 +308,8 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
         switch (kind) {
           case PsMessage::kHello: {
             if (greeted[r]) return Unexpected(rank, tag, at + ": a second hello");
-            greeted[r] = true;
-            Status s =
-                AnswerHello(link, rank, h, decoders[r], params_, steps_done, optimizer_->steps());
+            Status s = AnswerHello(link, rank, h, greeted[r].emplace(), params_, steps_done,
+                                   optimizer_->steps());
             if (!s.ok()) return s;
             break;
           }
@@ -370,7 +371,7 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
                                    std::to_string(h.total_rows) + " rows where " + Worker(*pusher) +
                                    " says " + std::to_string(total_rows));
             }
-            Status got = decoders[r].Receive(link, PsDataTag(tag), h, scratch,
+            Status got = greeted[r]->Receive(link, PsDataTag(tag), h, scratch,
                                              Clock::now() + options_.timeout);
             if (!got.ok()) return Fail(what + "'s push", got);
             // Each push weighted by its share of the step's rows, summed in rank order.
@@ -383,7 +384,15 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
               math::Axpy(weight, scratch, sum);
             }
             votes[r] = h.vote;
+            checkpoint |= h.flags & kPsCheckpoint;
             done = true;
+            break;
+          }
+          case PsMessage::kResidual: {
+            // Rank 0's comes first (the shard reads link 0 first); the others' follow it.
+            if (rank != 0) return Unexpected(rank, tag, at + ": before worker rank 0's residual");
+            Status s = CollectResiduals(links, greeted, h, step, scratch, deposits);
+            if (!s.ok()) return s;
             break;
           }
         }
@@ -405,6 +414,7 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
     reply.from = static_cast<std::uint32_t>(options_.shard);
     reply.clock = *step;
     reply.vote = *std::max_element(votes.begin(), votes.end());
+    reply.flags = checkpoint;
     const std::span<const float> parts[] = {params_};
     for (std::size_t r = 0; r < workers; ++r) {
       Status s = SendReply(*links[r], static_cast<int>(r), PsMessage::kPush, reply, parts,
@@ -632,6 +642,8 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
         if (!s.ok()) return LinkBroke(rank, link, s);
         break;
       }
+      case PsMessage::kResidual:  // checkpoints of compressed sync jobs only
+        return Unexpected(rank, tag, at + ": a residual in async mode");
       case PsMessage::kGoodbye: {
         if (h.clock != clocks_.clock(r)) {
           return Status::Error(name_ + ": " + Worker(rank) + " said goodbye after " +

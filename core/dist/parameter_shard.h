@@ -43,6 +43,10 @@
 //
 // Compressed pushes (ps_protocol.md): a worker's hello may announce bf16 or top-k pushes; the
 // shard decodes each such push into the slice its raw push would have been and goes on as above.
+// In sync mode it also carries their checkpoints' residuals: it ORs the pushes' checkpoint
+// proposals into every push reply, and on rank 0's residual request collects every worker's
+// slice and hands them all to rank 0 (CollectResiduals, in parameter_shard_residuals.cc; at most
+// N x range floats, held during that exchange only; ps_protocol.md "Residuals").
 //
 // Deadlines and failures: every wait for a worker (its next message, its push of step t, a
 // delayed fetch) has the deadline options.timeout from when the wait began; a silent, dead or
@@ -69,6 +73,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -78,6 +83,7 @@
 #include "core/dist/link.h"
 #include "core/dist/ps_messages.h"
 #include "core/dist/push_codec.h"
+#include "core/dist/residual_deposits.h"
 #include "core/dist/staleness.h"
 #include "core/dist/worker_clocks.h"
 #include "core/math/buffer.h"
@@ -174,6 +180,15 @@ class ParameterShard {
   Status AnswerSnapshot(Link& link, int rank, std::span<const float> params,
                         std::span<const std::span<const float>> state, std::uint64_t steps,
                         std::uint64_t clock, std::span<const std::uint64_t> clocks);
+  // Sync, on rank 0's residual request `first` (its data not yet read): reads every worker's
+  // residual slice for the checkpoint before step first.clock (`next_step`, when known, must be
+  // it), rank 0's and then the others' from their links (answering the hello of a worker that
+  // has not said it yet: `greeted`, ServeSync's), and answers rank 0 with all of them and the
+  // others with an acknowledgement.
+  Status CollectResiduals(std::span<Link* const> links,
+                          std::vector<std::optional<PushDecoder>>& greeted, const PsHeader& first,
+                          std::optional<std::uint64_t> next_step, std::span<float> scratch,
+                          ResidualDeposits& deposits);
   // The error for a request that this state does not expect.
   Status Unexpected(int rank, std::uint32_t tag, const std::string& context) const;
   std::string Worker(int rank) const { return "worker rank " + std::to_string(rank); }

@@ -230,7 +230,8 @@ Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks)
 
 Result<std::uint32_t> PsClient::SyncStep(std::uint64_t step, std::span<const float> grad, float lr,
                                          std::size_t rows, std::size_t total_rows,
-                                         std::uint32_t vote, std::span<float> params) {
+                                         std::uint32_t vote, std::span<float> params,
+                                         bool propose_checkpoint) {
   if (Status u = Usable(); !u.ok()) return u;
   CallTimer timer([this](Clock::time_point start) { AddTime(start); });
   const std::string at = "step " + std::to_string(step);
@@ -251,6 +252,7 @@ Result<std::uint32_t> PsClient::SyncStep(std::uint64_t step, std::span<const flo
   h.rows = static_cast<std::uint32_t>(rows);
   h.total_rows = static_cast<std::uint32_t>(total_rows);
   h.vote = vote;
+  h.flags = propose_checkpoint ? kPsCheckpoint : 0;
   const bool compressed =
       compressor_ && step >= static_cast<std::uint64_t>(options_.compression.warmup_steps);
   if (Status s = SendPushes(h, grad, compressed, {}, Clock::now() + options_.timeout); !s.ok()) {
@@ -273,7 +275,14 @@ Result<std::uint32_t> PsClient::SyncStep(std::uint64_t step, std::span<const flo
                                   std::to_string(reply.value().vote) + " but " + Shard(0) + " on " +
                                   std::to_string(agreed)));
     }
+    const bool checkpoint = (reply.value().flags & kPsCheckpoint) != 0;
+    if (k > 0 && checkpoint != checkpoint_agreed_) {
+      return Broken(Status::Error("worker rank " + std::to_string(options_.rank) + ": " + at +
+                                  ": " + Shard(k) + " and " + Shard(0) +
+                                  " disagree on whether to checkpoint after it"));
+    }
     agreed = reply.value().vote;
+    checkpoint_agreed_ = checkpoint;
     Status s = ReceiveData(k, PsMessage::kPush, params.subspan(r.begin, r.size()), at);
     if (!s.ok()) return Broken(s);
   }
@@ -310,17 +319,18 @@ Status PsClient::SendPushes(PsHeader header, std::span<const float> grad, bool c
     std::lock_guard lock(stats_mu_);
     stats_.compression_seconds += compressor_->stats().seconds - before;
   }
+  const std::uint32_t flags = header.flags;
   std::size_t at = 0;  // shard k's message in encoded_
   for (int k = 0; k < shards(); ++k) {
     const auto i = static_cast<std::size_t>(k);
     const ShardRange& r = ranges_[i];
     std::span<const float> data = grad.subspan(r.begin, r.size());
-    header.flags = 0;
+    header.flags = flags;
     if (!basis.empty()) header.basis = basis[i];
     if (compressed) {
       const compress::TensorPlan& slice = compressor_->plan()[i];
       if (slice.encoding != compress::Encoding::kRaw) {
-        header.flags = kPsEncodedPush;
+        header.flags |= kPsEncodedPush;
         data = std::span<const float>(encoded_).subspan(at, slice.sent_floats);
       }
       at += slice.sent_floats;
@@ -387,10 +397,10 @@ Result<PsSnapshot> PsClient::Snapshot() {
     const PsHeader& h = reply.value();
     if (h.begin != r.begin || h.end != r.end || h.workers != workers) {
       return Broken(Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) +
-                                  ": snapshot: the shard describes range " + FormatRange(h.begin, h.end) +
-                                  " and " + std::to_string(h.workers) +
-                                  " workers, the worker expects " + FormatRange(r.begin, r.end) +
-                                  " and " + std::to_string(workers)));
+                                  ": snapshot: the shard describes range " +
+                                  FormatRange(h.begin, h.end) + " and " +
+                                  std::to_string(h.workers) + " workers, the worker expects " +
+                                  FormatRange(r.begin, r.end) + " and " + std::to_string(workers)));
     }
     if (k == 0) {
       snap.state.assign(h.state_vectors, std::vector<float>(options_.num_params));
@@ -416,6 +426,48 @@ Result<PsSnapshot> PsClient::Snapshot() {
     snap.clocks.push_back(std::move(clocks));
   }
   return snap;
+}
+
+Result<std::vector<std::vector<float>>> PsClient::ExchangeResiduals(std::uint64_t next_step) {
+  if (Status u = Usable(); !u.ok()) return u;
+  const std::string me = "worker rank " + std::to_string(options_.rank);
+  if (!compressor_ || options_.mode != PsMode::kSync) {
+    return Status::Error(me + ": residuals belong to compressed sync pushes");
+  }
+  CallTimer timer([this](Clock::time_point start) { AddTime(start); });
+  const std::string at = "the residuals of the checkpoint before step " + std::to_string(next_step);
+  const std::span<const float> residual = compressor_->StateVectors().front();
+  const Deadline deadline = Clock::now() + options_.timeout;
+  for (int k = 0; k < shards(); ++k) {
+    const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
+    PsHeader h = Request();
+    h.clock = next_step;
+    Status s = SendHeader(k, PsMessage::kResidual, h, deadline);
+    if (s.ok()) {
+      s = SendData(k, PsMessage::kResidual, residual.subspan(r.begin, r.size()), deadline);
+    }
+    if (!s.ok()) return Broken(s);
+  }
+  const auto workers = static_cast<std::size_t>(options_.workers);
+  std::vector<std::vector<float>> all;
+  if (options_.rank == 0) all.assign(workers, std::vector<float>(options_.num_params));
+  for (int k = 0; k < shards(); ++k) {
+    const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
+    Result<PsHeader> reply = ReceiveReply(k, PsMessage::kResidual, at);
+    if (!reply.ok()) return Broken(reply.status());
+    if (reply.value().clock != next_step || reply.value().workers != workers) {
+      return Broken(Status::Error(me + ": " + Shard(k) + ": " + at +
+                                  ": the shard answered for step " +
+                                  std::to_string(reply.value().clock) + " and " +
+                                  std::to_string(reply.value().workers) + " workers"));
+    }
+    for (std::size_t w = 0; w < all.size(); ++w) {
+      Status s = ReceiveData(k, PsMessage::kResidual, std::span(all[w]).subspan(r.begin, r.size()),
+                             at + ": worker rank " + std::to_string(w) + "'s");
+      if (!s.ok()) return Broken(s);
+    }
+  }
+  return all;
 }
 
 Status PsClient::Goodbye(std::uint64_t clock) {

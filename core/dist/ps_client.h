@@ -83,10 +83,19 @@ class PsClient {
 
   // Sync: pushes this worker's gradient of `step` (the mean over its `rows` of the step's
   // `total_rows`) with the lr and its stop vote, then receives the new parameters into `params`.
-  // Returns the agreed vote (kNoVote or 1 + StopReason).
+  // Returns the agreed vote (kNoVote or 1 + StopReason). `propose_checkpoint` rides on the push;
+  // checkpoint_agreed() then says whether any worker proposed one at this step.
   Result<std::uint32_t> SyncStep(std::uint64_t step, std::span<const float> grad, float lr,
                                  std::size_t rows, std::size_t total_rows, std::uint32_t vote,
-                                 std::span<float> params);
+                                 std::span<float> params, bool propose_checkpoint = false);
+  // After SyncStep: every worker checkpoints after this step (ps_protocol.md, "Residuals").
+  bool checkpoint_agreed() const { return checkpoint_agreed_; }
+
+  // Sync with compression, on every worker between the same two steps (`next_step`: the next
+  // one it pushes): sends each shard this worker's residual over the shard's range; rank 0
+  // receives every worker's whole residual, rank by rank (workers x num_params floats), the
+  // others none.
+  Result<std::vector<std::vector<float>>> ExchangeResiduals(std::uint64_t next_step);
 
   // Async: pushes a gradient computed at this worker's clock `clock` (its pushes so far) from
   // parameters whose fetch reply from shard k said global clock basis[k]; the shard applies it
@@ -118,8 +127,9 @@ class PsClient {
   Status Usable() const;
   Status SendHeader(int k, PsMessage kind, const PsHeader& header, Deadline deadline);
   Status SendData(int k, PsMessage kind, std::span<const float> data, Deadline deadline);
-  // A push's header (`header`, its flags set here) and data to every shard: `grad`'s slices, or
-  // their encodings when `compressed` (then grad goes through the compressor first).
+  // A push's header (`header`, kPsEncodedPush added to its flags here) and data to every shard:
+  // `grad`'s slices, or their encodings when `compressed` (then grad goes through the compressor
+  // first).
   Status SendPushes(PsHeader header, std::span<const float> grad, bool compressed,
                     std::span<const std::uint64_t> basis, Deadline deadline);
   // Receives shard k's reply header to `kind`, checking its tag and sender.
@@ -135,6 +145,7 @@ class PsClient {
   std::vector<ShardRange> ranges_;
   Status unusable_;
   bool greeted_ = false;
+  bool checkpoint_agreed_ = false;
   std::uint64_t own_clock_ = 0;
   std::unique_ptr<compress::GradientCompressor> compressor_;  // with compression only
   std::vector<float> encoded_;                                // a push's messages, shard by shard

@@ -37,13 +37,15 @@ std::string_view PsModeName(PsMode mode) { return mode == PsMode::kSync ? "sync"
 
 std::string PsTagName(std::uint32_t tag) {
   const std::uint32_t kind = tag & 0x7F;
-  const bool ours = (tag & ~std::uint32_t{0x1FF}) == kPsTagBase && kind >= 1 && kind <= 5;
+  const bool ours = (tag & ~std::uint32_t{0x1FF}) == kPsTagBase && kind >= 1 &&
+                    kind <= static_cast<std::uint32_t>(kPsLastMessage);
   if (!ours) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "tag 0x%08x", tag);
     return buf;
   }
-  static constexpr const char* kNames[] = {"", "hello", "push", "fetch", "snapshot", "goodbye"};
+  static constexpr const char* kNames[] = {"",         "hello",   "push",    "fetch",
+                                           "snapshot", "goodbye", "residual"};
   std::string name = kNames[kind];
   if (tag & kPsReplyBit) name += " reply";
   if (tag & kPsDataBit) name += " data";

@@ -31,7 +31,9 @@ enum class PsMessage : std::uint32_t {
   kFetch = 3,
   kSnapshot = 4,
   kGoodbye = 5,
+  kResidual = 6,  // sync, compressed pushes: a worker's error-feedback residual for a checkpoint
 };
+inline constexpr PsMessage kPsLastMessage = PsMessage::kResidual;
 
 inline constexpr std::uint32_t kPsTagBase = 0x50530000;  // "PS" in the high half
 inline constexpr std::uint32_t kPsReplyBit = 0x80;
@@ -75,7 +77,7 @@ struct PsHeader {
   std::uint32_t max_staleness = 0;
   std::uint32_t state_vectors = 0;  // snapshot reply: optimizer state vectors that follow
   std::uint32_t flags = 0;  // hello: kPsWantParams, an encoding; hello reply: the same if taken;
-                            // push: kPsEncodedPush
+                            // push: kPsEncodedPush, kPsCheckpoint; push reply: kPsCheckpoint
 };
 inline constexpr std::uint32_t kPsWantParams = 1;
 // Compressed pushes (ps_protocol.md): hello flags saying how this worker encodes its compressed
@@ -84,6 +86,9 @@ inline constexpr std::uint32_t kPsWantParams = 1;
 inline constexpr std::uint32_t kPsBf16Pushes = 2;
 inline constexpr std::uint32_t kPsSparsePushes = 4;
 inline constexpr std::uint32_t kPsEncodedPush = 8;
+// Sync: a push's flag proposing a checkpoint after this step; the push reply's flag saying that
+// some worker proposed one (every worker then sends its residual, ps_protocol.md "Residuals").
+inline constexpr std::uint32_t kPsCheckpoint = 16;
 
 void EncodePsHeader(const PsHeader& header, std::span<float, kPsHeaderFloats> out);
 // Fails on a wrong magic (the message is not a parameter-server header).

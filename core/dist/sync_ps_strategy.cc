@@ -15,7 +15,8 @@ SyncPsStrategy::SyncPsStrategy(std::span<Link* const> shard_links, std::size_t n
                             .max_staleness = 0,
                             .timeout = options.timeout,
                             .compression = options.compression}),
-      options_(options) {}
+      options_(options),
+      compressed_(client_.compressor() != nullptr) {}
 
 SyncPsStrategy::~SyncPsStrategy() {
   if (!failed_) (void)Finish();  // the error has nobody to go to; the shard reports it
@@ -27,26 +28,32 @@ Status SyncPsStrategy::Connect(std::span<float> params) {
   return s;
 }
 
+Status SyncPsStrategy::Greet() {
+  if (client_.greeted()) return Status::Ok();
+  Status s = client_.Hello({});
+  if (!s.ok()) failed_ = true;
+  return s;
+}
+
 Status SyncPsStrategy::Apply(std::int64_t step, std::span<float> params, std::span<float> grad,
                              float lr, const train::StepShare& share) {
   if (finished_) {
     return Status::Error("worker rank " + std::to_string(options_.rank) + ": step " +
                          std::to_string(step) + " after goodbye");
   }
-  if (!client_.greeted()) {
-    if (Status s = client_.Hello({}); !s.ok()) {
-      failed_ = true;
-      return s;
-    }
-  }
+  if (Status s = Greet(); !s.ok()) return s;
   if (options_.clip_norm > 0.0f) optim::ClipByGlobalNorm(grad, options_.clip_norm);
-  Result<std::uint32_t> agreed = client_.SyncStep(static_cast<std::uint64_t>(step), grad, lr,
-                                                  share.rows, share.total_rows, vote_, params);
+  Result<std::uint32_t> agreed =
+      client_.SyncStep(static_cast<std::uint64_t>(step), grad, lr, share.rows, share.total_rows,
+                       vote_, params, checkpoint_proposed_);
   if (!agreed.ok()) {
     failed_ = true;
     return agreed.status();
   }
   ++steps_;
+  next_step_ = static_cast<std::uint64_t>(step) + 1;
+  checkpoint_proposed_ = false;
+  checkpoint_agreed_ = client_.checkpoint_agreed();
   if (agreed.value() != kNoVote) {
     agreed_ = static_cast<train::StopReason>(std::min<std::uint32_t>(
         agreed.value() - 1, static_cast<std::uint32_t>(train::StopReason::kRequested)));
@@ -60,26 +67,47 @@ bool SyncPsStrategy::ProposeStop(train::StopReason reason) {
 }
 
 Result<PsSnapshot> SyncPsStrategy::Snapshot() {
-  if (!client_.greeted()) {
-    if (Status s = client_.Hello({}); !s.ok()) {
-      failed_ = true;
-      return s;
-    }
-  }
+  if (Status s = Greet(); !s.ok()) return s;
   Result<PsSnapshot> snap = client_.Snapshot();
   if (!snap.ok()) failed_ = true;
   return snap;
 }
 
+Result<std::vector<std::vector<float>>> SyncPsStrategy::CheckpointState() {
+  if (!compressed_) return std::vector<std::vector<float>>{};
+  if (Status s = Greet(); !s.ok()) return s;
+  Result<std::vector<std::vector<float>>> residuals = client_.ExchangeResiduals(next_step_);
+  if (!residuals.ok()) failed_ = true;
+  return residuals;
+}
+
+Status SyncPsStrategy::RestoreState(std::span<const std::span<const float>> state) {
+  const std::size_t before = options_.optimizer_state_vectors;
+  const auto workers = static_cast<std::size_t>(options_.workers);
+  // Without residuals (an uncompressed job's checkpoint, or one from before they were kept) they
+  // start at zero.
+  if (!compressed_ || state.size() == before) return Status::Ok();
+  if (state.size() != before + workers) {
+    return Status::Error("the checkpoint holds " + std::to_string(state.size()) +
+                         " state vectors; the shards' optimizer keeps " + std::to_string(before) +
+                         " and " + std::to_string(workers) +
+                         " workers compressing their pushes add one residual each");
+  }
+  const std::span<float> residual = client_.compressor()->StateVectors().front();
+  const std::span<const float> mine = state[before + static_cast<std::size_t>(options_.rank)];
+  if (mine.size() != residual.size()) {
+    return Status::Error("worker rank " + std::to_string(options_.rank) + "'s residual holds " +
+                         std::to_string(mine.size()) + " floats, not " +
+                         std::to_string(residual.size()));
+  }
+  std::ranges::copy(mine, residual.begin());
+  return Status::Ok();
+}
+
 Status SyncPsStrategy::Finish() {
   if (finished_) return Status::Ok();
   finished_ = true;
-  if (!client_.greeted()) {
-    if (Status s = client_.Hello({}); !s.ok()) {
-      failed_ = true;
-      return s;
-    }
-  }
+  if (Status s = Greet(); !s.ok()) return s;
   Status s = client_.Goodbye(steps_);
   if (!s.ok()) failed_ = true;
   return s;

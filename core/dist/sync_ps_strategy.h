@@ -23,8 +23,13 @@
 //
 // With compression (bf16, topk) each push is encoded with this replica's error feedback
 // (ps_client.h) after clipping; the shards decode and sum as above, so replicas still receive the
-// same parameters. The residuals are not checkpointed (the replicas share no channel but the
-// shards): a resumed job starts them at zero.
+// same parameters. The residuals are checkpointed through the shards, the replicas' one common
+// channel (CollectiveCheckpoints; ps_protocol.md, "Residuals"): a proposal rides on a push, the
+// shards answer every replica with whether any proposed one, and after that step every replica
+// sends each shard its residual's slice; rank 0 receives them all. The checkpoint holds the
+// shards' optimizer state vectors (options.optimizer_state_vectors of them) and then the N
+// residuals, rank by rank; a checkpoint without them (uncompressed, or older) resumes with zero
+// residuals.
 //
 // One thread at a time (the training thread). The links must outlive the strategy.
 #pragma once
@@ -34,6 +39,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "core/dist/ps_client.h"
 #include "core/dist/ps_strategy.h"
@@ -47,6 +53,9 @@ struct SyncPsOptions {
   float clip_norm = 0.0f;  // per replica, before pushing (see above)
   std::chrono::milliseconds timeout{30'000};
   compress::Settings compression{};  // the pushes' (ps_client.h): none, bf16 or topk
+  // With compression: how many of a checkpoint's state vectors are the shards' optimizer's
+  // (optim::StateVectorCount), before the residuals (RestoreState).
+  std::size_t optimizer_state_vectors = 0;
 };
 
 class SyncPsStrategy final : public PsStrategy {
@@ -76,12 +85,29 @@ class SyncPsStrategy final : public PsStrategy {
   Status Finish() override;
   bool KeepsClocks() const override { return false; }
 
+  // With compression: the replicas checkpoint their residuals together (see above).
+  bool CollectiveCheckpoints() const override { return compressed_; }
+  void ProposeCheckpoint() override { checkpoint_proposed_ = true; }
+  bool CheckpointAgreed() const override { return checkpoint_agreed_; }
+  // Every replica's residual to rank 0, rank by rank; the others get none.
+  Result<std::vector<std::vector<float>>> CheckpointState() override;
+  // `state`: the checkpoint's vectors after its parameters (the shards' optimizer's, then the
+  // residuals, if any): takes this replica's residual.
+  Status RestoreState(std::span<const std::span<const float>> state) override;
+
  private:
+  // Says hello to the shards unless Connect or an earlier call did.
+  Status Greet();
+
   PsClient client_;
   SyncPsOptions options_;
   std::uint32_t vote_ = kNoVote;  // this replica's vote on the wire (1 + StopReason)
   std::optional<train::StopReason> agreed_;
-  std::uint64_t steps_ = 0;  // steps pushed
+  std::uint64_t steps_ = 0;      // steps pushed
+  std::uint64_t next_step_ = 0;  // the step after the last one pushed (0 before any)
+  bool compressed_ = false;
+  bool checkpoint_proposed_ = false;  // rides on the next push
+  bool checkpoint_agreed_ = false;    // at the last step pushed
   bool failed_ = false;
   bool finished_ = false;
 };

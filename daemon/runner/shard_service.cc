@@ -1,5 +1,6 @@
 #include "daemon/runner/shard_service.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -152,8 +153,14 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
                            std::to_string(resume->params.size()) + " parameters, the model has " +
                            std::to_string(n));
     }
+    // The optimizer's state vectors; a compressed sync job's residuals follow them (its workers'
+    // to restore).
+    const std::size_t kept =
+        std::min(resume->optimizer_state.size(),
+                 static_cast<std::size_t>(optim::StateVectorCount(job.optimizer.type)));
     std::vector<std::span<const float>> state;
-    for (const auto& v : resume->optimizer_state) {
+    for (std::size_t i = 0; i < kept; ++i) {
+      const auto& v = resume->optimizer_state[i];
       if (v.size() != n)
         return Status::Error("the checkpoint's optimizer state has the wrong size");
       state.push_back(std::span<const float>(v).subspan(begin, end - begin));

@@ -299,7 +299,9 @@ Status TrainingSession::ConnectShards(const config::JobConfig& job, const Placem
                               .workers = workers,
                               .clip_norm = job.clip_norm,
                               .timeout = JobTimeout(job),
-                              .compression = job.cluster.compression});
+                              .compression = job.cluster.compression,
+                              .optimizer_state_vectors = static_cast<std::size_t>(
+                                  optim::StateVectorCount(job.optimizer.type))});
       break;
     case Exchange::kAsynchronous:
       ps = std::make_unique<dist::DownpourStrategy>(

@@ -223,6 +223,14 @@ def ps_push(slice_size, flags, rows, data):
     return struct.pack("<H", slice_size) + struct.pack("<25I", *slots) + data
 
 
+def ps_residual(slice_size, rank, workers_slot, step, data):
+    # A residual request of worker `rank` for the checkpoint before `step`; the target collects
+    # the steps slot's step (7) from workers_slot % 4 + 1 workers.
+    slots = [0] * 25
+    slots[0], slots[1], slots[4], slots[16], slots[20] = 0x31765350, rank, step, 7, workers_slot
+    return struct.pack("<H", slice_size) + struct.pack("<25I", *slots) + data
+
+
 def ps_pushes():
     BF16, SPARSE = 2, 4
     write("ps_push", "bf16", ps_push(5, BF16, 0, struct.pack("<3I", 0x3F80BF80, 0x40004080, 0x4120)))
@@ -235,6 +243,8 @@ def ps_pushes():
     write("ps_push", "both_encodings", ps_push(10, BF16 | SPARSE, 3, pairs))
     write("ps_push", "raw_only", ps_push(10, 0, 0, pairs))
     write("ps_push", "bad_magic", struct.pack("<H", 4) + bytes(100) + pairs)
+    write("ps_push", "residual", ps_residual(3, 1, 2, 7, struct.pack("<3f", 0.5, -1.0, 2.0)))
+    write("ps_push", "residual_other_step", ps_residual(3, 0, 2, 6, struct.pack("<3f", 1, 2, 3)))
 
 
 if __name__ == "__main__":

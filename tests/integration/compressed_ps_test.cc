@@ -2,14 +2,18 @@
 // "topk" with mode "async", or "sync" with allreduce "ps"), as real processes through `dtrain run`.
 // A sync-ps job ends with the bits of an in-process reference that runs the same shards and
 // replicas as threads (sync ps is deterministic), its workers agree, and it sends less than it
-// would uncompressed; an async job trains (its loss falls well below a uniform guess's) and puts
-// fewer bytes on the wire than the same job uncompressed.
+// would uncompressed; interrupted and resumed (its checkpoint holds every worker's residual) it
+// ends with the bits of a straight run, and a checkpoint without residuals still resumes. An
+// async job trains (its loss falls well below a uniform guess's) and puts fewer bytes on the wire
+// than the same job uncompressed.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "cmd/run_checks.h"
+#include "common/process.h"
 #include "common/temp_dir.h"
 #include "core/dist/replica_harness.h"
 #include "core/dist/sync_ps_strategy.h"
@@ -18,6 +22,7 @@
 #include "daemon/store/store.h"
 #include "integration/finished_run.h"
 #include "integration/in_process_job.h"
+#include "integration/interrupted_run.h"
 
 namespace dtrain::testing {
 namespace {
@@ -115,6 +120,59 @@ BOOST_AUTO_TEST_CASE(a_sync_ps_job_ends_with_the_bits_of_the_in_process_referenc
       BOOST_TEST(run.worst.at("compression_ratio") > 1.3);
     }
   }
+}
+
+// A sync-ps job of 2 workers training without end, checkpointing by `policy`.
+std::string EndlessSyncPs(const std::string& method, const std::string& policy) {
+  std::string text = PsJob(kSyncPs, method);
+  const auto swap = [&text](const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+  };
+  swap("\nsteps = 40\n", "\nsteps = 1000000\n");
+  swap("every_steps = 20\n", policy);
+  return text;
+}
+
+// Interrupted by SIGINT, then resumed to a step chosen after the stop: the bits of a straight run
+// to that step, parameters and both workers' residuals (plain SGD keeps no other state), under
+// each checkpoint policy.
+BOOST_AUTO_TEST_CASE(an_interrupted_and_resumed_sync_ps_job_ends_with_the_bits_of_a_straight_run) {
+  TempDir dir;
+  for (const std::string& method : kMethods) {
+    BOOST_TEST_CONTEXT(method) {
+      const auto job = [&](const std::string& policy) { return EndlessSyncPs(method, policy); };
+      InterruptAndResumeEachPolicy(dir, job, 20, [](const Resumed& r) {
+        BOOST_TEST(r.straight.optimizer_state.size() == 2u);  // the 2 workers' residuals
+        BOOST_TEST(cli::run_checks::SameState(r.straight, r.resumed),
+                   "the resumed run differs from the straight run");
+      });
+    }
+  }
+}
+
+// A checkpoint without residuals (as every sync-ps checkpoint was before they were kept) still
+// resumes a compressed job: the residuals start at zero, and the job's next checkpoints hold them.
+BOOST_AUTO_TEST_CASE(a_checkpoint_without_residuals_still_resumes) {
+  TempDir dir;
+  const std::string job = dir.Write("job.toml", EndlessSyncPs(kMethods[0], kCheckpointPolicies[0]));
+  const std::string db = dir.Path("old.db");
+  const std::int64_t stopped = RunUntilInterrupted(dir, job, db, 20);
+  {
+    // The newest checkpoint as it would have been written before: plain SGD's none.
+    store::CheckpointData old = cli::run_checks::Final(db, 1);
+    BOOST_REQUIRE_EQUAL(old.optimizer_state.size(), 2u);
+    old.optimizer_state.clear();
+    auto store = store::Store::Open(db);
+    BOOST_REQUIRE(store.ok());
+    BOOST_REQUIRE(store.value()->SaveCheckpoint(1, old, 5).ok());
+  }
+  const std::string until = "train.steps=" + std::to_string(stopped + 10);
+  const ProcessResult resumed = RunProcess(
+      {EnvPath("DTRAIN_BIN"), "run", "--resume", "1", "--db", db, "--set", until}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
+  const store::CheckpointData end = cli::run_checks::Final(db, 1);
+  BOOST_TEST(end.step == stopped + 10);
+  BOOST_TEST(end.optimizer_state.size() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(an_async_job_trains_and_sends_fewer_bytes_than_uncompressed) {

@@ -25,6 +25,7 @@
 #include "integration/daemon_fixture.h"
 #include "integration/finished_run.h"
 #include "integration/in_process_job.h"
+#include "integration/interrupted_run.h"
 
 namespace dtrain::testing {
 namespace {
@@ -156,45 +157,21 @@ BOOST_AUTO_TEST_CASE(
 // steps, or every few milliseconds (the writer proposes, the replicas agree on the step).
 // `state_vectors`: what the checkpoint holds beside plain SGD's (none) without PowerSGD's Q.
 void CheckInterruptedAndResumed(const std::string& mode, std::size_t state_vectors) {
-  using cli::run_checks::Final;
-  using cli::run_checks::ParseJson;
-  using cli::run_checks::SameState;
   TempDir dir;
-  int runs = 0;
   for (const std::string& method : kMethods) {
-    for (const std::string policy : {"every_steps = 20\n", "every_seconds = 0.01\n"}) {
-      BOOST_TEST_CONTEXT(method << policy) {
-        const std::string name = std::to_string(++runs);
+    BOOST_TEST_CONTEXT(method) {
+      const auto job = [&](const std::string& policy) {
         std::string text = CompressedJob(2, method, 1'000'000, mode);
         text.replace(text.find("every_steps = 20\n"), std::string("every_steps = 20\n").size(),
                      policy);
-        const std::string job = dir.Write("job" + name + ".toml", text);
-        const std::string db = dir.Path("interrupted" + name + ".db");
-        auto child =
-            StartProcess({EnvPath("DTRAIN_BIN"), "run", job, "--db", db, "--json"}, dir.Path(""));
-        cli::run_checks::WaitForCheckpoint(db, 1, 40);
-        child.Signal(SIGINT);
-        const ProcessResult interrupted = child.Wait();
-        BOOST_REQUIRE_MESSAGE(interrupted.exit_code == 130, interrupted.err);
-        const std::int64_t stopped = ParseJson(interrupted)["steps"].get<std::int64_t>();
-        BOOST_TEST(Final(db, 1).step == stopped);  // every replica's part, at the stop
-
-        const std::string until = "train.steps=" + std::to_string(stopped + 30);
-        const std::string straight_db = dir.Path("straight" + name + ".db");
-        const ProcessResult straight = RunProcess(
-            {EnvPath("DTRAIN_BIN"), "run", job, "--db", straight_db, "--set", until}, dir.Path(""));
-        BOOST_REQUIRE_MESSAGE(straight.exit_code == 0, straight.err);
-        const ProcessResult resumed =
-            RunProcess({EnvPath("DTRAIN_BIN"), "run", "--resume", "1", "--db", db, "--set", until},
-                       dir.Path(""));
-        BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
-        const store::CheckpointData a = Final(straight_db, 1);
-        const store::CheckpointData b = Final(db, 1);
-        BOOST_TEST(b.step == stopped + 30);
-        BOOST_TEST(a.optimizer_state.size() ==
+        return text;
+      };
+      InterruptAndResumeEachPolicy(dir, job, 40, [&](const Resumed& r) {
+        BOOST_TEST(r.straight.optimizer_state.size() ==
                    state_vectors + (method.find("powersgd") != std::string::npos ? 1u : 0u));
-        BOOST_TEST(SameState(a, b), "the resumed run differs from the straight run");
-      }
+        BOOST_TEST(cli::run_checks::SameState(r.straight, r.resumed),
+                   "the resumed run differs from the straight run");
+      });
     }
   }
 }
