@@ -11,6 +11,7 @@
 
 #include "common/central_differences.h"
 #include "core/math/buffer.h"
+#include "core/model/conv_path.h"
 #include "core/model/layer.h"
 #include "core/model/model.h"
 
@@ -138,9 +139,8 @@ const ConvCase kConvCases[] = {
     {{1, 5, 6}, Conv(2, 4, 3, kSamePadding), {2, 2, 2}, 1, 0},
 };
 
-BOOST_AUTO_TEST_SUITE(layers)
-
-BOOST_AUTO_TEST_CASE(conv2d_matches_a_direct_convolution_and_its_gradient_checks) {
+// conv2d on each of kConvCases against DirectConvolution, and its gradient by central differences.
+void CheckConvCases() {
   unsigned seed = 1;
   for (const ConvCase& c : kConvCases) {
     BOOST_TEST_CONTEXT(FormatLayerSpec(c.spec) << " on " << FormatShape(c.input)) {
@@ -158,6 +158,23 @@ BOOST_AUTO_TEST_CASE(conv2d_matches_a_direct_convolution_and_its_gradient_checks
       CheckLayerGradient(s, 1e-2f);
     }
   }
+}
+
+BOOST_AUTO_TEST_SUITE(layers)
+
+BOOST_AUTO_TEST_CASE(conv2d_matches_a_direct_convolution_and_its_gradient_checks) {
+  CheckConvCases();
+}
+
+// The same checks through each of conv2d's paths, forced (conv_path.h).
+BOOST_AUTO_TEST_CASE(conv2d_checks_through_im2col_and_through_onednn) {
+  for (const ConvPathMode mode : {ConvPathMode::kIm2col, ConvPathMode::kOnednn}) {
+    BOOST_TEST_CONTEXT((mode == ConvPathMode::kIm2col ? "im2col" : "oneDNN")) {
+      SetConvPathMode(mode);
+      CheckConvCases();
+    }
+  }
+  SetConvPathMode(ConvPathMode::kAuto);
 }
 
 BOOST_AUTO_TEST_CASE(conv2d_with_relu_equals_conv2d_then_a_relu_layer) {
