@@ -96,11 +96,16 @@ struct DnnlConv::Primitives {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     forward_pd = {{prop_kind::forward_training, algorithm::convolution_direct, src, any_weights,
                    dst, strides, pad_l, pad_r},
-                  attr, Cpu()};
+                  attr,
+                  Cpu()};
     data_pd = {{algorithm::convolution_direct, src, any_weights, dst, strides, pad_l, pad_r},
-               attr, Cpu(), forward_pd};
+               attr,
+               Cpu(),
+               forward_pd};
     weights_pd = {{algorithm::convolution_direct, src, any_weights, dst, strides, pad_l, pad_r},
-                  attr, Cpu(), forward_pd};
+                  attr,
+                  Cpu(),
+                  forward_pd};
     forward = dnnl::convolution_forward(forward_pd);
     data = dnnl::convolution_backward_data(data_pd);
     weights_grad = dnnl::convolution_backward_weights(weights_pd);
@@ -148,8 +153,7 @@ void DnnlConv::BackwardWeights(const float* in, const float* dout, float* dweigh
   const memory user = Wrap(p.weights, dweights);
   const memory::desc wanted = p.weights_pd.diff_weights_desc();
   const bool same = wanted == p.weights;
-  const memory w =
-      same ? user : memory(wanted, Cpu(), ThreadBytes(kWeights, wanted.get_size()));
+  const memory w = same ? user : memory(wanted, Cpu(), ThreadBytes(kWeights, wanted.get_size()));
   Run(p.weights_grad, p.weights_pd,
       {{DNNL_ARG_SRC, Wrap(p.src, in)},
        {DNNL_ARG_DIFF_DST, Wrap(p.dst, dout)},

@@ -20,7 +20,7 @@
 namespace dtrain::math {
 
 struct ConvGeometry {
-  int channels = 1, height = 1, width = 1;        // input
+  int channels = 1, height = 1, width = 1;         // input
   int filters = 1, out_height = 1, out_width = 1;  // output
   int kernel = 1, stride = 1, pad_top = 0, pad_left = 0;
 };

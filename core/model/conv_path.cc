@@ -15,7 +15,9 @@
 namespace dtrain::model {
 namespace {
 
-constexpr int kRounds = 5;
+// Rounds of a measurement: enough for about kBudgetSeconds of each side, within these bounds.
+constexpr int kMinRounds = 5, kMaxRounds = 40;
+constexpr double kBudgetSeconds = 0.02;
 
 ConvPathMode ModeFromEnvironment() {
   const char* value = std::getenv("DTRAIN_CONV");
@@ -48,11 +50,6 @@ double Seconds(const std::function<void()>& run) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-double Median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 // "oneDNN forward (1.93x im2col's speed)", "im2col forward (oneDNN 0.85x)".
 std::string Describe(const char* product, double speed_up) {
   char text[96];
@@ -71,14 +68,15 @@ ConvPathMode CurrentConvPathMode() { return Mode().load(); }
 void SetConvPathMode(ConvPathMode mode) { Mode().store(mode); }
 
 double MeasureSpeedUp(const std::function<void()>& im2col, const std::function<void()>& onednn) {
-  im2col();
-  onednn();
-  std::vector<double> a, b;
-  for (int round = 0; round < kRounds; ++round) {
-    a.push_back(Seconds(im2col));
-    b.push_back(Seconds(onednn));
+  const double warm = Seconds(im2col) + Seconds(onednn);
+  const int rounds = std::clamp(static_cast<int>(2 * kBudgetSeconds / std::max(warm, 1e-6)),
+                                kMinRounds, kMaxRounds);
+  double a = Seconds(im2col), b = Seconds(onednn);
+  for (int round = 1; round < rounds; ++round) {
+    a = std::min(a, Seconds(im2col));
+    b = std::min(b, Seconds(onednn));
   }
-  return Median(a) / std::max(Median(b), 1e-9);
+  return a / std::max(b, 1e-9);
 }
 
 ConvProducts ChosenConvProducts(const std::string& shape,

@@ -35,7 +35,8 @@ struct ConvSpeedUps {
   double forward = 0, input_gradient = 0, weight_gradient = 0;
 };
 
-// The median time of `im2col` over oneDNN's: each run once to warm up, then in alternating rounds.
+// The time of `im2col` over oneDNN's: each run once to warm up, then the fastest of alternating
+// rounds, as many as fit in a few tens of milliseconds (another process's load only adds time).
 double MeasureSpeedUp(const std::function<void()>& im2col, const std::function<void()>& onednn);
 
 // In auto mode, the products of layer shape `shape` ("conv2d 64x5x5 over 32x14x14") that oneDNN

@@ -102,20 +102,20 @@ BOOST_AUTO_TEST_CASE(onednn_gives_im2cols_values_on_random_shapes) {
   for (int trial = 0; trial < 24; ++trial) {
     const int kernel = uniform(1, 5), stride = uniform(1, 3);
     const int paddings[] = {kSamePadding, 0, kernel - 1, kernel / 2};
-    const LayerSpec spec{.kind = LayerKind::kConv2d,
-                         .filters = uniform(1, 19),
-                         .kernel = kernel,
-                         .stride = stride,
-                         .padding = paddings[uniform(0, 3)],
-                         .activation = trial % 2 == 0 ? math::Activation::kRelu
-                                                      : math::Activation::kIdentity};
+    const LayerSpec spec{
+        .kind = LayerKind::kConv2d,
+        .filters = uniform(1, 19),
+        .kernel = kernel,
+        .stride = stride,
+        .padding = paddings[uniform(0, 3)],
+        .activation = trial % 2 == 0 ? math::Activation::kRelu : math::Activation::kIdentity};
     const Shape input{uniform(1, 9), uniform(kernel, 13), uniform(kernel, 13)};
     const int rows = batches[trial % 4];
     Result<std::unique_ptr<Layer>> made = MakeLayer(spec, input, 1);
     BOOST_TEST_REQUIRE(made.ok(), made.status().message());
     const Layer& layer = *made.value();
-    BOOST_TEST_CONTEXT(FormatLayerSpec(spec) << " on " << FormatShape(input) << ", " << rows
-                                             << " rows") {
+    BOOST_TEST_CONTEXT(FormatLayerSpec(spec)
+                       << " on " << FormatShape(input) << ", " << rows << " rows") {
       BOOST_TEST_REQUIRE(math::DnnlConv(GeometryOf(layer, spec)).Available(rows));
       std::vector<float> params(layer.NumParams()),
           in(static_cast<std::size_t>(rows) * input.Size()),
@@ -136,9 +136,8 @@ BOOST_AUTO_TEST_CASE(the_choice_names_each_product_of_each_shape_once) {
   const Model cnn(SmallCnn());
   const std::vector<std::string> lines = ChooseConvPaths(cnn, 5);
   const std::string shape = "conv2d 4x3x3 over 2x8x8 to 4x8x8: ";
-  const auto line = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) {
-    return l.rfind(shape, 0) == 0;
-  });
+  const auto line = std::find_if(lines.begin(), lines.end(),
+                                 [&](const std::string& l) { return l.rfind(shape, 0) == 0; });
   BOOST_TEST_REQUIRE((line != lines.end()));
   for (const char* product : {" forward (", " input gradient (", " weight gradient ("}) {
     const bool named = line->find(std::string("oneDNN") + product) != std::string::npos ||
