@@ -18,7 +18,7 @@
 #include "config/job_file.h"
 #include "config/thread_layout.h"
 #include "core/math/gemm.h"
-#include "core/model/conv_path.h"
+#include "core/model/onednn_paths.h"
 #include "core/model/model.h"
 #include "core/net/host_info.h"
 #include "daemon/runner/sparse_data.h"
@@ -78,12 +78,12 @@ void PrintThreads(const config::JobConfig& job, const model::ModelSpec& spec) {
 }
 
 // What each conv2d layer shape runs on: timed here, on this CPU with the job's threads and batch,
-// as each replica times it at its start (model::ChooseConvPaths).
+// as each replica times it at its start (model::ChooseLayerPaths).
 void PrintConvPaths(const config::JobConfig& job, const model::ModelSpec& spec) {
   const model::Model model(spec);
   const config::ThreadLayout t = LayoutHere(job, model);
   math::SetBlasThreads(t.BlasThreads());
-  for (const std::string& line : model::ChooseConvPaths(model, t.PassRows(job.train.batch_size))) {
+  for (const std::string& line : model::ChooseLayerPaths(model, t.PassRows(job.train.batch_size))) {
     std::cout << "# " << line << "\n";
   }
 }

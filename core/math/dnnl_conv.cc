@@ -1,73 +1,19 @@
 #include "core/math/dnnl_conv.h"
 
-#include <omp.h>
-
-#include <oneapi/dnnl/dnnl.hpp>
-#include <unordered_map>
-
-#include "core/math/buffer.h"
-#include "core/math/gemm.h"
+#include "core/math/dnnl_runtime.h"
 
 namespace dtrain::math {
 namespace {
 
-using dnnl::memory;
+using namespace dnnl_runtime;
 using Tag = memory::format_tag;
-using Args = std::unordered_map<int, memory>;
 
-const dnnl::engine& Cpu() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-dnnl::stream& Stream() {
-  thread_local dnnl::stream stream(Cpu());
-  return stream;
-}
-
-// This thread's own bytes, kept and grown as needed: a primitive's scratchpad, and the weights
-// in the layout a primitive wants.
-enum Slot { kScratchpad, kWeights, kSlots };
-void* ThreadBytes(Slot slot, std::size_t bytes) {
-  thread_local ByteBuffer buffers[kSlots];
-  ByteBuffer& buffer = buffers[slot];
-  if (buffer.size() < bytes) buffer.resize(bytes);
-  return buffer.data();
-}
-
-memory Wrap(const memory::desc& desc, const float* data) {
-  return memory(desc, Cpu(), const_cast<float*>(data));
-}
-
-// Runs `p` with the job's BLAS thread count, its scratchpad in this thread's buffer.
-void Run(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, Args args) {
-  const memory::desc scratchpad = pd.scratchpad_desc();
-  args.insert({DNNL_ARG_SCRATCHPAD,
-               memory(scratchpad, Cpu(), ThreadBytes(kScratchpad, scratchpad.get_size()))});
-  omp_set_num_threads(BlasThreads());  // this thread's OpenMP teams only
-  p.execute(Stream(), args);
-  Stream().wait();
-}
-
-// `from` copied into `to` (another layout of the same tensor).
-void Reorder(const memory& from, const memory& to) {
-  omp_set_num_threads(BlasThreads());
-  dnnl::reorder(from, to).execute(Stream(), const_cast<memory&>(from), const_cast<memory&>(to));
-  Stream().wait();
-}
-
-// `user` in the layout `wanted`: itself, or a copy in this thread's weights buffer.
+// `user` in the layout `wanted`: itself, or a copy in this thread's buffer.
 memory InLayout(const memory& user, const memory::desc& wanted) {
   if (user.get_desc() == wanted) return user;
-  memory copy(wanted, Cpu(), ThreadBytes(kWeights, wanted.get_size()));
+  memory copy(wanted, Cpu(), ThreadBytes(kLayout, wanted.get_size()));
   Reorder(user, copy);
   return copy;
-}
-
-// The padding after the input that gives `out` positions of stride `stride` (negative where the
-// last positions leave input cells unread, as oneDNN counts it).
-int PadAfter(int size, int out, int kernel, int stride, int pad_before) {
-  return (out - 1) * stride + kernel - size - pad_before;
 }
 
 }  // namespace
@@ -92,8 +38,7 @@ struct DnnlConv::Primitives {
     const memory::dims strides{g.stride, g.stride}, pad_l{g.pad_top, g.pad_left};
     const memory::dims pad_r{PadAfter(g.height, g.out_height, g.kernel, g.stride, g.pad_top),
                              PadAfter(g.width, g.out_width, g.kernel, g.stride, g.pad_left)};
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::primitive_attr attr = UserScratchpad();
     forward_pd = {{prop_kind::forward_training, algorithm::convolution_direct, src, any_weights,
                    dst, strides, pad_l, pad_r},
                   attr,
@@ -112,21 +57,14 @@ struct DnnlConv::Primitives {
   }
 };
 
-DnnlConv::DnnlConv(ConvGeometry g) : g_(g) {}
+struct DnnlConv::Cache : ByRows<Primitives> {};
+
+DnnlConv::DnnlConv(ConvGeometry g) : g_(g), cache_(std::make_unique<Cache>()) {}
 
 DnnlConv::~DnnlConv() = default;
 
 const DnnlConv::Primitives* DnnlConv::For(int rows) const {
-  const std::lock_guard lock(mutex_);
-  auto [at, made] = by_rows_.try_emplace(rows);
-  if (made) {
-    try {
-      at->second = std::make_unique<Primitives>(g_, rows);
-    } catch (const dnnl::error&) {
-      at->second = nullptr;  // no kernel for this shape: remembered as such
-    }
-  }
-  return at->second.get();
+  return cache_->Get(rows, [&](int n) { return std::make_unique<Primitives>(g_, n); });
 }
 
 bool DnnlConv::Available(int rows) const { return For(rows) != nullptr; }
@@ -153,7 +91,7 @@ void DnnlConv::BackwardWeights(const float* in, const float* dout, float* dweigh
   const memory user = Wrap(p.weights, dweights);
   const memory::desc wanted = p.weights_pd.diff_weights_desc();
   const bool same = wanted == p.weights;
-  const memory w = same ? user : memory(wanted, Cpu(), ThreadBytes(kWeights, wanted.get_size()));
+  const memory w = same ? user : memory(wanted, Cpu(), ThreadBytes(kLayout, wanted.get_size()));
   Run(p.weights_grad, p.weights_pd,
       {{DNNL_ARG_SRC, Wrap(p.src, in)},
        {DNNL_ARG_DIFF_DST, Wrap(p.dst, dout)},

@@ -13,9 +13,7 @@
 // dnnl.hpp stays inside dnnl_conv.cc: it is heavy.
 #pragma once
 
-#include <map>
 #include <memory>
-#include <mutex>
 
 namespace dtrain::math {
 
@@ -44,11 +42,11 @@ class DnnlConv {
 
  private:
   struct Primitives;
+  struct Cache;
   const Primitives* For(int rows) const;  // null when oneDNN has no kernel
 
   ConvGeometry g_;
-  mutable std::mutex mutex_;
-  mutable std::map<int, std::unique_ptr<Primitives>> by_rows_;
+  std::unique_ptr<Cache> cache_;
 };
 
 }  // namespace dtrain::math

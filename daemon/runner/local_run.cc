@@ -179,7 +179,7 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
       options.observer->OnStart(ProgressOf(trainer), subject, resumed);
     }
     std::vector<std::string> lines = CompressionLines(job, data.spec);
-    lines.insert(lines.end(), session->ConvPathLines().begin(), session->ConvPathLines().end());
+    lines.insert(lines.end(), session->LayerPathLines().begin(), session->LayerPathLines().end());
     for (const std::string& line : lines) {
       store.AppendLog(job_id, kWorker, "runner", line);
       if (options.observer != nullptr) options.observer->OnEvent(line);

@@ -17,7 +17,7 @@
 #include "core/dist/push_codec.h"
 #include "core/dist/sync_ps_strategy.h"
 #include "core/math/gemm.h"
-#include "core/model/conv_path.h"
+#include "core/model/onednn_paths.h"
 #include "core/net/host_info.h"
 #include "core/optim/optimizer.h"
 #include "daemon/runner/memory_limit.h"
@@ -109,8 +109,8 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::Job
     math::SetBlasThreads(layout.BlasThreads());
     auto network = std::make_unique<model::LocalNetwork>(data.spec, capacity,
                                                          layout.split ? layout.threads : 1);
-    s->conv_paths_ =
-        model::ChooseConvPaths(network->model(), layout.PassRows(options.batch_size));
+    s->layer_paths_ =
+        model::ChooseLayerPaths(network->model(), layout.PassRows(options.batch_size));
     s->network_ = std::move(network);
   }
   const GroupView group = DataParallelView(job, placement);

@@ -1,7 +1,7 @@
 // conv2d: F filters of k x k x C over the input, stride s, zero padding. Each of its three
 // products (the forward, the input gradient, the weight gradient) runs either through oneDNN
 // (math::DnnlConv) or lowered to GEMMs through im2col, whichever measured faster on this CPU for
-// the layer's shape (conv_path.h; DTRAIN_CONV forces one). Both give the same values up to float
+// the layer's shape (onednn_paths.h; DTRAIN_CONV forces one). Both give the same values up to float
 // rounding; bias and activation are added here on either path.
 // im2col: one GEMM per chunk of samples. Row r of a chunk's column matrix is the patch under
 // output position r ((kh, kw, c) order, zeros outside the input), so
@@ -16,11 +16,16 @@
 
 #include "core/math/dnnl_conv.h"
 #include "core/math/gemm.h"
-#include "core/model/conv_path.h"
 #include "core/model/layer_type.h"
+#include "core/model/onednn_paths.h"
 
 namespace dtrain::model::layers {
 namespace {
+
+// The products of a conv2d pass that go through oneDNN.
+struct ConvProducts {
+  bool forward = false, input_gradient = false, weight_gradient = false;
+};
 
 using math::Trans;
 
@@ -96,7 +101,7 @@ class Conv2d final : public Layer {
  private:
   std::size_t Filters() const { return static_cast<std::size_t>(output().channels); }
 
-  // "conv2d 64x5x5 over 32x14x14": what the choice of paths is made for.
+  // "conv2d 64x5x5 over 32x14x14 to 64x14x14": what the choice of paths is made for.
   std::string ShapeName() const {
     const std::string k = std::to_string(g_.kernel);
     std::string text = "conv2d " + std::to_string(output().channels) + "x" + k + "x" + k;
@@ -106,49 +111,40 @@ class Conv2d final : public Layer {
 
   // The products that go through oneDNN in a pass of `rows` rows.
   ConvProducts Paths(int rows) const {
-    if (rows == 0) return {};
-    switch (CurrentConvPathMode()) {
-      case ConvPathMode::kIm2col:
-        return {};
-      case ConvPathMode::kOnednn:
-        if (!dnnl_.Available(rows)) return {};
-        return {.forward = true, .input_gradient = true, .weight_gradient = true};
-      case ConvPathMode::kAuto:
-        break;
-    }
-    const ConvProducts chosen = ChosenConvProducts(ShapeName(), [&] { return Measure(rows); });
-    const bool any = chosen.forward || chosen.input_gradient || chosen.weight_gradient;
-    return any && dnnl_.Available(rows) ? chosen : ConvProducts{};
+    const std::vector<bool> onednn = OnednnProducts(
+        rows, 3, shape_name_, "im2col", [&](int n) { return dnnl_.Available(n); },
+        [&] { return Measure(rows); });
+    return {.forward = onednn[0], .input_gradient = onednn[1], .weight_gradient = onednn[2]};
   }
 
   // Each product's time through im2col over its time through oneDNN, on `rows` rows of made-up
-  // values; nullopt when oneDNN has no kernel for the shape.
-  std::optional<ConvSpeedUps> Measure(int rows) const {
+  // values (the input as after a relu); nullopt when oneDNN has no kernel for the shape.
+  std::optional<std::vector<ProductSpeedUp>> Measure(int rows) const {
     if (!dnnl_.Available(rows)) return std::nullopt;
-    const auto floats = [&](std::size_t n) {
-      std::vector<float> v(n);
-      for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 17) / 17.0f - 0.5f;
-      return v;
-    };
-    const std::vector<float> in = floats(static_cast<std::size_t>(rows) * input().Size()),
-                             params = floats(NumParams()),
-                             dout = floats(static_cast<std::size_t>(rows) * output().Size());
+    const std::vector<float> in = TimingValues(static_cast<std::size_t>(rows) * input().Size(),
+                                               true),
+                             params = TimingValues(NumParams(), false),
+                             dout = TimingValues(static_cast<std::size_t>(rows) * output().Size(),
+                                                 false);
     std::vector<float> out(dout.size()), din(in.size()), dparams(params.size()),
         scratch(ScratchFloats(rows));
-    return ConvSpeedUps{
-        .forward = MeasureSpeedUp(
-            [&] { Im2colForward(params.data(), in.data(), out.data(), rows, scratch.data()); },
-            [&] { dnnl_.Forward(in.data(), params.data(), out.data(), rows); }),
-        .input_gradient = MeasureSpeedUp(
-            [&] {
-              Im2colInputGradient(params.data(), dout.data(), din.data(), rows, scratch.data());
-            },
-            [&] { dnnl_.BackwardData(dout.data(), params.data(), din.data(), rows); }),
-        .weight_gradient = MeasureSpeedUp(
-            [&] {
-              Im2colWeightGradient(in.data(), dout.data(), dparams.data(), rows, scratch.data());
-            },
-            [&] { dnnl_.BackwardWeights(in.data(), dout.data(), dparams.data(), rows); })};
+    return std::vector<ProductSpeedUp>{
+        {"forward",
+         MeasureSpeedUp(
+             [&] { Im2colForward(params.data(), in.data(), out.data(), rows, scratch.data()); },
+             [&] { dnnl_.Forward(in.data(), params.data(), out.data(), rows); })},
+        {"input gradient",
+         MeasureSpeedUp(
+             [&] {
+               Im2colInputGradient(params.data(), dout.data(), din.data(), rows, scratch.data());
+             },
+             [&] { dnnl_.BackwardData(dout.data(), params.data(), din.data(), rows); })},
+        {"weight gradient",
+         MeasureSpeedUp(
+             [&] {
+               Im2colWeightGradient(in.data(), dout.data(), dparams.data(), rows, scratch.data());
+             },
+             [&] { dnnl_.BackwardWeights(in.data(), dout.data(), dparams.data(), rows); })}};
   }
 
   // out = in (*) W over `rows` samples, without bias.
@@ -260,6 +256,7 @@ class Conv2d final : public Layer {
   int positions_;  // OH * OW
   math::Activation activation_;
   math::DnnlConv dnnl_;
+  std::string shape_name_ = ShapeName();
 };
 
 // Output side and leading padding of one dimension, or an error.
