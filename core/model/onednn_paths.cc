@@ -17,8 +17,8 @@ namespace dtrain::model {
 namespace {
 
 // Rounds of a measurement: enough for about kBudgetSeconds of each side, within these bounds.
-constexpr int kMinRounds = 5, kMaxRounds = 40;
-constexpr double kBudgetSeconds = 0.02;
+constexpr int kMinRounds = 7, kMaxRounds = 100;
+constexpr double kBudgetSeconds = 0.05;
 
 PathMode ModeFromEnvironment() {
   const char* value = std::getenv("DTRAIN_CONV");
