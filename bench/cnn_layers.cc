@@ -1,8 +1,9 @@
 // The Fashion-MNIST CNN example's training step (batch 64, 1 BLAS thread unless told), layer by
 // layer: each layer's forward and backward time, the whole step (forward, backward and an Adam
 // update, as PyTorch's step in bench/pytorch_cnn.py), and the share of the step spent in GEMM
-// (math::TakeGemmSeconds), medians over interleaved repetitions in one run. The last line is
-// for scripts: "samples_per_sec N gemm_share S".
+// (math::TakeGemmSeconds), medians over interleaved repetitions in one run, and the path each
+// convolution and pooling took (onednn_paths.h). The last line is for scripts:
+// "samples_per_sec N gemm_share S".
 //   bench_cnn_layers [reps] [batch] [threads]
 #include <chrono>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "core/math/blas_kernels.h"
 #include "core/math/gemm.h"
 #include "core/model/model.h"
+#include "core/model/onednn_paths.h"
 #include "core/optim/optimizer.h"
 
 namespace {
@@ -86,6 +88,10 @@ int main(int argc, char** argv) {
     gemm_share.push_back(math::TakeGemmSeconds() / step.back());
   }
   const std::vector<model::LayerSpec> specs = model::ModelLayers(model.spec());
+  // The path each convolution and pooling took (chosen at its first pass above).
+  for (const std::string& line : model::ChooseLayerPaths(model, batch)) {
+    std::printf("%s\n", line.c_str());
+  }
   std::printf("CNN step, batch %d, %d BLAS threads, median of %d; OpenBLAS kernels %s\n", batch,
               threads, reps, math::BlasCoreName());
   std::printf("%-10s %-10s %10s %10s\n", "layer", "output", "fwd ms", "bwd ms");

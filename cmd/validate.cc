@@ -17,6 +17,8 @@
 #include "cmd/text_table.h"
 #include "config/job_file.h"
 #include "config/thread_layout.h"
+#include "core/math/gemm.h"
+#include "core/model/onednn_paths.h"
 #include "core/model/model.h"
 #include "core/net/host_info.h"
 #include "daemon/runner/sparse_data.h"
@@ -63,13 +65,27 @@ void PrintSlurmRequest(const config::JobConfig& job) {
   std::cout << ", then one srun step per process\n";
 }
 
-void PrintThreads(const config::JobConfig& job, const model::ModelSpec& spec) {
+config::ThreadLayout LayoutHere(const config::JobConfig& job, const model::Model& model) {
   const int hosts = std::max(1, static_cast<int>(job.cluster.hosts.size()));
   const int here = (job.cluster.Trainers() + hosts - 1) / hosts;
-  const config::ThreadLayout t =
-      config::ChooseThreadLayout(job, model::Model(spec), here, net::OnlineCores());
+  return config::ChooseThreadLayout(job, model, here, net::OnlineCores());
+}
+
+void PrintThreads(const config::JobConfig& job, const model::ModelSpec& spec) {
+  const config::ThreadLayout t = LayoutHere(job, model::Model(spec));
   std::cout << "# threads of each replica on this host: " << t.Describe() << " (" << t.reason
             << ")\n";
+}
+
+// What each conv2d layer shape runs on: timed here, on this CPU with the job's threads and batch,
+// as each replica times it at its start (model::ChooseLayerPaths).
+void PrintConvPaths(const config::JobConfig& job, const model::ModelSpec& spec) {
+  const model::Model model(spec);
+  const config::ThreadLayout t = LayoutHere(job, model);
+  math::SetBlasThreads(t.BlasThreads());
+  for (const std::string& line : model::ChooseLayerPaths(model, t.PassRows(job.train.batch_size))) {
+    std::cout << "# " << line << "\n";
+  }
 }
 
 // A sparse job: what its files hold, read as the job will read them.
@@ -111,6 +127,7 @@ int Validate(const ValidateArgs& args) {
   PrintLayers(*spec);
   PrintCompressionPlan(*loaded.job, *spec, std::cout);
   PrintThreads(*loaded.job, *spec);
+  PrintConvPaths(*loaded.job, *spec);
   PrintSlurmRequest(*loaded.job);
   return kExitOk;
 }

@@ -26,6 +26,10 @@ struct ThreadLayout {
   std::string reason;
 
   int BlasThreads() const { return split ? 1 : threads; }
+  // Rows of each pass over a batch of `batch_size` rows: the batch, or its largest slice.
+  int PassRows(int batch_size) const {
+    return split ? (batch_size + threads - 1) / threads : batch_size;
+  }
   // "2 threads, each a slice of the batch", "1 thread", "4 BLAS threads": what the job shows.
   std::string Describe() const;
 };

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dtrain::math {
@@ -48,25 +49,31 @@ bool Among(std::string_view core, const std::array<std::string_view, N>& cores) 
 const char* BlasCoreName() { return openblas_get_corename(); }
 
 void UseBestBlasKernels() {
-  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
-  std::string core = BlasCoreName();
-  std::transform(core.begin(), core.end(), core.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const char* wanted = nullptr;
-  if (HasAvx512()) {
-    if (!Among(core, kAvx512Cores)) wanted = "SkylakeX";
-  } else if (HasAvx2()) {
-    if (!Among(core, kAvx2Cores)) wanted = "Haswell";
+  std::vector<std::pair<const char*, const char*>> settings;  // (variable, value) to set
+  if (std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+    std::string core = BlasCoreName();
+    std::transform(core.begin(), core.end(), core.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (HasAvx512()) {
+      if (!Among(core, kAvx512Cores)) settings.emplace_back("OPENBLAS_CORETYPE", "SkylakeX");
+    } else if (HasAvx2()) {
+      if (!Among(core, kAvx2Cores)) settings.emplace_back("OPENBLAS_CORETYPE", "Haswell");
+    }
   }
-  if (wanted == nullptr) return;
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr)
+    settings.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+  if (settings.empty()) return;
   std::vector<std::string> args = OwnArguments();
   if (args.empty()) return;
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
-  if (::setenv("OPENBLAS_CORETYPE", wanted, 1) != 0) return;
+  for (const auto& [variable, value] : settings) {
+    if (::setenv(variable, value, 1) != 0) return;
+  }
   ::execv("/proc/self/exe", argv.data());
-  ::unsetenv("OPENBLAS_CORETYPE");  // could not execute again: go on with the slow kernels
+  // Could not execute again: go on as loaded (slower kernels, spinning OpenMP threads).
+  for (const auto& setting : settings) ::unsetenv(setting.first);
 }
 
 }  // namespace dtrain::math

@@ -1,4 +1,5 @@
-// UseBestBlasKernels: makes OpenBLAS run the fastest kernels this CPU supports.
+// UseBestBlasKernels: makes OpenBLAS run the fastest kernels this CPU supports, and OpenMP's
+// idle threads sleep.
 //
 //   int main(int argc, char** argv) { math::UseBestBlasKernels(); ... }
 //
@@ -10,8 +11,11 @@
 // AVX2+FMA) and executes itself again, once, with the arguments it was started with. A variable
 // already set (by the user, or by the first execution) is left alone, and so is a correct
 // detection. Child processes inherit the variable, so every process of a job runs the same kernels
-// (their float results agree). Call first thing in main, before any thread starts; returns unless
-// it re-executes.
+// (their float results agree). In the same way it sets OMP_WAIT_POLICY=PASSIVE unless set, read
+// by the OpenMP runtime (oneDNN's threads, core/math/dnnl_runtime.h) as it loads: its idle threads
+// sleep instead of spinning on the cores OpenBLAS's threads then work on (spinning, the CNN
+// example's step with 2 BLAS threads ran at a third of the speed). Call first thing in main,
+// before any thread starts; returns unless it re-executes.
 #pragma once
 
 namespace dtrain::math {

@@ -178,7 +178,9 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
       subject.optimizer = OptimizerSettings(job);
       options.observer->OnStart(ProgressOf(trainer), subject, resumed);
     }
-    for (const std::string& line : CompressionLines(job, data.spec)) {
+    std::vector<std::string> lines = CompressionLines(job, data.spec);
+    lines.insert(lines.end(), session->LayerPathLines().begin(), session->LayerPathLines().end());
+    for (const std::string& line : lines) {
       store.AppendLog(job_id, kWorker, "runner", line);
       if (options.observer != nullptr) options.observer->OnEvent(line);
     }

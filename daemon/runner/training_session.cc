@@ -17,6 +17,7 @@
 #include "core/dist/push_codec.h"
 #include "core/dist/sync_ps_strategy.h"
 #include "core/math/gemm.h"
+#include "core/model/onednn_paths.h"
 #include "core/net/host_info.h"
 #include "core/optim/optimizer.h"
 #include "daemon/runner/memory_limit.h"
@@ -106,8 +107,11 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::Job
     const config::ThreadLayout layout = config::ChooseThreadLayout(
         job, model::Model(data.spec), ReplicasOnThisHost(job, placement), net::OnlineCores());
     math::SetBlasThreads(layout.BlasThreads());
-    s->network_ = std::make_unique<model::LocalNetwork>(data.spec, capacity,
-                                                        layout.split ? layout.threads : 1);
+    auto network = std::make_unique<model::LocalNetwork>(data.spec, capacity,
+                                                         layout.split ? layout.threads : 1);
+    s->layer_paths_ =
+        model::ChooseLayerPaths(network->model(), layout.PassRows(options.batch_size));
+    s->network_ = std::move(network);
   }
   const GroupView group = DataParallelView(job, placement);
   if (Status connected = s->Connect(group.job, group.placement); !connected.ok()) {

@@ -105,6 +105,9 @@ class TrainingSession {
   // "data plane: 2 shard links over tcp", "data plane: 2 hosts x 2 workers: within the host over
   // shared memory, across hosts over tcp"; empty for a replica alone.
   std::string DescribeLinks() const;
+  // What each conv2d layer shape runs on, chosen by timing at Make (model::ChooseLayerPaths), for
+  // the replica's log; empty for a model without convolutions.
+  const std::vector<std::string>& LayerPathLines() const { return layer_paths_; }
 
  private:
   TrainingSession() = default;
@@ -125,6 +128,7 @@ class TrainingSession {
   dist::RingLinks partition_links_;
   std::unique_ptr<dist::PartitionExchange> exchange_;
   std::unique_ptr<model::Network> network_;
+  std::vector<std::string> layer_paths_;
   dist::RingLinks ring_links_;
   std::unique_ptr<dist::RingAllReduce> ring_;
   std::vector<std::unique_ptr<dist::Link>> shard_links_;

@@ -308,6 +308,7 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
         std::printf("%s\n", line.c_str());
       }
     }
+    for (const std::string& line : session.LayerPathLines()) std::printf("%s\n", line.c_str());
     std::fflush(stdout);
     doing = "training";
     UpstreamRecorder recorder(upstream);

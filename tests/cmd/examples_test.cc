@@ -32,6 +32,19 @@ BOOST_AUTO_TEST_CASE(every_example_validates_and_the_synthetic_ones_train) {
         for (const char* shape : {"32x28x28", "32x14x14", "64x14x14", "64x7x7"}) {
           BOOST_TEST(validated.out.find(shape) != std::string::npos, shape);
         }
+        // Which path each convolution and pooling shape takes, timed here (onednn_paths.h),
+        // unless the environment forces one.
+        const std::string forced = std::getenv("DTRAIN_CONV") ? std::getenv("DTRAIN_CONV") : "";
+        if (forced == "im2col" || forced == "onednn") {
+          BOOST_TEST(validated.out.find("\n# convolutions and pooling: ") != std::string::npos);
+        } else {
+          for (const char* shape :
+               {"\n# conv2d 32x5x5 over 1x28x28 to 32x28x28: ",
+                "\n# conv2d 64x5x5 over 32x14x14 to 64x14x14: ", "\n# maxpool 2 over 32x28x28: ",
+                "\n# maxpool 2 over 64x14x14: "}) {
+            BOOST_TEST(validated.out.find(shape) != std::string::npos, shape);
+          }
+        }
       }
       if (validated.out.find("format = \"synthetic\"") == std::string::npos) continue;
       const auto ran =

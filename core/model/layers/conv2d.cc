@@ -1,17 +1,31 @@
-// conv2d: F filters of k x k x C over the input, stride s, zero padding; lowered to one GEMM per
-// chunk of samples through im2col. Row r of a chunk's column matrix is the patch under output
-// position r ((kh, kw, c) order, zeros outside the input), so
+// conv2d: F filters of k x k x C over the input, stride s, zero padding. Each of its three
+// products (the forward, the input gradient, the weight gradient) runs either through oneDNN
+// (math::DnnlConv) or lowered to GEMMs through im2col, whichever measured faster on this CPU for
+// the layer's shape (onednn_paths.h; DTRAIN_CONV forces one). Both give the same values up to float
+// rounding; bias and activation are added here on either path.
+// im2col: one GEMM per chunk of samples. Row r of a chunk's column matrix is the patch under
+// output position r ((kh, kw, c) order, zeros outside the input), so
 //   out [positions x F] = col [positions x k*k*C] * W [k*k*C x F],  then + b, activation.
 // Backward recomputes each chunk's columns (they are never kept for the whole batch):
 //   dW += col^T * dout,  db = column sums of dout,  dcol = dout * W^T, scattered back onto din.
-// Parameters: W [k*k*C x F] row-major, then b [F].
+// Parameters: W [k*k*C x F] row-major (HWIO), then b [F].
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
 
+#include "core/math/dnnl_conv.h"
 #include "core/math/gemm.h"
 #include "core/model/layer_type.h"
+#include "core/model/onednn_paths.h"
 
 namespace dtrain::model::layers {
 namespace {
+
+// The products of a conv2d pass that go through oneDNN.
+struct ConvProducts {
+  bool forward = false, input_gradient = false, weight_gradient = false;
+};
 
 using math::Trans;
 
@@ -32,7 +46,17 @@ class Conv2d final : public Layer {
         g_(g),
         patch_(g.kernel * g.kernel * input.channels),
         positions_(output.height * output.width),
-        activation_(activation) {}
+        activation_(activation),
+        dnnl_({.channels = input.channels,
+               .height = input.height,
+               .width = input.width,
+               .filters = output.channels,
+               .out_height = output.height,
+               .out_width = output.width,
+               .kernel = g.kernel,
+               .stride = g.stride,
+               .pad_top = g.pad_top,
+               .pad_left = g.pad_left}) {}
 
   std::size_t NumParams() const override { return NumWeights() + Filters(); }
   std::size_t NumWeights() const override { return static_cast<std::size_t>(patch_) * Filters(); }
@@ -45,13 +69,13 @@ class Conv2d final : public Layer {
 
   void Forward(const float* params, const float* in, float* out,
                const LayerPass& pass) const override {
-    const int f = output().channels;
-    ForEachChunk(pass.rows, [&](int first, int count) {
-      Im2col(in, first, count, pass.scratch);
-      math::Gemm(Trans::kNo, Trans::kNo, count * positions_, f, patch_, 1.0f, pass.scratch, patch_,
-                 params, f, 0.0f, out + OutOffset(first), f);
-    });
-    math::AddBiasActivate(out, pass.rows * positions_, f, params + NumWeights(), activation_);
+    if (Paths(pass.rows).forward) {
+      dnnl_.Forward(in, params, out, pass.rows);
+    } else {
+      Im2colForward(params, in, out, pass.rows, pass.scratch);
+    }
+    math::AddBiasActivate(out, pass.rows * positions_, output().channels, params + NumWeights(),
+                          activation_);
   }
 
   void Backward(const float* params, const float* in, const float* out, float* dout, float* din,
@@ -60,20 +84,101 @@ class Conv2d final : public Layer {
     const int rows = pass.rows * positions_;
     math::ActivationBackward(out, dout, static_cast<std::size_t>(rows) * f, activation_);
     math::ColumnSums(dout, rows, f, 0.0f, dparams + NumWeights());
-    ForEachChunk(pass.rows, [&](int first, int count) {
-      const float* dout_chunk = dout + OutOffset(first);
-      Im2col(in, first, count, pass.scratch);
-      math::Gemm(Trans::kYes, Trans::kNo, patch_, f, count * positions_, 1.0f, pass.scratch, patch_,
-                 dout_chunk, f, first == 0 ? 0.0f : 1.0f, dparams, f);
-      if (din == nullptr) return;
-      math::Gemm(Trans::kNo, Trans::kYes, count * positions_, patch_, f, 1.0f, dout_chunk, f,
-                 params, f, 0.0f, pass.scratch, patch_);
-      Col2im(pass.scratch, first, count, din);
-    });
+    const ConvProducts paths = Paths(pass.rows);
+    if (paths.weight_gradient) {
+      dnnl_.BackwardWeights(in, dout, dparams, pass.rows);
+    } else {
+      Im2colWeightGradient(in, dout, dparams, pass.rows, pass.scratch);
+    }
+    if (din == nullptr) return;
+    if (paths.input_gradient) {
+      dnnl_.BackwardData(dout, params, din, pass.rows);
+    } else {
+      Im2colInputGradient(params, dout, din, pass.rows, pass.scratch);
+    }
   }
 
  private:
   std::size_t Filters() const { return static_cast<std::size_t>(output().channels); }
+
+  // "conv2d 64x5x5 over 32x14x14 to 64x14x14": what the choice of paths is made for.
+  std::string ShapeName() const {
+    const std::string k = std::to_string(g_.kernel);
+    std::string text = "conv2d " + std::to_string(output().channels) + "x" + k + "x" + k;
+    if (g_.stride > 1) text += " stride " + std::to_string(g_.stride);
+    return text + " over " + FormatShape(input()) + " to " + FormatShape(output());
+  }
+
+  // The products that go through oneDNN in a pass of `rows` rows.
+  ConvProducts Paths(int rows) const {
+    const std::vector<bool> onednn = OnednnProducts(
+        rows, 3, shape_name_, "im2col", [&](int n) { return dnnl_.Available(n); },
+        [&] { return Measure(rows); });
+    return {.forward = onednn[0], .input_gradient = onednn[1], .weight_gradient = onednn[2]};
+  }
+
+  // Each product's time through im2col over its time through oneDNN, on `rows` rows of made-up
+  // values (the input as after a relu); nullopt when oneDNN has no kernel for the shape.
+  std::optional<std::vector<ProductSpeedUp>> Measure(int rows) const {
+    if (!dnnl_.Available(rows)) return std::nullopt;
+    const std::vector<float> in = TimingValues(static_cast<std::size_t>(rows) * input().Size(),
+                                               true),
+                             params = TimingValues(NumParams(), false),
+                             dout = TimingValues(static_cast<std::size_t>(rows) * output().Size(),
+                                                 false);
+    std::vector<float> out(dout.size()), din(in.size()), dparams(params.size()),
+        scratch(ScratchFloats(rows));
+    return std::vector<ProductSpeedUp>{
+        {"forward",
+         MeasureSpeedUp(
+             [&] { Im2colForward(params.data(), in.data(), out.data(), rows, scratch.data()); },
+             [&] { dnnl_.Forward(in.data(), params.data(), out.data(), rows); })},
+        {"input gradient",
+         MeasureSpeedUp(
+             [&] {
+               Im2colInputGradient(params.data(), dout.data(), din.data(), rows, scratch.data());
+             },
+             [&] { dnnl_.BackwardData(dout.data(), params.data(), din.data(), rows); })},
+        {"weight gradient",
+         MeasureSpeedUp(
+             [&] {
+               Im2colWeightGradient(in.data(), dout.data(), dparams.data(), rows, scratch.data());
+             },
+             [&] { dnnl_.BackwardWeights(in.data(), dout.data(), dparams.data(), rows); })}};
+  }
+
+  // out = in (*) W over `rows` samples, without bias.
+  void Im2colForward(const float* params, const float* in, float* out, int rows,
+                     float* scratch) const {
+    const int f = output().channels;
+    ForEachChunk(rows, [&](int first, int count) {
+      Im2col(in, first, count, scratch);
+      math::Gemm(Trans::kNo, Trans::kNo, count * positions_, f, patch_, 1.0f, scratch, patch_,
+                 params, f, 0.0f, out + OutOffset(first), f);
+    });
+  }
+
+  // dW (overwritten) from the gradient before the activation, dout.
+  void Im2colWeightGradient(const float* in, const float* dout, float* dweights, int rows,
+                            float* scratch) const {
+    const int f = output().channels;
+    ForEachChunk(rows, [&](int first, int count) {
+      Im2col(in, first, count, scratch);
+      math::Gemm(Trans::kYes, Trans::kNo, patch_, f, count * positions_, 1.0f, scratch, patch_,
+                 dout + OutOffset(first), f, first == 0 ? 0.0f : 1.0f, dweights, f);
+    });
+  }
+
+  // din (overwritten) from the gradient before the activation, dout.
+  void Im2colInputGradient(const float* params, const float* dout, float* din, int rows,
+                           float* scratch) const {
+    const int f = output().channels;
+    ForEachChunk(rows, [&](int first, int count) {
+      math::Gemm(Trans::kNo, Trans::kYes, count * positions_, patch_, f, 1.0f,
+                 dout + OutOffset(first), f, params, f, 0.0f, scratch, patch_);
+      Col2im(scratch, first, count, din);
+    });
+  }
   std::size_t ColumnFloatsPerSample() const {
     return static_cast<std::size_t>(positions_) * static_cast<std::size_t>(patch_);
   }
@@ -150,6 +255,8 @@ class Conv2d final : public Layer {
   int patch_;      // k * k * C: a column row's length
   int positions_;  // OH * OW
   math::Activation activation_;
+  math::DnnlConv dnnl_;
+  std::string shape_name_ = ShapeName();
 };
 
 // Output side and leading padding of one dimension, or an error.

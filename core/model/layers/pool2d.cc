@@ -1,11 +1,18 @@
 // maxpool2d and avgpool2d: each channel's k x k windows, stride s (k by default), no padding;
-// output side (side - k) / s + 1. Loops run over channels innermost (they are contiguous), so
-// they vectorise. Max-pooling's backward sends each output's gradient to the first input of its
-// window that equals the output (the largest), found again from the input: nothing is stored.
+// output side (side - k) / s + 1. Forward and backward each run through oneDNN (math::DnnlPool)
+// or this file's loops, whichever measured faster for the layer's shape (onednn_paths.h); both
+// give the same values up to float rounding. The loops run over channels innermost (they are
+// contiguous), so they vectorise. Max-pooling's backward sends each output's gradient to the
+// first input of its window that equals the output (the largest), found again from the input:
+// nothing is stored.
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "core/math/dnnl_pool.h"
 #include "core/model/layer_type.h"
+#include "core/model/onednn_paths.h"
 
 namespace dtrain::model::layers {
 namespace {
@@ -13,16 +20,82 @@ namespace {
 class Pool2d final : public Layer {
  public:
   Pool2d(Shape input, Shape output, int kernel, int stride, bool max)
-      : Layer(input, output), kernel_(kernel), stride_(stride), max_(max) {}
+      : Layer(input, output),
+        kernel_(kernel),
+        stride_(stride),
+        max_(max),
+        dnnl_({.channels = input.channels,
+               .height = input.height,
+               .width = input.width,
+               .out_height = output.height,
+               .out_width = output.width,
+               .kernel = kernel,
+               .stride = stride,
+               .max = max}) {}
 
   std::size_t ScratchFloats(int /*capacity*/) const override {
     return static_cast<std::size_t>(input().channels);  // max: which channels are routed
   }
 
   void Forward(const float*, const float* in, float* out, const LayerPass& pass) const override {
+    if (Paths(pass.rows)[kForward]) {
+      dnnl_.Forward(in, out, pass.rows);
+    } else {
+      OwnForward(in, out, pass.rows);
+    }
+  }
+
+  void Backward(const float*, const float* in, const float* out, float* dout, float* din, float*,
+                const LayerPass& pass) const override {
+    if (din == nullptr) return;
+    if (Paths(pass.rows)[kBackward]) {
+      dnnl_.Backward(in, dout, din, pass.rows);
+    } else {
+      OwnBackward(in, out, dout, din, pass.rows, pass.scratch);
+    }
+  }
+
+ private:
+  enum Product { kForward, kBackward };
+
+  // "maxpool 2 over 32x28x28": what the choice of paths is made for.
+  std::string ShapeName() const {
+    std::string text = (max_ ? "maxpool " : "avgpool ") + std::to_string(kernel_);
+    if (stride_ != kernel_) text += " stride " + std::to_string(stride_);
+    return text + " over " + FormatShape(input());
+  }
+
+  std::vector<bool> Paths(int rows) const {
+    return OnednnProducts(
+        rows, 2, shape_name_, "dtrain's loops", [&](int n) { return dnnl_.Available(n); },
+        [&] { return Measure(rows); });
+  }
+
+  // Each product's time through the loops here over its time through oneDNN, on `rows` rows of
+  // made-up values; nullopt when oneDNN has no kernel for the shape.
+  std::optional<std::vector<ProductSpeedUp>> Measure(int rows) const {
+    if (!dnnl_.Available(rows)) return std::nullopt;
+    const std::vector<float> in =
+        TimingValues(static_cast<std::size_t>(rows) * input().Size(), /*rectified=*/true);
+    std::vector<float> out(static_cast<std::size_t>(rows) * output().Size()), din(in.size()),
+        scratch(ScratchFloats(rows));
+    OwnForward(in.data(), out.data(), rows);
+    const std::vector<float> dout = TimingValues(out.size(), /*rectified=*/false);
+    return std::vector<ProductSpeedUp>{
+        {"forward", MeasureSpeedUp([&] { OwnForward(in.data(), out.data(), rows); },
+                                   [&] { dnnl_.Forward(in.data(), out.data(), rows); })},
+        {"gradient", MeasureSpeedUp(
+                         [&] {
+                           OwnBackward(in.data(), out.data(), dout.data(), din.data(), rows,
+                                       scratch.data());
+                         },
+                         [&] { dnnl_.Backward(in.data(), dout.data(), din.data(), rows); })}};
+  }
+
+  void OwnForward(const float* in, float* out, int rows) const {
     const std::size_t c = Channels();
     const float inv_area = 1.0f / static_cast<float>(kernel_ * kernel_);
-    ForEachWindow(pass.rows, [&](std::size_t to, std::size_t corner) {
+    ForEachWindow(rows, [&](std::size_t to, std::size_t corner) {
       float* o = out + to;
       std::copy(in + corner, in + corner + c, o);
       bool first = true;
@@ -44,16 +117,16 @@ class Pool2d final : public Layer {
     });
   }
 
-  void Backward(const float*, const float* in, const float* out, float* dout, float* din, float*,
-                const LayerPass& pass) const override {
-    if (din == nullptr) return;
+  // din from dout, given the pass's input and output; `scratch` holds ScratchFloats.
+  void OwnBackward(const float* in, const float* out, const float* dout, float* din, int rows,
+                   float* scratch) const {
     // Windows that tile the input exactly write each input cell once: no zeroing, no adding.
     const bool tiled = Tiled();
-    if (!tiled) std::fill(din, din + static_cast<std::size_t>(pass.rows) * input().Size(), 0.0f);
+    if (!tiled) std::fill(din, din + static_cast<std::size_t>(rows) * input().Size(), 0.0f);
     const std::size_t c = Channels();
     const float inv_area = 1.0f / static_cast<float>(kernel_ * kernel_);
-    float* routed = pass.scratch;  // 1 once a channel's gradient has gone to its max
-    ForEachWindow(pass.rows, [&](std::size_t to, std::size_t corner) {
+    float* routed = scratch;  // 1 once a channel's gradient has gone to its max
+    ForEachWindow(rows, [&](std::size_t to, std::size_t corner) {
       const float* g = dout + to;
       if (!max_) {
         ForEachCell(corner, [&](std::size_t at) { Spread(g, inv_area, din + at, c, tiled); });
@@ -66,7 +139,6 @@ class Pool2d final : public Layer {
     });
   }
 
- private:
   std::size_t Channels() const { return static_cast<std::size_t>(input().channels); }
   // Every input cell lies in exactly one window.
   bool Tiled() const {
@@ -121,6 +193,8 @@ class Pool2d final : public Layer {
 
   int kernel_, stride_;
   bool max_;
+  math::DnnlPool dnnl_;
+  std::string shape_name_ = ShapeName();
 };
 
 // A stride of 0 (a LayerSpec built in code) is the window side.

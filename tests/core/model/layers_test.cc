@@ -13,6 +13,7 @@
 #include "core/math/buffer.h"
 #include "core/model/layer.h"
 #include "core/model/model.h"
+#include "core/model/onednn_paths.h"
 
 namespace dtrain::model {
 namespace {
@@ -138,9 +139,8 @@ const ConvCase kConvCases[] = {
     {{1, 5, 6}, Conv(2, 4, 3, kSamePadding), {2, 2, 2}, 1, 0},
 };
 
-BOOST_AUTO_TEST_SUITE(layers)
-
-BOOST_AUTO_TEST_CASE(conv2d_matches_a_direct_convolution_and_its_gradient_checks) {
+// conv2d on each of kConvCases against DirectConvolution, and its gradient by central differences.
+void CheckConvCases() {
   unsigned seed = 1;
   for (const ConvCase& c : kConvCases) {
     BOOST_TEST_CONTEXT(FormatLayerSpec(c.spec) << " on " << FormatShape(c.input)) {
@@ -160,30 +160,8 @@ BOOST_AUTO_TEST_CASE(conv2d_matches_a_direct_convolution_and_its_gradient_checks
   }
 }
 
-BOOST_AUTO_TEST_CASE(conv2d_with_relu_equals_conv2d_then_a_relu_layer) {
-  const Shape input{3, 6, 6};
-  Setup fused = Make(Conv(4, 3, 1, kSamePadding, math::Activation::kRelu), input, 5);
-  Setup plain = Make(Conv(4, 3, 1, kSamePadding), input, 5);
-  Setup relu = Make({.kind = LayerKind::kActivation, .activation = math::Activation::kRelu},
-                    plain.layer->output(), 6);
-  const std::vector<float> z = Forward(plain, plain.params, plain.in);
-  const std::vector<float> a = Forward(relu, {}, z);
-  BOOST_TEST(Forward(fused, fused.params, fused.in) == a, boost::test_tools::per_element());
-
-  std::vector<float> dout_fused = fused.upstream, dout_relu = fused.upstream;
-  std::vector<float> din_fused(fused.in.size()), dparams_fused(fused.params.size());
-  fused.layer->Backward(fused.params.data(), fused.in.data(), a.data(), dout_fused.data(),
-                        din_fused.data(), dparams_fused.data(), Pass(fused));
-  std::vector<float> dz(z.size()), din(plain.in.size()), dparams(plain.params.size());
-  relu.layer->Backward(nullptr, z.data(), a.data(), dout_relu.data(), dz.data(), nullptr,
-                       Pass(relu));
-  plain.layer->Backward(plain.params.data(), plain.in.data(), z.data(), dz.data(), din.data(),
-                        dparams.data(), Pass(plain));
-  BOOST_TEST(din_fused == din, boost::test_tools::per_element());
-  BOOST_TEST(dparams_fused == dparams, boost::test_tools::per_element());
-}
-
-BOOST_AUTO_TEST_CASE(pools_compute_their_windows_and_their_gradients_check) {
+// maxpool2d and avgpool2d against their definitions, and their gradients by central differences.
+void CheckPoolCases() {
   for (LayerKind kind : {LayerKind::kMaxPool2d, LayerKind::kAvgPool2d}) {
     // (2, 0) on a 6x6 input tiles it exactly (each cell in one window); the others leave cells
     // out or overlap.
@@ -230,6 +208,49 @@ BOOST_AUTO_TEST_CASE(pools_compute_their_windows_and_their_gradients_check) {
     }
   }
 }
+
+BOOST_AUTO_TEST_SUITE(layers)
+
+BOOST_AUTO_TEST_CASE(conv2d_matches_a_direct_convolution_and_its_gradient_checks) {
+  CheckConvCases();
+}
+
+// The same checks through each path of conv2d and the pools, forced (onednn_paths.h).
+BOOST_AUTO_TEST_CASE(conv2d_and_pools_check_through_their_own_paths_and_through_onednn) {
+  for (const PathMode mode : {PathMode::kOwn, PathMode::kOnednn}) {
+    BOOST_TEST_CONTEXT((mode == PathMode::kOwn ? "their own paths" : "oneDNN")) {
+      SetPathMode(mode);
+      CheckConvCases();
+      CheckPoolCases();
+    }
+  }
+  SetPathMode(PathMode::kAuto);
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_with_relu_equals_conv2d_then_a_relu_layer) {
+  const Shape input{3, 6, 6};
+  Setup fused = Make(Conv(4, 3, 1, kSamePadding, math::Activation::kRelu), input, 5);
+  Setup plain = Make(Conv(4, 3, 1, kSamePadding), input, 5);
+  Setup relu = Make({.kind = LayerKind::kActivation, .activation = math::Activation::kRelu},
+                    plain.layer->output(), 6);
+  const std::vector<float> z = Forward(plain, plain.params, plain.in);
+  const std::vector<float> a = Forward(relu, {}, z);
+  BOOST_TEST(Forward(fused, fused.params, fused.in) == a, boost::test_tools::per_element());
+
+  std::vector<float> dout_fused = fused.upstream, dout_relu = fused.upstream;
+  std::vector<float> din_fused(fused.in.size()), dparams_fused(fused.params.size());
+  fused.layer->Backward(fused.params.data(), fused.in.data(), a.data(), dout_fused.data(),
+                        din_fused.data(), dparams_fused.data(), Pass(fused));
+  std::vector<float> dz(z.size()), din(plain.in.size()), dparams(plain.params.size());
+  relu.layer->Backward(nullptr, z.data(), a.data(), dout_relu.data(), dz.data(), nullptr,
+                       Pass(relu));
+  plain.layer->Backward(plain.params.data(), plain.in.data(), z.data(), dz.data(), din.data(),
+                        dparams.data(), Pass(plain));
+  BOOST_TEST(din_fused == din, boost::test_tools::per_element());
+  BOOST_TEST(dparams_fused == dparams, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(pools_compute_their_windows_and_their_gradients_check) { CheckPoolCases(); }
 
 BOOST_AUTO_TEST_CASE(activations_flatten_and_dense_gradients_check) {
   const Shape spatial{3, 4, 5};
