@@ -2,10 +2,10 @@
 // shared cluster key), when the network is fast and when it is the bottleneck: MLP
 // 784-2048-2048-2048-10 (10.0 M parameters, a 40 MB gradient) or, with --model cnn, the example
 // CNN with its dense layer widened to 1024 (3.27 M parameters, a 13 MB gradient) on
-// Fashion-MNIST, sync ring, one replica per host, a global batch of 256, Adam, a fixed number of steps, every job submitted to
-// h0's daemon; compression none, bf16, powersgd (rank 4) and topk (fraction 0.001), each with no
-// limit and with every host's link at 1 Gbit/s and 100 Mbit/s (tc tbf), in rounds. Prints per
-// method the medians over the rounds of:
+// Fashion-MNIST, sync ring, one replica per host, a global batch of 256, Adam, a fixed number of
+// steps, every job submitted to h0's daemon; compression none, bf16, powersgd (rank 4) and topk
+// (fraction 0.001), each with no limit and with every host's link at 1 Gbit/s and 100 Mbit/s (tc
+// tbf), in rounds. Prints per method the medians over the rounds of:
 //   - samples/s, 256 rows over a step's seconds (each replica's train_loss rows after start-up:
 //     StepSeconds), with its share of the method's unlimited figure and its ratio to none's at
 //     the same link, both taken within a round;
@@ -152,8 +152,8 @@ std::vector<Round> RunRounds(JobCluster& cluster, const Options& options,
     for (std::size_t l = 0; l < Links().size(); ++l) {
       for (std::size_t m = 0; m < methods.size(); ++m) {
         const std::string text =
-            dtrain::bench::FashionJob("compression-hosts", ModelKeys(options), options.hosts,
-                                      train, ClusterKeys(methods[m], options.hosts), false);
+            dtrain::bench::FashionJob("compression-hosts", ModelKeys(options), options.hosts, train,
+                                      ClusterKeys(methods[m], options.hosts), false);
         rounds[r][m][l] = Measure(cluster, methods[m], Links()[l], text);
         std::fprintf(stderr, "round %d, %s, %s: %.0f samples/s\n", r + 1, Links()[l].label.c_str(),
                      methods[m].name.c_str(), rounds[r][m][l].samples_per_second);
@@ -285,12 +285,10 @@ void Accuracy(JobCluster& cluster, const Options& options, const std::string& on
   for (const Method& method : Methods()) {
     if (method.name != "none" && !method.name.starts_with("powersgd")) continue;
     if (!Chosen(method.name, only)) continue;
-    const json job =
-        cluster.RunJob(dtrain::bench::FashionJob("compression-accuracy", ModelKeys(options),
-                                                 options.hosts, train,
-                                                 ClusterKeys(method, options.hosts), true,
-                                                 optimizer),
-                       options.link);
+    const json job = cluster.RunJob(
+        dtrain::bench::FashionJob("compression-accuracy", ModelKeys(options), options.hosts, train,
+                                  ClusterKeys(method, options.hosts), true, optimizer),
+        options.link);
     const auto rows = dtrain::bench::WorkerRows(cluster, job, "eval_accuracy");
     std::printf("%-9s", method.name.c_str());
     if (rows.empty() || rows.begin()->second.empty()) {
@@ -363,8 +361,7 @@ int main(int argc, char** argv) {
       dtrain::bench::CpuModel().c_str(),
       options.cnn ? "CNN conv5x5x32-pool-conv5x5x64-pool-dense1024-dropout-dense10"
                   : "MLP 784-2048-2048-2048-10",
-      options.hosts, kGlobalBatch,
-      options.momentum ? "momentum SGD" : "Adam");
+      options.hosts, kGlobalBatch, options.momentum ? "momentum SGD" : "Adam");
   if (!options.accuracy) {
     std::printf("%d steps a job, samples/s from the steps after the first quarter\n",
                 options.steps);

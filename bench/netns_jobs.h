@@ -187,8 +187,8 @@ inline std::string FashionJob(const std::string& name, const std::string& model,
   }
   // The [[model.layers]] tables come last in [model], before [train] opens.
   return "name = \"" + name + "\"\n" + data + model + "[train]\nthreads = 1\n" + train +
-         "[optimizer]\n" + optimizer + "[cluster]\n" + HostsKey(hosts) +
-         "timeout_seconds = 600\n" + cluster;
+         "[optimizer]\n" + optimizer + "[cluster]\n" + HostsKey(hosts) + "timeout_seconds = 600\n" +
+         cluster;
 }
 
 // One metric row of a worker.
