@@ -2,8 +2,13 @@
 
 #include <cblas.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 #include <vector>
+
+#include "core/math/dnnl_gemm.h"
 
 namespace dtrain::math {
 namespace {
@@ -11,14 +16,33 @@ namespace {
 using Clock = std::chrono::steady_clock;
 thread_local Clock::duration gemm_time{};
 
+GemmBackend BackendFromEnvironment() {
+  const char* name = std::getenv("DTRAIN_GEMM");
+  return name != nullptr && std::string_view(name) == "onednn" ? GemmBackend::kOnednn
+                                                               : GemmBackend::kOpenBlas;
+}
+
+std::atomic<GemmBackend>& Backend() {
+  static std::atomic<GemmBackend> backend{BackendFromEnvironment()};
+  return backend;
+}
+
 }  // namespace
+
+GemmBackend CurrentGemmBackend() { return Backend().load(std::memory_order_relaxed); }
+
+void SetGemmBackend(GemmBackend backend) { Backend().store(backend, std::memory_order_relaxed); }
 
 void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
   const Clock::time_point start = Clock::now();
-  cblas_sgemm(CblasRowMajor, trans_a == Trans::kYes ? CblasTrans : CblasNoTrans,
-              trans_b == Trans::kYes ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
-              beta, c, ldc);
+  const bool by_onednn = CurrentGemmBackend() == GemmBackend::kOnednn &&
+                         OnednnGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (!by_onednn) {
+    cblas_sgemm(CblasRowMajor, trans_a == Trans::kYes ? CblasTrans : CblasNoTrans,
+                trans_b == Trans::kYes ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
+                beta, c, ldc);
+  }
   gemm_time += Clock::now() - start;
 }
 

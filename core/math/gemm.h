@@ -4,12 +4,20 @@
 //
 // All matrices are row-major. SetBlasThreads must be called once per process before training
 // (dtrain never lets OpenBLAS pick its own thread count). Gemm is safe for concurrent use on
-// disjoint outputs; SetBlasThreads is process-wide.
+// disjoint outputs; SetBlasThreads is process-wide. Gemm runs through OpenBLAS, or through
+// oneDNN's sgemm where the process asks for it (DTRAIN_GEMM=onednn, read once, or
+// SetGemmBackend): the same products up to float rounding, on the same threads.
 #pragma once
 
 namespace dtrain::math {
 
 enum class Trans { kNo, kYes };
+
+// Which library runs Gemm in this process: OpenBLAS unless the environment's DTRAIN_GEMM says
+// "onednn" (read at the first Gemm) or SetGemmBackend chose (tests, benchmarks).
+enum class GemmBackend { kOpenBlas, kOnednn };
+GemmBackend CurrentGemmBackend();
+void SetGemmBackend(GemmBackend backend);
 
 // C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C, row-major.
 void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,

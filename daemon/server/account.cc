@@ -15,10 +15,10 @@ namespace {
 
 // Variables a job's process keeps: its libraries' and locale's settings. Prefixes end in '_'.
 constexpr std::string_view kKept[] = {
-    "PATH=",         "LANG=",        "LANGUAGE=",   "TZ=",           "TMPDIR=",
-    "NO_COLOR=",     "LC_",          "OPENBLAS_",   "OMP_",          "GOTO_",
-    "DNNL_",         "DTRAIN_CONV=", "SLURM_CONF=", "ASAN_OPTIONS=", "UBSAN_OPTIONS=",
-    "LSAN_OPTIONS=", "TSAN_OPTIONS="};
+    "PATH=",          "LANG=",         "LANGUAGE=",    "TZ=",         "TMPDIR=",
+    "NO_COLOR=",      "LC_",           "OPENBLAS_",    "OMP_",        "GOTO_",
+    "DNNL_",          "DTRAIN_CONV=",  "DTRAIN_GEMM=", "SLURM_CONF=", "ASAN_OPTIONS=",
+    "UBSAN_OPTIONS=", "LSAN_OPTIONS=", "TSAN_OPTIONS="};
 // The account's own, from `from` when there is no account.
 constexpr std::string_view kPersonal[] = {"HOME=", "USER=", "LOGNAME=", "SHELL="};
 

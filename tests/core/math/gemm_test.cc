@@ -1,12 +1,13 @@
 // GEMM and elementwise kernels against naive loops.
-#include <boost/test/unit_test.hpp>
+#include "core/math/gemm.h"
 
+#include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <random>
 
 #include "core/math/buffer.h"
 #include "core/math/elementwise.h"
-#include "core/math/gemm.h"
 
 namespace dtrain::math {
 namespace {
@@ -28,28 +29,78 @@ BOOST_AUTO_TEST_CASE(buffers_are_cache_line_aligned) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(gemm_matches_naive_for_every_transpose) {
-  const int m = 7, n = 5, k = 9;
-  for (Trans ta : {Trans::kNo, Trans::kYes}) {
-    for (Trans tb : {Trans::kNo, Trans::kYes}) {
-      FloatBuffer a = Random(m * k, 1), b = Random(k * n, 2), c = Random(m * n, 3);
-      FloatBuffer expected(c);
-      for (int i = 0; i < m; ++i) {
-        for (int j = 0; j < n; ++j) {
-          double sum = 0;
-          for (int p = 0; p < k; ++p) {
-            const float av = ta == Trans::kNo ? a[i * k + p] : a[p * m + i];
-            const float bv = tb == Trans::kNo ? b[p * n + j] : b[j * k + p];
-            sum += static_cast<double>(av) * bv;
-          }
-          expected[i * n + j] = static_cast<float>(2.0 * sum + 0.5 * expected[i * n + j]);
-        }
-      }
-      Gemm(ta, tb, m, n, k, 2.0f, a.data(), ta == Trans::kNo ? k : m, b.data(),
-           tb == Trans::kNo ? n : k, 0.5f, c.data(), n);
-      for (int i = 0; i < m * n; ++i) BOOST_TEST(c[i] == expected[i], boost::test_tools::tolerance(1e-5f));
+// Runs `body` with each GEMM backend in turn, then restores the process's own.
+template <typename Body>
+void UnderEachBackend(Body&& body) {
+  const GemmBackend own = CurrentGemmBackend();
+  for (GemmBackend backend : {GemmBackend::kOpenBlas, GemmBackend::kOnednn}) {
+    SetGemmBackend(backend);
+    BOOST_TEST_CONTEXT("backend " << (backend == GemmBackend::kOnednn ? "onednn" : "openblas")) {
+      body();
     }
   }
+  SetGemmBackend(own);
+}
+
+BOOST_AUTO_TEST_CASE(gemm_matches_naive_for_every_transpose) {
+  UnderEachBackend([] {
+    const int m = 7, n = 5, k = 9;
+    for (Trans ta : {Trans::kNo, Trans::kYes}) {
+      for (Trans tb : {Trans::kNo, Trans::kYes}) {
+        FloatBuffer a = Random(m * k, 1), b = Random(k * n, 2), c = Random(m * n, 3);
+        FloatBuffer expected(c);
+        for (int i = 0; i < m; ++i) {
+          for (int j = 0; j < n; ++j) {
+            double sum = 0;
+            for (int p = 0; p < k; ++p) {
+              const float av = ta == Trans::kNo ? a[i * k + p] : a[p * m + i];
+              const float bv = tb == Trans::kNo ? b[p * n + j] : b[j * k + p];
+              sum += static_cast<double>(av) * bv;
+            }
+            expected[i * n + j] = static_cast<float>(2.0 * sum + 0.5 * expected[i * n + j]);
+          }
+        }
+        Gemm(ta, tb, m, n, k, 2.0f, a.data(), ta == Trans::kNo ? k : m, b.data(),
+             tb == Trans::kNo ? n : k, 0.5f, c.data(), n);
+        for (int i = 0; i < m * n; ++i)
+          BOOST_TEST(c[i] == expected[i], boost::test_tools::tolerance(1e-5f));
+      }
+    }
+  });
+}
+
+// oneDNN's products against OpenBLAS's on the shapes a layer's passes take (odd sizes, row
+// slices, leading dimensions wider than the matrix, beta 0 and 1): equal up to float rounding.
+BOOST_AUTO_TEST_CASE(onednn_gemm_gives_openblas_products_up_to_rounding) {
+  const GemmBackend own = CurrentGemmBackend();
+  std::mt19937 rng(11);
+  for (int round = 0; round < 24; ++round) {
+    const int m = 1 + static_cast<int>(rng() % 130), n = 1 + static_cast<int>(rng() % 70),
+              k = 1 + static_cast<int>(rng() % 300), pad = static_cast<int>(rng() % 3);
+    const Trans ta = rng() % 2 ? Trans::kYes : Trans::kNo,
+                tb = rng() % 2 ? Trans::kYes : Trans::kNo;
+    const float beta = round % 2 ? 1.0f : 0.0f;
+    const int lda = (ta == Trans::kNo ? k : m) + pad, ldb = (tb == Trans::kNo ? n : k) + pad,
+              ldc = n + pad;
+    const FloatBuffer a =
+        Random(static_cast<std::size_t>(ta == Trans::kNo ? m : k) * lda, 20 + round);
+    const FloatBuffer b =
+        Random(static_cast<std::size_t>(tb == Trans::kNo ? k : n) * ldb, 50 + round);
+    const FloatBuffer c0 = Random(static_cast<std::size_t>(m) * ldc, 80 + round);
+    FloatBuffer by_openblas(c0), by_onednn(c0);
+    SetGemmBackend(GemmBackend::kOpenBlas);
+    Gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, beta, by_openblas.data(), ldc);
+    SetGemmBackend(GemmBackend::kOnednn);
+    Gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, beta, by_onednn.data(), ldc);
+    float largest = 0.0f;
+    for (float v : by_openblas) largest = std::max(largest, std::abs(v));
+    BOOST_TEST_CONTEXT("m " << m << " n " << n << " k " << k << " round " << round) {
+      for (std::size_t i = 0; i < by_openblas.size(); ++i) {
+        BOOST_TEST(std::abs(by_onednn[i] - by_openblas[i]) <= 1e-5f * std::max(1.0f, largest));
+      }
+    }
+  }
+  SetGemmBackend(own);
 }
 
 BOOST_AUTO_TEST_CASE(blas_thread_count_is_set_explicitly) {
