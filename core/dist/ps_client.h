@@ -120,6 +120,7 @@ class PsClient {
   // The compression of pushes (null without): its plan, one tensor per shard, and its state, this
   // worker's residual.
   compress::GradientCompressor* compressor() { return compressor_.get(); }
+  bool compresses() const { return compressor_ != nullptr; }
 
  private:
   std::string Shard(int k) const;  // "shard 1 of 3 [100, 200)"

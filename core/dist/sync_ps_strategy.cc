@@ -15,8 +15,7 @@ SyncPsStrategy::SyncPsStrategy(std::span<Link* const> shard_links, std::size_t n
                             .max_staleness = 0,
                             .timeout = options.timeout,
                             .compression = options.compression}),
-      options_(options),
-      compressed_(client_.compressor() != nullptr) {}
+      options_(options) {}
 
 SyncPsStrategy::~SyncPsStrategy() {
   if (!failed_) (void)Finish();  // the error has nobody to go to; the shard reports it
@@ -74,7 +73,7 @@ Result<PsSnapshot> SyncPsStrategy::Snapshot() {
 }
 
 Result<std::vector<std::vector<float>>> SyncPsStrategy::CheckpointState() {
-  if (!compressed_) return std::vector<std::vector<float>>{};
+  if (!Compressed()) return std::vector<std::vector<float>>{};
   if (Status s = Greet(); !s.ok()) return s;
   Result<std::vector<std::vector<float>>> residuals = client_.ExchangeResiduals(next_step_);
   if (!residuals.ok()) failed_ = true;
@@ -86,7 +85,7 @@ Status SyncPsStrategy::RestoreState(std::span<const std::span<const float>> stat
   const auto workers = static_cast<std::size_t>(options_.workers);
   // Without residuals (an uncompressed job's checkpoint, or one from before they were kept) they
   // start at zero.
-  if (!compressed_ || state.size() == before) return Status::Ok();
+  if (!Compressed() || state.size() == before) return Status::Ok();
   if (state.size() != before + workers) {
     return Status::Error("the checkpoint holds " + std::to_string(state.size()) +
                          " state vectors; the shards' optimizer keeps " + std::to_string(before) +

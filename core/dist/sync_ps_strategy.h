@@ -86,7 +86,7 @@ class SyncPsStrategy final : public PsStrategy {
   bool KeepsClocks() const override { return false; }
 
   // With compression: the replicas checkpoint their residuals together (see above).
-  bool CollectiveCheckpoints() const override { return compressed_; }
+  bool CollectiveCheckpoints() const override { return Compressed(); }
   void ProposeCheckpoint() override { checkpoint_proposed_ = true; }
   bool CheckpointAgreed() const override { return checkpoint_agreed_; }
   // Every replica's residual to rank 0, rank by rank; the others get none.
@@ -98,6 +98,8 @@ class SyncPsStrategy final : public PsStrategy {
  private:
   // Says hello to the shards unless Connect or an earlier call did.
   Status Greet();
+  // Whether the pushes go compressed (bf16, topk): then each replica keeps a residual.
+  bool Compressed() const { return client_.compresses(); }
 
   PsClient client_;
   SyncPsOptions options_;
@@ -105,7 +107,6 @@ class SyncPsStrategy final : public PsStrategy {
   std::optional<train::StopReason> agreed_;
   std::uint64_t steps_ = 0;      // steps pushed
   std::uint64_t next_step_ = 0;  // the step after the last one pushed (0 before any)
-  bool compressed_ = false;
   bool checkpoint_proposed_ = false;  // rides on the next push
   bool checkpoint_agreed_ = false;    // at the last step pushed
   bool failed_ = false;
