@@ -4,17 +4,19 @@
 // (math::TakeGemmSeconds), medians over interleaved repetitions in one run, and the path each
 // convolution and pooling took (onednn_paths.h). The last line is for scripts:
 // "samples_per_sec N gemm_share S".
-//   bench_cnn_layers [reps] [batch] [threads]
+//   bench_cnn_layers [reps] [batch] [threads] [fp32|bf16]   (bf16: train.precision = "bf16")
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "bench/fashion_mnist.h"
 #include "bench/median.h"
 #include "core/math/blas_kernels.h"
 #include "core/math/gemm.h"
+#include "core/math/precision.h"
 #include "core/model/model.h"
 #include "core/model/onednn_paths.h"
 #include "core/optim/optimizer.h"
@@ -36,6 +38,13 @@ int main(int argc, char** argv) {
   const int batch = argc > 2 ? std::atoi(argv[2]) : 64;
   const int threads = argc > 3 ? std::atoi(argv[3]) : 1;
   math::SetBlasThreads(threads);
+  if (argc > 4 && std::string_view(argv[4]) == "bf16") {
+    if (const math::Bf16Support bf16 = math::NativeBf16(); !bf16.native) {
+      std::fprintf(stderr, "bf16: %s\n", bf16.how.c_str());
+      return 1;
+    }
+    math::SetPrecision(math::Precision::kBf16);
+  }
   const model::Model model(bench::FashionCnn());
   math::FloatBuffer params(model.NumParams()), grad(model.NumParams());
   model.Init(params, 1);
@@ -92,8 +101,8 @@ int main(int argc, char** argv) {
   for (const std::string& line : model::ChooseLayerPaths(model, batch)) {
     std::printf("%s\n", line.c_str());
   }
-  std::printf("CNN step, batch %d, %d BLAS threads, median of %d; OpenBLAS kernels %s\n", batch,
-              threads, reps, math::BlasCoreName());
+  std::printf("CNN step, batch %d, %d BLAS threads, %s, median of %d; OpenBLAS kernels %s\n", batch,
+              threads, math::PrecisionName(math::CurrentPrecision()), reps, math::BlasCoreName());
   std::printf("%-10s %-10s %10s %10s\n", "layer", "output", "fwd ms", "bwd ms");
   for (std::size_t l = 0; l < layers; ++l) {
     std::printf("%-10s %-10s %10.3f %10.3f\n", model::LayerTypeName(specs[l]).c_str(),

@@ -21,6 +21,7 @@
 #include "core/model/model.h"
 #include "core/model/onednn_paths.h"
 #include "core/net/host_info.h"
+#include "daemon/runner/job_precision.h"
 #include "daemon/runner/sparse_data.h"
 #include "daemon/server/slurm_commands.h"
 
@@ -77,6 +78,17 @@ void PrintThreads(const config::JobConfig& job, const model::ModelSpec& spec) {
             << ")\n";
 }
 
+// The matrix products' precision, set here as each process of the job sets it, so that
+// PrintConvPaths times that precision's kernels.
+void PrintPrecision(const config::JobConfig& job) {
+  const Result<std::string> line = runner::UsePrecision(job);
+  if (!line.ok()) {
+    std::cout << "# " << line.status().message() << "\n";
+  } else {
+    std::cout << "# " << (line.value().empty() ? "precision: fp32" : line.value()) << "\n";
+  }
+}
+
 // What each conv2d layer shape runs on: timed here, on this CPU with the job's threads and batch,
 // as each replica times it at its start (model::ChooseLayerPaths).
 void PrintConvPaths(const config::JobConfig& job, const model::ModelSpec& spec) {
@@ -127,6 +139,7 @@ int Validate(const ValidateArgs& args) {
   PrintLayers(*spec);
   PrintCompressionPlan(*loaded.job, *spec, std::cout);
   PrintThreads(*loaded.job, *spec);
+  PrintPrecision(*loaded.job);
   PrintConvPaths(*loaded.job, *spec);
   PrintSlurmRequest(*loaded.job);
   return kExitOk;

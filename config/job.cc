@@ -57,10 +57,10 @@ bool JobConfig::operator==(const JobConfig& other) const {
   return name == other.name && source_path == other.source_path && data == other.data &&
          model == other.model && sparse_model == other.sparse_model &&
          SameTrain(train, other.train) && threads == other.threads &&
-         memory_limit == other.memory_limit && clip_norm == other.clip_norm &&
-         SameOptimizer(optimizer, other.optimizer) && lbfgs == other.lbfgs &&
-         sample_rows == other.sample_rows && cluster == other.cluster && slurm == other.slurm &&
-         checkpoint == other.checkpoint && priority == other.priority &&
+         precision == other.precision && memory_limit == other.memory_limit &&
+         clip_norm == other.clip_norm && SameOptimizer(optimizer, other.optimizer) &&
+         lbfgs == other.lbfgs && sample_rows == other.sample_rows && cluster == other.cluster &&
+         slurm == other.slurm && checkpoint == other.checkpoint && priority == other.priority &&
          max_restarts == other.max_restarts;
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/compress/compression_plan.h"
 #include "core/data/augment.h"
+#include "core/math/precision.h"
 #include "core/model/partition_plan.h"
 #include "core/model/spec.h"
 #include "core/optim/lbfgs.h"
@@ -191,6 +192,9 @@ struct JobConfig {
   std::vector<SourcePlace> layer_places;
   train::TrainOptions train;
   int threads = 0;  // threads per replica; 0: auto (see config/thread_layout.h)
+  // train.precision: the matrix products' (math/precision.h); kBf16 only where this host's CPU
+  // multiplies bf16 natively (the file is refused at the key elsewhere).
+  math::Precision precision = math::Precision::kFp32;
   // Address space of each of the job's processes, bytes (RLIMIT_AS); 0: unlimited.
   std::uint64_t memory_limit = 0;
   float clip_norm = 0.0f;  // 0: off

@@ -393,6 +393,19 @@ void ReadModel(TableReader& r, Sink& sink, const DataConfig& data, model::ModelS
   }
 }
 
+// train.precision: "bf16" only where this CPU multiplies bf16 natively (every worker checks its
+// own host again at start).
+void ReadPrecision(TableReader& r, math::Precision* precision) {
+  std::string name = math::PrecisionName(*precision);
+  const toml::node* node = r.OneOf("precision", "fp32, bf16", &name);
+  if (node == nullptr) return;
+  *precision = name == "bf16" ? math::Precision::kBf16 : math::Precision::kFp32;
+  if (*precision != math::Precision::kBf16) return;
+  if (const math::Bf16Support bf16 = math::NativeBf16(); !bf16.native) {
+    r.Report(*node, "precision", math::Bf16Refusal(bf16) + ": use \"fp32\"");
+  }
+}
+
 void ReadTrain(TableReader& r, train::TrainOptions* t, int* threads, float* clip_norm) {
   const toml::node* epochs = r.Int("epochs", 0, kMaxEpochs, &t->epochs);
   const toml::node* steps = r.Int("steps", 0, kMaxSteps, &t->steps);
@@ -563,6 +576,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   }
   CheckAugment(job, data);
   ReadTrain(train, &job.train, &job.threads, &job.clip_norm);
+  ReadPrecision(train, &job.precision);
   const toml::node* memory_limit = ReadMemorySize(train, "memory_limit", &job.memory_limit);
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule, &job.lbfgs, &job.sample_rows);
   internal::ReadCluster(cluster, &job.cluster);

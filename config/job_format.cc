@@ -90,6 +90,7 @@ void WriteTrain(const JobConfig& job, TomlWriter& w) {
   w.Int("batch_size", t.batch_size);
   w.Unsigned("seed", t.seed);
   w.Int("threads", job.threads);
+  w.String("precision", math::PrecisionName(job.precision));
   w.Unsigned("memory_limit", job.memory_limit);
   w.Int("eval_every", t.eval_every);
   w.Int("log_every", t.log_every);

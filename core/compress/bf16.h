@@ -1,7 +1,5 @@
-// bfloat16: the top 16 bits of a float32 (8 exponent bits, 7 of mantissa), rounded to nearest,
-// ties to even — half the bytes of a gradient at float32's range. NaN stays NaN (quiet: its sign
-// and top payload bits kept, the quiet bit set); infinities stay; floats beyond bf16's largest
-// round to infinity.
+// bfloat16 values packed two to a float slot, for gradients on the wire: half the bytes at
+// float32's range, rounded as math::ToBf16 rounds (nearest, ties to even; NaN, infinities kept).
 //
 //   std::vector<float> packed(PackedFloats(n));
 //   PackBf16(values, packed);          // two bf16 values per float slot, low half first
@@ -16,22 +14,14 @@
 #include <cstdint>
 #include <span>
 
+#include "core/math/bf16.h"
+
 namespace dtrain::compress {
 
-// Inline, and without branches, so that the loops over gradients vectorise.
-inline std::uint16_t ToBf16(float value) {
-  const auto bits = std::bit_cast<std::uint32_t>(value);
-  // Adding half an ulp of bf16 less one, plus the kept part's lowest bit, rounds to nearest with
-  // ties to even; infinities stay (their low half is zero), the largest floats round to infinity.
-  // A NaN keeps its top bits and becomes quiet (its top mantissa bit set).
-  const std::uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
-  const std::uint32_t nan = (bits >> 16) | 0x0040u;
-  return static_cast<std::uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
-}
-inline float FromBf16(std::uint16_t bits) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
-}
-inline float RoundToBf16(float value) { return FromBf16(ToBf16(value)); }
+// The rounding is math::ToBf16's (core/math/bf16.h): the one rounding to bf16 in dtrain.
+using math::FromBf16;
+using math::RoundToBf16;
+using math::ToBf16;
 
 // Float slots that hold `values` bf16 values.
 inline std::size_t PackedFloats(std::size_t values) { return (values + 1) / 2; }

@@ -1,5 +1,8 @@
 #include "core/math/dnnl_conv.h"
 
+#include <cstdint>
+
+#include "core/math/bf16.h"
 #include "core/math/dnnl_runtime.h"
 
 namespace dtrain::math {
@@ -7,6 +10,18 @@ namespace {
 
 using namespace dnnl_runtime;
 using Tag = memory::format_tag;
+using Type = memory::data_type;
+
+// `data` (float, in `desc`'s layout) as the input `desc` describes: itself where that is float,
+// else rounded to bf16 (math::ToBf16) into this thread's `slot`.
+memory Operand(const memory::desc& desc, const float* data, Slot slot) {
+  if (desc.data_type() != Type::bf16) return Wrap(desc, data);
+  const auto values = static_cast<int>(desc.get_size() / sizeof(std::uint16_t));
+  const int rows = static_cast<int>(desc.dims()[0]);
+  auto* rounded = static_cast<std::uint16_t*>(ThreadBytes(slot, desc.get_size()));
+  ToBf16Rows(data, rows, values / rows, values / rows, rounded);
+  return memory(desc, Cpu(), rounded);
+}
 
 // `user` in the layout `wanted`: itself, or a copy in this thread's buffer.
 memory InLayout(const memory& user, const memory::desc& wanted) {
@@ -19,7 +34,8 @@ memory InLayout(const memory& user, const memory::desc& wanted) {
 }  // namespace
 
 struct DnnlConv::Primitives {
-  memory::desc src, weights, dst;  // dtrain's layouts: NHWC, HWIO, NHWC
+  memory::desc src, weights, dst;           // dtrain's float layouts: NHWC, HWIO, NHWC
+  memory::desc src_in, weights_in, dst_in;  // the same as products' inputs: bf16 in kBf16
   dnnl::convolution_forward::primitive_desc forward_pd;
   dnnl::convolution_backward_data::primitive_desc data_pd;
   dnnl::convolution_backward_weights::primitive_desc weights_pd;
@@ -29,25 +45,33 @@ struct DnnlConv::Primitives {
 
   Primitives(const ConvGeometry& g, int rows) {
     using dnnl::algorithm, dnnl::prop_kind;
-    const auto f32 = memory::data_type::f32;
-    src = {{rows, g.channels, g.height, g.width}, f32, Tag::nhwc};
-    dst = {{rows, g.filters, g.out_height, g.out_width}, f32, Tag::nhwc};
+    // Outputs are float in either precision; inputs are rounded to bf16 in kBf16.
+    const Type in = CurrentPrecision() == Precision::kBf16 ? Type::bf16 : Type::f32;
+    const memory::dims src_dims{rows, g.channels, g.height, g.width};
+    const memory::dims dst_dims{rows, g.filters, g.out_height, g.out_width};
     const memory::dims weight_dims{g.filters, g.channels, g.kernel, g.kernel};
-    weights = {weight_dims, f32, Tag::hwio};
-    const memory::desc any_weights(weight_dims, f32, Tag::any);
+    src = {src_dims, Type::f32, Tag::nhwc};
+    dst = {dst_dims, Type::f32, Tag::nhwc};
+    weights = {weight_dims, Type::f32, Tag::hwio};
+    src_in = {src_dims, in, Tag::nhwc};
+    dst_in = {dst_dims, in, Tag::nhwc};
+    weights_in = {weight_dims, in, Tag::hwio};
+    const memory::desc any_weights(weight_dims, in, Tag::any);
+    const memory::desc any_weights_gradient(weight_dims, Type::f32, Tag::any);
     const memory::dims strides{g.stride, g.stride}, pad_l{g.pad_top, g.pad_left};
     const memory::dims pad_r{PadAfter(g.height, g.out_height, g.kernel, g.stride, g.pad_top),
                              PadAfter(g.width, g.out_width, g.kernel, g.stride, g.pad_left)};
     const dnnl::primitive_attr attr = UserScratchpad();
-    forward_pd = {{prop_kind::forward_training, algorithm::convolution_direct, src, any_weights,
+    forward_pd = {{prop_kind::forward_training, algorithm::convolution_direct, src_in, any_weights,
                    dst, strides, pad_l, pad_r},
                   attr,
                   Cpu()};
-    data_pd = {{algorithm::convolution_direct, src, any_weights, dst, strides, pad_l, pad_r},
+    data_pd = {{algorithm::convolution_direct, src, any_weights, dst_in, strides, pad_l, pad_r},
                attr,
                Cpu(),
                forward_pd};
-    weights_pd = {{algorithm::convolution_direct, src, any_weights, dst, strides, pad_l, pad_r},
+    weights_pd = {{algorithm::convolution_direct, src_in, any_weights_gradient, dst_in, strides,
+                   pad_l, pad_r},
                   attr,
                   Cpu(),
                   forward_pd};
@@ -71,16 +95,19 @@ bool DnnlConv::Available(int rows) const { return For(rows) != nullptr; }
 
 void DnnlConv::Forward(const float* in, const float* weights, float* out, int rows) const {
   const Primitives& p = *For(rows);
-  const memory w = InLayout(Wrap(p.weights, weights), p.forward_pd.weights_desc());
+  const memory w =
+      InLayout(Operand(p.weights_in, weights, kBf16Right), p.forward_pd.weights_desc());
   Run(p.forward, p.forward_pd,
-      {{DNNL_ARG_SRC, Wrap(p.src, in)}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, Wrap(p.dst, out)}});
+      {{DNNL_ARG_SRC, Operand(p.src_in, in, kBf16Left)},
+       {DNNL_ARG_WEIGHTS, w},
+       {DNNL_ARG_DST, Wrap(p.dst, out)}});
 }
 
 void DnnlConv::BackwardData(const float* dout, const float* weights, float* din, int rows) const {
   const Primitives& p = *For(rows);
-  const memory w = InLayout(Wrap(p.weights, weights), p.data_pd.weights_desc());
+  const memory w = InLayout(Operand(p.weights_in, weights, kBf16Right), p.data_pd.weights_desc());
   Run(p.data, p.data_pd,
-      {{DNNL_ARG_DIFF_DST, Wrap(p.dst, dout)},
+      {{DNNL_ARG_DIFF_DST, Operand(p.dst_in, dout, kBf16Left)},
        {DNNL_ARG_WEIGHTS, w},
        {DNNL_ARG_DIFF_SRC, Wrap(p.src, din)}});
 }
@@ -93,8 +120,8 @@ void DnnlConv::BackwardWeights(const float* in, const float* dout, float* dweigh
   const bool same = wanted == p.weights;
   const memory w = same ? user : memory(wanted, Cpu(), ThreadBytes(kLayout, wanted.get_size()));
   Run(p.weights_grad, p.weights_pd,
-      {{DNNL_ARG_SRC, Wrap(p.src, in)},
-       {DNNL_ARG_DIFF_DST, Wrap(p.dst, dout)},
+      {{DNNL_ARG_SRC, Operand(p.src_in, in, kBf16Left)},
+       {DNNL_ARG_DIFF_DST, Operand(p.dst_in, dout, kBf16Right)},
        {DNNL_ARG_DIFF_WEIGHTS, w}});
   if (!same) Reorder(w, user);
 }

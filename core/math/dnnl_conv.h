@@ -5,8 +5,10 @@
 //   DnnlConv conv({.channels = 1, .height = 28, ..., .pad_top = 2, .pad_left = 2});
 //   if (conv.Available(rows)) conv.Forward(in, weights, out, rows);   // out = in (*) W
 //
-// Where oneDNN wants its own (blocked) weight layout it gets a reordered copy each call; the
-// activations are never copied. Primitives are made once per batch size and kept. Every method
+// Where oneDNN wants its own (blocked) weight layout it gets a reordered copy each call; float
+// activations are never copied. Where the process's precision is bf16 (precision.h) each
+// product's inputs are rounded to bf16 (math::ToBf16) into per-thread buffers and its output is
+// float. Primitives are made once per batch size (and precision) and kept. Every method
 // runs with math::BlasThreads() OpenMP threads (the job's BLAS threads), set on the calling
 // thread. Safe for concurrent use on disjoint outputs. oneDNN picks its kernels for this CPU at
 // run time (AVX2, AVX-512, AMX; DNNL_MAX_CPU_ISA caps them), so the build is the same everywhere.

@@ -15,8 +15,10 @@
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
 #include <unordered_map>
-#include <utility>
+
+#include "core/math/precision.h"
 
 namespace dtrain::math::dnnl_runtime {
 
@@ -26,7 +28,7 @@ using Args = std::unordered_map<int, memory>;
 const dnnl::engine& Cpu();
 
 // This thread's own bytes for one use, kept and grown as needed.
-enum Slot { kScratchpad, kLayout, kOutput, kWorkspace, kSlots };
+enum Slot { kScratchpad, kLayout, kOutput, kWorkspace, kBf16Left, kBf16Right, kSlots };
 void* ThreadBytes(Slot slot, std::size_t bytes);
 
 // Attributes with a user scratchpad: every primitive here is made with them.
@@ -49,17 +51,18 @@ void Reorder(const memory& from, const memory& to);
 // where the last windows leave input cells unread, as oneDNN counts it).
 int PadAfter(int size, int out, int kernel, int stride, int pad_before);
 
-// Primitives `P` made once per batch size and thread count, P(rows) throwing dnnl::error where
-// oneDNN has no kernel (remembered: Get returns null). A primitive splits its work for the thread
-// count it was made with and starts that many threads whatever the count when it runs, so it is
-// made with the job's (UseJobThreads) and made again if that changes. Thread-safe.
+// Primitives `P` made once per batch size, thread count and precision (math::CurrentPrecision),
+// P(rows) throwing dnnl::error where oneDNN has no kernel (remembered: Get returns null). A
+// primitive splits its work for the thread count it was made with and starts that many threads
+// whatever the count when it runs, so it is made with the job's (UseJobThreads) and made again if
+// that changes. Thread-safe.
 template <typename P>
 class ByRows {
  public:
   template <typename Make>
   const P* Get(int rows, const Make& make) const {
     const std::lock_guard lock(mutex_);
-    auto [at, made] = made_.try_emplace({rows, UseJobThreads()});
+    auto [at, made] = made_.try_emplace({rows, UseJobThreads(), CurrentPrecision()});
     if (made) {
       try {
         at->second = make(rows);
@@ -72,7 +75,7 @@ class ByRows {
 
  private:
   mutable std::mutex mutex_;
-  mutable std::map<std::pair<int, int>, std::unique_ptr<P>> made_;  // by (rows, threads)
+  mutable std::map<std::tuple<int, int, Precision>, std::unique_ptr<P>> made_;
 };
 
 }  // namespace dtrain::math::dnnl_runtime

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/math/dnnl_gemm.h"
+#include "core/math/precision.h"
 
 namespace dtrain::math {
 namespace {
@@ -36,8 +37,11 @@ void SetGemmBackend(GemmBackend backend) { Backend().store(backend, std::memory_
 void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
   const Clock::time_point start = Clock::now();
-  const bool by_onednn = CurrentGemmBackend() == GemmBackend::kOnednn &&
-                         OnednnGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  const bool by_onednn =
+      CurrentPrecision() == Precision::kBf16
+          ? OnednnGemmBf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+          : CurrentGemmBackend() == GemmBackend::kOnednn &&
+                OnednnGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (!by_onednn) {
     cblas_sgemm(CblasRowMajor, trans_a == Trans::kYes ? CblasTrans : CblasNoTrans,
                 trans_b == Trans::kYes ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,

@@ -6,7 +6,9 @@
 // (dtrain never lets OpenBLAS pick its own thread count). Gemm is safe for concurrent use on
 // disjoint outputs; SetBlasThreads is process-wide. Gemm runs through OpenBLAS, or through
 // oneDNN's sgemm where the process asks for it (DTRAIN_GEMM=onednn, read once, or
-// SetGemmBackend): the same products up to float rounding, on the same threads.
+// SetGemmBackend): the same products up to float rounding, on the same threads. Where the
+// process's precision is bf16 (precision.h) every product runs through oneDNN's bf16 matmul
+// instead, its inputs rounded to bf16 (dnnl_gemm.h).
 #pragma once
 
 namespace dtrain::math {

@@ -9,7 +9,8 @@
 // path, "onednn", anything else or unset: auto), read once. In auto, a layer shape's choice is
 // made the first time a pass needs it (ChooseLayerPaths makes every layer's at once, at the job's
 // batch size and threads), kept for the life of the process whatever the batch size, and
-// described in one line. Both paths give the same values up to float rounding. Thread-safe.
+// described in one line (a layer whose products change with math::CurrentPrecision names it in
+// its shape: "... in bf16"). Both paths give the same values up to float rounding. Thread-safe.
 #pragma once
 
 #include <functional>

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "config/mode_traits.h"
+#include "daemon/runner/job_precision.h"
 #include "daemon/runner/lbfgs_run.h"
 #include "daemon/runner/memory_limit.h"
 #include "daemon/runner/sparse_run.h"
@@ -92,6 +93,9 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
     if (Result<int> blas = PrepareBlas(job, {}); !blas.ok()) {
       return finish(JobState::kFailed, blas.status().message());
     }
+    const Result<std::string> precision = UsePrecision(job);
+    if (!precision.ok()) return finish(JobState::kFailed, precision.status().message());
+    if (!precision.value().empty()) store.AppendLog(job_id, kWorker, "runner", precision.value());
     auto latest = store.LatestCheckpoint(job_id);
     if (!latest.ok()) return latest.status();
     for (const std::string& skipped : latest.value().skipped) {

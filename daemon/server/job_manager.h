@@ -186,7 +186,9 @@ class JobManager {
   void WorkerSilent(std::int64_t job, int rank, const std::string& token,
                     std::chrono::milliseconds silence);
   // `stop` "no_data": the process cannot read the job's data where it runs; "out_of_memory": it
-  // does not fit its memory there (`error` says why): the job then fails without restarts.
+  // does not fit its memory there; "unsupported_cpu": its host's CPU cannot run the job as
+  // written (train.precision = "bf16" without native bf16); `error` says why: the job then fails
+  // without restarts.
   // `reason`, when given by the job's first process, is the job's reason if it succeeds (an
   // L-BFGS run: "converged (gradient tolerance) after 37 iterations").
   void WorkerDone(std::int64_t job, int rank, const std::string& stop, std::int64_t steps,

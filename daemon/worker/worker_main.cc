@@ -16,6 +16,7 @@
 #include "core/dist/peer_links.h"
 #include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
+#include "daemon/runner/job_precision.h"
 #include "daemon/runner/lbfgs_run.h"
 #include "daemon/runner/memory_limit.h"
 #include "daemon/runner/progress_lines.h"
@@ -262,6 +263,11 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     if (Result<int> blas = runner::PrepareBlas(job, placement); !blas.ok()) {
       return FailHopeless(upstream, WorkerStop::kOutOfMemory, blas.status().message());
     }
+    const Result<std::string> precision = runner::UsePrecision(job);
+    if (!precision.ok()) {
+      return FailHopeless(upstream, WorkerStop::kUnsupportedCpu, precision.status().message());
+    }
+    if (!precision.value().empty()) std::printf("%s\n", precision.value().c_str());
     if (engine == config::Engine::kSparseSteps) {
       doing = "training a sparse model";
       return RunSparseReplica(upstream, admitted, placement);

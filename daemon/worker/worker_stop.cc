@@ -5,14 +5,15 @@
 namespace dtrain::worker {
 namespace {
 
-constexpr NameTable<WorkerStop, 6> kNames{
+constexpr NameTable<WorkerStop, 7> kNames{
     {{{WorkerStop::kCompleted, "completed"},
       {WorkerStop::kTarget, "target"},
       {WorkerStop::kRequested, "requested"},
       {WorkerStop::kNoData, "no_data"},
       {WorkerStop::kOutOfMemory, "out_of_memory"},
-      {WorkerStop::kDiverged, "diverged"}}},
-    "completed, target, requested, no_data, out_of_memory, diverged"};
+      {WorkerStop::kDiverged, "diverged"},
+      {WorkerStop::kUnsupportedCpu, "unsupported_cpu"}}},
+    "completed, target, requested, no_data, out_of_memory, diverged, unsupported_cpu"};
 
 }  // namespace
 
@@ -37,7 +38,7 @@ WorkerStop FromStopReason(train::StopReason why) {
 
 bool IsHopeless(WorkerStop stop) {
   return stop == WorkerStop::kNoData || stop == WorkerStop::kOutOfMemory ||
-         stop == WorkerStop::kDiverged;
+         stop == WorkerStop::kDiverged || stop == WorkerStop::kUnsupportedCpu;
 }
 
 }  // namespace dtrain::worker

@@ -18,12 +18,13 @@
 namespace dtrain::worker {
 
 enum class WorkerStop {
-  kCompleted,    // it trained all its steps ("completed")
-  kTarget,       // it reached the job's target accuracy ("target")
-  kRequested,    // it was asked to stop, or its peers agreed to ("requested")
-  kNoData,       // the job's data cannot be read on this host ("no_data")
-  kOutOfMemory,  // it does not fit its memory ("out_of_memory")
-  kDiverged,     // its training loss became non-finite ("diverged")
+  kCompleted,       // it trained all its steps ("completed")
+  kTarget,          // it reached the job's target accuracy ("target")
+  kRequested,       // it was asked to stop, or its peers agreed to ("requested")
+  kNoData,          // the job's data cannot be read on this host ("no_data")
+  kOutOfMemory,     // it does not fit its memory ("out_of_memory")
+  kDiverged,        // its training loss became non-finite ("diverged")
+  kUnsupportedCpu,  // this host's CPU cannot run the job as written ("unsupported_cpu": bf16)
 };
 
 std::string_view WireName(WorkerStop stop);

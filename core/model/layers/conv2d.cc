@@ -16,6 +16,7 @@
 
 #include "core/math/dnnl_conv.h"
 #include "core/math/gemm.h"
+#include "core/math/precision.h"
 #include "core/model/layer_type.h"
 #include "core/model/onednn_paths.h"
 
@@ -112,8 +113,8 @@ class Conv2d final : public Layer {
   // The products that go through oneDNN in a pass of `rows` rows.
   ConvProducts Paths(int rows) const {
     const std::vector<bool> onednn = OnednnProducts(
-        rows, 3, shape_name_, "im2col", [&](int n) { return dnnl_.Available(n); },
-        [&] { return Measure(rows); });
+        rows, 3, shape_names_[math::CurrentPrecision() == math::Precision::kBf16], "im2col",
+        [&](int n) { return dnnl_.Available(n); }, [&] { return Measure(rows); });
     return {.forward = onednn[0], .input_gradient = onednn[1], .weight_gradient = onednn[2]};
   }
 
@@ -256,7 +257,8 @@ class Conv2d final : public Layer {
   int positions_;  // OH * OW
   math::Activation activation_;
   math::DnnlConv dnnl_;
-  std::string shape_name_ = ShapeName();
+  // Each precision's products are timed apart: [0] fp32, [1] bf16 ("... in bf16").
+  std::string shape_names_[2] = {ShapeName(), ShapeName() + " in bf16"};
 };
 
 // Output side and leading padding of one dimension, or an error.

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/native_bf16.h"
 #include "core/math/dnnl_conv.h"
 #include "core/math/dnnl_pool.h"
 #include "core/model/layer.h"
@@ -142,6 +143,71 @@ BOOST_AUTO_TEST_CASE(conv2d_through_onednn_gives_im2cols_values_on_random_shapes
         for (float& x : *v) x = normal(rng);
       }
       CheckPathsAgree(layer, params, in, upstream, rows);
+    }
+  }
+}
+
+// train.precision = "bf16" (math/precision.h): each path's values against float32's within the
+// bound of bf16 inputs summed in float — for every value, (2u + u^2 + K 2^-22) times the same
+// sums over the inputs' magnitudes, plus 2^-22 of the value, with u = 2^-8 bf16's unit roundoff
+// and K the longest sum (see tests/core/math/bf16_products_test.cc). The magnitudes are the
+// float pass over |params|, |in| and |upstream|; the activation is the identity, as a relu's
+// derivative would flip with the sign of an output near zero.
+BOOST_AUTO_TEST_CASE(conv2d_in_bf16_stays_within_the_bf16_bound_on_both_paths,
+                     *boost::unit_test::precondition(testing::NativeBf16Here)) {
+  std::mt19937 rng(47);
+  const auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution(lo, hi)(rng); };
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto magnitudes = [](std::vector<float> v) {
+    for (float& x : v) x = std::fabs(x);
+    return v;
+  };
+  for (int trial = 0; trial < 12; ++trial) {
+    const int kernel = uniform(1, 5), stride = uniform(1, 2);
+    const LayerSpec spec{.kind = LayerKind::kConv2d,
+                         .filters = uniform(1, 19),
+                         .kernel = kernel,
+                         .stride = stride,
+                         .padding = trial % 2 == 0 ? kSamePadding : 0,
+                         .activation = math::Activation::kIdentity};
+    const Shape input{uniform(1, 9), uniform(kernel, 13), uniform(kernel, 13)};
+    const int rows = 1 + 4 * (trial % 4);
+    const std::unique_ptr<Layer> made = Made(spec, input);
+    const Layer& layer = *made;
+    std::vector<float> params(layer.NumParams()), in(static_cast<std::size_t>(rows) * input.Size()),
+        upstream(static_cast<std::size_t>(rows) * layer.output().Size());
+    for (auto* v : {&params, &in, &upstream}) {
+      for (float& x : *v) x = normal(rng);
+    }
+    const Results exact = Pass(layer, PathMode::kOwn, params, in, upstream, rows);
+    const Results size =
+        Pass(layer, PathMode::kOwn, magnitudes(params), magnitudes(in), magnitudes(upstream), rows);
+    const Shape out = layer.output();
+    const double longest_sum =
+        std::max({kernel * kernel * input.channels, kernel * kernel * out.channels,
+                  rows * out.height * out.width});
+    constexpr double u = 0x1.0p-8;
+    const double relative = 2 * u + u * u + longest_sum * 0x1.0p-22;
+    for (const PathMode mode : {PathMode::kOwn, PathMode::kOnednn}) {
+      const testing::ScopedPrecision bf16(math::Precision::kBf16);
+      const Results r = Pass(layer, mode, params, in, upstream, rows);
+      BOOST_TEST_CONTEXT(FormatLayerSpec(spec)
+                         << " on " << FormatShape(input) << ", " << rows << " rows, "
+                         << (mode == PathMode::kOwn ? "im2col" : "oneDNN")) {
+        struct Part {
+          const char* name;
+          const std::vector<float>&got, &want, &scale;
+        };
+        for (const Part& p :
+             {Part{"out", r.out, exact.out, size.out}, Part{"din", r.din, exact.din, size.din},
+              Part{"dparams", r.dparams, exact.dparams, size.dparams}}) {
+          for (std::size_t i = 0; i < p.want.size(); ++i) {
+            const double bound = relative * p.scale[i] + 0x1.0p-22 * std::fabs(p.want[i]);
+            BOOST_TEST(std::fabs(p.got[i] - p.want[i]) <= bound,
+                       p.name << "[" << i << "]: bf16 " << p.got[i] << " vs fp32 " << p.want[i]);
+          }
+        }
+      }
     }
   }
 }
