@@ -18,20 +18,25 @@ using ConstRowVectorMap = Eigen::Map<const Eigen::RowVectorXf>;
 
 Eigen::Index Size(std::span<const float> s) { return static_cast<Eigen::Index>(s.size()); }
 
+// (in - shift) * scale per column, or in * uniform_scale, in float. A plain loop rather than Eigen,
+// whose vector width is fixed by the file's flags: inlined into the builds below, it runs at each
+// one's width, and each element gets the same two operations in all of them.
 template <typename In>
-void Convert(const In* in, int rows, int cols, const float* shift, const float* scale,
-             float uniform_scale, float* out) {
-  using InMatrix = Eigen::Matrix<In, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  Eigen::Map<const InMatrix> src(in, rows, cols);
-  MatrixMap dst(out, rows, cols);
+[[gnu::always_inline]] inline void Convert(const In* in, int rows, int cols, const float* shift,
+                                           const float* scale, float uniform_scale, float* out) {
+  const auto width = static_cast<std::size_t>(cols);
   if (shift == nullptr && scale == nullptr) {
-    dst = src.template cast<float>() * uniform_scale;
+    const std::size_t count = static_cast<std::size_t>(rows) * width;
+    for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<float>(in[i]) * uniform_scale;
     return;
   }
-  ConstRowVectorMap mu(shift, cols);
-  ConstRowVectorMap inv_sigma(scale, cols);
-  dst = ((src.template cast<float>().rowwise() - mu).array().rowwise() * inv_sigma.array())
-            .matrix();
+  for (std::size_t row = 0; row < static_cast<std::size_t>(rows); ++row) {
+    const In* from = in + row * width;
+    float* to = out + row * width;
+    for (std::size_t col = 0; col < width; ++col) {
+      to[col] = (static_cast<float>(from[col]) - shift[col]) * scale[col];
+    }
+  }
 }
 
 }  // namespace
@@ -144,11 +149,23 @@ double SquaredNorm(std::span<const float> x) {
   return sum;
 }
 
+// On x86-64 the conversions come in three builds picked when the program loads, so the shipped
+// binary, built for any x86-64, runs them in 256- or 512-bit vectors on CPUs with AVX2 or AVX-512.
+// This file is compiled without fused multiply-adds (core/CMakeLists.txt), so every build gives
+// the same bits.
+#if defined(__x86_64__)
+#define DTRAIN_AT_VECTOR_WIDTH __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DTRAIN_AT_VECTOR_WIDTH
+#endif
+
+DTRAIN_AT_VECTOR_WIDTH
 void BytesToFloat(const std::uint8_t* in, int rows, int cols, const float* shift,
                   const float* scale, float uniform_scale, float* out) {
   Convert(in, rows, cols, shift, scale, uniform_scale, out);
 }
 
+DTRAIN_AT_VECTOR_WIDTH
 void FloatsToFloat(const float* in, int rows, int cols, const float* shift, const float* scale,
                    float uniform_scale, float* out) {
   Convert(in, rows, cols, shift, scale, uniform_scale, out);

@@ -4,9 +4,7 @@
 #include <array>
 #include <cassert>
 #include <cmath>
-#include <experimental/simd>
 #include <string>
-#include <utility>
 
 #include "core/math/buffer.h"
 #include "core/math/part_range.h"
@@ -17,13 +15,6 @@
 namespace dtrain::optim {
 namespace {
 
-// The kernels use std::experimental::simd rather than Eigen: Eigen's default fast-math packet
-// sqrt is an approximation while its scalar head/tail sqrt is exact, so results would depend on
-// where a range starts in memory; and GCC does not vectorise a plain std::sqrt loop (errno).
-namespace stdx = std::experimental;
-using Lanes = stdx::native_simd<float>;
-constexpr std::size_t kLanes = Lanes::size();
-
 constexpr NameTable<OptimizerType, 6> kOptimizerTypes{{{{OptimizerType::kSgd, "sgd"},
                                                         {OptimizerType::kMomentum, "momentum"},
                                                         {OptimizerType::kAdagrad, "adagrad"},
@@ -32,45 +23,69 @@ constexpr NameTable<OptimizerType, 6> kOptimizerTypes{{{{OptimizerType::kSgd, "s
                                                         {OptimizerType::kFtrl, "ftrl"}}},
                                                       "sgd, momentum, adagrad, adam, lbfgs, ftrl"};
 
-void StoreIfWritable(const Lanes& v, float* at) { v.copy_to(at, stdx::element_aligned); }
-void StoreIfWritable(const Lanes&, const float*) {}
-void CopyBackIfWritable(const float* from, std::size_t n, float* to) { std::copy_n(from, n, to); }
-void CopyBackIfWritable(const float*, std::size_t, const float*) {}
+// The passes below are plain loops over elements, each element's update one fixed sequence of
+// IEEE float operations: exact sqrt and division, and this file is compiled without fused
+// multiply-adds and without errno (core/CMakeLists.txt; without errno GCC vectorises sqrt). So
+// the vector body, its scalar tail and every build below compute the same bits for an element
+// wherever a range starts or ends: shards compute bit for bit what one optimizer over their union
+// computes, on any CPU. (Not Eigen: its packet sqrt is an approximation, its scalar sqrt exact.)
+// On x86-64 each pass comes in three builds picked when the program loads, so the shipped binary,
+// built for any x86-64, runs 16 or 8 floats at a time on CPUs with AVX-512 or AVX2.
+#if defined(__x86_64__)
+#define DTRAIN_AT_VECTOR_WIDTH __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DTRAIN_AT_VECTOR_WIDTH
+#endif
 
-// GCC 12 warns inside its own AVX-512 intrinsics headers (_mm512_undefined_ps, GCC PR 105593)
-// wherever simd sqrt is inlined; the warning is about the compiler's header, not this code.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-// Loads kLanes floats from every stream, lets kernel update them (writable streams by Lanes&,
-// const streams by const Lanes&) and stores the writable ones back.
-template <typename Kernel, typename... T, std::size_t... K>
-void RunLanes(const Kernel& kernel, std::index_sequence<K...>, T*... at) {
-  std::array<Lanes, sizeof...(T)> v{Lanes(at, stdx::element_aligned)...};
-  kernel(v[K]...);
-  (StoreIfWritable(v[K], at), ...);
+DTRAIN_AT_VECTOR_WIDTH
+void SgdPass(std::size_t n, float lr, float* p, const float* g) {
+  for (std::size_t i = 0; i < n; ++i) p[i] -= lr * g[i];
 }
 
-// The last rest (< kLanes) floats of every stream, through RunLanes on zero-padded copies.
-template <typename Kernel, typename... T, std::size_t... K>
-void RunPaddedLanes(const Kernel& kernel, std::size_t rest, std::index_sequence<K...> streams,
-                    T*... at) {
-  std::array<std::array<float, kLanes>, sizeof...(T)> pad{};
-  (std::copy_n(at, rest, pad[K].data()), ...);
-  RunLanes(kernel, streams, static_cast<T*>(pad[K].data())...);
-  (CopyBackIfWritable(pad[K].data(), rest, at), ...);
+DTRAIN_AT_VECTOR_WIDTH
+void MomentumPass(std::size_t n, float lr, float mu, float* p, float* velocity, const float* g) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = mu * velocity[i] + g[i];
+    velocity[i] = v;
+    p[i] -= lr * v;
+  }
 }
 
-// One fused pass of kernel over n floats of every stream. The tail runs the same vector code on
-// padded copies, so each element gets identical arithmetic wherever a range starts or ends:
-// shards compute bit for bit what one optimizer over their union computes.
-template <typename Kernel, typename... T>
-void ForEachLanes(std::size_t n, const Kernel& kernel, T*... data) {
-  constexpr auto streams = std::index_sequence_for<T...>{};
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) RunLanes(kernel, streams, (data + i)...);
-  if (i < n) RunPaddedLanes(kernel, n - i, streams, (data + i)...);
+DTRAIN_AT_VECTOR_WIDTH
+void NesterovPass(std::size_t n, float lr, float mu, float* p, float* velocity, const float* g) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = mu * velocity[i] + g[i];
+    velocity[i] = v;
+    p[i] -= lr * (g[i] + mu * v);
+  }
+}
+
+// The square roots below never see a negative: the accumulators only add squares (and start at
+// a validated initial_accumulator >= 0), so leaving errno out changes no result.
+DTRAIN_AT_VECTOR_WIDTH
+void AdagradPass(std::size_t n, float lr, float eps, float* p, float* accumulator, const float* g) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float acc = accumulator[i] + g[i] * g[i];
+    accumulator[i] = acc;
+    p[i] -= lr * g[i] / (std::sqrt(acc) + eps);
+  }
+}
+
+// Adam's constants for one step: the moments' decay rates, and the bias corrections folded into
+// a step size and a factor on sqrt(v).
+struct AdamCoefficients {
+  float b1, one_minus_b1, b2, one_minus_b2, step_size, inv_sqrt_bc2, eps;
+};
+
+DTRAIN_AT_VECTOR_WIDTH
+void AdamPass(std::size_t n, AdamCoefficients c, float* p, float* m, float* v, const float* g) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float m_i = c.b1 * m[i] + c.one_minus_b1 * g[i];
+    const float v_i = c.b2 * v[i] + c.one_minus_b2 * (g[i] * g[i]);
+    m[i] = m_i;
+    v[i] = v_i;
+    p[i] -= c.step_size * m_i / (std::sqrt(v_i) * c.inv_sqrt_bc2 + c.eps);
+  }
 }
 
 class Sgd final : public Optimizer {
@@ -80,8 +95,7 @@ class Sgd final : public Optimizer {
  private:
   void Update(std::size_t, std::span<float> params, std::span<const float> grad,
               float lr) override {
-    ForEachLanes(
-        params.size(), [lr](Lanes& p, const Lanes& g) { p -= lr * g; }, params.data(), grad.data());
+    SgdPass(params.size(), lr, params.data(), grad.data());
   }
 };
 
@@ -95,25 +109,8 @@ class Momentum final : public Optimizer {
  private:
   void Update(std::size_t offset, std::span<float> params, std::span<const float> grad,
               float lr) override {
-    const float mu = momentum_;
-    float* velocity = State(0) + offset;
-    if (nesterov_) {
-      ForEachLanes(
-          params.size(),
-          [lr, mu](Lanes& p, Lanes& v, const Lanes& g) {
-            v = mu * v + g;
-            p -= lr * (g + mu * v);
-          },
-          params.data(), velocity, grad.data());
-    } else {
-      ForEachLanes(
-          params.size(),
-          [lr, mu](Lanes& p, Lanes& v, const Lanes& g) {
-            v = mu * v + g;
-            p -= lr * v;
-          },
-          params.data(), velocity, grad.data());
-    }
+    const auto pass = nesterov_ ? NesterovPass : MomentumPass;
+    pass(params.size(), lr, momentum_, params.data(), State(0) + offset, grad.data());
   }
 
   float momentum_;
@@ -129,14 +126,7 @@ class Adagrad final : public Optimizer {
  private:
   void Update(std::size_t offset, std::span<float> params, std::span<const float> grad,
               float lr) override {
-    const float eps = eps_;
-    ForEachLanes(
-        params.size(),
-        [lr, eps](Lanes& p, Lanes& acc, const Lanes& g) {
-          acc += g * g;
-          p -= lr * g / (stdx::sqrt(acc) + eps);
-        },
-        params.data(), State(0) + offset, grad.data());
+    AdagradPass(params.size(), lr, eps_, params.data(), State(0) + offset, grad.data());
   }
 
   float eps_;
@@ -157,17 +147,14 @@ class Adam final : public Optimizer {
     const auto step_size = static_cast<float>(lr / (1.0 - std::pow(double{beta1_}, t)));
     const auto inv_sqrt_bc2 =
         static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(double{beta2_}, t)));
-    const float b1 = beta1_, one_minus_b1 = 1.0f - beta1_;
-    const float b2 = beta2_, one_minus_b2 = 1.0f - beta2_;
-    const float eps = eps_;
-    ForEachLanes(
-        params.size(),
-        [=](Lanes& p, Lanes& m, Lanes& v, const Lanes& g) {
-          m = b1 * m + one_minus_b1 * g;
-          v = b2 * v + one_minus_b2 * (g * g);
-          p -= step_size * m / (stdx::sqrt(v) * inv_sqrt_bc2 + eps);
-        },
-        params.data(), State(0) + offset, State(1) + offset, grad.data());
+    const AdamCoefficients c{.b1 = beta1_,
+                             .one_minus_b1 = 1.0f - beta1_,
+                             .b2 = beta2_,
+                             .one_minus_b2 = 1.0f - beta2_,
+                             .step_size = step_size,
+                             .inv_sqrt_bc2 = inv_sqrt_bc2,
+                             .eps = eps_};
+    AdamPass(params.size(), c, params.data(), State(0) + offset, State(1) + offset, grad.data());
   }
 
   float beta1_;
@@ -197,8 +184,6 @@ class Ftrl final : public Optimizer {
 
   FtrlRates rates_;
 };
-
-#pragma GCC diagnostic pop
 
 // NaN fails every comparison, so each check also rejects NaN.
 bool InUnitInterval(float x) { return x >= 0.0f && x < 1.0f; }  // [0, 1)

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <cstdint>
 #include <random>
+#include <vector>
 
 #include "core/math/buffer.h"
 #include "core/math/elementwise.h"
@@ -165,6 +167,38 @@ BOOST_AUTO_TEST_CASE(reductions_and_conversions) {
   BytesToFloat(bytes, 2, 2, shift, scale, 1.0f, out);
   BOOST_TEST(out[0] == -0.5f);
   BOOST_TEST(out[3] == 25.0f);
+}
+
+BOOST_AUTO_TEST_CASE(conversions_give_each_element_its_expression_wherever_a_batch_starts) {
+  // Rows of 37 from an odd offset: vector bodies at this CPU's width and scalar tails both run,
+  // and each element is its one float expression, bit for bit: (x - shift) * scale, or
+  // x * uniform_scale (two and one roundings, which no build may fuse or reorder).
+  const int rows = 3, cols = 37, start = 1;
+  const std::size_t count = static_cast<std::size_t>(rows) * cols;
+  std::mt19937 rng(9);
+  std::vector<std::uint8_t> bytes(start + count);
+  for (std::uint8_t& b : bytes) b = static_cast<std::uint8_t>(rng());
+  const FloatBuffer floats = Random(start + count, 10), shift = Random(cols, 11),
+                    scale = Random(cols, 12);
+  const float uniform = 1.0f / 255.0f;
+  FloatBuffer out(count);
+  const auto expect = [&](const auto& in, bool per_column) {
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto x = static_cast<float>(in[start + i]);
+      const std::size_t c = i % cols;
+      wrong += out[i] != (per_column ? (x - shift[c]) * scale[c] : x * uniform);
+    }
+    return wrong;
+  };
+  BytesToFloat(&bytes[start], rows, cols, shift.data(), scale.data(), 1.0f, out.data());
+  BOOST_TEST(expect(bytes, true) == 0u);
+  BytesToFloat(&bytes[start], rows, cols, nullptr, nullptr, uniform, out.data());
+  BOOST_TEST(expect(bytes, false) == 0u);
+  FloatsToFloat(&floats[start], rows, cols, shift.data(), scale.data(), 1.0f, out.data());
+  BOOST_TEST(expect(floats, true) == 0u);
+  FloatsToFloat(&floats[start], rows, cols, nullptr, nullptr, uniform, out.data());
+  BOOST_TEST(expect(floats, false) == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
