@@ -1,10 +1,11 @@
 #include "core/math/elementwise.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 
-#include <Eigen/Core>
+#include "core/math/vector_width.h"
 
 namespace dtrain::math {
 namespace {
@@ -149,15 +150,8 @@ double SquaredNorm(std::span<const float> x) {
   return sum;
 }
 
-// On x86-64 the conversions come in three builds picked when the program loads, so the shipped
-// binary, built for any x86-64, runs them in 256- or 512-bit vectors on CPUs with AVX2 or AVX-512.
-// This file is compiled without fused multiply-adds (core/CMakeLists.txt), so every build gives
-// the same bits.
-#if defined(__x86_64__)
-#define DTRAIN_AT_VECTOR_WIDTH __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define DTRAIN_AT_VECTOR_WIDTH
-#endif
+// The conversions run at the CPU's vector width (vector_width.h); this file is compiled without
+// fused multiply-adds (core/CMakeLists.txt), so every build gives the same bits.
 
 DTRAIN_AT_VECTOR_WIDTH
 void BytesToFloat(const std::uint8_t* in, int rows, int cols, const float* shift,

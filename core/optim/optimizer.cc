@@ -9,6 +9,7 @@
 #include "core/math/buffer.h"
 #include "core/math/part_range.h"
 #include "core/math/thread_team.h"
+#include "core/math/vector_width.h"
 #include "core/name_table.h"
 #include "core/optim/ftrl.h"
 
@@ -29,13 +30,8 @@ constexpr NameTable<OptimizerType, 6> kOptimizerTypes{{{{OptimizerType::kSgd, "s
 // the vector body, its scalar tail and every build below compute the same bits for an element
 // wherever a range starts or ends: shards compute bit for bit what one optimizer over their union
 // computes, on any CPU. (Not Eigen: its packet sqrt is an approximation, its scalar sqrt exact.)
-// On x86-64 each pass comes in three builds picked when the program loads, so the shipped binary,
-// built for any x86-64, runs 16 or 8 floats at a time on CPUs with AVX-512 or AVX2.
-#if defined(__x86_64__)
-#define DTRAIN_AT_VECTOR_WIDTH __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define DTRAIN_AT_VECTOR_WIDTH
-#endif
+// Each pass runs at the CPU's vector width (vector_width.h): 16 or 8 floats at a time on CPUs with
+// AVX-512 or AVX2, in the shipped binary too.
 
 DTRAIN_AT_VECTOR_WIDTH
 void SgdPass(std::size_t n, float lr, float* p, const float* g) {
