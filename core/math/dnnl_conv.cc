@@ -43,10 +43,10 @@ struct DnnlConv::Primitives {
   dnnl::convolution_backward_data data;
   dnnl::convolution_backward_weights weights_grad;
 
-  Primitives(const ConvGeometry& g, int rows) {
+  Primitives(const ConvGeometry& g, int rows, Precision precision) {
     using dnnl::algorithm, dnnl::prop_kind;
     // Outputs are float in either precision; inputs are rounded to bf16 in kBf16.
-    const Type in = CurrentPrecision() == Precision::kBf16 ? Type::bf16 : Type::f32;
+    const Type in = precision == Precision::kBf16 ? Type::bf16 : Type::f32;
     const memory::dims src_dims{rows, g.channels, g.height, g.width};
     const memory::dims dst_dims{rows, g.filters, g.out_height, g.out_width};
     const memory::dims weight_dims{g.filters, g.channels, g.kernel, g.kernel};
@@ -87,14 +87,18 @@ DnnlConv::DnnlConv(ConvGeometry g) : g_(g), cache_(std::make_unique<Cache>()) {}
 
 DnnlConv::~DnnlConv() = default;
 
-const DnnlConv::Primitives* DnnlConv::For(int rows) const {
-  return cache_->Get(rows, [&](int n) { return std::make_unique<Primitives>(g_, n); });
+const DnnlConv::Primitives* DnnlConv::For(int rows, Precision precision) const {
+  return cache_->Get(rows, precision,
+                     [&](int n) { return std::make_unique<Primitives>(g_, n, precision); });
 }
 
-bool DnnlConv::Available(int rows) const { return For(rows) != nullptr; }
+bool DnnlConv::Available(int rows, Precision precision) const {
+  return For(rows, precision) != nullptr;
+}
 
-void DnnlConv::Forward(const float* in, const float* weights, float* out, int rows) const {
-  const Primitives& p = *For(rows);
+void DnnlConv::Forward(const float* in, const float* weights, float* out, int rows,
+                       Precision precision) const {
+  const Primitives& p = *For(rows, precision);
   const memory w =
       InLayout(Operand(p.weights_in, weights, kBf16Right), p.forward_pd.weights_desc());
   Run(p.forward, p.forward_pd,
@@ -103,8 +107,9 @@ void DnnlConv::Forward(const float* in, const float* weights, float* out, int ro
        {DNNL_ARG_DST, Wrap(p.dst, out)}});
 }
 
-void DnnlConv::BackwardData(const float* dout, const float* weights, float* din, int rows) const {
-  const Primitives& p = *For(rows);
+void DnnlConv::BackwardData(const float* dout, const float* weights, float* din, int rows,
+                            Precision precision) const {
+  const Primitives& p = *For(rows, precision);
   const memory w = InLayout(Operand(p.weights_in, weights, kBf16Right), p.data_pd.weights_desc());
   Run(p.data, p.data_pd,
       {{DNNL_ARG_DIFF_DST, Operand(p.dst_in, dout, kBf16Left)},
@@ -112,9 +117,9 @@ void DnnlConv::BackwardData(const float* dout, const float* weights, float* din,
        {DNNL_ARG_DIFF_SRC, Wrap(p.src, din)}});
 }
 
-void DnnlConv::BackwardWeights(const float* in, const float* dout, float* dweights,
-                               int rows) const {
-  const Primitives& p = *For(rows);
+void DnnlConv::BackwardWeights(const float* in, const float* dout, float* dweights, int rows,
+                               Precision precision) const {
+  const Primitives& p = *For(rows, precision);
   const memory user = Wrap(p.weights, dweights);
   const memory::desc wanted = p.weights_pd.diff_weights_desc();
   const bool same = wanted == p.weights;

@@ -3,12 +3,12 @@
 // row-major). Bias and activation stay on the caller's side.
 //
 //   DnnlConv conv({.channels = 1, .height = 28, ..., .pad_top = 2, .pad_left = 2});
-//   if (conv.Available(rows)) conv.Forward(in, weights, out, rows);   // out = in (*) W
+//   if (conv.Available(rows, kFp32)) conv.Forward(in, weights, out, rows, kFp32);  // in (*) W
 //
 // Where oneDNN wants its own (blocked) weight layout it gets a reordered copy each call; float
-// activations are never copied. Where the process's precision is bf16 (precision.h) each
-// product's inputs are rounded to bf16 (math::ToBf16) into per-thread buffers and its output is
-// float. Primitives are made once per batch size (and precision) and kept. Every method
+// activations are never copied. A product asked for in bf16 (precision.h) has its inputs rounded
+// to bf16 (math::ToBf16) into per-thread buffers and its output float. Primitives are made once
+// per batch size and precision and kept. Every method
 // runs with math::BlasThreads() OpenMP threads (the job's BLAS threads), set on the calling
 // thread. Safe for concurrent use on disjoint outputs. oneDNN picks its kernels for this CPU at
 // run time (AVX2, AVX-512, AMX; DNNL_MAX_CPU_ISA caps them), so the build is the same everywhere.
@@ -16,6 +16,8 @@
 #pragma once
 
 #include <memory>
+
+#include "core/math/precision.h"
 
 namespace dtrain::math {
 
@@ -32,20 +34,26 @@ class DnnlConv {
   DnnlConv(const DnnlConv&) = delete;
   DnnlConv& operator=(const DnnlConv&) = delete;
 
-  // Whether oneDNN has kernels for all three products of this shape at `rows` samples on this
-  // CPU; the products below may be called only where it does.
-  bool Available(int rows) const;
+  // Each product takes its inputs in `precision`: float, or rounded to bf16 (only where
+  // NativeBf16()); its output is float either way.
+
+  // Whether oneDNN has kernels for all three products of this shape at `rows` samples, inputs in
+  // `precision`, on this CPU; the products below may be called only where it does.
+  bool Available(int rows, Precision precision) const;
   // out [rows x OH x OW x F] = the convolution of in [rows x H x W x C] with weights.
-  void Forward(const float* in, const float* weights, float* out, int rows) const;
+  void Forward(const float* in, const float* weights, float* out, int rows,
+               Precision precision) const;
   // din [rows x H x W x C] (overwritten) = the gradient of the input, given dout.
-  void BackwardData(const float* dout, const float* weights, float* din, int rows) const;
+  void BackwardData(const float* dout, const float* weights, float* din, int rows,
+                    Precision precision) const;
   // dweights [k*k*C x F] (overwritten) = the gradient of the weights over the rows.
-  void BackwardWeights(const float* in, const float* dout, float* dweights, int rows) const;
+  void BackwardWeights(const float* in, const float* dout, float* dweights, int rows,
+                       Precision precision) const;
 
  private:
   struct Primitives;
   struct Cache;
-  const Primitives* For(int rows) const;  // null when oneDNN has no kernel
+  const Primitives* For(int rows, Precision precision) const;  // null when oneDNN has no kernel
 
   ConvGeometry g_;
   std::unique_ptr<Cache> cache_;

@@ -41,7 +41,9 @@ DnnlPool::DnnlPool(PoolGeometry g) : g_(g), cache_(std::make_unique<Cache>()) {}
 DnnlPool::~DnnlPool() = default;
 
 const DnnlPool::Primitives* DnnlPool::For(int rows) const {
-  return cache_->Get(rows, [&](int n) { return std::make_unique<Primitives>(g_, n); });
+  // Pooling compares and averages floats whatever the products' precision.
+  return cache_->Get(rows, Precision::kFp32,
+                     [&](int n) { return std::make_unique<Primitives>(g_, n); });
 }
 
 bool DnnlPool::Available(int rows) const { return For(rows) != nullptr; }

@@ -51,8 +51,8 @@ void Reorder(const memory& from, const memory& to);
 // where the last windows leave input cells unread, as oneDNN counts it).
 int PadAfter(int size, int out, int kernel, int stride, int pad_before);
 
-// Primitives `P` made once per batch size, thread count and precision (math::CurrentPrecision),
-// P(rows) throwing dnnl::error where oneDNN has no kernel (remembered: Get returns null). A
+// Primitives `P` made once per batch size, thread count and precision of their inputs,
+// make(rows) throwing dnnl::error where oneDNN has no kernel (remembered: Get returns null). A
 // primitive splits its work for the thread count it was made with and starts that many threads
 // whatever the count when it runs, so it is made with the job's (UseJobThreads) and made again if
 // that changes. Thread-safe.
@@ -60,9 +60,9 @@ template <typename P>
 class ByRows {
  public:
   template <typename Make>
-  const P* Get(int rows, const Make& make) const {
+  const P* Get(int rows, Precision precision, const Make& make) const {
     const std::lock_guard lock(mutex_);
-    auto [at, made] = made_.try_emplace({rows, UseJobThreads(), CurrentPrecision()});
+    auto [at, made] = made_.try_emplace({rows, UseJobThreads(), precision});
     if (made) {
       try {
         at->second = make(rows);

@@ -52,12 +52,12 @@ double Seconds(const std::function<void()>& run) {
 }
 
 // "oneDNN forward (1.93x im2col's speed)", "im2col forward (oneDNN 0.85x)".
-std::string Describe(const ProductSpeedUp& p, const char* own) {
-  char text[128];
+std::string Describe(const ProductSpeedUp& p, const char* own, const char* other) {
+  char text[160];
   if (p.speed_up > 1.0) {
-    std::snprintf(text, sizeof text, "oneDNN %s (%.2fx %s's speed)", p.product, p.speed_up, own);
+    std::snprintf(text, sizeof text, "%s %s (%.2fx %s's speed)", other, p.product, p.speed_up, own);
   } else {
-    std::snprintf(text, sizeof text, "%s %s (oneDNN %.2fx)", own, p.product, p.speed_up);
+    std::snprintf(text, sizeof text, "%s %s (%s %.2fx)", own, p.product, other, p.speed_up);
   }
   return text;
 }
@@ -95,7 +95,7 @@ std::vector<float> TimingValues(std::size_t n, bool rectified) {
 
 std::vector<bool> ChosenProducts(
     const std::string& shape, const char* own,
-    const std::function<std::optional<std::vector<ProductSpeedUp>>()>& measure) {
+    const std::function<std::optional<std::vector<ProductSpeedUp>>()>& measure, const char* other) {
   Choices& choices = AllChoices();
   const std::lock_guard lock(choices.mutex);
   if (const auto found = choices.by_shape.find(shape); found != choices.by_shape.end()) {
@@ -105,11 +105,11 @@ std::vector<bool> ChosenProducts(
   std::vector<bool> chosen;
   std::string line = shape + ": ";
   if (!speed_ups) {
-    line += std::string(own) + " (oneDNN has no kernel for it here)";
+    line += std::string(own) + " (" + other + " has no kernel for it here)";
   } else {
     for (const ProductSpeedUp& p : *speed_ups) {
       chosen.push_back(p.speed_up > 1.0);
-      line += (chosen.size() > 1 ? ", " : "") + Describe(p, own);
+      line += (chosen.size() > 1 ? ", " : "") + Describe(p, own, other);
     }
   }
   choices.lines.push_back(line);

@@ -45,11 +45,13 @@ double MeasureSpeedUp(const std::function<void()>& own, const std::function<void
 std::vector<float> TimingValues(std::size_t n, bool rectified);
 
 // In auto mode, which products of layer shape `shape` ("conv2d 64x5x5 over 32x14x14 to ...")
-// oneDNN runs faster than the layer's own path (named `own` for people), in `measure`'s order:
-// measured the first time (nullopt: oneDNN has no kernel for it, so none), then remembered.
+// oneDNN (or what `other` names) runs faster than the layer's own path (named `own` for people),
+// in `measure`'s order: measured the first time (nullopt: oneDNN has no kernel for it, so none),
+// then remembered.
 std::vector<bool> ChosenProducts(
     const std::string& shape, const char* own,
-    const std::function<std::optional<std::vector<ProductSpeedUp>>()>& measure);
+    const std::function<std::optional<std::vector<ProductSpeedUp>>()>& measure,
+    const char* other = "oneDNN");
 
 // The products of a pass of `rows` rows through a layer of shape `shape` that go through oneDNN,
 // `count` flags in `measure`'s order: none in mode kOwn or for 0 rows, all in kOnednn, in kAuto

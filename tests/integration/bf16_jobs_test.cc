@@ -4,10 +4,13 @@
 // replica says so in the job's log; both replicas stay identical; and an interrupted and resumed
 // bf16 run ends with the bits of a straight one. Where the CPU has no native bf16 these skip
 // saying why, and the job file is refused at its line (ctest runs that case again with oneDNN
-// capped at AVX2, so it runs on every CPU).
+// capped at AVX2, so it runs on every CPU). Which of oneDNN's kernels a timed bf16 convolution
+// takes is tested in tests/core/model/onednn_paths_test.cc.
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "cmd/run_checks.h"
@@ -40,7 +43,25 @@ std::string CnnJob(const std::string& precision, const std::string& checkpoint,
          checkpoint;
 }
 
-BOOST_AUTO_TEST_SUITE(bf16_jobs)
+// The jobs' convolutions on oneDNN, untimed (DTRAIN_CONV, which their processes inherit): two
+// replicas, or a run and its resume, that timed a product onto different paths or kernels would
+// round differently (man/dtrain.1), and these tests compare bits.
+struct OnednnConvolutions {
+  OnednnConvolutions() {
+    if (const char* before = std::getenv("DTRAIN_CONV")) kept = before;
+    setenv("DTRAIN_CONV", "onednn", 1);
+  }
+  ~OnednnConvolutions() {
+    if (kept) {
+      setenv("DTRAIN_CONV", kept->c_str(), 1);
+    } else {
+      unsetenv("DTRAIN_CONV");
+    }
+  }
+  std::optional<std::string> kept;
+};
+
+BOOST_FIXTURE_TEST_SUITE(bf16_jobs, OnednnConvolutions)
 
 BOOST_AUTO_TEST_CASE(a_bf16_job_trains_as_fp32_does_and_each_replica_says_so,
                      *boost::unit_test::precondition(NativeBf16Here)) {

@@ -2,7 +2,9 @@
 // products (the forward, the input gradient, the weight gradient) runs either through oneDNN
 // (math::DnnlConv) or lowered to GEMMs through im2col, whichever measured faster on this CPU for
 // the layer's shape (onednn_paths.h; DTRAIN_CONV forces one). Both give the same values up to float
-// rounding; bias and activation are added here on either path.
+// rounding; bias and activation are added here on either path. In a bf16 process (precision.h)
+// both round the products' inputs to bf16, except that a product oneDNN's float32 kernel runs
+// faster than its bf16 one runs in float32 (timed too; named in the job's log).
 // im2col: one GEMM per chunk of samples. Row r of a chunk's column matrix is the patch under
 // output position r ((kh, kw, c) order, zeros outside the input), so
 //   out [positions x F] = col [positions x k*k*C] * W [k*k*C x F],  then + b, activation.
@@ -10,6 +12,7 @@
 //   dW += col^T * dout,  db = column sums of dout,  dcol = dout * W^T, scattered back onto din.
 // Parameters: W [k*k*C x F] row-major (HWIO), then b [F].
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,9 +26,19 @@
 namespace dtrain::model::layers {
 namespace {
 
-// The products of a conv2d pass that go through oneDNN.
+// How one product of a conv2d pass runs: through oneDNN, with its inputs in `precision`, or
+// through im2col (its GEMMs in the process's precision).
+struct ConvProduct {
+  bool onednn = false;
+  math::Precision precision = math::Precision::kFp32;
+};
 struct ConvProducts {
-  bool forward = false, input_gradient = false, weight_gradient = false;
+  ConvProduct forward, input_gradient, weight_gradient;
+};
+
+// Made-up operands of a pass, to time products on.
+struct TimingPass {
+  std::vector<float> in, params, dout, out, din, dparams, scratch;
 };
 
 using math::Trans;
@@ -70,8 +83,8 @@ class Conv2d final : public Layer {
 
   void Forward(const float* params, const float* in, float* out,
                const LayerPass& pass) const override {
-    if (Paths(pass.rows).forward) {
-      dnnl_.Forward(in, params, out, pass.rows);
+    if (const ConvProduct forward = Paths(pass.rows).forward; forward.onednn) {
+      dnnl_.Forward(in, params, out, pass.rows, forward.precision);
     } else {
       Im2colForward(params, in, out, pass.rows, pass.scratch);
     }
@@ -86,14 +99,14 @@ class Conv2d final : public Layer {
     math::ActivationBackward(out, dout, static_cast<std::size_t>(rows) * f, activation_);
     math::ColumnSums(dout, rows, f, 0.0f, dparams + NumWeights());
     const ConvProducts paths = Paths(pass.rows);
-    if (paths.weight_gradient) {
-      dnnl_.BackwardWeights(in, dout, dparams, pass.rows);
+    if (paths.weight_gradient.onednn) {
+      dnnl_.BackwardWeights(in, dout, dparams, pass.rows, paths.weight_gradient.precision);
     } else {
       Im2colWeightGradient(in, dout, dparams, pass.rows, pass.scratch);
     }
     if (din == nullptr) return;
-    if (paths.input_gradient) {
-      dnnl_.BackwardData(dout, params, din, pass.rows);
+    if (paths.input_gradient.onednn) {
+      dnnl_.BackwardData(dout, params, din, pass.rows, paths.input_gradient.precision);
     } else {
       Im2colInputGradient(params, dout, din, pass.rows, pass.scratch);
     }
@@ -110,42 +123,102 @@ class Conv2d final : public Layer {
     return text + " over " + FormatShape(input()) + " to " + FormatShape(output());
   }
 
-  // The products that go through oneDNN in a pass of `rows` rows.
+  // How each product of a pass of `rows` rows runs.
   ConvProducts Paths(int rows) const {
+    const std::array<math::Precision, 3> kernels = KernelPrecisions(rows);
     const std::vector<bool> onednn = OnednnProducts(
         rows, 3, shape_names_[math::CurrentPrecision() == math::Precision::kBf16], "im2col",
-        [&](int n) { return dnnl_.Available(n); }, [&] { return Measure(rows); });
-    return {.forward = onednn[0], .input_gradient = onednn[1], .weight_gradient = onednn[2]};
+        [&](int n) {
+          return std::ranges::all_of(kernels, [&](auto p) { return dnnl_.Available(n, p); });
+        },
+        [&] { return Measure(rows, kernels); });
+    return {{onednn[0], kernels[0]}, {onednn[1], kernels[1]}, {onednn[2], kernels[2]}};
   }
 
-  // Each product's time through im2col over its time through oneDNN, on `rows` rows of made-up
-  // values (the input as after a relu); nullopt when oneDNN has no kernel for the shape.
-  std::optional<std::vector<ProductSpeedUp>> Measure(int rows) const {
-    if (!dnnl_.Available(rows)) return std::nullopt;
-    const std::vector<float> in = TimingValues(static_cast<std::size_t>(rows) * input().Size(),
-                                               true),
-                             params = TimingValues(NumParams(), false),
-                             dout = TimingValues(static_cast<std::size_t>(rows) * output().Size(),
-                                                 false);
-    std::vector<float> out(dout.size()), din(in.size()), dparams(params.size()),
-        scratch(ScratchFloats(rows));
+  // The precision of the inputs of each product where oneDNN runs it: the process's, except in
+  // a bf16 process whose paths are chosen by timing (DTRAIN_CONV unset), where a product whose
+  // float32 kernel times faster than its bf16 one runs that (a first layer's weight gradient,
+  // over one input channel, can).
+  std::array<math::Precision, 3> KernelPrecisions(int rows) const {
+    using math::Precision;
+    const Precision process = math::CurrentPrecision();
+    std::array<Precision, 3> kernels{process, process, process};
+    if (process != Precision::kBf16 || CurrentPathMode() != PathMode::kAuto || rows == 0 ||
+        !dnnl_.Available(rows, Precision::kBf16) || !dnnl_.Available(rows, Precision::kFp32)) {
+      return kernels;
+    }
+    const std::vector<bool> bf16 = ChosenProducts(
+        shape_names_[1] + ", oneDNN's kernels", "float32", [&] { return MeasureKernels(rows); },
+        "bf16");
+    for (std::size_t i = 0; i < std::min(bf16.size(), kernels.size()); ++i) {
+      if (!bf16[i]) kernels[i] = Precision::kFp32;
+    }
+    return kernels;
+  }
+
+  TimingPass MadeUpPass(int rows) const {
+    TimingPass t;
+    t.in = TimingValues(static_cast<std::size_t>(rows) * input().Size(), /*rectified=*/true);
+    t.params = TimingValues(NumParams(), false);
+    t.dout = TimingValues(static_cast<std::size_t>(rows) * output().Size(), false);
+    t.out.resize(t.dout.size());
+    t.din.resize(t.in.size());
+    t.dparams.resize(t.params.size());
+    t.scratch.resize(ScratchFloats(rows));
+    return t;
+  }
+
+  // Each product's time through oneDNN's float32 kernel over its time through its bf16 one.
+  std::vector<ProductSpeedUp> MeasureKernels(int rows) const {
+    TimingPass t = MadeUpPass(rows);
+    const auto speed_up = [&](const auto& product) {
+      return MeasureSpeedUp([&] { product(math::Precision::kFp32); },
+                            [&] { product(math::Precision::kBf16); });
+    };
+    return {{"forward", speed_up([&](math::Precision p) {
+               dnnl_.Forward(t.in.data(), t.params.data(), t.out.data(), rows, p);
+             })},
+            {"input gradient", speed_up([&](math::Precision p) {
+               dnnl_.BackwardData(t.dout.data(), t.params.data(), t.din.data(), rows, p);
+             })},
+            {"weight gradient", speed_up([&](math::Precision p) {
+               dnnl_.BackwardWeights(t.in.data(), t.dout.data(), t.dparams.data(), rows, p);
+             })}};
+  }
+
+  // Each product's time through im2col over its time through oneDNN with inputs in `kernels`,
+  // on `rows` rows of made-up values; nullopt when oneDNN has no kernel for the shape.
+  std::optional<std::vector<ProductSpeedUp>> Measure(
+      int rows, const std::array<math::Precision, 3>& kernels) const {
+    for (const math::Precision p : kernels) {
+      if (!dnnl_.Available(rows, p)) return std::nullopt;
+    }
+    TimingPass t = MadeUpPass(rows);
     return std::vector<ProductSpeedUp>{
         {"forward",
          MeasureSpeedUp(
-             [&] { Im2colForward(params.data(), in.data(), out.data(), rows, scratch.data()); },
-             [&] { dnnl_.Forward(in.data(), params.data(), out.data(), rows); })},
-        {"input gradient",
-         MeasureSpeedUp(
              [&] {
-               Im2colInputGradient(params.data(), dout.data(), din.data(), rows, scratch.data());
+               Im2colForward(t.params.data(), t.in.data(), t.out.data(), rows, t.scratch.data());
              },
-             [&] { dnnl_.BackwardData(dout.data(), params.data(), din.data(), rows); })},
-        {"weight gradient",
-         MeasureSpeedUp(
-             [&] {
-               Im2colWeightGradient(in.data(), dout.data(), dparams.data(), rows, scratch.data());
-             },
-             [&] { dnnl_.BackwardWeights(in.data(), dout.data(), dparams.data(), rows); })}};
+             [&] { dnnl_.Forward(t.in.data(), t.params.data(), t.out.data(), rows, kernels[0]); })},
+        {"input gradient", MeasureSpeedUp(
+                               [&] {
+                                 Im2colInputGradient(t.params.data(), t.dout.data(), t.din.data(),
+                                                     rows, t.scratch.data());
+                               },
+                               [&] {
+                                 dnnl_.BackwardData(t.dout.data(), t.params.data(), t.din.data(),
+                                                    rows, kernels[1]);
+                               })},
+        {"weight gradient", MeasureSpeedUp(
+                                [&] {
+                                  Im2colWeightGradient(t.in.data(), t.dout.data(), t.dparams.data(),
+                                                       rows, t.scratch.data());
+                                },
+                                [&] {
+                                  dnnl_.BackwardWeights(t.in.data(), t.dout.data(),
+                                                        t.dparams.data(), rows, kernels[2]);
+                                })}};
   }
 
   // out = in (*) W over `rows` samples, without bias.

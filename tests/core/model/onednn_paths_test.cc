@@ -135,7 +135,8 @@ BOOST_AUTO_TEST_CASE(conv2d_through_onednn_gives_im2cols_values_on_random_shapes
     const Layer& layer = *made;
     BOOST_TEST_CONTEXT(FormatLayerSpec(spec)
                        << " on " << FormatShape(input) << ", " << rows << " rows") {
-      BOOST_TEST_REQUIRE(math::DnnlConv(GeometryOf(layer, spec)).Available(rows));
+      BOOST_TEST_REQUIRE(
+          math::DnnlConv(GeometryOf(layer, spec)).Available(rows, math::Precision::kFp32));
       std::vector<float> params(layer.NumParams()),
           in(static_cast<std::size_t>(rows) * input.Size()),
           upstream(static_cast<std::size_t>(rows) * layer.output().Size());
@@ -152,7 +153,8 @@ BOOST_AUTO_TEST_CASE(conv2d_through_onednn_gives_im2cols_values_on_random_shapes
 // sums over the inputs' magnitudes, plus 2^-22 of the value, with u = 2^-8 bf16's unit roundoff
 // and K the longest sum (see tests/core/math/bf16_products_test.cc). The magnitudes are the
 // float pass over |params|, |in| and |upstream|; the activation is the identity, as a relu's
-// derivative would flip with the sign of an output near zero.
+// derivative would flip with the sign of an output near zero. Timed (auto), a product may run on
+// oneDNN's float32 kernel instead: within the bound too.
 BOOST_AUTO_TEST_CASE(conv2d_in_bf16_stays_within_the_bf16_bound_on_both_paths,
                      *boost::unit_test::precondition(testing::NativeBf16Here)) {
   std::mt19937 rng(47);
@@ -188,7 +190,7 @@ BOOST_AUTO_TEST_CASE(conv2d_in_bf16_stays_within_the_bf16_bound_on_both_paths,
                   rows * out.height * out.width});
     constexpr double u = 0x1.0p-8;
     const double relative = 2 * u + u * u + longest_sum * 0x1.0p-22;
-    for (const PathMode mode : {PathMode::kOwn, PathMode::kOnednn}) {
+    for (const PathMode mode : {PathMode::kOwn, PathMode::kOnednn, PathMode::kAuto}) {
       const testing::ScopedPrecision bf16(math::Precision::kBf16);
       const Results r = Pass(layer, mode, params, in, upstream, rows);
       BOOST_TEST_CONTEXT(FormatLayerSpec(spec)
@@ -246,28 +248,50 @@ BOOST_AUTO_TEST_CASE(pools_through_onednn_give_their_own_values_on_random_shapes
   }
 }
 
+// The line of `shape` among `lines` names each of `products` as run by `own` or `other`.
+void CheckNamesEachProduct(const std::vector<std::string>& lines, const std::string& shape,
+                           const std::string& own, const std::string& other,
+                           std::initializer_list<const char*> products) {
+  const auto line = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) {
+    return l.rfind(shape + ": ", 0) == 0;
+  });
+  BOOST_TEST_REQUIRE((line != lines.end()), shape);
+  for (const char* product : products) {
+    const std::string named = std::string(" ") + product + " (";
+    BOOST_TEST((line->find(other + named) != std::string::npos ||
+                line->find(own + named) != std::string::npos),
+               *line << " names " << product);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(the_choice_names_each_product_of_each_shape_once) {
   const ForcedPath automatic(PathMode::kAuto);  // whatever DTRAIN_CONV says
   const Model cnn(SmallCnn());
   const std::vector<std::string> lines = ChooseLayerPaths(cnn, 5);
-  const auto check = [&](const std::string& shape, const char* own,
-                         std::initializer_list<const char*> products) {
-    const auto line = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) {
-      return l.rfind(shape + ": ", 0) == 0;
-    });
-    BOOST_TEST_REQUIRE((line != lines.end()), shape);
-    for (const char* product : products) {
-      const std::string named = std::string(" ") + product + " (";
-      BOOST_TEST((line->find("oneDNN" + named) != std::string::npos ||
-                  line->find(own + named) != std::string::npos),
-                 *line << " names " << product);
-    }
-  };
-  check("conv2d 4x3x3 over 2x8x8 to 4x8x8", "im2col",
-        {"forward", "input gradient", "weight gradient"});
-  check("maxpool 2 over 4x8x8", "dtrain's loops", {"forward", "gradient"});
+  CheckNamesEachProduct(lines, "conv2d 4x3x3 over 2x8x8 to 4x8x8", "im2col", "oneDNN",
+                        {"forward", "input gradient", "weight gradient"});
+  CheckNamesEachProduct(lines, "maxpool 2 over 4x8x8", "dtrain's loops", "oneDNN",
+                        {"forward", "gradient"});
   // Made once: a second model of the same shapes, at another batch size, measures nothing new.
   BOOST_TEST(ChooseLayerPaths(Model(SmallCnn()), 9) == lines, boost::test_tools::per_element());
+}
+
+// In bf16 a convolution's shape is timed apart, and first which of oneDNN's kernels, bf16 or
+// float32, runs each product; pooling keeps its one (float) choice.
+BOOST_AUTO_TEST_CASE(in_bf16_a_convolution_also_names_the_kernel_of_each_product,
+                     *boost::unit_test::precondition(testing::NativeBf16Here)) {
+  const ForcedPath automatic(PathMode::kAuto);
+  const testing::ScopedPrecision bf16(math::Precision::kBf16);
+  const std::vector<std::string> lines = ChooseLayerPaths(Model(SmallCnn()), 5);
+  const std::initializer_list<const char*> products = {"forward", "input gradient",
+                                                       "weight gradient"};
+  CheckNamesEachProduct(lines, "conv2d 4x3x3 over 2x8x8 to 4x8x8 in bf16, oneDNN's kernels",
+                        "float32", "bf16", products);
+  CheckNamesEachProduct(lines, "conv2d 4x3x3 over 2x8x8 to 4x8x8 in bf16", "im2col", "oneDNN",
+                        products);
+  BOOST_TEST(std::none_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.rfind("maxpool", 0) == 0 && l.find("bf16") != std::string::npos;
+  }));
 }
 
 BOOST_AUTO_TEST_CASE(a_forced_path_is_named_and_a_model_without_convolutions_says_nothing) {

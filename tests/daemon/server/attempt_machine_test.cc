@@ -192,7 +192,7 @@ BOOST_AUTO_TEST_CASE(without_restarts_the_first_failure_fails_the_job) {
 BOOST_AUTO_TEST_CASE(a_process_that_cannot_succeed_anywhere_is_not_restarted) {
   for (const worker::WorkerStop stop :
        {worker::WorkerStop::kNoData, worker::WorkerStop::kOutOfMemory,
-        worker::WorkerStop::kDiverged}) {
+        worker::WorkerStop::kDiverged, worker::WorkerStop::kUnsupportedCpu}) {
     AttemptMachine m = Started(Job(config::ClusterMode::kSync, 2));
     m.Done(1, stop, 12, "", "worker rank 1: it cannot");
     BOOST_TEST(!m.WillRestart());

@@ -11,9 +11,10 @@ BOOST_AUTO_TEST_SUITE(worker_stop)
 
 BOOST_AUTO_TEST_CASE(every_stop_keeps_its_wire_name_and_reads_back_as_itself) {
   const std::pair<WorkerStop, const char*> expected[] = {
-      {WorkerStop::kCompleted, "completed"},       {WorkerStop::kTarget, "target"},
-      {WorkerStop::kRequested, "requested"},       {WorkerStop::kNoData, "no_data"},
-      {WorkerStop::kOutOfMemory, "out_of_memory"}, {WorkerStop::kDiverged, "diverged"}};
+      {WorkerStop::kCompleted, "completed"},           {WorkerStop::kTarget, "target"},
+      {WorkerStop::kRequested, "requested"},           {WorkerStop::kNoData, "no_data"},
+      {WorkerStop::kOutOfMemory, "out_of_memory"},     {WorkerStop::kDiverged, "diverged"},
+      {WorkerStop::kUnsupportedCpu, "unsupported_cpu"}};
   for (const auto& [stop, name] : expected) {
     BOOST_TEST(WireName(stop) == name);
     BOOST_TEST((ParseWorkerStop(name) == stop), name);
@@ -26,6 +27,7 @@ BOOST_AUTO_TEST_CASE(only_a_stop_no_restart_can_mend_is_hopeless) {
   BOOST_TEST(IsHopeless(WorkerStop::kNoData));
   BOOST_TEST(IsHopeless(WorkerStop::kOutOfMemory));
   BOOST_TEST(IsHopeless(WorkerStop::kDiverged));
+  BOOST_TEST(IsHopeless(WorkerStop::kUnsupportedCpu));
   BOOST_TEST(!IsHopeless(WorkerStop::kCompleted));
   BOOST_TEST(!IsHopeless(WorkerStop::kTarget));
   BOOST_TEST(!IsHopeless(WorkerStop::kRequested));
