@@ -272,6 +272,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     if (rows > 0) network_.UpdateStatistics(params_);
     std::optional<StopReason> stop = strategy_.AgreedStop();
 
+    last_batch_ = {position_, batch};
     const bool epoch_end = AdvanceStep(position_, sampler_.StepsPerEpoch());
 
     if (log_now && window_rows > 0) {

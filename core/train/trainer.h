@@ -128,6 +128,14 @@ class Trainer {
   std::span<const float> params() const { return params_; }
   const TrainPosition& position() const { return position_; }
   void set_position(const TrainPosition& position) { position_ = position; }
+  // The step Run took last (for a listener's AfterStep): where in the epoch order it stood
+  // (`epoch`, `batch`; `step` the steps completed before it) and this replica's training rows in
+  // it, valid until the next step.
+  struct TakenBatch {
+    TrainPosition at;
+    std::span<const std::uint32_t> rows;
+  };
+  const TakenBatch& last_batch() const { return last_batch_; }
   std::size_t StepsPerEpoch() const { return sampler_.StepsPerEpoch(); }
   // Steps the whole run takes, from the epochs/steps limits.
   std::int64_t PlannedSteps() const;
@@ -172,6 +180,7 @@ class Trainer {
   std::span<float> grad_;  // the gradient: the first NumParams() floats of either
   std::vector<std::uint32_t> eval_indices_;
   TrainPosition position_;
+  TakenBatch last_batch_;
   data::ImageShape image_;      // what augmentation sees a row as
   std::vector<float> augment_;  // one image: augmentation's scratch
   // The running statistics (batchnorm's), kept across the strategy's Apply: each replica's own,

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/model/model_summary.h"
+#include "daemon/runner/row_recorder.h"
 #include "daemon/runner/trainer_checkpoint.h"
 
 namespace dtrain::runner {
@@ -13,15 +14,21 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A dense Trainer's loop, recorded.
+// A dense Trainer's loop, recorded; and the rows of each step where a test asks for them
+// (row_recorder.h).
 class RecordingListener final : public train::TrainListener {
  public:
-  explicit RecordingListener(RunRecording& recording) : recording_(recording) {}
+  RecordingListener(RunRecording& recording, int rank)
+      : recording_(recording), rows_(RowRecorder::FromEnvironment(rank)) {}
   void Record(std::span<const train::MetricPoint> points) override { recording_.Record(points); }
-  bool AfterStep(const train::Trainer&) override { return recording_.AfterStep(); }
+  bool AfterStep(const train::Trainer& trainer) override {
+    if (rows_) rows_->Record(trainer);
+    return recording_.AfterStep();
+  }
 
  private:
   RunRecording& recording_;
+  std::unique_ptr<RowRecorder> rows_;
 };
 
 }  // namespace
@@ -145,7 +152,7 @@ Result<train::StopReason> TrainRecorded(train::Trainer& trainer,
   RunRecording recording(
       policy, recorder, options, last_saved_step, [&trainer] { return ProgressOf(trainer); }, write,
       together);
-  RecordingListener listener(recording);
+  RecordingListener listener(recording, trainer.options().rank);
   Result<train::StopReason> why = trainer.Run(listener);
   if (!why.ok()) return why;
   if (Status finished = recording.Finish(); !finished.ok()) return finished;

@@ -14,11 +14,25 @@ namespace dtrain::server {
 namespace {
 
 // Variables a job's process keeps: its libraries' and locale's settings. Prefixes end in '_'.
-constexpr std::string_view kKept[] = {
-    "PATH=",          "LANG=",         "LANGUAGE=",    "TZ=",         "TMPDIR=",
-    "NO_COLOR=",      "LC_",           "OPENBLAS_",    "OMP_",        "GOTO_",
-    "DNNL_",          "DTRAIN_CONV=",  "DTRAIN_GEMM=", "SLURM_CONF=", "ASAN_OPTIONS=",
-    "UBSAN_OPTIONS=", "LSAN_OPTIONS=", "TSAN_OPTIONS="};
+constexpr std::string_view kKept[] = {"PATH=",
+                                      "LANG=",
+                                      "LANGUAGE=",
+                                      "TZ=",
+                                      "TMPDIR=",
+                                      "NO_COLOR=",
+                                      "LC_",
+                                      "OPENBLAS_",
+                                      "OMP_",
+                                      "GOTO_",
+                                      "DNNL_",
+                                      "DTRAIN_CONV=",
+                                      "DTRAIN_GEMM=",
+                                      "SLURM_CONF=",
+                                      "ASAN_OPTIONS=",
+                                      "UBSAN_OPTIONS=",
+                                      "LSAN_OPTIONS=",
+                                      "TSAN_OPTIONS=",
+                                      "DTRAIN_RECORD_ROWS="};
 // The account's own, from `from` when there is no account.
 constexpr std::string_view kPersonal[] = {"HOME=", "USER=", "LOGNAME=", "SHELL="};
 

@@ -1,0 +1,38 @@
+// RowRecorder: for tests of the data order, which training rows each step of a replica took,
+// appended to a file as the step ends. Off unless the process's environment names a file prefix
+// in DTRAIN_RECORD_ROWS (the daemon passes it on to its jobs' processes from its own
+// environment; a submitter cannot set it); then replica r appends to "PREFIX.r" one line a step:
+//
+//   EPOCH BATCH ROW ROW ...      (BATCH: the step's place in its epoch; ROW: 0-based training rows)
+//
+// Each line is one write(2) in append mode, so a killed process leaves whole lines (and at most
+// a last partial one, which readers drop); a step redone after a restart is appended again.
+// One thread at a time (the training thread).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/train/trainer.h"
+#include "core/unique_fd.h"
+
+namespace dtrain::runner {
+
+class RowRecorder {
+ public:
+  // The recorder of replica `rank` where DTRAIN_RECORD_ROWS is set, else null.
+  static std::unique_ptr<RowRecorder> FromEnvironment(int rank);
+
+  // Appends the line of the step `trainer` just took; a failed write is reported once, on
+  // stderr, and recording stops (it never stops training).
+  void Record(const train::Trainer& trainer);
+
+ private:
+  RowRecorder(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+
+  UniqueFd fd_;
+  std::string path_;
+  std::string line_;
+};
+
+}  // namespace dtrain::runner
