@@ -80,6 +80,17 @@ std::string StepLine(const JobInfo& job) {
   return line;
 }
 
+// The epoch line of `status`, for a sync job: "3, 4800 of its 12000 rows (40%)" (the epoch
+// counted from 1); "" where the job reports no such place.
+std::string EpochLine(const JobInfo& job) {
+  if (!job.epoch || !job.epoch_rows || !job.rows_per_epoch || *job.rows_per_epoch <= 0) return "";
+  const double done =
+      static_cast<double>(*job.epoch_rows) / static_cast<double>(*job.rows_per_epoch);
+  return std::to_string(*job.epoch + 1) + ", " + std::to_string(*job.epoch_rows) + " of its " +
+         std::to_string(*job.rows_per_epoch) + " rows (" +
+         std::to_string(static_cast<int>(std::clamp(done, 0.0, 1.0) * 100.0)) + "%)";
+}
+
 std::string WorkerExit(const WorkerInfo& w) {
   if (w.signal && *w.signal > 0) return "signal " + std::to_string(*w.signal);
   if (w.exit_status) return "exit " + std::to_string(*w.exit_status);
@@ -108,6 +119,9 @@ JobInfo ParseJob(const nlohmann::json& job) {
   if (info.total_steps && *info.total_steps <= 0) info.total_steps.reset();
   info.steps_per_sec = OptionalPace(job, "steps_per_sec");
   info.eta_seconds = OptionalPace(job, "eta_seconds");
+  info.epoch = OptionalInt(job, "epoch");
+  info.epoch_rows = OptionalInt(job, "epoch_rows");
+  info.rows_per_epoch = OptionalInt(job, "rows_per_epoch");
   info.restarts = JsonInt(job, "restarts");
   if (const nlohmann::json* slurm = JsonField(job, "slurm"); slurm && slurm->is_object()) {
     info.slurm_job = JsonInt(*slurm, "job_id");
@@ -179,6 +193,9 @@ void PrintJobDetail(const JobInfo& job, std::ostream& out, bool color, int max_e
   out << "  created   " << TimeWithAge(job.created, now) << '\n';
   out << "  updated   " << TimeWithAge(job.updated, now) << '\n';
   out << "  step      " << StepLine(job) << '\n';
+  if (const std::string epoch = EpochLine(job); !epoch.empty()) {
+    out << "  epoch     " << epoch << '\n';
+  }
   out << "  restarts  " << job.restarts << '\n';
   if (job.slurm_job > 0) {
     out << "  slurm     job " << job.slurm_job << " on " << job.slurm_nodes << '\n';

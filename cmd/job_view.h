@@ -52,6 +52,8 @@ struct JobInfo {
   std::optional<std::int64_t> total_steps;  // the steps the run plans in all, once known
   std::optional<double> steps_per_sec;      // its pace since it started (or resumed)
   std::optional<double> eta_seconds;        // the time left at that pace, while it runs
+  // A sync job's place in its data: the epoch (0-based), the rows of it taken, an epoch's rows.
+  std::optional<std::int64_t> epoch, epoch_rows, rows_per_epoch;
   std::int64_t restarts = 0;
   std::int64_t slurm_job = 0;  // cluster.scheduler = "slurm": its newest allocation; 0: none
   std::string slurm_nodes;

@@ -73,6 +73,12 @@ std::size_t BatchSampler::StepRows(std::size_t index) const {
   return total;
 }
 
+std::size_t BatchSampler::RowsBefore(std::size_t index) const {
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < index; ++i) total += StepRows(i);
+  return total;
+}
+
 std::span<const std::uint32_t> BatchSampler::Batch(std::uint64_t epoch, std::size_t index) {
   assert(index < steps_per_epoch_);
   if (!has_permutation_ || cached_epoch_ != epoch) {

@@ -54,6 +54,8 @@ class BatchSampler {
   const ShardRange& shard() const { return shard_; }
   // Rows in batch `index` summed over all ranks (to weight a rank's share of a global step).
   std::size_t StepRows(std::size_t index) const;
+  // Rows in batches [0, index) summed over all ranks: an epoch's rows done before step `index`.
+  std::size_t RowsBefore(std::size_t index) const;
 
   // Row indices of batch `index` (0-based, < StepsPerEpoch()) of `epoch`. Computes and caches
   // the epoch's permutation; the span stays valid until Batch is called with another epoch.

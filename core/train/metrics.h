@@ -14,12 +14,15 @@
 //     iteration of an L-BFGS run, daemon/runner/lbfgs_run.h)
 //   planned_steps   (once as a run starts or resumes, at the step it starts from: the steps it
 //     plans in all; daemon/runner/recorded_training.h)
+//   epoch_rows   (every log_every steps, in sync modes, whose replicas take one global batch a
+//     step: the training rows the replicas have taken together of the epoch the step was in)
+//   rows_per_epoch   (with planned_steps, in sync modes: the training rows an epoch takes)
 //   nonzero_weights   (once at the end of a sparse run: its model's weights that are not 0;
 //     daemon/runner/sparse_run.h)
 // The window counters (compute_seconds ... bytes_sent, a pipeline's pipeline_idle_seconds,
-// activation_send_seconds, activation_bytes, and compression_seconds, wire_bytes) count the steps since the worker's previous point,
-// not totals: IsWindowCounter.
-// A sink is called from the training thread only.
+// activation_send_seconds, activation_bytes, and compression_seconds, wire_bytes) count the steps
+// since the worker's previous point, not totals: IsWindowCounter. A sink is called from the
+// training thread only.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +33,8 @@
 namespace dtrain::train {
 
 inline constexpr std::string_view kPlannedSteps = "planned_steps";
+inline constexpr std::string_view kEpochRows = "epoch_rows";
+inline constexpr std::string_view kRowsPerEpoch = "rows_per_epoch";
 inline constexpr std::string_view kNonzeroWeights = "nonzero_weights";
 
 // Whether the metric `name` counts one worker's last log_every steps rather than a value or a

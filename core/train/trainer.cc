@@ -286,6 +286,12 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
           {position_.step, Epochs(), "grad_norm", grad_norm},
           {position_.step, Epochs(), "samples_per_sec", seconds > 0 ? rows_seen / seconds : 0.0}};
       if (options_.learning_rate) points.push_back({position_.step, Epochs(), "lr", lr});
+      if (options_.sharding == data::ShardMode::kGlobalBatches) {
+        // The rows of the epoch the step just taken is in: all of it when that step ended it.
+        const std::size_t done = epoch_end ? sampler_.StepsPerEpoch() : position_.batch;
+        points.push_back({position_.step, Epochs(), std::string(kEpochRows),
+                          static_cast<double>(sampler_.RowsBefore(done))});
+      }
       if (classification) {
         points.push_back({position_.step, Epochs(), "train_accuracy",
                           static_cast<double>(window_correct) / rows_seen});

@@ -137,6 +137,8 @@ class Trainer {
   };
   const TakenBatch& last_batch() const { return last_batch_; }
   std::size_t StepsPerEpoch() const { return sampler_.StepsPerEpoch(); }
+  // The training rows an epoch takes over all replicas.
+  std::size_t RowsPerEpoch() const { return train_.rows; }
   // Steps the whole run takes, from the epochs/steps limits.
   std::int64_t PlannedSteps() const;
   double Epochs() const;  // fractional epochs completed

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include "core/model/model_summary.h"
 #include "daemon/runner/row_recorder.h"
@@ -52,7 +53,10 @@ RunProgress ProgressOf(const train::Trainer& trainer) {
           .epochs = trainer.Epochs(),
           .planned_epochs = trainer.options().epochs,
           .params = trainer.network().NumParams(),
-          .batch_slices = trainer.network().BatchSlices()};
+          .batch_slices = trainer.network().BatchSlices(),
+          .rows_per_epoch = trainer.options().sharding == data::ShardMode::kGlobalBatches
+                                ? trainer.RowsPerEpoch()
+                                : 0};
 }
 
 RunRecording::RunRecording(const config::CheckpointConfig& policy, RunRecorder& recorder,
@@ -66,13 +70,18 @@ RunRecording::RunRecording(const config::CheckpointConfig& policy, RunRecorder& 
       progress_(std::move(progress)),
       write_checkpoint_(std::move(write_checkpoint)),
       together_(together) {
-  // How far the run goes, for its job's total steps and ETA (store/job_views.h). Not told to the
-  // observer: it is no progress of the run's.
+  // How far the run goes, for its job's total steps and ETA, and an epoch's rows
+  // (store/job_views.h). Not told to the observer: it is no progress of the run's.
   const RunProgress start = progress_();
   if (start.planned_steps > 0 && !start.iterations) {
-    const train::MetricPoint planned{start.step, start.epochs, std::string(train::kPlannedSteps),
-                                     static_cast<double>(start.planned_steps)};
-    recorder_.RecordMetrics({&planned, 1});
+    std::vector<train::MetricPoint> planned{{start.step, start.epochs,
+                                             std::string(train::kPlannedSteps),
+                                             static_cast<double>(start.planned_steps)}};
+    if (start.rows_per_epoch > 0) {
+      planned.push_back({start.step, start.epochs, std::string(train::kRowsPerEpoch),
+                         static_cast<double>(start.rows_per_epoch)});
+    }
+    recorder_.RecordMetrics(planned);
   }
 }
 

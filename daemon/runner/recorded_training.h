@@ -35,6 +35,7 @@ struct RunProgress {
   std::size_t params_per_key = 0;  // a sparse model: the parameters made for each key touched
   bool iterations = false;  // an L-BFGS run
   int batch_slices = 1;     // threads a step's batch is split over (1: BLAS threads, if any)
+  std::size_t rows_per_epoch = 0;  // sync modes: the training rows an epoch takes (else 0)
 };
 RunProgress ProgressOf(const train::Trainer& trainer);
 

@@ -1,6 +1,8 @@
 #include "daemon/store/job_views.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string_view>
 
 #include "core/train/metrics.h"
 #include "daemon/store/metric_value.h"
@@ -8,6 +10,15 @@
 namespace dtrain::store {
 
 using nlohmann::json;
+
+namespace {
+
+// The metrics a run records for its JOB object's progress fields rather than for `metrics`.
+bool IsProgressMetric(std::string_view name) {
+  return name == train::kPlannedSteps || name == train::kEpochRows || name == train::kRowsPerEpoch;
+}
+
+}  // namespace
 
 json EventJson(const EventRecord& e) {
   return {{"time", e.time},
@@ -66,6 +77,23 @@ json PaceJson(const std::vector<MetricRow>& latest, std::int64_t step, JobState 
   return pace;
 }
 
+json EpochJson(const std::vector<MetricRow>& latest) {
+  json epoch = {{"epoch", nullptr}, {"epoch_rows", nullptr}, {"rows_per_epoch", nullptr}};
+  const auto named = [&](std::string_view name) {
+    const auto at = std::find_if(latest.begin(), latest.end(),
+                                 [&](const MetricRow& m) { return m.name == name; });
+    return at == latest.end() ? nullptr : &*at;
+  };
+  const MetricRow* rows = named(train::kEpochRows);
+  const MetricRow* per_epoch = named(train::kRowsPerEpoch);
+  if (rows == nullptr || per_epoch == nullptr) return epoch;
+  // The point's fractional epochs completed: 2.4 is in epoch 2 (0-based), 2.0 ended epoch 1.
+  epoch["epoch"] = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::ceil(rows->epoch)) - 1);
+  epoch["epoch_rows"] = static_cast<std::int64_t>(rows->value);
+  epoch["rows_per_epoch"] = static_cast<std::int64_t>(per_epoch->value);
+  return epoch;
+}
+
 Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
   Result<JobRecord> job = store.GetJob(id);
   if (!job.ok()) return job.status();
@@ -82,7 +110,7 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
   std::int64_t step = 0;
   for (const MetricRow& m : metrics.value()) {
     step = std::max(step, m.step);
-    if (m.name != train::kPlannedSteps) latest[m.name] = MetricValueJson(m.value);  // total_steps
+    if (!IsProgressMetric(m.name)) latest[m.name] = MetricValueJson(m.value);
   }
   // A job stopped between two logged steps has its newest checkpoint further on.
   if (!checkpoints.value().empty()) step = std::max(step, checkpoints.value().back().step);
@@ -102,6 +130,7 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
               {"metrics", std::move(latest)},
               {"workers", std::move(worker_list)}};
   out.update(PaceJson(metrics.value(), step, r.state));
+  out.update(EpochJson(metrics.value()));
   if (const std::optional<SlurmGrant> grant = NewestSlurmGrant(events.value())) {
     out["slurm"] = {{"job_id", grant->job}, {"nodes", grant->nodes}};
   }

@@ -1,8 +1,10 @@
 // What the control protocol shows of jobs, built from a store alone: the JOB object of
 // control_protocol.md (state, reason, owner, step: the furthest of its metrics and its newest
-// checkpoint, total_steps, steps_per_sec and eta_seconds: its pace, restarts, latest metrics,
-// workers and, when asked, events) and the newest jobs. The daemon adds what only it knows (restarts not yet
-// recorded, the reason a queued job waits); `dtrain status/list --db` show them as recorded.
+// checkpoint, total_steps, steps_per_sec and eta_seconds: its pace, epoch, epoch_rows and
+// rows_per_epoch: its place in the epoch, restarts, latest metrics,
+// workers and, when asked, events) and the newest jobs. The daemon adds what only it knows
+// (restarts not yet recorded, the reason a queued job waits); `dtrain status/list --db` show them
+// as recorded.
 //
 //   Result<nlohmann::json> job = StoredJobJson(store, 7, /*with_events=*/true);
 //   for (std::int64_t id : NewestJobIds(store, std::nullopt, 20).value()) ...
@@ -37,6 +39,12 @@ nlohmann::json LogLineJson(const LogRow& l);
 // since it, or null before a later step is recorded), "eta_seconds" (the steps left at that
 // rate, while the job is running; else null)}.
 nlohmann::json PaceJson(const std::vector<MetricRow>& latest, std::int64_t step, JobState state);
+
+// train::kEpochRows and kRowsPerEpoch, what a sync run records of its place in the epoch, are the
+// JOB object's {"epoch" (0-based: the epoch of the last step before the newest epoch_rows
+// point), "epoch_rows" (the rows of it the replicas have taken), "rows_per_epoch"}, all null where
+// the run records none.
+nlohmann::json EpochJson(const std::vector<MetricRow>& latest);
 
 // What a follower's progress bar shows of a JOB object: {"state", "step", "total_steps",
 // "steps_per_sec", "eta_seconds", "metrics"} (control_protocol.md's PROGRESS).

@@ -109,6 +109,9 @@ json JobObject(std::int64_t id, const std::string& state, const std::string& rea
       {"total_steps", 480},
       {"steps_per_sec", 2.5},
       {"eta_seconds", state == "running" ? json(144.0) : json(nullptr)},
+      {"epoch", 1},
+      {"epoch_rows", 1920},
+      {"rows_per_epoch", 7680},
       {"restarts", 1},
       {"metrics", {{"eval_accuracy", 0.875}, {"train_loss", 0.25}, {"bytes_sent", 2048.0}}},
       {"workers", {Worker(0, "running"), Worker(1, "running")}},
@@ -261,10 +264,11 @@ BOOST_AUTO_TEST_CASE(status_shows_state_reason_workers_metrics_and_events) {
   Daemon d;
   const ProcessResult r = d.Run({"status", "7"});
   BOOST_TEST(r.exit_code == 0, r.err);
-  for (const char* part : {"job 7", "blobs", "running: 2 workers started", "priority  5",
-                           "step      120/480 (25%), 2.5 steps/s, ETA 2m24s", "restarts  1",
-                           "eval_accuracy 0.875", "train_loss 0.25", "RANK", "replica", "4001",
-                           "scheduled", "queued", "2 workers started"}) {
+  for (const char* part :
+       {"job 7", "blobs", "running: 2 workers started", "priority  5",
+        "step      120/480 (25%), 2.5 steps/s, ETA 2m24s",
+        "epoch     2, 1920 of its 7680 rows (25%)", "restarts  1", "eval_accuracy 0.875",
+        "train_loss 0.25", "RANK", "replica", "4001", "scheduled", "queued", "2 workers started"}) {
     BOOST_TEST(Contains(r.out, part), "missing '" << part << "' in:\n" << r.out);
   }
   // A window counter is labelled as one: not among the metrics, which read as values.

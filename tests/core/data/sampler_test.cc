@@ -171,9 +171,11 @@ BOOST_AUTO_TEST_CASE(global_batches_split_each_step_exactly_as_one_big_batch) {
           const auto big = one.Batch(1, i);
           BOOST_TEST((joined == std::vector<std::uint32_t>(big.begin(), big.end())));
           BOOST_TEST(ranks[0].StepRows(i) == big.size());
+          BOOST_TEST(ranks[0].RowsBefore(i) == std::min(rows, i * batch * world));
           for (std::uint32_t row : joined) ++seen[row];
         }
         BOOST_TEST(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+        BOOST_TEST(ranks[0].RowsBefore(one.StepsPerEpoch()) == rows);  // an epoch: every row
       }
     }
   }

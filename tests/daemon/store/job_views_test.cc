@@ -1,5 +1,6 @@
 // The JOB object's pace (store/job_views.h): total_steps from a run's planned_steps (which is not
-// among its metrics), steps per second since that point, and an ETA only while the job runs.
+// among its metrics), steps per second since that point, and an ETA only while the job runs; and
+// a sync run's epoch and the rows of it taken, from its epoch_rows and rows_per_epoch.
 #include "daemon/store/job_views.h"
 
 #include <boost/test/unit_test.hpp>
@@ -13,8 +14,9 @@ namespace {
 using testing::OpenStore;
 using testing::TempStoreDir;
 
-MetricRow Row(std::int64_t step, const std::string& name, double value, double time) {
-  return {.step = step, .worker = 0, .name = name, .value = value, .epoch = 0.0, .time = time};
+MetricRow Row(std::int64_t step, const std::string& name, double value, double time,
+              double epoch = 0.0) {
+  return {.step = step, .worker = 0, .name = name, .value = value, .epoch = epoch, .time = time};
 }
 
 BOOST_AUTO_TEST_SUITE(job_views)
@@ -65,6 +67,45 @@ BOOST_AUTO_TEST_CASE(a_stored_job_shows_its_total_steps_not_a_planned_steps_metr
   BOOST_TEST(progress["total_steps"] == 4690, progress.dump());
   BOOST_TEST(progress["step"] == 100, progress.dump());
   BOOST_TEST(!progress.contains("workers"), progress.dump());
+}
+
+// A sync run's place in its data: the epoch of its last step (0-based), the rows of it taken.
+BOOST_AUTO_TEST_CASE(the_epoch_is_that_of_the_last_step_with_the_rows_taken_of_it) {
+  const MetricRow per_epoch = Row(0, "rows_per_epoch", 60000, 1.0);
+  const nlohmann::json within = EpochJson({per_epoch, Row(1200, "epoch_rows", 33600, 9.0, 2.56)});
+  BOOST_TEST(within["epoch"] == 2, within.dump());
+  BOOST_TEST(within["epoch_rows"] == 33600, within.dump());
+  BOOST_TEST(within["rows_per_epoch"] == 60000, within.dump());
+  // The step that ended epoch 1 took its last rows: epoch 1 whole, not epoch 2 begun.
+  const nlohmann::json ended = EpochJson({per_epoch, Row(938, "epoch_rows", 60000, 9.0, 2.0)});
+  BOOST_TEST(ended["epoch"] == 1, ended.dump());
+  BOOST_TEST(ended["epoch_rows"] == 60000, ended.dump());
+  // An async run records neither: nothing is said.
+  const nlohmann::json none = EpochJson({Row(50, "train_loss", 0.5, 10.0)});
+  for (const char* key : {"epoch", "epoch_rows", "rows_per_epoch"}) {
+    BOOST_TEST(none[key].is_null(), key << ": " << none.dump());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_stored_sync_job_shows_its_epoch_not_epoch_metrics) {
+  TempStoreDir dir;
+  std::unique_ptr<Store> store = OpenStore(dir.Path("dtrain.db"));
+  const std::int64_t id = testing::RunningJob(*store, "epochs");
+  const std::vector<train::MetricPoint> start = {{0, 0.0, "planned_steps", 938},
+                                                 {0, 0.0, "rows_per_epoch", 60000}};
+  store->AppendMetrics(id, 0, start);
+  const std::vector<train::MetricPoint> later = {{100, 0.21, "train_loss", 0.7},
+                                                 {100, 0.21, "epoch_rows", 12800}};
+  store->AppendMetrics(id, 0, later);
+  BOOST_REQUIRE(store->Flush().ok());
+  Result<nlohmann::json> job = StoredJobJson(*store, id, false);
+  BOOST_REQUIRE_MESSAGE(job.ok(), job.status().message());
+  BOOST_TEST(job.value()["epoch"] == 0, job.value().dump());
+  BOOST_TEST(job.value()["epoch_rows"] == 12800, job.value().dump());
+  BOOST_TEST(job.value()["rows_per_epoch"] == 60000, job.value().dump());
+  for (const char* name : {"epoch_rows", "rows_per_epoch", "planned_steps"}) {
+    BOOST_TEST(!job.value()["metrics"].contains(name), name << ": " << job.value().dump());
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
