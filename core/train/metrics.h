@@ -4,6 +4,9 @@
 //
 // Names are stable (they are the `name` column of the store and the keys of `dtrain metrics`):
 //   train_loss, train_accuracy, lr, grad_norm, samples_per_sec   (every log_every steps)
+//   step_seconds_p50, step_seconds_p95   (every log_every steps: the median and 95th percentile
+//     of this worker's step times since its previous point, its last 10 000 steps at most;
+//     values of one worker, not counters to sum)
 //   eval_loss, eval_accuracy (classification) or eval_mse (regression)   (every evaluation)
 //   compute_seconds, comm_seconds, wait_seconds, bytes_sent   (every log_every steps, when the
 //     job has several workers: this worker's totals over the steps since the previous point)

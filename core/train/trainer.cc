@@ -9,6 +9,7 @@
 
 #include "core/data/random.h"
 #include "core/math/part_range.h"
+#include "core/train/step_times.h"
 
 namespace dtrain::train {
 namespace {
@@ -202,6 +203,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
   std::size_t window_rows = 0;
   auto window_start = Clock::now();
   double window_compute = 0.0;
+  StepTimes window_steps;
   TrafficWindow window_traffic;
   CommStats window_comm = strategy_.Stats();
   bool stop_proposed = false;
@@ -272,6 +274,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     if (rows > 0) network_.UpdateStatistics(params_);
     std::optional<StopReason> stop = strategy_.AgreedStop();
 
+    window_steps.Add(std::chrono::duration<double>(Clock::now() - compute_start).count());
     last_batch_ = {position_, batch};
     const bool epoch_end = AdvanceStep(position_, sampler_.StepsPerEpoch());
 
@@ -286,6 +289,8 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
           {position_.step, Epochs(), "grad_norm", grad_norm},
           {position_.step, Epochs(), "samples_per_sec", seconds > 0 ? rows_seen / seconds : 0.0}};
       if (options_.learning_rate) points.push_back({position_.step, Epochs(), "lr", lr});
+      points.push_back({position_.step, Epochs(), "step_seconds_p50", window_steps.Percentile(50)});
+      points.push_back({position_.step, Epochs(), "step_seconds_p95", window_steps.Percentile(95)});
       if (options_.sharding == data::ShardMode::kGlobalBatches) {
         // The rows of the epoch the step just taken is in: all of it when that step ended it.
         const std::size_t done = epoch_end ? sampler_.StepsPerEpoch() : position_.batch;
@@ -331,6 +336,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       }
       window_comm = comm;
       window_compute = 0.0;
+      window_steps.Clear();
       window_traffic = {};
       window_loss = 0.0;
       window_correct = 0;

@@ -269,12 +269,29 @@ BOOST_AUTO_TEST_CASE(learns_separable_blobs_and_reports_metrics) {
   BOOST_TEST(l.last_["train_loss"].value < 0.5);
   BOOST_TEST(l.last_["lr"].value < 0.01);  // cosine decayed
   for (const char* name : {"train_loss", "train_accuracy", "lr", "grad_norm", "samples_per_sec",
-                           "eval_loss", "eval_accuracy"}) {
+                           "step_seconds_p50", "step_seconds_p95", "eval_loss", "eval_accuracy"}) {
     BOOST_TEST_CONTEXT(name) { BOOST_TEST(l.counts_.count(name) == 1u); }
   }
+  BOOST_TEST(l.last_["step_seconds_p50"].value > 0.0);
+  BOOST_TEST(l.last_["step_seconds_p50"].value <= l.last_["step_seconds_p95"].value);
+  // One worker's sharded run says nothing of a global batch's rows.
+  BOOST_TEST(l.counts_.count("epoch_rows") == 0u);
   const EvalResult eval = run.trainer.Evaluate(test).value();
   BOOST_TEST(eval.rows == test.rows);
   BOOST_TEST(eval.accuracy == l.last_["eval_accuracy"].value);
+}
+
+// Global batches (sync modes): each log point says how many of its epoch's rows the steps took;
+// the last step ends the third epoch, all 600 of its rows.
+BOOST_AUTO_TEST_CASE(global_batches_report_the_rows_of_the_epoch_taken) {
+  TrainOptions options = Options();
+  options.sharding = data::ShardMode::kGlobalBatches;
+  Run run(train, test, options);
+  RecordingListener l;
+  BOOST_REQUIRE(run.trainer.Run(l).ok());
+  BOOST_TEST(l.counts_["epoch_rows"] == 6);  // steps 10, 20, ..., 50 and the last, 57
+  BOOST_TEST(l.last_["epoch_rows"].value == 600.0);
+  BOOST_TEST(l.last_["epoch_rows"].epoch == 3.0);
 }
 
 BOOST_AUTO_TEST_CASE(batchnorm_running_statistics_follow_the_data_and_serve_evaluation) {
