@@ -80,6 +80,13 @@ function stepText(j) {
   return text;
 }
 
+// ", epoch 2: 12800 of its 60000 rows" for a sync job (its place in its data; the JOB object
+// counts epochs from 0), "" for the others.
+function epochText(j) {
+  if (j.epoch == null || j.epoch_rows == null || !j.rows_per_epoch) return "";
+  return ", epoch " + (j.epoch + 1) + ": " + j.epoch_rows + " of its " + j.rows_per_epoch + " rows";
+}
+
 function stateCell(state) {
   return el("td", { class: "state state-" + state }, state);
 }
@@ -186,7 +193,8 @@ function jobPage(id) {
     job: j => {
       title.textContent = "Job " + j.id + " (" + j.name + ")";
       summary.replaceChildren(el("span", { class: "state state-" + j.state }, j.state),
-        " at " + stepText(j) + (j.restarts ? ", " + j.restarts + " restart(s)" : "") + ": " + j.reason);
+        " at " + stepText(j) + epochText(j) + (j.restarts ? ", " + j.restarts + " restart(s)" : "") +
+        ": " + j.reason);
       const ended = ["succeeded", "failed", "cancelled"].includes(j.state);
       metricsTitle.textContent = ended ? "Final metrics" : "Latest metrics";
       const names = Object.keys(j.metrics || {}).sort();

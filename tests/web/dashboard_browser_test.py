@@ -5,7 +5,8 @@ WebSocket library is needed).
 
 A real dtraind with an HTTP listener and a token file runs a real job. The browser signs in with
 the token (/?token=..., which sets the cookie and keeps the #fragment), opens the job's page and
-must see, within one page load: the job running at its step of the total steps with an ETA, its
+must see, within one page load: the job running at its step of the total steps with an ETA and
+its epoch with the rows of it taken, its
 charts gaining points as the job advances, its latest metrics, its settings (the resolved job
 file), times as YYYY-MM-DD HH:MM:SS, and log lines the worker prints arriving (each line says how
 long after the daemon stored it; the figure is printed, not asserted). Then the jobs page lists
@@ -184,6 +185,13 @@ def main():
             "(() => { const t = document.getElementById('summary').textContent;"
             " return t.includes(' steps/s, ETA ') ? t : ''; })()", 20, "the step of the total and an ETA")
         assert ("/%d (" % total) in summary, summary
+        # A sync job: its epoch and the rows of it taken, of the rows an epoch takes.
+        per_epoch = json.loads(dtrain(env, sock, "status", str(job_id), "--json"))["rows_per_epoch"]
+        assert isinstance(per_epoch, int) and per_epoch > 0, per_epoch
+        summary = browser.wait_for(
+            "(() => { const t = document.getElementById('summary').textContent;"
+            " return t.includes(' of its %d rows') ? t : ''; })()" % per_epoch, 20,
+            "the epoch and its rows")
         print("job page: " + summary)
         browser.wait_for("document.querySelector('#metrics tr[data-metric=\"train_loss\"]') !== null",
                          10, "the latest metrics")
