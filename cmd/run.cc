@@ -237,7 +237,7 @@ int Run(const RunArgs& args) {
     job = std::move(*settled.job);
   } else {
     config::LoadResult loaded = config::LoadJobFile(
-        args.job_file, args.overrides, {config::DataFiles::kCheck, net::PhysicalMemory()});
+        args.job_file, args.overrides, {config::DataFiles::kCheck, net::PhysicalMemory(), true});
     if (!loaded.ok()) {
       PrintDiagnostics(loaded.diagnostics, args.job_file);
       return kExitUsage;

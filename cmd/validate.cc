@@ -115,7 +115,7 @@ void PrintSparse(const config::JobConfig& job, const runner::SparseJobData& d) {
 int Validate(const ValidateArgs& args) {
   // The model must fit this host (dtrain submit leaves that to the daemon it submits to).
   config::LoadResult loaded = config::LoadJobFile(
-      args.job_file, args.overrides, {config::DataFiles::kCheck, net::PhysicalMemory()});
+      args.job_file, args.overrides, {config::DataFiles::kCheck, net::PhysicalMemory(), true});
   if (!loaded.ok()) {
     PrintDiagnostics(loaded.diagnostics, args.job_file);
     return kExitUsage;

@@ -393,14 +393,14 @@ void ReadModel(TableReader& r, Sink& sink, const DataConfig& data, model::ModelS
   }
 }
 
-// train.precision: "bf16" only where this CPU multiplies bf16 natively (every worker checks its
-// own host again at start).
-void ReadPrecision(TableReader& r, math::Precision* precision) {
+// train.precision; with `host_cpu`, "bf16" only where this CPU multiplies bf16 natively (every
+// worker checks its own host again at start).
+void ReadPrecision(TableReader& r, bool host_cpu, math::Precision* precision) {
   std::string name = math::PrecisionName(*precision);
   const toml::node* node = r.OneOf("precision", "fp32, bf16", &name);
   if (node == nullptr) return;
   *precision = name == "bf16" ? math::Precision::kBf16 : math::Precision::kFp32;
-  if (*precision != math::Precision::kBf16) return;
+  if (*precision != math::Precision::kBf16 || !host_cpu) return;
   if (const math::Bf16Support bf16 = math::NativeBf16(); !bf16.native) {
     r.Report(*node, "precision", math::Bf16Refusal(bf16) + ": use \"fp32\"");
   }
@@ -552,7 +552,7 @@ void CheckMemory(const JobConfig& job, TableReader& train, TableReader& model,
 }
 
 JobConfig ReadJob(const toml::table& root, const std::string& display_path, const PathBase& base,
-                  std::uint64_t host_memory, Sink& sink) {
+                  const JobChecks& checks, Sink& sink) {
   JobConfig job;
   job.source_path = display_path;
   TableReader top(&root, "", sink);
@@ -576,7 +576,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   }
   CheckAugment(job, data);
   ReadTrain(train, &job.train, &job.threads, &job.clip_norm);
-  ReadPrecision(train, &job.precision);
+  ReadPrecision(train, checks.host_cpu, &job.precision);
   const toml::node* memory_limit = ReadMemorySize(train, "memory_limit", &job.memory_limit);
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule, &job.lbfgs, &job.sample_rows);
   internal::ReadCluster(cluster, &job.cluster);
@@ -593,7 +593,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   internal::CheckSparseJob(job, {data, model, train, optimizer, cluster});
   // A sparse model's size is the features the data touches, known once it is read.
   if (sink.size() == 0 && !job.data.sparse) {
-    CheckMemory(job, train, model, memory_limit, host_memory);
+    CheckMemory(job, train, model, memory_limit, checks.host_memory);
   }
 
   const TableReader* const readers[] = {&top,     &data,       &model,   &train, &optimizer,
@@ -669,7 +669,7 @@ LoadResult Load(std::string_view text, const std::string& display_path,
 
   std::error_code ec;
   PathBase base{fs::absolute(fs::path(base_dir), ec), fs::current_path(ec), checks.files};
-  JobConfig job = ReadJob(*root, display_path, base, checks.host_memory, sink);
+  JobConfig job = ReadJob(*root, display_path, base, checks, sink);
   if (sink.size() > 0) return {std::nullopt, std::move(sink).Take()};
   return {std::move(job), {}};
 }

@@ -51,6 +51,10 @@ struct JobChecks {
   // The memory of the host the job would run on, bytes; 0: not checked. A job whose processes
   // on one host need more (config/job_memory.h) is refused, at model.hidden.
   std::uint64_t host_memory = 0;
+  // Whether this host's CPU must run the job as written: train.precision = "bf16" is refused
+  // where it has no native bf16. Off where the job runs elsewhere (dtrain submit leaves it to
+  // the daemon, as it does the host's memory).
+  bool host_cpu = false;
 };
 
 // Reads the job file at `path` (kept as JobConfig::source_path and diagnostic file name).

@@ -122,7 +122,7 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
   // open them (the client checked them as the owner already). The model must fit this host.
   config::LoadResult loaded = co_await OffThread(pool_, [&] {
     return config::ParseJobText(job_toml, source, {}, "/",
-                                {config::DataFiles::kUnchecked, net::PhysicalMemory()});
+                                {config::DataFiles::kUnchecked, net::PhysicalMemory(), true});
   });
   if (!loaded.ok()) {
     out.refusal =

@@ -58,8 +58,9 @@ asio::awaitable<std::optional<Refusal>> JobManager::Resume(std::int64_t id, uid_
   } done{changing_, id};
   // Checked as a submission is: the data files are not looked at here.
   config::LoadResult settled = co_await OffThread(pool_, [&record, &name, &overrides] {
-    return config::ApplyResumeSettings(record.spec_toml, name, overrides,
-                                       {config::DataFiles::kUnchecked, net::PhysicalMemory()});
+    return config::ApplyResumeSettings(
+        record.spec_toml, name, overrides,
+        {config::DataFiles::kUnchecked, net::PhysicalMemory(), true});
   });
   if (!settled.ok()) {
     co_return Refusal{"invalid_job", name + ": cannot resume it so",
