@@ -188,6 +188,7 @@ function jobPage(id) {
     el("h2", {}, "Checkpoints"), checkpoints, el("h2", {}, "Settings"), settings);
   charts = chartPlans.map((plan, i) => makeChart(canvases[i], plan));
   const ratios = {};  // rank -> its latest compression_ratio
+  const stepTimes = {};  // rank -> its latest step_seconds_p50 and _p95: {p50, p95}
 
   listen("/api/stream?job=" + encodeURIComponent(id), {
     job: j => {
@@ -214,10 +215,19 @@ function jobPage(id) {
       // overlaps the backward pass).
       const exchanging = (j.worker_totals || []).some(t => t.exposed_comm_seconds != null);
       const exposedColumn = exchanging ? [{label: 'exposed comm s (total)', num: true}] : [];
+      // Each worker's step times over its last log window: a straggler's p95 stands out.
+      const timed = Object.keys(stepTimes).length > 0;
+      const stepColumn = timed ? [{label: 'step ms p50 / p95', num: true}] : [];
+      const stepCell = rank => {
+        const t = stepTimes[rank];
+        return el('td', {class: 'num', 'data-step': String(rank)},
+                  t ? number(t.p50 * 1e3, 3) + ' / ' + number(t.p95 * 1e3, 3) : '-');
+      };
       workers.replaceChildren(table(
           [
             'rank', 'role', 'host', 'pid', 'state', 'exit', {label: 'compute s (total)', num: true},
-            {label: 'comm s (total)', num: true}, ...exposedColumn, ...wireColumns, 'started'
+            {label: 'comm s (total)', num: true}, ...exposedColumn, ...wireColumns, ...stepColumn,
+            'started'
           ],
           j.workers.map(
               w =>
@@ -237,7 +247,7 @@ function jobPage(id) {
                                   number(ratios[w.rank], 1))
                              ] :
                              []),
-                     el('td', {}, when(w.started))))));
+                     ...(timed ? [stepCell(w.rank)] : []), el('td', {}, when(w.started))))));
       events.replaceChildren(table(["time", "from", "to", "reason"], (j.events || []).map(e =>
         el("tr", {}, el("td", {}, when(e.time)), el("td", {}, e.from ?? ""), el("td", {}, e.to),
           el("td", {}, e.reason)))));
@@ -250,6 +260,8 @@ function jobPage(id) {
       view.dataset.metricEvents = String(Number(view.dataset.metricEvents || 0) + 1);
       rows.forEach(r => {
         if (r.name === "compression_ratio") ratios[r.worker] = r.value;
+        if (r.name === "step_seconds_p50") (stepTimes[r.worker] ??= {}).p50 = r.value;
+        if (r.name === "step_seconds_p95") (stepTimes[r.worker] ??= {}).p95 = r.value;
         // The lead replica's curves, finite points only (NaN is null, infinities are strings).
         if (r.worker !== 0 || typeof r.value !== "number") return;
         chartPlans.forEach((plan, i) => {

@@ -200,6 +200,13 @@ def main():
         started = browser.evaluate(
             "document.querySelector('#workers tbody tr').lastElementChild.textContent")
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", started), started
+        # Each worker's step times over its last window (a straggler's p95 would stand out).
+        steps = browser.wait_for(
+            "(() => { const c = document.querySelector('#workers td[data-step=\"1\"]');"
+            " return c && c.textContent !== '-' ? c.textContent : ''; })()", 20,
+            "worker 1's step times")
+        assert re.fullmatch(r"[0-9.]+ / [0-9.]+", steps), steps
+        print("job page: worker 1's step ms p50 / p95 " + steps)
         # A job that compresses shows each worker's wire bytes and compression ratio (bf16 between
         # two workers: fewer bytes than the uncompressed exchange, whose votes weigh on a model
         # this small).
