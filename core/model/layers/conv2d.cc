@@ -13,6 +13,7 @@
 // Parameters: W [k*k*C x F] row-major (HWIO), then b [F].
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ struct ConvProduct {
 struct ConvProducts {
   ConvProduct forward, input_gradient, weight_gradient;
 };
+
+// A conv2d pass's products, as timed and as its log line names them.
+enum Product { kForward, kInputGradient, kWeightGradient };
+constexpr const char* kProductNames[] = {"forward", "input gradient", "weight gradient"};
 
 // Made-up operands of a pass, to time products on.
 struct TimingPass {
@@ -168,57 +173,64 @@ class Conv2d final : public Layer {
     return t;
   }
 
-  // Each product's time through oneDNN's float32 kernel over its time through its bf16 one.
-  std::vector<ProductSpeedUp> MeasureKernels(int rows) const {
-    TimingPass t = MadeUpPass(rows);
-    const auto speed_up = [&](const auto& product) {
-      return MeasureSpeedUp([&] { product(math::Precision::kFp32); },
-                            [&] { product(math::Precision::kBf16); });
-    };
-    return {{"forward", speed_up([&](math::Precision p) {
-               dnnl_.Forward(t.in.data(), t.params.data(), t.out.data(), rows, p);
-             })},
-            {"input gradient", speed_up([&](math::Precision p) {
-               dnnl_.BackwardData(t.dout.data(), t.params.data(), t.din.data(), rows, p);
-             })},
-            {"weight gradient", speed_up([&](math::Precision p) {
-               dnnl_.BackwardWeights(t.in.data(), t.dout.data(), t.dparams.data(), rows, p);
-             })}};
+  // Runs product `product` (kForward, kInputGradient, kWeightGradient) of the made-up pass `t`
+  // through oneDNN with inputs in `*onednn`, or through im2col where it is nullopt.
+  void RunProduct(TimingPass& t, int rows, int product,
+                  std::optional<math::Precision> onednn) const {
+    switch (product) {
+      case kForward:
+        if (onednn) return dnnl_.Forward(t.in.data(), t.params.data(), t.out.data(), rows, *onednn);
+        return Im2colForward(t.params.data(), t.in.data(), t.out.data(), rows, t.scratch.data());
+      case kInputGradient:
+        if (onednn) {
+          return dnnl_.BackwardData(t.dout.data(), t.params.data(), t.din.data(), rows, *onednn);
+        }
+        return Im2colInputGradient(t.params.data(), t.dout.data(), t.din.data(), rows,
+                                   t.scratch.data());
+      default:
+        if (onednn) {
+          return dnnl_.BackwardWeights(t.in.data(), t.dout.data(), t.dparams.data(), rows,
+                                       *onednn);
+        }
+        return Im2colWeightGradient(t.in.data(), t.dout.data(), t.dparams.data(), rows,
+                                    t.scratch.data());
+    }
   }
 
-  // Each product's time through im2col over its time through oneDNN with inputs in `kernels`,
-  // on `rows` rows of made-up values; nullopt when oneDNN has no kernel for the shape.
+  // Where a product runs for RunProduct: oneDNN with inputs in a precision, or im2col (nullopt).
+  using PathOf = std::function<std::optional<math::Precision>(int product)>;
+
+  // Each product's time along the paths `slow` names over its time along `fast`'s, on a made-up
+  // pass of `rows` rows, in kProductNames' order.
+  std::vector<ProductSpeedUp> SpeedUps(int rows, const PathOf& slow, const PathOf& fast) const {
+    TimingPass t = MadeUpPass(rows);
+    std::vector<ProductSpeedUp> speed_ups;
+    for (int product : {kForward, kInputGradient, kWeightGradient}) {
+      speed_ups.push_back(
+          {kProductNames[product],
+           MeasureSpeedUp([&] { RunProduct(t, rows, product, slow(product)); },
+                          [&] { RunProduct(t, rows, product, fast(product)); })});
+    }
+    return speed_ups;
+  }
+
+  // Each product's time through oneDNN's float32 kernel over its time through its bf16 one.
+  std::vector<ProductSpeedUp> MeasureKernels(int rows) const {
+    return SpeedUps(
+        rows, [](int) { return std::optional(math::Precision::kFp32); },
+        [](int) { return std::optional(math::Precision::kBf16); });
+  }
+
+  // Each product's time through im2col over its time through oneDNN with inputs in `kernels`;
+  // nullopt when oneDNN has no kernel for the shape.
   std::optional<std::vector<ProductSpeedUp>> Measure(
       int rows, const std::array<math::Precision, 3>& kernels) const {
     for (const math::Precision p : kernels) {
       if (!dnnl_.Available(rows, p)) return std::nullopt;
     }
-    TimingPass t = MadeUpPass(rows);
-    return std::vector<ProductSpeedUp>{
-        {"forward",
-         MeasureSpeedUp(
-             [&] {
-               Im2colForward(t.params.data(), t.in.data(), t.out.data(), rows, t.scratch.data());
-             },
-             [&] { dnnl_.Forward(t.in.data(), t.params.data(), t.out.data(), rows, kernels[0]); })},
-        {"input gradient", MeasureSpeedUp(
-                               [&] {
-                                 Im2colInputGradient(t.params.data(), t.dout.data(), t.din.data(),
-                                                     rows, t.scratch.data());
-                               },
-                               [&] {
-                                 dnnl_.BackwardData(t.dout.data(), t.params.data(), t.din.data(),
-                                                    rows, kernels[1]);
-                               })},
-        {"weight gradient", MeasureSpeedUp(
-                                [&] {
-                                  Im2colWeightGradient(t.in.data(), t.dout.data(), t.dparams.data(),
-                                                       rows, t.scratch.data());
-                                },
-                                [&] {
-                                  dnnl_.BackwardWeights(t.in.data(), t.dout.data(),
-                                                        t.dparams.data(), rows, kernels[2]);
-                                })}};
+    return SpeedUps(
+        rows, [](int) -> std::optional<math::Precision> { return std::nullopt; },
+        [&](int product) { return std::optional(kernels[static_cast<std::size_t>(product)]); });
   }
 
   // out = in (*) W over `rows` samples, without bias.
