@@ -74,8 +74,15 @@ std::size_t BatchSampler::StepRows(std::size_t index) const {
 }
 
 std::size_t BatchSampler::RowsBefore(std::size_t index) const {
+  if (mode_ == ShardMode::kGlobalBatches) {
+    // Steps [0, index) took the permutation's first rows, up to where step `index` starts.
+    return std::min(index * batch_size_ * static_cast<std::size_t>(world_size_), rows_);
+  }
+  // Each rank's steps took its shard's first rows, up to where its step `index` starts.
   std::size_t total = 0;
-  for (std::size_t i = 0; i < index; ++i) total += StepRows(i);
+  for (int r = 0; r < world_size_; ++r) {
+    total += RangeOf(r, index).begin - ShardOf(rows_, r, world_size_).begin;
+  }
   return total;
 }
 

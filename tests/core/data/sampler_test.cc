@@ -181,6 +181,26 @@ BOOST_AUTO_TEST_CASE(global_batches_split_each_step_exactly_as_one_big_batch) {
   }
 }
 
+// RowsBefore(i) is what the steps before i took over all ranks, in either mode, to an epoch's
+// every row.
+BOOST_AUTO_TEST_CASE(rows_before_a_step_are_the_rows_its_earlier_steps_took) {
+  for (const ShardMode mode : {ShardMode::kGlobalBatches, ShardMode::kContiguousShards}) {
+    for (int world : {1, 3, 4}) {
+      for (std::size_t rows : {1u, 37u, 1000u}) {
+        const BatchSampler s(rows, 7, 3, 0, world, mode);
+        BOOST_TEST_CONTEXT("world " << world << " rows " << rows) {
+          std::size_t taken = 0;
+          for (std::size_t i = 0; i <= s.StepsPerEpoch(); ++i) {
+            BOOST_TEST(s.RowsBefore(i) == taken, "step " << i);
+            if (i < s.StepsPerEpoch()) taken += s.StepRows(i);
+          }
+          BOOST_TEST(taken == rows);
+        }
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
