@@ -129,7 +129,14 @@ struct ClusterConfig {
   // Whether sync ring replicas sum within each host before they send across hosts
   // (config/hierarchy_key.h).
   Hierarchy hierarchy = Hierarchy::kAuto;
+  // Elastic sync ring jobs: the fewest replicas the job trains with. A lost replica leaves the
+  // others training (they regroup on a smaller ring, the global batch of workers x batch_size
+  // kept) while at least this many remain; the daemon starts a replacement that joins at a step
+  // boundary. 0: not elastic (every loss restarts the attempt from its checkpoint).
+  int min_workers = 0;
 
+  // Whether a lost replica is carried on without (min_workers set below workers).
+  bool Elastic() const { return min_workers > 0 && min_workers < workers; }
   // Shards of each partition, where a mode uses parameter servers (config/mode_traits.h).
   int Servers() const;
   // Processes the job runs (config/job_layout.h): every replica's partitions, then every
