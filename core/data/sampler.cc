@@ -36,9 +36,11 @@ ShardRange ShardOf(std::size_t rows, int rank, int world_size) {
 }
 
 BatchSampler::BatchSampler(std::size_t rows, std::size_t batch_size, std::uint64_t seed, int rank,
-                           int world_size, ShardMode mode)
+                           int world_size, ShardMode mode, std::size_t global_batch)
     : rows_(rows),
       batch_size_(batch_size),
+      global_batch_(global_batch > 0 ? global_batch
+                                     : batch_size * static_cast<std::size_t>(world_size)),
       seed_(seed),
       rank_(rank),
       world_size_(world_size),
@@ -46,8 +48,7 @@ BatchSampler::BatchSampler(std::size_t rows, std::size_t batch_size, std::uint64
       shard_(ShardOf(rows, rank, world_size)) {
   assert(batch_size > 0);
   if (mode_ == ShardMode::kGlobalBatches) {
-    const std::size_t global = batch_size * static_cast<std::size_t>(world_size);
-    steps_per_epoch_ = (rows + global - 1) / global;
+    steps_per_epoch_ = (rows + global_batch_ - 1) / global_batch_;
   } else {
     // Rank 0's shard is a largest one.
     steps_per_epoch_ = (ShardOf(rows, 0, world_size).size() + batch_size - 1) / batch_size;
@@ -56,9 +57,8 @@ BatchSampler::BatchSampler(std::size_t rows, std::size_t batch_size, std::uint64
 
 ShardRange BatchSampler::RangeOf(int rank, std::size_t index) const {
   if (mode_ == ShardMode::kGlobalBatches) {
-    const std::size_t global = batch_size_ * static_cast<std::size_t>(world_size_);
-    const std::size_t begin = std::min(index * global, rows_);
-    const std::size_t end = std::min(begin + global, rows_);
+    const std::size_t begin = std::min(index * global_batch_, rows_);
+    const std::size_t end = std::min(begin + global_batch_, rows_);
     const ShardRange part = ShardOf(end - begin, rank, world_size_);
     return {begin + part.begin, begin + part.end};
   }
@@ -76,7 +76,7 @@ std::size_t BatchSampler::StepRows(std::size_t index) const {
 std::size_t BatchSampler::RowsBefore(std::size_t index) const {
   if (mode_ == ShardMode::kGlobalBatches) {
     // Steps [0, index) took the permutation's first rows, up to where step `index` starts.
-    return std::min(index * batch_size_ * static_cast<std::size_t>(world_size_), rows_);
+    return std::min(index * global_batch_, rows_);
   }
   // Each rank's steps took its shard's first rows, up to where its step `index` starts.
   std::size_t total = 0;

@@ -35,9 +35,11 @@ enum class ShardMode {
   // Each rank owns a contiguous ShardOf slice of the permutation and cuts it into batches
   // (asynchronous and local-SGD modes: every worker walks its own part of the data).
   kContiguousShards,
-  // Step i's global batch is the permutation's slice [i*W*b, (i+1)*W*b); rank r takes its r-th
-  // ShardOf part. The ranks of a synchronous step together see exactly the batch one worker with
-  // batch W*b would see, so N workers x batch b train like one worker x batch N*b.
+  // Step i's global batch is the permutation's slice [i*G, (i+1)*G) (G = W*b unless the sampler
+  // is given another); rank r takes its r-th ShardOf part. The ranks of a synchronous step
+  // together see exactly the batch one worker with batch G would see, so N workers x batch b
+  // train like one worker x batch N*b; and with G fixed, any number of ranks trains the same
+  // steps (an elastic job that lost a replica: the shares grow, the steps stay).
   kGlobalBatches,
 };
 
@@ -46,9 +48,11 @@ enum class ShardMode {
 // (or empty) final batch.
 class BatchSampler {
  public:
-  // batch_size > 0 (per rank); 0 <= rank < world_size.
+  // batch_size > 0 (per rank); 0 <= rank < world_size. `global_batch`: kGlobalBatches' G, the
+  // rows of a step over all ranks (0: batch_size x world_size); ignored by kContiguousShards.
   BatchSampler(std::size_t rows, std::size_t batch_size, std::uint64_t seed, int rank = 0,
-               int world_size = 1, ShardMode mode = ShardMode::kContiguousShards);
+               int world_size = 1, ShardMode mode = ShardMode::kContiguousShards,
+               std::size_t global_batch = 0);
 
   std::size_t StepsPerEpoch() const { return steps_per_epoch_; }
   const ShardRange& shard() const { return shard_; }
@@ -67,6 +71,7 @@ class BatchSampler {
 
   std::size_t rows_;
   std::size_t batch_size_;
+  std::size_t global_batch_;  // kGlobalBatches: the rows of a step over all ranks
   std::uint64_t seed_;
   int rank_;
   int world_size_;

@@ -352,7 +352,8 @@ Status HostSyncStrategy::Apply(std::int64_t step, std::span<float> params, std::
 
 Result<std::unique_ptr<train::Strategy>> MakeSyncStrategy(
     RingAllReduce& ring, const RingLinks& links, std::unique_ptr<optim::Optimizer> optimizer,
-    float clip_norm, std::chrono::milliseconds timeout, std::vector<GradientBucket> buckets) {
+    float clip_norm, std::chrono::milliseconds timeout, std::vector<GradientBucket> buckets,
+    HostSharing sharing) {
   const int world = ring.world();
   const std::size_t params = optimizer->size();
   auto ring_strategy = [&]() -> std::unique_ptr<train::Strategy> {
@@ -362,7 +363,7 @@ Result<std::unique_ptr<train::Strategy>> MakeSyncStrategy(
     }
     return std::make_unique<SyncAllReduceStrategy>(ring, world, std::move(optimizer), clip_norm);
   };
-  if (world < 2) return ring_strategy();
+  if (world < 2 || sharing == HostSharing::kNever) return ring_strategy();
   const bool local = IsShared(links.left) && IsShared(links.right);
   Result<bool> all_local = Everyone(ring, local, kLocalOp);
   if (!all_local.ok()) return all_local.status();

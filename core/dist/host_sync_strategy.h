@@ -69,6 +69,11 @@ namespace internal {
 struct HostSyncHeader;
 }
 
+// Whether MakeSyncStrategy may share one parameter copy among a host's replicas. kNever: each
+// replica keeps whole parameters and optimizer state of its own, stepped only after the whole
+// exchange succeeded (an elastic job, whose survivors carry on from one replica's state).
+enum class HostSharing { kWhereAllLocal, kNever };
+
 class HostSyncStrategy final : public train::Strategy {
  public:
   static constexpr std::size_t kVoteFloats = VotingAllReduce::kVoteFloats;
@@ -95,7 +100,8 @@ class HostSyncStrategy final : public train::Strategy {
  private:
   friend Result<std::unique_ptr<train::Strategy>> MakeSyncStrategy(
       RingAllReduce& ring, const RingLinks& links, std::unique_ptr<optim::Optimizer> optimizer,
-      float clip_norm, std::chrono::milliseconds timeout, std::vector<GradientBucket> buckets);
+      float clip_norm, std::chrono::milliseconds timeout, std::vector<GradientBucket> buckets,
+      HostSharing sharing);
   HostSyncStrategy(ShmMapping segment, int rank, int world, std::size_t params, std::size_t stride,
                    const RingLinks& links, std::unique_ptr<optim::Optimizer> optimizer,
                    float clip_norm, std::chrono::milliseconds timeout);
@@ -137,11 +143,13 @@ class HostSyncStrategy final : public train::Strategy {
 };
 
 // The synchronous ring strategy for these replicas: HostSyncStrategy when every rank runs on
-// this host and the segment could be shared; otherwise (one host per rank, transport = "tcp", or
-// no shared memory) OverlappedSyncStrategy over `buckets` when there are several, else
-// SyncAllReduceStrategy. Collective: every rank calls it, after JoinRing, with the same buckets.
+// this host, the segment could be shared and `sharing` allows it; otherwise (one host per rank,
+// transport = "tcp", no shared memory, or kNever) OverlappedSyncStrategy over `buckets` when
+// there are several, else SyncAllReduceStrategy. Collective: every rank calls it, after JoinRing,
+// with the same buckets and `sharing`.
 Result<std::unique_ptr<train::Strategy>> MakeSyncStrategy(
     RingAllReduce& ring, const RingLinks& links, std::unique_ptr<optim::Optimizer> optimizer,
-    float clip_norm, std::chrono::milliseconds timeout, std::vector<GradientBucket> buckets = {});
+    float clip_norm, std::chrono::milliseconds timeout, std::vector<GradientBucket> buckets = {},
+    HostSharing sharing = HostSharing::kWhereAllLocal);
 
 }  // namespace dtrain::dist

@@ -56,7 +56,12 @@ Status JudgeTrainLoss(const TrainOptions& options, double loss, std::int64_t ste
 }
 
 int Trainer::Capacity(const TrainOptions& options) {
-  return std::max(options.batch_size, options.eval_batch_size);
+  int share = options.batch_size;
+  if (options.sharding == data::ShardMode::kGlobalBatches && options.global_batch > 0) {
+    const auto world = static_cast<std::size_t>(options.world_size);
+    share = std::max(share, static_cast<int>((options.global_batch + world - 1) / world));
+  }
+  return std::max(share, options.eval_batch_size);
 }
 
 int Trainer::EvalBatchRows(const model::ModelSpec& spec, int batch_size, int wanted) {
@@ -90,7 +95,7 @@ Trainer::Trainer(std::unique_ptr<model::LocalNetwork> owned, model::Network* net
       scaling_(std::move(scaling)),
       strategy_(strategy),
       sampler_(train.rows, static_cast<std::size_t>(options_.batch_size), options_.seed,
-               options_.rank, options_.world_size, options_.sharding),
+               options_.rank, options_.world_size, options_.sharding, options_.global_batch),
       param_buffer_(),
       params_(network_.StatisticRanges().empty() ? strategy.ParameterStorage(network_.NumParams())
                                                  : std::span<float>()),
@@ -323,6 +328,10 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
                           ExposedSeconds(comm) - ExposedSeconds(window_comm)});
         points.push_back({position_.step, Epochs(), "bytes_sent",
                           static_cast<double>(comm.bytes_sent - window_comm.bytes_sent)});
+        if (options_.sharding == data::ShardMode::kGlobalBatches) {
+          points.push_back({position_.step, Epochs(), "workers_active",
+                            static_cast<double>(options_.world_size)});
+        }
       }
       if (comm.compressed) {
         AddCompressionPoints(position_.step, Epochs(), comm, window_comm, points);

@@ -49,6 +49,10 @@ struct TrainOptions {
   int rank = 0;
   int world_size = 1;
   data::ShardMode sharding = data::ShardMode::kContiguousShards;  // kGlobalBatches: sync modes
+  // kGlobalBatches: the rows of a step over all replicas (0: world_size x batch_size). An elastic
+  // job keeps it at cluster.workers x batch_size whatever its world, so each replica's share is
+  // about global_batch / world_size rows.
+  std::size_t global_batch = 0;
   int eval_batch_size = 1000;
   data::AugmentOptions augment;  // applied to training batches of images (see data/augment.h)
 };
@@ -145,7 +149,8 @@ class Trainer {
   const TrainOptions& options() const { return options_; }
   Strategy& strategy() { return strategy_; }
   const model::Network& network() const { return network_; }
-  // The rows a network for `options` must hold at once.
+  // The rows a network for `options` must hold at once: the largest share of a step (at least
+  // batch_size) or an evaluation's.
   static int Capacity(const TrainOptions& options);
   // The rows an evaluation takes at once: `wanted`, but only as many as keep its activations
   // within 32 MiB, unless the training batch (never fewer rows) needs more. A wide

@@ -65,9 +65,20 @@ train::TrainOptions ReplicaOptions(const config::JobConfig& job, const model::Mo
   o.sharding = TraitsOf(job.cluster.mode).exchange == Exchange::kSynchronous
                    ? data::ShardMode::kGlobalBatches
                    : data::ShardMode::kContiguousShards;
+  if (o.sharding == data::ShardMode::kGlobalBatches) {
+    o.global_batch =
+        static_cast<std::size_t>(o.batch_size) * static_cast<std::size_t>(o.world_size);
+  }
   o.schedule.lr = config::ScaledLearningRate(job);
   o.learning_rate = job.optimizer.type != optim::OptimizerType::kFtrl;
   return o;
+}
+
+RingSeat SeatOf(const config::JobConfig& job, const Placement& placement) {
+  if (placement.members.empty()) return {placement.rank, job.cluster.workers};
+  const auto at = std::find(placement.members.begin(), placement.members.end(), placement.rank);
+  return {static_cast<int>(at - placement.members.begin()),
+          static_cast<int>(placement.members.size())};
 }
 
 GroupView DataParallelView(const config::JobConfig& job, const Placement& placement) {
@@ -77,6 +88,7 @@ GroupView DataParallelView(const config::JobConfig& job, const Placement& placem
   view.placement.rank = role.group_rank;
   view.placement.listener = placement.listener;
   view.placement.data_token = placement.data_token;
+  view.placement.members = placement.members;
   if (!placement.peers.empty()) {
     for (int r : config::DataParallelGroup(job.cluster, role.partition)) {
       view.placement.peers.push_back(placement.peers[static_cast<std::size_t>(r)]);
@@ -95,9 +107,19 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::Job
                                                                const Placement& placement) {
   if (Result<int> blas = PrepareBlas(job, placement); !blas.ok()) return blas.status();
   std::unique_ptr<TrainingSession> s(new TrainingSession());
-  const train::TrainOptions options =
+  train::TrainOptions options =
       ReplicaOptions(job, data.spec, config::RoleOf(job.cluster, placement.rank).replica);
-  const int capacity = train::Trainer::Capacity(options);
+  if (!placement.members.empty()) {
+    const RingSeat seat = SeatOf(job, placement);
+    options.rank = seat.position;
+    options.world_size = seat.world;
+  }
+  int capacity = train::Trainer::Capacity(options);
+  if (job.cluster.Elastic()) {
+    // The largest share a step can give a member: of the smallest membership allowed.
+    const auto least = static_cast<std::size_t>(job.cluster.min_workers);
+    capacity = std::max(capacity, static_cast<int>((options.global_batch + least - 1) / least));
+  }
   if (job.cluster.model_parallel > 1) {
     if (Status joined = s->ConnectPartitions(job, data.spec, placement, capacity); !joined.ok()) {
       return joined;
@@ -208,11 +230,14 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
 
 Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placement& placement) {
   const dist::Deadline deadline = dist::Clock::now() + JobTimeout(job);
-  const int workers = job.cluster.workers;
-  const int rank = placement.rank;
-  const std::vector<dist::Endpoint> ring(placement.peers.begin(),
-                                         placement.peers.begin() + workers);
-  Result<dist::RingLinks> links = dist::JoinRing(rank, ring, *placement.listener, deadline,
+  const RingSeat seat = SeatOf(job, placement);
+  std::vector<dist::Endpoint> ring;
+  if (placement.members.empty()) {
+    ring.assign(placement.peers.begin(), placement.peers.begin() + job.cluster.workers);
+  } else {
+    for (int r : placement.members) ring.push_back(placement.peers[static_cast<std::size_t>(r)]);
+  }
+  Result<dist::RingLinks> links = dist::JoinRing(seat.position, ring, *placement.listener, deadline,
                                                  placement.data_token, LinkTransportOf(job));
   if (!links.ok()) return links.status();
   ring_links_ = std::move(links).value();
@@ -223,8 +248,8 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
   // An exchange that runs beside the pass waits by sleeping: polling took the pass's core
   // (bench/README.md, overlap).
   if (bucket_count > 1) options.yield = std::chrono::microseconds(0);
-  ring_ = std::make_unique<dist::RingAllReduce>(rank, workers, ring_links_.left, ring_links_.right,
-                                                options);
+  ring_ = std::make_unique<dist::RingAllReduce>(seat.position, seat.world, ring_links_.left,
+                                                ring_links_.right, options);
   auto optimizer = optim::MakeOptimizer(job.optimizer, 0, network_->NumParams());
   switch (TraitsOf(job.cluster.mode).exchange) {
     case Exchange::kSynchronous: {
@@ -232,12 +257,18 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
         strategy_ = MakeCompressedSync(job, network_->spec(), *ring_);
         return Status::Ok();
       }
-      if (Status two_level = ConnectTwoLevel(job, placement); !two_level.ok() || strategy_) {
-        return two_level;
+      // An elastic job's replicas each keep their own state, whole after every step (a regroup
+      // takes one of them): no parameters shared on the host, no two-level exchange.
+      const bool elastic = job.cluster.Elastic();
+      if (!elastic) {
+        if (Status two_level = ConnectTwoLevel(job, placement); !two_level.ok() || strategy_) {
+          return two_level;
+        }
       }
-      Result<std::unique_ptr<train::Strategy>> sync =
-          dist::MakeSyncStrategy(*ring_, ring_links_, std::move(optimizer), job.clip_norm,
-                                 JobTimeout(job), std::move(buckets));
+      Result<std::unique_ptr<train::Strategy>> sync = dist::MakeSyncStrategy(
+          *ring_, ring_links_, std::move(optimizer), job.clip_norm, JobTimeout(job),
+          std::move(buckets),
+          elastic ? dist::HostSharing::kNever : dist::HostSharing::kWhereAllLocal);
       if (!sync.ok()) return sync.status();
       strategy_ = std::move(sync).value();
       if (strategy_->DuringPass() != nullptr) overlap_buckets_ = bucket_count;
@@ -383,6 +414,10 @@ std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::C
     if (ps_->KeepsClocks()) c.clocks = shards.clocks;  // each shard's version vector
     return c;
   };
+}
+
+void TrainingSession::LeaveRing() {
+  for (const auto& link : ring_links_.owned) link->Close();
 }
 
 Status TrainingSession::Finish() { return ps_ != nullptr ? ps_->Finish() : Status::Ok(); }

@@ -60,7 +60,19 @@ struct Placement {
   // this process's own.
   std::vector<dist::Endpoint> partition_peers;
   const dist::PeerListener* partition_listener = nullptr;
+  // An elastic sync job's membership (config::ClusterConfig::Elastic): the ranks that train
+  // together now, ascending, `rank` among them. Its position there is the replica's ring rank
+  // and data shard. Empty: every replica of the job.
+  std::vector<int> members;
 };
+
+// Where a replica sits in its data-parallel ring: its position and the ring's size (the
+// membership's, else cluster.workers and its rank).
+struct RingSeat {
+  int position = 0;
+  int world = 1;
+};
+RingSeat SeatOf(const config::JobConfig& job, const Placement& placement);
 
 // This process's view of its data-parallel group: the job and placement a job of
 // cluster.workers whole replicas and cluster.Servers() shards would have given it (no model
@@ -105,6 +117,12 @@ class TrainingSession {
   // "data plane: 2 shard links over tcp", "data plane: 2 hosts x 2 workers: within the host over
   // shared memory, across hosts over tcp"; empty for a replica alone.
   std::string DescribeLinks() const;
+  // The data-parallel ring's links (empty where the replica trains on no ring of peers), for a
+  // transfer between steps: an elastic regroup's state broadcast. Valid while the session lives.
+  const dist::RingLinks& ring_links() const { return ring_links_; }
+  // Closes the ring's links now, between steps: the next exchange fails here and on every peer
+  // (an elastic replica told to regroup leaves its ring this way).
+  void LeaveRing();
   // What each conv2d layer shape runs on, chosen by timing at Make (model::ChooseLayerPaths), for
   // the replica's log; empty for a model without convolutions.
   const std::vector<std::string>& LayerPathLines() const { return layer_paths_; }
@@ -178,7 +196,8 @@ std::vector<std::string> CompressionLines(const config::JobConfig& job,
 std::chrono::milliseconds JobTimeout(const config::JobConfig& job);
 
 // The engine's options for replica `rank` (its replica index) of `job` with the resolved model
-// `spec`: rank, world, sharding, scaled rate and the evaluation's rows at once.
+// `spec`: rank, world, sharding (sync modes: a global batch of cluster.workers x batch_size
+// rows), scaled rate and the evaluation's rows at once.
 train::TrainOptions ReplicaOptions(const config::JobConfig& job, const model::ModelSpec& spec,
                                    int rank);
 

@@ -201,6 +201,52 @@ BOOST_AUTO_TEST_CASE(rows_before_a_step_are_the_rows_its_earlier_steps_took) {
   }
 }
 
+// A fixed global batch (an elastic job's G = workers x batch) over any smaller world: each step
+// takes the same slice of the epoch order as over the full world, split into shares that differ
+// by at most one row; over the full world the shares are today's.
+BOOST_AUTO_TEST_CASE(a_fixed_global_batch_takes_the_same_slice_whatever_the_world) {
+  constexpr int kWorkers = 5;
+  constexpr std::size_t kBatch = 4, kGlobal = kWorkers * kBatch;
+  for (std::size_t rows : {1u, 37u, 1000u}) {
+    std::vector<BatchSampler> full;
+    for (int r = 0; r < kWorkers; ++r) {
+      full.emplace_back(rows, kBatch, 9, r, kWorkers, ShardMode::kGlobalBatches);
+    }
+    for (int world = 1; world <= kWorkers; ++world) {
+      std::vector<BatchSampler> members;
+      for (int p = 0; p < world; ++p) {
+        members.emplace_back(rows, kBatch, 9, p, world, ShardMode::kGlobalBatches, kGlobal);
+      }
+      BOOST_TEST_CONTEXT("world " << world << " rows " << rows) {
+        BOOST_TEST(members[0].StepsPerEpoch() == full[0].StepsPerEpoch());
+        for (std::size_t i = 0; i < full[0].StepsPerEpoch(); ++i) {
+          std::vector<std::uint32_t> slice, joined;
+          std::size_t smallest = rows, largest = 0;
+          for (BatchSampler& s : full) {
+            const auto b = s.Batch(2, i);
+            slice.insert(slice.end(), b.begin(), b.end());
+          }
+          for (int p = 0; p < world; ++p) {
+            const auto b = members[static_cast<std::size_t>(p)].Batch(2, i);
+            if (world == kWorkers) {
+              const auto today = full[static_cast<std::size_t>(p)].Batch(2, i);
+              BOOST_TEST((std::vector<std::uint32_t>(b.begin(), b.end()) ==
+                          std::vector<std::uint32_t>(today.begin(), today.end())));
+            }
+            smallest = std::min(smallest, b.size());
+            largest = std::max(largest, b.size());
+            joined.insert(joined.end(), b.begin(), b.end());
+          }
+          BOOST_TEST(joined == slice, "step " << i);
+          BOOST_TEST(largest - smallest <= 1u);
+          BOOST_TEST(members[0].StepRows(i) == slice.size());
+          BOOST_TEST(members[0].RowsBefore(i) == full[0].RowsBefore(i));
+        }
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
