@@ -30,6 +30,10 @@ void RowRecorder::Record(const train::Trainer& trainer) {
   line_ += std::to_string(taken.at.epoch);
   line_ += ' ';
   line_ += std::to_string(taken.at.batch);
+  line_ += ' ';
+  line_ += std::to_string(trainer.options().world_size);
+  line_ += ' ';
+  line_ += std::to_string(trainer.options().rank);
   for (const std::uint32_t row : taken.rows) {
     line_ += ' ';
     line_ += std::to_string(row);

@@ -3,7 +3,12 @@
 // in DTRAIN_RECORD_ROWS (the daemon passes it on to its jobs' processes from its own
 // environment; a submitter cannot set it); then replica r appends to "PREFIX.r" one line a step:
 //
-//   EPOCH BATCH ROW ROW ...      (BATCH: the step's place in its epoch; ROW: 0-based training rows)
+//   EPOCH BATCH WORLD POSITION ROW ROW ...
+//
+// BATCH: the step's place in its epoch; WORLD: the replicas that trained it (a static job's
+// cluster.workers, an elastic job's membership); POSITION: this replica's index among them (its
+// data shard; a static job's rank); ROW: 0-based training rows. An elastic job's replica records
+// under its position in each membership it trains in, so a file may hold several processes' lines.
 //
 // Each line is one write(2) in append mode, so a killed process leaves whole lines (and at most
 // a last partial one, which readers drop); a step redone after a restart is appended again.
@@ -20,7 +25,8 @@ namespace dtrain::runner {
 
 class RowRecorder {
  public:
-  // The recorder of replica `rank` where DTRAIN_RECORD_ROWS is set, else null.
+  // The recorder of the replica at `rank` (its position) where DTRAIN_RECORD_ROWS is set, else
+  // null.
   static std::unique_ptr<RowRecorder> FromEnvironment(int rank);
 
   // Appends the line of the step `trainer` just took; a failed write is reported once, on

@@ -68,8 +68,11 @@ std::map<StepKey, std::vector<int>> ReadRecords(const std::string& prefix) {
     int redone = 0;
     while (std::getline(in, line)) {
       std::istringstream fields(line);
-      int epoch = -1, batch = -1;
-      fields >> epoch >> batch;
+      int epoch = -1, batch = -1, world = -1, position = -1;
+      fields >> epoch >> batch >> world >> position;
+      // A static job: every step trained by both replicas, each at its rank.
+      BOOST_TEST(world == 2);
+      BOOST_TEST(position == replica);
       std::vector<int> rows;
       for (int row; fields >> row;) rows.push_back(row);
       const auto [at, fresh] = steps.try_emplace({epoch, batch, replica}, rows);
