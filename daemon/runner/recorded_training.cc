@@ -19,17 +19,19 @@ using Clock = std::chrono::steady_clock;
 // (row_recorder.h).
 class RecordingListener final : public train::TrainListener {
  public:
-  RecordingListener(RunRecording& recording, int rank)
-      : recording_(recording), rows_(RowRecorder::FromEnvironment(rank)) {}
+  RecordingListener(RunRecording& recording, int rank, const std::function<void()>& after_step)
+      : recording_(recording), rows_(RowRecorder::FromEnvironment(rank)), after_step_(after_step) {}
   void Record(std::span<const train::MetricPoint> points) override { recording_.Record(points); }
   bool AfterStep(const train::Trainer& trainer) override {
     if (rows_) rows_->Record(trainer);
+    if (after_step_) after_step_();
     return recording_.AfterStep();
   }
 
  private:
   RunRecording& recording_;
   std::unique_ptr<RowRecorder> rows_;
+  const std::function<void()>& after_step_;
 };
 
 }  // namespace
@@ -161,7 +163,7 @@ Result<train::StopReason> TrainRecorded(train::Trainer& trainer,
   RunRecording recording(
       policy, recorder, options, last_saved_step, [&trainer] { return ProgressOf(trainer); }, write,
       together);
-  RecordingListener listener(recording, trainer.options().rank);
+  RecordingListener listener(recording, trainer.options().rank, options.after_step);
   Result<train::StopReason> why = trainer.Run(listener);
   if (!why.ok()) return why;
   if (Status finished = recording.Finish(); !finished.ok()) return finished;

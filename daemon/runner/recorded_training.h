@@ -71,6 +71,9 @@ struct RunOptions {
   // How a checkpoint is captured when the state is not all in the trainer (parameter servers);
   // unset: it is encoded straight from the trainer's buffers (ViewCheckpoint).
   std::function<Result<store::CheckpointData>(train::Trainer&)> capture;
+  // Called on the training thread after every step, before its checkpoint (an elastic replica
+  // looks for a regroup notice there); unset: nothing.
+  std::function<void()> after_step;
   // `dtrain run`: the command that goes on with a run stopped on request, named in its reason
   // ("dtrain run --resume 3 --db runs.db"); empty: "dtrain run --resume JOB".
   std::string resume_command;

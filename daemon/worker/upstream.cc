@@ -1,11 +1,27 @@
 #include "daemon/worker/upstream.h"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
+#include <utility>
 
 namespace dtrain::worker {
 
 using namespace std::chrono_literals;
+
+namespace {
+
+bool IsRegroupNotice(const net::Frame& frame) {
+  if (frame.header.type != net::MessageType::kControl) return false;
+  const nlohmann::json message = nlohmann::json::parse(frame.payload, nullptr, false);
+  if (!message.is_object()) return false;
+  const auto type = message.find("type");
+  return type != message.end() && *type == "regroup_now";
+}
+
+}  // namespace
 
 std::chrono::milliseconds HeartbeatInterval(double heartbeat_timeout_seconds) {
   const auto fifth =
@@ -31,7 +47,27 @@ Status Upstream::Send(net::MessageType type, std::string_view payload,
   return stream_.WriteString(type, static_cast<std::uint64_t>(job_), 0, payload, timeout);
 }
 
-Result<net::Frame> Upstream::Read(std::chrono::milliseconds timeout) { return stream_.Read(timeout); }
+Result<net::Frame> Upstream::Read(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    Result<net::Frame> frame = stream_.Read(std::max(left, 0ms));
+    if (!frame.ok() || !IsRegroupNotice(frame.value())) return frame;
+    regroup_notice_ = true;
+  }
+}
+
+bool Upstream::TakeRegroupNotice() {
+  pollfd waiting{.fd = stream_.fd(), .events = POLLIN, .revents = 0};
+  // A whole frame follows its first bytes at once: the coordinator writes each in one go.
+  while (::poll(&waiting, 1, 0) == 1 && (waiting.revents & POLLIN) != 0) {
+    Result<net::Frame> frame = stream_.Read(10s);
+    if (!frame.ok() || !IsRegroupNotice(frame.value())) break;
+    regroup_notice_ = true;
+  }
+  return std::exchange(regroup_notice_, false);
+}
 
 void Upstream::StartHeartbeats(std::chrono::milliseconds interval, std::atomic<bool>* on_loss) {
   if (heartbeats_.joinable()) return;

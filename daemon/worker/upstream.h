@@ -10,8 +10,11 @@
 //   up.StartHeartbeats(HeartbeatInterval(job.cluster.heartbeat_timeout), &g_stop);
 //
 // Writes are serialised by a mutex, so frames never interleave; FrameStream's full duplex lets the
-// main thread read meanwhile. A heartbeat that cannot be sent means the coordinator is gone: the
-// flag given to StartHeartbeats is raised, so training stops at its next step.
+// main thread read meanwhile. An elastic job's coordinator may send one unsolicited frame, a
+// `regroup_now` notice (control_protocol.md): Read remembers it and reads on, and
+// TakeRegroupNotice says, without blocking, whether one came (reading any that wait). A heartbeat
+// that cannot be sent means the coordinator is gone: the flag given to StartHeartbeats is raised,
+// so training stops at its next step.
 #pragma once
 
 #include <atomic>
@@ -39,8 +42,13 @@ class Upstream {
 
   // One frame of `type` for this job, from the stream's sender (set before heartbeats start).
   Status Send(net::MessageType type, std::string_view payload, std::chrono::milliseconds timeout);
-  // The next frame from the coordinator. The main thread only.
+  // The next frame from the coordinator, past any regroup_now notice. The main thread only.
   Result<net::Frame> Read(std::chrono::milliseconds timeout);
+  // Whether a regroup_now notice has come since the last call (true once per notice); reads the
+  // frames already waiting, never blocks for one. The main thread only, between replies.
+  bool TakeRegroupNotice();
+  // Forgets a notice already read (one that came before the regroup answer it asked for).
+  void DropRegroupNotice() { regroup_notice_ = false; }
   void set_sender(std::uint32_t sender) { stream_.set_sender(sender); }
   std::int64_t job() const { return job_; }
 
@@ -52,7 +60,8 @@ class Upstream {
 
   net::FrameStream stream_;
   const std::int64_t job_;
-  std::mutex write_mu_;  // one writer at a time
+  bool regroup_notice_ = false;  // the main thread's
+  std::mutex write_mu_;          // one writer at a time
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;  // guarded by stop_mu_

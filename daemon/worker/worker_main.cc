@@ -16,6 +16,7 @@
 #include "core/dist/peer_links.h"
 #include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
+#include "daemon/runner/elastic_replica.h"
 #include "daemon/runner/job_precision.h"
 #include "daemon/runner/lbfgs_run.h"
 #include "daemon/runner/memory_limit.h"
@@ -29,7 +30,9 @@
 #include "daemon/runner/training_session.h"
 #include "daemon/server/launch.h"
 #include "daemon/server/worker_channel_request.h"
+#include "daemon/worker/control_reply.h"
 #include "daemon/worker/launch_secret.h"
+#include "daemon/worker/regroup_exchange.h"
 #include "daemon/worker/upstream.h"
 #include "daemon/worker/upstream_recorder.h"
 #include "daemon/worker/worker_stop.h"
@@ -89,21 +92,6 @@ bool PrintsEvaluations(const config::JobConfig& job, int rank) {
          config::RoleOf(job.cluster, rank).replica == 0;
 }
 
-// Reads a control reply and checks "ok".
-Result<json> ReadReply(Upstream& upstream, std::chrono::milliseconds timeout) {
-  Result<net::Frame> frame = upstream.Read(timeout);
-  if (!frame.ok()) return frame.status();
-  json reply = json::parse(frame.value().payload, nullptr, false);
-  if (!reply.is_object()) return Status::Error("malformed reply from the daemon");
-  const auto ok = reply.find("ok");
-  if (ok == reply.end() || !ok->is_boolean() || !ok->get<bool>()) {
-    return Status::Error(reply.contains("error") && reply["error"].is_string()
-                             ? reply["error"].get<std::string>()
-                             : "the daemon refused");
-  }
-  return reply;
-}
-
 // What the daemon answered to worker_hello once every process of the job had said hello.
 struct Admitted {
   config::JobConfig job;
@@ -111,6 +99,7 @@ struct Admitted {
   std::vector<dist::Endpoint> peers;            // by rank; empty for a one-process job
   std::vector<dist::Endpoint> partition_peers;  // by rank: their partition rings' listeners
   std::string data_token;                       // opens every data-plane connection of this attempt
+  bool joining = false;  // an elastic job's replacement: it takes its state from a survivor
 };
 
 // Tells the coordinator this process cannot succeed here however often it is restarted (`stop`
@@ -155,22 +144,12 @@ Result<Admitted> ReadAdmission(Upstream& upstream, std::chrono::milliseconds tim
   if (reply.contains("data_token") && reply["data_token"].is_string()) {
     out.data_token = reply["data_token"].get<std::string>();
   }
-  const auto peers = reply.find("peers");
-  if (peers != reply.end() && peers->is_array()) {
-    for (const json& p : *peers) {
-      if (!p.is_object() || !p.contains("host") || !p["host"].is_string() || !p.contains("port") ||
-          !p["port"].is_number_unsigned()) {
-        return Status::Error("malformed peer table from the daemon");
-      }
-      out.peers.push_back({p["host"].get<std::string>(), p["port"].get<std::uint16_t>()});
-      const auto partition_port = p.find("partition_port");
-      out.partition_peers.push_back(
-          {p["host"].get<std::string>(),
-           partition_port != p.end() && partition_port->is_number_unsigned()
-               ? partition_port->get<std::uint16_t>()
-               : std::uint16_t{0}});
-    }
-  }
+  Result<PeerTable> table = ParsePeerTable(reply);
+  if (!table.ok()) return table.status();
+  out.peers = std::move(table.value().peers);
+  out.partition_peers = std::move(table.value().partition_peers);
+  const auto joining = reply.find("joining");
+  out.joining = joining != reply.end() && *joining == true;
   const auto resume_step = reply.find("resume_step");
   if (resume_step != reply.end() && resume_step->is_number_integer() &&
       resume_step->get<std::int64_t>() >= 0) {
@@ -289,23 +268,38 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
       return RunLbfgsReplica(upstream, admitted, data.value(), placement, engine);
     }
     doing = "building the model, its gradient and optimizer state";
-    auto made = runner::TrainingSession::Make(job, data.value(), placement);
-    if (!made.ok()) return Fail(made.status().message());
-    runner::TrainingSession& session = *made.value();
-    train::Trainer& trainer = session.trainer();
     const std::optional<store::CheckpointData>& resume = admitted.resume;
-    if (resume) {
-      Status restored = runner::RestoreCheckpoint(*resume, trainer);
-      if (!restored.ok()) return Fail(restored.message());
+    // An elastic job's replica regroups in place of failing; its session changes as it does.
+    std::optional<runner::ElasticReplica> elastic;
+    std::unique_ptr<runner::TrainingSession> alone;
+    if (runner::RunsElastic(job)) {
+      elastic.emplace(job, data.value(), placement,
+                      RegroupOverChannel(upstream, RegroupTimeout(job)));
+      const Status began =
+          admitted.joining ? elastic->Join() : elastic->Begin(resume ? &*resume : nullptr);
+      if (!began.ok()) return Fail(began.message());
     } else {
-      trainer.InitParams();
+      auto made = runner::TrainingSession::Make(job, data.value(), placement);
+      if (!made.ok()) return Fail(made.status().message());
+      alone = std::move(made).value();
+      if (resume) {
+        Status restored = runner::RestoreCheckpoint(*resume, alone->trainer());
+        if (!restored.ok()) return Fail(restored.message());
+      } else {
+        alone->trainer().InitParams();
+      }
+      if (Status started = alone->Start(); !started.ok()) return Fail(started.message());
     }
-    if (Status started = session.Start(); !started.ok()) return Fail(started.message());
+    const auto current = [&]() -> runner::TrainingSession& {
+      return elastic ? elastic->session() : *alone;
+    };
+    runner::TrainingSession& session = current();
 
     LinePrinter printer(PrintsEvaluations(job, placement.rank));
     runner::RunSubject subject = runner::SubjectOf(data.value());
     subject.optimizer = runner::OptimizerSettings(job);
-    printer.OnStart(runner::ProgressOf(trainer), subject, resume.has_value());
+    printer.OnStart(runner::ProgressOf(session.trainer()), subject,
+                    resume.has_value() || admitted.joining);
     if (const std::string links = session.DescribeLinks(); !links.empty()) {
       std::printf("%s\n", links.c_str());
     }
@@ -324,18 +318,26 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     // Replicas agree; replica 0 (each of its partitions, its part) writes the job's checkpoints.
     options.checkpoints = config::WritesCheckpoints(job.cluster, placement.rank);
     options.capture = session.Capturer();
-    const Result<train::StopReason> why = runner::TrainRecorded(
-        trainer, job.checkpoint, recorder, options, resume ? resume->step : -1);
+    const std::int64_t last_saved = resume ? resume->step : -1;
+    if (elastic) {
+      // A regroup notice, seen at a step boundary, ends this ring: every member then regroups.
+      options.after_step = [&] {
+        if (upstream.TakeRegroupNotice()) elastic->LeaveRing();
+      };
+    }
+    const Result<train::StopReason> why =
+        elastic ? elastic->Train(job.checkpoint, recorder, options, last_saved)
+                : runner::TrainRecorded(session.trainer(), job.checkpoint, recorder, options,
+                                        last_saved);
     if (!why.ok()) return FailTraining(upstream, why.status());
-    if (Status finished = session.Finish(); !finished.ok()) return Fail(finished.message());
+    if (Status finished = current().Finish(); !finished.ok()) return Fail(finished.message());
     if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
 
+    const std::int64_t steps = current().trainer().position().step;
     const WorkerStop stop = FromStopReason(why.value());
-    if (Status said = SayDone(upstream, stop, trainer.position().step); !said.ok()) {
-      return Fail(said.message());
-    }
+    if (Status said = SayDone(upstream, stop, steps); !said.ok()) return Fail(said.message());
     std::printf("%s after %lld steps\n", std::string(WireName(stop)).c_str(),
-                static_cast<long long>(trainer.position().step));
+                static_cast<long long>(steps));
     return why.value() == train::StopReason::kRequested ? kExitStopped : kExitCompleted;
   } catch (const std::bad_alloc&) {
     return FailHopeless(upstream, WorkerStop::kOutOfMemory, runner::OutOfMemory(doing, job));
@@ -478,7 +480,8 @@ int Work(WorkerArgs args) {
                                     &listener.value(),
                                     admitted.value().data_token,
                                     admitted.value().partition_peers,
-                                    &partition_listener.value()};
+                                    &partition_listener.value(),
+                                    {}};
   if (config::RoleOf(admitted.value().job.cluster, args.rank).kind ==
       config::ProcessRole::Kind::kShard) {
     return RunShard(upstream, admitted.value(), placement);

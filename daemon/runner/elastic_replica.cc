@@ -1,0 +1,127 @@
+#include "daemon/runner/elastic_replica.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <utility>
+
+#include "core/dist/ring_broadcast.h"
+#include "daemon/runner/trainer_checkpoint.h"
+
+namespace dtrain::runner {
+namespace {
+
+// The leader's state is the new ring's first message; no collective op has run on it yet.
+constexpr std::uint32_t kStateTag = 0x7FFFFF00;
+
+std::string Ranks(const std::vector<int>& members) {
+  std::string text;
+  for (int r : members) text += (text.empty() ? "" : ", ") + std::to_string(r);
+  return text;
+}
+
+}  // namespace
+
+bool RunsElastic(const config::JobConfig& job) {
+  return job.cluster.Elastic() && job.cluster.SumsOnTheRing();
+}
+
+ElasticReplica::ElasticReplica(const config::JobConfig& job, const JobData& data,
+                               Placement placement, Coordinate coordinate)
+    : job_(job),
+      data_(data),
+      placement_(std::move(placement)),
+      coordinate_(std::move(coordinate)) {}
+
+Status ElasticReplica::Begin(const store::CheckpointData* resume) {
+  placement_.members.resize(static_cast<std::size_t>(job_.cluster.workers));
+  std::iota(placement_.members.begin(), placement_.members.end(), 0);
+  membership_ = 0;
+  Result<std::unique_ptr<TrainingSession>> made = TrainingSession::Make(job_, data_, placement_);
+  if (!made.ok()) return made.status();
+  session_ = std::move(made).value();
+  if (resume != nullptr) {
+    if (Status restored = RestoreCheckpoint(*resume, session_->trainer()); !restored.ok()) {
+      return restored;
+    }
+  } else {
+    session_->trainer().InitParams();
+  }
+  return session_->Start();
+}
+
+Status ElasticReplica::Join() { return Enter({}, {}); }
+
+Status ElasticReplica::Regroup() {
+  train::Trainer& trainer = session_->trainer();
+  std::string state = store::EncodeCheckpoint(ViewCheckpoint(trainer));
+  const RegroupRequest request{membership_, trainer.position().step};
+  session_.reset();  // closes its links
+  return Enter(request, std::move(state));
+}
+
+Status ElasticReplica::Enter(const RegroupRequest& request, std::string state) {
+  Result<Membership> answer = coordinate_(request);
+  if (!answer.ok()) return Status::Error("regroup refused: " + answer.status().message());
+  Membership& next = answer.value();
+  const auto mine = std::find(next.members.begin(), next.members.end(), placement_.rank);
+  const auto leader = std::find(next.members.begin(), next.members.end(), next.leader);
+  if (mine == next.members.end() || leader == next.members.end() ||
+      !std::is_sorted(next.members.begin(), next.members.end())) {
+    return Status::Error("regroup: rank " + std::to_string(placement_.rank) +
+                         " is no member of membership [" + Ranks(next.members) + "] led by " +
+                         std::to_string(next.leader));
+  }
+  if (next.leader == placement_.rank && request.completed_step < 0) {
+    return Status::Error("regroup: a joiner cannot lead");
+  }
+  if (!next.peers.empty()) placement_.peers = std::move(next.peers);
+  placement_.members = next.members;
+  membership_ = next.epoch;
+  Result<std::unique_ptr<TrainingSession>> made = TrainingSession::Make(job_, data_, placement_);
+  if (!made.ok()) return Status::Error("regroup: " + made.status().message());
+  session_ = std::move(made).value();
+  const RingSeat at = seat();
+  Result<std::string> taken =
+      dist::RingBroadcast(at.position, at.world, session_->ring_links(),
+                          static_cast<int>(leader - next.members.begin()),
+                          next.leader == placement_.rank ? std::move(state) : std::string(),
+                          kStateTag, dist::Clock::now() + JobTimeout(job_));
+  if (!taken.ok()) {
+    session_.reset();
+    return Status::Error("regroup: the leader's state: " + taken.status().message());
+  }
+  Result<store::CheckpointData> decoded = store::DecodeCheckpoint(taken.value());
+  Status restored =
+      decoded.ok() ? RestoreCheckpoint(decoded.value(), session_->trainer()) : decoded.status();
+  if (!restored.ok()) {
+    session_.reset();
+    return Status::Error("regroup: the leader's state: " + restored.message());
+  }
+  return session_->Start();
+}
+
+Result<train::StopReason> ElasticReplica::Train(const config::CheckpointConfig& policy,
+                                                RunRecorder& recorder, RunOptions options,
+                                                std::int64_t last_saved_step) {
+  for (;;) {
+    options.checkpoints = seat().position == 0;
+    options.capture = session_->Capturer();
+    Result<train::StopReason> why =
+        TrainRecorded(session_->trainer(), policy, recorder, options, last_saved_step);
+    const bool stopping = options.stop != nullptr && options.stop->load();
+    if (why.ok() || train::IsDivergence(why.status()) || stopping) return why;
+    if (Status regrouped = Regroup(); !regrouped.ok()) {
+      return Status::Error(why.status().message() + "; then " + regrouped.message());
+    }
+    if (options.observer != nullptr) {
+      options.observer->OnEvent("regrouped: membership " + std::to_string(membership_) + " of " +
+                                std::to_string(seat().world) + " (ranks " +
+                                Ranks(placement_.members) + "), at step " +
+                                std::to_string(session_->trainer().position().step));
+    }
+    last_saved_step = -1;
+  }
+}
+
+}  // namespace dtrain::runner

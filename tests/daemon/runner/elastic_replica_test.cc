@@ -1,0 +1,326 @@
+// ElasticReplica: three replicas of an elastic sync job (min_workers = 2), threads of this process
+// over real loopback links, with a coordinator of the test's own. Replica 2 leaves its ring (its
+// links closed) after step 10 and dies; the two survivors regroup in place and train on as a world
+// of two with the same global batch; a replacement for rank 2 joins at step 25 (the survivors are
+// told, and leave their ring at a step boundary), takes the leader's state and trains to the end
+// with them.
+// All three end at the planned step with the same parameters bit for bit, every step's rows
+// (DTRAIN_RECORD_ROWS) over its whole world are the global batch one replica of batch
+// workers x batch_size would take, and workers_active follows the world.
+#include "daemon/runner/elastic_replica.h"
+
+#include <algorithm>
+#include <atomic>
+#include <boost/test/unit_test.hpp>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "common/temp_dir.h"
+#include "config/job_file.h"
+#include "core/data/sampler.h"
+
+namespace dtrain::runner {
+namespace {
+
+using namespace std::chrono_literals;
+using dtrain::testing::TempDir;
+
+constexpr int kWorkers = 3, kBatch = 8, kSteps = 60, kRows = 2880, kSeed = 5;
+constexpr int kVictim = 2;
+constexpr std::int64_t kDeathStep = 10, kJoinStep = 25;
+const std::string kToken = "elastic-test-token";
+
+config::JobConfig ElasticJob(const TempDir& dir) {
+  const std::string text =
+      "name = \"elastic\"\n"
+      "[data]\nformat = \"synthetic\"\nsynthetic = \"blobs\"\nrows = " +
+      std::to_string(kRows) +
+      "\nclasses = 3\n"
+      "[model]\ntype = \"mlp\"\nhidden = [12]\nactivation = \"tanh\"\n"
+      "[train]\nepochs = 0\nsteps = " +
+      std::to_string(kSteps) + "\nbatch_size = " + std::to_string(kBatch) +
+      "\nseed = " + std::to_string(kSeed) +
+      "\nlog_every = 5\n"
+      "[optimizer]\ntype = \"adam\"\nlr = 0.01\n"
+      "[cluster]\nworkers = 3\nmode = \"sync\"\ntimeout_seconds = 30\n"
+      "[checkpoint]\nevery_steps = 20\n";
+  config::LoadResult loaded = config::ParseJobText(text, "elastic.toml", {}, dir.Path(""));
+  BOOST_REQUIRE(loaded.ok());
+  config::JobConfig job = *loaded.job;
+  job.cluster.min_workers = 2;
+  return job;
+}
+
+// The coordinator's regroup rounds, as control_protocol.md has them: a round completes when every
+// expected rank has asked; members = those that asked, the leader the one with the fewest steps
+// completed (ties: the lowest rank; never a joiner).
+class TestCoordinator {
+ public:
+  TestCoordinator(std::set<int> expected, std::vector<dist::Endpoint> peers)
+      : expected_(std::move(expected)), peers_(std::move(peers)) {}
+
+  Result<Membership> Ask(int rank, const RegroupRequest& request) {
+    std::unique_lock lock(mu_);
+    asked_[rank] = request;
+    const std::size_t round = answers_.size();
+    CompleteIfReady();
+    if (!cv_.wait_for(lock, 60s, [&] { return answers_.size() > round; })) {
+      return Status::Error("no regroup answer within 60 s");
+    }
+    return answers_[round];
+  }
+  // The rank is gone: the round goes on without it.
+  void Lose(int rank) {
+    std::lock_guard lock(mu_);
+    expected_.erase(rank);
+    CompleteIfReady();
+  }
+  // A replacement for `rank`, listening at `endpoint`, takes part in the next round.
+  void Admit(int rank, dist::Endpoint endpoint) {
+    std::lock_guard lock(mu_);
+    expected_.insert(rank);
+    peers_[static_cast<std::size_t>(rank)] = std::move(endpoint);
+  }
+  std::size_t Rounds() {
+    std::lock_guard lock(mu_);
+    return answers_.size();
+  }
+
+ private:
+  void CompleteIfReady() {
+    if (asked_.empty()) return;
+    for (int r : expected_) {
+      if (!asked_.contains(r)) return;
+    }
+    Membership next;
+    next.epoch = static_cast<std::int64_t>(answers_.size()) + 1;
+    next.peers = peers_;
+    std::int64_t fewest = -1;
+    for (const auto& [rank, request] : asked_) {
+      next.members.push_back(rank);
+      if (request.completed_step >= 0 && (fewest < 0 || request.completed_step < fewest)) {
+        fewest = request.completed_step;
+        next.leader = rank;
+      }
+    }
+    answers_.push_back(std::move(next));
+    asked_.clear();
+    cv_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<int> expected_;
+  std::vector<dist::Endpoint> peers_;
+  std::map<int, RegroupRequest> asked_;
+  std::vector<Membership> answers_;
+};
+
+// Keeps the checkpoints' steps and each workers_active value.
+class KeptRecords final : public RunRecorder {
+ public:
+  void RecordMetrics(std::span<const train::MetricPoint> points) override {
+    for (const train::MetricPoint& p : points) {
+      if (p.name == "workers_active") worlds.insert(static_cast<int>(p.value));
+    }
+  }
+  Status SaveCheckpoint(const store::CheckpointView& checkpoint) override {
+    checkpoints.push_back(checkpoint.step);
+    return Status::Ok();
+  }
+  std::set<int> worlds;
+  std::vector<std::int64_t> checkpoints;
+};
+
+// How one replica's thread ended.
+struct Outcome {
+  Status status;
+  std::int64_t step = -1;
+  std::vector<float> params;
+  KeptRecords records;
+};
+
+Outcome Finish(ElasticReplica& replica, const Result<train::StopReason>& why, KeptRecords records) {
+  Outcome out{why.status(), -1, {}, std::move(records)};
+  if (why.ok()) {
+    train::Trainer& trainer = replica.session().trainer();
+    out.step = trainer.position().step;
+    out.params.assign(trainer.params().begin(), trainer.params().end());
+  }
+  return out;
+}
+
+// Set for this test's replicas (row_recorder.h).
+struct RecordedRows {
+  explicit RecordedRows(const std::string& prefix) {
+    ::setenv("DTRAIN_RECORD_ROWS", prefix.c_str(), 1);
+  }
+  ~RecordedRows() { ::unsetenv("DTRAIN_RECORD_ROWS"); }
+};
+
+// Per (epoch, batch), per world: the rows each position took.
+using StepRows =
+    std::map<std::pair<int, int>, std::map<int, std::map<int, std::vector<std::uint32_t>>>>;
+
+StepRows ReadRows(const std::string& prefix) {
+  StepRows steps;
+  for (int position = 0; position < kWorkers; ++position) {
+    std::ifstream in(prefix + "." + std::to_string(position));
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      int epoch = -1, batch = -1, world = -1, at = -1;
+      fields >> epoch >> batch >> world >> at;
+      BOOST_TEST(at == position);
+      std::vector<std::uint32_t>& rows = steps[{epoch, batch}][world][at];
+      for (std::uint32_t row; fields >> row;) rows.push_back(row);
+    }
+  }
+  return steps;
+}
+
+BOOST_AUTO_TEST_SUITE(elastic_replica)
+
+BOOST_AUTO_TEST_CASE(survivors_regroup_in_place_and_a_replacement_joins_bitwise_identical) {
+  TempDir dir;
+  const config::JobConfig job = ElasticJob(dir);
+  Result<JobData> loaded = LoadJobData(job);
+  BOOST_REQUIRE(loaded.ok());
+  const JobData& data = loaded.value();
+  const std::string prefix = dir.Path("rows");
+  const RecordedRows recording(prefix);
+
+  // Rank r listens on listeners[r]; the replacement for the victim on the last one.
+  std::vector<dist::PeerListener> listeners;
+  std::vector<dist::Endpoint> peers;
+  for (int r = 0; r <= kWorkers; ++r) {
+    Result<dist::PeerListener> opened = dist::PeerListener::Open("127.0.0.1");
+    BOOST_REQUIRE(opened.ok());
+    listeners.push_back(std::move(opened).value());
+    listeners.back().RequireToken(kToken);
+    if (r < kWorkers) peers.push_back({"127.0.0.1", listeners.back().port()});
+  }
+  const auto placement = [&](int rank, std::size_t listener) {
+    Placement at;
+    at.rank = rank;
+    at.peers = peers;
+    at.listener = &listeners[listener];
+    at.data_token = kToken;
+    return at;
+  };
+  TestCoordinator coordinator({0, 1, 2}, peers);
+  const auto ask = [&](int rank) {
+    return [&coordinator, rank](const RegroupRequest& r) { return coordinator.Ask(rank, r); };
+  };
+
+  std::atomic<bool> admitted{false};
+  std::atomic<bool> told[2] = {false, false};
+  std::vector<Outcome> outcomes(kWorkers);
+  std::vector<std::jthread> threads;
+  for (int rank : {0, 1}) {
+    threads.emplace_back([&, rank] {
+      ElasticReplica replica(job, data, placement(rank, static_cast<std::size_t>(rank)), ask(rank));
+      if (Status began = replica.Begin(nullptr); !began.ok()) {
+        outcomes[static_cast<std::size_t>(rank)].status = began;
+        return;
+      }
+      KeptRecords records;
+      RunOptions options;
+      options.after_step = [&] {
+        // Without the victim, the survivors train to kJoinStep, wait there for its replacement
+        // (so that it joins before the run ends) and, told of it, leave the ring.
+        if (replica.membership() != 1 || replica.session().trainer().position().step < kJoinStep) {
+          return;
+        }
+        while (!admitted.load()) std::this_thread::sleep_for(1ms);
+        if (told[rank].exchange(false)) replica.LeaveRing();
+      };
+      const Result<train::StopReason> why = replica.Train(job.checkpoint, records, options, -1);
+      outcomes[static_cast<std::size_t>(rank)] = Finish(replica, why, std::move(records));
+    });
+  }
+  std::jthread victim([&] {
+    ElasticReplica replica(job, data, placement(kVictim, std::size_t{kVictim}), ask(kVictim));
+    if (Status began = replica.Begin(nullptr); began.ok()) {
+      KeptRecords records;
+      RunOptions options;
+      options.after_step = [&] {
+        if (replica.session().trainer().position().step == kDeathStep) replica.LeaveRing();
+      };
+      (void)TrainRecorded(replica.session().trainer(), job.checkpoint, records, options, -1);
+    }
+    coordinator.Lose(kVictim);  // its process is gone
+  });
+  victim.join();
+  while (coordinator.Rounds() < 1) std::this_thread::sleep_for(1ms);
+  coordinator.Admit(kVictim, {"127.0.0.1", listeners[kWorkers].port()});
+  told[0] = told[1] = true;
+  admitted = true;
+  threads.emplace_back([&] {
+    Placement at = placement(kVictim, std::size_t{kWorkers});
+    at.peers[kVictim] = {"127.0.0.1", listeners[kWorkers].port()};
+    ElasticReplica replica(job, data, std::move(at), ask(kVictim));
+    if (Status joined = replica.Join(); !joined.ok()) {
+      outcomes[kVictim].status = joined;
+      return;
+    }
+    KeptRecords records;
+    const Result<train::StopReason> why = replica.Train(job.checkpoint, records, {}, -1);
+    outcomes[kVictim] = Finish(replica, why, std::move(records));
+  });
+  threads.clear();  // joins
+
+  BOOST_TEST(coordinator.Rounds() == 2u);  // the loss, then the join
+  for (int r = 0; r < kWorkers; ++r) {
+    const Outcome& o = outcomes[static_cast<std::size_t>(r)];
+    BOOST_TEST_CONTEXT("rank " << r) {
+      BOOST_TEST_REQUIRE(o.status.ok(), o.status.message());
+      BOOST_TEST(o.step == kSteps);
+      BOOST_TEST_REQUIRE(o.params.size() == outcomes[0].params.size());
+      BOOST_TEST(std::memcmp(o.params.data(), outcomes[0].params.data(),
+                             o.params.size() * sizeof(float)) == 0);
+    }
+  }
+  BOOST_TEST((outcomes[0].records.worlds == std::set<int>{2, 3}));
+  BOOST_TEST(!outcomes[0].records.checkpoints.empty());  // position 0 writes them
+  BOOST_TEST(outcomes[1].records.checkpoints.empty());
+
+  // Each step, over the one world that recorded it whole, took the global batch of 3 x 8 rows.
+  data::BatchSampler global(kRows, kWorkers * kBatch, kSeed);
+  const StepRows steps = ReadRows(prefix);
+  std::set<int> worlds;
+  for (int batch = 0; batch < kSteps; ++batch) {
+    BOOST_TEST_CONTEXT("batch " << batch) {
+      const auto step = steps.find({0, batch});
+      BOOST_TEST_REQUIRE((step != steps.end()));
+      std::vector<std::uint32_t> joined;
+      int whole = 0;
+      for (const auto& [world, positions] : step->second) {
+        if (static_cast<int>(positions.size()) != world) continue;  // a step rolled back
+        ++whole;
+        worlds.insert(world);
+        joined.clear();
+        for (const auto& [position, rows] : positions) {
+          joined.insert(joined.end(), rows.begin(), rows.end());
+        }
+      }
+      BOOST_TEST(whole == 1);
+      const auto expected = global.Batch(0, static_cast<std::size_t>(batch));
+      BOOST_TEST((joined == std::vector<std::uint32_t>(expected.begin(), expected.end())));
+    }
+  }
+  BOOST_TEST((worlds == std::set<int>{2, 3}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::runner
