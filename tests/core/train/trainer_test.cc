@@ -294,6 +294,29 @@ BOOST_AUTO_TEST_CASE(global_batches_report_the_rows_of_the_epoch_taken) {
   BOOST_TEST(l.last_["epoch_rows"].epoch == 3.0);
 }
 
+// A global batch over fewer replicas than it was planned for (an elastic job that lost one): the
+// buffers hold the largest share, ceil(G / world) rows, and never fewer than batch_size or an
+// evaluation's rows; other shardings ignore the global batch.
+BOOST_AUTO_TEST_CASE(capacity_holds_the_largest_share_of_a_global_batch) {
+  TrainOptions o = Options();  // batch_size 32
+  o.eval_batch_size = 10;
+  o.sharding = data::ShardMode::kGlobalBatches;
+  o.world_size = 2;
+  o.global_batch = 3 * 32 + 1;
+  BOOST_TEST(Trainer::Capacity(o) == 49);
+  o.world_size = 3;
+  o.global_batch = 3 * 32;
+  BOOST_TEST(Trainer::Capacity(o) == 32);
+  o.world_size = 4;
+  BOOST_TEST(Trainer::Capacity(o) == 32);  // a share of 24, but batch_size rows at least
+  o.eval_batch_size = 100;
+  BOOST_TEST(Trainer::Capacity(o) == 100);
+  o.eval_batch_size = 10;
+  o.world_size = 2;
+  o.sharding = data::ShardMode::kContiguousShards;
+  BOOST_TEST(Trainer::Capacity(o) == 32);
+}
+
 BOOST_AUTO_TEST_CASE(batchnorm_running_statistics_follow_the_data_and_serve_evaluation) {
   Run run(train, test, Options(), optim::OptimizerType::kAdam, BatchNormSpec);
   RecordingListener l;
