@@ -1,6 +1,7 @@
 #include "daemon/runner/elastic_replica.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -66,10 +67,14 @@ Status ElasticReplica::Enter(const RegroupRequest& request, std::string state) {
   Membership& next = answer.value();
   const auto mine = std::find(next.members.begin(), next.members.end(), placement_.rank);
   const auto leader = std::find(next.members.begin(), next.members.end(), next.leader);
-  if (mine == next.members.end() || leader == next.members.end() ||
-      !std::is_sorted(next.members.begin(), next.members.end())) {
+  const std::size_t ranks = next.peers.empty() ? placement_.peers.size() : next.peers.size();
+  const bool ascending = std::adjacent_find(next.members.begin(), next.members.end(),
+                                            std::greater_equal<>()) == next.members.end();
+  const bool known = !next.members.empty() && next.members.front() >= 0 &&
+                     static_cast<std::size_t>(next.members.back()) < ranks;
+  if (mine == next.members.end() || leader == next.members.end() || !ascending || !known) {
     return Status::Error("regroup: rank " + std::to_string(placement_.rank) +
-                         " is no member of membership [" + Ranks(next.members) + "] led by " +
+                         " cannot train in membership [" + Ranks(next.members) + "] led by " +
                          std::to_string(next.leader));
   }
   if (next.leader == placement_.rank && request.completed_step < 0) {

@@ -320,6 +320,37 @@ BOOST_AUTO_TEST_CASE(survivors_regroup_in_place_and_a_replacement_joins_bitwise_
   BOOST_TEST((worlds == std::set<int>{2, 3}));
 }
 
+// Answers no ring can be made of fail the regroup, saying so, before it joins any: this rank left
+// out, a leader outside the members, members out of order or unknown, a joiner as the leader.
+BOOST_AUTO_TEST_CASE(an_answer_that_makes_no_ring_fails_the_regroup) {
+  TempDir dir;
+  const config::JobConfig job = ElasticJob(dir);
+  Result<JobData> loaded = LoadJobData(job);
+  BOOST_REQUIRE(loaded.ok());
+  Placement at;
+  at.rank = 1;
+  at.peers = std::vector<dist::Endpoint>(kWorkers, {"127.0.0.1", 1});
+  const Membership bad[] = {{.epoch = 1, .members = {0, 2}, .leader = 0, .peers = {}},
+                            {.epoch = 1, .members = {0, 1}, .leader = 2, .peers = {}},
+                            {.epoch = 1, .members = {1, 0}, .leader = 0, .peers = {}},
+                            {.epoch = 1, .members = {1, 1}, .leader = 1, .peers = {}},
+                            {.epoch = 1, .members = {1, 7}, .leader = 1, .peers = {}},
+                            {.epoch = 1, .members = {0, 1}, .leader = 1, .peers = {}}};
+  for (const Membership& answer : bad) {
+    ElasticReplica joiner(job, loaded.value(), at,
+                          [&answer](const RegroupRequest& request) -> Result<Membership> {
+                            BOOST_TEST(request.membership == -1);
+                            BOOST_TEST(request.completed_step == -1);
+                            return answer;
+                          });
+    const Status joined = joiner.Join();
+    BOOST_TEST(!joined.ok());
+    BOOST_TEST((joined.message().starts_with("regroup: rank 1 cannot train in membership [") ||
+                joined.message() == "regroup: a joiner cannot lead"),
+               joined.message());
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
