@@ -5,6 +5,8 @@
 // over which activations and gradients pass: dist::PartitionedMlp), and its data-parallel group
 // (config/job_layout.h: the ring, or the parameter-server shards, of its partition, as a job of
 // cluster.workers whole replicas would join them), and it picks the strategy of cluster.mode.
+// An elastic job's replica joins the ring of its membership (Placement::members), at its position
+// there, which is also its share of each global batch (elastic_replica.h).
 //
 //   auto session = TrainingSession::Make(job, data, placement);  // sets the BLAS thread count too
 //   session.value()->trainer().InitParams();   // or RestoreCheckpoint(c, session->trainer())
