@@ -91,10 +91,11 @@ struct JobManager::Job {
   // Elastic sync ring jobs (config::ClusterConfig::Elastic; elastic_regroup.cc): the attempt's
   // membership and its regroup rounds; each round's answer by its epoch, which the members that
   // asked wait for (within a few rounds' time, as a last resort: the round's own deadline
-  // answers first); the epoch of the round each member is to be told `regroup_now` of at its
+  // answers first); the open round's deadline; the epoch of the round each member is to be told `regroup_now` of at its
   // next frame; the newest step the job's metrics recorded.
   std::optional<RegroupRound> regroup;
   std::map<int, Completion<RegroupAnswer>> regroup_answers;
+  std::optional<Completion<bool>> regroup_closed;  // the open round's: set once it completes
   std::map<int, int> regroup_notices;
   std::int64_t newest_step = 0;
   // A member finished training (worker_done completed or target): replacements are stopped,
@@ -105,6 +106,7 @@ struct JobManager::Job {
   void AbandonRegroups() {
     for (auto& [epoch, answered] : regroup_answers) answered.Abandon();
     regroup_answers.clear();
+    if (regroup_closed) regroup_closed->Abandon();
   }
   // cluster.scheduler = "slurm" (slurm_attempt.cc): the attempt's allocation, once Slurm named
   // it (0: none), and its salloc while that runs (0: none).

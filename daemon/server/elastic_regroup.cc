@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
-#include <asio/steady_timer.hpp>
 #include <cmath>
 
 #include "core/net/auth.h"
@@ -34,6 +33,7 @@ void JobManager::ApplyRegroup(Job& job, RegroupStep step) {
                      std::chrono::milliseconds(0));
   }
   if (step.answer) {
+    if (job.regroup_closed) job.regroup_closed->Set(true);
     const auto waiting = job.regroup_answers.find(step.answer->membership);
     if (waiting != job.regroup_answers.end()) {
       waiting->second.Set(*step.answer);
@@ -43,6 +43,8 @@ void JobManager::ApplyRegroup(Job& job, RegroupStep step) {
   const int next = job.regroup->epoch() + 1;
   for (int rank : step.notify) job.regroup_notices[rank] = next;
   if (step.round_began) {
+    job.regroup_closed.emplace(
+        io_, std::chrono::milliseconds(std::llround(job.config.cluster.timeout_seconds * 1000.0)));
     asio::co_spawn(io_, ExpireRegroup(job.id, job.attempt, next), asio::detached);
   }
   if (step.failure) FailAttempt(job, *step.failure);
@@ -50,14 +52,13 @@ void JobManager::ApplyRegroup(Job& job, RegroupStep step) {
 
 asio::awaitable<void> JobManager::ExpireRegroup(std::int64_t id, std::uint64_t attempt, int epoch) {
   const Job* job = Current(id, attempt);
-  if (job == nullptr) co_return;
-  asio::steady_timer deadline(
-      io_, std::chrono::milliseconds(std::llround(job->config.cluster.timeout_seconds * 1000.0)));
-  co_await deadline.async_wait(asio::use_awaitable);
+  if (job == nullptr || job->regroup->epoch() + 1 != epoch) co_return;  // over already
+  const Completion<bool> closed = *job->regroup_closed;                 // this round's
+  if (co_await closed.Wait()) co_return;                                // it completed in time
   Job* now = Current(id, attempt);
-  if (now == nullptr || now->regroup_finished || !now->regroup->round_open() ||
-      now->regroup->epoch() + 1 != epoch) {
-    co_return;  // that round completed, or the members finished training
+  if (now == nullptr || !now->machine.failure().empty() || now->regroup_finished ||
+      !now->regroup->round_open() || now->regroup->epoch() + 1 != epoch) {
+    co_return;  // the attempt ended, or the members finished training
   }
   ApplyRegroup(*now, now->regroup->DeadlinePassed(now->newest_step));
 }

@@ -201,6 +201,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   if (job->config.cluster.Elastic()) {
     job->regroup.emplace(job->config.cluster.workers, job->config.cluster.min_workers);
   }
+  job->regroup_closed.reset();
   job->regroup_notices.clear();
   job->newest_step = 0;
   job->regroup_finished = false;
