@@ -99,9 +99,12 @@ asio::awaitable<Result<Regrouped>> JobManager::WorkerRegroup(std::int64_t id, in
   job = Current(id, attempt);
   if (job == nullptr) co_return refused;
   if (!answer) {
-    const std::string why = job->machine.failure().empty()
-                                ? "the round did not complete within 3 x cluster.timeout_seconds"
-                                : job->machine.failure();
+    std::string why = "the round did not complete within 3 x cluster.timeout_seconds";
+    if (!job->machine.failure().empty()) {
+      why = job->machine.failure();
+    } else if (job->regroup_finished) {
+      why = "the members finished training";
+    }
     co_return Status::Error("regroup failed: " + why);
   }
   co_return Regrouped{*answer, job->admission.peers};
@@ -109,6 +112,7 @@ asio::awaitable<Result<Regrouped>> JobManager::WorkerRegroup(std::int64_t id, in
 
 void JobManager::FinishElastic(Job& job) {
   job.regroup_finished = true;
+  job.AbandonRegroups();  // a replacement waiting to join is told there is nothing to join
   const std::vector<int>& members = job.regroup->members();
   for (int rank = 0; rank < job.config.cluster.workers; ++rank) {
     const ProcessState& state = job.machine.process(rank);

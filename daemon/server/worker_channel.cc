@@ -102,7 +102,7 @@ asio::awaitable<void> ServeWorker(ControlContext& ctx, Socket& socket, std::int6
     // Between frames of ours only, and moot for a worker asking to regroup already.
     if (const std::optional<int> epoch =
             type == "regroup" ? std::nullopt : ctx.jobs.TakeRegroupNotice(job, rank, token)) {
-      const json notice = {{"type", "regroup_now"}, {"membership", *epoch}};
+      const json notice = {{"v", 1}, {"type", "regroup_now"}, {"membership", *epoch}};
       if (!co_await WriteJson(socket, notice)) co_return;
     }
     if (h.type == net::MessageType::kHeartbeat) continue;
