@@ -87,6 +87,29 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
   // Like the other modes' keys, read by every job and used where OverlapApplies().
   r.Size("bucket_bytes", 0, kMaxBucketBytes, &c->bucket_bytes);
   ReadHierarchy(r, c);
+  r.Int("min_workers", 1, kMaxWorkers, &c->min_workers);
+}
+
+void CheckElastic(const ClusterConfig& c, TableReader& cluster) {
+  const toml::node* min = cluster.Find("min_workers");
+  if (min == nullptr || cluster.Failed("min_workers")) return;
+  const std::string is = "is " + std::to_string(c.min_workers) + ", but ";
+  const bool layout_known = !cluster.Failed("mode") && !cluster.Failed("allreduce") &&
+                            !cluster.Failed("model_parallel") && !cluster.Failed("scheduler");
+  if (!layout_known) return;
+  const std::string elastic =
+      "elastic training is for mode \"sync\" with allreduce \"ring\", model_parallel = 1 and "
+      "scheduler = \"daemon\": ";
+  if (!c.SumsOnTheRing()) {
+    cluster.Report(*min, "min_workers", is + elastic + WhyNotOnTheRing(c));
+  } else if (c.scheduler != Scheduler::kDaemon) {
+    cluster.Report(*min, "min_workers",
+                   is + elastic + "scheduler \"" + std::string(SchedulerName(c.scheduler)) +
+                       "\" places the job's processes itself");
+  } else if (c.min_workers > c.workers && !cluster.Failed("workers")) {
+    cluster.Report(*min, "min_workers",
+                   is + "the job has only cluster.workers = " + std::to_string(c.workers));
+  }
 }
 
 void CheckModelParallel(const JobConfig& job, TableReader& cluster) {

@@ -3,6 +3,7 @@
 // rule). Internal to dtrain_config, like toml_reader.h.
 //
 //   ReadCluster(cluster_reader, &job.cluster);
+//   CheckElastic(job.cluster, cluster_reader);      // once the scheduler is read (slurm_job.h)
 //   CheckModelParallel(job, cluster_reader);        // once [model] and [train] are read
 //   CheckLbfgs(job, optimizer_reader, cluster_reader);
 //
@@ -17,6 +18,9 @@ namespace dtrain::config::internal {
 // Every [cluster] key but the scheduler's (config/slurm_job.h), compression's included
 // (config/compression_section.h).
 void ReadCluster(TableReader& r, ClusterConfig* c);
+// cluster.min_workers within 1 .. workers, and only where a job can train elastically: mode
+// "sync" on the ring with whole replicas (ClusterConfig::SumsOnTheRing), placed by the daemon.
+void CheckElastic(const ClusterConfig& c, TableReader& cluster);
 // Model parallelism fits the model: an MLP whose layers (or units) split K ways, micro-batches
 // only in a pipeline and no larger than a batch, no gradient clipping across partitions.
 void CheckModelParallel(const JobConfig& job, TableReader& cluster);

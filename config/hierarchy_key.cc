@@ -6,10 +6,6 @@
 
 namespace dtrain::config::internal {
 
-namespace {
-
-// Why `c`'s replicas do not all-reduce whole gradients on the ring, naming the key that rules it
-// out; for a `c` that does not SumsOnTheRing.
 std::string WhyNotOnTheRing(const ClusterConfig& c) {
   const Exchange exchange = TraitsOf(c.mode).exchange;
   if (exchange != Exchange::kSynchronous) {
@@ -23,8 +19,6 @@ std::string WhyNotOnTheRing(const ClusterConfig& c) {
   return "model_parallel = " + std::to_string(c.model_parallel) +
          " splits each replica's gradient among its partitions";
 }
-
-}  // namespace
 
 void ReadHierarchy(TableReader& r, ClusterConfig* c) {
   const toml::node* hierarchy =

@@ -6,11 +6,13 @@
 //   WriteHierarchy(job.cluster.hierarchy, w);
 //
 // The key applies where the replicas all-reduce on the ring (ClusterConfig::SumsOnTheRing: mode
-// "sync" on the ring, whole replicas); given for any other job it is refused at its place, saying why, unless the key it
-// depends on failed to read. "auto" is the default: the two levels run only when the job's
-// workers are on h >= 2 hosts with the same r >= 2 on each, and not with compression (which runs
-// on the flat ring).
+// "sync" on the ring, whole replicas); given for any other job it is refused at its place, saying
+// why, unless the key it depends on failed to read. "auto" is the default: the two levels run only
+// when the job's workers are on h >= 2 hosts with the same r >= 2 on each, and not with compression
+// (which runs on the flat ring).
 #pragma once
+
+#include <string>
 
 #include "config/job.h"
 #include "config/toml_reader.h"
@@ -19,6 +21,11 @@
 namespace dtrain::config::internal {
 
 void ReadHierarchy(TableReader& cluster, ClusterConfig* c);
+
+// Why `c`'s replicas do not all-reduce whole gradients on the ring, naming the key that rules it
+// out ("allreduce \"ps\" sums the gradients on parameter servers"); for a `c` that does not
+// SumsOnTheRing. Also said by the other keys that apply there only (cluster.min_workers).
+std::string WhyNotOnTheRing(const ClusterConfig& c);
 
 void WriteHierarchy(Hierarchy hierarchy, TomlWriter& w);
 

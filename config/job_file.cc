@@ -581,6 +581,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule, &job.lbfgs, &job.sample_rows);
   internal::ReadCluster(cluster, &job.cluster);
   internal::ReadSlurm(cluster, slurm, &job.cluster, &job.slurm);
+  internal::CheckElastic(job.cluster, cluster);
   internal::CheckModelParallel(job, cluster);
   internal::CheckLbfgs(job, optimizer, cluster);
   // A mode may have its own default optimizer (Downpour's is Adagrad); an explicit type wins.

@@ -189,6 +189,14 @@ void WriteCluster(const ClusterConfig& c, Shown show, TomlWriter& w) {
   if (show(c.OverlapApplies())) w.Int("bucket_bytes", static_cast<std::int64_t>(c.bucket_bytes));
   // Only where it applies, even with every key shown: elsewhere the key is refused.
   if (c.SumsOnTheRing()) internal::WriteHierarchy(c.hierarchy, w);
+  // Likewise; 0 (not elastic) is no value a job file may give.
+  if (c.SumsOnTheRing() && c.scheduler == Scheduler::kDaemon) {
+    if (c.min_workers > 0) {
+      w.Int("min_workers", c.min_workers);
+    } else if (several) {
+      w.Comment("min_workers: not set, so a lost replica restarts the attempt from its checkpoint");
+    }
+  }
 }
 
 }  // namespace

@@ -179,6 +179,8 @@ int ClusterConfig::Coordinators() const { return TraitsOf(mode).coordinator ? 1 
 
 LostProcess CostOfLosing(const JobConfig& job, int rank) {
   if (RoleOf(job.cluster, rank).kind != ProcessRole::Kind::kReplica) return kRestartAll;
+  // The others regroup on a smaller ring; the replacement joins them.
+  if (job.cluster.Elastic()) return kRestartAlone;
   const LostProcess cost = TraitsOf(job.cluster.mode).lost_replica;
   return cost == kRestartAlone && job.data.sparse ? kRestartAll : cost;
 }

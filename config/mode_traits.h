@@ -88,7 +88,8 @@ const ModeTraits& TraitsOf(ClusterMode mode);
 std::string QuotedModes(bool (*pred)(const ModeTraits&));
 
 // What losing process `rank` of `job` costs; a sparse model's shards take no replica back, so
-// a lost sparse replica restarts the whole attempt.
+// a lost sparse replica restarts the whole attempt; an elastic job's replica
+// (ClusterConfig::Elastic) restarts alone while the others regroup without it.
 LostProcess CostOfLosing(const JobConfig& job, int rank);
 
 // What one process of a job runs.

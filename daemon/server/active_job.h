@@ -1,8 +1,8 @@
 // The daemon's in-memory record of an active job and of each process of its current attempt:
 // JobManager's private state, shared by the files that implement it (job_manager.cc,
-// job_intake.cc, rendezvous.cc, replica_restart.cc, slurm_attempt.cc). What follows a process's
-// exit is its attempt machine's to decide (attempt_machine.h). Touched only on the daemon's io
-// thread.
+// job_intake.cc, rendezvous.cc, replica_restart.cc, elastic_regroup.cc, slurm_attempt.cc). What
+// follows a process's exit is its attempt machine's to decide (attempt_machine.h). Touched only
+// on the daemon's io thread.
 #pragma once
 
 #include <map>
@@ -18,6 +18,7 @@
 #include "daemon/server/completion.h"
 #include "daemon/server/job_manager.h"
 #include "daemon/server/log_quota.h"
+#include "daemon/server/regroup_round.h"
 #include "daemon/store/checkpoint.h"
 
 namespace dtrain::server {
@@ -87,6 +88,26 @@ struct JobManager::Job {
     std::optional<Completion<Result<Resume>>> admitted;
   };
   std::map<int, Rejoin> rejoining;
+  // Elastic sync ring jobs (config::ClusterConfig::Elastic; elastic_regroup.cc): the attempt's
+  // membership and its regroup rounds; each round's answer by its epoch, which the members that
+  // asked wait for (within a few rounds' time, as a last resort: the round's own deadline
+  // answers first); the open round's deadline; the epoch of the round each member is to be told `regroup_now` of at its
+  // next frame; the newest step the job's metrics recorded.
+  std::optional<RegroupRound> regroup;
+  std::map<int, Completion<RegroupAnswer>> regroup_answers;
+  std::optional<Completion<bool>> regroup_closed;  // the open round's: set once it completes
+  std::map<int, int> regroup_notices;
+  std::int64_t newest_step = 0;
+  // A member finished training (worker_done completed or target): replacements are stopped,
+  // not started, and no round fails the attempt any more.
+  bool regroup_finished = false;
+
+  // Wakes the askers of every round not answered yet (they are told the regroup failed).
+  void AbandonRegroups() {
+    for (auto& [epoch, answered] : regroup_answers) answered.Abandon();
+    regroup_answers.clear();
+    if (regroup_closed) regroup_closed->Abandon();
+  }
   // cluster.scheduler = "slurm" (slurm_attempt.cc): the attempt's allocation, once Slurm named
   // it (0: none), and its salloc while that runs (0: none).
   struct SlurmAllocation {
@@ -96,6 +117,13 @@ struct JobManager::Job {
   SlurmAllocation slurm;
 
   bool OnSlurm() const { return config.cluster.scheduler == config::Scheduler::kSlurm; }
+
+  // Whether process `rank` sends the job's checkpoints: an elastic job's first member, else
+  // config::WritesCheckpoints.
+  bool WritesCheckpoints(int rank) const {
+    if (regroup) return regroup->members().front() == rank;
+    return config::WritesCheckpoints(config.cluster, rank);
+  }
 
   std::string Who(int rank) const {
     const Process& p = processes[static_cast<std::size_t>(rank)];

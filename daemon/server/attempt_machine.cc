@@ -127,7 +127,9 @@ ExitCount AttemptMachine::CountExit(int rank) {
   ExitCount count;
   count.last = --live_ == 0;
   if (!p.ended_well && !cancel_requested_ && !shutting_down_) {
-    if (policy_.on_loss[Index(rank)] != config::LostProcess::kCarryOn) {
+    if (p.carried_on) {
+      count.loss = ExitCount::Loss::kCarryOn;
+    } else if (policy_.on_loss[Index(rank)] != config::LostProcess::kCarryOn) {
       count.loss = ExitCount::Loss::kFailsAttempt;
     } else if (!p.stop_sent) {
       count.loss = ExitCount::Loss::kCarryOn;
@@ -141,16 +143,25 @@ std::int64_t AttemptMachine::TargetStep() const {
   for (const ProcessState& p : processes_) {
     if (p.done_stop == worker::WorkerStop::kTarget) return p.steps;
   }
-  return processes_.front().steps;
+  return Lead().steps;
+}
+
+const ProcessState& AttemptMachine::Lead() const {
+  const ProcessState& lead = processes_[Index(policy_.lead_rank)];
+  if (!lead.carried_on) return lead;
+  for (int r = 0; r < policy_.trainers; ++r) {
+    if (StoppedWell(processes_[Index(r)])) return processes_[Index(r)];
+  }
+  return lead;
 }
 
 Outcome AttemptMachine::Decide() {
-  const ProcessState& lead = processes_[Index(policy_.lead_rank)];
+  const ProcessState& lead = Lead();
   // Every process finished well, but one the job can do without may have died on the way.
   bool all_well = true;
   for (std::size_t r = 0; r < processes_.size(); ++r) {
-    all_well = all_well &&
-               (StoppedWell(processes_[r]) || policy_.on_loss[r] == config::LostProcess::kCarryOn);
+    all_well = all_well && (StoppedWell(processes_[r]) || processes_[r].carried_on ||
+                            policy_.on_loss[r] == config::LostProcess::kCarryOn);
   }
   Outcome out;
   if (failure_.empty() && !cancel_requested_ && !shutting_down_ && StoppedWell(lead) && all_well) {

@@ -58,6 +58,7 @@ struct ProcessState {
   bool ended_well = false;  // once exited: it finished in a way that lets the job succeed
   bool stop_sent = false;   // asked (or forced) to stop
   bool replacing = false;   // its replica is being started again alone; its exit fails nothing
+  bool carried_on = false;  // an elastic job's replica lost while the others regroup without it
 };
 
 // What to do with an exit once it is counted.
@@ -110,6 +111,10 @@ class AttemptMachine {
   // Process `rank` exited; then ask whether its replica restarts alone, whether its exit waits
   // for a peer's death to be named first, and count it.
   void Exited(int rank, ProcessExit exit);
+  // The exited process `rank`, an elastic job's replica, is lost without failing the attempt:
+  // the others regroup without it (daemon/server/regroup_round.h); its count carries on, and the
+  // job may succeed without it.
+  void CarriedOn(int rank) { processes_[Index(rank)].carried_on = true; }
   bool RestartsAlone(int rank) const;
   bool WaitsForBlame(int rank) const;
   ExitCount CountExit(int rank);
@@ -146,6 +151,9 @@ class AttemptMachine {
  private:
   static std::size_t Index(int rank) { return static_cast<std::size_t>(rank); }
   bool StoppedWell(const ProcessState& p) const;
+  // The process whose end is the job's: the lead rank, unless that was carried on without, then
+  // the first trainer that stopped well.
+  const ProcessState& Lead() const;
   std::int64_t TargetStep() const;
 
   std::int64_t job_id_;

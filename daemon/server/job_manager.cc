@@ -197,6 +197,14 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   job->processes.assign(static_cast<std::size_t>(count), Process{});
   job->machine.Begin(count);
   job->rejoining.clear();
+  job->regroup.reset();
+  if (job->config.cluster.Elastic()) {
+    job->regroup.emplace(job->config.cluster.workers, job->config.cluster.min_workers);
+  }
+  job->regroup_closed.reset();
+  job->regroup_notices.clear();
+  job->newest_step = 0;
+  job->regroup_finished = false;
   job->checkpoint_assembly.Clear();
   job->checkpoint_stored.clear();
   job->log_quota.emplace(settings_.log_quota);
@@ -337,6 +345,7 @@ void JobManager::FailAttempt(Job& job, const std::string& why) {
   if (!verdict.first) return;
   store_.AppendLog(job.id, 0, "daemon", why);
   if (job.rendezvous) job.rendezvous->Abandon();
+  job.AbandonRegroups();
   // `dtrain status` says why at once.
   if (verdict.recovering) {
     job.state = JobState::kRecovering;
@@ -398,12 +407,21 @@ void JobManager::WorkerSilent(std::int64_t id, int rank, const std::string& toke
     store_.AppendLog(job.id, rank, "daemon", why + "; the job goes on without it");
     return;
   }
+  if (job.regroup && job.machine.ready()) {
+    // Its exit is the loss: the others regroup without it (elastic_regroup.cc).
+    store_.AppendLog(job.id, rank, "daemon", why + "; the others regroup without it");
+    return;
+  }
   FailAttempt(job, why);
 }
 
 void JobManager::WorkerMetrics(std::int64_t id, int rank,
                                std::span<const train::MetricPoint> points) {
-  if (jobs_.count(id) == 0) return;
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  for (const train::MetricPoint& p : points) {
+    it->second->newest_step = std::max(it->second->newest_step, p.step);
+  }
   store_.AppendMetrics(id, rank, points);
 }
 
@@ -414,7 +432,7 @@ asio::awaitable<Status> JobManager::WorkerCheckpoint(std::int64_t id, int rank,
   if (it == jobs_.end()) co_return refused;
   const config::ClusterConfig cluster = it->second->config.cluster;
   const config::ProcessRole role = config::RoleOf(cluster, rank);
-  if (!config::WritesCheckpoints(cluster, rank)) co_return refused;
+  if (!it->second->WritesCheckpoints(rank)) co_return refused;
   auto decoded = store::DecodeCheckpoint(blob);
   if (!decoded.ok()) co_return Status::Error("checkpoint refused: " + decoded.status().message());
   const int keep = it->second->config.checkpoint.keep;
@@ -465,9 +483,14 @@ void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop, 
                             const std::string& error, const std::string& reason) {
   auto [job, process] = FindProcess(id, rank);
   if (job == nullptr) return;
-  for (int r : job->machine.Done(rank, worker::ParseWorkerStop(stop), steps, reason,
-                                 job->Who(rank) + ": " + error)) {
+  const std::optional<worker::WorkerStop> said = worker::ParseWorkerStop(stop);
+  for (int r : job->machine.Done(rank, said, steps, reason, job->Who(rank) + ": " + error)) {
     supervisor_.Stop(job->processes[static_cast<std::size_t>(r)].pid, settings_.grace);
+  }
+  if (job->regroup && !job->regroup_finished &&
+      (said == worker::WorkerStop::kCompleted || said == worker::WorkerStop::kTarget) &&
+      std::ranges::binary_search(job->regroup->members(), rank)) {
+    FinishElastic(*job);
   }
 }
 
@@ -476,8 +499,15 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   Job* job = Current(id, attempt);
   if (job == nullptr) co_return;
   job->machine.Exited(rank, exit);
-  if (job->machine.RestartsAlone(rank)) {
+  const AttemptMachine& machine = job->machine;
+  if (job->regroup && machine.ready() && !machine.process(rank).ended_well &&
+      machine.failure().empty() && !machine.cancel_requested() && !machine.shutting_down()) {
+    // Elastic: the others regroup without it, and it is replaced while restarts last.
+    LoseElasticReplica(*job, rank, DescribeExit(exit));
+  }
+  if (job->machine.RestartsAlone(rank) && !job->regroup_finished) {
     // Async: the others go on; new processes take this replica's place among the shards.
+    // Elastic: a new process takes its rank and joins the others' ring.
     const bool handled = co_await ReplaceReplica(id, attempt, rank);
     if (handled) co_return;
     job = Current(id, attempt);
@@ -513,6 +543,7 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   Job& j = *job;
   j.active = false;
   j.rendezvous.reset();
+  j.AbandonRegroups();
   if (j.log_quota && j.log_quota->dropped_lines() > 0) {
     store_.AppendLog(id, 0, "daemon", j.log_quota->SummaryLine());
   }

@@ -6,7 +6,9 @@
 // each job's attempt machine (attempt_machine.h) decides when they exit: success once every
 // process ended well; after the first failure the others are stopped, and once all have exited
 // the job is cancelled, restarted from the newest checkpoint (up to max_restarts), failed, or —
-// when the daemon stops — left to recover at the next start.
+// when the daemon stops — left to recover at the next start. An async replica, or an elastic sync
+// job's, is replaced alone while the others go on (replica_restart.cc); an elastic job's members
+// regroup without the lost one and take its replacement in (elastic_regroup.cc).
 //
 //   JobManager jobs(io, pool, store, supervisor, settings);
 //   jobs.SetChannelSink([&](int fd) { server.ServeWorkerChannel(fd); });
@@ -46,6 +48,7 @@
 #include "daemon/server/log_quota.h"
 #include "daemon/server/placement.h"
 #include "daemon/server/process_launcher.h"
+#include "daemon/server/regroup_round.h"
 #include "daemon/server/supervisor.h"
 #include "daemon/store/job_removal.h"
 #include "daemon/store/store.h"
@@ -121,9 +124,19 @@ struct Admission {
   std::string spec_toml;
   std::string data_token;  // every data-plane connection of the attempt opens with it
   std::int64_t resume_step = -1;
+  // An elastic job's replacement: it builds nothing until its `regroup` is answered, and then
+  // takes a member's state (regroup_round.h).
+  bool joining = false;
   std::string checkpoint_blob;  // this process's: its partition's part of the checkpoint
   std::vector<PeerAddress> peers;
   std::chrono::milliseconds heartbeat_timeout{5000};  // the job's cluster.heartbeat_timeout
+};
+
+// What a member of an elastic job's new membership is told (`regroup`'s answer): the round's
+// answer and every rank's current address.
+struct Regrouped {
+  RegroupAnswer answer;
+  std::vector<PeerAddress> peers;
 };
 
 // In-memory facts about an active job that the store does not hold.
@@ -185,6 +198,16 @@ class JobManager {
   // a crash. Nothing happens when that process is gone or replaced already.
   void WorkerSilent(std::int64_t job, int rank, const std::string& token,
                     std::chrono::milliseconds silence);
+  // Elastic jobs (elastic_regroup.cc): the process admitted with `token` as rank `rank` asks to
+  // regroup, having trained last in membership `membership` and completed `completed_step` steps
+  // (both -1: a replacement). Returns once its round completed: the new membership, or why not
+  // (the round failed the attempt, or the process is no member).
+  asio::awaitable<Result<Regrouped>> WorkerRegroup(std::int64_t job, int rank,
+                                                   const std::string& token, int membership,
+                                                   std::int64_t completed_step);
+  // The epoch of the round that process `rank` (admitted with `token`) is to be told
+  // `regroup_now` of, once: its channel writes it right after reading a frame from it.
+  std::optional<int> TakeRegroupNotice(std::int64_t job, int rank, const std::string& token);
   // `stop` "no_data": the process cannot read the job's data where it runs; "out_of_memory": it
   // does not fit its memory there; "unsupported_cpu": its host's CPU cannot run the job as
   // written (train.precision = "bf16" without native bf16); `error` says why: the job then fails
@@ -259,6 +282,20 @@ class JobManager {
   // the current addresses.
   asio::awaitable<Result<Admission>> AdmitRestarted(std::int64_t id, std::uint64_t attempt,
                                                     int rank);
+  // An elastic job's replica `rank`, admitted after the rendezvous, exited `how` (not well): it
+  // leaves the membership, and the others regroup without it unless too few remain. Returns
+  // whether the attempt carries on.
+  bool LoseElasticReplica(Job& job, int rank, const std::string& how);
+  // Carries out what the job's RegroupRound answered: events, kills, the answer to the round's
+  // askers, notices, the next round's deadline, or the attempt's failure.
+  void ApplyRegroup(Job& job, RegroupStep step);
+  // A member of the elastic job said it finished training: the replacements not yet members are
+  // stopped, and carried on without.
+  void FinishElastic(Job& job);
+  // The round of `epoch` of the attempt, if still open after cluster.timeout_seconds, ends.
+  asio::awaitable<void> ExpireRegroup(std::int64_t id, std::uint64_t attempt, int epoch);
+  // Records `events` as the job's, in order (its log, and its events in the store).
+  asio::awaitable<void> NoteEvents(std::int64_t id, std::vector<std::string> events);
   // SIGTERM (then SIGKILL after `grace`) to every live process of the job.
   void StopProcesses(Job& job, std::chrono::milliseconds grace);
   // What process `rank` is admitted with: the common admission and its partition's part of the

@@ -86,6 +86,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(
       }
       job->checkpoint_parts = std::move(parts).value();
       a.resume_step = latest.value().checkpoint->step;
+      job->newest_step = a.resume_step;
       reason += " from the checkpoint at step " + std::to_string(a.resume_step);
     }
     auto run = [this, id, reason] { return store_.SetJobState(id, JobState::kRunning, reason); };

@@ -1,6 +1,8 @@
 // Async jobs restart a failed replica while the others go on: its processes (one, or with model
 // parallelism its K partitions) are stopped, replaced by new ones of the same attempt, admitted
-// together and resumed from the newest checkpoint, rejoining their shards.
+// together and resumed from the newest checkpoint, rejoining their shards. An elastic sync job's
+// replacement is admitted at once, as a joiner: it takes a member's state when its regroup round
+// completes (elastic_regroup.cc), not a checkpoint.
 #include <algorithm>
 #include <cmath>
 
@@ -16,6 +18,17 @@ std::string Pids(const std::vector<pid_t>& pids) {
   std::string out;
   for (pid_t pid : pids) out += (out.empty() ? "" : ", ") + std::to_string(pid);
   return out;
+}
+
+// The common admission of an attempt without its first checkpoint's blobs: what a process that
+// replaced one of a running attempt starts from.
+Admission LateAdmission(const Admission& common) {
+  Admission late;
+  late.spec_toml = common.spec_toml;
+  late.data_token = common.data_token;
+  late.peers = common.peers;
+  late.heartbeat_timeout = common.heartbeat_timeout;
+  return late;
 }
 
 }  // namespace
@@ -105,10 +118,11 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
           ? "started again alone (pid " + Pids(pids) + "): it rejoins"
           : "replica " + std::to_string(replica) + "'s " + std::to_string(partitions.size()) +
                 " partitions started again (pids " + Pids(pids) + "): they rejoin";
+  const std::string rejoins =
+      job->regroup ? " the others' ring at a step boundary" : " the shards while the others go on";
   const std::string reason = "restart " + std::to_string(job->machine.restarts()) + " of " +
                              std::to_string(job->machine.max_restarts()) + ": " + why + "; " +
-                             started +
-                             " the shards while the others go on";
+                             started + rejoins;
   store_.AppendLog(id, 0, "daemon", reason);
   co_await OffThread(pool_, [this, id, &reason] { return store_.NoteEvent(id, reason); });
   for (std::size_t i = 0; i < partitions.size(); ++i) {
@@ -131,6 +145,13 @@ asio::awaitable<Result<Admission>> JobManager::AdmitRestarted(std::int64_t id,
   address.host = me.data_host.empty() ? settings_.data_host : me.data_host;
   address.port = me.data_port;
   address.partition_port = me.partition_port;
+  if (job->regroup) {
+    job->rejoining.erase(role.replica);
+    Admission joining = LateAdmission(job->admission);
+    joining.joining = true;
+    ApplyRegroup(*job, job->regroup->Joined(rank));
+    co_return joining;
+  }
 
   Job::Rejoin& rejoin = job->rejoining[role.replica];
   if (!rejoin.admitted) {
@@ -166,12 +187,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitRestarted(std::int64_t id,
   }
   if (!admitted->ok()) co_return admitted->status();
   const Job::Rejoin::Resume& resume = admitted->value();
-  const Admission& common = job->admission;
-  Admission late;  // the common one without the first attempt's checkpoint blobs
-  late.spec_toml = common.spec_toml;
-  late.data_token = common.data_token;
-  late.peers = common.peers;
-  late.heartbeat_timeout = common.heartbeat_timeout;
+  Admission late = LateAdmission(job->admission);
   if (resume.step >= 0) {
     late.resume_step = resume.step;
     late.checkpoint_blob = resume.blobs[static_cast<std::size_t>(role.partition)];

@@ -58,6 +58,23 @@ asio::awaitable<void> WatchPulse(ControlContext& ctx, std::shared_ptr<WorkerPuls
   }
 }
 
+// The answer to an elastic job's worker's `regroup` (`request`), once its round completed.
+asio::awaitable<json> RegroupReply(ControlContext& ctx, std::int64_t job, int rank,
+                                   const std::string& token, const json& request) {
+  const int membership = static_cast<int>(IntField(request, "membership").value_or(-1));
+  const std::int64_t completed_step = IntField(request, "completed_step").value_or(-1);
+  const Result<Regrouped> regrouped =
+      co_await ctx.jobs.WorkerRegroup(job, rank, token, membership, completed_step);
+  if (!regrouped.ok()) co_return Error("conflict", regrouped.status().message());
+  const RegroupAnswer& a = regrouped.value().answer;
+  json reply = Ok();
+  reply["membership"] = a.membership;
+  reply["members"] = a.members;
+  reply["leader"] = a.leader;
+  reply["peers"] = PeersJson(regrouped.value().peers);
+  co_return reply;
+}
+
 // A worker's connection after its hello: heartbeats, metrics and checkpoints up, done at the
 // end. A watchdog reports the worker when nothing arrives for the job's heartbeat_timeout.
 asio::awaitable<void> ServeWorker(ControlContext& ctx, Socket& socket, std::int64_t job, int rank,
@@ -76,6 +93,18 @@ asio::awaitable<void> ServeWorker(ControlContext& ctx, Socket& socket, std::int6
     if (!frame.ok()) co_return;
     pulse->busy = true;
     const net::FrameHeader& h = frame.value().header;
+    json control;
+    if (h.type == net::MessageType::kControl) {
+      control = json::parse(frame.value().payload, nullptr, false);
+      if (control.is_discarded()) co_return;
+    }
+    const std::string type = StringField(control, "type").value_or("");
+    // Between frames of ours only, and moot for a worker asking to regroup already.
+    if (const std::optional<int> epoch =
+            type == "regroup" ? std::nullopt : ctx.jobs.TakeRegroupNotice(job, rank, token)) {
+      const json notice = {{"v", 1}, {"type", "regroup_now"}, {"membership", *epoch}};
+      if (!co_await WriteJson(socket, notice)) co_return;
+    }
     if (h.type == net::MessageType::kHeartbeat) continue;
     if (h.type == net::MessageType::kMetrics) {
       const std::optional<std::vector<train::MetricPoint>> points =
@@ -88,12 +117,14 @@ asio::awaitable<void> ServeWorker(ControlContext& ctx, Socket& socket, std::int6
       if (!co_await WriteJson(socket, reply_)) {
         co_return;
       }
-    } else if (h.type == net::MessageType::kControl) {
-      json done = json::parse(frame.value().payload, nullptr, false);
-      if (done.is_discarded() || StringField(done, "type") != "worker_done") co_return;
-      ctx.jobs.WorkerDone(
-          job, rank, StringField(done, "stop").value_or(""), IntField(done, "steps").value_or(0),
-          StringField(done, "error").value_or(""), StringField(done, "reason").value_or(""));
+    } else if (type == "regroup") {
+      const json reply_ = co_await RegroupReply(ctx, job, rank, token, control);
+      if (!co_await WriteJson(socket, reply_)) co_return;
+    } else if (type == "worker_done") {
+      ctx.jobs.WorkerDone(job, rank, StringField(control, "stop").value_or(""),
+                          IntField(control, "steps").value_or(0),
+                          StringField(control, "error").value_or(""),
+                          StringField(control, "reason").value_or(""));
       const json reply_ = Ok();
       if (!co_await WriteJson(socket, reply_)) co_return;
     } else {
@@ -128,6 +159,7 @@ asio::awaitable<void> ServeWorkerHello(ControlContext& ctx, Socket& socket, cons
   reply["spec_toml"] = a.spec_toml;
   reply["data_token"] = a.data_token;
   reply["resume_step"] = a.resume_step;
+  if (a.joining) reply["joining"] = true;
   reply["peers"] = PeersJson(a.peers);
   if (!co_await WriteJson(socket, reply)) {
     co_return;

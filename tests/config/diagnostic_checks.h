@@ -5,6 +5,7 @@
 //   const config::JobConfig job = MustParseInline("[data]\nformat = \"synthetic\"\n");
 //   CheckDiagnostics(LoadJobFile(path, {}), {{path, 5, 8, "data.rows", "must be an integer"}});
 //   const config::Diagnostic d = Single(ParseDaemonConfigText("max_jobs = 2\n", "d.toml"));
+//   CheckClusterWrittenBack(job, "hierarchy = \"flat\"");  // --resolved keeps it, reads it back
 //
 // Works with any load result that has ok() and a `diagnostics` vector (LoadResult,
 // DaemonConfigLoad). One thread at a time (Boost.Test assertions).
@@ -64,6 +65,27 @@ void CheckDiagnostics(const R& r, const std::vector<Expected>& expected) {
       BOOST_TEST(d.message.find(e.message_part) != std::string::npos,
                  "message lacks '" << e.message_part << "'");
     }
+  }
+}
+
+// `job` written back with every key and with those that apply (FormatResolvedJob): each text
+// holds the whole line `line` and reads back to the same [cluster].
+inline void CheckClusterWrittenBack(const config::JobConfig& job, const std::string& line) {
+  for (const config::ResolvedKeys keys :
+       {config::ResolvedKeys::kAll, config::ResolvedKeys::kApplicable}) {
+    const std::string text = config::FormatResolvedJob(job, keys);
+    BOOST_TEST(text.find("\n" + line + "\n") != std::string::npos, "no " << line << " in " << text);
+    const config::LoadResult back = ParseInline(text);
+    BOOST_REQUIRE(back.ok());
+    BOOST_TEST((back.job->cluster == job.cluster));
+  }
+}
+
+// `job` written back with every key and with those that apply: neither text names `key`.
+inline void CheckNotWritten(const config::JobConfig& job, const std::string& key) {
+  for (const config::ResolvedKeys keys :
+       {config::ResolvedKeys::kAll, config::ResolvedKeys::kApplicable}) {
+    BOOST_TEST(config::FormatResolvedJob(job, keys).find(key) == std::string::npos);
   }
 }
 

@@ -10,7 +10,9 @@
 namespace dtrain::config {
 namespace {
 
+using testing::CheckClusterWrittenBack;
 using testing::CheckDiagnostics;
+using testing::CheckNotWritten;
 using testing::MustParseInline;
 using testing::ParseInline;
 
@@ -26,14 +28,7 @@ BOOST_AUTO_TEST_CASE(auto_by_default_and_flat_when_asked_both_round_trip) {
       const JobConfig job =
           MustParseInline(std::string(kData) + kSync + "hierarchy = \"" + value + "\"\n");
       BOOST_TEST(HierarchyName(job.cluster.hierarchy) == value);
-      for (const ResolvedKeys keys : {ResolvedKeys::kAll, ResolvedKeys::kApplicable}) {
-        const std::string text = FormatResolvedJob(job, keys);
-        BOOST_TEST(text.find("\nhierarchy = \"" + std::string(value) + "\"\n") !=
-                   std::string::npos);
-        const LoadResult back = ParseInline(text);
-        BOOST_REQUIRE(back.ok());
-        BOOST_TEST((back.job->cluster == job.cluster));
-      }
+      CheckClusterWrittenBack(job, "hierarchy = \"" + std::string(value) + "\"");
     }
   }
 }
@@ -43,10 +38,7 @@ BOOST_AUTO_TEST_CASE(not_written_where_it_does_not_apply) {
   for (const char* cluster : {"", "[cluster]\nworkers = 2\nmode = \"async\"\n",
                               "[cluster]\nworkers = 2\nmode = \"sync\"\nallreduce = \"ps\"\n"}) {
     BOOST_TEST_CONTEXT(cluster) {
-      const JobConfig job = MustParseInline(std::string(kData) + cluster);
-      for (const ResolvedKeys keys : {ResolvedKeys::kAll, ResolvedKeys::kApplicable}) {
-        BOOST_TEST(FormatResolvedJob(job, keys).find("hierarchy") == std::string::npos);
-      }
+      CheckNotWritten(MustParseInline(std::string(kData) + cluster), "hierarchy");
     }
   }
 }

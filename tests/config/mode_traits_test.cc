@@ -69,6 +69,14 @@ BOOST_AUTO_TEST_CASE(a_lost_process_costs_what_its_mode_says) {
   BOOST_TEST(LeadRank(sandblaster.cluster) == 3);
 }
 
+BOOST_AUTO_TEST_CASE(an_elastic_sync_replica_restarts_alone_while_the_others_regroup) {
+  JobConfig sync = JobOf(ClusterMode::kSync, 3, 1);
+  sync.cluster.min_workers = 2;
+  BOOST_TEST((CostOfLosing(sync, 2) == LostProcess::kRestartAlone));
+  sync.cluster.min_workers = 3;  // as many as the workers: not elastic
+  BOOST_TEST((CostOfLosing(sync, 2) == LostProcess::kRestartAll));
+}
+
 BOOST_AUTO_TEST_CASE(each_process_runs_the_engine_of_its_mode_role_data_and_optimizer) {
   JobConfig single = JobOf(ClusterMode::kSingle, 1, 1);
   BOOST_TEST((EngineOf(single, 0) == Engine::kSteps));

@@ -305,6 +305,42 @@ BOOST_AUTO_TEST_CASE(sandblaster_carries_on_without_a_lost_worker) {
   BOOST_TEST(m.restarts() == 0);
 }
 
+// An elastic sync job (min_workers 2 of 3) whose lead, rank 0, is lost with no restart left to
+// replace it: the others carry on and the job succeeds on their ends.
+BOOST_AUTO_TEST_CASE(elastic_sync_carries_on_without_a_lost_replica_its_lead_included) {
+  config::JobConfig job = Job(config::ClusterMode::kSync, 3);
+  job.cluster.min_workers = 2;
+  AttemptMachine m = Started(job, 0);
+  m.Exited(0, kKilled);
+  BOOST_TEST(!m.RestartsAlone(0));  // no restart left
+  m.CarriedOn(0);
+  BOOST_TEST((m.CountExit(0).loss == ExitCount::Loss::kCarryOn));
+  BOOST_TEST(m.failure().empty());
+  m.Done(1, worker::WorkerStop::kCompleted, 80, "", "");
+  m.Done(2, worker::WorkerStop::kCompleted, 80, "", "");
+  const Outcome o = EndAll(m, kClean);
+  BOOST_TEST((o.kind == Outcome::Kind::kSucceeded));
+  BOOST_TEST(o.reason == "completed 80 steps");
+}
+
+BOOST_AUTO_TEST_CASE(elastic_sync_a_lost_replica_restarts_alone_while_restarts_last) {
+  config::JobConfig job = Job(config::ClusterMode::kSync, 3);
+  job.cluster.min_workers = 2;
+  AttemptMachine m = Started(job, 1);
+  m.Exited(2, kKilled);
+  m.CarriedOn(2);
+  BOOST_TEST(m.RestartsAlone(2));
+  m.BeginReplacing({2});
+  m.Respawned(2);
+  m.ReplicaRestarted();
+  BOOST_TEST(!m.process(2).carried_on);  // the replacement is a member like any other
+  BOOST_TEST(m.live() == 3);
+  // A loss not carried on (the regroup failed) fails the attempt as ever.
+  m.Exited(1, kStatus1);
+  BOOST_TEST(!m.RestartsAlone(1));  // the one restart is spent
+  BOOST_TEST((m.CountExit(1).loss == ExitCount::Loss::kFailsAttempt));
+}
+
 BOOST_AUTO_TEST_CASE(sandblaster_a_lost_shard_or_coordinator_restarts_the_job) {
   AttemptMachine m = Started(Job(config::ClusterMode::kSandblaster, 2, 1));
   BOOST_TEST((m.Silenced(3) == config::LostProcess::kRestartAll));

@@ -1,0 +1,103 @@
+// RegroupRound: the membership of an elastic sync ring attempt (config::ClusterConfig::Elastic)
+// and its regroup rounds, as a pure, synchronous type like AttemptMachine: it is told losses,
+// admitted replacements (joiners), the members' `regroup` requests and a round's deadline passing,
+// and answers with what to do — events to record, members to tell `regroup_now`, processes to
+// kill, the answer of a completed round, or why the attempt fails. JobManager turns its answers
+// into channel replies, timers, kills and store writes (daemon/control_protocol.md, "regroup").
+//
+//   RegroupRound round(job.cluster.workers, job.cluster.min_workers);
+//   RegroupStep s = round.Lost(2, newest_step);     // "worker 2 lost at step 40, 2 carry on"
+//   s = round.Asked({0, 0, 40});  s = round.Asked({1, 0, 41});   // s.answer: epoch 1, {0, 1}
+//
+// Invariants: members() is ascending and never holds a joiner; at most one round is open; a
+// round's expected processes are the members and the joiners admitted before it began (a joiner
+// admitted during a round waits for the next, which begins as the round completes); a round
+// completes once every expected process has asked or at its deadline, with members = the ranks
+// that asked and, as leader, the member (never a joiner) with the smallest completed step (ties:
+// the lowest rank); epoch() grows by one per completed round. A round with neither a loss nor a
+// join, or with fewer than min_workers askers, fails the attempt.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace dtrain::server {
+
+// A worker's `regroup`: the membership epoch it trained in last and the steps it completed
+// (both -1 for a joiner).
+struct RegroupRequest {
+  int rank = 0;
+  int membership = -1;
+  std::int64_t completed_step = -1;
+};
+
+// What a completed round tells everyone who asked.
+struct RegroupAnswer {
+  int membership = 0;        // the new epoch
+  std::vector<int> members;  // ascending
+  int leader = 0;            // whose state every member takes
+  std::int64_t step = 0;     // the leader's completed step: where training goes on
+};
+
+// What the caller does after an event, in this order.
+struct RegroupStep {
+  std::vector<std::string> events;      // job events to record
+  std::vector<int> kill;                // missed the round's deadline: killed, counted as lost
+  std::optional<RegroupAnswer> answer;  // the open round completed
+  std::vector<int> notify;              // to be told `regroup_now` with membership = epoch() + 1
+  bool round_began = false;             // a new round is open: its deadline runs from now
+  std::optional<std::string> refused;   // this request is not answered: why
+  std::optional<std::string> failure;   // the attempt fails: why
+};
+
+class RegroupRound {
+ public:
+  // Epoch 0: every rank of `workers` is a member; `min_workers` the fewest a round may keep.
+  RegroupRound(int workers, int min_workers);
+
+  // Rank `rank`'s process is gone (a bad exit, or silence) while `recorded_step` was the newest
+  // step the job recorded. A member leaves the membership (an event); a joiner is forgotten; any
+  // other rank changes nothing. Fails the attempt once fewer than min_workers members remain.
+  RegroupStep Lost(int rank, std::int64_t recorded_step);
+  // A replacement for rank `rank` was admitted: it joins at the next round, which begins now
+  // (telling the members) unless one is open.
+  RegroupStep Joined(int rank);
+  // A `regroup` request; a member's opens a round when none is open.
+  RegroupStep Asked(const RegroupRequest& request);
+  // The open round's deadline passed: those expected that did not ask are lost (to be killed),
+  // `recorded_step` being the newest step the job recorded.
+  RegroupStep DeadlinePassed(std::int64_t recorded_step);
+
+  int epoch() const { return epoch_; }
+  const std::vector<int>& members() const { return members_; }
+  bool round_open() const { return open_; }
+  // The epoch of the round that answers `rank`'s request now (the open one, or for a joiner
+  // waiting for the next one, that), for the caller to wait on.
+  int AnswerEpoch(int rank) const;
+
+ private:
+  bool IsMember(int rank) const;
+  // Leaves the membership: "worker R lost at step S, N carry on".
+  void RemoveMember(int rank, std::int64_t recorded_step, RegroupStep& step);
+  // Opens a round of the members and the waiting joiners, telling the members when `notify`.
+  void Open(bool notify, RegroupStep& step);
+  void CompleteIfAllAsked(RegroupStep& step);
+  void Complete(RegroupStep& step);
+
+  int workers_;
+  int min_workers_;
+  int epoch_ = 0;
+  std::vector<int> members_;
+  bool open_ = false;
+  std::set<int> expected_;             // the open round's
+  std::vector<RegroupRequest> asked_;  // the open round's requests, in arrival order
+  std::set<int> joiners_;              // admitted, in the open round
+  std::set<int> waiting_;              // admitted during the open round: the next one's
+  std::vector<RegroupRequest> early_;  // waiting joiners' requests
+  bool changed_ = false;               // a loss or a join since the last round completed
+};
+
+}  // namespace dtrain::server

@@ -1,0 +1,99 @@
+// [cluster] min_workers in a job file: unset by default (not elastic), read within 1 .. workers
+// and written back where it applies (sync replicas on the ring, placed by the daemon), refused at
+// its place, saying why, elsewhere.
+#include <boost/test/unit_test.hpp>
+#include <string>
+
+#include "config/diagnostic_checks.h"
+#include "config/job_file.h"
+
+namespace dtrain::config {
+namespace {
+
+using testing::CheckClusterWrittenBack;
+using testing::CheckDiagnostics;
+using testing::CheckNotWritten;
+using testing::MustParseInline;
+using testing::ParseInline;
+
+constexpr const char* kData = "[data]\nformat = \"synthetic\"\n";
+constexpr const char* kSync = "[cluster]\nworkers = 3\nmode = \"sync\"\n";
+
+BOOST_AUTO_TEST_SUITE(min_workers_key)
+
+BOOST_AUTO_TEST_CASE(unset_by_default_the_job_is_not_elastic) {
+  const JobConfig job = MustParseInline(std::string(kData) + kSync);
+  BOOST_TEST(job.cluster.min_workers == 0);
+  BOOST_TEST(!job.cluster.Elastic());
+  BOOST_TEST(FormatResolvedJob(job, ResolvedKeys::kApplicable).find("\nmin_workers = ") ==
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(read_and_written_back_elastic_only_below_the_workers) {
+  for (const int min : {1, 2, 3}) {
+    BOOST_TEST_CONTEXT("min_workers = " << min) {
+      const JobConfig job = MustParseInline(std::string(kData) + kSync +
+                                            "min_workers = " + std::to_string(min) + "\n");
+      BOOST_TEST(job.cluster.min_workers == min);
+      BOOST_TEST(job.cluster.Elastic() == (min < 3));
+      CheckClusterWrittenBack(job, "min_workers = " + std::to_string(min));
+    }
+  }
+}
+
+// Written elsewhere, even among every key, the key would be refused when read back.
+BOOST_AUTO_TEST_CASE(not_written_where_it_does_not_apply) {
+  for (const char* cluster : {"", "[cluster]\nworkers = 2\nmode = \"async\"\n",
+                              "[cluster]\nworkers = 2\nmode = \"sync\"\nallreduce = \"ps\"\n",
+                              "[cluster]\nworkers = 2\nmode = \"sync\"\nscheduler = \"slurm\"\n"}) {
+    BOOST_TEST_CONTEXT(cluster) {
+      CheckNotWritten(MustParseInline(std::string(kData) + cluster), "min_workers");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(out_of_range_values_are_refused_at_the_key) {
+  CheckDiagnostics(ParseInline(std::string(kData) + kSync + "min_workers = 0\n"),
+                   {{"inline.toml", 6, 15, "cluster.min_workers", "must be an integer in [1, "}});
+  CheckDiagnostics(ParseInline(std::string(kData) + kSync + "min_workers = 4\n"),
+                   {{"inline.toml", 6, 15, "cluster.min_workers",
+                     "is 4, but the job has only cluster.workers = 3"}});
+}
+
+BOOST_AUTO_TEST_CASE(refused_where_the_job_cannot_train_elastically) {
+  const std::string elastic =
+      "is 1, but elastic training is for mode \"sync\" with allreduce \"ring\", "
+      "model_parallel = 1 and scheduler = \"daemon\": ";
+  const struct {
+    std::string cluster;
+    int line;
+    std::string why;
+  } cases[] = {
+      {"workers = 2\nmode = \"async\"\n", 6, "mode \"async\" pushes its gradients"},
+      {"workers = 2\nmode = \"local\"\n", 6, "mode \"local\" averages parameters, not gradients"},
+      {"workers = 2\nmode = \"sync\"\nallreduce = \"ps\"\n", 7,
+       "allreduce \"ps\" sums the gradients on parameter servers"},
+      {"workers = 2\nmode = \"sync\"\nmodel_parallel = 2\n", 7,
+       "model_parallel = 2 splits each replica's gradient among its partitions"},
+      {"workers = 2\nmode = \"sync\"\nscheduler = \"slurm\"\n", 7,
+       "scheduler \"slurm\" places the job's processes itself"},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.cluster) {
+      CheckDiagnostics(ParseInline(std::string(kData) + "[model]\ntype = \"mlp\"\nhidden = [8]\n" +
+                                   "[cluster]\n" + c.cluster + "min_workers = 1\n"),
+                       {{"inline.toml", c.line + 3, 15, "cluster.min_workers", elastic + c.why}});
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(nothing_is_held_against_it_when_the_mode_failed_to_read) {
+  CheckDiagnostics(ParseInline(std::string(kData) +
+                               "[cluster]\nworkers = 2\nmode = \"synk\"\nmin_workers = 1\n"),
+                   {{"inline.toml", 5, 8, "cluster.mode", "got \"synk\""}});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::config
