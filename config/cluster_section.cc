@@ -109,6 +109,14 @@ void CheckElastic(const ClusterConfig& c, TableReader& cluster) {
   } else if (c.min_workers > c.workers && !cluster.Failed("workers")) {
     cluster.Report(*min, "min_workers",
                    is + "the job has only cluster.workers = " + std::to_string(c.workers));
+  } else if (c.compression.method != compress::Method::kNone && !cluster.Failed("compression")) {
+    // The error-feedback residuals (and PowerSGD's factors) live in each replica's strategy and
+    // are handed over only through the ring, which a regroup no longer has.
+    cluster.Report(*min, "min_workers",
+                   is + "cluster.compression \"" +
+                       std::string(compress::MethodName(c.compression.method)) +
+                       "\" keeps residuals a regroup cannot carry over: elastic jobs exchange "
+                       "whole gradients (compression = \"none\")");
   }
 }
 

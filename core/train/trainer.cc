@@ -235,6 +235,8 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     const bool log_now =
         (position_.step + 1) % options_.log_every == 0 || position_.step + 1 == PlannedSteps();
     const StepShare share{batch.size(), sampler_.StepRows(position_.batch)};
+    last_batch_ = {position_, batch};
+    listener.Taking(*this);
     PassExchange* const overlap = strategy_.DuringPass();
     if (overlap != nullptr) overlap->Start(position_.step, grad_, share, log_now);
     if (rows > 0) {
@@ -280,7 +282,6 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     std::optional<StopReason> stop = strategy_.AgreedStop();
 
     window_steps.Add(std::chrono::duration<double>(Clock::now() - compute_start).count());
-    last_batch_ = {position_, batch};
     const bool epoch_end = AdvanceStep(position_, sampler_.StepsPerEpoch());
 
     if (log_now && window_rows > 0) {

@@ -98,6 +98,9 @@ class TrainListener : public MetricSink {
  public:
   // After every optimizer step; return false to stop (the step stays applied).
   virtual bool AfterStep(const Trainer& trainer) = 0;
+  // Each step once its batch is taken, before any of its gradient leaves the replica:
+  // trainer.last_batch() is that step's. A step redone later (a restart, a regroup) comes again.
+  virtual void Taking(const Trainer& trainer) { (void)trainer; }
 };
 
 // A listener that drops every metric and never stops the loop (benchmarks, tests).
@@ -132,9 +135,9 @@ class Trainer {
   std::span<const float> params() const { return params_; }
   const TrainPosition& position() const { return position_; }
   void set_position(const TrainPosition& position) { position_ = position; }
-  // The step Run took last (for a listener's AfterStep): where in the epoch order it stood
-  // (`epoch`, `batch`; `step` the steps completed before it) and this replica's training rows in
-  // it, valid until the next step.
+  // The step Run is taking or took last (for a listener's Taking and AfterStep): where in the
+  // epoch order it stood (`epoch`, `batch`; `step` the steps completed before it) and this
+  // replica's training rows in it, valid until the next step.
   struct TakenBatch {
     TrainPosition at;
     std::span<const std::uint32_t> rows;

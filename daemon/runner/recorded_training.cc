@@ -22,8 +22,10 @@ class RecordingListener final : public train::TrainListener {
   RecordingListener(RunRecording& recording, int rank, const std::function<void()>& after_step)
       : recording_(recording), rows_(RowRecorder::FromEnvironment(rank)), after_step_(after_step) {}
   void Record(std::span<const train::MetricPoint> points) override { recording_.Record(points); }
-  bool AfterStep(const train::Trainer& trainer) override {
+  void Taking(const train::Trainer& trainer) override {
     if (rows_) rows_->Record(trainer);
+  }
+  bool AfterStep(const train::Trainer&) override {
     if (after_step_) after_step_();
     return recording_.AfterStep();
   }

@@ -1,5 +1,7 @@
 // RowRecorder: for tests of the data order, which training rows each step of a replica took,
-// appended to a file as the step ends. Off unless the process's environment names a file prefix
+// appended to a file as the step is taken (TrainListener::Taking), before any of its gradient
+// leaves the replica: a replica killed in the step's exchange has recorded the rows the others
+// may have applied. Off unless the process's environment names a file prefix
 // in DTRAIN_RECORD_ROWS (the daemon passes it on to its jobs' processes from its own
 // environment; a submitter cannot set it); then replica r appends to "PREFIX.r" one line a step:
 //
@@ -11,7 +13,8 @@
 // under its position in each membership it trains in, so a file may hold several processes' lines.
 //
 // Each line is one write(2) in append mode, so a killed process leaves whole lines (and at most
-// a last partial one, which readers drop); a step redone after a restart is appended again.
+// a last partial one, which readers drop); a step redone after a restart or a regroup is
+// appended again, and so is a step whose exchange failed.
 // One thread at a time (the training thread).
 #pragma once
 
@@ -29,7 +32,7 @@ class RowRecorder {
   // null.
   static std::unique_ptr<RowRecorder> FromEnvironment(int rank);
 
-  // Appends the line of the step `trainer` just took; a failed write is reported once, on
+  // Appends the line of the step `trainer` is taking; a failed write is reported once, on
   // stderr, and recording stops (it never stops training).
   void Record(const train::Trainer& trainer);
 

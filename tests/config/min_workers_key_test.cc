@@ -87,6 +87,14 @@ BOOST_AUTO_TEST_CASE(refused_where_the_job_cannot_train_elastically) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(refused_with_compressed_gradients) {
+  CheckDiagnostics(
+      ParseInline(std::string(kData) + kSync + "compression = \"powersgd\"\nmin_workers = 2\n"),
+      {{"inline.toml", 7, 15, "cluster.min_workers",
+        "is 2, but cluster.compression \"powersgd\" keeps residuals a regroup cannot "
+        "carry over: elastic jobs exchange whole gradients (compression = \"none\")"}});
+}
+
 BOOST_AUTO_TEST_CASE(nothing_is_held_against_it_when_the_mode_failed_to_read) {
   CheckDiagnostics(ParseInline(std::string(kData) +
                                "[cluster]\nworkers = 2\nmode = \"synk\"\nmin_workers = 1\n"),
