@@ -65,15 +65,9 @@ BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_ta
   const std::string prefix = data.Path("taken");
   const RecordedRows recording(prefix);
   DaemonFixture d;
-  const std::int64_t id = d.Submit(
-      "name = \"elastic\"\n[data]\nformat = \"csv\"\ntrain = \"" + data.Path("rows.csv") +
-      "\"\nlabel_column = \"label\"\nscale = \"standardize\"\n"
-      "[model]\ntype = \"mlp\"\nhidden = [1024, 1024]\n"
-      "[train]\nepochs = " +
-      std::to_string(kEpochs) + "\nbatch_size = " + std::to_string(kGlobalBatch / kWorkers) +
-      "\nseed = 9\n[optimizer]\nlr = 0.01\n"
-      "[cluster]\nworkers = 3\nmin_workers = 2\nmode = \"sync\"\n"
-      "[checkpoint]\nevery_steps = 50\n[restart]\nmax_restarts = 8\n");
+  const std::int64_t id =
+      d.Submit(RowsWithIdsJob("elastic", data.Path("rows.csv"), kEpochs, kGlobalBatch / kWorkers,
+                              "workers = 3\nmin_workers = 2\n", 8));
 
   // Each loss: the replica is SIGKILLed a little after a step; the two others must go on in the
   // same processes until the replacement has joined.

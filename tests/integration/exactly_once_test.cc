@@ -42,15 +42,8 @@ BOOST_AUTO_TEST_CASE(every_epoch_takes_every_row_once_through_killed_replicas_an
   const std::string prefix = data.Path("taken");
   const RecordedRows recording(prefix);
   DaemonFixture d;
-  const std::int64_t id = d.Submit(
-      "name = \"exactly-once\"\n[data]\nformat = \"csv\"\ntrain = \"" + data.Path("rows.csv") +
-      "\"\nlabel_column = \"label\"\nscale = \"standardize\"\n"
-      "[model]\ntype = \"mlp\"\nhidden = [1024, 1024]\n"
-      "[train]\nepochs = " +
-      std::to_string(kEpochs) + "\nbatch_size = " + std::to_string(kGlobalBatch / 2) +
-      "\nseed = 9\n[optimizer]\nlr = 0.01\n"
-      "[cluster]\nworkers = 2\nmode = \"sync\"\n[checkpoint]\nevery_steps = 50\n"
-      "[restart]\nmax_restarts = 5\n");
+  const std::int64_t id = d.Submit(RowsWithIdsJob("exactly-once", data.Path("rows.csv"), kEpochs,
+                                                  kGlobalBatch / 2, "workers = 2\n", 5));
 
   // Replica 1 killed in the first epoch, replica 0 in the second, the daemon in the third. A
   // job's step moves at its checkpoints, where the replicas wait for the write: each kill comes a

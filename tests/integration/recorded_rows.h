@@ -51,6 +51,22 @@ inline std::vector<int> WriteRowsWithIds(const std::string& path, int rows) {
   return ids;
 }
 
+// A synchronous job over WriteRowsWithIds's file: an MLP slow enough a step for kills to land
+// mid-run, `epochs` epochs of `batch_size` rows a replica, a checkpoint every 50 steps; `cluster`
+// is the [cluster] section's keys, `max_restarts` restart.max_restarts.
+inline std::string RowsWithIdsJob(const std::string& name, const std::string& csv, int epochs,
+                                  int batch_size, const std::string& cluster, int max_restarts) {
+  std::ostringstream job;
+  job << "name = \"" << name << "\"\n[data]\nformat = \"csv\"\ntrain = \"" << csv
+      << "\"\nlabel_column = \"label\"\nscale = \"standardize\"\n"
+      << "[model]\ntype = \"mlp\"\nhidden = [1024, 1024]\n"
+      << "[train]\nepochs = " << epochs << "\nbatch_size = " << batch_size
+      << "\nseed = 9\n[optimizer]\nlr = 0.01\n[cluster]\n"
+      << cluster << "mode = \"sync\"\n[checkpoint]\nevery_steps = 50\n[restart]\nmax_restarts = "
+      << max_restarts << "\n";
+  return job.str();
+}
+
 // Set for the daemon (and so its jobs' processes) while a test runs.
 struct RecordedRows {
   explicit RecordedRows(const std::string& prefix) {
