@@ -227,7 +227,7 @@ function jobPage(id) {
           [
             'rank', 'role', 'host', 'pid', 'state', 'exit', {label: 'compute s (total)', num: true},
             {label: 'comm s (total)', num: true}, ...exposedColumn, ...wireColumns, ...stepColumn,
-            'started'
+            'started', 'ended'
           ],
           j.workers.map(
               w =>
@@ -247,7 +247,10 @@ function jobPage(id) {
                                   number(ratios[w.rank], 1))
                              ] :
                              []),
-                     ...(timed ? [stepCell(w.rank)] : []), el('td', {}, when(w.started))))));
+                     ...(timed ? [stepCell(w.rank)] : []), el('td', {}, when(w.started)),
+                     // A process that left (a lost replica, its replacement's predecessor) and
+                     // when; the rank's next row is the one that joined.
+                     el('td', {}, w.ended != null ? when(w.ended) : '')))));
       events.replaceChildren(table(["time", "from", "to", "reason"], (j.events || []).map(e =>
         el("tr", {}, el("td", {}, when(e.time)), el("td", {}, e.from ?? ""), el("td", {}, e.to),
           el("td", {}, e.reason)))));

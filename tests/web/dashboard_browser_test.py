@@ -197,9 +197,13 @@ def main():
                          10, "the latest metrics")
         settings = browser.evaluate("document.getElementById('settings').textContent")
         assert 'name = "browsed"' in settings and "[train]" in settings, settings
-        started = browser.evaluate(
-            "document.querySelector('#workers tbody tr').lastElementChild.textContent")
+        started, ended = browser.evaluate(
+            "(() => { const row = document.querySelector('#workers tbody tr');"
+            " return [row.lastElementChild.previousElementSibling.textContent,"
+            " row.lastElementChild.textContent]; })()")
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", started), started
+        # Empty while the worker runs, its end time once it has ended.
+        assert ended == "" or re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", ended), ended
         # Each worker's step times over its last window (a straggler's p95 would stand out).
         steps = browser.wait_for(
             "(() => { const c = document.querySelector('#workers td[data-step=\"1\"]');"
