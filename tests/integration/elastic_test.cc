@@ -3,7 +3,8 @@
 // two, and the daemon's replacement joins them at a step boundary; then the daemon itself is
 // killed and the job resumes from its checkpoint. Every replica records the rows each step took
 // (DTRAIN_RECORD_ROWS) with the membership it trained in: per epoch, the steps' rows over the
-// membership that completed each step are every id once, whatever the world was.
+// membership that completed each step are every id once, whatever the world was. A second job
+// starts with min_workers replicas where cores are short and grows as they free up.
 #include <signal.h>
 
 #include <boost/test/unit_test.hpp>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "common/temp_dir.h"
+#include "core/data/click_synthetic.h"
 #include "integration/daemon_fixture.h"
 #include "integration/recorded_rows.h"
 
@@ -57,6 +59,19 @@ json WaitForEvents(const DaemonFixture& d, std::int64_t id, const std::string& t
   return job;
 }
 
+// Waits for the job to succeed after all its steps, some of which fewer than kWorkers replicas
+// trained, every row taken once per epoch by the steps' memberships (recorded under `prefix`).
+void WaitForSuccessTakingEveryRowOnce(const DaemonFixture& d, std::int64_t id,
+                                      const std::string& prefix, const std::vector<int>& ids,
+                                      int epochs, int steps_per_epoch) {
+  const json job = d.Wait(id);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << d.LogTail(id));
+  BOOST_TEST(job["step"] == epochs * steps_per_epoch);
+  const TakenSteps steps = ReadTakenSteps(prefix, kWorkers);
+  BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
+  CheckEveryIdOncePerEpoch(steps, ids, epochs, steps_per_epoch);
+}
+
 BOOST_AUTO_TEST_SUITE(elastic)
 
 BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_taken_once) {
@@ -94,13 +109,59 @@ BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_ta
   BOOST_REQUIRE(d.WaitForStep(id, 3 * kStepsPerEpoch + 40)["state"] == "running");
   d.Stop(SIGKILL);
   d.Start();
-  const json job = d.Wait(id);
-  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << d.LogTail(id));
-  BOOST_TEST(job["step"] == kEpochs * kStepsPerEpoch);
+  WaitForSuccessTakingEveryRowOnce(d, id, prefix, ids, kEpochs, kStepsPerEpoch);
+}
 
-  const TakenSteps steps = ReadTakenSteps(prefix, kWorkers);
-  BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by two replicas");
-  CheckEveryIdOncePerEpoch(steps, ids, kEpochs, kStepsPerEpoch);
+// A job of train.threads = 1 that runs until cancelled: it holds one core. A sparse model, whose
+// steps record no rows (DTRAIN_RECORD_ROWS would mix its lines into the elastic job's).
+std::string OneCoreBlocker(const std::string& svm) {
+  const data::ClickData clicks =
+      data::MakeClicks({.rows = 600, .features = 1u << 10, .nonzeros = 8, .seed = 6});
+  BOOST_REQUIRE(data::WriteLibsvm(clicks.rows, svm).ok());
+  return "name = \"blocker\"\n[data]\nformat = \"libsvm\"\nsparse = true\ntrain = \"" + svm +
+         "\"\n[model]\ntype = \"logistic\"\n[train]\nepochs = 1000000\nbatch_size = 40\n"
+         "threads = 1\n[optimizer]\ntype = \"ftrl\"\n";
+}
+
+// A daemon of 3 cores, one held by another job: an elastic job of 3 one-thread replicas
+// (min_workers 2) starts with 2 of them, and the third joins once the other job's core is free.
+BOOST_AUTO_TEST_CASE(a_job_starts_with_min_workers_and_grows_as_cores_free_up) {
+  constexpr int kGrowRows = 4800, kGrowEpochs = 2;
+  constexpr int kGrowStepsPerEpoch = kGrowRows / kGlobalBatch;  // 100
+  TempDir data;
+  const std::vector<int> ids = WriteRowsWithIds(data.Path("rows.csv"), kGrowRows);
+  const std::string prefix = data.Path("taken");
+  const RecordedRows recording(prefix);
+  DaemonFixture d({"--cores", "3", "--max-jobs", "2"});
+  const std::int64_t blocker = d.Submit(OneCoreBlocker(data.Path("clicks.svm")));
+  BOOST_REQUIRE(d.WaitForState(blocker, "running")["state"] == "running");
+
+  std::string text = RowsWithIdsJob("grow", data.Path("rows.csv"), kGrowEpochs,
+                                    kGlobalBatch / kWorkers, "workers = 3\nmin_workers = 2\n", 2);
+  text.replace(text.find("[train]\n"), 8, "[train]\nthreads = 1\n");
+  const std::int64_t id = d.Submit(text);
+  // Until it has reported how many replicas train: nothing frees a core meanwhile.
+  json small;
+  for (int i = 0; i < 1500 && !small["metrics"].contains("workers_active"); ++i) {
+    small = d.Status(id);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  BOOST_REQUIRE_MESSAGE(small["state"] == "running", small.dump() << d.LogTail(id));
+  BOOST_TEST(CountEvents(small, "started with 2 of 3 workers") == 1, small.dump());
+  BOOST_TEST(small["metrics"]["workers_active"] == 2, small.dump());
+  const pid_t first = RunningPid(small, 0), second = RunningPid(small, 1);
+  BOOST_TEST(first > 0);
+  BOOST_TEST(second > 0);
+  BOOST_TEST(RunningPid(small, 2) == -1);
+
+  BOOST_REQUIRE(d.Request({{"type", "cancel"}, {"id", blocker}})["ok"] == true);
+  const json grown = WaitForEvents(d, id, "worker 2 joined at step ", 1);
+  BOOST_TEST(CountEvents(grown, ": 3 of 3") == 1, grown.dump());
+  BOOST_TEST(RunningPid(grown, 0) == first);
+  BOOST_TEST(RunningPid(grown, 1) == second);
+  BOOST_TEST(grown["restarts"] == 0);  // growing is no restart
+
+  WaitForSuccessTakingEveryRowOnce(d, id, prefix, ids, kGrowEpochs, kGrowStepsPerEpoch);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
