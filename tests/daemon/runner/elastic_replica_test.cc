@@ -353,6 +353,25 @@ BOOST_AUTO_TEST_CASE(an_answer_that_makes_no_ring_fails_the_regroup) {
   }
 }
 
+// A job started with fewer replicas (the daemon had cores for ranks 0 and 1): its first
+// membership is what the admission said, and a rank outside it cannot train in it.
+BOOST_AUTO_TEST_CASE(a_rank_outside_its_first_membership_does_not_begin) {
+  TempDir dir;
+  const config::JobConfig job = ElasticJob(dir);
+  Result<JobData> loaded = LoadJobData(job);
+  BOOST_REQUIRE(loaded.ok());
+  Placement at;
+  at.rank = 2;
+  ElasticReplica replica(job, loaded.value(), at, [](const RegroupRequest&) -> Result<Membership> {
+    return Status::Error("no coordinator");
+  });
+  const Status began = replica.Begin(nullptr, {0, 1});
+  BOOST_TEST(!began.ok());
+  BOOST_TEST(began.message().find("rank 2 is not in its first membership [0, 1]") !=
+                 std::string::npos,
+             began.message());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
