@@ -1,8 +1,8 @@
 // The daemon's in-memory record of an active job and of each process of its current attempt:
 // JobManager's private state, shared by the files that implement it (job_manager.cc,
-// job_intake.cc, rendezvous.cc, replica_restart.cc, elastic_regroup.cc, slurm_attempt.cc). What
-// follows a process's exit is its attempt machine's to decide (attempt_machine.h). Touched only
-// on the daemon's io thread.
+// job_intake.cc, rendezvous.cc, replica_restart.cc, elastic_regroup.cc, elastic_growth.cc,
+// slurm_attempt.cc). What follows a process's exit is its attempt machine's to decide
+// (attempt_machine.h). Touched only on the daemon's io thread.
 #pragma once
 
 #include <map>

@@ -8,7 +8,9 @@
 // the job is cancelled, restarted from the newest checkpoint (up to max_restarts), failed, or —
 // when the daemon stops — left to recover at the next start. An async replica, or an elastic sync
 // job's, is replaced alone while the others go on (replica_restart.cc); an elastic job's members
-// regroup without the lost one and take its replacement in (elastic_regroup.cc).
+// regroup without the lost one and take its replacement in (elastic_regroup.cc), and an elastic
+// job short of cores starts with the replicas that fit and takes the others in as cores free up
+// (elastic_growth.cc).
 //
 //   JobManager jobs(io, pool, store, supervisor, settings);
 //   jobs.SetChannelSink([&](int fd) { server.ServeWorkerChannel(fd); });
