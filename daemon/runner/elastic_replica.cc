@@ -34,9 +34,16 @@ ElasticReplica::ElasticReplica(const config::JobConfig& job, const JobData& data
       placement_(std::move(placement)),
       coordinate_(std::move(coordinate)) {}
 
-Status ElasticReplica::Begin(const store::CheckpointData* resume) {
-  placement_.members.resize(static_cast<std::size_t>(job_.cluster.workers));
-  std::iota(placement_.members.begin(), placement_.members.end(), 0);
+Status ElasticReplica::Begin(const store::CheckpointData* resume, std::vector<int> members) {
+  placement_.members = std::move(members);
+  if (placement_.members.empty()) {
+    placement_.members.resize(static_cast<std::size_t>(job_.cluster.workers));
+    std::iota(placement_.members.begin(), placement_.members.end(), 0);
+  }
+  if (!std::binary_search(placement_.members.begin(), placement_.members.end(), placement_.rank)) {
+    return Status::Error("rank " + std::to_string(placement_.rank) +
+                         " is not in its first membership [" + Ranks(placement_.members) + "]");
+  }
   membership_ = 0;
   Result<std::unique_ptr<TrainingSession>> made = TrainingSession::Make(job_, data_, placement_);
   if (!made.ok()) return made.status();

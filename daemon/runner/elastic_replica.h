@@ -4,7 +4,7 @@
 // "regroup").
 //
 //   ElasticReplica replica(job, data, placement, coordinate);   // coordinate: the regroup exchange
-//   Status s = joining ? replica.Join() : replica.Begin(resume);
+//   Status s = joining ? replica.Join() : replica.Begin(resume, members);
 //   Result<train::StopReason> why = replica.Train(job.checkpoint, recorder, options);
 //
 // A regroup: the replica captures its state (the checkpoint it would write), closes its session
@@ -61,8 +61,9 @@ class ElasticReplica {
   ElasticReplica(const config::JobConfig& job, const JobData& data, Placement placement,
                  Coordinate coordinate);
 
-  // The attempt's first membership (epoch 0, every rank): from `resume`, else fresh parameters.
-  Status Begin(const store::CheckpointData* resume);
+  // The attempt's first membership (epoch 0): `members` (ascending, this rank among them), or
+  // every rank when empty; from `resume`, else fresh parameters.
+  Status Begin(const store::CheckpointData* resume, std::vector<int> members = {});
   // A replacement: regroups as a joiner and takes the leader's state.
   Status Join();
   // After the ring failed: this replica's state captured, its session closed, the new membership

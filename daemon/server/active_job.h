@@ -1,8 +1,8 @@
 // The daemon's in-memory record of an active job and of each process of its current attempt:
 // JobManager's private state, shared by the files that implement it (job_manager.cc,
-// job_intake.cc, rendezvous.cc, replica_restart.cc, elastic_regroup.cc, slurm_attempt.cc). What
-// follows a process's exit is its attempt machine's to decide (attempt_machine.h). Touched only
-// on the daemon's io thread.
+// job_intake.cc, rendezvous.cc, replica_restart.cc, elastic_regroup.cc, elastic_growth.cc,
+// slurm_attempt.cc). What follows a process's exit is its attempt machine's to decide
+// (attempt_machine.h). Touched only on the daemon's io thread.
 #pragma once
 
 #include <map>
@@ -64,6 +64,10 @@ struct JobManager::Job {
   std::uint64_t attempt = 0;
   std::vector<Process> processes;
   std::vector<std::string> placement;  // node by rank, chosen when the job was scheduled
+  // The replicas placed: ranks 0 .. placed_workers - 1 were started. An elastic job without the
+  // cores for all starts with fewer (at least cluster.min_workers), and the others join as cores
+  // free up (GrowElastic); every other job places all of cluster.workers.
+  int placed_workers = 0;
   // Rendezvous: admitted processes wait for it until the deadline; it is set once the last one
   // arrived (machine.ready()), abandoned when the attempt failed.
   std::optional<Completion<bool>> rendezvous;
@@ -123,6 +127,15 @@ struct JobManager::Job {
   bool WritesCheckpoints(int rank) const {
     if (regroup) return regroup->members().front() == rank;
     return config::WritesCheckpoints(config.cluster, rank);
+  }
+
+  // The attempt's first membership: the placed replicas' ranks, when fewer than
+  // cluster.workers; else empty (every rank, as regroup_round.h and the admission take it).
+  std::vector<int> PlacedRanks() const {
+    std::vector<int> ranks;
+    if (placed_workers >= config.cluster.workers) return ranks;
+    for (int rank = 0; rank < placed_workers; ++rank) ranks.push_back(rank);
+    return ranks;
   }
 
   std::string Who(int rank) const {

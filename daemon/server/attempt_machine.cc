@@ -217,6 +217,11 @@ void AttemptMachine::Respawned(int rank) {
   processes_[Index(rank)].started = true;
 }
 
+void AttemptMachine::Added(int rank) {
+  processes_[Index(rank)] = ProcessState{};
+  Spawned(rank);
+}
+
 void AttemptMachine::GiveUpReplacing(const std::vector<int>& ranks, int respawned) {
   for (int r : ranks) processes_[Index(r)].replacing = false;
   // The others' exits were taken without counting them; the caller counts one; those started

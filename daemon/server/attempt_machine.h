@@ -115,6 +115,10 @@ class AttemptMachine {
   // the others regroup without it (daemon/server/regroup_round.h); its count carries on, and the
   // job may succeed without it.
   void CarriedOn(int rank) { processes_[Index(rank)].carried_on = true; }
+  // An elastic job's replica `rank` is not started with the attempt (too few cores for all):
+  // the job may succeed without it. Added: it starts later, a fresh process, live from now.
+  void Unstarted(int rank) { processes_[Index(rank)].carried_on = true; }
+  void Added(int rank);
   bool RestartsAlone(int rank) const;
   bool WaitsForBlame(int rank) const;
   ExitCount CountExit(int rank);

@@ -78,20 +78,42 @@ void JobManager::Reload(const ManagerSettings& settings) {
   Schedule();
 }
 
-Placed JobManager::Place(Job& job) const {
+Placed JobManager::Place(Job& job, int workers) const {
   if (job.OnSlurm()) return PlaceOnSlurm(job);
   std::vector<NodeCapacity> nodes = {{settings_.node_name, "", settings_.cores, true}};
   if (settings_.nodes) {
     for (NodeCapacity& n : settings_.nodes()) nodes.push_back(std::move(n));
   }
-  Placed placed = PlaceJob(job.config.cluster, job.config.threads, nodes);
+  config::ClusterConfig cluster = job.config.cluster;
+  cluster.workers = workers;
+  Placed placed = PlaceJob(cluster, job.config.threads, nodes);
   if (placed.ok()) {
-    const int local = static_cast<int>(
-        std::count(placed.nodes.begin(), placed.nodes.begin() + job.config.cluster.Trainers(),
-                   settings_.node_name));
+    const int local = static_cast<int>(std::count(
+        placed.nodes.begin(), placed.nodes.begin() + cluster.Trainers(), settings_.node_name));
     job.cores = JobCores(job.config, settings_.cores, local);
   }
   return placed;
+}
+
+Placed JobManager::PlaceToStart(Job& job, int free_cores) const {
+  const config::ClusterConfig& cluster = job.config.cluster;
+  job.placed_workers = cluster.workers;
+  Placed whole = Place(job, cluster.workers);
+  if (!cluster.Elastic() || job.OnSlurm() || !whole.error.empty() ||
+      (whole.ok() && job.cores <= free_cores)) {
+    return whole;
+  }
+  Placed fewer;
+  const int workers = MostThatFit(cluster.workers - 1, cluster.min_workers, [&](int n) {
+    fewer = Place(job, n);
+    return fewer.ok() && job.cores <= free_cores;
+  });
+  if (workers == 0) {
+    Place(job, cluster.workers);  // the whole job's cores, for the reason it waits
+    return whole;
+  }
+  job.placed_workers = workers;
+  return fewer;
 }
 
 asio::awaitable<void> JobManager::FailUnplaceable(std::int64_t id, std::string why) {
@@ -138,7 +160,7 @@ void JobManager::Schedule() {
       continue;
     }
     const int free_cores = settings_.cores - CoresInUse();
-    const Placed placed = Place(*job);
+    const Placed placed = PlaceToStart(*job, free_cores);
     if (!placed.error.empty()) {
       job->pending_reason.clear();
       job->active = true;  // Finish takes it off the queue
@@ -169,8 +191,9 @@ void JobManager::Schedule() {
     for (std::size_t j = i + 1; j < waiting.size(); ++j) {
       waiting[j]->pending_reason = "waiting behind job " + std::to_string(job->id);
     }
-    break;
+    return;  // the waiting job keeps its claim on what frees up: no running job grows
   }
+  for (auto& [id, job] : jobs_) GrowElastic(*job, usage);
 }
 
 asio::awaitable<void> JobManager::Start(std::int64_t id) {
@@ -199,7 +222,8 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   job->rejoining.clear();
   job->regroup.reset();
   if (job->config.cluster.Elastic()) {
-    job->regroup.emplace(job->config.cluster.workers, job->config.cluster.min_workers);
+    job->regroup.emplace(job->config.cluster.workers, job->config.cluster.min_workers,
+                         job->PlacedRanks());
   }
   job->regroup_closed.reset();
   job->regroup_notices.clear();
@@ -239,6 +263,10 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   for (int rank = 0; rank < count; ++rank) {
     Process& p = job->processes[static_cast<std::size_t>(rank)];
     p.rank = rank;
+    if (rank >= job->placed_workers && rank < job->config.cluster.workers) {
+      job->machine.Unstarted(rank);  // it joins once there are cores for it (GrowElastic)
+      continue;
+    }
     p.token = net::RandomToken();
     const auto r = static_cast<std::size_t>(rank);
     if (r < job->placement.size() && job->placement[r] != settings_.node_name) {
@@ -260,6 +288,13 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   }
   if (shutting_down_ || job->machine.cancel_requested()) {
     StopProcesses(*job, settings_.grace);  // asked meanwhile
+  }
+  if (const int workers = job->config.cluster.workers; job->placed_workers < workers) {
+    asio::co_spawn(io_,
+                   NoteEvents(id, {"started with " + std::to_string(job->placed_workers) + " of " +
+                                   std::to_string(workers) +
+                                   " workers; the others join as cores free up"}),
+                   asio::detached);
   }
   for (int rank = 0; rank < count; ++rank) {
     job = Current(id, attempt);

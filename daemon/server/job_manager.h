@@ -8,7 +8,9 @@
 // the job is cancelled, restarted from the newest checkpoint (up to max_restarts), failed, or —
 // when the daemon stops — left to recover at the next start. An async replica, or an elastic sync
 // job's, is replaced alone while the others go on (replica_restart.cc); an elastic job's members
-// regroup without the lost one and take its replacement in (elastic_regroup.cc).
+// regroup without the lost one and take its replacement in (elastic_regroup.cc), and an elastic
+// job short of cores starts with the replicas that fit and takes the others in as cores free up
+// (elastic_growth.cc).
 //
 //   JobManager jobs(io, pool, store, supervisor, settings);
 //   jobs.SetChannelSink([&](int fd) { server.ServeWorkerChannel(fd); });
@@ -45,6 +47,7 @@
 #include "config/job.h"
 #include "core/net/auth.h"
 #include "core/train/metrics.h"
+#include "daemon/server/fair_share.h"
 #include "daemon/server/log_quota.h"
 #include "daemon/server/placement.h"
 #include "daemon/server/process_launcher.h"
@@ -127,6 +130,9 @@ struct Admission {
   // An elastic job's replacement: it builds nothing until its `regroup` is answered, and then
   // takes a member's state (regroup_round.h).
   bool joining = false;
+  // An elastic job started with fewer replicas than cluster.workers: the first membership's
+  // ranks (ascending). Empty: every rank.
+  std::vector<int> members;
   std::string checkpoint_blob;  // this process's: its partition's part of the checkpoint
   std::vector<PeerAddress> peers;
   std::chrono::milliseconds heartbeat_timeout{5000};  // the job's cluster.heartbeat_timeout
@@ -308,8 +314,16 @@ class JobManager {
   // Builds a Job from a stored record, or says why it cannot run.
   asio::awaitable<Result<std::unique_ptr<Job>>> LoadJob(const store::JobRecord& record);
   asio::awaitable<void> Finish(std::int64_t id, store::JobState state, const std::string& reason);
-  // Where the job's processes would run now (and its cores on this host, set on the job).
-  Placed Place(Job& job) const;
+  // Where the job's processes would run now with `workers` replicas (and its cores on this host,
+  // set on the job).
+  Placed Place(Job& job, int workers) const;
+  // Where a waiting job starts, given `free_cores`: with all its replicas, or an elastic job with
+  // the most that fit (at least cluster.min_workers); sets job.placed_workers and job.cores.
+  Placed PlaceToStart(Job& job, int free_cores) const;
+  // A running elastic job started with fewer replicas than cluster.workers (elastic_growth.cc):
+  // starts as many of the others as the free cores (and its owner's share in `usage`, charged)
+  // allow, each admitted as a joiner that enters the ring at a step boundary.
+  void GrowElastic(Job& job, UsageByUser& usage);
   // Slurm (slurm_attempt.cc). A job placed by Slurm takes no cores here; it needs this daemon's
   // TCP listener, which its tasks connect back to.
   Placed PlaceOnSlurm(Job& job) const;

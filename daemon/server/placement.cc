@@ -101,4 +101,11 @@ Placed PlaceJob(const config::ClusterConfig& cluster, int threads,
   return p;
 }
 
+int MostThatFit(int most, int fewest, const std::function<bool(int)>& fits) {
+  for (int n = most; n >= fewest && n > 0; --n) {
+    if (fits(n)) return n;
+  }
+  return 0;
+}
+
 }  // namespace dtrain::server

@@ -17,6 +17,7 @@
 // name fails the job. Pure function: safe for concurrent use.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,5 +49,10 @@ Placed PlaceJob(const config::ClusterConfig& cluster, int threads,
 // host's cores when train.threads is auto), capped at the host's `host_cores` (a job larger than
 // the host runs alone, oversubscribed). Shards mostly wait and are not counted.
 int JobCores(const config::JobConfig& job, int host_cores, int local_replicas);
+
+// An elastic job (cluster.min_workers) starts with, or grows to, the most replicas that fit: the
+// largest n from `most` down to `fewest` for which `fits(n)`, asked in that order and no further
+// once it answers true; 0 when none does.
+int MostThatFit(int most, int fewest, const std::function<bool(int)>& fits);
 
 }  // namespace dtrain::server

@@ -19,8 +19,9 @@ void Keep(std::vector<RegroupRequest>& requests, const RegroupRequest& request) 
 
 }  // namespace
 
-RegroupRound::RegroupRound(int workers, int min_workers)
-    : workers_(workers), min_workers_(min_workers) {
+RegroupRound::RegroupRound(int workers, int min_workers, std::vector<int> members)
+    : workers_(workers), min_workers_(min_workers), members_(std::move(members)) {
+  if (!members_.empty()) return;
   for (int rank = 0; rank < workers; ++rank) members_.push_back(rank);
 }
 

@@ -55,8 +55,10 @@ struct RegroupStep {
 
 class RegroupRound {
  public:
-  // Epoch 0: every rank of `workers` is a member; `min_workers` the fewest a round may keep.
-  RegroupRound(int workers, int min_workers);
+  // Epoch 0: `members` (ascending; empty: every rank of `workers`) — a job started with fewer
+  // replicas than `workers` grows by admitting the others as joiners; `min_workers` the fewest a
+  // round may keep.
+  RegroupRound(int workers, int min_workers, std::vector<int> members = {});
 
   // Rank `rank`'s process is gone (a bad exit, or silence) while `recorded_step` was the newest
   // step the job recorded. A member leaves the membership (an event); a joiner is forgotten; any

@@ -47,8 +47,11 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(
     Result<Admission> late = co_await AdmitRestarted(id, attempt, rank);
     co_return late;
   }
-  const bool last = std::all_of(job->processes.begin(), job->processes.end(),
-                                [](const Process& p) { return p.admitted; });
+  // An elastic job's replicas not placed yet are no part of it: they join later (GrowElastic).
+  const bool last =
+      std::all_of(job->processes.begin(), job->processes.end(), [job](const Process& p) {
+        return p.admitted || !job->machine.process(p.rank).started;
+      });
   if (last) {
     auto latest = co_await OffThread(pool_, [this, id] { return store_.LatestCheckpoint(id); });
     job = Current(id, attempt);
@@ -70,8 +73,10 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(
                          p.data_host.empty() ? settings_.data_host : p.data_host, p.data_port,
                          p.partition_port});
     }
+    a.members = job->PlacedRanks();
     const int workers = cluster.workers;
     std::string reason = std::to_string(workers) + (workers == 1 ? " worker" : " workers");
+    if (!a.members.empty()) reason = std::to_string(a.members.size()) + " of " + reason;
     if (cluster.model_parallel > 1) {
       reason += " of " + std::to_string(cluster.model_parallel) + " partitions";
     }
@@ -89,6 +94,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(
       job->newest_step = a.resume_step;
       reason += " from the checkpoint at step " + std::to_string(a.resume_step);
     }
+    if (!a.members.empty()) reason += "; the others join as cores free up";
     auto run = [this, id, reason] { return store_.SetJobState(id, JobState::kRunning, reason); };
     Status s = co_await OffThread(pool_, run);
     job = Current(id, attempt);
@@ -100,6 +106,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(
     job->state = JobState::kRunning;
     job->machine.Ready();
     job->rendezvous->Set(true);
+    if (!a.members.empty()) Schedule();  // cores may have freed up meanwhile: it grows
     co_return AdmissionFor(*job, rank);
   }
   co_await job->rendezvous->Wait();
@@ -109,7 +116,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(
   if (job->machine.failure().empty()) {
     std::string missing;
     for (const Process& p : job->processes) {
-      if (!p.admitted) missing += (missing.empty() ? "" : ", ") + job->Who(p.rank);
+      if (!p.admitted && job->machine.process(p.rank).started) missing += (missing.empty() ? "" : ", ") + job->Who(p.rank);
     }
     FailAttempt(*job, "rendezvous: " + missing + " did not connect within " +
                           std::to_string(job->config.cluster.timeout_seconds) + " s");

@@ -160,6 +160,7 @@ asio::awaitable<void> ServeWorkerHello(ControlContext& ctx, Socket& socket, cons
   reply["data_token"] = a.data_token;
   reply["resume_step"] = a.resume_step;
   if (a.joining) reply["joining"] = true;
+  if (!a.members.empty()) reply["members"] = a.members;
   reply["peers"] = PeersJson(a.peers);
   if (!co_await WriteJson(socket, reply)) {
     co_return;

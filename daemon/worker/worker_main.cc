@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -100,6 +101,7 @@ struct Admitted {
   std::vector<dist::Endpoint> partition_peers;  // by rank: their partition rings' listeners
   std::string data_token;                       // opens every data-plane connection of this attempt
   bool joining = false;  // an elastic job's replacement: it takes its state from a survivor
+  std::vector<int> members;  // an elastic job started with fewer replicas: its first membership
 };
 
 // Tells the coordinator this process cannot succeed here however often it is restarted (`stop`
@@ -140,7 +142,7 @@ Result<Admitted> ReadAdmission(Upstream& upstream, std::chrono::milliseconds tim
     SayHopeless(upstream, WorkerStop::kNoData, why);
     return Status::Error(why);
   }
-  Admitted out{*loaded.job, std::nullopt, {}, {}, {}};
+  Admitted out{*loaded.job, std::nullopt, {}, {}, {}, false, {}};
   if (reply.contains("data_token") && reply["data_token"].is_string()) {
     out.data_token = reply["data_token"].get<std::string>();
   }
@@ -150,6 +152,15 @@ Result<Admitted> ReadAdmission(Upstream& upstream, std::chrono::milliseconds tim
   out.partition_peers = std::move(table.value().partition_peers);
   const auto joining = reply.find("joining");
   out.joining = joining != reply.end() && *joining == true;
+  if (const auto members = reply.find("members"); members != reply.end()) {
+    const bool ranks = members->is_array() &&
+                       std::all_of(members->begin(), members->end(),
+                                   [](const json& r) { return r.is_number_integer(); });
+    if (ranks) out.members = members->get<std::vector<int>>();
+    if (!ranks || !std::is_sorted(out.members.begin(), out.members.end())) {
+      return Status::Error("the daemon sent members that are not ascending ranks");
+    }
+  }
   const auto resume_step = reply.find("resume_step");
   if (resume_step != reply.end() && resume_step->is_number_integer() &&
       resume_step->get<std::int64_t>() >= 0) {
@@ -276,7 +287,8 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
       elastic.emplace(job, data.value(), placement,
                       RegroupOverChannel(upstream, RegroupTimeout(job)));
       const Status began =
-          admitted.joining ? elastic->Join() : elastic->Begin(resume ? &*resume : nullptr);
+          admitted.joining ? elastic->Join()
+                           : elastic->Begin(resume ? &*resume : nullptr, admitted.members);
       if (!began.ok()) return Fail(began.message());
     } else {
       auto made = runner::TrainingSession::Make(job, data.value(), placement);

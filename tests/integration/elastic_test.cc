@@ -3,7 +3,8 @@
 // two, and the daemon's replacement joins them at a step boundary; then the daemon itself is
 // killed and the job resumes from its checkpoint. Every replica records the rows each step took
 // (DTRAIN_RECORD_ROWS) with the membership it trained in: per epoch, the steps' rows over the
-// membership that completed each step are every id once, whatever the world was.
+// membership that completed each step are every id once, whatever the world was. A second job
+// starts with min_workers replicas where cores are short and grows as they free up.
 #include <signal.h>
 
 #include <boost/test/unit_test.hpp>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "common/temp_dir.h"
+#include "core/data/click_synthetic.h"
 #include "integration/daemon_fixture.h"
 #include "integration/recorded_rows.h"
 
@@ -57,6 +59,19 @@ json WaitForEvents(const DaemonFixture& d, std::int64_t id, const std::string& t
   return job;
 }
 
+// Waits for the job to succeed after all its steps, some of which fewer than kWorkers replicas
+// trained, every row taken once per epoch by the steps' memberships (recorded under `prefix`).
+void WaitForSuccessTakingEveryRowOnce(const DaemonFixture& d, std::int64_t id,
+                                      const std::string& prefix, const std::vector<int>& ids,
+                                      int epochs, int steps_per_epoch) {
+  const json job = d.Wait(id);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << d.LogTail(id));
+  BOOST_TEST(job["step"] == epochs * steps_per_epoch);
+  const TakenSteps steps = ReadTakenSteps(prefix, kWorkers);
+  BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
+  CheckEveryIdOncePerEpoch(steps, ids, epochs, steps_per_epoch);
+}
+
 BOOST_AUTO_TEST_SUITE(elastic)
 
 BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_taken_once) {
@@ -94,13 +109,96 @@ BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_ta
   BOOST_REQUIRE(d.WaitForStep(id, 3 * kStepsPerEpoch + 40)["state"] == "running");
   d.Stop(SIGKILL);
   d.Start();
-  const json job = d.Wait(id);
-  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << d.LogTail(id));
-  BOOST_TEST(job["step"] == kEpochs * kStepsPerEpoch);
+  WaitForSuccessTakingEveryRowOnce(d, id, prefix, ids, kEpochs, kStepsPerEpoch);
+}
 
-  const TakenSteps steps = ReadTakenSteps(prefix, kWorkers);
-  BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by two replicas");
-  CheckEveryIdOncePerEpoch(steps, ids, kEpochs, kStepsPerEpoch);
+// A sparse job of `threads` threads (its steps record no rows: DTRAIN_RECORD_ROWS would mix its
+// lines into the elastic job's) over a small file written to `svm`; `epochs` 0: until cancelled.
+std::string SparseJob(const std::string& name, const std::string& svm, int epochs, int threads) {
+  const data::ClickData clicks =
+      data::MakeClicks({.rows = 600, .features = 1u << 10, .nonzeros = 8, .seed = 6});
+  BOOST_REQUIRE(data::WriteLibsvm(clicks.rows, svm).ok());
+  return "name = \"" + name + "\"\n[data]\nformat = \"libsvm\"\nsparse = true\ntrain = \"" +
+         svm + "\"\n[model]\ntype = \"logistic\"\n[train]\nepochs = " +
+         std::to_string(epochs == 0 ? 1000000 : epochs) +
+         "\nbatch_size = 40\nthreads = " + std::to_string(threads) +
+         "\n[optimizer]\ntype = \"ftrl\"\n";
+}
+
+// A daemon of 3 cores, one held by a job that runs until cancelled (`blocker`), and an elastic
+// job (`id`) of 3 one-thread replicas (min_workers 2) and `epochs` epochs over rows with ids,
+// which has started with 2 of them and reported so (`started`).
+struct ShortOfCores {
+  static constexpr int kFewRows = 4800, kFewSteps = kFewRows / kGlobalBatch;  // an epoch's: 100
+
+  explicit ShortOfCores(int epochs)
+      : ids(WriteRowsWithIds(data.Path("rows.csv"), kFewRows)),
+        prefix(data.Path("taken")),
+        recording(prefix),
+        d({"--cores", "3", "--max-jobs", "3"}) {
+    blocker = d.Submit(SparseJob("blocker", data.Path("blocker.svm"), 0, 1));
+    BOOST_REQUIRE(d.WaitForState(blocker, "running")["state"] == "running");
+    std::string text = RowsWithIdsJob("grow", data.Path("rows.csv"), epochs,
+                                      kGlobalBatch / kWorkers, "workers = 3\nmin_workers = 2\n", 2);
+    text.replace(text.find("[train]\n"), 8, "[train]\nthreads = 1\n");
+    id = d.Submit(text);
+    // Until it has reported how many replicas train: nothing frees a core meanwhile.
+    for (int i = 0; i < 1500 && !started["metrics"].contains("workers_active"); ++i) {
+      started = d.Status(id);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    BOOST_REQUIRE_MESSAGE(started["state"] == "running", started.dump() << d.LogTail(id));
+    BOOST_TEST(CountEvents(started, "started with 2 of 3 workers") == 1, started.dump());
+    BOOST_TEST(started["metrics"]["workers_active"] == 2, started.dump());
+    BOOST_TEST(RunningPid(started, 0) > 0);
+    BOOST_TEST(RunningPid(started, 1) > 0);
+    BOOST_TEST(RunningPid(started, 2) == -1);
+  }
+
+  TempDir data;
+  std::vector<int> ids;
+  std::string prefix;
+  RecordedRows recording;
+  DaemonFixture d;
+  std::int64_t blocker = 0, id = 0;
+  json started;
+};
+
+// The third replica joins once the other job's core is free; the first two keep their pids.
+BOOST_AUTO_TEST_CASE(a_job_starts_with_min_workers_and_grows_as_cores_free_up) {
+  constexpr int kGrowEpochs = 2;
+  ShortOfCores s(kGrowEpochs);
+  const json& small = s.started;
+  BOOST_REQUIRE(s.d.Request({{"type", "cancel"}, {"id", s.blocker}})["ok"] == true);
+  const json grown = WaitForEvents(s.d, s.id, "worker 2 joined at step ", 1);
+  BOOST_TEST(CountEvents(grown, ": 3 of 3") == 1, grown.dump());
+  BOOST_TEST(RunningPid(grown, 0) == RunningPid(small, 0));
+  BOOST_TEST(RunningPid(grown, 1) == RunningPid(small, 1));
+  BOOST_TEST(grown["restarts"] == 0);  // growing is no restart
+  WaitForSuccessTakingEveryRowOnce(s.d, s.id, s.prefix, s.ids, kGrowEpochs,
+                                   ShortOfCores::kFewSteps);
+}
+
+// A queued job that waits for cores keeps its claim on the core the blocker frees: the elastic
+// job does not grow, ends with its two replicas, and the queued job starts after it.
+BOOST_AUTO_TEST_CASE(a_queued_job_keeps_its_claim_and_the_elastic_job_ends_with_those_it_has) {
+  constexpr int kLongEpochs = 10;
+  ShortOfCores s(kLongEpochs);
+  const std::int64_t waiting = s.d.Submit(SparseJob("two-cores", s.data.Path("two.svm"), 1, 2));
+  BOOST_REQUIRE(s.d.Request({{"type", "cancel"}, {"id", s.blocker}})["ok"] == true);
+  const json queued = s.d.Status(waiting);
+  BOOST_TEST(queued["state"] == "queued", queued.dump());
+  // The blocker's core is free, the elastic job's two held.
+  BOOST_TEST(queued["reason"] == "waiting for cores (needs 2, 1 free)", queued.dump());
+
+  const json job = s.d.Wait(s.id);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << s.d.LogTail(s.id));
+  BOOST_TEST(job["step"] == kLongEpochs * ShortOfCores::kFewSteps);
+  BOOST_TEST(CountEvents(job, " joined at step ") == 0, job.dump());
+  for (const json& w : job["workers"]) BOOST_TEST(w["rank"] != 2, job.dump());
+  CheckEveryIdOncePerEpoch(ReadTakenSteps(s.prefix, 2), s.ids, kLongEpochs,
+                           ShortOfCores::kFewSteps);
+  BOOST_TEST(s.d.Wait(waiting)["state"] == "succeeded");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -323,8 +323,9 @@ BOOST_AUTO_TEST_CASE(survivors_regroup_in_place_and_a_replacement_joins_bitwise_
 }
 
 // Answers no ring can be made of fail the regroup, saying so, before it joins any: this rank left
-// out, a leader outside the members, members out of order or unknown, a joiner as the leader.
-BOOST_AUTO_TEST_CASE(an_answer_that_makes_no_ring_fails_the_regroup) {
+// out, a leader outside the members, members out of order or unknown, a joiner as the leader; a
+// first membership without this rank fails its begin.
+BOOST_AUTO_TEST_CASE(a_membership_that_makes_no_ring_fails_the_regroup_or_the_begin) {
   TempDir dir;
   const config::JobConfig job = ElasticJob(dir);
   Result<JobData> loaded = LoadJobData(job);
@@ -351,6 +352,13 @@ BOOST_AUTO_TEST_CASE(an_answer_that_makes_no_ring_fails_the_regroup) {
                 joined.message() == "regroup: a joiner cannot lead"),
                joined.message());
   }
+  // Nor does a replica begin in a first membership without it (a job started with fewer
+  // replicas: its admission's "members").
+  ElasticReplica left_out(job, loaded.value(), at, [](const RegroupRequest&) -> Result<Membership> {
+    return Status::Error("no coordinator");
+  });
+  const Status began = left_out.Begin(nullptr, {0, 2});
+  BOOST_TEST(began.message() == "rank 1 is not in its first membership [0, 2]");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -341,6 +341,35 @@ BOOST_AUTO_TEST_CASE(elastic_sync_a_lost_replica_restarts_alone_while_restarts_l
   BOOST_TEST((m.CountExit(1).loss == ExitCount::Loss::kFailsAttempt));
 }
 
+// An elastic job started with 2 of its 3 replicas (too few cores): it may succeed without the
+// third; once added, the third is live and must end well like the others.
+BOOST_AUTO_TEST_CASE(elastic_sync_a_replica_not_started_is_not_needed_until_added) {
+  config::JobConfig job = Job(config::ClusterMode::kSync, 3);
+  job.cluster.min_workers = 2;
+  for (const bool added : {false, true}) {
+    AttemptMachine m(7, RestartPolicyFor(job, 0), 0);
+    m.Begin(3);
+    m.Spawned(0);
+    m.Spawned(1);
+    m.Unstarted(2);
+    m.Ready();
+    BOOST_TEST(m.live() == 2);
+    BOOST_TEST(m.TakeStops() == std::vector<int>({0, 1}));  // what a cancel would stop
+    if (added) {
+      m.Added(2);
+      BOOST_TEST(m.live() == 3);
+      BOOST_TEST(!m.process(2).carried_on);
+    }
+    m.Done(0, worker::WorkerStop::kCompleted, 80, "", "");
+    m.Done(1, worker::WorkerStop::kCompleted, 80, "", "");
+    ExitNow(m, 0, kClean);
+    ExitCount last = ExitNow(m, 1, kClean);
+    if (added) last = ExitNow(m, 2, kStatus1);  // it did not finish: the job did not either
+    BOOST_TEST(last.last);
+    BOOST_TEST(((m.Decide().kind == Outcome::Kind::kSucceeded) == !added));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(sandblaster_a_lost_shard_or_coordinator_restarts_the_job) {
   AttemptMachine m = Started(Job(config::ClusterMode::kSandblaster, 2, 1));
   BOOST_TEST((m.Silenced(3) == config::LostProcess::kRestartAll));

@@ -195,6 +195,35 @@ BOOST_AUTO_TEST_CASE(only_replacements_asking_cannot_regroup) {
   BOOST_TEST(Has(expired.failure, "no worker that holds the job's state asked"));
 }
 
+BOOST_AUTO_TEST_CASE(a_job_started_with_fewer_replicas_grows_as_the_others_join) {
+  RegroupRound round(3, 2, {0, 1});  // rank 2 had no cores yet
+  BOOST_TEST(round.members() == Ranks({0, 1}));
+  BOOST_TEST(round.epoch() == 0);
+  // A rank never started is no member: its loss changes nothing.
+  const RegroupStep unstarted = round.Lost(2, 5);
+  BOOST_TEST(unstarted.events.empty());
+  BOOST_TEST(!round.round_open());
+
+  const RegroupStep joined = round.Joined(2);
+  BOOST_TEST(joined.notify == Ranks({0, 1}));
+  BOOST_TEST(joined.round_began);
+  round.Asked({2, -1, -1});
+  round.Asked({1, 0, 30});
+  const RegroupStep done = round.Asked({0, 0, 30});
+  BOOST_REQUIRE(done.answer);
+  BOOST_TEST(done.answer->membership == 1);
+  BOOST_TEST(done.answer->members == Ranks({0, 1, 2}));
+  BOOST_TEST(done.answer->leader == 0);
+  BOOST_TEST(done.answer->step == 30);
+  BOOST_TEST(done.events == Texts{"worker 2 joined at step 30: 3 of 3"});
+}
+
+BOOST_AUTO_TEST_CASE(a_job_started_with_min_workers_fails_at_its_first_loss) {
+  RegroupRound round(3, 2, {0, 1});
+  const RegroupStep lost = round.Lost(1, 7);
+  BOOST_TEST(Has(lost.failure, "only 1 of 3 workers remain"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
