@@ -42,7 +42,8 @@ inline std::optional<double> StartedTime(const nlohmann::json& job, pid_t pid) {
 }
 
 // The job's events whose reason contains `text`, in the order they happened.
-inline std::vector<nlohmann::json> EventsSaying(const nlohmann::json& job, const std::string& text) {
+inline std::vector<nlohmann::json> EventsSaying(const nlohmann::json& job,
+                                                const std::string& text) {
   std::vector<nlohmann::json> found;
   for (const nlohmann::json& e : job["events"]) {
     if (e["reason"].get<std::string>().find(text) != std::string::npos) found.push_back(e);

@@ -149,7 +149,9 @@ class JobCluster {
   // The id `dtrain submit --json` printed, or -1 (its output on stderr).
   static std::int64_t SubmittedId(const testing::ProcessResult& r) {
     const nlohmann::json submitted = nlohmann::json::parse(r.out, nullptr, false);
-    if (submitted.is_object() && submitted.contains("id")) return submitted["id"].get<std::int64_t>();
+    if (submitted.is_object() && submitted.contains("id")) {
+      return submitted["id"].get<std::int64_t>();
+    }
     std::fprintf(stderr, "%s\n%s\n", r.err.c_str(), r.out.c_str());
     return -1;
   }
