@@ -5,19 +5,20 @@
 // events in its first 80%).
 //   1. The static run: the job without min_workers, undisturbed; its pace and final accuracy.
 //   2. The chaos run: the same job with min_workers = 2 and restart.max_restarts = N. N times, at
-//      a random moment (0.5-3 s after the previous join, seeded), a random replica is SIGKILLed
-//      (its pid from the job's worker rows: the namespaces share this machine's pid space) and
-//      the bench waits for "worker R joined at step S: 3 of 3" before the next event.
-// Per event it measures: whether both survivors kept their pids until the join; the progress the
-// loss cost (from the last step logged before the kill to the first one logged past it, the time
-// taken less what those steps take at the static run's pace: see LostSeconds); and the join
-// latency, from the replacement's worker row `started` (capacity appearing) to the "joined"
-// event (and, for context, from the kill to the "joined" event). It prints each event, the
-// median and max of each figure, and both final test accuracies, beside the CPU model; checks
-// the bounds: every survivor kept, a loss costs < 2 s (median), a join takes < 10 s, the
-// accuracy within 0.3 points of the static run.
-// Exit status: 0 all bounds met, 1 a bound missed or a run failed or hung, 2 cannot run here.
-// Needs root. Usage: bench_elastic_chaos [--events N] [--seed S] [--max-seconds S] [DTRAIND DTRAIN]
+//      a random moment (0.5-3 s after the previous join, seeded), the training process of a
+//      random replica is SIGKILLed (`dtraind worker --job ID --rank R` in its host's namespace:
+//      the namespaces share this machine's pid space; a peer's worker row has the pid of its
+//      stand-in on h0) and the bench waits for "worker R joined at step S: 3 of 3".
+// Per event it measures: whether both survivors kept their pids (worker rows and training
+// processes) until the join; the progress the loss cost (from the last step logged before the
+// kill to the first one logged past it, the time taken less what those steps take at the static
+// run's pace: see LostSeconds); and the join latency, from the replacement's worker row `started`
+// (capacity appearing) to the "joined" event (and, for context, from the kill to the "joined"
+// event). It prints each event, the median and max of each figure, and both final test accuracies,
+// beside the CPU model; checks the bounds: every survivor kept, a loss costs < 2 s
+// (median), a join takes < 10 s, the accuracy within 0.3 points of the static run. Exit status: 0
+// all bounds met, 1 a bound missed or a run failed or hung, 2 cannot run here. Needs root. Usage:
+// bench_elastic_chaos [--events N] [--seed S] [--max-seconds S] [DTRAIND DTRAIN]
 // (scripts/elastic-chaos builds and runs it).
 #include <algorithm>
 #include <chrono>
@@ -109,34 +110,49 @@ json WaitForEnd(JobCluster& cluster, std::int64_t id, double deadline) {
   }
 }
 
-// Polls job `id` until it runs with every replica and has logged a step; its JOB object, or null
-// if it ended first or Over.
+// The training process of each replica of job `id`, replica r in host r (-1 where none runs).
+std::vector<pid_t> TrainingProcesses(const JobCluster& cluster, std::int64_t id) {
+  std::vector<pid_t> pids;
+  for (int r = 0; r < kReplicas; ++r) {
+    pids.push_back(dtrain::bench::TrainingProcess(cluster.netns(), r, id, r));
+  }
+  return pids;
+}
+
+bool AllFound(const std::vector<pid_t>& pids) {
+  return std::find(pids.begin(), pids.end(), -1) == pids.end();
+}
+
+// Polls job `id` until it runs with every replica (worker rows and training processes) and has
+// logged a step; its JOB object, or null if it ended first or Over.
 json WaitForTraining(JobCluster& cluster, std::int64_t id, double deadline) {
   for (;;) {
     json job = cluster.Status(id);
     if (!job.is_object() || Ended(job) || Over(deadline)) return nullptr;
-    const std::vector<pid_t> pids = dtrain::bench::RunningPids(job, kReplicas);
     if (job["state"] == "running" && job["step"].get<std::int64_t>() > 0 &&
-        std::find(pids.begin(), pids.end(), -1) == pids.end()) {
+        AllFound(dtrain::bench::RunningPids(job, kReplicas)) &&
+        AllFound(TrainingProcesses(cluster, id))) {
       return job;
     }
     SleepSeconds(0.1);
   }
 }
 
-// Kills a random replica of the running `job` and waits for its replacement to join (the job's
-// `joins_before + 1`-th " joined at step " event, with every replica running), watching the
-// survivors' pids meanwhile. Empty when the job stopped running or did not regroup in time
-// (said on stderr).
+// Kills the training process of a random replica of the running `job` (in its host: on a peer,
+// not its stand-in) and waits for its replacement to join (the job's `joins_before + 1`-th
+// " joined at step " event, with every replica running), watching meanwhile that the survivors
+// keep their worker rows' pids and their training processes. Empty when the job stopped running
+// or did not regroup in time (said on stderr).
 std::optional<ChaosEvent> LoseOne(JobCluster& cluster, const json& job, std::mt19937& rng,
                                   std::size_t joins_before, double deadline) {
   const std::int64_t id = job["id"].get<std::int64_t>();
   const std::vector<pid_t> before = dtrain::bench::RunningPids(job, kReplicas);
+  const std::vector<pid_t> processes_before = TrainingProcesses(cluster, id);
   ChaosEvent event;
   event.rank = std::uniform_int_distribution<int>(0, kReplicas - 1)(rng);
   event.step = job["step"].get<std::int64_t>();
   event.kill_time = Now();
-  ::kill(before[static_cast<std::size_t>(event.rank)], SIGKILL);
+  ::kill(processes_before[static_cast<std::size_t>(event.rank)], SIGKILL);
   const double give_up = std::min(deadline, event.kill_time + kJoinTimeout);
   for (json now = cluster.Status(id);; now = cluster.Status(id)) {
     if (!now.is_object() || now["state"] != "running" || Over(give_up)) {
@@ -147,12 +163,15 @@ std::optional<ChaosEvent> LoseOne(JobCluster& cluster, const json& job, std::mt1
       return std::nullopt;
     }
     const std::vector<pid_t> pids = dtrain::bench::RunningPids(now, kReplicas);
+    const std::vector<pid_t> processes = TrainingProcesses(cluster, id);
     for (int r = 0; r < kReplicas; ++r) {
       const auto at = static_cast<std::size_t>(r);
-      if (r != event.rank && pids[at] != before[at]) event.survivors_kept = false;
+      if (r != event.rank && (pids[at] != before[at] || processes[at] != processes_before[at])) {
+        event.survivors_kept = false;
+      }
     }
     const std::vector<json> joins = dtrain::bench::EventsSaying(now, " joined at step ");
-    if (joins.size() > joins_before && std::find(pids.begin(), pids.end(), -1) == pids.end()) {
+    if (joins.size() > joins_before && AllFound(pids)) {
       const json& joined = joins[joins_before];
       const std::string who = "worker " + std::to_string(event.rank) + " joined";
       const std::optional<double> started =

@@ -1,13 +1,15 @@
 // What bench_elastic_chaos reads of an elastic sync job: its replicas' pids and the regroup
-// events in its JOB object (`dtrain status --json`), and the progress a loss cost from the times
-// of its metric rows. All times are seconds since the epoch on this machine's clock, which the
-// daemons, the workers and the bench share.
+// events in its JOB object (`dtrain status --json`), its replicas' training processes in the
+// hosts' namespaces, and the progress a loss cost from the times of its metric rows. All times
+// are seconds since the epoch on this machine's clock, which the daemons, the workers and the
+// bench share.
 #pragma once
 
 #include <sys/types.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -31,6 +33,25 @@ inline std::vector<pid_t> RunningPids(const nlohmann::json& job, int replicas) {
   std::vector<pid_t> pids;
   for (int r = 0; r < replicas; ++r) pids.push_back(RunningPid(job, r));
   return pids;
+}
+
+// The training process of replica `rank` of job `id` in `host`: the `dtraind worker --job ID
+// --rank R` running there; -1 if none does. A replica on a peer has it there, while its worker
+// row carries the pid of its stand-in on the coordinator's host (`dtraind remote-worker`, which
+// ends with it and whose end ends it).
+inline pid_t TrainingProcess(const testing::NetnsCluster& netns, int host, std::int64_t id,
+                             int rank) {
+  const std::vector<std::string> wanted = {"worker", "--job", std::to_string(id), "--rank",
+                                           std::to_string(rank)};
+  for (const pid_t pid : netns.Pids(host)) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+    std::vector<std::string> argv;
+    for (std::string arg; std::getline(in, arg, '\0');) argv.push_back(arg);
+    if (argv.size() > wanted.size() && std::equal(wanted.begin(), wanted.end(), argv.begin() + 1)) {
+      return pid;
+    }
+  }
+  return -1;
 }
 
 // The `started` time of the worker row of process `pid`, if the job has one.
