@@ -1,8 +1,8 @@
 // A chaos run of an elastic synchronous job (issue 46): an MLP 784-256-128-10 on Fashion-MNIST,
 // mode sync on a ring of 3 replicas, one per "host" (network namespaces h0..h2, one peer dtraind
 // each, a shared cluster key), a global batch of 3 x 64, Adam with a cosine schedule, 8 + 2N
-// epochs for N events (about 3 s an epoch undisturbed on a loaded 2-core Xeon: room for the
-// events in its first 80%).
+// epochs for N events (1.3 s an epoch undisturbed on a quiet 2-core Xeon, 3 s on a loaded one:
+// room for the events in its first 80%).
 //   1. The static run: the job without min_workers, undisturbed; its pace and final accuracy.
 //   2. The chaos run: the same job with min_workers = 2 and restart.max_restarts = N. N times, at
 //      a random moment (0.5-3 s after the previous join, seeded), the training process of a
