@@ -5,6 +5,7 @@
 //   JobCluster c(2, args);                                      // one daemon a host, shared key
 //   double s = c.RunningSeconds(job_text, "100mbit", "sync");   // 0: failed (said on stderr)
 //   nlohmann::json job = c.RunJob(job_text, "1gbit", "ring");   // its JOB object, with events
+//   std::int64_t id = c.Submit(job_text);  nlohmann::json j = c.Status(id);  // without waiting
 //   double step = StepSeconds(c, job);                          // from the metric rows
 //   auto rows = WorkerRows(c, job, "wire_bytes");               // each worker's, by step
 //   double wire = MetricPerStep(rows);                          // their mean per step
@@ -107,14 +108,23 @@ class JobCluster {
     for (int h = 0; h < hosts; ++h) {
       if (!rate.empty()) cluster_.RemoveBandwidthLimit(h);
     }
-    const nlohmann::json submitted = nlohmann::json::parse(r.out, nullptr, false);
-    if (!submitted.is_object() || !submitted.contains("id")) {
-      std::fprintf(stderr, "%s\n%s\n", r.err.c_str(), r.out.c_str());
-      return nullptr;
-    }
-    const auto status =
-        Dtrain({"status", std::to_string(submitted["id"].get<int>()), "--json"}, 60s);
-    return nlohmann::json::parse(status.out, nullptr, false);  // with its events
+    const std::int64_t id = SubmittedId(r);
+    return id < 0 ? nullptr : Status(id);
+  }
+
+  // Submits `text` to host 0's daemon and returns at once: the job's id, or -1 (said on stderr).
+  std::int64_t Submit(const std::string& text) {
+    using namespace std::chrono_literals;
+    const std::string path = cluster_.HostDir(0) + "/job.toml";
+    std::ofstream(path, std::ios::trunc) << text;
+    return SubmittedId(Dtrain({"submit", "--no-wait", "--json", path}, 60s));
+  }
+
+  // Job `id`'s JOB object with its events (null when it could not be read).
+  nlohmann::json Status(std::int64_t id) {
+    using namespace std::chrono_literals;
+    const auto status = Dtrain({"status", std::to_string(id), "--json"}, 60s);
+    return nlohmann::json::parse(status.out, nullptr, false);
   }
 
   // RunJob, then the seconds it ran, or 0 (its status on stderr, under `label`).
@@ -136,6 +146,16 @@ class JobCluster {
   const testing::NetnsCluster& netns() const { return cluster_; }
 
  private:
+  // The id `dtrain submit --json` printed, or -1 (its output on stderr).
+  static std::int64_t SubmittedId(const testing::ProcessResult& r) {
+    const nlohmann::json submitted = nlohmann::json::parse(r.out, nullptr, false);
+    if (submitted.is_object() && submitted.contains("id")) {
+      return submitted["id"].get<std::int64_t>();
+    }
+    std::fprintf(stderr, "%s\n%s\n", r.err.c_str(), r.out.c_str());
+    return -1;
+  }
+
   testing::NetnsCluster cluster_;
   std::string dtrain_;
   std::vector<testing::NetnsDaemon> daemons_;
