@@ -12,10 +12,11 @@
 //
 // Invariants: members() is ascending and never holds a joiner; at most one round is open; a
 // round's expected processes are the members and the joiners admitted before it began (a joiner
-// admitted during a round waits for the next, which begins as the round completes); a round
-// completes once every expected process has asked and they are at least min_workers, or at its
-// deadline, with members = the ranks that asked and, as leader, the member (never a joiner) with
-// the smallest completed step (ties: the lowest rank); epoch() grows by one per completed round.
+// admitted during a round that is not short waits for the next, which begins as it completes); a
+// round completes once every expected process has asked and they are at least min_workers, or at
+// its deadline, with members = the ranks that asked and, as leader, the member (never a joiner)
+// with the smallest completed step (ties: the lowest rank); epoch() grows by one per completed
+// round.
 // Fewer than min_workers members (short): while one survives and replacements enough are admitted
 // or being started, the open round waits for them, taking in every joiner (those waiting for the
 // next round too) until it completes; else the attempt fails. A round with neither a loss nor a
@@ -69,9 +70,10 @@ class RegroupRound {
 
   // Rank `rank`'s process is gone (a bad exit, or silence) while `recorded_step` was the newest
   // step the job recorded; `replaced`: a replacement for it is being started. A member leaves the
-  // membership (an event); a joiner is forgotten; any other rank changes nothing. Fewer than
-  // min_workers members left: the round waits for replacements, or the attempt fails when none
-  // survives or too few replacements can come.
+  // membership (an event); a joiner is forgotten; any other rank changes nothing, but for whether
+  // its replacement (one lost before) is being started again. Fewer than min_workers members
+  // left: the round waits for replacements, or the attempt fails when none survives or too few
+  // replacements can come.
   RegroupStep Lost(int rank, std::int64_t recorded_step, bool replaced);
   // The replacement for the lost rank `rank` will not be started after all (the restarts were
   // spent meanwhile): fails the attempt if the round waited for it in vain.
