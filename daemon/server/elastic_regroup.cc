@@ -14,7 +14,9 @@
 namespace dtrain::server {
 
 bool JobManager::LoseElasticReplica(Job& job, int rank, const std::string& how) {
-  RegroupStep step = job.regroup->Lost(rank, job.newest_step);
+  // As OnWorkerExit decides next: the daemon starts its replacement while restarts last.
+  const bool replaced = job.machine.RestartsAlone(rank) && !job.regroup_finished;
+  RegroupStep step = job.regroup->Lost(rank, job.newest_step, replaced);
   if (step.failure) *step.failure = job.Who(rank) + " " + how + ": " + *step.failure;
   const bool carries_on = !step.failure;
   ApplyRegroup(job, std::move(step));
@@ -34,8 +36,10 @@ void JobManager::ApplyRegroup(Job& job, RegroupStep step) {
   }
   if (step.answer) {
     if (job.regroup_closed) job.regroup_closed->Set(true);
-    const auto waiting = job.regroup_answers.find(step.answer->membership);
-    if (waiting != job.regroup_answers.end()) {
+    const int last = step.answer->membership + (step.answers_the_next_round_too ? 1 : 0);
+    for (int epoch = step.answer->membership; epoch <= last; ++epoch) {
+      const auto waiting = job.regroup_answers.find(epoch);
+      if (waiting == job.regroup_answers.end()) continue;
       waiting->second.Set(*step.answer);
       job.regroup_answers.erase(waiting);
     }
@@ -60,7 +64,8 @@ asio::awaitable<void> JobManager::ExpireRegroup(std::int64_t id, std::uint64_t a
       !now->regroup->round_open() || now->regroup->epoch() + 1 != epoch) {
     co_return;  // the attempt ended, or the members finished training
   }
-  ApplyRegroup(*now, now->regroup->DeadlinePassed(now->newest_step));
+  ApplyRegroup(*now,
+               now->regroup->DeadlinePassed(now->newest_step, now->config.cluster.timeout_seconds));
 }
 
 asio::awaitable<void> JobManager::NoteEvents(std::int64_t id, std::vector<std::string> events) {

@@ -289,8 +289,9 @@ class JobManager {
   asio::awaitable<Result<Admission>> AdmitRestarted(std::int64_t id, std::uint64_t attempt,
                                                     int rank);
   // An elastic job's replica `rank`, admitted after the rendezvous, exited `how` (not well): it
-  // leaves the membership, and the others regroup without it unless too few remain. Returns
-  // whether the attempt carries on.
+  // leaves the membership, and the others regroup without it (waiting for replacements when
+  // fewer than cluster.min_workers remain) unless too few can. Returns whether the attempt
+  // carries on.
   bool LoseElasticReplica(Job& job, int rank, const std::string& how);
   // Carries out what the job's RegroupRound answered: events, kills, the answer to the round's
   // askers, notices, the next round's deadline, or the attempt's failure.

@@ -1,6 +1,7 @@
 #include "daemon/server/regroup_round.h"
 
 #include <algorithm>
+#include <sstream>
 #include <utility>
 
 namespace dtrain::server {
@@ -33,42 +34,76 @@ int RegroupRound::AnswerEpoch(int rank) const {
   return waiting_.contains(rank) ? epoch_ + 2 : epoch_ + 1;
 }
 
-void RegroupRound::RemoveMember(int rank, std::int64_t recorded_step, RegroupStep& step) {
-  std::erase(members_, rank);
-  changed_ = true;
-  step.events.push_back("worker " + std::to_string(rank) + " lost at step " +
-                        std::to_string(recorded_step) + ", " + std::to_string(members_.size()) +
-                        " carry on");
+std::optional<std::string> RegroupRound::Stranded() const {
+  const std::size_t coming = joiners_.size() + waiting_.size() + replacing_.size();
+  if (!Short() ||
+      (!members_.empty() && static_cast<int>(members_.size() + coming) >= min_workers_)) {
+    return std::nullopt;
+  }
+  return "only " + std::to_string(members_.size()) + " of " + std::to_string(workers_) +
+         " workers remain (cluster.min_workers = " + std::to_string(min_workers_) + ")";
 }
 
-RegroupStep RegroupRound::Lost(int rank, std::int64_t recorded_step) {
+void RegroupRound::RemoveMember(int rank) {
+  std::erase(members_, rank);
+  changed_ = true;
+}
+
+std::string RegroupRound::LossEvent(int rank, std::int64_t recorded_step, bool waits) const {
+  const std::size_t left = members_.size();
+  std::string event = "worker " + std::to_string(rank) + " lost at step " +
+                      std::to_string(recorded_step) + ", " + std::to_string(left);
+  if (!waits) return event + " carry on";
+  return event + (left == 1 ? " waits" : " wait") +
+         " for replacements (cluster.min_workers = " + std::to_string(min_workers_) + ")";
+}
+
+RegroupStep RegroupRound::Lost(int rank, std::int64_t recorded_step, bool replaced) {
   RegroupStep step;
-  if (IsMember(rank)) {
-    RemoveMember(rank, recorded_step, step);
-    if (static_cast<int>(members_.size()) < min_workers_) {
-      step.failure = "only " + std::to_string(members_.size()) + " of " + std::to_string(workers_) +
-                     " workers remain (cluster.min_workers = " + std::to_string(min_workers_) + ")";
-      return step;
-    }
-    if (!open_) {
-      // The survivors' rings fail with its links: each of them asks.
-      Open(false, step);
-      return step;
-    }
-  } else if (joiners_.contains(rank)) {
-    joiners_.erase(rank);
-  } else {
-    if (waiting_.erase(rank) != 0) Forget(early_, rank);
-    return step;
+  const bool member = IsMember(rank);
+  if (member) {
+    RemoveMember(rank);
+  } else if (waiting_.erase(rank) != 0) {
+    Forget(early_, rank);
+  } else if (joiners_.erase(rank) == 0 && !replacing_.contains(rank)) {
+    return step;  // never started, or gone already
   }
-  expected_.erase(rank);
-  Forget(asked_, rank);
+  if (replaced) {
+    replacing_.insert(rank);
+  } else {
+    replacing_.erase(rank);
+  }
+  step.failure = Stranded();
+  if (member) step.events.push_back(LossEvent(rank, recorded_step, Short() && !step.failure));
+  if (step.failure) return step;
+  if (member && !open_) {
+    Open(false, step);  // the survivors' rings fail with its links: each of them asks
+  } else {
+    expected_.erase(rank);
+    Forget(asked_, rank);
+  }
+  if (Short()) TakeInWaiting();
   CompleteIfAllAsked(step);
+  return step;
+}
+
+RegroupStep RegroupRound::NotReplaced(int rank) {
+  RegroupStep step;
+  replacing_.erase(rank);
+  if (std::optional<std::string> stranded = Stranded()) {
+    step.failure = "worker " + std::to_string(rank) + " is not replaced: " + *stranded;
+  }
   return step;
 }
 
 RegroupStep RegroupRound::Joined(int rank) {
   RegroupStep step;
+  replacing_.erase(rank);
+  if (open_ && Short()) {
+    joiners_.insert(rank);
+    expected_.insert(rank);
+    return step;
+  }
   waiting_.insert(rank);
   if (!open_) {
     changed_ = true;
@@ -93,19 +128,30 @@ RegroupStep RegroupRound::Asked(const RegroupRequest& request) {
   return step;
 }
 
-RegroupStep RegroupRound::DeadlinePassed(std::int64_t recorded_step) {
+RegroupStep RegroupRound::DeadlinePassed(std::int64_t recorded_step, double waited_seconds) {
   RegroupStep step;
   if (!open_) return step;
+  const bool waited = Short();
   for (int rank : expected_) {
     const bool asked = std::any_of(asked_.begin(), asked_.end(),
                                    [rank](const RegroupRequest& r) { return r.rank == rank; });
     if (asked) continue;
     step.kill.push_back(rank);
     if (IsMember(rank)) {
-      RemoveMember(rank, recorded_step, step);
+      RemoveMember(rank);
+      step.events.push_back(LossEvent(rank, recorded_step, false));
     } else {
       joiners_.erase(rank);
     }
+  }
+  if (waited && static_cast<int>(asked_.size()) < min_workers_) {
+    open_ = false;
+    std::ostringstream why;
+    why << "only " << asked_.size() << " of " << workers_
+        << " workers remain (cluster.min_workers = " << min_workers_ << "); waited "
+        << waited_seconds << " s for replacements";
+    step.failure = why.str();
+    return step;
   }
   Complete(step);
   return step;
@@ -123,8 +169,20 @@ void RegroupRound::Open(bool notify, RegroupStep& step) {
   step.round_began = true;
 }
 
+void RegroupRound::TakeInWaiting() {
+  took_early_ = took_early_ || !early_.empty();
+  joiners_.insert(waiting_.begin(), waiting_.end());
+  expected_.insert(waiting_.begin(), waiting_.end());
+  waiting_.clear();
+  for (const RegroupRequest& request : early_) Keep(asked_, request);
+  early_.clear();
+}
+
 void RegroupRound::CompleteIfAllAsked(RegroupStep& step) {
-  if (open_ && asked_.size() == expected_.size()) Complete(step);
+  if (open_ && asked_.size() == expected_.size() &&
+      static_cast<int>(asked_.size()) >= min_workers_) {
+    Complete(step);
+  }
 }
 
 void RegroupRound::Complete(RegroupStep& step) {
@@ -164,6 +222,7 @@ void RegroupRound::Complete(RegroupStep& step) {
   expected_.clear();
   joiners_.clear();
   step.answer = std::move(answer);
+  step.answers_the_next_round_too = std::exchange(took_early_, false);
   // Replacements admitted meanwhile join at the next round, which begins now.
   if (!waiting_.empty()) {
     changed_ = true;

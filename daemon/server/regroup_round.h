@@ -1,21 +1,26 @@
 // RegroupRound: the membership of an elastic sync ring attempt (config::ClusterConfig::Elastic)
-// and its regroup rounds, as a pure, synchronous type like AttemptMachine: it is told losses,
-// admitted replacements (joiners), the members' `regroup` requests and a round's deadline passing,
-// and answers with what to do — events to record, members to tell `regroup_now`, processes to
-// kill, the answer of a completed round, or why the attempt fails. JobManager turns its answers
-// into channel replies, timers, kills and store writes (daemon/control_protocol.md, "regroup").
+// and its regroup rounds, as a pure, synchronous type like AttemptMachine: it is told losses (and
+// whether a replacement is being started), admitted replacements (joiners), the members' `regroup`
+// requests and a round's deadline passing, and answers with what to do — events to record,
+// members to tell `regroup_now`, processes to kill, the answer of a completed round, or why the
+// attempt fails. JobManager turns its answers into channel replies, timers, kills and store writes
+// (daemon/control_protocol.md, "regroup").
 //
 //   RegroupRound round(job.cluster.workers, job.cluster.min_workers);
-//   RegroupStep s = round.Lost(2, newest_step);     // "worker 2 lost at step 40, 2 carry on"
+//   RegroupStep s = round.Lost(2, newest_step, true);  // "worker 2 lost at step 40, 2 carry on"
 //   s = round.Asked({0, 0, 40});  s = round.Asked({1, 0, 41});   // s.answer: epoch 1, {0, 1}
 //
 // Invariants: members() is ascending and never holds a joiner; at most one round is open; a
 // round's expected processes are the members and the joiners admitted before it began (a joiner
-// admitted during a round waits for the next, which begins as the round completes); a round
-// completes once every expected process has asked or at its deadline, with members = the ranks
-// that asked and, as leader, the member (never a joiner) with the smallest completed step (ties:
-// the lowest rank); epoch() grows by one per completed round. A round with neither a loss nor a
-// join, or with fewer than min_workers askers, fails the attempt.
+// admitted during a round that is not short waits for the next, which begins as it completes); a
+// round completes once every expected process has asked and they are at least min_workers, or at
+// its deadline, with members = the ranks that asked and, as leader, the member (never a joiner)
+// with the smallest completed step (ties: the lowest rank); epoch() grows by one per completed
+// round.
+// Fewer than min_workers members (short): while one survives and replacements enough are admitted
+// or being started, the open round waits for them, taking in every joiner (those waiting for the
+// next round too) until it completes; else the attempt fails. A round with neither a loss nor a
+// join, or with fewer than min_workers askers at its deadline, fails the attempt.
 #pragma once
 
 #include <cstdint>
@@ -47,10 +52,13 @@ struct RegroupStep {
   std::vector<std::string> events;      // job events to record
   std::vector<int> kill;                // missed the round's deadline: killed, counted as lost
   std::optional<RegroupAnswer> answer;  // the open round completed
-  std::vector<int> notify;              // to be told `regroup_now` with membership = epoch() + 1
-  bool round_began = false;             // a new round is open: its deadline runs from now
-  std::optional<std::string> refused;   // this request is not answered: why
-  std::optional<std::string> failure;   // the attempt fails: why
+  // The answer also goes to the requests waiting for the round after it (AnswerEpoch was
+  // epoch() + 2 when they came): the short round took their joiners in.
+  bool answers_the_next_round_too = false;
+  std::vector<int> notify;             // to be told `regroup_now` with membership = epoch() + 1
+  bool round_began = false;            // a new round is open: its deadline runs from now
+  std::optional<std::string> refused;  // this request is not answered: why
+  std::optional<std::string> failure;  // the attempt fails: why
 };
 
 class RegroupRound {
@@ -61,17 +69,23 @@ class RegroupRound {
   RegroupRound(int workers, int min_workers, std::vector<int> members = {});
 
   // Rank `rank`'s process is gone (a bad exit, or silence) while `recorded_step` was the newest
-  // step the job recorded. A member leaves the membership (an event); a joiner is forgotten; any
-  // other rank changes nothing. Fails the attempt once fewer than min_workers members remain.
-  RegroupStep Lost(int rank, std::int64_t recorded_step);
+  // step the job recorded; `replaced`: a replacement for it is being started. A member leaves the
+  // membership (an event); a joiner is forgotten; any other rank changes nothing, but for whether
+  // its replacement (one lost before) is being started again. Fewer than min_workers members
+  // left: the round waits for replacements, or the attempt fails when none survives or too few
+  // replacements can come.
+  RegroupStep Lost(int rank, std::int64_t recorded_step, bool replaced);
+  // The replacement for the lost rank `rank` will not be started after all (the restarts were
+  // spent meanwhile): fails the attempt if the round waited for it in vain.
+  RegroupStep NotReplaced(int rank);
   // A replacement for rank `rank` was admitted: it joins at the next round, which begins now
-  // (telling the members) unless one is open.
+  // (telling the members) unless one is open; a short round takes it in at once.
   RegroupStep Joined(int rank);
   // A `regroup` request; a member's opens a round when none is open.
   RegroupStep Asked(const RegroupRequest& request);
-  // The open round's deadline passed: those expected that did not ask are lost (to be killed),
-  // `recorded_step` being the newest step the job recorded.
-  RegroupStep DeadlinePassed(std::int64_t recorded_step);
+  // The open round's deadline, `waited_seconds` after it began, passed: those expected that did
+  // not ask are lost (to be killed), `recorded_step` being the newest step the job recorded.
+  RegroupStep DeadlinePassed(std::int64_t recorded_step, double waited_seconds);
 
   int epoch() const { return epoch_; }
   const std::vector<int>& members() const { return members_; }
@@ -82,8 +96,17 @@ class RegroupRound {
 
  private:
   bool IsMember(int rank) const;
-  // Leaves the membership: "worker R lost at step S, N carry on".
-  void RemoveMember(int rank, std::int64_t recorded_step, RegroupStep& step);
+  // Fewer than min_workers members: only while a round waits for replacements.
+  bool Short() const { return static_cast<int>(members_.size()) < min_workers_; }
+  // Short with no survivor, or with too few replacements admitted or being started: why the
+  // attempt fails.
+  std::optional<std::string> Stranded() const;
+  void RemoveMember(int rank);
+  // After RemoveMember: "worker R lost at step S, N carry on" ("N wait for replacements (...)"
+  // when `waits`).
+  std::string LossEvent(int rank, std::int64_t recorded_step, bool waits) const;
+  // The short open round takes the joiners waiting for the next one in, with their requests.
+  void TakeInWaiting();
   // Opens a round of the members and the waiting joiners, telling the members when `notify`.
   void Open(bool notify, RegroupStep& step);
   void CompleteIfAllAsked(RegroupStep& step);
@@ -99,6 +122,8 @@ class RegroupRound {
   std::set<int> joiners_;              // admitted, in the open round
   std::set<int> waiting_;              // admitted during the open round: the next one's
   std::vector<RegroupRequest> early_;  // waiting joiners' requests
+  bool took_early_ = false;            // the open round took in early_ requests
+  std::set<int> replacing_;            // lost ranks whose replacements are being started
   bool changed_ = false;               // a loss or a join since the last round completed
 };
 

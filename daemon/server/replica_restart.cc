@@ -88,8 +88,10 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
   if (!all_exited) co_return true;
   const std::string why = job->rejoining[replica].why;
   if (!job->machine.MayReplace()) {
-    // The job ends instead: this exit is handled as any other, the replica's others as gone.
+    // The job ends instead (an elastic one carries on without it, unless a round waited for
+    // this replacement): this exit is handled as any other, the replica's others as gone.
     GiveUpReplacing(*job, partitions, rank, 0);
+    if (job->regroup) ApplyRegroup(*job, job->regroup->NotReplaced(rank));
     co_return false;
   }
   std::vector<pid_t> pids;

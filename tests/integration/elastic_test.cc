@@ -3,8 +3,9 @@
 // two, and the daemon's replacement joins them at a step boundary; then the daemon itself is
 // killed and the job resumes from its checkpoint. Every replica records the rows each step took
 // (DTRAIN_RECORD_ROWS) with the membership it trained in: per epoch, the steps' rows over the
-// membership that completed each step are every id once, whatever the world was. A second job
-// starts with min_workers replicas where cores are short and grows as they free up.
+// membership that completed each step are every id once, whatever the world was. A job that loses
+// two replicas at once waits, below min_workers, for their replacements. Another starts with
+// min_workers replicas where cores are short and grows as they free up.
 #include <signal.h>
 
 #include <boost/test/unit_test.hpp>
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/temp_dir.h"
@@ -26,6 +28,8 @@ using json = nlohmann::json;
 
 constexpr int kWorkers = 3, kRows = 12000, kEpochs = 4, kGlobalBatch = 48;
 constexpr int kStepsPerEpoch = kRows / kGlobalBatch;  // 250
+// The smaller jobs'.
+constexpr int kFewRows = 4800, kFewSteps = kFewRows / kGlobalBatch;  // an epoch's: 100
 
 // The running replica `rank` of the job, as its worker rows say.
 pid_t RunningPid(const json& job, int rank) {
@@ -59,30 +63,50 @@ json WaitForEvents(const DaemonFixture& d, std::int64_t id, const std::string& t
   return job;
 }
 
-// Waits for the job to succeed after all its steps, some of which fewer than kWorkers replicas
-// trained, every row taken once per epoch by the steps' memberships (recorded under `prefix`).
-void WaitForSuccessTakingEveryRowOnce(const DaemonFixture& d, std::int64_t id,
-                                      const std::string& prefix, const std::vector<int>& ids,
-                                      int epochs, int steps_per_epoch) {
-  const json job = d.Wait(id);
-  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << d.LogTail(id));
-  BOOST_TEST(job["step"] == epochs * steps_per_epoch);
-  const TakenSteps steps = ReadTakenSteps(prefix, kWorkers);
-  BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
-  CheckEveryIdOncePerEpoch(steps, ids, epochs, steps_per_epoch);
-}
+// A daemon (started with `daemon_args`) whose jobs' replicas record the rows each step took, and
+// `rows` rows with ids for its elastic jobs.
+struct RecordingDaemon {
+  explicit RecordingDaemon(int rows, std::vector<std::string> daemon_args = {})
+      : ids(WriteRowsWithIds(data.Path("rows.csv"), rows)),
+        prefix(data.Path("taken")),
+        recording(prefix),
+        d(std::move(daemon_args)) {}
+
+  // An elastic job of kWorkers replicas (min_workers 2) over the rows, with `train_keys` added to
+  // its [train] section.
+  std::int64_t SubmitElastic(const std::string& name, int epochs, int max_restarts,
+                             const std::string& train_keys = "") const {
+    std::string text = RowsWithIdsJob(name, data.Path("rows.csv"), epochs, kGlobalBatch / kWorkers,
+                                      "workers = 3\nmin_workers = 2\n", max_restarts);
+    text.replace(text.find("[train]\n"), 8, "[train]\n" + train_keys);
+    return d.Submit(text);
+  }
+
+  // Waits for job `id` to succeed after all its steps, every row taken once per epoch by the
+  // steps' memberships; returns those steps.
+  TakenSteps WaitForSuccessTakingEveryRowOnce(std::int64_t id, int epochs,
+                                              int steps_per_epoch) const {
+    const json job = d.Wait(id);
+    BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << d.LogTail(id));
+    BOOST_TEST(job["step"] == epochs * steps_per_epoch);
+    TakenSteps steps = ReadTakenSteps(prefix, kWorkers);
+    CheckEveryIdOncePerEpoch(steps, ids, epochs, steps_per_epoch);
+    return steps;
+  }
+
+  TempDir data;
+  std::vector<int> ids;
+  std::string prefix;
+  RecordedRows recording;
+  DaemonFixture d;
+};
 
 BOOST_AUTO_TEST_SUITE(elastic)
 
 BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_taken_once) {
-  TempDir data;
-  const std::vector<int> ids = WriteRowsWithIds(data.Path("rows.csv"), kRows);
-  const std::string prefix = data.Path("taken");
-  const RecordedRows recording(prefix);
-  DaemonFixture d;
-  const std::int64_t id =
-      d.Submit(RowsWithIdsJob("elastic", data.Path("rows.csv"), kEpochs, kGlobalBatch / kWorkers,
-                              "workers = 3\nmin_workers = 2\n", 8));
+  RecordingDaemon daemon(kRows);
+  DaemonFixture& d = daemon.d;
+  const std::int64_t id = daemon.SubmitElastic("elastic", kEpochs, 8);
 
   // Each loss: the replica is SIGKILLed a little after a step; the two others must go on in the
   // same processes until the replacement has joined.
@@ -109,7 +133,37 @@ BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_ta
   BOOST_REQUIRE(d.WaitForStep(id, 3 * kStepsPerEpoch + 40)["state"] == "running");
   d.Stop(SIGKILL);
   d.Start();
-  WaitForSuccessTakingEveryRowOnce(d, id, prefix, ids, kEpochs, kStepsPerEpoch);
+  const TakenSteps steps = daemon.WaitForSuccessTakingEveryRowOnce(id, kEpochs, kStepsPerEpoch);
+  BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
+}
+
+// Two replicas of three lost at once leave one, below min_workers 2: it waits in its process for
+// the replacements (which may join one by one or together) instead of restarting from the
+// checkpoint.
+BOOST_AUTO_TEST_CASE(two_lost_at_once_the_survivor_waits_for_their_replacements) {
+  constexpr int kFewEpochs = 2;
+  const RecordingDaemon daemon(kFewRows);
+  const DaemonFixture& d = daemon.d;
+  const std::int64_t id = daemon.SubmitElastic("short", kFewEpochs, 8);
+  const json job = d.WaitForStep(id, 40);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump() << d.LogTail(id));
+  const pid_t survivor = RunningPid(job, 0);
+  const pid_t one = RunningPid(job, 1), two = RunningPid(job, 2);
+  BOOST_REQUIRE(::kill(one, SIGKILL) == 0);
+  BOOST_REQUIRE(::kill(two, SIGKILL) == 0);
+
+  // Each event is stored on its own: the later snapshot holds both losses and both joins.
+  WaitForEvents(d, id, " joined at step ", 2);
+  const json joined = WaitForEvents(d, id, " lost at step ", 2);
+  BOOST_TEST(CountEvents(joined, "1 waits for replacements (cluster.min_workers = 2)") == 1,
+             joined.dump());
+  BOOST_TEST(CountEvents(joined, "worker 1 joined at step ") == 1, joined.dump());
+  BOOST_TEST(CountEvents(joined, "worker 2 joined at step ") == 1, joined.dump());
+  BOOST_TEST(CountEvents(joined, ": 3 of 3") >= 1, joined.dump());
+  BOOST_TEST(RunningPid(joined, 0) == survivor, "the survivor was restarted");
+  BOOST_TEST(joined["restarts"] == 2);  // the two replacements
+  BOOST_TEST(CountEvents(joined, "resuming from the newest checkpoint") == 0, joined.dump());
+  daemon.WaitForSuccessTakingEveryRowOnce(id, kFewEpochs, kFewSteps);
 }
 
 // A sparse job of `threads` threads (its steps record no rows: DTRAIN_RECORD_ROWS would mix its
@@ -128,20 +182,12 @@ std::string SparseJob(const std::string& name, const std::string& svm, int epoch
 // A daemon of 3 cores, one held by a job that runs until cancelled (`blocker`), and an elastic
 // job (`id`) of 3 one-thread replicas (min_workers 2) and `epochs` epochs over rows with ids,
 // which has started with 2 of them and reported so (`started`).
-struct ShortOfCores {
-  static constexpr int kFewRows = 4800, kFewSteps = kFewRows / kGlobalBatch;  // an epoch's: 100
-
+struct ShortOfCores : RecordingDaemon {
   explicit ShortOfCores(int epochs)
-      : ids(WriteRowsWithIds(data.Path("rows.csv"), kFewRows)),
-        prefix(data.Path("taken")),
-        recording(prefix),
-        d({"--cores", "3", "--max-jobs", "3"}) {
+      : RecordingDaemon(kFewRows, {"--cores", "3", "--max-jobs", "3"}) {
     blocker = d.Submit(SparseJob("blocker", data.Path("blocker.svm"), 0, 1));
     BOOST_REQUIRE(d.WaitForState(blocker, "running")["state"] == "running");
-    std::string text = RowsWithIdsJob("grow", data.Path("rows.csv"), epochs,
-                                      kGlobalBatch / kWorkers, "workers = 3\nmin_workers = 2\n", 2);
-    text.replace(text.find("[train]\n"), 8, "[train]\nthreads = 1\n");
-    id = d.Submit(text);
+    id = SubmitElastic("grow", epochs, 2, "threads = 1\n");
     // Until it has reported how many replicas train: nothing frees a core meanwhile.
     for (int i = 0; i < 1500 && !started["metrics"].contains("workers_active"); ++i) {
       started = d.Status(id);
@@ -155,11 +201,6 @@ struct ShortOfCores {
     BOOST_TEST(RunningPid(started, 2) == -1);
   }
 
-  TempDir data;
-  std::vector<int> ids;
-  std::string prefix;
-  RecordedRows recording;
-  DaemonFixture d;
   std::int64_t blocker = 0, id = 0;
   json started;
 };
@@ -175,8 +216,8 @@ BOOST_AUTO_TEST_CASE(a_job_starts_with_min_workers_and_grows_as_cores_free_up) {
   BOOST_TEST(RunningPid(grown, 0) == RunningPid(small, 0));
   BOOST_TEST(RunningPid(grown, 1) == RunningPid(small, 1));
   BOOST_TEST(grown["restarts"] == 0);  // growing is no restart
-  WaitForSuccessTakingEveryRowOnce(s.d, s.id, s.prefix, s.ids, kGrowEpochs,
-                                   ShortOfCores::kFewSteps);
+  const TakenSteps steps = s.WaitForSuccessTakingEveryRowOnce(s.id, kGrowEpochs, kFewSteps);
+  BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
 }
 
 // A queued job that waits for cores keeps its claim on the core the blocker frees: the elastic
@@ -193,11 +234,10 @@ BOOST_AUTO_TEST_CASE(a_queued_job_keeps_its_claim_and_the_elastic_job_ends_with_
 
   const json job = s.d.Wait(s.id);
   BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << s.d.LogTail(s.id));
-  BOOST_TEST(job["step"] == kLongEpochs * ShortOfCores::kFewSteps);
+  BOOST_TEST(job["step"] == kLongEpochs * kFewSteps);
   BOOST_TEST(CountEvents(job, " joined at step ") == 0, job.dump());
   for (const json& w : job["workers"]) BOOST_TEST(w["rank"] != 2, job.dump());
-  CheckEveryIdOncePerEpoch(ReadTakenSteps(s.prefix, 2), s.ids, kLongEpochs,
-                           ShortOfCores::kFewSteps);
+  CheckEveryIdOncePerEpoch(ReadTakenSteps(s.prefix, 2), s.ids, kLongEpochs, kFewSteps);
   BOOST_TEST(s.d.Wait(waiting)["state"] == "succeeded");
 }
 
