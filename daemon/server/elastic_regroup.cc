@@ -71,7 +71,7 @@ asio::awaitable<void> JobManager::ExpireRegroup(std::int64_t id, std::uint64_t a
 asio::awaitable<void> JobManager::NoteEvents(std::int64_t id, std::vector<std::string> events) {
   for (const std::string& event : events) {
     store_.AppendLog(id, 0, "daemon", event);
-    co_await OffThread(pool_, [this, id, &event] { return store_.NoteEvent(id, event); });
+    co_await OffThread(pool_, [this, id, &event] { return store_.NoteReason(id, event); });
   }
 }
 

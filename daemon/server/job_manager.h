@@ -301,7 +301,8 @@ class JobManager {
   void FinishElastic(Job& job);
   // The round of `epoch` of the attempt, if still open after cluster.timeout_seconds, ends.
   asio::awaitable<void> ExpireRegroup(std::int64_t id, std::uint64_t attempt, int epoch);
-  // Records `events` as the job's, in order (its log, and its events in the store).
+  // Records an elastic job's membership `events` as the job's, in order (its log, and its events
+  // in the store); the last becomes its reason (the membership it trains in now).
   asio::awaitable<void> NoteEvents(std::int64_t id, std::vector<std::string> events);
   // SIGTERM (then SIGKILL after `grace`) to every live process of the job.
   void StopProcesses(Job& job, std::chrono::milliseconds grace);

@@ -249,10 +249,25 @@ Status Store::SetJobState(std::int64_t job, JobState to, const std::string& reas
 }
 
 Status Store::NoteEvent(std::int64_t job, const std::string& reason) {
+  return NoteEventIn(job, reason, false);
+}
+
+Status Store::NoteReason(std::int64_t job, const std::string& reason) {
+  return NoteEventIn(job, reason, true);
+}
+
+Status Store::NoteEventIn(std::int64_t job, const std::string& reason, bool as_reason) {
   const double now = Now();
   Status status = writer_->Execute([&](Database& db) -> Status {
     Result<JobState> state = CurrentState(db, job);
     if (!state.ok()) return state.status();
+    if (as_reason) {
+      Result<Statement> update =
+          db.Prepare("UPDATE jobs SET updated = ?2, reason = ?3 WHERE id = ?1");
+      if (!update.ok()) return update.status();
+      update.value().BindInt(1, job).BindDouble(2, now).BindText(3, reason);
+      if (Status s = update.value().Run(); !s.ok()) return s;
+    }
     return InsertEvent(db, job, now, state.value(), state.value(), reason);
   });
   if (!status.ok()) return Status::Error(JobName(job) + ": " + status.message());

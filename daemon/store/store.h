@@ -83,6 +83,9 @@ class Store {
   // An event that changes no state (from and to are the job's current state), e.g. an async
   // replica restarted alone while the job runs on.
   Status NoteEvent(std::int64_t job, const std::string& reason);
+  // The same, and `reason` becomes the job's reason too: what it says now (an elastic job's
+  // membership, "worker 1 joined at step 902: 3 of 3").
+  Status NoteReason(std::int64_t job, const std::string& reason);
   Result<JobRecord> GetJob(std::int64_t job);
   // Replaces the job file of a job about to resume with changed settings
   // (config/resume_settings.h) and records an event with `reason` (its state stays).
@@ -163,6 +166,8 @@ class Store {
 
  private:
   Store(std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> writer);
+  // NoteEvent, and with `as_reason` NoteReason.
+  Status NoteEventIn(std::int64_t job, const std::string& reason, bool as_reason);
 
   std::unique_ptr<ConnectionPool> readers_;
   std::unique_ptr<Writer> writer_;  // declared last: destroyed (drained) first

@@ -126,6 +126,11 @@ BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_ta
     // The replacement counts against restart.max_restarts; no attempt was restarted.
     BOOST_TEST(joined["restarts"] == losses_before + 1);
     BOOST_TEST(CountEvents(joined, "resuming from the newest checkpoint") == 0);
+    // The job's reason is its membership now.
+    const std::string reason = joined["reason"].get<std::string>();
+    BOOST_TEST((reason.find("worker " + std::to_string(rank) + " joined at step ") == 0 &&
+                reason.ends_with(": 3 of 3")),
+               reason);
   };
   lose(1, 40, 0);
   lose(0, kStepsPerEpoch + 40, 1);  // the replica that writes the checkpoints
