@@ -329,10 +329,13 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
                           ExposedSeconds(comm) - ExposedSeconds(window_comm)});
         points.push_back({position_.step, Epochs(), "bytes_sent",
                           static_cast<double>(comm.bytes_sent - window_comm.bytes_sent)});
-        if (options_.sharding == data::ShardMode::kGlobalBatches) {
-          points.push_back({position_.step, Epochs(), "workers_active",
-                            static_cast<double>(options_.world_size)});
-        }
+      }
+      // A job of several replicas says how many trained this step, one included (an elastic
+      // job's last survivor), so the newest value is never an earlier membership's.
+      if (options_.sharding == data::ShardMode::kGlobalBatches &&
+          options_.global_batch > static_cast<std::size_t>(options_.batch_size)) {
+        points.push_back(
+            {position_.step, Epochs(), "workers_active", static_cast<double>(options_.world_size)});
       }
       if (comm.compressed) {
         AddCompressionPoints(position_.step, Epochs(), comm, window_comm, points);

@@ -48,13 +48,7 @@ Status ElasticReplica::Begin(const store::CheckpointData* resume, std::vector<in
   Result<std::unique_ptr<TrainingSession>> made = TrainingSession::Make(job_, data_, placement_);
   if (!made.ok()) return made.status();
   session_ = std::move(made).value();
-  if (resume != nullptr) {
-    if (Status restored = RestoreCheckpoint(*resume, session_->trainer()); !restored.ok()) {
-      return restored;
-    }
-  } else {
-    session_->trainer().InitParams();
-  }
+  if (Status started = RestoreOrInit(resume, session_->trainer()); !started.ok()) return started;
   return session_->Start();
 }
 

@@ -163,13 +163,9 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
     if (!made.ok()) return finish(JobState::kFailed, made.status().message());
     std::unique_ptr<TrainingSession> session = std::move(made).value();
     train::Trainer& trainer = session->trainer();
-    if (resume) {
-      Status restored = RestoreCheckpoint(*resume, trainer);
-      if (!restored.ok()) return finish(JobState::kFailed, restored.message());
-      outcome.resumed_from = trainer.position().step;
-    } else {
-      trainer.InitParams();
-    }
+    Status restored = RestoreOrInit(resume ? &*resume : nullptr, trainer);
+    if (!restored.ok()) return finish(JobState::kFailed, restored.message());
+    if (resume) outcome.resumed_from = trainer.position().step;
     const bool resumed = outcome.resumed_from >= 0;
     Status running = store.SetJobState(
         job_id, JobState::kRunning,

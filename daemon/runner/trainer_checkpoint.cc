@@ -75,4 +75,10 @@ Status RestoreCheckpoint(const store::CheckpointData& c, train::Trainer& trainer
   return Status::Ok();
 }
 
+Status RestoreOrInit(const store::CheckpointData* resume, train::Trainer& trainer) {
+  if (resume != nullptr) return RestoreCheckpoint(*resume, trainer);
+  trainer.InitParams();
+  return Status::Ok();
+}
+
 }  // namespace dtrain::runner

@@ -5,6 +5,7 @@
 //
 //   std::string blob = store::EncodeCheckpoint(ViewCheckpoint(trainer));  // copies nothing first
 //   Status s = RestoreCheckpoint(c, trainer);  // refuses a checkpoint of another model
+//   Status s = RestoreOrInit(resume ? &*resume : nullptr, trainer);  // a run's start
 //
 // One thread at a time (the trainer's).
 #pragma once
@@ -26,5 +27,8 @@ store::CheckpointView ViewCheckpoint(train::Trainer& trainer,
 // whose strategy has no local optimizer (parameter servers) takes the parameters and position
 // only; a strategy with checkpoint state of its own takes the vectors after the optimizer's.
 Status RestoreCheckpoint(const store::CheckpointData& checkpoint, train::Trainer& trainer);
+// Where a run starts: the checkpoint to resume from (RestoreCheckpoint), or, without one (null),
+// the model's fresh parameters (Trainer::InitParams).
+Status RestoreOrInit(const store::CheckpointData* resume, train::Trainer& trainer);
 
 }  // namespace dtrain::runner

@@ -116,9 +116,10 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::Job
   }
   int capacity = train::Trainer::Capacity(options);
   if (job.cluster.Elastic()) {
-    // The largest share a step can give a member: of the smallest membership allowed.
-    const auto least = static_cast<std::size_t>(job.cluster.min_workers);
-    capacity = std::max(capacity, static_cast<int>((options.global_batch + least - 1) / least));
+    // The largest share a step can give a member: that of the smallest membership allowed.
+    train::TrainOptions fewest = options;
+    fewest.world_size = job.cluster.min_workers;
+    capacity = std::max(capacity, train::Trainer::Capacity(fewest));
   }
   if (job.cluster.model_parallel > 1) {
     if (Status joined = s->ConnectPartitions(job, data.spec, placement, capacity); !joined.ok()) {

@@ -294,11 +294,9 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
       auto made = runner::TrainingSession::Make(job, data.value(), placement);
       if (!made.ok()) return Fail(made.status().message());
       alone = std::move(made).value();
-      if (resume) {
-        Status restored = runner::RestoreCheckpoint(*resume, alone->trainer());
-        if (!restored.ok()) return Fail(restored.message());
-      } else {
-        alone->trainer().InitParams();
+      if (Status restored = runner::RestoreOrInit(resume ? &*resume : nullptr, alone->trainer());
+          !restored.ok()) {
+        return Fail(restored.message());
       }
       if (Status started = alone->Start(); !started.ok()) return Fail(started.message());
     }
