@@ -28,10 +28,13 @@ namespace dtrain::train {
 enum class StopReason { kCompleted = 0, kTargetReached = 1, kRequested = 2 };
 
 // This replica's part of a step's batch: `rows` of the `total_rows` all replicas trained on
-// (equal for one replica). `grad` is the mean over this replica's rows.
+// (equal for one replica). `grad` is the mean over this replica's rows. `take_all`: the step must
+// take every replica's gradient even where the strategy may go on without its slowest (backup
+// workers): the epoch's last step and the run's, after which nothing could take owed rows.
 struct StepShare {
   std::size_t rows = 0;
   std::size_t total_rows = 0;
+  bool take_all = false;
 };
 
 // What a strategy spent on communication since it was built; cumulative, for per-worker metrics.
@@ -114,6 +117,12 @@ class Strategy {
   virtual std::optional<StopReason> AgreedStop() const { return std::nullopt; }
   // Communication so far (zero for strategies that do not communicate).
   virtual CommStats Stats() const { return {}; }
+  // After Apply, where the strategy may go on without its slowest replicas (backup workers): for
+  // the steps step, step + 1, ..., step + k - 1 (k >= 1), which ranks' gradients each took (bit r:
+  // rank r's). More than one: this replica's gradient came after the others had gone on; it
+  // resumes after the last of them with the parameters Apply wrote, having computed none of the
+  // later ones. Empty: every rank's gradient, in the one step applied.
+  virtual std::span<const std::uint64_t> TakenMasks() const { return {}; }
   // The optimizer to take this replica's step inside the gradient pass instead
   // (Network::ForwardBackwardStep), when the step needs nothing but this replica's gradient (no
   // clipping, no exchange); the caller then does not call Apply for that step. Null: call Apply.
