@@ -51,6 +51,46 @@ void ReadHosts(TableReader& r, std::vector<std::string>* hosts) {
 
 constexpr std::uint64_t kMaxBucketBytes = 1ull << 30;  // cluster.bucket_bytes
 
+// cluster.backup_workers, read once every key it is held against is (the layout, compression):
+// below the workers, and only where ClusterConfig::BackupWorkersApply.
+void ReadBackupWorkers(TableReader& r, ClusterConfig* c) {
+  const toml::node* backups = r.Int("backup_workers", 0, kMaxWorkers - 1, &c->backup_workers);
+  const bool layout_known = !r.Failed("workers") && !r.Failed("mode") && !r.Failed("allreduce") &&
+                            !r.Failed("servers") && !r.Failed("model_parallel") &&
+                            !r.Failed("compression");
+  if (backups == nullptr || r.Failed("backup_workers") || !layout_known) return;
+  const std::string is = "is " + std::to_string(c->backup_workers) + ", but ";
+  const Exchange exchange = TraitsOf(c->mode).exchange;
+  std::string why;
+  if (exchange != Exchange::kSynchronous) {
+    why = "mode \"" + std::string(ClusterModeName(c->mode)) + "\" " +
+          std::string(WhatItExchanges(exchange)) +
+          ": backup workers are for the synchronous data-parallel step of mode \"sync\"";
+  } else if (c->model_parallel > 1) {
+    why = "model_parallel = " + std::to_string(c->model_parallel) +
+          " splits each replica's gradient among its partitions: backup workers are for a "
+          "synchronous data-parallel step of whole replicas (model_parallel = 1)";
+  } else if (c->allreduce == AllReduce::kRing) {
+    why = "allreduce \"ring\" cannot finish a step before every replica has sent its part (each "
+          "chunk passes through every replica), so it cannot go on without its slowest: backup "
+          "workers need allreduce = \"ps\" (a ring job that loses a replica regroups instead: "
+          "min_workers)";
+  } else if (c->servers > 1) {
+    why = "servers = " + std::to_string(c->servers) +
+          ": every shard would have to agree which replicas' gradients each step took, and a late "
+          "replica could fetch ranges of different steps from different shards: backup workers "
+          "need servers = 1";
+  } else if (c->compression.method != compress::Method::kNone) {
+    why = "cluster.compression \"" + std::string(compress::MethodName(c->compression.method)) +
+          "\" keeps an error-feedback residual in each replica, which a dropped push would lose "
+          "or count twice: backup workers need compression = \"none\"";
+  } else if (c->backup_workers >= c->workers) {
+    why = "the job has only cluster.workers = " + std::to_string(c->workers) +
+          ": each step takes the first workers - backup_workers gradients, at least one";
+  }
+  if (!why.empty()) r.Report(*backups, "backup_workers", is + why);
+}
+
 }  // namespace
 
 void ReadCluster(TableReader& r, ClusterConfig* c) {
@@ -88,6 +128,7 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
   r.Size("bucket_bytes", 0, kMaxBucketBytes, &c->bucket_bytes);
   ReadHierarchy(r, c);
   r.Int("min_workers", 1, kMaxWorkers, &c->min_workers);
+  ReadBackupWorkers(r, c);
 }
 
 void CheckElastic(const ClusterConfig& c, TableReader& cluster) {

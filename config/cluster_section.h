@@ -16,7 +16,8 @@
 namespace dtrain::config::internal {
 
 // Every [cluster] key but the scheduler's (config/slurm_job.h), compression's included
-// (config/compression_section.h).
+// (config/compression_section.h); backup_workers below the workers, and only where
+// ClusterConfig::BackupWorkersApply (each refusal says why it cannot apply there).
 void ReadCluster(TableReader& r, ClusterConfig* c);
 // cluster.min_workers within 1 .. workers, and only where a job can train elastically: mode
 // "sync" on the ring with whole replicas (ClusterConfig::SumsOnTheRing), placed by the daemon.

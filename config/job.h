@@ -134,9 +134,16 @@ struct ClusterConfig {
   // kept) while at least this many remain; the daemon starts a replacement that joins at a step
   // boundary. 0: not elastic (every loss restarts the attempt from its checkpoint).
   int min_workers = 0;
+  // Sync jobs on one parameter server: each step applies the first workers - backup_workers
+  // gradients to arrive; a dropped replica's rows are served again at the next step (every row
+  // once per epoch). 0: every step waits for every replica.
+  int backup_workers = 0;
 
   // Whether a lost replica is carried on without (min_workers set below workers).
   bool Elastic() const { return min_workers > 0 && min_workers < workers; }
+  // Whether backup_workers applies: mode "sync" on one parameter server (allreduce "ps",
+  // servers = 1) with whole replicas and uncompressed gradients.
+  bool BackupWorkersApply() const;
   // Shards of each partition, where a mode uses parameter servers (config/mode_traits.h).
   int Servers() const;
   // Processes the job runs (config/job_layout.h): every replica's partitions, then every

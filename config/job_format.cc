@@ -187,8 +187,9 @@ void WriteCluster(const ClusterConfig& c, Shown show, TomlWriter& w) {
   }
   if (show(internal::CompressionApplies(c))) internal::WriteCompression(c.compression, w);
   if (show(c.OverlapApplies())) w.Int("bucket_bytes", static_cast<std::int64_t>(c.bucket_bytes));
-  // Only where it applies, even with every key shown: elsewhere the key is refused.
+  // Only where they apply, even with every key shown: elsewhere the keys are refused.
   if (c.SumsOnTheRing()) internal::WriteHierarchy(c.hierarchy, w);
+  if (c.BackupWorkersApply()) w.Int("backup_workers", c.backup_workers);
   // Likewise; 0 (not elastic) is no value a job file may give.
   if (c.SumsOnTheRing() && c.scheduler == Scheduler::kDaemon) {
     if (c.min_workers > 0) {

@@ -175,6 +175,11 @@ bool ClusterConfig::OverlapApplies() const {
   return SumsOnTheRing() && compression.method == compress::Method::kNone;
 }
 
+bool ClusterConfig::BackupWorkersApply() const {
+  return TraitsOf(mode).exchange == Exchange::kSynchronous && allreduce == AllReduce::kPs &&
+         servers == 1 && model_parallel == 1 && compression.method == compress::Method::kNone;
+}
+
 int ClusterConfig::Coordinators() const { return TraitsOf(mode).coordinator ? 1 : 0; }
 
 LostProcess CostOfLosing(const JobConfig& job, int rank) {
