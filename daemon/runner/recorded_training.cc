@@ -8,6 +8,7 @@
 
 #include "core/model/model_summary.h"
 #include "daemon/runner/row_recorder.h"
+#include "daemon/runner/straggler.h"
 #include "daemon/runner/trainer_checkpoint.h"
 
 namespace dtrain::runner {
@@ -15,15 +16,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A dense Trainer's loop, recorded; and the rows of each step where a test asks for them
-// (row_recorder.h).
+// A dense Trainer's loop, recorded; the rows of each step where a test asks for them
+// (row_recorder.h), and a slow replica where a test or bench makes one (straggler.h).
 class RecordingListener final : public train::TrainListener {
  public:
   RecordingListener(RunRecording& recording, int rank, const std::function<void()>& after_step)
-      : recording_(recording), rows_(RowRecorder::FromEnvironment(rank)), after_step_(after_step) {}
+      : recording_(recording),
+        rows_(RowRecorder::FromEnvironment(rank)),
+        straggler_(Straggler::FromEnvironment(rank)),
+        after_step_(after_step) {}
   void Record(std::span<const train::MetricPoint> points) override { recording_.Record(points); }
   void Taking(const train::Trainer& trainer) override {
     if (rows_) rows_->Record(trainer);
+    if (straggler_) straggler_->BeforeStep(trainer.last_batch().at.step);
   }
   bool AfterStep(const train::Trainer&) override {
     if (after_step_) after_step_();
@@ -33,6 +38,7 @@ class RecordingListener final : public train::TrainListener {
  private:
   RunRecording& recording_;
   std::unique_ptr<RowRecorder> rows_;
+  std::unique_ptr<Straggler> straggler_;
   const std::function<void()>& after_step_;
 };
 

@@ -32,7 +32,8 @@ constexpr std::string_view kKept[] = {"PATH=",
                                       "UBSAN_OPTIONS=",
                                       "LSAN_OPTIONS=",
                                       "TSAN_OPTIONS=",
-                                      "DTRAIN_RECORD_ROWS="};
+                                      "DTRAIN_RECORD_ROWS=",
+                                      "DTRAIN_STRAGGLE="};
 // The account's own, from `from` when there is no account.
 constexpr std::string_view kPersonal[] = {"HOME=", "USER=", "LOGNAME=", "SHELL="};
 
