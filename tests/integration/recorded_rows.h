@@ -1,8 +1,9 @@
 // For tests of the data order: a CSV file whose rows carry shuffled ids, the environment that
 // makes a daemon's replicas record the rows each step took (DTRAIN_RECORD_ROWS,
-// daemon/runner/row_recorder.h: one file per rank, a line per completed step,
-// "EPOCH BATCH WORLD POSITION ROW ..."), and the reading of those files into the rows each step of
-// each epoch took over the whole job.
+// daemon/runner/row_recorder.h: one file per rank, a line per step taken,
+// "EPOCH BATCH WORLD POSITION ROW ...", and with backup workers "T EPOCH BATCH MASK ..." after a
+// step that left a gradient out), and the reading of those files into the rows each step of each
+// epoch took over the whole job.
 //
 //   const std::vector<int> ids = WriteRowsWithIds(dir.Path("rows.csv"), 12000);
 //   const RecordedRows recording(dir.Path("taken"));   // before the daemon starts
@@ -16,15 +17,20 @@
 // redone by a new membership is recorded by both (or only the second, if the first lost a member
 // before it took the step): every complete world of a step must have taken the same rows between
 // them, and a step redone in the same world (after a restart from a checkpoint) the same rows at
-// each position. Checked here with Boost.Test.
+// each position. With backup workers, a step's mask says which positions' rows it took (the others'
+// are served again by the next step): those must all have recorded it, and only theirs count; a
+// redone step's rows may differ (earlier masks may), so each position's last take is the step's.
+// Checked here with Boost.Test.
 #pragma once
 
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -67,56 +73,133 @@ inline std::string RowsWithIdsJob(const std::string& name, const std::string& cs
   return job.str();
 }
 
-// Set for the daemon (and so its jobs' processes) while a test runs.
-struct RecordedRows {
-  explicit RecordedRows(const std::string& prefix) {
-    setenv("DTRAIN_RECORD_ROWS", prefix.c_str(), 1);
+// A variable of the tests' own set for the daemon (and so its jobs' processes) while a test runs:
+// DTRAIN_RECORD_ROWS, or DTRAIN_STRAGGLE (daemon/runner/straggler.h).
+class DaemonEnvironment {
+ public:
+  DaemonEnvironment(std::string name, const std::string& value) : name_(std::move(name)) {
+    setenv(name_.c_str(), value.c_str(), 1);
   }
-  ~RecordedRows() { unsetenv("DTRAIN_RECORD_ROWS"); }
-  RecordedRows(const RecordedRows&) = delete;
-  RecordedRows& operator=(const RecordedRows&) = delete;
+  ~DaemonEnvironment() { unsetenv(name_.c_str()); }
+  DaemonEnvironment(const DaemonEnvironment&) = delete;
+  DaemonEnvironment& operator=(const DaemonEnvironment&) = delete;
+
+ private:
+  std::string name_;
+};
+
+struct RecordedRows : DaemonEnvironment {
+  explicit RecordedRows(const std::string& prefix)
+      : DaemonEnvironment("DTRAIN_RECORD_ROWS", prefix) {}
 };
 
 struct TakenSteps {
   std::map<std::pair<int, int>, std::vector<int>> rows;  // (epoch, batch): the step's rows
   int redone = 0;          // lines that repeated a (step, world, position) already recorded
   int smaller_worlds = 0;  // steps taken by fewer replicas than the job's workers
+  int left_out = 0;  // backup workers: positions whose slice a step's mask left out, every step
   // (epoch, batch): what was recorded of a step no membership recorded whole, for messages
   std::map<std::pair<int, int>, std::string> incomplete;
 };
 
+namespace recorded {
+
+using Step = std::pair<int, int>;  // (epoch, batch)
+
+// What the files hold: every take of each position's rows, in the order recorded, and each
+// step's mask as each file recorded it last (files without one for the step left out).
+struct Lines {
+  std::map<Step, std::map<int, std::map<int, std::vector<std::vector<int>>>>> takes;
+  std::map<Step, std::vector<std::uint64_t>> masks;
+  bool masked = false;  // a mask line was read (the job has backup workers)
+};
+
+inline void ReadFile(std::istream& in, Lines& lines) {
+  // This file's mask of each step: a mask line sets those of its steps; a row line takes its
+  // step again, whose masks are then the new take's (none, if it took every gradient).
+  std::map<Step, std::uint64_t> masks;
+  std::string line;
+  // A killed writer's last line may lack its newline (and a part of its fields): dropped.
+  while (std::getline(in, line) && !in.eof()) {
+    std::istringstream fields(line);
+    int epoch = -1, batch = -1;
+    if (line.starts_with("T ")) {
+      fields.ignore(2);
+      if (!(fields >> epoch >> batch)) continue;
+      lines.masked = true;
+      int later = 0;
+      for (std::uint64_t mask; fields >> mask; ++later) masks[{epoch, batch + later}] = mask;
+      continue;
+    }
+    int world = 0, position = -1;
+    if (!(fields >> epoch >> batch >> world >> position)) continue;
+    std::vector<int> rows;
+    for (int row; fields >> row;) rows.push_back(row);
+    lines.takes[{epoch, batch}][world][position].push_back(std::move(rows));
+    masks.erase({epoch, batch});
+  }
+  for (const auto& [step, mask] : masks) lines.masks[step].push_back(mask);
+}
+
+// The step's mask, where a file recorded one: every file that did must agree.
+inline std::optional<std::uint64_t> MaskOf(const Lines& lines, Step step) {
+  const auto at = lines.masks.find(step);
+  if (at == lines.masks.end()) return std::nullopt;
+  for (const std::uint64_t mask : at->second) {
+    BOOST_TEST(mask == at->second.front(), "the replicas recorded different masks for epoch "
+                                               << step.first << " batch " << step.second);
+  }
+  return at->second.front();
+}
+
+inline bool Taken(std::optional<std::uint64_t> mask, int position) {
+  return !mask || ((*mask >> position) & 1u) != 0;
+}
+
+}  // namespace recorded
+
+// Without masks (no backup workers), a step redone in the same world must take the same rows at
+// each position. With them, a step's rows follow the masks of the steps before it, which a redo
+// may draw otherwise: the last take of each position is the step's, and only the positions its
+// mask took count.
 inline TakenSteps ReadTakenSteps(const std::string& prefix, int ranks) {
-  // (epoch, batch) -> world -> position -> rows
-  std::map<std::pair<int, int>, std::map<int, std::map<int, std::vector<int>>>> lines;
-  TakenSteps taken;
+  recorded::Lines lines;
   for (int rank = 0; rank < ranks; ++rank) {
     std::ifstream in(prefix + "." + std::to_string(rank));
     BOOST_REQUIRE_MESSAGE(in, "rank " << rank << " recorded nothing");
-    std::string line;
-    while (std::getline(in, line)) {
-      std::istringstream fields(line);
-      int epoch = -1, batch = -1, world = 0, position = -1;
-      if (!(fields >> epoch >> batch >> world >> position)) continue;  // a killed writer's last
-      std::vector<int> rows;
-      for (int row; fields >> row;) rows.push_back(row);
-      auto& by_position = lines[{epoch, batch}][world];
-      const auto [at, fresh] = by_position.try_emplace(position, rows);
-      if (!fresh) {
-        ++taken.redone;
-        BOOST_TEST(at->second == rows, "position " << position << " of " << world
-                                                   << " took other rows when it redid epoch "
-                                                   << epoch << " batch " << batch);
-      }
-    }
+    recorded::ReadFile(in, lines);
   }
-  for (const auto& [step, worlds] : lines) {
+  const bool masked = lines.masked;
+  TakenSteps taken;
+  for (const auto& [step, worlds] : lines.takes) {
+    const std::optional<std::uint64_t> mask = recorded::MaskOf(lines, step);
     std::vector<int> chosen;
     bool complete = false;
     for (const auto& [world, positions] : worlds) {
-      if (static_cast<int>(positions.size()) != world) continue;
       std::vector<int> rows;
-      for (const auto& [position, part] : positions)
+      int recorded_taken = 0, left_out = 0;
+      for (int position = 0; position < world; ++position) {
+        if (!recorded::Taken(mask, position)) {
+          ++left_out;
+          continue;
+        }
+        const auto at = positions.find(position);
+        if (at == positions.end()) continue;
+        ++recorded_taken;
+        const std::vector<std::vector<int>>& takes = at->second;
+        for (const std::vector<int>& again : takes) {
+          BOOST_TEST((masked || again == takes.front()),
+                     "position " << position << " of " << world
+                                 << " took other rows when it redid epoch " << step.first
+                                 << " batch " << step.second);
+        }
+        const std::vector<int>& part = masked ? takes.back() : takes.front();
         rows.insert(rows.end(), part.begin(), part.end());
+      }
+      for (const auto& [position, takes] : positions) {
+        taken.redone += static_cast<int>(takes.size()) - 1;
+      }
+      if (recorded_taken + left_out != world) continue;
       std::sort(rows.begin(), rows.end());
       if (complete) {
         BOOST_TEST(rows == chosen, "two memberships took different rows in epoch "
@@ -125,6 +208,7 @@ inline TakenSteps ReadTakenSteps(const std::string& prefix, int ranks) {
       }
       complete = true;
       chosen = std::move(rows);
+      taken.left_out += left_out;
       if (world < ranks) ++taken.smaller_worlds;
     }
     if (complete) {
@@ -137,10 +221,12 @@ inline TakenSteps ReadTakenSteps(const std::string& prefix, int ranks) {
       for (const auto& [position, part] : positions) seen << ' ' << position;
       seen << ';';
     }
+    if (mask) seen << " mask " << *mask;
     taken.incomplete[step] = seen.str();
   }
   BOOST_TEST_MESSAGE(taken.redone << " recorded steps redone, " << taken.smaller_worlds
-                                  << " steps trained by a smaller membership");
+                                  << " steps trained by a smaller membership, " << taken.left_out
+                                  << " replicas' slices left out by their step's mask");
   return taken;
 }
 
