@@ -57,10 +57,9 @@ BatchSampler::BatchSampler(std::size_t rows, std::size_t batch_size, std::uint64
 
 ShardRange BatchSampler::RangeOf(int rank, std::size_t index) const {
   if (mode_ == ShardMode::kGlobalBatches) {
-    const std::size_t begin = std::min(index * global_batch_, rows_);
-    const std::size_t end = std::min(begin + global_batch_, rows_);
-    const ShardRange part = ShardOf(end - begin, rank, world_size_);
-    return {begin + part.begin, begin + part.end};
+    const ShardRange fresh = Fresh(index);
+    const ShardRange part = ShardOf(fresh.size(), rank, world_size_);
+    return {fresh.begin + part.begin, fresh.begin + part.end};
   }
   const ShardRange shard = ShardOf(rows_, rank, world_size_);
   const std::size_t begin = std::min(shard.begin + index * batch_size_, shard.end);
@@ -86,15 +85,52 @@ std::size_t BatchSampler::RowsBefore(std::size_t index) const {
   return total;
 }
 
-std::span<const std::uint32_t> BatchSampler::Batch(std::uint64_t epoch, std::size_t index) {
-  assert(index < steps_per_epoch_);
+void OwedAfter(std::span<const std::uint32_t> owed, ShardRange fresh, int world_size,
+               std::uint64_t taken, std::vector<std::uint32_t>& next) {
+  next.clear();
+  const std::size_t total = owed.size() + fresh.size();
+  for (int r = 0; r < world_size; ++r) {
+    if ((taken >> r) & 1u) continue;
+    const ShardRange part = ShardOf(total, r, world_size);
+    for (std::size_t i = part.begin; i < part.end; ++i) {
+      next.push_back(i < owed.size() ? owed[i]
+                                     : static_cast<std::uint32_t>(fresh.begin + i - owed.size()));
+    }
+  }
+}
+
+ShardRange BatchSampler::Fresh(std::size_t index) const {
+  const std::size_t begin = std::min(index * global_batch_, rows_);
+  return {begin, std::min(begin + global_batch_, rows_)};
+}
+
+const std::vector<std::uint32_t>& BatchSampler::PermutationOf(std::uint64_t epoch) {
   if (!has_permutation_ || cached_epoch_ != epoch) {
     permutation_ = EpochPermutation(rows_, seed_, epoch);
     cached_epoch_ = epoch;
     has_permutation_ = true;
   }
+  return permutation_;
+}
+
+std::span<const std::uint32_t> BatchSampler::Batch(std::uint64_t epoch, std::size_t index) {
+  assert(index < steps_per_epoch_);
   const ShardRange range = RangeOf(rank_, index);
-  return std::span<const std::uint32_t>(permutation_).subspan(range.begin, range.size());
+  return std::span<const std::uint32_t>(PermutationOf(epoch)).subspan(range.begin, range.size());
+}
+
+std::span<const std::uint32_t> BatchSampler::Batch(std::uint64_t epoch, std::size_t index,
+                                                   std::span<const std::uint32_t> owed) {
+  if (owed.empty()) return Batch(epoch, index);
+  assert(mode_ == ShardMode::kGlobalBatches && index < steps_per_epoch_);
+  const std::vector<std::uint32_t>& permutation = PermutationOf(epoch);
+  const ShardRange fresh = Fresh(index);
+  const ShardRange part = ShardOf(owed.size() + fresh.size(), rank_, world_size_);
+  owed_batch_.clear();
+  for (std::size_t i = part.begin; i < part.end; ++i) {
+    owed_batch_.push_back(permutation[i < owed.size() ? owed[i] : fresh.begin + i - owed.size()]);
+  }
+  return owed_batch_;
 }
 
 }  // namespace dtrain::data

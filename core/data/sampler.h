@@ -43,6 +43,15 @@ enum class ShardMode {
   kGlobalBatches,
 };
 
+// Backup workers (kGlobalBatches): a step may go on without some ranks' gradients. Their rows are
+// owed to the next step, which takes `owed ++ fresh`: the positions (in the epoch's permutation)
+// owed from the step before, then its own fresh slice [i*G, (i+1)*G); rank r trains the r-th
+// ShardOf part of that list. After a step that took the ranks of `taken` (bit r: rank r), the
+// next step's owed positions are the parts of the ranks not taken, in rank order. So an epoch whose
+// last step takes every rank trains every row exactly once, whatever the masks.
+void OwedAfter(std::span<const std::uint32_t> owed, ShardRange fresh, int world_size,
+               std::uint64_t taken, std::vector<std::uint32_t>& next);
+
 // Iterates one rank's batches of each epoch (permutation from (seed, epoch)), per ShardMode; the
 // last batch may be short. StepsPerEpoch() is the same on every rank; a rank may get a shorter
 // (or empty) final batch.
@@ -64,10 +73,19 @@ class BatchSampler {
   // Row indices of batch `index` (0-based, < StepsPerEpoch()) of `epoch`. Computes and caches
   // the epoch's permutation; the span stays valid until Batch is called with another epoch.
   std::span<const std::uint32_t> Batch(std::uint64_t epoch, std::size_t index);
+  // kGlobalBatches, after the step before owed `owed` (OwedAfter): this rank's rows of batch
+  // `index`, its part of owed ++ fresh. The span stays valid until the next call of either Batch.
+  std::span<const std::uint32_t> Batch(std::uint64_t epoch, std::size_t index,
+                                       std::span<const std::uint32_t> owed);
+  // kGlobalBatches: the permutation's positions batch `index` takes fresh, [index*G, (index+1)*G)
+  // clipped to the epoch.
+  ShardRange Fresh(std::size_t index) const;
 
  private:
   // [begin, end) of the permutation that `rank` trains on in step `index`.
   ShardRange RangeOf(int rank, std::size_t index) const;
+  // The permutation of `epoch`, computed once per epoch.
+  const std::vector<std::uint32_t>& PermutationOf(std::uint64_t epoch);
 
   std::size_t rows_;
   std::size_t batch_size_;
@@ -81,6 +99,7 @@ class BatchSampler {
   bool has_permutation_ = false;
   std::uint64_t cached_epoch_ = 0;
   std::vector<std::uint32_t> permutation_;
+  std::vector<std::uint32_t> owed_batch_;  // Batch with owed positions: this rank's rows
 };
 
 }  // namespace dtrain::data

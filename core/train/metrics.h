@@ -20,6 +20,8 @@
 //   epoch_rows   (every log_every steps, in sync modes, whose replicas take one global batch a
 //     step: the training rows the replicas have taken together of the epoch the step was in)
 //   rows_per_epoch   (with planned_steps, in sync modes: the training rows an epoch takes)
+//   dropped_gradients   (every log_every steps, with backup workers: the steps so far that went
+//     on without this worker's gradient, its late ones and those it skipped; cumulative)
 //   nonzero_weights   (once at the end of a sparse run: its model's weights that are not 0;
 //     daemon/runner/sparse_run.h)
 // The window counters (compute_seconds ... bytes_sent, a pipeline's pipeline_idle_seconds,
@@ -38,6 +40,7 @@ namespace dtrain::train {
 inline constexpr std::string_view kPlannedSteps = "planned_steps";
 inline constexpr std::string_view kEpochRows = "epoch_rows";
 inline constexpr std::string_view kRowsPerEpoch = "rows_per_epoch";
+inline constexpr std::string_view kDroppedGradients = "dropped_gradients";
 inline constexpr std::string_view kNonzeroWeights = "nonzero_weights";
 
 // Whether the metric `name` counts one worker's last log_every steps rather than a value or a

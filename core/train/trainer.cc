@@ -57,9 +57,17 @@ Status JudgeTrainLoss(const TrainOptions& options, double loss, std::int64_t ste
 
 int Trainer::Capacity(const TrainOptions& options) {
   int share = options.batch_size;
-  if (options.sharding == data::ShardMode::kGlobalBatches && options.global_batch > 0) {
+  if (options.sharding == data::ShardMode::kGlobalBatches &&
+      (options.global_batch > 0 || options.backup_workers > 0)) {
     const auto world = static_cast<std::size_t>(options.world_size);
-    share = std::max(share, static_cast<int>((options.global_batch + world - 1) / world));
+    const std::size_t global = options.global_batch > 0
+                                   ? options.global_batch
+                                   : world * static_cast<std::size_t>(options.batch_size);
+    // With backups the owed rows add to a step: at most b of N parts owed, each of at most S
+    // rows, so S <= ceil((G + b S) / N) gives S <= ceil((G + N - 1) / (N - b)).
+    const std::size_t taking = world - static_cast<std::size_t>(options.backup_workers);
+    const std::size_t extra = options.backup_workers > 0 ? world - 1 : 0;
+    share = std::max(share, static_cast<int>((global + extra + taking - 1) / taking));
   }
   return std::max(share, options.eval_batch_size);
 }
@@ -178,6 +186,22 @@ void Trainer::GatherInSlices(std::span<const std::uint32_t> batch) {
 
 bool Trainer::Finished() const { return position_.step >= PlannedSteps(); }
 
+bool Trainer::AdvancePastApplied() {
+  const std::span<const std::uint64_t> masks = strategy_.TakenMasks();
+  masks_.assign(masks.begin(), masks.end());
+  last_batch_.masks = masks_;
+  if (masks_.empty()) return AdvanceStep(position_, sampler_.StepsPerEpoch());
+  assert(options_.sharding == data::ShardMode::kGlobalBatches);
+  bool epoch_end = false;
+  for (const std::uint64_t taken : masks_) {
+    data::OwedAfter(owed_, sampler_.Fresh(position_.batch), options_.world_size, taken, next_owed_);
+    owed_.swap(next_owed_);
+    if (((taken >> options_.rank) & 1u) == 0) ++dropped_;
+    epoch_end = AdvanceStep(position_, sampler_.StepsPerEpoch()) || epoch_end;
+  }
+  return epoch_end;
+}
+
 namespace {
 
 // A partition's exchanges with the others over one log window: all of them, and the seconds of
@@ -224,7 +248,8 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
   while (!Finished()) {
     window_traffic.Collect(network_, false);
     const auto compute_start = Clock::now();
-    const std::span<const std::uint32_t> batch = sampler_.Batch(position_.epoch, position_.batch);
+    const std::span<const std::uint32_t> batch =
+        sampler_.Batch(position_.epoch, position_.batch, owed_);
     const int rows = static_cast<int>(batch.size());
     const float lr = optim::LearningRate(options_.schedule, position_.step);
     const std::span<const model::ParamRange> statistics = network_.StatisticRanges();
@@ -234,8 +259,12 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
         rows > 0 && statistics.empty() ? strategy_.PassOptimizer() : nullptr;
     const bool log_now =
         (position_.step + 1) % options_.log_every == 0 || position_.step + 1 == PlannedSteps();
-    const StepShare share{batch.size(), sampler_.StepRows(position_.batch)};
-    last_batch_ = {position_, batch};
+    // Nothing could take owed rows after the epoch's last step or the run's.
+    const StepShare share{
+        batch.size(), sampler_.StepRows(position_.batch) + owed_.size(),
+        position_.batch + 1 == sampler_.StepsPerEpoch() || position_.step + 1 == PlannedSteps()};
+    const std::int64_t step_before = position_.step;
+    last_batch_ = {position_, batch, {}};
     listener.Taking(*this);
     PassExchange* const overlap = strategy_.DuringPass();
     if (overlap != nullptr) overlap->Start(position_.step, grad_, share, log_now);
@@ -282,7 +311,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
     std::optional<StopReason> stop = strategy_.AgreedStop();
 
     window_steps.Add(std::chrono::duration<double>(Clock::now() - compute_start).count());
-    const bool epoch_end = AdvanceStep(position_, sampler_.StepsPerEpoch());
+    const bool epoch_end = AdvancePastApplied();
 
     if (log_now && window_rows > 0) {
       const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
@@ -299,9 +328,14 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       points.push_back({position_.step, Epochs(), "step_seconds_p95", window_steps.Percentile(95)});
       if (options_.sharding == data::ShardMode::kGlobalBatches) {
         // The rows of the epoch the step just taken is in: all of it when that step ended it.
+        // Rows owed to the next step are not taken yet.
         const std::size_t done = epoch_end ? sampler_.StepsPerEpoch() : position_.batch;
         points.push_back({position_.step, Epochs(), std::string(kEpochRows),
-                          static_cast<double>(sampler_.RowsBefore(done))});
+                          static_cast<double>(sampler_.RowsBefore(done) - owed_.size())});
+      }
+      if (options_.backup_workers > 0) {
+        points.push_back({position_.step, Epochs(), std::string(kDroppedGradients),
+                          static_cast<double>(dropped_)});
       }
       if (classification) {
         points.push_back({position_.step, Epochs(), "train_accuracy",
@@ -359,7 +393,10 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
 
     const bool eval_now =
         eval_ != nullptr &&
-        (options_.eval_every > 0 ? position_.step % options_.eval_every == 0 : epoch_end);
+        (options_.eval_every > 0
+             // A replica that skipped steps (backup workers) evaluates where it passed one due.
+             ? position_.step / options_.eval_every != step_before / options_.eval_every
+             : epoch_end);
     // What this process wants: 0 nothing, 1 to stop as asked, 2 to stop at the target accuracy.
     // The partitions of a replica (if any) agree first; replicas then vote through the strategy.
     int wanted = 0;

@@ -53,6 +53,10 @@ struct TrainOptions {
   // job keeps it at cluster.workers x batch_size whatever its world, so each replica's share is
   // about global_batch / world_size rows.
   std::size_t global_batch = 0;
+  // kGlobalBatches with backup workers: how many replicas a step may go on without (the strategy
+  // says which it took, Strategy::TakenMasks); their rows are owed to the next step
+  // (data::OwedAfter), so shares grow to at most ceil((G + N - 1) / (N - backup_workers)) rows.
+  int backup_workers = 0;
   int eval_batch_size = 1000;
   data::AugmentOptions augment;  // applied to training batches of images (see data/augment.h)
 };
@@ -134,13 +138,24 @@ class Trainer {
   std::span<float> params() { return params_; }
   std::span<const float> params() const { return params_; }
   const TrainPosition& position() const { return position_; }
-  void set_position(const TrainPosition& position) { position_ = position; }
+  // A checkpoint's position: it owes no rows (a checkpoint follows a step that took every
+  // replica's gradient).
+  void set_position(const TrainPosition& position) {
+    position_ = position;
+    owed_.clear();
+  }
+  // The epoch's positions the next step takes before its fresh ones: rows of earlier steps that
+  // went on without some replicas (backup workers). Empty at every epoch's start and checkpoint.
+  const std::vector<std::uint32_t>& owed() const { return owed_; }
   // The step Run is taking or took last (for a listener's Taking and AfterStep): where in the
   // epoch order it stood (`epoch`, `batch`; `step` the steps completed before it) and this
-  // replica's training rows in it, valid until the next step.
+  // replica's training rows in it, valid until the next step. After the step (AfterStep), with
+  // backup workers, `masks`: which ranks' gradients the step took, and the steps this replica
+  // skipped after it (Strategy::TakenMasks); empty when every rank's was.
   struct TakenBatch {
     TrainPosition at;
     std::span<const std::uint32_t> rows;
+    std::span<const std::uint64_t> masks;
   };
   const TakenBatch& last_batch() const { return last_batch_; }
   std::size_t StepsPerEpoch() const { return sampler_.StepsPerEpoch(); }
@@ -165,6 +180,9 @@ class Trainer {
           const data::Dataset& train, const data::Dataset* eval, data::Scaling scaling,
           Strategy& strategy);
   bool Finished() const;
+  // Moves the position past the step just applied and any the strategy went on to without this
+  // replica (TakenMasks), owing the rows of the ranks left out; true when an epoch ended.
+  bool AdvancePastApplied();
   // The batch's rows into x_ and y_, on the network's team where it has one.
   void GatherInSlices(std::span<const std::uint32_t> batch);
   void EmitEval(TrainListener& listener, const EvalResult& result);
@@ -190,6 +208,9 @@ class Trainer {
   std::span<float> grad_;  // the gradient: the first NumParams() floats of either
   std::vector<std::uint32_t> eval_indices_;
   TrainPosition position_;
+  std::vector<std::uint32_t> owed_, next_owed_;  // see owed(); next_owed_: OwedAfter's scratch
+  std::vector<std::uint64_t> masks_;             // the last Apply's TakenMasks
+  std::int64_t dropped_ = 0;                     // steps taken without this replica's gradient
   TakenBatch last_batch_;
   data::ImageShape image_;      // what augmentation sees a row as
   std::vector<float> augment_;  // one image: augmentation's scratch

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include "core/data/random.h"
@@ -245,6 +246,67 @@ BOOST_AUTO_TEST_CASE(a_fixed_global_batch_takes_the_same_slice_whatever_the_worl
       }
     }
   }
+}
+
+// Backup workers: whatever ranks each step goes on without (any masks, the epoch's last step
+// taking every rank), the taken parts of an epoch's steps cover every row exactly once, and no
+// rank's part ever exceeds ceil((G + N - 1) / (N - b)) rows when at most b ranks are left out.
+BOOST_AUTO_TEST_CASE(owed_rows_come_back_and_every_row_is_taken_once_per_epoch) {
+  std::mt19937_64 rng(11);
+  for (int world = 2; world <= 6; ++world) {
+    for (int backups = 1; backups < world; ++backups) {
+      for (std::size_t rows : {7u, 100u, 1001u}) {
+        const std::size_t batch = 4;
+        const std::size_t global = batch * static_cast<std::size_t>(world);
+        const std::size_t bound = (global + static_cast<std::size_t>(world) - 1 +
+                                   static_cast<std::size_t>(world - backups) - 1) /
+                                  static_cast<std::size_t>(world - backups);
+        std::vector<BatchSampler> ranks;
+        for (int r = 0; r < world; ++r) {
+          ranks.emplace_back(rows, batch, 3, r, world, ShardMode::kGlobalBatches);
+        }
+        BOOST_TEST_CONTEXT("world " << world << " backups " << backups << " rows " << rows) {
+          for (std::uint64_t epoch : {0u, 1u}) {
+            std::vector<int> seen(rows, 0);
+            std::vector<std::uint32_t> owed, next;
+            const std::size_t steps = ranks[0].StepsPerEpoch();
+            for (std::size_t i = 0; i < steps; ++i) {
+              // Leave out up to `backups` random ranks, none at the epoch's last step.
+              std::uint64_t taken = (std::uint64_t{1} << world) - 1;
+              if (i + 1 < steps) {
+                for (int k = 0; k < backups; ++k) taken &= ~(std::uint64_t{1} << (rng() % world));
+              }
+              for (int r = 0; r < world; ++r) {
+                const auto part = ranks[static_cast<std::size_t>(r)].Batch(epoch, i, owed);
+                BOOST_TEST(part.size() <= bound);
+                if ((taken >> r) & 1u) {
+                  for (std::uint32_t row : part) ++seen[row];
+                }
+              }
+              OwedAfter(owed, ranks[0].Fresh(i), world, taken, next);
+              owed.swap(next);
+            }
+            BOOST_TEST(owed.empty());
+            BOOST_TEST(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+          }
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(without_owed_rows_a_step_is_the_plain_global_batch) {
+  BatchSampler s(50, 4, 2, 1, 3, ShardMode::kGlobalBatches);
+  const auto plain = s.Batch(0, 2);
+  const std::vector<std::uint32_t> expected(plain.begin(), plain.end());
+  const auto again = s.Batch(0, 2, {});
+  BOOST_TEST(std::vector<std::uint32_t>(again.begin(), again.end()) == expected);
+  std::vector<std::uint32_t> owed;
+  OwedAfter({}, s.Fresh(2), 3, 0b111, owed);
+  BOOST_TEST(owed.empty());
+  // Rank 1 left out of step 2: its part (positions 28..31 of 12-row steps) is owed, in order.
+  OwedAfter({}, s.Fresh(2), 3, 0b101, owed);
+  BOOST_TEST(owed == (std::vector<std::uint32_t>{28, 29, 30, 31}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
