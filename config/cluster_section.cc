@@ -20,6 +20,7 @@ constexpr std::int64_t kMaxPartitions = 64;
 constexpr std::int64_t kMaxMicroBatches = 4096;
 constexpr std::int64_t kMaxUnits = 1'000'000;  // cluster.work_units
 constexpr std::int64_t kMaxEvery = 1000000;    // cluster.*_every and max_staleness
+constexpr int kMaxMaskedWorkers = 64;          // backup workers: a step's mask is 64 bits
 
 // cluster.hosts: node names, as the daemons' [cluster] name (or host names) give them.
 void ReadHosts(TableReader& r, std::vector<std::string>* hosts) {
@@ -87,6 +88,11 @@ void ReadBackupWorkers(TableReader& r, ClusterConfig* c) {
   } else if (c->backup_workers >= c->workers) {
     why = "the job has only cluster.workers = " + std::to_string(c->workers) +
           ": each step takes the first workers - backup_workers gradients, at least one";
+  } else if (c->backup_workers > 0 && c->workers > kMaxMaskedWorkers) {
+    why = "cluster.workers = " + std::to_string(c->workers) +
+          ": the parameter server names the replicas each step took in one 64-bit mask, so "
+          "backup workers need at most " +
+          std::to_string(kMaxMaskedWorkers) + " workers";
   }
   if (!why.empty()) r.Report(*backups, "backup_workers", is + why);
 }

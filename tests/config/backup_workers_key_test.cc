@@ -66,6 +66,20 @@ BOOST_AUTO_TEST_CASE(out_of_range_values_are_refused_at_the_key) {
                      "workers - backup_workers gradients, at least one"}});
 }
 
+BOOST_AUTO_TEST_CASE(a_step_names_the_gradients_it_took_of_at_most_64_workers) {
+  const std::string many =
+      std::string(kData) + "[cluster]\nworkers = 65\nmode = \"sync\"\nallreduce = \"ps\"\n";
+  CheckDiagnostics(ParseInline(many + "backup_workers = 1\n"),
+                   {{"inline.toml", 7, kValueColumn, "cluster.backup_workers",
+                     "is 1, but cluster.workers = 65: the parameter server names the replicas "
+                     "each step took in one 64-bit mask, so backup workers need at most 64 "
+                     "workers"}});
+  BOOST_TEST(MustParseInline(many + "backup_workers = 0\n").cluster.backup_workers == 0);
+  const std::string most =
+      std::string(kData) + "[cluster]\nworkers = 64\nmode = \"sync\"\nallreduce = \"ps\"\n";
+  BOOST_TEST(MustParseInline(most + "backup_workers = 63\n").cluster.backup_workers == 63);
+}
+
 BOOST_AUTO_TEST_CASE(refused_where_a_step_cannot_go_on_without_its_slowest) {
   const struct {
     std::string cluster;  // every line but backup_workers = 1
