@@ -30,7 +30,8 @@ class RecordingListener final : public train::TrainListener {
     if (rows_) rows_->Record(trainer);
     if (straggler_) straggler_->BeforeStep(trainer.last_batch().at.step);
   }
-  bool AfterStep(const train::Trainer&) override {
+  bool AfterStep(const train::Trainer& trainer) override {
+    if (rows_) rows_->RecordMasks(trainer);
     if (after_step_) after_step_();
     return recording_.AfterStep();
   }
@@ -72,14 +73,16 @@ RunProgress ProgressOf(const train::Trainer& trainer) {
 RunRecording::RunRecording(const config::CheckpointConfig& policy, RunRecorder& recorder,
                            const RunOptions& options, std::int64_t last_saved_step,
                            std::function<RunProgress()> progress,
-                           std::function<Status()> write_checkpoint, train::Strategy* together)
+                           std::function<Status()> write_checkpoint, train::Strategy* together,
+                           bool backups)
     : policy_(policy),
       recorder_(recorder),
       options_(options),
       last_saved_step_(last_saved_step),
       progress_(std::move(progress)),
       write_checkpoint_(std::move(write_checkpoint)),
-      together_(together) {
+      together_(together),
+      backups_(backups) {
   // How far the run goes, for its job's total steps and ETA, and an epoch's rows
   // (store/job_views.h). Not told to the observer: it is no progress of the run's.
   const RunProgress start = progress_();
@@ -108,6 +111,9 @@ bool RunRecording::AfterStep() {
                            policy_.every_seconds;
   bool due = by_steps || by_time;
   if (together_ != nullptr) {
+    if (backups_ && policy_.every_steps > 0 && (step + 1) % policy_.every_steps == 0) {
+      together_->ProposeCheckpoint();
+    }
     if (by_time && !by_steps && options_.checkpoints) together_->ProposeCheckpoint();
     due = by_steps || together_->CheckpointAgreed();
   }
@@ -153,6 +159,7 @@ Result<train::StopReason> TrainRecorded(train::Trainer& trainer,
   train::Strategy* together =
       trainer.strategy().CollectiveCheckpoints() ? &trainer.strategy() : nullptr;
   const auto write = [&]() -> Status {
+    if (Status whole = CheckNothingOwed(trainer); !whole.ok()) return whole;
     std::vector<std::vector<float>> strategy_state;
     if (together != nullptr) {
       Result<std::vector<std::vector<float>>> state = together->CheckpointState();
@@ -170,7 +177,7 @@ Result<train::StopReason> TrainRecorded(train::Trainer& trainer,
   };
   RunRecording recording(
       policy, recorder, options, last_saved_step, [&trainer] { return ProgressOf(trainer); }, write,
-      together);
+      together, trainer.options().backup_workers > 0);
   RecordingListener listener(recording, trainer.options().rank, options.after_step);
   Result<train::StopReason> why = trainer.Run(listener);
   if (!why.ok()) return why;

@@ -90,10 +90,13 @@ class RunRecording {
   // CollectiveCheckpoints), null otherwise. They save at the same steps: every_steps, and where
   // the writer's every_seconds proposed a checkpoint and the replicas agreed; each calls
   // `write_checkpoint` then (the writer's writes, the others' hand over their part).
+  // `backups`: those replicas' steps may go on without the slowest (backup workers); each then
+  // proposes a checkpoint on the step before an every_steps one too, so that step takes every
+  // replica's gradient and the checkpoint owes no rows.
   RunRecording(const config::CheckpointConfig& policy, RunRecorder& recorder,
                const RunOptions& options, std::int64_t last_saved_step,
                std::function<RunProgress()> progress, std::function<Status()> write_checkpoint,
-               train::Strategy* together = nullptr);
+               train::Strategy* together = nullptr, bool backups = false);
 
   void Record(std::span<const train::MetricPoint> points);
   // After a step: a checkpoint when due. False: stop now (asked to, or a checkpoint failed).
@@ -112,6 +115,7 @@ class RunRecording {
   std::function<RunProgress()> progress_;
   std::function<Status()> write_checkpoint_;
   train::Strategy* together_;
+  bool backups_;
   std::chrono::steady_clock::time_point last_checkpoint_ = std::chrono::steady_clock::now();
   Status failure_;
 };

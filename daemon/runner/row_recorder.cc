@@ -38,6 +38,24 @@ void RowRecorder::Record(const train::Trainer& trainer) {
     line_ += ' ';
     line_ += std::to_string(row);
   }
+  Append();
+}
+
+void RowRecorder::RecordMasks(const train::Trainer& trainer) {
+  const train::Trainer::TakenBatch& taken = trainer.last_batch();
+  if (!fd_ || taken.masks.empty()) return;
+  line_ = "T ";
+  line_ += std::to_string(taken.at.epoch);
+  line_ += ' ';
+  line_ += std::to_string(taken.at.batch);
+  for (const std::uint64_t mask : taken.masks) {
+    line_ += ' ';
+    line_ += std::to_string(mask);
+  }
+  Append();
+}
+
+void RowRecorder::Append() {
   line_ += '\n';
   if (::write(fd_.get(), line_.data(), line_.size()) != static_cast<ssize_t>(line_.size())) {
     std::fprintf(stderr, "DTRAIN_RECORD_ROWS: cannot append to %s: %s; recording stops\n",

@@ -11,6 +11,13 @@
 // cluster.workers, an elastic job's membership); POSITION: this replica's index among them (its
 // data shard; a static job's rank); ROW: 0-based training rows. An elastic job's replica records
 // under its position in each membership it trains in, so a file may hold several processes' lines.
+// With backup workers, a step that did not take every replica's gradient (or after which this
+// replica skipped steps: its gradient came late) adds, once applied, the line
+//
+//   T EPOCH BATCH MASK MASK ...
+//
+// one MASK a step from BATCH on (train::Strategy::TakenMasks): bit r set where the step took the
+// gradient of the replica at position r; the rows of the others are served again by a later step.
 //
 // Each line is one write(2) in append mode, so a killed process leaves whole lines (and at most
 // a last partial one, which readers drop); a step redone after a restart or a regroup is
@@ -35,8 +42,13 @@ class RowRecorder {
   // Appends the line of the step `trainer` is taking; a failed write is reported once, on
   // stderr, and recording stops (it never stops training).
   void Record(const train::Trainer& trainer);
+  // After the step: its masks' line, where it has masks; written and failing like Record's.
+  void RecordMasks(const train::Trainer& trainer);
 
  private:
+  // line_ and a newline, in one write(2).
+  void Append();
+
   RowRecorder(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
 
   UniqueFd fd_;

@@ -1,6 +1,7 @@
 #include "daemon/runner/trainer_checkpoint.h"
 
 #include <algorithm>
+#include <string>
 
 namespace dtrain::runner {
 
@@ -20,6 +21,14 @@ store::CheckpointView ViewCheckpoint(train::Trainer& trainer,
   }
   for (const std::vector<float>& v : strategy_state) c.optimizer_state.emplace_back(v);
   return c;
+}
+
+Status CheckNothingOwed(const train::Trainer& trainer) {
+  if (trainer.owed().empty()) return Status::Ok();
+  return Status::Error("internal error: the checkpoint at step " +
+                       std::to_string(trainer.position().step) + " would leave " +
+                       std::to_string(trainer.owed().size()) +
+                       " rows owed to the next step, which it cannot hold");
 }
 
 Status RestoreCheckpoint(const store::CheckpointData& c, train::Trainer& trainer) {

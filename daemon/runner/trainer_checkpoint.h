@@ -23,6 +23,11 @@ namespace dtrain::runner {
 store::CheckpointView ViewCheckpoint(train::Trainer& trainer,
                                      std::span<const std::vector<float>> strategy_state = {});
 
+// A checkpoint is the trainer's place (step, epoch, batch) and nothing more: no rows may be owed
+// to the next step (with backup workers, the step before a checkpoint takes every gradient). An
+// internal error naming the step and the rows owed otherwise.
+Status CheckNothingOwed(const train::Trainer& trainer);
+
 // Checks the model spec, seed and every vector's size before touching the trainer. A trainer
 // whose strategy has no local optimizer (parameter servers) takes the parameters and position
 // only; a strategy with checkpoint state of its own takes the vectors after the optimizer's.

@@ -61,6 +61,7 @@ train::TrainOptions ReplicaOptions(const config::JobConfig& job, const model::Mo
   o.augment = job.data.augment;
   o.rank = rank;
   o.world_size = job.cluster.workers;
+  o.backup_workers = job.cluster.backup_workers;
   // Sync modes split one global batch per step; the others train each worker on its own shard.
   o.sharding = TraitsOf(job.cluster.mode).exchange == Exchange::kSynchronous
                    ? data::ShardMode::kGlobalBatches
