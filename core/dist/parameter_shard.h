@@ -179,6 +179,8 @@ class ParameterShard {
   // mu_ held: applies the step being collected if it may be (enough pushes, no hold); an error
   // when a worker waits on it but it never could be (too many workers said goodbye).
   Status TryApplyBackupStep(Backups& backups);
+  // mu_ held: applies it with the `held` pushes that came, prepares their replies, publishes.
+  void ApplyBackupStep(Backups& backups, std::size_t held);
   // mu_ held: what the step being collected waits for, for a deadline's error.
   std::string BackupWait(const Backups& backups) const;
   // The whole conversation with one worker in async mode (its own thread).

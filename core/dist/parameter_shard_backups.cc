@@ -130,6 +130,11 @@ Status ParameterShard::TryApplyBackupStep(Backups& b) {
         (b.take_all ? "every worker's gradient" : std::to_string(need) + " gradients") + " but " +
         Ranks(b.departed, true) + " said goodbye");
   }
+  ApplyBackupStep(b, held);
+  return Status::Ok();
+}
+
+void ParameterShard::ApplyBackupStep(Backups& b, std::size_t held) {
   // Each taken push weighted by its share of the taken pushes' rows, summed in rank order.
   std::uint64_t total = 0;
   for (std::size_t r = 0; r < b.workers; ++r) total += b.held[r] ? b.rows[r] : 0;
@@ -182,19 +187,18 @@ Status ParameterShard::TryApplyBackupStep(Backups& b) {
   stats_.staleness.Record(0, held);
   clocks_.SetGlobal(b.applied);
   changed_.notify_all();
-  return Status::Ok();
 }
 
 std::string ParameterShard::BackupWait(const Backups& b) const {
   if (b.hold) {
-    return "held after step " + std::to_string(*b.next - 1) +
+    return "still held after step " + std::to_string(*b.next - 1) +
            " (a checkpoint or a stop follows it) until worker rank 0's next request";
   }
   std::vector<bool> missing(b.workers);
   for (std::size_t r = 0; r < b.workers; ++r) missing[r] = !b.held[r] && !b.departed[r];
   return "step " + std::to_string(b.next.value_or(0)) + " (taking " +
          (b.take_all ? "every gradient" : "all but " + std::to_string(options_.backup_workers)) +
-         ") waits for the push of " + Ranks(missing, true);
+         ") still waits for the push of " + Ranks(missing, true);
 }
 
 Status ParameterShard::ServeBackupWorker(Backups& b, Link& link, int rank) {
@@ -343,8 +347,8 @@ Status ParameterShard::ServeBackupWorker(Backups& b, Link& link, int rank) {
                                                [&] { return failed_ || b.replies[r].has_value(); });
         if (failed_) return Status::Ok();
         if (!ready) {
-          return Status::Error(name_ + ": " + what + ": after " +
-                               std::to_string(options_.timeout.count()) + " ms " + BackupWait(b));
+          return Status::Error(name_ + ": " + what + ": timeout: after " +
+                               std::to_string(options_.timeout.count()) + " ms, " + BackupWait(b));
         }
         const Backups::Reply reply = std::move(*b.replies[r]);
         b.replies[r].reset();

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/dist/ps_client.h"
+#include "core/dist/sync_ps_strategy.h"
 #include "core/math/elementwise.h"
 #include "replica_harness.h"
 
@@ -163,39 +164,40 @@ struct LateRun {
   std::vector<std::vector<Reply>> replies;
 };
 
-LateRun RunWithLateWorker(std::uint64_t k, std::uint32_t late_vote = kNoVote) {
+LateRun RunWithLateWorker(std::uint64_t k, std::uint32_t late_vote = kNoVote, bool tcp = false) {
+  std::string error;
+  const testing::PsLinks links =
+      tcp ? testing::MakeTcpPsLinks(kWorkers, 1, &error) : testing::MakeLocalPsLinks(kWorkers, 1);
+  BOOST_TEST_REQUIRE(!links.owned.empty(), error);
   auto shards = OneShard(1);
   std::latch others_done(2);  // workers 0 and 1 have their replies of steps 0..k-1
   std::latch late_answered(1);
   LateRun run;
   run.replies.resize(kWorkers);
   std::vector<Status> statuses(kWorkers);
-  run.served = testing::ServePs(
-      testing::MakeLocalPsLinks(kWorkers, 1), shards, [&](int rank, std::span<Link* const> l) {
-        Session w(rank, l);
-        if (rank < 2) {
-          for (std::uint64_t t = 0; t < k; ++t) w.Step(t);
-          others_done.count_down();
-          late_answered.wait();  // so that the late push's vote is on step k, not later
-          w.Step(k, {.take_all = true});
-        } else {
-          others_done.wait();
-          const std::uint64_t next = w.Step(0, {.vote = late_vote});
-          late_answered.count_down();
-          w.Step(next, {.take_all = true});
-        }
-        w.Goodbye(k + 1);
-        statuses[rank] = w.status;
-        run.replies[rank] = w.replies;
-      });
+  run.served = testing::ServePs(links, shards, [&](int rank, std::span<Link* const> l) {
+    Session w(rank, l);
+    if (rank < 2) {
+      for (std::uint64_t t = 0; t < k; ++t) w.Step(t);
+      others_done.count_down();
+      late_answered.wait();  // so that the late push's vote is on step k, not later
+      w.Step(k, {.take_all = true});
+    } else {
+      others_done.wait();
+      const std::uint64_t next = w.Step(0, {.vote = late_vote});
+      late_answered.count_down();
+      w.Step(next, {.take_all = true});
+    }
+    w.Goodbye(k + 1);
+    statuses[rank] = w.status;
+    run.replies[rank] = w.replies;
+  });
   for (int r = 0; r < kWorkers; ++r) BOOST_TEST(statuses[r].ok(), statuses[r].message());
   run.stats = shards[0]->Stats();
   return run;
 }
 
-BOOST_AUTO_TEST_CASE(the_others_go_on_without_a_late_worker_which_resumes_where_they_are) {
-  const std::uint64_t k = 4;
-  LateRun run = RunWithLateWorker(k);
+void CheckLateWorker(const LateRun& run, std::uint64_t k) {
   BOOST_TEST_REQUIRE(run.served[0].ok(), run.served[0].message());
   const std::uint64_t without_2 = 0b011, everyone = 0b111;
   for (int r = 0; r < 2; ++r) {
@@ -233,6 +235,15 @@ BOOST_AUTO_TEST_CASE(the_others_go_on_without_a_late_worker_which_resumes_where_
   BOOST_TEST(run.stats.pushes_applied == 2 * k + 3);
   BOOST_TEST(run.stats.pushes_dropped == 1u);
   BOOST_TEST(run.stats.global_clock == k + 1);
+}
+
+BOOST_AUTO_TEST_CASE(the_others_go_on_without_a_late_worker_which_resumes_where_they_are) {
+  for (bool tcp : {false, true}) {
+    BOOST_TEST_CONTEXT((tcp ? "tcp" : "in-process")) {
+      const std::uint64_t k = 4;
+      CheckLateWorker(RunWithLateWorker(k, kNoVote, tcp), k);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(each_step_applies_the_rows_weighted_sum_of_the_taken_gradients_only) {
@@ -341,6 +352,74 @@ BOOST_AUTO_TEST_CASE(a_stop_vote_on_a_late_push_is_published_by_the_next_step_to
       BOOST_TEST(last.masks == std::vector<std::uint64_t>{0b111}, boost::test_tools::per_element());
       for (std::size_t i = 0; i + 1 < run.replies[r].size(); ++i) {
         BOOST_TEST(run.replies[r][i].vote == kNoVote, "reply " << i);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_worker_fails_a_step_that_takes_every_gradient_naming_it) {
+  std::vector<std::unique_ptr<ParameterShard>> shards;
+  shards.push_back(std::make_unique<ParameterShard>(ShardOptions{.shard = 0,
+                                                                 .shards = 1,
+                                                                 .begin = 0,
+                                                                 .end = kParams,
+                                                                 .num_params = kParams,
+                                                                 .workers = kWorkers,
+                                                                 .mode = PsMode::kSync,
+                                                                 .optimizer = {},
+                                                                 .timeout = 300ms,
+                                                                 .backup_workers = 1}));
+  std::latch shard_done(2);  // ranks 0 and 1 have failed
+  std::vector<Status> served = testing::ServePs(
+      testing::MakeLocalPsLinks(kWorkers, 1), shards, [&](int rank, std::span<Link* const> l) {
+        Session w(rank, l);
+        if (rank < 2) {
+          w.Step(0, {.take_all = true});  // fails once the shard gives up
+          shard_done.count_down();
+        } else {
+          shard_done.wait();  // silent until then
+        }
+      });
+  BOOST_TEST_REQUIRE(!served[0].ok());
+  BOOST_TEST(Mentions(served[0], "worker rank 2"), served[0].message());
+  BOOST_TEST(Mentions(served[0], "timeout"), served[0].message());
+}
+
+// The strategy carries the trainer's take_all and hands the masks to it; its checkpoints are
+// collective (the proposal makes the step take every gradient) with backup workers only.
+BOOST_AUTO_TEST_CASE(sync_ps_strategy_takes_all_on_request_and_exposes_the_masks) {
+  for (int backups : {0, 1}) {
+    BOOST_TEST_CONTEXT("backup_workers " << backups) {
+      auto shards = OneShard(backups);
+      std::vector<std::vector<std::uint64_t>> masks(kWorkers);
+      std::vector<char> collective(kWorkers);  // not vector<bool>: one thread per element
+      std::vector<Status> applied(kWorkers);
+      std::vector<Status> served = testing::ServePs(
+          testing::MakeLocalPsLinks(kWorkers, 1), shards, [&](int rank, std::span<Link* const> l) {
+            SyncPsStrategy ps(l, kParams,
+                              {.rank = rank,
+                               .workers = kWorkers,
+                               .timeout = kTimeout,
+                               .compression = {},
+                               .optimizer_state_vectors = 0,
+                               .backup_workers = backups});
+            std::vector<float> params(kParams), grad = Gradient(rank, 0);
+            applied[rank] = ps.Connect(params);
+            if (applied[rank].ok()) {
+              if (rank == 2) std::this_thread::sleep_for(50ms);  // a chance to go on without it
+              applied[rank] = ps.Apply(0, params, grad, kLr, {Rows(rank), kTotalRows, true});
+            }
+            const std::span<const std::uint64_t> taken = ps.TakenMasks();
+            masks[rank].assign(taken.begin(), taken.end());
+            collective[rank] = ps.CollectiveCheckpoints();
+          });
+      BOOST_TEST_REQUIRE(served[0].ok(), served[0].message());
+      const std::vector<std::uint64_t> want =
+          backups > 0 ? std::vector<std::uint64_t>{0b111} : std::vector<std::uint64_t>{};
+      for (int r = 0; r < kWorkers; ++r) {
+        BOOST_TEST_REQUIRE(applied[r].ok(), applied[r].message());
+        BOOST_TEST(masks[r] == want, boost::test_tools::per_element());
+        BOOST_TEST((collective[r] != 0) == (backups > 0));
       }
     }
   }
