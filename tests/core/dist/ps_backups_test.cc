@@ -52,7 +52,8 @@ std::vector<float> Gradient(int rank, std::uint64_t step) {
 }
 std::uint32_t Rows(int rank) { return 4 + static_cast<std::uint32_t>(rank); }
 
-std::vector<std::unique_ptr<ParameterShard>> OneShard(int backups) {
+std::vector<std::unique_ptr<ParameterShard>> OneShard(
+    int backups, std::chrono::milliseconds timeout = kTimeout) {
   std::vector<std::unique_ptr<ParameterShard>> shards;
   shards.push_back(std::make_unique<ParameterShard>(ShardOptions{.shard = 0,
                                                                  .shards = 1,
@@ -62,7 +63,7 @@ std::vector<std::unique_ptr<ParameterShard>> OneShard(int backups) {
                                                                  .workers = kWorkers,
                                                                  .mode = PsMode::kSync,
                                                                  .optimizer = {},
-                                                                 .timeout = kTimeout,
+                                                                 .timeout = timeout,
                                                                  .backup_workers = backups}));
   BOOST_TEST_REQUIRE(shards[0]->Load(Initial()).ok());
   return shards;
@@ -358,17 +359,7 @@ BOOST_AUTO_TEST_CASE(a_stop_vote_on_a_late_push_is_published_by_the_next_step_to
 }
 
 BOOST_AUTO_TEST_CASE(a_silent_worker_fails_a_step_that_takes_every_gradient_naming_it) {
-  std::vector<std::unique_ptr<ParameterShard>> shards;
-  shards.push_back(std::make_unique<ParameterShard>(ShardOptions{.shard = 0,
-                                                                 .shards = 1,
-                                                                 .begin = 0,
-                                                                 .end = kParams,
-                                                                 .num_params = kParams,
-                                                                 .workers = kWorkers,
-                                                                 .mode = PsMode::kSync,
-                                                                 .optimizer = {},
-                                                                 .timeout = 300ms,
-                                                                 .backup_workers = 1}));
+  auto shards = OneShard(1, 300ms);
   std::latch shard_done(2);  // ranks 0 and 1 have failed
   std::vector<Status> served = testing::ServePs(
       testing::MakeLocalPsLinks(kWorkers, 1), shards, [&](int rank, std::span<Link* const> l) {
