@@ -176,6 +176,12 @@ class ParameterShard {
   // every worker said goodbye or the first failure.
   Status ServeBackups(std::span<Link* const> links);
   Status ServeBackupWorker(Backups& backups, Link& link, int rank);
+  // A push `push` from worker `rank` (its data received), `lock` holding mu_: held until its
+  // step is applied, then answered; or, late, dropped and answered at once (AnswerLatePush).
+  Status ServeBackupPush(Backups& backups, Link& link, int rank, const PsHeader& push,
+                         std::unique_lock<std::mutex>& lock);
+  Status AnswerLatePush(Backups& backups, Link& link, int rank, const PsHeader& push,
+                        std::unique_lock<std::mutex>& lock);
   // mu_ held: applies the step being collected if it may be (enough pushes, no hold); an error
   // when a worker waits on it but it never could be (too many workers said goodbye).
   Status TryApplyBackupStep(Backups& backups);

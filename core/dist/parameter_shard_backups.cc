@@ -284,85 +284,86 @@ Status ParameterShard::ServeBackupWorker(Backups& b, Link& link, int rank) {
         lock.unlock();
         return SendReply(link, rank, PsMessage::kGoodbye, reply, {});
       }
-      case PsMessage::kPush: {
-        if (!b.next) {
-          b.next = h.clock;
-          b.masks_from = h.clock;
-          std::fill(b.expected.begin(), b.expected.end(), h.clock);
-        }
-        const std::string what = Worker(rank) + " pushed step " + std::to_string(h.clock);
-        if (h.clock != b.expected[r]) {
-          return Status::Error(name_ + ": " + what + " where the shard expected step " +
-                               std::to_string(b.expected[r]));
-        }
-        if (b.expected[r] < *b.next) {
-          // Late: its step went on without it. Dropped; it resumes at `next`, told what it missed.
-          if ((h.flags & kPsTakeAll) != 0) {
-            return Status::Error(name_ + ": " + what + " asking to take every gradient, but step " +
-                                 std::to_string(h.clock) + " was applied without it");
-          }
-          b.vote = std::max(b.vote, h.vote);
-          b.checkpoint |= h.flags & kPsCheckpoint;
-          b.take_all = b.take_all || h.vote != kNoVote || (h.flags & kPsCheckpoint) != 0;
-          ++stats_.pushes_dropped;
-          PsHeader reply;
-          reply.from = static_cast<std::uint32_t>(options_.shard);
-          reply.clock = *b.next - 1;
-          reply.vote = b.last_vote;
-          const auto missed = b.masks.begin() + static_cast<std::ptrdiff_t>(h.clock - b.masks_from);
-          const std::vector<std::uint64_t> masks(missed, b.masks.end());
-          b.expected[r] = *b.next;
-          if (Status s = TryApplyBackupStep(b); !s.ok()) return s;
-          const std::shared_ptr<const std::vector<float>> state = b.state;
-          lock.unlock();
-          const std::vector<float> mask_floats = MaskFloats(masks);
-          const std::span<const float> parts[] = {*state, mask_floats};
-          if (Status s = SendReply(link, rank, PsMessage::kPush, reply, parts, "late " + what);
-              !s.ok()) {
-            return s;
-          }
-          break;
-        }
-        if (!b.first) {
-          b.first = rank;
-          b.lr = h.lr;
-          b.total_rows = h.total_rows;
-        } else if (std::bit_cast<std::uint32_t>(h.lr) != std::bit_cast<std::uint32_t>(b.lr)) {
-          return Status::Error(name_ + ": " + what + " with lr " + std::to_string(h.lr) +
-                               " where " + Worker(*b.first) + " pushed it with lr " +
-                               std::to_string(b.lr));
-        } else if (h.total_rows != b.total_rows) {
-          return Status::Error(name_ + ": " + what + " of " + std::to_string(h.total_rows) +
-                               " rows in all where " + Worker(*b.first) + " says " +
-                               std::to_string(b.total_rows));
-        }
-        b.held[r] = true;
-        b.rows[r] = h.rows;
-        b.vote = std::max(b.vote, h.vote);
-        b.checkpoint |= h.flags & kPsCheckpoint;
-        b.take_all =
-            b.take_all || (h.flags & (kPsTakeAll | kPsCheckpoint)) != 0 || h.vote != kNoVote;
-        if (Status s = TryApplyBackupStep(b); !s.ok()) return s;
-        const bool ready = changed_.wait_until(lock, Clock::now() + options_.timeout,
-                                               [&] { return failed_ || b.replies[r].has_value(); });
-        if (failed_) return Status::Ok();
-        if (!ready) {
-          return Status::Error(name_ + ": " + what + ": timeout: after " +
-                               std::to_string(options_.timeout.count()) + " ms, " + BackupWait(b));
-        }
-        const Backups::Reply reply = std::move(*b.replies[r]);
-        b.replies[r].reset();
-        lock.unlock();
-        const std::span<const float> parts[] = {*reply.state, reply.masks};
-        if (Status s = SendReply(link, rank, PsMessage::kPush, reply.header, parts,
-                                 "step " + std::to_string(reply.header.clock));
-            !s.ok()) {
-          return s;
-        }
+      case PsMessage::kPush:
+        if (Status s = ServeBackupPush(b, link, rank, h, lock); !s.ok()) return s;
         break;
-      }
     }
   }
+}
+
+Status ParameterShard::ServeBackupPush(Backups& b, Link& link, int rank, const PsHeader& h,
+                                       std::unique_lock<std::mutex>& lock) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (!b.next) {
+    b.next = h.clock;
+    b.masks_from = h.clock;
+    std::fill(b.expected.begin(), b.expected.end(), h.clock);
+  }
+  const std::string what = Worker(rank) + " pushed step " + std::to_string(h.clock);
+  if (h.clock != b.expected[r]) {
+    return Status::Error(name_ + ": " + what + " where the shard expected step " +
+                         std::to_string(b.expected[r]));
+  }
+  if (b.expected[r] < *b.next) return AnswerLatePush(b, link, rank, h, lock);
+  if (!b.first) {
+    b.first = rank;
+    b.lr = h.lr;
+    b.total_rows = h.total_rows;
+  } else if (std::bit_cast<std::uint32_t>(h.lr) != std::bit_cast<std::uint32_t>(b.lr)) {
+    return Status::Error(name_ + ": " + what + " with lr " + std::to_string(h.lr) + " where " +
+                         Worker(*b.first) + " pushed it with lr " + std::to_string(b.lr));
+  } else if (h.total_rows != b.total_rows) {
+    return Status::Error(name_ + ": " + what + " of " + std::to_string(h.total_rows) +
+                         " rows in all where " + Worker(*b.first) + " says " +
+                         std::to_string(b.total_rows));
+  }
+  b.held[r] = true;
+  b.rows[r] = h.rows;
+  b.vote = std::max(b.vote, h.vote);
+  b.checkpoint |= h.flags & kPsCheckpoint;
+  b.take_all = b.take_all || (h.flags & (kPsTakeAll | kPsCheckpoint)) != 0 || h.vote != kNoVote;
+  if (Status s = TryApplyBackupStep(b); !s.ok()) return s;
+  const bool ready = changed_.wait_until(lock, Clock::now() + options_.timeout,
+                                         [&] { return failed_ || b.replies[r].has_value(); });
+  if (failed_) return Status::Ok();  // the link is closed: the next receive ends this worker
+  if (!ready) {
+    return Status::Error(name_ + ": " + what + ": timeout: after " +
+                         std::to_string(options_.timeout.count()) + " ms, " + BackupWait(b));
+  }
+  const Backups::Reply reply = std::move(*b.replies[r]);
+  b.replies[r].reset();
+  lock.unlock();
+  const std::span<const float> parts[] = {*reply.state, reply.masks};
+  return SendReply(link, rank, PsMessage::kPush, reply.header, parts,
+                   "step " + std::to_string(reply.header.clock));
+}
+
+Status ParameterShard::AnswerLatePush(Backups& b, Link& link, int rank, const PsHeader& h,
+                                      std::unique_lock<std::mutex>& lock) {
+  const std::string what = Worker(rank) + " pushed step " + std::to_string(h.clock);
+  if ((h.flags & kPsTakeAll) != 0) {
+    return Status::Error(name_ + ": " + what + " asking to take every gradient, but step " +
+                         std::to_string(h.clock) + " was applied without it");
+  }
+  ++stats_.pushes_dropped;
+  // Its proposal or vote goes to the step being collected, which then takes every gradient.
+  b.vote = std::max(b.vote, h.vote);
+  b.checkpoint |= h.flags & kPsCheckpoint;
+  b.take_all = b.take_all || h.vote != kNoVote || (h.flags & kPsCheckpoint) != 0;
+  PsHeader reply;
+  reply.from = static_cast<std::uint32_t>(options_.shard);
+  reply.clock = *b.next - 1;
+  reply.vote = b.last_vote;
+  const auto missed = b.masks.begin() + static_cast<std::ptrdiff_t>(h.clock - b.masks_from);
+  const std::vector<float> masks = MaskFloats(std::vector<std::uint64_t>(missed, b.masks.end()));
+  const std::shared_ptr<const std::vector<float>> state = b.state;
+  b.expected[static_cast<std::size_t>(rank)] = *b.next;
+  // The step being collected may have become one that can no longer get every push it takes.
+  if (Status s = TryApplyBackupStep(b); !s.ok()) return s;
+  lock.unlock();
+  const std::span<const float> parts[] = {*state, masks};
+  return SendReply(link, rank, PsMessage::kPush, reply, parts,
+                   "late push of step " + std::to_string(h.clock));
 }
 
 }  // namespace dtrain::dist
