@@ -47,6 +47,13 @@ Status CheckOptions(const ShardOptions& o) {
                          std::to_string(o.shards) + " shards");
   }
   if (o.timeout.count() <= 0) return Status::Error("the timeout must be positive");
+  if (o.backup_workers < 0 || o.backup_workers >= o.workers) {
+    return Status::Error("backup_workers must be in [0, " + std::to_string(o.workers) +
+                         ") (the workers), not " + std::to_string(o.backup_workers));
+  }
+  if (o.backup_workers > 0 && (o.mode != PsMode::kSync || o.shards != 1 || o.workers > 64)) {
+    return Status::Error("backup workers need sync mode, one shard and at most 64 workers");
+  }
   return optim::ValidateOptimizerOptions(o.optimizer);
 }
 
@@ -129,7 +136,11 @@ Status ParameterShard::Serve(std::span<Link* const> links) {
     }
   }
   if (served.ok()) {
-    served = options_.mode == PsMode::kSync ? ServeSync(links) : ServeAsync(links);
+    if (options_.mode == PsMode::kAsync) {
+      served = ServeAsync(links);
+    } else {
+      served = options_.backup_workers > 0 ? ServeBackups(links) : ServeSync(links);
+    }
   }
   if (!served.ok()) {
     // The workers learn at once that this shard is gone, instead of at their deadlines.
@@ -208,7 +219,9 @@ Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello, 
   reply.shards = static_cast<std::uint32_t>(options_.shards);
   reply.workers = static_cast<std::uint32_t>(options_.workers);
   reply.mode = static_cast<std::uint32_t>(options_.mode);
-  reply.max_staleness = static_cast<std::uint32_t>(options_.max_staleness);
+  // Slot 22: async, the staleness bound; sync, the backup workers.
+  reply.max_staleness = static_cast<std::uint32_t>(
+      options_.mode == PsMode::kAsync ? options_.max_staleness : options_.backup_workers);
   reply.flags = hello.flags & kPsWantParams;
   pushes.Echo(reply);
   const std::span<const float> parts[] = {params};
@@ -233,9 +246,8 @@ Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello, 
     mismatch = "mode " + std::string(PsModeName(static_cast<PsMode>(hello.mode & 1))) +
                " where the shard has " + std::string(PsModeName(options_.mode));
   }
-  if (options_.mode == PsMode::kAsync) {
-    differ("max_staleness", hello.max_staleness, reply.max_staleness);
-  }
+  differ(options_.mode == PsMode::kAsync ? "max_staleness" : "backup_workers", hello.max_staleness,
+         reply.max_staleness);
   if (!mismatch.empty()) {
     return Status::Error(name_ + ": " + Worker(rank) + " said hello with " + mismatch);
   }
@@ -427,7 +439,7 @@ Status ParameterShard::ServeSync(std::span<Link* const> links) {
 
 // ---- Async ----------------------------------------------------------------------------------
 
-void ParameterShard::FailAsync(const Status& status) {
+void ParameterShard::FailServe(const Status& status) {
   {
     std::lock_guard lock(mu_);
     if (failed_) return;
@@ -442,7 +454,7 @@ void ParameterShard::StartWorkerThread(int rank, Link* link) {
   links_.push_back(link);
   threads_.emplace_back([this, rank, link] {
     Status s = ServeAsyncWorker(*link, rank);
-    if (!s.ok()) FailAsync(s);
+    if (!s.ok()) FailServe(s);
   });
 }
 
@@ -489,7 +501,7 @@ Status ParameterShard::ServeAsync(std::span<Link* const> links) {
           std::to_string(clocks_.clock(*first)) + " and did not come back within " +
           std::to_string(options_.timeout.count()) + " ms";
       lock.unlock();
-      FailAsync(Status::Error(name_ + ": " + overdue));
+      FailServe(Status::Error(name_ + ": " + overdue));
       lock.lock();
     }
     serving_ = false;  // no Rejoin from now

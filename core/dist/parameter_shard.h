@@ -48,6 +48,16 @@
 // slice and hands them all to rank 0 (CollectResiduals, in parameter_shard_residuals.cc; at most
 // N x range floats, held during that exchange only; ps_protocol.md "Residuals").
 //
+// Backup workers (sync, options.backup_workers = b > 0; ps_protocol.md "Backup workers",
+// parameter_shard_backups.cc): every worker's link is served by a thread of its own, as in async
+// mode, and step t is applied once N - b of its pushes have come (all N when a push of it asks
+// for every gradient: a checkpoint proposal, a stop vote, kPsTakeAll), summed in rank order, each
+// weighted by its share of the taken pushes' rows. A push that comes after its step was applied
+// is dropped and answered at once with the state the others reached and which ranks each of the
+// steps it missed took. After a step that published a checkpoint or a stop, no step is applied
+// before rank 0's next request, so its snapshot is of exactly that step. Each mask is a u64, so
+// at most 64 workers.
+//
 // Deadlines and failures: every wait for a worker (its next message, its push of step t, a
 // delayed fetch) has the deadline options.timeout from when the wait began; a silent, dead or
 // misbehaving worker is an error naming the shard, "worker rank R" and the step or clock. On the
@@ -108,12 +118,16 @@ struct ShardOptions {
   // Async: a worker whose link breaks (it died, or its host went away) leaves without failing the
   // shard, and may come back within `timeout` through Rejoin (a restarted worker process).
   bool rejoin = false;
+  // Sync: b, the slowest workers a step may go on without (0 <= b < workers, at most 64
+  // workers); with b > 0, one shard and raw pushes only.
+  int backup_workers = 0;
 };
 
 // What a shard has applied; cumulative since construction.
 struct ShardStats {
   std::uint64_t steps = 0;           // optimizer steps applied (sync: steps; async: pushes)
   std::uint64_t pushes_applied = 0;  // worker pushes applied (sync: N per step)
+  std::uint64_t pushes_dropped = 0;  // backup workers: pushes that came after their step
   std::uint64_t global_clock = 0;    // g (sync: steps applied)
   StalenessStats staleness;          // of every applied push (sync: all 0)
 };
@@ -154,10 +168,27 @@ class ParameterShard {
   optim::Optimizer& optimizer() { return *optimizer_; }
 
  private:
-  struct WorkerState;
+  struct Backups;  // ServeBackups' state (parameter_shard_backups.cc)
 
   Status ServeSync(std::span<Link* const> links);
   Status ServeAsync(std::span<Link* const> links);
+  // Sync with backup workers: one thread per link (ServeBackupWorker, worker `rank`'s) until
+  // every worker said goodbye or the first failure.
+  Status ServeBackups(std::span<Link* const> links);
+  Status ServeBackupWorker(Backups& backups, Link& link, int rank);
+  // A push `push` from worker `rank` (its data received), `lock` holding mu_: held until its
+  // step is applied, then answered; or, late, dropped and answered at once (AnswerLatePush).
+  Status ServeBackupPush(Backups& backups, Link& link, int rank, const PsHeader& push,
+                         std::unique_lock<std::mutex>& lock);
+  Status AnswerLatePush(Backups& backups, Link& link, int rank, const PsHeader& push,
+                        std::unique_lock<std::mutex>& lock);
+  // mu_ held: applies the step being collected if it may be (enough pushes, no hold); an error
+  // when a worker waits on it but it never could be (too many workers said goodbye).
+  Status TryApplyBackupStep(Backups& backups);
+  // mu_ held: applies it with the `held` pushes that came, prepares their replies, publishes.
+  void ApplyBackupStep(Backups& backups, std::size_t held);
+  // mu_ held: what the step being collected waits for, for a deadline's error.
+  std::string BackupWait(const Backups& backups) const;
   // The whole conversation with one worker in async mode (its own thread).
   Status ServeAsyncWorker(Link& link, int rank);
 
@@ -195,8 +226,8 @@ class ParameterShard {
   Status Fail(const std::string& context, const Status& status) const;
 
   // Async helpers; call with mu_ held.
-  // Records the first failure of ServeAsync and closes every link.
-  void FailAsync(const Status& status);
+  // Records the first failure of ServeAsync (or ServeBackups) and closes every link.
+  void FailServe(const Status& status);
   // Worker `rank`'s link broke (`why`): with options_.rejoin it is absent from now and OK is
   // returned; without, `why` is.
   Status LinkBroke(int rank, Link& link, Status why);
@@ -217,11 +248,11 @@ class ParameterShard {
   std::vector<Clock::time_point> absent_since_;
   std::vector<bool> may_jump_;         // per worker: its next push may carry a larger clock
   bool serving_ = false;               // ServeAsync runs: Rejoin is allowed
-  std::vector<std::jthread> threads_;  // ServeAsync's, one per worker link ever served
+  std::vector<std::jthread> threads_;  // ServeAsync's (ServeBackups'), one per worker link served
   ShardStats stats_;
   bool failed_ = false;
   Status failure_;
-  std::vector<Link*> links_;  // during ServeAsync, to close them on failure (rejoined ones too)
+  std::vector<Link*> links_;  // during ServeAsync (ServeBackups), to close them on failure
 };
 
 }  // namespace dtrain::dist

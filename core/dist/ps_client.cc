@@ -44,6 +44,14 @@ PsClient::PsClient(std::span<Link* const> shard_links, PsClientOptions options)
     unusable_ = Status::Error(me + ": the timeout must be positive");
   } else if (std::find(links_.begin(), links_.end(), nullptr) != links_.end()) {
     unusable_ = Status::Error(me + ": a shard's link is missing");
+  } else if (options_.backup_workers < 0 || options_.backup_workers >= options_.workers) {
+    unusable_ =
+        Status::Error(me + ": backup_workers must be in [0, " + std::to_string(options_.workers) +
+                      "), not " + std::to_string(options_.backup_workers));
+  } else if (options_.backup_workers > 0 &&
+             (options_.mode != PsMode::kSync || links_.size() != 1 ||
+              options_.compression.method != compress::Method::kNone)) {
+    unusable_ = Status::Error(me + ": backup workers need sync mode, one shard and raw pushes");
   }
   ranges_ = ShardRanges(options_.num_params, static_cast<int>(links_.size()));
   const compress::Settings& compression = options_.compression;
@@ -68,6 +76,10 @@ Status PsClient::Error(int k, const std::string& context, const Status& status) 
 }
 
 Status PsClient::Usable() const { return unusable_; }
+
+int PsClient::StalenessOrBackups() const {
+  return options_.mode == PsMode::kAsync ? options_.max_staleness : options_.backup_workers;
+}
 
 Status PsClient::Broken(Status status) {
   if (unusable_.ok()) {
@@ -178,7 +190,7 @@ Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks)
     h.shards = static_cast<std::uint32_t>(shards());
     h.workers = static_cast<std::uint32_t>(options_.workers);
     h.mode = static_cast<std::uint32_t>(options_.mode);
-    h.max_staleness = static_cast<std::uint32_t>(options_.max_staleness);
+    h.max_staleness = static_cast<std::uint32_t>(StalenessOrBackups());
     h.flags = params.empty() ? 0 : kPsWantParams;
     if (compressor_) AnnouncePushes(compressor_->plan()[static_cast<std::size_t>(k)], h);
     if (Status s = SendHeader(k, PsMessage::kHello, h, deadline); !s.ok()) return Broken(s);
@@ -205,9 +217,8 @@ Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks)
       mismatch = "mode: the worker has " + std::string(PsModeName(options_.mode)) + ", the shard " +
                  std::string(PsModeName(static_cast<PsMode>(h.mode & 1)));
     }
-    if (options_.mode == PsMode::kAsync) {
-      differ("max_staleness", static_cast<std::uint64_t>(options_.max_staleness), h.max_staleness);
-    }
+    differ(options_.mode == PsMode::kAsync ? "max_staleness" : "backup_workers",
+           static_cast<std::uint64_t>(StalenessOrBackups()), h.max_staleness);
     PsHeader announced;
     if (compressor_) AnnouncePushes(compressor_->plan()[static_cast<std::size_t>(k)], announced);
     differ("encoding of compressed pushes (flags)", announced.flags,
@@ -231,7 +242,7 @@ Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks)
 Result<std::uint32_t> PsClient::SyncStep(std::uint64_t step, std::span<const float> grad, float lr,
                                          std::size_t rows, std::size_t total_rows,
                                          std::uint32_t vote, std::span<float> params,
-                                         bool propose_checkpoint) {
+                                         bool propose_checkpoint, bool take_all) {
   if (Status u = Usable(); !u.ok()) return u;
   CallTimer timer([this](Clock::time_point start) { AddTime(start); });
   const std::string at = "step " + std::to_string(step);
@@ -252,18 +263,22 @@ Result<std::uint32_t> PsClient::SyncStep(std::uint64_t step, std::span<const flo
   h.rows = static_cast<std::uint32_t>(rows);
   h.total_rows = static_cast<std::uint32_t>(total_rows);
   h.vote = vote;
-  h.flags = propose_checkpoint ? kPsCheckpoint : 0;
+  h.flags = (propose_checkpoint ? kPsCheckpoint : 0) | (take_all ? kPsTakeAll : 0);
   const bool compressed =
       compressor_ && step >= static_cast<std::uint64_t>(options_.compression.warmup_steps);
   if (Status s = SendPushes(h, grad, compressed, {}, Clock::now() + options_.timeout); !s.ok()) {
     return Broken(s);
   }
+  masks_.clear();
+  clock_reached_ = step;
   std::uint32_t agreed = kNoVote;
   for (int k = 0; k < shards(); ++k) {
     const ShardRange& r = ranges_[static_cast<std::size_t>(k)];
     Result<PsHeader> reply = ReceiveReply(k, PsMessage::kPush, at);
     if (!reply.ok()) return Broken(reply.status());
-    if (reply.value().clock != step) {
+    // With backup workers a late push is answered for a later step (ps_protocol.md).
+    const bool late_allowed = options_.backup_workers > 0 && reply.value().clock > step;
+    if (reply.value().clock != step && !late_allowed) {
       return Broken(Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) +
                                   ": the worker pushed step " + std::to_string(step) +
                                   " but the shard answered for step " +
@@ -285,6 +300,14 @@ Result<std::uint32_t> PsClient::SyncStep(std::uint64_t step, std::span<const flo
     checkpoint_agreed_ = checkpoint;
     Status s = ReceiveData(k, PsMessage::kPush, params.subspan(r.begin, r.size()), at);
     if (!s.ok()) return Broken(s);
+    if (options_.backup_workers > 0) {
+      // One shard: the masks of the steps from `step` to the reply's clock.
+      clock_reached_ = reply.value().clock;
+      std::vector<float> masks(2 * (clock_reached_ - step + 1));
+      s = ReceiveData(k, PsMessage::kPush, masks, at + ": the masks");
+      if (!s.ok()) return Broken(s);
+      for (std::size_t i = 0; i < masks.size(); i += 2) masks_.push_back(GetU64(masks, i));
+    }
   }
   return agreed;
 }

@@ -50,6 +50,8 @@ struct PsClientOptions {
   // Pushes' compression: none, bf16 or topk (powersgd makes every call fail); warmup_steps counts
   // sync steps, or async pushes (the push's clock).
   compress::Settings compression{};
+  // Sync: b, the backup workers; must match the shard's. With b > 0: one shard, raw pushes.
+  int backup_workers = 0;
 };
 
 // The full state of every shard, assembled: what a checkpoint stores.
@@ -84,12 +86,19 @@ class PsClient {
   // Sync: pushes this worker's gradient of `step` (the mean over its `rows` of the step's
   // `total_rows`) with the lr and its stop vote, then receives the new parameters into `params`.
   // Returns the agreed vote (kNoVote or 1 + StopReason). `propose_checkpoint` rides on the push;
-  // checkpoint_agreed() then says whether any worker proposed one at this step.
+  // checkpoint_agreed() then says whether any worker proposed one at this step. `take_all`: the
+  // step must take every worker's gradient (backup workers).
   Result<std::uint32_t> SyncStep(std::uint64_t step, std::span<const float> grad, float lr,
                                  std::size_t rows, std::size_t total_rows, std::uint32_t vote,
-                                 std::span<float> params, bool propose_checkpoint = false);
+                                 std::span<float> params, bool propose_checkpoint = false,
+                                 bool take_all = false);
   // After SyncStep: every worker checkpoints after this step (ps_protocol.md, "Residuals").
   bool checkpoint_agreed() const { return checkpoint_agreed_; }
+  // After SyncStep with backup workers: the last step `params` are the state after (the pushed
+  // step, or a later one when the push came after its step), and which ranks each step from the
+  // pushed one to it took (bit r: rank r). Without backup workers: the pushed step, no masks.
+  std::uint64_t clock_reached() const { return clock_reached_; }
+  std::span<const std::uint64_t> masks() const { return masks_; }
 
   // Sync with compression, on every worker between the same two steps (`next_step`: the next
   // one it pushes): sends each shard this worker's residual over the shard's range; rank 0
@@ -126,6 +135,8 @@ class PsClient {
   std::string Shard(int k) const;  // "shard 1 of 3 [100, 200)"
   Status Error(int k, const std::string& context, const Status& status) const;
   Status Usable() const;
+  // What the hello's slot 22 carries: max_staleness (async) or backup_workers (sync).
+  int StalenessOrBackups() const;
   Status SendHeader(int k, PsMessage kind, const PsHeader& header, Deadline deadline);
   Status SendData(int k, PsMessage kind, std::span<const float> data, Deadline deadline);
   // A push's header (`header`, kPsEncodedPush added to its flags here) and data to every shard:
@@ -147,6 +158,8 @@ class PsClient {
   Status unusable_;
   bool greeted_ = false;
   bool checkpoint_agreed_ = false;
+  std::uint64_t clock_reached_ = 0;
+  std::vector<std::uint64_t> masks_;
   std::uint64_t own_clock_ = 0;
   std::unique_ptr<compress::GradientCompressor> compressor_;  // with compression only
   std::vector<float> encoded_;                                // a push's messages, shard by shard

@@ -73,11 +73,12 @@ struct PsHeader {
   std::uint32_t shard = 0;  // hello, hello reply
   std::uint32_t shards = 0;
   std::uint32_t workers = 0;
-  std::uint32_t mode = 0;  // PsMode
-  std::uint32_t max_staleness = 0;
+  std::uint32_t mode = 0;           // PsMode
+  std::uint32_t max_staleness = 0;  // hello, hello reply: async, s; sync, the backup workers
   std::uint32_t state_vectors = 0;  // snapshot reply: optimizer state vectors that follow
   std::uint32_t flags = 0;  // hello: kPsWantParams, an encoding; hello reply: the same if taken;
-                            // push: kPsEncodedPush, kPsCheckpoint; push reply: kPsCheckpoint
+                            // push: kPsEncodedPush, kPsCheckpoint, kPsTakeAll; push reply:
+                            // kPsCheckpoint
 };
 inline constexpr std::uint32_t kPsWantParams = 1;
 // Compressed pushes (ps_protocol.md): hello flags saying how this worker encodes its compressed
@@ -89,6 +90,9 @@ inline constexpr std::uint32_t kPsEncodedPush = 8;
 // Sync: a push's flag proposing a checkpoint after this step; the push reply's flag saying that
 // some worker proposed one (every worker then sends its residual, ps_protocol.md "Residuals").
 inline constexpr std::uint32_t kPsCheckpoint = 16;
+// Sync with backup workers: a push's flag saying that its step takes every worker's gradient
+// (the epoch's last step, the run's; ps_protocol.md "Backup workers").
+inline constexpr std::uint32_t kPsTakeAll = 64;
 
 void EncodePsHeader(const PsHeader& header, std::span<float, kPsHeaderFloats> out);
 // Fails on a wrong magic (the message is not a parameter-server header).

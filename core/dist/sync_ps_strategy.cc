@@ -14,7 +14,8 @@ SyncPsStrategy::SyncPsStrategy(std::span<Link* const> shard_links, std::size_t n
                             .mode = PsMode::kSync,
                             .max_staleness = 0,
                             .timeout = options.timeout,
-                            .compression = options.compression}),
+                            .compression = options.compression,
+                            .backup_workers = options.backup_workers}),
       options_(options) {}
 
 SyncPsStrategy::~SyncPsStrategy() {
@@ -44,13 +45,13 @@ Status SyncPsStrategy::Apply(std::int64_t step, std::span<float> params, std::sp
   if (options_.clip_norm > 0.0f) optim::ClipByGlobalNorm(grad, options_.clip_norm);
   Result<std::uint32_t> agreed =
       client_.SyncStep(static_cast<std::uint64_t>(step), grad, lr, share.rows, share.total_rows,
-                       vote_, params, checkpoint_proposed_);
+                       vote_, params, checkpoint_proposed_, share.take_all);
   if (!agreed.ok()) {
     failed_ = true;
     return agreed.status();
   }
   ++steps_;
-  next_step_ = static_cast<std::uint64_t>(step) + 1;
+  next_step_ = client_.clock_reached() + 1;
   checkpoint_proposed_ = false;
   checkpoint_agreed_ = client_.checkpoint_agreed();
   if (agreed.value() != kNoVote) {

@@ -31,6 +31,13 @@
 // residuals, rank by rank; a checkpoint without them (uncompressed, or older) resumes with zero
 // residuals.
 //
+// With backup workers (options.backup_workers = b > 0; one shard, raw pushes; ps_protocol.md,
+// "Backup workers") the shard applies each step once N - b pushes have come, unless the step
+// takes every gradient (share.take_all, a checkpoint proposal, a stop vote). TakenMasks() then
+// says which ranks each step took: one mask, or, when this replica's push came after its step,
+// the masks of the steps it missed too; it goes on after the last of them. Checkpoints are
+// collective, so that the step before one takes every gradient (no state of their own).
+//
 // One thread at a time (the training thread). The links must outlive the strategy.
 #pragma once
 
@@ -56,6 +63,7 @@ struct SyncPsOptions {
   // With compression: how many of a checkpoint's state vectors are the shards' optimizer's
   // (optim::StateVectorCount), before the residuals (RestoreState).
   std::size_t optimizer_state_vectors = 0;
+  int backup_workers = 0;  // b: the shard may take N - b pushes a step (see above)
 };
 
 class SyncPsStrategy final : public PsStrategy {
@@ -84,9 +92,13 @@ class SyncPsStrategy final : public PsStrategy {
   // Says goodbye to every shard; later Applies fail. Idempotent.
   Status Finish() override;
   bool KeepsClocks() const override { return false; }
+  std::span<const std::uint64_t> TakenMasks() const override { return client_.masks(); }
 
-  // With compression: the replicas checkpoint their residuals together (see above).
-  bool CollectiveCheckpoints() const override { return Compressed(); }
+  // With compression: the replicas checkpoint their residuals together; with backup workers the
+  // proposal makes its step take every gradient (see above).
+  bool CollectiveCheckpoints() const override {
+    return Compressed() || options_.backup_workers > 0;
+  }
   void ProposeCheckpoint() override { checkpoint_proposed_ = true; }
   bool CheckpointAgreed() const override { return checkpoint_agreed_; }
   // Every replica's residual to rank 0, rank by rank; the others get none.
@@ -105,8 +117,8 @@ class SyncPsStrategy final : public PsStrategy {
   SyncPsOptions options_;
   std::uint32_t vote_ = kNoVote;  // this replica's vote on the wire (1 + StopReason)
   std::optional<train::StopReason> agreed_;
-  std::uint64_t steps_ = 0;      // steps pushed
-  std::uint64_t next_step_ = 0;  // the step after the last one pushed (0 before any)
+  std::uint64_t steps_ = 0;           // steps pushed
+  std::uint64_t next_step_ = 0;       // the step after the last one pushed (0 before any)
   bool checkpoint_proposed_ = false;  // rides on the next push
   bool checkpoint_agreed_ = false;    // at the last step pushed
   bool failed_ = false;
