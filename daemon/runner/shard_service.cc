@@ -17,10 +17,14 @@
 namespace dtrain::runner {
 namespace {
 
-std::vector<train::MetricPoint> StatPoints(const dist::ShardStats& stats) {
+// `backups`: the job has backup workers, whose late pushes the shard drops.
+std::vector<train::MetricPoint> StatPoints(const dist::ShardStats& stats, bool backups) {
   const auto step = static_cast<std::int64_t>(stats.global_clock);
   std::vector<train::MetricPoint> points{
       {step, 0.0, "pushes_applied", static_cast<double>(stats.pushes_applied)}};
+  if (backups) {
+    points.push_back({step, 0.0, "pushes_dropped", static_cast<double>(stats.pushes_dropped)});
+  }
   AppendStalenessPoints(step, stats.staleness, points);
   return points;
 }
@@ -144,7 +148,8 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
                                                  .max_staleness = job.cluster.max_staleness,
                                                  .optimizer = job.optimizer,
                                                  .timeout = timeout,
-                                                 .rejoin = takes_back});
+                                                 .rejoin = takes_back,
+                                                 .backup_workers = job.cluster.backup_workers});
 
   Status loaded;
   if (resume) {
@@ -193,7 +198,10 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
   // In async mode a side thread takes restarted workers back (ParameterShard::Rejoin); their
   // links live in `rejoined` until Serve has returned.
   return ServeReporting(
-      sink, [&server] { return StatPoints(server.Stats()); },
+      sink,
+      [&server, backups = job.cluster.backup_workers > 0] {
+        return StatPoints(server.Stats(), backups);
+      },
       [&]() -> Status {
         std::atomic<bool> serving{true};
         std::vector<std::unique_ptr<dist::Link>> rejoined;

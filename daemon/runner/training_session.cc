@@ -338,7 +338,8 @@ Status TrainingSession::ConnectShards(const config::JobConfig& job, const Placem
                               .timeout = JobTimeout(job),
                               .compression = job.cluster.compression,
                               .optimizer_state_vectors = static_cast<std::size_t>(
-                                  optim::StateVectorCount(job.optimizer.type))});
+                                  optim::StateVectorCount(job.optimizer.type)),
+                              .backup_workers = job.cluster.backup_workers});
       break;
     case Exchange::kAsynchronous:
       ps = std::make_unique<dist::DownpourStrategy>(

@@ -1,11 +1,14 @@
-// Every training row exactly once per epoch, whatever happens to a synchronous job: a two-replica
-// job over a CSV file whose rows carry shuffled ids, with each replica's rows recorded step by
-// step (DTRAIN_RECORD_ROWS, daemon/runner/row_recorder.h), through a killed replica, then the
-// other, then a killed daemon. Steps redone after a restart (those after the newest checkpoint)
-// must take the very rows they took before, and per epoch the steps' rows, over both replicas,
-// must be every id once: none twice, none missing.
+// Every training row exactly once per epoch, whatever happens to a synchronous job: a job over a
+// CSV file whose rows carry shuffled ids, with each replica's rows recorded step by step
+// (DTRAIN_RECORD_ROWS, daemon/runner/row_recorder.h), through killed replicas and a killed
+// daemon. Two replicas on the ring: steps redone after a restart (those after the newest
+// checkpoint) must take the very rows they took before. Three replicas on a parameter server with
+// a backup worker, one of them a straggler (DTRAIN_STRAGGLE): a step goes on without the last
+// gradient, whose rows the next step takes. Either way, per epoch the steps' rows, over the
+// replicas whose gradients they took, must be every id once: none twice, none missing.
 #include <signal.h>
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cstdint>
@@ -34,6 +37,46 @@ pid_t ReplicaPid(const json& job, int rank) {
   return -1;
 }
 
+// Polls `job` until it runs at `step` or later, then a little longer: a job's step moves at its
+// checkpoints, where the replicas wait for the write, so that a kill then usually finds steps
+// past the checkpoint to redo (the messages say how many were; the checks hold wherever a kill
+// lands).
+json SoonAfterStep(const DaemonFixture& d, std::int64_t id, std::int64_t step) {
+  const json job = d.WaitForStep(id, step);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  return job;
+}
+
+// The largest value of the metric `name` that the job's process `rank` recorded (0 if none).
+double LargestOf(const DaemonFixture& d, std::int64_t id, const std::string& name, int rank) {
+  const json reply = d.Request({{"type", "metrics"}, {"id", id}, {"name", name}});
+  double largest = 0.0;
+  for (const json& point : reply["metrics"]) {
+    if (point["name"] == name && point["worker"] == rank && point["value"].is_number()) {
+      largest = std::max(largest, point["value"].get<double>());
+    }
+  }
+  return largest;
+}
+
+// Kills replica kills[e] early in epoch e, each restarting the attempt (`processes` more worker
+// rows), then the daemon early in the next epoch; the job must then succeed.
+void KillReplicasThenTheDaemon(DaemonFixture& d, std::int64_t id, const std::vector<int>& kills,
+                               std::size_t processes) {
+  for (std::size_t e = 0; e < kills.size(); ++e) {
+    const std::int64_t step = e == 0 ? 60 : static_cast<std::int64_t>(e) * kStepsPerEpoch + 40;
+    BOOST_REQUIRE(::kill(ReplicaPid(SoonAfterStep(d, id, step), kills[e]), SIGKILL) == 0);
+    d.WaitForRecovery(id, (e + 2) * processes);
+  }
+  SoonAfterStep(d, id, static_cast<std::int64_t>(kills.size()) * kStepsPerEpoch + 40);
+  d.Stop(SIGKILL);
+  d.Start();
+  const json job = d.Wait(id);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << d.LogTail(id));
+  BOOST_TEST(job["step"] == kEpochs * kStepsPerEpoch);
+}
+
 BOOST_AUTO_TEST_SUITE(exactly_once)
 
 BOOST_AUTO_TEST_CASE(every_epoch_takes_every_row_once_through_killed_replicas_and_a_killed_daemon) {
@@ -45,31 +88,39 @@ BOOST_AUTO_TEST_CASE(every_epoch_takes_every_row_once_through_killed_replicas_an
   const std::int64_t id = d.Submit(RowsWithIdsJob("exactly-once", data.Path("rows.csv"), kEpochs,
                                                   kGlobalBatch / 2, "workers = 2\n", 5));
 
-  // Replica 1 killed in the first epoch, replica 0 in the second, the daemon in the third. A
-  // job's step moves at its checkpoints, where the replicas wait for the write: each kill comes a
-  // little later, so that it usually finds steps past the checkpoint to redo (the messages say
-  // how many were; the checks hold wherever a kill lands).
-  const auto soon_after_step = [&](std::int64_t step) {
-    const json job = d.WaitForStep(id, step);
-    BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
-    std::this_thread::sleep_for(std::chrono::milliseconds(40));
-    return job;
-  };
-  BOOST_REQUIRE(::kill(ReplicaPid(soon_after_step(60), 1), SIGKILL) == 0);
-  d.WaitForRecovery(id, 4);
-  BOOST_REQUIRE(::kill(ReplicaPid(soon_after_step(kStepsPerEpoch + 40), 0), SIGKILL) == 0);
-  d.WaitForRecovery(id, 6);
-  soon_after_step(2 * kStepsPerEpoch + 40);
-  d.Stop(SIGKILL);
-  d.Start();
-  const json job = d.Wait(id);
-  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << d.LogTail(id));
-  BOOST_TEST(job["step"] == kEpochs * kStepsPerEpoch);
+  // Replica 1 killed in the first epoch, replica 0 in the second, the daemon in the third.
+  KillReplicasThenTheDaemon(d, id, {1, 0}, 2);
 
   // A static job: every step recorded by both replicas, each at its rank.
   const TakenSteps steps = ReadTakenSteps(prefix, 2);
   BOOST_TEST(steps.smaller_worlds == 0);
   CheckEveryIdOncePerEpoch(steps, ids, kEpochs, kStepsPerEpoch);
+}
+
+BOOST_AUTO_TEST_CASE(with_backups_every_epoch_takes_every_row_once_through_drops_kills_and_a_killed_daemon) {
+  constexpr int kWorkers = 3;  // and one shard
+  constexpr int kStraggler = 2;
+  TempDir data;
+  const std::vector<int> ids = WriteRowsWithIds(data.Path("rows.csv"), kRows);
+  const std::string prefix = data.Path("taken");
+  const RecordedRows recording(prefix);
+  // The straggler takes 4 times as long on 30 % of its steps.
+  const DaemonEnvironment straggling("DTRAIN_STRAGGLE", std::to_string(kStraggler) + " 30 4");
+  DaemonFixture d;
+  const std::int64_t id = d.Submit(RowsWithIdsJob(
+      "exactly-once-with-backups", data.Path("rows.csv"), kEpochs, kGlobalBatch / kWorkers,
+      "workers = 3\nallreduce = \"ps\"\nservers = 1\nbackup_workers = 1\n", 6));
+
+  // Each replica killed once, in the first three epochs, and the daemon in the last; every kill
+  // restarts the attempt (its replicas and shard) from the newest checkpoint.
+  KillReplicasThenTheDaemon(d, id, {1, 0, kStraggler}, kWorkers + 1);
+
+  const TakenSteps steps = ReadTakenSteps(prefix, kWorkers);
+  BOOST_TEST(steps.smaller_worlds == 0);
+  BOOST_TEST(steps.left_out > 0, "no step went on without a gradient");
+  CheckEveryIdOncePerEpoch(steps, ids, kEpochs, kStepsPerEpoch);
+  BOOST_TEST(LargestOf(d, id, "dropped_gradients", kStraggler) > 0.0,
+             "the straggler's gradients were never dropped");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
