@@ -18,8 +18,9 @@ namespace dtrain::config::internal {
 // Every [cluster] key but the scheduler's (config/slurm_job.h), compression's included
 // (config/compression_section.h).
 void ReadCluster(TableReader& r, ClusterConfig* c);
-// cluster.min_workers within 1 .. workers, and only where a job can train elastically: mode
-// "sync" on the ring with whole replicas (ClusterConfig::SumsOnTheRing), placed by the daemon.
+// cluster.min_workers within 1 .. workers and cluster.max_workers at least workers, each below
+// (or above) workers only where a job can train elastically: mode "sync" on the ring with whole
+// replicas (ClusterConfig::SumsOnTheRing), placed by the daemon, uncompressed gradients.
 void CheckElastic(const ClusterConfig& c, TableReader& cluster);
 // Model parallelism fits the model: an MLP whose layers (or units) split K ways, micro-batches
 // only in a pipeline and no larger than a batch, no gradient clipping across partitions.
