@@ -86,6 +86,7 @@ Placed JobManager::Place(Job& job, int workers) const {
   }
   config::ClusterConfig cluster = job.config.cluster;
   cluster.workers = workers;
+  cluster.max_workers = 0;  // ranks 0 .. workers - 1 only
   Placed placed = PlaceJob(cluster, job.config.threads, nodes);
   if (placed.ok()) {
     const int local = static_cast<int>(std::count(
@@ -222,8 +223,9 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   job->rejoining.clear();
   job->regroup.reset();
   if (job->config.cluster.Elastic()) {
-    job->regroup.emplace(job->config.cluster.workers, job->config.cluster.min_workers,
-                         job->PlacedRanks());
+    const config::ClusterConfig& cluster = job->config.cluster;
+    job->regroup.emplace(cluster.workers, cluster.FewestMembers(), job->PlacedRanks(),
+                         cluster.MostMembers());
   }
   job->regroup_closed.reset();
   job->regroup_notices.clear();
@@ -263,7 +265,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   for (int rank = 0; rank < count; ++rank) {
     Process& p = job->processes[static_cast<std::size_t>(rank)];
     p.rank = rank;
-    if (rank >= job->placed_workers && rank < job->config.cluster.workers) {
+    if (rank >= job->placed_workers && rank < job->config.cluster.MostMembers()) {
       job->machine.Unstarted(rank);  // it joins once there are cores for it (GrowElastic)
       continue;
     }
@@ -535,12 +537,14 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   if (job == nullptr) co_return;
   job->machine.Exited(rank, exit);
   const AttemptMachine& machine = job->machine;
+  bool wanted = true;
   if (job->regroup && machine.ready() && !machine.process(rank).ended_well &&
       machine.failure().empty() && !machine.cancel_requested() && !machine.shutting_down()) {
-    // Elastic: the others regroup without it, and it is replaced while restarts last.
-    LoseElasticReplica(*job, rank, DescribeExit(exit));
+    // Elastic: the others regroup without it, and it is replaced while restarts last, unless
+    // they are cluster.workers still.
+    wanted = LoseElasticReplica(*job, rank, DescribeExit(exit));
   }
-  if (job->machine.RestartsAlone(rank) && !job->regroup_finished) {
+  if (wanted && job->machine.RestartsAlone(rank) && !job->regroup_finished) {
     // Async: the others go on; new processes take this replica's place among the shards.
     // Elastic: a new process takes its rank and joins the others' ring.
     const bool handled = co_await ReplaceReplica(id, attempt, rank);
