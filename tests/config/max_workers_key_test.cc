@@ -3,10 +3,13 @@
 // and is refused, saying why, where min_workers below workers is; below workers, always.
 #include <boost/test/unit_test.hpp>
 #include <string>
+#include <vector>
 
 #include "config/diagnostic_checks.h"
 #include "config/elastic_refusals.h"
 #include "config/job_file.h"
+#include "config/job_layout.h"
+#include "config/mode_traits.h"
 
 namespace dtrain::config {
 namespace {
@@ -44,6 +47,22 @@ BOOST_AUTO_TEST_CASE(read_and_written_back_elastic_only_above_the_workers) {
       BOOST_TEST(job.cluster.Processes() == max);
       BOOST_TEST(job.cluster.FewestMembers() == 3);
       CheckClusterWrittenBack(job, "max_workers = " + std::to_string(max));
+    }
+  }
+}
+
+// Every rank up to max_workers - 1 is a replica of the one data-parallel group, each lost one
+// restarted alone (it joins the others' ring), never the attempt.
+BOOST_AUTO_TEST_CASE(its_ranks_are_replicas_up_to_max_workers) {
+  const JobConfig job = MustParseInline(std::string(kData) + kSync + "max_workers = 5\n");
+  BOOST_TEST(DataParallelGroup(job.cluster, 0) == std::vector<int>({0, 1, 2, 3, 4}),
+             boost::test_tools::per_element());
+  for (int rank = 0; rank < 5; ++rank) {
+    BOOST_TEST_CONTEXT("rank " << rank) {
+      const ProcessRole role = RoleOf(job.cluster, rank);
+      BOOST_TEST((role.kind == ProcessRole::Kind::kReplica));
+      BOOST_TEST(role.replica == rank);
+      BOOST_TEST((CostOfLosing(job, rank) == LostProcess::kRestartAlone));
     }
   }
 }
