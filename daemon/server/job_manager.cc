@@ -105,7 +105,7 @@ Placed JobManager::PlaceToStart(Job& job, int free_cores) const {
     return whole;
   }
   Placed fewer;
-  const int workers = MostThatFit(cluster.workers - 1, cluster.min_workers, [&](int n) {
+  const int workers = MostThatFit(cluster.workers - 1, cluster.FewestMembers(), [&](int n) {
     fewer = Place(job, n);
     return fewer.ok() && job.cores <= free_cores;
   });
@@ -262,6 +262,8 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   }
   job->rendezvous.emplace(io_, std::chrono::milliseconds(
                                    static_cast<long>(job->config.cluster.timeout_seconds * 1000)));
+  // Recorded below: not the ranks an elastic job grows by meanwhile, which GrowElastic records.
+  std::vector<int> spawned;
   for (int rank = 0; rank < count; ++rank) {
     Process& p = job->processes[static_cast<std::size_t>(rank)];
     p.rank = rank;
@@ -280,6 +282,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
       break;
     }
     p.pid = pid.value();
+    spawned.push_back(rank);
     job->machine.Spawned(rank);
   }
   if (job->machine.live() == 0) {
@@ -298,7 +301,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
                                    " workers; the others join as cores free up"}),
                    asio::detached);
   }
-  for (int rank = 0; rank < count; ++rank) {
+  for (const int rank : spawned) {
     job = Current(id, attempt);
     if (job == nullptr) co_return;
     const Process& p = job->processes[static_cast<std::size_t>(rank)];

@@ -6,7 +6,8 @@
 // membership that completed each step are every id once, whatever the world was. A job that loses
 // two replicas at once waits, below min_workers, for their replacements. Another starts with
 // min_workers replicas where cores are short and grows as they free up. One of workers = 2 and
-// max_workers = 3 grows beyond its workers and carries on without the extra replica once it is lost.
+// max_workers = 3 grows beyond its workers and carries on without the extra replica once it is
+// lost; one with max_workers but no min_workers waits for the cores of all its workers.
 #include <signal.h>
 
 #include <boost/test/unit_test.hpp>
@@ -245,6 +246,25 @@ BOOST_AUTO_TEST_CASE(a_queued_job_keeps_its_claim_and_the_elastic_job_ends_with_
   for (const json& w : job["workers"]) BOOST_TEST(w["rank"] != 2, job.dump());
   CheckEveryIdOncePerEpoch(ReadTakenSteps(s.prefix, 2), s.ids, kLongEpochs, kFewSteps);
   BOOST_TEST(s.d.Wait(waiting)["state"] == "succeeded");
+}
+
+// Without min_workers, a job whose max_workers is above its workers never starts with fewer than
+// its workers: short of cores, it waits for them.
+BOOST_AUTO_TEST_CASE(a_job_with_max_workers_only_waits_for_the_cores_of_its_workers) {
+  RecordingDaemon daemon(kFewRows, {"--cores", "3", "--max-jobs", "3"});
+  const DaemonFixture& d = daemon.d;
+  const std::int64_t blocker = d.Submit(SparseJob("blocker", daemon.data.Path("b.svm"), 0, 1));
+  BOOST_REQUIRE(d.WaitForState(blocker, "running")["state"] == "running");
+  std::string text = RowsWithIdsJob("whole", daemon.data.Path("rows.csv"), 1, kGlobalBatch / 3,
+                                    "workers = 3\nmax_workers = 4\n", 0);
+  text.replace(text.find("[train]\n"), 8, "[train]\nthreads = 1\n");
+  const std::int64_t id = d.Submit(text);
+  const json queued = d.Status(id);
+  BOOST_TEST(queued["state"] == "queued", queued.dump());
+  BOOST_TEST(queued["reason"] == "waiting for cores (needs 3, 2 free)", queued.dump());
+  for (const std::int64_t job : {id, blocker}) {
+    BOOST_REQUIRE(d.Request({{"type", "cancel"}, {"id", job}})["ok"] == true);
+  }
 }
 
 // Workers whose rank is `rank` among the job's worker rows (every process started).
