@@ -134,13 +134,18 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
   r.Size("bucket_bytes", 0, kMaxBucketBytes, &c->bucket_bytes);
   ReadHierarchy(r, c);
   r.Int("min_workers", 1, kMaxWorkers, &c->min_workers);
+  r.Int("max_workers", 1, kMaxWorkers, &c->max_workers);
   ReadBackupWorkers(r, c);
 }
 
-void CheckElastic(const ClusterConfig& c, TableReader& cluster) {
-  const toml::node* min = cluster.Find("min_workers");
-  if (min == nullptr || cluster.Failed("min_workers")) return;
-  const std::string is = "is " + std::to_string(c.min_workers) + ", but ";
+namespace {
+
+// Refuses `key` (set to `value`) where the job cannot train elastically, or for `too_many_or_few`
+// when that is not empty (after "is VALUE, but ").
+void RefuseWhereNotElastic(const ClusterConfig& c, TableReader& cluster, const std::string& key,
+                           int value, const std::string& too_many_or_few) {
+  const toml::node* node = cluster.Find(key);
+  const std::string is = "is " + std::to_string(value) + ", but ";
   const bool layout_known = !cluster.Failed("mode") && !cluster.Failed("allreduce") &&
                             !cluster.Failed("model_parallel") && !cluster.Failed("scheduler");
   if (!layout_known) return;
@@ -148,23 +153,46 @@ void CheckElastic(const ClusterConfig& c, TableReader& cluster) {
       "elastic training is for mode \"sync\" with allreduce \"ring\", model_parallel = 1 and "
       "scheduler = \"daemon\": ";
   if (!c.SumsOnTheRing()) {
-    cluster.Report(*min, "min_workers", is + elastic + WhyNotOnTheRing(c));
+    cluster.Report(*node, key, is + elastic + WhyNotOnTheRing(c));
   } else if (c.scheduler != Scheduler::kDaemon) {
-    cluster.Report(*min, "min_workers",
+    cluster.Report(*node, key,
                    is + elastic + "scheduler \"" + std::string(SchedulerName(c.scheduler)) +
                        "\" places the job's processes itself");
-  } else if (c.min_workers > c.workers && !cluster.Failed("workers")) {
-    cluster.Report(*min, "min_workers",
-                   is + "the job has only cluster.workers = " + std::to_string(c.workers));
+  } else if (!too_many_or_few.empty()) {
+    cluster.Report(*node, key, is + too_many_or_few);
   } else if (c.compression.method != compress::Method::kNone && !cluster.Failed("compression")) {
     // The error-feedback residuals (and PowerSGD's factors) live in each replica's strategy and
     // are handed over only through the ring, which a regroup no longer has.
-    cluster.Report(*min, "min_workers",
+    cluster.Report(*node, key,
                    is + "cluster.compression \"" +
                        std::string(compress::MethodName(c.compression.method)) +
                        "\" keeps residuals a regroup cannot carry over: elastic jobs exchange "
                        "whole gradients (compression = \"none\")");
   }
+}
+
+}  // namespace
+
+void CheckElastic(const ClusterConfig& c, TableReader& cluster) {
+  const bool workers_known = !cluster.Failed("workers");
+  if (cluster.Find("min_workers") != nullptr && !cluster.Failed("min_workers")) {
+    const bool too_many = c.min_workers > c.workers && workers_known;
+    RefuseWhereNotElastic(
+        c, cluster, "min_workers", c.min_workers,
+        too_many ? "the job has only cluster.workers = " + std::to_string(c.workers) : "");
+  }
+  const toml::node* max = cluster.Find("max_workers");
+  if (max == nullptr || cluster.Failed("max_workers") || !workers_known ||
+      c.max_workers == c.workers) {
+    return;
+  }
+  if (c.max_workers < c.workers) {
+    cluster.Report(*max, "max_workers",
+                   "is " + std::to_string(c.max_workers) + ", fewer than cluster.workers = " +
+                       std::to_string(c.workers) + ": the job grows from workers toward it");
+    return;
+  }
+  RefuseWhereNotElastic(c, cluster, "max_workers", c.max_workers, "");
 }
 
 void CheckModelParallel(const JobConfig& job, TableReader& cluster) {

@@ -139,8 +139,17 @@ struct ClusterConfig {
   // once per epoch). 0: every step waits for every replica.
   int backup_workers = 0;
 
-  // Whether a lost replica is carried on without (min_workers set below workers).
-  bool Elastic() const { return min_workers > 0 && min_workers < workers; }
+  // Elastic sync ring jobs: the most replicas the job trains with. The daemon grows a running job
+  // beyond workers toward it while cores are free; the global batch stays workers x batch_size, so
+  // members above workers only take smaller shares. 0: workers (the job grows no further).
+  int max_workers = 0;
+
+  // Whether a lost replica is carried on without, or the job may grow beyond workers
+  // (min_workers set below workers, or max_workers above).
+  bool Elastic() const { return FewestMembers() < workers || MostMembers() > workers; }
+  // The fewest and the most replicas the job trains with: its ranks are 0 .. MostMembers() - 1.
+  int FewestMembers() const { return min_workers > 0 ? min_workers : workers; }
+  int MostMembers() const { return max_workers > workers ? max_workers : workers; }
   // Whether backup_workers applies: mode "sync" on one parameter server (allreduce "ps",
   // servers = 1) with whole replicas and uncompressed gradients.
   bool BackupWorkersApply() const;
@@ -148,7 +157,7 @@ struct ClusterConfig {
   int Servers() const;
   // Processes the job runs (config/job_layout.h): every replica's partitions, then every
   // partition's shards, then a Sandblaster job's coordinator.
-  int Trainers() const { return workers * model_parallel; }
+  int Trainers() const { return MostMembers() * model_parallel; }
   int Shards() const { return Servers() * model_parallel; }
   int Coordinators() const;
   int Processes() const { return Trainers() + Shards() + Coordinators(); }

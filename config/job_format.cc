@@ -197,6 +197,7 @@ void WriteCluster(const ClusterConfig& c, Shown show, TomlWriter& w) {
     } else if (several) {
       w.Comment("min_workers: not set, so a lost replica restarts the attempt from its checkpoint");
     }
+    if (c.max_workers > 0) w.Int("max_workers", c.max_workers);
   }
 }
 

@@ -21,7 +21,7 @@ ProcessRole RoleOf(const ClusterConfig& c, int rank) {
   role.kind = ProcessRole::Kind::kShard;
   role.partition = (rank - c.Trainers()) / shards;
   role.shard = (rank - c.Trainers()) % shards;
-  role.group_rank = c.workers + role.shard;
+  role.group_rank = c.MostMembers() + role.shard;
   return role;
 }
 
@@ -35,7 +35,7 @@ int ShardRank(const ClusterConfig& c, int partition, int shard) {
 
 std::vector<int> DataParallelGroup(const ClusterConfig& c, int partition) {
   std::vector<int> ranks;
-  for (int r = 0; r < c.workers; ++r) ranks.push_back(TrainerRank(c, r, partition));
+  for (int r = 0; r < c.MostMembers(); ++r) ranks.push_back(TrainerRank(c, r, partition));
   for (int s = 0; s < c.Servers(); ++s) ranks.push_back(ShardRank(c, partition, s));
   return ranks;
 }

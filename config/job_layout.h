@@ -5,7 +5,8 @@
 //   ranks N*K .. N*K + K*S - 1  shards: partition p's shard s is rank N*K + p * S + s
 //   rank N*K + K*S              mode "sandblaster": the coordinator
 //
-// for N = cluster.workers replicas of K = cluster.model_parallel partitions and S shards per
+// for N = cluster.workers replicas (an elastic job's cluster.MostMembers(), max_workers where it
+// grows beyond workers) of K = cluster.model_parallel partitions and S shards per
 // partition (cluster.Servers(); 0 in the modes without parameter servers). Without model
 // parallelism (K = 1) a replica is rank r and shard s rank N + s. Partition p of every replica
 // and partition p's shards form a data-parallel group, which trains partition p's parameters as

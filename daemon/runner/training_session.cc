@@ -119,7 +119,7 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::Job
   if (job.cluster.Elastic()) {
     // The largest share a step can give a member: that of the smallest membership allowed.
     train::TrainOptions fewest = options;
-    fewest.world_size = job.cluster.min_workers;
+    fewest.world_size = job.cluster.FewestMembers();
     capacity = std::max(capacity, train::Trainer::Capacity(fewest));
   }
   if (job.cluster.model_parallel > 1) {
@@ -220,8 +220,10 @@ Status TrainingSession::Connect(const config::JobConfig& job, const Placement& p
         optim::MakeOptimizer(job.optimizer, 0, network_->NumParams()), job.clip_norm);
     return Status::Ok();
   }
+  // Every rank's address: an elastic job's up to max_workers.
   if (placement.listener == nullptr ||
-      placement.peers.size() != static_cast<std::size_t>(workers + job.cluster.Servers())) {
+      placement.peers.size() !=
+          static_cast<std::size_t>(job.cluster.MostMembers() + job.cluster.Servers())) {
     return Status::Error("a job of " + std::to_string(workers) + " workers and " +
                          std::to_string(job.cluster.Servers()) +
                          " shards needs the address of every process (rendezvous)");

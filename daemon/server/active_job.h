@@ -66,7 +66,8 @@ struct JobManager::Job {
   std::vector<std::string> placement;  // node by rank, chosen when the job was scheduled
   // The replicas placed: ranks 0 .. placed_workers - 1 were started. An elastic job without the
   // cores for all starts with fewer (at least cluster.min_workers), and the others join as cores
-  // free up (GrowElastic); every other job places all of cluster.workers.
+  // free up (GrowElastic), up to cluster.max_workers; every other job places all of
+  // cluster.workers.
   int placed_workers = 0;
   // Rendezvous: admitted processes wait for it until the deadline; it is set once the last one
   // arrived (machine.ready()), abandoned when the attempt failed.

@@ -14,14 +14,18 @@
 namespace dtrain::server {
 
 bool JobManager::LoseElasticReplica(Job& job, int rank, const std::string& how) {
+  // Not when the others are as many as cluster.workers still: the job has the number it aims for.
+  const std::vector<int>& members = job.regroup->members();
+  const auto others = std::ranges::count_if(members, [rank](int m) { return m != rank; });
+  const bool wanted = others < job.config.cluster.workers;
   // As OnWorkerExit decides next: the daemon starts its replacement while restarts last.
-  const bool replaced = job.machine.RestartsAlone(rank) && !job.regroup_finished;
+  const bool replaced = wanted && job.machine.RestartsAlone(rank) && !job.regroup_finished;
   RegroupStep step = job.regroup->Lost(rank, job.newest_step, replaced);
   if (step.failure) *step.failure = job.Who(rank) + " " + how + ": " + *step.failure;
   const bool carries_on = !step.failure;
   ApplyRegroup(job, std::move(step));
   if (carries_on) job.machine.CarriedOn(rank);
-  return carries_on;
+  return wanted;
 }
 
 void JobManager::ApplyRegroup(Job& job, RegroupStep step) {
@@ -119,7 +123,7 @@ void JobManager::FinishElastic(Job& job) {
   job.regroup_finished = true;
   job.AbandonRegroups();  // a replacement waiting to join is told there is nothing to join
   const std::vector<int>& members = job.regroup->members();
-  for (int rank = 0; rank < job.config.cluster.workers; ++rank) {
+  for (int rank = 0; rank < job.config.cluster.MostMembers(); ++rank) {
     const ProcessState& state = job.machine.process(rank);
     if (std::binary_search(members.begin(), members.end(), rank) || !state.started ||
         state.exited || state.stop_sent) {

@@ -12,6 +12,15 @@
 #include "daemon/server/submit_limits.h"
 
 namespace dtrain::server {
+namespace {
+
+// The cores of the job's cluster.workers replicas, all on this host: what it asks for. An elastic
+// job grows beyond them (to max_workers) only within the share its owner has left then.
+int AskedCores(const config::JobConfig& job, int host_cores) {
+  return JobCores(job, host_cores, job.cluster.workers * job.cluster.model_parallel);
+}
+
+}  // namespace
 
 using store::JobState;
 
@@ -57,7 +66,7 @@ asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
   job->spec_toml = record.spec_toml;
   job->state = state;
   job->priority = record.priority;
-  job->cores = JobCores(job->config, settings_.cores, job->config.cluster.Trainers());
+  job->cores = AskedCores(job->config, settings_.cores);
   co_return job;
 }
 
@@ -132,7 +141,7 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
   config::JobConfig config = *loaded.job;
   if (name) config.name = *name;
   if (priority) config.priority = *priority;
-  const int cores = JobCores(config, settings_.cores, config.cluster.Trainers());
+  const int cores = AskedCores(config, settings_.cores);
   const bool may_raise = MayRaisePriority(owner.uid, owner_name, ::geteuid(), settings_.limits);
   if (std::string over =
           ApplySubmitLimits(config, cores, may_raise, settings_.limits, net::PhysicalMemory());

@@ -86,6 +86,7 @@ Placed JobManager::Place(Job& job, int workers) const {
   }
   config::ClusterConfig cluster = job.config.cluster;
   cluster.workers = workers;
+  cluster.max_workers = 0;  // ranks 0 .. workers - 1 only
   Placed placed = PlaceJob(cluster, job.config.threads, nodes);
   if (placed.ok()) {
     const int local = static_cast<int>(std::count(
@@ -104,7 +105,7 @@ Placed JobManager::PlaceToStart(Job& job, int free_cores) const {
     return whole;
   }
   Placed fewer;
-  const int workers = MostThatFit(cluster.workers - 1, cluster.min_workers, [&](int n) {
+  const int workers = MostThatFit(cluster.workers - 1, cluster.FewestMembers(), [&](int n) {
     fewer = Place(job, n);
     return fewer.ok() && job.cores <= free_cores;
   });
@@ -222,8 +223,9 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   job->rejoining.clear();
   job->regroup.reset();
   if (job->config.cluster.Elastic()) {
-    job->regroup.emplace(job->config.cluster.workers, job->config.cluster.min_workers,
-                         job->PlacedRanks());
+    const config::ClusterConfig& cluster = job->config.cluster;
+    job->regroup.emplace(cluster.workers, cluster.FewestMembers(), job->PlacedRanks(),
+                         cluster.MostMembers());
   }
   job->regroup_closed.reset();
   job->regroup_notices.clear();
@@ -260,10 +262,12 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   }
   job->rendezvous.emplace(io_, std::chrono::milliseconds(
                                    static_cast<long>(job->config.cluster.timeout_seconds * 1000)));
+  // Recorded below: not the ranks an elastic job grows by meanwhile, which GrowElastic records.
+  std::vector<int> spawned;
   for (int rank = 0; rank < count; ++rank) {
     Process& p = job->processes[static_cast<std::size_t>(rank)];
     p.rank = rank;
-    if (rank >= job->placed_workers && rank < job->config.cluster.workers) {
+    if (rank >= job->placed_workers && rank < job->config.cluster.MostMembers()) {
       job->machine.Unstarted(rank);  // it joins once there are cores for it (GrowElastic)
       continue;
     }
@@ -278,6 +282,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
       break;
     }
     p.pid = pid.value();
+    spawned.push_back(rank);
     job->machine.Spawned(rank);
   }
   if (job->machine.live() == 0) {
@@ -296,7 +301,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
                                    " workers; the others join as cores free up"}),
                    asio::detached);
   }
-  for (int rank = 0; rank < count; ++rank) {
+  for (const int rank : spawned) {
     job = Current(id, attempt);
     if (job == nullptr) co_return;
     const Process& p = job->processes[static_cast<std::size_t>(rank)];
@@ -535,12 +540,14 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   if (job == nullptr) co_return;
   job->machine.Exited(rank, exit);
   const AttemptMachine& machine = job->machine;
+  bool wanted = true;
   if (job->regroup && machine.ready() && !machine.process(rank).ended_well &&
       machine.failure().empty() && !machine.cancel_requested() && !machine.shutting_down()) {
-    // Elastic: the others regroup without it, and it is replaced while restarts last.
-    LoseElasticReplica(*job, rank, DescribeExit(exit));
+    // Elastic: the others regroup without it, and it is replaced while restarts last, unless
+    // they are cluster.workers still.
+    wanted = LoseElasticReplica(*job, rank, DescribeExit(exit));
   }
-  if (job->machine.RestartsAlone(rank) && !job->regroup_finished) {
+  if (wanted && job->machine.RestartsAlone(rank) && !job->regroup_finished) {
     // Async: the others go on; new processes take this replica's place among the shards.
     // Elastic: a new process takes its rank and joins the others' ring.
     const bool handled = co_await ReplaceReplica(id, attempt, rank);

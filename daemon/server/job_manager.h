@@ -290,8 +290,8 @@ class JobManager {
                                                     int rank);
   // An elastic job's replica `rank`, admitted after the rendezvous, exited `how` (not well): it
   // leaves the membership, and the others regroup without it (waiting for replacements when
-  // fewer than cluster.min_workers remain) unless too few can. Returns whether the attempt
-  // carries on.
+  // fewer than cluster.min_workers remain) unless too few can. Returns whether it is to be
+  // replaced (while restarts last): not when the others are cluster.workers still.
   bool LoseElasticReplica(Job& job, int rank, const std::string& how);
   // Carries out what the job's RegroupRound answered: events, kills, the answer to the round's
   // askers, notices, the next round's deadline, or the attempt's failure.
@@ -322,9 +322,10 @@ class JobManager {
   // Where a waiting job starts, given `free_cores`: with all its replicas, or an elastic job with
   // the most that fit (at least cluster.min_workers); sets job.placed_workers and job.cores.
   Placed PlaceToStart(Job& job, int free_cores) const;
-  // A running elastic job started with fewer replicas than cluster.workers (elastic_growth.cc):
-  // starts as many of the others as the free cores (and its owner's share in `usage`, charged)
-  // allow, each admitted as a joiner that enters the ring at a step boundary.
+  // A running elastic job with fewer replicas started than cluster.max_workers (workers unless
+  // set above; elastic_growth.cc): starts as many of the others as the free cores (and its
+  // owner's share in `usage`, charged) allow, each admitted as a joiner that enters the ring at a
+  // step boundary.
   void GrowElastic(Job& job, UsageByUser& usage);
   // Slurm (slurm_attempt.cc). A job placed by Slurm takes no cores here; it needs this daemon's
   // TCP listener, which its tasks connect back to.

@@ -20,8 +20,13 @@ void Keep(std::vector<RegroupRequest>& requests, const RegroupRequest& request) 
 
 }  // namespace
 
-RegroupRound::RegroupRound(int workers, int min_workers, std::vector<int> members)
-    : workers_(workers), min_workers_(min_workers), members_(std::move(members)) {
+RegroupRound::RegroupRound(int workers, int min_workers, std::vector<int> members,
+                           int max_workers)
+    : workers_(workers),
+      min_workers_(min_workers),
+      of_workers_(" of " + std::to_string(workers) +
+                  (max_workers > workers ? ".." + std::to_string(max_workers) : "")),
+      members_(std::move(members)) {
   if (!members_.empty()) return;
   for (int rank = 0; rank < workers; ++rank) members_.push_back(rank);
 }
@@ -213,7 +218,7 @@ void RegroupRound::Complete(RegroupStep& step) {
     if (!joiners_.contains(rank)) continue;
     step.events.push_back("worker " + std::to_string(rank) + " joined at step " +
                           std::to_string(answer.step) + ": " + std::to_string(asked.size()) +
-                          " of " + std::to_string(workers_));
+                          of_workers_);
   }
   epoch_ = answer.membership;
   members_ = std::move(asked);

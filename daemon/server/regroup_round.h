@@ -6,7 +6,8 @@
 // attempt fails. JobManager turns its answers into channel replies, timers, kills and store writes
 // (daemon/control_protocol.md, "regroup").
 //
-//   RegroupRound round(job.cluster.workers, job.cluster.min_workers);
+//   RegroupRound round(job.cluster.workers, job.cluster.FewestMembers(), {},
+//                      job.cluster.MostMembers());
 //   RegroupStep s = round.Lost(2, newest_step, true);  // "worker 2 lost at step 40, 2 carry on"
 //   s = round.Asked({0, 0, 40});  s = round.Asked({1, 0, 41});   // s.answer: epoch 1, {0, 1}
 //
@@ -64,9 +65,10 @@ struct RegroupStep {
 class RegroupRound {
  public:
   // Epoch 0: `members` (ascending; empty: every rank of `workers`) — a job started with fewer
-  // replicas than `workers` grows by admitting the others as joiners; `min_workers` the fewest a
-  // round may keep.
-  RegroupRound(int workers, int min_workers, std::vector<int> members = {});
+  // replicas than `workers` grows by admitting the others as joiners, up to `max_workers` (0:
+  // `workers`); `min_workers` the fewest a round may keep. Only the events tell the sizes apart:
+  // "N of W" members, or "N of W..M" where the job may grow beyond W to M.
+  RegroupRound(int workers, int min_workers, std::vector<int> members = {}, int max_workers = 0);
 
   // Rank `rank`'s process is gone (a bad exit, or silence) while `recorded_step` was the newest
   // step the job recorded; `replaced`: a replacement for it is being started. A member leaves the
@@ -114,6 +116,7 @@ class RegroupRound {
 
   int workers_;
   int min_workers_;
+  std::string of_workers_;  // " of W", or " of W..M" where max_workers M is above workers W
   int epoch_ = 0;
   std::vector<int> members_;
   bool open_ = false;

@@ -106,7 +106,8 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(
     job->state = JobState::kRunning;
     job->machine.Ready();
     job->rendezvous->Set(true);
-    if (!a.members.empty()) Schedule();  // cores may have freed up meanwhile: it grows
+    // Cores may have freed up meanwhile: it grows (toward workers, or beyond to max_workers).
+    if (job->placed_workers < job->config.cluster.MostMembers()) Schedule();
     co_return AdmissionFor(*job, rank);
   }
   co_await job->rendezvous->Wait();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "config/diagnostic_checks.h"
+#include "config/elastic_refusals.h"
 #include "config/job_file.h"
 
 namespace dtrain::config {
@@ -13,6 +14,7 @@ namespace {
 using testing::CheckClusterWrittenBack;
 using testing::CheckDiagnostics;
 using testing::CheckNotWritten;
+using testing::CheckRefusedWhereNotElastic;
 using testing::MustParseInline;
 using testing::ParseInline;
 
@@ -61,30 +63,7 @@ BOOST_AUTO_TEST_CASE(out_of_range_values_are_refused_at_the_key) {
 }
 
 BOOST_AUTO_TEST_CASE(refused_where_the_job_cannot_train_elastically) {
-  const std::string elastic =
-      "is 1, but elastic training is for mode \"sync\" with allreduce \"ring\", "
-      "model_parallel = 1 and scheduler = \"daemon\": ";
-  const struct {
-    std::string cluster;
-    int line;
-    std::string why;
-  } cases[] = {
-      {"workers = 2\nmode = \"async\"\n", 6, "mode \"async\" pushes its gradients"},
-      {"workers = 2\nmode = \"local\"\n", 6, "mode \"local\" averages parameters, not gradients"},
-      {"workers = 2\nmode = \"sync\"\nallreduce = \"ps\"\n", 7,
-       "allreduce \"ps\" sums the gradients on parameter servers"},
-      {"workers = 2\nmode = \"sync\"\nmodel_parallel = 2\n", 7,
-       "model_parallel = 2 splits each replica's gradient among its partitions"},
-      {"workers = 2\nmode = \"sync\"\nscheduler = \"slurm\"\n", 7,
-       "scheduler \"slurm\" places the job's processes itself"},
-  };
-  for (const auto& c : cases) {
-    BOOST_TEST_CONTEXT(c.cluster) {
-      CheckDiagnostics(ParseInline(std::string(kData) + "[model]\ntype = \"mlp\"\nhidden = [8]\n" +
-                                   "[cluster]\n" + c.cluster + "min_workers = 1\n"),
-                       {{"inline.toml", c.line + 3, 15, "cluster.min_workers", elastic + c.why}});
-    }
-  }
+  CheckRefusedWhereNotElastic("min_workers", 1);
 }
 
 BOOST_AUTO_TEST_CASE(refused_with_compressed_gradients) {

@@ -5,7 +5,9 @@
 // (DTRAIN_RECORD_ROWS) with the membership it trained in: per epoch, the steps' rows over the
 // membership that completed each step are every id once, whatever the world was. A job that loses
 // two replicas at once waits, below min_workers, for their replacements. Another starts with
-// min_workers replicas where cores are short and grows as they free up.
+// min_workers replicas where cores are short and grows as they free up. One of workers = 2 and
+// max_workers = 3 grows beyond its workers and carries on without the extra replica once it is
+// lost; one with max_workers but no min_workers waits for the cores of all its workers.
 #include <signal.h>
 
 #include <boost/test/unit_test.hpp>
@@ -244,6 +246,74 @@ BOOST_AUTO_TEST_CASE(a_queued_job_keeps_its_claim_and_the_elastic_job_ends_with_
   for (const json& w : job["workers"]) BOOST_TEST(w["rank"] != 2, job.dump());
   CheckEveryIdOncePerEpoch(ReadTakenSteps(s.prefix, 2), s.ids, kLongEpochs, kFewSteps);
   BOOST_TEST(s.d.Wait(waiting)["state"] == "succeeded");
+}
+
+// Without min_workers, a job whose max_workers is above its workers never starts with fewer than
+// its workers: short of cores, it waits for them.
+BOOST_AUTO_TEST_CASE(a_job_with_max_workers_only_waits_for_the_cores_of_its_workers) {
+  RecordingDaemon daemon(kFewRows, {"--cores", "3", "--max-jobs", "3"});
+  const DaemonFixture& d = daemon.d;
+  const std::int64_t blocker = d.Submit(SparseJob("blocker", daemon.data.Path("b.svm"), 0, 1));
+  BOOST_REQUIRE(d.WaitForState(blocker, "running")["state"] == "running");
+  std::string text = RowsWithIdsJob("whole", daemon.data.Path("rows.csv"), 1, kGlobalBatch / 3,
+                                    "workers = 3\nmax_workers = 4\n", 0);
+  text.replace(text.find("[train]\n"), 8, "[train]\nthreads = 1\n");
+  const std::int64_t id = d.Submit(text);
+  const json queued = d.Status(id);
+  BOOST_TEST(queued["state"] == "queued", queued.dump());
+  BOOST_TEST(queued["reason"] == "waiting for cores (needs 3, 2 free)", queued.dump());
+  for (const std::int64_t job : {id, blocker}) {
+    BOOST_REQUIRE(d.Request({{"type", "cancel"}, {"id", job}})["ok"] == true);
+  }
+}
+
+// Workers whose rank is `rank` among the job's worker rows (every process started).
+int StartedAs(const json& job, int rank) {
+  int n = 0;
+  for (const json& w : job["workers"]) n += w["rank"] == rank ? 1 : 0;
+  return n;
+}
+
+// workers = 2, max_workers = 3 on a daemon with cores for 3: the job starts with its two workers,
+// grows to three members at once, and when the third is SIGKILLed the two others carry on in their
+// processes with no replacement started (the job has its workers).
+BOOST_AUTO_TEST_CASE(a_job_grows_beyond_its_workers_and_does_not_replace_the_extra_member) {
+  constexpr int kBeyondEpochs = 5;
+  const RecordingDaemon daemon(kFewRows, {"--cores", "3"});
+  const DaemonFixture& d = daemon.d;
+  std::string text = RowsWithIdsJob("beyond", daemon.data.Path("rows.csv"), kBeyondEpochs,
+                                    kGlobalBatch / 2, "workers = 2\nmax_workers = 3\n", 8);
+  text.replace(text.find("[train]\n"), 8, "[train]\nthreads = 1\n");
+  const std::int64_t id = d.Submit(text);
+
+  const json grown = WaitForEvents(d, id, "worker 2 joined at step ", 1);
+  BOOST_TEST(CountEvents(grown, ": 3 of 2..3") == 1, grown.dump());
+  json three = grown;
+  for (int i = 0; i < 1500 && three["metrics"].value("workers_active", 0.0) != 3.0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    three = d.Status(id);
+  }
+  BOOST_REQUIRE_MESSAGE(three["metrics"].value("workers_active", 0.0) == 3.0,
+                        three.dump() << d.LogTail(id));
+  const pid_t first = RunningPid(three, 0), second = RunningPid(three, 1);
+  BOOST_REQUIRE(::kill(RunningPid(three, 2), SIGKILL) == 0);
+
+  const json job = d.Wait(id);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << d.LogTail(id));
+  BOOST_TEST(job["step"] == kBeyondEpochs * kFewSteps);
+  BOOST_TEST(CountEvents(job, "worker 2 lost at step ") == 1, job.dump());
+  // Worker 2 was started once (the growth), and no replacement after its loss.
+  BOOST_TEST(CountEvents(job, "started worker") == 1, job.dump());
+  BOOST_TEST(CountEvents(job, "started again") == 0, job.dump());
+  BOOST_TEST(job["restarts"] == 0);
+  for (int rank = 0; rank < 3; ++rank) BOOST_TEST(StartedAs(job, rank) == 1, job.dump());
+  for (const json& w : job["workers"]) {
+    if (w["rank"] == 0) BOOST_TEST(w["pid"] == first);
+    if (w["rank"] == 1) BOOST_TEST(w["pid"] == second);
+  }
+  const TakenSteps steps = ReadTakenSteps(daemon.prefix, 3);
+  CheckEveryIdOncePerEpoch(steps, daemon.ids, kBeyondEpochs, kFewSteps);
+  BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by two replicas");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -224,6 +224,30 @@ BOOST_AUTO_TEST_CASE(a_job_started_with_fewer_replicas_grows_as_the_others_join)
   BOOST_TEST(done.events == Texts{"worker 2 joined at step 30: 3 of 3"});
 }
 
+// workers = 2, max_workers = 3 (min_workers unset: 2): a third member joins beyond the workers,
+// and its loss leaves the two others carrying on without a replacement.
+BOOST_AUTO_TEST_CASE(a_job_grows_beyond_its_workers_and_carries_on_without_the_extra_one) {
+  RegroupRound round(2, 2, {}, 3);
+  BOOST_TEST(round.members() == Ranks({0, 1}));
+  round.Joined(2);
+  round.Asked({2, -1, -1});
+  round.Asked({0, 0, 12});
+  const RegroupStep grown = round.Asked({1, 0, 12});
+  BOOST_REQUIRE(grown.answer);
+  BOOST_TEST(grown.answer->members == Ranks({0, 1, 2}));
+  BOOST_TEST(grown.events == Texts{"worker 2 joined at step 12: 3 of 2..3"});
+
+  const RegroupStep lost = round.Lost(2, 20, kNotReplaced);
+  BOOST_TEST(!lost.failure);
+  BOOST_TEST(lost.events == Texts{"worker 2 lost at step 20, 2 carry on"});
+  round.Asked({1, 1, 21});
+  const RegroupStep regrouped = round.Asked({0, 1, 20});
+  BOOST_REQUIRE(regrouped.answer);
+  BOOST_TEST(regrouped.answer->members == Ranks({0, 1}));
+  BOOST_TEST(regrouped.answer->leader == 0);
+  BOOST_TEST(regrouped.answer->step == 20);
+}
+
 BOOST_AUTO_TEST_CASE(a_job_started_with_min_workers_fails_at_a_loss_not_replaced) {
   RegroupRound round(3, 2, {0, 1});
   const RegroupStep lost = round.Lost(1, 7, kNotReplaced);
