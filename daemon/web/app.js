@@ -189,6 +189,7 @@ function jobPage(id) {
   charts = chartPlans.map((plan, i) => makeChart(canvases[i], plan));
   const ratios = {};  // rank -> its latest compression_ratio
   const stepTimes = {};  // rank -> its latest step_seconds_p50 and _p95: {p50, p95}
+  const dropped = {};    // rank -> its latest dropped_gradients (backup workers)
 
   listen("/api/stream?job=" + encodeURIComponent(id), {
     job: j => {
@@ -218,6 +219,9 @@ function jobPage(id) {
       // Each worker's step times over its last log window: a straggler's p95 stands out.
       const timed = Object.keys(stepTimes).length > 0;
       const stepColumn = timed ? [{label: 'step ms p50 / p95', num: true}] : [];
+      // With backup workers: the steps that went on without each worker's gradient.
+      const backups = Object.keys(dropped).length > 0;
+      const droppedColumn = backups ? [{label: 'dropped gradients', num: true}] : [];
       const stepCell = rank => {
         const t = stepTimes[rank];
         return el('td', {class: 'num', 'data-step': String(rank)},
@@ -227,7 +231,7 @@ function jobPage(id) {
           [
             'rank', 'role', 'host', 'pid', 'state', 'exit', {label: 'compute s (total)', num: true},
             {label: 'comm s (total)', num: true}, ...exposedColumn, ...wireColumns, ...stepColumn,
-            'started', 'ended'
+            ...droppedColumn, 'started', 'ended'
           ],
           j.workers.map(
               w =>
@@ -247,7 +251,11 @@ function jobPage(id) {
                                   number(ratios[w.rank], 1))
                              ] :
                              []),
-                     ...(timed ? [stepCell(w.rank)] : []), el('td', {}, when(w.started)),
+                     ...(timed ? [stepCell(w.rank)] : []),
+                     ...(backups ? [el('td', {class: 'num', 'data-dropped': String(w.rank)},
+                                       number(dropped[w.rank], 0))] :
+                                   []),
+                     el('td', {}, when(w.started)),
                      // A process that left (a lost replica, its replacement's predecessor) and
                      // when; the rank's next row is the one that joined.
                      el('td', {}, w.ended != null ? when(w.ended) : '')))));
@@ -265,6 +273,7 @@ function jobPage(id) {
         if (r.name === "compression_ratio") ratios[r.worker] = r.value;
         if (r.name === "step_seconds_p50") (stepTimes[r.worker] ??= {}).p50 = r.value;
         if (r.name === "step_seconds_p95") (stepTimes[r.worker] ??= {}).p95 = r.value;
+        if (r.name === 'dropped_gradients') dropped[r.worker] = r.value;
         // The lead replica's curves, finite points only (NaN is null, infinities are strings).
         if (r.worker !== 0 || typeof r.value !== "number") return;
         chartPlans.forEach((plan, i) => {

@@ -254,6 +254,24 @@ def main():
                          " && document.querySelector('#metrics tr[data-metric]') !== null", 10,
                          "the final metrics of the cancelled job")
         print("job page: final metrics of the cancelled job")
+
+        # A job with a backup worker: each step goes on with the first two of three gradients, so
+        # the workers' table counts the steps that went on without each worker's.
+        backup_job = os.path.join(work, "backups.toml")
+        with open(backup_job, "w") as f:
+            f.write('name = "backups"\n[data]\nformat = "synthetic"\nrows = 20000\n'
+                    "[train]\nepochs = 1000\nbatch_size = 16\nlog_every = 100\n[cluster]\n"
+                    'workers = 3\nmode = "sync"\nallreduce = "ps"\nservers = 1\n'
+                    "backup_workers = 1\n")
+        backup_id = json.loads(dtrain(env, sock, "submit", backup_job, "--no-wait", "--json"))["id"]
+        browser.evaluate("location.hash = '#/job/%d'" % backup_id)
+        drops = browser.wait_for(
+            "(() => { const cells = [...document.querySelectorAll('#workers td[data-dropped]')];"
+            " return cells.reduce((n, c) => n + (Number(c.textContent) || 0), 0); })()", 60,
+            "the workers' dropped gradients")
+        assert drops > 0, drops
+        print("job page: the workers' dropped gradients add up to %d" % drops)
+        dtrain(env, sock, "cancel", str(backup_id))
     finally:
         if browser:
             browser.close()
