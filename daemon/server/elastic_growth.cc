@@ -67,7 +67,7 @@ void JobManager::GrowElastic(Job& job, UsageByUser& usage) {
   if (job.placed_workers < grown) Place(job, job.placed_workers);  // the cores of those started
   job.placement = placed.nodes;
   usage[job.owner.uid].cores += job.cores - held;
-  asio::co_spawn(io_, NoteEvents(job.id, std::move(events)), asio::detached);
+  NoteEvents(job.id, std::move(events));
 }
 
 }  // namespace dtrain::server

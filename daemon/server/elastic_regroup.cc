@@ -29,9 +29,7 @@ bool JobManager::LoseElasticReplica(Job& job, int rank, const std::string& how) 
 }
 
 void JobManager::ApplyRegroup(Job& job, RegroupStep step) {
-  if (!step.events.empty()) {
-    asio::co_spawn(io_, NoteEvents(job.id, std::move(step.events)), asio::detached);
-  }
+  NoteEvents(job.id, std::move(step.events));
   for (int rank : step.kill) {
     if (job.machine.process(rank).exited) continue;
     job.machine.Silenced(rank);
@@ -72,11 +70,23 @@ asio::awaitable<void> JobManager::ExpireRegroup(std::int64_t id, std::uint64_t a
                now->regroup->DeadlinePassed(now->newest_step, now->config.cluster.timeout_seconds));
 }
 
-asio::awaitable<void> JobManager::NoteEvents(std::int64_t id, std::vector<std::string> events) {
-  for (const std::string& event : events) {
+void JobManager::NoteEvents(std::int64_t id, std::vector<std::string> events) {
+  for (std::string& event : events) {
     store_.AppendLog(id, 0, "daemon", event);
+    notes_.emplace_back(id, std::move(event));
+  }
+  if (draining_notes_ || notes_.empty()) return;
+  draining_notes_ = true;
+  asio::co_spawn(io_, DrainNotes(), asio::detached);
+}
+
+asio::awaitable<void> JobManager::DrainNotes() {
+  while (!notes_.empty()) {
+    const auto [id, event] = std::move(notes_.front());
+    notes_.pop_front();
     co_await OffThread(pool_, [this, id, &event] { return store_.NoteReason(id, event); });
   }
+  draining_notes_ = false;
 }
 
 asio::awaitable<Result<Regrouped>> JobManager::WorkerRegroup(std::int64_t id, int rank,

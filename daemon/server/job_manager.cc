@@ -295,11 +295,8 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
     StopProcesses(*job, settings_.grace);  // asked meanwhile
   }
   if (const int workers = job->config.cluster.workers; job->placed_workers < workers) {
-    asio::co_spawn(io_,
-                   NoteEvents(id, {"started with " + std::to_string(job->placed_workers) + " of " +
-                                   std::to_string(workers) +
-                                   " workers; the others join as cores free up"}),
-                   asio::detached);
+    NoteEvents(id, {"started with " + std::to_string(job->placed_workers) + " of " +
+                    std::to_string(workers) + " workers; the others join as cores free up"});
   }
   for (const int rank : spawned) {
     job = Current(id, attempt);

@@ -31,15 +31,16 @@
 
 #include <asio/awaitable.hpp>
 #include <chrono>
-#include <functional>
-#include <string_view>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -301,9 +302,12 @@ class JobManager {
   void FinishElastic(Job& job);
   // The round of `epoch` of the attempt, if still open after cluster.timeout_seconds, ends.
   asio::awaitable<void> ExpireRegroup(std::int64_t id, std::uint64_t attempt, int epoch);
-  // Records an elastic job's membership `events` as the job's, in order (its log, and its events
-  // in the store); the last becomes its reason (the membership it trains in now).
-  asio::awaitable<void> NoteEvents(std::int64_t id, std::vector<std::string> events);
+  // Records an elastic job's membership `events` as the job's (its log, and its events in the
+  // store); the last becomes its reason (the membership it trains in now). The store takes every
+  // job's notes in the order of the calls (DrainNotes, one at a time), so a loss noted before a
+  // join never becomes the reason after it.
+  void NoteEvents(std::int64_t id, std::vector<std::string> events);
+  asio::awaitable<void> DrainNotes();
   // SIGTERM (then SIGKILL after `grace`) to every live process of the job.
   void StopProcesses(Job& job, std::chrono::milliseconds grace);
   // What process `rank` is admitted with: the common admission and its partition's part of the
@@ -371,6 +375,8 @@ class JobManager {
   std::set<std::int64_t> changing_;  // ended jobs being resumed or removed: one change at a time
   bool shutting_down_ = false;
   bool schedule_later_ = false;  // ScheduleLater is pending
+  std::deque<std::pair<std::int64_t, std::string>> notes_;  // NoteEvents' (job, event), in order
+  bool draining_notes_ = false;                             // DrainNotes is running
 };
 
 }  // namespace dtrain::server
