@@ -5,6 +5,7 @@
 // the pushes it took are prepared then, so a taken worker receives exactly the state after its
 // step even if the others have gone on by the time its thread sends it.
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <deque>
 #include <memory>
@@ -34,8 +35,26 @@ struct ParameterShard::Backups {
         departed(n, false),
         taken(n, 0),
         sum(size),
-        applied(steps),
-        state(std::make_shared<const std::vector<float>>(params.begin(), params.end())) {}
+        applied(steps) {
+    Publish(params);
+  }
+
+  // Makes `params` the published state, in a copy no reply holds any more (the replies of the
+  // steps not yet sent and the newest state keep theirs), so a step reuses a buffer rather than
+  // allocating, and touching fresh pages of, the whole range again.
+  void Publish(std::span<const float> params) {
+    auto spare = std::ranges::find_if(copies, [](const auto& c) { return c.use_count() == 1; });
+    if (spare == copies.end()) {
+      copies.push_back(std::make_shared<std::vector<float>>(params.size()));
+      spare = copies.end() - 1;
+    }
+    // Its last holder's reads happened before its count fell to 1 (a release); this fence orders
+    // them before the writes below (use_count loads relaxed). New holders only copy `state` or a
+    // reply under the shard's mutex, which the caller holds.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    std::ranges::copy(params, (*spare)->begin());
+    state = *spare;
+  }
 
   const std::size_t workers;
   std::optional<std::uint64_t> next;    // the step being collected; the first push sets it
@@ -61,6 +80,7 @@ struct ParameterShard::Backups {
   // Published: the range after the last step applied, its vote, and each step's mask from
   // masks_from on (older ones no worker can miss any more).
   std::shared_ptr<const std::vector<float>> state;
+  std::vector<std::shared_ptr<std::vector<float>>> copies;  // Publish's buffers, `state` among them
   std::uint32_t last_vote = kNoVote;
   std::deque<std::uint64_t> masks;
   std::uint64_t masks_from = 0;
@@ -151,7 +171,7 @@ void ParameterShard::ApplyBackupStep(Backups& b, std::size_t held) {
     mask |= std::uint64_t{1} << r;
   }
   optimizer_->Step(params_, b.sum, b.lr);
-  b.state = std::make_shared<const std::vector<float>>(params_.begin(), params_.end());
+  b.Publish(params_);
 
   PsHeader header;
   header.from = static_cast<std::uint32_t>(options_.shard);

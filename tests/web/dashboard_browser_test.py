@@ -117,6 +117,14 @@ def dtrain(env, socket_path, *args):
     return done.stdout
 
 
+def submit(env, socket_path, work, name, text):
+    """Writes job file `name`.toml in `work` with `text` and submits it; returns the job's id."""
+    path = os.path.join(work, name + ".toml")
+    with open(path, "w") as f:
+        f.write(text)
+    return json.loads(dtrain(env, socket_path, "submit", path, "--no-wait", "--json"))["id"]
+
+
 def main():
     screenshots = None
     if len(sys.argv) == 3 and sys.argv[1] == "--screenshots":
@@ -148,13 +156,11 @@ def main():
             if os.path.exists(sock):
                 break
             time.sleep(0.02)
-        job = os.path.join(work, "job.toml")
-        with open(job, "w") as f:
-            f.write('name = "browsed"\n[data]\nformat = "synthetic"\nrows = 20000\n'
-                    "[train]\nepochs = 1000\nbatch_size = 16\nlog_every = 500\n"
-                    "eval_every = 2000\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
-                    "compression = \"bf16\"\n")
-        job_id = json.loads(dtrain(env, sock, "submit", job, "--no-wait", "--json"))["id"]
+        job_id = submit(env, sock, work, "job",
+                        'name = "browsed"\n[data]\nformat = "synthetic"\nrows = 20000\n'
+                        "[train]\nepochs = 1000\nbatch_size = 16\nlog_every = 500\n"
+                        "eval_every = 2000\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
+                        "compression = \"bf16\"\n")
         for _ in range(500):
             status = json.loads(dtrain(env, sock, "status", str(job_id), "--json"))
             if status["state"] == "running" and status["step"] > 0:
@@ -257,13 +263,11 @@ def main():
 
         # A job with a backup worker: each step goes on with the first two of three gradients, so
         # the workers' table counts the steps that went on without each worker's.
-        backup_job = os.path.join(work, "backups.toml")
-        with open(backup_job, "w") as f:
-            f.write('name = "backups"\n[data]\nformat = "synthetic"\nrows = 20000\n'
-                    "[train]\nepochs = 1000\nbatch_size = 16\nlog_every = 100\n[cluster]\n"
-                    'workers = 3\nmode = "sync"\nallreduce = "ps"\nservers = 1\n'
-                    "backup_workers = 1\n")
-        backup_id = json.loads(dtrain(env, sock, "submit", backup_job, "--no-wait", "--json"))["id"]
+        backup_id = submit(env, sock, work, "backups",
+                           'name = "backups"\n[data]\nformat = "synthetic"\nrows = 20000\n'
+                           "[train]\nepochs = 1000\nbatch_size = 16\nlog_every = 100\n"
+                           '[cluster]\nworkers = 3\nmode = "sync"\nallreduce = "ps"\n'
+                           "servers = 1\nbackup_workers = 1\n")
         browser.evaluate("location.hash = '#/job/%d'" % backup_id)
         drops = browser.wait_for(
             "(() => { const cells = [...document.querySelectorAll('#workers td[data-dropped]')];"
