@@ -46,6 +46,16 @@ CheckpointView ViewOf(const CheckpointData& c) {
   return v;
 }
 
+void CopyCheckpoint(const CheckpointView& from, CheckpointData& to) {
+  CopyHeader(from, to);
+  to.params.assign(from.params.begin(), from.params.end());
+  to.optimizer_state.resize(from.optimizer_state.size());
+  for (std::size_t i = 0; i < from.optimizer_state.size(); ++i) {
+    to.optimizer_state[i].assign(from.optimizer_state[i].begin(), from.optimizer_state[i].end());
+  }
+  to.clocks.assign(from.clocks.begin(), from.clocks.end());
+}
+
 CheckpointData HeaderOf(const CheckpointView& v) {
   CheckpointData c;
   CopyHeader(v, c);

@@ -53,6 +53,9 @@ struct CheckpointView {
 };
 
 CheckpointView ViewOf(const CheckpointData& checkpoint);
+// Makes `to` a copy of `from`, reusing the vectors `to` holds: once their sizes are reached, a copy
+// allocates nothing (an elastic local replica's copy of its state after each average).
+void CopyCheckpoint(const CheckpointView& from, CheckpointData& to);
 // The view's step, position, seed, model and optimizer steps, without its vectors.
 CheckpointData HeaderOf(const CheckpointView& view);
 

@@ -57,6 +57,20 @@ BOOST_AUTO_TEST_CASE(round_trip_is_bit_exact) {
   BOOST_TEST(EncodeCheckpoint(decoded.value()) == blob);
 }
 
+// A copy into a checkpoint that held another (larger) one is the viewed checkpoint exactly, and a
+// copy of one of the same sizes keeps the buffers it had.
+BOOST_AUTO_TEST_CASE(a_copy_reuses_the_buffers_it_is_made_in) {
+  const CheckpointData first = SampleCheckpoint(300, 2000), second = SampleCheckpoint(12, 1000);
+  CheckpointData copy = first;
+  CopyCheckpoint(ViewOf(second), copy);
+  BOOST_TEST(SameBits(second, copy));
+  BOOST_TEST(EncodeCheckpoint(copy) == EncodeCheckpoint(second));
+  const float* params = copy.params.data();
+  CopyCheckpoint(ViewOf(SampleCheckpoint(13, 1000)), copy);
+  BOOST_TEST(SameBits(SampleCheckpoint(13, 1000), copy));
+  BOOST_TEST(copy.params.data() == params);
+}
+
 BOOST_AUTO_TEST_CASE(negative_step_and_empty_vectors_round_trip) {
   CheckpointData c;
   c.step = -7;
