@@ -117,7 +117,14 @@ bool RunRecording::AfterStep() {
     if (by_time && !by_steps && options_.checkpoints) together_->ProposeCheckpoint();
     due = by_steps || together_->CheckpointAgreed();
   }
-  if (due && failure_.ok()) failure_ = Save();
+  if (options_.checkpoint_at) {
+    held_ = held_ || due;
+    due = held_ && options_.checkpoint_at(step);
+  }
+  if (due && failure_.ok()) {
+    failure_ = Save();
+    held_ = false;
+  }
   const bool stop_requested = options_.stop != nullptr && options_.stop->load();
   return !stop_requested && failure_.ok();
 }

@@ -74,6 +74,11 @@ struct RunOptions {
   // Called on the training thread after every step, before its checkpoint (an elastic replica
   // looks for a regroup notice there); unset: nothing.
   std::function<void()> after_step;
+  // Whether the state after `step` steps may be checkpointed (an elastic local job: only right
+  // after a parameter average, where every member holds it); a checkpoint due by the policy at
+  // another step is written at the next step that may be. Unset: any step. The run's last
+  // checkpoint (at its end, or where it stopped) is written wherever that is.
+  std::function<bool(std::int64_t)> checkpoint_at;
   // `dtrain run`: the command that goes on with a run stopped on request, named in its reason
   // ("dtrain run --resume 3 --db runs.db"); empty: "dtrain run --resume JOB".
   std::string resume_command;
@@ -117,6 +122,7 @@ class RunRecording {
   train::Strategy* together_;
   bool backups_;
   std::chrono::steady_clock::time_point last_checkpoint_ = std::chrono::steady_clock::now();
+  bool held_ = false;  // a checkpoint fell due at a step RunOptions::checkpoint_at refused
   Status failure_;
 };
 

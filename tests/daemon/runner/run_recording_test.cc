@@ -1,7 +1,9 @@
 // RunRecording with replicas that checkpoint together: with backup workers every replica proposes
 // a checkpoint on the step before each every_steps one, so that step takes every replica's
 // gradient; without them the step count proposes nothing (every_steps checkpoints need no
-// agreement). Either way the checkpoints come at every_steps.
+// agreement). Either way the checkpoints come at every_steps. Where only some steps may be
+// checkpointed (RunOptions::checkpoint_at: an elastic local job's averages), a checkpoint due at
+// another step waits for the next that may be.
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
 #include <vector>
@@ -71,6 +73,25 @@ BOOST_AUTO_TEST_CASE(without_backups_the_step_count_proposes_nothing) {
   const Recorded r = TwelveSteps(false);
   BOOST_TEST(r.proposed.empty());
   BOOST_TEST(r.saved == std::vector<std::int64_t>({5, 10}), boost::test_tools::per_element());
+}
+
+// Every 5 steps, but only after every 4th step (averages at 4, 8, 12, ...): the checkpoints due at
+// 5 and 10 are written at 8 and 12, the one due at 15 at 16, and the one due at 20 on time.
+BOOST_AUTO_TEST_CASE(a_checkpoint_due_between_averages_waits_for_the_next_average) {
+  std::int64_t step = 0;
+  NoRecords recorder;
+  const config::CheckpointConfig policy{.every_steps = 5};
+  RunOptions options;
+  options.checkpoint_at = [](std::int64_t s) { return s % 4 == 0; };
+  std::vector<std::int64_t> saved;
+  RunRecording recording(
+      policy, recorder, options, -1, [&step] { return RunProgress{.step = step}; },
+      [&] {
+        saved.push_back(step);
+        return Status::Ok();
+      });
+  for (step = 1; step <= 21; ++step) BOOST_TEST(recording.AfterStep());
+  BOOST_TEST(saved == std::vector<std::int64_t>({8, 12, 16, 20}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
