@@ -140,8 +140,19 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
 
 namespace {
 
-// Refuses `key` (set to `value`) where the job cannot train elastically, or for `too_many_or_few`
-// when that is not empty (after "is VALUE, but ").
+// Why `c`'s replicas cannot regroup on the ring (not RegroupsOnTheRing), naming the key that
+// rules it out.
+std::string WhyNoRegroup(const ClusterConfig& c) {
+  if (TraitsOf(c.mode).exchange == Exchange::kPeriodicAverage) {
+    return "model_parallel = " + std::to_string(c.model_parallel) +
+           " splits each replica among its partitions";
+  }
+  return WhyNotOnTheRing(c);
+}
+
+// Refuses `key` (set to `value`) where the job cannot train elastically (where
+// ClusterConfig::ElasticApplies does not hold, saying which key rules it out), or for
+// `too_many_or_few` when that is not empty (after "is VALUE, but ").
 void RefuseWhereNotElastic(const ClusterConfig& c, TableReader& cluster, const std::string& key,
                            int value, const std::string& too_many_or_few) {
   const toml::node* node = cluster.Find(key);
@@ -150,10 +161,10 @@ void RefuseWhereNotElastic(const ClusterConfig& c, TableReader& cluster, const s
                             !cluster.Failed("model_parallel") && !cluster.Failed("scheduler");
   if (!layout_known) return;
   const std::string elastic =
-      "elastic training is for mode \"sync\" with allreduce \"ring\", model_parallel = 1 and "
-      "scheduler = \"daemon\": ";
-  if (!c.SumsOnTheRing()) {
-    cluster.Report(*node, key, is + elastic + WhyNotOnTheRing(c));
+      "elastic training is for mode \"sync\" with allreduce \"ring\" or mode \"local\", "
+      "model_parallel = 1 and scheduler = \"daemon\": ";
+  if (!c.RegroupsOnTheRing()) {
+    cluster.Report(*node, key, is + elastic + WhyNoRegroup(c));
   } else if (c.scheduler != Scheduler::kDaemon) {
     cluster.Report(*node, key,
                    is + elastic + "scheduler \"" + std::string(SchedulerName(c.scheduler)) +
@@ -167,7 +178,7 @@ void RefuseWhereNotElastic(const ClusterConfig& c, TableReader& cluster, const s
                    is + "cluster.compression \"" +
                        std::string(compress::MethodName(c.compression.method)) +
                        "\" keeps residuals a regroup cannot carry over: elastic jobs exchange "
-                       "whole gradients (compression = \"none\")");
+                       "whole gradients or parameters (compression = \"none\")");
   }
 }
 

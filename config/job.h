@@ -129,19 +129,21 @@ struct ClusterConfig {
   // Whether sync ring replicas sum within each host before they send across hosts
   // (config/hierarchy_key.h).
   Hierarchy hierarchy = Hierarchy::kAuto;
-  // Elastic sync ring jobs: the fewest replicas the job trains with. A lost replica leaves the
-  // others training (they regroup on a smaller ring, the global batch of workers x batch_size
-  // kept) while at least this many remain; the daemon starts a replacement that joins at a step
-  // boundary. 0: not elastic (every loss restarts the attempt from its checkpoint).
+  // Elastic jobs (ElasticApplies: sync ring, local): the fewest replicas the job trains with. A
+  // lost replica leaves the others training (they regroup on a smaller ring, the global batch of
+  // workers x batch_size kept) while at least this many remain; the daemon starts a replacement
+  // that joins at a step boundary. 0: not elastic (every loss restarts the attempt from its
+  // checkpoint).
   int min_workers = 0;
   // Sync jobs on one parameter server: each step applies the first workers - backup_workers
   // gradients to arrive; a dropped replica's rows are served again at the next step (every row
   // once per epoch). 0: every step waits for every replica.
   int backup_workers = 0;
 
-  // Elastic sync ring jobs: the most replicas the job trains with. The daemon grows a running job
-  // beyond workers toward it while cores are free; the global batch stays workers x batch_size, so
-  // members above workers only take smaller shares. 0: workers (the job grows no further).
+  // Elastic jobs (ElasticApplies): the most replicas the job trains with. The daemon grows a
+  // running job beyond workers toward it while cores are free; the global batch stays workers x
+  // batch_size, so members above workers only take smaller shares. 0: workers (the job grows no
+  // further).
   int max_workers = 0;
 
   // Whether a lost replica is carried on without, or the job may grow beyond workers
@@ -165,6 +167,14 @@ struct ClusterConfig {
   // Whether the replicas all-reduce their gradients on the ring: mode "sync" with allreduce
   // "ring", whole replicas (model_parallel = 1). Where hierarchy applies.
   bool SumsOnTheRing() const;
+  // Whether the replicas could regroup on the ring (an elastic job's): whole replicas
+  // (model_parallel = 1) whose only exchange is the ring's — SumsOnTheRing, or mode "local",
+  // whose parameter averages go round it.
+  bool RegroupsOnTheRing() const;
+  // Whether min_workers and max_workers apply (the one rule, for config and runner):
+  // RegroupsOnTheRing, placed by the daemon's scheduler, with uncompressed exchanges (a regroup
+  // cannot carry compression's residuals over).
+  bool ElasticApplies() const;
   // Whether bucket_bytes applies: SumsOnTheRing, uncompressed gradients.
   bool OverlapApplies() const;
 

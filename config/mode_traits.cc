@@ -171,6 +171,16 @@ bool ClusterConfig::SumsOnTheRing() const {
          model_parallel == 1;
 }
 
+bool ClusterConfig::RegroupsOnTheRing() const {
+  return SumsOnTheRing() ||
+         (TraitsOf(mode).exchange == Exchange::kPeriodicAverage && model_parallel == 1);
+}
+
+bool ClusterConfig::ElasticApplies() const {
+  return RegroupsOnTheRing() && scheduler == Scheduler::kDaemon &&
+         compression.method == compress::Method::kNone;
+}
+
 bool ClusterConfig::OverlapApplies() const {
   return SumsOnTheRing() && compression.method == compress::Method::kNone;
 }

@@ -15,7 +15,7 @@ Status LocalSgdStrategy::Apply(std::int64_t step, std::span<float> params, std::
                                float lr, const train::StepShare& share) {
   agreed_.reset();
   Status stepped = local_.Apply(step, params, grad, lr, share);
-  if (!stepped.ok() || (step + 1) % average_every_ != 0) return stepped;
+  if (!stepped.ok() || !AveragesAt(step + 1, average_every_)) return stepped;
   const auto op = static_cast<std::uint32_t>(step % RingAllReduce::kMaxOp);
   Status averaged = Average(params, op);
   if (!averaged.ok()) {

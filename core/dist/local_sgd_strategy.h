@@ -25,6 +25,13 @@ class LocalSgdStrategy final : public train::Strategy {
   LocalSgdStrategy(RingAllReduce& ring, std::unique_ptr<optim::Optimizer> optimizer,
                    float clip_norm, int average_every, bool average_optimizer = false);
 
+  // Whether the replicas' parameters are averaged at the end of the step that completes
+  // `completed` steps (completed >= 1): every average_every-th step, counted from step 0 whatever
+  // the run resumed from, so right after it every replica holds the same state.
+  static bool AveragesAt(std::int64_t completed, int average_every) {
+    return completed % (average_every < 1 ? 1 : average_every) == 0;
+  }
+
   Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
                const train::StepShare& share) override;
   optim::Optimizer* LocalOptimizer() override { return local_.LocalOptimizer(); }

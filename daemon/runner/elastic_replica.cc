@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "config/mode_traits.h"
+#include "core/dist/local_sgd_strategy.h"
 #include "core/dist/ring_broadcast.h"
 #include "daemon/runner/trainer_checkpoint.h"
 
@@ -23,16 +25,23 @@ std::string Ranks(const std::vector<int>& members) {
 
 }  // namespace
 
-bool RunsElastic(const config::JobConfig& job) {
-  return job.cluster.Elastic() && job.cluster.SumsOnTheRing();
-}
-
 ElasticReplica::ElasticReplica(const config::JobConfig& job, const JobData& data,
                                Placement placement, Coordinate coordinate)
     : job_(job),
       data_(data),
       placement_(std::move(placement)),
-      coordinate_(std::move(coordinate)) {}
+      coordinate_(std::move(coordinate)),
+      rolls_back_(config::TraitsOf(job.cluster.mode).exchange ==
+                  config::Exchange::kPeriodicAverage) {}
+
+bool ElasticReplica::Shared() const {
+  return dist::LocalSgdStrategy::AveragesAt(session_->trainer().position().step,
+                                            job_.cluster.average_every);
+}
+
+void ElasticReplica::KeepShared() {
+  if (rolls_back_) store::CopyCheckpoint(ViewCheckpoint(session_->trainer()), shared_);
+}
 
 Status ElasticReplica::Begin(const store::CheckpointData* resume, std::vector<int> members) {
   placement_.members = std::move(members);
@@ -49,6 +58,7 @@ Status ElasticReplica::Begin(const store::CheckpointData* resume, std::vector<in
   if (!made.ok()) return made.status();
   session_ = std::move(made).value();
   if (Status started = RestoreOrInit(resume, session_->trainer()); !started.ok()) return started;
+  KeepShared();
   return session_->Start();
 }
 
@@ -56,8 +66,10 @@ Status ElasticReplica::Join() { return Enter({}, {}); }
 
 Status ElasticReplica::Regroup() {
   train::Trainer& trainer = session_->trainer();
-  std::string state = store::EncodeCheckpoint(ViewCheckpoint(trainer));
-  const RegroupRequest request{membership_, trainer.position().step};
+  // Mode "local": the last average's state, not this member's own since then.
+  std::string state = rolls_back_ ? store::EncodeCheckpoint(shared_)
+                                  : store::EncodeCheckpoint(ViewCheckpoint(trainer));
+  const RegroupRequest request{membership_, rolls_back_ ? shared_.step : trainer.position().step};
   session_.reset();  // closes its links
   return Enter(request, std::move(state));
 }
@@ -104,12 +116,24 @@ Status ElasticReplica::Enter(const RegroupRequest& request, std::string state) {
     session_.reset();
     return Status::Error("regroup: the leader's state: " + restored.message());
   }
+  if (rolls_back_) shared_ = std::move(decoded).value();  // what every member restored
   return session_->Start();
 }
 
 Result<train::StopReason> ElasticReplica::Train(const config::CheckpointConfig& policy,
                                                 RunRecorder& recorder, RunOptions options,
                                                 std::int64_t last_saved_step) {
+  if (rolls_back_) {
+    // Right after each average, a copy of the state every member then holds; and checkpoints
+    // only there.
+    options.after_step = [this, told = std::move(options.after_step)] {
+      if (Shared()) KeepShared();
+      if (told) told();
+    };
+    options.checkpoint_at = [every = job_.cluster.average_every](std::int64_t step) {
+      return dist::LocalSgdStrategy::AveragesAt(step, every);
+    };
+  }
   for (;;) {
     options.checkpoints = seat().position == 0;
     options.capture = session_->Capturer();

@@ -1,4 +1,4 @@
-// ElasticReplica: one replica of an elastic sync ring job (config::ClusterConfig::Elastic) — its
+// ElasticReplica: one replica of an elastic job (RunsElastic: sync ring or local) — its
 // TrainingSession for the current membership, and the regroup that replaces it when a peer is lost
 // or a replacement joins, in the same process, from memory (issue 46; control_protocol.md,
 // "regroup").
@@ -13,8 +13,17 @@
 // the leader's state goes around that ring (dist::RingBroadcast) and every member, the leader
 // too, restores it. So the members are bitwise identical again, at the leader's step, and train
 // on with the job's global batch split over the new world. The member at position 0 writes the
-// job's checkpoints. Invariants: a session exists between a successful Begin/Join/Regroup and the
-// next regroup; the placement's listener and token stay the same for life.
+// job's checkpoints.
+// Mode "local" (local SGD): between parameter averages each member's state is its own, so the one
+// it offers is the last every member shared — a copy it keeps right after each average (and of the
+// state it began, joined or regrouped with), with that step as its completed steps. The leader
+// (fewest completed) is then the member whose copy is of the oldest average, everyone rolls back
+// to it, optimizer state included, and at most average_every steps are redone, their rows taken
+// again by the new membership. Its checkpoints are written right after averages
+// (RunOptions::checkpoint_at), and at the run's end.
+// Invariants: a session exists between a successful Begin/Join/Regroup and the next regroup; the
+// placement's listener and token stay the same for life; in mode "local", shared_ holds the
+// state of the last average the session took part in (or its first state), at its step.
 // One thread at a time (the training thread); `data` and the listener must outlive it.
 #pragma once
 
@@ -49,10 +58,6 @@ struct Membership {
   std::vector<dist::Endpoint> peers;
 };
 
-// Whether `job`'s replicas train elastically: Elastic() set on a job whose whole replicas
-// all-reduce on the ring (ClusterConfig::SumsOnTheRing).
-bool RunsElastic(const config::JobConfig& job);
-
 // Sends the request and returns the coordinator's answer (or why there is none).
 using Coordinate = std::function<Result<Membership>(const RegroupRequest&)>;
 
@@ -77,8 +82,8 @@ class ElasticReplica {
   std::int64_t membership() const { return membership_; }
 
   // TrainRecorded until the run ends, regrouping after each ring failure; the member at position
-  // 0 writes the checkpoints. Ends on success, a divergence, a stop request, or a failed regroup
-  // (its error after the ring's).
+  // 0 writes the checkpoints (mode "local": right after averages). Ends on success, a divergence,
+  // a stop request, or a failed regroup (its error after the ring's).
   Result<train::StopReason> Train(const config::CheckpointConfig& policy, RunRecorder& recorder,
                                   RunOptions options, std::int64_t last_saved_step);
 
@@ -86,6 +91,10 @@ class ElasticReplica {
   // Asks the coordinator, joins the new membership, and restores the leader's `state` (this
   // replica's own encoded checkpoint; empty for a joiner) into the new session.
   Status Enter(const RegroupRequest& request, std::string state);
+  // Mode "local": whether the session's state after its last step is one every member shares.
+  bool Shared() const;
+  // Mode "local": copies the session's state into shared_ (nothing in sync jobs).
+  void KeepShared();
 
   const config::JobConfig& job_;
   const JobData& data_;
@@ -93,6 +102,8 @@ class ElasticReplica {
   Coordinate coordinate_;
   std::int64_t membership_ = 0;
   std::unique_ptr<TrainingSession> session_;
+  const bool rolls_back_;         // mode "local": members step apart between averages
+  store::CheckpointData shared_;  // mode "local": the state of the last average, its buffers reused
 };
 
 }  // namespace dtrain::runner

@@ -45,6 +45,10 @@ int ReplicasOnThisHost(const config::JobConfig& job, const Placement& placement)
 
 }  // namespace
 
+bool RunsElastic(const config::JobConfig& job) {
+  return job.cluster.Elastic() && job.cluster.ElasticApplies();
+}
+
 Result<int> PrepareBlas(const config::JobConfig& job, const Placement& placement) {
   const int threads =
       config::ThreadsPerReplica(job, ReplicasOnThisHost(job, placement), net::OnlineCores());
@@ -62,8 +66,11 @@ train::TrainOptions ReplicaOptions(const config::JobConfig& job, const model::Mo
   o.rank = rank;
   o.world_size = job.cluster.workers;
   o.backup_workers = job.cluster.backup_workers;
-  // Sync modes split one global batch per step; the others train each worker on its own shard.
-  o.sharding = TraitsOf(job.cluster.mode).exchange == Exchange::kSynchronous
+  // Sync modes split one global batch per step, and so does an elastic job whatever its mode: the
+  // members of an elastic local job take parts of each step's global batch, so every row is
+  // trained once per epoch whatever the membership. The others train each worker on its own
+  // shard.
+  o.sharding = TraitsOf(job.cluster.mode).exchange == Exchange::kSynchronous || RunsElastic(job)
                    ? data::ShardMode::kGlobalBatches
                    : data::ShardMode::kContiguousShards;
   if (o.sharding == data::ShardMode::kGlobalBatches) {

@@ -43,6 +43,10 @@ namespace dtrain::runner {
 // Where one process sits in its job (ranks: config/job_layout.h).
 struct Placement;
 
+// Whether `job`'s replicas train elastically (daemon/runner/elastic_replica.h): Elastic() set
+// where it applies (config::ClusterConfig::ElasticApplies: sync ring or local replicas).
+bool RunsElastic(const config::JobConfig& job);
+
 // Sets this process's BLAS thread count for a replica of `job` placed as `placement`
 // (train.threads, or the host's cores shared among the job's replicas there) and reserves
 // OpenBLAS's buffers (math::ReserveBlasBuffers); returns the count. First it checks that [train]
@@ -62,9 +66,9 @@ struct Placement {
   // this process's own.
   std::vector<dist::Endpoint> partition_peers;
   const dist::PeerListener* partition_listener = nullptr;
-  // An elastic sync job's membership (config::ClusterConfig::Elastic): the ranks that train
-  // together now, ascending, `rank` among them. Its position there is the replica's ring rank
-  // and data shard. Empty: every replica of the job.
+  // An elastic job's membership (RunsElastic): the ranks that train together now, ascending, `rank`
+  // among them. Its position there is the replica's ring rank and data shard. Empty: every replica
+  // of the job.
   std::vector<int> members;
 };
 
@@ -198,8 +202,8 @@ std::vector<std::string> CompressionLines(const config::JobConfig& job,
 std::chrono::milliseconds JobTimeout(const config::JobConfig& job);
 
 // The engine's options for replica `rank` (its replica index) of `job` with the resolved model
-// `spec`: rank, world, sharding (sync modes: a global batch of cluster.workers x batch_size
-// rows), scaled rate and the evaluation's rows at once.
+// `spec`: rank, world, sharding (sync modes and elastic jobs: a global batch of cluster.workers x
+// batch_size rows), scaled rate and the evaluation's rows at once.
 train::TrainOptions ReplicaOptions(const config::JobConfig& job, const model::ModelSpec& spec,
                                    int rank);
 

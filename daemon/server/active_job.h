@@ -93,11 +93,11 @@ struct JobManager::Job {
     std::optional<Completion<Result<Resume>>> admitted;
   };
   std::map<int, Rejoin> rejoining;
-  // Elastic sync ring jobs (config::ClusterConfig::Elastic; elastic_regroup.cc): the attempt's
+  // Elastic jobs (config::ClusterConfig::Elastic; elastic_regroup.cc): the attempt's
   // membership and its regroup rounds; each round's answer by its epoch, which the members that
   // asked wait for (within a few rounds' time, as a last resort: the round's own deadline
-  // answers first); the open round's deadline; the epoch of the round each member is to be told `regroup_now` of at its
-  // next frame; the newest step the job's metrics recorded.
+  // answers first); the open round's deadline; the epoch of the round each member is to be told
+  // `regroup_now` of at its next frame; the newest step the job's metrics recorded.
   std::optional<RegroupRound> regroup;
   std::map<int, Completion<RegroupAnswer>> regroup_answers;
   std::optional<Completion<bool>> regroup_closed;  // the open round's: set once it completes

@@ -1,7 +1,7 @@
-// An elastic sync job (config::ClusterConfig::Elastic) that had cores for only some of its
-// replicas started with those (at least cluster.min_workers: JobManager::PlaceToStart); whenever
-// the scheduler runs with no waiting job held back, the others start as cores free up, and beyond
-// cluster.workers up to cluster.max_workers (ranks never started in this attempt). Each is a
+// An elastic job (sync ring or local; config::ClusterConfig::Elastic) that had cores for only some
+// of its replicas started with those (at least cluster.min_workers: JobManager::PlaceToStart);
+// whenever the scheduler runs with no waiting job held back, the others start as cores free up, and
+// beyond cluster.workers up to cluster.max_workers (ranks never started in this attempt). Each is a
 // fresh process of the running attempt, admitted as a joiner like a lost replica's replacement
 // (replica_restart.cc): it enters the ring at the next step boundary with a member's state
 // (elastic_regroup.cc), and its cores are charged from its start. Growing is no restart.

@@ -1,7 +1,7 @@
-// Elastic sync ring jobs (config::ClusterConfig::Elastic): a lost replica leaves the membership
-// while the others regroup on a smaller ring, and its replacement joins them at a step boundary.
-// The rounds' rules are RegroupRound's (regroup_round.h); here they meet the channels, timers,
-// processes and the store.
+// Elastic jobs (sync ring or local; config::ClusterConfig::Elastic): a lost replica leaves the
+// membership while the others regroup on a smaller ring, and its replacement joins them at a step
+// boundary. The rounds' rules are RegroupRound's (regroup_round.h); here they meet the channels,
+// timers, processes and the store.
 #include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>

@@ -6,7 +6,7 @@
 // each job's attempt machine (attempt_machine.h) decides when they exit: success once every
 // process ended well; after the first failure the others are stopped, and once all have exited
 // the job is cancelled, restarted from the newest checkpoint (up to max_restarts), failed, or —
-// when the daemon stops — left to recover at the next start. An async replica, or an elastic sync
+// when the daemon stops — left to recover at the next start. An async replica, or an elastic
 // job's, is replaced alone while the others go on (replica_restart.cc); an elastic job's members
 // regroup without the lost one and take its replacement in (elastic_regroup.cc), and an elastic
 // job short of cores starts with the replicas that fit and takes the others in as cores free up

@@ -1,4 +1,4 @@
-// RegroupRound: the membership of an elastic sync ring attempt (config::ClusterConfig::Elastic)
+// RegroupRound: the membership of an elastic (sync ring or local) attempt (ClusterConfig::Elastic)
 // and its regroup rounds, as a pure, synchronous type like AttemptMachine: it is told losses (and
 // whether a replacement is being started), admitted replacements (joiners), the members' `regroup`
 // requests and a round's deadline passing, and answers with what to do — events to record,

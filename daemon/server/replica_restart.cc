@@ -1,6 +1,6 @@
 // Async jobs restart a failed replica while the others go on: its processes (one, or with model
 // parallelism its K partitions) are stopped, replaced by new ones of the same attempt, admitted
-// together and resumed from the newest checkpoint, rejoining their shards. An elastic sync job's
+// together and resumed from the newest checkpoint, rejoining their shards. An elastic job's
 // replacement is admitted at once, as a joiner: it takes a member's state when its regroup round
 // completes (elastic_regroup.cc), not a checkpoint.
 #include <algorithm>

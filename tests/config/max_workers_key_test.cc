@@ -92,6 +92,15 @@ BOOST_AUTO_TEST_CASE(equal_to_the_workers_is_taken_in_every_mode) {
   BOOST_TEST(job.cluster.MostMembers() == 2);
 }
 
+BOOST_AUTO_TEST_CASE(above_the_workers_read_and_written_back_in_mode_local) {
+  const JobConfig job = MustParseInline(
+      std::string(kData) + "[cluster]\nworkers = 3\nmode = \"local\"\nmax_workers = 4\n");
+  BOOST_TEST(job.cluster.Elastic());
+  BOOST_TEST(job.cluster.ElasticApplies());
+  BOOST_TEST(job.cluster.MostMembers() == 4);
+  CheckClusterWrittenBack(job, "max_workers = 4");
+}
+
 BOOST_AUTO_TEST_CASE(above_the_workers_refused_where_the_job_cannot_train_elastically) {
   CheckRefusedWhereNotElastic("max_workers", 3);
 }
@@ -101,7 +110,18 @@ BOOST_AUTO_TEST_CASE(above_the_workers_refused_with_compressed_gradients) {
       ParseInline(std::string(kData) + kSync + "compression = \"powersgd\"\nmax_workers = 4\n"),
       {{"inline.toml", 7, 15, "cluster.max_workers",
         "is 4, but cluster.compression \"powersgd\" keeps residuals a regroup cannot "
-        "carry over: elastic jobs exchange whole gradients (compression = \"none\")"}});
+        "carry over: elastic jobs exchange whole gradients or parameters (compression = "
+        "\"none\")"}});
+}
+
+BOOST_AUTO_TEST_CASE(above_the_workers_refused_in_mode_local_with_compressed_parameters) {
+  CheckDiagnostics(ParseInline(std::string(kData) +
+                               "[cluster]\nworkers = 3\nmode = \"local\"\ncompression = \"topk\"\n"
+                               "max_workers = 4\n"),
+                   {{"inline.toml", 7, 15, "cluster.max_workers",
+                     "is 4, but cluster.compression \"topk\" keeps residuals a regroup cannot "
+                     "carry over: elastic jobs exchange whole gradients or parameters "
+                     "(compression = \"none\")"}});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,6 @@
 // [cluster] min_workers in a job file: unset by default (not elastic), read within 1 .. workers
-// and written back where it applies (sync replicas on the ring, placed by the daemon), refused at
-// its place, saying why, elsewhere.
+// and written back where it applies (sync replicas on the ring or local ones, placed by the
+// daemon), refused at its place, saying why, elsewhere.
 #include <boost/test/unit_test.hpp>
 #include <string>
 
@@ -20,6 +20,7 @@ using testing::ParseInline;
 
 constexpr const char* kData = "[data]\nformat = \"synthetic\"\n";
 constexpr const char* kSync = "[cluster]\nworkers = 3\nmode = \"sync\"\n";
+constexpr const char* kLocal = "[cluster]\nworkers = 3\nmode = \"local\"\n";
 
 BOOST_AUTO_TEST_SUITE(min_workers_key)
 
@@ -62,6 +63,16 @@ BOOST_AUTO_TEST_CASE(out_of_range_values_are_refused_at_the_key) {
                      "is 4, but the job has only cluster.workers = 3"}});
 }
 
+// Mode "local" regroups on the ring too: its replicas average their parameters there.
+BOOST_AUTO_TEST_CASE(read_and_written_back_in_mode_local) {
+  const JobConfig job =
+      MustParseInline(std::string(kData) + kLocal + "average_every = 4\nmin_workers = 2\n");
+  BOOST_TEST(job.cluster.min_workers == 2);
+  BOOST_TEST(job.cluster.Elastic());
+  BOOST_TEST(job.cluster.ElasticApplies());
+  CheckClusterWrittenBack(job, "min_workers = 2");
+}
+
 BOOST_AUTO_TEST_CASE(refused_where_the_job_cannot_train_elastically) {
   CheckRefusedWhereNotElastic("min_workers", 1);
 }
@@ -71,7 +82,16 @@ BOOST_AUTO_TEST_CASE(refused_with_compressed_gradients) {
       ParseInline(std::string(kData) + kSync + "compression = \"powersgd\"\nmin_workers = 2\n"),
       {{"inline.toml", 7, 15, "cluster.min_workers",
         "is 2, but cluster.compression \"powersgd\" keeps residuals a regroup cannot "
-        "carry over: elastic jobs exchange whole gradients (compression = \"none\")"}});
+        "carry over: elastic jobs exchange whole gradients or parameters (compression = "
+        "\"none\")"}});
+}
+
+BOOST_AUTO_TEST_CASE(refused_in_mode_local_with_compressed_parameters) {
+  CheckDiagnostics(
+      ParseInline(std::string(kData) + kLocal + "compression = \"topk\"\nmin_workers = 2\n"),
+      {{"inline.toml", 7, 15, "cluster.min_workers",
+        "is 2, but cluster.compression \"topk\" keeps residuals a regroup cannot carry over: "
+        "elastic jobs exchange whole gradients or parameters (compression = \"none\")"}});
 }
 
 BOOST_AUTO_TEST_CASE(nothing_is_held_against_it_when_the_mode_failed_to_read) {

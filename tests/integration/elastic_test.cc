@@ -7,7 +7,10 @@
 // two replicas at once waits, below min_workers, for their replacements. Another starts with
 // min_workers replicas where cores are short and grows as they free up. One of workers = 2 and
 // max_workers = 3 grows beyond its workers and carries on without the extra replica once it is
-// lost; one with max_workers but no min_workers waits for the cores of all its workers.
+// lost; one with max_workers but no min_workers waits for the cores of all its workers. An elastic
+// local job (local SGD, average_every 4) loses a replica twice: the survivors keep their pids and
+// roll back to their last average (the replacements join at such a step), and every row is still
+// taken once per epoch.
 #include <signal.h>
 
 #include <boost/test/unit_test.hpp>
@@ -75,11 +78,16 @@ struct RecordingDaemon {
         d(std::move(daemon_args)) {}
 
   // An elastic job of kWorkers replicas (min_workers 2) over the rows, with `train_keys` added to
-  // its [train] section.
+  // its [train] section; mode "sync", or `local_average_every` > 0: mode "local" averaging so.
   std::int64_t SubmitElastic(const std::string& name, int epochs, int max_restarts,
-                             const std::string& train_keys = "") const {
-    std::string text = RowsWithIdsJob(name, data.Path("rows.csv"), epochs, kGlobalBatch / kWorkers,
-                                      "workers = 3\nmin_workers = 2\n", max_restarts);
+                             const std::string& train_keys = "",
+                             int local_average_every = 0) const {
+    const bool local = local_average_every > 0;
+    std::string text = RowsWithIdsJob(
+        name, data.Path("rows.csv"), epochs, kGlobalBatch / kWorkers,
+        "workers = 3\nmin_workers = 2\n" +
+            (local ? "average_every = " + std::to_string(local_average_every) + "\n" : ""),
+        max_restarts, local ? "local" : "sync");
     text.replace(text.find("[train]\n"), 8, "[train]\n" + train_keys);
     return d.Submit(text);
   }
@@ -103,6 +111,34 @@ struct RecordingDaemon {
   DaemonFixture d;
 };
 
+// Replica `rank` of job `id` is SIGKILLed a little after `after_step`, `losses_before` losses into
+// the job: the two others must go on in the same processes until the replacement has joined.
+// Returns the job then.
+json LoseOneAndWaitForItsReplacement(const DaemonFixture& d, std::int64_t id, int rank,
+                                     std::int64_t after_step, int losses_before) {
+  const json job = d.WaitForStep(id, after_step);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump() << d.LogTail(id));
+  std::vector<pid_t> before(kWorkers);
+  for (int r = 0; r < kWorkers; ++r) before[static_cast<std::size_t>(r)] = RunningPid(job, r);
+  BOOST_REQUIRE(::kill(before[static_cast<std::size_t>(rank)], SIGKILL) == 0);
+  const json joined = WaitForEvents(d, id, " joined at step ", losses_before + 1);
+  BOOST_TEST(CountEvents(joined, "worker " + std::to_string(rank) + " lost at step ") >= 1);
+  for (int r = 0; r < kWorkers; ++r) {
+    if (r == rank) continue;
+    BOOST_TEST(RunningPid(joined, r) == before[static_cast<std::size_t>(r)],
+               "replica " << r << " was restarted when replica " << rank << " was lost");
+  }
+  // The replacement counts against restart.max_restarts; no attempt was restarted.
+  BOOST_TEST(joined["restarts"] == losses_before + 1);
+  BOOST_TEST(CountEvents(joined, "resuming from the newest checkpoint") == 0);
+  // The job's reason is its membership now.
+  const std::string reason = joined["reason"].get<std::string>();
+  BOOST_TEST((reason.find("worker " + std::to_string(rank) + " joined at step ") == 0 &&
+              reason.ends_with(": 3 of 3")),
+             reason);
+  return joined;
+}
+
 BOOST_AUTO_TEST_SUITE(elastic)
 
 BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_taken_once) {
@@ -110,36 +146,36 @@ BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_ta
   DaemonFixture& d = daemon.d;
   const std::int64_t id = daemon.SubmitElastic("elastic", kEpochs, 8);
 
-  // Each loss: the replica is SIGKILLed a little after a step; the two others must go on in the
-  // same processes until the replacement has joined.
-  const auto lose = [&](int rank, std::int64_t after_step, int losses_before) {
-    const json job = d.WaitForStep(id, after_step);
-    BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump() << d.LogTail(id));
-    std::vector<pid_t> before(kWorkers);
-    for (int r = 0; r < kWorkers; ++r) before[static_cast<std::size_t>(r)] = RunningPid(job, r);
-    BOOST_REQUIRE(::kill(before[static_cast<std::size_t>(rank)], SIGKILL) == 0);
-    const json joined = WaitForEvents(d, id, " joined at step ", losses_before + 1);
-    BOOST_TEST(CountEvents(joined, "worker " + std::to_string(rank) + " lost at step ") >= 1);
-    for (int r = 0; r < kWorkers; ++r) {
-      if (r == rank) continue;
-      BOOST_TEST(RunningPid(joined, r) == before[static_cast<std::size_t>(r)],
-                 "replica " << r << " was restarted when replica " << rank << " was lost");
-    }
-    // The replacement counts against restart.max_restarts; no attempt was restarted.
-    BOOST_TEST(joined["restarts"] == losses_before + 1);
-    BOOST_TEST(CountEvents(joined, "resuming from the newest checkpoint") == 0);
-    // The job's reason is its membership now.
-    const std::string reason = joined["reason"].get<std::string>();
-    BOOST_TEST((reason.find("worker " + std::to_string(rank) + " joined at step ") == 0 &&
-                reason.ends_with(": 3 of 3")),
-               reason);
-  };
-  lose(1, 40, 0);
-  lose(0, kStepsPerEpoch + 40, 1);  // the replica that writes the checkpoints
-  lose(2, 2 * kStepsPerEpoch + 40, 2);
+  LoseOneAndWaitForItsReplacement(d, id, 1, 40, 0);
+  // The replica that writes the checkpoints.
+  LoseOneAndWaitForItsReplacement(d, id, 0, kStepsPerEpoch + 40, 1);
+  LoseOneAndWaitForItsReplacement(d, id, 2, 2 * kStepsPerEpoch + 40, 2);
   BOOST_REQUIRE(d.WaitForStep(id, 3 * kStepsPerEpoch + 40)["state"] == "running");
   d.Stop(SIGKILL);
   d.Start();
+  const TakenSteps steps = daemon.WaitForSuccessTakingEveryRowOnce(id, kEpochs, kStepsPerEpoch);
+  BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
+}
+
+// Local SGD: between averages the members' states differ, so each regroup (a loss, a join) rolls
+// back to the last average, which the replacement joins at; the rows of the steps redone are taken
+// again by the new membership, and still every id is taken once per epoch.
+BOOST_AUTO_TEST_CASE(a_local_job_rolls_back_to_its_last_average_and_every_row_is_taken_once) {
+  constexpr int kAverageEvery = 4;
+  const RecordingDaemon daemon(kRows);
+  const DaemonFixture& d = daemon.d;
+  const std::int64_t id = daemon.SubmitElastic("elastic-local", kEpochs, 8, "", kAverageEvery);
+
+  LoseOneAndWaitForItsReplacement(d, id, 1, 40, 0);
+  // The replica that writes the checkpoints.
+  const json joined = LoseOneAndWaitForItsReplacement(d, id, 0, kStepsPerEpoch + 40, 1);
+  for (const json& e : joined["events"]) {
+    const std::string reason = e["reason"].get<std::string>();
+    const std::size_t at = reason.find(" joined at step ");
+    if (at == std::string::npos) continue;
+    const long step = std::stol(reason.substr(at + std::string(" joined at step ").size()));
+    BOOST_TEST(step % kAverageEvery == 0, reason << ": not at an average");
+  }
   const TakenSteps steps = daemon.WaitForSuccessTakingEveryRowOnce(id, kEpochs, kStepsPerEpoch);
   BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
 }

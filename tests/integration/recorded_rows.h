@@ -15,12 +15,13 @@
 // Lines are written as a step is taken, before its exchange: a step is the rows of a membership
 // (its WORLD) whose positions 0..WORLD-1 all recorded it. A step whose exchange failed and was
 // redone by a new membership is recorded by both (or only the second, if the first lost a member
-// before it took the step): every complete world of a step must have taken the same rows between
-// them, and a step redone in the same world (after a restart from a checkpoint) the same rows at
-// each position. With backup workers, a step's mask says which positions' rows it took (the others'
-// are served again by the next step): those must all have recorded it, and only theirs count; a
-// redone step's rows may differ (earlier masks may), so each position's last take is the step's.
-// Checked here with Boost.Test.
+// before it took the step); so is each of the steps an elastic local job rolls back over (those
+// after its last average, redone from there), as one step is: every complete world of a step must
+// have taken the same rows between them, and a step redone in the same world (after a restart from
+// a checkpoint) the same rows at each position. With backup workers, a step's mask says which
+// positions' rows it took (the others' are served again by the next step): those must all have
+// recorded it, and only theirs count; a redone step's rows may differ (earlier masks may), so each
+// position's last take is the step's. Checked here with Boost.Test.
 #pragma once
 
 #include <algorithm>
@@ -57,19 +58,21 @@ inline std::vector<int> WriteRowsWithIds(const std::string& path, int rows) {
   return ids;
 }
 
-// A synchronous job over WriteRowsWithIds's file: an MLP slow enough a step for kills to land
-// mid-run, `epochs` epochs of `batch_size` rows a replica, a checkpoint every 50 steps; `cluster`
-// is the [cluster] section's keys, `max_restarts` restart.max_restarts.
+// A job of cluster.mode `mode` (synchronous unless told) over WriteRowsWithIds's file: an MLP slow
+// enough a step for kills to land mid-run, `epochs` epochs of `batch_size` rows a replica, a
+// checkpoint every 50 steps; `cluster` is the [cluster] section's other keys, `max_restarts`
+// restart.max_restarts.
 inline std::string RowsWithIdsJob(const std::string& name, const std::string& csv, int epochs,
-                                  int batch_size, const std::string& cluster, int max_restarts) {
+                                  int batch_size, const std::string& cluster, int max_restarts,
+                                  const std::string& mode = "sync") {
   std::ostringstream job;
   job << "name = \"" << name << "\"\n[data]\nformat = \"csv\"\ntrain = \"" << csv
       << "\"\nlabel_column = \"label\"\nscale = \"standardize\"\n"
       << "[model]\ntype = \"mlp\"\nhidden = [1024, 1024]\n"
       << "[train]\nepochs = " << epochs << "\nbatch_size = " << batch_size
       << "\nseed = 9\n[optimizer]\nlr = 0.01\n[cluster]\n"
-      << cluster << "mode = \"sync\"\n[checkpoint]\nevery_steps = 50\n[restart]\nmax_restarts = "
-      << max_restarts << "\n";
+      << cluster << "mode = \"" << mode
+      << "\"\n[checkpoint]\nevery_steps = 50\n[restart]\nmax_restarts = " << max_restarts << "\n";
   return job.str();
 }
 

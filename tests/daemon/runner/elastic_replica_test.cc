@@ -1,4 +1,4 @@
-// ElasticReplica: three replicas of an elastic sync job (min_workers = 2), threads of this process
+// ElasticReplica: three replicas of an elastic job (min_workers = 2), threads of this process
 // over real loopback links, with a coordinator of the test's own. Replica 2 leaves its ring (its
 // links closed) after step 10 and dies; the two survivors regroup in place and train on as a world
 // of two with the same global batch; a replacement for rank 2 joins at step 25 (rank 1 is told
@@ -7,6 +7,9 @@
 // All three end at the planned step with the same parameters bit for bit, every step's rows
 // (DTRAIN_RECORD_ROWS) over its whole world are the global batch one replica of batch
 // workers x batch_size would take, and workers_active follows the world.
+// The same in mode "local" (average_every = 4): the ring fails only at the next average, and every
+// regroup rolls back to the average before (steps 8 and 24), whose state each member kept; the
+// checkpoints are written right after averages.
 #include "daemon/runner/elastic_replica.h"
 
 #include <algorithm>
@@ -36,9 +39,11 @@ using dtrain::testing::TempDir;
 constexpr int kWorkers = 3, kBatch = 8, kSteps = 60, kRows = 2880, kSeed = 5;
 constexpr int kVictim = 2;
 constexpr std::int64_t kDeathStep = 10, kJoinStep = 25;
+constexpr int kAverageEvery = 4;  // mode "local"
 const std::string kToken = "elastic-test-token";
 
-config::JobConfig ElasticJob(const TempDir& dir) {
+// An elastic job of mode `mode` ("sync", or "local" averaging every kAverageEvery steps).
+config::JobConfig ElasticJob(const TempDir& dir, const std::string& mode = "sync") {
   const std::string text =
       "name = \"elastic\"\n"
       "[data]\nformat = \"synthetic\"\nsynthetic = \"blobs\"\nrows = " +
@@ -50,7 +55,9 @@ config::JobConfig ElasticJob(const TempDir& dir) {
       "\nseed = " + std::to_string(kSeed) +
       "\nlog_every = 5\n"
       "[optimizer]\ntype = \"adam\"\nlr = 0.01\n"
-      "[cluster]\nworkers = 3\nmode = \"sync\"\ntimeout_seconds = 30\n"
+      "[cluster]\nworkers = 3\nmode = \"" +
+      mode + "\"\ntimeout_seconds = 30\n" +
+      (mode == "local" ? "average_every = " + std::to_string(kAverageEvery) + "\n" : "") +
       "[checkpoint]\nevery_steps = 20\n";
   config::LoadResult loaded = config::ParseJobText(text, "elastic.toml", {}, dir.Path(""));
   BOOST_REQUIRE(loaded.ok());
@@ -70,6 +77,7 @@ class TestCoordinator {
   Result<Membership> Ask(int rank, const RegroupRequest& request) {
     std::unique_lock lock(mu_);
     asked_[rank] = request;
+    if (request.completed_step >= 0) offered_.push_back(request.completed_step);
     const std::size_t round = answers_.size();
     CompleteIfReady();
     if (!cv_.wait_for(lock, 60s, [&] { return answers_.size() > round; })) {
@@ -92,6 +100,13 @@ class TestCoordinator {
   std::size_t Rounds() {
     std::lock_guard lock(mu_);
     return answers_.size();
+  }
+  // The completed steps the members (not the joiners) offered, ascending.
+  std::vector<std::int64_t> Offered() {
+    std::lock_guard lock(mu_);
+    std::vector<std::int64_t> sorted = offered_;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted;
   }
 
  private:
@@ -122,6 +137,7 @@ class TestCoordinator {
   std::vector<dist::Endpoint> peers_;
   std::map<int, RegroupRequest> asked_;
   std::vector<Membership> answers_;
+  std::vector<std::int64_t> offered_;
 };
 
 // Keeps the checkpoints' steps and each workers_active value.
@@ -187,11 +203,15 @@ StepRows ReadRows(const std::string& prefix) {
   return steps;
 }
 
-BOOST_AUTO_TEST_SUITE(elastic_replica)
+// What the run of the file's comment left to check beyond its own checks: the steps the members
+// offered and the checkpoints' steps.
+struct Regrouped {
+  std::vector<std::int64_t> offered;
+  std::vector<std::int64_t> checkpoints;
+};
 
-BOOST_AUTO_TEST_CASE(survivors_regroup_in_place_and_a_replacement_joins_bitwise_identical) {
-  TempDir dir;
-  const config::JobConfig job = ElasticJob(dir);
+// The run of the file's comment, for `job`.
+Regrouped SurvivorsRegroupAndAReplacementJoins(const config::JobConfig& job, const TempDir& dir) {
   Result<JobData> loaded = LoadJobData(job);
   BOOST_REQUIRE(loaded.ok());
   const JobData& data = loaded.value();
@@ -320,6 +340,32 @@ BOOST_AUTO_TEST_CASE(survivors_regroup_in_place_and_a_replacement_joins_bitwise_
     }
   }
   BOOST_TEST((worlds == std::set<int>{2, 3}));
+  return {coordinator.Offered(), outcomes[0].records.checkpoints};
+}
+
+BOOST_AUTO_TEST_SUITE(elastic_replica)
+
+BOOST_AUTO_TEST_CASE(survivors_regroup_in_place_and_a_replacement_joins_bitwise_identical) {
+  TempDir dir;
+  const Regrouped r = SurvivorsRegroupAndAReplacementJoins(ElasticJob(dir), dir);
+  // Each member offers its live state, the steps it completed.
+  BOOST_TEST(r.offered == std::vector<std::int64_t>({kDeathStep, kDeathStep, kJoinStep, kJoinStep}),
+             boost::test_tools::per_element());
+}
+
+// Local SGD: the victim leaves at step 10 and the survivors' ring fails at the average after step
+// 12; rank 1 leaves at step 25 and the ring fails at the average after step 28. Each time the
+// members offer the state of the average before (steps 8 and 24), not their own since.
+BOOST_AUTO_TEST_CASE(in_mode_local_each_regroup_rolls_back_to_the_last_average) {
+  TempDir dir;
+  config::JobConfig job = ElasticJob(dir, "local");
+  job.checkpoint.every_steps = 10;  // due between averages too
+  const Regrouped r = SurvivorsRegroupAndAReplacementJoins(job, dir);
+  BOOST_TEST(r.offered == std::vector<std::int64_t>({8, 8, 24, 24}),
+             boost::test_tools::per_element());
+  // Written right after averages only: the one due at step 10 at 12, then 20, 32, 40, 52, 60.
+  BOOST_TEST(r.checkpoints == std::vector<std::int64_t>({12, 20, 32, 40, 52, 60}),
+             boost::test_tools::per_element());
 }
 
 // Answers no ring can be made of fail the regroup, saying so, before it joins any: this rank left
