@@ -129,7 +129,8 @@ struct ClusterConfig {
   // Whether sync ring replicas sum within each host before they send across hosts
   // (config/hierarchy_key.h).
   Hierarchy hierarchy = Hierarchy::kAuto;
-  // Elastic sync ring jobs: the fewest replicas the job trains with. A lost replica leaves the
+  // Elastic sync jobs (on the ring, or on one parameter server): the fewest replicas the job trains
+  // with. A lost replica leaves the
   // others training (they regroup on a smaller ring, the global batch of workers x batch_size
   // kept) while at least this many remain; the daemon starts a replacement that joins at a step
   // boundary. 0: not elastic (every loss restarts the attempt from its checkpoint).
@@ -139,9 +140,10 @@ struct ClusterConfig {
   // once per epoch). 0: every step waits for every replica.
   int backup_workers = 0;
 
-  // Elastic sync ring jobs: the most replicas the job trains with. The daemon grows a running job
-  // beyond workers toward it while cores are free; the global batch stays workers x batch_size, so
-  // members above workers only take smaller shares. 0: workers (the job grows no further).
+  // Elastic sync jobs (ring, or one parameter server): the most replicas the job trains with. The
+  // daemon grows a running job beyond workers toward it while cores are free; the global batch
+  // stays workers x batch_size, so members above workers only take smaller shares. 0: workers (the
+  // job grows no further).
   int max_workers = 0;
 
   // Whether a lost replica is carried on without, or the job may grow beyond workers
@@ -165,6 +167,9 @@ struct ClusterConfig {
   // Whether the replicas all-reduce their gradients on the ring: mode "sync" with allreduce
   // "ring", whole replicas (model_parallel = 1). Where hierarchy applies.
   bool SumsOnTheRing() const;
+  // Whether the whole replicas of mode "sync" sum their gradients on parameter servers (allreduce
+  // "ps", model_parallel = 1; elastic where servers = 1).
+  bool SumsOnShards() const;
   // Whether bucket_bytes applies: SumsOnTheRing, uncompressed gradients.
   bool OverlapApplies() const;
 

@@ -190,8 +190,11 @@ void WriteCluster(const ClusterConfig& c, Shown show, TomlWriter& w) {
   // Only where they apply, even with every key shown: elsewhere the keys are refused.
   if (c.SumsOnTheRing()) internal::WriteHierarchy(c.hierarchy, w);
   if (c.BackupWorkersApply()) w.Int("backup_workers", c.backup_workers);
-  // Likewise; 0 (not elastic) is no value a job file may give.
-  if (c.SumsOnTheRing() && c.scheduler == Scheduler::kDaemon) {
+  // Likewise (on the ring, or one parameter server without backup workers); 0 (not elastic) is no
+  // value a job file may give.
+  const bool elastic_applies =
+      c.SumsOnTheRing() || (c.SumsOnShards() && c.servers == 1 && c.backup_workers == 0);
+  if (elastic_applies && c.scheduler == Scheduler::kDaemon) {
     if (c.min_workers > 0) {
       w.Int("min_workers", c.min_workers);
     } else if (several) {

@@ -171,6 +171,11 @@ bool ClusterConfig::SumsOnTheRing() const {
          model_parallel == 1;
 }
 
+bool ClusterConfig::SumsOnShards() const {
+  return TraitsOf(mode).exchange == Exchange::kSynchronous && allreduce == AllReduce::kPs &&
+         model_parallel == 1;
+}
+
 bool ClusterConfig::OverlapApplies() const {
   return SumsOnTheRing() && compression.method == compress::Method::kNone;
 }
