@@ -20,8 +20,9 @@ namespace dtrain::config::internal {
 // ClusterConfig::BackupWorkersApply (each refusal says why it cannot apply there).
 void ReadCluster(TableReader& r, ClusterConfig* c);
 // cluster.min_workers within 1 .. workers and cluster.max_workers at least workers, each below
-// (or above) workers only where a job can train elastically: mode "sync" on the ring with whole
-// replicas (ClusterConfig::SumsOnTheRing), placed by the daemon, uncompressed gradients.
+// (or above) workers only where a job can train elastically: mode "sync" with whole replicas on
+// the ring (ClusterConfig::SumsOnTheRing) or on one parameter server without backup workers
+// (SumsOnShards, servers = 1), placed by the daemon, uncompressed gradients.
 void CheckElastic(const ClusterConfig& c, TableReader& cluster);
 // Model parallelism fits the model: an MLP whose layers (or units) split K ways, micro-batches
 // only in a pipeline and no larger than a batch, no gradient clipping across partitions.

@@ -24,7 +24,7 @@ void ReadHierarchy(TableReader& cluster, ClusterConfig* c);
 
 // Why `c`'s replicas do not all-reduce whole gradients on the ring, naming the key that rules it
 // out ("allreduce \"ps\" sums the gradients on parameter servers"); for a `c` that does not
-// SumsOnTheRing. Also said by the other keys that apply there only (cluster.min_workers).
+// SumsOnTheRing. Also said by cluster.min_workers and max_workers for a mode other than sync.
 std::string WhyNotOnTheRing(const ClusterConfig& c);
 
 void WriteHierarchy(Hierarchy hierarchy, TomlWriter& w);
