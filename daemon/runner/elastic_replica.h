@@ -1,4 +1,5 @@
-// ElasticReplica: one replica of an elastic sync ring job (config::ClusterConfig::Elastic) — its
+// ElasticReplica: one replica of an elastic sync job (config::ClusterConfig::Elastic), on the ring
+// or on one parameter server — its
 // TrainingSession for the current membership, and the regroup that replaces it when a peer is lost
 // or a replacement joins, in the same process, from memory (issue 46; control_protocol.md,
 // "regroup").
@@ -11,11 +12,15 @@
 // (its links: its ring neighbours fail at once), asks the coordinator (membership epoch it trained
 // in, steps completed), and on the answer joins the ring of the new members at its position there;
 // the leader's state goes around that ring (dist::RingBroadcast) and every member, the leader
-// too, restores it. So the members are bitwise identical again, at the leader's step, and train
-// on with the job's global batch split over the new world. The member at position 0 writes the
-// job's checkpoints. Invariants: a session exists between a successful Begin/Join/Regroup and the
-// next regroup; the placement's listener and token stay the same for life.
-// One thread at a time (the training thread); `data` and the listener must outlive it.
+// too, restores it. On a parameter server (ps_protocol.md, "Elastic jobs") the regroup starts with
+// the shard's regroup reply, the ring is joined over the members' data-plane listeners for the
+// broadcast only, and the session then says hello to the shard as the new membership's member
+// (the shard holds the parameters and optimizer state after the last step every survivor saw). So
+// the members are bitwise identical again, at the leader's step, and train on with the job's global
+// batch split over the new world. The member at position 0 writes the job's checkpoints.
+// Invariants: a session exists between a successful Begin/Join/Regroup and the next regroup; the
+// placement's listener and token stay the same for life. One thread at a time (the training
+// thread); `data` and the listener must outlive it.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +55,8 @@ struct Membership {
 };
 
 // Whether `job`'s replicas train elastically: Elastic() set on a job whose whole replicas
-// all-reduce on the ring (ClusterConfig::SumsOnTheRing).
+// all-reduce on the ring (ClusterConfig::SumsOnTheRing) or sum on a parameter server
+// (SumsOnShards; config refuses more than one).
 bool RunsElastic(const config::JobConfig& job);
 
 // Sends the request and returns the coordinator's answer (or why there is none).

@@ -7,7 +7,9 @@
 // two replicas at once waits, below min_workers, for their replacements. Another starts with
 // min_workers replicas where cores are short and grows as they free up. One of workers = 2 and
 // max_workers = 3 grows beyond its workers and carries on without the extra replica once it is
-// lost; one with max_workers but no min_workers waits for the cores of all its workers.
+// lost; one with max_workers but no min_workers waits for the cores of all its workers. On one
+// parameter server, the survivors of two losses regroup from the shard's state, in their
+// processes, without the shard restarting, and every row is still taken once per epoch.
 #include <signal.h>
 
 #include <boost/test/unit_test.hpp>
@@ -65,6 +67,32 @@ json WaitForEvents(const DaemonFixture& d, std::int64_t id, const std::string& t
   return job;
 }
 
+// Replica `rank` of job `id` SIGKILLed a little after `after_step`, its `losses_before`-th loss:
+// the others must go on in the same processes until the replacement has joined.
+void LoseAndReplace(const DaemonFixture& d, std::int64_t id, int rank, std::int64_t after_step,
+                    int losses_before) {
+  const json job = d.WaitForStep(id, after_step);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump() << d.LogTail(id));
+  std::vector<pid_t> before(kWorkers);
+  for (int r = 0; r < kWorkers; ++r) before[static_cast<std::size_t>(r)] = RunningPid(job, r);
+  BOOST_REQUIRE(::kill(before[static_cast<std::size_t>(rank)], SIGKILL) == 0);
+  const json joined = WaitForEvents(d, id, " joined at step ", losses_before + 1);
+  BOOST_TEST(CountEvents(joined, "worker " + std::to_string(rank) + " lost at step ") >= 1);
+  for (int r = 0; r < kWorkers; ++r) {
+    if (r == rank) continue;
+    BOOST_TEST(RunningPid(joined, r) == before[static_cast<std::size_t>(r)],
+               "replica " << r << " was restarted when replica " << rank << " was lost");
+  }
+  // The replacement counts against restart.max_restarts; no attempt was restarted.
+  BOOST_TEST(joined["restarts"] == losses_before + 1);
+  BOOST_TEST(CountEvents(joined, "resuming from the newest checkpoint") == 0);
+  // The job's reason is its membership now.
+  const std::string reason = joined["reason"].get<std::string>();
+  BOOST_TEST((reason.find("worker " + std::to_string(rank) + " joined at step ") == 0 &&
+              reason.ends_with(": 3 of 3")),
+             reason);
+}
+
 // A daemon (started with `daemon_args`) whose jobs' replicas record the rows each step took, and
 // `rows` rows with ids for its elastic jobs.
 struct RecordingDaemon {
@@ -75,11 +103,13 @@ struct RecordingDaemon {
         d(std::move(daemon_args)) {}
 
   // An elastic job of kWorkers replicas (min_workers 2) over the rows, with `train_keys` added to
-  // its [train] section.
+  // its [train] section and `cluster_keys` to its [cluster] section.
   std::int64_t SubmitElastic(const std::string& name, int epochs, int max_restarts,
-                             const std::string& train_keys = "") const {
-    std::string text = RowsWithIdsJob(name, data.Path("rows.csv"), epochs, kGlobalBatch / kWorkers,
-                                      "workers = 3\nmin_workers = 2\n", max_restarts);
+                             const std::string& train_keys = "",
+                             const std::string& cluster_keys = "") const {
+    std::string text =
+        RowsWithIdsJob(name, data.Path("rows.csv"), epochs, kGlobalBatch / kWorkers,
+                       "workers = 3\nmin_workers = 2\n" + cluster_keys, max_restarts);
     text.replace(text.find("[train]\n"), 8, "[train]\n" + train_keys);
     return d.Submit(text);
   }
@@ -110,38 +140,36 @@ BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_ta
   DaemonFixture& d = daemon.d;
   const std::int64_t id = daemon.SubmitElastic("elastic", kEpochs, 8);
 
-  // Each loss: the replica is SIGKILLed a little after a step; the two others must go on in the
-  // same processes until the replacement has joined.
-  const auto lose = [&](int rank, std::int64_t after_step, int losses_before) {
-    const json job = d.WaitForStep(id, after_step);
-    BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump() << d.LogTail(id));
-    std::vector<pid_t> before(kWorkers);
-    for (int r = 0; r < kWorkers; ++r) before[static_cast<std::size_t>(r)] = RunningPid(job, r);
-    BOOST_REQUIRE(::kill(before[static_cast<std::size_t>(rank)], SIGKILL) == 0);
-    const json joined = WaitForEvents(d, id, " joined at step ", losses_before + 1);
-    BOOST_TEST(CountEvents(joined, "worker " + std::to_string(rank) + " lost at step ") >= 1);
-    for (int r = 0; r < kWorkers; ++r) {
-      if (r == rank) continue;
-      BOOST_TEST(RunningPid(joined, r) == before[static_cast<std::size_t>(r)],
-                 "replica " << r << " was restarted when replica " << rank << " was lost");
-    }
-    // The replacement counts against restart.max_restarts; no attempt was restarted.
-    BOOST_TEST(joined["restarts"] == losses_before + 1);
-    BOOST_TEST(CountEvents(joined, "resuming from the newest checkpoint") == 0);
-    // The job's reason is its membership now.
-    const std::string reason = joined["reason"].get<std::string>();
-    BOOST_TEST((reason.find("worker " + std::to_string(rank) + " joined at step ") == 0 &&
-                reason.ends_with(": 3 of 3")),
-               reason);
-  };
-  lose(1, 40, 0);
-  lose(0, kStepsPerEpoch + 40, 1);  // the replica that writes the checkpoints
-  lose(2, 2 * kStepsPerEpoch + 40, 2);
+  LoseAndReplace(d, id, 1, 40, 0);
+  LoseAndReplace(d, id, 0, kStepsPerEpoch + 40, 1);  // the replica that writes the checkpoints
+  LoseAndReplace(d, id, 2, 2 * kStepsPerEpoch + 40, 2);
   BOOST_REQUIRE(d.WaitForStep(id, 3 * kStepsPerEpoch + 40)["state"] == "running");
   d.Stop(SIGKILL);
   d.Start();
   const TakenSteps steps = daemon.WaitForSuccessTakingEveryRowOnce(id, kEpochs, kStepsPerEpoch);
   BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
+}
+
+// On one parameter server (allreduce "ps", servers = 1): each lost replica makes the shard answer
+// the survivors' next requests with a regroup reply; they regroup in their processes with the
+// shard's state after the last step they all saw, and the replacement joins them. The shard keeps
+// serving throughout; every row is taken once per epoch by the steps' memberships.
+BOOST_AUTO_TEST_CASE(on_a_parameter_server_survivors_carry_on_through_losses_and_every_row_once) {
+  constexpr int kFewEpochs = 3;
+  const RecordingDaemon daemon(kFewRows);
+  const DaemonFixture& d = daemon.d;
+  const std::int64_t id =
+      daemon.SubmitElastic("elastic-ps", kFewEpochs, 8, "", "allreduce = \"ps\"\nservers = 1\n");
+  const pid_t shard = RunningPid(d.WaitForStep(id, 20), kWorkers);
+  LoseAndReplace(d, id, 1, 40, 0);
+  LoseAndReplace(d, id, 0, kFewSteps + 40, 1);  // the member that writes the checkpoints
+  const TakenSteps steps = daemon.WaitForSuccessTakingEveryRowOnce(id, kFewEpochs, kFewSteps);
+  BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
+  const json job = d.Status(id);
+  int shard_processes = 0;
+  for (const json& w : job["workers"]) shard_processes += w["rank"] == kWorkers ? 1 : 0;
+  BOOST_TEST(shard_processes == 1, "the shard was restarted: " << job.dump());
+  BOOST_TEST(shard > 0);
 }
 
 // Two replicas of three lost at once leave one, below min_workers 2: it waits in its process for
@@ -179,8 +207,8 @@ std::string SparseJob(const std::string& name, const std::string& svm, int epoch
   const data::ClickData clicks =
       data::MakeClicks({.rows = 600, .features = 1u << 10, .nonzeros = 8, .seed = 6});
   BOOST_REQUIRE(data::WriteLibsvm(clicks.rows, svm).ok());
-  return "name = \"" + name + "\"\n[data]\nformat = \"libsvm\"\nsparse = true\ntrain = \"" +
-         svm + "\"\n[model]\ntype = \"logistic\"\n[train]\nepochs = " +
+  return "name = \"" + name + "\"\n[data]\nformat = \"libsvm\"\nsparse = true\ntrain = \"" + svm +
+         "\"\n[model]\ntype = \"logistic\"\n[train]\nepochs = " +
          std::to_string(epochs == 0 ? 1000000 : epochs) +
          "\nbatch_size = 40\nthreads = " + std::to_string(threads) +
          "\n[optimizer]\ntype = \"ftrl\"\n";
@@ -293,8 +321,8 @@ BOOST_AUTO_TEST_CASE(a_job_grows_beyond_its_workers_and_does_not_replace_the_ext
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     three = d.Status(id);
   }
-  BOOST_REQUIRE_MESSAGE(three["metrics"].value("workers_active", 0.0) == 3.0,
-                        three.dump() << d.LogTail(id));
+  BOOST_REQUIRE_MESSAGE(three["metrics"].value("workers_active", 0.0) == 3.0, three.dump()
+                                                                                  << d.LogTail(id));
   const pid_t first = RunningPid(three, 0), second = RunningPid(three, 1);
   BOOST_REQUIRE(::kill(RunningPid(three, 2), SIGKILL) == 0);
 
