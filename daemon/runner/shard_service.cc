@@ -140,7 +140,8 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
   const Placement& placement = group.placement;
   const int workers = job.cluster.workers;
   const int shards = job.cluster.Servers();
-  const int shard = placement.rank - workers;
+  // The shards' ranks follow every replica's: an elastic job's up to max_workers.
+  const int shard = placement.rank - job.cluster.MostMembers();
   if (role.kind != config::ProcessRole::Kind::kShard || placement.listener == nullptr) {
     return Status::Error("process " + std::to_string(whole_placement.rank) +
                          " is not a parameter server of this job");

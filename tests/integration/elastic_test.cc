@@ -302,15 +302,18 @@ int StartedAs(const json& job, int rank) {
   return n;
 }
 
-// workers = 2, max_workers = 3 on a daemon with cores for 3: the job starts with its two workers,
-// grows to three members at once, and when the third is SIGKILLed the two others carry on in their
-// processes with no replacement started (the job has its workers).
-BOOST_AUTO_TEST_CASE(a_job_grows_beyond_its_workers_and_does_not_replace_the_extra_member) {
+// workers = 2, max_workers = 3 (and `cluster_keys`) on a daemon with `cores` cores, enough for
+// three replicas: the job starts with its two workers, grows to three members at once, and when
+// the third is SIGKILLed the two others carry on in their processes with no replacement started
+// (the job has its workers).
+void GrowBeyondWorkersThenLoseTheExtraMember(const std::string& cores,
+                                             const std::string& cluster_keys) {
   constexpr int kBeyondEpochs = 5;
-  const RecordingDaemon daemon(kFewRows, {"--cores", "3"});
+  const RecordingDaemon daemon(kFewRows, {"--cores", cores});
   const DaemonFixture& d = daemon.d;
-  std::string text = RowsWithIdsJob("beyond", daemon.data.Path("rows.csv"), kBeyondEpochs,
-                                    kGlobalBatch / 2, "workers = 2\nmax_workers = 3\n", 8);
+  std::string text =
+      RowsWithIdsJob("beyond", daemon.data.Path("rows.csv"), kBeyondEpochs, kGlobalBatch / 2,
+                     "workers = 2\nmax_workers = 3\n" + cluster_keys, 8);
   text.replace(text.find("[train]\n"), 8, "[train]\nthreads = 1\n");
   const std::int64_t id = d.Submit(text);
 
@@ -342,6 +345,16 @@ BOOST_AUTO_TEST_CASE(a_job_grows_beyond_its_workers_and_does_not_replace_the_ext
   const TakenSteps steps = ReadTakenSteps(daemon.prefix, 3);
   CheckEveryIdOncePerEpoch(steps, daemon.ids, kBeyondEpochs, kFewSteps);
   BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by two replicas");
+}
+
+BOOST_AUTO_TEST_CASE(a_job_grows_beyond_its_workers_and_does_not_replace_the_extra_member) {
+  GrowBeyondWorkersThenLoseTheExtraMember("3", "");
+}
+
+// The same on one parameter server (its own process, rank 3: a fourth core): the joiner and the
+// members regroup through the shard's memberships.
+BOOST_AUTO_TEST_CASE(on_a_parameter_server_a_job_grows_beyond_its_workers_and_loses_the_extra) {
+  GrowBeyondWorkersThenLoseTheExtraMember("4", "allreduce = \"ps\"\nservers = 1\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
