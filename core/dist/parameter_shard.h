@@ -256,7 +256,7 @@ class ParameterShard {
   Status Fail(const std::string& context, const Status& status) const;
 
   // Async helpers; call with mu_ held.
-  // Records the first failure of ServeAsync (or ServeBackups) and closes every link.
+  // Records the first failure of ServeAsync (ServeBackups, ServeElastic) and closes every link.
   void FailServe(const Status& status);
   // Worker `rank`'s link broke (`why`): with options_.rejoin it is absent from now and OK is
   // returned; without, `why` is.
@@ -276,13 +276,15 @@ class ParameterShard {
   WorkerClocks clocks_;  // async: pushes applied, goodbyes, absences, g; sync: g = steps
   std::vector<std::uint64_t> loaded_clocks_;  // what LoadClocks gave: where ServeAsync starts
   std::vector<Clock::time_point> absent_since_;
-  std::vector<bool> may_jump_;         // per worker: its next push may carry a larger clock
-  bool serving_ = false;               // ServeAsync runs: Rejoin is allowed
-  std::vector<std::jthread> threads_;  // ServeAsync's (ServeBackups'), one per worker link served
+  std::vector<bool> may_jump_;  // per worker: its next push may carry a larger clock
+  bool serving_ = false;        // ServeAsync runs: Rejoin is allowed
+  // ServeAsync's (ServeBackups', ServeElastic's), one per worker link served.
+  std::vector<std::jthread> threads_;
   ShardStats stats_;
   bool failed_ = false;
   Status failure_;
-  std::vector<Link*> links_;  // during ServeAsync (ServeBackups), to close them on failure
+  // During ServeAsync (ServeBackups, ServeElastic: every link admitted), to close on failure.
+  std::vector<Link*> links_;
   // Elastic (mu_): the membership served and the one whose hellos are coming, if any.
   std::shared_ptr<Membership> current_, forming_;
   bool admitting_ = true;  // Admit takes links (until ServeElastic returns)
