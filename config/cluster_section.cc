@@ -72,10 +72,11 @@ void ReadBackupWorkers(TableReader& r, ClusterConfig* c) {
           " splits each replica's gradient among its partitions: backup workers are for a "
           "synchronous data-parallel step of whole replicas (model_parallel = 1)";
   } else if (c->allreduce == AllReduce::kRing) {
-    why = "allreduce \"ring\" cannot finish a step before every replica has sent its part (each "
-          "chunk passes through every replica), so it cannot go on without its slowest: backup "
-          "workers need allreduce = \"ps\" (a ring job that loses a replica regroups instead: "
-          "min_workers)";
+    why =
+        "allreduce \"ring\" cannot finish a step before every replica has sent its part (each "
+        "chunk passes through every replica), so it cannot go on without its slowest: backup "
+        "workers need allreduce = \"ps\" (a ring job that loses a replica regroups instead: "
+        "min_workers)";
   } else if (c->servers > 1) {
     why = "servers = " + std::to_string(c->servers) +
           ": every shard would have to agree which replicas' gradients each step took, and a late "
@@ -140,14 +141,19 @@ void ReadCluster(TableReader& r, ClusterConfig* c) {
 
 namespace {
 
-// Why `c`'s replicas cannot regroup on the ring (not RegroupsOnTheRing), naming the key that
-// rules it out.
+// Why `c`'s replicas cannot regroup (neither RegroupsOnTheRing nor SumsOnShards), naming the key
+// that rules it out.
 std::string WhyNoRegroup(const ClusterConfig& c) {
-  if (TraitsOf(c.mode).exchange == Exchange::kPeriodicAverage) {
-    return "model_parallel = " + std::to_string(c.model_parallel) +
-           " splits each replica among its partitions";
+  switch (TraitsOf(c.mode).exchange) {
+    case Exchange::kPeriodicAverage:
+      return "model_parallel = " + std::to_string(c.model_parallel) +
+             " splits each replica among its partitions";
+    case Exchange::kSynchronous:
+      return "model_parallel = " + std::to_string(c.model_parallel) +
+             " splits each replica's gradient among its partitions";
+    default:
+      return WhyNotOnTheRing(c);
   }
-  return WhyNotOnTheRing(c);
 }
 
 // Refuses `key` (set to `value`) where the job cannot train elastically (where
@@ -161,10 +167,21 @@ void RefuseWhereNotElastic(const ClusterConfig& c, TableReader& cluster, const s
                             !cluster.Failed("model_parallel") && !cluster.Failed("scheduler");
   if (!layout_known) return;
   const std::string elastic =
-      "elastic training is for mode \"sync\" with allreduce \"ring\" or mode \"local\", "
-      "model_parallel = 1 and scheduler = \"daemon\": ";
-  if (!c.RegroupsOnTheRing()) {
+      "elastic training is for mode \"sync\" with allreduce \"ring\" or \"ps\", or mode "
+      "\"local\", model_parallel = 1 and scheduler = \"daemon\": ";
+  if (!c.RegroupsOnTheRing() && !c.SumsOnShards()) {
     cluster.Report(*node, key, is + elastic + WhyNoRegroup(c));
+  } else if (c.SumsOnShards() && c.servers > 1 && !cluster.Failed("servers")) {
+    cluster.Report(*node, key,
+                   is + "allreduce \"ps\" with servers = " + std::to_string(c.servers) +
+                       ": a replica lost between its pushes to two shards would leave its step "
+                       "applied on one shard and not on the other: elastic ps jobs have "
+                       "servers = 1");
+  } else if (c.SumsOnShards() && c.backup_workers > 0 && !cluster.Failed("backup_workers")) {
+    cluster.Report(*node, key,
+                   is + "cluster.backup_workers = " + std::to_string(c.backup_workers) +
+                       ": backup workers in an elastic job are not built yet (set one or the "
+                       "other)");
   } else if (c.scheduler != Scheduler::kDaemon) {
     cluster.Report(*node, key,
                    is + elastic + "scheduler \"" + std::string(SchedulerName(c.scheduler)) +

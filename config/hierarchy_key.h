@@ -24,7 +24,8 @@ void ReadHierarchy(TableReader& cluster, ClusterConfig* c);
 
 // Why `c`'s replicas do not all-reduce whole gradients on the ring, naming the key that rules it
 // out ("allreduce \"ps\" sums the gradients on parameter servers"); for a `c` that does not
-// SumsOnTheRing. Also said by the keys that apply there and in mode "local" (cluster.min_workers).
+// SumsOnTheRing. Also said by cluster.min_workers and max_workers for a mode that is neither sync
+// nor local.
 std::string WhyNotOnTheRing(const ClusterConfig& c);
 
 void WriteHierarchy(Hierarchy hierarchy, TomlWriter& w);

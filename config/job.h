@@ -129,11 +129,11 @@ struct ClusterConfig {
   // Whether sync ring replicas sum within each host before they send across hosts
   // (config/hierarchy_key.h).
   Hierarchy hierarchy = Hierarchy::kAuto;
-  // Elastic jobs (ElasticApplies: sync ring, local): the fewest replicas the job trains with. A
-  // lost replica leaves the others training (they regroup on a smaller ring, the global batch of
-  // workers x batch_size kept) while at least this many remain; the daemon starts a replacement
-  // that joins at a step boundary. 0: not elastic (every loss restarts the attempt from its
-  // checkpoint).
+  // Elastic jobs (ElasticApplies: sync on the ring or on one parameter server, local): the fewest
+  // replicas the job trains with. A lost replica leaves the others training (they regroup, the
+  // global batch of workers x batch_size kept) while at least this many remain; the daemon starts
+  // a replacement that joins at a step boundary. 0: not elastic (every loss restarts the attempt
+  // from its checkpoint).
   int min_workers = 0;
   // Sync jobs on one parameter server: each step applies the first workers - backup_workers
   // gradients to arrive; a dropped replica's rows are served again at the next step (every row
@@ -171,9 +171,13 @@ struct ClusterConfig {
   // (model_parallel = 1) whose only exchange is the ring's — SumsOnTheRing, or mode "local",
   // whose parameter averages go round it.
   bool RegroupsOnTheRing() const;
+  // Whether the whole replicas of mode "sync" sum their gradients on parameter servers (allreduce
+  // "ps", model_parallel = 1; elastic where servers = 1).
+  bool SumsOnShards() const;
   // Whether min_workers and max_workers apply (the one rule, for config and runner):
-  // RegroupsOnTheRing, placed by the daemon's scheduler, with uncompressed exchanges (a regroup
-  // cannot carry compression's residuals over).
+  // RegroupsOnTheRing, or SumsOnShards on one server without backup workers; placed by the
+  // daemon's scheduler, with uncompressed exchanges (a regroup cannot carry compression's
+  // residuals over).
   bool ElasticApplies() const;
   // Whether bucket_bytes applies: SumsOnTheRing, uncompressed gradients.
   bool OverlapApplies() const;

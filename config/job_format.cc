@@ -191,7 +191,7 @@ void WriteCluster(const ClusterConfig& c, Shown show, TomlWriter& w) {
   if (c.SumsOnTheRing()) internal::WriteHierarchy(c.hierarchy, w);
   if (c.BackupWorkersApply()) w.Int("backup_workers", c.backup_workers);
   // Likewise; 0 (not elastic) is no value a job file may give.
-  if (c.RegroupsOnTheRing() && c.scheduler == Scheduler::kDaemon) {
+  if (c.ElasticApplies()) {
     if (c.min_workers > 0) {
       w.Int("min_workers", c.min_workers);
     } else if (several) {

@@ -176,8 +176,15 @@ bool ClusterConfig::RegroupsOnTheRing() const {
          (TraitsOf(mode).exchange == Exchange::kPeriodicAverage && model_parallel == 1);
 }
 
+bool ClusterConfig::SumsOnShards() const {
+  return TraitsOf(mode).exchange == Exchange::kSynchronous && allreduce == AllReduce::kPs &&
+         model_parallel == 1;
+}
+
 bool ClusterConfig::ElasticApplies() const {
-  return RegroupsOnTheRing() && scheduler == Scheduler::kDaemon &&
+  const bool regroups =
+      RegroupsOnTheRing() || (SumsOnShards() && servers == 1 && backup_workers == 0);
+  return regroups && scheduler == Scheduler::kDaemon &&
          compression.method == compress::Method::kNone;
 }
 

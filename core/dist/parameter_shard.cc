@@ -54,6 +54,9 @@ Status CheckOptions(const ShardOptions& o) {
   if (o.backup_workers > 0 && (o.mode != PsMode::kSync || o.shards != 1 || o.workers > 64)) {
     return Status::Error("backup workers need sync mode, one shard and at most 64 workers");
   }
+  if (o.elastic && (o.mode != PsMode::kSync || o.shards != 1 || o.backup_workers > 0)) {
+    return Status::Error("elastic memberships need sync mode, one shard and no backup workers");
+  }
   return optim::ValidateOptimizerOptions(o.optimizer);
 }
 
@@ -126,6 +129,7 @@ ShardStats ParameterShard::Stats() const {
 
 Status ParameterShard::Serve(std::span<Link* const> links) {
   Status served = invalid_;
+  if (served.ok() && options_.elastic) return ServeElastic(links);
   if (served.ok() && links.size() != static_cast<std::size_t>(options_.workers)) {
     served = Status::Error(name_ + ": " + std::to_string(links.size()) + " links for " +
                            std::to_string(options_.workers) + " workers");
@@ -174,7 +178,7 @@ Result<std::pair<std::uint32_t, PsHeader>> ParameterShard::ReceiveRequest(
   if (!request) return Unexpected(rank, t, waiting_for);
   Result<PsHeader> h = DecodePsHeader(raw);
   if (!h.ok()) return Fail(waiting_for + ": from " + Worker(rank), h.status());
-  if (h.value().from != static_cast<std::uint32_t>(rank)) {
+  if (rank >= 0 && h.value().from != static_cast<std::uint32_t>(rank)) {
     return Status::Error(name_ + ": " + waiting_for + ": the link of " + Worker(rank) +
                          " carried a " + PsTagName(t) + " from worker rank " +
                          std::to_string(h.value().from));
@@ -203,7 +207,8 @@ Status ParameterShard::SendReply(Link& link, int rank, PsMessage kind, const PsH
 
 Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello, PushDecoder& pushes,
                                    std::span<const float> params, std::uint64_t clock,
-                                   std::uint64_t steps, std::uint64_t own_clock) {
+                                   std::uint64_t steps, std::uint64_t own_clock,
+                                   const PsHeader* membership) {
   Result<PushDecoder> decoder = PushDecoder::FromHello(hello, params.size());
   if (!decoder.ok()) return Fail(Worker(rank) + "'s hello", decoder.status());
   pushes = std::move(decoder).value();
@@ -223,6 +228,11 @@ Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello, 
   reply.max_staleness = static_cast<std::uint32_t>(
       options_.mode == PsMode::kAsync ? options_.max_staleness : options_.backup_workers);
   reply.flags = hello.flags & kPsWantParams;
+  if (membership != nullptr) {
+    reply.membership = membership->membership;
+    reply.position = membership->position;
+    reply.members = membership->members;
+  }
   pushes.Echo(reply);
   const std::span<const float> parts[] = {params};
   const std::span<const std::span<const float>> data =
@@ -248,6 +258,9 @@ Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello, 
   }
   differ(options_.mode == PsMode::kAsync ? "max_staleness" : "backup_workers", hello.max_staleness,
          reply.max_staleness);
+  differ("membership epoch", hello.membership, reply.membership);
+  differ("position", hello.position, reply.position);
+  differ("members", hello.members, reply.members);
   if (!mismatch.empty()) {
     return Status::Error(name_ + ": " + Worker(rank) + " said hello with " + mismatch);
   }
@@ -264,7 +277,7 @@ Status ParameterShard::AnswerSnapshot(Link& link, int rank, std::span<const floa
   reply.steps = steps;
   reply.begin = options_.begin;
   reply.end = options_.end;
-  reply.workers = static_cast<std::uint32_t>(options_.workers);
+  reply.workers = static_cast<std::uint32_t>(clocks.size());
   reply.mode = static_cast<std::uint32_t>(options_.mode);
   reply.state_vectors = static_cast<std::uint32_t>(state.size());
   // The version vector: each clock as two u32 bit patterns, low word first.

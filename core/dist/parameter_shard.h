@@ -58,6 +58,16 @@
 // before rank 0's next request, so its snapshot is of exactly that step. Each mask is a u64, so
 // at most 64 workers.
 //
+// Elastic jobs (options.elastic; sync, one shard, no backup workers; ps_protocol.md "Elastic
+// jobs", parameter_shard_members.cc): the workers come and go in memberships (epoch e, n members,
+// each link at its member's position). Links come through Admit (and Serve's); each link's hello
+// says its membership; once all n hellos of the newest epoch came, the shard serves them as the
+// backups path does with b = 0, from its state (clock g, the steps applied). When a link of the
+// current membership breaks, the shard keeps that state (a partly collected step is dropped: it
+// needed every member's push) and answers every other request of the membership with a regroup
+// reply, until a newer membership has said hello; a whole membership that does not come within
+// options.timeout (of the start, of the loss, or of its first hello) fails the shard.
+//
 // Deadlines and failures: every wait for a worker (its next message, its push of step t, a
 // delayed fetch) has the deadline options.timeout from when the wait began; a silent, dead or
 // misbehaving worker is an error naming the shard, "worker rank R" and the step or clock. On the
@@ -121,6 +131,9 @@ struct ShardOptions {
   // Sync: b, the slowest workers a step may go on without (0 <= b < workers, at most 64
   // workers); with b > 0, one shard and raw pushes only.
   int backup_workers = 0;
+  // Sync, one shard, no backup workers: the workers come in memberships (see above); `workers`
+  // is the job's (the hello's check), a membership may have any size up to 64.
+  bool elastic = false;
 };
 
 // What a shard has applied; cumulative since construction.
@@ -158,6 +171,10 @@ class ParameterShard {
   // `link` in place of its broken one. An error (and `link` unused) when that worker is not
   // absent or the shard is not serving. `link` must outlive Serve.
   Status Rejoin(int rank, Link* link);
+  // Elastic, before or while Serve runs (from any thread): serves a new link, whose hello says
+  // its membership and position. An error (and `link` unused) once Serve has returned. `link`
+  // must outlive Serve.
+  Status Admit(Link* link);
 
   ShardStats Stats() const;
   // "shard 1 of 3 [100, 200)"
@@ -168,14 +185,24 @@ class ParameterShard {
   optim::Optimizer& optimizer() { return *optimizer_; }
 
  private:
-  struct Backups;  // ServeBackups' state (parameter_shard_backups.cc)
+  struct Backups;     // ServeBackups' state (parameter_shard_backups.cc); elastic: a membership's
+  struct Membership;  // an elastic job's membership, forming or formed (parameter_shard_members.cc)
 
   Status ServeSync(std::span<Link* const> links);
   Status ServeAsync(std::span<Link* const> links);
   // Sync with backup workers: one thread per link (ServeBackupWorker, worker `rank`'s) until
   // every worker said goodbye or the first failure.
   Status ServeBackups(std::span<Link* const> links);
-  Status ServeBackupWorker(Backups& backups, Link& link, int rank);
+  // `greeted`: an elastic member, whose hello ServeMember answered.
+  Status ServeBackupWorker(Backups& backups, Link& link, int rank, bool greeted = false);
+  // Elastic: serves until the current membership said goodbye or the first failure.
+  Status ServeElastic(std::span<Link* const> links);
+  // Elastic: one admitted link, from its hello on (its own thread).
+  Status ServeMember(Link& link);
+  // Elastic, mu_ held: the member over `link` of `backups` is gone; its membership regroups.
+  void LoseMember(Backups& backups, Link& link);
+  // Elastic: the reply to a request of a membership that regroups.
+  Status AnswerRegroup(Link& link, int rank, PsMessage kind, std::uint64_t clock);
   // A push `push` from worker `rank` (its data received), `lock` holding mu_: held until its
   // step is applied, then answered; or, late, dropped and answered at once (AnswerLatePush).
   Status ServeBackupPush(Backups& backups, Link& link, int rank, const PsHeader& push,
@@ -192,7 +219,8 @@ class ParameterShard {
   // The whole conversation with one worker in async mode (its own thread).
   Status ServeAsyncWorker(Link& link, int rank);
 
-  // Receives the next request header from worker `rank`; `link_broke`, if given, is set when the
+  // Receives the next request header from worker `rank` (-1: any, an elastic link before its
+  // hello); `link_broke`, if given, is set when the
   // link failed (rather than the worker breaking the protocol).
   Result<std::pair<std::uint32_t, PsHeader>> ReceiveRequest(Link& link, int rank,
                                                             const std::string& waiting_for,
@@ -201,13 +229,15 @@ class ParameterShard {
   // taking the encoding of the worker's compressed pushes into `pushes` (push_codec.h).
   // `params`, `clock` and `steps` are what to send (in async mode taken under the lock).
   // `own_clock`: async, the worker's clock (its pushes applied), sent in the basis slot.
+  // `membership`: elastic, the reply's membership fields (epoch, position, members).
   Status AnswerHello(Link& link, int rank, const PsHeader& hello, PushDecoder& pushes,
                      std::span<const float> params, std::uint64_t clock, std::uint64_t steps,
-                     std::uint64_t own_clock = 0);
+                     std::uint64_t own_clock = 0, const PsHeader* membership = nullptr);
   // A reply header and its data messages; `context` (e.g. "step 3") prefixes an error.
   Status SendReply(Link& link, int rank, PsMessage kind, const PsHeader& header,
                    std::span<const std::span<const float>> data, const std::string& context = "");
-  // Snapshot: the range, the state vectors, the steps, g and the version vector.
+  // Snapshot: the range, the state vectors, the steps, g and the version vector (one clock per
+  // worker: its size is the reply's workers).
   Status AnswerSnapshot(Link& link, int rank, std::span<const float> params,
                         std::span<const std::span<const float>> state, std::uint64_t steps,
                         std::uint64_t clock, std::span<const std::uint64_t> clocks);
@@ -226,7 +256,7 @@ class ParameterShard {
   Status Fail(const std::string& context, const Status& status) const;
 
   // Async helpers; call with mu_ held.
-  // Records the first failure of ServeAsync (or ServeBackups) and closes every link.
+  // Records the first failure of ServeAsync (ServeBackups, ServeElastic) and closes every link.
   void FailServe(const Status& status);
   // Worker `rank`'s link broke (`why`): with options_.rejoin it is absent from now and OK is
   // returned; without, `why` is.
@@ -246,13 +276,18 @@ class ParameterShard {
   WorkerClocks clocks_;  // async: pushes applied, goodbyes, absences, g; sync: g = steps
   std::vector<std::uint64_t> loaded_clocks_;  // what LoadClocks gave: where ServeAsync starts
   std::vector<Clock::time_point> absent_since_;
-  std::vector<bool> may_jump_;         // per worker: its next push may carry a larger clock
-  bool serving_ = false;               // ServeAsync runs: Rejoin is allowed
-  std::vector<std::jthread> threads_;  // ServeAsync's (ServeBackups'), one per worker link served
+  std::vector<bool> may_jump_;  // per worker: its next push may carry a larger clock
+  bool serving_ = false;        // ServeAsync runs: Rejoin is allowed
+  // ServeAsync's (ServeBackups', ServeElastic's), one per worker link served.
+  std::vector<std::jthread> threads_;
   ShardStats stats_;
   bool failed_ = false;
   Status failure_;
-  std::vector<Link*> links_;  // during ServeAsync (ServeBackups), to close them on failure
+  // During ServeAsync (ServeBackups, ServeElastic: every link admitted), to close on failure.
+  std::vector<Link*> links_;
+  // Elastic (mu_): the membership served and the one whose hellos are coming, if any.
+  std::shared_ptr<Membership> current_, forming_;
+  bool admitting_ = true;  // Admit takes links (until ServeElastic returns)
 };
 
 }  // namespace dtrain::dist

@@ -1,9 +1,11 @@
 // ParameterShard's sync mode with backup workers (options.backup_workers = b > 0; ps_protocol.md,
 // "Backup workers"). Each worker's link has a thread of its own that reads its requests and sends
-// its replies; they share the state below under mu_. Step `next` is applied by whichever thread
-// completes it (the push that makes N - b, or N, or the request that ends a hold); the replies of
-// the pushes it took are prepared then, so a taken worker receives exactly the state after its
-// step even if the others have gone on by the time its thread sends it.
+// its replies; they share the state of parameter_shard_backups.h under mu_. Step `next` is applied
+// by whichever thread completes it (the push that makes N - b, or N, or the request that ends a
+// hold); the replies of the pushes it took are prepared then, so a taken worker receives exactly
+// the state after its step even if the others have gone on by the time its thread sends it.
+#include "core/dist/parameter_shard_backups.h"
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -16,76 +18,6 @@
 #include "core/math/elementwise.h"
 
 namespace dtrain::dist {
-
-struct ParameterShard::Backups {
-  // A push reply, ready to send: the header, the range after its step, the masks.
-  struct Reply {
-    PsHeader header;
-    std::shared_ptr<const std::vector<float>> state;
-    std::vector<float> masks;  // a u64 per step, two u32 bit patterns, low word first
-  };
-
-  Backups(std::size_t n, std::size_t size, std::uint64_t steps, std::span<const float> params)
-      : workers(n),
-        expected(n, 0),
-        held(n, false),
-        grads(n, math::FloatBuffer(size)),
-        rows(n, 0),
-        replies(n),
-        departed(n, false),
-        taken(n, 0),
-        sum(size),
-        applied(steps) {
-    Publish(params);
-  }
-
-  // Makes `params` the published state, in a copy no reply holds any more (the replies of the
-  // steps not yet sent and the newest state keep theirs), so a step reuses a buffer rather than
-  // allocating, and touching fresh pages of, the whole range again.
-  void Publish(std::span<const float> params) {
-    auto spare = std::ranges::find_if(copies, [](const auto& c) { return c.use_count() == 1; });
-    if (spare == copies.end()) {
-      copies.push_back(std::make_shared<std::vector<float>>(params.size()));
-      spare = copies.end() - 1;
-    }
-    // Its last holder's reads happened before its count fell to 1 (a release); this fence orders
-    // them before the writes below (use_count loads relaxed). New holders only copy `state` or a
-    // reply under the shard's mutex, which the caller holds.
-    std::atomic_thread_fence(std::memory_order_acquire);
-    std::ranges::copy(params, (*spare)->begin());
-    state = *spare;
-  }
-
-  const std::size_t workers;
-  std::optional<std::uint64_t> next;    // the step being collected; the first push sets it
-  std::vector<std::uint64_t> expected;  // per worker: the step its next push must carry
-  // The pushes of `next` that have come, held (with their rows) until it is applied.
-  std::vector<bool> held;
-  std::vector<math::FloatBuffer> grads;
-  std::vector<std::uint32_t> rows;
-  std::optional<int> first;  // the first of them: the others' lr and total_rows must match its
-  float lr = 0.0f;
-  std::uint32_t total_rows = 0;
-  // What `next` publishes, and whether it takes every gradient: from its pushes, and from late
-  // pushes that carried a proposal or a vote (sticky until a step publishes them).
-  std::uint32_t vote = kNoVote;
-  std::uint32_t checkpoint = 0;
-  bool take_all = false;
-  std::vector<std::optional<Reply>> replies;  // per worker: its push's reply, once ready
-  std::vector<bool> departed;                 // per worker: said goodbye
-  std::size_t departures = 0;
-  std::vector<std::uint64_t> taken;  // per worker: its pushes taken
-  math::FloatBuffer sum;
-  std::uint64_t applied;  // the global clock: steps applied (Load's steps first)
-  // Published: the range after the last step applied, its vote, and each step's mask from
-  // masks_from on (older ones no worker can miss any more).
-  std::shared_ptr<const std::vector<float>> state;
-  std::vector<std::shared_ptr<std::vector<float>>> copies;  // Publish's buffers, `state` among them
-  std::uint32_t last_vote = kNoVote;
-  std::deque<std::uint64_t> masks;
-  std::uint64_t masks_from = 0;
-  bool hold = false;  // after a checkpoint or a stop: no step until rank 0's next request
-};
 
 namespace {
 
@@ -138,7 +70,7 @@ Status ParameterShard::ServeBackups(std::span<Link* const> links) {
 }
 
 Status ParameterShard::TryApplyBackupStep(Backups& b) {
-  if (!b.next || b.hold) return Status::Ok();
+  if (!b.next || b.hold || b.regroup) return Status::Ok();
   const std::size_t need =
       b.take_all ? b.workers : b.workers - static_cast<std::size_t>(options_.backup_workers);
   const auto held = static_cast<std::size_t>(std::count(b.held.begin(), b.held.end(), true));
@@ -181,7 +113,9 @@ void ParameterShard::ApplyBackupStep(Backups& b, std::size_t held) {
   const std::uint64_t masks[] = {mask};
   for (std::size_t r = 0; r < b.workers; ++r) {
     if (!b.held[r]) continue;
-    b.replies[r] = Backups::Reply{header, b.state, MaskFloats(masks)};
+    // Without backup workers (an elastic membership) the reply is the plain sync one: no mask.
+    b.replies[r] = Backups::Reply{
+        header, b.state, options_.backup_workers > 0 ? MaskFloats(masks) : std::vector<float>()};
     b.held[r] = false;
     b.expected[r] = *b.next + 1;
     ++b.taken[r];
@@ -221,10 +155,9 @@ std::string ParameterShard::BackupWait(const Backups& b) const {
          ") still waits for the push of " + Ranks(missing, true);
 }
 
-Status ParameterShard::ServeBackupWorker(Backups& b, Link& link, int rank) {
+Status ParameterShard::ServeBackupWorker(Backups& b, Link& link, int rank, bool greeted) {
   const auto r = static_cast<std::size_t>(rank);
   PushDecoder decoder;  // raw pushes: compressed ones are refused at the hello
-  bool greeted = false;
   for (;;) {
     Result<std::pair<std::uint32_t, PsHeader>> request =
         ReceiveRequest(link, rank, Worker(rank) + ": waiting for its next request");
@@ -243,6 +176,11 @@ Status ParameterShard::ServeBackupWorker(Backups& b, Link& link, int rank) {
     }
     std::unique_lock lock(mu_);
     if (failed_) return Status::Ok();
+    if (b.regroup && kind != PsMessage::kGoodbye) {  // elastic: the membership is done
+      lock.unlock();
+      if (Status s = AnswerRegroup(link, rank, kind, h.clock); !s.ok()) return s;
+      continue;
+    }
     // Rank 0's next request after a checkpoint's or a stop's step ends the hold; each case below
     // reads the state it answers with before it tries to apply the next step.
     if (rank == 0) b.hold = false;
@@ -343,10 +281,14 @@ Status ParameterShard::ServeBackupPush(Backups& b, Link& link, int rank, const P
   b.checkpoint |= h.flags & kPsCheckpoint;
   b.take_all = b.take_all || (h.flags & (kPsTakeAll | kPsCheckpoint)) != 0 || h.vote != kNoVote;
   if (Status s = TryApplyBackupStep(b); !s.ok()) return s;
-  const bool ready = changed_.wait_until(lock, Clock::now() + options_.timeout,
-                                         [&] { return failed_ || b.replies[r].has_value(); });
+  changed_.wait_until(lock, Clock::now() + options_.timeout,
+                      [&] { return failed_ || b.replies[r].has_value() || b.regroup; });
   if (failed_) return Status::Ok();  // the link is closed: the next receive ends this worker
-  if (!ready) {
+  if (!b.replies[r] && b.regroup) {  // elastic: its step can no longer be applied
+    lock.unlock();
+    return AnswerRegroup(link, rank, PsMessage::kPush, h.clock);
+  }
+  if (!b.replies[r]) {
     return Status::Error(name_ + ": " + what + ": timeout: after " +
                          std::to_string(options_.timeout.count()) + " ms, " + BackupWait(b));
   }
@@ -354,7 +296,8 @@ Status ParameterShard::ServeBackupPush(Backups& b, Link& link, int rank, const P
   b.replies[r].reset();
   lock.unlock();
   const std::span<const float> parts[] = {*reply.state, reply.masks};
-  return SendReply(link, rank, PsMessage::kPush, reply.header, parts,
+  return SendReply(link, rank, PsMessage::kPush, reply.header,
+                   std::span(parts).first(reply.masks.empty() ? 1 : 2),
                    "step " + std::to_string(reply.header.clock));
 }
 

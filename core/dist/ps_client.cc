@@ -34,9 +34,8 @@ PsClient::PsClient(std::span<Link* const> shard_links, PsClientOptions options)
   const std::string me = "worker rank " + std::to_string(options_.rank);
   if (links_.empty()) {
     unusable_ = Status::Error(me + ": no parameter-server shards to talk to");
-  } else if (options_.workers < 1 || options_.rank < 0 || options_.rank >= options_.workers) {
-    unusable_ =
-        Status::Error(me + ": rank is not in [0, " + std::to_string(options_.workers) + ")");
+  } else if (options_.workers < 1 || options_.rank < 0 || options_.rank >= Members()) {
+    unusable_ = Status::Error(me + ": rank is not in [0, " + std::to_string(Members()) + ")");
   } else if (options_.max_staleness < 0) {
     unusable_ = Status::Error(me + ": max_staleness must be >= 0, not " +
                               std::to_string(options_.max_staleness));
@@ -148,6 +147,12 @@ Result<PsHeader> PsClient::ReceiveReply(int k, PsMessage kind, const std::string
   }
   Result<PsHeader> h = DecodePsHeader(raw);
   if (!h.ok()) return Error(k, context, h.status());
+  if ((h.value().flags & kPsRegroup) != 0) {
+    return Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) + ": " +
+                         context + ": the shard says membership " +
+                         std::to_string(options_.membership) +
+                         " lost a member: its members regroup");
+  }
   if (h.value().from != static_cast<std::uint32_t>(k)) {
     return Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) + ": " +
                          context + ": the reply comes from shard " +
@@ -192,6 +197,11 @@ Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks)
     h.mode = static_cast<std::uint32_t>(options_.mode);
     h.max_staleness = static_cast<std::uint32_t>(StalenessOrBackups());
     h.flags = params.empty() ? 0 : kPsWantParams;
+    if (options_.members > 0) {
+      h.membership = options_.membership;
+      h.position = static_cast<std::uint32_t>(options_.rank);
+      h.members = static_cast<std::uint32_t>(options_.members);
+    }
     if (compressor_) AnnouncePushes(compressor_->plan()[static_cast<std::size_t>(k)], h);
     if (Status s = SendHeader(k, PsMessage::kHello, h, deadline); !s.ok()) return Broken(s);
   }
@@ -224,6 +234,10 @@ Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks)
     differ("encoding of compressed pushes (flags)", announced.flags,
            h.flags & (kPsBf16Pushes | kPsSparsePushes));
     differ("pairs of a compressed push", announced.rows, announced.rows != 0 ? h.rows : 0);
+    const bool elastic = options_.members > 0;
+    differ("membership epoch", elastic ? options_.membership : 0, h.membership);
+    differ("position", elastic ? static_cast<std::uint64_t>(options_.rank) : 0, h.position);
+    differ("members", static_cast<std::uint64_t>(options_.members), h.members);
     if (!mismatch.empty()) {
       return Broken(Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) +
                                   ": hello: the two sides disagree on the " + mismatch));
@@ -411,7 +425,7 @@ Result<PsSnapshot> PsClient::Snapshot() {
   }
   PsSnapshot snap;
   snap.params.resize(options_.num_params);
-  const std::size_t workers = static_cast<std::size_t>(options_.workers);
+  const auto workers = static_cast<std::size_t>(Members());
   std::vector<float> version(2 * workers);
   for (int k = 0; k < shards(); ++k) {
     const ShardRange& r = ranges_[static_cast<std::size_t>(k)];

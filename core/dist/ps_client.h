@@ -52,6 +52,11 @@ struct PsClientOptions {
   compress::Settings compression{};
   // Sync: b, the backup workers; must match the shard's. With b > 0: one shard, raw pushes.
   int backup_workers = 0;
+  // Sync, elastic jobs (ps_protocol.md, "Elastic jobs"): the membership this worker trains in —
+  // its epoch and size; `rank` is the worker's position there, in [0, members), and `workers`
+  // stays the job's. members = 0: not elastic. A regroup reply fails the call.
+  std::uint32_t membership = 0;
+  int members = 0;
 };
 
 // The full state of every shard, assembled: what a checkpoint stores.
@@ -133,6 +138,8 @@ class PsClient {
 
  private:
   std::string Shard(int k) const;  // "shard 1 of 3 [100, 200)"
+  // The workers the shards serve with this one: its membership's, else the job's.
+  int Members() const { return options_.members > 0 ? options_.members : options_.workers; }
   Status Error(int k, const std::string& context, const Status& status) const;
   Status Usable() const;
   // What the hello's slot 22 carries: max_staleness (async) or backup_workers (sync).

@@ -28,8 +28,11 @@ enum Slot : std::size_t {
   kMaxStaleness = 22,
   kStateVectors = 23,
   kFlags = 24,
+  kMembership = 25,
+  kPosition = 26,
+  kMembers = 27,
 };
-static_assert(kFlags + 1 == kPsHeaderFloats);
+static_assert(kMembers + 1 == kPsHeaderFloats);
 
 }  // namespace
 
@@ -72,6 +75,9 @@ void EncodePsHeader(const PsHeader& h, std::span<float, kPsHeaderFloats> out) {
   PutU32(out, kMaxStaleness, h.max_staleness);
   PutU32(out, kStateVectors, h.state_vectors);
   PutU32(out, kFlags, h.flags);
+  PutU32(out, kMembership, h.membership);
+  PutU32(out, kPosition, h.position);
+  PutU32(out, kMembers, h.members);
 }
 
 Result<PsHeader> DecodePsHeader(std::span<const float, kPsHeaderFloats> in) {
@@ -97,6 +103,9 @@ Result<PsHeader> DecodePsHeader(std::span<const float, kPsHeaderFloats> in) {
   h.max_staleness = GetU32(in, kMaxStaleness);
   h.state_vectors = GetU32(in, kStateVectors);
   h.flags = GetU32(in, kFlags);
+  h.membership = GetU32(in, kMembership);
+  h.position = GetU32(in, kPosition);
+  h.members = GetU32(in, kMembers);
   return h;
 }
 

@@ -54,7 +54,7 @@ inline constexpr std::uint32_t kNoVote = 0;
 // Every request and reply starts with one header message of kPsHeaderFloats floats. Fields a
 // message does not use are zero. Encoded field by field (little-endian u32 bit patterns in the
 // float slots; u64 as two u32, low word first; lr as a float), never as a raw struct.
-inline constexpr std::size_t kPsHeaderFloats = 25;
+inline constexpr std::size_t kPsHeaderFloats = 28;
 inline constexpr std::uint32_t kPsMagic = 0x31765350;  // the bytes 'P' 'S' 'v' '1'
 
 struct PsHeader {
@@ -78,7 +78,12 @@ struct PsHeader {
   std::uint32_t state_vectors = 0;  // snapshot reply: optimizer state vectors that follow
   std::uint32_t flags = 0;  // hello: kPsWantParams, an encoding; hello reply: the same if taken;
                             // push: kPsEncodedPush, kPsCheckpoint, kPsTakeAll; push reply:
-                            // kPsCheckpoint
+                            // kPsCheckpoint; any reply: kPsRegroup
+  // Elastic jobs (ps_protocol.md, "Elastic jobs"): hello and hello reply: the membership's epoch,
+  // this worker's position in it (also its `from`) and the membership's size; 0 elsewhere.
+  std::uint32_t membership = 0;
+  std::uint32_t position = 0;
+  std::uint32_t members = 0;
 };
 inline constexpr std::uint32_t kPsWantParams = 1;
 // Compressed pushes (ps_protocol.md): hello flags saying how this worker encodes its compressed
@@ -93,6 +98,9 @@ inline constexpr std::uint32_t kPsCheckpoint = 16;
 // Sync with backup workers: a push's flag saying that its step takes every worker's gradient
 // (the epoch's last step, the run's; ps_protocol.md "Backup workers").
 inline constexpr std::uint32_t kPsTakeAll = 64;
+// Elastic jobs: a reply's flag (no data follows it) saying that the worker's membership lost a
+// member, so the worker regroups instead of going on (ps_protocol.md, "Elastic jobs").
+inline constexpr std::uint32_t kPsRegroup = 32;
 
 void EncodePsHeader(const PsHeader& header, std::span<float, kPsHeaderFloats> out);
 // Fails on a wrong magic (the message is not a parameter-server header).

@@ -15,7 +15,9 @@ SyncPsStrategy::SyncPsStrategy(std::span<Link* const> shard_links, std::size_t n
                             .max_staleness = 0,
                             .timeout = options.timeout,
                             .compression = options.compression,
-                            .backup_workers = options.backup_workers}),
+                            .backup_workers = options.backup_workers,
+                            .membership = options.membership,
+                            .members = options.members}),
       options_(options) {}
 
 SyncPsStrategy::~SyncPsStrategy() {

@@ -38,6 +38,11 @@
 // the masks of the steps it missed too; it goes on after the last of them. Checkpoints are
 // collective, so that the step before one takes every gradient (no state of their own).
 //
+// In an elastic job (options.members > 0; ps_protocol.md, "Elastic jobs") the hello names the
+// replica's membership; when a member is lost the shard answers with a regroup reply, which fails
+// the call like a ring failure: the replica regroups (daemon/runner/elastic_replica.h) and comes
+// back with a new strategy for the new membership.
+//
 // One thread at a time (the training thread). The links must outlive the strategy.
 #pragma once
 
@@ -64,6 +69,10 @@ struct SyncPsOptions {
   // (optim::StateVectorCount), before the residuals (RestoreState).
   std::size_t optimizer_state_vectors = 0;
   int backup_workers = 0;  // b: the shard may take N - b pushes a step (see above)
+  // Elastic jobs: this replica's membership (epoch, size; rank is its position there), as
+  // PsClientOptions; members = 0: not elastic. A regroup reply fails Apply, Snapshot, Connect.
+  std::uint32_t membership = 0;
+  int members = 0;
 };
 
 class SyncPsStrategy final : public PsStrategy {

@@ -54,6 +54,7 @@ Status ElasticReplica::Begin(const store::CheckpointData* resume, std::vector<in
                          " is not in its first membership [" + Ranks(placement_.members) + "]");
   }
   membership_ = 0;
+  placement_.membership = 0;
   Result<std::unique_ptr<TrainingSession>> made = TrainingSession::Make(job_, data_, placement_);
   if (!made.ok()) return made.status();
   session_ = std::move(made).value();
@@ -96,15 +97,34 @@ Status ElasticReplica::Enter(const RegroupRequest& request, std::string state) {
   if (!next.peers.empty()) placement_.peers = std::move(next.peers);
   placement_.members = next.members;
   membership_ = next.epoch;
+  placement_.membership = next.epoch;
   Result<std::unique_ptr<TrainingSession>> made = TrainingSession::Make(job_, data_, placement_);
   if (!made.ok()) return Status::Error("regroup: " + made.status().message());
   session_ = std::move(made).value();
   const RingSeat at = seat();
-  Result<std::string> taken =
-      dist::RingBroadcast(at.position, at.world, session_->ring_links(),
-                          static_cast<int>(leader - next.members.begin()),
-                          next.leader == placement_.rank ? std::move(state) : std::string(),
-                          kStateTag, dist::Clock::now() + JobTimeout(job_));
+  const dist::Deadline deadline = dist::Clock::now() + JobTimeout(job_);
+  // On parameter servers the members have no ring of their own: they join one over their
+  // data-plane listeners for the broadcast only (closed when it is done).
+  dist::RingLinks state_ring;
+  if (session_->ring_links().left == nullptr) {
+    std::vector<dist::Endpoint> ring;
+    for (int r : placement_.members) ring.push_back(placement_.peers[static_cast<std::size_t>(r)]);
+    // The session has connected, so the placement has the listener and every peer's address.
+    // Over TCP: one message, and the links close as soon as it has gone around.
+    Result<dist::RingLinks> joined =
+        dist::JoinRing(at.position, ring, *placement_.listener, deadline, placement_.data_token,
+                       dist::LinkTransport::kTcp);
+    if (!joined.ok()) {
+      session_.reset();
+      return Status::Error("regroup: the members' ring: " + joined.status().message());
+    }
+    state_ring = std::move(joined).value();
+  }
+  Result<std::string> taken = dist::RingBroadcast(
+      at.position, at.world,
+      session_->ring_links().left != nullptr ? session_->ring_links() : state_ring,
+      static_cast<int>(leader - next.members.begin()),
+      next.leader == placement_.rank ? std::move(state) : std::string(), kStateTag, deadline);
   if (!taken.ok()) {
     session_.reset();
     return Status::Error("regroup: the leader's state: " + taken.status().message());

@@ -1,4 +1,5 @@
-// ElasticReplica: one replica of an elastic job (RunsElastic: sync ring or local) — its
+// ElasticReplica: one replica of an elastic job (RunsElastic: sync on the ring or on one parameter
+// server, or local) — its
 // TrainingSession for the current membership, and the regroup that replaces it when a peer is lost
 // or a replacement joins, in the same process, from memory (issue 46; control_protocol.md,
 // "regroup").
@@ -11,9 +12,12 @@
 // (its links: its ring neighbours fail at once), asks the coordinator (membership epoch it trained
 // in, steps completed), and on the answer joins the ring of the new members at its position there;
 // the leader's state goes around that ring (dist::RingBroadcast) and every member, the leader
-// too, restores it. So the members are bitwise identical again, at the leader's step, and train
-// on with the job's global batch split over the new world. The member at position 0 writes the
-// job's checkpoints.
+// too, restores it. On a parameter server (ps_protocol.md, "Elastic jobs") the regroup starts with
+// the shard's regroup reply, the ring is joined over the members' data-plane listeners for the
+// broadcast only, and the session then says hello to the shard as the new membership's member
+// (the shard holds the parameters and optimizer state after the last step every survivor saw). So
+// the members are bitwise identical again, at the leader's step, and train on with the job's global
+// batch split over the new world. The member at position 0 writes the job's checkpoints.
 // Mode "local" (local SGD): between parameter averages each member's state is its own, so the one
 // it offers is the last every member shared — a copy it keeps right after each average (and of the
 // state it began, joined or regrouped with), with that step as its completed steps. The leader

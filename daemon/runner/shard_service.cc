@@ -65,6 +65,29 @@ void AcceptRejoining(const dist::PeerListener& listener, int self, const config:
   }
 }
 
+// An elastic job's shard (ps_protocol.md, "Elastic jobs"): until `serving` drops, every connection
+// introduced as one of the job's replica ranks becomes a link the shard admits (its hello says
+// its membership); the links live in `admitted` until Serve has returned.
+void AcceptMembers(const dist::PeerListener& listener, int self, const config::JobConfig& job,
+                   dist::ParameterShard& server, const std::atomic<bool>& serving,
+                   std::vector<std::unique_ptr<dist::Link>>& admitted) {
+  using namespace std::chrono_literals;
+  while (serving) {
+    const auto start = dist::Clock::now();
+    Result<dist::IntroducedPeer> in = listener.Accept(start + 200ms);
+    if (!in.ok()) {
+      if (dist::Clock::now() - start < 50ms) std::this_thread::sleep_for(50ms);  // not a timeout
+      continue;
+    }
+    const std::uint32_t rank = in.value().id;
+    if (rank >= static_cast<std::uint32_t>(job.cluster.MostMembers())) continue;
+    auto link = WorkerLink(std::move(in.value().stream), self, static_cast<int>(rank), job,
+                           dist::Clock::now() + JobTimeout(job));
+    if (!link.ok()) continue;
+    if (server.Admit(link.value().get()).ok()) admitted.push_back(std::move(link).value());
+  }
+}
+
 }  // namespace
 
 dist::PsMode PsModeOf(const config::JobConfig& job) {
@@ -117,7 +140,8 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
   const Placement& placement = group.placement;
   const int workers = job.cluster.workers;
   const int shards = job.cluster.Servers();
-  const int shard = placement.rank - workers;
+  // The shards' ranks follow every replica's: an elastic job's up to max_workers.
+  const int shard = placement.rank - job.cluster.MostMembers();
   if (role.kind != config::ProcessRole::Kind::kShard || placement.listener == nullptr) {
     return Status::Error("process " + std::to_string(whole_placement.rank) +
                          " is not a parameter server of this job");
@@ -149,7 +173,8 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
                                                  .optimizer = job.optimizer,
                                                  .timeout = timeout,
                                                  .rejoin = takes_back,
-                                                 .backup_workers = job.cluster.backup_workers});
+                                                 .backup_workers = job.cluster.backup_workers,
+                                                 .elastic = job.cluster.Elastic()});
 
   Status loaded;
   if (resume) {
@@ -189,6 +214,22 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
     loaded = server.Load(std::span<const float>(params).subspan(begin, end - begin));
   }
   if (!loaded.ok()) return loaded;
+  if (job.cluster.Elastic()) {
+    // Links come as members say hello, for as long as the shard serves.
+    return ServeReporting(
+        sink, [&server] { return StatPoints(server.Stats(), false); },
+        [&]() -> Status {
+          std::atomic<bool> serving{true};
+          std::vector<std::unique_ptr<dist::Link>> admitted;
+          std::thread acceptor([&] {
+            AcceptMembers(*placement.listener, placement.rank, job, server, serving, admitted);
+          });
+          Status served = server.Serve({});
+          serving = false;
+          acceptor.join();
+          return served;
+        });
+  }
 
   Result<std::vector<std::unique_ptr<dist::Link>>> owned =
       AcceptWorkerLinks(job, placement, server.name());

@@ -97,6 +97,7 @@ GroupView DataParallelView(const config::JobConfig& job, const Placement& placem
   view.placement.listener = placement.listener;
   view.placement.data_token = placement.data_token;
   view.placement.members = placement.members;
+  view.placement.membership = placement.membership;
   if (!placement.peers.empty()) {
     for (int r : config::DataParallelGroup(job.cluster, role.partition)) {
       view.placement.peers.push_back(placement.peers[static_cast<std::size_t>(r)]);
@@ -192,7 +193,8 @@ dist::LinkTransport LinkTransportOf(const config::JobConfig& job) {
 
 Result<std::vector<std::unique_ptr<dist::Link>>> ConnectShardLinks(const config::JobConfig& job,
                                                                    const Placement& placement) {
-  const int workers = job.cluster.workers;
+  // The shards' ranks follow every replica's: an elastic job's up to max_workers.
+  const int workers = job.cluster.MostMembers();
   if (placement.peers.size() != static_cast<std::size_t>(workers + job.cluster.Servers())) {
     return Status::Error("a job of " + std::to_string(workers) + " workers and " +
                          std::to_string(job.cluster.Servers()) +
@@ -313,8 +315,8 @@ Status TrainingSession::ConnectTwoLevel(const config::JobConfig& job, const Plac
   Result<std::unique_ptr<dist::HierarchicalSyncStrategy>> sync = dist::MakeHierarchicalSync(
       *groups.value(),
       {.rank = placement.rank,
-       .endpoints = std::vector<dist::Endpoint>(placement.peers.begin(),
-                                                placement.peers.begin() + workers),
+       .endpoints =
+           std::vector<dist::Endpoint>(placement.peers.begin(), placement.peers.begin() + workers),
        .listener = placement.listener,
        .deadline = dist::Clock::now() + JobTimeout(job),
        .token = placement.data_token,
@@ -336,19 +338,24 @@ Status TrainingSession::ConnectShards(const config::JobConfig& job, const Placem
   const std::size_t n = network_->NumParams();
   const int workers = job.cluster.workers;
   const int rank = placement.rank;
+  // An elastic job's replica says hello as its membership's member, at its position there.
+  const bool elastic = job.cluster.Elastic();
+  const RingSeat seat = SeatOf(job, placement);
   std::unique_ptr<dist::PsStrategy> ps;
   switch (TraitsOf(job.cluster.mode).exchange) {
     case Exchange::kSynchronous:
       ps = std::make_unique<dist::SyncPsStrategy>(
           shards_, n,
-          dist::SyncPsOptions{.rank = rank,
+          dist::SyncPsOptions{.rank = elastic ? seat.position : rank,
                               .workers = workers,
                               .clip_norm = job.clip_norm,
                               .timeout = JobTimeout(job),
                               .compression = job.cluster.compression,
                               .optimizer_state_vectors = static_cast<std::size_t>(
                                   optim::StateVectorCount(job.optimizer.type)),
-                              .backup_workers = job.cluster.backup_workers});
+                              .backup_workers = job.cluster.backup_workers,
+                              .membership = static_cast<std::uint32_t>(placement.membership),
+                              .members = elastic ? seat.world : 0});
       break;
     case Exchange::kAsynchronous:
       ps = std::make_unique<dist::DownpourStrategy>(
@@ -430,6 +437,7 @@ std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::C
 
 void TrainingSession::LeaveRing() {
   for (const auto& link : ring_links_.owned) link->Close();
+  for (const auto& link : shard_links_) link->Close();
 }
 
 Status TrainingSession::Finish() { return ps_ != nullptr ? ps_->Finish() : Status::Ok(); }

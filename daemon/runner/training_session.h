@@ -44,7 +44,8 @@ namespace dtrain::runner {
 struct Placement;
 
 // Whether `job`'s replicas train elastically (daemon/runner/elastic_replica.h): Elastic() set
-// where it applies (config::ClusterConfig::ElasticApplies: sync ring or local replicas).
+// where it applies (config::ClusterConfig::ElasticApplies: sync replicas on the ring or one
+// parameter server, or local ones).
 bool RunsElastic(const config::JobConfig& job);
 
 // Sets this process's BLAS thread count for a replica of `job` placed as `placement`
@@ -70,6 +71,8 @@ struct Placement {
   // among them. Its position there is the replica's ring rank and data shard. Empty: every replica
   // of the job.
   std::vector<int> members;
+  // Its epoch (0 for the attempt's first), which an elastic parameter-server job's hello names.
+  std::int64_t membership = 0;
 };
 
 // Where a replica sits in its data-parallel ring: its position and the ring's size (the
@@ -126,8 +129,9 @@ class TrainingSession {
   // The data-parallel ring's links (empty where the replica trains on no ring of peers), for a
   // transfer between steps: an elastic regroup's state broadcast. Valid while the session lives.
   const dist::RingLinks& ring_links() const { return ring_links_; }
-  // Closes the ring's links now, between steps: the next exchange fails here and on every peer
-  // (an elastic replica told to regroup leaves its ring this way).
+  // Closes the ring's links (on parameter servers, the shards' links) now, between steps: the
+  // next exchange fails here and on every peer (an elastic replica told to regroup leaves its
+  // ring this way; the shard answers the others' next requests with a regroup reply).
   void LeaveRing();
   // What each conv2d layer shape runs on, chosen by timing at Make (model::ChooseLayerPaths), for
   // the replica's log; empty for a model without convolutions.
@@ -158,10 +162,10 @@ class TrainingSession {
   std::vector<std::unique_ptr<dist::Link>> shard_links_;
   std::vector<dist::Link*> shards_;
   std::unique_ptr<train::Strategy> strategy_;
-  dist::PsStrategy* ps_ = nullptr;  // strategy_, when the replica trains on parameter servers
-  bool shared_gradients_ = false;   // strategy_ shares gradients in this host's memory
+  dist::PsStrategy* ps_ = nullptr;   // strategy_, when the replica trains on parameter servers
+  bool shared_gradients_ = false;    // strategy_ shares gradients in this host's memory
   std::size_t overlap_buckets_ = 0;  // buckets of an overlapped sync exchange (else 0)
-  std::string two_level_;  // strategy_'s Describe(), when it sums within each host first
+  std::string two_level_;            // strategy_'s Describe(), when it sums within each host first
   std::unique_ptr<train::Trainer> trainer_;
 };
 

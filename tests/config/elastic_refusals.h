@@ -1,6 +1,6 @@
-// The [cluster] layouts where no job trains elastically (sync ring and local jobs do), shared by
-// the tests of the keys that make a job elastic (min_workers below workers, max_workers above):
-// each such key set there is refused at its line, saying why.
+// The [cluster] layouts where no job trains elastically (sync jobs on the ring or one parameter
+// server and local jobs do), shared by the tests of the keys that make a job elastic (min_workers
+// below workers, max_workers above): each such key set there is refused at its line, saying why.
 //
 //   CheckRefusedWhereNotElastic("min_workers", 1);  // "is 1, but elastic training is for ..."
 #pragma once
@@ -13,12 +13,15 @@
 namespace dtrain::testing {
 
 // `key` = `value` refused, at column 15, in a two-worker job of each layout that cannot train
-// elastically (`key` must be 11 characters long, as min_workers and max_workers are).
+// elastically (`key` must be 11 characters long, as min_workers and max_workers are). The
+// parameter-server layouts refused (several servers, backup workers) are the keys' own tests'
+// (their values differ: RefusedOnShards).
 inline void CheckRefusedWhereNotElastic(const std::string& key, int value) {
   const std::string is = "is " + std::to_string(value) + ", but ";
   const std::string elastic =
       is +
-      "elastic training is for mode \"sync\" with allreduce \"ring\" or mode \"local\", "
+      "elastic training is for mode \"sync\" with allreduce \"ring\" or \"ps\", or mode "
+      "\"local\", "
       "model_parallel = 1 and scheduler = \"daemon\": ";
   const struct {
     std::string cluster;
@@ -30,8 +33,6 @@ inline void CheckRefusedWhereNotElastic(const std::string& key, int value) {
        "model_parallel = 2 splits each replica among its partitions"},
       {"workers = 2\nmode = \"local\"\nscheduler = \"slurm\"\n", 7,
        "scheduler \"slurm\" places the job's processes itself"},
-      {"workers = 2\nmode = \"sync\"\nallreduce = \"ps\"\n", 7,
-       "allreduce \"ps\" sums the gradients on parameter servers"},
       {"workers = 2\nmode = \"sync\"\nmodel_parallel = 2\n", 7,
        "model_parallel = 2 splits each replica's gradient among its partitions"},
       {"workers = 2\nmode = \"sync\"\nscheduler = \"slurm\"\n", 7,
@@ -43,6 +44,37 @@ inline void CheckRefusedWhereNotElastic(const std::string& key, int value) {
                                    "hidden = [8]\n[cluster]\n" +
                                    c.cluster + key + " = " + std::to_string(value) + "\n"),
                        {{"inline.toml", c.line + 3, 15, "cluster." + key, elastic + c.why}});
+    }
+  }
+}
+
+// `key` = `value` on allreduce "ps" (a job of 3 workers, so min_workers 2 and max_workers 4 both
+// make it elastic): refused with several servers, with backup workers and with compression, each
+// saying why.
+inline void CheckRefusedOnShards(const std::string& key, int value) {
+  const std::string is = "is " + std::to_string(value) + ", but ";
+  const struct {
+    std::string keys;
+    std::string why;
+  } cases[] = {
+      {"servers = 2\n",
+       "allreduce \"ps\" with servers = 2: a replica lost between its pushes to two shards "
+       "would leave its step applied on one shard and not on the other: elastic ps jobs have "
+       "servers = 1"},
+      {"backup_workers = 1\n",
+       "cluster.backup_workers = 1: backup workers in an elastic job are not built yet (set one "
+       "or the other)"},
+      {"compression = \"bf16\"\n",
+       "cluster.compression \"bf16\" keeps residuals a regroup cannot carry over: elastic jobs "
+       "exchange whole gradients or parameters (compression = \"none\")"},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.keys) {
+      CheckDiagnostics(
+          ParseInline("[data]\nformat = \"synthetic\"\n[cluster]\nworkers = 3\nmode = \"sync\"\n"
+                      "allreduce = \"ps\"\n" +
+                      c.keys + key + " = " + std::to_string(value) + "\n"),
+          {{"inline.toml", 8, 15, "cluster." + key, is + c.why}});
     }
   }
 }

@@ -77,17 +77,18 @@ BOOST_AUTO_TEST_CASE(with_min_workers_the_job_ranges_around_its_workers) {
 }
 
 BOOST_AUTO_TEST_CASE(fewer_than_the_workers_is_refused_naming_both) {
-  CheckDiagnostics(ParseInline(std::string(kData) + kSync + "max_workers = 2\n"),
-                   {{"inline.toml", 6, 15, "cluster.max_workers",
-                     "is 2, fewer than cluster.workers = 3: the job grows from workers toward it"}});
+  CheckDiagnostics(
+      ParseInline(std::string(kData) + kSync + "max_workers = 2\n"),
+      {{"inline.toml", 6, 15, "cluster.max_workers",
+        "is 2, fewer than cluster.workers = 3: the job grows from workers toward it"}});
   CheckDiagnostics(ParseInline(std::string(kData) + kSync + "max_workers = 0\n"),
                    {{"inline.toml", 6, 15, "cluster.max_workers", "must be an integer in [1, "}});
 }
 
 // Equal to workers it changes nothing, so it is taken wherever workers is.
 BOOST_AUTO_TEST_CASE(equal_to_the_workers_is_taken_in_every_mode) {
-  const JobConfig job = MustParseInline(std::string(kData) +
-                                        "[cluster]\nworkers = 2\nmode = \"async\"\nmax_workers = 2\n");
+  const JobConfig job = MustParseInline(
+      std::string(kData) + "[cluster]\nworkers = 2\nmode = \"async\"\nmax_workers = 2\n");
   BOOST_TEST(!job.cluster.Elastic());
   BOOST_TEST(job.cluster.MostMembers() == 2);
 }
@@ -103,6 +104,21 @@ BOOST_AUTO_TEST_CASE(above_the_workers_read_and_written_back_in_mode_local) {
 
 BOOST_AUTO_TEST_CASE(above_the_workers_refused_where_the_job_cannot_train_elastically) {
   CheckRefusedWhereNotElastic("max_workers", 3);
+}
+
+BOOST_AUTO_TEST_CASE(above_the_workers_on_one_parameter_server_read_and_written_back) {
+  const JobConfig job = MustParseInline(std::string(kData) + kSync +
+                                        "allreduce = \"ps\"\nservers = 1\nmax_workers = 4\n");
+  BOOST_TEST(job.cluster.Elastic());
+  BOOST_TEST(job.cluster.MostMembers() == 4);
+  CheckClusterWrittenBack(job, "max_workers = 4");
+  // Ranks 0..3 are replicas, the shard rank 4.
+  BOOST_TEST((RoleOf(job.cluster, 3).kind == ProcessRole::Kind::kReplica));
+  BOOST_TEST((RoleOf(job.cluster, 4).kind == ProcessRole::Kind::kShard));
+}
+
+BOOST_AUTO_TEST_CASE(above_the_workers_refused_on_several_servers_with_backups_or_compression) {
+  testing::CheckRefusedOnShards("max_workers", 4);
 }
 
 BOOST_AUTO_TEST_CASE(above_the_workers_refused_with_compressed_gradients) {

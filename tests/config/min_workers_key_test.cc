@@ -1,12 +1,13 @@
 // [cluster] min_workers in a job file: unset by default (not elastic), read within 1 .. workers
-// and written back where it applies (sync replicas on the ring or local ones, placed by the
-// daemon), refused at its place, saying why, elsewhere.
+// and written back where it applies (sync replicas on the ring or on one parameter server, or
+// local ones, placed by the daemon), refused at its place, saying why, elsewhere.
 #include <boost/test/unit_test.hpp>
 #include <string>
 
 #include "config/diagnostic_checks.h"
 #include "config/elastic_refusals.h"
 #include "config/job_file.h"
+#include "config/mode_traits.h"
 
 namespace dtrain::config {
 namespace {
@@ -14,6 +15,7 @@ namespace {
 using testing::CheckClusterWrittenBack;
 using testing::CheckDiagnostics;
 using testing::CheckNotWritten;
+using testing::CheckRefusedOnShards;
 using testing::CheckRefusedWhereNotElastic;
 using testing::MustParseInline;
 using testing::ParseInline;
@@ -47,7 +49,8 @@ BOOST_AUTO_TEST_CASE(read_and_written_back_elastic_only_below_the_workers) {
 // Written elsewhere, even among every key, the key would be refused when read back.
 BOOST_AUTO_TEST_CASE(not_written_where_it_does_not_apply) {
   for (const char* cluster : {"", "[cluster]\nworkers = 2\nmode = \"async\"\n",
-                              "[cluster]\nworkers = 2\nmode = \"sync\"\nallreduce = \"ps\"\n",
+                              "[cluster]\nworkers = 2\nmode = \"sync\"\nallreduce = \"ps\"\n"
+                              "servers = 2\n",
                               "[cluster]\nworkers = 2\nmode = \"sync\"\nscheduler = \"slurm\"\n"}) {
     BOOST_TEST_CONTEXT(cluster) {
       CheckNotWritten(MustParseInline(std::string(kData) + cluster), "min_workers");
@@ -75,6 +78,21 @@ BOOST_AUTO_TEST_CASE(read_and_written_back_in_mode_local) {
 
 BOOST_AUTO_TEST_CASE(refused_where_the_job_cannot_train_elastically) {
   CheckRefusedWhereNotElastic("min_workers", 1);
+}
+
+BOOST_AUTO_TEST_CASE(on_one_parameter_server_read_and_written_back) {
+  const JobConfig job = MustParseInline(std::string(kData) + kSync +
+                                        "allreduce = \"ps\"\nservers = 1\nmin_workers = 2\n");
+  BOOST_TEST(job.cluster.Elastic());
+  BOOST_TEST(job.cluster.SumsOnShards());
+  CheckClusterWrittenBack(job, "min_workers = 2");
+  // Its lost replica restarts alone; its lost shard, the attempt.
+  BOOST_TEST((CostOfLosing(job, 1) == LostProcess::kRestartAlone));
+  BOOST_TEST((CostOfLosing(job, 3) == LostProcess::kRestartAll));
+}
+
+BOOST_AUTO_TEST_CASE(refused_on_several_servers_with_backup_workers_or_compression) {
+  CheckRefusedOnShards("min_workers", 2);
 }
 
 BOOST_AUTO_TEST_CASE(refused_with_compressed_gradients) {

@@ -7,10 +7,12 @@
 // two replicas at once waits, below min_workers, for their replacements. Another starts with
 // min_workers replicas where cores are short and grows as they free up. One of workers = 2 and
 // max_workers = 3 grows beyond its workers and carries on without the extra replica once it is
-// lost; one with max_workers but no min_workers waits for the cores of all its workers. An elastic
-// local job (local SGD, average_every 4) loses a replica twice: the survivors keep their pids and
-// roll back to their last average (the replacements join at such a step), and every row is still
-// taken once per epoch.
+// lost; one with max_workers but no min_workers waits for the cores of all its workers. On one
+// parameter server, the survivors of two losses regroup from the shard's state, in their
+// processes, without the shard restarting, and every row is still taken once per epoch. An
+// elastic local job (local SGD, average_every 4) loses a replica twice: the survivors keep their
+// pids and roll back to their last average (the replacements join at such a step), and every row
+// is still taken once per epoch.
 #include <signal.h>
 
 #include <boost/test/unit_test.hpp>
@@ -68,54 +70,11 @@ json WaitForEvents(const DaemonFixture& d, std::int64_t id, const std::string& t
   return job;
 }
 
-// A daemon (started with `daemon_args`) whose jobs' replicas record the rows each step took, and
-// `rows` rows with ids for its elastic jobs.
-struct RecordingDaemon {
-  explicit RecordingDaemon(int rows, std::vector<std::string> daemon_args = {})
-      : ids(WriteRowsWithIds(data.Path("rows.csv"), rows)),
-        prefix(data.Path("taken")),
-        recording(prefix),
-        d(std::move(daemon_args)) {}
-
-  // An elastic job of kWorkers replicas (min_workers 2) over the rows, with `train_keys` added to
-  // its [train] section; mode "sync", or `local_average_every` > 0: mode "local" averaging so.
-  std::int64_t SubmitElastic(const std::string& name, int epochs, int max_restarts,
-                             const std::string& train_keys = "",
-                             int local_average_every = 0) const {
-    const bool local = local_average_every > 0;
-    std::string text = RowsWithIdsJob(
-        name, data.Path("rows.csv"), epochs, kGlobalBatch / kWorkers,
-        "workers = 3\nmin_workers = 2\n" +
-            (local ? "average_every = " + std::to_string(local_average_every) + "\n" : ""),
-        max_restarts, local ? "local" : "sync");
-    text.replace(text.find("[train]\n"), 8, "[train]\n" + train_keys);
-    return d.Submit(text);
-  }
-
-  // Waits for job `id` to succeed after all its steps, every row taken once per epoch by the
-  // steps' memberships; returns those steps.
-  TakenSteps WaitForSuccessTakingEveryRowOnce(std::int64_t id, int epochs,
-                                              int steps_per_epoch) const {
-    const json job = d.Wait(id);
-    BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << d.LogTail(id));
-    BOOST_TEST(job["step"] == epochs * steps_per_epoch);
-    TakenSteps steps = ReadTakenSteps(prefix, kWorkers);
-    CheckEveryIdOncePerEpoch(steps, ids, epochs, steps_per_epoch);
-    return steps;
-  }
-
-  TempDir data;
-  std::vector<int> ids;
-  std::string prefix;
-  RecordedRows recording;
-  DaemonFixture d;
-};
-
-// Replica `rank` of job `id` is SIGKILLed a little after `after_step`, `losses_before` losses into
-// the job: the two others must go on in the same processes until the replacement has joined.
-// Returns the job then.
-json LoseOneAndWaitForItsReplacement(const DaemonFixture& d, std::int64_t id, int rank,
-                                     std::int64_t after_step, int losses_before) {
+// Replica `rank` of job `id` SIGKILLed a little after `after_step`, its `losses_before`-th loss:
+// the others must go on in the same processes until the replacement has joined. Returns the job
+// then.
+json LoseAndReplace(const DaemonFixture& d, std::int64_t id, int rank, std::int64_t after_step,
+                    int losses_before) {
   const json job = d.WaitForStep(id, after_step);
   BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump() << d.LogTail(id));
   std::vector<pid_t> before(kWorkers);
@@ -139,6 +98,47 @@ json LoseOneAndWaitForItsReplacement(const DaemonFixture& d, std::int64_t id, in
   return joined;
 }
 
+// A daemon (started with `daemon_args`) whose jobs' replicas record the rows each step took, and
+// `rows` rows with ids for its elastic jobs.
+struct RecordingDaemon {
+  explicit RecordingDaemon(int rows, std::vector<std::string> daemon_args = {})
+      : ids(WriteRowsWithIds(data.Path("rows.csv"), rows)),
+        prefix(data.Path("taken")),
+        recording(prefix),
+        d(std::move(daemon_args)) {}
+
+  // An elastic job of kWorkers replicas (min_workers 2) over the rows, with `train_keys` added to
+  // its [train] section and `cluster_keys` to its [cluster] section, in `mode`.
+  std::int64_t SubmitElastic(const std::string& name, int epochs, int max_restarts,
+                             const std::string& train_keys = "",
+                             const std::string& cluster_keys = "",
+                             const std::string& mode = "sync") const {
+    std::string text =
+        RowsWithIdsJob(name, data.Path("rows.csv"), epochs, kGlobalBatch / kWorkers,
+                       "workers = 3\nmin_workers = 2\n" + cluster_keys, max_restarts, mode);
+    text.replace(text.find("[train]\n"), 8, "[train]\n" + train_keys);
+    return d.Submit(text);
+  }
+
+  // Waits for job `id` to succeed after all its steps, every row taken once per epoch by the
+  // steps' memberships; returns those steps.
+  TakenSteps WaitForSuccessTakingEveryRowOnce(std::int64_t id, int epochs,
+                                              int steps_per_epoch) const {
+    const json job = d.Wait(id);
+    BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << d.LogTail(id));
+    BOOST_TEST(job["step"] == epochs * steps_per_epoch);
+    TakenSteps steps = ReadTakenSteps(prefix, kWorkers);
+    CheckEveryIdOncePerEpoch(steps, ids, epochs, steps_per_epoch);
+    return steps;
+  }
+
+  TempDir data;
+  std::vector<int> ids;
+  std::string prefix;
+  RecordedRows recording;
+  DaemonFixture d;
+};
+
 BOOST_AUTO_TEST_SUITE(elastic)
 
 BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_taken_once) {
@@ -146,10 +146,9 @@ BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_ta
   DaemonFixture& d = daemon.d;
   const std::int64_t id = daemon.SubmitElastic("elastic", kEpochs, 8);
 
-  LoseOneAndWaitForItsReplacement(d, id, 1, 40, 0);
-  // The replica that writes the checkpoints.
-  LoseOneAndWaitForItsReplacement(d, id, 0, kStepsPerEpoch + 40, 1);
-  LoseOneAndWaitForItsReplacement(d, id, 2, 2 * kStepsPerEpoch + 40, 2);
+  LoseAndReplace(d, id, 1, 40, 0);
+  LoseAndReplace(d, id, 0, kStepsPerEpoch + 40, 1);  // the replica that writes the checkpoints
+  LoseAndReplace(d, id, 2, 2 * kStepsPerEpoch + 40, 2);
   BOOST_REQUIRE(d.WaitForStep(id, 3 * kStepsPerEpoch + 40)["state"] == "running");
   d.Stop(SIGKILL);
   d.Start();
@@ -164,11 +163,13 @@ BOOST_AUTO_TEST_CASE(a_local_job_rolls_back_to_its_last_average_and_every_row_is
   constexpr int kAverageEvery = 4;
   const RecordingDaemon daemon(kRows);
   const DaemonFixture& d = daemon.d;
-  const std::int64_t id = daemon.SubmitElastic("elastic-local", kEpochs, 8, "", kAverageEvery);
+  const std::int64_t id =
+      daemon.SubmitElastic("elastic-local", kEpochs, 8, "",
+                           "average_every = " + std::to_string(kAverageEvery) + "\n", "local");
 
-  LoseOneAndWaitForItsReplacement(d, id, 1, 40, 0);
+  LoseAndReplace(d, id, 1, 40, 0);
   // The replica that writes the checkpoints.
-  const json joined = LoseOneAndWaitForItsReplacement(d, id, 0, kStepsPerEpoch + 40, 1);
+  const json joined = LoseAndReplace(d, id, 0, kStepsPerEpoch + 40, 1);
   for (const json& e : joined["events"]) {
     const std::string reason = e["reason"].get<std::string>();
     const std::size_t at = reason.find(" joined at step ");
@@ -178,6 +179,30 @@ BOOST_AUTO_TEST_CASE(a_local_job_rolls_back_to_its_last_average_and_every_row_is
   }
   const TakenSteps steps = daemon.WaitForSuccessTakingEveryRowOnce(id, kEpochs, kStepsPerEpoch);
   BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
+}
+
+// On one parameter server (allreduce "ps", servers = 1): each lost replica makes the shard answer
+// the survivors' next requests with a regroup reply; they regroup in their processes with the
+// shard's state after the last step they all saw, and the replacement joins them, the shard
+// serving on in its process. A lost shard then restarts the attempt from the newest checkpoint.
+// Every row is taken once per epoch by the steps' memberships throughout.
+BOOST_AUTO_TEST_CASE(on_a_parameter_server_survivors_carry_on_through_losses_and_every_row_once) {
+  constexpr int kFewEpochs = 4;
+  const RecordingDaemon daemon(kFewRows);
+  const DaemonFixture& d = daemon.d;
+  const std::int64_t id =
+      daemon.SubmitElastic("elastic-ps", kFewEpochs, 8, "", "allreduce = \"ps\"\nservers = 1\n");
+  const pid_t shard = RunningPid(d.WaitForStep(id, 20), kWorkers);
+  BOOST_REQUIRE(shard > 0);
+  LoseAndReplace(d, id, 1, 40, 0);
+  LoseAndReplace(d, id, 0, kFewSteps + 40, 1);  // the member that writes the checkpoints
+  const json replaced = d.WaitForStep(id, 2 * kFewSteps + 40);
+  BOOST_REQUIRE_MESSAGE(replaced["state"] == "running", replaced.dump() << d.LogTail(id));
+  BOOST_TEST(RunningPid(replaced, kWorkers) == shard, "the shard was restarted for a replica");
+  BOOST_REQUIRE(::kill(shard, SIGKILL) == 0);
+  const TakenSteps steps = daemon.WaitForSuccessTakingEveryRowOnce(id, kFewEpochs, kFewSteps);
+  BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
+  BOOST_TEST(CountEvents(d.Status(id), "resuming from the newest checkpoint") == 1);
 }
 
 // Two replicas of three lost at once leave one, below min_workers 2: it waits in its process for
@@ -215,8 +240,8 @@ std::string SparseJob(const std::string& name, const std::string& svm, int epoch
   const data::ClickData clicks =
       data::MakeClicks({.rows = 600, .features = 1u << 10, .nonzeros = 8, .seed = 6});
   BOOST_REQUIRE(data::WriteLibsvm(clicks.rows, svm).ok());
-  return "name = \"" + name + "\"\n[data]\nformat = \"libsvm\"\nsparse = true\ntrain = \"" +
-         svm + "\"\n[model]\ntype = \"logistic\"\n[train]\nepochs = " +
+  return "name = \"" + name + "\"\n[data]\nformat = \"libsvm\"\nsparse = true\ntrain = \"" + svm +
+         "\"\n[model]\ntype = \"logistic\"\n[train]\nepochs = " +
          std::to_string(epochs == 0 ? 1000000 : epochs) +
          "\nbatch_size = 40\nthreads = " + std::to_string(threads) +
          "\n[optimizer]\ntype = \"ftrl\"\n";
@@ -310,15 +335,18 @@ int StartedAs(const json& job, int rank) {
   return n;
 }
 
-// workers = 2, max_workers = 3 on a daemon with cores for 3: the job starts with its two workers,
-// grows to three members at once, and when the third is SIGKILLed the two others carry on in their
-// processes with no replacement started (the job has its workers).
-BOOST_AUTO_TEST_CASE(a_job_grows_beyond_its_workers_and_does_not_replace_the_extra_member) {
+// workers = 2, max_workers = 3 (and `cluster_keys`) on a daemon with `cores` cores, enough for
+// three replicas: the job starts with its two workers, grows to three members at once, and when
+// the third is SIGKILLed the two others carry on in their processes with no replacement started
+// (the job has its workers).
+void GrowBeyondWorkersThenLoseTheExtraMember(const std::string& cores,
+                                             const std::string& cluster_keys) {
   constexpr int kBeyondEpochs = 5;
-  const RecordingDaemon daemon(kFewRows, {"--cores", "3"});
+  const RecordingDaemon daemon(kFewRows, {"--cores", cores});
   const DaemonFixture& d = daemon.d;
-  std::string text = RowsWithIdsJob("beyond", daemon.data.Path("rows.csv"), kBeyondEpochs,
-                                    kGlobalBatch / 2, "workers = 2\nmax_workers = 3\n", 8);
+  std::string text =
+      RowsWithIdsJob("beyond", daemon.data.Path("rows.csv"), kBeyondEpochs, kGlobalBatch / 2,
+                     "workers = 2\nmax_workers = 3\n" + cluster_keys, 8);
   text.replace(text.find("[train]\n"), 8, "[train]\nthreads = 1\n");
   const std::int64_t id = d.Submit(text);
 
@@ -329,8 +357,8 @@ BOOST_AUTO_TEST_CASE(a_job_grows_beyond_its_workers_and_does_not_replace_the_ext
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     three = d.Status(id);
   }
-  BOOST_REQUIRE_MESSAGE(three["metrics"].value("workers_active", 0.0) == 3.0,
-                        three.dump() << d.LogTail(id));
+  BOOST_REQUIRE_MESSAGE(three["metrics"].value("workers_active", 0.0) == 3.0, three.dump()
+                                                                                  << d.LogTail(id));
   const pid_t first = RunningPid(three, 0), second = RunningPid(three, 1);
   BOOST_REQUIRE(::kill(RunningPid(three, 2), SIGKILL) == 0);
 
@@ -350,6 +378,16 @@ BOOST_AUTO_TEST_CASE(a_job_grows_beyond_its_workers_and_does_not_replace_the_ext
   const TakenSteps steps = ReadTakenSteps(daemon.prefix, 3);
   CheckEveryIdOncePerEpoch(steps, daemon.ids, kBeyondEpochs, kFewSteps);
   BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by two replicas");
+}
+
+BOOST_AUTO_TEST_CASE(a_job_grows_beyond_its_workers_and_does_not_replace_the_extra_member) {
+  GrowBeyondWorkersThenLoseTheExtraMember("3", "");
+}
+
+// The same on one parameter server (its own process, rank 3: a fourth core): the joiner and the
+// members regroup through the shard's memberships.
+BOOST_AUTO_TEST_CASE(on_a_parameter_server_a_job_grows_beyond_its_workers_and_loses_the_extra) {
+  GrowBeyondWorkersThenLoseTheExtraMember("4", "allreduce = \"ps\"\nservers = 1\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

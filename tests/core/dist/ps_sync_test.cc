@@ -106,7 +106,7 @@ void CheckMatchesReference(const SyncRun& run, const Single& reference, int work
     BOOST_TEST(s.pushes_applied == reference.steps * static_cast<std::uint64_t>(workers));
     BOOST_TEST(s.staleness.max == 0u);
   }
-  // Every byte accounted for: a 100-byte header per message each way, the gradient out and the
+  // Every byte accounted for: a header per message each way, the gradient out and the
   // parameters back every step, the parameters once more at the hello.
   const std::uint64_t header = kPsHeaderFloats * sizeof(float);
   const std::uint64_t shards = run.served.size();

@@ -221,7 +221,7 @@ BOOST_AUTO_TEST_CASE(one_worker_on_two_shards_trains_what_one_process_trains) {
       BOOST_TEST(run.shard_stats[0].pushes_applied == static_cast<std::uint64_t>(run.steps[0]));
       BOOST_TEST(run.shard_stats[0].staleness.max == 0u);
       // The measured traffic of the run is what the metrics say, and it is the keys' slots (4
-      // bytes a float) and the headers (100 bytes; each shard's pull reply also carries the 1
+      // bytes a float) and the headers (`header` bytes; each shard's pull reply also carries the 1
       // global), nothing of the feature space. One metrics window covers the run (fewer steps
       // than log_every).
       const std::map<std::string, double>& metrics = run.listeners[0].values;
@@ -233,12 +233,14 @@ BOOST_AUTO_TEST_CASE(one_worker_on_two_shards_trains_what_one_process_trains) {
                  static_cast<double>(run.traffic[0].bytes_received));
       // Received: each step's pull replies (2 headers, the keys' slots, 1 global each) and, in
       // sync mode, the push's answers (2 headers).
-      const double answers = mode == dist::PsMode::kSync ? 2 * 100 : 0;
-      BOOST_TEST(metrics.at("bytes_received") == steps * (2 * (100 + 4) + answers) + keys * 4 * 4,
-                 boost::test_tools::tolerance(1e-9));
+      const double header = dist::kPsHeaderFloats * sizeof(float);
+      const double answers = mode == dist::PsMode::kSync ? 2 * header : 0;
+      BOOST_TEST(
+          metrics.at("bytes_received") == steps * (2 * (header + 4) + answers) + keys * 4 * 4,
+          boost::test_tools::tolerance(1e-9));
       // Sent: each step's pull (2 headers, the keys) and push (2 headers, keys, 4-float
       // gradients, shard 0 the global's).
-      BOOST_TEST(metrics.at("bytes_sent") == steps * (4 * 100 + 4) + keys * (4 + 4 + 16),
+      BOOST_TEST(metrics.at("bytes_sent") == steps * (4 * header + 4) + keys * (4 + 4 + 16),
                  boost::test_tools::tolerance(1e-9));
     }
   }

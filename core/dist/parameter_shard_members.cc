@@ -1,0 +1,211 @@
+// ParameterShard's elastic memberships (options.elastic; ps_protocol.md, "Elastic jobs"). Every
+// admitted link has a thread of its own (ServeMember): it reads the link's hello, which names a
+// membership (epoch e, n members, the link's position p), and waits until all n hellos of that
+// membership came; then it serves the link as the backups path does (ServeBackupWorker, b = 0)
+// with the membership's state. A newer membership's hellos replace one still forming; the first
+// whole one becomes current, and the previous one regroups. A link of the current membership that
+// breaks (or breaks the protocol) makes the membership regroup: its other members get a regroup
+// reply to every request, the shard keeps the state after the last step it applied, and a partly
+// collected step is dropped (it needed every member's push, so no member has its reply).
+#include <memory>
+#include <string>
+
+#include "core/dist/parameter_shard.h"
+#include "core/dist/parameter_shard_backups.h"
+
+namespace dtrain::dist {
+
+struct ParameterShard::Membership {
+  Membership(std::uint32_t e, std::size_t n) : epoch(e), members(n), came(n, false) {}
+
+  const std::uint32_t epoch;
+  const std::size_t members;
+  std::vector<bool> came;  // per position: its hello came
+  std::size_t count = 0;
+  Clock::time_point since = Clock::now();  // its first hello
+  bool superseded = false;                 // a newer epoch's hello came before it was whole
+  std::unique_ptr<Backups> backups;        // once whole: its state
+};
+
+namespace {
+
+constexpr std::size_t kMostMembers = 64;  // as backup workers' masks
+
+std::string Describe(std::uint32_t epoch, std::size_t members) {
+  return "membership " + std::to_string(epoch) + " of " + std::to_string(members);
+}
+
+}  // namespace
+
+Status ParameterShard::Admit(Link* link) {
+  if (!invalid_.ok()) return invalid_;
+  std::lock_guard lock(mu_);
+  if (!options_.elastic || !admitting_ || failed_ || link == nullptr) {
+    return Status::Error(name_ + ": not admitting workers now");
+  }
+  links_.push_back(link);
+  threads_.emplace_back([this, link] {
+    if (Status s = ServeMember(*link); !s.ok()) FailServe(s);
+  });
+  return Status::Ok();
+}
+
+Status ParameterShard::ServeElastic(std::span<Link* const> links) {
+  for (Link* link : links) {
+    if (Status s = Admit(link); !s.ok()) return s;
+  }
+  const Clock::time_point start = Clock::now();
+  std::unique_lock lock(mu_);
+  clocks_.SetGlobal(optimizer_->steps());
+  // Until the current membership said goodbye, or the first failure; a whole membership is due
+  // within the timeout of the start, of its first hello, or of the current one's loss.
+  for (;;) {
+    if (failed_) break;
+    const Backups* b = current_ ? current_->backups.get() : nullptr;
+    if (b != nullptr && !forming_ && !b->regroup && b->departures == b->workers) break;
+    std::optional<Clock::time_point> since;
+    std::string waiting;
+    if (forming_) {
+      since = forming_->since;
+      waiting = Describe(forming_->epoch, forming_->members) + ": " +
+                std::to_string(forming_->count) + " of its members said hello";
+    } else if (b == nullptr) {
+      since = start;
+      waiting = "no membership said hello";
+    } else if (b->regroup) {
+      since = b->lost_at;
+      waiting = Describe(current_->epoch, current_->members) +
+                " lost a member and no newer membership said hello";
+    }
+    if (!since) {
+      changed_.wait(lock);
+      continue;
+    }
+    const Clock::time_point due = *since + options_.timeout;
+    if (Clock::now() < due) {
+      changed_.wait_until(lock, due);
+      continue;
+    }
+    lock.unlock();
+    FailServe(Status::Error(name_ + ": " + waiting + " within " +
+                            std::to_string(options_.timeout.count()) + " ms"));
+    lock.lock();
+  }
+  admitting_ = false;
+  std::vector<std::jthread> threads;
+  threads.swap(threads_);
+  lock.unlock();
+  threads.clear();  // joins them: their links closed, or their members said goodbye
+  lock.lock();
+  links_.clear();
+  current_.reset();
+  forming_.reset();
+  return failed_ ? failure_ : Status::Ok();
+}
+
+Status ParameterShard::ServeMember(Link& link) {
+  Result<std::pair<std::uint32_t, PsHeader>> request =
+      ReceiveRequest(link, -1, "a new worker link: waiting for its hello");
+  if (!request.ok()) return Status::Ok();  // it left before its hello: no member yet
+  const auto [tag, h] = request.value();
+  const int rank = static_cast<int>(h.position);
+  if (static_cast<PsMessage>(tag & 0x7F) != PsMessage::kHello) {
+    return Unexpected(rank, tag, "a new worker link, before its hello");
+  }
+  if (h.from != h.position || h.members == 0 || h.position >= h.members ||
+      h.members > kMostMembers) {
+    return Status::Error(name_ + ": " + Worker(static_cast<int>(h.from)) +
+                         " said hello at position " + std::to_string(h.position) + " of " +
+                         Describe(h.membership, h.members) + " (at most " +
+                         std::to_string(kMostMembers) + " members, each at its rank)");
+  }
+  if ((h.flags & (kPsBf16Pushes | kPsSparsePushes)) != 0) {
+    return Status::Error(name_ + ": " + Worker(rank) +
+                         " announced compressed pushes, which elastic memberships do not take");
+  }
+  const auto p = static_cast<std::size_t>(h.position);
+  std::shared_ptr<Membership> m;
+  std::shared_ptr<const std::vector<float>> state;
+  std::uint64_t applied = 0, steps = 0;
+  {
+    std::unique_lock lock(mu_);
+    if (failed_) return Status::Ok();
+    const bool older = (current_ && h.membership <= current_->epoch) ||
+                       (forming_ && h.membership < forming_->epoch);
+    if (older) {
+      // Refused: the reply names the newest epoch, so the worker fails saying both.
+      PsHeader newest = h;
+      newest.membership = forming_ ? forming_->epoch : current_->epoch;
+      PsHeader asked = h;
+      asked.flags &= ~kPsWantParams;
+      lock.unlock();
+      PushDecoder unused;
+      (void)AnswerHello(link, rank, asked, unused, {}, 0, 0, 0, &newest);
+      return Status::Ok();
+    }
+    if (forming_ && h.membership == forming_->epoch) {
+      if (h.members != forming_->members || forming_->came[p]) {
+        return Status::Error(name_ + ": " + Worker(rank) + " said hello at position " +
+                             std::to_string(p) + " of " + Describe(h.membership, h.members) +
+                             ", where " + Describe(forming_->epoch, forming_->members) +
+                             (forming_->came[p] ? " already has that position" : " forms"));
+      }
+    } else {
+      if (forming_) forming_->superseded = true;
+      forming_ = std::make_shared<Membership>(h.membership, h.members);
+    }
+    m = forming_;
+    m->came[p] = true;
+    if (++m->count == m->members) {
+      // Whole: it goes on from the state after the last step applied (g), with n members.
+      m->backups =
+          std::make_unique<Backups>(m->members, params_.size(), optimizer_->steps(), params_);
+      if (current_) {
+        current_->backups->regroup = true;
+        current_->backups->lost_at = Clock::now();
+      }
+      current_ = m;
+      forming_.reset();
+      clocks_.SetGlobal(m->backups->applied);
+    }
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return failed_ || m->backups || m->superseded; });
+    if (failed_) return Status::Ok();
+    if (!m->backups) {  // superseded: the worker regroups again
+      lock.unlock();
+      (void)AnswerRegroup(link, rank, PsMessage::kHello, 0);
+      return Status::Ok();
+    }
+    state = m->backups->state;
+    applied = m->backups->applied;
+    steps = optimizer_->steps();
+  }
+  PushDecoder decoder;
+  if (Status s = AnswerHello(link, rank, h, decoder, *state, applied, steps, 0, &h); !s.ok()) {
+    return s;
+  }
+  Backups& b = *m->backups;
+  if (ServeBackupWorker(b, link, rank, /*greeted=*/true).ok()) return Status::Ok();
+  std::lock_guard lock(mu_);
+  if (!failed_) LoseMember(b, link);
+  return Status::Ok();
+}
+
+void ParameterShard::LoseMember(Backups& b, Link& link) {
+  if (!b.regroup) {
+    b.regroup = true;
+    b.lost_at = Clock::now();
+  }
+  changed_.notify_all();
+  link.Close();
+}
+
+Status ParameterShard::AnswerRegroup(Link& link, int rank, PsMessage kind, std::uint64_t clock) {
+  PsHeader reply;
+  reply.from = static_cast<std::uint32_t>(options_.shard);
+  reply.clock = clock;
+  reply.flags = kPsRegroup;
+  return SendReply(link, rank, kind, reply, {}, "regroup");
+}
+
+}  // namespace dtrain::dist

@@ -1,0 +1,266 @@
+// An elastic job's parameter-server shard (ShardOptions::elastic; ps_protocol.md, "Elastic
+// jobs"): its workers come in memberships whose hellos name them. A member's link that closes
+// mid-step makes the shard answer the others with a regroup reply, keeping the state after the
+// last step it applied; a newer membership's hellos (the survivors, a joiner) go on from that state
+// with their own count of members, each step the rows-weighted sum of the members' gradients; a
+// hello of an older epoch is refused; a membership that never completes fails the shard at the
+// timeout. Waits on joins and replies, never on timing, for what the checks depend on.
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "core/dist/local_link.h"
+#include "core/dist/parameter_shard.h"
+#include "core/dist/ps_client.h"
+#include "core/math/elementwise.h"
+#include "core/optim/optimizer.h"
+
+namespace dtrain::dist {
+namespace {
+
+BOOST_AUTO_TEST_SUITE(ps_elastic)
+
+using namespace std::chrono_literals;
+
+constexpr std::size_t kParams = 29;
+constexpr int kWorkers = 3;  // the job's
+constexpr float kLr = 0.25f;
+constexpr std::uint32_t kTotalRows = 12;
+
+bool Mentions(const Status& s, const std::string& what) {
+  return s.message().find(what) != std::string::npos;
+}
+
+std::vector<float> Initial() {
+  std::vector<float> p(kParams);
+  for (std::size_t i = 0; i < kParams; ++i) p[i] = 0.25f + 0.02f * static_cast<float>(i);
+  return p;
+}
+
+// The gradient the member at `position` pushes for `step`, and its rows: they differ by position.
+std::vector<float> Gradient(int position, std::uint64_t step) {
+  std::vector<float> g(kParams);
+  for (std::size_t i = 0; i < kParams; ++i) {
+    g[i] = 0.05f * static_cast<float>(position + 1) - 0.01f * static_cast<float>(step) +
+           0.002f * static_cast<float>(i);
+  }
+  return g;
+}
+std::uint32_t Rows(int position) { return 3 + static_cast<std::uint32_t>(position); }
+
+// One optimizer step from `params` with `members` members' gradients of `step`, rows-weighted,
+// summed by position: what the shard applies.
+void ReferenceStep(std::vector<float>& params, optim::Optimizer& sgd, int members,
+                   std::uint64_t step) {
+  std::uint32_t total = 0;
+  for (int p = 0; p < members; ++p) total += Rows(p);
+  std::vector<float> sum(kParams);
+  for (int p = 0; p < members; ++p) {
+    const auto weight = static_cast<float>(static_cast<double>(Rows(p)) / total);
+    if (p == 0) {
+      math::ScaleInto(weight, Gradient(p, step), sum);
+    } else {
+      math::Axpy(weight, Gradient(p, step), sum);
+    }
+  }
+  sgd.Step(params, sum, kLr);
+}
+
+ShardOptions Options(std::chrono::milliseconds timeout) {
+  return {.shard = 0,
+          .shards = 1,
+          .begin = 0,
+          .end = kParams,
+          .num_params = kParams,
+          .workers = kWorkers,
+          .mode = PsMode::kSync,
+          .optimizer = {},
+          .timeout = timeout,
+          .elastic = true};
+}
+
+// A worker of membership `epoch` of `members`, at `position`, over a link the shard admitted.
+class Member {
+ public:
+  Member(ParameterShard& shard, std::uint32_t epoch, int members, int position)
+      : pair_(MakeLocalLinkPair("worker " + std::to_string(position), "shard 0")),
+        link_(pair_.a.get()),
+        client_(std::span<Link* const>(&link_, 1), {.rank = position,
+                                                    .workers = kWorkers,
+                                                    .num_params = kParams,
+                                                    .mode = PsMode::kSync,
+                                                    .timeout = 20s,
+                                                    .membership = epoch,
+                                                    .members = members}),
+        position_(position),
+        params(kParams) {
+    admitted = shard.Admit(pair_.b.get());
+  }
+  Status Hello() { return client_.Hello(params); }
+  Status Step(std::uint64_t step) {
+    Result<std::uint32_t> vote = client_.SyncStep(step, Gradient(position_, step), kLr,
+                                                  Rows(position_), kTotalRows, kNoVote, params);
+    return vote.ok() ? Status::Ok() : vote.status();
+  }
+  Status Goodbye(std::uint64_t steps) { return client_.Goodbye(steps); }
+  // The worker is gone (it died, or left to regroup).
+  void Leave() { link_->Close(); }
+
+  Status admitted;
+
+ private:
+  LocalLinkPair pair_;
+  Link* link_;
+  PsClient client_;
+  int position_;
+
+ public:
+  std::vector<float> params;
+};
+
+// Runs `each(member)` on every member at once; returns their statuses by position.
+template <typename F>
+std::vector<Status> AllAtOnce(std::vector<std::unique_ptr<Member>>& members, F each) {
+  std::vector<Status> out(members.size());
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t p = 0; p < members.size(); ++p) {
+      threads.emplace_back([&, p] { out[p] = each(*members[p]); });
+    }
+  }
+  return out;
+}
+
+std::vector<std::unique_ptr<Member>> Membership(ParameterShard& shard, std::uint32_t epoch,
+                                                int members) {
+  std::vector<std::unique_ptr<Member>> out;
+  for (int p = 0; p < members; ++p)
+    out.push_back(std::make_unique<Member>(shard, epoch, members, p));
+  for (const auto& m : out) BOOST_TEST_REQUIRE(m->admitted.ok(), m->admitted.message());
+  return out;
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_member_regroups_the_others_and_new_memberships_go_on_from_its_state) {
+  ParameterShard shard(Options(20'000ms));
+  BOOST_TEST_REQUIRE(shard.Load(Initial()).ok());
+  Status served;
+  std::jthread server([&] { served = shard.Serve({}); });
+  std::unique_ptr<optim::Optimizer> sgd = optim::MakeOptimizer({}, 0, kParams);
+  std::vector<float> expected = Initial();
+
+  // Membership 0, all three: steps 0 and 1.
+  auto first = Membership(shard, 0, 3);
+  for (const Status& s : AllAtOnce(first, [](Member& m) { return m.Hello(); })) {
+    BOOST_TEST_REQUIRE(s.ok(), s.message());
+  }
+  for (std::uint64_t step = 0; step < 2; ++step) {
+    for (const Status& s : AllAtOnce(first, [&](Member& m) { return m.Step(step); })) {
+      BOOST_TEST_REQUIRE(s.ok(), s.message());
+    }
+    ReferenceStep(expected, *sgd, 3, step);
+  }
+  BOOST_TEST((first[0]->params == expected));
+  // Step 2: the member at position 2 dies instead of pushing; the others are told to regroup.
+  std::vector<Status> step2(2);
+  {
+    std::jthread a([&] { step2[0] = first[0]->Step(2); });
+    std::jthread b([&] { step2[1] = first[1]->Step(2); });
+    first[2]->Leave();
+  }
+  for (const Status& s : step2) {
+    BOOST_TEST(!s.ok());
+    BOOST_TEST(Mentions(s, "membership 0 lost a member: its members regroup"), s.message());
+  }
+  for (auto& m : first) m->Leave();  // the survivors close their sessions to regroup
+
+  // Membership 1, the two survivors: they start from the state after step 1, and go on at step 2
+  // with two members.
+  auto second = Membership(shard, 1, 2);
+  for (const Status& s : AllAtOnce(second, [](Member& m) { return m.Hello(); })) {
+    BOOST_TEST_REQUIRE(s.ok(), s.message());
+  }
+  BOOST_TEST((second[0]->params == expected));
+  BOOST_TEST((second[1]->params == expected));
+  for (std::uint64_t step = 2; step < 4; ++step) {
+    for (const Status& s : AllAtOnce(second, [&](Member& m) { return m.Step(step); })) {
+      BOOST_TEST_REQUIRE(s.ok(), s.message());
+    }
+    ReferenceStep(expected, *sgd, 2, step);
+  }
+  BOOST_TEST((second[1]->params == expected));
+
+  // A hello of the older membership is refused, naming both epochs.
+  Member stale(shard, 0, 3, 1);
+  BOOST_TEST_REQUIRE(stale.admitted.ok());
+  const Status refused = stale.Hello();
+  BOOST_TEST(!refused.ok());
+  BOOST_TEST(Mentions(refused, "membership epoch: the worker has 0, the shard 1"),
+             refused.message());
+
+  // The members leave at a step boundary (to let a joiner in): membership 2 of three goes on.
+  for (auto& m : second) m->Leave();
+  auto third = Membership(shard, 2, 3);
+  for (const Status& s : AllAtOnce(third, [](Member& m) { return m.Hello(); })) {
+    BOOST_TEST_REQUIRE(s.ok(), s.message());
+  }
+  BOOST_TEST((third[2]->params == expected));
+  for (const Status& s : AllAtOnce(third, [](Member& m) { return m.Step(4); })) {
+    BOOST_TEST_REQUIRE(s.ok(), s.message());
+  }
+  ReferenceStep(expected, *sgd, 3, 4);
+  for (const Status& s : AllAtOnce(third, [](Member& m) { return m.Goodbye(5); })) {
+    BOOST_TEST(s.ok(), s.message());
+  }
+  server.join();
+  BOOST_TEST_REQUIRE(served.ok(), served.message());
+  for (const auto& m : third) BOOST_TEST((m->params == expected));
+  const std::vector<float> kept(shard.params().begin(), shard.params().end());
+  BOOST_TEST((kept == expected));
+  BOOST_TEST(shard.Stats().steps == 5u);
+  BOOST_TEST(shard.Stats().pushes_applied == 3u + 3u + 2u + 2u + 3u);
+}
+
+BOOST_AUTO_TEST_CASE(a_membership_that_never_completes_fails_the_shard_at_the_timeout) {
+  ParameterShard shard(Options(300ms));
+  BOOST_TEST_REQUIRE(shard.Load(Initial()).ok());
+  Status served;
+  std::jthread server([&] { served = shard.Serve({}); });
+  // The first membership may be smaller than the job's workers: here 2 of 3, and one never comes.
+  Member alone(shard, 0, 2, 0);
+  BOOST_TEST_REQUIRE(alone.admitted.ok());
+  const Status hello = alone.Hello();
+  server.join();
+  BOOST_TEST(!served.ok());
+  BOOST_TEST(Mentions(served, "membership 0 of 2: 1 of its members said hello within 300 ms"),
+             served.message());
+  BOOST_TEST(!hello.ok());
+  BOOST_TEST(!shard.Admit(nullptr).ok());
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_without_a_membership_is_refused) {
+  ParameterShard shard(Options(20'000ms));
+  BOOST_TEST_REQUIRE(shard.Load(Initial()).ok());
+  Status served;
+  std::jthread server([&] { served = shard.Serve({}); });
+  LocalLinkPair pair = MakeLocalLinkPair("worker 0", "shard 0");
+  BOOST_TEST_REQUIRE(shard.Admit(pair.b.get()).ok());
+  Link* link = pair.a.get();
+  PsClient client(std::span<Link* const>(&link, 1), {.rank = 0,
+                                                     .workers = kWorkers,
+                                                     .num_params = kParams,
+                                                     .mode = PsMode::kSync,
+                                                     .timeout = 20s});
+  std::vector<float> params(kParams);
+  const Status hello = client.Hello(params);
+  server.join();
+  BOOST_TEST(!hello.ok());
+  BOOST_TEST(!served.ok());
+  BOOST_TEST(Mentions(served, "said hello at position 0 of membership 0 of 0"), served.message());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::dist
