@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -41,11 +42,14 @@ Result<std::unique_ptr<dist::Link>> WorkerLink(net::FrameStream stream, int self
   return link;
 }
 
-// Until `serving` drops: a connection introduced as a worker rank becomes that worker's link again
-// if the shard takes it back (a restarted worker); anything else is closed.
-void AcceptRejoining(const dist::PeerListener& listener, int self, const config::JobConfig& job,
-                     dist::ParameterShard& server, const std::atomic<bool>& serving,
-                     std::vector<std::unique_ptr<dist::Link>>& rejoined) {
+// Until `serving` drops: each connection introduced as a replica rank below `ranks` becomes that
+// worker's link (its hello due within `handshake`) and goes to `take`; the links it keeps live in
+// `kept` until Serve has returned, anything else is closed.
+void AcceptWorkers(const dist::PeerListener& listener, int self, const config::JobConfig& job,
+                   int ranks, dist::Clock::duration handshake,
+                   const std::function<Status(int rank, dist::Link* link)>& take,
+                   const std::atomic<bool>& serving,
+                   std::vector<std::unique_ptr<dist::Link>>& kept) {
   using namespace std::chrono_literals;
   while (serving) {
     const auto start = dist::Clock::now();
@@ -55,36 +59,13 @@ void AcceptRejoining(const dist::PeerListener& listener, int self, const config:
       continue;
     }
     const std::uint32_t rank = in.value().id;
-    if (rank >= static_cast<std::uint32_t>(job.cluster.workers)) continue;
+    if (rank >= static_cast<std::uint32_t>(ranks)) continue;
     auto link = WorkerLink(std::move(in.value().stream), self, static_cast<int>(rank), job,
-                           dist::Clock::now() + 10s);
+                           dist::Clock::now() + handshake);
     if (!link.ok()) continue;
-    if (server.Rejoin(static_cast<int>(rank), link.value().get()).ok()) {
-      rejoined.push_back(std::move(link).value());
+    if (take(static_cast<int>(rank), link.value().get()).ok()) {
+      kept.push_back(std::move(link).value());
     }
-  }
-}
-
-// An elastic job's shard (ps_protocol.md, "Elastic jobs"): until `serving` drops, every connection
-// introduced as one of the job's replica ranks becomes a link the shard admits (its hello says
-// its membership); the links live in `admitted` until Serve has returned.
-void AcceptMembers(const dist::PeerListener& listener, int self, const config::JobConfig& job,
-                   dist::ParameterShard& server, const std::atomic<bool>& serving,
-                   std::vector<std::unique_ptr<dist::Link>>& admitted) {
-  using namespace std::chrono_literals;
-  while (serving) {
-    const auto start = dist::Clock::now();
-    Result<dist::IntroducedPeer> in = listener.Accept(start + 200ms);
-    if (!in.ok()) {
-      if (dist::Clock::now() - start < 50ms) std::this_thread::sleep_for(50ms);  // not a timeout
-      continue;
-    }
-    const std::uint32_t rank = in.value().id;
-    if (rank >= static_cast<std::uint32_t>(job.cluster.MostMembers())) continue;
-    auto link = WorkerLink(std::move(in.value().stream), self, static_cast<int>(rank), job,
-                           dist::Clock::now() + JobTimeout(job));
-    if (!link.ok()) continue;
-    if (server.Admit(link.value().get()).ok()) admitted.push_back(std::move(link).value());
   }
 }
 
@@ -222,7 +203,12 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
           std::atomic<bool> serving{true};
           std::vector<std::unique_ptr<dist::Link>> admitted;
           std::thread acceptor([&] {
-            AcceptMembers(*placement.listener, placement.rank, job, server, serving, admitted);
+            // An elastic job's shard (ps_protocol.md, "Elastic jobs"): every replica rank's
+            // connection is a link the shard admits (its hello says its membership).
+            AcceptWorkers(
+                *placement.listener, placement.rank, job, job.cluster.MostMembers(),
+                JobTimeout(job), [&server](int, dist::Link* link) { return server.Admit(link); },
+                serving, admitted);
           });
           Status served = server.Serve({});
           serving = false;
@@ -249,7 +235,12 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
         std::thread acceptor;
         if (takes_back) {
           acceptor = std::thread([&] {
-            AcceptRejoining(*placement.listener, placement.rank, job, server, serving, rejoined);
+            // A restarted worker's link, if the shard takes it back.
+            AcceptWorkers(
+                *placement.listener, placement.rank, job, job.cluster.workers,
+                std::chrono::seconds(10),
+                [&server](int rank, dist::Link* link) { return server.Rejoin(rank, link); },
+                serving, rejoined);
           });
         }
         Status served = server.Serve(links);
