@@ -182,6 +182,14 @@ void RefuseWhereNotElastic(const ClusterConfig& c, TableReader& cluster, const s
                    is + "cluster.backup_workers = " + std::to_string(c.backup_workers) +
                        ": backup workers in an elastic job are not built yet (set one or the "
                        "other)");
+  } else if (c.SumsOnShards() && c.MostMembers() > kMaxMaskedWorkers &&
+             !cluster.Failed("workers") && !cluster.Failed("max_workers")) {
+    // The shard serves a membership as backup workers' steps, whose masks are 64 bits.
+    cluster.Report(*node, key,
+                   is + "an elastic job on a parameter server trains at most " +
+                       std::to_string(kMaxMaskedWorkers) +
+                       " replicas (its steps name them in one " +
+                       "64-bit mask), and this one has up to " + std::to_string(c.MostMembers()));
   } else if (c.scheduler != Scheduler::kDaemon) {
     cluster.Report(*node, key,
                    is + elastic + "scheduler \"" + std::string(SchedulerName(c.scheduler)) +

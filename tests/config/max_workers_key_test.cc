@@ -121,6 +121,16 @@ BOOST_AUTO_TEST_CASE(above_the_workers_refused_on_several_servers_with_backups_o
   testing::CheckRefusedOnShards("max_workers", 4);
 }
 
+// A parameter server names each step's replicas in a 64-bit mask: 64 replicas fit, 65 do not.
+BOOST_AUTO_TEST_CASE(above_64_on_a_parameter_server_is_refused) {
+  const std::string ps = std::string(kData) + kSync + "allreduce = \"ps\"\nservers = 1\n";
+  BOOST_TEST(MustParseInline(ps + "max_workers = 64\n").cluster.MostMembers() == 64);
+  CheckDiagnostics(ParseInline(ps + "max_workers = 65\n"),
+                   {{"inline.toml", 8, 15, "cluster.max_workers",
+                     "is 65, but an elastic job on a parameter server trains at most 64 replicas "
+                     "(its steps name them in one 64-bit mask), and this one has up to 65"}});
+}
+
 BOOST_AUTO_TEST_CASE(above_the_workers_refused_with_compressed_gradients) {
   CheckDiagnostics(
       ParseInline(std::string(kData) + kSync + "compression = \"powersgd\"\nmax_workers = 4\n"),
