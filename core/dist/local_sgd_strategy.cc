@@ -14,6 +14,7 @@ LocalSgdStrategy::LocalSgdStrategy(RingAllReduce& ring, std::unique_ptr<optim::O
 Status LocalSgdStrategy::Apply(std::int64_t step, std::span<float> params, std::span<float> grad,
                                float lr, const train::StepShare& share) {
   agreed_.reset();
+  if (left_) return Status::Error("step " + std::to_string(step) + ": this replica left its ring");
   Status stepped = local_.Apply(step, params, grad, lr, share);
   if (!stepped.ok() || !AveragesAt(step + 1, average_every_)) return stepped;
   const auto op = static_cast<std::uint32_t>(step % RingAllReduce::kMaxOp);

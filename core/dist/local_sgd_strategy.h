@@ -32,6 +32,11 @@ class LocalSgdStrategy final : public train::Strategy {
     return completed % (average_every < 1 ? 1 : average_every) == 0;
   }
 
+  // The replica leaves its ring between steps (an elastic member told to regroup closes its links:
+  // runner::TrainingSession::LeaveRing): its next step fails at once instead of training on alone
+  // until the next average, where it would find the ring closed.
+  void LeaveRing() { left_ = true; }
+
   Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
                const train::StepShare& share) override;
   optim::Optimizer* LocalOptimizer() override { return local_.LocalOptimizer(); }
@@ -51,6 +56,7 @@ class LocalSgdStrategy final : public train::Strategy {
   int average_every_;
   bool average_optimizer_;
   std::optional<train::StopReason> agreed_;  // at the last step
+  bool left_ = false;                        // LeaveRing was called
 };
 
 }  // namespace dtrain::dist

@@ -298,6 +298,7 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
       strategy_ = std::make_unique<dist::LocalSgdStrategy>(*ring_, std::move(optimizer),
                                                            job.clip_norm, job.cluster.average_every,
                                                            job.cluster.average_optimizer);
+      local_ = static_cast<dist::LocalSgdStrategy*>(strategy_.get());
       return Status::Ok();
     default:
       return Status::Error("cluster.mode \"" +
@@ -438,6 +439,7 @@ std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::C
 void TrainingSession::LeaveRing() {
   for (const auto& link : ring_links_.owned) link->Close();
   for (const auto& link : shard_links_) link->Close();
+  if (local_ != nullptr) local_->LeaveRing();
 }
 
 Status TrainingSession::Finish() { return ps_ != nullptr ? ps_->Finish() : Status::Ok(); }

@@ -35,6 +35,7 @@
 #include "daemon/store/checkpoint.h"
 
 namespace dtrain::dist {
+class LocalSgdStrategy;
 class PsStrategy;
 }  // namespace dtrain::dist
 
@@ -131,7 +132,8 @@ class TrainingSession {
   const dist::RingLinks& ring_links() const { return ring_links_; }
   // Closes the ring's links (on parameter servers, the shards' links) now, between steps: the
   // next exchange fails here and on every peer (an elastic replica told to regroup leaves its
-  // ring this way; the shard answers the others' next requests with a regroup reply).
+  // ring this way; the shard answers the others' next requests with a regroup reply). In mode
+  // "local", whose steps touch the ring only at averages, the next step fails here too.
   void LeaveRing();
   // What each conv2d layer shape runs on, chosen by timing at Make (model::ChooseLayerPaths), for
   // the replica's log; empty for a model without convolutions.
@@ -163,6 +165,7 @@ class TrainingSession {
   std::vector<dist::Link*> shards_;
   std::unique_ptr<train::Strategy> strategy_;
   dist::PsStrategy* ps_ = nullptr;   // strategy_, when the replica trains on parameter servers
+  dist::LocalSgdStrategy* local_ = nullptr;  // strategy_, in mode "local" without compression
   bool shared_gradients_ = false;    // strategy_ shares gradients in this host's memory
   std::size_t overlap_buckets_ = 0;  // buckets of an overlapped sync exchange (else 0)
   std::string two_level_;            // strategy_'s Describe(), when it sums within each host first

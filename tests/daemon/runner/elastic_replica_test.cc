@@ -7,7 +7,8 @@
 // All three end at the planned step with the same parameters bit for bit, every step's rows
 // (DTRAIN_RECORD_ROWS) over its whole world are the global batch one replica of batch
 // workers x batch_size would take, and workers_active follows the world.
-// The same in mode "local" (average_every = 4): the ring fails only at the next average, and every
+// The same in mode "local" (average_every = 4): a replica that left its ring fails its very next
+// step, but its peers, not told here, find the ring failed only at their next average; every
 // regroup rolls back to the average before (steps 8 and 24), whose state each member kept; the
 // checkpoints are written right after averages.
 #include "daemon/runner/elastic_replica.h"
@@ -267,19 +268,27 @@ Regrouped SurvivorsRegroupAndAReplacementJoins(const config::JobConfig& job, con
       outcomes[static_cast<std::size_t>(rank)] = Finish(replica, why, std::move(records));
     });
   }
+  Outcome left;  // the victim's: its failure, and the steps it completed
   std::jthread victim([&] {
     ElasticReplica replica(job, data, placement(kVictim, std::size_t{kVictim}), ask(kVictim));
-    if (Status began = replica.Begin(nullptr); began.ok()) {
+    left.status = replica.Begin(nullptr);
+    if (left.status.ok()) {
       KeptRecords records;
       RunOptions options;
       options.after_step = [&] {
         if (replica.session().trainer().position().step == kDeathStep) replica.LeaveRing();
       };
-      (void)TrainRecorded(replica.session().trainer(), job.checkpoint, records, options, -1);
+      const Result<train::StopReason> why =
+          TrainRecorded(replica.session().trainer(), job.checkpoint, records, options, -1);
+      left.status = why.ok() ? Status::Ok() : why.status();
+      left.step = replica.session().trainer().position().step;
     }
     coordinator.Lose(kVictim);  // its process is gone
   });
   victim.join();
+  // Having left its ring, its very next step failed (mode "local" too, between averages).
+  BOOST_TEST(!left.status.ok());
+  BOOST_TEST(left.step == kDeathStep);
   while (coordinator.Rounds() < 1) std::this_thread::sleep_for(1ms);
   coordinator.Admit(kVictim, {"127.0.0.1", listeners[kWorkers].port()});
   told = true;
@@ -353,8 +362,9 @@ BOOST_AUTO_TEST_CASE(survivors_regroup_in_place_and_a_replacement_joins_bitwise_
              boost::test_tools::per_element());
 }
 
-// Local SGD: the victim leaves at step 10 and the survivors' ring fails at the average after step
-// 12; rank 1 leaves at step 25 and the ring fails at the average after step 28. Each time the
+// Local SGD: the victim leaves at step 10 (its step 11 fails) and the survivors' ring fails at the
+// average after step 12; rank 1 leaves at step 25 (its step 26 fails) and rank 0's ring fails at
+// the average after step 28. Each time the
 // members offer the state of the average before (steps 8 and 24), not their own since.
 BOOST_AUTO_TEST_CASE(in_mode_local_each_regroup_rolls_back_to_the_last_average) {
   TempDir dir;
