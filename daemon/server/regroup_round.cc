@@ -82,7 +82,7 @@ RegroupStep RegroupRound::Lost(int rank, std::int64_t recorded_step, bool replac
   if (member) step.events.push_back(LossEvent(rank, recorded_step, Short() && !step.failure));
   if (step.failure) return step;
   if (member && !open_) {
-    Open(false, step);  // the survivors' rings fail with its links: each of them asks
+    Open(step);
   } else {
     expected_.erase(rank);
     Forget(asked_, rank);
@@ -112,14 +112,14 @@ RegroupStep RegroupRound::Joined(int rank) {
   waiting_.insert(rank);
   if (!open_) {
     changed_ = true;
-    Open(true, step);
+    Open(step);
   }
   return step;
 }
 
 RegroupStep RegroupRound::Asked(const RegroupRequest& request) {
   RegroupStep step;
-  if (!open_ && IsMember(request.rank)) Open(false, step);
+  if (!open_ && IsMember(request.rank)) Open(step, request.rank);
   if (open_ && expected_.contains(request.rank)) {
     Keep(asked_, request);
     CompleteIfAllAsked(step);
@@ -162,7 +162,7 @@ RegroupStep RegroupRound::DeadlinePassed(std::int64_t recorded_step, double wait
   return step;
 }
 
-void RegroupRound::Open(bool notify, RegroupStep& step) {
+void RegroupRound::Open(RegroupStep& step, int asker) {
   open_ = true;
   expected_ = std::set<int>(members_.begin(), members_.end());
   expected_.insert(waiting_.begin(), waiting_.end());
@@ -170,7 +170,9 @@ void RegroupRound::Open(bool notify, RegroupStep& step) {
   waiting_.clear();
   asked_ = std::move(early_);
   early_.clear();
-  if (notify) step.notify = members_;
+  for (int rank : members_) {
+    if (rank != asker) step.notify.push_back(rank);
+  }
   step.round_began = true;
 }
 
@@ -231,7 +233,7 @@ void RegroupRound::Complete(RegroupStep& step) {
   // Replacements admitted meanwhile join at the next round, which begins now.
   if (!waiting_.empty()) {
     changed_ = true;
-    Open(true, step);
+    Open(step);
   }
 }
 

@@ -18,6 +18,9 @@
 // its deadline, with members = the ranks that asked and, as leader, the member (never a joiner)
 // with the smallest completed step (ties: the lowest rank); epoch() grows by one per completed
 // round.
+// Every round opens by telling the members that have not asked (`notify`) to regroup now, whether
+// a loss, a join or a member's request opened it: a local job's member would otherwise go on
+// alone until its next average (a sync member's next step fails anyway; the notice is harmless).
 // Fewer than min_workers members (short): while one survives and replacements enough are admitted
 // or being started, the open round waits for them, taking in every joiner (those waiting for the
 // next round too) until it completes; else the attempt fails. A round with neither a loss nor a
@@ -109,8 +112,10 @@ class RegroupRound {
   std::string LossEvent(int rank, std::int64_t recorded_step, bool waits) const;
   // The short open round takes the joiners waiting for the next one in, with their requests.
   void TakeInWaiting();
-  // Opens a round of the members and the waiting joiners, telling the members when `notify`.
-  void Open(bool notify, RegroupStep& step);
+  // Opens a round of the members and the waiting joiners, telling every member but `asker` (whose
+  // request opens it) to regroup now: a member of a local job touches its ring only at its next
+  // average, and would not notice the round before then.
+  void Open(RegroupStep& step, int asker = -1);
   void CompleteIfAllAsked(RegroupStep& step);
   void Complete(RegroupStep& step);
 

@@ -12,7 +12,8 @@
 // processes, without the shard restarting, and every row is still taken once per epoch. An
 // elastic local job (local SGD, average_every 4) loses a replica twice: the survivors keep their
 // pids and roll back to their last average (the replacements join at such a step), and every row
-// is still taken once per epoch.
+// is still taken once per epoch; one whose averages are far apart (average_every 1000, beyond
+// timeout_seconds) regroups within a step of a loss, told by the daemon.
 #include <signal.h>
 
 #include <boost/test/unit_test.hpp>
@@ -179,6 +180,22 @@ BOOST_AUTO_TEST_CASE(a_local_job_rolls_back_to_its_last_average_and_every_row_is
   }
   const TakenSteps steps = daemon.WaitForSuccessTakingEveryRowOnce(id, kEpochs, kStepsPerEpoch);
   BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
+}
+
+// Averages far apart (average_every 1000: only the run's last step) and a short timeout_seconds
+// (2): a member touches its ring only at averages, so the survivors of a loss, and the members when
+// the replacement is admitted, regroup because the daemon tells them to (regroup_now), within a
+// step, not at their next average, long after the round's deadline would have taken them for lost.
+// No average was taken yet, so the membership rolls back to the state it began with.
+BOOST_AUTO_TEST_CASE(a_local_job_with_averages_far_apart_regroups_within_a_step_of_a_loss) {
+  const RecordingDaemon daemon(kRows);
+  const DaemonFixture& d = daemon.d;
+  const std::int64_t id = daemon.SubmitElastic(
+      "elastic-local-far", kEpochs, 8, "", "average_every = 1000\ntimeout_seconds = 2\n", "local");
+
+  const json joined = LoseAndReplace(d, id, 1, 40, 0);
+  BOOST_TEST(CountEvents(joined, "worker 1 joined at step 0: 3 of 3") == 1, joined.dump());
+  daemon.WaitForSuccessTakingEveryRowOnce(id, kEpochs, kStepsPerEpoch);
 }
 
 // On one parameter server (allreduce "ps", servers = 1): each lost replica makes the shard answer

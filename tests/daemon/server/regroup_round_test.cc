@@ -1,4 +1,4 @@
-// The membership of an elastic sync ring attempt (daemon/server/regroup_round.h), without
+// The membership of an elastic attempt (sync or local) (daemon/server/regroup_round.h), without
 // processes: losses, joiners, regroup requests and deadlines in, rounds' answers out.
 #include "daemon/server/regroup_round.h"
 
@@ -37,7 +37,8 @@ BOOST_AUTO_TEST_CASE(a_loss_is_an_event_and_the_survivors_regroup_behind_the_slo
   const RegroupStep lost = round.Lost(2, 40, kReplaced);
   BOOST_TEST(lost.events == Texts{"worker 2 lost at step 40, 2 carry on"});
   BOOST_TEST(lost.round_began);
-  BOOST_TEST(lost.notify.empty());  // their rings fail with its links
+  // Told at once: a local job's member would go on alone until its next average.
+  BOOST_TEST(lost.notify == Ranks({0, 1}));
   BOOST_TEST(!lost.failure);
   BOOST_TEST(round.members() == Ranks({0, 1}));
 
@@ -52,6 +53,18 @@ BOOST_AUTO_TEST_CASE(a_loss_is_an_event_and_the_survivors_regroup_behind_the_slo
   BOOST_TEST(!done.failure);
   BOOST_TEST(round.epoch() == 1);
   BOOST_TEST(!round.round_open());
+}
+
+BOOST_AUTO_TEST_CASE(a_member_that_asks_first_opens_the_round_and_the_others_are_told) {
+  RegroupRound round(3, 2);
+  const RegroupStep asked = round.Asked({1, 0, 40});  // its ring failed before the loss was seen
+  BOOST_TEST(asked.round_began);
+  BOOST_TEST(asked.notify == Ranks({0, 2}));  // not the asker: its request is answered
+  const RegroupStep lost = round.Lost(2, 40, kReplaced);
+  BOOST_TEST(lost.notify.empty());  // told already
+  const RegroupStep done = round.Asked({0, 0, 40});
+  BOOST_REQUIRE(done.answer);
+  BOOST_TEST(done.answer->members == Ranks({0, 1}));
 }
 
 BOOST_AUTO_TEST_CASE(equal_steps_make_the_lowest_rank_the_leader) {
