@@ -95,14 +95,17 @@ json EpochJson(const std::vector<MetricRow>& latest) {
 }
 
 Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
+  // The events first, then the job's row: each is a query of its own, and an event that sets the
+  // reason (Store::NoteReason) commits both together, so the reason shown is never older than the
+  // newest event listed.
+  Result<std::vector<EventRecord>> events = store.Events(id);  // the restarts of an ended job too
+  if (!events.ok()) return events.status();
   Result<JobRecord> job = store.GetJob(id);
   if (!job.ok()) return job.status();
   Result<std::vector<WorkerRecord>> workers = store.Workers(id);
   if (!workers.ok()) return workers.status();
   Result<std::vector<MetricRow>> metrics = store.LatestMetrics(id);
   if (!metrics.ok()) return metrics.status();
-  Result<std::vector<EventRecord>> events = store.Events(id);  // the restarts of an ended job too
-  if (!events.ok()) return events.status();
   Result<std::vector<CheckpointInfo>> checkpoints = store.Checkpoints(id);
   if (!checkpoints.ok()) return checkpoints.status();
 
