@@ -196,7 +196,7 @@ void CheckKilledWorkerRecovers(const std::string& mode) {
   const std::int64_t id = d.Submit(
       "name = \"long\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
       "[model]\ntype = \"mlp\"\nhidden = [64, 64]\n"
-      "[train]\nepochs = 1000\nbatch_size = 16\n[cluster]\nworkers = 2\n" +
+      "[train]\nepochs = 1000000\nbatch_size = 16\n[cluster]\nworkers = 2\n" +
       mode +
       "compression = \"powersgd\"\ntimeout_seconds = 30\n[checkpoint]\nevery_steps = 50\n"
       "[restart]\nmax_restarts = 1\n");

@@ -213,7 +213,7 @@ BOOST_AUTO_TEST_CASE(a_killed_sync_worker_stops_its_peers_and_the_job_restarts) 
   DaemonFixture d;
   const std::int64_t id = d.Submit(
       "name = \"long\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
-      "[train]\nepochs = 1000\nbatch_size = 16\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
+      "[train]\nepochs = 1000000\nbatch_size = 16\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
       "timeout_seconds = 30\n[checkpoint]\nevery_steps = 50\n[restart]\nmax_restarts = 1\n");
   json job = d.WaitForStep(id, 1);
   BOOST_REQUIRE(job["state"] == "running");

@@ -24,7 +24,8 @@ using json = nlohmann::json;
 // A job that runs until cancelled, with a 1 s heartbeat timeout and a 10-minute peer timeout.
 std::string LongJob(const std::string& cluster) {
   return "name = \"beats\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
-         "[train]\nepochs = 1000\nbatch_size = 16\n[cluster]\n" + cluster +
+         "[train]\nepochs = 1000000\nbatch_size = 16\n[cluster]\n" +
+         cluster +
          "timeout_seconds = 600\nheartbeat_timeout = 1\n"
          "[checkpoint]\nevery_steps = 50\n[restart]\nmax_restarts = 1\n";
 }

@@ -196,7 +196,7 @@ BOOST_AUTO_TEST_CASE(a_local_submitter_whose_gid_is_not_its_own_is_refused) {
 std::string EndlessJob(int seed, const std::string& cluster = "") {
   return "name = \"endless\"\n[data]\nseed = " + std::to_string(seed) +
          "\nformat = \"synthetic\"\nrows = 2000\nfeatures = 16\n[model]\ntype = \"mlp\"\n"
-         "hidden = [16]\n[train]\nepochs = 100000\nthreads = 1\n" +
+         "hidden = [16]\n[train]\nepochs = 1000000\nthreads = 1\n" +
          cluster;
 }
 
@@ -399,7 +399,7 @@ std::vector<json> FloodThenCancel(const DaemonFixture& d, std::int64_t id, std::
 // flood is all its log.
 constexpr const char* kQuietJob =
     "name = \"quiet\"\n[data]\nformat = \"synthetic\"\nrows = 2000\ntest_rows = 0\n"
-    "features = 16\n[model]\ntype = \"mlp\"\nhidden = [16]\n[train]\nepochs = 100000\n"
+    "features = 16\n[model]\ntype = \"mlp\"\nhidden = [16]\n[train]\nepochs = 1000000\n"
     "threads = 1\nlog_every = 100000000\n";
 
 BOOST_AUTO_TEST_CASE(a_users_jobs_together_keep_at_most_its_log_quota_even_across_restarts) {

@@ -27,7 +27,7 @@ using json = nlohmann::json;
 // 2000 rows in batches of 32: 63 steps an epoch; by default it trains until cancelled, a
 // checkpoint every 50 steps. `train_keys`: more lines of [train].
 constexpr std::int64_t kStepsPerEpoch = 63;
-std::string Job(std::int64_t epochs = 100000, const std::string& train_keys = "") {
+std::string Job(std::int64_t epochs = 1000000, const std::string& train_keys = "") {
   return R"(name = "lifecycle"
 [data]
 format = "synthetic"

@@ -28,7 +28,7 @@ features = 32
 type = "mlp"
 hidden = [64]
 [train]
-epochs = 100000
+epochs = 1000000
 threads = 1
 memory_limit = "1GiB"
 [cluster]

@@ -109,7 +109,7 @@ BOOST_AUTO_TEST_CASE(a_daemon_runs_a_partitioned_job_and_recovers_from_a_killed_
   const std::int64_t id = d.Submit(
       "name = \"long\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
       "[model]\ntype = \"mlp\"\nhidden = [32, 16]\n"
-      "[train]\nepochs = 1000\nbatch_size = 16\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
+      "[train]\nepochs = 1000000\nbatch_size = 16\n[cluster]\nworkers = 2\nmode = \"sync\"\n"
       "model_parallel = 2\npartition = \"tensor\"\ntimeout_seconds = 30\n"
       "[checkpoint]\nevery_steps = 50\n[restart]\nmax_restarts = 1\n");
   json job = d.WaitForStep(id, 101);

@@ -82,7 +82,7 @@ features = 16
 type = "mlp"
 hidden = [16]
 [train]
-epochs = 100000
+epochs = 1000000
 threads = 1
 [cluster]
 workers = 2

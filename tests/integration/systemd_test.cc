@@ -25,7 +25,7 @@ features = 64
 type = "mlp"
 hidden = [128]
 [train]
-epochs = 100000
+epochs = 1000000
 )";
 
 // Collects the datagrams dtraind sends to $NOTIFY_SOCKET.

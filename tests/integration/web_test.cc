@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(metrics_pass_promtool_and_match_status_of_a_running_job) {
   DaemonFixture d({"--config", HttpConfig(config_dir, port, "")});
   const std::int64_t id = d.Submit(
       "name = \"watched\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
-      "[train]\nepochs = 1000\nbatch_size = 16\nlog_every = 200\neval_every = 1000\n");
+      "[train]\nepochs = 1000000\nbatch_size = 16\nlog_every = 200\neval_every = 1000\n");
   json job = d.WaitForStep(id, 1000);
   BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
   // Hold the worker still so that the store does not move between the two reads.
@@ -259,7 +259,7 @@ BOOST_AUTO_TEST_CASE(a_running_jobs_stream_advances_and_carries_its_log_lines_wi
 
   const std::int64_t id = d.Submit(
       "name = \"streamed\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
-      "[train]\nepochs = 1000\nbatch_size = 16\nlog_every = 2000\neval_every = 2000\n"
+      "[train]\nepochs = 1000000\nbatch_size = 16\nlog_every = 2000\neval_every = 2000\n"
       "[cluster]\nworkers = 2\nmode = \"sync\"\n");
   BOOST_REQUIRE(d.WaitForStep(id, 1)["state"] == "running");
   EventStream stream(port, "/api/stream?job=" + std::to_string(id), cookie);

@@ -19,10 +19,11 @@ using json = nlohmann::json;
 std::string LongSyncJob(int max_restarts, const std::string& train = "",
                         const std::string& checkpoint = "") {
   return "name = \"long\"\n[data]\nformat = \"synthetic\"\nrows = 20000\n"
-         "[train]\nepochs = 1000\nbatch_size = 16\n" + train +
+         "[train]\nepochs = 1000000\nbatch_size = 16\n" +
+         train +
          "[cluster]\nworkers = 2\nmode = \"sync\"\n"
-         "timeout_seconds = 30\n[checkpoint]\nevery_steps = 50\n" + checkpoint +
-         "[restart]\nmax_restarts = " + std::to_string(max_restarts) + "\n";
+         "timeout_seconds = 30\n[checkpoint]\nevery_steps = 50\n" +
+         checkpoint + "[restart]\nmax_restarts = " + std::to_string(max_restarts) + "\n";
 }
 
 ProcessResult Dtrain(const DaemonFixture& d, std::vector<std::string> args) {
