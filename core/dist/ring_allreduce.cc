@@ -93,6 +93,13 @@ RingAllReduce::~RingAllReduce() {
   sender_.join();
 }
 
+void RingAllReduce::Leave() {
+  if (unusable_.ok()) {
+    unusable_ = Status::Error("ring all-reduce at rank " + std::to_string(rank_) + " of " +
+                              std::to_string(world_) + ": this rank left the ring");
+  }
+}
+
 Status RingAllReduce::AllReduceSum(std::span<float> data, std::uint32_t op) {
   return Reduce(data, op, 1.0f);
 }

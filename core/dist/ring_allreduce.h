@@ -143,6 +143,11 @@ class RingAllReduce {
   // driven as an all-reduce is (also with two ranks).
   Status AllGather(std::span<float> data, std::uint32_t op);
 
+  // Every later op fails, saying this rank left the ring (an elastic replica told to regroup:
+  // runner::TrainingSession::LeaveRing). Closing a rank's links fails its neighbours' ops and its
+  // own; a ring of one has no links, and this is what fails its next op.
+  void Leave();
+
   // The last op's costs (zero before the first, and when world == 1).
   const RingOpStats& last_op() const { return last_op_; }
   // The bytes this rank sends in an all-reduce of `floats` floats (by whichever way the op goes).

@@ -437,6 +437,7 @@ std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::C
 }
 
 void TrainingSession::LeaveRing() {
+  if (ring_ != nullptr) ring_->Leave();  // a lone member has no link to close
   for (const auto& link : ring_links_.owned) link->Close();
   for (const auto& link : shard_links_) link->Close();
   if (local_ != nullptr) local_->LeaveRing();

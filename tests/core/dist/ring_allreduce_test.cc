@@ -279,6 +279,21 @@ BOOST_AUTO_TEST_CASE(invalid_arguments_make_every_op_fail_saying_why) {
   BOOST_TEST(testing::Mentions(big_tag.message(), "2^31"));
 }
 
+// A ring of one has no links to close: Leave is what fails its next op (an elastic job's lone
+// member told to regroup when a replica joins).
+BOOST_AUTO_TEST_CASE(a_rank_that_left_fails_every_later_op_even_alone) {
+  std::vector<float> data(10, 1.0f);
+  RingAllReduce one(0, 1, nullptr, nullptr);
+  BOOST_TEST(one.AllReduceSum(data, 1).ok());
+  one.Leave();
+  for (std::uint32_t op = 2; op < 4; ++op) {
+    const Status s = one.AllReduceMean(data, op);
+    BOOST_TEST(!s.ok());
+    BOOST_TEST(testing::Mentions(s.message(), "left the ring"), s.message());
+  }
+  BOOST_TEST(!one.AllGather(data, 4).ok());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
