@@ -61,9 +61,18 @@ void PrintLayers(const model::ModelSpec& spec) {
 // A job placed by Slurm: what each attempt asks Slurm for.
 void PrintSlurmRequest(const config::JobConfig& job) {
   if (job.cluster.scheduler != config::Scheduler::kSlurm) return;
+  const std::string name = "dtrain-NODE-JOB";
   std::cout << "# Slurm: each attempt is";
-  for (const std::string& a : server::SallocArguments(job, "dtrain-NODE-JOB")) std::cout << ' ' << a;
-  std::cout << ", then one srun step per process\n";
+  for (const std::string& a :
+       server::SallocArguments(job, name, server::FirstAllocationTasks(job))) {
+    std::cout << ' ' << a;
+  }
+  std::cout << ", then one srun step per process";
+  if (job.cluster.Elastic()) {
+    std::cout << "; each further replica, up to " << job.cluster.MostMembers() << ", is";
+    for (const std::string& a : server::SallocArguments(job, name, 1)) std::cout << ' ' << a;
+  }
+  std::cout << "\n";
 }
 
 config::ThreadLayout LayoutHere(const config::JobConfig& job, const model::Model& model) {

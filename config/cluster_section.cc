@@ -163,12 +163,12 @@ void RefuseWhereNotElastic(const ClusterConfig& c, TableReader& cluster, const s
                            int value, const std::string& too_many_or_few) {
   const toml::node* node = cluster.Find(key);
   const std::string is = "is " + std::to_string(value) + ", but ";
-  const bool layout_known = !cluster.Failed("mode") && !cluster.Failed("allreduce") &&
-                            !cluster.Failed("model_parallel") && !cluster.Failed("scheduler");
+  const bool layout_known =
+      !cluster.Failed("mode") && !cluster.Failed("allreduce") && !cluster.Failed("model_parallel");
   if (!layout_known) return;
   const std::string elastic =
       "elastic training is for mode \"sync\" with allreduce \"ring\" or \"ps\", or mode "
-      "\"local\", model_parallel = 1 and scheduler = \"daemon\": ";
+      "\"local\", with model_parallel = 1: ";
   if (!c.RegroupsOnTheRing() && !c.SumsOnShards()) {
     cluster.Report(*node, key, is + elastic + WhyNoRegroup(c));
   } else if (c.SumsOnShards() && c.servers > 1 && !cluster.Failed("servers")) {
@@ -190,10 +190,6 @@ void RefuseWhereNotElastic(const ClusterConfig& c, TableReader& cluster, const s
                        std::to_string(kMaxMaskedWorkers) +
                        " replicas (its steps name them in one " +
                        "64-bit mask), and this one has up to " + std::to_string(c.MostMembers()));
-  } else if (c.scheduler != Scheduler::kDaemon) {
-    cluster.Report(*node, key,
-                   is + elastic + "scheduler \"" + std::string(SchedulerName(c.scheduler)) +
-                       "\" places the job's processes itself");
   } else if (!too_many_or_few.empty()) {
     cluster.Report(*node, key, is + too_many_or_few);
   } else if (c.compression.method != compress::Method::kNone && !cluster.Failed("compression")) {

@@ -141,9 +141,9 @@ struct ClusterConfig {
   int backup_workers = 0;
 
   // Elastic jobs (ElasticApplies): the most replicas the job trains with. The daemon grows a
-  // running job beyond workers toward it while cores are free; the global batch stays workers x
-  // batch_size, so members above workers only take smaller shares. 0: workers (the job grows no
-  // further).
+  // running job beyond workers toward it while cores are free (or Slurm grants them); the global
+  // batch stays workers x batch_size, so members above workers only take smaller shares. 0: workers
+  // (the job grows no further).
   int max_workers = 0;
 
   // Whether a lost replica is carried on without, or the job may grow beyond workers
@@ -175,9 +175,9 @@ struct ClusterConfig {
   // "ps", model_parallel = 1; elastic where servers = 1).
   bool SumsOnShards() const;
   // Whether min_workers and max_workers apply (the one rule, for config and runner):
-  // RegroupsOnTheRing, or SumsOnShards on one server without backup workers; placed by the
-  // daemon's scheduler, with uncompressed exchanges (a regroup cannot carry compression's
-  // residuals over).
+  // RegroupsOnTheRing, or SumsOnShards on one server without backup workers, with uncompressed
+  // exchanges (a regroup cannot carry compression's residuals over); the daemon's scheduler or
+  // Slurm's (daemon/server/slurm_growth.cc) places them.
   bool ElasticApplies() const;
   // Whether bucket_bytes applies: SumsOnTheRing, uncompressed gradients.
   bool OverlapApplies() const;

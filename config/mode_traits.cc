@@ -184,8 +184,7 @@ bool ClusterConfig::SumsOnShards() const {
 bool ClusterConfig::ElasticApplies() const {
   const bool regroups =
       RegroupsOnTheRing() || (SumsOnShards() && servers == 1 && backup_workers == 0);
-  return regroups && scheduler == Scheduler::kDaemon &&
-         compression.method == compress::Method::kNone;
+  return regroups && compression.method == compress::Method::kNone;
 }
 
 bool ClusterConfig::OverlapApplies() const {

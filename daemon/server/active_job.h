@@ -1,8 +1,8 @@
 // The daemon's in-memory record of an active job and of each process of its current attempt:
 // JobManager's private state, shared by the files that implement it (job_manager.cc,
 // job_intake.cc, rendezvous.cc, replica_restart.cc, elastic_regroup.cc, elastic_growth.cc,
-// slurm_attempt.cc). What follows a process's exit is its attempt machine's to decide
-// (attempt_machine.h). Touched only on the daemon's io thread.
+// slurm_attempt.cc, slurm_growth.cc). What follows a process's exit is its attempt machine's to
+// decide (attempt_machine.h). Touched only on the daemon's io thread.
 #pragma once
 
 #include <map>
@@ -114,14 +114,39 @@ struct JobManager::Job {
     if (regroup_closed) regroup_closed->Abandon();
   }
   // cluster.scheduler = "slurm" (slurm_attempt.cc): the attempt's allocation, once Slurm named
-  // it (0: none), and its salloc while that runs (0: none).
+  // it (0: none), and its salloc while that runs (0: none). An elastic job's growth
+  // (slurm_growth.cc): the allocation of each replica started in one of its own, by rank; the
+  // one asked for now, once Slurm named it, and its salloc while that runs; `ended` once the
+  // attempt's allocations were cancelled (what is granted later is cancelled at once).
   struct SlurmAllocation {
     std::int64_t id = 0;
     pid_t salloc = 0;
+    std::map<int, std::int64_t> grown;
+    std::int64_t growing = 0;
+    pid_t growth_salloc = 0;
+    bool ended = false;
+
+    // The allocation process `rank` runs in.
+    std::int64_t Of(int rank) const {
+      const auto it = grown.find(rank);
+      return it == grown.end() ? id : it->second;
+    }
+    // Every allocation the attempt made or is waiting for.
+    std::vector<std::int64_t> All() const {
+      std::vector<std::int64_t> all;
+      if (id != 0) all.push_back(id);
+      for (const auto& [rank, allocation] : grown) all.push_back(allocation);
+      if (growing != 0) all.push_back(growing);
+      return all;
+    }
   };
   SlurmAllocation slurm;
 
   bool OnSlurm() const { return config.cluster.scheduler == config::Scheduler::kSlurm; }
+  // How an elastic job's replicas it did not start with come (its events and reason say it).
+  const char* OthersJoin() const {
+    return OnSlurm() ? "the others join as Slurm grants them" : "the others join as cores free up";
+  }
 
   // Whether process `rank` sends the job's checkpoints: an elastic job's first member, else
   // config::WritesCheckpoints.

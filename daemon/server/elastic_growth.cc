@@ -4,7 +4,9 @@
 // beyond cluster.workers up to cluster.max_workers (ranks never started in this attempt). Each is a
 // fresh process of the running attempt, admitted as a joiner like a lost replica's replacement
 // (replica_restart.cc): it enters the ring at the next step boundary with a member's state
-// (elastic_regroup.cc), and its cores are charged from its start. Growing is no restart.
+// (elastic_regroup.cc), and its cores are charged from its start. Growing is no restart. A job
+// placed by Slurm grows as Slurm grants its replicas instead (slurm_growth.cc), each started here
+// too (StartJoiner).
 #include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -15,14 +17,37 @@
 
 namespace dtrain::server {
 
+bool JobManager::MayStillGrow(const Job& job) const {
+  const AttemptMachine& machine = job.machine;
+  return job.active && job.regroup && job.placed_workers < job.config.cluster.MostMembers() &&
+         machine.failure().empty() && !machine.cancel_requested() && !machine.shutting_down() &&
+         !job.regroup_finished && !job.slurm.ended && !shutting_down_;
+}
+
+bool JobManager::StartJoiner(Job& job, int rank, const std::string& node, const std::string& how,
+                             std::vector<std::string>& events) {
+  Process& p = job.processes[static_cast<std::size_t>(rank)];
+  p = Process{};
+  p.rank = rank;
+  p.token = net::RandomToken();
+  if (node != settings_.node_name) p.node = node;
+  Result<pid_t> pid = SpawnProcess(job.id, job.attempt, p);
+  if (!pid.ok()) {
+    events.push_back("cannot start " + job.Who(rank) + ": " + pid.status().message());
+    return false;
+  }
+  p.pid = pid.value();
+  job.machine.Added(rank);
+  job.placed_workers = rank + 1;
+  events.push_back("started " + job.Who(rank) + " " + how +
+                   ": it joins the others' ring at a step boundary");
+  asio::co_spawn(io_, RecordStart(job.id, job.attempt, rank, p.pid), asio::detached);
+  return true;
+}
+
 void JobManager::GrowElastic(Job& job, UsageByUser& usage) {
   const int workers = job.config.cluster.MostMembers();
-  const AttemptMachine& machine = job.machine;
-  if (!job.active || !job.regroup || job.placed_workers >= workers || !machine.ready() ||
-      !machine.failure().empty() || machine.cancel_requested() || machine.shutting_down() ||
-      job.regroup_finished || shutting_down_) {
-    return;
-  }
+  if (job.OnSlurm() || !MayStillGrow(job) || !job.machine.ready()) return;
   const int held = job.cores;
   const int free_cores = settings_.cores - CoresInUse();
   const int cores_per_user = settings_.limits.cores_per_user;
@@ -43,26 +68,10 @@ void JobManager::GrowElastic(Job& job, UsageByUser& usage) {
     }
     return;
   }
-  const std::uint64_t attempt = job.attempt;
   std::vector<std::string> events;
   for (int rank = job.placed_workers; rank < grown; ++rank) {
-    Process& p = job.processes[static_cast<std::size_t>(rank)];
-    p = Process{};
-    p.rank = rank;
-    p.token = net::RandomToken();
     const std::string& node = placed.nodes[static_cast<std::size_t>(rank)];
-    if (node != settings_.node_name) p.node = node;
-    Result<pid_t> pid = SpawnProcess(job.id, attempt, p);
-    if (!pid.ok()) {
-      events.push_back("cannot start " + job.Who(rank) + ": " + pid.status().message());
-      break;
-    }
-    p.pid = pid.value();
-    job.machine.Added(rank);
-    job.placed_workers = rank + 1;
-    events.push_back("started " + job.Who(rank) +
-                     " as cores freed up: it joins the others' ring at a step boundary");
-    asio::co_spawn(io_, RecordStart(job.id, attempt, rank, p.pid), asio::detached);
+    if (!StartJoiner(job, rank, node, "as cores freed up", events)) break;
   }
   if (job.placed_workers < grown) Place(job, job.placed_workers);  // the cores of those started
   job.placement = placed.nodes;

@@ -100,8 +100,13 @@ Placed JobManager::PlaceToStart(Job& job, int free_cores) const {
   const config::ClusterConfig& cluster = job.config.cluster;
   job.placed_workers = cluster.workers;
   Placed whole = Place(job, cluster.workers);
-  if (!cluster.Elastic() || job.OnSlurm() || !whole.error.empty() ||
-      (whole.ok() && job.cores <= free_cores)) {
+  if (job.OnSlurm()) {
+    // Slurm grants the first allocation with min_workers replicas, the others one by one
+    // (slurm_growth.cc).
+    if (cluster.Elastic()) job.placed_workers = cluster.FewestMembers();
+    return whole;
+  }
+  if (!cluster.Elastic() || !whole.error.empty() || (whole.ok() && job.cores <= free_cores)) {
     return whole;
   }
   Placed fewer;
@@ -239,6 +244,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   // processes (told it over their channels in the rendezvous) ever hold. Nothing derives it, so
   // it is never shared with another daemon's job or another attempt of this one.
   job->admission.data_token = net::RandomToken();
+  job->slurm = Job::SlurmAllocation{};
   if (job->OnSlurm()) {
     Status granted = co_await AllocateOnSlurm(id, attempt);
     job = Current(id, attempt);
@@ -296,8 +302,10 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   }
   if (const int workers = job->config.cluster.workers; job->placed_workers < workers) {
     NoteEvents(id, {"started with " + std::to_string(job->placed_workers) + " of " +
-                    std::to_string(workers) + " workers; the others join as cores free up"});
+                    std::to_string(workers) + " workers; " + job->OthersJoin()});
   }
+  if (job->OnSlurm() && MayStillGrow(*job))
+    asio::co_spawn(io_, GrowOnSlurm(id, attempt), asio::detached);
   for (const int rank : spawned) {
     job = Current(id, attempt);
     if (job == nullptr) co_return;

@@ -331,14 +331,29 @@ class JobManager {
   // owner's share in `usage`, charged) allow, each admitted as a joiner that enters the ring at a
   // step boundary.
   void GrowElastic(Job& job, UsageByUser& usage);
+  // Whether the running attempt of elastic job `job` may still start replicas (it has ranks never
+  // started, and has not failed, finished, been cancelled or ended); its rendezvous may be under
+  // way still (machine.ready() says when joiners are admitted).
+  bool MayStillGrow(const Job& job) const;
+  // Starts rank `rank` of `job` (never started in this attempt) on `node` as a joiner, charged
+  // as placed; appends the event ("started worker 3 " + how + ": it joins ...", or why it could
+  // not start) to `events`. False when it could not start.
+  bool StartJoiner(Job& job, int rank, const std::string& node, const std::string& how,
+                   std::vector<std::string>& events);
+  // An elastic Slurm job's growth (slurm_growth.cc): while the attempt may still grow, asks Slurm
+  // for one more replica at a time and starts each granted one as a joiner.
+  asio::awaitable<void> GrowOnSlurm(std::int64_t id, std::uint64_t attempt);
   // Slurm (slurm_attempt.cc). A job placed by Slurm takes no cores here; it needs this daemon's
   // TCP listener, which its tasks connect back to.
   Placed PlaceOnSlurm(Job& job) const;
   // Asks Slurm for the attempt's allocation (after cancelling any its predecessor left) and
   // returns once it is granted, or refused, or its salloc was stopped (cancel, shutdown).
   asio::awaitable<Status> AllocateOnSlurm(std::int64_t id, std::uint64_t attempt);
+  // Notes Slurm's grant of `allocation` to job `id` as an event naming its nodes
+  // (store::SlurmGrantReason, which `status` reads back).
+  asio::awaitable<void> NoteSlurmGrant(std::int64_t id, Owner owner, std::int64_t allocation);
   // The attempt of a Slurm job has ended: names Slurm's part in its failure (time limit,
-  // preemption, a lost node) and cancels its allocation.
+  // preemption, a lost node) and cancels its allocations (and stops its growth's salloc).
   asio::awaitable<void> EndSlurmAttempt(std::int64_t id, std::uint64_t attempt);
   // A Slurm command (argv[0] looked up on PATH), each output line also told to `on_line`, and
   // `on_start` told its pid.

@@ -94,7 +94,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(
       job->newest_step = a.resume_step;
       reason += " from the checkpoint at step " + std::to_string(a.resume_step);
     }
-    if (!a.members.empty()) reason += "; the others join as cores free up";
+    if (!a.members.empty()) reason += std::string("; ") + job->OthersJoin();
     auto run = [this, id, reason] { return store_.SetJobState(id, JobState::kRunning, reason); };
     Status s = co_await OffThread(pool_, run);
     job = Current(id, attempt);

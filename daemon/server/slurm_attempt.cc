@@ -1,6 +1,7 @@
 // JobManager's part for jobs with cluster.scheduler = "slurm": placing them, asking Slurm for
 // each attempt's allocation, starting each process as a task in it, and ending the allocation
-// with the attempt (daemon/server/slurm_commands.h has the commands).
+// (and those an elastic job grew by: slurm_growth.cc) with the attempt
+// (daemon/server/slurm_commands.h has the commands).
 #include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -84,7 +85,7 @@ asio::awaitable<Status> JobManager::AllocateOnSlurm(std::int64_t id, std::uint64
   if (job == nullptr) co_return Status::Error("the attempt ended");
   if (job->machine.cancel_requested() || shutting_down_) co_return Status::Error("stopped");
   SlurmCommand salloc;
-  salloc.argv = SallocArguments(job->config, name);
+  salloc.argv = SallocArguments(job->config, name, FirstAllocationTasks(job->config));
   salloc.on_line = [this, id, current](std::string_view line) {
     Job* j = current();
     const std::optional<std::int64_t> allocation = AllocationIdIn(line);
@@ -105,7 +106,12 @@ asio::awaitable<Status> JobManager::AllocateOnSlurm(std::int64_t id, std::uint64
   job->slurm.salloc = 0;
   if (!granted.ok()) co_return Status::Error("Slurm did not grant the job: " + granted.status().message());
   if (job->slurm.id == 0) co_return Status::Error("salloc did not say which Slurm job it made");
-  const std::int64_t allocation = job->slurm.id;
+  co_await NoteSlurmGrant(id, owner, job->slurm.id);
+  co_return Status::Ok();
+}
+
+asio::awaitable<void> JobManager::NoteSlurmGrant(std::int64_t id, Owner owner,
+                                                 std::int64_t allocation) {
   SlurmCommand show{{"scontrol", "--oneliner", "show", "job", std::to_string(allocation)}, {}, {}};
   Result<std::vector<std::string>> shown = co_await RunSlurmCommand(owner, std::move(show));
   std::string nodes = shown.ok() && !shown.value().empty()
@@ -118,16 +124,16 @@ asio::awaitable<Status> JobManager::AllocateOnSlurm(std::int64_t id, std::uint64
     store_.AppendLog(id, 0, "daemon", *noted);
     return store_.NoteEvent(id, *noted);
   });
-  co_return Status::Ok();
 }
 
 asio::awaitable<void> JobManager::EndSlurmAttempt(std::int64_t id, std::uint64_t attempt) {
   Job* job = Current(id, attempt);
-  if (job == nullptr || job->slurm.id == 0) co_return;
+  if (job == nullptr) co_return;
   const std::int64_t allocation = job->slurm.id;
   const std::string allocation_id = std::to_string(allocation);
   const Owner owner = job->owner;
-  if (!job->machine.failure().empty() && !job->machine.cancel_requested() && !shutting_down_) {
+  if (allocation != 0 && !job->machine.failure().empty() && !job->machine.cancel_requested() &&
+      !shutting_down_) {
     // While Slurm is still ending the allocation on its own (COMPLETING) it may not yet say why:
     // a preempted job shows PREEMPTED only once its tasks are gone. Ask again for a moment.
     std::string state, reason;
@@ -153,9 +159,15 @@ asio::awaitable<void> JobManager::EndSlurmAttempt(std::int64_t id, std::uint64_t
       if (job == nullptr) co_return;
     }
   }
-  job->slurm.id = 0;
-  // Nothing waits for it: the next attempt's salloc may be granted the same cores once it ran.
-  asio::co_spawn(io_, CancelSlurmJob(owner, allocation_id), asio::detached);
+  // Every allocation of the attempt ends with it: the first, those it grew by and the one its
+  // growth still waits for (whose salloc is stopped too, in case Slurm has not named it yet).
+  // Nothing waits for them: the next attempt's salloc may be granted the same cores once they ran.
+  if (job->slurm.growth_salloc > 0) supervisor_.Stop(job->slurm.growth_salloc, settings_.grace);
+  for (const std::int64_t made : job->slurm.All()) {
+    asio::co_spawn(io_, CancelSlurmJob(owner, std::to_string(made)), asio::detached);
+  }
+  job->slurm = Job::SlurmAllocation{};
+  job->slurm.ended = true;
 }
 
 asio::awaitable<void> JobManager::CancelSlurmJob(Owner owner, std::string allocation) {
@@ -168,7 +180,7 @@ Result<Launch> JobManager::SlurmTaskLaunch(const Job& job, const Process& p) con
   launch.argv = {settings_.worker_exe,
                  "slurm-task",
                  "--allocation",
-                 std::to_string(job.slurm.id),
+                 std::to_string(job.slurm.Of(p.rank)),
                  "--job",
                  std::to_string(job.id),
                  "--rank",

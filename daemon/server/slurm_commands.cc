@@ -13,11 +13,16 @@ std::string SlurmJobName(const std::string& node, std::int64_t id) {
 
 int SlurmTaskCores(const config::JobConfig& job) { return job.threads > 0 ? job.threads : 1; }
 
-std::vector<std::string> SallocArguments(const config::JobConfig& job, const std::string& name) {
-  std::vector<std::string> argv = {"salloc",
-                                   "--no-shell",
-                                   "--job-name=" + name,
-                                   "--ntasks=" + std::to_string(job.cluster.Processes()),
+int FirstAllocationTasks(const config::JobConfig& job) {
+  const config::ClusterConfig& c = job.cluster;
+  if (!c.Elastic()) return c.Processes();
+  return c.Processes() - (c.MostMembers() - c.FewestMembers());
+}
+
+std::vector<std::string> SallocArguments(const config::JobConfig& job, const std::string& name,
+                                         int tasks) {
+  std::vector<std::string> argv = {"salloc", "--no-shell", "--job-name=" + name,
+                                   "--ntasks=" + std::to_string(tasks),
                                    "--cpus-per-task=" + std::to_string(SlurmTaskCores(job))};
   const config::SlurmConfig& s = job.slurm;
   if (!s.partition.empty()) argv.push_back("--partition=" + s.partition);

@@ -1,14 +1,16 @@
 // The Slurm commands a coordinating daemon runs for a job with cluster.scheduler = "slurm", and
 // what it reads from their output. Pure functions: safe for concurrent use.
 //
-//   argv = SallocArguments(job, SlurmJobName("node-1", 7));   // run as the job's owner
+//   argv = SallocArguments(job, SlurmJobName("node-1", 7), FirstAllocationTasks(job));  // as owner
 //   if (auto id = AllocationIdIn("salloc: Granted job allocation 812")) ...   // 812
 //   std::string nodes = ScontrolField(line, "NodeList");                 // "node[3-4]"
 //   std::string why = DescribeSlurmEnd("TIMEOUT", "TimeLimit", 812, job.slurm);  // "": ordinary
 //
-// FindProgram reads this process's PATH. One allocation per attempt (`salloc --no-shell`, one task per process, the cores of the job's
-// widest process each), then one `srun` step per process in it (worker/slurm_task.h). Program
-// names are looked up on PATH when they run.
+// FindProgram reads this process's PATH. One allocation per attempt (`salloc --no-shell`, one task
+// per process, the cores of the job's widest process each), then one `srun` step per process in it
+// (worker/slurm_task.h); an elastic job's first allocation holds its min_workers replicas and each
+// further replica is an allocation of one task (slurm_growth.cc). Program names are looked up on
+// PATH when they run.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +30,13 @@ std::string SlurmJobName(const std::string& node, std::int64_t id);
 // Cores each Slurm task of the job asks for: train.threads, or 1 when automatic.
 int SlurmTaskCores(const config::JobConfig& job);
 
-// The allocation of one attempt: a task per process of the job, SlurmTaskCores each.
-std::vector<std::string> SallocArguments(const config::JobConfig& job, const std::string& name);
+// The tasks of an attempt's first allocation: one per process of the job, but for an elastic job
+// only cluster.FewestMembers() of its replicas (the others are allocations of their own).
+int FirstAllocationTasks(const config::JobConfig& job);
+
+// An allocation of `tasks` tasks, SlurmTaskCores each, with the job's Slurm keys.
+std::vector<std::string> SallocArguments(const config::JobConfig& job, const std::string& name,
+                                         int tasks);
 
 // The Slurm job id in salloc's "Pending job allocation N" or "Granted job allocation N".
 std::optional<std::int64_t> AllocationIdIn(std::string_view line);

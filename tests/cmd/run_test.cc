@@ -311,6 +311,18 @@ BOOST_AUTO_TEST_CASE(a_job_for_slurm_is_refused_by_run_and_pointed_at_submit) {
                         "--ntasks=1 --cpus-per-task=1, then one srun step per process") !=
                  std::string::npos,
              v.out);
+  // An elastic one: its first allocation holds min_workers replicas, each further one its own.
+  const std::string elastic =
+      dir.Write("elastic.toml", std::string(kQuickJob) +
+                                    "\n[cluster]\nscheduler = \"slurm\"\nmode = "
+                                    "\"sync\"\nworkers = 3\nmin_workers = 1\n");
+  const ProcessResult e = RunProcess({Bin(), "validate", elastic}, dir.Path(""));
+  BOOST_TEST(e.exit_code == 0, e.err);
+  BOOST_TEST(
+      e.out.find("--ntasks=1 --cpus-per-task=1, then one srun step per process; each "
+                 "further replica, up to 3, is salloc --no-shell "
+                 "--job-name=dtrain-NODE-JOB --ntasks=1 --cpus-per-task=1\n") != std::string::npos,
+      e.out);
 }
 
 BOOST_AUTO_TEST_CASE(a_model_too_large_for_the_host_is_refused_with_its_size) {

@@ -21,8 +21,7 @@ inline void CheckRefusedWhereNotElastic(const std::string& key, int value) {
   const std::string elastic =
       is +
       "elastic training is for mode \"sync\" with allreduce \"ring\" or \"ps\", or mode "
-      "\"local\", "
-      "model_parallel = 1 and scheduler = \"daemon\": ";
+      "\"local\", with model_parallel = 1: ";
   const struct {
     std::string cluster;
     int line;
@@ -31,12 +30,8 @@ inline void CheckRefusedWhereNotElastic(const std::string& key, int value) {
       {"workers = 2\nmode = \"async\"\n", 6, "mode \"async\" pushes its gradients"},
       {"workers = 2\nmode = \"local\"\nmodel_parallel = 2\n", 7,
        "model_parallel = 2 splits each replica among its partitions"},
-      {"workers = 2\nmode = \"local\"\nscheduler = \"slurm\"\n", 7,
-       "scheduler \"slurm\" places the job's processes itself"},
       {"workers = 2\nmode = \"sync\"\nmodel_parallel = 2\n", 7,
        "model_parallel = 2 splits each replica's gradient among its partitions"},
-      {"workers = 2\nmode = \"sync\"\nscheduler = \"slurm\"\n", 7,
-       "scheduler \"slurm\" places the job's processes itself"},
   };
   for (const auto& c : cases) {
     BOOST_TEST_CONTEXT(c.cluster) {

@@ -102,6 +102,16 @@ BOOST_AUTO_TEST_CASE(above_the_workers_read_and_written_back_in_mode_local) {
   CheckClusterWrittenBack(job, "max_workers = 4");
 }
 
+// Slurm grants the replicas beyond workers as allocations of their own, as those up to it.
+BOOST_AUTO_TEST_CASE(above_the_workers_read_and_written_back_with_scheduler_slurm) {
+  const JobConfig job =
+      MustParseInline(std::string(kData) + kSync + "scheduler = \"slurm\"\nmax_workers = 5\n");
+  BOOST_TEST(job.cluster.Elastic());
+  BOOST_TEST(job.cluster.ElasticApplies());
+  BOOST_TEST(job.cluster.MostMembers() == 5);
+  CheckClusterWrittenBack(job, "max_workers = 5");
+}
+
 BOOST_AUTO_TEST_CASE(above_the_workers_refused_where_the_job_cannot_train_elastically) {
   CheckRefusedWhereNotElastic("max_workers", 3);
 }

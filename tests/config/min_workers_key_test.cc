@@ -1,6 +1,6 @@
 // [cluster] min_workers in a job file: unset by default (not elastic), read within 1 .. workers
 // and written back where it applies (sync replicas on the ring or on one parameter server, or
-// local ones, placed by the daemon), refused at its place, saying why, elsewhere.
+// local ones, placed by the daemon or by Slurm), refused at its place, saying why, elsewhere.
 #include <boost/test/unit_test.hpp>
 #include <string>
 
@@ -50,8 +50,7 @@ BOOST_AUTO_TEST_CASE(read_and_written_back_elastic_only_below_the_workers) {
 BOOST_AUTO_TEST_CASE(not_written_where_it_does_not_apply) {
   for (const char* cluster : {"", "[cluster]\nworkers = 2\nmode = \"async\"\n",
                               "[cluster]\nworkers = 2\nmode = \"sync\"\nallreduce = \"ps\"\n"
-                              "servers = 2\n",
-                              "[cluster]\nworkers = 2\nmode = \"sync\"\nscheduler = \"slurm\"\n"}) {
+                              "servers = 2\n"}) {
     BOOST_TEST_CONTEXT(cluster) {
       CheckNotWritten(MustParseInline(std::string(kData) + cluster), "min_workers");
     }
@@ -74,6 +73,22 @@ BOOST_AUTO_TEST_CASE(read_and_written_back_in_mode_local) {
   BOOST_TEST(job.cluster.Elastic());
   BOOST_TEST(job.cluster.ElasticApplies());
   CheckClusterWrittenBack(job, "min_workers = 2");
+}
+
+// Slurm places an elastic job too: its first allocation holds min_workers replicas, and each
+// further replica is an allocation of its own (daemon/server/slurm_growth.cc).
+BOOST_AUTO_TEST_CASE(read_and_written_back_with_scheduler_slurm) {
+  for (const char* mode : {"sync", "local"}) {
+    BOOST_TEST_CONTEXT(mode) {
+      const JobConfig job =
+          MustParseInline(std::string(kData) + "[cluster]\nworkers = 3\nmode = \"" + mode +
+                          "\"\nscheduler = \"slurm\"\nmin_workers = 1\n");
+      BOOST_TEST(job.cluster.Elastic());
+      BOOST_TEST(job.cluster.ElasticApplies());
+      BOOST_TEST(job.cluster.FewestMembers() == 1);
+      CheckClusterWrittenBack(job, "min_workers = 1");
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(refused_where_the_job_cannot_train_elastically) {

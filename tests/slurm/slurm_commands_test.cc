@@ -23,14 +23,33 @@ BOOST_AUTO_TEST_CASE(salloc_asks_for_a_task_per_process_and_the_jobs_slurm_keys)
   job.slurm.partition = "debug";
   job.slurm.time_limit = "2:00:00";
   job.slurm.options = {"--constraint=avx512"};
-  const std::vector<std::string> argv = SallocArguments(job, SlurmJobName("node-1", 7));
+  BOOST_TEST(FirstAllocationTasks(job) == 5);
+  const std::vector<std::string> argv =
+      SallocArguments(job, SlurmJobName("node-1", 7), FirstAllocationTasks(job));
   const std::vector<std::string> expected = {"salloc",           "--no-shell",
                                              "--job-name=dtrain-node-1-7", "--ntasks=5",
                                              "--cpus-per-task=2", "--partition=debug",
                                              "--time=2:00:00",    "--constraint=avx512"};
   BOOST_TEST(argv == expected, boost::test_tools::per_element());
   job.threads = 0;  // automatic: one core a task
-  BOOST_TEST(SallocArguments(job, "x")[4] == "--cpus-per-task=1");
+  BOOST_TEST(SallocArguments(job, "x", 5)[4] == "--cpus-per-task=1");
+}
+
+// An elastic job's first allocation holds min_workers replicas (and its shard); each further one,
+// up to max_workers, is an allocation of its own.
+BOOST_AUTO_TEST_CASE(an_elastic_jobs_first_allocation_holds_its_fewest_replicas) {
+  config::JobConfig job;
+  job.cluster.workers = 4;
+  job.cluster.mode = config::ClusterMode::kSync;
+  job.cluster.min_workers = 2;
+  job.cluster.max_workers = 6;
+  BOOST_TEST(FirstAllocationTasks(job) == 2);
+  job.cluster.allreduce = config::AllReduce::kPs;
+  job.cluster.servers = 1;
+  BOOST_TEST(FirstAllocationTasks(job) == 3);  // and the shard
+  job.cluster.min_workers = 0;                 // up to workers at once, then grown beyond
+  BOOST_TEST(FirstAllocationTasks(job) == 5);
+  BOOST_TEST(SallocArguments(job, "x", 1)[3] == "--ntasks=1");
 }
 
 BOOST_AUTO_TEST_CASE(the_allocation_id_is_read_from_salloc_lines) {

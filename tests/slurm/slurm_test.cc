@@ -6,7 +6,9 @@
 // worker failure that restarts the job from its checkpoint in a new allocation; a job preempted
 // by another partition's says so and resumes once Slurm lets it; a job waiting in Slurm's queue
 // can be cancelled; an allocation Slurm refuses fails the job with Slurm's words; a user's job
-// is that user's Slurm job. Skipped, saying
+// is that user's Slurm job; an elastic job starts with min_workers' allocation and grows as
+// Slurm grants its further replicas (the node's other cores held by another Slurm job until
+// then), or ends with what it has when Slurm grants none. Skipped, saying
 // why, where Slurm cannot start (not root, slurm-wlm not installed).
 #include <boost/test/unit_test.hpp>
 
@@ -448,6 +450,119 @@ BOOST_AUTO_TEST_CASE(a_users_job_is_that_users_slurm_job_and_processes,
   BOOST_TEST(tasks == 2);
   d.daemon.Request({{"type", "cancel"}, {"id", id}});
   BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
+}
+
+// The pid of the task (the worker process Slurm started) of rank `rank` of job `id` of daemon
+// `d`, or -1 while there is none.
+pid_t TaskPid(const SlurmDaemon& d, std::int64_t id, int rank) {
+  const std::string out =
+      Run({"pgrep", "-f",
+           "^[^ ]+ worker --job " + std::to_string(id) + " --rank " + std::to_string(rank) +
+               " --connect 127.0.0.1:" + std::to_string(d.port) + "$"})
+          .out;
+  return out.empty() ? -1 : static_cast<pid_t>(std::stol(out));
+}
+
+// An elastic job (workers 2, min_workers 1) asks Slurm for one replica's allocation first and
+// gets it while another Slurm job holds the node's other cores; its growth request for the second
+// replica waits in Slurm's queue until that job ends, then the replica starts in the allocation
+// Slurm granted and joins at a step boundary, the first keeping its process. The job succeeds and
+// both allocations end with it. The first replica is stopped (SIGSTOP) from before the holder
+// ends until the joiner's task runs, so that the job cannot end before the join, however fast
+// this machine trains; its heartbeat_timeout and timeout_seconds outlast that pause.
+BOOST_AUTO_TEST_CASE(an_elastic_job_starts_with_min_workers_and_grows_as_slurm_grants_cores,
+                     *boost::unit_test::precondition(SlurmRuns)) {
+  const int cores = net::OnlineCores();
+  if (cores < 2) {
+    BOOST_TEST_MESSAGE("skipped: the one-node Slurm has " << cores << " core; growth needs 2");
+    return;
+  }
+  SlurmDaemon d;
+  const ProcessResult holder = Run({"salloc", "--no-shell", "--partition=debug",
+                                    "--ntasks=" + std::to_string(cores - 1), "--job-name=holder"});
+  BOOST_TEST_REQUIRE(holder.exit_code == 0, holder.err);
+  const std::int64_t id = d.daemon.Submit(
+      FashionJob("workers = 2\nmin_workers = 1\nmode = \"sync\"\nheartbeat_timeout = 120\n"
+                 "timeout_seconds = 120",
+                 10));
+  const json small = d.daemon.WaitForStep(id, 20);
+  BOOST_TEST_REQUIRE(small["state"] == "running", small.dump() << d.daemon.LogTail(id));
+  BOOST_TEST(small["events"].dump().find("started with 1 of 2 workers; the others join as Slurm "
+                                         "grants them") != std::string::npos,
+             small.dump());
+  std::string logs;
+  BOOST_TEST(LogsShow(d.daemon, id, "(a further replica)", &logs), logs);
+  pid_t first = -1;
+  for (const json& w : small["workers"]) {
+    if (w["rank"] == 0) first = w["pid"].get<pid_t>();
+    BOOST_TEST(w["rank"] == 0, small.dump());  // the second is not started yet
+  }
+  BOOST_TEST_REQUIRE(first > 0, small.dump());
+  const pid_t first_task = TaskPid(d, id, 0);
+  BOOST_TEST_REQUIRE(first_task > 0);
+  BOOST_TEST_REQUIRE(::kill(first_task, SIGSTOP) == 0);
+
+  BOOST_TEST_REQUIRE(Run({"scancel", "--name=holder"}).exit_code == 0);
+  const bool joiner_runs = Eventually([&] { return TaskPid(d, id, 1) > 0; });
+  BOOST_TEST_REQUIRE(::kill(first_task, SIGCONT) == 0);
+  BOOST_TEST_REQUIRE(joiner_runs, Squeue() << d.daemon.LogTail(id));
+  json grown;
+  BOOST_TEST_REQUIRE(Eventually([&] {
+                       grown = d.daemon.Status(id);
+                       return grown["events"].dump().find("worker 1 joined at step ") !=
+                              std::string::npos;
+                     }),
+                     grown.dump() << d.daemon.LogTail(id));
+  BOOST_TEST(grown["events"].dump().find(": 2 of 2") != std::string::npos, grown.dump());
+  BOOST_TEST(grown["restarts"] == 0);  // growing is no restart
+  // Two grants, of two different Slurm jobs: the first allocation and the grown replica's.
+  std::vector<std::string> grants;
+  for (const json& e : grown["events"]) {
+    const std::string reason = e["reason"];
+    if (reason.rfind("Slurm job ", 0) == 0 && reason.find(" granted on ") != std::string::npos) {
+      grants.push_back(reason.substr(0, reason.find(" granted on ")));
+    }
+  }
+  BOOST_TEST_REQUIRE(grants.size() == 2u, grown.dump());
+  BOOST_TEST(grants[0] != grants[1]);
+  BOOST_TEST(grown["events"].dump().find(") in " + grants[1] + ": it joins") != std::string::npos,
+             grown.dump());
+
+  const json done = d.daemon.Wait(id);
+  BOOST_TEST_REQUIRE(done["state"] == "succeeded", done.dump() << d.daemon.LogTail(id));
+  BOOST_TEST(done["metrics"]["eval_accuracy"].get<double>() > 0.7);
+  for (const json& w : done["workers"]) {
+    if (w["rank"] == 0) BOOST_TEST(w["pid"] == first, "the first replica was restarted");
+    BOOST_TEST(w["exit_status"] == 0, w.dump());
+  }
+  BOOST_TEST(done["workers"].size() == 2u, done.dump());
+  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
+}
+
+// An elastic job whose growth Slurm never grants (another job holds the cores throughout) ends
+// with the replicas it has, and its pending request ends with it.
+BOOST_AUTO_TEST_CASE(a_growth_slurm_never_grants_blocks_nothing_and_ends_with_the_job,
+                     *boost::unit_test::precondition(SlurmRuns)) {
+  const int cores = net::OnlineCores();
+  if (cores < 2) {
+    BOOST_TEST_MESSAGE("skipped: the one-node Slurm has " << cores << " core; growth needs 2");
+    return;
+  }
+  SlurmDaemon d;
+  const ProcessResult holder = Run({"salloc", "--no-shell", "--partition=debug",
+                                    "--ntasks=" + std::to_string(cores - 1), "--job-name=holder"});
+  BOOST_TEST_REQUIRE(holder.exit_code == 0, holder.err);
+  const std::int64_t id =
+      d.daemon.Submit(FashionJob("workers = 2\nmin_workers = 1\nmode = \"sync\"", 1));
+  std::string logs;
+  BOOST_TEST(LogsShow(d.daemon, id, "(a further replica)", &logs), logs);
+  const json done = d.daemon.Wait(id);
+  BOOST_TEST_REQUIRE(done["state"] == "succeeded", done.dump() << d.daemon.LogTail(id));
+  BOOST_TEST(done["workers"].size() == 1u, done.dump());
+  BOOST_TEST(done["events"].dump().find(" joined at step ") == std::string::npos, done.dump());
+  // Neither the first allocation nor the pending request outlives the job.
+  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
+  BOOST_TEST_REQUIRE(Run({"scancel", "--name=holder"}).exit_code == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
