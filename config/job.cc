@@ -41,7 +41,8 @@ bool SameTrain(const train::TrainOptions& a, const train::TrainOptions& b) {
          a.seed == b.seed && a.eval_every == b.eval_every && a.log_every == b.log_every &&
          a.target_accuracy == b.target_accuracy && a.weight_decay == b.weight_decay &&
          SameSchedule(a.schedule, b.schedule) && a.rank == b.rank && a.world_size == b.world_size &&
-         a.eval_batch_size == b.eval_batch_size && a.fail_on_divergence == b.fail_on_divergence;
+         a.eval_batch_size == b.eval_batch_size && a.fail_on_divergence == b.fail_on_divergence &&
+         a.early_stopping == b.early_stopping;
 }
 
 bool SameOptimizer(const optim::OptimizerOptions& a, const optim::OptimizerOptions& b) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/cluster_section.h"
+#include "config/early_stopping_key.h"
 #include "config/job_memory.h"
 #include "config/layer_list.h"
 #include "config/mode_traits.h"
@@ -576,6 +577,8 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   }
   CheckAugment(job, data);
   ReadTrain(train, &job.train, &job.threads, &job.clip_norm);
+  const toml::node* early_stopping =
+      internal::ReadEarlyStopping(train, sink, &job.train.early_stopping);
   ReadPrecision(train, checks.host_cpu, &job.precision);
   const toml::node* memory_limit = ReadMemorySize(train, "memory_limit", &job.memory_limit);
   ReadOptimizer(optimizer, &job.optimizer, &job.train.schedule, &job.lbfgs, &job.sample_rows);
@@ -591,6 +594,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   ReadCheckpoint(checkpoint, &job.checkpoint);
   restart.Int("max_restarts", 0, kMaxRestartsLimit, &job.max_restarts);
   CheckWarmup(optimizer, job.train);
+  internal::CheckEarlyStopping(job, train, early_stopping);
   internal::CheckSparseJob(job, {data, model, train, optimizer, cluster});
   // A sparse model's size is the features the data touches, known once it is read.
   if (sink.size() == 0 && !job.data.sparse) {

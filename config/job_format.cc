@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "config/compression_section.h"
+#include "config/early_stopping_key.h"
 #include "config/hierarchy_key.h"
 #include "config/job_file.h"
 #include "config/layer_list.h"
@@ -95,6 +96,7 @@ void WriteTrain(const JobConfig& job, TomlWriter& w) {
   w.Int("eval_every", t.eval_every);
   w.Int("log_every", t.log_every);
   w.Double("target_accuracy", t.target_accuracy);
+  internal::WriteEarlyStopping(t.early_stopping, w);
   w.String("on_divergence", t.fail_on_divergence ? "fail" : "continue");
   w.Float("weight_decay", t.weight_decay);
   w.Float("clip_norm", job.clip_norm);

@@ -116,6 +116,15 @@ void TomlWriter::Path(std::string_view key, const std::string& path) {
   if (!path.empty()) String(key, path);
 }
 
+void TomlWriter::InlineTable(std::string_view key,
+                             const std::vector<std::pair<std::string, std::string>>& fields) {
+  std::string text = "{ ";
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    text += (i > 0 ? ", " : "") + fields[i].first + " = " + fields[i].second;
+  }
+  Key(key, text + " }");
+}
+
 void TomlWriter::Key(std::string_view key, const std::string& value) {
   Line(std::string(key) + " = " + value);
 }

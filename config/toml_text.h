@@ -45,6 +45,9 @@ class TomlWriter {
   void Double(std::string_view key, double value);
   void IntArray(std::string_view key, const std::vector<int>& values);
   void StringArray(std::string_view key, const std::vector<std::string>& values);
+  // `key = { name = value, ... }`, each value already TOML text, in the order given.
+  void InlineTable(std::string_view key,
+                   const std::vector<std::pair<std::string, std::string>>& fields);
   // A path; an empty one means "not given" and is left out.
   void Path(std::string_view key, const std::string& path);
 

@@ -63,7 +63,7 @@ Status HierarchicalSyncStrategy::Apply(std::int64_t step, std::span<float> param
   stats_.bytes_received += cost.cross.bytes_received;
   if (!reduced.ok())
     return Status::Error("step " + std::to_string(step) + ": " + reduced.message());
-  agreed_ = StopVotes::Agreed(buffer[grad.size()], buffer[grad.size() + 1]);
+  agreed_ = StopVotes::Agreed(buffer.subspan(grad.size()).first<StopVotes::kFloats>());
   return local_.Apply(step, params, grad, lr, share);
 }
 

@@ -322,12 +322,11 @@ Status HostSyncStrategy::Apply(std::int64_t step, std::span<float> params, std::
   Arrived(header_, rank_).value.store(seq_, std::memory_order_release);
   if (Status s = AwaitAll(/*arrived=*/true, seq_, step); !s.ok()) return s;
 
-  float requested = 0.0f, target = 0.0f;
+  std::array<float, StopVotes::kFloats> votes{};
   for (int r = 0; r < world_; ++r) {
-    requested += Gradient(r)[params_];
-    target += Gradient(r)[params_ + 1];
+    for (std::size_t v = 0; v < votes.size(); ++v) votes[v] += Gradient(r)[params_ + v];
   }
-  agreed_ = StopVotes::Agreed(requested, target);
+  agreed_ = StopVotes::Agreed(votes);
 
   if (shared_) {
     assert(params.data() == shared_params_ && "a trainer of shared parameters passes them");

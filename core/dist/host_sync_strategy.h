@@ -26,8 +26,8 @@
 //                   *sync.value());  // the Trainer computes its gradient into the segment
 //
 // Replicas stay bitwise identical and train like one replica on the global batch, as with
-// SyncAllReduceStrategy. Stop votes ride in the first two of each gradient's tail floats, which
-// are as many as the ring's (VotingAllReduce::kVoteFloats: the third, a checkpoint vote, stays 0
+// SyncAllReduceStrategy. Stop votes ride in the first three of each gradient's tail floats, which
+// are as many as the ring's (VotingAllReduce::kVoteFloats: the last, a checkpoint vote, stays 0
 // here), so that both sum each float in the same order. A replica that dies
 // (its ring links hang up), a peer's failure (a flag in the segment) or a barrier that outlasts
 // `timeout` fails the step with an error naming the rank; later steps fail at once.

@@ -90,7 +90,7 @@ class PsClient {
 
   // Sync: pushes this worker's gradient of `step` (the mean over its `rows` of the step's
   // `total_rows`) with the lr and its stop vote, then receives the new parameters into `params`.
-  // Returns the agreed vote (kNoVote or 1 + StopReason). `propose_checkpoint` rides on the push;
+  // Returns the agreed vote (kNoVote or a train::StopVote). `propose_checkpoint` rides on the push;
   // checkpoint_agreed() then says whether any worker proposed one at this step. `take_all`: the
   // step must take every worker's gradient (backup workers).
   Result<std::uint32_t> SyncStep(std::uint64_t step, std::span<const float> grad, float lr,

@@ -47,8 +47,8 @@ constexpr std::uint32_t PsDataTag(std::uint32_t header_tag) { return header_tag 
 // "push", "push reply", "push data", ... or "tag 0x..." for a tag outside the protocol.
 std::string PsTagName(std::uint32_t tag);
 
-// A stop vote on the wire: 0 for none, else 1 + the StopReason value (so the most urgent vote is
-// the largest: requested 3 > target reached 2 > completed 1).
+// A stop vote on the wire: 0 for none, else train::StopVote's value (the most urgent vote is the
+// largest: requested 3 > target reached 2 > early stopped 1).
 inline constexpr std::uint32_t kNoVote = 0;
 
 // Every request and reply starts with one header message of kPsHeaderFloats floats. Fields a

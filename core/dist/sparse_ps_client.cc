@@ -204,10 +204,7 @@ Status SparseShardClient::Push(std::span<const std::uint32_t> keys, const float*
       agreed = r.value().vote;
     }
     vote_ = kNoVote;
-    if (agreed != kNoVote) {
-      agreed_ = static_cast<train::StopReason>(std::min<std::uint32_t>(
-          agreed - 1, static_cast<std::uint32_t>(train::StopReason::kRequested)));
-    }
+    if (agreed != kNoVote) agreed_ = train::FromStopVote(agreed);
   }
   std::lock_guard lock(stats_mu_);
   stats_.comm_seconds += std::chrono::duration<double>(Clock::now() - start).count();
@@ -216,7 +213,7 @@ Status SparseShardClient::Push(std::span<const std::uint32_t> keys, const float*
 
 bool SparseShardClient::ProposeStop(train::StopReason reason) {
   if (!Collective()) return false;
-  vote_ = std::max(vote_, 1 + static_cast<std::uint32_t>(reason));
+  vote_ = std::max(vote_, train::StopVote(reason));
   return true;
 }
 

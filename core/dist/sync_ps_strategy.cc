@@ -56,15 +56,12 @@ Status SyncPsStrategy::Apply(std::int64_t step, std::span<float> params, std::sp
   next_step_ = client_.clock_reached() + 1;
   checkpoint_proposed_ = false;
   checkpoint_agreed_ = client_.checkpoint_agreed();
-  if (agreed.value() != kNoVote) {
-    agreed_ = static_cast<train::StopReason>(std::min<std::uint32_t>(
-        agreed.value() - 1, static_cast<std::uint32_t>(train::StopReason::kRequested)));
-  }
+  if (agreed.value() != kNoVote) agreed_ = train::FromStopVote(agreed.value());
   return Status::Ok();
 }
 
 bool SyncPsStrategy::ProposeStop(train::StopReason reason) {
-  vote_ = std::max(vote_, static_cast<std::uint32_t>(reason) + 1);
+  vote_ = std::max(vote_, train::StopVote(reason));
   return true;
 }
 

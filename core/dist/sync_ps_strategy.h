@@ -124,7 +124,7 @@ class SyncPsStrategy final : public PsStrategy {
 
   PsClient client_;
   SyncPsOptions options_;
-  std::uint32_t vote_ = kNoVote;  // this replica's vote on the wire (1 + StopReason)
+  std::uint32_t vote_ = kNoVote;  // this replica's vote on the wire (train::StopVote)
   std::optional<train::StopReason> agreed_;
   std::uint64_t steps_ = 0;           // steps pushed
   std::uint64_t next_step_ = 0;       // the step after the last one pushed (0 before any)

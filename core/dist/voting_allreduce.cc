@@ -37,7 +37,7 @@ void VotingAllReduce::Cast(std::span<float, kVoteFloats> tail) {
 }
 
 void VotingAllReduce::Read(const float* tail) {
-  agreed_ = StopVotes::Agreed(tail[0], tail[1]);
+  agreed_ = StopVotes::Agreed(std::span<const float, StopVotes::kFloats>(tail, StopVotes::kFloats));
   checkpoint_agreed_ = tail[StopVotes::kFloats] > 0.0f;
 }
 

@@ -1,7 +1,8 @@
 // VotingAllReduce: averages one buffer over a ring per op and carries the replicas' stop votes
-// and checkpoint votes with it, in three floats after the payload, so agreeing on when to stop
-// (or to take a checkpoint whose state every replica holds a part of) costs no extra round trip.
-// Also keeps the communication totals that the collective strategies report.
+// and checkpoint votes with it, in four floats after the payload (three stop votes, one checkpoint
+// vote), so agreeing on when to stop (or to take a checkpoint whose state every replica holds a
+// part of) costs no extra round trip. Also keeps the communication totals that the collective
+// strategies report.
 //
 //   VotingAllReduce exchange(ring);
 //   std::span<float> payload = exchange.Payload(grad.size());   // fill it

@@ -4,6 +4,33 @@
 
 namespace dtrain::train {
 
+std::uint32_t StopVote(std::optional<StopReason> reason) {
+  if (!reason) return 0;
+  switch (*reason) {
+    case StopReason::kEarlyStopped:
+      return 1;
+    case StopReason::kTargetReached:
+      return 2;
+    case StopReason::kRequested:
+    case StopReason::kCompleted:  // never proposed
+      break;
+  }
+  return 3;
+}
+
+std::optional<StopReason> FromStopVote(std::uint32_t vote) {
+  switch (vote) {
+    case 0:
+      return std::nullopt;
+    case 1:
+      return StopReason::kEarlyStopped;
+    case 2:
+      return StopReason::kTargetReached;
+    default:
+      return StopReason::kRequested;
+  }
+}
+
 float ShareWeight(const StepShare& share, int world) {
   const auto replicas = static_cast<std::size_t>(world);
   if (share.total_rows == 0 || share.rows * replicas == share.total_rows) return 1.0f;

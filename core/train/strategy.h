@@ -25,7 +25,16 @@
 namespace dtrain::train {
 
 // Why a training loop stopped. The numeric values travel in stop votes; keep them.
-enum class StopReason { kCompleted = 0, kTargetReached = 1, kRequested = 2 };
+// kEarlyStopped: train.early_stopping's patience ran out (core/train/early_stopping.h).
+enum class StopReason { kCompleted = 0, kTargetReached = 1, kRequested = 2, kEarlyStopped = 3 };
+
+// A stop vote as one integer on the wire, where votes are combined by their maximum (parameter
+// servers): 0 for none, and the larger the more urgent: early stopped (1, the value kCompleted
+// + 1 had, never proposed), target reached (2), requested (3); the first two are
+// StopReason + 1, as before early stopping.
+std::uint32_t StopVote(std::optional<StopReason> reason);
+// The agreed reason of the largest vote (0: none; above 3, from a newer peer: requested).
+std::optional<StopReason> FromStopVote(std::uint32_t vote);
 
 // This replica's part of a step's batch: `rows` of the `total_rows` all replicas trained on
 // (equal for one replica). `grad` is the mean over this replica's rows. `take_all`: the step must
@@ -113,7 +122,7 @@ class Strategy {
   // False: this strategy does not vote, the caller stops on its own now.
   virtual bool ProposeStop(StopReason /*reason*/) { return false; }
   // After Apply: the stop every replica agreed on at this step, if any (the most urgent reason
-  // proposed: requested over target reached).
+  // proposed: requested over target reached over early stopped).
   virtual std::optional<StopReason> AgreedStop() const { return std::nullopt; }
   // Communication so far (zero for strategies that do not communicate).
   virtual CommStats Stats() const { return {}; }

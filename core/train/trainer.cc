@@ -112,7 +112,8 @@ Trainer::Trainer(std::unique_ptr<model::LocalNetwork> owned, model::Network* net
       grad_storage_(strategy.GradientStorage(network_.NumParams() + strategy.GradientTail())),
       grad_buffer_(grad_storage_.empty() ? network_.NumParams() + strategy.GradientTail() : 0),
       grad_((grad_storage_.empty() ? std::span<float>(grad_buffer_) : grad_storage_)
-                .first(network_.NumParams())) {
+                .first(network_.NumParams())),
+      early_stopping_(options_.early_stopping) {
   if (params_.empty()) {
     param_buffer_.resize(network_.NumParams());
     params_ = param_buffer_;
@@ -397,9 +398,9 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
              // A replica that skipped steps (backup workers) evaluates where it passed one due.
              ? position_.step / options_.eval_every != step_before / options_.eval_every
              : epoch_end);
-    // What this process wants: 0 nothing, 1 to stop as asked, 2 to stop at the target accuracy.
-    // The partitions of a replica (if any) agree first; replicas then vote through the strategy.
-    int wanted = 0;
+    // What this process wants, as a StopVote (0: nothing). The partitions of a replica (if any)
+    // agree first, on the most urgent; replicas then vote through the strategy.
+    std::uint32_t wanted = 0;
     if (Finished()) {  // what is evaluated last is what the job hands out
       model::GatherRanges(statistics, params_.data(), statistics_.data());
       if (Status settled = strategy_.Settle(params_); !settled.ok()) return settled;
@@ -410,16 +411,13 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       const Result<EvalResult> result = Evaluate(*eval_);
       if (!result.ok()) return result.status();
       EmitEval(listener, result.value());
-      if (options_.target_accuracy > 0.0 && classification &&
-          result.value().accuracy >= options_.target_accuracy) {
-        wanted = 2;
-      }
+      wanted = StopVote(JudgeEval(result.value()));
     }
-    if (!listener.AfterStep(*this)) wanted = std::max(wanted, 1);
-    const Result<int> agreed = network_.AgreeStop(wanted);
+    if (!listener.AfterStep(*this)) wanted = StopVote(StopReason::kRequested);
+    const Result<int> agreed = network_.AgreeStop(static_cast<int>(wanted));
     if (!agreed.ok()) return agreed.status();
     if (agreed.value() > 0 && !stop) {
-      stop = propose(agreed.value() == 2 ? StopReason::kTargetReached : StopReason::kRequested);
+      stop = propose(*FromStopVote(static_cast<std::uint32_t>(agreed.value())));
     }
     if (stop) return *stop;
   }
@@ -450,6 +448,25 @@ Result<EvalResult> Trainer::Evaluate(const data::Dataset& set) {
                         ? static_cast<double>(correct) / static_cast<double>(set.rows)
                         : std::numeric_limits<double>::quiet_NaN();
   return result;
+}
+
+std::optional<StopReason> Trainer::JudgeEval(const EvalResult& result) {
+  const bool classification = IsClassification(network_.spec());
+  // Early stopping judges every evaluation, also one that reaches the target, so that its
+  // state is the same whichever stop comes first.
+  bool early = false;
+  if (options_.early_stopping.enabled()) {
+    const double value = options_.early_stopping.metric == EarlyStoppingMetric::kEvalAccuracy
+                             ? result.accuracy
+                             : result.loss;
+    early = early_stopping_.Observe(value, position_.step) == EarlyStopping::Verdict::kStop;
+  }
+  if (options_.target_accuracy > 0.0 && classification &&
+      result.accuracy >= options_.target_accuracy) {
+    return StopReason::kTargetReached;
+  }
+  if (early) return StopReason::kEarlyStopped;
+  return std::nullopt;
 }
 
 void Trainer::EmitEval(TrainListener& listener, const EvalResult& result) {

@@ -29,6 +29,7 @@
 #include "core/model/network.h"
 #include "core/optim/schedule.h"
 #include "core/status.h"
+#include "core/train/early_stopping.h"
 #include "core/train/metrics.h"
 #include "core/train/strategy.h"
 
@@ -42,6 +43,7 @@ struct TrainOptions {
   std::int64_t eval_every = 0;      // steps between evaluations (0: at the end of every epoch)
   std::int64_t log_every = 100;     // steps between train_* metrics
   double target_accuracy = 0.0;     // stop once eval accuracy reaches it (0: off)
+  EarlyStoppingOptions early_stopping;  // stop once evaluations stop improving (patience 0: off)
   bool fail_on_divergence = true;   // a non-finite train_loss ends Run with a divergence error
   float weight_decay = 0.0f;        // L2 on weights (not biases)
   optim::ScheduleOptions schedule;  // total_steps 0 means "the planned run length"
@@ -165,6 +167,10 @@ class Trainer {
   std::int64_t PlannedSteps() const;
   double Epochs() const;  // fractional epochs completed
   const TrainOptions& options() const { return options_; }
+  // train.early_stopping's judgement of the evaluations so far (a checkpoint stores its state;
+  // Run's kEarlyStopped reason is its Describe).
+  const EarlyStopping& early_stopping() const { return early_stopping_; }
+  EarlyStopping& early_stopping() { return early_stopping_; }
   Strategy& strategy() { return strategy_; }
   const model::Network& network() const { return network_; }
   // The rows a network for `options` must hold at once: the largest share of a step (at least
@@ -186,6 +192,8 @@ class Trainer {
   // The batch's rows into x_ and y_, on the network's team where it has one.
   void GatherInSlices(std::span<const std::uint32_t> batch);
   void EmitEval(TrainListener& listener, const EvalResult& result);
+  // The stop an evaluation asks for (target accuracy, early stopping), if any.
+  std::optional<StopReason> JudgeEval(const EvalResult& result);
 
   std::unique_ptr<model::LocalNetwork> owned_;  // the network, when built from a Model
   model::Network& network_;
@@ -208,6 +216,7 @@ class Trainer {
   std::span<float> grad_;  // the gradient: the first NumParams() floats of either
   std::vector<std::uint32_t> eval_indices_;
   TrainPosition position_;
+  EarlyStopping early_stopping_;
   std::vector<std::uint32_t> owed_, next_owed_;  // see owed(); next_owed_: OwedAfter's scratch
   std::vector<std::uint64_t> masks_;             // the last Apply's TakenMasks
   std::int64_t dropped_ = 0;                     // steps taken without this replica's gradient

@@ -152,6 +152,7 @@ std::string DescribeLbfgsEnd(const LbfgsRunResult& r) {
       return "reached target accuracy" + after;
     case train::StopReason::kRequested:
       return "interrupted" + after;
+    case train::StopReason::kEarlyStopped:  // the job file refuses train.early_stopping here
     case train::StopReason::kCompleted:
       break;
   }

@@ -15,6 +15,7 @@ store::CheckpointView ViewCheckpoint(train::Trainer& trainer,
   c.seed = trainer.options().seed;
   c.model_spec = model::FormatModelSpec(trainer.network().spec());
   c.params = trainer.params();
+  c.early_stopping = trainer.early_stopping().state();
   if (optim::Optimizer* opt = trainer.strategy().LocalOptimizer()) {
     c.optimizer_steps = opt->steps();
     for (std::span<float> v : opt->StateVectors()) c.optimizer_state.emplace_back(v);
@@ -81,6 +82,7 @@ Status RestoreCheckpoint(const store::CheckpointData& c, train::Trainer& trainer
   }
   if (opt != nullptr) opt->set_steps(c.optimizer_steps);
   trainer.set_position({c.step, c.epoch, static_cast<std::size_t>(c.batch)});
+  trainer.early_stopping().Restore(c.early_stopping);
   return Status::Ok();
 }
 

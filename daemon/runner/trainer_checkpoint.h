@@ -1,5 +1,6 @@
-// A Trainer's state as a checkpoint and back: parameters, optimizer state and step count, and the
-// data position (step, epoch, batch) with the seed that fixes the order. The state of the
+// A Trainer's state as a checkpoint and back: parameters, optimizer state and step count, the
+// data position (step, epoch, batch) with the seed that fixes the order, and train.early_stopping's
+// state. The state of the
 // trainer's strategy's own (train::Strategy::CheckpointState: a compressed sync job's residuals
 // and factors) follows the optimizer's state vectors.
 //

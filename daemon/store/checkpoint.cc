@@ -1,6 +1,7 @@
 #include "daemon/store/checkpoint.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <limits>
 #include <string>
@@ -17,6 +18,8 @@ constexpr std::size_t kFixedSize = 8 + 4 + 8 + 8 + 8 + 8 + 8 + 8 + 4 + 4;
 constexpr std::size_t kCrcSize = 4;
 // Version 2: the version vectors' dimensions (shards, workers) after the last vector.
 constexpr std::size_t kClockHeaderSize = 4 + 4;
+// Version 3: the early-stopping state after the clocks: best (binary64), best step, since best.
+constexpr std::size_t kEarlyStoppingSize = 8 + 8 + 8;
 
 std::uint32_t LoadU32(std::string_view bytes) {
   std::uint32_t v = 0;
@@ -33,6 +36,7 @@ void CopyHeader(const From& from, To& to) {
   to.seed = from.seed;
   to.model_spec = from.model_spec;
   to.optimizer_steps = from.optimizer_steps;
+  to.early_stopping = from.early_stopping;
 }
 
 }  // namespace
@@ -71,7 +75,7 @@ std::string EncodeCheckpoint(const CheckpointView& checkpoint) {
   const std::size_t clock_workers = clock_shards == 0 ? 0 : checkpoint.clocks.front().size();
   std::size_t size = kFixedSize + checkpoint.model_spec.size() + 8 +
                      checkpoint.params.size() * sizeof(float) + kClockHeaderSize +
-                     clock_shards * clock_workers * 8;
+                     clock_shards * clock_workers * 8 + kEarlyStoppingSize;
   for (const auto& v : checkpoint.optimizer_state) size += 8 + v.size() * sizeof(float);
   const std::size_t vectors = 1 + checkpoint.optimizer_state.size();
   assert(vectors <= std::numeric_limits<std::uint32_t>::max());
@@ -97,6 +101,9 @@ std::string EncodeCheckpoint(const CheckpointView& checkpoint) {
     assert(row.size() == clock_workers);
     for (std::uint64_t clock : row) out.U64(clock);
   }
+  out.U64(std::bit_cast<std::uint64_t>(checkpoint.early_stopping.best));
+  out.U64(static_cast<std::uint64_t>(checkpoint.early_stopping.best_step));
+  out.U64(static_cast<std::uint64_t>(checkpoint.early_stopping.since_best));
   out.U32(codec::Crc32(out.bytes()));
   assert(out.bytes().size() == size);
   return std::move(out).Take();
@@ -111,7 +118,7 @@ Result<CheckpointData> DecodeCheckpoint(std::string_view blob) {
     return Status::Error("not a checkpoint: bad magic (expected \"DTRAINCK\")");
   }
   const std::uint32_t version = LoadU32(blob.substr(kMagic.size()));
-  if (version != 1 && version != kCheckpointFormatVersion) {
+  if (version < 1 || version > kCheckpointFormatVersion) {
     return Status::Error("unsupported checkpoint format version " + std::to_string(version) +
                          " (this build reads versions 1 to " +
                          std::to_string(kCheckpointFormatVersion) + ")");
@@ -181,9 +188,19 @@ Result<CheckpointData> DecodeCheckpoint(std::string_view blob) {
       for (std::uint64_t& clock : row) in.U64(clock);
     }
   }
+  if (version >= 3) {
+    std::uint64_t best = 0, best_step = 0, since_best = 0;
+    if (!in.U64(best) || !in.U64(best_step) || !in.U64(since_best)) {
+      return Status::Error("the early-stopping state is missing after the version vectors");
+    }
+    out.early_stopping = {std::bit_cast<double>(best), static_cast<std::int64_t>(best_step),
+                          static_cast<std::int64_t>(since_best)};
+  }
   if (in.remaining() != 0) {
     return Status::Error(std::to_string(in.remaining()) + " unexpected bytes after the " +
-                         (version >= 2 ? "version vectors" : "last vector"));
+                         (version >= 3   ? "early-stopping state"
+                          : version >= 2 ? "version vectors"
+                                         : "last vector"));
   }
   return out;
 }

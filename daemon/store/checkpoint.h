@@ -18,10 +18,12 @@
 
 #include "core/math/buffer.h"
 #include "core/status.h"
+#include "core/train/early_stopping.h"
 
 namespace dtrain::store {
 
-inline constexpr std::uint32_t kCheckpointFormatVersion = 2;  // also reads 1 (no clocks)
+// Also reads 2 (no early-stopping state) and 1 (no clocks either).
+inline constexpr std::uint32_t kCheckpointFormatVersion = 3;
 
 struct CheckpointData {
   std::int64_t step = 0;    // optimizer steps completed
@@ -35,6 +37,9 @@ struct CheckpointData {
   // Async parameter servers: the version vector of each shard, clocks[k][w] = the pushes of
   // worker w that shard k had applied (every row the same length); empty for other modes.
   std::vector<std::vector<std::uint64_t>> clocks;
+  // train.early_stopping's state after the step (the default, no best, when it is off or the
+  // checkpoint is older than version 3).
+  train::EarlyStoppingState early_stopping;
 };
 
 // A checkpoint to encode whose vectors stay where they are (a trainer's own parameters and
@@ -50,13 +55,15 @@ struct CheckpointView {
   std::span<const float> params;
   std::vector<std::span<const float>> optimizer_state;
   std::span<const std::vector<std::uint64_t>> clocks;
+  train::EarlyStoppingState early_stopping;
 };
 
 CheckpointView ViewOf(const CheckpointData& checkpoint);
 // Makes `to` a copy of `from`, reusing the vectors `to` holds: once their sizes are reached, a copy
 // allocates nothing (an elastic local replica's copy of its state after each average).
 void CopyCheckpoint(const CheckpointView& from, CheckpointData& to);
-// The view's step, position, seed, model and optimizer steps, without its vectors.
+// The view's step, position, seed, model, optimizer steps and early-stopping state, without its
+// vectors.
 CheckpointData HeaderOf(const CheckpointView& view);
 
 std::string EncodeCheckpoint(const CheckpointView& checkpoint);

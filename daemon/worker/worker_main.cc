@@ -345,7 +345,14 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
 
     const std::int64_t steps = current().trainer().position().step;
     const WorkerStop stop = FromStopReason(why.value());
-    if (Status said = SayDone(upstream, stop, steps); !said.ok()) return Fail(said.message());
+    // Early stopping finishes as completed does; the reason the job shows says why and where.
+    const std::string reason = why.value() == train::StopReason::kEarlyStopped
+                                   ? current().trainer().early_stopping().Describe(steps)
+                                   : "";
+    if (Status said = SayDone(upstream, stop, steps, reason); !said.ok()) {
+      return Fail(said.message());
+    }
+    if (!reason.empty()) std::printf("%s\n", reason.c_str());
     std::printf("%s after %lld steps\n", std::string(WireName(stop)).c_str(),
                 static_cast<long long>(steps));
     return why.value() == train::StopReason::kRequested ? kExitStopped : kExitCompleted;

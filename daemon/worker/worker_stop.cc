@@ -27,6 +27,7 @@ std::optional<WorkerStop> ParseWorkerStop(std::string_view name) {
 WorkerStop FromStopReason(train::StopReason why) {
   switch (why) {
     case train::StopReason::kCompleted:
+    case train::StopReason::kEarlyStopped:  // a finish like completing; its reason says more
       return WorkerStop::kCompleted;
     case train::StopReason::kTargetReached:
       return WorkerStop::kTarget;

@@ -18,7 +18,7 @@
 namespace dtrain::worker {
 
 enum class WorkerStop {
-  kCompleted,       // it trained all its steps ("completed")
+  kCompleted,       // it trained all its steps, or stopped early ("completed")
   kTarget,          // it reached the job's target accuracy ("target")
   kRequested,       // it was asked to stop, or its peers agreed to ("requested")
   kNoData,          // the job's data cannot be read on this host ("no_data")

@@ -40,8 +40,9 @@ struct Ended {
 
 using MakeStrategy = std::function<std::unique_ptr<train::Strategy>(RingAllReduce&, std::size_t)>;
 
-std::vector<Ended> RunWorld(int world, int stopper, std::int64_t stop_after,
-                            double target_accuracy, const MakeStrategy& make) {
+std::vector<Ended> RunWorld(int world, int stopper, std::int64_t stop_after, double target_accuracy,
+                            const MakeStrategy& make,
+                            const train::EarlyStoppingOptions& early_stopping = {}) {
   math::SetBlasThreads(1);
   const data::Dataset set = testing::Blobs(960);
   const model::Model model(testing::SmallSpec());
@@ -62,6 +63,7 @@ std::vector<Ended> RunWorld(int world, int stopper, std::int64_t stop_after,
       o.sharding = data::ShardMode::kGlobalBatches;
       o.eval_every = 5;
       o.target_accuracy = target_accuracy;
+      o.early_stopping = early_stopping;
       // Only replica `stopper` evaluates, so only it can see the target reached.
       train::Trainer trainer(model, o, set, r == stopper ? &set : nullptr,
                              data::ConstantScaling(1.0f), *strategy);
@@ -121,6 +123,19 @@ BOOST_AUTO_TEST_CASE(a_target_one_sync_replica_reached_stops_them_all) {
     BOOST_TEST((e.why.value() == train::StopReason::kTargetReached));
     BOOST_TEST(e.steps == ended[0].steps);
     BOOST_TEST(e.steps < 200);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_early_stop_one_sync_replica_judged_stops_them_all_after_the_same_step) {
+  // min_delta beyond any change of the loss: the evaluation at step 5 stays the best, the one at
+  // step 10 runs out the patience of 1, and step 11's all-reduce carries the vote.
+  const std::vector<Ended> ended =
+      RunWorld(3, /*stopper=*/2, -1, 0.0, Sync, {train::EarlyStoppingMetric::kEvalLoss, 1, 100.0});
+  for (const Ended& e : ended) {
+    BOOST_REQUIRE_MESSAGE(e.why.ok(), e.why.status().message());
+    BOOST_TEST((e.why.value() == train::StopReason::kEarlyStopped));
+    BOOST_TEST(e.steps == 11);
+    BOOST_TEST((e.params == ended[0].params));
   }
 }
 

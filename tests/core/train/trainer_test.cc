@@ -352,6 +352,35 @@ BOOST_AUTO_TEST_CASE(stops_on_step_limit_and_on_target_accuracy) {
   BOOST_TEST(b.trainer.position().step < 50 * 19);
 }
 
+// min_delta far above any change the loss can make (it starts near ln 3): the first evaluation
+// stays the best, and the run stops after `patience` more, whatever the rounding.
+BOOST_AUTO_TEST_CASE(stops_early_after_patience_evaluations_without_improvement) {
+  TrainOptions o = Options();
+  o.epochs = 50;
+  o.eval_every = 5;
+  o.early_stopping = {EarlyStoppingMetric::kEvalLoss, 3, 100.0};
+  Run run(train, test, o);
+  RecordingListener l;
+  auto why = run.trainer.Run(l);
+  BOOST_REQUIRE(why.ok());
+  BOOST_TEST((why.value() == StopReason::kEarlyStopped));
+  BOOST_TEST(run.trainer.position().step == 20);  // evaluations at 5 (the best), 10, 15, 20
+  BOOST_TEST(l.counts_["eval_loss"] == 4);
+  const EarlyStoppingState& state = run.trainer.early_stopping().state();
+  BOOST_TEST(state.best_step == 5);
+  BOOST_TEST(state.since_best == 3);
+  BOOST_TEST(run.trainer.early_stopping().Describe(20).rfind("stopped early at step 20: best "
+                                                             "eval_loss ",
+                                                             0) == 0);
+
+  // A target reached wins over stopping early at the same evaluation.
+  o.target_accuracy = 0.01;
+  Run target(train, test, o);
+  RecordingListener lt;
+  BOOST_TEST((target.trainer.Run(lt).value() == StopReason::kTargetReached));
+  BOOST_TEST(target.trainer.position().step == 5);
+}
+
 BOOST_AUTO_TEST_CASE(linear_regression_recovers_a_linear_teacher) {
   data::TeacherOptions o;
   o.rows = 2000;

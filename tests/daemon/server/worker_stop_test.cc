@@ -37,6 +37,8 @@ BOOST_AUTO_TEST_CASE(a_trainers_stop_reason_is_named_as_the_worker_reports_it) {
   BOOST_TEST((FromStopReason(train::StopReason::kCompleted) == WorkerStop::kCompleted));
   BOOST_TEST((FromStopReason(train::StopReason::kTargetReached) == WorkerStop::kTarget));
   BOOST_TEST((FromStopReason(train::StopReason::kRequested) == WorkerStop::kRequested));
+  // Stopping early finishes as completing does; the worker's reason says the rest.
+  BOOST_TEST((FromStopReason(train::StopReason::kEarlyStopped) == WorkerStop::kCompleted));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -89,10 +89,11 @@ BOOST_AUTO_TEST_CASE(layout_follows_the_documented_grammar) {
   c.params = {1.0f, -2.0f, 0.5f};
   c.optimizer_state.resize(1);
   c.clocks = {{5, 6}};
+  c.early_stopping = {0.5, 7, 2};
   const std::string blob = EncodeCheckpoint(c);
-  BOOST_TEST(blob.size() == 68u + 3 + 2 * 8 + 6 * 4 + 8 + 2 * 8);
+  BOOST_TEST(blob.size() == 68u + 3 + 2 * 8 + 6 * 4 + 8 + 2 * 8 + 3 * 8);
   BOOST_TEST(blob.substr(0, 8) == "DTRAINCK");
-  BOOST_TEST(blob.substr(8, 4) == std::string("\x02\x00\x00\x00", 4));
+  BOOST_TEST(blob.substr(8, 4) == std::string("\x03\x00\x00\x00", 4));
   BOOST_TEST(blob.substr(12, 8) == std::string("\x08\x07\x06\x05\x04\x03\x02\x01", 8));
   BOOST_TEST(ReadU64(blob, 20) == 9u);
   BOOST_TEST(ReadU64(blob, 28) == 10u);
@@ -108,6 +109,10 @@ BOOST_AUTO_TEST_CASE(layout_follows_the_documented_grammar) {
   BOOST_TEST(blob.substr(clocks_at, 8) == std::string("\x01\x00\x00\x00\x02\x00\x00\x00", 8));
   BOOST_TEST(ReadU64(blob, clocks_at + 8) == 5u);
   BOOST_TEST(ReadU64(blob, clocks_at + 16) == 6u);
+  // Then the early-stopping state: best as binary64 (0.5 is 0x3fe0000000000000), its step, since.
+  BOOST_TEST(ReadU64(blob, clocks_at + 24) == 0x3fe0000000000000u);
+  BOOST_TEST(ReadU64(blob, clocks_at + 32) == 7u);
+  BOOST_TEST(ReadU64(blob, clocks_at + 40) == 2u);
   const std::uint32_t crc = Crc({blob.data(), blob.size() - 4});
   BOOST_TEST(StoredChecksum(blob).value() == crc);
   BOOST_TEST(FormatChecksum(0x1a2b3c4d) == "0x1a2b3c4d");
@@ -144,23 +149,34 @@ BOOST_AUTO_TEST_CASE(wrong_magic_and_newer_versions_are_refused) {
   std::string other = blob;
   other.replace(0, 8, "SQLite f");
   BOOST_TEST(Contains(DecodeCheckpoint(other).status().message(), "bad magic"));
-  WriteU32(blob, 8, 3);
+  WriteU32(blob, 8, 4);
   Reseal(blob);
   BOOST_TEST(DecodeCheckpoint(blob).status().message() ==
-             "unsupported checkpoint format version 3 (this build reads versions 1 to 2)");
+             "unsupported checkpoint format version 4 (this build reads versions 1 to 3)");
 }
 
-BOOST_AUTO_TEST_CASE(version_vectors_round_trip_and_version_1_blobs_still_load) {
+BOOST_AUTO_TEST_CASE(version_vectors_round_trip_and_version_1_and_2_blobs_still_load) {
   CheckpointData c = SampleCheckpoint(40, 8);
   c.clocks = {{10, 12, 9}, {11, 12, 9}};  // 2 shards, 3 workers
+  c.early_stopping = {0.25, 30, 1};
   Result<CheckpointData> decoded = DecodeCheckpoint(EncodeCheckpoint(c));
   BOOST_REQUIRE_MESSAGE(decoded.ok(), decoded.status().message());
   BOOST_TEST(SameBits(c, decoded.value()));
 
-  // A blob of the first version: no dimensions after the last vector.
+  // A blob of version 2: no early-stopping state after the clocks; it loads with none.
+  std::string v2 = EncodeCheckpoint(c);
+  v2.erase(v2.size() - 4 - 24, 24);
+  WriteU32(v2, 8, 2);
+  Reseal(v2);
+  c.early_stopping = {};
+  Result<CheckpointData> second = DecodeCheckpoint(v2);
+  BOOST_REQUIRE_MESSAGE(second.ok(), second.status().message());
+  BOOST_TEST(SameBits(c, second.value()));
+
+  // A blob of the first version: no dimensions after the last vector either.
   c.clocks.clear();
   std::string v1 = EncodeCheckpoint(c);
-  v1.erase(v1.size() - 4 - 8, 8);
+  v1.erase(v1.size() - 4 - 24 - 8, 24 + 8);
   WriteU32(v1, 8, 1);
   Reseal(v1);
   Result<CheckpointData> old = DecodeCheckpoint(v1);
@@ -169,8 +185,8 @@ BOOST_AUTO_TEST_CASE(version_vectors_round_trip_and_version_1_blobs_still_load) 
 
   // Dimensions the blob cannot hold are refused before anything is allocated.
   std::string huge = EncodeCheckpoint(c);
-  WriteU32(huge, huge.size() - 4 - 8, 0xffffffff);
-  WriteU32(huge, huge.size() - 4 - 4, 0xffffffff);
+  WriteU32(huge, huge.size() - 4 - 24 - 8, 0xffffffff);
+  WriteU32(huge, huge.size() - 4 - 24 - 4, 0xffffffff);
   Reseal(huge);
   BOOST_TEST(Contains(DecodeCheckpoint(huge).status().message(),
                       "version vectors of 4294967295 x 4294967295 clocks exceed"));

@@ -102,7 +102,7 @@ inline bool SameBits(const CheckpointData& a, const CheckpointData& b) {
   if (a.step != b.step || a.epoch != b.epoch || a.batch != b.batch || a.seed != b.seed ||
       a.model_spec != b.model_spec || a.optimizer_steps != b.optimizer_steps ||
       !SameBits(a.params, b.params) || a.optimizer_state.size() != b.optimizer_state.size() ||
-      a.clocks != b.clocks) {
+      a.clocks != b.clocks || !(a.early_stopping == b.early_stopping)) {
     return false;
   }
   for (std::size_t i = 0; i < a.optimizer_state.size(); ++i) {
