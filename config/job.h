@@ -175,7 +175,7 @@ struct ClusterConfig {
   // "ps", model_parallel = 1; elastic where servers = 1).
   bool SumsOnShards() const;
   // Whether min_workers and max_workers apply (the one rule, for config and runner):
-  // RegroupsOnTheRing, or SumsOnShards on one server without backup workers; placed by the
+  // RegroupsOnTheRing, or SumsOnShards on one server (backup workers included); placed by the
   // daemon's scheduler, with uncompressed exchanges (a regroup cannot carry compression's
   // residuals over).
   bool ElasticApplies() const;
