@@ -58,15 +58,17 @@
 // before rank 0's next request, so its snapshot is of exactly that step. Each mask is a u64, so
 // at most 64 workers.
 //
-// Elastic jobs (options.elastic; sync, one shard, no backup workers; ps_protocol.md "Elastic
-// jobs", parameter_shard_members.cc): the workers come and go in memberships (epoch e, n members,
-// each link at its member's position). Links come through Admit (and Serve's); each link's hello
-// says its membership; once all n hellos of the newest epoch came, the shard serves them as the
-// backups path does with b = 0, from its state (clock g, the steps applied). When a link of the
-// current membership breaks, the shard keeps that state (a partly collected step is dropped: it
-// needed every member's push) and answers every other request of the membership with a regroup
-// reply, until a newer membership has said hello; a whole membership that does not come within
-// options.timeout (of the start, of the loss, or of its first hello) fails the shard.
+// Elastic jobs (options.elastic; sync, one shard; ps_protocol.md "Elastic jobs",
+// parameter_shard_members.cc): the workers come and go in memberships (epoch e, n members, each
+// link at its member's position). Links come through Admit (and Serve's); each link's hello says
+// its membership; once all n hellos of the newest epoch came, the shard serves them as the backups
+// path does with b' = min(backup_workers, n - 1), from its state (clock g, the steps applied).
+// When a link of the current membership breaks, the shard keeps that state (a partly collected
+// step is dropped) and answers every other request of the membership with a regroup reply — but a
+// late push, which it still answers as late, so that every survivor stands at g — until a newer
+// membership has said hello; a whole membership that does not come within options.timeout (of the
+// start, of the loss, or of its first hello) fails the shard. A malformed or contradictory hello
+// closes that link only (options.log says why): its worker is no member.
 //
 // Deadlines and failures: every wait for a worker (its next message, its push of step t, a
 // delayed fetch) has the deadline options.timeout from when the wait began; a silent, dead or
