@@ -177,11 +177,6 @@ void RefuseWhereNotElastic(const ClusterConfig& c, TableReader& cluster, const s
                        ": a replica lost between its pushes to two shards would leave its step "
                        "applied on one shard and not on the other: elastic ps jobs have "
                        "servers = 1");
-  } else if (c.SumsOnShards() && c.backup_workers > 0 && !cluster.Failed("backup_workers")) {
-    cluster.Report(*node, key,
-                   is + "cluster.backup_workers = " + std::to_string(c.backup_workers) +
-                       ": backup workers in an elastic job are not built yet (set one or the "
-                       "other)");
   } else if (c.SumsOnShards() && c.MostMembers() > kMaxMaskedWorkers &&
              !cluster.Failed("workers") && !cluster.Failed("max_workers")) {
     // The shard serves a membership as backup workers' steps, whose masks are 64 bits.

@@ -21,8 +21,8 @@ namespace dtrain::config::internal {
 void ReadCluster(TableReader& r, ClusterConfig* c);
 // cluster.min_workers within 1 .. workers and cluster.max_workers at least workers, each below
 // (or above) workers only where a job can train elastically (ClusterConfig::ElasticApplies): whole
-// replicas of mode "sync" on the ring or on one parameter server without backup workers, or of
-// mode "local", uncompressed, whichever scheduler places them.
+// replicas of mode "sync" on the ring or on one parameter server (backup workers included), or
+// of mode "local", uncompressed, whichever scheduler places them.
 void CheckElastic(const ClusterConfig& c, TableReader& cluster);
 // Model parallelism fits the model: an MLP whose layers (or units) split K ways, micro-batches
 // only in a pipeline and no larger than a batch, no gradient clipping across partitions.

@@ -175,7 +175,7 @@ struct ClusterConfig {
   // "ps", model_parallel = 1; elastic where servers = 1).
   bool SumsOnShards() const;
   // Whether min_workers and max_workers apply (the one rule, for config and runner):
-  // RegroupsOnTheRing, or SumsOnShards on one server without backup workers, with uncompressed
+  // RegroupsOnTheRing, or SumsOnShards on one server (backup workers included), with uncompressed
   // exchanges (a regroup cannot carry compression's residuals over); the daemon's scheduler or
   // Slurm's (daemon/server/slurm_growth.cc) places them.
   bool ElasticApplies() const;

@@ -182,8 +182,7 @@ bool ClusterConfig::SumsOnShards() const {
 }
 
 bool ClusterConfig::ElasticApplies() const {
-  const bool regroups =
-      RegroupsOnTheRing() || (SumsOnShards() && servers == 1 && backup_workers == 0);
+  const bool regroups = RegroupsOnTheRing() || (SumsOnShards() && servers == 1);
   return regroups && compression.method == compress::Method::kNone;
 }
 

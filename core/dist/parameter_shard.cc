@@ -54,8 +54,8 @@ Status CheckOptions(const ShardOptions& o) {
   if (o.backup_workers > 0 && (o.mode != PsMode::kSync || o.shards != 1 || o.workers > 64)) {
     return Status::Error("backup workers need sync mode, one shard and at most 64 workers");
   }
-  if (o.elastic && (o.mode != PsMode::kSync || o.shards != 1 || o.backup_workers > 0)) {
-    return Status::Error("elastic memberships need sync mode, one shard and no backup workers");
+  if (o.elastic && (o.mode != PsMode::kSync || o.shards != 1)) {
+    return Status::Error("elastic memberships need sync mode and one shard");
   }
   return optim::ValidateOptimizerOptions(o.optimizer);
 }
@@ -205,13 +205,8 @@ Status ParameterShard::SendReply(Link& link, int rank, PsMessage kind, const PsH
   return Status::Ok();
 }
 
-Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello, PushDecoder& pushes,
-                                   std::span<const float> params, std::uint64_t clock,
-                                   std::uint64_t steps, std::uint64_t own_clock,
-                                   const PsHeader* membership) {
-  Result<PushDecoder> decoder = PushDecoder::FromHello(hello, params.size());
-  if (!decoder.ok()) return Fail(Worker(rank) + "'s hello", decoder.status());
-  pushes = std::move(decoder).value();
+PsHeader ParameterShard::OwnHello(const PsHeader& hello, std::uint64_t clock, std::uint64_t steps,
+                                  std::uint64_t own_clock, const PsHeader* membership) const {
   PsHeader reply;
   reply.from = static_cast<std::uint32_t>(options_.shard);
   reply.clock = clock;
@@ -224,21 +219,22 @@ Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello, 
   reply.shards = static_cast<std::uint32_t>(options_.shards);
   reply.workers = static_cast<std::uint32_t>(options_.workers);
   reply.mode = static_cast<std::uint32_t>(options_.mode);
-  // Slot 22: async, the staleness bound; sync, the backup workers.
-  reply.max_staleness = static_cast<std::uint32_t>(
-      options_.mode == PsMode::kAsync ? options_.max_staleness : options_.backup_workers);
+  // Slot 22: async, the staleness bound; sync, the backup workers (an elastic membership's own).
+  reply.max_staleness =
+      membership != nullptr
+          ? membership->max_staleness
+          : static_cast<std::uint32_t>(options_.mode == PsMode::kAsync ? options_.max_staleness
+                                                                       : options_.backup_workers);
   reply.flags = hello.flags & kPsWantParams;
   if (membership != nullptr) {
     reply.membership = membership->membership;
     reply.position = membership->position;
     reply.members = membership->members;
   }
-  pushes.Echo(reply);
-  const std::span<const float> parts[] = {params};
-  const std::span<const std::span<const float>> data =
-      reply.flags & kPsWantParams ? std::span(parts) : std::span<const std::span<const float>>();
-  // Answer even a mismatched hello with this shard's view, so the worker can say what differs.
-  Status sent = SendReply(link, rank, PsMessage::kHello, reply, data);
+  return reply;
+}
+
+std::string ParameterShard::HelloMismatch(const PsHeader& hello, const PsHeader& reply) const {
   std::string mismatch;
   const auto differ = [&](const char* what, std::uint64_t theirs, std::uint64_t ours) {
     if (theirs != ours && mismatch.empty()) {
@@ -261,7 +257,24 @@ Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello, 
   differ("membership epoch", hello.membership, reply.membership);
   differ("position", hello.position, reply.position);
   differ("members", hello.members, reply.members);
-  if (!mismatch.empty()) {
+  return mismatch;
+}
+
+Status ParameterShard::AnswerHello(Link& link, int rank, const PsHeader& hello, PushDecoder& pushes,
+                                   std::span<const float> params, std::uint64_t clock,
+                                   std::uint64_t steps, std::uint64_t own_clock,
+                                   const PsHeader* membership) {
+  Result<PushDecoder> decoder = PushDecoder::FromHello(hello, params.size());
+  if (!decoder.ok()) return Fail(Worker(rank) + "'s hello", decoder.status());
+  pushes = std::move(decoder).value();
+  PsHeader reply = OwnHello(hello, clock, steps, own_clock, membership);
+  pushes.Echo(reply);
+  const std::span<const float> parts[] = {params};
+  const std::span<const std::span<const float>> data =
+      reply.flags & kPsWantParams ? std::span(parts) : std::span<const std::span<const float>>();
+  // Answer even a mismatched hello with this shard's view, so the worker can say what differs.
+  Status sent = SendReply(link, rank, PsMessage::kHello, reply, data);
+  if (const std::string mismatch = HelloMismatch(hello, reply); !mismatch.empty()) {
     return Status::Error(name_ + ": " + Worker(rank) + " said hello with " + mismatch);
   }
   return sent;

@@ -58,15 +58,17 @@
 // before rank 0's next request, so its snapshot is of exactly that step. Each mask is a u64, so
 // at most 64 workers.
 //
-// Elastic jobs (options.elastic; sync, one shard, no backup workers; ps_protocol.md "Elastic
-// jobs", parameter_shard_members.cc): the workers come and go in memberships (epoch e, n members,
-// each link at its member's position). Links come through Admit (and Serve's); each link's hello
-// says its membership; once all n hellos of the newest epoch came, the shard serves them as the
-// backups path does with b = 0, from its state (clock g, the steps applied). When a link of the
-// current membership breaks, the shard keeps that state (a partly collected step is dropped: it
-// needed every member's push) and answers every other request of the membership with a regroup
-// reply, until a newer membership has said hello; a whole membership that does not come within
-// options.timeout (of the start, of the loss, or of its first hello) fails the shard.
+// Elastic jobs (options.elastic; sync, one shard; ps_protocol.md "Elastic jobs",
+// parameter_shard_members.cc): the workers come and go in memberships (epoch e, n members, each
+// link at its member's position). Links come through Admit (and Serve's); each link's hello says
+// its membership; once all n hellos of the newest epoch came, the shard serves them as the backups
+// path does with b' = min(backup_workers, n - 1), from its state (clock g, the steps applied).
+// When a link of the current membership breaks, the shard keeps that state (a partly collected
+// step is dropped) and answers every other request of the membership with a regroup reply — but a
+// late push, which it still answers as late, so that every survivor stands at g — until a newer
+// membership has said hello; a whole membership that does not come within options.timeout (of the
+// start, of the loss, or of its first hello) fails the shard. A malformed or contradictory hello
+// closes that link only (options.log says why): its worker is no member.
 //
 // Deadlines and failures: every wait for a worker (its next message, its push of step t, a
 // delayed fetch) has the deadline options.timeout from when the wait began; a silent, dead or
@@ -91,6 +93,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -131,9 +134,13 @@ struct ShardOptions {
   // Sync: b, the slowest workers a step may go on without (0 <= b < workers, at most 64
   // workers); with b > 0, one shard and raw pushes only.
   int backup_workers = 0;
-  // Sync, one shard, no backup workers: the workers come in memberships (see above); `workers`
-  // is the job's (the hello's check), a membership may have any size up to 64.
+  // Sync, one shard: the workers come in memberships (see above); `workers` is the job's (the
+  // hello's check), a membership may have any size up to 64. With backup_workers = b, a
+  // membership of n members goes on without min(b, n - 1) of them.
   bool elastic = false;
+  // Elastic: told, one line each, why a link was refused and closed (a malformed or contradictory
+  // hello); the shard goes on serving the others. May be empty.
+  std::function<void(const std::string&)> log = {};
 };
 
 // What a shard has applied; cumulative since construction.
@@ -201,6 +208,8 @@ class ParameterShard {
   Status ServeMember(Link& link);
   // Elastic, mu_ held: the member over `link` of `backups` is gone; its membership regroups.
   void LoseMember(Backups& backups, Link& link);
+  // Elastic: logs `why` (options.log) and closes `link`, whose hello made it no member.
+  void RefuseLink(Link& link, const std::string& why);
   // Elastic: the reply to a request of a membership that regroups.
   Status AnswerRegroup(Link& link, int rank, PsMessage kind, std::uint64_t clock);
   // A push `push` from worker `rank` (its data received), `lock` holding mu_: held until its
@@ -229,10 +238,17 @@ class ParameterShard {
   // taking the encoding of the worker's compressed pushes into `pushes` (push_codec.h).
   // `params`, `clock` and `steps` are what to send (in async mode taken under the lock).
   // `own_clock`: async, the worker's clock (its pushes applied), sent in the basis slot.
-  // `membership`: elastic, the reply's membership fields (epoch, position, members).
+  // `membership`: elastic, the reply's membership fields (epoch, position, members) and its
+  // backup workers (slot 22).
   Status AnswerHello(Link& link, int rank, const PsHeader& hello, PushDecoder& pushes,
                      std::span<const float> params, std::uint64_t clock, std::uint64_t steps,
                      std::uint64_t own_clock = 0, const PsHeader* membership = nullptr);
+  // The hello reply's header: this shard's view (AnswerHello's arguments) of what `hello` asks.
+  PsHeader OwnHello(const PsHeader& hello, std::uint64_t clock, std::uint64_t steps,
+                    std::uint64_t own_clock, const PsHeader* membership) const;
+  // What `hello` and this shard's `reply` to it disagree on ("workers 3 where the shard has 2"),
+  // or empty.
+  std::string HelloMismatch(const PsHeader& hello, const PsHeader& reply) const;
   // A reply header and its data messages; `context` (e.g. "step 3") prefixes an error.
   Status SendReply(Link& link, int rank, PsMessage kind, const PsHeader& header,
                    std::span<const std::span<const float>> data, const std::string& context = "");

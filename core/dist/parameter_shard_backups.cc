@@ -39,8 +39,8 @@ std::string Ranks(const std::vector<bool>& which, bool value) {
 }  // namespace
 
 Status ParameterShard::ServeBackups(std::span<Link* const> links) {
-  Backups backups(static_cast<std::size_t>(options_.workers), params_.size(), optimizer_->steps(),
-                  params_);
+  Backups backups(static_cast<std::size_t>(options_.workers), options_.backup_workers,
+                  params_.size(), optimizer_->steps(), params_);
   {
     std::lock_guard lock(mu_);
     failed_ = false;
@@ -71,8 +71,7 @@ Status ParameterShard::ServeBackups(std::span<Link* const> links) {
 
 Status ParameterShard::TryApplyBackupStep(Backups& b) {
   if (!b.next || b.hold || b.regroup) return Status::Ok();
-  const std::size_t need =
-      b.take_all ? b.workers : b.workers - static_cast<std::size_t>(options_.backup_workers);
+  const std::size_t need = b.take_all ? b.workers : b.workers - b.backup_workers;
   const auto held = static_cast<std::size_t>(std::count(b.held.begin(), b.held.end(), true));
   if (held < need) {
     // Fails only a step some worker waits on: after the last one every worker says goodbye.
@@ -113,9 +112,10 @@ void ParameterShard::ApplyBackupStep(Backups& b, std::size_t held) {
   const std::uint64_t masks[] = {mask};
   for (std::size_t r = 0; r < b.workers; ++r) {
     if (!b.held[r]) continue;
-    // Without backup workers (an elastic membership) the reply is the plain sync one: no mask.
-    b.replies[r] = Backups::Reply{
-        header, b.state, options_.backup_workers > 0 ? MaskFloats(masks) : std::vector<float>()};
+    // Without backup workers (an elastic membership's b' = 0) the reply is the plain sync one: no
+    // mask.
+    b.replies[r] = Backups::Reply{header, b.state,
+                                  b.backup_workers > 0 ? MaskFloats(masks) : std::vector<float>()};
     b.held[r] = false;
     b.expected[r] = *b.next + 1;
     ++b.taken[r];
@@ -151,7 +151,7 @@ std::string ParameterShard::BackupWait(const Backups& b) const {
   std::vector<bool> missing(b.workers);
   for (std::size_t r = 0; r < b.workers; ++r) missing[r] = !b.held[r] && !b.departed[r];
   return "step " + std::to_string(b.next.value_or(0)) + " (taking " +
-         (b.take_all ? "every gradient" : "all but " + std::to_string(options_.backup_workers)) +
+         (b.take_all ? "every gradient" : "all but " + std::to_string(b.backup_workers)) +
          ") still waits for the push of " + Ranks(missing, true);
 }
 
@@ -176,7 +176,11 @@ Status ParameterShard::ServeBackupWorker(Backups& b, Link& link, int rank, bool 
     }
     std::unique_lock lock(mu_);
     if (failed_) return Status::Ok();
-    if (b.regroup && kind != PsMessage::kGoodbye) {  // elastic: the membership is done
+    // Elastic: the membership is done. A late push is still answered as late (backup workers),
+    // so its worker stands at the last step applied, with its masks, like the others.
+    const bool late =
+        kind == PsMessage::kPush && b.next && h.clock < *b.next && h.clock == b.expected[r];
+    if (b.regroup && kind != PsMessage::kGoodbye && !late) {
       lock.unlock();
       if (Status s = AnswerRegroup(link, rank, kind, h.clock); !s.ok()) return s;
       continue;

@@ -1,6 +1,6 @@
 // ParameterShard::Backups: the state ServeBackups' threads share under the shard's mutex (sync
 // mode with backup workers, parameter_shard_backups.cc), and an elastic job's membership's
-// (parameter_shard_members.cc, with b = 0). Private to those two files.
+// (parameter_shard_members.cc, with b' = min(b, n - 1)). Private to those two files.
 //
 // Invariants: `state` is the range after the last step applied (`applied` steps in all); a
 // worker's reply, once prepared, holds the state of its step until it is sent; `regroup` never
@@ -28,8 +28,10 @@ struct ParameterShard::Backups {
     std::vector<float> masks;  // a u64 per step, two u32 bit patterns, low word first
   };
 
-  Backups(std::size_t n, std::size_t size, std::uint64_t steps, std::span<const float> params)
+  Backups(std::size_t n, int b, std::size_t size, std::uint64_t steps,
+          std::span<const float> params)
       : workers(n),
+        backup_workers(static_cast<std::size_t>(b)),
         expected(n, 0),
         held(n, false),
         grads(n, math::FloatBuffer(size)),
@@ -60,6 +62,9 @@ struct ParameterShard::Backups {
   }
 
   const std::size_t workers;
+  // b: the pushes a step may go without (an elastic membership's b' = min(b, workers - 1)); with
+  // 0, replies carry no masks.
+  const std::size_t backup_workers;
   std::optional<std::uint64_t> next;    // the step being collected; the first push sets it
   std::vector<std::uint64_t> expected;  // per worker: the step its next push must carry
   // The pushes of `next` that have come, held (with their rows) until it is applied.

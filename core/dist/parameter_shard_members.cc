@@ -1,12 +1,16 @@
 // ParameterShard's elastic memberships (options.elastic; ps_protocol.md, "Elastic jobs"). Every
 // admitted link has a thread of its own (ServeMember): it reads the link's hello, which names a
 // membership (epoch e, n members, the link's position p), and waits until all n hellos of that
-// membership came; then it serves the link as the backups path does (ServeBackupWorker, b = 0)
-// with the membership's state. A newer membership's hellos replace one still forming; the first
-// whole one becomes current, and the previous one regroups. A link of the current membership that
-// breaks (or breaks the protocol) makes the membership regroup: its other members get a regroup
-// reply to every request, the shard keeps the state after the last step it applied, and a partly
-// collected step is dropped (it needed every member's push, so no member has its reply).
+// membership came; then it serves the link as the backups path does (ServeBackupWorker, with
+// b' = min(backup_workers, n - 1)) with the membership's state. A malformed or contradictory hello
+// closes its link only (RefuseLink): that worker is no member. A newer membership's hellos replace
+// one still forming; the first whole one becomes current, and the previous one regroups. A link of
+// the current membership that breaks (or breaks the protocol) makes the membership regroup: its
+// other members get a regroup reply to every request, the shard keeps the state after the last step
+// it applied (g), and a partly collected step is dropped (no member has its reply). With backup
+// workers a member that lags (its push of an earlier step still to come) is still answered as late,
+// so every survivor stands at g with the same masks when it regroups.
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -109,20 +113,29 @@ Status ParameterShard::ServeMember(Link& link) {
   if (!request.ok()) return Status::Ok();  // it left before its hello: no member yet
   const auto [tag, h] = request.value();
   const int rank = static_cast<int>(h.position);
+  // A bad or contradictory hello closes this link only: its worker is no member, and a membership
+  // that waits for it still has its deadline.
   if (static_cast<PsMessage>(tag & 0x7F) != PsMessage::kHello) {
-    return Unexpected(rank, tag, "a new worker link, before its hello");
+    RefuseLink(link, "a new worker link sent " + PsTagName(tag) + " before its hello");
+    return Status::Ok();
   }
   if (h.from != h.position || h.members == 0 || h.position >= h.members ||
       h.members > kMostMembers) {
-    return Status::Error(name_ + ": " + Worker(static_cast<int>(h.from)) +
-                         " said hello at position " + std::to_string(h.position) + " of " +
-                         Describe(h.membership, h.members) + " (at most " +
-                         std::to_string(kMostMembers) + " members, each at its rank)");
+    RefuseLink(link, Worker(static_cast<int>(h.from)) + " said hello at position " +
+                         std::to_string(h.position) + " of " + Describe(h.membership, h.members) +
+                         " (at most " + std::to_string(kMostMembers) +
+                         " members, each at its rank)");
+    return Status::Ok();
   }
   if ((h.flags & (kPsBf16Pushes | kPsSparsePushes)) != 0) {
-    return Status::Error(name_ + ": " + Worker(rank) +
-                         " announced compressed pushes, which elastic memberships do not take");
+    RefuseLink(
+        link, Worker(rank) + " announced compressed pushes, which elastic memberships do not take");
+    return Status::Ok();
   }
+  // The reply's membership fields, and the membership's backup workers: b' = min(b, n - 1), so a
+  // lone member still trains.
+  PsHeader own = h;
+  own.max_staleness = std::min(static_cast<std::uint32_t>(options_.backup_workers), h.members - 1);
   const auto p = static_cast<std::size_t>(h.position);
   std::shared_ptr<Membership> m;
   std::shared_ptr<const std::vector<float>> state;
@@ -130,27 +143,50 @@ Status ParameterShard::ServeMember(Link& link) {
   {
     std::unique_lock lock(mu_);
     if (failed_) return Status::Ok();
-    const bool older = (current_ && h.membership <= current_->epoch) ||
+    const bool older = (current_ && h.membership < current_->epoch) ||
                        (forming_ && h.membership < forming_->epoch);
+    std::string contradicts;
+    const std::string at = Worker(rank) + " said hello at position " + std::to_string(p) + " of " +
+                           Describe(h.membership, h.members) + ", where ";
+    if (!older && forming_ && h.membership == forming_->epoch &&
+        (h.members != forming_->members || forming_->came[p])) {
+      contradicts = at + Describe(forming_->epoch, forming_->members) +
+                    (forming_->came[p] ? " already has that position" : " forms");
+    } else if (!older && !forming_ && current_ && h.membership == current_->epoch) {
+      contradicts = at + Describe(current_->epoch, current_->members) + " is whole already";
+    }
+    if (!contradicts.empty()) {
+      lock.unlock();
+      RefuseLink(link, contradicts);
+      return Status::Ok();
+    }
     if (older) {
       // Refused: the reply names the newest epoch, so the worker fails saying both.
-      PsHeader newest = h;
+      PsHeader newest = own;
       newest.membership = forming_ ? forming_->epoch : current_->epoch;
       PsHeader asked = h;
       asked.flags &= ~kPsWantParams;
       lock.unlock();
       PushDecoder unused;
-      (void)AnswerHello(link, rank, asked, unused, {}, 0, 0, 0, &newest);
+      const Status answered = AnswerHello(link, rank, asked, unused, {}, 0, 0, 0, &newest);
+      if (options_.log) options_.log(answered.message());
       return Status::Ok();
     }
-    if (forming_ && h.membership == forming_->epoch) {
-      if (h.members != forming_->members || forming_->came[p]) {
-        return Status::Error(name_ + ": " + Worker(rank) + " said hello at position " +
-                             std::to_string(p) + " of " + Describe(h.membership, h.members) +
-                             ", where " + Describe(forming_->epoch, forming_->members) +
-                             (forming_->came[p] ? " already has that position" : " forms"));
+    // Anything else it disagrees on (the layout, the workers, the backup workers): refused
+    // before it takes a position.
+    {
+      PsHeader asked = h;
+      asked.flags &= ~kPsWantParams;
+      if (const std::string differs = HelloMismatch(asked, OwnHello(asked, 0, 0, 0, &own));
+          !differs.empty()) {
+        lock.unlock();
+        PushDecoder unused;
+        (void)AnswerHello(link, rank, asked, unused, {}, 0, 0, 0, &own);
+        RefuseLink(link, Worker(rank) + " said hello with " + differs);
+        return Status::Ok();
       }
-    } else {
+    }
+    if (!forming_ || h.membership != forming_->epoch) {
       if (forming_) forming_->superseded = true;
       forming_ = std::make_shared<Membership>(h.membership, h.members);
     }
@@ -158,8 +194,8 @@ Status ParameterShard::ServeMember(Link& link) {
     m->came[p] = true;
     if (++m->count == m->members) {
       // Whole: it goes on from the state after the last step applied (g), with n members.
-      m->backups =
-          std::make_unique<Backups>(m->members, params_.size(), optimizer_->steps(), params_);
+      m->backups = std::make_unique<Backups>(m->members, static_cast<int>(own.max_staleness),
+                                             params_.size(), optimizer_->steps(), params_);
       if (current_) {
         current_->backups->regroup = true;
         current_->backups->lost_at = Clock::now();
@@ -180,15 +216,20 @@ Status ParameterShard::ServeMember(Link& link) {
     applied = m->backups->applied;
     steps = optimizer_->steps();
   }
-  PushDecoder decoder;
-  if (Status s = AnswerHello(link, rank, h, decoder, *state, applied, steps, 0, &h); !s.ok()) {
-    return s;
-  }
   Backups& b = *m->backups;
-  if (ServeBackupWorker(b, link, rank, /*greeted=*/true).ok()) return Status::Ok();
+  PushDecoder decoder;
+  if (AnswerHello(link, rank, h, decoder, *state, applied, steps, 0, &own).ok() &&
+      ServeBackupWorker(b, link, rank, /*greeted=*/true).ok()) {
+    return Status::Ok();
+  }
   std::lock_guard lock(mu_);
   if (!failed_) LoseMember(b, link);
   return Status::Ok();
+}
+
+void ParameterShard::RefuseLink(Link& link, const std::string& why) {
+  if (options_.log) options_.log(name_ + ": closed a worker link: " + why);
+  link.Close();
 }
 
 void ParameterShard::LoseMember(Backups& b, Link& link) {

@@ -43,10 +43,9 @@ PsClient::PsClient(std::span<Link* const> shard_links, PsClientOptions options)
     unusable_ = Status::Error(me + ": the timeout must be positive");
   } else if (std::find(links_.begin(), links_.end(), nullptr) != links_.end()) {
     unusable_ = Status::Error(me + ": a shard's link is missing");
-  } else if (options_.backup_workers < 0 || options_.backup_workers >= options_.workers) {
-    unusable_ =
-        Status::Error(me + ": backup_workers must be in [0, " + std::to_string(options_.workers) +
-                      "), not " + std::to_string(options_.backup_workers));
+  } else if (options_.backup_workers < 0 || options_.backup_workers >= Members()) {
+    unusable_ = Status::Error(me + ": backup_workers must be in [0, " + std::to_string(Members()) +
+                              "), not " + std::to_string(options_.backup_workers));
   } else if (options_.backup_workers > 0 &&
              (options_.mode != PsMode::kSync || links_.size() != 1 ||
               options_.compression.method != compress::Method::kNone)) {

@@ -39,9 +39,10 @@
 // collective, so that the step before one takes every gradient (no state of their own).
 //
 // In an elastic job (options.members > 0; ps_protocol.md, "Elastic jobs") the hello names the
-// replica's membership; when a member is lost the shard answers with a regroup reply, which fails
-// the call like a ring failure: the replica regroups (daemon/runner/elastic_replica.h) and comes
-// back with a new strategy for the new membership.
+// replica's membership (options.backup_workers is then the membership's, min(b, members - 1)); when
+// a member is lost the shard answers with a regroup reply, which fails the call like a ring
+// failure: the replica regroups (daemon/runner/elastic_replica.h) and comes back with a new
+// strategy for the new membership.
 //
 // One thread at a time (the training thread). The links must outlive the strategy.
 #pragma once

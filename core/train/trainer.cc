@@ -57,8 +57,25 @@ Status JudgeTrainLoss(const TrainOptions& options, double loss, std::int64_t ste
 
 int Trainer::Capacity(const TrainOptions& options) {
   int share = options.batch_size;
-  if (options.sharding == data::ShardMode::kGlobalBatches &&
-      (options.global_batch > 0 || options.backup_workers > 0)) {
+  if (options.sharding == data::ShardMode::kGlobalBatches && options.most_members > 0) {
+    const std::size_t global = options.global_batch;
+    // A step's rows over its members, owed ones included, stay at most the largest over the
+    // membership sizes N of the fixed point T = G + b' ceil(T / N) (b' = min(b, N - 1) parts of
+    // at most ceil(T / N) rows owed): T <= (N G + b' (N - 1)) / (N - b'). Above its own fixed
+    // point a membership owes fewer rows each step, so no sequence of memberships exceeds the
+    // largest; the fewest members share it out in the largest parts.
+    std::size_t rows = global;
+    const int fewest = std::max(options.fewest_members, 1);
+    for (int n = fewest; n <= options.most_members; ++n) {
+      const auto members = static_cast<std::size_t>(n);
+      const auto b = static_cast<std::size_t>(std::min(options.backup_workers, n - 1));
+      rows =
+          std::max(rows, (members * global + b * (members - 1) + members - b - 1) / (members - b));
+    }
+    const auto least = static_cast<std::size_t>(fewest);
+    share = std::max(share, static_cast<int>((rows + least - 1) / least));
+  } else if (options.sharding == data::ShardMode::kGlobalBatches &&
+             (options.global_batch > 0 || options.backup_workers > 0)) {
     const auto world = static_cast<std::size_t>(options.world_size);
     const std::size_t global = options.global_batch > 0
                                    ? options.global_batch
@@ -191,7 +208,10 @@ bool Trainer::AdvancePastApplied() {
   const std::span<const std::uint64_t> masks = strategy_.TakenMasks();
   masks_.assign(masks.begin(), masks.end());
   last_batch_.masks = masks_;
-  if (masks_.empty()) return AdvanceStep(position_, sampler_.StepsPerEpoch());
+  if (masks_.empty()) {
+    owed_.clear();  // the step took every replica's rows (an elastic lone member owed some)
+    return AdvanceStep(position_, sampler_.StepsPerEpoch());
+  }
   assert(options_.sharding == data::ShardMode::kGlobalBatches);
   bool epoch_end = false;
   for (const std::uint64_t taken : masks_) {

@@ -59,6 +59,11 @@ struct TrainOptions {
   // says which it took, Strategy::TakenMasks); their rows are owed to the next step
   // (data::OwedAfter), so shares grow to at most ceil((G + N - 1) / (N - backup_workers)) rows.
   int backup_workers = 0;
+  // Elastic jobs (kGlobalBatches, global_batch set): the fewest and most members a membership
+  // may have, each going on without min(backup_workers, members - 1) of them; 0: not elastic.
+  // Rows one membership owes carry over to the next, so Capacity bounds a share over all of them.
+  int fewest_members = 0;
+  int most_members = 0;
   int eval_batch_size = 1000;
   data::AugmentOptions augment;  // applied to training batches of images (see data/augment.h)
 };
@@ -146,6 +151,9 @@ class Trainer {
     position_ = position;
     owed_.clear();
   }
+  // After set_position: the rows a regroup's leader owed to its next step (an elastic job with
+  // backup workers, whose members all stand after the same step with the same masks).
+  void set_owed(std::span<const std::uint32_t> owed) { owed_.assign(owed.begin(), owed.end()); }
   // The epoch's positions the next step takes before its fresh ones: rows of earlier steps that
   // went on without some replicas (backup workers). Empty at every epoch's start and checkpoint.
   const std::vector<std::uint32_t>& owed() const { return owed_; }
@@ -174,7 +182,7 @@ class Trainer {
   Strategy& strategy() { return strategy_; }
   const model::Network& network() const { return network_; }
   // The rows a network for `options` must hold at once: the largest share of a step (at least
-  // batch_size) or an evaluation's.
+  // batch_size; an elastic job's, over every membership it may have) or an evaluation's.
   static int Capacity(const TrainOptions& options);
   // The rows an evaluation takes at once: `wanted`, but only as many as keep its activations
   // within 32 MiB, unless the training batch (never fewer rows) needs more. A wide

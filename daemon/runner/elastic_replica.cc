@@ -1,8 +1,10 @@
 #include "daemon/runner/elastic_replica.h"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <numeric>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -16,6 +18,33 @@ namespace {
 
 // The leader's state is the new ring's first message; no collective op has run on it yet.
 constexpr std::uint32_t kStateTag = 0x7FFFFF00;
+
+// The leader's state on the ring: its checkpoint, then the rows it owes its next step (u32
+// each, little-endian like the checkpoint), then their count (u64). Only a sync job with backup
+// workers owes rows between steps; its members all owe the same (ps_protocol.md, "Elastic jobs"),
+// a joiner none until it takes the leader's.
+std::string WithOwed(std::string checkpoint, std::span<const std::uint32_t> owed) {
+  const std::size_t at = checkpoint.size();
+  const std::uint64_t count = owed.size();
+  checkpoint.resize(at + owed.size_bytes() + sizeof count);
+  std::memcpy(checkpoint.data() + at, owed.data(), owed.size_bytes());
+  std::memcpy(checkpoint.data() + at + owed.size_bytes(), &count, sizeof count);
+  return checkpoint;
+}
+
+// Splits WithOwed's `state` back: `state` becomes the checkpoint. False when it cannot be one.
+bool SplitOwed(std::string& state, std::vector<std::uint32_t>& owed) {
+  std::uint64_t count = 0;
+  if (state.size() < sizeof count) return false;
+  std::memcpy(&count, state.data() + state.size() - sizeof count, sizeof count);
+  const std::size_t rest = state.size() - sizeof count;
+  if (count > rest / sizeof(std::uint32_t)) return false;
+  owed.resize(count);
+  const std::size_t at = rest - owed.size() * sizeof(std::uint32_t);
+  std::memcpy(owed.data(), state.data() + at, owed.size() * sizeof(std::uint32_t));
+  state.resize(at);
+  return true;
+}
 
 std::string Ranks(const std::vector<int>& members) {
   std::string text;
@@ -68,8 +97,9 @@ Status ElasticReplica::Join() { return Enter({}, {}); }
 Status ElasticReplica::Regroup() {
   train::Trainer& trainer = session_->trainer();
   // Mode "local": the last average's state, not this member's own since then.
-  std::string state = rolls_back_ ? store::EncodeCheckpoint(shared_)
-                                  : store::EncodeCheckpoint(ViewCheckpoint(trainer));
+  std::string state =
+      rolls_back_ ? WithOwed(store::EncodeCheckpoint(shared_), {})
+                  : WithOwed(store::EncodeCheckpoint(ViewCheckpoint(trainer)), trainer.owed());
   const RegroupRequest request{membership_, rolls_back_ ? shared_.step : trainer.position().step};
   session_.reset();  // closes its links
   return Enter(request, std::move(state));
@@ -129,9 +159,13 @@ Status ElasticReplica::Enter(const RegroupRequest& request, std::string state) {
     session_.reset();
     return Status::Error("regroup: the leader's state: " + taken.status().message());
   }
-  Result<store::CheckpointData> decoded = store::DecodeCheckpoint(taken.value());
+  std::vector<std::uint32_t> owed;
+  Result<store::CheckpointData> decoded = SplitOwed(taken.value(), owed)
+                                              ? store::DecodeCheckpoint(taken.value())
+                                              : Status::Error("too short for its rows owed");
   Status restored =
       decoded.ok() ? RestoreCheckpoint(decoded.value(), session_->trainer()) : decoded.status();
+  if (restored.ok()) session_->trainer().set_owed(owed);
   if (!restored.ok()) {
     session_.reset();
     return Status::Error("regroup: the leader's state: " + restored.message());

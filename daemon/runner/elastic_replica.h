@@ -15,16 +15,17 @@
 // too, restores it. On a parameter server (ps_protocol.md, "Elastic jobs") the regroup starts with
 // the shard's regroup reply, the ring is joined over the members' data-plane listeners for the
 // broadcast only, and the session then says hello to the shard as the new membership's member
-// (the shard holds the parameters and optimizer state after the last step every survivor saw). So
-// the members are bitwise identical again, at the leader's step, and train on with the job's global
-// batch split over the new world. The member at position 0 writes the job's checkpoints.
-// Mode "local" (local SGD): between parameter averages each member's state is its own, so the one
-// it offers is the last every member shared — a copy it keeps right after each average (and of the
-// state it began, joined or regrouped with), with that step as its completed steps. The leader
-// (fewest completed) is then the member whose copy is of the oldest average, everyone rolls back
-// to it, optimizer state included, and at most average_every steps are redone, their rows taken
-// again by the new membership. Its checkpoints are written right after averages
-// (RunOptions::checkpoint_at), and at the run's end.
+// (the shard holds the parameters and optimizer state after the last step applied, which the
+// leader, the member with the most completed steps, saw; with backup workers the leader's state
+// also carries the rows it owes its next step, Trainer::owed). So the members are bitwise identical
+// again, at the leader's step, and train on with the job's global batch split over the new world.
+// The member at position 0 writes the job's checkpoints. Mode "local" (local SGD): between
+// parameter averages each member's state is its own, so the one it offers is the last every member
+// shared — a copy it keeps right after each average (and of the state it began, joined or regrouped
+// with), with that step as its completed steps. The leader (fewest completed) is then the member
+// whose copy is of the oldest average, everyone rolls back to it, optimizer state included, and at
+// most average_every steps are redone, their rows taken again by the new membership. Its
+// checkpoints are written right after averages (RunOptions::checkpoint_at), and at the run's end.
 // Invariants: a session exists between a successful Begin/Join/Regroup and the next regroup; the
 // placement's listener and token stay the same for life; in mode "local", shared_ holds the
 // state of the last average the session took part in (or its first state), at its step.

@@ -48,6 +48,8 @@ void RowRecorder::RecordMasks(const train::Trainer& trainer) {
   line_ += std::to_string(taken.at.epoch);
   line_ += ' ';
   line_ += std::to_string(taken.at.batch);
+  line_ += ' ';
+  line_ += std::to_string(trainer.options().world_size);
   for (const std::uint64_t mask : taken.masks) {
     line_ += ' ';
     line_ += std::to_string(mask);

@@ -14,10 +14,12 @@
 // With backup workers, a step that did not take every replica's gradient (or after which this
 // replica skipped steps: its gradient came late) adds, once applied, the line
 //
-//   T EPOCH BATCH MASK MASK ...
+//   T EPOCH BATCH WORLD MASK MASK ...
 //
-// one MASK a step from BATCH on (train::Strategy::TakenMasks): bit r set where the step took the
-// gradient of the replica at position r; the rows of the others are served again by a later step.
+// one MASK a step from BATCH on (train::Strategy::TakenMasks), all taken by the membership of
+// WORLD replicas this one trained in: bit r set where the step took the gradient of the replica
+// at position r; the rows of the others are served again by a later step. A step that never got
+// its masks (its exchange failed: an elastic job's membership regrouped) was not applied.
 //
 // Each line is one write(2) in append mode, so a killed process leaves whole lines (and at most
 // a last partial one, which readers drop); a step redone after a restart or a regroup is

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -143,19 +144,21 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
   // A restarted replica rejoins its shards where the mode restarts a lost replica alone.
   const bool takes_back =
       config::TraitsOf(job.cluster.mode).lost_replica == config::LostProcess::kRestartAlone;
-  dist::ParameterShard server(dist::ShardOptions{.shard = shard,
-                                                 .shards = shards,
-                                                 .begin = begin,
-                                                 .end = end,
-                                                 .num_params = n,
-                                                 .workers = workers,
-                                                 .mode = PsModeOf(job),
-                                                 .max_staleness = job.cluster.max_staleness,
-                                                 .optimizer = job.optimizer,
-                                                 .timeout = timeout,
-                                                 .rejoin = takes_back,
-                                                 .backup_workers = job.cluster.backup_workers,
-                                                 .elastic = job.cluster.Elastic()});
+  dist::ParameterShard server(dist::ShardOptions{
+      .shard = shard,
+      .shards = shards,
+      .begin = begin,
+      .end = end,
+      .num_params = n,
+      .workers = workers,
+      .mode = PsModeOf(job),
+      .max_staleness = job.cluster.max_staleness,
+      .optimizer = job.optimizer,
+      .timeout = timeout,
+      .rejoin = takes_back,
+      .backup_workers = job.cluster.backup_workers,
+      .elastic = job.cluster.Elastic(),
+      .log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }});
 
   Status loaded;
   if (resume) {
@@ -198,7 +201,10 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
   if (job.cluster.Elastic()) {
     // Links come as members say hello, for as long as the shard serves.
     return ServeReporting(
-        sink, [&server] { return StatPoints(server.Stats(), false); },
+        sink,
+        [&server, backups = job.cluster.backup_workers > 0] {
+          return StatPoints(server.Stats(), backups);
+        },
         [&]() -> Status {
           std::atomic<bool> serving{true};
           std::vector<std::unique_ptr<dist::Link>> admitted;

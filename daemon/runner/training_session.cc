@@ -123,13 +123,14 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::Job
     options.rank = seat.position;
     options.world_size = seat.world;
   }
-  int capacity = train::Trainer::Capacity(options);
   if (job.cluster.Elastic()) {
-    // The largest share a step can give a member: that of the smallest membership allowed.
-    train::TrainOptions fewest = options;
-    fewest.world_size = job.cluster.FewestMembers();
-    capacity = std::max(capacity, train::Trainer::Capacity(fewest));
+    // A membership goes on without min(backup_workers, members - 1) of them: a lone one trains.
+    options.backup_workers = std::min(options.backup_workers, options.world_size - 1);
+    // The largest share a step can give a member, whatever memberships the job goes through.
+    options.fewest_members = job.cluster.FewestMembers();
+    options.most_members = job.cluster.MostMembers();
   }
+  const int capacity = train::Trainer::Capacity(options);
   if (job.cluster.model_parallel > 1) {
     if (Status joined = s->ConnectPartitions(job, data.spec, placement, capacity); !joined.ok()) {
       return joined;
@@ -347,16 +348,18 @@ Status TrainingSession::ConnectShards(const config::JobConfig& job, const Placem
     case Exchange::kSynchronous:
       ps = std::make_unique<dist::SyncPsStrategy>(
           shards_, n,
-          dist::SyncPsOptions{.rank = elastic ? seat.position : rank,
-                              .workers = workers,
-                              .clip_norm = job.clip_norm,
-                              .timeout = JobTimeout(job),
-                              .compression = job.cluster.compression,
-                              .optimizer_state_vectors = static_cast<std::size_t>(
-                                  optim::StateVectorCount(job.optimizer.type)),
-                              .backup_workers = job.cluster.backup_workers,
-                              .membership = static_cast<std::uint32_t>(placement.membership),
-                              .members = elastic ? seat.world : 0});
+          dist::SyncPsOptions{
+              .rank = elastic ? seat.position : rank,
+              .workers = workers,
+              .clip_norm = job.clip_norm,
+              .timeout = JobTimeout(job),
+              .compression = job.cluster.compression,
+              .optimizer_state_vectors =
+                  static_cast<std::size_t>(optim::StateVectorCount(job.optimizer.type)),
+              .backup_workers = elastic ? std::min(job.cluster.backup_workers, seat.world - 1)
+                                        : job.cluster.backup_workers,
+              .membership = static_cast<std::uint32_t>(placement.membership),
+              .members = elastic ? seat.world : 0});
       break;
     case Exchange::kAsynchronous:
       ps = std::make_unique<dist::DownpourStrategy>(

@@ -229,8 +229,9 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   job->regroup.reset();
   if (job->config.cluster.Elastic()) {
     const config::ClusterConfig& cluster = job->config.cluster;
+    // On a parameter server the shard holds the newest step's state: its newest member leads.
     job->regroup.emplace(cluster.workers, cluster.FewestMembers(), job->PlacedRanks(),
-                         cluster.MostMembers());
+                         cluster.MostMembers(), cluster.SumsOnShards());
   }
   job->regroup_closed.reset();
   job->regroup_notices.clear();

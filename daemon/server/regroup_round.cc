@@ -20,10 +20,11 @@ void Keep(std::vector<RegroupRequest>& requests, const RegroupRequest& request) 
 
 }  // namespace
 
-RegroupRound::RegroupRound(int workers, int min_workers, std::vector<int> members,
-                           int max_workers)
+RegroupRound::RegroupRound(int workers, int min_workers, std::vector<int> members, int max_workers,
+                           bool newest_leads)
     : workers_(workers),
       min_workers_(min_workers),
+      newest_leads_(newest_leads),
       of_workers_(" of " + std::to_string(workers) +
                   (max_workers > workers ? ".." + std::to_string(max_workers) : "")),
       members_(std::move(members)) {
@@ -199,7 +200,9 @@ void RegroupRound::Complete(RegroupStep& step) {
   for (const RegroupRequest& r : asked_) {
     asked.push_back(r.rank);
     if (joiners_.contains(r.rank) || r.completed_step < 0) continue;
-    if (leader == nullptr || r.completed_step < leader->completed_step ||
+    if (leader == nullptr ||
+        (newest_leads_ ? r.completed_step > leader->completed_step
+                       : r.completed_step < leader->completed_step) ||
         (r.completed_step == leader->completed_step && r.rank < leader->rank)) {
       leader = &r;
     }

@@ -16,8 +16,10 @@
 // admitted during a round that is not short waits for the next, which begins as it completes); a
 // round completes once every expected process has asked and they are at least min_workers, or at
 // its deadline, with members = the ranks that asked and, as leader, the member (never a joiner)
-// with the smallest completed step (ties: the lowest rank); epoch() grows by one per completed
-// round.
+// with the smallest completed step (a ring's or local job's: none has gone past it), or on a
+// parameter server the largest (the shard holds the state after the newest step applied, which a
+// member that left between steps, with backup workers, may not have seen; ties: the lowest rank);
+// epoch() grows by one per completed round.
 // Every round opens by telling the members that have not asked (`notify`) to regroup now, whether
 // a loss, a join or a member's request opened it: a local job's member would otherwise go on
 // alone until its next average (a sync member's next step fails anyway; the notice is harmless).
@@ -70,8 +72,10 @@ class RegroupRound {
   // Epoch 0: `members` (ascending; empty: every rank of `workers`) — a job started with fewer
   // replicas than `workers` grows by admitting the others as joiners, up to `max_workers` (0:
   // `workers`); `min_workers` the fewest a round may keep. Only the events tell the sizes apart:
-  // "N of W" members, or "N of W..M" where the job may grow beyond W to M.
-  RegroupRound(int workers, int min_workers, std::vector<int> members = {}, int max_workers = 0);
+  // "N of W" members, or "N of W..M" where the job may grow beyond W to M. `newest_leads`: the
+  // member with the most completed steps leads (a job on a parameter server), else the fewest.
+  RegroupRound(int workers, int min_workers, std::vector<int> members = {}, int max_workers = 0,
+               bool newest_leads = false);
 
   // Rank `rank`'s process is gone (a bad exit, or silence) while `recorded_step` was the newest
   // step the job recorded; `replaced`: a replacement for it is being started. A member leaves the
@@ -121,6 +125,7 @@ class RegroupRound {
 
   int workers_;
   int min_workers_;
+  bool newest_leads_;
   std::string of_workers_;  // " of W", or " of W..M" where max_workers M is above workers W
   int epoch_ = 0;
   std::vector<int> members_;

@@ -106,8 +106,45 @@ BOOST_AUTO_TEST_CASE(on_one_parameter_server_read_and_written_back) {
   BOOST_TEST((CostOfLosing(job, 3) == LostProcess::kRestartAll));
 }
 
-BOOST_AUTO_TEST_CASE(refused_on_several_servers_with_backup_workers_or_compression) {
+BOOST_AUTO_TEST_CASE(refused_on_several_servers_or_with_compression) {
   CheckRefusedOnShards("min_workers", 2);
+}
+
+// An elastic job on one parameter server may have backup workers: both keys are taken (each
+// membership goes on without min(backup_workers, members - 1) of its members).
+BOOST_AUTO_TEST_CASE(with_backup_workers_on_one_server_read_and_written_back) {
+  const JobConfig job =
+      MustParseInline(std::string(kData) + kSync +
+                      "allreduce = \"ps\"\nservers = 1\nbackup_workers = 1\nmin_workers = 2\n");
+  BOOST_TEST(job.cluster.Elastic());
+  BOOST_TEST(job.cluster.ElasticApplies());
+  BOOST_TEST(job.cluster.BackupWorkersApply());
+  CheckClusterWrittenBack(job, "min_workers = 2");
+  CheckClusterWrittenBack(job, "backup_workers = 1");
+}
+
+// Where backup workers cannot apply, the pair is refused at backup_workers (on the ring, where an
+// elastic job regroups) or at both keys (several servers, compression), each saying why.
+BOOST_AUTO_TEST_CASE(with_backup_workers_refused_where_either_key_is) {
+  CheckDiagnostics(
+      ParseInline(std::string(kData) + kSync + "backup_workers = 1\nmin_workers = 2\n"),
+      {{"inline.toml", 6, 18, "cluster.backup_workers",
+        "is 1, but allreduce \"ring\" cannot finish a step before every replica has sent its "
+        "part"}});
+  CheckDiagnostics(
+      ParseInline(std::string(kData) + kSync +
+                  "allreduce = \"ps\"\nservers = 2\nbackup_workers = 1\nmin_workers = 2\n"),
+      {{"inline.toml", 8, 18, "cluster.backup_workers", "is 1, but servers = 2: every shard"},
+       {"inline.toml", 9, 15, "cluster.min_workers",
+        "is 2, but allreduce \"ps\" with servers = 2: a replica lost between its pushes"}});
+  CheckDiagnostics(
+      ParseInline(std::string(kData) + kSync +
+                  "allreduce = \"ps\"\ncompression = \"bf16\"\nbackup_workers = 1\n"
+                  "min_workers = 2\n"),
+      {{"inline.toml", 8, 18, "cluster.backup_workers",
+        "is 1, but cluster.compression \"bf16\" keeps an error-feedback residual"},
+       {"inline.toml", 9, 15, "cluster.min_workers",
+        "is 2, but cluster.compression \"bf16\" keeps residuals a regroup cannot carry over"}});
 }
 
 BOOST_AUTO_TEST_CASE(refused_with_compressed_gradients) {

@@ -4,8 +4,10 @@
 // daemon. Two replicas on the ring: steps redone after a restart (those after the newest
 // checkpoint) must take the very rows they took before. Three replicas on a parameter server with
 // a backup worker, one of them a straggler (DTRAIN_STRAGGLE): a step goes on without the last
-// gradient, whose rows the next step takes. Either way, per epoch the steps' rows, over the
-// replicas whose gradients they took, must be every id once: none twice, none missing.
+// gradient, whose rows the next step takes. The same elastic (min_workers 2): each lost replica's
+// survivors carry on and its replacement joins them, the masks of each membership saying which
+// positions' rows its steps took. Either way, per epoch the steps' rows, over the replicas whose
+// gradients they took, must be every id once: none twice, none missing.
 #include <signal.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 
 #include "common/temp_dir.h"
 #include "integration/daemon_fixture.h"
+#include "integration/elastic_jobs.h"
 #include "integration/recorded_rows.h"
 
 namespace dtrain::testing {
@@ -119,6 +122,32 @@ BOOST_AUTO_TEST_CASE(with_backups_every_epoch_takes_every_row_once_through_drops
   BOOST_TEST(steps.smaller_worlds == 0);
   BOOST_TEST(steps.left_out > 0, "no step went on without a gradient");
   CheckEveryIdOncePerEpoch(steps, ids, kEpochs, kStepsPerEpoch);
+  BOOST_TEST(LargestOf(d, id, "dropped_gradients", kStraggler) > 0.0,
+             "the straggler's gradients were never dropped");
+}
+
+// Elastic on one parameter server with a backup worker (workers = 3, min_workers = 2,
+// backup_workers = 1), one replica a straggler: each replica killed in turn, the survivors carry on
+// in their processes (a membership of two goes on without one of them too) and the replacement
+// joins them; then the daemon is killed and the job resumes from its checkpoint.
+BOOST_AUTO_TEST_CASE(
+    elastic_with_backups_every_epoch_takes_every_row_once_through_losses_and_joins) {
+  constexpr int kFewRows = 4800, kFewSteps = kFewRows / kElasticGlobalBatch;  // 100 an epoch
+  constexpr int kStraggler = 2;
+  const DaemonEnvironment straggling("DTRAIN_STRAGGLE", std::to_string(kStraggler) + " 30 4");
+  RecordingDaemon daemon(kFewRows);
+  DaemonFixture& d = daemon.d;
+  const std::int64_t id = daemon.SubmitElastic(
+      "elastic-backups", kEpochs, 8, "", "allreduce = \"ps\"\nservers = 1\nbackup_workers = 1\n");
+  LoseAndReplace(d, id, 1, 40, 0);
+  LoseAndReplace(d, id, 0, kFewSteps + 40, 1);  // the member that writes the checkpoints
+  LoseAndReplace(d, id, kStraggler, 2 * kFewSteps + 40, 2);
+  SoonAfterStep(d, id, 3 * kFewSteps + 40);
+  d.Stop(SIGKILL);
+  d.Start();
+  const TakenSteps steps = daemon.WaitForSuccessTakingEveryRowOnce(id, kEpochs, kFewSteps);
+  BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
+  BOOST_TEST(steps.left_out > 0, "no step went on without a gradient");
   BOOST_TEST(LargestOf(d, id, "dropped_gradients", kStraggler) > 0.0,
              "the straggler's gradients were never dropped");
 }

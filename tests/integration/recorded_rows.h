@@ -1,8 +1,8 @@
 // For tests of the data order: a CSV file whose rows carry shuffled ids, the environment that
 // makes a daemon's replicas record the rows each step took (DTRAIN_RECORD_ROWS,
 // daemon/runner/row_recorder.h: one file per rank, a line per step taken,
-// "EPOCH BATCH WORLD POSITION ROW ...", and with backup workers "T EPOCH BATCH MASK ..." after a
-// step that left a gradient out), and the reading of those files into the rows each step of each
+// "EPOCH BATCH WORLD POSITION ROW ...", and with backup workers "T EPOCH BATCH WORLD MASK ..."
+// after each step applied), and the reading of those files into the rows each step of each
 // epoch took over the whole job.
 //
 //   const std::vector<int> ids = WriteRowsWithIds(dir.Path("rows.csv"), 12000);
@@ -18,10 +18,13 @@
 // before it took the step); so is each of the steps an elastic local job rolls back over (those
 // after its last average, redone from there), as one step is: every complete world of a step must
 // have taken the same rows between them, and a step redone in the same world (after a restart from
-// a checkpoint) the same rows at each position. With backup workers, a step's mask says which
-// positions' rows it took (the others' are served again by the next step): those must all have
-// recorded it, and only theirs count; a redone step's rows may differ (earlier masks may), so each
-// position's last take is the step's. Checked here with Boost.Test.
+// a checkpoint) the same rows at each position. With backup workers, a step's mask in a world says
+// which positions' rows it took (the others' are served again by the next step): those must all
+// have recorded it, and only theirs count; a redone step's rows may differ (earlier masks may), so
+// each position's last take is the step's. A world that recorded no mask for a step another world
+// has one for never had it applied (its membership regrouped during it); where no world has one
+// (an elastic job's lone member, which takes every row), the step is read as without backups.
+// Checked here with Boost.Test.
 #pragma once
 
 #include <algorithm>
@@ -110,17 +113,17 @@ namespace recorded {
 using Step = std::pair<int, int>;  // (epoch, batch)
 
 // What the files hold: every take of each position's rows, in the order recorded, and each
-// step's mask as each file recorded it last (files without one for the step left out).
+// (step, world)'s mask as each file recorded it last (files without one for it left out).
 struct Lines {
   std::map<Step, std::map<int, std::map<int, std::vector<std::vector<int>>>>> takes;
-  std::map<Step, std::vector<std::uint64_t>> masks;
+  std::map<std::pair<Step, int>, std::vector<std::uint64_t>> masks;
   bool masked = false;  // a mask line was read (the job has backup workers)
 };
 
 inline void ReadFile(std::istream& in, Lines& lines) {
-  // This file's mask of each step: a mask line sets those of its steps; a row line takes its
-  // step again, whose masks are then the new take's (none, if it took every gradient).
-  std::map<Step, std::uint64_t> masks;
+  // This file's mask of each (step, world): a mask line sets those of its steps; a row line takes
+  // its step again, whose mask is then the new take's (none, until it is applied).
+  std::map<std::pair<Step, int>, std::uint64_t> masks;
   std::string line;
   // A killed writer's last line may lack its newline (and a part of its fields): dropped.
   while (std::getline(in, line) && !in.eof()) {
@@ -128,10 +131,12 @@ inline void ReadFile(std::istream& in, Lines& lines) {
     int epoch = -1, batch = -1;
     if (line.starts_with("T ")) {
       fields.ignore(2);
-      if (!(fields >> epoch >> batch)) continue;
+      int world = 0;
+      if (!(fields >> epoch >> batch >> world)) continue;
       lines.masked = true;
       int later = 0;
-      for (std::uint64_t mask; fields >> mask; ++later) masks[{epoch, batch + later}] = mask;
+      for (std::uint64_t mask; fields >> mask; ++later)
+        masks[{{epoch, batch + later}, world}] = mask;
       continue;
     }
     int world = 0, position = -1;
@@ -139,20 +144,27 @@ inline void ReadFile(std::istream& in, Lines& lines) {
     std::vector<int> rows;
     for (int row; fields >> row;) rows.push_back(row);
     lines.takes[{epoch, batch}][world][position].push_back(std::move(rows));
-    masks.erase({epoch, batch});
+    masks.erase({{epoch, batch}, world});
   }
   for (const auto& [step, mask] : masks) lines.masks[step].push_back(mask);
 }
 
-// The step's mask, where a file recorded one: every file that did must agree.
-inline std::optional<std::uint64_t> MaskOf(const Lines& lines, Step step) {
-  const auto at = lines.masks.find(step);
+// The step's mask in `world`, where a file recorded one: every file that did must agree.
+inline std::optional<std::uint64_t> MaskOf(const Lines& lines, Step step, int world) {
+  const auto at = lines.masks.find({step, world});
   if (at == lines.masks.end()) return std::nullopt;
   for (const std::uint64_t mask : at->second) {
     BOOST_TEST(mask == at->second.front(), "the replicas recorded different masks for epoch "
-                                               << step.first << " batch " << step.second);
+                                               << step.first << " batch " << step.second
+                                               << " in a world of " << world);
   }
   return at->second.front();
+}
+
+// Whether any world recorded a mask for the step.
+inline bool AnyMask(const Lines& lines, Step step) {
+  const auto at = lines.masks.lower_bound({step, 0});
+  return at != lines.masks.end() && at->first.first == step;
 }
 
 inline bool Taken(std::optional<std::uint64_t> mask, int position) {
@@ -175,10 +187,14 @@ inline TakenSteps ReadTakenSteps(const std::string& prefix, int ranks) {
   const bool masked = lines.masked;
   TakenSteps taken;
   for (const auto& [step, worlds] : lines.takes) {
-    const std::optional<std::uint64_t> mask = recorded::MaskOf(lines, step);
+    const bool any_mask = recorded::AnyMask(lines, step);
     std::vector<int> chosen;
     bool complete = false;
+    std::optional<std::uint64_t> mask;
     for (const auto& [world, positions] : worlds) {
+      mask = recorded::MaskOf(lines, step, world);
+      // Never applied in this world: another world's mask says which took it.
+      if (any_mask && !mask) continue;
       std::vector<int> rows;
       int recorded_taken = 0, left_out = 0;
       for (int position = 0; position < world; ++position) {

@@ -3,11 +3,15 @@
 // mid-step makes the shard answer the others with a regroup reply, keeping the state after the
 // last step it applied; a newer membership's hellos (the survivors, a joiner) go on from that state
 // with their own count of members, each step the rows-weighted sum of the members' gradients; a
-// hello of an older epoch is refused; a membership that never completes fails the shard at the
-// timeout. Waits on joins and replies, never on timing, for what the checks depend on.
+// hello of an older epoch is refused; a malformed or contradictory hello closes that link only; a
+// membership that never completes fails the shard at the timeout. Waits on joins and replies, never
+// on timing, for what the checks depend on.
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -16,6 +20,7 @@
 #include "core/dist/ps_client.h"
 #include "core/math/elementwise.h"
 #include "core/optim/optimizer.h"
+#include "replica_harness.h"
 
 namespace dtrain::dist {
 namespace {
@@ -239,25 +244,92 @@ BOOST_AUTO_TEST_CASE(a_membership_that_never_completes_fails_the_shard_at_the_ti
   BOOST_TEST(!shard.Admit(nullptr).ok());
 }
 
-BOOST_AUTO_TEST_CASE(a_worker_without_a_membership_is_refused) {
-  ParameterShard shard(Options(20'000ms));
+// Over real sockets: a worker that says no membership, one that disagrees on the job's workers
+// and one that takes a position already taken (while its membership forms, or once it is whole)
+// each have their link closed (the shard says why); the shard keeps serving the others, whose
+// membership trains.
+BOOST_AUTO_TEST_CASE(a_bad_hello_closes_that_link_only) {
+  std::mutex mu;
+  std::vector<std::string> logged;
+  ShardOptions options = Options(20'000ms);
+  options.log = [&](const std::string& line) {
+    std::lock_guard lock(mu);
+    logged.push_back(line);
+  };
+  ParameterShard shard(options);
   BOOST_TEST_REQUIRE(shard.Load(Initial()).ok());
+  std::string error;
+  testing::PsLinks links = testing::MakeTcpPsLinks(5, 1, &error);
+  BOOST_TEST_REQUIRE(!links.owned.empty(), error);
+  for (Link* link : links.shard[0]) BOOST_TEST_REQUIRE(shard.Admit(link).ok());
   Status served;
   std::jthread server([&] { served = shard.Serve({}); });
-  LocalLinkPair pair = MakeLocalLinkPair("worker 0", "shard 0");
-  BOOST_TEST_REQUIRE(shard.Admit(pair.b.get()).ok());
-  Link* link = pair.a.get();
-  PsClient client(std::span<Link* const>(&link, 1), {.rank = 0,
-                                                     .workers = kWorkers,
-                                                     .num_params = kParams,
-                                                     .mode = PsMode::kSync,
-                                                     .timeout = 20s});
+  const auto client = [&](int link, int workers, std::uint32_t epoch, int members, int position) {
+    return std::make_unique<PsClient>(std::span<Link* const>(&links.worker[link][0], 1),
+                                      PsClientOptions{.rank = position,
+                                                      .workers = workers,
+                                                      .num_params = kParams,
+                                                      .mode = PsMode::kSync,
+                                                      .timeout = 20s,
+                                                      .membership = epoch,
+                                                      .members = members});
+  };
   std::vector<float> params(kParams);
-  const Status hello = client.Hello(params);
+  const Status no_membership = client(0, kWorkers, 0, 0, 0)->Hello(params);
+  BOOST_TEST(!no_membership.ok());
+  const Status other_workers = client(1, kWorkers + 4, 0, 2, 1)->Hello(params);
+  BOOST_TEST(Mentions(other_workers, "disagree on the workers: the worker has 7, the shard 3"),
+             other_workers.message());
+  // Two say hello at position 0 of membership 0 of 2: one takes it, the other's link is closed;
+  // position 1 completes the membership.
+  std::vector<std::unique_ptr<PsClient>> members;
+  members.push_back(client(2, kWorkers, 0, 2, 0));
+  members.push_back(client(3, kWorkers, 0, 2, 0));
+  members.push_back(client(4, kWorkers, 0, 2, 1));
+  std::vector<std::vector<float>> got(3, std::vector<float>(kParams));
+  std::vector<Status> hellos(3);
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t i = 0; i < 3; ++i) {
+      threads.emplace_back([&, i] { hellos[i] = members[i]->Hello(got[i]); });
+    }
+  }
+  BOOST_TEST_REQUIRE(hellos[2].ok(), hellos[2].message());
+  BOOST_TEST_REQUIRE((hellos[0].ok() != hellos[1].ok()));
+  PsClient& first = *members[hellos[0].ok() ? 0 : 1];
+  PsClient& second = *members[2];
+  std::vector<Status> steps(2);
+  {
+    std::jthread a([&] {
+      steps[0] =
+          first.SyncStep(0, Gradient(0, 0), kLr, Rows(0), kTotalRows, kNoVote, got[0]).status();
+    });
+    std::jthread b([&] {
+      steps[1] =
+          second.SyncStep(0, Gradient(1, 0), kLr, Rows(1), kTotalRows, kNoVote, got[2]).status();
+    });
+  }
+  for (const Status& s : steps) BOOST_TEST_REQUIRE(s.ok(), s.message());
+  BOOST_TEST(first.Goodbye(1).ok());
+  BOOST_TEST(second.Goodbye(1).ok());
   server.join();
-  BOOST_TEST(!hello.ok());
-  BOOST_TEST(!served.ok());
-  BOOST_TEST(Mentions(served, "said hello at position 0 of membership 0 of 0"), served.message());
+  BOOST_TEST_REQUIRE(served.ok(), served.message());
+  std::vector<float> expected = Initial();
+  std::unique_ptr<optim::Optimizer> sgd = optim::MakeOptimizer({}, 0, kParams);
+  ReferenceStep(expected, *sgd, 2, 0);
+  BOOST_TEST((got[2] == expected));
+  BOOST_TEST(shard.Stats().steps == 1u);
+  std::lock_guard lock(mu);
+  BOOST_TEST_REQUIRE(logged.size() == 3u);
+  const auto said = [&](const std::string& what) {
+    return std::ranges::any_of(logged, [&](const std::string& l) {
+      return l.find("closed a worker link: ") != std::string::npos &&
+             l.find(what) != std::string::npos;
+    });
+  };
+  BOOST_TEST(said("said hello at position 0 of membership 0 of 0"));
+  BOOST_TEST(said("said hello with workers 7 where the shard has 3"));
+  BOOST_TEST((said("already has that position") || said("is whole already")));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

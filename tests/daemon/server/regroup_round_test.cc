@@ -55,6 +55,18 @@ BOOST_AUTO_TEST_CASE(a_loss_is_an_event_and_the_survivors_regroup_behind_the_slo
   BOOST_TEST(!round.round_open());
 }
 
+// On a parameter server the shard holds the newest step's state: the member that saw it leads
+// (one that left between steps, with backup workers, may be behind).
+BOOST_AUTO_TEST_CASE(on_a_parameter_server_the_newest_member_leads) {
+  RegroupRound round(3, 2, {}, 0, /*newest_leads=*/true);
+  round.Lost(2, 40, kReplaced);
+  BOOST_TEST(!round.Asked({0, 0, 40}).answer);
+  const RegroupStep done = round.Asked({1, 0, 41});
+  BOOST_REQUIRE(done.answer);
+  BOOST_TEST(done.answer->leader == 1);
+  BOOST_TEST(done.answer->step == 41);
+}
+
 BOOST_AUTO_TEST_CASE(a_member_that_asks_first_opens_the_round_and_the_others_are_told) {
   RegroupRound round(3, 2);
   const RegroupStep asked = round.Asked({1, 0, 40});  // its ring failed before the loss was seen
