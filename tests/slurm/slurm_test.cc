@@ -96,10 +96,27 @@ boost::test_tools::assertion_result SlurmRuns(boost::unit_test::test_unit_id id)
   return runs;
 }
 
+// SlurmRuns, on a node of at least 2 cores (an elastic job's growth needs a core to grow into).
+boost::test_tools::assertion_result SlurmRunsOnTwoCores(boost::unit_test::test_unit_id id) {
+  boost::test_tools::assertion_result runs = SlurmRuns(id);
+  if (!runs) return runs;
+  boost::test_tools::assertion_result two(net::OnlineCores() >= 2);
+  two.message() << "the one-node Slurm has " << net::OnlineCores() << " core; growth needs 2";
+  return two;
+}
+
 // A command's output, run from PATH through /usr/bin/env.
 ProcessResult Run(std::vector<std::string> argv) {
   argv.insert(argv.begin(), "/usr/bin/env");
   return RunProcess(argv, SlurmCluster::Instance()->dir().Path(""));
+}
+
+// Every core of the one-node Slurm but one held by another Slurm job, named "holder".
+void HoldAllCoresButOne() {
+  const ProcessResult holder =
+      Run({"salloc", "--no-shell", "--partition=debug",
+           "--ntasks=" + std::to_string(net::OnlineCores() - 1), "--job-name=holder"});
+  BOOST_TEST_REQUIRE(holder.exit_code == 0, holder.err);
 }
 
 // The Slurm jobs (or, with `steps`, job steps) squeue lists by name, as "ID NAME" lines.
@@ -471,16 +488,9 @@ pid_t TaskPid(const SlurmDaemon& d, std::int64_t id, int rank) {
 // ends until the joiner's task runs, so that the job cannot end before the join, however fast
 // this machine trains; its heartbeat_timeout and timeout_seconds outlast that pause.
 BOOST_AUTO_TEST_CASE(an_elastic_job_starts_with_min_workers_and_grows_as_slurm_grants_cores,
-                     *boost::unit_test::precondition(SlurmRuns)) {
-  const int cores = net::OnlineCores();
-  if (cores < 2) {
-    BOOST_TEST_MESSAGE("skipped: the one-node Slurm has " << cores << " core; growth needs 2");
-    return;
-  }
+                     *boost::unit_test::precondition(SlurmRunsOnTwoCores)) {
   SlurmDaemon d;
-  const ProcessResult holder = Run({"salloc", "--no-shell", "--partition=debug",
-                                    "--ntasks=" + std::to_string(cores - 1), "--job-name=holder"});
-  BOOST_TEST_REQUIRE(holder.exit_code == 0, holder.err);
+  HoldAllCoresButOne();
   const std::int64_t id = d.daemon.Submit(
       FashionJob("workers = 2\nmin_workers = 1\nmode = \"sync\"\nheartbeat_timeout = 120\n"
                  "timeout_seconds = 120",
@@ -542,16 +552,9 @@ BOOST_AUTO_TEST_CASE(an_elastic_job_starts_with_min_workers_and_grows_as_slurm_g
 // An elastic job whose growth Slurm never grants (another job holds the cores throughout) ends
 // with the replicas it has, and its pending request ends with it.
 BOOST_AUTO_TEST_CASE(a_growth_slurm_never_grants_blocks_nothing_and_ends_with_the_job,
-                     *boost::unit_test::precondition(SlurmRuns)) {
-  const int cores = net::OnlineCores();
-  if (cores < 2) {
-    BOOST_TEST_MESSAGE("skipped: the one-node Slurm has " << cores << " core; growth needs 2");
-    return;
-  }
+                     *boost::unit_test::precondition(SlurmRunsOnTwoCores)) {
   SlurmDaemon d;
-  const ProcessResult holder = Run({"salloc", "--no-shell", "--partition=debug",
-                                    "--ntasks=" + std::to_string(cores - 1), "--job-name=holder"});
-  BOOST_TEST_REQUIRE(holder.exit_code == 0, holder.err);
+  HoldAllCoresButOne();
   const std::int64_t id =
       d.daemon.Submit(FashionJob("workers = 2\nmin_workers = 1\nmode = \"sync\"", 1));
   std::string logs;
