@@ -1,5 +1,6 @@
-// EarlyStopping: the rule of train.early_stopping, the one judgement every trainer that evaluates
-// (dense, sparse, L-BFGS) applies to its evaluations. An evaluation improves on the best so far
+// EarlyStopping: the rule of train.early_stopping, the one judgement a trainer applies to its
+// evaluations (the dense Trainer today; sparse and L-BFGS jobs refuse the key until they call it
+// too). An evaluation improves on the best so far
 // when its metric is better by more than min_delta (eval_accuracy higher, eval_loss lower; the
 // first finite value always does); after `patience` evaluations in a row that do not, the run
 // stops early and succeeds.
