@@ -113,15 +113,13 @@ void CheckEveryRowOncePerEpoch(Seen& seen, std::size_t rows, std::uint64_t epoch
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_held_back_replica_is_left_out_and_every_row_is_still_taken_once) {
-  math::SetBlasThreads(1);
-  const data::Dataset set = Blobs(480);  // 20 steps of 24 rows an epoch
-  const model::Model model(testing::SmallSpec());
+// The one sync shard of `model` with one backup worker (`elastic`: serving memberships), loaded
+// with the parameters every replica starts from.
+std::unique_ptr<ParameterShard> SmallModelShard(const model::Model& model, bool elastic) {
   const std::size_t n = model.NumParams();
   std::vector<float> initial(n);
   model.Init(initial, kSeed);
-  std::vector<std::unique_ptr<ParameterShard>> shards;
-  shards.push_back(std::make_unique<ParameterShard>(
+  auto shard = std::make_unique<ParameterShard>(
       ShardOptions{.shard = 0,
                    .shards = 1,
                    .begin = 0,
@@ -131,8 +129,19 @@ BOOST_AUTO_TEST_CASE(a_held_back_replica_is_left_out_and_every_row_is_still_take
                    .mode = PsMode::kSync,
                    .optimizer = testing::OptimizerOfType(optim::OptimizerType::kSgd),
                    .timeout = std::chrono::seconds(20),
-                   .backup_workers = 1}));
-  BOOST_TEST_REQUIRE(shards[0]->Load(initial).ok());
+                   .backup_workers = 1,
+                   .elastic = elastic});
+  BOOST_TEST_REQUIRE(shard->Load(initial).ok());
+  return shard;
+}
+
+BOOST_AUTO_TEST_CASE(a_held_back_replica_is_left_out_and_every_row_is_still_taken_once) {
+  math::SetBlasThreads(1);
+  const data::Dataset set = Blobs(480);  // 20 steps of 24 rows an epoch
+  const model::Model model(testing::SmallSpec());
+  const std::size_t n = model.NumParams();
+  std::vector<std::unique_ptr<ParameterShard>> shards;
+  shards.push_back(SmallModelShard(model, false));
 
   Seen seen;
   std::vector<std::vector<float>> finals(kWorkers);
@@ -189,20 +198,8 @@ BOOST_AUTO_TEST_CASE(an_elastic_membership_with_a_backup_worker_loses_a_member_a
   const data::Dataset set = Blobs(480);  // 20 steps of 24 rows an epoch
   const model::Model model(testing::SmallSpec());
   const std::size_t n = model.NumParams();
-  std::vector<float> initial(n);
-  model.Init(initial, kSeed);
-  ParameterShard shard({.shard = 0,
-                        .shards = 1,
-                        .begin = 0,
-                        .end = n,
-                        .num_params = n,
-                        .workers = kWorkers,
-                        .mode = PsMode::kSync,
-                        .optimizer = testing::OptimizerOfType(optim::OptimizerType::kSgd),
-                        .timeout = std::chrono::seconds(20),
-                        .backup_workers = 1,
-                        .elastic = true});
-  BOOST_TEST_REQUIRE(shard.Load(initial).ok());
+  const std::unique_ptr<ParameterShard> shard_owner = SmallModelShard(model, true);
+  ParameterShard& shard = *shard_owner;
   Status served;
   std::jthread server([&] { served = shard.Serve({}); });
 
