@@ -101,7 +101,7 @@ void DownpourStrategy::StopThread() {
   if (comm_.joinable()) comm_.join();
 }
 
-Status DownpourStrategy::Connect(std::span<float> params) {
+Status DownpourStrategy::Connect(std::span<float> params, std::int64_t /*step*/) {
   if (connected_) return Failure();
   connected_ = true;
   const std::uint64_t seq = Post([this, params] {
@@ -123,7 +123,7 @@ Status DownpourStrategy::Apply(std::int64_t step, std::span<float> params, std::
                          std::to_string(num_params_) + " were expected");
   }
   if (!connected_) {
-    if (Status s = Connect({}); !s.ok()) return s;
+    if (Status s = Connect({}, 0); !s.ok()) return s;
   }
   if (Status s = Failure(); !s.ok()) return s;
   if (options_.clip_norm > 0.0f) optim::ClipByGlobalNorm(grad, options_.clip_norm);
@@ -235,7 +235,7 @@ Result<PsSnapshot> DownpourStrategy::Snapshot() {
   if (settled_) return *settled_;
   if (finished_) return Status::Error(Me() + ": snapshot after goodbye");
   if (!connected_) {
-    if (Status s = Connect({}); !s.ok()) return s;
+    if (Status s = Connect({}, 0); !s.ok()) return s;
   }
   std::optional<Result<PsSnapshot>> snap;
   const std::uint64_t seq = Post([this, &snap] {
@@ -250,7 +250,7 @@ Status DownpourStrategy::Finish() {
   if (finished_) return finish_status_;
   finished_ = true;
   Status s = Failure();
-  if (s.ok() && !connected_) s = Connect({});
+  if (s.ok() && !connected_) s = Connect({}, 0);
   if (s.ok()) {
     if (window_steps_ > 0) PushWindow();
     const std::uint64_t seq = Post([this, clock = pushes_] { return client_.Goodbye(clock); });

@@ -6,7 +6,7 @@
 //
 //   DownpourStrategy downpour(shard_links, n, {.rank = r, .workers = 4, .push_every = 4,
 //                                              .fetch_every = 4, .max_staleness = 2});
-//   downpour.Connect(trainer.params());  ...  trainer.Run(listener);  downpour.Finish();
+//   downpour.Connect(trainer.params(), 0);  ...  trainer.Run(listener);  downpour.Finish();
 //
 // What a push means: sum_i g_i over the window's steps, applied by the shard as ONE optimizer
 // step with lr = mean_i lr_i. With SGD that moves the parameters as the window's local steps
@@ -93,7 +93,7 @@ class DownpourStrategy final : public PsStrategy {
   DownpourStrategy& operator=(const DownpourStrategy&) = delete;
 
   // Says hello to every shard and receives their current parameters into `params`.
-  Status Connect(std::span<float> params) override;
+  Status Connect(std::span<float> params, std::int64_t step) override;
 
   Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
                const train::StepShare& share) override;

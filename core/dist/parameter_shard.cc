@@ -257,6 +257,8 @@ std::string ParameterShard::HelloMismatch(const PsHeader& hello, const PsHeader&
   differ("membership epoch", hello.membership, reply.membership);
   differ("position", hello.position, reply.position);
   differ("members", hello.members, reply.members);
+  // Elastic: a member stands at the steps the shard applied (hello: its completed steps; reply: g).
+  if (options_.elastic) differ("completed step", hello.clock, reply.clock);
   return mismatch;
 }
 

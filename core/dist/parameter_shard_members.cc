@@ -1,8 +1,9 @@
 // ParameterShard's elastic memberships (options.elastic; ps_protocol.md, "Elastic jobs"). Every
 // admitted link has a thread of its own (ServeMember): it reads the link's hello, which names a
-// membership (epoch e, n members, the link's position p), and waits until all n hellos of that
-// membership came; then it serves the link as the backups path does (ServeBackupWorker, with
-// b' = min(backup_workers, n - 1)) with the membership's state. A malformed or contradictory hello
+// membership (epoch e, n members, the link's position p) and the steps its worker completed, which
+// must be the steps the shard applied (g); it waits until all n hellos of that membership came;
+// then it serves the link as the backups path does (ServeBackupWorker, with b' =
+// min(backup_workers, n - 1)) with the membership's state. A malformed or contradictory hello
 // closes its link only (RefuseLink): that worker is no member. A newer membership's hellos replace
 // one still forming; the first whole one becomes current, and the previous one regroups. A link of
 // the current membership that breaks (or breaks the protocol) makes the membership regroup: its
@@ -172,16 +173,18 @@ Status ParameterShard::ServeMember(Link& link) {
       if (options_.log) options_.log(answered.message());
       return Status::Ok();
     }
-    // Anything else it disagrees on (the layout, the workers, the backup workers): refused
-    // before it takes a position.
+    // Anything else it disagrees on (the layout, the workers, the backup workers, the step it
+    // completed: a member behind or ahead of the last step applied, g, would redo or skip steps):
+    // refused before it takes a position.
     {
       PsHeader asked = h;
       asked.flags &= ~kPsWantParams;
-      if (const std::string differs = HelloMismatch(asked, OwnHello(asked, 0, 0, 0, &own));
+      const std::uint64_t g = current_ ? current_->backups->applied : optimizer_->steps();
+      if (const std::string differs = HelloMismatch(asked, OwnHello(asked, g, 0, 0, &own));
           !differs.empty()) {
         lock.unlock();
         PushDecoder unused;
-        (void)AnswerHello(link, rank, asked, unused, {}, 0, 0, 0, &own);
+        (void)AnswerHello(link, rank, asked, unused, {}, g, 0, 0, &own);
         RefuseLink(link, Worker(rank) + " said hello with " + differs);
         return Status::Ok();
       }

@@ -170,7 +170,8 @@ Status PsClient::ReceiveData(int k, PsMessage kind, std::span<float> out,
   return Status::Ok();
 }
 
-Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks) {
+Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks,
+                       std::uint64_t step) {
   if (Status u = Usable(); !u.ok()) return u;
   CallTimer timer([this](Clock::time_point start) { AddTime(start); });
   if (!params.empty() && params.size() != options_.num_params) {
@@ -197,6 +198,7 @@ Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks)
     h.max_staleness = static_cast<std::uint32_t>(StalenessOrBackups());
     h.flags = params.empty() ? 0 : kPsWantParams;
     if (options_.members > 0) {
+      h.clock = step;
       h.membership = options_.membership;
       h.position = static_cast<std::uint32_t>(options_.rank);
       h.members = static_cast<std::uint32_t>(options_.members);
@@ -237,6 +239,7 @@ Status PsClient::Hello(std::span<float> params, std::span<std::uint64_t> clocks)
     differ("membership epoch", elastic ? options_.membership : 0, h.membership);
     differ("position", elastic ? static_cast<std::uint64_t>(options_.rank) : 0, h.position);
     differ("members", static_cast<std::uint64_t>(options_.members), h.members);
+    if (elastic) differ("completed step", step, h.clock);
     if (!mismatch.empty()) {
       return Broken(Status::Error("worker rank " + std::to_string(options_.rank) + ": " + Shard(k) +
                                   ": hello: the two sides disagree on the " + mismatch));

@@ -82,8 +82,11 @@ class PsClient {
   // The first exchange with every shard: checks that both sides agree on the layout, the mode
   // and the workers (a mismatch names both sides' values). With a non-empty `params`
   // (num_params floats), receives the shards' current values into it. `clocks` (when not empty,
-  // one per shard) receives each shard's clock (sync: steps applied; async: g).
-  Status Hello(std::span<float> params, std::span<std::uint64_t> clocks = {});
+  // one per shard) receives each shard's clock (sync: steps applied; async: g). Elastic jobs:
+  // `step` is the steps this worker completed (its parameters are the state after them); a shard
+  // that applied another number refuses the hello, and it fails naming both.
+  Status Hello(std::span<float> params, std::span<std::uint64_t> clocks = {},
+               std::uint64_t step = 0);
   // Async, after Hello: the clock this worker continues from, the largest any shard gave it (0
   // for a fresh worker; a restarted one rejoins where its predecessor left, or at g).
   std::uint64_t own_clock() const { return own_clock_; }

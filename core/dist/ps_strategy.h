@@ -3,7 +3,7 @@
 // allreduce = "ps" (SyncPsStrategy) or async (DownpourStrategy).
 //
 //   std::unique_ptr<PsStrategy> ps = ...;   // made for the mode's exchange
-//   ps->Connect(trainer.params());          // after InitParams or a restore
+//   ps->Connect(trainer.params(), trainer.position().step);  // after InitParams or a restore
 //   ... training, checkpoints from ps->Snapshot() ...
 //   ps->Finish();
 //
@@ -22,8 +22,9 @@ namespace dtrain::dist {
 
 class PsStrategy : public train::Strategy {
  public:
-  // Says hello to every shard and receives their current parameters into `params`.
-  virtual Status Connect(std::span<float> params) = 0;
+  // Says hello to every shard and receives their current parameters into `params`. `step`: the
+  // steps the replica completed (its trainer's position), which an elastic job's shard checks.
+  virtual Status Connect(std::span<float> params, std::int64_t step) = 0;
   // Every shard's parameters and optimizer state between this replica's steps (see each
   // strategy for how consistent a cut it is).
   virtual Result<PsSnapshot> Snapshot() = 0;

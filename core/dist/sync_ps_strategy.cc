@@ -24,15 +24,15 @@ SyncPsStrategy::~SyncPsStrategy() {
   if (!failed_) (void)Finish();  // the error has nobody to go to; the shard reports it
 }
 
-Status SyncPsStrategy::Connect(std::span<float> params) {
-  Status s = client_.Hello(params);
+Status SyncPsStrategy::Connect(std::span<float> params, std::int64_t step) {
+  Status s = client_.Hello(params, {}, static_cast<std::uint64_t>(step));
   if (!s.ok()) failed_ = true;
   return s;
 }
 
-Status SyncPsStrategy::Greet() {
+Status SyncPsStrategy::Greet(std::uint64_t step) {
   if (client_.greeted()) return Status::Ok();
-  Status s = client_.Hello({});
+  Status s = client_.Hello({}, {}, step);
   if (!s.ok()) failed_ = true;
   return s;
 }
@@ -43,7 +43,7 @@ Status SyncPsStrategy::Apply(std::int64_t step, std::span<float> params, std::sp
     return Status::Error("worker rank " + std::to_string(options_.rank) + ": step " +
                          std::to_string(step) + " after goodbye");
   }
-  if (Status s = Greet(); !s.ok()) return s;
+  if (Status s = Greet(static_cast<std::uint64_t>(step)); !s.ok()) return s;
   if (options_.clip_norm > 0.0f) optim::ClipByGlobalNorm(grad, options_.clip_norm);
   Result<std::uint32_t> agreed =
       client_.SyncStep(static_cast<std::uint64_t>(step), grad, lr, share.rows, share.total_rows,
@@ -66,7 +66,7 @@ bool SyncPsStrategy::ProposeStop(train::StopReason reason) {
 }
 
 Result<PsSnapshot> SyncPsStrategy::Snapshot() {
-  if (Status s = Greet(); !s.ok()) return s;
+  if (Status s = Greet(next_step_); !s.ok()) return s;
   Result<PsSnapshot> snap = client_.Snapshot();
   if (!snap.ok()) failed_ = true;
   return snap;
@@ -74,7 +74,7 @@ Result<PsSnapshot> SyncPsStrategy::Snapshot() {
 
 Result<std::vector<std::vector<float>>> SyncPsStrategy::CheckpointState() {
   if (!Compressed()) return std::vector<std::vector<float>>{};
-  if (Status s = Greet(); !s.ok()) return s;
+  if (Status s = Greet(next_step_); !s.ok()) return s;
   Result<std::vector<std::vector<float>>> residuals = client_.ExchangeResiduals(next_step_);
   if (!residuals.ok()) failed_ = true;
   return residuals;
@@ -106,7 +106,7 @@ Status SyncPsStrategy::RestoreState(std::span<const std::span<const float>> stat
 Status SyncPsStrategy::Finish() {
   if (finished_) return Status::Ok();
   finished_ = true;
-  if (Status s = Greet(); !s.ok()) return s;
+  if (Status s = Greet(next_step_); !s.ok()) return s;
   Status s = client_.Goodbye(steps_);
   if (!s.ok()) failed_ = true;
   return s;

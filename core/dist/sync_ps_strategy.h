@@ -5,8 +5,9 @@
 // replicas x batch b train like one x batch N*b (with ShardMode::kGlobalBatches).
 //
 //   SyncPsStrategy ps(shard_links, model.NumParams(), {.rank = r, .workers = n});
-//   ps.Connect(trainer.params());   // after InitParams: start from the shards' values
-//   Trainer trainer(model, options /* sharding = kGlobalBatches */, train, &test, scaling, ps);
+//   ps.Connect(trainer.params(), trainer.position().step);   // after InitParams: start from the
+//   shards' values Trainer trainer(model, options /* sharding = kGlobalBatches */, train, &test,
+//   scaling, ps);
 //
 // The optimizer and its state live on the shards: LocalOptimizer() is null, and a checkpoint
 // takes Snapshot() (a consistent cut after the last step) instead.
@@ -85,7 +86,7 @@ class SyncPsStrategy final : public PsStrategy {
   SyncPsStrategy& operator=(const SyncPsStrategy&) = delete;
 
   // Says hello to every shard and receives their current parameters into `params`.
-  Status Connect(std::span<float> params) override;
+  Status Connect(std::span<float> params, std::int64_t step) override;
 
   // Pushes grad (clipped first when clip_norm > 0) with lr and this replica's stop vote; `params`
   // becomes the shards' parameters after step `step`.
@@ -118,8 +119,9 @@ class SyncPsStrategy final : public PsStrategy {
   Status RestoreState(std::span<const std::span<const float>> state) override;
 
  private:
-  // Says hello to the shards unless Connect or an earlier call did.
-  Status Greet();
+  // Says hello to the shards unless Connect or an earlier call did, as a replica that completed
+  // `step` steps.
+  Status Greet(std::uint64_t step);
   // Whether the pushes go compressed (bf16, topk): then each replica keeps a residual.
   bool Compressed() const { return client_.compresses(); }
 

@@ -409,7 +409,8 @@ std::string TrainingSession::DescribeLinks() const {
 }
 
 Status TrainingSession::Start() {
-  return ps_ != nullptr ? ps_->Connect(trainer_->params()) : Status::Ok();
+  return ps_ != nullptr ? ps_->Connect(trainer_->params(), trainer_->position().step)
+                        : Status::Ok();
 }
 
 std::function<Result<store::CheckpointData>(train::Trainer&)> TrainingSession::Capturer() {

@@ -68,7 +68,7 @@ std::vector<float> InProcessSyncPs(const TempDir& dir, const std::string& text) 
                                  .compression = job.cluster.compression});
         train::Trainer trainer(network, options, data.train, nullptr, data.scaling, ps);
         trainer.InitParams();
-        Status s = ps.Connect(trainer.params());
+        Status s = ps.Connect(trainer.params(), trainer.position().step);
         train::NullListener quiet;
         if (s.ok()) s = trainer.Run(quiet).status();
         if (s.ok()) s = ps.Finish();

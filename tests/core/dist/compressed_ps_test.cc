@@ -180,7 +180,7 @@ Run RunSyncPs(const compress::Settings& settings, int workers, int shards) {
                           {.rank = rank, .workers = workers, .compression = settings});
         Result<std::vector<float>> final = testing::TrainWithStrategy(
             model, set, testing::GlobalBatchOptions(16, rank, workers, 1), ps,
-            [&](std::span<float> params) { return ps.Connect(params); });
+            [&](std::span<float> params) { return ps.Connect(params, 0); });
         if (Status bye = ps.Finish(); final.ok() && !bye.ok()) final = bye;
         if (final.ok()) run.finals[rank] = final.value();
         failures[rank] = final.status();

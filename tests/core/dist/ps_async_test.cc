@@ -113,7 +113,7 @@ AsyncRun RunAsync(const model::Model& model, const data::Dataset& set, const Asy
         const std::int64_t steps = setup.steps_of.empty() ? setup.steps : setup.steps_of[rank];
         Result<std::vector<float>> trained = testing::TrainWithStrategy(
             model, set, Options(rank, setup.workers, steps), slow,
-            [&](std::span<float> params) { return downpour.Connect(params); });
+            [&](std::span<float> params) { return downpour.Connect(params, 0); });
         Status finished = downpour.Finish();
         run.workers[rank] = trained.ok() ? finished : trained.status();
         run.worker_stats[rank] = downpour.WorkerStats();

@@ -395,7 +395,7 @@ BOOST_AUTO_TEST_CASE(sync_ps_strategy_takes_all_on_request_and_exposes_the_masks
                                .optimizer_state_vectors = 0,
                                .backup_workers = backups});
             std::vector<float> params(kParams), grad = Gradient(rank, 0);
-            applied[rank] = ps.Connect(params);
+            applied[rank] = ps.Connect(params, 0);
             if (applied[rank].ok()) {
               if (rank == 2) std::this_thread::sleep_for(50ms);  // a chance to go on without it
               applied[rank] = ps.Apply(0, params, grad, kLr, {Rows(rank), kTotalRows, true});

@@ -249,7 +249,7 @@ BOOST_AUTO_TEST_CASE(an_elastic_membership_with_a_backup_worker_loses_a_member_a
           if (p != 2) return true;
           return step == 3 ? seen.rank0_steps >= 9 : step != 20 || seen.regrouping;
         });
-        if (Status s = m.ps->Connect(m.trainer->params()); !s.ok()) {
+        if (Status s = m.ps->Connect(m.trainer->params(), m.trainer->position().step); !s.ok()) {
           ran[static_cast<std::size_t>(p)] = s;
           return;
         }
@@ -289,7 +289,7 @@ BOOST_AUTO_TEST_CASE(an_elastic_membership_with_a_backup_worker_loses_a_member_a
         Member& m = second[static_cast<std::size_t>(p)];
         m.trainer->set_position(leader.position());
         m.trainer->set_owed(leader.owed());
-        if (Status s = m.ps->Connect(m.trainer->params()); !s.ok()) {
+        if (Status s = m.ps->Connect(m.trainer->params(), m.trainer->position().step); !s.ok()) {
           finished[static_cast<std::size_t>(p)] = s;
           return;
         }

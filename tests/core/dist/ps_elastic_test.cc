@@ -103,7 +103,8 @@ class Member {
         params(kParams) {
     admitted = shard.Admit(pair_.b.get());
   }
-  Status Hello() { return client_.Hello(params); }
+  // `step`: the steps this member completed.
+  Status Hello(std::uint64_t step) { return client_.Hello(params, {}, step); }
   Status Step(std::uint64_t step) {
     Result<std::uint32_t> vote = client_.SyncStep(step, Gradient(position_, step), kLr,
                                                   Rows(position_), kTotalRows, kNoVote, params);
@@ -157,7 +158,7 @@ BOOST_AUTO_TEST_CASE(a_lost_member_regroups_the_others_and_new_memberships_go_on
 
   // Membership 0, all three: steps 0 and 1.
   auto first = Membership(shard, 0, 3);
-  for (const Status& s : AllAtOnce(first, [](Member& m) { return m.Hello(); })) {
+  for (const Status& s : AllAtOnce(first, [](Member& m) { return m.Hello(0); })) {
     BOOST_TEST_REQUIRE(s.ok(), s.message());
   }
   for (std::uint64_t step = 0; step < 2; ++step) {
@@ -183,7 +184,7 @@ BOOST_AUTO_TEST_CASE(a_lost_member_regroups_the_others_and_new_memberships_go_on
   // Membership 1, the two survivors: they start from the state after step 1, and go on at step 2
   // with two members.
   auto second = Membership(shard, 1, 2);
-  for (const Status& s : AllAtOnce(second, [](Member& m) { return m.Hello(); })) {
+  for (const Status& s : AllAtOnce(second, [](Member& m) { return m.Hello(2); })) {
     BOOST_TEST_REQUIRE(s.ok(), s.message());
   }
   BOOST_TEST((second[0]->params == expected));
@@ -199,7 +200,7 @@ BOOST_AUTO_TEST_CASE(a_lost_member_regroups_the_others_and_new_memberships_go_on
   // A hello of the older membership is refused, naming both epochs.
   Member stale(shard, 0, 3, 1);
   BOOST_TEST_REQUIRE(stale.admitted.ok());
-  const Status refused = stale.Hello();
+  const Status refused = stale.Hello(4);
   BOOST_TEST(!refused.ok());
   BOOST_TEST(Mentions(refused, "membership epoch: the worker has 0, the shard 1"),
              refused.message());
@@ -207,7 +208,7 @@ BOOST_AUTO_TEST_CASE(a_lost_member_regroups_the_others_and_new_memberships_go_on
   // The members leave at a step boundary (to let a joiner in): membership 2 of three goes on.
   for (auto& m : second) m->Leave();
   auto third = Membership(shard, 2, 3);
-  for (const Status& s : AllAtOnce(third, [](Member& m) { return m.Hello(); })) {
+  for (const Status& s : AllAtOnce(third, [](Member& m) { return m.Hello(4); })) {
     BOOST_TEST_REQUIRE(s.ok(), s.message());
   }
   BOOST_TEST((third[2]->params == expected));
@@ -235,7 +236,7 @@ BOOST_AUTO_TEST_CASE(a_membership_that_never_completes_fails_the_shard_at_the_ti
   // The first membership may be smaller than the job's workers: here 2 of 3, and one never comes.
   Member alone(shard, 0, 2, 0);
   BOOST_TEST_REQUIRE(alone.admitted.ok());
-  const Status hello = alone.Hello();
+  const Status hello = alone.Hello(0);
   server.join();
   BOOST_TEST(!served.ok());
   BOOST_TEST(Mentions(served, "membership 0 of 2: 1 of its members said hello within 300 ms"),
@@ -244,28 +245,24 @@ BOOST_AUTO_TEST_CASE(a_membership_that_never_completes_fails_the_shard_at_the_ti
   BOOST_TEST(!shard.Admit(nullptr).ok());
 }
 
-// Over real sockets: a worker that says no membership, one that disagrees on the job's workers
-// and one that takes a position already taken (while its membership forms, or once it is whole)
-// each have their link closed (the shard says why); the shard keeps serving the others, whose
-// membership trains.
-BOOST_AUTO_TEST_CASE(a_bad_hello_closes_that_link_only) {
-  std::mutex mu;
-  std::vector<std::string> logged;
-  ShardOptions options = Options(20'000ms);
-  options.log = [&](const std::string& line) {
-    std::lock_guard lock(mu);
-    logged.push_back(line);
-  };
-  ParameterShard shard(options);
-  BOOST_TEST_REQUIRE(shard.Load(Initial()).ok());
-  std::string error;
-  testing::PsLinks links = testing::MakeTcpPsLinks(5, 1, &error);
-  BOOST_TEST_REQUIRE(!links.owned.empty(), error);
-  for (Link* link : links.shard[0]) BOOST_TEST_REQUIRE(shard.Admit(link).ok());
-  Status served;
-  std::jthread server([&] { served = shard.Serve({}); });
-  const auto client = [&](int link, int workers, std::uint32_t epoch, int members, int position) {
-    return std::make_unique<PsClient>(std::span<Link* const>(&links.worker[link][0], 1),
+// Over real sockets: an elastic shard serving `count` worker links, all admitted, that keeps the
+// lines it logs.
+class TcpShard {
+ public:
+  explicit TcpShard(int count) : shard_(Logging(Options(20'000ms))) {
+    BOOST_TEST_REQUIRE(shard_.Load(Initial()).ok());
+    std::string error;
+    links_ = testing::MakeTcpPsLinks(count, 1, &error);
+    BOOST_TEST_REQUIRE(!links_.owned.empty(), error);
+    for (Link* link : links_.shard[0]) BOOST_TEST_REQUIRE(shard_.Admit(link).ok());
+    server_ = std::jthread([this] { served_ = shard_.Serve({}); });
+  }
+
+  // A worker over link `link`, of a job of `workers`, at `position` of membership `epoch` of
+  // `members`.
+  std::unique_ptr<PsClient> Client(int link, int workers, std::uint32_t epoch, int members,
+                                   int position) {
+    return std::make_unique<PsClient>(std::span<Link* const>(&links_.worker[link][0], 1),
                                       PsClientOptions{.rank = position,
                                                       .workers = workers,
                                                       .num_params = kParams,
@@ -273,6 +270,53 @@ BOOST_AUTO_TEST_CASE(a_bad_hello_closes_that_link_only) {
                                                       .timeout = 20s,
                                                       .membership = epoch,
                                                       .members = members});
+  }
+  // The worker over link `link` is gone (it died, or left to regroup).
+  void Leave(int link) { links_.worker[link][0]->Close(); }
+  // Once the workers said goodbye: what Serve returned.
+  Status Served() {
+    server_.join();
+    return served_;
+  }
+  const ParameterShard& shard() const { return shard_; }
+  std::size_t Closed() {
+    std::lock_guard lock(mu_);
+    return logged_.size();
+  }
+  // Whether the shard closed a link saying `what`.
+  bool Said(const std::string& what) {
+    std::lock_guard lock(mu_);
+    return std::ranges::any_of(logged_, [&](const std::string& l) {
+      return l.find("closed a worker link: ") != std::string::npos &&
+             l.find(what) != std::string::npos;
+    });
+  }
+
+ private:
+  ShardOptions Logging(ShardOptions options) {
+    options.log = [this](const std::string& line) {
+      std::lock_guard lock(mu_);
+      logged_.push_back(line);
+    };
+    return options;
+  }
+
+  std::mutex mu_;
+  std::vector<std::string> logged_;
+  ParameterShard shard_;
+  testing::PsLinks links_;
+  Status served_;
+  std::jthread server_;
+};
+
+// Over real sockets: a worker that says no membership, one that disagrees on the job's workers
+// and one that takes a position already taken (while its membership forms, or once it is whole)
+// each have their link closed (the shard says why); the shard keeps serving the others, whose
+// membership trains.
+BOOST_AUTO_TEST_CASE(a_bad_hello_closes_that_link_only) {
+  TcpShard tcp(5);
+  const auto client = [&](int link, int workers, std::uint32_t epoch, int members, int position) {
+    return tcp.Client(link, workers, epoch, members, position);
   };
   std::vector<float> params(kParams);
   const Status no_membership = client(0, kWorkers, 0, 0, 0)->Hello(params);
@@ -312,24 +356,84 @@ BOOST_AUTO_TEST_CASE(a_bad_hello_closes_that_link_only) {
   for (const Status& s : steps) BOOST_TEST_REQUIRE(s.ok(), s.message());
   BOOST_TEST(first.Goodbye(1).ok());
   BOOST_TEST(second.Goodbye(1).ok());
-  server.join();
+  const Status served = tcp.Served();
   BOOST_TEST_REQUIRE(served.ok(), served.message());
   std::vector<float> expected = Initial();
   std::unique_ptr<optim::Optimizer> sgd = optim::MakeOptimizer({}, 0, kParams);
   ReferenceStep(expected, *sgd, 2, 0);
   BOOST_TEST((got[2] == expected));
-  BOOST_TEST(shard.Stats().steps == 1u);
-  std::lock_guard lock(mu);
-  BOOST_TEST_REQUIRE(logged.size() == 3u);
-  const auto said = [&](const std::string& what) {
-    return std::ranges::any_of(logged, [&](const std::string& l) {
-      return l.find("closed a worker link: ") != std::string::npos &&
-             l.find(what) != std::string::npos;
-    });
+  BOOST_TEST(tcp.shard().Stats().steps == 1u);
+  BOOST_TEST_REQUIRE(tcp.Closed() == 3u);
+  BOOST_TEST(tcp.Said("said hello at position 0 of membership 0 of 0"));
+  BOOST_TEST(tcp.Said("said hello with workers 7 where the shard has 3"));
+  BOOST_TEST((tcp.Said("already has that position") || tcp.Said("is whole already")));
+}
+
+// Over real sockets: after membership 0 applied two steps and left, a member of membership 1 that
+// says hello behind the shard (it completed 1 step) or ahead of it (3) is refused, naming both
+// steps, and its link closed: its position stays free. The members at step 2 are served, from the
+// state after step 1, and go on at step 2.
+BOOST_AUTO_TEST_CASE(a_hello_at_another_step_is_refused_naming_both_steps) {
+  TcpShard tcp(6);
+  std::unique_ptr<optim::Optimizer> sgd = optim::MakeOptimizer({}, 0, kParams);
+  std::vector<float> expected = Initial();
+  // Membership 0 of 2 (links 0 and 1): steps 0 and 1, then both leave to regroup.
+  std::vector<std::unique_ptr<PsClient>> first;
+  for (int p = 0; p < 2; ++p) first.push_back(tcp.Client(p, kWorkers, 0, 2, p));
+  std::vector<std::vector<float>> params(2, std::vector<float>(kParams));
+  const auto all = [&](std::vector<std::unique_ptr<PsClient>>& members, const auto& each) {
+    std::vector<Status> out(members.size());
+    {
+      std::vector<std::jthread> threads;
+      for (std::size_t p = 0; p < members.size(); ++p) {
+        threads.emplace_back([&, p] { out[p] = each(*members[p], static_cast<int>(p)); });
+      }
+    }
+    for (const Status& s : out) BOOST_TEST_REQUIRE(s.ok(), s.message());
   };
-  BOOST_TEST(said("said hello at position 0 of membership 0 of 0"));
-  BOOST_TEST(said("said hello with workers 7 where the shard has 3"));
-  BOOST_TEST((said("already has that position") || said("is whole already")));
+  const auto hello = [&](std::uint64_t step) {
+    return [&params, step](PsClient& c, int p) {
+      return c.Hello(params[static_cast<std::size_t>(p)], {}, step);
+    };
+  };
+  const auto push = [&](std::uint64_t step) {
+    return [&params, step](PsClient& c, int p) {
+      return c
+          .SyncStep(step, Gradient(p, step), kLr, Rows(p), kTotalRows, kNoVote,
+                    params[static_cast<std::size_t>(p)])
+          .status();
+    };
+  };
+  all(first, hello(0));
+  for (std::uint64_t step = 0; step < 2; ++step) {
+    all(first, push(step));
+    ReferenceStep(expected, *sgd, 2, step);
+  }
+  for (int p = 0; p < 2; ++p) tcp.Leave(p);
+
+  // Membership 1 of 2: a member behind (link 2) and one ahead (link 3) are refused.
+  std::vector<float> unused(kParams);
+  const Status behind = tcp.Client(2, kWorkers, 1, 2, 0)->Hello(unused, {}, 1);
+  BOOST_TEST(Mentions(behind, "disagree on the completed step: the worker has 1, the shard 2"),
+             behind.message());
+  const Status ahead = tcp.Client(3, kWorkers, 1, 2, 1)->Hello(unused, {}, 3);
+  BOOST_TEST(Mentions(ahead, "disagree on the completed step: the worker has 3, the shard 2"),
+             ahead.message());
+  // The members at step 2 (links 4 and 5) take both positions and go on.
+  std::vector<std::unique_ptr<PsClient>> second;
+  for (int p = 0; p < 2; ++p) second.push_back(tcp.Client(4 + p, kWorkers, 1, 2, p));
+  all(second, hello(2));
+  for (const auto& p : params) BOOST_TEST((p == expected));
+  all(second, push(2));
+  ReferenceStep(expected, *sgd, 2, 2);
+  all(second, [](PsClient& c, int) { return c.Goodbye(3); });
+  const Status served = tcp.Served();
+  BOOST_TEST_REQUIRE(served.ok(), served.message());
+  for (const auto& p : params) BOOST_TEST((p == expected));
+  BOOST_TEST(tcp.shard().Stats().steps == 3u);
+  BOOST_TEST(tcp.Closed() == 2u);
+  BOOST_TEST(tcp.Said("worker rank 0 said hello with completed step 1 where the shard has 2"));
+  BOOST_TEST(tcp.Said("worker rank 1 said hello with completed step 3 where the shard has 2"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

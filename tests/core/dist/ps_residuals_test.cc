@@ -83,7 +83,7 @@ std::vector<ReplicaRun> Run(const compress::Settings& settings,
                           {.rank = rank, .workers = kWorkers, .compression = settings});
         std::vector<float> params(kParams);
         Status s = ps.RestoreState(restored);
-        if (s.ok()) s = ps.Connect(params);
+        if (s.ok()) s = ps.Connect(params, 0);
         for (std::int64_t step = 0; s.ok() && step < steps; ++step) {
           if (rank == 1 && step == 1) ps.ProposeCheckpoint();
           std::vector<float> grad = Gradient(rank, step);
@@ -145,7 +145,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_without_residuals_restores_them_as_zero) {
         const std::span<const float> state[] = {optimizer_state};
         Status s = ps.RestoreState(state);
         std::vector<float> params(kParams);
-        if (s.ok()) s = ps.Connect(params);
+        if (s.ok()) s = ps.Connect(params, 0);
         states[static_cast<std::size_t>(rank)] =
             s.ok() ? ps.CheckpointState() : Result<std::vector<std::vector<float>>>(s);
       });
@@ -184,7 +184,7 @@ BOOST_AUTO_TEST_CASE(a_replica_that_sends_no_residual_fails_the_checkpoint_namin
       testing::ServePs(links, shards, [&](int rank, std::span<Link* const> mine) {
         SyncPsStrategy ps(mine, kParams, {.rank = rank, .workers = kWorkers, .compression = kBf16});
         std::vector<float> params(kParams);
-        Status s = ps.Connect(params);
+        Status s = ps.Connect(params, 0);
         std::vector<float> grad = Gradient(rank, 0);
         if (s.ok()) s = ps.Apply(0, params, grad, 0.1f, {.rows = 1, .total_rows = kWorkers});
         // Rank 1 says goodbye where it should hand over its residual.

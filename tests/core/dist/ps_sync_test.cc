@@ -80,7 +80,7 @@ SyncRun RunSync(const model::Model& model, const data::Dataset& set, PsLinks lin
                       {.rank = rank, .workers = workers, .clip_norm = clip_norm});
     run.finals[rank] =
         testing::TrainWithStrategy(model, set, GlobalBatchOptions(kBatch, rank, workers), ps,
-                                   [&](std::span<float> params) { return ps.Connect(params); });
+                                   [&](std::span<float> params) { return ps.Connect(params, 0); });
     if (Status bye = ps.Finish(); !bye.ok() && run.finals[rank].ok()) run.finals[rank] = bye;
     run.comm[rank] = ps.Stats();
   });
@@ -419,7 +419,7 @@ BOOST_AUTO_TEST_CASE(shards_loaded_from_a_snapshot_continue_bit_for_bit) {
                                ps);
         trainer.InitParams();  // other values than the checkpoint's: Connect must replace them
         trainer.set_position({.step = half, .epoch = 0, .batch = static_cast<std::size_t>(half)});
-        if (!ps.Connect(trainer.params()).ok()) return;
+        if (!ps.Connect(trainer.params(), trainer.position().step).ok()) return;
         train::NullListener quiet;
         if (trainer.Run(quiet).ok()) {
           resumed[rank].assign(trainer.params().begin(), trainer.params().end());
