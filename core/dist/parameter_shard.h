@@ -63,6 +63,9 @@
 // link at its member's position). Links come through Admit (and Serve's); each link's hello says
 // its membership; once all n hellos of the newest epoch came, the shard serves them as the backups
 // path does with b' = min(backup_workers, n - 1), from its state (clock g, the steps applied).
+// A membership's step is g when its first hello was accepted (the current membership applies no
+// step from then on): each of its hellos must name it and is answered with it, even one answered
+// after the others took steps without it.
 // When a link of the current membership breaks, the shard keeps that state (a partly collected
 // step is dropped) and answers every other request of the membership with a regroup reply — but a
 // late push, which it still answers as late, so that every survivor stands at g — until a newer

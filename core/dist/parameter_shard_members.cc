@@ -1,11 +1,14 @@
 // ParameterShard's elastic memberships (options.elastic; ps_protocol.md, "Elastic jobs"). Every
 // admitted link has a thread of its own (ServeMember): it reads the link's hello, which names a
-// membership (epoch e, n members, the link's position p) and the steps its worker completed, which
-// must be the steps the shard applied (g); it waits until all n hellos of that membership came;
-// then it serves the link as the backups path does (ServeBackupWorker, with b' =
-// min(backup_workers, n - 1)) with the membership's state. A malformed or contradictory hello
+// membership (epoch e, n members, the link's position p) and the steps its worker completed; it
+// waits until all n hellos of that membership came; then it serves the link as the backups path
+// does (ServeBackupWorker, with b' = min(backup_workers, n - 1)) with the membership's state. A
+// membership's step is the steps the shard had applied when its first hello was accepted: from
+// then on the current membership regroups (it applies no step), the new one starts from the state
+// after that step, and every one of its hellos must name it and is answered with it, however far
+// its members have stepped by the time that hello's answer goes. A malformed or contradictory hello
 // closes its link only (RefuseLink): that worker is no member. A newer membership's hellos replace
-// one still forming; the first whole one becomes current, and the previous one regroups. A link of
+// one still forming; the first whole one becomes current. A link of
 // the current membership that breaks (or breaks the protocol) makes the membership regroup: its
 // other members get a regroup reply to every request, the shard keeps the state after the last step
 // it applied (g), and a partly collected step is dropped (no member has its reply). With backup
@@ -21,15 +24,22 @@
 namespace dtrain::dist {
 
 struct ParameterShard::Membership {
-  Membership(std::uint32_t e, std::size_t n) : epoch(e), members(n), came(n, false) {}
+  Membership(std::uint32_t e, std::size_t n, std::uint64_t g)
+      : epoch(e), members(n), step(g), came(n, false) {}
 
   const std::uint32_t epoch;
   const std::size_t members;
+  // The steps the shard had applied when its first hello was accepted (none applied since): what
+  // each of its hellos must name and is answered with, and the state it starts from.
+  const std::uint64_t step;
   std::vector<bool> came;  // per position: its hello came
   std::size_t count = 0;
   Clock::time_point since = Clock::now();  // its first hello
   bool superseded = false;                 // a newer epoch's hello came before it was whole
   std::unique_ptr<Backups> backups;        // once whole: its state
+  // Once whole, until every member's hello took it: the state after `step`.
+  std::shared_ptr<const std::vector<float>> start;
+  std::size_t answered = 0;  // members whose hello took `start`
 };
 
 namespace {
@@ -140,7 +150,6 @@ Status ParameterShard::ServeMember(Link& link) {
   const auto p = static_cast<std::size_t>(h.position);
   std::shared_ptr<Membership> m;
   std::shared_ptr<const std::vector<float>> state;
-  std::uint64_t applied = 0, steps = 0;
   {
     std::unique_lock lock(mu_);
     if (failed_) return Status::Ok();
@@ -174,12 +183,13 @@ Status ParameterShard::ServeMember(Link& link) {
       return Status::Ok();
     }
     // Anything else it disagrees on (the layout, the workers, the backup workers, the step it
-    // completed: a member behind or ahead of the last step applied, g, would redo or skip steps):
-    // refused before it takes a position.
+    // completed: a member behind or ahead of its membership's step would redo or skip steps):
+    // refused before it takes a position. A newer membership's step is the steps applied now.
+    const bool joins = forming_ && h.membership == forming_->epoch;
+    const std::uint64_t g = joins ? forming_->step : optimizer_->steps();
     {
       PsHeader asked = h;
       asked.flags &= ~kPsWantParams;
-      const std::uint64_t g = current_ ? current_->backups->applied : optimizer_->steps();
       if (const std::string differs = HelloMismatch(asked, OwnHello(asked, g, 0, 0, &own));
           !differs.empty()) {
         lock.unlock();
@@ -189,23 +199,25 @@ Status ParameterShard::ServeMember(Link& link) {
         return Status::Ok();
       }
     }
-    if (!forming_ || h.membership != forming_->epoch) {
+    if (!joins) {
       if (forming_) forming_->superseded = true;
-      forming_ = std::make_shared<Membership>(h.membership, h.members);
+      // The current membership applies no step from now on: the new one starts at g.
+      if (current_ && !current_->backups->regroup) {
+        current_->backups->regroup = true;
+        current_->backups->lost_at = Clock::now();
+      }
+      forming_ = std::make_shared<Membership>(h.membership, h.members, g);
     }
     m = forming_;
     m->came[p] = true;
     if (++m->count == m->members) {
-      // Whole: it goes on from the state after the last step applied (g), with n members.
+      // Whole: it goes on from the state after its step, with n members.
       m->backups = std::make_unique<Backups>(m->members, static_cast<int>(own.max_staleness),
-                                             params_.size(), optimizer_->steps(), params_);
-      if (current_) {
-        current_->backups->regroup = true;
-        current_->backups->lost_at = Clock::now();
-      }
+                                             params_.size(), m->step, params_);
+      m->start = m->backups->state;
       current_ = m;
       forming_.reset();
-      clocks_.SetGlobal(m->backups->applied);
+      clocks_.SetGlobal(m->step);
     }
     changed_.notify_all();
     changed_.wait(lock, [&] { return failed_ || m->backups || m->superseded; });
@@ -215,13 +227,14 @@ Status ParameterShard::ServeMember(Link& link) {
       (void)AnswerRegroup(link, rank, PsMessage::kHello, 0);
       return Status::Ok();
     }
-    state = m->backups->state;
-    applied = m->backups->applied;
-    steps = optimizer_->steps();
+    // The others may have stepped already (with backup workers, without this member): it is
+    // answered at the membership's step all the same, and its first push is answered as late.
+    state = m->start;
+    if (++m->answered == m->members) m->start.reset();
   }
   Backups& b = *m->backups;
   PushDecoder decoder;
-  if (AnswerHello(link, rank, h, decoder, *state, applied, steps, 0, &own).ok() &&
+  if (AnswerHello(link, rank, h, decoder, *state, m->step, m->step, 0, &own).ok() &&
       ServeBackupWorker(b, link, rank, /*greeted=*/true).ok()) {
     return Status::Ok();
   }

@@ -5,9 +5,9 @@
 // replicas x batch b train like one x batch N*b (with ShardMode::kGlobalBatches).
 //
 //   SyncPsStrategy ps(shard_links, model.NumParams(), {.rank = r, .workers = n});
-//   ps.Connect(trainer.params(), trainer.position().step);   // after InitParams: start from the
-//   shards' values Trainer trainer(model, options /* sharding = kGlobalBatches */, train, &test,
-//   scaling, ps);
+//   // after InitParams: start from the shards' values
+//   ps.Connect(trainer.params(), trainer.position().step);
+//   Trainer trainer(model, options /* sharding = kGlobalBatches */, train, &test, scaling, ps);
 //
 // The optimizer and its state live on the shards: LocalOptimizer() is null, and a checkpoint
 // takes Snapshot() (a consistent cut after the last step) instead.
