@@ -112,6 +112,9 @@ JobInfo ParseJob(const nlohmann::json& job) {
   info.reason = Printable(JsonString(job, "reason"));
   info.owner = Printable(OwnerName(job));
   info.priority = JsonInt(job, "priority");
+  for (const nlohmann::json& tag : JsonArray(job, "tags")) {
+    if (tag.is_string()) info.tags.push_back(Printable(tag.get<std::string>()));
+  }
   info.created = JsonNumber(job, "created");
   info.updated = JsonNumber(job, "updated");
   info.step = JsonInt(job, "step");
@@ -147,6 +150,12 @@ JobInfo ParseJob(const nlohmann::json& job) {
                            Printable(JsonString(e, "to")), Printable(JsonString(e, "reason"))});
   }
   return info;
+}
+
+std::string JoinTags(const std::vector<std::string>& tags) {
+  std::string text;
+  for (const std::string& tag : tags) text += (text.empty() ? "" : ", ") + tag;
+  return text;
 }
 
 std::vector<std::string> JobStateNames() {
@@ -190,6 +199,7 @@ void PrintJobDetail(const JobInfo& job, std::ostream& out, bool color, int max_e
       << (job.reason.empty() ? "" : ": " + job.reason) << '\n';
   out << "  owner     " << (job.owner.empty() ? "-" : job.owner) << '\n';
   out << "  priority  " << job.priority << '\n';
+  out << "  tags      " << (job.tags.empty() ? "-" : JoinTags(job.tags)) << '\n';
   out << "  created   " << TimeWithAge(job.created, now) << '\n';
   out << "  updated   " << TimeWithAge(job.updated, now) << '\n';
   out << "  step      " << StepLine(job) << '\n';

@@ -46,6 +46,7 @@ struct JobInfo {
   std::string reason;
   std::string owner;  // a user name where the daemon sent a uid that this host knows
   std::int64_t priority = 0;
+  std::vector<std::string> tags;
   double created = 0;
   double updated = 0;
   std::int64_t step = 0;
@@ -63,6 +64,9 @@ struct JobInfo {
 };
 
 JobInfo ParseJob(const nlohmann::json& job);
+
+// "baseline, lr-sweep": tags as `status` and `list` write them.
+std::string JoinTags(const std::vector<std::string>& tags);
 
 // The job states, in lifecycle order, as the daemon names them.
 std::vector<std::string> JobStateNames();

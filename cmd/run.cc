@@ -21,10 +21,11 @@
 #include "config/job_file.h"
 #include "config/job_layout.h"
 #include "config/resume_settings.h"
+#include "config/tags_key.h"
 #include "core/net/host_info.h"
 #include "daemon/runner/local_run.h"
-#include "daemon/store/metric_value.h"
 #include "daemon/server/embedded_coordinator.h"
+#include "daemon/store/metric_value.h"
 
 namespace dtrain::cli {
 namespace {
@@ -32,6 +33,7 @@ namespace {
 struct RunArgs {
   std::string job_file;
   std::vector<std::string> overrides;
+  std::vector<std::string> tags;  // --tag, added to the job file's
   std::string db = kDefaultDb;
   bool json = false;
   std::string resume;  // job id, or "" with resume_flag: the newest matching job
@@ -210,6 +212,10 @@ int Run(const RunArgs& args) {
     PrintError("run needs a job file, or --resume JOB");
     return kExitUsage;
   }
+  if (!args.resume.empty() && !args.tags.empty()) {
+    PrintError("--tag tags a new job: job " + args.resume + " keeps the tags it was started with");
+    return kExitUsage;
+  }
   // Resuming needs the store that holds the job: a mistyped --db must not create an empty one.
   CliResult<std::unique_ptr<store::Store>> opened =
       resume ? OpenExistingStore(args.db) : OpenStore(args.db);
@@ -243,6 +249,11 @@ int Run(const RunArgs& args) {
       return kExitUsage;
     }
     job = *loaded.job;
+    if (std::vector<config::Diagnostic> tags = config::AddTags(args.tags, &job.tags);
+        !tags.empty()) {
+      PrintDiagnostics(tags, args.job_file);
+      return kExitUsage;
+    }
     if (job.cluster.scheduler == config::Scheduler::kSlurm) {
       PrintError(args.job_file + ": cluster.scheduler = \"slurm\": Slurm places the processes of a "
                  "job that dtraind coordinates; submit it with `dtrain submit " + args.job_file +
@@ -263,6 +274,7 @@ int Run(const RunArgs& args) {
       record.name = job.name;
       record.owner_uid = static_cast<std::int64_t>(::getuid());
       record.spec_toml = resolved;
+      record.tags = job.tags;
       auto created = store->CreateJob(record);
       if (!created.ok()) {
         PrintError(created.status().message());
@@ -324,6 +336,8 @@ void AddRunCommand(CLI::App& app, int& exit_code) {
                   "Override a job-file key: --set train.epochs=1 (with --resume JOB: only what "
                   "may change on resume)")
       ->type_name("KEY=VALUE");
+  run->add_option("--tag", args->tags, "Tag the job (besides the job file's tags; repeatable)")
+      ->type_name("TAG");
   run->add_option("--db", args->db, "The store file")->type_name("PATH")->capture_default_str();
   run->add_flag("--json", args->json, "Print one JSON object as the summary");
   CLI::Option* resume =

@@ -18,7 +18,8 @@ namespace dtrain::cli {
 namespace {
 
 struct ListArgs {
-  std::string state;  // empty: every state
+  std::string state;              // empty: every state
+  std::vector<std::string> tags;  // only jobs carrying every one
   int limit = 20;
   bool json = false;
   std::string db;  // empty: ask the daemon
@@ -36,6 +37,7 @@ CliResult<nlohmann::json> ListFromDaemon(const ListArgs& args, const GlobalOptio
   if (!client.ok()) return client.error();
   nlohmann::json request = {{"type", "list"}, {"limit", args.limit}};
   if (!args.state.empty()) request["state"] = args.state;
+  if (!args.tags.empty()) request["tags"] = args.tags;
   CliResult<nlohmann::json> reply = client.value().Request(std::move(request));
   if (!reply.ok()) return reply.error();
   return JsonArray(reply.value(), "jobs");
@@ -46,7 +48,8 @@ CliResult<nlohmann::json> ListFromStore(const ListArgs& args) {
   if (!store.ok()) return store.error();
   std::optional<store::JobState> state;
   if (!args.state.empty()) state = store::ParseJobState(args.state).value();  // checked by CLI11
-  auto ids = store::NewestJobIds(*store.value(), state, static_cast<std::size_t>(args.limit));
+  auto ids =
+      store::NewestJobIds(*store.value(), state, static_cast<std::size_t>(args.limit), args.tags);
   if (!ids.ok()) return ErrorFrom(ids.status());
   nlohmann::json jobs = nlohmann::json::array();
   for (const std::int64_t id : ids.value()) {
@@ -84,7 +87,8 @@ int List(const ListArgs& args, const GlobalOptions& globals) {
     return kExitOk;
   }
   if (jobs.empty()) {
-    std::cerr << "no jobs" << (args.state.empty() ? "" : " in state " + args.state) << '\n';
+    std::cerr << "no jobs" << (args.state.empty() ? "" : " in state " + args.state)
+              << (args.tags.empty() ? "" : " tagged " + JoinTags(args.tags)) << '\n';
     return kExitOk;
   }
   std::vector<JobInfo> infos;
@@ -133,6 +137,8 @@ void AddStatusAndListCommands(CLI::App& app, Globals globals, int& exit_code) {
   Choices(list_cmd->add_option("--state", list->state, "Only jobs in this state"),
           JobStateNames())
       ->type_name("STATE");
+  list_cmd->add_option("--tag", list->tags, "Only jobs carrying this tag (repeatable: all of them)")
+      ->type_name("TAG");
   list_cmd->add_option("--limit", list->limit, "At most this many jobs")
       ->type_name("N")
       ->check(CLI::Range(1, 100000))

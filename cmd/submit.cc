@@ -7,12 +7,13 @@
 
 #include "cmd/cli_error.h"
 #include "cmd/commands.h"
-#include "cmd/data_checks.h"
 #include "cmd/daemon_client.h"
+#include "cmd/data_checks.h"
 #include "cmd/exit_codes.h"
 #include "cmd/follow.h"
 #include "cmd/json_fields.h"
 #include "config/job_file.h"
+#include "config/tags_key.h"
 #include "config/toml_text.h"
 
 namespace dtrain::cli {
@@ -21,6 +22,7 @@ namespace {
 struct SubmitArgs {
   std::string job_file;
   std::vector<std::string> overrides;
+  std::vector<std::string> tags;  // --tag, added to the job file's
   std::string name;
   int priority = 0;
   bool priority_given = false;
@@ -58,7 +60,11 @@ int Submit(const SubmitArgs& args, const GlobalOptions& globals) {
     PrintDiagnostics(loaded.diagnostics, args.job_file);
     return kExitUsage;
   }
-  const config::JobConfig& job = *loaded.job;
+  config::JobConfig& job = *loaded.job;
+  if (std::vector<config::Diagnostic> tags = config::AddTags(args.tags, &job.tags); !tags.empty()) {
+    PrintDiagnostics(tags, args.job_file);
+    return kExitUsage;
+  }
   // The data checks of dtrain validate, here where the submitter's rights are.
   if (CliResult<CheckedData> data = CheckJobData(job); !data.ok()) return Report(data.error());
 
@@ -87,6 +93,8 @@ void AddSubmitCommand(CLI::App& app, Globals globals, int& exit_code) {
   cmd->add_option("job_file", args->job_file, "The job file (job.toml)")->required();
   cmd->add_option("--set", args->overrides, "Override a job-file key: --set train.epochs=1")
       ->type_name("KEY=VALUE");
+  cmd->add_option("--tag", args->tags, "Tag the job (besides the job file's tags; repeatable)")
+      ->type_name("TAG");
   cmd->add_option("--name", args->name, "The job's name (instead of the job file's)")
       ->type_name("NAME");
   CLI::Option* priority =

@@ -15,10 +15,10 @@ _dtrain() {
   done
   case "$sub" in
     "") opts="run submit status list cancel resume rm prune wait logs why metrics checkpoints export validate predict eval version nodes keygen completion --help -h --version --socket --host --key-file" ;;
-    run) opts="--help -h --set --db --json --resume --socket --host --key-file"; valued="$valued --set --db --resume"; first=toml ;;
-    submit) opts="--help -h --set --name --priority --no-wait --json --socket --host --key-file"; valued="$valued --set --name --priority"; first=toml ;;
+    run) opts="--help -h --set --tag --db --json --resume --socket --host --key-file"; valued="$valued --set --tag --db --resume"; first=toml ;;
+    submit) opts="--help -h --set --tag --name --priority --no-wait --json --socket --host --key-file"; valued="$valued --set --tag --name --priority"; first=toml ;;
     status) opts="--help -h --json --db --socket --host --key-file"; valued="$valued --db"; first=job ;;
-    list) opts="--help -h --state --limit --json --db --socket --host --key-file"; valued="$valued --state --limit --db" ;;
+    list) opts="--help -h --state --tag --limit --json --db --socket --host --key-file"; valued="$valued --state --tag --limit --db" ;;
     cancel) opts="--help -h --json --socket --host --key-file"; first=job ;;
     resume) opts="--help -h --set --no-wait --json --socket --host --key-file"; valued="$valued --set"; first=job ;;
     rm) opts="--help -h --db --json --socket --host --key-file"; valued="$valued --db"; first=job ;;

@@ -49,6 +49,7 @@ _dtrain() {
             '--help[Print this help message and exit]' \
             '-h[Print this help message and exit]' \
             '--set[Override a job-file key\: --set train.epochs=1 (with --resume JOB\: only what may change on resume)]:set:_files' \
+            '--tag[Tag the job (besides the job file'\''s tags; repeatable)]:tag:_files' \
             '--db[The store file]:db:_files' \
             '--json[Print one JSON object as the summary]' \
             '--resume[Continue a job from its newest checkpoint\: by id, or (no value) the newest unfinished job of this job file]:resume:_files' \
@@ -61,6 +62,7 @@ _dtrain() {
             '--help[Print this help message and exit]' \
             '-h[Print this help message and exit]' \
             '--set[Override a job-file key\: --set train.epochs=1]:set:_files' \
+            '--tag[Tag the job (besides the job file'\''s tags; repeatable)]:tag:_files' \
             '--name[The job'\''s name (instead of the job file'\''s)]:name:_files' \
             '--priority[Among queued jobs, higher runs first (-100..100; instead of the job file'\''s)]:priority:_files' \
             '--no-wait[Print the job id and return at once]' \
@@ -84,6 +86,7 @@ _dtrain() {
             '--help[Print this help message and exit]' \
             '-h[Print this help message and exit]' \
             '--state[Only jobs in this state]:state:(queued starting running recovering succeeded failed cancelled)' \
+            '--tag[Only jobs carrying this tag (repeatable\: all of them)]:tag:_files' \
             '--limit[At most this many jobs]:limit:_files' \
             '--json[Print an array of the daemon'\''s job objects]' \
             '--db[Read this store file instead of asking the daemon]:db:_files' \

@@ -27,6 +27,7 @@ using internal::Describe;
 using internal::Guarded;
 using internal::ParseDocument;
 using internal::ReadMemorySize;
+using internal::ReadStrings;
 using internal::ReadWholeFile;
 using internal::RejectUnknown;
 using internal::SectionTable;
@@ -264,36 +265,6 @@ void ReadDaemon(TableReader& r, DaemonConfig* c) {
                               TomlString(c->socket) + ", cannot be used: " + why);
     }
   }
-}
-
-// An array of strings at `key`, each called "<item> N" in messages, shaped as `shape` says and
-// checked by `problem` (empty: fine).
-void ReadStrings(TableReader& r, std::string_view key, std::string_view item,
-                 std::string_view shape, std::string (*problem)(const std::string&),
-                 std::vector<std::string>* out) {
-  const toml::node* node = r.Find(key);
-  if (node == nullptr) return;
-  const toml::array* list = node->as_array();
-  if (list == nullptr) {
-    r.Report(*node, key, "must be an array of " + std::string(shape) + " strings");
-    return;
-  }
-  std::vector<std::string> found;
-  for (std::size_t i = 0; i < list->size(); ++i) {
-    const toml::node& entry = (*list)[i];
-    const std::string number = std::string(item) + " " + std::to_string(i + 1) + " ";
-    if (!entry.is_string()) {
-      r.Report(entry, key, number + "must be a " + std::string(shape) + " string");
-      continue;
-    }
-    std::string text(entry.as_string()->get());
-    if (std::string why = problem(text); !why.empty()) {
-      r.Report(entry, key, number + why);
-    } else {
-      found.push_back(std::move(text));
-    }
-  }
-  if (!r.Failed(key)) *out = std::move(found);
 }
 
 std::string UserNameProblem(const std::string& name) {

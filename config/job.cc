@@ -55,8 +55,8 @@ bool SameOptimizer(const optim::OptimizerOptions& a, const optim::OptimizerOptio
 }  // namespace
 
 bool JobConfig::operator==(const JobConfig& other) const {
-  return name == other.name && source_path == other.source_path && data == other.data &&
-         model == other.model && sparse_model == other.sparse_model &&
+  return name == other.name && source_path == other.source_path && tags == other.tags &&
+         data == other.data && model == other.model && sparse_model == other.sparse_model &&
          SameTrain(train, other.train) && threads == other.threads &&
          precision == other.precision && memory_limit == other.memory_limit &&
          clip_norm == other.clip_norm && SameOptimizer(optimizer, other.optimizer) &&

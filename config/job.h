@@ -219,6 +219,8 @@ struct SourcePlace {
 struct JobConfig {
   std::string name;
   std::string source_path;  // the job file, as given
+  // Labels to find the job by (`dtrain list --tag`), in the order given (config/tags_key.h).
+  std::vector<std::string> tags;
   DataConfig data;
   model::ModelSpec model;  // inputs/outputs 0 until the data is known (see ResolveModelShape)
   // data.sparse: the model instead of `model` (which then stays at its defaults). Softmax's

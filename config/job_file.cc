@@ -21,6 +21,7 @@
 #include "config/mode_traits.h"
 #include "config/slurm_job.h"
 #include "config/sparse_job.h"
+#include "config/tags_key.h"
 #include "config/toml_reader.h"
 #include "config/toml_text.h"
 #include "core/codec/regular_file.h"
@@ -66,27 +67,16 @@ constexpr std::int64_t kMaxClasses = 1 << 16;
 constexpr std::int64_t kMaxThreads = 1024;
 constexpr std::int64_t kMaxKeep = 10'000;
 constexpr std::int64_t kMaxSeed = std::numeric_limits<std::int64_t>::max();
-constexpr std::size_t kMaxNameLength = 64;
 
 // ---------------------------------------------------------------------------------------------
 // Names and files.
-
-bool NameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-         c == '_' || c == '-';
-}
-
-bool ValidName(std::string_view name) {
-  return !name.empty() && name.size() <= kMaxNameLength &&
-         std::all_of(name.begin(), name.end(), NameChar);
-}
 
 // The job file's stem with every character a name may not hold replaced by '-'.
 std::string DefaultName(const std::string& display_path) {
   std::string name = fs::path(display_path).stem().string();
   std::replace_if(
-      name.begin(), name.end(), [](char c) { return !NameChar(c); }, '-');
-  if (name.size() > kMaxNameLength) name.resize(kMaxNameLength);
+      name.begin(), name.end(), [](char c) { return !LabelChar(c); }, '-');
+  if (name.size() > kMaxLabelLength) name.resize(kMaxLabelLength);
   return name.empty() ? "job" : name;
 }
 
@@ -511,12 +501,10 @@ void ReadName(TableReader& top, std::string* name) {
   std::string given;
   const toml::node* node = top.String("name", &given);
   if (node == nullptr) return;
-  if (ValidName(given)) {
-    *name = given;
+  if (std::string why = LabelProblem(given); !why.empty()) {
+    top.Report(*node, "name", std::move(why));
   } else {
-    top.Report(*node, "name",
-               "must be 1 to " + std::to_string(kMaxNameLength) +
-                   " letters, digits, '.', '_' or '-', got " + TomlString(given));
+    *name = given;
   }
 }
 
@@ -559,6 +547,7 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
   TableReader top(&root, "", sink);
   job.name = DefaultName(display_path);
   ReadName(top, &job.name);
+  internal::ReadTags(top, &job.tags);
   top.Int("priority", kMinPriority, kMaxPriority, &job.priority);
   TableReader data(SectionTable(top, "data"), "data", sink);
   TableReader model(SectionTable(top, "model"), "model", sink);

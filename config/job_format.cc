@@ -213,6 +213,8 @@ std::string FormatResolvedJob(const JobConfig& job, ResolvedKeys keys) {
                       : ": every key that applies to it, with its value."));
   w.String("name", job.name);
   w.Int("priority", job.priority);
+  // Written only when there are some: a job resolved before tags existed reads the same.
+  if (!job.tags.empty()) w.StringArray("tags", job.tags);
   WriteData(job.data, show, w);
   if (job.data.sparse) {
     internal::WriteSparseModel(job.sparse_model, w);

@@ -294,6 +294,35 @@ void RejectUnknown(std::span<const TableReader* const> readers, Sink& sink) {
   }
 }
 
+const toml::node* ReadStrings(TableReader& r, std::string_view key, std::string_view item,
+                              std::string_view shape, std::string (*problem)(const std::string&),
+                              std::vector<std::string>* out) {
+  const toml::node* node = r.Find(key);
+  if (node == nullptr) return nullptr;
+  const toml::array* list = node->as_array();
+  if (list == nullptr) {
+    return r.Report(*node, key, "must be an array of " + std::string(shape) + " strings");
+  }
+  std::vector<std::string> found;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const toml::node& entry = (*list)[i];
+    const std::string number = std::string(item) + " " + std::to_string(i + 1) + " ";
+    if (!entry.is_string()) {
+      r.Report(entry, key, number + "must be a " + std::string(shape) + " string");
+      continue;
+    }
+    std::string text(entry.as_string()->get());
+    if (std::string why = problem(text); !why.empty()) {
+      r.Report(entry, key, number + why);
+    } else {
+      found.push_back(std::move(text));
+    }
+  }
+  if (r.Failed(key)) return nullptr;
+  *out = std::move(found);
+  return node;
+}
+
 const toml::node* ReadMemorySize(TableReader& r, std::string_view key, std::uint64_t* out) {
   const toml::node* node = r.Find(key);
   if (node == nullptr) return nullptr;

@@ -207,6 +207,13 @@ const toml::table* SectionTable(TableReader& top, std::string_view name);
 // known key, else the section where a key of that name belongs, else the list of allowed keys.
 void RejectUnknown(std::span<const TableReader* const> readers, Sink& sink);
 
+// An array of strings at `key`, each called "<item> N" in messages, shaped as `shape` says and
+// checked by `problem` (empty: fine). The node, or nullptr when absent or reported (then `out`
+// is left as it was).
+const toml::node* ReadStrings(TableReader& r, std::string_view key, std::string_view item,
+                              std::string_view shape, std::string (*problem)(const std::string&),
+                              std::vector<std::string>* out);
+
 // A memory size at `key` (train.memory_limit, [limits]' memory keys): 0 (none), a number of
 // bytes, or a size with a unit ("4GiB"); else at least kMinMemoryLimit. The node, or nullptr
 // when absent or reported.

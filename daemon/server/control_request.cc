@@ -21,6 +21,19 @@ std::optional<std::string> StringField(const json& j, const char* key) {
   return it->get<std::string>();
 }
 
+std::optional<std::vector<std::string>> StringsField(const json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
+  std::vector<std::string> strings;
+  const auto it = j.find(key);
+  if (it == j.end()) return strings;
+  if (!it->is_array()) return std::nullopt;
+  for (const json& item : *it) {
+    if (!item.is_string()) return std::nullopt;
+    strings.push_back(item.get<std::string>());
+  }
+  return strings;
+}
+
 std::optional<double> NumberField(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return std::nullopt;

@@ -29,6 +29,9 @@ std::optional<std::int64_t> IntField(const nlohmann::json& j, const char* key);
 std::optional<std::string> StringField(const nlohmann::json& j, const char* key);
 std::optional<double> NumberField(const nlohmann::json& j, const char* key);
 bool BoolField(const nlohmann::json& j, const char* key);
+// A list of strings (a resume's `set`, a list's `tags`): empty when absent; nullopt when `j` is not
+// an object, or the field is not an array of strings.
+std::optional<std::vector<std::string>> StringsField(const nlohmann::json& j, const char* key);
 
 // What the server makes of one control frame's payload.
 struct ParsedRequest {

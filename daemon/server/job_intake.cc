@@ -155,6 +155,7 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
   record.owner_gid = owner.gid;
   record.priority = config.priority;
   record.spec_toml = config::FormatResolvedJob(config);
+  record.tags = config.tags;
   auto create = [this, record] { return store_.CreateJob(record); };
   auto created = co_await OffThread(pool_, create);
   if (!created.ok()) {

@@ -34,19 +34,6 @@ json RemovedReply(const Removed& removed, bool dry_run) {
   return reply;
 }
 
-// The `set` of a resume request: a list of strings (absent: none); nullopt when ill-typed.
-std::optional<std::vector<std::string>> SetField(const json& request) {
-  std::vector<std::string> overrides;
-  const auto it = request.find("set");
-  if (it == request.end()) return overrides;
-  if (!it->is_array()) return std::nullopt;
-  for (const json& item : *it) {
-    if (!item.is_string()) return std::nullopt;
-    overrides.push_back(item.get<std::string>());
-  }
-  return overrides;
-}
-
 // A prune request's filter for `caller` (root: everyone's jobs); an error for bad fields.
 Result<store::PruneFilter> PruneFilterOf(const json& request, uid_t caller) {
   store::PruneFilter filter;
@@ -96,7 +83,7 @@ asio::awaitable<bool> CancelJob(ControlContext& ctx, Socket& socket, const Clien
 }
 
 asio::awaitable<bool> ResumeJob(ControlContext& ctx, Socket& socket, const ClientRequest& request) {
-  const std::optional<std::vector<std::string>> overrides = SetField(request.body);
+  const std::optional<std::vector<std::string>> overrides = StringsField(request.body, "set");
   if (!overrides) {
     const json reply_ = Error("bad_request", "resume's \"set\" is a list of KEY=VALUE strings");
     co_return co_await WriteJson(socket, reply_);

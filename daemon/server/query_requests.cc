@@ -98,10 +98,16 @@ asio::awaitable<bool> ListJobs(ControlContext& ctx, Socket& socket, const Client
     }
     state = parsed.value();
   }
+  const std::optional<std::vector<std::string>> tags = StringsField(request.body, "tags");
+  if (!tags) {
+    const json reply_ = Error("bad_request", "\"tags\" must be a list of strings");
+    co_return co_await WriteJson(socket, reply_);
+  }
   const auto limit = static_cast<std::size_t>(
       std::max<std::int64_t>(0, IntField(request.body, "limit").value_or(20)));
-  auto ids = co_await OffThread(
-      ctx.pool, [&ctx, state, limit] { return store::NewestJobIds(ctx.store, state, limit); });
+  auto ids = co_await OffThread(ctx.pool, [&ctx, state, limit, &tags] {
+    return store::NewestJobIds(ctx.store, state, limit, *tags);
+  });
   if (!ids.ok()) {
     const json reply_ = Error("internal", ids.status().message());
     co_return co_await WriteJson(socket, reply_);

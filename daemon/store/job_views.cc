@@ -126,6 +126,7 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
               {"reason", r.reason},
               {"owner", r.owner_uid},
               {"priority", r.priority},
+              {"tags", r.tags},
               {"created", r.created},
               {"updated", r.updated},
               {"step", step},
@@ -162,12 +163,18 @@ void OverlayLive(json& job, int restarts, const std::string& pending_reason) {
 }
 
 Result<std::vector<std::int64_t>> NewestJobIds(Store& store, std::optional<JobState> state,
-                                               std::size_t limit) {
+                                               std::size_t limit,
+                                               std::span<const std::string> tags) {
   Result<std::vector<JobRecord>> all = store.ListJobs();
   if (!all.ok()) return all.status();
+  const auto tagged = [&tags](const JobRecord& job) {
+    return std::all_of(tags.begin(), tags.end(), [&job](const std::string& tag) {
+      return std::find(job.tags.begin(), job.tags.end(), tag) != job.tags.end();
+    });
+  };
   std::vector<std::int64_t> ids;
   for (auto it = all.value().rbegin(); it != all.value().rend() && ids.size() < limit; ++it) {
-    if (!state || it->state == *state) ids.push_back(it->id);
+    if ((!state || it->state == *state) && tagged(*it)) ids.push_back(it->id);
   }
   return ids;
 }

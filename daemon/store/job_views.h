@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,8 +58,10 @@ Result<nlohmann::json> StoredJobJson(Store& store, std::int64_t id, bool with_ev
 // is written (the larger count wins) and, for a queued job, why it waits (when non-empty).
 void OverlayLive(nlohmann::json& job, int restarts, const std::string& pending_reason);
 
-// The ids of at most `limit` jobs, newest first, only those in `state` when given.
+// The ids of at most `limit` jobs, newest first, only those in `state` when given and only those
+// carrying every one of `tags`.
 Result<std::vector<std::int64_t>> NewestJobIds(Store& store, std::optional<JobState> state,
-                                               std::size_t limit);
+                                               std::size_t limit,
+                                               std::span<const std::string> tags = {});
 
 }  // namespace dtrain::store

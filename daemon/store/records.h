@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -47,6 +48,8 @@ struct JobRecord {
   JobState state = JobState::kQueued;
   int priority = 0;
   std::string spec_toml;  // the fully resolved job file text
+  // The job file's tags, in its order (table job_tags; none for a job of an older store).
+  std::vector<std::string> tags;
   double created = 0;
   double updated = 0;
   std::string reason;  // the reason of the latest transition

@@ -109,11 +109,24 @@ constexpr std::string_view kWorkerEndStep = R"sql(
 ALTER TABLE workers ADD COLUMN ended_step INTEGER;
 )sql";
 
+// A job's tags (the job file's `tags`), in the order given; `dtrain list --tag` selects by them.
+// A job of an older store has none.
+constexpr std::string_view kJobTags = R"sql(
+CREATE TABLE job_tags (
+  job      INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,                    -- 0-based, in the job file's order
+  tag      TEXT    NOT NULL,
+  PRIMARY KEY (job, position),
+  UNIQUE (job, tag)
+) STRICT;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {"create the run store tables", kCreateTables},
     {"add the owner's gid to jobs", kAddOwnerGid},
     {"let metric values be NaN", kNanMetrics},
     {"keep the step each process ended at", kWorkerEndStep},
+    {"add the jobs' tags", kJobTags},
 };
 
 }  // namespace

@@ -173,6 +173,32 @@ Result<MetricRow> ReadMetricRow(const Statement& s) {
                    s.ColumnDouble(5)};
 }
 
+// Sets the tags of `jobs` (ordered by id) from job_tags: of the one job `only`, or of all (0).
+// The tags of a job never change, so reading them apart from its row is consistent.
+Status FillTags(ConnectionPool& pool, std::int64_t only, std::vector<JobRecord>& jobs) {
+  struct Tag {
+    std::int64_t job;
+    std::string tag;
+  };
+  Result<std::vector<Tag>> tags = QueryRows<Tag>(
+      pool,
+      only > 0 ? "SELECT job, tag FROM job_tags WHERE job = ?1 ORDER BY position"
+               : "SELECT job, tag FROM job_tags ORDER BY job, position",
+      [&](Statement& s) {
+        if (only > 0) s.BindInt(1, only);
+      },
+      [](const Statement& s) -> Result<Tag> {
+        return Tag{s.ColumnInt(0), std::string(s.ColumnText(1))};
+      });
+  if (!tags.ok()) return tags.status();
+  auto job = jobs.begin();
+  for (Tag& t : tags.value()) {
+    while (job != jobs.end() && job->id < t.job) ++job;
+    if (job != jobs.end() && job->id == t.job) job->tags.push_back(std::move(t.tag));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Store::Store(std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> writer)
@@ -217,6 +243,13 @@ Result<std::int64_t> Store::CreateJob(const JobRecord& job) {
         .BindInt(8, job.owner_gid);
     if (Status s = insert.value().Run(); !s.ok()) return s;
     id = db.LastInsertRowId();
+    for (std::size_t i = 0; i < job.tags.size(); ++i) {
+      Result<Statement> tag =
+          db.Prepare("INSERT INTO job_tags (job, position, tag) VALUES (?1, ?2, ?3)");
+      if (!tag.ok()) return tag.status();
+      tag.value().BindInt(1, id).BindInt(2, static_cast<std::int64_t>(i)).BindText(3, job.tags[i]);
+      if (Status s = tag.value().Run(); !s.ok()) return s;
+    }
     return InsertEvent(db, id, now, std::nullopt, JobState::kQueued, kReason);
   });
   if (!status.ok())
@@ -280,6 +313,7 @@ Result<JobRecord> Store::GetJob(std::int64_t job) {
       [&](Statement& s) { s.BindInt(1, job); }, ParseJob);
   if (!rows.ok()) return rows.status();
   if (rows.value().empty()) return Status::Error("no " + JobName(job));
+  if (Status s = FillTags(*readers_, job, rows.value()); !s.ok()) return s;
   return std::move(rows.value().front());
 }
 
@@ -376,9 +410,12 @@ Result<std::uint64_t> Store::Reclaim() {
 }
 
 Result<std::vector<JobRecord>> Store::ListJobs() {
-  return QueryRows<JobRecord>(
+  Result<std::vector<JobRecord>> jobs = QueryRows<JobRecord>(
       *readers_, "SELECT " + std::string(kJobColumns) + " FROM jobs ORDER BY id", [](Statement&) {},
       ParseJob);
+  if (!jobs.ok()) return jobs;
+  if (Status s = FillTags(*readers_, 0, jobs.value()); !s.ok()) return s;
+  return jobs;
 }
 
 Result<std::vector<std::pair<JobState, std::int64_t>>> Store::CountJobsByState() {

@@ -73,8 +73,8 @@ class Store {
 
   // --- jobs (durable) ---
 
-  // Inserts the job in state queued, with a 'submitted' event; uses name, owner_uid, priority
-  // and spec_toml of `job` and ignores its other fields. Returns the new job id.
+  // Inserts the job in state queued, with a 'submitted' event; uses name, owner_uid, owner_gid,
+  // priority, spec_toml and tags of `job` and ignores its other fields. Returns the new job id.
   Result<std::int64_t> CreateJob(const JobRecord& job);
   // Moves the job to `to` and records the event, in one transaction. Refused when the
   // lifecycle (records.h) does not allow it, e.g. out of a terminal state, so a late

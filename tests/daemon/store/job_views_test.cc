@@ -1,6 +1,7 @@
 // The JOB object's pace (store/job_views.h): total_steps from a run's planned_steps (which is not
 // among its metrics), steps per second since that point, and an ETA only while the job runs; and
-// a sync run's epoch and the rows of it taken, from its epoch_rows and rows_per_epoch.
+// a sync run's epoch and the rows of it taken, from its epoch_rows and rows_per_epoch; the job's
+// tags, and the newest jobs carrying every tag asked for.
 #include "daemon/store/job_views.h"
 
 #include <boost/test/unit_test.hpp>
@@ -106,6 +107,38 @@ BOOST_AUTO_TEST_CASE(a_stored_sync_job_shows_its_epoch_not_epoch_metrics) {
   for (const char* name : {"epoch_rows", "rows_per_epoch", "planned_steps"}) {
     BOOST_TEST(!job.value()["metrics"].contains(name), name << ": " << job.value().dump());
   }
+}
+
+BOOST_AUTO_TEST_CASE(the_newest_jobs_are_those_carrying_every_tag_asked_for) {
+  TempStoreDir dir;
+  std::unique_ptr<Store> store = OpenStore(dir.Path("dtrain.db"));
+  const auto create = [&](std::vector<std::string> tags) {
+    JobRecord job = testing::SampleJob("tagged");
+    job.tags = std::move(tags);
+    return store->CreateJob(job).value();
+  };
+  const std::int64_t a = create({"sweep", "lr"});
+  const std::int64_t b = create({"lr"});
+  const std::int64_t c = create({});
+  const std::int64_t d = create({"lr", "sweep", "x"});
+  using Ids = std::vector<std::int64_t>;
+  const std::vector<std::string> lr{"lr"}, both{"sweep", "lr"}, none;
+  BOOST_TEST(NewestJobIds(*store, std::nullopt, 10, lr).value() == (Ids{d, b, a}),
+             boost::test_tools::per_element());
+  BOOST_TEST(NewestJobIds(*store, std::nullopt, 10, both).value() == (Ids{d, a}),
+             boost::test_tools::per_element());
+  BOOST_TEST(NewestJobIds(*store, std::nullopt, 10, none).value() == (Ids{d, c, b, a}),
+             boost::test_tools::per_element());
+  // The limit counts the jobs that match; a state narrows them further.
+  BOOST_TEST(NewestJobIds(*store, std::nullopt, 1, both).value() == (Ids{d}),
+             boost::test_tools::per_element());
+  BOOST_REQUIRE(store->SetJobState(d, JobState::kCancelled, "test").ok());
+  BOOST_TEST(NewestJobIds(*store, JobState::kQueued, 10, both).value() == (Ids{a}),
+             boost::test_tools::per_element());
+
+  const nlohmann::json job = StoredJobJson(*store, d, false).value();
+  BOOST_TEST(job["tags"] == nlohmann::json({"lr", "sweep", "x"}), job.dump());
+  BOOST_TEST(StoredJobJson(*store, c, false).value()["tags"] == nlohmann::json::array());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

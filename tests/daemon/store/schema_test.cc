@@ -37,7 +37,8 @@ BOOST_AUTO_TEST_CASE(open_creates_the_schema_in_wal_mode_with_its_version) {
   Database db = OpenRaw(path);
   BOOST_TEST(UserVersion(db) == static_cast<std::int64_t>(StoreMigrations().size()));
   BOOST_TEST(db.QueryText("PRAGMA journal_mode").value() == "wal");
-  for (const char* table : {"jobs", "events", "workers", "metrics", "checkpoints", "logs"}) {
+  for (const char* table :
+       {"jobs", "events", "workers", "metrics", "checkpoints", "logs", "job_tags"}) {
     BOOST_TEST(TableCount(db, table) == 1, table);
   }
   BOOST_TEST(
@@ -101,6 +102,31 @@ BOOST_AUTO_TEST_CASE(a_second_version_store_keeps_its_metrics_and_takes_nan) {
   BOOST_REQUIRE(rows.size() == 2u);
   BOOST_TEST(rows[0].value == 0.5);
   BOOST_TEST(std::isnan(rows[1].value));
+}
+
+// A fourth-version store (before tags): its jobs have none, a new job keeps its tags in order,
+// and deleting a job deletes its tags.
+BOOST_AUTO_TEST_CASE(a_store_before_tags_migrates_and_keeps_new_jobs_tags) {
+  TempStoreDir dir;
+  const std::string path = dir.Path("v4.db");
+  OldStoreWithAJob(path, 4);
+  {
+    Database old = OpenRaw(path);
+    BOOST_TEST(TableCount(old, "job_tags") == 0);
+  }
+  auto store = OpenStore(path);  // migrates to the newest version
+  BOOST_TEST(store->GetJob(1).value().tags.empty());
+  JobRecord tagged = SampleJob("tagged");
+  tagged.tags = {"zeta", "alpha"};
+  const std::int64_t id = store->CreateJob(tagged).value();
+  BOOST_TEST(store->GetJob(id).value().tags == tagged.tags, boost::test_tools::per_element());
+  const std::vector<JobRecord> all = store->ListJobs().value();
+  BOOST_REQUIRE(all.size() == 2u);
+  BOOST_TEST(all[0].tags.empty());
+  BOOST_TEST(all[1].tags == tagged.tags, boost::test_tools::per_element());
+  BOOST_REQUIRE(store->SetJobState(id, JobState::kCancelled, "test").ok());
+  BOOST_REQUIRE(store->DeleteJob(id).ok());
+  BOOST_TEST(OpenRaw(path).QueryInt("SELECT count(*) FROM job_tags").value() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(migrations_apply_in_order_once_each) {
