@@ -32,7 +32,7 @@ std::string UnknownCommand(const CLI::App& root, const std::string& what) {
 std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
   auto app = std::make_unique<CLI::App>(
       "dtrain trains machine-learning models with data-parallel SGD.\n"
-      "See dtrain(1), dtrain-job.toml(5).",
+      "See dtrain(1), dtrain-job.toml(5), dtrain-sweep.toml(5).",
       "dtrain");
   app->require_subcommand(1);
   // A command line dtrain cannot parse is an error like any other: "dtrain: error: ...", then
