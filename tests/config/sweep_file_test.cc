@@ -238,6 +238,8 @@ BOOST_AUTO_TEST_CASE(each_sweep_key_is_refused_at_its_place_with_what_is_allowed
   BOOST_TEST(asha.sweep->asha.reduction_factor == 3);
   BOOST_TEST(asha.trials.size() == 4u);
   CheckDiagnostics(ParseSweep(kBase), {{"s.toml", 1, 1, "sweep", "is required"}});
+  CheckDiagnostics(ParseSweep(std::string(kBase) + "[sweeps]\n" + kGridKeys),
+                   {{"s.toml", 6, 2, "sweeps", "unknown section; did you mean 'sweep'?"}});
   CheckDiagnostics(ParseSweep(std::string(kBase) + "[sweep]\n" + kGridKeys),
                    {{"s.toml", 6, 1, "sweep.parameters", "is required"}});
 }
@@ -267,7 +269,7 @@ BOOST_AUTO_TEST_CASE(each_parameter_is_refused_at_its_place_with_what_is_allowed
   check(random, "\"optimizer.lr\" = { log_uniform = [0, 0.1] }\n", 11, 34,
         "sweep.parameters.optimizer.lr.log_uniform", "0 < low < high");
   check(random, "\"optimizer.lr\" = { uniform = [\"a\", 1] }\n", 11, 30,
-        "sweep.parameters.optimizer.lr.uniform", "two numbers");
+        "sweep.parameters.optimizer.lr.uniform", "two finite numbers");
   check(random, "\"train.seed\" = { int = [1.5, 4] }\n", 11, 24, "sweep.parameters.train.seed.int",
         "two integers");
   check(kGridKeys, "\"optimizer.lr\" = { log_uniform = [1e-4, 1e-1] }\n", 7, 10, "sweep.method",
