@@ -118,6 +118,9 @@ int RunSweep(const SweepRunArgs& args) {
       std::printf("  %s after %lld steps: %s %s\n", outcome.state.c_str(),
                   static_cast<long long>(outcome.steps), sweep.metric.c_str(),
                   outcome.metric ? std::to_string(*outcome.metric).c_str() : "not recorded");
+      if (outcome.state != "succeeded" && !outcome.reason.empty()) {
+        std::printf("  %s\n", outcome.reason.c_str());
+      }
     }
     outcomes.push_back(std::move(outcome));
   }

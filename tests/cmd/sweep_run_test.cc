@@ -1,8 +1,10 @@
 // End to end through the real binary: `dtrain sweep run` on a 2 x 2 grid of a tiny model trains
 // each trial once as a job of the store, and its leaderboard (--json, and the table) ranks them
-// by the metric as the trials themselves recorded it; --dry-run trains nothing; a sweep the
-// command cannot run (asha) or an invalid one exits 2 with the reason.
+// by the metric as the trials themselves recorded it; --dry-run trains nothing; a failed trial
+// is shown failed and the sweep goes on (status 1); a sweep the command cannot run (asha) or an
+// invalid one exits 2 with the reason before anything is stored.
 #include <boost/test/unit_test.hpp>
+#include <csignal>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -128,6 +130,84 @@ BOOST_AUTO_TEST_CASE(a_grid_trains_each_point_once_and_ranks_by_the_recorded_met
   BOOST_TEST(human.out.find("optimizer.lr", header) != std::string::npos);
   BOOST_TEST(human.out.find("\n   1 ", header) != std::string::npos);
   BOOST_TEST(human.out.find("\n   4 ", header) != std::string::npos);
+}
+
+// A trial that fails is shown failed, last, and the trials after it still run. lr = 1000 on a
+// linear regression multiplies the error by about -2000 a step: it overflows within the epoch on
+// any CPU, and train.on_divergence = "fail" (the default) fails the job.
+BOOST_AUTO_TEST_CASE(a_failed_trial_is_shown_failed_and_the_sweep_goes_on) {
+  TempDir dir;
+  const std::string sweep = dir.Write("diverge.toml", R"([data]
+format = "synthetic"
+synthetic = "linear"
+rows = 600
+test_rows = 200
+features = 4
+[model]
+type = "linear"
+[train]
+epochs = 1
+batch_size = 16
+[sweep]
+method = "grid"
+metric = "eval_mse"
+[sweep.parameters]
+"optimizer.lr" = { values = [1000, 0.01] }
+)");
+  const std::string db = dir.Path("d.db");
+  const auto r = RunProcess({Bin(), "sweep", "run", sweep, "--db", db, "--json"}, dir.Path(""));
+  BOOST_TEST(r.exit_code == 1, r.err);
+  const nlohmann::json board = ParseJson(r);
+  BOOST_TEST(board["goal"] == "min");
+  const nlohmann::json& trials = board["trials"];
+  BOOST_REQUIRE_EQUAL(trials.size(), 2u);
+  BOOST_TEST(trials[0]["trial"] == 1);
+  BOOST_TEST(trials[0]["state"] == "succeeded");
+  BOOST_TEST(trials[0]["metric"].is_number());
+  BOOST_TEST(trials[1]["trial"] == 0);
+  BOOST_TEST(trials[1]["state"] == "failed");
+  BOOST_TEST(trials[1]["metric"].is_null());
+  BOOST_TEST(trials[1]["reason"].get<std::string>().find("diverged") != std::string::npos);
+  BOOST_TEST(board["best"]["trial"] == 1);
+  auto store = OpenStore(db);
+  auto failed = store->GetJob(trials[1]["job"].get<std::int64_t>());
+  BOOST_REQUIRE(failed.ok());
+  BOOST_TEST((failed.value().state == store::JobState::kFailed));
+}
+
+// Ctrl-C stops the running trial after a checkpoint (cancelled, resumable) and runs no other.
+BOOST_AUTO_TEST_CASE(an_interrupt_cancels_the_running_trial_and_runs_no_more) {
+  TempDir dir;
+  // Trains until stopped: a million epochs, a checkpoint every 20 steps.
+  const std::string sweep = dir.Write(
+      "endless.toml",
+      std::string(kBase).replace(std::string(kBase).find("epochs = 1"), 10, "epochs = 1000000") +
+          "[checkpoint]\nevery_steps = 20\n" + kGrid);
+  const std::string db = dir.Path("e.db");
+  dtrain::testing::ChildProcess child =
+      testing::StartProcess({Bin(), "sweep", "run", sweep, "--db", db, "--json"}, dir.Path(""));
+  run_checks::WaitForCheckpoint(db, 1, 20);
+  child.Signal(SIGINT);
+  const auto r = child.Wait();
+  BOOST_TEST(r.exit_code == 130, r.err);
+  const nlohmann::json board = ParseJson(r);
+  const nlohmann::json& trials = board["trials"];
+  BOOST_REQUIRE_EQUAL(trials.size(), 4u);
+  std::size_t cancelled = 0, not_run = 0;
+  for (const nlohmann::json& t : trials) {
+    if (t["state"] == "cancelled") {
+      ++cancelled;
+      BOOST_TEST(t["job"] == 1);
+      BOOST_TEST(t["reason"].get<std::string>().find("dtrain run --resume 1") != std::string::npos);
+    }
+    if (t["state"] == "not run") ++not_run;
+  }
+  BOOST_TEST(cancelled == 1u);
+  BOOST_TEST(not_run == 3u);
+  auto store = OpenStore(db);
+  auto jobs = store->ListJobs();
+  BOOST_REQUIRE(jobs.ok());
+  BOOST_TEST(jobs.value().size() == 1u);  // no trial after the interrupted one was created
 }
 
 BOOST_AUTO_TEST_CASE(a_sweep_that_cannot_run_here_exits_2_with_the_reason) {
