@@ -131,7 +131,13 @@ BOOST_AUTO_TEST_CASE(a_bad_command_line_is_an_error_naming_the_commands_help) {
                {{"logs", "1", "--bogus"}, "--bogus", "dtrain logs --help"},
                {{}, "A subcommand is required", "dtrain --help"},
                {{"stauts"}, "unknown command 'stauts' (did you mean 'status'?)", "dtrain --help"},
-               {{"frobnicate", "3"}, "unknown command 'frobnicate'\n", "dtrain --help"}};
+               {{"frobnicate", "3"}, "unknown command 'frobnicate'\n", "dtrain --help"},
+               // A command of commands: its own commands, its own help; and its command's.
+               {{"sweep", "rnu", "s.toml"},
+                "unknown command 'rnu' (did you mean 'run'?)",
+                "dtrain sweep --help"},
+               {{"sweep"}, "A subcommand is required", "dtrain sweep --help"},
+               {{"sweep", "run"}, "sweep_file is required", "dtrain sweep run --help"}};
   for (const auto& c : cases) {
     BOOST_TEST_CONTEXT(c.help) {
       std::vector<std::string> argv = {bin};
