@@ -15,7 +15,8 @@
 //   i)), one 64-bit output x per parameter in order: u = (x >> 11) * 2^-53 in [0, 1);
 //   uniform lo + u (hi - lo); log_uniform exp(log lo + u (log hi - log lo)); int lo + x mod
 //   (hi - lo + 1); values element x mod n. The engine and these transforms are exact on every
-//   platform; only exp and log come from the C library (glibc's are the same on every x86-64).
+//   platform; only log_uniform's exp and log come from the C library, whose last bit may differ
+//   between C libraries (glibc's are within 1 ulp of the exact result).
 #pragma once
 
 #include <cstdint>
