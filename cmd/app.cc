@@ -11,14 +11,16 @@
 namespace dtrain::cli {
 namespace {
 
-// When no subcommand was recognised, a first word that is none ("dtrain stauts") is what went
-// wrong, not that a subcommand is required: said with the near command, else `what`.
-std::string UnknownCommand(const CLI::App& root, const std::string& what) {
+// When no subcommand of `parent` (the root, or a command of commands such as `sweep`) was
+// recognised, a first word that is none ("dtrain stauts") is what went wrong, not that a
+// subcommand is required: said with the near command, else `what`. The words left over are the
+// root's (subcommands hand what they do not know to it).
+std::string UnknownCommand(const CLI::App& root, const CLI::App& parent, const std::string& what) {
   const std::vector<std::string> extra = root.remaining();
   if (extra.empty() || extra.front().starts_with("-")) return what;
   std::vector<std::string> names;
   for (const CLI::App* sub :
-       root.get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); })) {
+       parent.get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); })) {
     names.push_back(sub->get_name());
   }
   const std::vector<std::string_view> views(names.begin(), names.end());
@@ -32,15 +34,20 @@ std::string UnknownCommand(const CLI::App& root, const std::string& what) {
 std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
   auto app = std::make_unique<CLI::App>(
       "dtrain trains machine-learning models with data-parallel SGD.\n"
-      "See dtrain(1), dtrain-job.toml(5).",
+      "See dtrain(1), dtrain-job.toml(5), dtrain-sweep.toml(5).",
       "dtrain");
   app->require_subcommand(1);
   // A command line dtrain cannot parse is an error like any other: "dtrain: error: ...", then
   // where the help of the command given is.
   app->failure_message([](const CLI::App* root, const CLI::Error& e) {
     std::string command = "dtrain";
-    for (const CLI::App* sub : root->get_subcommands()) command += " " + sub->get_name();
-    const std::string what = command == "dtrain" ? UnknownCommand(*root, e.what()) : e.what();
+    const CLI::App* leaf = root;  // the last command given: `dtrain sweep run` is two deep
+    while (!leaf->get_subcommands().empty()) {
+      leaf = leaf->get_subcommands().front();
+      command += " " + leaf->get_name();
+    }
+    const bool commands = !leaf->get_subcommands({}).empty();
+    const std::string what = commands ? UnknownCommand(*root, *leaf, e.what()) : e.what();
     return "dtrain: " + Paint(ColorOnStderr(), kBoldRed, "error:") + " " + what + "\nRun '" +
            command + " --help' for more information.\n";
   });
@@ -63,6 +70,7 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
       ->type_name("PATH")
       ->group(kGlobalGroup);
   AddRunCommand(*app, exit_code);
+  AddSweepCommand(*app, exit_code);
   AddSubmitCommand(*app, globals, exit_code);
   AddStatusAndListCommands(*app, globals, exit_code);
   AddCancelCommand(*app, globals, exit_code);

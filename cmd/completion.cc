@@ -6,8 +6,10 @@
 // positional is one (its name is "job"), from `dtrain list --json --limit 50` run quietly at
 // completion time (nothing when no daemon answers), and *.toml files where it is a job file
 // (named "job_file"). The values of an option or positional with a fixed list (cmd/choices.h) are
-// that list. Global options (kGlobalGroup) are offered everywhere.
+// that list; a command of commands (`sweep`) completes its commands' names first, then the
+// options of any of them. Global options (kGlobalGroup) are offered everywhere.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -61,9 +63,23 @@ Tree Describe(CLI::App& root) {
     tree.root.push_back(Describe(*opt));
     if (opt->get_group() == kGlobalGroup) tree.globals.push_back(Describe(*opt));
   }
-  for (CLI::App* sub : root.get_subcommands([](CLI::App* s) { return !s->get_group().empty(); })) {
+  const auto grouped = [](CLI::App* s) { return !s->get_group().empty(); };
+  for (CLI::App* sub : root.get_subcommands(grouped)) {
     CommandInfo cmd{sub->get_name(), sub->get_description(), {}, Positional::kNone, {}};
-    for (CLI::Option* opt : sub->get_options()) {
+    // A command of commands (`sweep run`): its first word is one of them, and it takes the
+    // options of all of them.
+    std::vector<CLI::Option*> options = sub->get_options();
+    for (CLI::App* child : sub->get_subcommands(grouped)) {
+      cmd.first = Positional::kChoices;
+      cmd.first_choices.push_back(child->get_name());
+      for (CLI::Option* opt : child->get_options()) {
+        const bool known = std::any_of(options.begin(), options.end(), [&](CLI::Option* o) {
+          return o->get_name() == opt->get_name();
+        });
+        if (opt->nonpositional() && !known) options.push_back(opt);
+      }
+    }
+    for (CLI::Option* opt : options) {
       if (!opt->nonpositional()) {
         if (cmd.first == Positional::kNone) {
           const std::string& name = opt->get_name();

@@ -1,12 +1,7 @@
 // dtrain run: train a job in the foreground, recording into a local store file.
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -14,17 +9,14 @@
 #include "cmd/commands.h"
 #include "cmd/data_checks.h"
 #include "cmd/exit_codes.h"
-#include "cmd/interrupt.h"
-#include "cmd/progress.h"
+#include "cmd/local_job.h"
 #include "cmd/stored_job.h"
 #include "cmd/terminal.h"
 #include "config/job_file.h"
-#include "config/job_layout.h"
 #include "config/resume_settings.h"
 #include "config/tags_key.h"
 #include "core/net/host_info.h"
 #include "daemon/runner/local_run.h"
-#include "daemon/server/embedded_coordinator.h"
 #include "daemon/store/metric_value.h"
 
 namespace dtrain::cli {
@@ -39,13 +31,6 @@ struct RunArgs {
   std::string resume;  // job id, or "" with resume_flag: the newest matching job
   bool resume_flag = false;
 };
-
-// How the user goes on with a stopped run: the store named unless it is the default one.
-std::string ResumeCommand(const RunArgs& args, std::int64_t job_id) {
-  std::string command = "dtrain run --resume " + std::to_string(job_id);
-  if (args.db != kDefaultDb) command += " --db " + args.db;
-  return command;
-}
 
 // Makes a previously interrupted/crashed job runnable again; refuses one that is finished or
 // still being run by a live process.
@@ -124,88 +109,6 @@ void PrintSummary(const RunArgs& args, const config::JobConfig& job, std::int64_
   }
 }
 
-// The final evaluation of a job whose workers ran in other processes: the last eval points of
-// the replica that evaluated furthest (rank 0 in sync modes, where replicas agree; in async the
-// one that reached the target, or trained longest).
-void FillFinalEval(store::Store& store, std::int64_t job_id, const config::JobConfig& job,
-                   runner::RunOutcome* outcome) {
-  outcome->classification = job.model.loss != model::LossType::kMeanSquaredError;
-  outcome->eval_name = !job.data.test.empty() || job.data.format == config::DataFormat::kSynthetic
-                           ? "test"
-                       : job.data.validation_fraction > 0 ? "validation"
-                                                          : "";
-  auto rows = store.Metrics(job_id, "");
-  if (!rows.ok()) return;
-  struct LastEval {
-    std::int64_t step = -1;
-    std::int64_t steps = 0;
-    std::optional<double> loss, accuracy, auc;
-  };
-  std::map<int, LastEval> replicas;
-  for (const store::MetricRow& m : rows.value()) {
-    if (config::RoleOf(job.cluster, m.worker).kind == config::ProcessRole::Kind::kShard) {
-      continue;  // a shard's statistics
-    }
-    LastEval& r = replicas[m.worker];
-    r.steps = std::max(r.steps, m.step);
-    if (m.name == "eval_loss" || m.name == "eval_mse") r.loss = m.value, r.step = m.step;
-    if (m.name == "eval_accuracy") r.accuracy = m.value;
-    if (m.name == "eval_auc") r.auc = m.value;
-  }
-  const LastEval* best = nullptr;
-  for (const auto& [rank, r] : replicas) {
-    if (best == nullptr || r.step > best->step) best = &r;
-  }
-  if (best == nullptr) return;
-  outcome->steps = std::max(outcome->steps, best->steps);
-  if (best->loss) {
-    outcome->final_eval = train::EvalResult{*best->loss, best->accuracy.value_or(0.0), 0};
-    if (best->auc) outcome->final_eval->auc = *best->auc;
-  }
-}
-
-// A job of several processes: they run as worker processes of this binary (`dtrain worker`),
-// coordinated from here as dtraind would; the lead process's output (rank 0's, or a Sandblaster
-// job's coordinator's) is shown as it comes, and every process's errors.
-int RunWithWorkers(const RunArgs& args, const config::JobConfig& job, std::int64_t job_id,
-                   store::Store& store) {
-  std::error_code ec;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) {
-    PrintError("cannot find this program to start the workers: " + ec.message());
-    return kExitFailed;
-  }
-  InstallStopHandlers();
-  const auto start = std::chrono::steady_clock::now();
-  server::EmbeddedOptions options;
-  options.worker_exe = self.string();
-  options.stop = StopFlag();
-  const int lead = config::LeadRank(job.cluster);
-  options.on_line = [json = args.json, lead](int rank, std::string_view stream,
-                                             std::string_view line) {
-    if (json || (rank != lead && stream == "stdout")) return;
-    std::fprintf(stream == "stdout" ? stdout : stderr, "r%d: %.*s\n", rank,  // as dtrain logs
-                 static_cast<int>(line.size()), line.data());
-  };
-  Result<store::JobState> ended = server::RunJobWithWorkers(job_id, store, options);
-  if (!ended.ok()) {
-    PrintError("job " + std::to_string(job_id) + ": " + ended.status().message());
-    return kExitFailed;
-  }
-  runner::RunOutcome outcome;
-  outcome.state = ended.value();
-  outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (auto record = store.GetJob(job_id); record.ok()) outcome.reason = record.value().reason;
-  if (outcome.state == store::JobState::kCancelled) {
-    outcome.reason += "; resume with " + ResumeCommand(args, job_id);
-  }
-  FillFinalEval(store, job_id, job, &outcome);
-  PrintSummary(args, job, job_id, outcome, store);
-  return outcome.state == store::JobState::kSucceeded   ? kExitOk
-         : outcome.state == store::JobState::kCancelled ? kExitInterrupted
-                                                        : kExitFailed;
-}
-
 int Run(const RunArgs& args) {
   const bool resume = args.resume_flag || !args.resume.empty();
   if (args.job_file.empty() && args.resume.empty()) {
@@ -271,11 +174,7 @@ int Run(const RunArgs& args) {
       job_id = found.value();
     } else {
       store::JobRecord record;
-      record.name = job.name;
-      record.owner_uid = static_cast<std::int64_t>(::getuid());
-      record.spec_toml = resolved;
-      record.tags = job.tags;
-      auto created = store->CreateJob(record);
+      auto created = CreateLocalJob(*store, job);
       if (!created.ok()) {
         PrintError(created.status().message());
         return kExitFailed;
@@ -295,34 +194,9 @@ int Run(const RunArgs& args) {
     }
   }
 
-  if (job.cluster.Processes() > 1) {
-    return RunWithWorkers(args, job, job_id, *store);
-  }
-  auto worker = store->RecordWorkerStart(job_id, 0, "replica", net::LocalHostName(), ::getpid());
-  if (!worker.ok()) {
-    PrintError(worker.status().message());
-    return kExitFailed;
-  }
-  InstallStopHandlers();
-  ProgressPrinter progress(args.json);
-  runner::RunOptions options;
-  options.stop = StopFlag();
-  options.observer = &progress;
-  options.resume_command = ResumeCommand(args, job_id);
-  auto outcome = runner::RunJobInProcess(job, job_id, *store, options);
-  progress.Finish();
-  const int code = !outcome.ok()                                          ? kExitFailed
-                   : outcome.value().state == store::JobState::kSucceeded ? kExitOk
-                   : outcome.value().state == store::JobState::kCancelled ? kExitInterrupted
-                                                                          : kExitFailed;
-  Status exited = store->RecordWorkerExit(worker.value(), code, 0);
-  if (!outcome.ok()) {
-    PrintError("job " + std::to_string(job_id) + ": " + outcome.status().message());
-    return kExitFailed;
-  }
-  if (!exited.ok()) PrintError(exited.message());
-  PrintSummary(args, job, job_id, outcome.value(), *store);
-  return code;
+  const LocalRun ran = RunLocalJob(job, job_id, *store, {args.db, args.json});
+  if (ran.outcome) PrintSummary(args, job, job_id, *ran.outcome, *store);
+  return ran.exit_code;
 }
 
 }  // namespace

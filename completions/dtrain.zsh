@@ -10,6 +10,7 @@ _dtrain() {
   local -a commands
   commands=(
     'run:Train a job in the foreground, without a daemon, recording into a local store'
+    'sweep:Hyperparameter sweeps over a base job'
     'submit:Check a job file and queue it on the daemon; follow it until it ends'
     'status:Show a job in detail (state, reason, workers, events), or the recent jobs'
     'list:List the jobs, newest first'
@@ -57,6 +58,17 @@ _dtrain() {
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
             '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
             '1:job file:_files -g "*.toml"' ;;
+        sweep)
+          _arguments \
+            '--help[Print this help message and exit]' \
+            '-h[Print this help message and exit]' \
+            '--db[The store file]:db:_files' \
+            '--json[Print the leaderboard as one JSON object]' \
+            '--dry-run[Print the trials and their values without training]' \
+            '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
+            '1:value:(run)' ;;
         submit)
           _arguments \
             '--help[Print this help message and exit]' \

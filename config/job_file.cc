@@ -16,6 +16,7 @@
 
 #include "config/cluster_section.h"
 #include "config/early_stopping_key.h"
+#include "config/embedded_job.h"
 #include "config/job_memory.h"
 #include "config/layer_list.h"
 #include "config/mode_traits.h"
@@ -652,13 +653,15 @@ void Merge(toml::table& into, toml::table&& from) {
   }
 }
 
+// `without`: a top-level key of the document that is not the job's (empty: none).
 LoadResult Load(std::string_view text, const std::string& display_path,
                 const std::vector<std::string>& overrides, const std::string& base_dir,
-                const JobChecks& checks) {
+                const JobChecks& checks, std::string_view without = {}) {
   Sink sink(display_path);
   std::optional<toml::table> root = ParseDocument(text, display_path, sink);
   std::vector<toml::table> documents = ParseOverrides(overrides, sink);
   if (!root) return {std::nullopt, std::move(sink).Take()};
+  if (!without.empty()) root->erase(without);
   for (toml::table& document : documents) Merge(*root, std::move(document));
 
   std::error_code ec;
@@ -675,6 +678,15 @@ LoadResult ParseJobText(std::string_view toml_text, const std::string& display_p
                         const JobChecks& checks) {
   return Guarded<LoadResult>(
       display_path, [&] { return Load(toml_text, display_path, overrides, base_dir, checks); });
+}
+
+LoadResult internal::ParseEmbeddedJob(std::string_view toml_text, std::string_view without,
+                                      const std::string& display_path,
+                                      const std::vector<std::string>& overrides,
+                                      const std::string& base_dir, const JobChecks& checks) {
+  return Guarded<LoadResult>(display_path, [&] {
+    return Load(toml_text, display_path, overrides, base_dir, checks, without);
+  });
 }
 
 LoadResult LoadJobFile(const std::string& path, const std::vector<std::string>& overrides,

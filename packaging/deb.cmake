@@ -5,7 +5,7 @@
 
 # Man pages and the changelog, compressed reproducibly (gzip -9n), as Debian installs them.
 set(DTRAIN_GZIPPED "")
-foreach(page dtrain.1 dtrain-job.toml.5 dtraind.8)
+foreach(page dtrain.1 dtrain-job.toml.5 dtrain-sweep.toml.5 dtraind.8)
   string(REGEX REPLACE ".*\\.([0-9])$" "\\1" section ${page})
   add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/man/${page}.gz
                      COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man

@@ -8,7 +8,8 @@ prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 files=(bin/dtrain sbin/dtraind lib/systemd/system/dtraind.service share/man/man1/dtrain.1.gz
-       share/man/man5/dtrain-job.toml.5.gz share/man/man8/dtraind.8.gz
+       share/man/man5/dtrain-job.toml.5.gz share/man/man5/dtrain-sweep.toml.5.gz
+       share/man/man8/dtraind.8.gz
        share/bash-completion/completions/dtrain share/zsh/vendor-completions/_dtrain
        share/fish/vendor_completions.d/dtrain.fish etc/dtrain/dtraind.toml
        lib/sysctl.d/60-dtrain.conf share/doc/dtrain/copyright)

@@ -51,7 +51,8 @@ step "dpkg -i"
 dpkg -i "$deb" >/dev/null
 for f in /usr/bin/dtrain /usr/sbin/dtraind "$unit" /etc/dtrain/dtraind.toml \
          /usr/lib/sysctl.d/60-dtrain.conf /usr/share/man/man1/dtrain.1.gz \
-         /usr/share/man/man5/dtrain-job.toml.5.gz /usr/share/man/man8/dtraind.8.gz \
+         /usr/share/man/man5/dtrain-job.toml.5.gz /usr/share/man/man5/dtrain-sweep.toml.5.gz \
+         /usr/share/man/man8/dtraind.8.gz \
          /usr/share/bash-completion/completions/dtrain /usr/share/zsh/vendor-completions/_dtrain \
          /usr/share/fish/vendor_completions.d/dtrain.fish /usr/share/doc/dtrain/copyright; do
   [ -e "$f" ] || fail "missing after dpkg -i: $f"

@@ -45,12 +45,20 @@ std::vector<Command> CommandTable() {
   int exit_code = 0;
   std::unique_ptr<CLI::App> app = BuildApp(exit_code);
   std::vector<Command> out;
-  for (const CLI::App* sub : app->get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); })) {
-    Command c{sub->get_name(), {}};
-    for (const CLI::Option* opt : sub->get_options()) {
+  const auto grouped = [](const CLI::App* s) { return !s->get_group().empty(); };
+  const auto add = [&out](const std::string& name, const CLI::App& sub) {
+    Command c{name, {}};
+    for (const CLI::Option* opt : sub.get_options()) {
       for (const std::string& l : opt->get_lnames()) c.long_options.push_back("--" + l);
     }
     out.push_back(std::move(c));
+  };
+  for (const CLI::App* sub : app->get_subcommands(grouped)) {
+    add(sub->get_name(), *sub);
+    // A command of commands: each of them as "sweep run".
+    for (const CLI::App* child : sub->get_subcommands(grouped)) {
+      add(sub->get_name() + " " + child->get_name(), *child);
+    }
   }
   return out;
 }
@@ -77,7 +85,7 @@ BOOST_AUTO_TEST_CASE(the_table_has_the_documented_subcommands) {
   for (const Command& c : CommandTable()) names.push_back(c.name);
   for (const char* expected :
        {"run", "submit", "status", "list", "cancel", "wait", "logs", "metrics", "checkpoints",
-        "export", "validate", "predict", "eval", "version", "completion"}) {
+        "export", "validate", "predict", "eval", "version", "completion", "sweep run"}) {
     BOOST_TEST_CONTEXT(expected) {
       BOOST_TEST((std::find(names.begin(), names.end(), expected) != names.end()));
     }
@@ -95,8 +103,15 @@ BOOST_AUTO_TEST_CASE(help_of_every_subcommand_lists_its_options) {
   }
   for (const Command& c : CommandTable()) {
     BOOST_TEST_CONTEXT("dtrain " << c.name << " --help") {
-      BOOST_TEST(top.out.find(c.name) != std::string::npos);
-      const auto help = RunProcess({bin, c.name, "--help"}, dir.Path(""));
+      BOOST_TEST(top.out.find(c.name.substr(0, c.name.find(' '))) != std::string::npos);
+      std::vector<std::string> argv = {bin};
+      for (std::size_t at = 0; at != std::string::npos;) {  // "sweep run": two words
+        const std::size_t space = c.name.find(' ', at);
+        argv.push_back(c.name.substr(at, space == std::string::npos ? space : space - at));
+        at = space == std::string::npos ? space : space + 1;
+      }
+      argv.push_back("--help");
+      const auto help = RunProcess(argv, dir.Path(""));
       BOOST_TEST(help.exit_code == 0);
       for (const std::string& opt : c.long_options) {
         BOOST_TEST(help.out.find(opt) != std::string::npos, opt);
@@ -116,7 +131,13 @@ BOOST_AUTO_TEST_CASE(a_bad_command_line_is_an_error_naming_the_commands_help) {
                {{"logs", "1", "--bogus"}, "--bogus", "dtrain logs --help"},
                {{}, "A subcommand is required", "dtrain --help"},
                {{"stauts"}, "unknown command 'stauts' (did you mean 'status'?)", "dtrain --help"},
-               {{"frobnicate", "3"}, "unknown command 'frobnicate'\n", "dtrain --help"}};
+               {{"frobnicate", "3"}, "unknown command 'frobnicate'\n", "dtrain --help"},
+               // A command of commands: its own commands, its own help; and its command's.
+               {{"sweep", "rnu", "s.toml"},
+                "unknown command 'rnu' (did you mean 'run'?)",
+                "dtrain sweep --help"},
+               {{"sweep"}, "A subcommand is required", "dtrain sweep --help"},
+               {{"sweep", "run"}, "sweep_file is required", "dtrain sweep run --help"}};
   for (const auto& c : cases) {
     BOOST_TEST_CONTEXT(c.help) {
       std::vector<std::string> argv = {bin};
@@ -146,7 +167,8 @@ BOOST_AUTO_TEST_CASE(committed_completions_are_what_the_binary_generates) {
                  "regenerate with: dtrain completion " << shell << " > completions/dtrain."
                                                        << shell);
       for (const Command& c : CommandTable()) {
-        BOOST_TEST(committed.find(c.name) != std::string::npos, c.name);
+        BOOST_TEST(committed.find(c.name.substr(c.name.rfind(' ') + 1)) != std::string::npos,
+                   c.name);
       }
     }
   }
@@ -164,6 +186,8 @@ BOOST_AUTO_TEST_CASE(committed_completions_are_what_the_binary_generates) {
   BOOST_TEST(complete("dtrain export 3 --o", 3) == "--output\n");
   BOOST_TEST(complete("dtrain --socket /x.sock st", 3) == "status\n");
   BOOST_TEST(complete("dtrain status --so", 2) == "--socket\n");
+  BOOST_TEST(complete("dtrain sweep ''", 2) == "run\n");
+  BOOST_TEST(complete("dtrain sweep run --dr", 3) == "--dry-run\n");
 
   const auto loaded = RunProcess(
       {"/bin/bash", "-c", "source '" + script + "' && complete -p dtrain"}, dir.Path(""));
