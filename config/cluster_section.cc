@@ -171,12 +171,6 @@ void RefuseWhereNotElastic(const ClusterConfig& c, TableReader& cluster, const s
       "\"local\", with model_parallel = 1: ";
   if (!c.RegroupsOnTheRing() && !c.SumsOnShards()) {
     cluster.Report(*node, key, is + elastic + WhyNoRegroup(c));
-  } else if (c.SumsOnShards() && c.servers > 1 && !cluster.Failed("servers")) {
-    cluster.Report(*node, key,
-                   is + "allreduce \"ps\" with servers = " + std::to_string(c.servers) +
-                       ": a replica lost between its pushes to two shards would leave its step "
-                       "applied on one shard and not on the other: elastic ps jobs have "
-                       "servers = 1");
   } else if (c.SumsOnShards() && c.MostMembers() > kMaxMaskedWorkers &&
              !cluster.Failed("workers") && !cluster.Failed("max_workers")) {
     // The shard serves a membership as backup workers' steps, whose masks are 64 bits.

@@ -21,7 +21,7 @@ namespace dtrain::config::internal {
 void ReadCluster(TableReader& r, ClusterConfig* c);
 // cluster.min_workers within 1 .. workers and cluster.max_workers at least workers, each below
 // (or above) workers only where a job can train elastically (ClusterConfig::ElasticApplies): whole
-// replicas of mode "sync" on the ring or on one parameter server (backup workers included), or
+// replicas of mode "sync" on the ring or on parameter servers (with backup workers on one), or
 // of mode "local", uncompressed, whichever scheduler places them.
 void CheckElastic(const ClusterConfig& c, TableReader& cluster);
 // Model parallelism fits the model: an MLP whose layers (or units) split K ways, micro-batches

@@ -129,7 +129,7 @@ struct ClusterConfig {
   // Whether sync ring replicas sum within each host before they send across hosts
   // (config/hierarchy_key.h).
   Hierarchy hierarchy = Hierarchy::kAuto;
-  // Elastic jobs (ElasticApplies: sync on the ring or on one parameter server, local): the fewest
+  // Elastic jobs (ElasticApplies: sync on the ring or on parameter servers, local): the fewest
   // replicas the job trains with. A lost replica leaves the others training (they regroup, the
   // global batch of workers x batch_size kept) while at least this many remain; the daemon starts
   // a replacement that joins at a step boundary. 0: not elastic (every loss restarts the attempt
@@ -172,12 +172,12 @@ struct ClusterConfig {
   // whose parameter averages go round it.
   bool RegroupsOnTheRing() const;
   // Whether the whole replicas of mode "sync" sum their gradients on parameter servers (allreduce
-  // "ps", model_parallel = 1; elastic where servers = 1).
+  // "ps", model_parallel = 1; elastic on any number of servers).
   bool SumsOnShards() const;
   // Whether min_workers and max_workers apply (the one rule, for config and runner):
-  // RegroupsOnTheRing, or SumsOnShards on one server (backup workers included), with uncompressed
-  // exchanges (a regroup cannot carry compression's residuals over); the daemon's scheduler or
-  // Slurm's (daemon/server/slurm_growth.cc) places them.
+  // RegroupsOnTheRing, or SumsOnShards on any number of servers (backup workers only on one:
+  // BackupWorkersApply), with uncompressed exchanges (a regroup cannot carry compression's
+  // residuals over); the daemon's scheduler or Slurm's (daemon/server/slurm_growth.cc) places them.
   bool ElasticApplies() const;
   // Whether bucket_bytes applies: SumsOnTheRing, uncompressed gradients.
   bool OverlapApplies() const;

@@ -125,7 +125,11 @@ JobMemory EstimateJobMemory(const JobConfig& job) {
   const int shards = job.cluster.Servers();
   if (shards > 0) {
     const std::uint64_t slice = share / static_cast<std::uint64_t>(shards) + 1;
-    m.shard = Times(Times(slice, kFloat), 2 + static_cast<std::uint64_t>(state));
+    // An elastic job's shard on several servers also keeps them from before its last step (to
+    // undo it: ps_protocol.md, "Elastic jobs").
+    const std::uint64_t undo =
+        job.cluster.Elastic() && shards > 1 ? 1 + static_cast<std::uint64_t>(state) : 0;
+    m.shard = Times(Times(slice, kFloat), 2 + static_cast<std::uint64_t>(state) + undo);
   }
   const bool packed = job.cluster.hosts.empty() && job.cluster.placement == PlacementPolicy::kPack;
   // A Sandblaster coordinator holds L-BFGS's vectors as a replica would.

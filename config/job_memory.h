@@ -10,11 +10,11 @@
 // state vectors, the activations of one batch and, to take a checkpoint, the encoding of the
 // parameters and state (with parameter servers also the shards' snapshot it is encoded from; with
 // model parallelism, each of its K processes its partition's share); a shard its slice of the
-// parameters and their
-// optimizer state and a pushed gradient. The data a replica reads comes on top (it is not known
-// until its files are read, which only the job's own processes do), and where the job leaves
-// model.inputs to the data one input is counted. A sparse model (data.sparse) counts 0: its size
-// is the keys its rows touch. Pure functions.
+// parameters and their optimizer state and a pushed gradient (an elastic job's on several
+// servers, a second copy of the slice and state, from before its last step). The data a replica
+// reads comes on top (it is not known until its files are read, which only the job's own processes
+// do), and where the job leaves model.inputs to the data one input is counted. A sparse model
+// (data.sparse) counts 0: its size is the keys its rows touch. Pure functions.
 #pragma once
 
 #include <cstdint>

@@ -182,7 +182,7 @@ bool ClusterConfig::SumsOnShards() const {
 }
 
 bool ClusterConfig::ElasticApplies() const {
-  const bool regroups = RegroupsOnTheRing() || (SumsOnShards() && servers == 1);
+  const bool regroups = RegroupsOnTheRing() || SumsOnShards();
   return regroups && compression.method == compress::Method::kNone;
 }
 

@@ -54,8 +54,8 @@ Status CheckOptions(const ShardOptions& o) {
   if (o.backup_workers > 0 && (o.mode != PsMode::kSync || o.shards != 1 || o.workers > 64)) {
     return Status::Error("backup workers need sync mode, one shard and at most 64 workers");
   }
-  if (o.elastic && (o.mode != PsMode::kSync || o.shards != 1)) {
-    return Status::Error("elastic memberships need sync mode and one shard");
+  if (o.elastic && o.mode != PsMode::kSync) {
+    return Status::Error("elastic memberships need sync mode");
   }
   return optim::ValidateOptimizerOptions(o.optimizer);
 }

@@ -58,7 +58,7 @@
 // before rank 0's next request, so its snapshot is of exactly that step. Each mask is a u64, so
 // at most 64 workers.
 //
-// Elastic jobs (options.elastic; sync, one shard; ps_protocol.md "Elastic jobs",
+// Elastic jobs (options.elastic; sync; ps_protocol.md "Elastic jobs",
 // parameter_shard_members.cc): the workers come and go in memberships (epoch e, n members, each
 // link at its member's position). Links come through Admit (and Serve's); each link's hello says
 // its membership; once all n hellos of the newest epoch came, the shard serves them as the backups
@@ -72,6 +72,10 @@
 // membership has said hello; a whole membership that does not come within options.timeout (of the
 // start, of the loss, or of its first hello) fails the shard. A malformed or contradictory hello
 // closes that link only (options.log says why): its worker is no member.
+// On several shards (no backup workers then) a member lost between its pushes to two shards may
+// leave this shard one step ahead of the others: it keeps the state from before its last step
+// until a push of the next one comes, and a newer membership's first hello one step behind it
+// undoes that step, so every shard starts the membership at the same step.
 //
 // Deadlines and failures: every wait for a worker (its next message, its push of step t, a
 // delayed fetch) has the deadline options.timeout from when the wait began; a silent, dead or
@@ -137,7 +141,7 @@ struct ShardOptions {
   // Sync: b, the slowest workers a step may go on without (0 <= b < workers, at most 64
   // workers); with b > 0, one shard and raw pushes only.
   int backup_workers = 0;
-  // Sync, one shard: the workers come in memberships (see above); `workers` is the job's (the
+  // Sync: the workers come in memberships (see above); `workers` is the job's (the
   // hello's check), a membership may have any size up to 64. With backup_workers = b, a
   // membership of n members goes on without min(b, n - 1) of them.
   bool elastic = false;
@@ -148,9 +152,12 @@ struct ShardOptions {
 
 // What a shard has applied; cumulative since construction.
 struct ShardStats {
-  std::uint64_t steps = 0;           // optimizer steps applied (sync: steps; async: pushes)
+  std::uint64_t steps = 0;           // optimizer steps standing (sync: steps; async: pushes)
   std::uint64_t pushes_applied = 0;  // worker pushes applied (sync: N per step)
   std::uint64_t pushes_dropped = 0;  // backup workers: pushes that came after their step
+  // Backup workers, elastic: pushes taken into the step being collected (applied or not yet).
+  std::uint64_t pushes_received = 0;
+  std::uint64_t steps_undone = 0;    // elastic on several shards: steps a new membership undid
   std::uint64_t global_clock = 0;    // g (sync: steps applied)
   StalenessStats staleness;          // of every applied push (sync: all 0)
 };
@@ -215,6 +222,10 @@ class ParameterShard {
   void RefuseLink(Link& link, const std::string& why);
   // Elastic: the reply to a request of a membership that regroups.
   Status AnswerRegroup(Link& link, int rank, PsMessage kind, std::uint64_t clock);
+  // Elastic on several shards, mu_ held: keeps the state from before the step about to be applied
+  // (undo_); and puts it back, the step undone.
+  void KeepUndo();
+  void Undo();
   // A push `push` from worker `rank` (its data received), `lock` holding mu_: held until its
   // step is applied, then answered; or, late, dropped and answered at once (AnswerLatePush).
   Status ServeBackupPush(Backups& backups, Link& link, int rank, const PsHeader& push,
@@ -307,6 +318,15 @@ class ParameterShard {
   // Elastic (mu_): the membership served and the one whose hellos are coming, if any.
   std::shared_ptr<Membership> current_, forming_;
   bool admitting_ = true;  // Admit takes links (until ServeElastic returns)
+  // Elastic on several shards (mu_): the range, the optimizer's state vectors and its steps from
+  // before the last step applied, while no push of the step after it has come (that push proves
+  // every shard applied it); `valid` false otherwise, and once a membership formed after it.
+  struct {
+    math::FloatBuffer params;
+    std::vector<math::FloatBuffer> state;
+    std::uint64_t steps = 0;
+    bool valid = false;
+  } undo_;
 };
 
 }  // namespace dtrain::dist

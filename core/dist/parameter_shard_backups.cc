@@ -101,6 +101,7 @@ void ParameterShard::ApplyBackupStep(Backups& b, std::size_t held) {
     }
     mask |= std::uint64_t{1} << r;
   }
+  if (options_.elastic && options_.shards > 1) KeepUndo();
   optimizer_->Step(params_, b.sum, b.lr);
   b.Publish(params_);
 
@@ -267,6 +268,8 @@ Status ParameterShard::ServeBackupPush(Backups& b, Link& link, int rank, const P
                          std::to_string(b.expected[r]));
   }
   if (b.expected[r] < *b.next) return AnswerLatePush(b, link, rank, h, lock);
+  undo_.valid = false;  // a push of step next: every shard applied the steps before it
+  ++stats_.pushes_received;
   if (!b.first) {
     b.first = rank;
     b.lr = h.lr;

@@ -13,7 +13,10 @@
 // other members get a regroup reply to every request, the shard keeps the state after the last step
 // it applied (g), and a partly collected step is dropped (no member has its reply). With backup
 // workers a member that lags (its push of an earlier step still to come) is still answered as late,
-// so every survivor stands at g with the same masks when it regroups.
+// so every survivor stands at g with the same masks when it regroups. On several shards (no backup
+// workers) a member lost between its pushes to two shards can leave one shard a step ahead: every
+// survivor stands at the step before it, and their membership's first hello undoes that step
+// (undo_, kept by ApplyBackupStep until a push of the next step proves it applied everywhere).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -186,7 +189,12 @@ Status ParameterShard::ServeMember(Link& link) {
     // completed: a member behind or ahead of its membership's step would redo or skip steps):
     // refused before it takes a position. A newer membership's step is the steps applied now.
     const bool joins = forming_ && h.membership == forming_->epoch;
-    const std::uint64_t g = joins ? forming_->step : optimizer_->steps();
+    std::uint64_t g = joins ? forming_->step : optimizer_->steps();
+    // Several shards: a member lost between its pushes to two shards left this one a step ahead
+    // of the survivors (and of the other shards), which no push of the next step proved applied
+    // everywhere: the new membership undoes it.
+    const bool undoes = !joins && undo_.valid && h.clock + 1 == g;
+    if (undoes) g = h.clock;
     {
       PsHeader asked = h;
       asked.flags &= ~kPsWantParams;
@@ -206,6 +214,8 @@ Status ParameterShard::ServeMember(Link& link) {
         current_->backups->regroup = true;
         current_->backups->lost_at = Clock::now();
       }
+      if (undoes) Undo();
+      undo_.valid = false;  // the steps before g are every member's now
       forming_ = std::make_shared<Membership>(h.membership, h.members, g);
     }
     m = forming_;
@@ -255,6 +265,26 @@ void ParameterShard::LoseMember(Backups& b, Link& link) {
   }
   changed_.notify_all();
   link.Close();
+}
+
+void ParameterShard::KeepUndo() {
+  undo_.params.assign(params_.begin(), params_.end());
+  const std::vector<std::span<float>> state = optimizer_->StateVectors();
+  undo_.state.resize(state.size());
+  for (std::size_t i = 0; i < state.size(); ++i)
+    undo_.state[i].assign(state[i].begin(), state[i].end());
+  undo_.steps = optimizer_->steps();
+  undo_.valid = true;
+}
+
+void ParameterShard::Undo() {
+  std::ranges::copy(undo_.params, params_.begin());
+  const std::vector<std::span<float>> state = optimizer_->StateVectors();
+  for (std::size_t i = 0; i < state.size(); ++i)
+    std::ranges::copy(undo_.state[i], state[i].begin());
+  optimizer_->set_steps(undo_.steps);
+  stats_.steps = undo_.steps;
+  ++stats_.steps_undone;
 }
 
 Status ParameterShard::AnswerRegroup(Link& link, int rank, PsMessage kind, std::uint64_t clock) {

@@ -1,5 +1,5 @@
-// ElasticReplica: one replica of an elastic job (RunsElastic: sync on the ring or on one parameter
-// server, or local) — its
+// ElasticReplica: one replica of an elastic job (RunsElastic: sync on the ring or on parameter
+// servers, or local) — its
 // TrainingSession for the current membership, and the regroup that replaces it when a peer is lost
 // or a replacement joins, in the same process, from memory (issue 46; control_protocol.md,
 // "regroup").

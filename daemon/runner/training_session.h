@@ -45,8 +45,8 @@ namespace dtrain::runner {
 struct Placement;
 
 // Whether `job`'s replicas train elastically (daemon/runner/elastic_replica.h): Elastic() set
-// where it applies (config::ClusterConfig::ElasticApplies: sync replicas on the ring or one
-// parameter server, or local ones).
+// where it applies (config::ClusterConfig::ElasticApplies: sync replicas on the ring or on
+// parameter servers, or local ones).
 bool RunsElastic(const config::JobConfig& job);
 
 // Sets this process's BLAS thread count for a replica of `job` placed as `placement`

@@ -112,6 +112,18 @@ BOOST_AUTO_TEST_CASE(a_packed_job_counts_every_process_on_its_host) {
   BOOST_TEST(one.host == one.replica);
 }
 
+// An elastic job's shard on several servers keeps a second copy of its slice and adam's two state
+// vectors (from before its last step, to undo it): 7 slices where the static job's has 4.
+BOOST_AUTO_TEST_CASE(an_elastic_jobs_shard_on_several_servers_counts_its_undo_copy) {
+  const std::string base =
+      "[data]\nformat = \"synthetic\"\n[model]\ntype = \"mlp\"\nhidden = [512]\n"
+      "[optimizer]\ntype = \"adam\"\n[cluster]\nworkers = 3\nmode = \"sync\"\nallreduce = \"ps\"\n";
+  const JobMemory fixed = EstimateJobMemory(MustParse(base + "servers = 2\n"));
+  const JobMemory elastic = EstimateJobMemory(MustParse(base + "servers = 2\nmin_workers = 2\n"));
+  BOOST_TEST(fixed.shard > 0u);
+  BOOST_TEST(4 * elastic.shard == 7 * fixed.shard);
+}
+
 BOOST_AUTO_TEST_CASE(memory_limit_is_read_in_bytes_or_with_a_unit) {
   const std::string base = "[data]\nformat = \"synthetic\"\n[train]\n";
   BOOST_TEST(MustParse(base).memory_limit == 0u);

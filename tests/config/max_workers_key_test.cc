@@ -127,7 +127,17 @@ BOOST_AUTO_TEST_CASE(above_the_workers_on_one_parameter_server_read_and_written_
   BOOST_TEST((RoleOf(job.cluster, 4).kind == ProcessRole::Kind::kShard));
 }
 
-BOOST_AUTO_TEST_CASE(above_the_workers_refused_on_several_servers_with_backups_or_compression) {
+BOOST_AUTO_TEST_CASE(above_the_workers_on_two_parameter_servers_read_and_written_back) {
+  const JobConfig job = MustParseInline(std::string(kData) + kSync +
+                                        "allreduce = \"ps\"\nservers = 2\nmax_workers = 4\n");
+  BOOST_TEST(job.cluster.ElasticApplies());
+  CheckClusterWrittenBack(job, "max_workers = 4");
+  // Ranks 0..3 are replicas, the shards ranks 4 and 5.
+  BOOST_TEST((RoleOf(job.cluster, 3).kind == ProcessRole::Kind::kReplica));
+  BOOST_TEST((RoleOf(job.cluster, 5).kind == ProcessRole::Kind::kShard));
+}
+
+BOOST_AUTO_TEST_CASE(above_the_workers_refused_on_parameter_servers_with_compression) {
   testing::CheckRefusedOnShards("max_workers", 4);
 }
 

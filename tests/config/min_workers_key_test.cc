@@ -50,7 +50,7 @@ BOOST_AUTO_TEST_CASE(read_and_written_back_elastic_only_below_the_workers) {
 BOOST_AUTO_TEST_CASE(not_written_where_it_does_not_apply) {
   for (const char* cluster : {"", "[cluster]\nworkers = 2\nmode = \"async\"\n",
                               "[cluster]\nworkers = 2\nmode = \"sync\"\nallreduce = \"ps\"\n"
-                              "servers = 2\n"}) {
+                              "compression = \"bf16\"\n"}) {
     BOOST_TEST_CONTEXT(cluster) {
       CheckNotWritten(MustParseInline(std::string(kData) + cluster), "min_workers");
     }
@@ -106,8 +106,23 @@ BOOST_AUTO_TEST_CASE(on_one_parameter_server_read_and_written_back) {
   BOOST_TEST((CostOfLosing(job, 3) == LostProcess::kRestartAll));
 }
 
-BOOST_AUTO_TEST_CASE(refused_on_several_servers_or_with_compression) {
+BOOST_AUTO_TEST_CASE(refused_on_parameter_servers_with_compression) {
   CheckRefusedOnShards("min_workers", 2);
+}
+
+// On several parameter servers too: a replica lost between its pushes to two shards leaves its
+// step applied on some, which the survivors' membership undoes (ps_protocol.md, "Elastic jobs").
+BOOST_AUTO_TEST_CASE(on_several_servers_read_and_written_back) {
+  const JobConfig job = MustParseInline(std::string(kData) + kSync +
+                                        "allreduce = \"ps\"\nservers = 2\nmin_workers = 2\n");
+  BOOST_TEST(job.cluster.Elastic());
+  BOOST_TEST(job.cluster.ElasticApplies());
+  CheckClusterWrittenBack(job, "min_workers = 2");
+  CheckClusterWrittenBack(job, "servers = 2");
+  // Its lost replica restarts alone; a lost shard, the attempt.
+  BOOST_TEST((CostOfLosing(job, 1) == LostProcess::kRestartAlone));
+  BOOST_TEST((CostOfLosing(job, 3) == LostProcess::kRestartAll));
+  BOOST_TEST((CostOfLosing(job, 4) == LostProcess::kRestartAll));
 }
 
 // An elastic job on one parameter server may have backup workers: both keys are taken (each
@@ -124,7 +139,8 @@ BOOST_AUTO_TEST_CASE(with_backup_workers_on_one_server_read_and_written_back) {
 }
 
 // Where backup workers cannot apply, the pair is refused at backup_workers (on the ring, where an
-// elastic job regroups) or at both keys (several servers, compression), each saying why.
+// elastic job regroups, and on several servers, where it regroups too but each shard would choose
+// its own steps' replicas) or at both keys (compression), each saying why.
 BOOST_AUTO_TEST_CASE(with_backup_workers_refused_where_either_key_is) {
   CheckDiagnostics(
       ParseInline(std::string(kData) + kSync + "backup_workers = 1\nmin_workers = 2\n"),
@@ -134,9 +150,10 @@ BOOST_AUTO_TEST_CASE(with_backup_workers_refused_where_either_key_is) {
   CheckDiagnostics(
       ParseInline(std::string(kData) + kSync +
                   "allreduce = \"ps\"\nservers = 2\nbackup_workers = 1\nmin_workers = 2\n"),
-      {{"inline.toml", 8, 18, "cluster.backup_workers", "is 1, but servers = 2: every shard"},
-       {"inline.toml", 9, 15, "cluster.min_workers",
-        "is 2, but allreduce \"ps\" with servers = 2: a replica lost between its pushes"}});
+      {{"inline.toml", 8, 18, "cluster.backup_workers",
+        "is 1, but servers = 2: every shard would have to agree which replicas' gradients each "
+        "step took, and a late replica could fetch ranges of different steps from different "
+        "shards: backup workers need servers = 1"}});
   CheckDiagnostics(
       ParseInline(std::string(kData) + kSync +
                   "allreduce = \"ps\"\ncompression = \"bf16\"\nbackup_workers = 1\n"

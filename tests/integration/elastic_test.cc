@@ -8,8 +8,8 @@
 // min_workers replicas where cores are short and grows as they free up. One of workers = 2 and
 // max_workers = 3 grows beyond its workers and carries on without the extra replica once it is
 // lost; one with max_workers but no min_workers waits for the cores of all its workers. On one
-// parameter server, the survivors of two losses regroup from the shard's state, in their
-// processes, without the shard restarting, and every row is still taken once per epoch. An
+// parameter server and on two, the survivors of two losses regroup from the shards' state, in
+// their processes, without a shard restarting, and every row is still taken once per epoch. An
 // elastic local job (local SGD, average_every 4) loses a replica twice: the survivors keep their
 // pids and roll back to their last average (the replacements join at such a step), and every row
 // is still taken once per epoch; one whose averages are far apart (average_every 1000, beyond
@@ -99,28 +99,46 @@ BOOST_AUTO_TEST_CASE(a_local_job_with_averages_far_apart_regroups_within_a_step_
   daemon.WaitForSuccessTakingEveryRowOnce(id, kEpochs, kStepsPerEpoch);
 }
 
-// On one parameter server (allreduce "ps", servers = 1): each lost replica makes the shard answer
-// the survivors' next requests with a regroup reply; they regroup in their processes with the
-// shard's state after the last step they all saw, and the replacement joins them, the shard
-// serving on in its process. A lost shard then restarts the attempt from the newest checkpoint.
-// Every row is taken once per epoch by the steps' memberships throughout.
-BOOST_AUTO_TEST_CASE(on_a_parameter_server_survivors_carry_on_through_losses_and_every_row_once) {
+// On parameter servers (allreduce "ps", `servers` of them): each lost replica makes the shards
+// answer the survivors' next requests with a regroup reply; they regroup in their processes with
+// the shards' state after the last step they all saw (on several shards, a step the lost replica
+// pushed to some shards only is undone there), and the replacement joins them, the shards serving
+// on in their processes. A lost shard then restarts the attempt from the newest checkpoint. Every
+// row is taken once per epoch by the steps' memberships throughout.
+void SurvivorsCarryOnOnShards(int servers) {
   constexpr int kFewEpochs = 4;
   const RecordingDaemon daemon(kFewRows);
   const DaemonFixture& d = daemon.d;
   const std::int64_t id =
-      daemon.SubmitElastic("elastic-ps", kFewEpochs, 8, "", "allreduce = \"ps\"\nservers = 1\n");
-  const pid_t shard = RunningPid(d.WaitForStep(id, 20), kWorkers);
-  BOOST_REQUIRE(shard > 0);
+      daemon.SubmitElastic("elastic-ps", kFewEpochs, 8, "",
+                           "allreduce = \"ps\"\nservers = " + std::to_string(servers) + "\n");
+  const json started = d.WaitForStep(id, 20);
+  std::vector<pid_t> shards;
+  for (int k = 0; k < servers; ++k) {
+    shards.push_back(RunningPid(started, kWorkers + k));
+    BOOST_REQUIRE(shards.back() > 0);
+  }
   LoseAndReplace(d, id, 1, 40, 0);
   LoseAndReplace(d, id, 0, kFewSteps + 40, 1);  // the member that writes the checkpoints
   const json replaced = d.WaitForStep(id, 2 * kFewSteps + 40);
   BOOST_REQUIRE_MESSAGE(replaced["state"] == "running", replaced.dump() << d.LogTail(id));
-  BOOST_TEST(RunningPid(replaced, kWorkers) == shard, "the shard was restarted for a replica");
-  BOOST_REQUIRE(::kill(shard, SIGKILL) == 0);
+  for (int k = 0; k < servers; ++k) {
+    BOOST_TEST(RunningPid(replaced, kWorkers + k) == shards[static_cast<std::size_t>(k)],
+               "shard " << k << " was restarted for a replica");
+  }
+  BOOST_REQUIRE(::kill(shards.back(), SIGKILL) == 0);
   const TakenSteps steps = daemon.WaitForSuccessTakingEveryRowOnce(id, kFewEpochs, kFewSteps);
   BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
   BOOST_TEST(CountEvents(d.Status(id), "resuming from the newest checkpoint") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(on_a_parameter_server_survivors_carry_on_through_losses_and_every_row_once) {
+  SurvivorsCarryOnOnShards(1);
+}
+
+BOOST_AUTO_TEST_CASE(
+    on_two_parameter_servers_survivors_carry_on_through_losses_and_every_row_once) {
+  SurvivorsCarryOnOnShards(2);
 }
 
 // Two replicas of three lost at once leave one, below min_workers 2: it waits in its process for

@@ -6,7 +6,9 @@
 // a backup worker, one of them a straggler (DTRAIN_STRAGGLE): a step goes on without the last
 // gradient, whose rows the next step takes. The same elastic (min_workers 2): each lost replica's
 // survivors carry on and its replacement joins them, the masks of each membership saying which
-// positions' rows its steps took. Either way, per epoch the steps' rows, over the replicas whose
+// positions' rows its steps took; and elastic on two parameter servers without backups, where a
+// replica killed between its pushes leaves a step on one shard that the survivors undo. Either way,
+// per epoch the steps' rows, over the replicas whose
 // gradients they took, must be every id once: none twice, none missing.
 #include <signal.h>
 
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/temp_dir.h"
@@ -126,30 +129,52 @@ BOOST_AUTO_TEST_CASE(with_backups_every_epoch_takes_every_row_once_through_drops
              "the straggler's gradients were never dropped");
 }
 
-// Elastic on one parameter server with a backup worker (workers = 3, min_workers = 2,
-// backup_workers = 1), one replica a straggler: each replica killed in turn, the survivors carry on
-// in their processes (a membership of two goes on without one of them too) and the replacement
-// joins them; then the daemon is killed and the job resumes from its checkpoint.
-BOOST_AUTO_TEST_CASE(
-    elastic_with_backups_every_epoch_takes_every_row_once_through_losses_and_joins) {
-  constexpr int kFewRows = 4800, kFewSteps = kFewRows / kElasticGlobalBatch;  // 100 an epoch
-  constexpr int kStraggler = 2;
-  const DaemonEnvironment straggling("DTRAIN_STRAGGLE", std::to_string(kStraggler) + " 30 4");
-  RecordingDaemon daemon(kFewRows);
+constexpr int kFewRows = 4800, kFewSteps = kFewRows / kElasticGlobalBatch;  // 100 an epoch
+
+// An elastic job of `daemon`'s (workers = 3, min_workers = 2) with `cluster_keys`: each replica
+// killed in turn (replica 2 last), the survivors carry on in their processes and the replacement
+// joins them; then the daemon is killed and the job resumes from its checkpoint. Returns the job
+// and the steps it took, every row once per epoch.
+std::pair<std::int64_t, TakenSteps> LoseEachReplicaThenTheDaemon(RecordingDaemon& daemon,
+                                                                 const std::string& name,
+                                                                 const std::string& cluster_keys) {
   DaemonFixture& d = daemon.d;
-  const std::int64_t id = daemon.SubmitElastic(
-      "elastic-backups", kEpochs, 8, "", "allreduce = \"ps\"\nservers = 1\nbackup_workers = 1\n");
+  const std::int64_t id = daemon.SubmitElastic(name, kEpochs, 8, "", cluster_keys);
   LoseAndReplace(d, id, 1, 40, 0);
   LoseAndReplace(d, id, 0, kFewSteps + 40, 1);  // the member that writes the checkpoints
-  LoseAndReplace(d, id, kStraggler, 2 * kFewSteps + 40, 2);
+  LoseAndReplace(d, id, 2, 2 * kFewSteps + 40, 2);
   SoonAfterStep(d, id, 3 * kFewSteps + 40);
   d.Stop(SIGKILL);
   d.Start();
   const TakenSteps steps = daemon.WaitForSuccessTakingEveryRowOnce(id, kEpochs, kFewSteps);
   BOOST_TEST(steps.smaller_worlds > 0, "no step was trained by fewer replicas");
+  return {id, steps};
+}
+
+// Elastic on one parameter server with a backup worker (backup_workers = 1), replica 2 a
+// straggler: a membership of two goes on without one of them too.
+BOOST_AUTO_TEST_CASE(
+    elastic_with_backups_every_epoch_takes_every_row_once_through_losses_and_joins) {
+  constexpr int kStraggler = 2;
+  const DaemonEnvironment straggling("DTRAIN_STRAGGLE", std::to_string(kStraggler) + " 30 4");
+  RecordingDaemon daemon(kFewRows);
+  const auto [id, steps] = LoseEachReplicaThenTheDaemon(
+      daemon, "elastic-backups", "allreduce = \"ps\"\nservers = 1\nbackup_workers = 1\n");
   BOOST_TEST(steps.left_out > 0, "no step went on without a gradient");
-  BOOST_TEST(LargestOf(d, id, "dropped_gradients", kStraggler) > 0.0,
+  BOOST_TEST(LargestOf(daemon.d, id, "dropped_gradients", kStraggler) > 0.0,
              "the straggler's gradients were never dropped");
+}
+
+// Elastic on two parameter servers: a replica killed between its pushes to the two shards leaves
+// its step applied on one, which the survivors' membership undoes; either way no row is lost or
+// taken twice.
+BOOST_AUTO_TEST_CASE(
+    elastic_on_two_servers_every_epoch_takes_every_row_once_through_losses_and_joins) {
+  RecordingDaemon daemon(kFewRows);
+  const TakenSteps steps = LoseEachReplicaThenTheDaemon(daemon, "elastic-two-servers",
+                                                        "allreduce = \"ps\"\nservers = 2\n")
+                               .second;
+  BOOST_TEST(steps.left_out == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

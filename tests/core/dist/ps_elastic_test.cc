@@ -8,6 +8,7 @@
 // the others stepped; a membership that never completes fails the shard at the timeout. Waits on
 // joins and replies, never on timing, for what the checks depend on.
 #include <algorithm>
+#include <array>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <memory>
@@ -20,6 +21,8 @@
 #include "core/dist/local_link.h"
 #include "core/dist/parameter_shard.h"
 #include "core/dist/ps_client.h"
+#include "core/dist/ps_messages.h"
+#include "core/dist/shard_ranges.h"
 #include "core/math/elementwise.h"
 #include "core/optim/optimizer.h"
 #include "replica_harness.h"
@@ -75,11 +78,14 @@ void ReferenceStep(std::vector<float>& params, optim::Optimizer& sgd, int member
   sgd.Step(params, sum, kLr);
 }
 
-ShardOptions Options(std::chrono::milliseconds timeout, int backup_workers = 0) {
-  return {.shard = 0,
-          .shards = 1,
-          .begin = 0,
-          .end = kParams,
+// Shard `shard` of `shards`.
+ShardOptions Options(std::chrono::milliseconds timeout, int backup_workers = 0, int shard = 0,
+                     int shards = 1) {
+  const ShardRange range = ShardRanges(kParams, shards)[static_cast<std::size_t>(shard)];
+  return {.shard = shard,
+          .shards = shards,
+          .begin = range.begin,
+          .end = range.end,
           .num_params = kParams,
           .workers = kWorkers,
           .mode = PsMode::kSync,
@@ -90,17 +96,17 @@ ShardOptions Options(std::chrono::milliseconds timeout, int backup_workers = 0) 
 }
 
 // A worker of membership `epoch` of `members`, at `position`, over a local link the shard
-// admitted, or over `link` (whose other end the shard admitted) with the membership's backup
-// workers `backups`.
+// admitted, or over `links` (one per shard, in shard order, whose other ends the shards admitted)
+// with the membership's backup workers `backups`.
 class Member {
  public:
   Member(ParameterShard& shard, std::uint32_t epoch, int members, int position)
-      : Member(MakeLocalLinkPair("worker " + std::to_string(position), "shard 0"), nullptr, epoch,
+      : Member(MakeLocalLinkPair("worker " + std::to_string(position), "shard 0"), {}, epoch,
                members, position, 0) {
     admitted = shard.Admit(pair_.b.get());
   }
-  Member(Link* link, std::uint32_t epoch, int members, int position, int backups)
-      : Member({}, link, epoch, members, position, backups) {}
+  Member(std::vector<Link*> links, std::uint32_t epoch, int members, int position, int backups)
+      : Member({}, std::move(links), epoch, members, position, backups) {}
 
   int position() const { return position_; }
   // `step`: the steps this member completed.
@@ -119,30 +125,52 @@ class Member {
     }
     return Status::Ok();
   }
+  // Sends its push of `step` to shard `shard` alone, as a worker does before its pushes to the
+  // next shards (it may die before those).
+  Status PushTo(int shard, std::uint64_t step) {
+    const ShardRange r =
+        ShardRanges(kParams, static_cast<int>(links_.size()))[static_cast<std::size_t>(shard)];
+    std::array<float, kPsHeaderFloats> header;
+    EncodePsHeader({.from = static_cast<std::uint32_t>(position_),
+                    .vote = kNoVote,
+                    .lr = kLr,
+                    .clock = step,
+                    .rows = Rows(position_),
+                    .total_rows = kTotalRows},
+                   header);
+    Link& link = *links_[static_cast<std::size_t>(shard)];
+    const Deadline deadline = Clock::now() + 20s;
+    if (Status s = link.Send(PsRequestTag(PsMessage::kPush), header, deadline); !s.ok()) return s;
+    const std::vector<float> grad = Gradient(position_, step);
+    return link.Send(PsDataTag(PsRequestTag(PsMessage::kPush)),
+                     std::span(grad).subspan(r.begin, r.size()), deadline);
+  }
   Status Goodbye(std::uint64_t steps) { return client_.Goodbye(steps); }
   // The worker is gone (it died, or left to regroup).
-  void Leave() { link_->Close(); }
+  void Leave() {
+    for (Link* link : links_) link->Close();
+  }
 
   Status admitted;
 
  private:
-  Member(LocalLinkPair pair, Link* link, std::uint32_t epoch, int members, int position,
-         int backups)
+  Member(LocalLinkPair pair, std::vector<Link*> links, std::uint32_t epoch, int members,
+         int position, int backups)
       : pair_(std::move(pair)),
-        link_(link != nullptr ? link : pair_.a.get()),
-        client_(std::span<Link* const>(&link_, 1), {.rank = position,
-                                                    .workers = kWorkers,
-                                                    .num_params = kParams,
-                                                    .mode = PsMode::kSync,
-                                                    .timeout = 20s,
-                                                    .backup_workers = backups,
-                                                    .membership = epoch,
-                                                    .members = members}),
+        links_(links.empty() ? std::vector<Link*>{pair_.a.get()} : std::move(links)),
+        client_(links_, {.rank = position,
+                         .workers = kWorkers,
+                         .num_params = kParams,
+                         .mode = PsMode::kSync,
+                         .timeout = 20s,
+                         .backup_workers = backups,
+                         .membership = epoch,
+                         .members = members}),
         position_(position),
         params(kParams) {}
 
-  LocalLinkPair pair_;  // empty over a given link
-  Link* link_;
+  LocalLinkPair pair_;  // empty over given links
+  std::vector<Link*> links_;
   PsClient client_;
   int position_;
 
@@ -269,25 +297,36 @@ BOOST_AUTO_TEST_CASE(a_membership_that_never_completes_fails_the_shard_at_the_ti
   BOOST_TEST(!shard.Admit(nullptr).ok());
 }
 
-// Over real sockets: an elastic shard with `backup_workers` serving `count` worker links, all
-// admitted, that keeps the lines it logs.
+// Over real sockets: `shards` elastic shards (each with `backup_workers`) serving `count` worker
+// links each, all admitted, that keep the lines they log.
 class TcpShard {
  public:
-  explicit TcpShard(int count, int backup_workers = 0)
-      : backup_workers_(backup_workers), shard_(Logging(Options(20'000ms, backup_workers))) {
-    BOOST_TEST_REQUIRE(shard_.Load(Initial()).ok());
+  explicit TcpShard(int count, int backup_workers = 0, int shards = 1)
+      : backup_workers_(backup_workers) {
     std::string error;
-    links_ = testing::MakeTcpPsLinks(count, 1, &error);
+    links_ = testing::MakeTcpPsLinks(count, shards, &error);
     BOOST_TEST_REQUIRE(!links_.owned.empty(), error);
-    for (Link* link : links_.shard[0]) BOOST_TEST_REQUIRE(shard_.Admit(link).ok());
-    server_ = std::jthread([this] { served_ = shard_.Serve({}); });
+    const std::vector<float> initial = Initial();
+    served_.resize(static_cast<std::size_t>(shards));
+    for (int k = 0; k < shards; ++k) {
+      auto& shard = shards_.emplace_back(
+          std::make_unique<ParameterShard>(Logging(Options(20'000ms, backup_workers, k, shards))));
+      const ShardRange r = ShardRanges(kParams, shards)[static_cast<std::size_t>(k)];
+      BOOST_TEST_REQUIRE(shard->Load(std::span(initial).subspan(r.begin, r.size())).ok());
+      for (Link* link : links_.shard[static_cast<std::size_t>(k)]) {
+        BOOST_TEST_REQUIRE(shard->Admit(link).ok());
+      }
+    }
+    for (std::size_t k = 0; k < shards_.size(); ++k) {
+      servers_.emplace_back([this, k] { served_[k] = shards_[k]->Serve({}); });
+    }
   }
 
   // A worker over link `link`, of a job of `workers`, at `position` of membership `epoch` of
   // `members`.
   std::unique_ptr<PsClient> Client(int link, int workers, std::uint32_t epoch, int members,
                                    int position) {
-    return std::make_unique<PsClient>(std::span<Link* const>(&links_.worker[link][0], 1),
+    return std::make_unique<PsClient>(links_.worker[static_cast<std::size_t>(link)],
                                       PsClientOptions{.rank = position,
                                                       .workers = workers,
                                                       .num_params = kParams,
@@ -296,22 +335,32 @@ class TcpShard {
                                                       .membership = epoch,
                                                       .members = members});
   }
-  // The member over link `link` at `position` of membership `epoch` of `members`.
+  // The member over link `link` (to every shard) at `position` of membership `epoch` of
+  // `members`.
   std::unique_ptr<Member> Join(int link, std::uint32_t epoch, int members, int position) {
-    return std::make_unique<Member>(links_.worker[link][0], epoch, members, position,
-                                    std::min(backup_workers_, members - 1));
+    return std::make_unique<Member>(links_.worker[static_cast<std::size_t>(link)], epoch, members,
+                                    position, std::min(backup_workers_, members - 1));
   }
-  // Once the workers said goodbye: what Serve returned.
+  // Once the workers said goodbye: what Serve returned (the first shard's failure).
   Status Served() {
-    server_.join();
-    return served_;
+    servers_.clear();  // joins them
+    for (const Status& s : served_) {
+      if (!s.ok()) return s;
+    }
+    return Status::Ok();
   }
-  const ParameterShard& shard() const { return shard_; }
+  const ParameterShard& shard(int k = 0) const { return *shards_[static_cast<std::size_t>(k)]; }
+  // Every shard's range, in order: the whole parameter vector.
+  std::vector<float> Params() const {
+    std::vector<float> out;
+    for (const auto& s : shards_) out.insert(out.end(), s->params().begin(), s->params().end());
+    return out;
+  }
   std::size_t Closed() {
     std::lock_guard lock(mu_);
     return logged_.size();
   }
-  // Whether the shard closed a link saying `what`.
+  // Whether a shard closed a link saying `what`.
   bool Said(const std::string& what) {
     std::lock_guard lock(mu_);
     return std::ranges::any_of(logged_, [&](const std::string& l) {
@@ -332,10 +381,10 @@ class TcpShard {
   const int backup_workers_;
   std::mutex mu_;
   std::vector<std::string> logged_;
-  ParameterShard shard_;
   testing::PsLinks links_;
-  Status served_;
-  std::jthread server_;
+  std::vector<std::unique_ptr<ParameterShard>> shards_;
+  std::vector<Status> served_;
+  std::vector<std::jthread> servers_;
 };
 
 // Over real sockets: a worker that says no membership, one that disagrees on the job's workers
@@ -495,6 +544,114 @@ BOOST_AUTO_TEST_CASE(a_member_answered_after_its_membership_stepped_is_served_at
       (std::vector<float>(tcp.shard().params().begin(), tcp.shard().params().end()) == start));
   BOOST_TEST(tcp.shard().Stats().steps == kRounds * kSteps);
   BOOST_TEST(tcp.Closed() == 0u);
+}
+
+// Waits until `done()` holds (a shard's counts, read from another thread); no timing decides it.
+template <typename Done>
+void WaitUntil(Done done) {
+  while (!done()) std::this_thread::sleep_for(1ms);
+}
+
+// Over real sockets, two shards: the member at position 2 pushes step 1 to shard 0, which applies
+// it, and dies before its push to shard 1, which regroups at step 1. The survivors' membership
+// says hello at step 1: shard 0 undoes its step 1, and both shards go on from the state after
+// step 0, bit for bit as one process computes it.
+BOOST_AUTO_TEST_CASE(on_two_shards_a_member_lost_between_its_pushes_is_undone_where_applied) {
+  TcpShard tcp(5, /*backup_workers=*/0, /*shards=*/2);
+  std::unique_ptr<optim::Optimizer> sgd = optim::MakeOptimizer({}, 0, kParams);
+  std::vector<float> expected = Initial();
+  std::vector<std::unique_ptr<Member>> first;
+  for (int p = 0; p < 3; ++p) first.push_back(tcp.Join(p, 0, 3, p));
+  for (const Status& s : AllAtOnce(first, [](Member& m) { return m.Hello(0); })) {
+    BOOST_TEST_REQUIRE(s.ok(), s.message());
+  }
+  for (const Status& s : AllAtOnce(first, [](Member& m) { return m.Step(0); })) {
+    BOOST_TEST_REQUIRE(s.ok(), s.message());
+  }
+  ReferenceStep(expected, *sgd, 3, 0);
+  BOOST_TEST_REQUIRE(first[2]->PushTo(0, 1).ok());
+  std::vector<Status> step1(2);
+  {
+    std::jthread a([&] { step1[0] = first[0]->Step(1); });
+    std::jthread b([&] { step1[1] = first[1]->Step(1); });
+    WaitUntil([&] { return tcp.shard(0).Stats().steps == 2; });
+    first[2]->Leave();
+  }
+  for (const Status& s : step1) {
+    BOOST_TEST(Mentions(s, "shard 1 of 2"), s.message());
+    BOOST_TEST(Mentions(s, "membership 0 lost a member: its members regroup"), s.message());
+  }
+  BOOST_TEST(tcp.shard(1).Stats().steps == 1u);
+  for (auto& m : first) m->Leave();
+
+  std::vector<std::unique_ptr<Member>> second;
+  for (int p = 0; p < 2; ++p) second.push_back(tcp.Join(3 + p, 1, 2, p));
+  for (const Status& s : AllAtOnce(second, [](Member& m) { return m.Hello(1); })) {
+    BOOST_TEST_REQUIRE(s.ok(), s.message());
+  }
+  for (const auto& m : second) BOOST_TEST((m->params == expected));
+  for (std::uint64_t step = 1; step < 3; ++step) {
+    for (const Status& s : AllAtOnce(second, [&](Member& m) { return m.Step(step); })) {
+      BOOST_TEST_REQUIRE(s.ok(), s.message());
+    }
+    ReferenceStep(expected, *sgd, 2, step);
+  }
+  for (const Status& s : AllAtOnce(second, [](Member& m) { return m.Goodbye(3); })) {
+    BOOST_TEST_REQUIRE(s.ok(), s.message());
+  }
+  const Status served = tcp.Served();
+  BOOST_TEST_REQUIRE(served.ok(), served.message());
+  for (const auto& m : second) BOOST_TEST((m->params == expected));
+  BOOST_TEST((tcp.Params() == expected));
+  for (int k = 0; k < 2; ++k) BOOST_TEST(tcp.shard(k).Stats().steps == 3u);
+  BOOST_TEST(tcp.shard(0).Stats().steps_undone == 1u);
+  BOOST_TEST(tcp.shard(1).Stats().steps_undone == 0u);
+  BOOST_TEST(tcp.Closed() == 0u);
+}
+
+// Over real sockets, two shards: once a push of step 1 came (which proves step 0 applied on every
+// shard), a newer membership's hello at step 0 no longer undoes step 0: it is refused naming both
+// steps, as is one two steps behind. The membership goes on untouched.
+BOOST_AUTO_TEST_CASE(on_two_shards_a_step_proven_applied_or_two_behind_is_not_undone) {
+  TcpShard tcp(4, /*backup_workers=*/0, /*shards=*/2);
+  std::unique_ptr<optim::Optimizer> sgd = optim::MakeOptimizer({}, 0, kParams);
+  std::vector<float> expected = Initial();
+  std::vector<std::unique_ptr<Member>> members;
+  for (int p = 0; p < 2; ++p) members.push_back(tcp.Join(p, 0, 2, p));
+  for (const Status& s : AllAtOnce(members, [](Member& m) { return m.Hello(0); })) {
+    BOOST_TEST_REQUIRE(s.ok(), s.message());
+  }
+  for (const Status& s : AllAtOnce(members, [](Member& m) { return m.Step(0); })) {
+    BOOST_TEST_REQUIRE(s.ok(), s.message());
+  }
+  ReferenceStep(expected, *sgd, 2, 0);
+  Status step1;
+  {
+    std::jthread a([&] { step1 = members[0]->Step(1); });
+    WaitUntil([&] {
+      return tcp.shard(0).Stats().pushes_received == 3 && tcp.shard(1).Stats().pushes_received == 3;
+    });
+    const Status proven = tcp.Join(2, 1, 1, 0)->Hello(0);
+    BOOST_TEST(Mentions(proven, "disagree on the completed step: the worker has 0, the shard 1"),
+               proven.message());
+    BOOST_TEST_REQUIRE(members[1]->Step(1).ok());
+  }
+  BOOST_TEST_REQUIRE(step1.ok(), step1.message());
+  ReferenceStep(expected, *sgd, 2, 1);
+  const Status behind = tcp.Join(3, 1, 1, 0)->Hello(0);
+  BOOST_TEST(Mentions(behind, "disagree on the completed step: the worker has 0, the shard 2"),
+             behind.message());
+  for (const Status& s : AllAtOnce(members, [](Member& m) { return m.Goodbye(2); })) {
+    BOOST_TEST_REQUIRE(s.ok(), s.message());
+  }
+  const Status served = tcp.Served();
+  BOOST_TEST_REQUIRE(served.ok(), served.message());
+  for (const auto& m : members) BOOST_TEST((m->params == expected));
+  BOOST_TEST((tcp.Params() == expected));
+  for (int k = 0; k < 2; ++k) BOOST_TEST(tcp.shard(k).Stats().steps_undone == 0u);
+  BOOST_TEST(tcp.Closed() == 4u);  // each refused hello's link, on both shards
+  BOOST_TEST(tcp.Said("said hello with completed step 0 where the shard has 1"));
+  BOOST_TEST(tcp.Said("said hello with completed step 0 where the shard has 2"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
