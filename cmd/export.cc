@@ -1,5 +1,5 @@
-// dtrain export: write a job's checkpoint as a self-describing model file (.dtm), taking the
-// checkpoint from the daemon or from a store file (--db).
+// dtrain export: write a job's checkpoint (or, with --best, its best model) as a self-describing
+// model file (.dtm), taking it from the daemon or from a store file (--db).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstring>
@@ -25,6 +25,7 @@ namespace {
 struct ExportArgs {
   std::int64_t job = 0;
   std::int64_t step = -1;  // -1: the newest checkpoint
+  bool best = false;       // the job's best model instead of a checkpoint
   std::string output;
   std::string db;  // empty: ask the daemon
   bool json = false;
@@ -41,6 +42,14 @@ struct ExportSource {
 std::string JobName(std::int64_t job) { return "job " + std::to_string(job); }
 
 CliResult<store::CheckpointData> StoredCheckpoint(store::Store& store, const ExportArgs& args) {
+  if (args.best) {
+    auto kept = store.LoadBestModel(args.job);
+    if (!kept.ok()) return ErrorFrom(kept.status());
+    if (!kept.value()) {
+      return CliError{kExitNotFound, JobName(args.job) + " has no best model", "not_found", {}};
+    }
+    return std::move(*kept.value());
+  }
   if (args.step >= 0) {
     auto infos = store.Checkpoints(args.job);
     if (!infos.ok()) return ErrorFrom(infos.status());
@@ -82,12 +91,13 @@ CliResult<ExportSource> FromDaemon(const ExportArgs& args, const GlobalOptions& 
   if (!client.ok()) return client.error();
   nlohmann::json request = {{"type", "checkpoint"}, {"id", args.job}};
   if (args.step >= 0) request["step"] = args.step;
+  if (args.best) request["best"] = true;
   CliResult<nlohmann::json> reply = client.value().Request(std::move(request));
   if (!reply.ok()) return reply.error();
   CliResult<std::string> blob = client.value().ReadCheckpointBlob();
   if (!blob.ok()) return blob.error();
-  const std::string which =
-      JobName(args.job) + "'s checkpoint at step " + std::to_string(JsonInt(reply.value(), "step"));
+  const std::string which = JobName(args.job) + (args.best ? "'s best model" : "'s checkpoint") +
+                            " at step " + std::to_string(JsonInt(reply.value(), "step"));
   auto checkpoint = store::DecodeCheckpoint(blob.value());
   if (!checkpoint.ok()) {
     return CliError{kExitFailed, which + ": " + checkpoint.status().message(), "", {}};
@@ -224,8 +234,12 @@ void AddExportCommand(CLI::App& app, Globals globals, int& exit_code) {
   cmd->add_option("-o,--output", args->output, "The model file to write")
       ->type_name("PATH")
       ->required();
-  cmd->add_option("--step", args->step, "Export the checkpoint of this step (default: newest)")
-      ->type_name("N");
+  CLI::Option* step =
+      cmd->add_option("--step", args->step, "Export the checkpoint of this step (default: newest)")
+          ->type_name("N");
+  cmd->add_flag("--best", args->best,
+                "Export the job's best model (checkpoint.keep_best, train.early_stopping)")
+      ->excludes(step);
   cmd->add_option("--db", args->db, "Read this store file instead of asking the daemon")
       ->type_name("PATH");
   cmd->add_flag("--json", args->json, "Print one JSON object");

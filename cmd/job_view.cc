@@ -119,6 +119,9 @@ JobInfo ParseJob(const nlohmann::json& job) {
   info.updated = JsonNumber(job, "updated");
   info.step = JsonInt(job, "step");
   info.total_steps = OptionalInt(job, "total_steps");
+  info.best_step = OptionalInt(job, "best_step");
+  info.best_metric = Printable(JsonString(job, "best_metric"));
+  info.best_value = JsonNumber(job, "best_value");
   if (info.total_steps && *info.total_steps <= 0) info.total_steps.reset();
   info.steps_per_sec = OptionalPace(job, "steps_per_sec");
   info.eta_seconds = OptionalPace(job, "eta_seconds");
@@ -207,6 +210,11 @@ void PrintJobDetail(const JobInfo& job, std::ostream& out, bool color, int max_e
     out << "  epoch     " << epoch << '\n';
   }
   out << "  restarts  " << job.restarts << '\n';
+  out << "  best      "
+      << (job.best_step ? job.best_metric + " " + FormatMetric(job.best_metric, job.best_value) +
+                              " at step " + std::to_string(*job.best_step)
+                        : "-")
+      << '\n';
   if (job.slurm_job > 0) {
     out << "  slurm     job " << job.slurm_job << " on " << job.slurm_nodes << '\n';
   }

@@ -56,6 +56,10 @@ struct JobInfo {
   // A sync job's place in its data: the epoch (0-based), the rows of it taken, an epoch's rows.
   std::optional<std::int64_t> epoch, epoch_rows, rows_per_epoch;
   std::int64_t restarts = 0;
+  // The best model's evaluation (best_step, best_metric, best_value), when the job keeps one.
+  std::optional<std::int64_t> best_step;
+  std::string best_metric;
+  double best_value = 0.0;
   std::int64_t slurm_job = 0;  // cluster.scheduler = "slurm": its newest allocation; 0: none
   std::string slurm_nodes;
   std::vector<std::pair<std::string, double>> metrics;  // latest value per name, by name

@@ -29,7 +29,7 @@ _dtrain() {
     why) opts="--help -h --lines --json --db --socket --host --key-file"; valued="$valued --lines --db"; first=job ;;
     metrics) opts="--help -h --name --format --plot --per-worker --db --socket --host --key-file"; valued="$valued --name --format --db"; first=job ;;
     checkpoints) opts="--help -h --json --db --socket --host --key-file"; valued="$valued --db"; first=job ;;
-    export) opts="--help -h --output -o --step --db --json --socket --host --key-file"; valued="$valued --output -o --step --db"; first=job ;;
+    export) opts="--help -h --output -o --step --best --db --json --socket --host --key-file"; valued="$valued --output -o --step --db"; first=job ;;
     validate) opts="--help -h --set --all-keys --json --socket --host --key-file"; valued="$valued --set"; first=toml ;;
     predict) opts="--help -h --set --data --labels --format --json --proba --socket --host --key-file"; valued="$valued --set --data --labels --format" ;;
     eval) opts="--help -h --set --data --labels --format --json --socket --host --key-file"; valued="$valued --set --data --labels --format" ;;

@@ -108,6 +108,7 @@ complete -c dtrain -n '__fish_seen_subcommand_from checkpoints' -a '(__dtrain_jo
 complete -c dtrain -n '__fish_seen_subcommand_from export' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from export' -l output -s o -r -F -d 'The model file to write'
 complete -c dtrain -n '__fish_seen_subcommand_from export' -l step -r -F -d 'Export the checkpoint of this step (default: newest)'
+complete -c dtrain -n '__fish_seen_subcommand_from export' -l best -d 'Export the job'\''s best model (checkpoint.keep_best, train.early_stopping)'
 complete -c dtrain -n '__fish_seen_subcommand_from export' -l db -r -F -d 'Read this store file instead of asking the daemon'
 complete -c dtrain -n '__fish_seen_subcommand_from export' -l json -d 'Print one JSON object'
 complete -c dtrain -n '__fish_seen_subcommand_from export' -a '(__dtrain_jobs)'

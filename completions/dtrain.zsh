@@ -211,6 +211,7 @@ _dtrain() {
             '--output[The model file to write]:output:_files' \
             '-o[The model file to write]:output:_files' \
             '--step[Export the checkpoint of this step (default\: newest)]:step:_files' \
+            '--best[Export the job'\''s best model (checkpoint.keep_best, train.early_stopping)]' \
             '--db[Read this store file instead of asking the daemon]:db:_files' \
             '--json[Print one JSON object]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \

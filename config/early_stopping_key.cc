@@ -41,29 +41,73 @@ const toml::node* ReadEarlyStopping(TableReader& train, Sink& sink,
   return node;
 }
 
+namespace {
+
+// Why the job cannot judge its evaluations by `metric` (empty when it can).
+std::string WhyNoJudgement(const JobConfig& job, train::EarlyStoppingMetric metric) {
+  const DataConfig& d = job.data;
+  if (d.sparse) {
+    return "is not available for sparse models (data.sparse) yet: only the dense trainer "
+           "judges its evaluations";
+  }
+  if (job.optimizer.type == optim::OptimizerType::kLbfgs) {
+    return "is not available with optimizer.type = \"lbfgs\" yet: only the dense trainer "
+           "judges its evaluations";
+  }
+  if (d.format == DataFormat::kSynthetic ? d.test_rows == 0
+                                         : d.test.empty() && d.validation_fraction == 0) {
+    return "needs held-out data to evaluate on: data.test, data.validation_fraction > 0, or "
+           "data.test_rows > 0 for synthetic data";
+  }
+  if (metric == train::EarlyStoppingMetric::kEvalAccuracy &&
+      job.model.loss == model::LossType::kMeanSquaredError) {
+    return "metric \"eval_accuracy\" needs a classification model, this one is trained with "
+           "loss \"mse\": use metric \"eval_loss\"";
+  }
+  return "";
+}
+
+}  // namespace
+
 void CheckEarlyStopping(const JobConfig& job, TableReader& train, const toml::node* node) {
   if (node == nullptr) return;
-  const auto refuse = [&](const std::string& why) { train.Report(*node, "early_stopping", why); };
-  const DataConfig& d = job.data;
-  if (job.data.sparse) {
-    refuse(
-        "is not available for sparse models (data.sparse) yet: only the dense trainer "
-        "judges its evaluations");
-  } else if (job.optimizer.type == optim::OptimizerType::kLbfgs) {
-    refuse(
-        "is not available with optimizer.type = \"lbfgs\" yet: only the dense trainer "
-        "judges its evaluations");
-  } else if (d.format == DataFormat::kSynthetic ? d.test_rows == 0
-                                                : d.test.empty() && d.validation_fraction == 0) {
-    refuse(
-        "needs held-out data to evaluate on: data.test, data.validation_fraction > 0, or "
-        "data.test_rows > 0 for synthetic data");
-  } else if (job.train.early_stopping.metric == train::EarlyStoppingMetric::kEvalAccuracy &&
-             job.model.loss == model::LossType::kMeanSquaredError) {
-    refuse(
-        "metric \"eval_accuracy\" needs a classification model, this one is trained with loss "
-        "\"mse\": use metric \"eval_loss\"");
+  if (std::string why = WhyNoJudgement(job, job.train.early_stopping.metric); !why.empty()) {
+    train.Report(*node, "early_stopping", why);
   }
+}
+
+const toml::node* ReadKeepBest(TableReader& checkpoint, config::CheckpointConfig* out) {
+  std::string metric;
+  const toml::node* node =
+      checkpoint.OneOf("keep_best", train::kEarlyStoppingMetricChoices, &metric);
+  if (node != nullptr) out->keep_best = train::ParseEarlyStoppingMetric(metric).value();
+  return node;
+}
+
+void CheckKeepBest(const JobConfig& job, TableReader& checkpoint, const toml::node* node) {
+  if (node == nullptr || !job.checkpoint.keep_best) return;
+  const train::EarlyStoppingMetric metric = *job.checkpoint.keep_best;
+  const train::EarlyStoppingOptions& early = job.train.early_stopping;
+  std::string why;
+  if (job.cluster.model_parallel > 1) {
+    why =
+        "is not available with cluster.model_parallel > 1: no process holds the whole model "
+        "its evaluation judged";
+  } else if (early.enabled() && early.metric != metric) {
+    why = "= \"" + std::string(train::EarlyStoppingMetricName(metric)) +
+          "\" conflicts with train.early_stopping's metric \"" +
+          std::string(train::EarlyStoppingMetricName(early.metric)) +
+          "\": with early stopping on, the best model is judged by its metric; drop "
+          "checkpoint.keep_best or name the same metric in both";
+  } else {
+    why = WhyNoJudgement(job, metric);
+  }
+  if (!why.empty()) checkpoint.Report(*node, "keep_best", why);
+}
+
+void WriteKeepBest(const config::CheckpointConfig& checkpoint, TomlWriter& w) {
+  if (!checkpoint.keep_best) return;
+  w.String("keep_best", train::EarlyStoppingMetricName(*checkpoint.keep_best));
 }
 
 void WriteEarlyStopping(const train::EarlyStoppingOptions& options, TomlWriter& w) {

@@ -1,4 +1,5 @@
-// Reading train.early_stopping, an inline table { metric, patience, min_delta }, and what the rest
+// Reading train.early_stopping, an inline table { metric, patience, min_delta }, and
+// checkpoint.keep_best (the metric that judges the job's best model), and what the rest
 // of a job must be for it: held-out data to evaluate on, a classification model for
 // eval_accuracy, and a trainer that judges its evaluations (the dense engine's). Internal to
 // dtrain_config, like toml_reader.h.
@@ -23,6 +24,16 @@ const toml::node* ReadEarlyStopping(TableReader& train, Sink& sink,
 
 // The job held against a present train.early_stopping (`node`: ReadEarlyStopping's).
 void CheckEarlyStopping(const JobConfig& job, TableReader& train, const toml::node* node);
+
+// checkpoint.keep_best = "eval_accuracy" | "eval_loss" into out->keep_best; its node, or null
+// when absent or reported.
+const toml::node* ReadKeepBest(TableReader& checkpoint, CheckpointConfig* out);
+// The job held against a present checkpoint.keep_best (`node`: ReadKeepBest's): refused with
+// model parallelism, with another metric than train.early_stopping's, and where early stopping
+// would be refused.
+void CheckKeepBest(const JobConfig& job, TableReader& checkpoint, const toml::node* node);
+// `keep_best = "..."` in [checkpoint], when it is set.
+void WriteKeepBest(const CheckpointConfig& checkpoint, TomlWriter& w);
 
 // `early_stopping = { ... }` in [train], when it is on.
 void WriteEarlyStopping(const train::EarlyStoppingOptions& options, TomlWriter& w);

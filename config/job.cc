@@ -65,6 +65,12 @@ bool JobConfig::operator==(const JobConfig& other) const {
          max_restarts == other.max_restarts;
 }
 
+std::optional<train::EarlyStoppingMetric> BestModelMetric(const JobConfig& job) {
+  if (job.cluster.model_parallel > 1) return std::nullopt;
+  if (job.train.early_stopping.enabled()) return job.train.early_stopping.metric;
+  return job.checkpoint.keep_best;
+}
+
 std::string_view DataFormatName(DataFormat format) { return kFormats.Name(format); }
 std::string_view SyntheticKindName(SyntheticKind kind) { return kSyntheticKinds.Name(kind); }
 std::string_view AllReduceName(AllReduce kind) { return kAllReduces.Name(kind); }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -201,6 +202,9 @@ struct CheckpointConfig {
   std::int64_t every_steps = 0;  // 0: off
   double every_seconds = 0.0;    // 0: off
   int keep = 3;                  // newest kept
+  // checkpoint.keep_best: the metric that judges the job's best model (BestModelMetric); unset:
+  // none unless train.early_stopping is on.
+  std::optional<train::EarlyStoppingMetric> keep_best;
 
   bool operator==(const CheckpointConfig&) const = default;
 };
@@ -265,6 +269,11 @@ std::string FormatDiagnostic(const Diagnostic& d);
 
 // Job-file names of the enums above ("idx", "blobs", "sync", ...); Parse* errors list the
 // choices, *Choices() joins them for messages: "idx, csv, libsvm, synthetic".
+// The metric a job's best model is judged by: train.early_stopping's when that is on, else
+// checkpoint.keep_best's; none when neither is set, or where no process holds the whole model
+// (cluster.model_parallel > 1, which early stopping allows and keep_best refuses).
+std::optional<train::EarlyStoppingMetric> BestModelMetric(const JobConfig& job);
+
 std::string_view DataFormatName(DataFormat format);
 std::string_view SyntheticKindName(SyntheticKind kind);
 std::string_view ClusterModeName(ClusterMode mode);

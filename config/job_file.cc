@@ -582,9 +582,11 @@ JobConfig ReadJob(const toml::table& root, const std::string& display_path, cons
       TraitsOf(job.cluster.mode).default_optimizer;
   if (mode_default && !optimizer.Present("type")) job.optimizer.type = *mode_default;
   ReadCheckpoint(checkpoint, &job.checkpoint);
+  const toml::node* keep_best = internal::ReadKeepBest(checkpoint, &job.checkpoint);
   restart.Int("max_restarts", 0, kMaxRestartsLimit, &job.max_restarts);
   CheckWarmup(optimizer, job.train);
   internal::CheckEarlyStopping(job, train, early_stopping);
+  internal::CheckKeepBest(job, checkpoint, keep_best);
   internal::CheckSparseJob(job, {data, model, train, optimizer, cluster});
   // A sparse model's size is the features the data touches, known once it is read.
   if (sink.size() == 0 && !job.data.sparse) {

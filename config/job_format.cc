@@ -229,6 +229,7 @@ std::string FormatResolvedJob(const JobConfig& job, ResolvedKeys keys) {
   w.Int("every_steps", job.checkpoint.every_steps);
   w.Double("every_seconds", job.checkpoint.every_seconds);
   w.Int("keep", job.checkpoint.keep);
+  internal::WriteKeepBest(job.checkpoint, w);
   w.Section("restart");
   if (job.max_restarts < 0) {
     w.Comment("max_restarts: not set, so the daemon's default applies");

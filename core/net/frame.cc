@@ -11,17 +11,18 @@
 namespace dtrain::net {
 namespace {
 
-constexpr NameTable<MessageType, 8> kMessageTypes{
+constexpr NameTable<MessageType, 9> kMessageTypes{
     {{{MessageType::kControl, "control"},
       {MessageType::kLogLine, "log line"},
       {MessageType::kMetrics, "metrics"},
       {MessageType::kCheckpoint, "checkpoint"},
       {MessageType::kHeartbeat, "heartbeat"},
+      {MessageType::kBestModel, "best model"},
       {MessageType::kFloats, "floats"},
       {MessageType::kUncheckedFloats, "unchecked floats"},
       {MessageType::kVersionMismatch, "version mismatch"}}},
-    "control, log line, metrics, checkpoint, heartbeat, floats, unchecked floats, version "
-    "mismatch"};
+    "control, log line, metrics, checkpoint, heartbeat, best model, floats, unchecked floats, "
+    "version mismatch"};
 
 constexpr NameTable<FrameError, 8> kFrameErrors{
     {{{FrameError::kBadMagic, "bad magic"},

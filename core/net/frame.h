@@ -39,6 +39,7 @@ enum class MessageType : std::uint16_t {
   kMetrics = 3,            // metric points of a worker
   kCheckpoint = 4,         // a checkpoint on its way to the coordinator
   kHeartbeat = 5,          // liveness, empty payload allowed
+  kBestModel = 6,          // a job's best model on its way to the coordinator
   kFloats = 16,            // raw little-endian float32 array
   kUncheckedFloats = 17,   // kFloats without a checksum: the crc field is 0 and means nothing
   kVersionMismatch = 255,  // payload kVersionMismatchPayload

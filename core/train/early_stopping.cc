@@ -32,7 +32,8 @@ EarlyStopping::Verdict EarlyStopping::Observe(double value, std::int64_t step) {
     return Verdict::kImproved;
   }
   ++state_.since_best;
-  return state_.since_best >= options_.patience ? Verdict::kStop : Verdict::kNotImproved;
+  return options_.enabled() && state_.since_best >= options_.patience ? Verdict::kStop
+                                                                      : Verdict::kNotImproved;
 }
 
 std::string EarlyStopping::Describe(std::int64_t step) const {

@@ -3,16 +3,19 @@
 // too). An evaluation improves on the best so far
 // when its metric is better by more than min_delta (eval_accuracy higher, eval_loss lower; the
 // first finite value always does); after `patience` evaluations in a row that do not, the run
-// stops early and succeeds.
+// stops early and succeeds. With patience 0 (off) it still judges, never stopping: the trainer
+// keeps the best model by the same judgement (TrainOptions::keep_best).
 //
 //   EarlyStopping early(options.early_stopping);
-//   if (early.Observe(result.loss, step) == EarlyStopping::Verdict::kStop) ... propose the stop
+//   EarlyStopping::Verdict v = early.Observe(result.loss, step);  // kImproved: keep the model
+//   if (v == EarlyStopping::Verdict::kStop) ... propose the stop
 //   std::string why = early.Describe(step);  // "stopped early at step 900: best eval_loss ..."
 //
 // Invariants: best_step is -1 exactly when no evaluation improved yet (best is then NaN);
 // since_best counts the evaluations after best_step (all of them before a first best), and is
-// below patience until Observe says kStop. The state is plain data, stored with each checkpoint
-// (daemon/store/checkpoint_format.md), so a resumed run judges as the uninterrupted one would.
+// below patience until Observe says kStop (never, with patience 0). The state is plain data,
+// stored with each checkpoint (daemon/store/checkpoint_format.md), so a resumed run judges as the
+// uninterrupted one would.
 #pragma once
 
 #include <cmath>

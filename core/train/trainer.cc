@@ -431,7 +431,7 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       const Result<EvalResult> result = Evaluate(*eval_);
       if (!result.ok()) return result.status();
       EmitEval(listener, result.value());
-      wanted = StopVote(JudgeEval(result.value()));
+      wanted = StopVote(JudgeEval(listener, result.value()));
     }
     if (!listener.AfterStep(*this)) wanted = StopVote(StopReason::kRequested);
     const Result<int> agreed = network_.AgreeStop(static_cast<int>(wanted));
@@ -470,16 +470,20 @@ Result<EvalResult> Trainer::Evaluate(const data::Dataset& set) {
   return result;
 }
 
-std::optional<StopReason> Trainer::JudgeEval(const EvalResult& result) {
+std::optional<StopReason> Trainer::JudgeEval(TrainListener& listener, const EvalResult& result) {
   const bool classification = IsClassification(network_.spec());
   // Early stopping judges every evaluation, also one that reaches the target, so that its
   // state is the same whichever stop comes first.
   bool early = false;
-  if (options_.early_stopping.enabled()) {
+  if (options_.early_stopping.enabled() || options_.keep_best) {
     const double value = options_.early_stopping.metric == EarlyStoppingMetric::kEvalAccuracy
                              ? result.accuracy
                              : result.loss;
-    early = early_stopping_.Observe(value, position_.step) == EarlyStopping::Verdict::kStop;
+    const EarlyStopping::Verdict verdict = early_stopping_.Observe(value, position_.step);
+    early = verdict == EarlyStopping::Verdict::kStop;
+    if (verdict == EarlyStopping::Verdict::kImproved && options_.keep_best) {
+      listener.Improved(*this, value);
+    }
   }
   if (options_.target_accuracy > 0.0 && classification &&
       result.accuracy >= options_.target_accuracy) {

@@ -44,6 +44,9 @@ struct TrainOptions {
   std::int64_t log_every = 100;     // steps between train_* metrics
   double target_accuracy = 0.0;     // stop once eval accuracy reaches it (0: off)
   EarlyStoppingOptions early_stopping;  // stop once evaluations stop improving (patience 0: off)
+  // Judge every evaluation by early_stopping's metric and min_delta (also with patience 0) and
+  // hand the listener each one that improves on the best so far (TrainListener::Improved).
+  bool keep_best = false;
   bool fail_on_divergence = true;   // a non-finite train_loss ends Run with a divergence error
   float weight_decay = 0.0f;        // L2 on weights (not biases)
   optim::ScheduleOptions schedule;  // total_steps 0 means "the planned run length"
@@ -112,6 +115,13 @@ class TrainListener : public MetricSink {
   // Each step once its batch is taken, before any of its gradient leaves the replica:
   // trainer.last_batch() is that step's. A step redone later (a restart, a regroup) comes again.
   virtual void Taking(const Trainer& trainer) { (void)trainer; }
+  // With options().keep_best: an evaluation improved on the best so far, by `value` of
+  // options().early_stopping.metric. trainer.params() are the parameters it evaluated (batch
+  // norm statistics included) and position().step their step, until the loop steps again.
+  virtual void Improved(const Trainer& trainer, double value) {
+    (void)trainer;
+    (void)value;
+  }
 };
 
 // A listener that drops every metric and never stops the loop (benchmarks, tests).
@@ -200,8 +210,9 @@ class Trainer {
   // The batch's rows into x_ and y_, on the network's team where it has one.
   void GatherInSlices(std::span<const std::uint32_t> batch);
   void EmitEval(TrainListener& listener, const EvalResult& result);
-  // The stop an evaluation asks for (target accuracy, early stopping), if any.
-  std::optional<StopReason> JudgeEval(const EvalResult& result);
+  // The stop an evaluation asks for (target accuracy, early stopping), if any; tells the
+  // listener of an improving one (options_.keep_best).
+  std::optional<StopReason> JudgeEval(TrainListener& listener, const EvalResult& result);
 
   std::unique_ptr<model::LocalNetwork> owned_;  // the network, when built from a Model
   model::Network& network_;

@@ -30,6 +30,13 @@ class RecordingListener final : public train::TrainListener {
     if (rows_) rows_->Record(trainer);
     if (straggler_) straggler_->BeforeStep(trainer.last_batch().at.step);
   }
+  void Improved(const train::Trainer& trainer, double value) override {
+    const std::string_view metric =
+        train::EarlyStoppingMetricName(trainer.options().early_stopping.metric);
+    recording_.KeepBest(
+        {.step = trainer.position().step, .metric = std::string(metric), .value = value},
+        ViewModel(trainer));
+  }
   bool AfterStep(const train::Trainer& trainer) override {
     if (rows_) rows_->RecordMasks(trainer);
     if (after_step_) after_step_();
@@ -144,6 +151,13 @@ Status RunRecording::Save() {
   last_checkpoint_ = Clock::now();
   if (options_.observer != nullptr) options_.observer->OnCheckpoint(progress);
   return Status::Ok();
+}
+
+void RunRecording::KeepBest(const store::BestModelInfo& best, const store::CheckpointView& model) {
+  if (!options_.checkpoints || !failure_.ok()) return;
+  if (Status saved = recorder_.SaveBestModel(best, model); !saved.ok()) {
+    failure_ = Status::Error("saving the best model failed: " + saved.message());
+  }
 }
 
 Status RunRecording::Finish() {

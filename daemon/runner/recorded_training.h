@@ -108,6 +108,10 @@ class RunRecording {
   bool AfterStep();
   // A checkpoint now, unless this step's is written already (or this process writes none).
   Status Save();
+  // An evaluation improved on the best so far: `model` becomes the job's best model, where this
+  // process writes checkpoints (the others hold the same model). A failure stops the run as a
+  // failed checkpoint does.
+  void KeepBest(const store::BestModelInfo& best, const store::CheckpointView& model);
   // At the end, whatever stopped the loop: the last checkpoint and the peak memory metric
   // (peak_rss_bytes). The first failed checkpoint's error, if one failed.
   Status Finish();

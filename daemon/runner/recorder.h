@@ -24,6 +24,9 @@ class RunRecorder {
   virtual void RecordMetrics(std::span<const train::MetricPoint> points) = 0;
   // Returns once the checkpoint is committed (durable), or why it is not.
   virtual Status SaveCheckpoint(const store::CheckpointView& checkpoint) = 0;
+  // Returns once `model` is committed as the job's best model (store::Store::SaveBestModel).
+  virtual Status SaveBestModel(const store::BestModelInfo& best,
+                               const store::CheckpointView& model) = 0;
 };
 
 class StoreRecorder final : public RunRecorder {
@@ -37,6 +40,10 @@ class StoreRecorder final : public RunRecorder {
   }
   Status SaveCheckpoint(const store::CheckpointView& checkpoint) override {
     return store_.SaveCheckpoint(job_id_, checkpoint, keep_);
+  }
+  Status SaveBestModel(const store::BestModelInfo& best,
+                       const store::CheckpointView& model) override {
+    return store_.SaveBestModel(job_id_, best, model);
   }
 
  private:

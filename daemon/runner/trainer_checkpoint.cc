@@ -5,8 +5,7 @@
 
 namespace dtrain::runner {
 
-store::CheckpointView ViewCheckpoint(train::Trainer& trainer,
-                                     std::span<const std::vector<float>> strategy_state) {
+store::CheckpointView ViewModel(const train::Trainer& trainer) {
   store::CheckpointView c;
   const train::TrainPosition& pos = trainer.position();
   c.step = pos.step;
@@ -16,6 +15,12 @@ store::CheckpointView ViewCheckpoint(train::Trainer& trainer,
   c.model_spec = model::FormatModelSpec(trainer.network().spec());
   c.params = trainer.params();
   c.early_stopping = trainer.early_stopping().state();
+  return c;
+}
+
+store::CheckpointView ViewCheckpoint(train::Trainer& trainer,
+                                     std::span<const std::vector<float>> strategy_state) {
+  store::CheckpointView c = ViewModel(trainer);
   if (optim::Optimizer* opt = trainer.strategy().LocalOptimizer()) {
     c.optimizer_steps = opt->steps();
     for (std::span<float> v : opt->StateVectors()) c.optimizer_state.emplace_back(v);

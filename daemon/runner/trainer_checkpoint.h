@@ -20,6 +20,9 @@
 
 namespace dtrain::runner {
 
+// The trainer's model alone: its place, seed, early-stopping state and parameters (batch norm
+// statistics included), without optimizer state (a job's best model). Valid until it steps again.
+store::CheckpointView ViewModel(const train::Trainer& trainer);
 // Views of the trainer's own buffers and of `strategy_state`: valid until it steps again.
 store::CheckpointView ViewCheckpoint(train::Trainer& trainer,
                                      std::span<const std::vector<float>> strategy_state = {});

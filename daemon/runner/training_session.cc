@@ -79,6 +79,10 @@ train::TrainOptions ReplicaOptions(const config::JobConfig& job, const model::Mo
   }
   o.schedule.lr = config::ScaledLearningRate(job);
   o.learning_rate = job.optimizer.type != optim::OptimizerType::kFtrl;
+  if (const std::optional<train::EarlyStoppingMetric> best = config::BestModelMetric(job)) {
+    o.keep_best = true;
+    o.early_stopping.metric = *best;
+  }
   return o;
 }
 

@@ -510,6 +510,32 @@ asio::awaitable<Status> JobManager::WorkerCheckpoint(std::int64_t id, int rank,
   co_return outcome;
 }
 
+asio::awaitable<Status> JobManager::WorkerBestModel(std::int64_t id, int rank,
+                                                    std::string_view payload) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second->WritesCheckpoints(rank)) {
+    co_return Status::Error("not an active job's worker");
+  }
+  const std::optional<train::EarlyStoppingMetric> metric =
+      config::BestModelMetric(it->second->config);
+  if (!metric) co_return Status::Error("the job keeps no best model");
+  Result<store::BestModelFrame> frame = store::DecodeBestModelFrame(payload);
+  if (!frame.ok()) co_return Status::Error("best model refused: " + frame.status().message());
+  const std::uint64_t attempt = it->second->attempt;
+  const store::BestModelInfo best{.step = frame.value().model.step,
+                                  .metric = std::string(train::EarlyStoppingMetricName(*metric)),
+                                  .value = frame.value().value};
+  auto save = [this, id, best, model = std::move(frame.value().model)] {
+    return store_.SaveBestModel(id, best, store::ViewOf(model));
+  };
+  Status saved = co_await OffThread(pool_, save);
+  if (Job* job = Current(id, attempt); !saved.ok() && job != nullptr) {
+    FailAttempt(*job,
+                job->Who(rank) + " sent a best model that could not be stored: " + saved.message());
+  }
+  co_return saved;
+}
+
 asio::awaitable<Status> JobManager::SaveCheckpoint(std::int64_t id, std::uint64_t attempt, int rank,
                                                    int keep, store::CheckpointData& checkpoint) {
   auto save = [this, id, keep, c = std::move(checkpoint)] {

@@ -200,6 +200,9 @@ class JobManager {
   // each its part: the parts of one step are stored as one checkpoint once all have come, and
   // each caller returns then). Returns once it is committed, or why it was not.
   asio::awaitable<Status> WorkerCheckpoint(std::int64_t job, int rank, std::string_view blob);
+  // The checkpoint writer of the job sent its best model (a `best model` frame). Returns once it
+  // is committed, or why it was not (which fails the attempt, as a checkpoint's failure does).
+  asio::awaitable<Status> WorkerBestModel(std::int64_t job, int rank, std::string_view payload);
   // The process of the job admitted with `token` as rank `rank` has sent nothing for `silence`
   // (longer than cluster.heartbeat_timeout): it is killed now and the attempt recovers as after
   // a crash. Nothing happens when that process is gone or replaced already.

@@ -103,16 +103,22 @@ asio::awaitable<bool> SendCheckpoint(ControlContext& ctx, Socket& socket,
                                      const ClientRequest& request) {
   const std::int64_t id = request.id;
   const auto step = IntField(request.body, "step");
+  const bool best = BoolField(request.body, "best");
   struct Found {
     std::string spec_toml;
     std::int64_t owner_uid = 0, owner_gid = -1;
     store::CheckpointData checkpoint;
   };
-  Result<Found> found = co_await OffThread(ctx.pool, [&ctx, id, step]() -> Result<Found> {
+  Result<Found> found = co_await OffThread(ctx.pool, [&ctx, id, step, best]() -> Result<Found> {
     auto job = ctx.store.GetJob(id);
     if (!job.ok()) return Status::Error("no job " + std::to_string(id));
     Found f{job.value().spec_toml, job.value().owner_uid, job.value().owner_gid, {}};
-    if (step) {
+    if (best) {
+      auto kept = ctx.store.LoadBestModel(id);
+      if (!kept.ok()) return kept.status();
+      if (!kept.value()) return Status::Error("job " + std::to_string(id) + " has no best model");
+      f.checkpoint = std::move(*kept.value());
+    } else if (step) {
       auto c = ctx.store.LoadCheckpoint(id, *step);
       if (!c.ok()) return c.status();
       f.checkpoint = std::move(c).value();

@@ -117,6 +117,10 @@ asio::awaitable<void> ServeWorker(ControlContext& ctx, Socket& socket, std::int6
       if (!co_await WriteJson(socket, reply_)) {
         co_return;
       }
+    } else if (h.type == net::MessageType::kBestModel) {
+      Status saved = co_await ctx.jobs.WorkerBestModel(job, rank, frame.value().payload);
+      const json reply_ = saved.ok() ? Ok() : Error("internal", saved.message());
+      if (!co_await WriteJson(socket, reply_)) co_return;
     } else if (type == "regroup") {
       const json reply_ = co_await RegroupReply(ctx, job, rank, token, control);
       if (!co_await WriteJson(socket, reply_)) co_return;

@@ -251,4 +251,21 @@ std::optional<std::uint32_t> StoredChecksum(std::string_view blob) {
   return LoadU32(blob.substr(blob.size() - kCrcSize));
 }
 
+std::string EncodeBestModelFrame(double value, const CheckpointView& model) {
+  codec::ByteWriter out;
+  out.U64(std::bit_cast<std::uint64_t>(value));
+  out.Raw(EncodeCheckpoint(model));
+  return std::move(out).Take();
+}
+
+Result<BestModelFrame> DecodeBestModelFrame(std::string_view payload) {
+  codec::ByteReader in(payload);
+  std::uint64_t bits = 0;
+  if (!in.U64(bits))
+    return Status::Error("a best model frame of " + std::to_string(payload.size()) + " bytes");
+  Result<CheckpointData> model = DecodeCheckpoint(payload.substr(in.position()));
+  if (!model.ok()) return model.status();
+  return BestModelFrame{std::bit_cast<double>(bits), std::move(model).value()};
+}
+
 }  // namespace dtrain::store

@@ -73,6 +73,15 @@ std::string EncodeCheckpoint(const CheckpointData& checkpoint);
 // but not the job: callers add which checkpoint it was.
 Result<CheckpointData> DecodeCheckpoint(std::string_view blob);
 
+// A `best model` frame's payload (daemon/control_protocol.md): the judged metric's value as an
+// IEEE-754 double (the bits as a little-endian u64), then the model's checkpoint blob.
+struct BestModelFrame {
+  double value = 0.0;
+  CheckpointData model;
+};
+std::string EncodeBestModelFrame(double value, const CheckpointView& model);
+Result<BestModelFrame> DecodeBestModelFrame(std::string_view payload);
+
 // Model parallelism: a replica's K partitions each capture their part of a checkpoint (their range
 // of the partition-major parameter vector, their optimizer state, their shards' clocks); the job's
 // checkpoint joins the parts in partition order, and a partition resumes from its slice.

@@ -108,6 +108,8 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
   if (!metrics.ok()) return metrics.status();
   Result<std::vector<CheckpointInfo>> checkpoints = store.Checkpoints(id);
   if (!checkpoints.ok()) return checkpoints.status();
+  Result<std::optional<BestModelInfo>> best = store.BestModel(id);
+  if (!best.ok()) return best.status();
 
   json latest = json::object();
   std::int64_t step = 0;
@@ -133,6 +135,10 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
               {"restarts", CountRestarts(events.value())},
               {"metrics", std::move(latest)},
               {"workers", std::move(worker_list)}};
+  // The best model kept (checkpoint.keep_best, train.early_stopping): null while there is none.
+  out["best_step"] = best.value() ? json(best.value()->step) : json(nullptr);
+  out["best_value"] = best.value() ? MetricValueJson(best.value()->value) : json(nullptr);
+  out["best_metric"] = best.value() ? json(best.value()->metric) : json(nullptr);
   out.update(PaceJson(metrics.value(), step, r.state));
   out.update(EpochJson(metrics.value()));
   if (const std::optional<SlurmGrant> grant = NewestSlurmGrant(events.value())) {

@@ -1,7 +1,8 @@
 // What the control protocol shows of jobs, built from a store alone: the JOB object of
 // control_protocol.md (state, reason, owner, step: the furthest of its metrics and its newest
 // checkpoint, total_steps, steps_per_sec and eta_seconds: its pace, epoch, epoch_rows and
-// rows_per_epoch: its place in the epoch, restarts, latest metrics,
+// rows_per_epoch: its place in the epoch, restarts, latest metrics, best_step, best_value and
+// best_metric: its best model's evaluation (null when it keeps none),
 // workers and, when asked, events) and the newest jobs. The daemon adds what only it knows
 // (restarts not yet recorded, the reason a queued job waits); `dtrain status/list --db` show them
 // as recorded.

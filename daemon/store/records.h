@@ -118,4 +118,13 @@ struct CheckpointInfo {
   std::uint32_t checksum = 0;  // CRC32 recorded at save time (see checkpoint_format.md)
 };
 
+// The evaluation that judged a job's best model (checkpoint.keep_best, train.early_stopping):
+// the model's step, the metric and its value there.
+struct BestModelInfo {
+  std::int64_t step = 0;
+  std::string metric;  // "eval_accuracy" or "eval_loss"
+  double value = 0.0;  // finite: only a finite value improves
+  double time = 0.0;   // when it was stored (seconds since the epoch)
+};
+
 }  // namespace dtrain::store

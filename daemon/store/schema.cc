@@ -121,12 +121,27 @@ CREATE TABLE job_tags (
 ) STRICT;
 )sql";
 
+// The model of each job's best evaluation (checkpoint.keep_best, train.early_stopping): one row a
+// job, replaced on each improvement; its blob a checkpoint's encoding of the parameters alone.
+constexpr std::string_view kBestModels = R"sql(
+CREATE TABLE best_models (
+  job      INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  step     INTEGER NOT NULL,                    -- the step of the evaluation that judged it
+  metric   TEXT    NOT NULL,                    -- eval_accuracy or eval_loss
+  value    REAL    NOT NULL,                    -- the metric's value at that evaluation
+  time     REAL    NOT NULL,
+  checksum INTEGER NOT NULL,                    -- the blob's CRC-32 (checkpoint_format.md)
+  blob     BLOB    NOT NULL
+) STRICT;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {"create the run store tables", kCreateTables},
     {"add the owner's gid to jobs", kAddOwnerGid},
     {"let metric values be NaN", kNanMetrics},
     {"keep the step each process ended at", kWorkerEndStep},
     {"add the jobs' tags", kJobTags},
+    {"keep each job's best model", kBestModels},
 };
 
 }  // namespace

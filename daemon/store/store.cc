@@ -738,4 +738,69 @@ Result<std::vector<CheckpointInfo>> Store::Checkpoints(std::int64_t job) {
       });
 }
 
+Status Store::SaveBestModel(std::int64_t job, const BestModelInfo& best,
+                            const CheckpointView& model) {
+  const std::string context =
+      "job " + std::to_string(job) + "'s best model at step " + std::to_string(best.step) + ": ";
+  const std::string blob = EncodeCheckpoint(model);
+  const std::uint32_t checksum = *StoredChecksum(blob);
+  const double now = Now();
+  Status status = writer_->Execute(
+      [&](Database& db) -> Status {
+        if (static_cast<std::int64_t>(blob.size()) > db.MaxBlobSize()) {
+          return Status::Error("the model is " + std::to_string(blob.size()) +
+                               " bytes, more than SQLite's limit of " +
+                               std::to_string(db.MaxBlobSize()));
+        }
+        if (Result<JobState> state = CurrentState(db, job); !state.ok()) return state.status();
+        Result<Statement> upsert = db.Prepare(
+            "INSERT INTO best_models (job, step, metric, value, time, checksum, blob)"
+            " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            " ON CONFLICT (job) DO UPDATE SET step = excluded.step, metric = excluded.metric,"
+            " value = excluded.value, time = excluded.time, checksum = excluded.checksum,"
+            " blob = excluded.blob");
+        if (!upsert.ok()) return upsert.status();
+        upsert.value()
+            .BindInt(1, job)
+            .BindInt(2, best.step)
+            .BindText(3, best.metric)
+            .BindDouble(4, best.value)
+            .BindDouble(5, now)
+            .BindInt(6, checksum)
+            .BindBlob(7, blob);
+        return upsert.value().Run();
+      },
+      OnDiskFull::kFail);  // like a checkpoint: the space kept is for recording the failure
+  if (!status.ok()) return Status::Error(context + status.message());
+  return status;
+}
+
+Result<std::optional<BestModelInfo>> Store::BestModel(std::int64_t job) {
+  Result<std::vector<BestModelInfo>> rows = QueryRows<BestModelInfo>(
+      *readers_, "SELECT step, metric, value, time FROM best_models WHERE job = ?1",
+      [&](Statement& s) { s.BindInt(1, job); },
+      [](const Statement& s) -> Result<BestModelInfo> {
+        return BestModelInfo{s.ColumnInt(0), std::string(s.ColumnText(1)), s.ColumnDouble(2),
+                             s.ColumnDouble(3)};
+      });
+  if (!rows.ok()) return rows.status();
+  if (rows.value().empty()) return std::optional<BestModelInfo>();
+  return std::optional<BestModelInfo>(std::move(rows.value().front()));
+}
+
+Result<std::optional<CheckpointData>> Store::LoadBestModel(std::int64_t job) {
+  Result<std::vector<CheckpointData>> rows = QueryRows<CheckpointData>(
+      *readers_, "SELECT step, checksum, blob FROM best_models WHERE job = ?1",
+      [&](Statement& s) { s.BindInt(1, job); },
+      [&](const Statement& s) -> Result<CheckpointData> {
+        Result<CheckpointData> data =
+            VerifyCheckpoint(job, s.ColumnInt(0), s.ColumnInt(1), s.ColumnBlob(2));
+        if (!data.ok()) return Status::Error("best model: " + data.status().message());
+        return data;
+      });
+  if (!rows.ok()) return rows.status();
+  if (rows.value().empty()) return std::optional<CheckpointData>();
+  return std::optional<CheckpointData>(std::move(rows.value().front()));
+}
+
 }  // namespace dtrain::store

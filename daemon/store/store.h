@@ -164,6 +164,17 @@ class Store {
   Result<CheckpointData> LoadCheckpoint(std::int64_t job, std::int64_t step);
   Result<std::vector<CheckpointInfo>> Checkpoints(std::int64_t job);  // by step, oldest first
 
+  // --- the best model ---
+
+  // Stores `model` (a checkpoint of the evaluated parameters; its step best.step) as the job's
+  // best model, replacing the one before, in one durable transaction: a crash leaves the
+  // previous best or the new one. best.time is set here.
+  Status SaveBestModel(std::int64_t job, const BestModelInfo& best, const CheckpointView& model);
+  // The job's best model's evaluation; nullopt when it has none.
+  Result<std::optional<BestModelInfo>> BestModel(std::int64_t job);
+  // The job's best model, verified like a checkpoint; nullopt when it has none.
+  Result<std::optional<CheckpointData>> LoadBestModel(std::int64_t job);
+
  private:
   Store(std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> writer);
   // NoteEvent, and with `as_reason` NoteReason.

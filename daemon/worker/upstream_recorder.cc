@@ -27,19 +27,31 @@ void UpstreamRecorder::RecordMetrics(std::span<const train::MetricPoint> points)
 }
 
 Status UpstreamRecorder::SaveCheckpoint(const store::CheckpointView& checkpoint) {
-  const std::string blob = store::EncodeCheckpoint(checkpoint);
-  Status sent = upstream_.Send(net::MessageType::kCheckpoint, blob, kSendTimeout);
+  return SendAndAwaitCommit(net::MessageType::kCheckpoint, store::EncodeCheckpoint(checkpoint),
+                            "a checkpoint");
+}
+
+Status UpstreamRecorder::SaveBestModel(const store::BestModelInfo& best,
+                                       const store::CheckpointView& model) {
+  return SendAndAwaitCommit(net::MessageType::kBestModel,
+                            store::EncodeBestModelFrame(best.value, model), "the best model");
+}
+
+Status UpstreamRecorder::SendAndAwaitCommit(net::MessageType type, const std::string& payload,
+                                            std::string_view what) {
+  Status sent = upstream_.Send(type, payload, kSendTimeout);
   if (!sent.ok()) return sent;
   Result<net::Frame> reply = upstream_.Read(kCommitTimeout);
   if (!reply.ok()) return reply.status();
   const nlohmann::json ack = nlohmann::json::parse(reply.value().payload, nullptr, false);
   if (!ack.is_object() || !ack.contains("ok") || !ack["ok"].is_boolean()) {
-    return Status::Error("the daemon's reply to a checkpoint is malformed");
+    return Status::Error("the daemon's reply to " + std::string(what) + " is malformed");
   }
   if (!ack["ok"].get<bool>()) {
     const auto error = ack.find("error");
-    return Status::Error(error != ack.end() && error->is_string() ? error->get<std::string>()
-                                                                 : "the daemon refused the checkpoint");
+    return Status::Error(error != ack.end() && error->is_string()
+                             ? error->get<std::string>()
+                             : "the daemon refused " + std::string(what));
   }
   return Status::Ok();
 }

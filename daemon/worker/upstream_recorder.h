@@ -5,8 +5,8 @@
 //   UpstreamRecorder recorder(upstream);
 //   runner::TrainRecorded(trainer, policy, recorder, options, -1);
 //
-// SaveCheckpoint returns once the daemon acknowledged the commit. One thread at a time (the
-// Upstream's heartbeats may run beside it).
+// SaveCheckpoint and SaveBestModel return once the daemon acknowledged the commit. One thread at a
+// time (the Upstream's heartbeats may run beside it).
 #pragma once
 
 #include <cstdint>
@@ -23,10 +23,17 @@ class UpstreamRecorder final : public runner::RunRecorder {
 
   void RecordMetrics(std::span<const train::MetricPoint> points) override;
   Status SaveCheckpoint(const store::CheckpointView& checkpoint) override;
+  // A `best model` frame: the value, then the model's blob (the daemon knows the metric).
+  Status SaveBestModel(const store::BestModelInfo& best,
+                       const store::CheckpointView& model) override;
   // The first failure to send metrics (they are fire-and-forget), if any.
   const Status& metrics_status() const { return metrics_status_; }
 
  private:
+  // Sends `payload` and waits for the daemon's acknowledgement of its commit.
+  Status SendAndAwaitCommit(net::MessageType type, const std::string& payload,
+                            std::string_view what);
+
   Upstream& upstream_;
   Status metrics_status_;
 };

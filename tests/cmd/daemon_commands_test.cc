@@ -113,6 +113,9 @@ json JobObject(std::int64_t id, const std::string& state, const std::string& rea
       {"epoch_rows", 1920},
       {"rows_per_epoch", 7680},
       {"restarts", 1},
+      {"best_step", 100},
+      {"best_value", 0.875},
+      {"best_metric", "eval_accuracy"},
       {"metrics", {{"eval_accuracy", 0.875}, {"train_loss", 0.25}, {"bytes_sent", 2048.0}}},
       {"workers", {Worker(0, "running"), Worker(1, "running")}},
       {"events",
@@ -267,8 +270,9 @@ BOOST_AUTO_TEST_CASE(status_shows_state_reason_workers_metrics_and_events) {
   for (const char* part :
        {"job 7", "blobs", "running: 2 workers started", "priority  5",
         "step      120/480 (25%), 2.5 steps/s, ETA 2m24s",
-        "epoch     2, 1920 of its 7680 rows (25%)", "restarts  1", "eval_accuracy 0.875",
-        "train_loss 0.25", "RANK", "replica", "4001", "scheduled", "queued", "2 workers started"}) {
+        "epoch     2, 1920 of its 7680 rows (25%)", "restarts  1",
+        "best      eval_accuracy 0.875 at step 100", "eval_accuracy 0.875", "train_loss 0.25",
+        "RANK", "replica", "4001", "scheduled", "queued", "2 workers started"}) {
     BOOST_TEST(Contains(r.out, part), "missing '" << part << "' in:\n" << r.out);
   }
   // A window counter is labelled as one: not among the metrics, which read as values.

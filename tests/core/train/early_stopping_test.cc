@@ -68,6 +68,17 @@ BOOST_AUTO_TEST_CASE(patience_evaluations_in_a_row_without_improvement_stop) {
   BOOST_TEST((eager.Observe(0.5, 2) == Verdict::kStop));
 }
 
+BOOST_AUTO_TEST_CASE(patience_zero_judges_but_never_stops) {
+  EarlyStopping keep = Rule(EarlyStoppingMetric::kEvalAccuracy, 0, 0.0);
+  BOOST_TEST(!keep.options().enabled());
+  BOOST_TEST((keep.Observe(0.5, 10) == Verdict::kImproved));
+  for (std::int64_t step = 20; step <= 100; step += 10) {
+    BOOST_TEST((keep.Observe(0.25, step) == Verdict::kNotImproved));
+  }
+  BOOST_TEST((keep.Observe(0.75, 110) == Verdict::kImproved));
+  BOOST_TEST(keep.state().best_step == 110);
+}
+
 BOOST_AUTO_TEST_CASE(a_non_finite_value_never_improves) {
   EarlyStopping rule = Rule(EarlyStoppingMetric::kEvalLoss, 2, 0.0);
   BOOST_TEST((rule.Observe(std::numeric_limits<double>::quiet_NaN(), 1) == Verdict::kNotImproved));

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "core/data/dataset.h"
 #include "core/data/readers.h"
@@ -379,6 +381,65 @@ BOOST_AUTO_TEST_CASE(stops_early_after_patience_evaluations_without_improvement)
   RecordingListener lt;
   BOOST_TEST((target.trainer.Run(lt).value() == StopReason::kTargetReached));
   BOOST_TEST(target.trainer.position().step == 5);
+}
+
+// Keeps each evaluation's eval_loss and the models handed over as improvements.
+class BestListener : public RecordingListener {
+ public:
+  void Record(std::span<const MetricPoint> points) override {
+    RecordingListener::Record(points);
+    for (const MetricPoint& p : points) {
+      if (p.name == "eval_loss") losses_.emplace_back(p.step, p.value);
+    }
+  }
+  void Improved(const Trainer& t, double value) override {
+    improved_.push_back({t.position().step, value, {t.params().begin(), t.params().end()}});
+  }
+  struct Kept {
+    std::int64_t step;
+    double value;
+    std::vector<float> params;
+  };
+  std::vector<std::pair<std::int64_t, double>> losses_;
+  std::vector<Kept> improved_;
+};
+
+// keep_best without early stopping (patience 0): every evaluation is judged, none stops the
+// run, and each one that improved on the best so far hands over the model it evaluated.
+BOOST_AUTO_TEST_CASE(keep_best_hands_over_each_improving_evaluations_model) {
+  TrainOptions o = Options();
+  o.epochs = 3;
+  o.eval_every = 5;
+  o.keep_best = true;
+  o.early_stopping.metric = EarlyStoppingMetric::kEvalLoss;
+  Run run(train, test, o);
+  BestListener l;
+  auto why = run.trainer.Run(l);
+  BOOST_REQUIRE(why.ok());
+  BOOST_TEST((why.value() == StopReason::kCompleted));
+  BOOST_REQUIRE(l.losses_.size() > 2u);
+  std::vector<std::int64_t> expected;  // the evaluations that beat every one before them
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& [step, loss] : l.losses_) {
+    if (loss < best) expected.push_back(step), best = loss;
+  }
+  BOOST_REQUIRE(l.improved_.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    BOOST_TEST(l.improved_[i].step == expected[i]);
+  }
+  const BestListener::Kept& last = l.improved_.back();
+  BOOST_TEST(last.value == best);
+  BOOST_TEST(run.trainer.early_stopping().state().best_step == last.step);
+  // The parameters handed over are the ones that evaluation judged.
+  std::copy(last.params.begin(), last.params.end(), run.trainer.params().begin());
+  BOOST_TEST(run.trainer.Evaluate(test).value().loss == last.value);
+
+  // Without keep_best nothing is handed over.
+  o.keep_best = false;
+  Run off(train, test, o);
+  BestListener lo;
+  BOOST_REQUIRE(off.trainer.Run(lo).ok());
+  BOOST_TEST(lo.improved_.empty());
 }
 
 BOOST_AUTO_TEST_CASE(linear_regression_recovers_a_linear_teacher) {

@@ -153,6 +153,9 @@ class KeptRecords final : public RunRecorder {
     checkpoints.push_back(checkpoint.step);
     return Status::Ok();
   }
+  Status SaveBestModel(const store::BestModelInfo&, const store::CheckpointView&) override {
+    return Status::Ok();
+  }
   std::set<int> worlds;
   std::vector<std::int64_t> checkpoints;
 };

@@ -17,6 +17,9 @@ class NoRecords final : public RunRecorder {
  public:
   void RecordMetrics(std::span<const train::MetricPoint>) override {}
   Status SaveCheckpoint(const store::CheckpointView&) override { return Status::Ok(); }
+  Status SaveBestModel(const store::BestModelInfo&, const store::CheckpointView&) override {
+    return Status::Ok();
+  }
 };
 
 // A collective strategy that notes the step at which each proposal came.
@@ -46,7 +49,7 @@ Recorded TwelveSteps(bool backups) {
   std::int64_t step = 0;
   NotedProposals strategy(step);
   NoRecords recorder;
-  const config::CheckpointConfig policy{.every_steps = 5};
+  const config::CheckpointConfig policy{.every_steps = 5, .keep_best = {}};
   const RunOptions options;
   Recorded recorded;
   RunRecording recording(
@@ -80,7 +83,7 @@ BOOST_AUTO_TEST_CASE(without_backups_the_step_count_proposes_nothing) {
 BOOST_AUTO_TEST_CASE(a_checkpoint_due_between_averages_waits_for_the_next_average) {
   std::int64_t step = 0;
   NoRecords recorder;
-  const config::CheckpointConfig policy{.every_steps = 5};
+  const config::CheckpointConfig policy{.every_steps = 5, .keep_best = {}};
   RunOptions options;
   options.checkpoint_at = [](std::int64_t s) { return s % 4 == 0; };
   std::vector<std::int64_t> saved;

@@ -38,7 +38,7 @@ BOOST_AUTO_TEST_CASE(open_creates_the_schema_in_wal_mode_with_its_version) {
   BOOST_TEST(UserVersion(db) == static_cast<std::int64_t>(StoreMigrations().size()));
   BOOST_TEST(db.QueryText("PRAGMA journal_mode").value() == "wal");
   for (const char* table :
-       {"jobs", "events", "workers", "metrics", "checkpoints", "logs", "job_tags"}) {
+       {"jobs", "events", "workers", "metrics", "checkpoints", "logs", "job_tags", "best_models"}) {
     BOOST_TEST(TableCount(db, table) == 1, table);
   }
   BOOST_TEST(
@@ -127,6 +127,29 @@ BOOST_AUTO_TEST_CASE(a_store_before_tags_migrates_and_keeps_new_jobs_tags) {
   BOOST_REQUIRE(store->SetJobState(id, JobState::kCancelled, "test").ok());
   BOOST_REQUIRE(store->DeleteJob(id).ok());
   BOOST_TEST(OpenRaw(path).QueryInt("SELECT count(*) FROM job_tags").value() == 0);
+}
+
+// A fifth-version store (before best models): its jobs have none, and one saved after the
+// migration is kept, replaced and deleted with its job.
+BOOST_AUTO_TEST_CASE(a_store_before_best_models_migrates_and_keeps_them) {
+  TempStoreDir dir;
+  const std::string path = dir.Path("v5.db");
+  OldStoreWithAJob(path, 5);
+  {
+    Database old = OpenRaw(path);
+    BOOST_TEST(TableCount(old, "best_models") == 0);
+  }
+  auto store = OpenStore(path);  // migrates to the newest version
+  BOOST_TEST(!store->BestModel(1).value().has_value());
+  CheckpointData model = testing::SampleCheckpoint(20, 16);
+  model.optimizer_state.clear();
+  BOOST_REQUIRE(
+      store->SaveBestModel(1, {.step = 20, .metric = "eval_accuracy", .value = 0.5}, ViewOf(model))
+          .ok());
+  BOOST_TEST(store->BestModel(1).value()->step == 20);
+  BOOST_REQUIRE(store->SetJobState(1, JobState::kCancelled, "test").ok());
+  BOOST_REQUIRE(store->DeleteJob(1).ok());
+  BOOST_TEST(OpenRaw(path).QueryInt("SELECT count(*) FROM best_models").value() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(migrations_apply_in_order_once_each) {

@@ -1,0 +1,92 @@
+// checkpoint.keep_best in a job file: the metric that judges a job's best model, read and
+// written back; train.early_stopping keeps one by its own metric; both with different metrics,
+// or a job whose evaluating process does not hold the whole model, refused at the key saying why.
+#include <boost/test/unit_test.hpp>
+#include <string>
+
+#include "config/diagnostic_checks.h"
+#include "config/job_file.h"
+
+namespace dtrain::config {
+namespace {
+
+using testing::CheckDiagnostics;
+using testing::MustParseInline;
+using testing::ParseInline;
+
+constexpr const char* kJob = "[data]\nformat = \"synthetic\"\n";
+constexpr const char* kEarly =
+    "[train]\nearly_stopping = { metric = \"eval_accuracy\", patience = 3 }\n";
+
+BOOST_AUTO_TEST_SUITE(keep_best_key)
+
+BOOST_AUTO_TEST_CASE(off_by_default_and_read_and_written_back) {
+  const JobConfig off = MustParseInline(kJob);
+  BOOST_TEST(!off.checkpoint.keep_best.has_value());
+  BOOST_TEST(!BestModelMetric(off).has_value());
+  BOOST_TEST(FormatResolvedJob(off, ResolvedKeys::kAll).find("keep_best") == std::string::npos);
+
+  const JobConfig job =
+      MustParseInline(std::string(kJob) + "[checkpoint]\nkeep_best = \"eval_loss\"\n");
+  BOOST_TEST((job.checkpoint.keep_best == train::EarlyStoppingMetric::kEvalLoss));
+  BOOST_TEST((BestModelMetric(job) == train::EarlyStoppingMetric::kEvalLoss));
+  const std::string text = FormatResolvedJob(job, ResolvedKeys::kApplicable);
+  BOOST_TEST(text.find("\nkeep_best = \"eval_loss\"\n") != std::string::npos, text);
+  BOOST_TEST((MustParseInline(text) == job));
+}
+
+BOOST_AUTO_TEST_CASE(early_stopping_keeps_the_best_by_its_metric) {
+  const JobConfig early = MustParseInline(std::string(kJob) + kEarly);
+  BOOST_TEST((BestModelMetric(early) == train::EarlyStoppingMetric::kEvalAccuracy));
+  const JobConfig same =
+      MustParseInline(std::string(kJob) + kEarly + "[checkpoint]\nkeep_best = \"eval_accuracy\"\n");
+  BOOST_TEST((BestModelMetric(same) == train::EarlyStoppingMetric::kEvalAccuracy));
+}
+
+BOOST_AUTO_TEST_CASE(another_metric_than_early_stoppings_is_refused_naming_both_keys) {
+  CheckDiagnostics(
+      ParseInline(std::string(kJob) + kEarly + "[checkpoint]\nkeep_best = \"eval_loss\"\n"),
+      {{"inline.toml", 6, 13, "checkpoint.keep_best",
+        "= \"eval_loss\" conflicts with train.early_stopping's metric \"eval_accuracy\""}});
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_metric_is_refused_with_the_choices) {
+  CheckDiagnostics(ParseInline(std::string(kJob) + "[checkpoint]\nkeep_best = \"eval_auc\"\n"),
+                   {{"inline.toml", 4, 13, "checkpoint.keep_best",
+                     "must be one of: eval_accuracy, eval_loss; got \"eval_auc\""}});
+  CheckDiagnostics(ParseInline(std::string(kJob) + "[checkpoint]\nkeep_best = true\n"),
+                   {{"inline.toml", 4, 13, "checkpoint.keep_best", "eval_accuracy, eval_loss"}});
+}
+
+BOOST_AUTO_TEST_CASE(a_job_whose_evaluation_it_cannot_keep_is_refused_saying_why) {
+  const std::string key = "[checkpoint]\nkeep_best = \"eval_accuracy\"\n";
+  CheckDiagnostics(
+      ParseInline("[data]\nformat = \"synthetic\"\n[model]\ntype = \"mlp\"\nhidden = [8, 8]\n"
+                  "[cluster]\nmode = \"single\"\nmodel_parallel = 2\n" +
+                  key),
+      {{"inline.toml", 10, 13, "checkpoint.keep_best",
+        "is not available with cluster.model_parallel > 1"}});
+  CheckDiagnostics(
+      ParseInline("[data]\nformat = \"synthetic\"\ntest_rows = 0\n" + key),
+      {{"inline.toml", 5, 13, "checkpoint.keep_best", "needs held-out data to evaluate on"}});
+  CheckDiagnostics(ParseInline(std::string(kJob) + key + "[optimizer]\ntype = \"lbfgs\"\n"),
+                   {{"inline.toml", 4, 13, "checkpoint.keep_best",
+                     "is not available with optimizer.type = \"lbfgs\""}});
+  CheckDiagnostics(ParseInline("[data]\nformat = \"synthetic\"\nsynthetic = \"linear\"\n[model]\n"
+                               "type = \"mlp\"\n" +
+                               key),
+                   {{"inline.toml", 7, 13, "checkpoint.keep_best",
+                     "metric \"eval_accuracy\" needs a classification model"}});
+  const std::string sparse =
+      "[data]\nformat = \"libsvm\"\nsparse = true\ntrain = \"files/a1a.libsvm\"\n"
+      "validation_fraction = 0.1\n" +
+      key;
+  CheckDiagnostics(
+      ParseJobText(sparse, "inline.toml", {}, (testing::TestData() / "jobs").string()),
+      {{"inline.toml", 7, 13, "checkpoint.keep_best", "is not available for sparse models"}});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::config
