@@ -16,15 +16,18 @@ Result<EarlyStoppingMetric> ParseEarlyStoppingMetric(std::string_view name) {
                        "' (choices: " + std::string(kEarlyStoppingMetricChoices) + ")");
 }
 
+bool Improves(EarlyStoppingMetric metric, double value, double best, double min_delta) {
+  return metric == EarlyStoppingMetric::kEvalAccuracy ? value - best > min_delta
+                                                      : best - value > min_delta;
+}
+
 EarlyStopping::Verdict EarlyStopping::Observe(double value, std::int64_t step) {
   bool improved = false;
   if (std::isfinite(value)) {
     if (state_.best_step < 0) {
       improved = true;
-    } else if (options_.metric == EarlyStoppingMetric::kEvalAccuracy) {
-      improved = value - state_.best > options_.min_delta;
     } else {
-      improved = state_.best - value > options_.min_delta;
+      improved = Improves(options_.metric, value, state_.best, options_.min_delta);
     }
   }
   if (improved) {

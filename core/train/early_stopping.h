@@ -36,6 +36,10 @@ std::string_view EarlyStoppingMetricName(EarlyStoppingMetric metric);
 Result<EarlyStoppingMetric> ParseEarlyStoppingMetric(std::string_view name);
 inline constexpr std::string_view kEarlyStoppingMetricChoices = "eval_accuracy, eval_loss";
 
+// Whether `value` beats `best` by more than `min_delta` (eval_accuracy higher, eval_loss lower).
+// Both finite.
+bool Improves(EarlyStoppingMetric metric, double value, double best, double min_delta);
+
 struct EarlyStoppingOptions {
   EarlyStoppingMetric metric = EarlyStoppingMetric::kEvalLoss;
   std::int64_t patience = 0;  // evaluations without improvement before stopping; 0: off

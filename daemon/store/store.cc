@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/train/early_stopping.h"
 #include "daemon/store/schema.h"
 #include "daemon/store/sqlite.h"
 #include "daemon/store/writer.h"
@@ -738,6 +739,26 @@ Result<std::vector<CheckpointInfo>> Store::Checkpoints(std::int64_t job) {
       });
 }
 
+namespace {
+
+// Whether `best` beats the job's stored best model (true when it has none, or one judged by
+// another metric). A run resumed from a checkpoint older than its stored best may judge a
+// worse model improving; the store keeps the better one, so best_step and best_value never get
+// worse.
+Result<bool> BeatsStoredBest(Database& db, std::int64_t job, const BestModelInfo& best) {
+  Result<Statement> query = db.Prepare("SELECT metric, value FROM best_models WHERE job = ?1");
+  if (!query.ok()) return query.status();
+  query.value().BindInt(1, job);
+  Result<bool> row = query.value().Step();
+  if (!row.ok()) return row.status();
+  if (!row.value() || query.value().ColumnText(0) != best.metric) return true;
+  Result<train::EarlyStoppingMetric> metric = train::ParseEarlyStoppingMetric(best.metric);
+  if (!metric.ok()) return metric.status();
+  return train::Improves(metric.value(), best.value, query.value().ColumnDouble(1), 0.0);
+}
+
+}  // namespace
+
 Status Store::SaveBestModel(std::int64_t job, const BestModelInfo& best,
                             const CheckpointView& model) {
   const std::string context =
@@ -753,6 +774,8 @@ Status Store::SaveBestModel(std::int64_t job, const BestModelInfo& best,
                                std::to_string(db.MaxBlobSize()));
         }
         if (Result<JobState> state = CurrentState(db, job); !state.ok()) return state.status();
+        Result<bool> better = BeatsStoredBest(db, job, best);
+        if (!better.ok() || !better.value()) return better.status();
         Result<Statement> upsert = db.Prepare(
             "INSERT INTO best_models (job, step, metric, value, time, checksum, blob)"
             " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"

@@ -167,8 +167,9 @@ class Store {
   // --- the best model ---
 
   // Stores `model` (a checkpoint of the evaluated parameters; its step best.step) as the job's
-  // best model, replacing the one before, in one durable transaction: a crash leaves the
-  // previous best or the new one. best.time is set here.
+  // best model, replacing the one before when it is better by the same metric (or judged by
+  // another), in one durable transaction: a crash leaves the previous best or the new one.
+  // best.time is set here.
   Status SaveBestModel(std::int64_t job, const BestModelInfo& best, const CheckpointView& model);
   // The job's best model's evaluation; nullopt when it has none.
   Result<std::optional<BestModelInfo>> BestModel(std::int64_t job);

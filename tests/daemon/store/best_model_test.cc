@@ -61,6 +61,33 @@ BOOST_AUTO_TEST_CASE(each_save_replaces_the_one_before) {
   BOOST_TEST(!store->BestModel(other).value().has_value());
 }
 
+// A run resumed from a checkpoint older than its best judges anew: a worse model it calls an
+// improvement leaves the stored one alone; one judged by another metric replaces it.
+BOOST_AUTO_TEST_CASE(a_worse_one_never_replaces_the_stored_best) {
+  TempStoreDir dir;
+  auto store = OpenStore(dir.Path("dtrain.db"));
+  const std::int64_t id = RunningJob(*store, "resumed");
+  const CheckpointData best = SampleModel(500);
+  BOOST_REQUIRE(
+      store->SaveBestModel(id, {.step = 500, .metric = "eval_accuracy", .value = 0.9}, ViewOf(best))
+          .ok());
+  for (const double worse : {0.8, 0.9}) {
+    const CheckpointData later = SampleModel(400);
+    BOOST_REQUIRE(store
+                      ->SaveBestModel(id, {.step = 400, .metric = "eval_accuracy", .value = worse},
+                                      ViewOf(later))
+                      .ok());
+    BOOST_TEST(store->BestModel(id).value()->step == 500);
+    BOOST_TEST(SameBits(*store->LoadBestModel(id).value(), best));
+  }
+  const CheckpointData by_loss = SampleModel(600);
+  BOOST_REQUIRE(
+      store->SaveBestModel(id, {.step = 600, .metric = "eval_loss", .value = 3.0}, ViewOf(by_loss))
+          .ok());
+  BOOST_TEST(store->BestModel(id).value()->metric == "eval_loss");
+  BOOST_TEST(store->BestModel(id).value()->step == 600);
+}
+
 BOOST_AUTO_TEST_CASE(a_damaged_one_is_an_error_naming_it) {
   TempStoreDir dir;
   const std::string path = dir.Path("dtrain.db");
