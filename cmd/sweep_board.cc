@@ -7,6 +7,7 @@
 #include "cmd/terminal.h"
 #include "cmd/text_table.h"
 #include "config/job_layout.h"
+#include "config/sweep_asha.h"
 
 namespace dtrain::cli {
 namespace {
@@ -44,31 +45,40 @@ nlohmann::json BoardJson(const config::SweepSpec& sweep, const std::vector<Trial
     }
     nlohmann::json metric = nullptr;
     if (t.metric && std::isfinite(*t.metric)) metric = *t.metric;
-    trials.push_back({{"trial", t.trial.index},
-                      {"job", t.job},
-                      {"state", t.state},
-                      {"steps", t.steps},
-                      {"metric", metric},
-                      {"reason", t.reason},
-                      {"parameters", parameters}});
+    nlohmann::json trial = {{"trial", t.trial.index},  {"job", t.job},     {"state", t.state},
+                            {"steps", t.steps},        {"metric", metric}, {"reason", t.reason},
+                            {"parameters", parameters}};
+    if (sweep.method == config::SweepMethod::kAsha) {
+      trial["rung"] = t.rung >= 0 ? nlohmann::json(t.rung) : nlohmann::json(nullptr);
+    }
+    trials.push_back(std::move(trial));
   }
   nlohmann::json best = nullptr;
   if (!ranked.empty() && ranked.front().metric) {
     best = {{"trial", ranked.front().trial.index}, {"job", ranked.front().job}};
   }
-  return {{"sweep", sweep.path},
-          {"method", config::SweepMethodName(sweep.method)},
-          {"metric", sweep.metric},
-          {"goal", config::SweepGoalName(sweep.goal)},
-          {"db", db},
-          {"best", best},
-          {"trials", trials}};
+  nlohmann::json board = {{"sweep", sweep.path},
+                          {"method", config::SweepMethodName(sweep.method)},
+                          {"metric", sweep.metric},
+                          {"goal", config::SweepGoalName(sweep.goal)},
+                          {"db", db},
+                          {"best", best},
+                          {"trials", trials}};
+  if (sweep.method == config::SweepMethod::kAsha) board["rungs"] = config::AshaRungs(sweep.asha);
+  return board;
 }
 
 void PrintBoard(std::ostream& out, const config::SweepSpec& sweep,
                 const std::vector<TrialOutcome>& ranked, bool color) {
-  std::vector<std::string> header = {"RANK", "TRIAL", "JOB", "STATE", "STEPS", sweep.metric};
-  std::vector<bool> right = {true, true, true, false, true, true};
+  const bool asha = sweep.method == config::SweepMethod::kAsha;
+  std::vector<std::string> header = {"RANK", "TRIAL", "JOB", "STATE", "STEPS"};
+  std::vector<bool> right = {true, true, true, false, true};
+  if (asha) {
+    header.push_back("RUNG");
+    right.push_back(true);
+  }
+  header.push_back(sweep.metric);
+  right.push_back(true);
   for (const config::SweepParameter& p : sweep.parameters) {
     header.push_back(p.key);
     right.push_back(false);
@@ -80,8 +90,9 @@ void PrintBoard(std::ostream& out, const config::SweepSpec& sweep,
                                  {std::to_string(t.trial.index)},
                                  {t.job > 0 ? std::to_string(t.job) : "-"},
                                  {t.state, StateColor(t.state)},
-                                 {std::to_string(t.steps)},
-                                 {MetricText(t.metric)}};
+                                 {std::to_string(t.steps)}};
+    if (asha) row.push_back({t.rung >= 0 ? std::to_string(t.rung) : "-"});
+    row.push_back({MetricText(t.metric)});
     for (const config::TrialParameter& p : t.trial.parameters) row.push_back({p.value.shown});
     table.AddRow(std::move(row));
   }
@@ -89,12 +100,14 @@ void PrintBoard(std::ostream& out, const config::SweepSpec& sweep,
 }
 
 std::optional<double> FinalMetric(store::Store& store, std::int64_t job_id,
-                                  const config::JobConfig& job, const std::string& metric) {
+                                  const config::JobConfig& job, const std::string& metric,
+                                  std::int64_t up_to_step) {
   auto rows = store.Metrics(job_id, metric);
   if (!rows.ok() || rows.value().empty()) return std::nullopt;
   const int lead = config::LeadRank(job.cluster);
   std::optional<double> lead_value, any_value;
   for (const store::MetricRow& row : rows.value()) {  // by step: the last one is the newest
+    if (row.step > up_to_step) break;
     any_value = row.value;
     if (row.worker == lead) lead_value = row.value;
   }

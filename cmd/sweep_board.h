@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -25,8 +26,9 @@ struct TrialOutcome {
   std::int64_t job = 0;          // the trial's job in the store; 0: not run
   std::string state;             // the job's state ("succeeded", "failed", ...), or "not run"
   std::int64_t steps = 0;        // steps trained
-  std::optional<double> metric;  // the sweep's metric as the trial last recorded it
+  std::optional<double> metric;  // the sweep's metric: the trial's last value (ASHA: at its rung)
   std::string reason;            // why the job ended
+  int rung = -1;                 // ASHA: the highest rung the trial completed (from 0); else -1
 };
 
 // Trials with a metric first, best first by `goal` (a NaN last among them); then those without;
@@ -35,17 +37,19 @@ std::vector<TrialOutcome> Ranked(std::vector<TrialOutcome> outcomes, config::Swe
 
 // {"sweep", "method", "metric", "goal", "db", "best": {"trial", "job"} or null, "trials": [{
 // "trial", "job", "state", "steps", "metric" (null when none), "reason", "parameters": {KEY:
-// VALUE}}]} with the trials as ranked.
+// VALUE}}]} with the trials as ranked; an ASHA sweep's trials also have "rung" (null: none
+// completed) and the board "rungs": [steps, ...].
 nlohmann::json BoardJson(const config::SweepSpec& sweep, const std::vector<TrialOutcome>& ranked,
                          const std::string& db);
 
-// RANK, TRIAL, JOB, STATE, STEPS, the metric, then one column per parameter.
+// RANK, TRIAL, JOB, STATE, STEPS (ASHA: then RUNG), the metric, then one column per parameter.
 void PrintBoard(std::ostream& out, const config::SweepSpec& sweep,
                 const std::vector<TrialOutcome>& ranked, bool color);
 
-// The last value of `metric` recorded by the job's lead replica (config::LeadRank), or by any
-// worker when the lead recorded none; nothing when none did.
-std::optional<double> FinalMetric(store::Store& store, std::int64_t job_id,
-                                  const config::JobConfig& job, const std::string& metric);
+// The last value of `metric` recorded at a step <= `up_to_step` by the job's lead replica
+// (config::LeadRank), or by any worker when the lead recorded none; nothing when none did.
+std::optional<double> FinalMetric(
+    store::Store& store, std::int64_t job_id, const config::JobConfig& job,
+    const std::string& metric, std::int64_t up_to_step = std::numeric_limits<std::int64_t>::max());
 
 }  // namespace dtrain::cli

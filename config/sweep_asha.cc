@@ -16,6 +16,11 @@ std::vector<std::int64_t> AshaRungs(const AshaOptions& options) {
   return rungs;
 }
 
+std::vector<std::string> AshaRungOverrides(std::int64_t steps) {
+  return {std::string(kAshaKeys[0]) + "=" + std::to_string(steps),
+          std::string(kAshaKeys[1]) + "=0"};
+}
+
 AshaAction NextAshaAction(const AshaOptions& options, SweepGoal goal, std::int64_t max_trials,
                           std::span<const AshaTrial> trials) {
   const std::vector<std::int64_t> rungs = AshaRungs(options);

@@ -22,6 +22,8 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/sweep_file.h"
@@ -48,6 +50,14 @@ struct AshaAction {
 
   bool operator==(const AshaAction&) const = default;
 };
+
+// The overrides that make a trial's job train to a rung: train.steps = `steps`, train.epochs =
+// 0 (the rung alone bounds it). A new trial's job is the base job with its values and the first
+// rung's; a promotion resumes it with the next rung's (both keys may change on resume).
+std::vector<std::string> AshaRungOverrides(std::int64_t steps);
+
+// The job keys ASHA sets itself, which a sweep parameter may not vary.
+inline constexpr std::string_view kAshaKeys[] = {"train.steps", "train.epochs"};
 
 // What to do next, by the rules above. `trials[i]` is trial i; `max_trials` >= 1.
 AshaAction NextAshaAction(const AshaOptions& options, SweepGoal goal, std::int64_t max_trials,

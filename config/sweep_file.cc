@@ -11,6 +11,7 @@
 
 #include "config/embedded_job.h"
 #include "config/suggest.h"
+#include "config/sweep_asha.h"
 #include "config/sweep_parameters.h"
 #include "config/toml_reader.h"
 #include "config/toml_text.h"
@@ -152,8 +153,12 @@ std::vector<ResolvedTrial> ResolveTrials(const SweepSpec& s, const std::vector<R
   std::map<std::string, std::size_t> seen;  // formatted diagnostic -> trials that have it
   const std::vector<Trial> trials = SweepTrials(s);
   for (const Trial& trial : trials) {
-    LoadResult job = internal::ParseEmbeddedJob(s.job_text, s.job_without, s.job_path,
-                                                TrialOverrides(trial), s.job_dir, checks);
+    std::vector<std::string> overrides = TrialOverrides(trial);
+    if (s.method == SweepMethod::kAsha) {
+      for (std::string& o : AshaRungOverrides(s.asha.min_steps)) overrides.push_back(std::move(o));
+    }
+    LoadResult job = internal::ParseEmbeddedJob(s.job_text, s.job_without, s.job_path, overrides,
+                                                s.job_dir, checks);
     if (job.ok() && metric_node != nullptr) {
       if (std::string problem = MetricProblem(*job.job, s.metric); !problem.empty()) {
         job.diagnostics.push_back({s.path, static_cast<int>(metric_node->source().begin.line),
@@ -277,7 +282,14 @@ SweepLoadResult Load(std::string_view text, const std::string& display_path,
   std::sort(read.begin(), read.end(), [](const ReadParameter& a, const ReadParameter& b) {
     return a.parameter.key < b.parameter.key;
   });
-  for (const ReadParameter& p : read) s.parameters.push_back(p.parameter);
+  for (const ReadParameter& p : read) {
+    s.parameters.push_back(p.parameter);
+    if (s.method == SweepMethod::kAsha && std::find(std::begin(kAshaKeys), std::end(kAshaKeys),
+                                                    p.parameter.key) != std::end(kAshaKeys)) {
+      sink.InFile(p.line, p.column, "sweep.parameters." + p.parameter.key,
+                  "is set by ASHA's rungs (sweep.min_steps .. sweep.max_steps): vary other keys");
+    }
+  }
   if (sink.size() == 0) CheckTrialCount(sweep, read, &s);
 
   std::vector<const TableReader*> readers = {&sweep};

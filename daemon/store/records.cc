@@ -66,8 +66,12 @@ std::optional<SlurmGrant> NewestSlurmGrant(std::span<const EventRecord> events) 
 }
 
 bool IsValidTransition(JobState from, JobState to) {
-  // The one way out of a terminal state: a failed or cancelled job resumed by its owner.
-  if (to == JobState::kQueued) return from == JobState::kFailed || from == JobState::kCancelled;
+  // The ways out of a terminal state: a failed or cancelled job resumed by its owner; a
+  // succeeded one continued from its checkpoint with more steps (an ASHA promotion).
+  if (to == JobState::kQueued) {
+    return from == JobState::kFailed || from == JobState::kCancelled ||
+           from == JobState::kSucceeded;
+  }
   if (IsTerminal(from)) return false;
   switch (to) {
     case JobState::kQueued:

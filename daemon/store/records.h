@@ -4,10 +4,12 @@
 //   if (s.ok() && IsValidTransition(s.value(), JobState::kRecovering)) { ... }
 //
 // A job moves  queued -> starting -> running -> succeeded | failed | cancelled,  and
-// running|starting -> recovering -> running after a fault; queued, starting and recovering may also end
-// in failed or cancelled. The only way out of a terminal state is failed|cancelled -> queued,
-// when the owner resumes the job from its newest checkpoint; succeeded is final. The names below are stored in the
-// `state` columns and shown by the CLI, so they are part of the file format.
+// running|starting -> recovering -> running after a fault; queued, starting and recovering may also
+// end in failed or cancelled. The only way out of a terminal state is -> queued: failed|cancelled
+// when the owner resumes the job from its newest checkpoint, succeeded when a sweep promotes a
+// trial that trained to an ASHA rung (config/sweep_asha.h), resuming it from its checkpoint with
+// a larger train.steps (the owner's resume refuses a succeeded job). The names below are stored in
+// the `state` columns and shown by the CLI, so they are part of the file format.
 //
 // Plain values and constexpr tables: safe for concurrent use.
 #pragma once

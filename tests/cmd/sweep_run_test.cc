@@ -1,11 +1,15 @@
 // End to end through the real binary: `dtrain sweep run` on a 2 x 2 grid of a tiny model trains
 // each trial once as a job of the store, and its leaderboard (--json, and the table) ranks them
 // by the metric as the trials themselves recorded it; --dry-run trains nothing; a failed trial
-// is shown failed and the sweep goes on (status 1); a sweep the command cannot run (asha) or an
-// invalid one exits 2 with the reason before anything is stored.
+// is shown failed and the sweep goes on (status 1); an invalid sweep exits 2 with the reason
+// before anything is stored. ASHA: each trial's job trains to its rung and is promoted by
+// resuming from its checkpoint, never trained again, by the rule config::NextAshaAction applies
+// to the metrics the trials recorded.
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <csignal>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -14,6 +18,7 @@
 #include "cmd/run_checks.h"
 #include "common/process.h"
 #include "common/temp_dir.h"
+#include "config/sweep_asha.h"
 #include "daemon/store/store.h"
 
 namespace dtrain::cli {
@@ -210,19 +215,8 @@ BOOST_AUTO_TEST_CASE(an_interrupt_cancels_the_running_trial_and_runs_no_more) {
   BOOST_TEST(jobs.value().size() == 1u);  // no trial after the interrupted one was created
 }
 
-BOOST_AUTO_TEST_CASE(a_sweep_that_cannot_run_here_exits_2_with_the_reason) {
+BOOST_AUTO_TEST_CASE(an_invalid_sweep_exits_2_with_the_reason) {
   TempDir dir;
-  const std::string asha = dir.Write(
-      "asha.toml", std::string(kBase) +
-                       "[sweep]\nmethod = \"asha\"\nmetric = \"eval_loss\"\nmax_trials = 4\n"
-                       "min_steps = 1\nmax_steps = 9\n[sweep.parameters]\n"
-                       "\"optimizer.lr\" = { log_uniform = [1e-3, 1e-1] }\n");
-  const auto refused =
-      RunProcess({Bin(), "sweep", "run", asha, "--db", dir.Path("a.db")}, dir.Path(""));
-  BOOST_TEST(refused.exit_code == 2);
-  BOOST_TEST(refused.err.find("\"asha\" needs the daemon") != std::string::npos, refused.err);
-  BOOST_TEST(!std::filesystem::exists(dir.Path("a.db")));
-
   const std::string bad =
       dir.Write("bad.toml", std::string(kBase) +
                                 "[sweep]\nmethod = \"grid\"\nmetric = \"eval_accuracy\"\n"
@@ -235,6 +229,126 @@ BOOST_AUTO_TEST_CASE(a_sweep_that_cannot_run_here_exits_2_with_the_reason) {
                  std::string::npos,
              invalid.err);
   BOOST_TEST(!std::filesystem::exists(dir.Path("b.db")));
+}
+
+// ASHA over 9 trials, rungs 2, 6 and 18 steps (reduction_factor 3), ranked by eval_loss.
+BOOST_AUTO_TEST_CASE(asha_promotes_by_resuming_the_rungs_best_and_never_retrains) {
+  TempDir dir;
+  const std::string sweep = dir.Write("asha.toml", std::string(kBase) + R"([sweep]
+method = "asha"
+metric = "eval_loss"
+goal = "min"
+max_trials = 9
+seed = 5
+min_steps = 2
+max_steps = 18
+reduction_factor = 3
+[sweep.parameters]
+"optimizer.lr" = { log_uniform = [1e-3, 0.5] }
+"train.batch_size" = { values = [16, 32] }
+)");
+  const std::string db = dir.Path("asha.db");
+  const auto r = RunProcess({Bin(), "sweep", "run", sweep, "--db", db, "--json"}, dir.Path(""));
+  BOOST_TEST(r.exit_code == 0, r.err);
+  const nlohmann::json board = ParseJson(r);
+  BOOST_TEST(board["method"] == "asha");
+  const std::vector<std::int64_t> rungs = {2, 6, 18};
+  BOOST_TEST(board["rungs"].get<std::vector<std::int64_t>>() == rungs);
+  const nlohmann::json& trials = board["trials"];
+  BOOST_REQUIRE_EQUAL(trials.size(), 9u);
+
+  auto store = OpenStore(db);
+  // metric[i][k]: trial i's eval_loss recorded at rung k's step, for the rungs it reached.
+  std::vector<std::vector<double>> metric(9);
+  std::vector<int> reached(9, -1);
+  for (const nlohmann::json& t : trials) {
+    BOOST_TEST_CONTEXT(t.dump()) {
+      const auto i = t["trial"].get<std::size_t>();
+      const std::int64_t job = t["job"].get<std::int64_t>();
+      BOOST_TEST(t["state"] == "succeeded");
+      const int rung = t["rung"].get<int>();
+      reached[i] = rung;
+      BOOST_REQUIRE(rung >= 0);
+      // The job trained exactly to its highest rung: its steps, its newest checkpoint and its
+      // last recorded step; no step was recorded twice, so no rung was trained again.
+      BOOST_TEST(t["steps"].get<std::int64_t>() == rungs[rung]);
+      auto checkpoints = store->Checkpoints(job);
+      BOOST_REQUIRE(checkpoints.ok());
+      BOOST_REQUIRE(!checkpoints.value().empty());
+      BOOST_TEST(checkpoints.value().back().step == rungs[rung]);
+      auto rows = store->Metrics(job, "eval_loss");
+      BOOST_REQUIRE(rows.ok());
+      BOOST_REQUIRE(!rows.value().empty());
+      BOOST_TEST(rows.value().back().step == rungs[rung]);
+      for (std::size_t k = 1; k < rows.value().size(); ++k) {
+        BOOST_TEST(rows.value()[k].step > rows.value()[k - 1].step);
+      }
+      for (int k = 0; k <= rung; ++k) {
+        auto at = std::find_if(rows.value().begin(), rows.value().end(),
+                               [&](const store::MetricRow& m) { return m.step == rungs[k]; });
+        BOOST_REQUIRE(at != rows.value().end());  // evaluated at every rung's end
+        metric[i].push_back(at->value);
+      }
+      BOOST_TEST(t["metric"].get<double>() == metric[i].back());
+      // Each promotion resumed the job from the checkpoint of the rung below.
+      auto events = store->Events(job);
+      BOOST_REQUIRE(events.ok());
+      for (int k = 0; k < rung; ++k) {
+        const std::string resumed =
+            "resumed from the checkpoint at step " + std::to_string(rungs[k]);
+        BOOST_TEST(std::any_of(events.value().begin(), events.value().end(),
+                               [&](const store::EventRecord& e) { return e.reason == resumed; }),
+                   resumed);
+      }
+      auto record = store->GetJob(job);
+      BOOST_REQUIRE(record.ok());
+      BOOST_TEST(record.value().name == "asha-t" + std::to_string(i));
+      if (rung < 2) {
+        BOOST_TEST(
+            record.value().reason.find("stopped by ASHA at rung " + std::to_string(rung)) == 0u,
+            record.value().reason);
+      }
+    }
+  }
+
+  // The rule over the stored metrics: at each rung, the top floor(n / 3) of the trials that
+  // completed it went on to the next, and a trial went on only from the top floor(m / 3) of the
+  // m trials at its rung when it was promoted (replayed one trial at a time, as the sweep ran).
+  std::vector<std::size_t> per_rung(3, 0);
+  for (int rung : reached) {
+    for (int k = 0; k <= rung; ++k) ++per_rung[static_cast<std::size_t>(k)];
+  }
+  BOOST_TEST(per_rung[0] == 9u);
+  for (std::size_t k = 0; k < 2; ++k) {
+    std::vector<std::size_t> at_rung;
+    for (std::size_t i = 0; i < 9; ++i) {
+      if (reached[i] >= static_cast<int>(k)) at_rung.push_back(i);
+    }
+    std::stable_sort(at_rung.begin(), at_rung.end(),
+                     [&](std::size_t a, std::size_t b) { return metric[a][k] < metric[b][k]; });
+    for (std::size_t top = 0; top < at_rung.size() / 3; ++top) {
+      BOOST_TEST(reached[at_rung[top]] > static_cast<int>(k), "trial " << at_rung[top]);
+    }
+  }
+  std::vector<config::AshaTrial> replay;
+  std::vector<int> replayed(9, -1);
+  const config::AshaOptions options{2, 18, 3};
+  for (int guard = 0; guard < 100; ++guard) {
+    const config::AshaAction next =
+        config::NextAshaAction(options, config::SweepGoal::kMin, 9, replay);
+    if (next.kind == config::AshaAction::Kind::kStart) replay.emplace_back();
+    if (next.kind != config::AshaAction::Kind::kStart &&
+        next.kind != config::AshaAction::Kind::kPromote) {
+      break;
+    }
+    const auto i = static_cast<std::size_t>(next.trial);
+    BOOST_REQUIRE_MESSAGE(
+        next.rung < static_cast<int>(metric[i].size()),
+        "the rule promotes trial " << i << " to rung " << next.rung << ", which the sweep did not");
+    replay[i].metrics.push_back(metric[i][static_cast<std::size_t>(next.rung)]);
+    replayed[i] = next.rung;
+  }
+  BOOST_TEST(replayed == reached, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -237,6 +237,16 @@ BOOST_AUTO_TEST_CASE(each_sweep_key_is_refused_at_its_place_with_what_is_allowed
   BOOST_TEST(asha.sweep->asha.max_steps == 18);
   BOOST_TEST(asha.sweep->asha.reduction_factor == 3);
   BOOST_TEST(asha.trials.size() == 4u);
+  // Each trial's job trains to the first rung: train.steps = min_steps, no epoch limit.
+  for (const ResolvedTrial& t : asha.trials) {
+    BOOST_TEST(t.job.train.steps == 2);
+    BOOST_TEST(t.job.train.epochs == 0);
+  }
+  // The rungs set train.steps and train.epochs: no parameter may vary them.
+  CheckDiagnostics(ParseSweep(Sweep("method = \"asha\"\nmetric = \"eval_loss\"\nmax_trials = 4\n"
+                                    "min_steps = 2\nmax_steps = 18\n",
+                                    "\"train.steps\" = { values = [5, 9] }\n")),
+                   {{"s.toml", 13, 1, "sweep.parameters.train.steps", "is set by ASHA's rungs"}});
   CheckDiagnostics(ParseSweep(kBase), {{"s.toml", 1, 1, "sweep", "is required"}});
   CheckDiagnostics(ParseSweep(std::string(kBase) + "[sweeps]\n" + kGridKeys),
                    {{"s.toml", 6, 2, "sweeps", "unknown section; did you mean 'sweep'?"}});

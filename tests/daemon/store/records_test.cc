@@ -43,11 +43,11 @@ BOOST_AUTO_TEST_CASE(lifecycle_allows_the_documented_transitions_only) {
   BOOST_TEST(!IsValidTransition(kQueued, kSucceeded));
   BOOST_TEST(!IsValidTransition(kRunning, kRunning));
   BOOST_TEST(!IsValidTransition(kRunning, kQueued));
-  // A failed or cancelled job may be queued again (an explicit resume); nothing else leaves a
-  // terminal state, and a succeeded job is final.
+  // A failed or cancelled job may be queued again (an explicit resume), a succeeded one too (an
+  // ASHA promotion: more steps); nothing else leaves a terminal state.
   BOOST_TEST(IsValidTransition(kFailed, kQueued));
   BOOST_TEST(IsValidTransition(kCancelled, kQueued));
-  BOOST_TEST(!IsValidTransition(kSucceeded, kQueued));
+  BOOST_TEST(IsValidTransition(kSucceeded, kQueued));
   for (JobState from : kAllStates) {
     BOOST_TEST(IsTerminal(from) == (from == kSucceeded || from == kFailed || from == kCancelled));
     for (JobState to : kAllStates) {
