@@ -48,7 +48,7 @@ void ReadSweepKeys(TableReader& r, SweepSpec* s) {
     r.Missing("metric",
               "is required: the metric trials are ranked by (" + std::string(kSweepMetrics) + ")");
   }
-  s->goal = s->metric == "eval_accuracy" ? SweepGoal::kMax : SweepGoal::kMin;
+  s->goal = NaturalGoal(s->metric);
   std::string goal;
   if (r.OneOf("goal", "max, min", &goal) != nullptr) {
     s->goal = goal == "max" ? SweepGoal::kMax : SweepGoal::kMin;
@@ -326,6 +326,11 @@ std::vector<Trial> SweepTrials(const SweepSpec& sweep) {
     trials.push_back(RandomTrial(sweep.parameters, sweep.seed, i));
   }
   return trials;
+}
+
+SweepGoal NaturalGoal(std::string_view metric) {
+  return metric.ends_with("accuracy") || metric.ends_with("auc") ? SweepGoal::kMax
+                                                                 : SweepGoal::kMin;
 }
 
 bool Better(SweepGoal goal, double a, double b) {

@@ -85,6 +85,10 @@ SweepLoadResult ParseSweepText(std::string_view text, const std::string& display
 // The trials the sweep runs: grid, every point; random and asha, max_trials draws.
 std::vector<Trial> SweepTrials(const SweepSpec& sweep);
 
+// The direction a metric improves in: max for accuracies and AUCs (a name ending in
+// "accuracy" or "auc"), min for the rest (losses, mse). A sweep's goal when it names none.
+SweepGoal NaturalGoal(std::string_view metric);
+
 // Whether `a` ranks before `b` under the goal (a NaN ranks last).
 bool Better(SweepGoal goal, double a, double b);
 
