@@ -114,6 +114,21 @@ void CheckTrialCount(TableReader& r, const std::vector<ReadParameter>& read, Swe
   }
 }
 
+// The trials times the base job's text, which each trial's validation parses again, against
+// kMaxSweepJobBytes; blamed on max_trials for a random or ASHA sweep, on method for a grid.
+void CheckValidationWork(TableReader& r, const SweepSpec& s) {
+  const bool grid = s.method == SweepMethod::kGrid;
+  const std::int64_t trials = grid ? GridSize(s.parameters, kMaxSweepTrials) : s.max_trials;
+  const auto bytes = static_cast<std::int64_t>(s.job_text.size());
+  if (trials <= 0 || bytes <= kMaxSweepJobBytes / trials) return;
+  const char* key = grid ? "method" : "max_trials";
+  r.Report(*r.Find(key), key,
+           "makes " + std::to_string(trials) + " trials of a " + std::to_string(bytes) +
+               "-byte base job, more than " + std::to_string(kMaxSweepJobBytes >> 20) +
+               " MiB of job text to validate (trials times the base job's size): run fewer "
+               "trials or shorten the base job");
+}
+
 // What a trial must record for the sweep's metric; empty when it does.
 std::string MetricProblem(const JobConfig& job, const std::string& metric) {
   if (metric == "train_loss") return "";
@@ -279,6 +294,7 @@ SweepLoadResult Load(std::string_view text, const std::string& display_path,
   });
   for (const ReadParameter& p : read) s.parameters.push_back(p.parameter);
   if (sink.size() == 0) CheckTrialCount(sweep, read, &s);
+  if (sink.size() == 0 && base_read) CheckValidationWork(sweep, s);
 
   std::vector<const TableReader*> readers = {&sweep};
   for (const TableReader& r : specs) readers.push_back(&r);
