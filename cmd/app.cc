@@ -80,6 +80,7 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
   AddLogsCommand(*app, globals, exit_code);
   AddWhyCommand(*app, globals, exit_code);
   AddMetricsCommand(*app, globals, exit_code);
+  AddCompareCommand(*app, globals, exit_code);
   AddCheckpointsCommand(*app, globals, exit_code);
   AddExportCommand(*app, globals, exit_code);
   AddValidateCommand(*app, exit_code);

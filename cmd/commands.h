@@ -48,6 +48,7 @@ void AddWaitCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddLogsCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddWhyCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddMetricsCommand(CLI::App& app, Globals globals, int& exit_code);
+void AddCompareCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddCheckpointsCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddExportCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddPredictAndEvalCommands(CLI::App& app, int& exit_code);

@@ -1,10 +1,11 @@
 // dtrain metrics: a job's recorded metrics, from the daemon or from a store file (--db), as a
 // table, CSV, JSON or a plot over steps.
+#include "core/train/metrics.h"
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -12,16 +13,13 @@
 #include "cmd/choices.h"
 #include "cmd/cli_error.h"
 #include "cmd/commands.h"
-#include "cmd/daemon_client.h"
 #include "cmd/exit_codes.h"
 #include "cmd/human.h"
-#include "cmd/json_fields.h"
+#include "cmd/job_reader.h"
 #include "cmd/plot.h"
-#include "cmd/stored_job.h"
-#include "core/train/metrics.h"
-#include "daemon/store/metric_value.h"
 #include "cmd/terminal.h"
 #include "config/suggest.h"
+#include "daemon/store/metric_value.h"
 
 namespace dtrain::cli {
 namespace {
@@ -35,63 +33,29 @@ struct MetricsArgs {
   bool per_worker = false;  // --plot: a plot per worker, not their mean
 };
 
-CliResult<std::vector<store::MetricRow>> FromStore(const MetricsArgs& args) {
-  CliResult<std::unique_ptr<store::Store>> store = OpenStoreWithJob(args.db, args.job);
-  if (!store.ok()) return store.error();
-  auto rows = store.value()->Metrics(args.job, "");
-  if (!rows.ok()) return ErrorFrom(rows.status());
-  return std::move(rows).value();
-}
-
-CliResult<std::vector<store::MetricRow>> FromDaemon(const MetricsArgs& args,
-                                                    const GlobalOptions& globals) {
-  CliResult<DaemonClient> client = DaemonClient::Connect(globals);
-  if (!client.ok()) return client.error();
-  nlohmann::json request = {{"type", "metrics"}, {"id", args.job}};
-  if (!args.name.empty()) request["name"] = args.name;
-  CliResult<nlohmann::json> reply = client.value().Request(std::move(request));
-  if (!reply.ok()) return reply.error();
-  std::vector<store::MetricRow> rows;
-  for (const nlohmann::json& m : JsonArray(reply.value(), "metrics")) {
-    rows.push_back({.step = JsonInt(m, "step"),
-                    .worker = static_cast<int>(JsonInt(m, "worker")),
-                    .name = Printable(JsonString(m, "name")),
-                    // null: NaN, "inf"/"-inf": the infinities (store/metric_value.h)
-                    .value = store::MetricValueFromJson(m.value("value", nlohmann::json()))
-                                 .value_or(std::numeric_limits<double>::quiet_NaN()),
-                    .epoch = JsonNumber(m, "epoch"),
-                    .time = JsonNumber(m, "time")});
-  }
-  return rows;
-}
-
 // One plot per metric name; where several workers reported it, of the mean of the workers'
 // values at each step (equal for sync replicas), or with per_worker one per name and worker.
 void Plot(const std::vector<store::MetricRow>& rows, bool per_worker) {
   std::map<std::string, std::set<int>> workers_of;
   for (const store::MetricRow& r : rows) workers_of[r.name].insert(r.worker);
-  // (name, worker or -1 for the mean) -> step -> (sum, count)
-  std::map<std::pair<std::string, int>, std::map<std::int64_t, std::pair<double, int>>> sums;
+  // (name, worker or -1 for the mean) -> its rows
+  std::map<std::pair<std::string, int>, std::vector<store::MetricRow>> series;
   for (const store::MetricRow& r : rows) {
     const bool several = workers_of[r.name].size() > 1;
-    auto& at = sums[{r.name, several && per_worker ? r.worker : -1}][r.step];
-    at.first += r.value;
-    ++at.second;
+    series[{r.name, several && per_worker ? r.worker : -1}].push_back(r);
   }
   PlotStyle style;
   style.braille = TerminalIsUtf8();
   style.color = ColorOnStdout();
   bool first = true;
-  for (const auto& [key, steps] : sums) {
+  for (const auto& [key, of_series] : series) {
     const auto& [name, worker] = key;
     const std::size_t reporting = workers_of[name].size();
     PlotSeries s;
     s.title = worker >= 0       ? name + " (worker " + std::to_string(worker) + ")"
               : reporting > 1   ? name + " (mean of " + std::to_string(reporting) + " workers)"
                                 : name;
-    for (const auto& [step, sum] : steps) {
-      s.points.emplace_back(static_cast<double>(step), sum.first / sum.second);
-    }
+    s.points = MeanByStep(of_series);
     if (!first) std::cout << '\n';
     first = false;
     PrintPlot(s, style, std::cout);
@@ -134,16 +98,9 @@ void Print(const std::vector<store::MetricRow>& rows, const std::string& format)
   }
 }
 
-CliResult<std::vector<store::MetricRow>> Rows(const MetricsArgs& args,
-                                              const GlobalOptions& globals) {
-  return args.db.empty() ? FromDaemon(args, globals) : FromStore(args);
-}
-
 // --name that no metric of the job has: the names it has, and the near one.
-CliError NoSuchMetric(const MetricsArgs& args, const GlobalOptions& globals) {
-  MetricsArgs all = args;
-  all.name.clear();
-  CliResult<std::vector<store::MetricRow>> rows = Rows(all, globals);
+CliError NoSuchMetric(const MetricsArgs& args, JobReader& reader) {
+  CliResult<std::vector<store::MetricRow>> rows = reader.Metrics(args.job, "");
   if (!rows.ok()) return rows.error();
   std::set<std::string> names;
   for (const store::MetricRow& row : rows.value()) names.insert(row.name);
@@ -170,13 +127,12 @@ CliError NoSuchMetric(const MetricsArgs& args, const GlobalOptions& globals) {
 }
 
 int Metrics(const MetricsArgs& args, const GlobalOptions& globals) {
-  CliResult<std::vector<store::MetricRow>> rows = Rows(args, globals);
+  CliResult<JobReader> reader = JobReader::Open(args.db, globals);
+  if (!reader.ok()) return Report(reader.error());
+  CliResult<std::vector<store::MetricRow>> rows = reader.value().Metrics(args.job, args.name);
   if (!rows.ok()) return Report(rows.error());
-  std::vector<store::MetricRow> kept;
-  for (store::MetricRow& row : rows.value()) {
-    if (row.name.find(args.name) != std::string::npos) kept.push_back(std::move(row));
-  }
-  if (kept.empty() && !args.name.empty()) return Report(NoSuchMetric(args, globals));
+  const std::vector<store::MetricRow>& kept = rows.value();
+  if (kept.empty() && !args.name.empty()) return Report(NoSuchMetric(args, reader.value()));
   if (args.plot) {
     Plot(kept, args.per_worker);
   } else {

@@ -10,11 +10,11 @@ _dtrain() {
       --socket) i=$((i + 1)) ;;
       --host) i=$((i + 1)) ;;
       --key-file) i=$((i + 1)) ;;
-      run|sweep|submit|status|list|cancel|resume|rm|prune|wait|logs|why|metrics|checkpoints|export|validate|predict|eval|version|nodes|keygen|completion) sub="${COMP_WORDS[i]}"; at=$i; break ;;
+      run|sweep|submit|status|list|cancel|resume|rm|prune|wait|logs|why|metrics|compare|checkpoints|export|validate|predict|eval|version|nodes|keygen|completion) sub="${COMP_WORDS[i]}"; at=$i; break ;;
     esac
   done
   case "$sub" in
-    "") opts="run sweep submit status list cancel resume rm prune wait logs why metrics checkpoints export validate predict eval version nodes keygen completion --help -h --version --socket --host --key-file" ;;
+    "") opts="run sweep submit status list cancel resume rm prune wait logs why metrics compare checkpoints export validate predict eval version nodes keygen completion --help -h --version --socket --host --key-file" ;;
     run) opts="--help -h --set --tag --db --json --resume --socket --host --key-file"; valued="$valued --set --tag --db --resume"; first=toml ;;
     sweep) opts="--help -h --db --json --dry-run --socket --host --key-file"; valued="$valued --db"; first="run" ;;
     submit) opts="--help -h --set --tag --name --priority --no-wait --json --socket --host --key-file"; valued="$valued --set --tag --name --priority"; first=toml ;;
@@ -28,6 +28,7 @@ _dtrain() {
     logs) opts="--help -h --follow -f --worker --tail --since --db --socket --host --key-file"; valued="$valued --worker --tail --since --db"; first=job ;;
     why) opts="--help -h --lines --json --db --socket --host --key-file"; valued="$valued --lines --db"; first=job ;;
     metrics) opts="--help -h --name --format --plot --per-worker --db --socket --host --key-file"; valued="$valued --name --format --db"; first=job ;;
+    compare) opts="--help -h --name --plot --db --json --socket --host --key-file"; valued="$valued --name --db"; first=job ;;
     checkpoints) opts="--help -h --json --db --socket --host --key-file"; valued="$valued --db"; first=job ;;
     export) opts="--help -h --output -o --step --best --db --json --socket --host --key-file"; valued="$valued --output -o --step --db"; first=job ;;
     validate) opts="--help -h --set --all-keys --json --socket --host --key-file"; valued="$valued --set"; first=toml ;;

@@ -22,6 +22,7 @@ _dtrain() {
     'logs:Print a job'\''s log lines; -f follows them'
     'why:Say what went wrong with a job first\: the failed process, its last lines, a non-finite loss, the restarts, and what to do next'
     'metrics:Print or plot a job'\''s recorded metrics'
+    'compare:Compare jobs'\'' runs of a metric\: final and best values, differing settings'
     'checkpoints:List a job'\''s checkpoints, oldest first'
     'export:Write a job'\''s checkpoint as a model file (.dtm)'
     'validate:Check a job file; print it fully resolved (defaults filled in) or its errors'
@@ -190,6 +191,18 @@ _dtrain() {
             '--plot[Plot each metric over the steps in the terminal (the workers'\'' mean)]' \
             '--per-worker[With --plot\: a plot for each worker]' \
             '--db[Read this store file instead of asking the daemon]:db:_files' \
+            '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
+            '1:job:_dtrain_jobs' ;;
+        compare)
+          _arguments \
+            '--help[Print this help message and exit]' \
+            '-h[Print this help message and exit]' \
+            '--name[The metric to compare (e.g. eval_accuracy, train_loss)]:name:_files' \
+            '--plot[Overlay the jobs'\'' curves of the metric in one plot]' \
+            '--db[Read this store file instead of asking the daemon]:db:_files' \
+            '--json[Print one JSON object (with --plot\: each job'\''s points too)]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
             '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \

@@ -49,7 +49,7 @@ void ReadSweepKeys(TableReader& r, SweepSpec* s) {
     r.Missing("metric",
               "is required: the metric trials are ranked by (" + std::string(kSweepMetrics) + ")");
   }
-  s->goal = s->metric == "eval_accuracy" ? SweepGoal::kMax : SweepGoal::kMin;
+  s->goal = NaturalGoal(s->metric);
   std::string goal;
   if (r.OneOf("goal", "max, min", &goal) != nullptr) {
     s->goal = goal == "max" ? SweepGoal::kMax : SweepGoal::kMin;
@@ -113,6 +113,21 @@ void CheckTrialCount(TableReader& r, const std::vector<ReadParameter>& read, Swe
                  std::to_string(size) +
                  " points: a grid runs every point; list fewer values or leave max_trials out");
   }
+}
+
+// The trials times the base job's text, which each trial's validation parses again, against
+// kMaxSweepJobBytes; blamed on max_trials for a random or ASHA sweep, on method for a grid.
+void CheckValidationWork(TableReader& r, const SweepSpec& s) {
+  const bool grid = s.method == SweepMethod::kGrid;
+  const std::int64_t trials = grid ? GridSize(s.parameters, kMaxSweepTrials) : s.max_trials;
+  const auto bytes = static_cast<std::int64_t>(s.job_text.size());
+  if (trials <= 0 || bytes <= kMaxSweepJobBytes / trials) return;
+  const char* key = grid ? "method" : "max_trials";
+  r.Report(*r.Find(key), key,
+           "makes " + std::to_string(trials) + " trials of a " + std::to_string(bytes) +
+               "-byte base job, more than " + std::to_string(kMaxSweepJobBytes >> 20) +
+               " MiB of job text to validate (trials times the base job's size): run fewer "
+               "trials or shorten the base job");
 }
 
 // What a trial must record for the sweep's metric; empty when it does.
@@ -291,6 +306,7 @@ SweepLoadResult Load(std::string_view text, const std::string& display_path,
     }
   }
   if (sink.size() == 0) CheckTrialCount(sweep, read, &s);
+  if (sink.size() == 0 && base_read) CheckValidationWork(sweep, s);
 
   std::vector<const TableReader*> readers = {&sweep};
   for (const TableReader& r : specs) readers.push_back(&r);
@@ -338,6 +354,11 @@ std::vector<Trial> SweepTrials(const SweepSpec& sweep) {
     trials.push_back(RandomTrial(sweep.parameters, sweep.seed, i));
   }
   return trials;
+}
+
+SweepGoal NaturalGoal(std::string_view metric) {
+  return metric.ends_with("accuracy") || metric.ends_with("auc") ? SweepGoal::kMax
+                                                                 : SweepGoal::kMin;
 }
 
 bool Better(SweepGoal goal, double a, double b) {

@@ -37,6 +37,10 @@ std::string_view SweepGoalName(SweepGoal goal);
 inline constexpr std::string_view kSweepMetrics = "eval_accuracy, eval_loss, eval_mse, train_loss";
 
 inline constexpr std::int64_t kMaxSweepTrials = 10'000;
+// Each trial's job is validated by parsing the base job's text again: the trials times that
+// text's size (the whole sweep file for an inline base job) may not pass this, so that a sweep
+// file loads in about a second however it is written (10,000 trials of an 800-byte job).
+inline constexpr std::int64_t kMaxSweepJobBytes = std::int64_t{8} << 20;
 
 // ASHA's rungs: a trial trains min_steps, then the best 1/reduction_factor go on to
 // min_steps * reduction_factor, ... up to max_steps.
@@ -84,6 +88,10 @@ SweepLoadResult ParseSweepText(std::string_view text, const std::string& display
 
 // The trials the sweep runs: grid, every point; random and asha, max_trials draws.
 std::vector<Trial> SweepTrials(const SweepSpec& sweep);
+
+// The direction a metric improves in: max for accuracies and AUCs (a name ending in
+// "accuracy" or "auc"), min for the rest (losses, mse). A sweep's goal when it names none.
+SweepGoal NaturalGoal(std::string_view metric);
 
 // Whether `a` ranks before `b` under the goal (a NaN ranks last).
 bool Better(SweepGoal goal, double a, double b);

@@ -27,28 +27,6 @@ std::string Formatted(const toml::node& node) {
   return out.str();
 }
 
-// A value, or an array of values, as TOML and JSON text; floats as their shortest text.
-ParameterValue Value(const toml::node& node) {
-  if (const toml::array* array = node.as_array()) {
-    ParameterValue all{"[", "[", ""};
-    for (std::size_t i = 0; i < array->size(); ++i) {
-      const ParameterValue element = Value((*array)[i]);
-      all.toml += (i > 0 ? ", " : "") + element.toml;
-      all.json += (i > 0 ? ", " : "") + element.json;
-    }
-    all.toml += "]";
-    all.json += "]";
-    all.shown = all.toml;
-    return all;
-  }
-  if (const std::optional<double> value = node.value_exact<double>()) {
-    const std::string text = TomlFloat(*value);
-    return {text, text, text};
-  }
-  const std::string toml = Formatted<toml::toml_formatter>(node);
-  return {toml, Formatted<toml::json_formatter>(node), toml};
-}
-
 // { values = [...] }: each element a value or an array of values (no tables).
 bool ReadValues(TableReader& r, const toml::node& node, SweepParameter* p) {
   const toml::array* values = node.as_array();
@@ -75,7 +53,7 @@ bool ReadValues(TableReader& r, const toml::node& node, SweepParameter* p) {
                    Describe(value));
       return false;
     }
-    p->values.push_back(Value(value));
+    p->values.push_back(ValueOf(value));
   }
   return true;
 }
@@ -148,6 +126,27 @@ bool ReadSpec(TableReader& r, SweepParameter* p) {
 }
 
 }  // namespace
+
+ParameterValue ValueOf(const toml::node& node) {
+  if (const toml::array* array = node.as_array()) {
+    ParameterValue all{"[", "[", ""};
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      const ParameterValue element = ValueOf((*array)[i]);
+      all.toml += (i > 0 ? ", " : "") + element.toml;
+      all.json += (i > 0 ? ", " : "") + element.json;
+    }
+    all.toml += "]";
+    all.json += "]";
+    all.shown = all.toml;
+    return all;
+  }
+  if (const std::optional<double> value = node.value_exact<double>()) {
+    const std::string text = TomlFloat(*value);
+    return {text, text, text};
+  }
+  const std::string toml = Formatted<toml::toml_formatter>(node);
+  return {toml, Formatted<toml::json_formatter>(node), toml};
+}
 
 void ReadParameters(const toml::table& table, const std::string& prefix,
                     std::deque<TableReader>& readers, Sink& sink, std::vector<ReadParameter>* out) {

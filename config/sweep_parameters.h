@@ -27,6 +27,9 @@ struct ReadParameter {
   int line = 0, column = 0;
 };
 
+// A value, or an array of values, as TOML and JSON text; floats as their shortest text.
+ParameterValue ValueOf(const toml::node& node);
+
 // Every parameter under `table` (sweep.parameters, or a table of dotted keys within it), its
 // key prefixed with `prefix` ("" at the top).
 void ReadParameters(const toml::table& table, const std::string& prefix,

@@ -43,6 +43,8 @@ asio::awaitable<bool> Handle(RequestKind kind, ControlContext& ctx, Socket& sock
     case RequestKind::kNodes: co_return co_await Nodes(ctx, socket, request);
     case RequestKind::kWhy: co_return co_await Why(ctx, socket, request);
     case RequestKind::kCheckpoint: co_return co_await SendCheckpoint(ctx, socket, request);
+    case RequestKind::kSettings:
+      co_return co_await Settings(ctx, socket, request);
     case RequestKind::kNodeHeartbeat: co_return co_await NodeHeartbeat(ctx, socket, request);
     // Not a client's: the server serves them before any client's request (control_server.cc).
     case RequestKind::kSpawnWorker:

@@ -45,6 +45,14 @@ json WhyReply(store::Store& store, std::int64_t job, std::size_t lines) {
   return reply;
 }
 
+json SettingsReply(store::Store& store, std::int64_t job) {
+  auto record = store.GetJob(job);
+  if (!record.ok()) return Error("not_found", "no job " + std::to_string(job));
+  json reply = Ok();
+  reply["spec_toml"] = record.value().spec_toml;
+  return reply;
+}
+
 json CheckpointsReply(store::Store& store, std::int64_t job) {
   if (!store.GetJob(job).ok()) return Error("not_found", "no job " + std::to_string(job));
   auto rows = store.Checkpoints(job);
@@ -145,6 +153,13 @@ asio::awaitable<bool> Checkpoints(ControlContext& ctx, Socket& socket,
   const std::int64_t job = request.id;
   const json reply =
       co_await OffThread(ctx.pool, [&ctx, job] { return CheckpointsReply(ctx.store, job); });
+  co_return co_await WriteJson(socket, reply);
+}
+
+asio::awaitable<bool> Settings(ControlContext& ctx, Socket& socket, const ClientRequest& request) {
+  const std::int64_t job = request.id;
+  const json reply =
+      co_await OffThread(ctx.pool, [&ctx, job] { return SettingsReply(ctx.store, job); });
   co_return co_await WriteJson(socket, reply);
 }
 

@@ -37,6 +37,8 @@ asio::awaitable<bool> Checkpoints(ControlContext& ctx, Socket& socket,
                                   const ClientRequest& request);
 asio::awaitable<bool> Nodes(ControlContext& ctx, Socket& socket, const ClientRequest& request);
 asio::awaitable<bool> Why(ControlContext& ctx, Socket& socket, const ClientRequest& request);
+// The job's resolved job file (`dtrain compare`); only its owner or root may send it.
+asio::awaitable<bool> Settings(ControlContext& ctx, Socket& socket, const ClientRequest& request);
 // A peer daemon's heartbeat: this daemon's own NODE.
 asio::awaitable<bool> NodeHeartbeat(ControlContext& ctx, Socket& socket,
                                     const ClientRequest& request);

@@ -14,6 +14,7 @@ using S = Sender;
 constexpr std::string_view kReadLogs = "read the logs of";
 
 // Columns: kind, type, sender, query, acts for a user, needs "id", owner only.
+// clang-format off
 constexpr std::array kRows{
     RequestRow{K::kVersion,       "version",        S::kClient,    true,  false, false, {}},
     RequestRow{K::kSubmit,        "submit",         S::kClient,    false, true,  false, {}},
@@ -30,11 +31,13 @@ constexpr std::array kRows{
     RequestRow{K::kNodes,         "nodes",          S::kClient,    true,  false, false, {}},
     RequestRow{K::kWhy,           "why",            S::kClient,    false, true,  true,  kReadLogs},
     RequestRow{K::kCheckpoint,    "checkpoint",     S::kClient,    true,  true,  true,  "export"},
+    RequestRow{K::kSettings,      "settings",       S::kClient,    true,  true,  true,  "read the settings of"},
     RequestRow{K::kNodeHeartbeat, "node_heartbeat", S::kClient,    false, false, false, {}},
     RequestRow{K::kSpawnWorker,   "spawn_worker",   S::kKeyHolder, false, false, false, {}},
     RequestRow{K::kWorkerChannel, "worker_channel", S::kTcpCaller, false, false, false, {}},
     RequestRow{K::kWorkerHello,   "worker_hello",   S::kWorker,    false, false, false, {}},
 };
+// clang-format on
 
 constexpr bool InKindOrder() {
   for (std::size_t i = 0; i < kRows.size(); ++i) {

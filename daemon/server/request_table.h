@@ -36,6 +36,7 @@ enum class RequestKind {
   kNodes,
   kWhy,
   kCheckpoint,
+  kSettings,
   kNodeHeartbeat,
   kSpawnWorker,
   kWorkerChannel,

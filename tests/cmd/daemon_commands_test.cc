@@ -229,6 +229,17 @@ FakeDaemon::Handler CannedDaemon(const StoredModel* model) {
                         {"time", 1764511400.0}});
       }
       SendJson(s, {{"ok", true}, {"metrics", rows}});
+    } else if (type == "settings") {
+      if (id == 3) {
+        SendJson(s, Error("denied",
+                          "job 3 belongs to uid 1001; only its owner or root may read the "
+                          "settings of it"));
+      } else {
+        const std::string lr = id == 7 ? "0.1" : "0.01";
+        SendJson(
+            s, {{"ok", true},
+                {"spec_toml", "name = \"blobs\"\n[optimizer]\nlr = " + lr + "\ntype = \"sgd\"\n"}});
+      }
     } else if (type == "checkpoints") {
       SendJson(
           s,
@@ -529,6 +540,36 @@ BOOST_AUTO_TEST_CASE(metrics_from_the_daemon_as_csv_json_and_a_plot) {
   BOOST_TEST(Contains(typo.err, "job 7 has no metric whose name contains 'lss'; its metrics: lr, "
                                 "train_loss (did you mean --name loss?)"),
              typo.err);
+}
+
+BOOST_AUTO_TEST_CASE(compare_from_the_daemon_reads_each_jobs_status_metrics_and_settings) {
+  Daemon d;
+  const ProcessResult r = d.Run({"compare", "7", "1", "--name", "train_loss", "--json"});
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_REQUIRE(json::accept(r.out));
+  const json c = json::parse(r.out);
+  BOOST_TEST(c["goal"] == "min");
+  BOOST_TEST(c["differing"] == json::parse(R"({"optimizer.lr": [0.1, 0.01]})"));
+  BOOST_REQUIRE(c["jobs"].size() == 2u);
+  BOOST_TEST(c["jobs"][0]["id"] == 7);
+  BOOST_TEST(c["jobs"][0]["state"] == "running");
+  BOOST_TEST(c["jobs"][0]["steps"] == 120);
+  BOOST_TEST(c["jobs"][0]["final"] == 0.01);  // 1/100, the last step's
+  BOOST_TEST(c["jobs"][0]["best_step"] == 100);
+  std::vector<std::string> types;
+  for (const json& request : d.daemon.Requests()) {
+    types.push_back(request.value("type", ""));
+    if (types.back() == "metrics") BOOST_TEST(request["name"] == "train_loss");
+  }
+  BOOST_TEST((types == std::vector<std::string>{"status", "metrics", "settings", "status",
+                                                "metrics", "settings"}));
+
+  // Another user's job: the daemon refuses its settings, and compare says so.
+  const ProcessResult denied = d.Run({"compare", "7", "3", "--name", "train_loss"});
+  BOOST_TEST(denied.exit_code == 1);
+  BOOST_TEST(Contains(denied.err, "only its owner or root may read the settings of it"),
+             denied.err);
+  BOOST_TEST(d.Run({"compare", "7", "99", "--name", "train_loss"}).exit_code == 4);
 }
 
 BOOST_AUTO_TEST_CASE(checkpoints_from_the_daemon) {

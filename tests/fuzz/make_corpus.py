@@ -2,7 +2,8 @@
 """Writes the generated seeds of tests/fuzz/corpus/: frames (core/net/protocol.md) and model
 files (core/train/model_format.md), built here from the format specs, and the control requests
 of daemon/control_protocol.md. Job-file seeds are copies of examples/ and tests/data/jobs/ plus
-hand-written broken ones. Rerun after a format change:  tests/fuzz/make_corpus.py
+hand-written broken ones; sweep-file seeds are written here (every method and kind of parameter,
+and broken ones). Rerun after a format change:  tests/fuzz/make_corpus.py
 Seeds that libFuzzer found (scripts/fuzz --merge) or regressions live beside these under other
 names and are left alone."""
 import gzip
@@ -140,6 +141,7 @@ def requests():
         "metrics": {"v": 1, "type": "metrics", "id": 1, "name": "loss"},
         "checkpoints": {"v": 1, "type": "checkpoints", "id": 1},
         "checkpoint": {"v": 1, "type": "checkpoint", "id": 1, "step": 200},
+        "settings": {"v": 1, "type": "settings", "id": 1},
         "nodes": {"v": 1, "type": "nodes"},
         "node_heartbeat": {"v": 1, "type": "node_heartbeat", "name": "node2"},
         "spawn_worker": {"v": 1, "type": "spawn_worker", "job": 4, "rank": 1, "token": "ab12", "coordinator": "10.0.0.1:7070"},
@@ -191,6 +193,77 @@ def job_files():
     write("job_file", "unicode_and_escapes", "name = \"\\u00e9t\u00e9\\t\\\\\"\n[data]\nformat = \"csv\"\ntrain = \"\u2603.csv\"\n".encode())
     write("job_file", "cluster", b"[data]\nformat=\"synthetic\"\nsynthetic=\"blobs\"\n[cluster]\nworkers = 3\nmode = \"sync\"\nhosts = [\"a\", \"b\", \"a\"]\nplacement = \"spread\"\n")
     write("job_file", "compression", b"[data]\nformat=\"synthetic\"\n[model]\ntype=\"mlp\"\nhidden=[16]\n[cluster]\nworkers = 2\nmode = \"sync\"\ncompression = \"powersgd\"\ncompression_rank = 2\ncompression_warmup_steps = 5\n")
+
+
+# ---- sweep files (man/dtrain-sweep.toml.5): a base job inline or by path, then [sweep]
+SWEEP_BASE = b"""[data]
+format = "synthetic"
+synthetic = "blobs"
+rows = 64
+test_rows = 16
+[model]
+type = "mlp"
+hidden = [8]
+[train]
+epochs = 1
+"""
+
+
+def sweep_files():
+    write("sweep_file", "grid", SWEEP_BASE + b"""[sweep]
+method = "grid"
+metric = "eval_accuracy"
+[sweep.parameters]
+"optimizer.lr" = { values = [0.01, 0.1] }
+"train.batch_size" = { values = [16, 32] }
+"model.hidden" = { values = [[8], [16, 8]] }
+""")
+    write("sweep_file", "grid_dotted_int", SWEEP_BASE + b"""[sweep]
+method = "grid"
+metric = "train_loss"
+goal = "min"
+[sweep.parameters]
+train.seed = { int = [1, 4] }
+""")
+    write("sweep_file", "random", SWEEP_BASE + b"""[sweep]
+method = "random"
+metric = "eval_loss"
+max_trials = 6
+max_concurrent = 2
+seed = 7
+[sweep.parameters]
+"optimizer.lr" = { log_uniform = [1e-4, 1e-1] }
+"optimizer.momentum" = { uniform = [0.5, 0.99] }
+"train.batch_size" = { int = [8, 64] }
+""")
+    write("sweep_file", "asha", SWEEP_BASE + b"""[sweep]
+method = "asha"
+metric = "eval_accuracy"
+max_trials = 9
+min_steps = 2
+max_steps = 18
+reduction_factor = 3
+[sweep.parameters]
+"optimizer.lr" = { log_uniform = [1e-3, 1.0] }
+""")
+    write("sweep_file", "job_by_path", b"""job = "blobs.toml"
+[sweep]
+method = "grid"
+metric = "eval_accuracy"
+[sweep.parameters]
+"optimizer.lr" = { values = [0.1] }
+""")
+    write("sweep_file", "empty", b"")
+    write("sweep_file", "no_sweep", SWEEP_BASE)
+    write("sweep_file", "broken", SWEEP_BASE + b"""[sweep]
+method = "gird"
+metric = "accuracy"
+max_trials = 0
+[sweep.parameters]
+"optimizer.lrr" = { valus = [] }
+"train.batch_size" = { values = [0, -3] }
+"model.hidden" = { uniform = [2, 1] }
+""")
 
 
 # ---- IDX image files (unlabelled), plain and gzipped: u32 magic 0x00000803, u32 count, rows, cols
@@ -254,5 +327,6 @@ if __name__ == "__main__":
     requests()
     http_heads()
     job_files()
+    sweep_files()
     idx_files()
     ps_pushes()

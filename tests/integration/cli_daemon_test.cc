@@ -1,6 +1,9 @@
 // The dtrain CLI against a real dtraind: what a user types, end to end.
-#include <boost/test/unit_test.hpp>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -122,6 +125,40 @@ BOOST_AUTO_TEST_CASE(a_followed_job_shows_its_progress_between_evaluations) {
   BOOST_TEST(tty.out.find("\r\033[K[") != std::string::npos, tty.out);
   BOOST_TEST(tty.out.find("/6300000 loss ") != std::string::npos, tty.out);
   BOOST_TEST(tty.out.find(" samples/s ETA ") != std::string::npos, tty.out);
+}
+
+BOOST_AUTO_TEST_CASE(compare_reads_the_daemons_jobs_and_only_their_owner_reads_their_settings) {
+  TempDir config_dir;
+  const std::string config = config_dir.Write("dtraind.toml", "[daemon]\nsocket_mode = \"0666\"\n");
+  DaemonFixture d({"--config", config});
+  ::chmod(d.dir().path().c_str(), 0755);
+  const std::string job = d.dir().Write("job.toml", kJob);
+  for (const char* lr : {"optimizer.lr=0.1", "optimizer.lr=0.02"}) {
+    const ProcessResult r = Dtrain(d, {"submit", job, "--set", lr, "--set", "train.epochs=1"});
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  }
+  const ProcessResult r = Dtrain(d, {"compare", "1", "2", "--name", "eval_loss", "--json"});
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const json c = json::parse(r.out);
+  BOOST_TEST(c["differing"] == json::parse(R"({"optimizer.lr": [0.1, 0.02]})"), r.out);
+  for (int i = 0; i < 2; ++i) {
+    const json stored = d.Request({{"type", "metrics"}, {"id", i + 1}, {"name", "eval_loss"}});
+    BOOST_REQUIRE(!stored["metrics"].empty());
+    BOOST_TEST(c["jobs"][i]["final"] == stored["metrics"].back()["value"]);
+    BOOST_TEST(c["jobs"][i]["steps"] == 63);
+  }
+  // The job file is its owner's (and root's) to read: another user (nobody) is refused.
+  const json own = d.Request({{"type", "settings"}, {"id", 1}});
+  BOOST_TEST(own["spec_toml"].get<std::string>().find("lr = 0.1") != std::string::npos);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    const auto reply = d.TryRequest({{"type", "settings"}, {"id", 1}});
+    ::_exit(reply && (*reply)["code"] == "denied" ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (::getuid() == 0) BOOST_TEST(WEXITSTATUS(status) == 0);  // denied
 }
 
 BOOST_AUTO_TEST_CASE(no_daemon_is_exit_3_with_a_way_forward) {

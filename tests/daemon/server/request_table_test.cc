@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_SUITE(request_table)
 
 BOOST_AUTO_TEST_CASE(every_client_request_of_the_protocol_has_exactly_one_client_row) {
   const std::set<std::string> client = ClientRequestTypes(ProtocolText());
-  BOOST_TEST(client.size() == 15u);  // the table was read: version ... checkpoint
+  BOOST_TEST(client.size() == 16u);  // the table was read: version ... settings
   for (const std::string& type : client) {
     BOOST_TEST_CONTEXT(type) {
       BOOST_TEST(RowsOf(type) == 1);
@@ -107,10 +107,11 @@ BOOST_AUTO_TEST_CASE(a_caller_without_the_key_may_send_queries_and_no_change) {
   for (const RequestRow& row : RequestTable()) {
     if (row.query) queries.insert(std::string(row.type));
   }
-  // The protocol's queries, and logs and checkpoint (owner-only: refused to a caller no one
-  // knows, as the protocol says).
-  BOOST_TEST((queries == std::set<std::string>{"version", "status", "list", "wait", "logs",
-                                               "metrics", "checkpoints", "checkpoint", "nodes"}));
+  // The protocol's queries, and logs, checkpoint and settings (owner-only: refused to a caller
+  // no one knows, as the protocol says).
+  BOOST_TEST(
+      (queries == std::set<std::string>{"version", "status", "list", "wait", "logs", "metrics",
+                                        "checkpoints", "checkpoint", "settings", "nodes"}));
   // Every request that changes a job or starts a process, and why (it quotes a job's log lines
   // to its owner, and is not among the protocol's queries).
   for (const char* not_query : {"submit", "cancel", "resume", "rm", "prune", "why",
@@ -134,8 +135,8 @@ BOOST_AUTO_TEST_CASE(the_requests_that_act_for_a_user_are_those_the_protocol_lis
   for (const RequestRow& row : RequestTable()) {
     if (row.acts_for_user) acting.insert(std::string(row.type));
   }
-  BOOST_TEST((acting == std::set<std::string>{"submit", "cancel", "resume", "rm", "prune",
-                                              "logs", "why", "checkpoint"}));
+  BOOST_TEST((acting == std::set<std::string>{"submit", "cancel", "resume", "rm", "prune", "logs",
+                                              "why", "checkpoint", "settings"}));
 }
 
 BOOST_AUTO_TEST_CASE(owner_only_requests_name_a_job_and_act_for_its_user) {
@@ -149,7 +150,7 @@ BOOST_AUTO_TEST_CASE(owner_only_requests_name_a_job_and_act_for_its_user) {
       BOOST_TEST((row.sender == Sender::kClient));
     }
   }
-  BOOST_TEST((owner_only == std::set<std::string>{"logs", "why", "checkpoint"}));
+  BOOST_TEST((owner_only == std::set<std::string>{"logs", "why", "checkpoint", "settings"}));
   BOOST_TEST(FindRequest("checkpoint")->owner_only == "export");
   BOOST_TEST(FindRequest("logs")->owner_only == "read the logs of");
 }
@@ -178,8 +179,9 @@ BOOST_AUTO_TEST_CASE(an_unknown_type_has_no_row) {
 }
 
 BOOST_AUTO_TEST_CASE(a_request_naming_a_job_needs_an_integer_id) {
-  const std::set<std::string> naming_a_job = {"status", "cancel", "resume", "rm", "wait", "logs",
-                                              "metrics", "checkpoints", "why", "checkpoint"};
+  const std::set<std::string> naming_a_job = {"status", "cancel",     "resume",  "rm",
+                                              "wait",   "logs",       "metrics", "checkpoints",
+                                              "why",    "checkpoint", "settings"};
   for (const RequestRow& row : RequestTable()) {
     const std::string type(row.type);
     BOOST_TEST_CONTEXT(type) {
