@@ -36,11 +36,11 @@ std::string_view SweepGoalName(SweepGoal goal);
 // The metrics a sweep may rank by: what the trainers record (eval_* at each evaluation).
 inline constexpr std::string_view kSweepMetrics = "eval_accuracy, eval_loss, eval_mse, train_loss";
 
-inline constexpr std::int64_t kMaxSweepTrials = 10'000;
+inline constexpr std::int64_t kMaxSweepTrials = 1'000;
 // Each trial's job is validated by parsing the base job's text again: the trials times that
 // text's size (the whole sweep file for an inline base job) may not pass this, so that a sweep
-// file loads in about a second however it is written (10,000 trials of an 800-byte job).
-inline constexpr std::int64_t kMaxSweepJobBytes = std::int64_t{8} << 20;
+// file loads in about a second however it is written (1,000 trials of a 4 KiB job).
+inline constexpr std::int64_t kMaxSweepJobBytes = std::int64_t{4} << 20;
 
 // ASHA's rungs: a trial trains min_steps, then the best 1/reduction_factor go on to
 // min_steps * reduction_factor, ... up to max_steps.

@@ -210,7 +210,7 @@ BOOST_AUTO_TEST_CASE(each_sweep_key_is_refused_at_its_place_with_what_is_allowed
   check("method = \"grid\"\nmetric = \"accuracy\"\n", 8, 10, "sweep.metric",
         "eval_accuracy, eval_loss, eval_mse, train_loss");
   check(kGridKeys + "goal = \"up\"\n", 9, 8, "sweep.goal", "max, min");
-  check(kGridKeys + "max_trials = 0\n", 9, 14, "sweep.max_trials", "[1, 10000]");
+  check(kGridKeys + "max_trials = 0\n", 9, 14, "sweep.max_trials", "[1, 1000]");
   check(kGridKeys + "max_trials = 1\n", 9, 14, "sweep.max_trials", "less than the grid's 2 points");
   check(kGridKeys + "max_concurrent = 0\n", 9, 18, "sweep.max_concurrent", "1");
   check(kGridKeys + "seed = -1\n", 9, 8, "sweep.seed", "");
@@ -227,18 +227,18 @@ BOOST_AUTO_TEST_CASE(each_sweep_key_is_refused_at_its_place_with_what_is_allowed
       "method = \"asha\"\nmetric = \"eval_loss\"\nmax_trials = 4\nmin_steps = 1\nmax_steps = "
       "9\nreduction_factor = 1\n",
       12, 20, "sweep.reduction_factor", "[2, 100]");
-  // The trials times the base job's text (here the whole inline file) is bounded: 10,000
-  // trials of a file of about 2,100 bytes are refused, 1,000 load.
-  const std::string padding = "# " + std::string(2000, 'x') + "\n";
+  // The trials times the base job's text (here the whole inline file) is bounded: 1,000
+  // trials of a file of about 5,100 bytes are refused, 500 load.
+  const std::string padding = "# " + std::string(5000, 'x') + "\n";
   const auto padded = [&](std::int64_t trials) {
     return padding + Sweep("method = \"random\"\nmetric = \"eval_loss\"\nmax_trials = " +
                                std::to_string(trials) + "\n",
                            p);
   };
   CheckDiagnostics(
-      ParseSweepText(padded(10'000), "s.toml", "/"),
-      {{"s.toml", 10, 14, "sweep.max_trials", "more than 8 MiB of job text to validate"}});
-  BOOST_TEST(ParseSweepText(padded(1'000), "s.toml", "/").trials.size() == 1'000u);
+      ParseSweepText(padded(1'000), "s.toml", "/"),
+      {{"s.toml", 10, 14, "sweep.max_trials", "more than 4 MiB of job text to validate"}});
+  BOOST_TEST(ParseSweepText(padded(500), "s.toml", "/").trials.size() == 500u);
   // ASHA's keys read.
   const SweepLoadResult asha = MustParseSweep(
       Sweep("method = \"asha\"\nmetric = \"eval_loss\"\nmax_trials = 4\nmin_steps = 2\n"
