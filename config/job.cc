@@ -71,6 +71,15 @@ std::optional<train::EarlyStoppingMetric> BestModelMetric(const JobConfig& job) 
   return job.checkpoint.keep_best;
 }
 
+train::TrainOptions TrainOptionsOf(const JobConfig& job) {
+  train::TrainOptions options = job.train;
+  if (const std::optional<train::EarlyStoppingMetric> best = BestModelMetric(job)) {
+    options.keep_best = true;
+    options.early_stopping.metric = *best;
+  }
+  return options;
+}
+
 std::string_view DataFormatName(DataFormat format) { return kFormats.Name(format); }
 std::string_view SyntheticKindName(SyntheticKind kind) { return kSyntheticKinds.Name(kind); }
 std::string_view AllReduceName(AllReduce kind) { return kAllReduces.Name(kind); }

@@ -273,6 +273,9 @@ std::string FormatDiagnostic(const Diagnostic& d);
 // checkpoint.keep_best's; none when neither is set, or where no process holds the whole model
 // (cluster.model_parallel > 1, which early stopping allows and keep_best refuses).
 std::optional<train::EarlyStoppingMetric> BestModelMetric(const JobConfig& job);
+// The job's [train] as every training loop takes them (dense, sparse, L-BFGS): keep_best on and
+// early_stopping.metric set to BestModelMetric's where the job keeps a best model.
+train::TrainOptions TrainOptionsOf(const JobConfig& job);
 
 std::string_view DataFormatName(DataFormat format);
 std::string_view SyntheticKindName(SyntheticKind kind);
