@@ -67,6 +67,7 @@ bool JobConfig::operator==(const JobConfig& other) const {
 
 std::optional<train::EarlyStoppingMetric> BestModelMetric(const JobConfig& job) {
   if (job.cluster.model_parallel > 1) return std::nullopt;
+  if (job.data.sparse && job.cluster.mode == ClusterMode::kAsync) return std::nullopt;
   if (job.train.early_stopping.enabled()) return job.train.early_stopping.metric;
   return job.checkpoint.keep_best;
 }
