@@ -46,14 +46,6 @@ namespace {
 // Why the job cannot judge its evaluations by `metric` (empty when it can).
 std::string WhyNoJudgement(const JobConfig& job, train::EarlyStoppingMetric metric) {
   const DataConfig& d = job.data;
-  if (d.sparse) {
-    return "is not available for sparse models (data.sparse) yet: only the dense trainer "
-           "judges its evaluations";
-  }
-  if (job.optimizer.type == optim::OptimizerType::kLbfgs) {
-    return "is not available with optimizer.type = \"lbfgs\" yet: only the dense trainer "
-           "judges its evaluations";
-  }
   if (d.format == DataFormat::kSynthetic ? d.test_rows == 0
                                          : d.test.empty() && d.validation_fraction == 0) {
     return "needs held-out data to evaluate on: data.test, data.validation_fraction > 0, or "
@@ -93,6 +85,11 @@ void CheckKeepBest(const JobConfig& job, TableReader& checkpoint, const toml::no
     why =
         "is not available with cluster.model_parallel > 1: no process holds the whole model "
         "its evaluation judged";
+  } else if (job.data.sparse && job.cluster.mode == ClusterMode::kAsync) {
+    why =
+        "is not available for a sparse model in cluster.mode = \"async\": the shards apply the "
+        "other replicas' pushes while replica 0 evaluates, so no process holds the model its "
+        "evaluation judged (train.early_stopping is allowed there; mode \"sync\" keeps one)";
   } else if (early.enabled() && early.metric != metric) {
     why = "= \"" + std::string(train::EarlyStoppingMetricName(metric)) +
           "\" conflicts with train.early_stopping's metric \"" +

@@ -67,8 +67,18 @@ bool JobConfig::operator==(const JobConfig& other) const {
 
 std::optional<train::EarlyStoppingMetric> BestModelMetric(const JobConfig& job) {
   if (job.cluster.model_parallel > 1) return std::nullopt;
+  if (job.data.sparse && job.cluster.mode == ClusterMode::kAsync) return std::nullopt;
   if (job.train.early_stopping.enabled()) return job.train.early_stopping.metric;
   return job.checkpoint.keep_best;
+}
+
+train::TrainOptions TrainOptionsOf(const JobConfig& job) {
+  train::TrainOptions options = job.train;
+  if (const std::optional<train::EarlyStoppingMetric> best = BestModelMetric(job)) {
+    options.keep_best = true;
+    options.early_stopping.metric = *best;
+  }
+  return options;
 }
 
 std::string_view DataFormatName(DataFormat format) { return kFormats.Name(format); }

@@ -271,8 +271,13 @@ std::string FormatDiagnostic(const Diagnostic& d);
 // choices, *Choices() joins them for messages: "idx, csv, libsvm, synthetic".
 // The metric a job's best model is judged by: train.early_stopping's when that is on, else
 // checkpoint.keep_best's; none when neither is set, or where no process holds the whole model
-// (cluster.model_parallel > 1, which early stopping allows and keep_best refuses).
+// its evaluation judged (cluster.model_parallel > 1; a sparse model in async mode, whose shards
+// take the other replicas' pushes while replica 0 evaluates), which early stopping allows and
+// keep_best refuses.
 std::optional<train::EarlyStoppingMetric> BestModelMetric(const JobConfig& job);
+// The job's [train] as every training loop takes them (dense, sparse, L-BFGS): keep_best on and
+// early_stopping.metric set to BestModelMetric's where the job keeps a best model.
+train::TrainOptions TrainOptionsOf(const JobConfig& job);
 
 std::string_view DataFormatName(DataFormat format);
 std::string_view SyntheticKindName(SyntheticKind kind);

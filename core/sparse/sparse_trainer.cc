@@ -110,6 +110,7 @@ SparseTrainer::SparseTrainer(const SparseModel& model, train::TrainOptions optio
       batches_(batches != nullptr ? *batches : *owned_batches_),
       eval_(eval != nullptr && eval->rows() > 0 ? eval : nullptr),
       params_(params),
+      early_stopping_(options_.early_stopping),
       globals_(model.GlobalWidth()),
       grad_globals_(model.GlobalWidth()) {
   if (options_.schedule.total_steps == 0) options_.schedule.total_steps = PlannedSteps();
@@ -204,19 +205,18 @@ Result<train::StopReason> SparseTrainer::Run(SparseListener& listener) {
       window_start = Clock::now();
     }
 
-    bool reached = false;
+    std::optional<train::StopReason> wanted;
     const bool eval_now =
         options_.eval_every > 0 ? position_.step % options_.eval_every == 0 : epoch_end;
     if (eval_ != nullptr && (eval_now || Finished())) {
       const Result<SparseEvalResult> result = Evaluate(*eval_);
       if (!result.ok()) return result.status();
       listener.Record(EvalPoints(result.value()));
-      reached =
-          options_.target_accuracy > 0.0 && result.value().accuracy >= options_.target_accuracy;
+      wanted = train::JudgeEvaluation(options_, early_stopping_, position_.step,
+                                      result.value().loss, result.value().accuracy,
+                                      [&](double value) { listener.Improved(*this, value); });
     }
     if (const std::optional<train::StopReason> agreed = params_.AgreedStop()) return *agreed;
-    std::optional<train::StopReason> wanted;
-    if (reached) wanted = train::StopReason::kTargetReached;
     if (!listener.AfterStep(*this)) wanted = train::StopReason::kRequested;
     if (wanted && !params_.ProposeStop(*wanted)) return *wanted;
   }

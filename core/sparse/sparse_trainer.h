@@ -14,7 +14,9 @@
 // averaged over the window), bytes_per_step (what those keys' slots and gradients move: keys x
 // (4 + 4 x SlotWidth()) bytes each way), model_keys (the keys held so far) and, where the keys
 // live on parameter servers, bytes_sent and bytes_received (measured, headers included); every
-// evaluation eval_loss, eval_accuracy and, for logistic and fm, eval_auc.
+// evaluation eval_loss, eval_accuracy and, for logistic and fm, eval_auc. Each evaluation is
+// judged as the dense Trainer's are (train::JudgeEvaluation: target accuracy, early stopping, the
+// best model).
 //
 // Resuming: restore the parameters where they live and set_position(); the data order is a pure
 // function of (seed, epoch), as the dense Trainer's. One thread at a time.
@@ -103,15 +105,23 @@ class SparseListener : public train::MetricSink {
  public:
   // After every step; false stops the loop (the step stays applied).
   virtual bool AfterStep(const SparseTrainer& trainer) = 0;
+  // With options().keep_best: an evaluation improved on the best so far, by `value` of
+  // options().early_stopping.metric (train::JudgeEvaluation). The parameters hold the model it
+  // evaluated, after position().step steps, until the loop pushes again.
+  virtual void Improved(const SparseTrainer& trainer, double value) {
+    (void)trainer;
+    (void)value;
+  }
 };
 
 class SparseTrainer {
  public:
-  // options: epochs, steps, batch_size, seed, eval_every, log_every, target_accuracy, schedule,
-  // rank and world_size, eval_batch_size. A replica's batches are its contiguous share of each
-  // epoch's rows, or, where the parameters are collective (sync), its part of each step's global
-  // batch (data::ShardMode::kGlobalBatches: N replicas of batch b train like one of batch N b).
-  // The model, rows and parameters must outlive the trainer; `eval` may be null.
+  // options: epochs, steps, batch_size, seed, eval_every, log_every, target_accuracy,
+  // early_stopping, keep_best, schedule, rank and world_size, eval_batch_size. A replica's batches
+  // are its contiguous share of each epoch's rows, or, where the parameters are collective (sync),
+  // its part of each step's global batch (data::ShardMode::kGlobalBatches: N replicas of batch b
+  // train like one of batch N b). The model, rows and parameters must outlive the trainer; `eval`
+  // may be null.
   SparseTrainer(const SparseModel& model, train::TrainOptions options,
                 const data::SparseRows& train, const data::SparseRows* eval,
                 SparseParameters& params);
@@ -127,6 +137,10 @@ class SparseTrainer {
   std::int64_t PlannedSteps() const;
   double Epochs() const;
   const train::TrainOptions& options() const { return options_; }
+  // train.early_stopping's judgement of the evaluations so far (a checkpoint stores its state;
+  // Run's kEarlyStopped reason is its Describe).
+  const train::EarlyStopping& early_stopping() const { return early_stopping_; }
+  train::EarlyStopping& early_stopping() { return early_stopping_; }
 
  private:
   SparseTrainer(const SparseModel& model, train::TrainOptions options,
@@ -142,6 +156,7 @@ class SparseTrainer {
   const data::SparseRows* eval_;
   SparseParameters& params_;
   train::TrainPosition position_;
+  train::EarlyStopping early_stopping_;
   SparseBatch batch_;
   std::vector<float> slots_, globals_, grad_slots_, grad_globals_;
 };

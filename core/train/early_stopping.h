@@ -1,6 +1,6 @@
-// EarlyStopping: the rule of train.early_stopping, the one judgement a trainer applies to its
-// evaluations (the dense Trainer today; sparse and L-BFGS jobs refuse the key until they call it
-// too). An evaluation improves on the best so far
+// EarlyStopping: the rule of train.early_stopping, the one judgement every training loop applies
+// to its evaluations (through train::JudgeEvaluation: the dense Trainer, the sparse trainer and
+// L-BFGS). An evaluation improves on the best so far
 // when its metric is better by more than min_delta (eval_accuracy higher, eval_loss lower; the
 // first finite value always does); after `patience` evaluations in a row that do not, the run
 // stops early and succeeds. With patience 0 (off) it still judges, never stopping: the trainer

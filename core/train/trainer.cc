@@ -431,7 +431,9 @@ Result<StopReason> Trainer::Run(TrainListener& listener) {
       const Result<EvalResult> result = Evaluate(*eval_);
       if (!result.ok()) return result.status();
       EmitEval(listener, result.value());
-      wanted = StopVote(JudgeEval(listener, result.value()));
+      wanted = StopVote(JudgeEvaluation(options_, early_stopping_, position_.step,
+                                        result.value().loss, result.value().accuracy,
+                                        [&](double value) { listener.Improved(*this, value); }));
     }
     if (!listener.AfterStep(*this)) wanted = StopVote(StopReason::kRequested);
     const Result<int> agreed = network_.AgreeStop(static_cast<int>(wanted));
@@ -470,26 +472,21 @@ Result<EvalResult> Trainer::Evaluate(const data::Dataset& set) {
   return result;
 }
 
-std::optional<StopReason> Trainer::JudgeEval(TrainListener& listener, const EvalResult& result) {
-  const bool classification = IsClassification(network_.spec());
-  // Early stopping judges every evaluation, also one that reaches the target, so that its
-  // state is the same whichever stop comes first.
-  bool early = false;
-  if (options_.early_stopping.enabled() || options_.keep_best) {
-    const double value = options_.early_stopping.metric == EarlyStoppingMetric::kEvalAccuracy
-                             ? result.accuracy
-                             : result.loss;
-    const EarlyStopping::Verdict verdict = early_stopping_.Observe(value, position_.step);
-    early = verdict == EarlyStopping::Verdict::kStop;
-    if (verdict == EarlyStopping::Verdict::kImproved && options_.keep_best) {
-      listener.Improved(*this, value);
-    }
+std::optional<StopReason> JudgeEvaluation(const TrainOptions& options, EarlyStopping& early,
+                                          std::int64_t step, double loss, double accuracy,
+                                          const std::function<void(double)>& improved) {
+  bool stop_early = false;
+  if (options.early_stopping.enabled() || options.keep_best) {
+    const double value =
+        options.early_stopping.metric == EarlyStoppingMetric::kEvalAccuracy ? accuracy : loss;
+    const EarlyStopping::Verdict verdict = early.Observe(value, step);
+    stop_early = verdict == EarlyStopping::Verdict::kStop;
+    if (verdict == EarlyStopping::Verdict::kImproved && options.keep_best) improved(value);
   }
-  if (options_.target_accuracy > 0.0 && classification &&
-      result.accuracy >= options_.target_accuracy) {
+  if (options.target_accuracy > 0.0 && accuracy >= options.target_accuracy) {
     return StopReason::kTargetReached;
   }
-  if (early) return StopReason::kEarlyStopped;
+  if (stop_early) return StopReason::kEarlyStopped;
   return std::nullopt;
 }
 

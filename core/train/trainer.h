@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -81,6 +82,17 @@ bool IsDivergence(const Status& status);
 // `remedy` (what the job file can change: "lower optimizer.lr, or ...").
 Status JudgeTrainLoss(const TrainOptions& options, double loss, std::int64_t step,
                       std::string_view remedy);
+
+// The one judgement of an evaluation, for every training loop (dense, sparse, L-BFGS): the stop
+// it asks for, if any — train.target_accuracy reached (`accuracy` is NaN for regression, which
+// never reaches it), else train.early_stopping's patience run out at `step`. `early` judges every
+// evaluation by options.early_stopping's metric, also one that reaches the target, so its state
+// is the same whichever stop comes first; with options.keep_best, `improved` is called with the
+// metric's value when the evaluation improves on the best so far (the caller keeps the model it
+// evaluated).
+std::optional<StopReason> JudgeEvaluation(const TrainOptions& options, EarlyStopping& early,
+                                          std::int64_t step, double loss, double accuracy,
+                                          const std::function<void(double)>& improved);
 
 // The next batch the loop will run; a checkpoint stores it.
 struct TrainPosition {
@@ -210,9 +222,6 @@ class Trainer {
   // The batch's rows into x_ and y_, on the network's team where it has one.
   void GatherInSlices(std::span<const std::uint32_t> batch);
   void EmitEval(TrainListener& listener, const EvalResult& result);
-  // The stop an evaluation asks for (target accuracy, early stopping), if any; tells the
-  // listener of an improving one (options_.keep_best).
-  std::optional<StopReason> JudgeEval(TrainListener& listener, const EvalResult& result);
 
   std::unique_ptr<model::LocalNetwork> owned_;  // the network, when built from a Model
   model::Network& network_;

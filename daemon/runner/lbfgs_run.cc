@@ -25,8 +25,9 @@ class LbfgsRecording {
  public:
   LbfgsRecording(const config::JobConfig& job, const JobData& data, const model::Model& model,
                  optim::Lbfgs& lbfgs, LbfgsEngine& engine, RunRecorder& recorder,
-                 const RunOptions& options, std::int64_t last_saved)
+                 const RunOptions& options, const store::CheckpointData* resume)
       : job_(job),
+        train_(config::TrainOptionsOf(job)),
         data_(data),
         model_(model),
         lbfgs_(lbfgs),
@@ -35,7 +36,9 @@ class LbfgsRecording {
         options_(options),
         spec_(model::FormatModelSpec(model.spec())),
         classification_(data.spec.loss != model::LossType::kMeanSquaredError),
-        last_saved_(last_saved) {
+        early_stopping_(train_.early_stopping),
+        last_saved_(resume != nullptr ? resume->step : -1) {
+    if (resume != nullptr) early_stopping_.Restore(resume->early_stopping);
     if (data.eval.rows > 0) {
       eval_.emplace(model, data.eval, data.scaling, train::ObjectiveRows(data.eval.rows, 0, 0),
                     0.0f, kEvalChunk);
@@ -72,21 +75,31 @@ class LbfgsRecording {
     Emit(points);
   }
 
-  // Evaluates on the held-out set (if any); true when train.target_accuracy is reached.
-  Result<bool> Evaluate() {
-    last_eval_ = lbfgs_.state().iteration;
-    if (!eval_) return false;
+  // Evaluates x on the held-out set (if any) and judges it (train::JudgeEvaluation): the stop it
+  // asks for, if any; an evaluation that improves on the best so far makes x the job's best
+  // model, where this process writes checkpoints.
+  Result<std::optional<train::StopReason>> Evaluate() {
+    const std::int64_t iteration = lbfgs_.state().iteration;
+    last_eval_ = iteration;
+    if (!eval_) return std::optional<train::StopReason>();
     if (Status s = engine_.Collect(false); !s.ok()) return s;
-    const model::LossValue v = eval_->Measure(engine_.Staging()[optim::kX]);
+    const std::span<const float> x = engine_.Staging()[optim::kX];
+    const model::LossValue v = eval_->Measure(x);
     const double rows = static_cast<double>(data_.eval.rows);
     latest_eval_ = train::EvalResult{v.loss_sum / rows, std::nan(""), data_.eval.rows};
     if (!classification_) {
       Emit({Point("eval_mse", latest_eval_->loss)});
-      return false;
+    } else {
+      latest_eval_->accuracy = static_cast<double>(v.correct) / rows;
+      Emit(
+          {Point("eval_loss", latest_eval_->loss), Point("eval_accuracy", latest_eval_->accuracy)});
     }
-    latest_eval_->accuracy = static_cast<double>(v.correct) / rows;
-    Emit({Point("eval_loss", latest_eval_->loss), Point("eval_accuracy", latest_eval_->accuracy)});
-    return job_.train.target_accuracy > 0.0 && latest_eval_->accuracy >= job_.train.target_accuracy;
+    Status kept = Status::Ok();
+    const std::optional<train::StopReason> stop = train::JudgeEvaluation(
+        train_, early_stopping_, iteration, latest_eval_->loss, latest_eval_->accuracy,
+        [&](double value) { kept = KeepBest(x, value); });
+    if (!kept.ok()) return kept;
+    return stop;
   }
   const std::optional<train::EvalResult>& latest_eval() const { return latest_eval_; }
   bool EvaluatedNow() const { return last_eval_ == lbfgs_.state().iteration; }
@@ -108,8 +121,10 @@ class LbfgsRecording {
     if (Status s = engine_.Collect(true); !s.ok())
       return Status::Error("checkpoint failed: " + s.message());
     std::vector<float> scalars;
-    const Status saved = recorder_.SaveCheckpoint(ViewLbfgsCheckpoint(
-        engine_.Staging(), job_.lbfgs.history, state, job_.train.seed, spec_, &scalars));
+    store::CheckpointView view = ViewLbfgsCheckpoint(engine_.Staging(), job_.lbfgs.history, state,
+                                                     job_.train.seed, spec_, &scalars);
+    view.early_stopping = early_stopping_.state();
+    const Status saved = recorder_.SaveCheckpoint(view);
     if (!saved.ok()) return Status::Error("checkpoint failed: " + saved.message());
     last_saved_ = state.iteration;
     last_checkpoint_ = Clock::now();
@@ -117,7 +132,29 @@ class LbfgsRecording {
     return Status::Ok();
   }
 
+  const train::EarlyStopping& early_stopping() const { return early_stopping_; }
+
  private:
+  // `x`, judged `value` by the best-model metric, becomes the job's best model.
+  Status KeepBest(std::span<const float> x, double value) {
+    if (!options_.checkpoints) return Status::Ok();
+    const optim::LbfgsState& state = lbfgs_.state();
+    store::CheckpointView model;
+    model.step = state.iteration;
+    model.epoch = static_cast<std::uint64_t>(state.evaluations);
+    model.seed = job_.train.seed;
+    model.model_spec = spec_;
+    model.params = x;
+    model.early_stopping = early_stopping_.state();
+    const store::BestModelInfo best{
+        .step = state.iteration,
+        .metric = std::string(train::EarlyStoppingMetricName(train_.early_stopping.metric)),
+        .value = value};
+    if (Status saved = recorder_.SaveBestModel(best, model); !saved.ok()) {
+      return Status::Error("saving the best model failed: " + saved.message());
+    }
+    return Status::Ok();
+  }
   train::MetricPoint Point(const char* name, double value) const {
     const optim::LbfgsState& s = lbfgs_.state();
     return {s.iteration, static_cast<double>(s.evaluations), name, value};
@@ -128,6 +165,7 @@ class LbfgsRecording {
   }
 
   const config::JobConfig& job_;
+  const train::TrainOptions train_;  // the job's, judging its evaluations
   const JobData& data_;
   const model::Model& model_;
   optim::Lbfgs& lbfgs_;
@@ -136,6 +174,7 @@ class LbfgsRecording {
   const RunOptions& options_;
   const std::string spec_;
   const bool classification_;
+  train::EarlyStopping early_stopping_;
   std::optional<train::BatchObjective> eval_;
   std::optional<train::EvalResult> latest_eval_;
   std::int64_t last_saved_;
@@ -152,7 +191,8 @@ std::string DescribeLbfgsEnd(const LbfgsRunResult& r) {
       return "reached target accuracy" + after;
     case train::StopReason::kRequested:
       return "interrupted" + after;
-    case train::StopReason::kEarlyStopped:  // the job file refuses train.early_stopping here
+    case train::StopReason::kEarlyStopped:
+      return r.early_stopping.Describe(r.iterations);
     case train::StopReason::kCompleted:
       break;
   }
@@ -197,8 +237,7 @@ Result<LbfgsRunResult> RunLbfgs(const config::JobConfig& job, const JobData& dat
     if (Status published = engine.Publish(false); !published.ok()) return published;
     if (Status started = lbfgs.Start(); !started.ok()) return started;
   }
-  LbfgsRecording recording(job, data, model, lbfgs, engine, recorder, options,
-                           resume != nullptr ? resume->step : -1);
+  LbfgsRecording recording(job, data, model, lbfgs, engine, recorder, options, resume);
   if (options.observer != nullptr) {
     options.observer->OnStart(recording.Progress(), SubjectOf(data), resume != nullptr);
   }
@@ -216,10 +255,10 @@ Result<LbfgsRunResult> RunLbfgs(const config::JobConfig& job, const JobData& dat
       const bool due = every == 0 || it.value().iteration % every == 0 ||
                        it.value().stop != optim::LbfgsStop::kNone;
       if (due) {
-        Result<bool> reached = recording.Evaluate();
-        if (!reached.ok()) return reached.status();
-        if (reached.value()) {
-          result.why = train::StopReason::kTargetReached;
+        Result<std::optional<train::StopReason>> judged = recording.Evaluate();
+        if (!judged.ok()) return judged.status();
+        if (judged.value()) {
+          result.why = *judged.value();
           break;
         }
       }
@@ -233,13 +272,14 @@ Result<LbfgsRunResult> RunLbfgs(const config::JobConfig& job, const JobData& dat
     }
   }
   if (!recording.EvaluatedNow() && result.why != train::StopReason::kRequested) {
-    if (Result<bool> evaluated = recording.Evaluate(); !evaluated.ok()) return evaluated.status();
+    if (auto evaluated = recording.Evaluate(); !evaluated.ok()) return evaluated.status();
   }
   if (Status saved = recording.Save(); !saved.ok()) return saved;
   result.stop = lbfgs.Stopped();
   result.iterations = lbfgs.state().iteration;
   result.loss = lbfgs.state().loss;
   result.final_eval = recording.latest_eval();
+  result.early_stopping = recording.early_stopping();
   return result;
 }
 

@@ -10,7 +10,11 @@
 //     at the end
 //   checkpoints every checkpoint.every_steps iterations or every_seconds, on a stop request and
 //     at the end (LbfgsCheckpoint)
-// train.target_accuracy stops it once reached; train.batch_size is the rows evaluated at once.
+// Each evaluation is judged as a training loop's (train::JudgeEvaluation): train.target_accuracy
+// and train.early_stopping stop it (an iteration counts as a step), and where the job keeps a
+// best model (config::BestModelMetric) an improving evaluation's x becomes it, sent by the
+// process that writes checkpoints (this one, or Sandblaster's coordinator, which gathers x from
+// the shards to evaluate it). train.batch_size is the rows evaluated at once.
 //
 //   Result<LbfgsRunResult> r = RunLbfgs(job, data, recorder, options, resume ? &*resume : nullptr);
 //
@@ -39,10 +43,12 @@ struct LbfgsRunResult {
   std::int64_t iterations = 0;
   double loss = 0.0;  // the objective at the end
   std::optional<train::EvalResult> final_eval;  // on the held-out set, if there is one
+  // train.early_stopping's judgement at the end (why kEarlyStopped: its Describe).
+  train::EarlyStopping early_stopping{train::EarlyStoppingOptions{}};
 };
 
 // "converged (gradient tolerance) after 37 iterations", "stopped after 100 iterations (max
-// iterations)": for the job's final state.
+// iterations)", "stopped early at step 3: best eval_loss ...": for the job's final state.
 std::string DescribeLbfgsEnd(const LbfgsRunResult& result);
 
 // In this process (LocalLbfgsEngine).

@@ -51,17 +51,16 @@ std::string Interrupted(const char* unit, std::int64_t at, std::int64_t job_id,
 }
 
 // The job's final reason after a training loop stopped for `why` at `steps`; `early` judged its
-// evaluations (null where the loop has no early stopping).
+// evaluations.
 std::string DescribeEnd(train::StopReason why, std::int64_t steps, std::int64_t job_id,
-                        const RunOptions& options, const train::EarlyStopping* early) {
+                        const RunOptions& options, const train::EarlyStopping& early) {
   switch (why) {
     case train::StopReason::kCompleted:
       return "completed " + std::to_string(steps) + " steps";
     case train::StopReason::kTargetReached:
       return "reached target accuracy at step " + std::to_string(steps);
     case train::StopReason::kEarlyStopped:
-      if (early != nullptr) return early->Describe(steps);
-      return "stopped early at step " + std::to_string(steps);
+      return early.Describe(steps);
     case train::StopReason::kRequested:
       break;
   }
@@ -130,9 +129,10 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
       if (const auto& e = ran.value().final_eval) {
         outcome.final_eval = train::EvalResult{e->loss, e->accuracy, e->rows, e->auc};
       }
-      return finish(ran.value().why == train::StopReason::kRequested ? JobState::kCancelled
-                                                                     : JobState::kSucceeded,
-                    DescribeEnd(ran.value().why, outcome.steps, job_id, options, nullptr));
+      return finish(
+          ran.value().why == train::StopReason::kRequested ? JobState::kCancelled
+                                                           : JobState::kSucceeded,
+          DescribeEnd(ran.value().why, outcome.steps, job_id, options, ran.value().early_stopping));
     }
     doing = "reading the job's data";
     auto loaded = LoadJobData(job);
@@ -202,7 +202,7 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
 
     return finish(
         why.value() == train::StopReason::kRequested ? JobState::kCancelled : JobState::kSucceeded,
-        DescribeEnd(why.value(), outcome.steps, job_id, options, &trainer.early_stopping()));
+        DescribeEnd(why.value(), outcome.steps, job_id, options, trainer.early_stopping()));
   } catch (const std::bad_alloc&) {
     return finish(JobState::kFailed, OutOfMemory(doing, job));
   }

@@ -160,6 +160,17 @@ void RunRecording::KeepBest(const store::BestModelInfo& best, const store::Check
   }
 }
 
+void RunRecording::KeepBest(const store::BestModelInfo& best,
+                            const std::function<Result<store::CheckpointData>()>& take) {
+  if (!options_.checkpoints || !failure_.ok()) return;
+  Result<store::CheckpointData> model = take();
+  if (!model.ok()) {
+    failure_ = Status::Error("saving the best model failed: " + model.status().message());
+    return;
+  }
+  KeepBest(best, store::ViewOf(model.value()));
+}
+
 Status RunRecording::Finish() {
   if (!failure_.ok()) return failure_;
   if (Status saved = Save(); !saved.ok()) return saved;  // the end, whatever stopped it

@@ -112,6 +112,10 @@ class RunRecording {
   // process writes checkpoints (the others hold the same model). A failure stops the run as a
   // failed checkpoint does.
   void KeepBest(const store::BestModelInfo& best, const store::CheckpointView& model);
+  // As above, the model taken by `take` (only where this process writes checkpoints), for loops
+  // whose model is not all in this process (a sparse model's shards).
+  void KeepBest(const store::BestModelInfo& best,
+                const std::function<Result<store::CheckpointData>()>& take);
   // At the end, whatever stopped the loop: the last checkpoint and the peak memory metric
   // (peak_rss_bytes). The first failed checkpoint's error, if one failed.
   Status Finish();

@@ -8,7 +8,8 @@ namespace dtrain::runner {
 
 store::CheckpointData SparseCheckpoint(sparse::KeyTableState state,
                                        const sparse::SparseModelSpec& spec,
-                                       const train::TrainPosition& position, std::uint64_t seed) {
+                                       const train::TrainPosition& position, std::uint64_t seed,
+                                       const train::EarlyStoppingState& early_stopping) {
   store::CheckpointData c;
   c.step = position.step;
   c.epoch = position.epoch;
@@ -16,6 +17,7 @@ store::CheckpointData SparseCheckpoint(sparse::KeyTableState state,
   c.seed = seed;
   c.model_spec = sparse::FormatSparseModelSpec(spec);
   c.optimizer_steps = static_cast<std::uint64_t>(position.step);
+  c.early_stopping = early_stopping;
   c.params.reserve(state.slots.size() + state.globals.size());
   c.params.assign(state.slots.begin(), state.slots.end());
   c.params.insert(c.params.end(), state.globals.begin(), state.globals.end());

@@ -5,7 +5,10 @@
 // The model spec is sparse::FormatSparseModelSpec's; step = optimizer_steps. A checkpoint's size
 // is proportional to the keys touched, never to the feature space.
 //
-//   store::CheckpointData c = SparseCheckpoint(table.Snapshot(), spec, trainer.position(), seed);
+// With them train.early_stopping's state (the rule's judgement so far).
+//
+//   store::CheckpointData c = SparseCheckpoint(table.Snapshot(), spec, trainer.position(), seed,
+//                                              trainer.early_stopping().state());
 //   Result<TrainPosition> at = RestoreSparseCheckpoint(c, spec, seed, table);
 //
 // Pure functions of their arguments (Restore changes only `table`).
@@ -23,7 +26,8 @@ namespace dtrain::runner {
 
 store::CheckpointData SparseCheckpoint(sparse::KeyTableState state,
                                        const sparse::SparseModelSpec& spec,
-                                       const train::TrainPosition& position, std::uint64_t seed);
+                                       const train::TrainPosition& position, std::uint64_t seed,
+                                       const train::EarlyStoppingState& early_stopping);
 
 // The table's state from `state`'s parts of a checkpoint: checks the model and the sizes.
 Result<sparse::KeyTableState> SparseStateOf(const store::CheckpointData& checkpoint,

@@ -109,13 +109,10 @@ Result<SparseRunResult> RunSparseReplica(const config::JobConfig& job, const Spa
                                   .timeout = JobTimeout(job)},
                                  model);
   if (Status greeted = client.Hello(); !greeted.ok()) return greeted;
-  std::optional<train::TrainPosition> at;
-  if (resume != nullptr) {
-    at = train::TrainPosition{resume->step, resume->epoch, static_cast<std::size_t>(resume->batch)};
-  }
   const SparsePlace place{client, [&client] { return client.Snapshot(); }};
-  Result<SparseRunResult> ran = RunSparseOn(
-      job, data, place, config::RoleOf(job.cluster, placement.rank).replica, recorder, options, at);
+  Result<SparseRunResult> ran =
+      RunSparseOn(job, data, place, config::RoleOf(job.cluster, placement.rank).replica, recorder,
+                  options, resume);
   if (!ran.ok()) return ran;
   if (Status left = client.Goodbye(); !left.ok()) return left;
   return ran;

@@ -10,15 +10,25 @@
 namespace dtrain::runner {
 namespace {
 
-// Forwards the loop's metrics and steps to the run's recording.
+// Forwards the loop's metrics, steps and improving evaluations to the run's recording; an
+// improving evaluation's model is taken from where it lives by `model`.
 class SparseRecordingListener final : public sparse::SparseListener {
  public:
-  explicit SparseRecordingListener(RunRecording& recording) : recording_(recording) {}
+  SparseRecordingListener(RunRecording& recording,
+                          std::function<Result<store::CheckpointData>()> model)
+      : recording_(recording), model_(std::move(model)) {}
   void Record(std::span<const train::MetricPoint> points) override { recording_.Record(points); }
   bool AfterStep(const sparse::SparseTrainer&) override { return recording_.AfterStep(); }
+  void Improved(const sparse::SparseTrainer& trainer, double value) override {
+    const std::string_view metric =
+        train::EarlyStoppingMetricName(trainer.options().early_stopping.metric);
+    recording_.KeepBest(
+        {.step = trainer.position().step, .metric = std::string(metric), .value = value}, model_);
+  }
 
  private:
   RunRecording& recording_;
+  std::function<Result<store::CheckpointData>()> model_;
 };
 
 // Records how many of the trained model's weights (its keys' slots and its globals) are not 0,
@@ -74,7 +84,7 @@ RunSubject SubjectOf(const SparseJobData& data) {
 }
 
 train::TrainOptions SparseTrainOptions(const config::JobConfig& job) {
-  train::TrainOptions options = job.train;
+  train::TrainOptions options = config::TrainOptionsOf(job);
   options.schedule.lr = config::ScaledLearningRate(job);
   options.learning_rate = job.optimizer.type != optim::OptimizerType::kFtrl;
   return options;
@@ -86,22 +96,20 @@ Result<SparseRunResult> RunSparse(const config::JobConfig& job, const SparseJobD
   const sparse::SparseModel model(data.spec);
   sparse::KeyTable table(model, job.optimizer, job.train.seed);
   sparse::LocalSparseParameters params(table);
-  std::optional<train::TrainPosition> at;
   if (resume != nullptr) {
     Result<train::TrainPosition> restored =
         RestoreSparseCheckpoint(*resume, data.spec, job.train.seed, table);
     if (!restored.ok()) return restored.status();
-    at = restored.value();
   }
   const SparsePlace place{params,
                           [&]() -> Result<sparse::KeyTableState> { return table.Snapshot(); }};
-  return RunSparseOn(job, data, place, 0, recorder, options, at);
+  return RunSparseOn(job, data, place, 0, recorder, options, resume);
 }
 
 Result<SparseRunResult> RunSparseOn(const config::JobConfig& job, const SparseJobData& data,
                                     const SparsePlace& place, int replica, RunRecorder& recorder,
                                     const RunOptions& options,
-                                    const std::optional<train::TrainPosition>& resume) {
+                                    const store::CheckpointData* resume) {
   const sparse::SparseModel model(data.spec);
   train::TrainOptions train_options = SparseTrainOptions(job);
   train_options.rank = replica;
@@ -111,7 +119,10 @@ Result<SparseRunResult> RunSparseOn(const config::JobConfig& job, const SparseJo
   if (!batches.ok()) return batches.status();
   sparse::SparseTrainer trainer(model, train_options, *batches.value(),
                                 data.eval.rows() > 0 ? &data.eval : nullptr, place.params);
-  if (resume) trainer.set_position(*resume);
+  if (resume != nullptr) {
+    trainer.set_position({resume->step, resume->epoch, static_cast<std::size_t>(resume->batch)});
+    trainer.early_stopping().Restore(resume->early_stopping);
+  }
   const auto progress = [&] {
     return RunProgress{.step = trainer.position().step,
                        .planned_steps = trainer.PlannedSteps(),
@@ -122,20 +133,26 @@ Result<SparseRunResult> RunSparseOn(const config::JobConfig& job, const SparseJo
                        .feature_keys = data.train.features,
                        .params_per_key = model.SlotWidth()};
   };
-  const auto write = [&]() -> Status {
+  // The whole model where it lives now, as a checkpoint (also an improving evaluation's model).
+  const auto capture = [&]() -> Result<store::CheckpointData> {
     Result<sparse::KeyTableState> state = place.snapshot();
     if (!state.ok()) return state.status();
-    return recorder.SaveCheckpoint(store::ViewOf(
-        SparseCheckpoint(std::move(state).value(), data.spec, trainer.position(), job.train.seed)));
+    return SparseCheckpoint(std::move(state).value(), data.spec, trainer.position(), job.train.seed,
+                            trainer.early_stopping().state());
+  };
+  const auto write = [&]() -> Status {
+    Result<store::CheckpointData> checkpoint = capture();
+    if (!checkpoint.ok()) return checkpoint.status();
+    return recorder.SaveCheckpoint(store::ViewOf(checkpoint.value()));
   };
   RunRecording recording(job.checkpoint, recorder, options, resume ? resume->step : -1, progress,
                          write);
   if (options.observer != nullptr) {
     RunSubject subject = SubjectOf(data);
     subject.optimizer = OptimizerSettings(job);
-    options.observer->OnStart(progress(), subject, resume.has_value());
+    options.observer->OnStart(progress(), subject, resume != nullptr);
   }
-  SparseRecordingListener listener(recording);
+  SparseRecordingListener listener(recording, capture);
   Result<train::StopReason> why = trainer.Run(listener);
   if (!why.ok()) return why.status();
   if (options.checkpoints) {  // replica 0: the model's own
@@ -149,6 +166,7 @@ Result<SparseRunResult> RunSparseOn(const config::JobConfig& job, const SparseJo
   result.why = why.value();
   result.steps = trainer.position().step;
   result.keys = place.params.KeyCount();
+  result.early_stopping = trainer.early_stopping();
   if (data.eval.rows() > 0) {
     Result<sparse::SparseEvalResult> final_eval = trainer.Evaluate(data.eval);
     if (!final_eval.ok()) return final_eval.status();

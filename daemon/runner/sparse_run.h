@@ -31,13 +31,15 @@ struct SparseRunResult {
   std::int64_t steps = 0;
   std::uint64_t keys = 0;                              // keys the model holds at the end
   std::optional<sparse::SparseEvalResult> final_eval;  // on the held-out rows, if any
+  // train.early_stopping's judgement at the end (why kEarlyStopped: its Describe).
+  train::EarlyStopping early_stopping{train::EarlyStoppingOptions{}};
 };
 
 // The first line observers print for a sparse run.
 RunSubject SubjectOf(const SparseJobData& data);
 
-// The engine's options for a sparse job: the job's [train] keys with the rate as the workers
-// use it.
+// The engine's options for a sparse job: the job's [train] keys (config::TrainOptionsOf) with the
+// rate as the workers use it.
 train::TrainOptions SparseTrainOptions(const config::JobConfig& job);
 
 // In this process (mode "single"): a KeyTable, restored from `resume` if given.
@@ -51,12 +53,13 @@ struct SparsePlace {
   sparse::SparseParameters& params;
   std::function<Result<sparse::KeyTableState>()> snapshot;
 };
-// Replica `replica` of cluster.workers (its contiguous share of the rows) training the model
-// that lives at `place` (parameter-server shards: async mode), from `resume`'s position if given
-// (the parameters are where they live already).
+// Replica `replica` of cluster.workers (its share of the rows) training the model that lives at
+// `place` (parameter-server shards: async or sync mode), from `resume`'s position and
+// early-stopping state if given (the parameters are where they live already). Where this process
+// writes checkpoints (options.checkpoints), an evaluation that improves on the best so far makes
+// the place's whole model the job's best model (RunRecording::KeepBest).
 Result<SparseRunResult> RunSparseOn(const config::JobConfig& job, const SparseJobData& data,
                                     const SparsePlace& place, int replica, RunRecorder& recorder,
-                                    const RunOptions& options,
-                                    const std::optional<train::TrainPosition>& resume);
+                                    const RunOptions& options, const store::CheckpointData* resume);
 
 }  // namespace dtrain::runner

@@ -60,7 +60,7 @@ Result<int> PrepareBlas(const config::JobConfig& job, const Placement& placement
 
 train::TrainOptions ReplicaOptions(const config::JobConfig& job, const model::ModelSpec& spec,
                                    int rank) {
-  train::TrainOptions o = job.train;
+  train::TrainOptions o = config::TrainOptionsOf(job);
   o.eval_batch_size = train::Trainer::EvalBatchRows(spec, o.batch_size, o.eval_batch_size);
   o.augment = job.data.augment;
   o.rank = rank;
@@ -79,10 +79,6 @@ train::TrainOptions ReplicaOptions(const config::JobConfig& job, const model::Mo
   }
   o.schedule.lr = config::ScaledLearningRate(job);
   o.learning_rate = job.optimizer.type != optim::OptimizerType::kFtrl;
-  if (const std::optional<train::EarlyStoppingMetric> best = config::BestModelMetric(job)) {
-    o.keep_best = true;
-    o.early_stopping.metric = *best;
-  }
   return o;
 }
 

@@ -233,9 +233,14 @@ int RunSparseReplica(Upstream& upstream, const Admitted& admitted,
   if (!ran.ok()) return FailTraining(upstream, ran.status());
   if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
   const WorkerStop stop = FromStopReason(ran.value().why);
-  if (Status said = SayDone(upstream, stop, ran.value().steps); !said.ok()) {
+  // Early stopping finishes as completed does; the reason the job shows says why and where.
+  const std::string reason = ran.value().why == train::StopReason::kEarlyStopped
+                                 ? ran.value().early_stopping.Describe(ran.value().steps)
+                                 : "";
+  if (Status said = SayDone(upstream, stop, ran.value().steps, reason); !said.ok()) {
     return Fail(said.message());
   }
+  if (!reason.empty()) std::printf("%s\n", reason.c_str());
   std::printf("%s after %lld steps, %llu keys\n", std::string(WireName(stop)).c_str(),
               static_cast<long long>(ran.value().steps),
               static_cast<unsigned long long>(ran.value().keys));

@@ -1,9 +1,12 @@
 // train.early_stopping in a job file: an inline table { metric, patience, min_delta } read and
 // written back; every key's refusal at its place with what is allowed; and the job held against
-// it (held-out data, a classification model for eval_accuracy, the dense trainer), refused at the
-// key. It is not among the keys a resume may change (its state continues in the checkpoint).
+// it (held-out data, a classification model for eval_accuracy), refused at the key; sparse and
+// L-BFGS jobs take it. It is not among the keys a resume may change (its state continues in the
+// checkpoint).
 #include <boost/test/unit_test.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "config/diagnostic_checks.h"
 #include "config/job_file.h"
@@ -89,16 +92,38 @@ BOOST_AUTO_TEST_CASE(a_job_it_cannot_judge_is_refused_at_the_key_saying_why) {
                                key),
                    {{"inline.toml", 7, 18, "train.early_stopping",
                      "metric \"eval_accuracy\" needs a classification model"}});
-  CheckDiagnostics(ParseInline(std::string(kJob) + key + "[optimizer]\ntype = \"lbfgs\"\n"),
-                   {{"inline.toml", 4, 18, "train.early_stopping",
-                     "is not available with optimizer.type = \"lbfgs\""}});
+  const std::string sparse =
+      "[data]\nformat = \"libsvm\"\nsparse = true\ntrain = \"files/a1a.libsvm\"\n[train]\n" + key;
+  CheckDiagnostics(
+      ParseJobText(sparse, "inline.toml", {}, (testing::TestData() / "jobs").string()),
+      {{"inline.toml", 6, 18, "train.early_stopping", "needs held-out data to evaluate on"}});
+}
+
+// Every training loop judges its evaluations: sparse models in every mode (in async mode each
+// replica its own, keeping no best model), L-BFGS in one process and on Sandblaster.
+BOOST_AUTO_TEST_CASE(sparse_and_lbfgs_jobs_take_it) {
+  const std::string key = "early_stopping = { metric = \"eval_loss\", patience = 2 }\n";
   const std::string sparse =
       "[data]\nformat = \"libsvm\"\nsparse = true\ntrain = \"files/a1a.libsvm\"\n"
       "validation_fraction = 0.1\n[train]\n" +
       key;
-  CheckDiagnostics(
-      ParseJobText(sparse, "inline.toml", {}, (testing::TestData() / "jobs").string()),
-      {{"inline.toml", 7, 18, "train.early_stopping", "is not available for sparse models"}});
+  const std::string jobs = (testing::TestData() / "jobs").string();
+  for (const auto& [cluster, keeps_best] : std::vector<std::pair<std::string, bool>>{
+           {"", true},
+           {"[cluster]\nmode = \"sync\"\nallreduce = \"ps\"\nworkers = 2\n", true},
+           {"[cluster]\nmode = \"async\"\nworkers = 2\n", false}}) {
+    const LoadResult r = ParseJobText(sparse + cluster, "inline.toml", {}, jobs);
+    for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+    BOOST_REQUIRE_MESSAGE(r.ok(), cluster);
+    BOOST_TEST(r.job->train.early_stopping.enabled());
+    BOOST_TEST(BestModelMetric(*r.job).has_value() == keeps_best, cluster);
+  }
+  for (const std::string cluster :
+       {"", "[cluster]\nmode = \"sandblaster\"\nworkers = 2\nservers = 2\n"}) {
+    const JobConfig job =
+        MustParseInline(std::string(kJob) + key + "[optimizer]\ntype = \"lbfgs\"\n" + cluster);
+    BOOST_TEST((BestModelMetric(job) == train::EarlyStoppingMetric::kEvalLoss), cluster);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_resume_may_not_change_it) {

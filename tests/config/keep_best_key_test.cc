@@ -69,21 +69,44 @@ BOOST_AUTO_TEST_CASE(a_job_whose_evaluation_it_cannot_keep_is_refused_saying_why
   CheckDiagnostics(
       ParseInline("[data]\nformat = \"synthetic\"\ntest_rows = 0\n" + key),
       {{"inline.toml", 5, 13, "checkpoint.keep_best", "needs held-out data to evaluate on"}});
-  CheckDiagnostics(ParseInline(std::string(kJob) + key + "[optimizer]\ntype = \"lbfgs\"\n"),
-                   {{"inline.toml", 4, 13, "checkpoint.keep_best",
-                     "is not available with optimizer.type = \"lbfgs\""}});
   CheckDiagnostics(ParseInline("[data]\nformat = \"synthetic\"\nsynthetic = \"linear\"\n[model]\n"
                                "type = \"mlp\"\n" +
                                key),
                    {{"inline.toml", 7, 13, "checkpoint.keep_best",
                      "metric \"eval_accuracy\" needs a classification model"}});
+  const std::string sparse_async =
+      "[data]\nformat = \"libsvm\"\nsparse = true\ntrain = \"files/a1a.libsvm\"\n"
+      "validation_fraction = 0.1\n[cluster]\nmode = \"async\"\nworkers = 2\n" +
+      key;
+  CheckDiagnostics(
+      ParseJobText(sparse_async, "inline.toml", {}, (testing::TestData() / "jobs").string()),
+      {{"inline.toml", 10, 13, "checkpoint.keep_best",
+        "is not available for a sparse model in cluster.mode = \"async\""}});
+}
+
+// The process that evaluates holds the whole model it judged: a sparse model's in one process
+// or, in sync mode, on shards that wait for replica 0's next push; L-BFGS's x in one process or
+// gathered to Sandblaster's coordinator.
+BOOST_AUTO_TEST_CASE(sparse_and_lbfgs_jobs_keep_one) {
+  const std::string key = "[checkpoint]\nkeep_best = \"eval_accuracy\"\n";
   const std::string sparse =
       "[data]\nformat = \"libsvm\"\nsparse = true\ntrain = \"files/a1a.libsvm\"\n"
       "validation_fraction = 0.1\n" +
       key;
-  CheckDiagnostics(
-      ParseJobText(sparse, "inline.toml", {}, (testing::TestData() / "jobs").string()),
-      {{"inline.toml", 7, 13, "checkpoint.keep_best", "is not available for sparse models"}});
+  for (const std::string cluster :
+       {"", "[cluster]\nmode = \"sync\"\nallreduce = \"ps\"\nworkers = 2\n"}) {
+    const LoadResult r =
+        ParseJobText(sparse + cluster, "inline.toml", {}, (testing::TestData() / "jobs").string());
+    for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+    BOOST_REQUIRE_MESSAGE(r.ok(), cluster);
+    BOOST_TEST((BestModelMetric(*r.job) == train::EarlyStoppingMetric::kEvalAccuracy), cluster);
+  }
+  for (const std::string cluster :
+       {"", "[cluster]\nmode = \"sandblaster\"\nworkers = 2\nservers = 2\n"}) {
+    const JobConfig job =
+        MustParseInline(std::string(kJob) + "[optimizer]\ntype = \"lbfgs\"\n" + cluster + key);
+    BOOST_TEST((BestModelMetric(job) == train::EarlyStoppingMetric::kEvalAccuracy), cluster);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

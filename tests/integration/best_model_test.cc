@@ -3,7 +3,9 @@
 // the stored metrics), `dtrain export --best` writes it (from the daemon and from the store
 // file), `dtrain eval` of that file on the same held-out rows gives the stored best value, and
 // `dtrain status` shows it; a job that keeps none is a not-found error. Once in one process,
-// once in a synchronous ring of two workers (the model rank 0 evaluated).
+// once in a synchronous ring of two workers (the model rank 0 evaluated); the same for a sparse
+// model (in one process, and on parameter servers in sync mode) and for L-BFGS (in one process,
+// and on Sandblaster).
 //
 // Only relations are asserted: which evaluation is best depends on the CPU's rounding, that the
 // kept model is that evaluation's does not.
@@ -15,7 +17,9 @@
 #include <vector>
 
 #include "common/process.h"
+#include "core/data/click_synthetic.h"
 #include "integration/daemon_fixture.h"
+#include "integration/stored_metrics.h"
 
 namespace dtrain::testing {
 namespace {
@@ -55,21 +59,8 @@ ProcessResult Dtrain(const DaemonFixture& d, std::vector<std::string> args) {
   return RunProcess(args, d.dir().Path(""));
 }
 
-// Rank 0's stored values of metric `name`, by step.
-std::vector<std::pair<std::int64_t, double>> Stored(const DaemonFixture& d, std::int64_t id,
-                                                    const std::string& name) {
-  const json reply = d.Request({{"type", "metrics"}, {"id", id}, {"name", name}});
-  BOOST_REQUIRE_MESSAGE(reply["ok"] == true, reply.dump());
-  std::vector<std::pair<std::int64_t, double>> out;
-  for (const json& m : reply["metrics"]) {
-    if (m["name"] == name && m["worker"] == 0) {
-      out.emplace_back(m["step"].get<std::int64_t>(), m["value"].get<double>());
-    }
-  }
-  return out;
-}
-
-void CheckKeptBest(const DaemonFixture& d, const std::string& file) {
+// `evaluator`: the rank whose evaluations judge the best model.
+void CheckKeptBest(const DaemonFixture& d, const std::string& file, int evaluator = 0) {
   const ProcessResult submitted = Dtrain(d, {"submit", file});
   BOOST_REQUIRE_MESSAGE(submitted.exit_code == 0, submitted.err << submitted.out);
   const std::int64_t id = 1;
@@ -77,18 +68,18 @@ void CheckKeptBest(const DaemonFixture& d, const std::string& file) {
   BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump());
 
   // The best evaluation: the first with the lowest stored eval_loss.
-  const auto losses = Stored(d, id, "eval_loss");
+  const auto losses = StoredMetric(d, id, "eval_loss", evaluator);
   BOOST_REQUIRE(losses.size() >= 5u);
-  std::int64_t best_step = -1;
-  double best = std::numeric_limits<double>::infinity();
+  const std::int64_t best_step = BestStep(losses, true, 0.0);
+  double best = std::numeric_limits<double>::quiet_NaN();
   for (const auto& [step, loss] : losses) {
-    if (loss < best) best_step = step, best = loss;
+    if (step == best_step) best = loss;
   }
   BOOST_TEST(job["best_step"] == best_step, job.dump());
   BOOST_TEST(job["best_metric"] == "eval_loss", job.dump());
   BOOST_TEST(job["best_value"].get<double>() == best, job.dump());
   double best_accuracy = std::numeric_limits<double>::quiet_NaN();
-  for (const auto& [step, accuracy] : Stored(d, id, "eval_accuracy")) {
+  for (const auto& [step, accuracy] : StoredMetric(d, id, "eval_accuracy", evaluator)) {
     if (step == best_step) best_accuracy = accuracy;
   }
 
@@ -128,6 +119,83 @@ BOOST_AUTO_TEST_CASE(a_single_process_job_keeps_the_best_evaluations_model) {
 BOOST_AUTO_TEST_CASE(a_sync_ring_job_keeps_rank_0s_best_model) {
   DaemonFixture d;
   CheckKeptBest(d, d.dir().Write("job.toml", Job("[cluster]\nworkers = 2\nmode = \"sync\"\n")));
+}
+
+// A sparse logistic model on generated clicks, its held-out rows a fifth of the file's.
+std::string SparseJob(const DaemonFixture& d, const std::string& cluster) {
+  const std::string train = d.dir().Path("clicks.svm");
+  const data::ClickData clicks =
+      data::MakeClicks({.rows = 2000, .features = 1u << 12, .nonzeros = 10, .seed = 5});
+  BOOST_REQUIRE(data::WriteLibsvm(clicks.rows, train).ok());
+  return R"(name = "best-sparse"
+[data]
+format = "libsvm"
+sparse = true
+train = ")" +
+         train +
+         R"("
+validation_fraction = 0.2
+[model]
+type = "logistic"
+[train]
+steps = 150
+epochs = 0
+batch_size = 16
+eval_every = 10
+[optimizer]
+type = "sgd"
+lr = 0.5
+[checkpoint]
+keep_best = "eval_loss"
+)" + cluster;
+}
+
+BOOST_AUTO_TEST_CASE(a_sparse_job_keeps_the_best_evaluations_model) {
+  DaemonFixture d;
+  CheckKeptBest(d, d.dir().Write("job.toml", SparseJob(d, "")));
+}
+
+// The shards hold the model replica 0 evaluated until it pushes the next step.
+BOOST_AUTO_TEST_CASE(a_sparse_sync_job_keeps_replica_0s_best_model_from_the_shards) {
+  DaemonFixture d;
+  CheckKeptBest(d,
+                d.dir().Write("job.toml", SparseJob(d,
+                                                    "[cluster]\nworkers = 2\nmode = \"sync\"\n"
+                                                    "allreduce = \"ps\"\ntimeout_seconds = 30\n")));
+}
+
+// Softmax regression by L-BFGS, evaluated at every iteration: in one process, and on Sandblaster
+// (the coordinator gathers x from the shards to evaluate it).
+std::string LbfgsJob(const std::string& cluster) {
+  return R"(name = "best-lbfgs"
+[data]
+format = "synthetic"
+rows = 2000
+test_rows = 500
+features = 8
+classes = 3
+noise = 2.0
+[model]
+type = "softmax"
+[optimizer]
+type = "lbfgs"
+max_iterations = 20
+[checkpoint]
+keep_best = "eval_loss"
+)" + cluster;
+}
+
+BOOST_AUTO_TEST_CASE(an_lbfgs_job_keeps_the_best_iterations_model) {
+  DaemonFixture d;
+  CheckKeptBest(d, d.dir().Write("job.toml", LbfgsJob("")));
+}
+
+BOOST_AUTO_TEST_CASE(a_sandblaster_job_keeps_the_coordinators_best_model) {
+  DaemonFixture d;
+  const std::string file = d.dir().Write(
+      "job.toml", LbfgsJob("[cluster]\nmode = \"sandblaster\"\nworkers = 2\nservers = 2\n"
+                           "timeout_seconds = 30\n"));
+  CheckKeptBest(d, file, 4);  // the coordinator, after 2 workers and 2 shards
 }
 
 BOOST_AUTO_TEST_CASE(a_job_without_one_is_not_found) {

@@ -5,6 +5,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/data/click_synthetic.h"
@@ -16,7 +17,7 @@ namespace {
 using optim::OptimizerOptions;
 using optim::OptimizerType;
 
-// Keeps every point; stops after `stop_after` steps (0: never).
+// Keeps every point and improving evaluation; stops after `stop_after` steps (0: never).
 class Recorder final : public SparseListener {
  public:
   explicit Recorder(std::int64_t stop_after = 0) : stop_after_(stop_after) {}
@@ -26,6 +27,11 @@ class Recorder final : public SparseListener {
   bool AfterStep(const SparseTrainer& t) override {
     return stop_after_ == 0 || t.position().step < stop_after_;
   }
+  void Improved(const SparseTrainer& t, double value) override {
+    improved_.emplace_back(t.position().step, value);
+  }
+  // The (step, value) of each improving evaluation the loop told of.
+  const std::vector<std::pair<std::int64_t, double>>& improved() const { return improved_; }
   std::vector<double> Values(const std::string& name) const {
     std::vector<double> out;
     for (const auto& p : points_) {
@@ -33,10 +39,19 @@ class Recorder final : public SparseListener {
     }
     return out;
   }
+  // The (step, value) of each point named `name`.
+  std::vector<std::pair<std::int64_t, double>> Points(const std::string& name) const {
+    std::vector<std::pair<std::int64_t, double>> out;
+    for (const auto& p : points_) {
+      if (p.name == name) out.emplace_back(p.step, p.value);
+    }
+    return out;
+  }
 
  private:
   std::int64_t stop_after_;
   std::vector<train::MetricPoint> points_;
+  std::vector<std::pair<std::int64_t, double>> improved_;
 };
 
 train::TrainOptions Options(std::int64_t epochs) {
@@ -164,6 +179,49 @@ BOOST_AUTO_TEST_CASE(the_loop_stops_when_asked_and_at_the_target_accuracy) {
   Recorder never;
   BOOST_TEST((target.Run(never).value() == train::StopReason::kTargetReached));
   BOOST_TEST(target.position().step == 5);
+}
+
+// The same judgement as the dense loop's (train::JudgeEvaluation): with a min_delta no change of
+// eval_loss exceeds, the first evaluation is the best and the loop stops `patience` evaluations
+// later; with min_delta 0 and keep_best, the listener hears of exactly the evaluations that beat
+// every earlier one, with their values.
+BOOST_AUTO_TEST_CASE(the_loop_stops_early_and_tells_of_each_improving_evaluation) {
+  const data::ClickData clicks =
+      data::MakeClicks({.rows = 2000, .features = 500, .nonzeros = 6, .seed = 8});
+  const SparseModel logistic({.type = SparseModelType::kLogistic});
+  train::TrainOptions o = Options(50);
+  o.eval_every = 5;
+  o.keep_best = true;
+  o.early_stopping = {
+      .metric = train::EarlyStoppingMetric::kEvalLoss, .patience = 2, .min_delta = 1e9};
+  {
+    KeyTable table(logistic, {.type = OptimizerType::kSgd}, 1);
+    LocalSparseParameters params(table);
+    SparseTrainer plateau(logistic, o, clicks.rows, &clicks.rows, params);
+    Recorder never;
+    BOOST_TEST((plateau.Run(never).value() == train::StopReason::kEarlyStopped));
+    BOOST_TEST(plateau.position().step == 15);
+    const auto losses = never.Points("eval_loss");
+    BOOST_REQUIRE(losses.size() == 3u);
+    BOOST_REQUIRE(never.improved().size() == 1u);
+    BOOST_TEST(never.improved().front().first == 5);
+    BOOST_TEST(never.improved().front().second == losses.front().second);
+    BOOST_TEST(plateau.early_stopping().state().best_step == 5);
+    BOOST_TEST(plateau.early_stopping().state().since_best == 2);
+  }
+  o.epochs = 3;
+  o.early_stopping = {.metric = train::EarlyStoppingMetric::kEvalLoss, .patience = 0};
+  KeyTable table(logistic, {.type = OptimizerType::kSgd}, 1);
+  LocalSparseParameters params(table);
+  SparseTrainer learning(logistic, o, clicks.rows, &clicks.rows, params);
+  Recorder never;
+  BOOST_TEST((learning.Run(never).value() == train::StopReason::kCompleted));
+  std::vector<std::pair<std::int64_t, double>> beating;
+  for (const auto& [step, loss] : never.Points("eval_loss")) {
+    if (beating.empty() || loss < beating.back().second) beating.emplace_back(step, loss);
+  }
+  BOOST_TEST(beating.size() >= 2u);
+  BOOST_TEST((never.improved() == beating));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,6 @@
 // L-BFGS jobs through the job runner (`dtrain run`'s): recorded iterations, checkpoints that hold
-// the history, and a run stopped and resumed that ends exactly where an uninterrupted one does.
+// the history, a run stopped and resumed that ends exactly where an uninterrupted one does, and
+// early stopping with the best model kept, also across a resume.
 #include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <map>
@@ -41,8 +42,11 @@ loss_tolerance = 0
 every_steps = 10
 )";
 
-config::JobConfig Job(const std::vector<std::string>& overrides = {}) {
-  config::LoadResult loaded = config::ParseJobText(kJob, "job.toml", overrides, ".");
+config::JobConfig Job(const std::vector<std::string>& overrides = {},
+                      const std::string& train_keys = "") {
+  std::string text = kJob;
+  text.insert(text.find("eval_every = 5\n"), train_keys);
+  config::LoadResult loaded = config::ParseJobText(text, "job.toml", overrides, ".");
   for (const config::Diagnostic& d : loaded.diagnostics) {
     BOOST_TEST_MESSAGE(config::FormatDiagnostic(d));
   }
@@ -149,6 +153,56 @@ BOOST_AUTO_TEST_CASE(a_stopped_run_resumes_and_ends_bit_for_bit_where_an_unbroke
   BOOST_TEST(a.step == b.step);
   BOOST_TEST(optim::BitEqual(a.params, b.params));
   BOOST_TEST(optim::BitEqual(a.optimizer_state.back(), b.optimizer_state.back()));
+}
+
+// train.early_stopping with a min_delta no change of eval_loss exceeds: the first evaluation
+// (iteration 5) is the best, kept as the job's best model, and the run stops at the evaluation
+// two after it (iteration 15). Stopped at iteration 13 and resumed, it stops there too: the rule's
+// state travels with the checkpoint (lost, the resumed run would stop at iteration 25).
+BOOST_AUTO_TEST_CASE(stops_early_keeping_its_best_model_also_when_resumed) {
+  const config::JobConfig job =
+      Job({}, "early_stopping = { metric = \"eval_loss\", patience = 2, min_delta = 1e9 }\n");
+  const auto check = [&](std::int64_t id, const RunOutcome& out) {
+    BOOST_TEST((out.state == store::JobState::kSucceeded), out.reason);
+    BOOST_TEST(out.reason.rfind("stopped early at step 15: best eval_loss ", 0) == 0, out.reason);
+    BOOST_TEST(out.reason.find(" at step 5, no improvement by more than min_delta in 2 "
+                               "evaluations since") != std::string::npos,
+               out.reason);
+    auto best = store->BestModel(id);
+    BOOST_REQUIRE(best.ok());
+    BOOST_REQUIRE(best.value().has_value());
+    BOOST_TEST(best.value()->step == 5);
+    BOOST_TEST(best.value()->metric == "eval_loss");
+    auto losses = store->Metrics(id, "eval_loss");
+    BOOST_REQUIRE(losses.ok());
+    BOOST_REQUIRE(!losses.value().empty());
+    BOOST_TEST(losses.value().front().step == 5);
+    BOOST_TEST(best.value()->value == losses.value().front().value);
+    auto model = store->LoadBestModel(id);
+    BOOST_REQUIRE(model.ok());
+    BOOST_REQUIRE(model.value().has_value());
+    BOOST_TEST(model.value()->step == 5);
+    BOOST_TEST(model.value()->params.size() == Latest(id).params.size());
+  };
+  const std::int64_t whole = Create(job);
+  Result<RunOutcome> straight = RunJobInProcess(job, whole, *store, {});
+  BOOST_REQUIRE(straight.ok());
+  check(whole, straight.value());
+
+  const std::int64_t broken = Create(job);
+  std::atomic<bool> stop{false};
+  StopAt observer(13, stop);
+  RunOptions options;
+  options.stop = &stop;
+  options.observer = &observer;
+  Result<RunOutcome> first = RunJobInProcess(job, broken, *store, options);
+  BOOST_REQUIRE(first.ok());
+  BOOST_TEST((first.value().state == store::JobState::kCancelled), first.value().reason);
+  BOOST_REQUIRE(Latest(broken).step == 13);
+  BOOST_REQUIRE(store->SetJobState(broken, store::JobState::kQueued, "resume").ok());
+  Result<RunOutcome> second = RunJobInProcess(job, broken, *store, {});
+  BOOST_REQUIRE(second.ok());
+  check(broken, second.value());
 }
 
 BOOST_AUTO_TEST_CASE(refuses_a_checkpoint_of_another_history) {

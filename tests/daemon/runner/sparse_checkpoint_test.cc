@@ -25,9 +25,13 @@ BOOST_AUTO_TEST_CASE(a_table_survives_the_stores_encoding) {
   table.Push(keys, grad.data(), globals_grad.data(), 0.1f);
   const train::TrainPosition at{17, 2, 5};
 
-  const std::string blob = store::EncodeCheckpoint(SparseCheckpoint(table.Snapshot(), spec, at, 9));
+  const train::EarlyStoppingState early{0.25, 12, 2};
+
+  const std::string blob =
+      store::EncodeCheckpoint(SparseCheckpoint(table.Snapshot(), spec, at, 9, early));
   Result<store::CheckpointData> decoded = store::DecodeCheckpoint(blob);
   BOOST_REQUIRE(decoded.ok());
+  BOOST_TEST((decoded.value().early_stopping == early));  // a resumed run judges on from it
   sparse::KeyTable back(fm, {.type = optim::OptimizerType::kFtrl}, 4);
   Result<train::TrainPosition> restored = RestoreSparseCheckpoint(decoded.value(), spec, 9, back);
   BOOST_REQUIRE_MESSAGE(restored.ok(), restored.status().message());
@@ -45,7 +49,7 @@ BOOST_AUTO_TEST_CASE(another_model_or_seed_is_refused) {
   const SparseModelSpec spec{.type = SparseModelType::kLogistic};
   const sparse::SparseModel logistic(spec);
   sparse::KeyTable table(logistic, {.type = optim::OptimizerType::kSgd}, 1);
-  const store::CheckpointData c = SparseCheckpoint(table.Snapshot(), spec, {}, 1);
+  const store::CheckpointData c = SparseCheckpoint(table.Snapshot(), spec, {}, 1, {});
   const SparseModelSpec fm{.type = SparseModelType::kFm, .factors = 3};
   BOOST_TEST(RestoreSparseCheckpoint(c, fm, 1, table).status().message().find("sparse_logistic") !=
              std::string::npos);
