@@ -59,6 +59,12 @@ Result<nlohmann::json> StoredJobJson(Store& store, std::int64_t id, bool with_ev
 // is written (the larger count wins) and, for a queued job, why it waits (when non-empty).
 void OverlayLive(nlohmann::json& job, int restarts, const std::string& pending_reason);
 
+// The last value of `metric` recorded by the job's process `lead_rank` (config::LeadRank), or by
+// any process when that one recorded none; nothing when none did (or the store cannot be read):
+// the value a sweep ranks the job's trial by.
+std::optional<double> FinalMetric(Store& store, std::int64_t job, int lead_rank,
+                                  const std::string& metric);
+
 // The ids of at most `limit` jobs, newest first, only those in `state` when given and only those
 // carrying every one of `tags`.
 Result<std::vector<std::int64_t>> NewestJobIds(Store& store, std::optional<JobState> state,
