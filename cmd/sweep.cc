@@ -1,7 +1,7 @@
 // dtrain sweep: hyperparameter sweeps over a base job (man dtrain-sweep.toml(5)). `sweep run`
 // trains every trial in the foreground, one after another, each a job of a local store as
 // `dtrain run` trains one, and prints the leaderboard. The daemon's subcommands (submit, status,
-// cancel, best) are to join `run` under `sweep`.
+// cancel, best, list) are in sweep_daemon.cc.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -41,19 +41,6 @@ void PrintPlan(const SweepRunArgs& args, const config::SweepSpec& sweep,
               std::string(config::SweepMethodName(sweep.method)).c_str(), sweep.metric.c_str(),
               std::string(config::SweepGoalName(sweep.goal)).c_str());
   PrintBoard(std::cout, sweep, planned, ColorOnStdout());
-}
-
-// Every trial's data read as its workers will read it, before the first trial starts.
-bool CheckTrialsData(const std::vector<config::ResolvedTrial>& trials) {
-  for (const config::ResolvedTrial& t : trials) {
-    if (CliResult<CheckedData> data = CheckJobData(t.job); !data.ok()) {
-      PrintError("trial " + std::to_string(t.trial.index) + " (" + config::TrialLabel(t.trial) +
-                 "):");
-      Report(data.error());
-      return false;
-    }
-  }
-  return true;
 }
 
 int RunSweep(const SweepRunArgs& args) {
@@ -154,10 +141,11 @@ void AddSweepRunCommand(CLI::App& sweep, int& exit_code) {
 
 }  // namespace
 
-void AddSweepCommand(CLI::App& app, int& exit_code) {
+void AddSweepCommand(CLI::App& app, Globals globals, int& exit_code) {
   CLI::App* sweep = app.add_subcommand("sweep", "Hyperparameter sweeps over a base job");
   sweep->require_subcommand(1);
   AddSweepRunCommand(*sweep, exit_code);
+  AddSweepDaemonCommands(*sweep, std::move(globals), exit_code);
 }
 
 }  // namespace dtrain::cli
