@@ -70,7 +70,7 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
       ->type_name("PATH")
       ->group(kGlobalGroup);
   AddRunCommand(*app, exit_code);
-  AddSweepCommand(*app, exit_code);
+  AddSweepCommand(*app, globals, exit_code);
   AddSubmitCommand(*app, globals, exit_code);
   AddStatusAndListCommands(*app, globals, exit_code);
   AddCancelCommand(*app, globals, exit_code);

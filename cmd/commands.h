@@ -37,7 +37,10 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code);
 // One per subcommand file; each adds its subcommand to `app`, whose callback sets exit_code.
 // Commands that talk to the daemon take the global options.
 void AddRunCommand(CLI::App& app, int& exit_code);
-void AddSweepCommand(CLI::App& app, int& exit_code);  // `sweep run`, under `sweep`
+// `sweep run` (sweep.cc), then the daemon's `sweep submit|status|cancel|best|list`
+// (AddSweepDaemonCommands, sweep_daemon.cc), under `sweep`.
+void AddSweepCommand(CLI::App& app, Globals globals, int& exit_code);
+void AddSweepDaemonCommands(CLI::App& sweep, Globals globals, int& exit_code);
 void AddValidateCommand(CLI::App& app, int& exit_code);
 void AddSubmitCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddStatusAndListCommands(CLI::App& app, Globals globals, int& exit_code);

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cmd/terminal.h"
 #include "config/suggest.h"
 #include "core/data/readers.h"
 #include "daemon/runner/job_data.h"
@@ -65,6 +66,18 @@ CliResult<CheckedData> CheckJobData(const config::JobConfig& job) {
   if (!spec.ok()) return ErrorFrom(spec.status(), kExitUsage);
   out.spec = std::move(spec).value();
   return out;
+}
+
+bool CheckTrialsData(const std::vector<config::ResolvedTrial>& trials) {
+  for (const config::ResolvedTrial& t : trials) {
+    if (CliResult<CheckedData> data = CheckJobData(t.job); !data.ok()) {
+      PrintError("trial " + std::to_string(t.trial.index) + " (" + config::TrialLabel(t.trial) +
+                 "):");
+      Report(data.error());
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace dtrain::cli

@@ -13,9 +13,11 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "cmd/cli_error.h"
 #include "config/job.h"
+#include "config/sweep_file.h"
 #include "core/model/spec.h"
 #include "daemon/runner/sparse_data.h"
 
@@ -28,5 +30,9 @@ struct CheckedData {
 };
 
 CliResult<CheckedData> CheckJobData(const config::JobConfig& job);
+
+// CheckJobData of every trial of a sweep (dtrain sweep run and submit), before any starts; false
+// (the problem printed, naming the trial) at the first that fails.
+bool CheckTrialsData(const std::vector<config::ResolvedTrial>& trials);
 
 }  // namespace dtrain::cli

@@ -3,7 +3,7 @@
 // `dtrain run` trains one, and prints the leaderboard. ASHA (config/sweep_asha.h) trains each
 // trial to a rung, where its job ends succeeded (paused), and promotes one by resuming the same
 // job from its checkpoint with the next rung's train.steps. The daemon's subcommands (submit,
-// status, cancel, best) are to join `run` under `sweep`.
+// status, cancel, best, list) are in sweep_daemon.cc.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <limits>
@@ -46,19 +46,6 @@ void PrintPlan(const SweepRunArgs& args, const config::SweepSpec& sweep,
               std::string(config::SweepMethodName(sweep.method)).c_str(), sweep.metric.c_str(),
               std::string(config::SweepGoalName(sweep.goal)).c_str());
   PrintBoard(std::cout, sweep, planned, ColorOnStdout());
-}
-
-// Every trial's data read as its workers will read it, before the first trial starts.
-bool CheckTrialsData(const std::vector<config::ResolvedTrial>& trials) {
-  for (const config::ResolvedTrial& t : trials) {
-    if (CliResult<CheckedData> data = CheckJobData(t.job); !data.ok()) {
-      PrintError("trial " + std::to_string(t.trial.index) + " (" + config::TrialLabel(t.trial) +
-                 "):");
-      Report(data.error());
-      return false;
-    }
-  }
-  return true;
 }
 
 // Trains `job`, the trial's job `outcome->job` of the store, to its end: the outcome's state,
@@ -271,10 +258,11 @@ void AddSweepRunCommand(CLI::App& sweep, int& exit_code) {
 
 }  // namespace
 
-void AddSweepCommand(CLI::App& app, int& exit_code) {
+void AddSweepCommand(CLI::App& app, Globals globals, int& exit_code) {
   CLI::App* sweep = app.add_subcommand("sweep", "Hyperparameter sweeps over a base job");
   sweep->require_subcommand(1);
   AddSweepRunCommand(*sweep, exit_code);
+  AddSweepDaemonCommands(*sweep, std::move(globals), exit_code);
 }
 
 }  // namespace dtrain::cli

@@ -8,6 +8,7 @@
 #include "cmd/text_table.h"
 #include "config/job_layout.h"
 #include "config/sweep_asha.h"
+#include "daemon/store/job_views.h"
 
 namespace dtrain::cli {
 namespace {
@@ -102,16 +103,7 @@ void PrintBoard(std::ostream& out, const config::SweepSpec& sweep,
 std::optional<double> FinalMetric(store::Store& store, std::int64_t job_id,
                                   const config::JobConfig& job, const std::string& metric,
                                   std::int64_t up_to_step) {
-  auto rows = store.Metrics(job_id, metric);
-  if (!rows.ok() || rows.value().empty()) return std::nullopt;
-  const int lead = config::LeadRank(job.cluster);
-  std::optional<double> lead_value, any_value;
-  for (const store::MetricRow& row : rows.value()) {  // by step: the last one is the newest
-    if (row.step > up_to_step) break;
-    any_value = row.value;
-    if (row.worker == lead) lead_value = row.value;
-  }
-  return lead_value ? lead_value : any_value;
+  return store::FinalMetric(store, job_id, config::LeadRank(job.cluster), metric, up_to_step);
 }
 
 }  // namespace dtrain::cli

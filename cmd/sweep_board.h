@@ -1,6 +1,6 @@
 // A sweep's leaderboard: its trials' outcomes ranked by the sweep's metric, printed as a table
-// for people or as one JSON object. `dtrain sweep run` prints it when its trials end; a sweep
-// the daemon runs is to print the same board.
+// for people or as one JSON object. `dtrain sweep run` prints it when its trials end, and
+// `dtrain sweep status` for a sweep the daemon runs (from its reply).
 //
 //   std::vector<TrialOutcome> board = Ranked(outcomes, sweep.goal);
 //   PrintBoard(std::cout, sweep, board, ColorOnStdout());

@@ -16,7 +16,7 @@ _dtrain() {
   case "$sub" in
     "") opts="run sweep submit status list cancel resume rm prune wait logs why metrics compare checkpoints export validate predict eval version nodes keygen completion --help -h --version --socket --host --key-file" ;;
     run) opts="--help -h --set --tag --db --json --resume --socket --host --key-file"; valued="$valued --set --tag --db --resume"; first=toml ;;
-    sweep) opts="--help -h --db --json --dry-run --socket --host --key-file"; valued="$valued --db"; first="run" ;;
+    sweep) opts="--help -h --db --json --dry-run --socket --host --key-file"; valued="$valued --db"; first="run submit status cancel best list" ;;
     submit) opts="--help -h --set --tag --name --priority --no-wait --json --socket --host --key-file"; valued="$valued --set --tag --name --priority"; first=toml ;;
     status) opts="--help -h --json --db --socket --host --key-file"; valued="$valued --db"; first=job ;;
     list) opts="--help -h --state --tag --limit --json --db --socket --host --key-file"; valued="$valued --state --tag --limit --db" ;;

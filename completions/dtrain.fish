@@ -43,7 +43,7 @@ complete -c dtrain -n '__fish_seen_subcommand_from sweep' -l help -s h -d 'Print
 complete -c dtrain -n '__fish_seen_subcommand_from sweep' -l db -r -F -d 'The store file'
 complete -c dtrain -n '__fish_seen_subcommand_from sweep' -l json -d 'Print the leaderboard as one JSON object'
 complete -c dtrain -n '__fish_seen_subcommand_from sweep' -l dry-run -d 'Print the trials and their values without training'
-complete -c dtrain -n '__fish_seen_subcommand_from sweep' -a 'run'
+complete -c dtrain -n '__fish_seen_subcommand_from sweep' -a 'run submit status cancel best list'
 complete -c dtrain -n '__fish_seen_subcommand_from submit' -l help -s h -d 'Print this help message and exit'
 complete -c dtrain -n '__fish_seen_subcommand_from submit' -l set -r -F -d 'Override a job-file key: --set train.epochs=1'
 complete -c dtrain -n '__fish_seen_subcommand_from submit' -l tag -r -F -d 'Tag the job (besides the job file'\''s tags; repeatable)'

@@ -69,7 +69,7 @@ _dtrain() {
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
             '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
-            '1:value:(run)' ;;
+            '1:value:(run submit status cancel best list)' ;;
         submit)
           _arguments \
             '--help[Print this help message and exit]' \

@@ -214,9 +214,10 @@ std::vector<ResolvedTrial> ResolveTrials(const SweepSpec& s, const std::vector<R
   return resolved;
 }
 
-// The base job: this file's own tables, or the file `job = "..."` names.
+// The base job: this file's own tables, or the file `job = "..."` names (its text `given` when
+// set: then no file is read).
 bool ReadBaseJob(TableReader& top, std::string_view text, const std::string& display_path,
-                 const std::string& base_dir, SweepSpec* s) {
+                 const std::string& base_dir, std::optional<std::string_view> given, SweepSpec* s) {
   std::string ref;
   const toml::node* job = top.String("job", &ref);
   if (job == nullptr) {
@@ -244,8 +245,14 @@ bool ReadBaseJob(TableReader& top, std::string_view text, const std::string& dis
       relative.is_absolute() ? relative : (fs::path(display_path).parent_path() / relative);
   const fs::path read = relative.is_absolute() ? relative : (fs::path(base_dir) / relative);
   std::string problem;
-  if (!ReadWholeFile(read.lexically_normal().string(), "the base job file", &s->job_text,
-                     &problem)) {
+  if (given) {
+    if (given->empty()) {
+      top.Report(*job, "job", "names a file, but its text did not come with the sweep");
+      return false;
+    }
+    s->job_text = std::string(*given);
+  } else if (!ReadWholeFile(read.lexically_normal().string(), "the base job file", &s->job_text,
+                            &problem)) {
     top.Report(*job, "job", problem);
     return false;
   }
@@ -255,14 +262,15 @@ bool ReadBaseJob(TableReader& top, std::string_view text, const std::string& dis
 }
 
 SweepLoadResult Load(std::string_view text, const std::string& display_path,
-                     const std::string& base_dir, const JobChecks& checks) {
+                     const std::string& base_dir, std::optional<std::string_view> given_job,
+                     const JobChecks& checks) {
   Sink sink(display_path);
   std::optional<toml::table> root = ParseDocument(text, display_path, sink);
   if (!root) return {std::nullopt, std::move(sink).Take(), {}};
   SweepSpec s;
   s.path = display_path;
   TableReader top(&*root, "", sink);
-  const bool base_read = ReadBaseJob(top, text, display_path, base_dir, &s);
+  const bool base_read = ReadBaseJob(top, text, display_path, base_dir, given_job, &s);
   TableReader sweep(SectionTable(top, "sweep"), "sweep", sink);
   if (!top.Present("sweep")) {
     const std::string_view sweep_names[] = {"sweep"};
@@ -371,7 +379,16 @@ SweepLoadResult ParseSweepText(std::string_view text, const std::string& display
                                const std::string& base_dir, const JobChecks& checks) {
   return Guard(display_path, [&]() -> SweepLoadResult {
     std::error_code ec;
-    return Load(text, display_path, fs::absolute(fs::path(base_dir), ec).string(), checks);
+    return Load(text, display_path, fs::absolute(fs::path(base_dir), ec).string(), std::nullopt,
+                checks);
+  });
+}
+
+SweepLoadResult ParseSubmittedSweep(std::string_view text, std::string_view job_text,
+                                    const std::string& display_path, const std::string& base_dir,
+                                    const JobChecks& checks) {
+  return Guard(display_path, [&]() -> SweepLoadResult {
+    return Load(text, display_path, base_dir, job_text, checks);
   });
 }
 
@@ -382,7 +399,8 @@ SweepLoadResult LoadSweepFile(const std::string& path, const JobChecks& checks) 
       return {std::nullopt, {Diagnostic{path, 0, 0, "", problem}}, {}};
     }
     std::error_code ec;
-    return Load(text, path, fs::absolute(fs::path(path), ec).parent_path().string(), checks);
+    return Load(text, path, fs::absolute(fs::path(path), ec).parent_path().string(), std::nullopt,
+                checks);
   });
 }
 

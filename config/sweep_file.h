@@ -86,6 +86,13 @@ SweepLoadResult LoadSweepFile(const std::string& path, const JobChecks& checks =
 SweepLoadResult ParseSweepText(std::string_view text, const std::string& display_path,
                                const std::string& base_dir, const JobChecks& checks = {});
 
+// The same for a sweep submitted to a daemon, which reads no file for it: `job_text` is the text
+// of the base job file the sweep names (job = "..."), as the submitter read it; empty for an
+// inline base job. A sweep that names a file without its text is refused.
+SweepLoadResult ParseSubmittedSweep(std::string_view text, std::string_view job_text,
+                                    const std::string& display_path, const std::string& base_dir,
+                                    const JobChecks& checks);
+
 // The trials the sweep runs: grid, every point; random and asha, max_trials draws.
 std::vector<Trial> SweepTrials(const SweepSpec& sweep);
 

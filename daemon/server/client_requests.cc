@@ -46,6 +46,16 @@ asio::awaitable<bool> Handle(RequestKind kind, ControlContext& ctx, Socket& sock
     case RequestKind::kSettings:
       co_return co_await Settings(ctx, socket, request);
     case RequestKind::kNodeHeartbeat: co_return co_await NodeHeartbeat(ctx, socket, request);
+    case RequestKind::kSweepSubmit:
+      co_return co_await SubmitSweep(ctx, socket, request);
+    case RequestKind::kSweepStatus:
+      co_return co_await SweepStatus(ctx, socket, request);
+    case RequestKind::kSweepCancel:
+      co_return co_await CancelSweep(ctx, socket, request);
+    case RequestKind::kSweepBest:
+      co_return co_await BestTrial(ctx, socket, request);
+    case RequestKind::kSweepList:
+      co_return co_await ListSweeps(ctx, socket, request);
     // Not a client's: the server serves them before any client's request (control_server.cc).
     case RequestKind::kSpawnWorker:
     case RequestKind::kWorkerChannel:

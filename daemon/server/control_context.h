@@ -24,6 +24,8 @@
 
 namespace dtrain::server {
 
+class SweepDriver;
+
 // Unix and TCP connections alike.
 using Socket = asio::generic::stream_protocol::socket;
 
@@ -36,6 +38,7 @@ struct ControlContext {
   store::Store& store;
   JobManager& jobs;
   ClusterSide cluster;
+  SweepDriver* sweeps = nullptr;  // the daemon's (ControlServer::SetSweeps); none in dtrain run
 
   // The JOB object of control_protocol.md; an error when the store has no such job. The store's
   // view, with what only this daemon knows: restarts not yet recorded, why a queued job waits.

@@ -338,6 +338,8 @@ Status ControlServer::Listen() {
   return impl_->ListenTcp();
 }
 
+void ControlServer::SetSweeps(SweepDriver* sweeps) { impl_->ctx.sweeps = sweeps; }
+
 void ControlServer::Start() {
   if (impl_->acceptor.is_open()) {
     asio::co_spawn(impl_->ctx.io, impl_->AcceptLoop(impl_->acceptor), asio::detached);

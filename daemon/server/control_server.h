@@ -58,6 +58,8 @@
 
 namespace dtrain::server {
 
+class SweepDriver;
+
 // The daemon as a member of a cluster: its TCP listener, its key, its view of its peers.
 struct ClusterSide {
   std::string listen;                      // "ADDR:PORT"; empty: no TCP listener
@@ -101,6 +103,8 @@ class ControlServer {
   void ServeWorkerChannel(int fd);
   void Start();
   void Close();     // stops accepting and removes the socket file
+  // The daemon's sweeps, which the sweep requests go to (none: they are refused). Before Start.
+  void SetSweeps(SweepDriver* sweeps);
 
  private:
   struct Impl;

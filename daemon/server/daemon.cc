@@ -23,6 +23,7 @@
 #include "daemon/server/logger.h"
 #include "daemon/server/membership.h"
 #include "daemon/server/supervisor.h"
+#include "daemon/server/sweep_driver.h"
 #include "daemon/server/web_server.h"
 #include "daemon/store/store.h"
 
@@ -162,6 +163,7 @@ class Daemon {
         supervisor_(io_, static_cast<std::size_t>(options.config.max_log_line)),
         jobs_(io_, pool_, *store_, supervisor_,
               Settings(options.config, options.worker_exe, &membership_, data_host_)),
+        sweeps_(io_, pool_, *store_, jobs_),
         server_(io_, pool_, *store_, jobs_, options.config.socket, options.config.socket_mode,
                 Cluster(options, key(), &membership_, &supervisor_, data_host_), caps_),
         web_(MakeWebServer()),
@@ -195,6 +197,16 @@ class Daemon {
       io_.stop();
       co_return;
     }
+    // After the jobs: a sweep's trials that exist are recovered with them, never created again.
+    jobs_.SetJobEndSink([this](std::int64_t) { sweeps_.JobEnded(); });
+    if (Status sweeps = co_await sweeps_.Start(); !sweeps.ok()) {
+      log_.Error("cannot resume the sweeps in the store: " + sweeps.message());
+      exit_code_ = 1;
+      server_.Close();
+      io_.stop();
+      co_return;
+    }
+    server_.SetSweeps(&sweeps_);
     server_.Start();
     if (web_ != nullptr) web_->Start();
     membership_.Start();
@@ -317,6 +329,7 @@ class Daemon {
   asio::thread_pool pool_;
   Supervisor supervisor_;
   JobManager jobs_;
+  SweepDriver sweeps_;
   ControlServer server_;
   std::unique_ptr<WebServer> web_;  // [daemon] http; null when off
   asio::signal_set signals_;

@@ -97,11 +97,11 @@ asio::awaitable<Status> JobManager::Adopt(std::int64_t id) {
   co_return Status::Ok();
 }
 
-asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
-                                              const std::string& source, Owner owner,
-                                              std::optional<std::string> name,
-                                              std::optional<int> priority) {
-  Submitted out;
+asio::awaitable<CheckedJob> JobManager::CheckSubmission(const std::string& job_toml,
+                                                        const std::string& source, Owner owner,
+                                                        std::optional<std::string> name,
+                                                        std::optional<int> priority) {
+  CheckedJob out;
   if (shutting_down_) {
     out.refusal = Refusal{"conflict", "the daemon is stopping", {}};
     co_return out;
@@ -138,17 +138,31 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
         Refusal{"invalid_job", source + " is not a valid job file", std::move(loaded.diagnostics)};
     co_return out;
   }
-  config::JobConfig config = *loaded.job;
-  if (name) config.name = *name;
-  if (priority) config.priority = *priority;
-  const int cores = AskedCores(config, settings_.cores);
+  out.config = std::move(*loaded.job);
+  if (name) out.config.name = *name;
+  if (priority) out.config.priority = *priority;
+  out.cores = AskedCores(out.config, settings_.cores);
   const bool may_raise = MayRaisePriority(owner.uid, owner_name, ::geteuid(), settings_.limits);
-  if (std::string over =
-          ApplySubmitLimits(config, cores, may_raise, settings_.limits, net::PhysicalMemory());
+  if (std::string over = ApplySubmitLimits(out.config, out.cores, may_raise, settings_.limits,
+                                           net::PhysicalMemory());
       !over.empty()) {
     out.refusal = Refusal{"denied", source + ": " + over, {}};
+  }
+  co_return out;
+}
+
+asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
+                                              const std::string& source, Owner owner,
+                                              std::optional<std::string> name,
+                                              std::optional<int> priority,
+                                              std::optional<store::SweepTrialRecord> trial) {
+  Submitted out;
+  CheckedJob checked = co_await CheckSubmission(job_toml, source, owner, name, priority);
+  if (checked.refusal) {
+    out.refusal = std::move(checked.refusal);
     co_return out;
   }
+  config::JobConfig& config = checked.config;
   store::JobRecord record;
   record.name = config.name;
   record.owner_uid = owner.uid;
@@ -156,7 +170,9 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
   record.priority = config.priority;
   record.spec_toml = config::FormatResolvedJob(config);
   record.tags = config.tags;
-  auto create = [this, record] { return store_.CreateJob(record); };
+  auto create = [this, record, trial] {
+    return trial ? store_.CreateTrialJob(*trial, record) : store_.CreateJob(record);
+  };
   auto created = co_await OffThread(pool_, create);
   if (!created.ok()) {
     out.refusal = Refusal{"internal", created.status().message(), {}};
@@ -166,7 +182,7 @@ asio::awaitable<Submitted> JobManager::Submit(const std::string& job_toml,
       std::make_unique<Job>(created.value(), owner, std::move(config), settings_.max_restarts, 0);
   job->spec_toml = record.spec_toml;
   job->priority = record.priority;
-  job->cores = cores;
+  job->cores = checked.cores;
   out.id = job->id;
   jobs_[out.id] = std::move(job);
   Schedule();

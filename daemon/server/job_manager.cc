@@ -667,6 +667,7 @@ asio::awaitable<void> JobManager::Finish(std::int64_t id, store::JobState state,
   };
   co_await OffThread(pool_, finish);
   jobs_.erase(id);
+  if (on_end_) on_end_(id);
 }
 
 asio::awaitable<std::optional<Refusal>> JobManager::Cancel(std::int64_t id, uid_t caller) {

@@ -106,6 +106,13 @@ struct Submitted {
   std::optional<Refusal> refusal;
 };
 
+// A submission as Submit checks it: the job it would be (its cores on this host), or why not.
+struct CheckedJob {
+  config::JobConfig config;
+  int cores = 0;
+  std::optional<Refusal> refusal;
+};
+
 // What `rm` or `prune` removed from the store (or, for a dry run, would remove).
 struct Removed {
   std::vector<store::JobRecord> jobs;
@@ -166,9 +173,17 @@ class JobManager {
   // intake (job_intake.cc).
   asio::awaitable<Status> Reconcile();
 
+  // `trial`: the job is that trial of a sweep, created with its row (Store::CreateTrialJob).
   asio::awaitable<Submitted> Submit(const std::string& job_toml, const std::string& source,
                                     Owner owner, std::optional<std::string> name,
-                                    std::optional<int> priority);
+                                    std::optional<int> priority,
+                                    std::optional<store::SweepTrialRecord> trial = {});
+  // What Submit checks before it creates the job: the daemon is not stopping, it may run the
+  // owner's jobs, the job file is valid and fits this host and the owner's [limits].
+  asio::awaitable<CheckedJob> CheckSubmission(const std::string& job_toml,
+                                              const std::string& source, Owner owner,
+                                              std::optional<std::string> name,
+                                              std::optional<int> priority);
   // Returns once the job has ended (queued jobs at once; running ones once their worker exited).
   asio::awaitable<std::optional<Refusal>> Cancel(std::int64_t id, uid_t caller);
 
@@ -246,6 +261,8 @@ class JobManager {
   void SetChannelSink(std::function<void(int fd)> sink) {
     launcher_.SetChannelSink(std::move(sink));
   }
+  // Told the id of each job that ended here, once its end is in the store (the sweep driver).
+  void SetJobEndSink(std::function<void(std::int64_t id)> sink) { on_end_ = std::move(sink); }
 
  private:
   struct Process;
@@ -395,6 +412,7 @@ class JobManager {
   bool schedule_later_ = false;  // ScheduleLater is pending
   std::deque<std::pair<std::int64_t, std::string>> notes_;  // NoteEvents' (job, event), in order
   bool draining_notes_ = false;                             // DrainNotes is running
+  std::function<void(std::int64_t id)> on_end_;             // SetJobEndSink's
 };
 
 }  // namespace dtrain::server

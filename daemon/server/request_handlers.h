@@ -6,7 +6,9 @@
 //   job_requests.cc     submit, cancel, resume, rm, prune: changes, through the JobManager;
 //   query_requests.cc   version, status, list, wait, metrics, checkpoints, nodes, why,
 //                       node_heartbeat: one reply each, read from the store and the JobManager;
-//   stream_requests.cc  logs and checkpoint: more than one frame.
+//   stream_requests.cc  logs and checkpoint: more than one frame;
+//   sweep_requests.cc   sweep_submit, sweep_status, sweep_cancel, sweep_best, sweep_list: a
+//                       sweep is its owner's (root aside), checked there.
 //
 //   co_return co_await CancelJob(ctx, socket, request);
 //
@@ -42,6 +44,16 @@ asio::awaitable<bool> Settings(ControlContext& ctx, Socket& socket, const Client
 // A peer daemon's heartbeat: this daemon's own NODE.
 asio::awaitable<bool> NodeHeartbeat(ControlContext& ctx, Socket& socket,
                                     const ClientRequest& request);
+
+// sweep_requests.cc
+asio::awaitable<bool> SubmitSweep(ControlContext& ctx, Socket& socket,
+                                  const ClientRequest& request);
+asio::awaitable<bool> SweepStatus(ControlContext& ctx, Socket& socket,
+                                  const ClientRequest& request);
+asio::awaitable<bool> CancelSweep(ControlContext& ctx, Socket& socket,
+                                  const ClientRequest& request);
+asio::awaitable<bool> BestTrial(ControlContext& ctx, Socket& socket, const ClientRequest& request);
+asio::awaitable<bool> ListSweeps(ControlContext& ctx, Socket& socket, const ClientRequest& request);
 
 // stream_requests.cc
 // `lines` frames (with `follow`, until the job has ended), then `end`.

@@ -38,6 +38,11 @@ enum class RequestKind {
   kCheckpoint,
   kSettings,
   kNodeHeartbeat,
+  kSweepSubmit,
+  kSweepStatus,
+  kSweepCancel,
+  kSweepBest,
+  kSweepList,
   kSpawnWorker,
   kWorkerChannel,
   kWorkerHello,
@@ -57,7 +62,7 @@ struct RequestRow {
   Sender sender;
   bool query;          // a caller without the cluster key (over TCP) may send it
   bool acts_for_user;  // the caller's uid matters: over TCP with the key, the "uid" it names
-  bool needs_id;       // it names a job: "id", an integer
+  bool needs_id;       // it names a job (a sweep for sweep_*): "id", an integer
   // Non-empty: only the job's owner or root may send it; what they may do ("export").
   std::string_view owner_only;
 };

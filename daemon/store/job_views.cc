@@ -185,4 +185,17 @@ Result<std::vector<std::int64_t>> NewestJobIds(Store& store, std::optional<JobSt
   return ids;
 }
 
+std::optional<double> FinalMetric(Store& store, std::int64_t job, int lead_rank,
+                                  const std::string& metric, std::int64_t up_to_step) {
+  auto rows = store.Metrics(job, metric);
+  if (!rows.ok() || rows.value().empty()) return std::nullopt;
+  std::optional<double> lead_value, any_value;
+  for (const MetricRow& row : rows.value()) {  // by step: the last one is the newest
+    if (row.step > up_to_step) break;
+    any_value = row.value;
+    if (row.worker == lead_rank) lead_value = row.value;
+  }
+  return lead_value ? lead_value : any_value;
+}
+
 }  // namespace dtrain::store

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -58,6 +59,14 @@ Result<nlohmann::json> StoredJobJson(Store& store, std::int64_t id, bool with_ev
 // Lays what only the daemon knows over a stored JOB object: restarts counted before their event
 // is written (the larger count wins) and, for a queued job, why it waits (when non-empty).
 void OverlayLive(nlohmann::json& job, int restarts, const std::string& pending_reason);
+
+// The last value of `metric` recorded at a step <= `up_to_step` by the job's process `lead_rank`
+// (config::LeadRank), or by any process when that one recorded none; nothing when none did (or
+// the store cannot be read): the value a sweep ranks the job's trial by (at a rung: up to its
+// step).
+std::optional<double> FinalMetric(
+    Store& store, std::int64_t job, int lead_rank, const std::string& metric,
+    std::int64_t up_to_step = std::numeric_limits<std::int64_t>::max());
 
 // The ids of at most `limit` jobs, newest first, only those in `state` when given and only those
 // carrying every one of `tags`.

@@ -20,7 +20,19 @@ constexpr NameTable<WorkerState, 3> kWorkerStates{{{{WorkerState::kRunning, "run
                                                            {WorkerState::kKilled, "killed"}}},
                                                          "running, exited, killed"};
 
+constexpr NameTable<SweepState, 4> kSweepStates{{{{SweepState::kRunning, "running"},
+                                                  {SweepState::kSucceeded, "succeeded"},
+                                                  {SweepState::kFailed, "failed"},
+                                                  {SweepState::kCancelled, "cancelled"}}},
+                                                "running, succeeded, failed, cancelled"};
+
 }  // namespace
+
+std::string_view SweepStateName(SweepState state) { return kSweepStates.Name(state); }
+
+Result<SweepState> ParseSweepState(std::string_view name) {
+  return kSweepStates.Parse(name, "sweep state");
+}
 
 std::string_view JobStateName(JobState state) { return kJobStates.Name(state); }
 

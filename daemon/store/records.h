@@ -57,6 +57,45 @@ struct JobRecord {
   std::string reason;  // the reason of the latest transition
 };
 
+// A sweep (dtrain sweep submit, table sweeps) runs until every trial has ended: succeeded when
+// at least one trial succeeded, failed when none did; cancelled by its owner. The three ends are
+// final.
+enum class SweepState { kRunning, kSucceeded, kFailed, kCancelled };
+
+std::string_view SweepStateName(SweepState state);
+Result<SweepState> ParseSweepState(std::string_view name);
+
+// What a daemon keeps of a sweep: the sweep file as submitted, from which every trial is drawn
+// again (config/sweep_file.h), and its progress.
+struct SweepRecord {
+  std::int64_t id = 0;
+  std::string name;  // the base job's name
+  std::int64_t owner_uid = 0;
+  std::int64_t owner_gid = -1;
+  std::string source;       // the sweep file's path where it was submitted
+  std::string sweep_toml;   // the sweep file's text
+  std::string job_toml;     // the base job file's text if the sweep names one (job = ...)
+  std::string base_dir;     // the sweep file's folder: relative paths resolve against it
+  std::string method;       // config::SweepMethodName
+  std::string metric;       // the metric trials are ranked by
+  std::string goal;         // config::SweepGoalName
+  std::int64_t trials = 0;  // how many trials it runs
+  std::int64_t max_concurrent = 1;
+  SweepState state = SweepState::kRunning;
+  double created = 0;
+  double updated = 0;
+  std::string reason;  // why it is in its state
+};
+
+// One trial of a sweep with its job: a row exists exactly when the trial's job was created (in
+// the same transaction). `job` is unset once that job was removed (dtrain rm).
+struct SweepTrialRecord {
+  std::int64_t sweep = 0;
+  std::int64_t trial = 0;  // config::Trial::index
+  std::optional<std::int64_t> job;
+  std::string parameters;  // JSON: [{"key", "toml", "json", "shown"}], the trial's values
+};
+
 struct EventRecord {
   std::int64_t job = 0;
   double time = 0;

@@ -135,6 +135,39 @@ CREATE TABLE best_models (
 ) STRICT;
 )sql";
 
+// Sweeps (dtrain sweep submit): the sweep file as submitted, from which every trial is drawn
+// again, and one row per trial whose job was created, made in the job's own transaction: a
+// trial has one job or none, never two, and a crash loses neither.
+constexpr std::string_view kSweeps = R"sql(
+CREATE TABLE sweeps (
+  id             INTEGER PRIMARY KEY AUTOINCREMENT,  -- shown to users: never reused
+  name           TEXT    NOT NULL,
+  owner_uid      INTEGER NOT NULL,
+  owner_gid      INTEGER NOT NULL,
+  source         TEXT    NOT NULL,                   -- the sweep file's path when submitted
+  sweep_toml     TEXT    NOT NULL,                   -- the sweep file's text
+  job_toml       TEXT    NOT NULL,                   -- the base job file's text, or ''
+  base_dir       TEXT    NOT NULL,                   -- relative paths resolve against it
+  method         TEXT    NOT NULL,
+  metric         TEXT    NOT NULL,
+  goal           TEXT    NOT NULL,
+  trials         INTEGER NOT NULL,
+  max_concurrent INTEGER NOT NULL,
+  state          TEXT    NOT NULL,                   -- SweepStateName
+  created        REAL    NOT NULL,
+  updated        REAL    NOT NULL,
+  reason         TEXT    NOT NULL
+) STRICT;
+
+CREATE TABLE sweep_trials (
+  sweep      INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+  trial      INTEGER NOT NULL,                       -- 0-based, in generation order
+  job        INTEGER UNIQUE REFERENCES jobs(id) ON DELETE SET NULL,
+  parameters TEXT    NOT NULL,                       -- JSON: the trial's values
+  PRIMARY KEY (sweep, trial)
+) STRICT;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {"create the run store tables", kCreateTables},
     {"add the owner's gid to jobs", kAddOwnerGid},
@@ -142,6 +175,7 @@ constexpr Migration kMigrations[] = {
     {"keep the step each process ended at", kWorkerEndStep},
     {"add the jobs' tags", kJobTags},
     {"keep each job's best model", kBestModels},
+    {"add sweeps and their trials", kSweeps},
 };
 
 }  // namespace

@@ -146,6 +146,79 @@ Status InsertEvent(Database& db, std::int64_t job, double time, std::optional<Jo
   return s.Run();
 }
 
+// Inserts `job` queued, with its tags and its 'submitted' event, inside the writer's
+// transaction; returns its id.
+Result<std::int64_t> InsertJob(Database& db, const JobRecord& job, double now) {
+  constexpr std::string_view kReason = "submitted";
+  Result<Statement> insert = db.Prepare(
+      "INSERT INTO jobs (name, owner_uid, state, priority, spec_toml, created, updated, reason,"
+      " owner_gid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)");
+  if (!insert.ok()) return insert.status();
+  insert.value()
+      .BindText(1, job.name)
+      .BindInt(2, job.owner_uid)
+      .BindText(3, JobStateName(JobState::kQueued))
+      .BindInt(4, job.priority)
+      .BindText(5, job.spec_toml)
+      .BindDouble(6, now)
+      .BindText(7, kReason)
+      .BindInt(8, job.owner_gid);
+  if (Status s = insert.value().Run(); !s.ok()) return s;
+  const std::int64_t id = db.LastInsertRowId();
+  for (std::size_t i = 0; i < job.tags.size(); ++i) {
+    Result<Statement> tag =
+        db.Prepare("INSERT INTO job_tags (job, position, tag) VALUES (?1, ?2, ?3)");
+    if (!tag.ok()) return tag.status();
+    tag.value().BindInt(1, id).BindInt(2, static_cast<std::int64_t>(i)).BindText(3, job.tags[i]);
+    if (Status s = tag.value().Run(); !s.ok()) return s;
+  }
+  if (Status s = InsertEvent(db, id, now, std::nullopt, JobState::kQueued, kReason); !s.ok()) {
+    return s;
+  }
+  return id;
+}
+
+constexpr std::string_view kSweepColumns =
+    "id, name, owner_uid, owner_gid, source, sweep_toml, job_toml, base_dir, method, metric, "
+    "goal, trials, max_concurrent, state, created, updated, reason";
+
+Result<SweepRecord> ParseSweep(const Statement& s) {
+  SweepRecord sweep;
+  sweep.id = s.ColumnInt(0);
+  sweep.name = s.ColumnText(1);
+  sweep.owner_uid = s.ColumnInt(2);
+  sweep.owner_gid = s.ColumnInt(3);
+  sweep.source = s.ColumnText(4);
+  sweep.sweep_toml = s.ColumnText(5);
+  sweep.job_toml = s.ColumnText(6);
+  sweep.base_dir = s.ColumnText(7);
+  sweep.method = s.ColumnText(8);
+  sweep.metric = s.ColumnText(9);
+  sweep.goal = s.ColumnText(10);
+  sweep.trials = s.ColumnInt(11);
+  sweep.max_concurrent = s.ColumnInt(12);
+  Result<SweepState> state = ParseSweepState(s.ColumnText(13));
+  if (!state.ok()) {
+    return Status::Error("sweep " + std::to_string(sweep.id) + ": " + state.status().message());
+  }
+  sweep.state = state.value();
+  sweep.created = s.ColumnDouble(14);
+  sweep.updated = s.ColumnDouble(15);
+  sweep.reason = s.ColumnText(16);
+  return sweep;
+}
+
+// The sweep's state, read inside the writer's transaction; an error if there is no such sweep.
+Result<SweepState> CurrentSweepState(Database& db, std::int64_t sweep) {
+  Result<Statement> select = db.Prepare("SELECT state FROM sweeps WHERE id = ?1");
+  if (!select.ok()) return select.status();
+  select.value().BindInt(1, sweep);
+  Result<bool> row = select.value().Step();
+  if (!row.ok()) return row.status();
+  if (!row.value()) return Status::Error("no sweep " + std::to_string(sweep));
+  return ParseSweepState(select.value().ColumnText(0));
+}
+
 // Decodes a stored checkpoint and checks it against its row: the checksum column and the step.
 Result<CheckpointData> VerifyCheckpoint(std::int64_t job, std::int64_t step,
                                         std::int64_t checksum_column, std::string_view blob) {
@@ -226,32 +299,12 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
 
 Result<std::int64_t> Store::CreateJob(const JobRecord& job) {
   const double now = Now();
-  constexpr std::string_view kReason = "submitted";
   std::int64_t id = 0;
   Status status = writer_->Execute([&](Database& db) -> Status {
-    Result<Statement> insert = db.Prepare(
-        "INSERT INTO jobs (name, owner_uid, state, priority, spec_toml, created, updated, reason,"
-        " owner_gid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)");
-    if (!insert.ok()) return insert.status();
-    insert.value()
-        .BindText(1, job.name)
-        .BindInt(2, job.owner_uid)
-        .BindText(3, JobStateName(JobState::kQueued))
-        .BindInt(4, job.priority)
-        .BindText(5, job.spec_toml)
-        .BindDouble(6, now)
-        .BindText(7, kReason)
-        .BindInt(8, job.owner_gid);
-    if (Status s = insert.value().Run(); !s.ok()) return s;
-    id = db.LastInsertRowId();
-    for (std::size_t i = 0; i < job.tags.size(); ++i) {
-      Result<Statement> tag =
-          db.Prepare("INSERT INTO job_tags (job, position, tag) VALUES (?1, ?2, ?3)");
-      if (!tag.ok()) return tag.status();
-      tag.value().BindInt(1, id).BindInt(2, static_cast<std::int64_t>(i)).BindText(3, job.tags[i]);
-      if (Status s = tag.value().Run(); !s.ok()) return s;
-    }
-    return InsertEvent(db, id, now, std::nullopt, JobState::kQueued, kReason);
+    Result<std::int64_t> inserted = InsertJob(db, job, now);
+    if (!inserted.ok()) return inserted.status();
+    id = inserted.value();
+    return Status::Ok();
   });
   if (!status.ok())
     return Status::Error("cannot create job '" + job.name + "': " + status.message());
@@ -462,6 +515,123 @@ Result<std::vector<EventRecord>> Store::Events(std::int64_t job) {
         event.to = to.value();
         event.reason = s.ColumnText(3);
         return event;
+      });
+}
+
+// --- sweeps ---
+
+Result<std::int64_t> Store::CreateSweep(const SweepRecord& sweep) {
+  const double now = Now();
+  std::int64_t id = 0;
+  Status status = writer_->Execute([&](Database& db) -> Status {
+    Result<Statement> insert = db.Prepare(
+        "INSERT INTO sweeps (name, owner_uid, owner_gid, source, sweep_toml, job_toml, base_dir,"
+        " method, metric, goal, trials, max_concurrent, state, created, updated, reason) VALUES"
+        " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, 'submitted')");
+    if (!insert.ok()) return insert.status();
+    insert.value()
+        .BindText(1, sweep.name)
+        .BindInt(2, sweep.owner_uid)
+        .BindInt(3, sweep.owner_gid)
+        .BindText(4, sweep.source)
+        .BindText(5, sweep.sweep_toml)
+        .BindText(6, sweep.job_toml)
+        .BindText(7, sweep.base_dir)
+        .BindText(8, sweep.method)
+        .BindText(9, sweep.metric)
+        .BindText(10, sweep.goal)
+        .BindInt(11, sweep.trials)
+        .BindInt(12, sweep.max_concurrent)
+        .BindText(13, SweepStateName(SweepState::kRunning))
+        .BindDouble(14, now);
+    if (Status s = insert.value().Run(); !s.ok()) return s;
+    id = db.LastInsertRowId();
+    return Status::Ok();
+  });
+  if (!status.ok())
+    return Status::Error("cannot create sweep '" + sweep.name + "': " + status.message());
+  return id;
+}
+
+Result<std::int64_t> Store::CreateTrialJob(const SweepTrialRecord& trial, const JobRecord& job) {
+  const double now = Now();
+  std::int64_t id = 0;
+  Status status = writer_->Execute([&](Database& db) -> Status {
+    Result<SweepState> state = CurrentSweepState(db, trial.sweep);
+    if (!state.ok()) return state.status();
+    if (state.value() != SweepState::kRunning) {
+      return Status::Error("the sweep is " + std::string(SweepStateName(state.value())));
+    }
+    Result<std::int64_t> inserted = InsertJob(db, job, now);
+    if (!inserted.ok()) return inserted.status();
+    id = inserted.value();
+    Result<Statement> row = db.Prepare(
+        "INSERT INTO sweep_trials (sweep, trial, job, parameters) VALUES (?1, ?2, ?3, ?4)");
+    if (!row.ok()) return row.status();
+    row.value()
+        .BindInt(1, trial.sweep)
+        .BindInt(2, trial.trial)
+        .BindInt(3, id)
+        .BindText(4, trial.parameters);
+    return row.value().Run();
+  });
+  if (!status.ok()) {
+    return Status::Error("cannot create trial " + std::to_string(trial.trial) + " of sweep " +
+                         std::to_string(trial.sweep) + ": " + status.message());
+  }
+  return id;
+}
+
+Status Store::SetSweepState(std::int64_t sweep, SweepState to, const std::string& reason) {
+  const double now = Now();
+  Status status = writer_->Execute([&](Database& db) -> Status {
+    Result<SweepState> from = CurrentSweepState(db, sweep);
+    if (!from.ok()) return from.status();
+    if (from.value() != SweepState::kRunning) {
+      return Status::Error("it has ended (" + std::string(SweepStateName(from.value())) + ")");
+    }
+    Result<Statement> update =
+        db.Prepare("UPDATE sweeps SET state = ?2, updated = ?3, reason = ?4 WHERE id = ?1");
+    if (!update.ok()) return update.status();
+    update.value()
+        .BindInt(1, sweep)
+        .BindText(2, SweepStateName(to))
+        .BindDouble(3, now)
+        .BindText(4, reason);
+    return update.value().Run();
+  });
+  if (!status.ok())
+    return Status::Error("sweep " + std::to_string(sweep) + ": " + status.message());
+  return status;
+}
+
+Result<SweepRecord> Store::GetSweep(std::int64_t sweep) {
+  Result<std::vector<SweepRecord>> rows = QueryRows<SweepRecord>(
+      *readers_, "SELECT " + std::string(kSweepColumns) + " FROM sweeps WHERE id = ?1",
+      [&](Statement& s) { s.BindInt(1, sweep); }, ParseSweep);
+  if (!rows.ok()) return rows.status();
+  if (rows.value().empty()) return Status::Error("no sweep " + std::to_string(sweep));
+  return std::move(rows.value().front());
+}
+
+Result<std::vector<SweepRecord>> Store::ListSweeps() {
+  return QueryRows<SweepRecord>(
+      *readers_, "SELECT " + std::string(kSweepColumns) + " FROM sweeps ORDER BY id",
+      [](Statement&) {}, ParseSweep);
+}
+
+Result<std::vector<SweepTrialRecord>> Store::SweepTrials(std::int64_t sweep) {
+  return QueryRows<SweepTrialRecord>(
+      *readers_,
+      "SELECT sweep, trial, job, parameters FROM sweep_trials WHERE sweep = ?1 ORDER BY trial",
+      [&](Statement& s) { s.BindInt(1, sweep); },
+      [](const Statement& s) -> Result<SweepTrialRecord> {
+        SweepTrialRecord t;
+        t.sweep = s.ColumnInt(0);
+        t.trial = s.ColumnInt(1);
+        if (!s.ColumnIsNull(2)) t.job = s.ColumnInt(2);
+        t.parameters = s.ColumnText(3);
+        return t;
       });
 }
 

@@ -164,6 +164,22 @@ class Store {
   Result<CheckpointData> LoadCheckpoint(std::int64_t job, std::int64_t step);
   Result<std::vector<CheckpointInfo>> Checkpoints(std::int64_t job);  // by step, oldest first
 
+  // --- sweeps (durable) ---
+
+  // Inserts the sweep in state running; uses every field of `sweep` but id, state, created,
+  // updated and reason. Returns the new sweep id.
+  Result<std::int64_t> CreateSweep(const SweepRecord& sweep);
+  // Creates trial `trial.trial` of its sweep: the job (as CreateJob) and the trial's row naming
+  // it, in one transaction, so that a crash leaves both or neither. Refused, creating nothing,
+  // when the sweep is not running or has that trial already. Returns the new job id.
+  Result<std::int64_t> CreateTrialJob(const SweepTrialRecord& trial, const JobRecord& job);
+  // Moves a running sweep to `to` (an end) with `reason`; refused once it has ended.
+  Status SetSweepState(std::int64_t sweep, SweepState to, const std::string& reason);
+  Result<SweepRecord> GetSweep(std::int64_t sweep);
+  Result<std::vector<SweepRecord>> ListSweeps();  // by id
+  // The sweep's trials that have (had) a job, by trial index.
+  Result<std::vector<SweepTrialRecord>> SweepTrials(std::int64_t sweep);
+
   // --- the best model ---
 
   // Stores `model` (a checkpoint of the evaluated parameters; its step best.step) as the job's

@@ -83,9 +83,11 @@ BOOST_AUTO_TEST_SUITE(cli_surface)
 BOOST_AUTO_TEST_CASE(the_table_has_the_documented_subcommands) {
   std::vector<std::string> names;
   for (const Command& c : CommandTable()) names.push_back(c.name);
-  for (const char* expected : {"run", "submit", "status", "list", "cancel", "wait", "logs",
-                               "metrics", "compare", "checkpoints", "export", "validate", "predict",
-                               "eval", "version", "completion", "sweep run"}) {
+  for (const char* expected :
+       {"run",          "submit",       "status",     "list",        "cancel",    "wait",
+        "logs",         "metrics",      "compare",    "checkpoints", "export",    "validate",
+        "predict",      "eval",         "version",    "completion",  "sweep run", "sweep submit",
+        "sweep status", "sweep cancel", "sweep best", "sweep list"}) {
     BOOST_TEST_CONTEXT(expected) {
       BOOST_TEST((std::find(names.begin(), names.end(), expected) != names.end()));
     }
@@ -186,7 +188,7 @@ BOOST_AUTO_TEST_CASE(committed_completions_are_what_the_binary_generates) {
   BOOST_TEST(complete("dtrain export 3 --o", 3) == "--output\n");
   BOOST_TEST(complete("dtrain --socket /x.sock st", 3) == "status\n");
   BOOST_TEST(complete("dtrain status --so", 2) == "--socket\n");
-  BOOST_TEST(complete("dtrain sweep ''", 2) == "run\n");
+  BOOST_TEST(complete("dtrain sweep ''", 2) == "run submit status cancel best list\n");
   BOOST_TEST(complete("dtrain sweep run --dr", 3) == "--dry-run\n");
 
   const auto loaded = RunProcess(

@@ -173,6 +173,29 @@ BOOST_AUTO_TEST_CASE(the_base_job_may_be_a_file_beside_the_sweep_file) {
   fs::remove_all(dir);
 }
 
+// A sweep submitted to a daemon comes with its base job file's text: no file is read there.
+BOOST_AUTO_TEST_CASE(a_submitted_sweep_takes_its_base_jobs_text_and_reads_no_file) {
+  const std::string sweep = "job = \"jobs/base.toml\"\n[sweep]\n" + kGridKeys +
+                            "[sweep.parameters]\n\"train.batch_size\" = { values = [4, 8] }\n";
+  // No such file anywhere: the text given stands for it.
+  const SweepLoadResult r =
+      ParseSubmittedSweep(sweep, kBase, "/nowhere/s.toml", "/nowhere", {DataFiles::kUnchecked});
+  for (const Diagnostic& d : r.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(r.ok());
+  BOOST_REQUIRE_EQUAL(r.trials.size(), 2u);
+  BOOST_TEST(r.trials[1].job.train.batch_size == 8);
+  BOOST_TEST(r.sweep->job_path == "/nowhere/jobs/base.toml");
+  // The same trials as the file read from disk would give; an inline job ignores the text.
+  const SweepLoadResult inline_job =
+      ParseSubmittedSweep(Sweep(kGridKeys, "\"train.batch_size\" = { values = [4, 8] }\n"), "",
+                          "s.toml", "/", {DataFiles::kUnchecked});
+  BOOST_REQUIRE(inline_job.ok());
+  BOOST_TEST(inline_job.trials.size() == 2u);
+  // A sweep naming a file sent without its text is refused at job =.
+  CheckDiagnostics(ParseSubmittedSweep(sweep, "", "s.toml", "/", {DataFiles::kUnchecked}),
+                   {{"s.toml", 1, 7, "job", "its text did not come with the sweep"}});
+}
+
 BOOST_AUTO_TEST_CASE(every_trial_is_validated_and_a_bad_one_is_named_by_its_values) {
   // lr 2000 is out of range: only that trial, at the parameter's key.
   CheckDiagnostics(ParseSweep(Sweep(kGridKeys, "\"optimizer.lr\" = { values = [0.1, 2000] }\n")),

@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_SUITE(request_table)
 
 BOOST_AUTO_TEST_CASE(every_client_request_of_the_protocol_has_exactly_one_client_row) {
   const std::set<std::string> client = ClientRequestTypes(ProtocolText());
-  BOOST_TEST(client.size() == 16u);  // the table was read: version ... settings
+  BOOST_TEST(client.size() == 21u);  // the tables were read: version ... settings, sweep_*
   for (const std::string& type : client) {
     BOOST_TEST_CONTEXT(type) {
       BOOST_TEST(RowsOf(type) == 1);
@@ -108,24 +108,29 @@ BOOST_AUTO_TEST_CASE(a_caller_without_the_key_may_send_queries_and_no_change) {
     if (row.query) queries.insert(std::string(row.type));
   }
   // The protocol's queries, and logs, checkpoint and settings (owner-only: refused to a caller
-  // no one knows, as the protocol says).
+  // no one knows, as the protocol says), and the sweep queries (a sweep is shown to its owner
+  // only).
   BOOST_TEST(
       (queries == std::set<std::string>{"version", "status", "list", "wait", "logs", "metrics",
-                                        "checkpoints", "checkpoint", "settings", "nodes"}));
+                                        "checkpoints", "checkpoint", "settings", "nodes",
+                                        "sweep_status", "sweep_best", "sweep_list"}));
   // Every request that changes a job or starts a process, and why (it quotes a job's log lines
   // to its owner, and is not among the protocol's queries).
-  for (const char* not_query : {"submit", "cancel", "resume", "rm", "prune", "why",
-                                "node_heartbeat", "spawn_worker", "worker_channel",
-                                "worker_hello"}) {
+  for (const char* not_query :
+       {"submit", "cancel", "resume", "rm", "prune", "why", "node_heartbeat", "spawn_worker",
+        "worker_channel", "worker_hello", "sweep_submit", "sweep_cancel"}) {
     BOOST_TEST_CONTEXT(not_query) {
       BOOST_REQUIRE(FindRequest(not_query) != nullptr);
       BOOST_TEST(!FindRequest(not_query)->query);
     }
   }
-  // A query that acts for a user is one that only the job's owner may send.
+  // A query that acts for a user is one that only the job's owner may send, or a sweep's
+  // (whose handler answers anyone else as if there were no such sweep).
   for (const RequestRow& row : RequestTable()) {
     BOOST_TEST_CONTEXT(row.type) {
-      if (row.query && row.acts_for_user) BOOST_TEST(!row.owner_only.empty());
+      if (row.query && row.acts_for_user) {
+        BOOST_TEST((!row.owner_only.empty() || row.type.starts_with("sweep_")));
+      }
     }
   }
 }
@@ -135,8 +140,10 @@ BOOST_AUTO_TEST_CASE(the_requests_that_act_for_a_user_are_those_the_protocol_lis
   for (const RequestRow& row : RequestTable()) {
     if (row.acts_for_user) acting.insert(std::string(row.type));
   }
-  BOOST_TEST((acting == std::set<std::string>{"submit", "cancel", "resume", "rm", "prune", "logs",
-                                              "why", "checkpoint", "settings"}));
+  BOOST_TEST(
+      (acting == std::set<std::string>{"submit", "cancel", "resume", "rm", "prune", "logs", "why",
+                                       "checkpoint", "settings", "sweep_submit", "sweep_status",
+                                       "sweep_cancel", "sweep_best", "sweep_list"}));
 }
 
 BOOST_AUTO_TEST_CASE(owner_only_requests_name_a_job_and_act_for_its_user) {
@@ -179,9 +186,11 @@ BOOST_AUTO_TEST_CASE(an_unknown_type_has_no_row) {
 }
 
 BOOST_AUTO_TEST_CASE(a_request_naming_a_job_needs_an_integer_id) {
-  const std::set<std::string> naming_a_job = {"status", "cancel",     "resume",  "rm",
-                                              "wait",   "logs",       "metrics", "checkpoints",
-                                              "why",    "checkpoint", "settings"};
+  // And those naming a sweep.
+  const std::set<std::string> naming_a_job = {
+      "status",   "cancel",       "resume",       "rm",        "wait",
+      "logs",     "metrics",      "checkpoints",  "why",       "checkpoint",
+      "settings", "sweep_status", "sweep_cancel", "sweep_best"};
   for (const RequestRow& row : RequestTable()) {
     const std::string type(row.type);
     BOOST_TEST_CONTEXT(type) {

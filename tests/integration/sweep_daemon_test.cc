@@ -1,0 +1,354 @@
+// Sweeps through a real dtraind and the real CLI (dtrain sweep submit|status|cancel|best): a grid
+// sweep runs every point exactly once as the daemon's jobs, its trials' values (from the store)
+// those of config::GridTrials; a random sweep's those of config::RandomTrial(seed, i); cancel
+// stops the trials not ended and starts no more; another user neither sees nor cancels a sweep
+// (as root: a second account);
+// and a 16-trial sweep with dtraind SIGKILLed 3 times while it runs ends with exactly 16 trials,
+// none run twice, counted from the store: one job per trial, no other job, each job's recorded
+// steps those of one run.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/process.h"
+#include "config/sweep_file.h"
+#include "daemon/store/store.h"
+#include "integration/daemon_fixture.h"
+#include "integration/test_user.h"
+
+namespace dtrain::testing {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kSteps = 12;       // each trial's
+constexpr int kLongSteps = 300;  // the crash test's: long enough to be killed mid-trial
+
+// A tiny softmax model on generated data, `steps` steps logged and checkpointed at every one,
+// with the sweep's table after it.
+std::string SweepFile(const std::string& sweep, int steps = kSteps) {
+  return R"(name = "sw"
+[data]
+format = "synthetic"
+rows = 400
+test_rows = 100
+features = 4
+classes = 2
+[model]
+type = "softmax"
+[train]
+steps = )" +
+         std::to_string(steps) +
+         R"(
+epochs = 0
+batch_size = 16
+threads = 1
+log_every = 1
+[checkpoint]
+every_steps = 1
+)" + sweep;
+}
+
+// 16 points: 4 learning rates by 4 batch sizes.
+const std::string kGrid = R"(
+[sweep]
+method = "grid"
+metric = "eval_accuracy"
+max_concurrent = 2
+[sweep.parameters]
+"optimizer.lr" = { values = [0.05, 0.1, 0.2, 0.4] }
+"train.batch_size" = { values = [8, 16, 24, 32] }
+)";
+
+ProcessResult Dtrain(const DaemonFixture& d, std::vector<std::string> args) {
+  args.insert(args.begin(), {EnvPath("DTRAIN_BIN"), "--socket", d.socket()});
+  return RunProcess(args, d.dir().Path(""));
+}
+
+std::int64_t SubmitSweep(const DaemonFixture& d, const std::string& file) {
+  const ProcessResult submitted = Dtrain(d, {"sweep", "submit", file, "--json"});
+  BOOST_REQUIRE_MESSAGE(submitted.exit_code == 0, submitted.err);
+  return json::parse(submitted.out)["id"].get<std::int64_t>();
+}
+
+json Status(const DaemonFixture& d, std::int64_t id) {
+  const json reply = d.Request({{"type", "sweep_status"}, {"id", id}});
+  BOOST_REQUIRE_MESSAGE(reply["ok"] == true, reply.dump());
+  return reply;
+}
+
+// How many of the sweep's trials have a job.
+std::size_t Started(const json& status) {
+  std::size_t started = 0;
+  for (const json& t : status["trials"]) started += t["job"].is_null() ? 0 : 1;
+  return started;
+}
+
+// Polls until `done(status)` (or ten minutes pass: a hung sweep fails the test, not CI).
+template <typename Done>
+json WaitFor(const DaemonFixture& d, std::int64_t id, Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+  json status;
+  while (std::chrono::steady_clock::now() < deadline) {
+    status = Status(d, id);
+    if (done(status)) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  BOOST_FAIL("sweep " << id << " never got there: " << status.dump());
+  return status;
+}
+
+json WaitForEnd(const DaemonFixture& d, std::int64_t id) {
+  return WaitFor(d, id, [](const json& s) { return s["sweep"]["state"] != "running"; });
+}
+
+// The trial's values as the reply gives them, as a config::Trial.
+config::Trial TrialOf(const json& t) {
+  config::Trial trial{t["trial"].get<std::int64_t>(), {}};
+  for (const json& p : t["parameters"]) {
+    trial.parameters.push_back({p["key"].get<std::string>(),
+                                {p["toml"].get<std::string>(), p["json"].get<std::string>(),
+                                 p["shown"].get<std::string>()}});
+  }
+  return trial;
+}
+
+std::unique_ptr<store::Store> OpenStore(const DaemonFixture& d) {
+  auto store = store::Store::Open(d.dir().Path("state/dtrain.db"));
+  BOOST_REQUIRE_MESSAGE(store.ok(), store.status().message());
+  return std::move(store).value();
+}
+
+BOOST_AUTO_TEST_SUITE(sweep_daemon)
+
+BOOST_AUTO_TEST_CASE(a_grid_runs_every_point_once_and_names_the_best) {
+  DaemonFixture d({"--max-jobs", "2"});
+  const std::string file = d.dir().Write("grid.toml", SweepFile(kGrid));
+  const std::int64_t id = SubmitSweep(d, file);
+  const json status = WaitForEnd(d, id);
+  BOOST_TEST(status["sweep"]["state"] == "succeeded", status.dump());
+  BOOST_TEST(status["sweep"]["reason"] == "16 trials ended: 16 succeeded", status.dump());
+
+  const config::SweepLoadResult loaded = config::LoadSweepFile(file);
+  BOOST_REQUIRE(loaded.ok());
+  const std::vector<config::Trial> grid = config::GridTrials(loaded.sweep->parameters);
+  BOOST_REQUIRE(status["trials"].size() == grid.size());
+  std::set<std::int64_t> jobs;
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    const json& t = status["trials"][i];
+    BOOST_TEST((TrialOf(t) == grid[i]), t.dump());
+    BOOST_TEST(t["state"] == "succeeded", t.dump());
+    BOOST_TEST(t["steps"] == kSteps, t.dump());
+    BOOST_TEST(t["metric"].is_number(), t.dump());
+    jobs.insert(t["job"].get<std::int64_t>());
+  }
+  BOOST_TEST(jobs.size() == grid.size());
+
+  // `best`: the job of the succeeded trial with the highest accuracy, the first among equals.
+  const json* best = nullptr;
+  for (const json& t : status["trials"]) {
+    if (best == nullptr || t["metric"].get<double>() > (*best)["metric"].get<double>()) best = &t;
+  }
+  const ProcessResult printed = Dtrain(d, {"sweep", "best", std::to_string(id)});
+  BOOST_REQUIRE_MESSAGE(printed.exit_code == 0, printed.err);
+  BOOST_TEST(printed.out == std::to_string((*best)["job"].get<std::int64_t>()) + "\n");
+  // The leaderboard, for people and as JSON.
+  const ProcessResult board = Dtrain(d, {"sweep", "status", std::to_string(id)});
+  BOOST_REQUIRE_MESSAGE(board.exit_code == 0, board.err);
+  BOOST_TEST(board.out.find("succeeded, 16 of 16 trials ended") != std::string::npos, board.out);
+  BOOST_TEST(board.out.find("optimizer.lr") != std::string::npos, board.out);
+  const ProcessResult board_json = Dtrain(d, {"sweep", "status", std::to_string(id), "--json"});
+  BOOST_REQUIRE_MESSAGE(board_json.exit_code == 0, board_json.err);
+  const json parsed = json::parse(board_json.out);
+  BOOST_TEST(parsed["trials"].size() == 16u);
+  BOOST_TEST(parsed["best"]["job"] == (*best)["job"], board_json.out);
+  // Each trial's job carries the sweep's tag.
+  const ProcessResult tagged =
+      Dtrain(d, {"list", "--json", "--tag", "sweep-" + std::to_string(id)});
+  BOOST_TEST(json::parse(tagged.out).size() == 16u, tagged.out);
+  // No such sweep: exit 4.
+  BOOST_TEST(Dtrain(d, {"sweep", "status", "999"}).exit_code == 4);
+}
+
+BOOST_AUTO_TEST_CASE(a_random_sweep_draws_its_trials_from_its_seed) {
+  DaemonFixture d;
+  const std::string file = d.dir().Write("random.toml", SweepFile(R"(
+[sweep]
+method = "random"
+metric = "eval_loss"
+max_trials = 3
+max_concurrent = 2
+seed = 11
+[sweep.parameters]
+"optimizer.lr" = { log_uniform = [0.001, 0.5] }
+"train.batch_size" = { int = [4, 64] }
+)"));
+  const std::int64_t id = SubmitSweep(d, file);
+  const json status = WaitForEnd(d, id);
+  const config::SweepLoadResult loaded = config::LoadSweepFile(file);
+  BOOST_REQUIRE(loaded.ok());
+  BOOST_REQUIRE(status["trials"].size() == 3u);
+  for (std::int64_t i = 0; i < 3; ++i) {
+    BOOST_TEST(
+        (TrialOf(status["trials"][i]) == config::RandomTrial(loaded.sweep->parameters, 11, i)),
+        status["trials"][i].dump());
+  }
+  BOOST_TEST(status["sweep"]["goal"] == "min");
+}
+
+BOOST_AUTO_TEST_CASE(cancel_stops_the_trials_not_ended_and_starts_no_more) {
+  DaemonFixture d({"--max-jobs", "2"});
+  // Long trials: cancelled while the first two run.
+  const std::int64_t id = SubmitSweep(d, d.dir().Write("long.toml", SweepFile(kGrid, 100000)));
+  WaitFor(d, id, [](const json& s) {
+    std::size_t running = 0;
+    for (const json& t : s["trials"]) running += t["state"] == "running" ? 1 : 0;
+    return running == 2;
+  });
+  const ProcessResult cancelled = Dtrain(d, {"sweep", "cancel", std::to_string(id)});
+  BOOST_REQUIRE_MESSAGE(cancelled.exit_code == 0, cancelled.err);
+  const json status = Status(d, id);
+  BOOST_TEST(status["sweep"]["state"] == "cancelled");
+  BOOST_TEST(Started(status) == 2u, status.dump());
+  for (const json& t : status["trials"]) {
+    if (!t["job"].is_null()) BOOST_TEST(t["state"] == "cancelled", t.dump());
+  }
+  // Ended: a second cancel is a conflict (exit 1), and no trial starts later.
+  BOOST_TEST(Dtrain(d, {"sweep", "cancel", std::to_string(id)}).exit_code == 1);
+  const ProcessResult best = Dtrain(d, {"sweep", "best", std::to_string(id)});
+  BOOST_TEST(best.exit_code == 4, best.err);
+  BOOST_TEST(best.err.find("has no succeeded trial") != std::string::npos, best.err);
+  BOOST_TEST(Started(Status(d, id)) == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(another_user_neither_sees_nor_cancels_a_sweep) {
+  if (::geteuid() != 0) return;  // needs a second account
+  TestUser other("dtrain-sweep-user");
+  SharedBinaries bins;
+  TempDir dir;
+  const std::string config = dir.Write("d.toml", "[daemon]\nsocket_mode = \"0666\"\n");
+  DaemonFixture d({"--config", config, "--max-jobs", "2"}, bins.dtraind);
+  ::chmod(d.dir().path().c_str(), 0755);
+  ::chmod(dir.path().c_str(), 0755);
+  const std::int64_t id = SubmitSweep(d, d.dir().Write("mine.toml", SweepFile(kGrid, 100000)));
+  const std::string sweep = std::to_string(id);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"status", sweep}, {"cancel", sweep}, {"best", sweep}}) {
+    std::vector<std::string> argv = {bins.dtrain, "--socket", d.socket(), "sweep"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProcessResult r = RunAs(other.name(), other.name(), argv, dir.Path(""));
+    BOOST_TEST(r.exit_code == 4, args[0] << ": " << r.err);
+    BOOST_TEST(r.err.find("no sweep " + sweep) != std::string::npos, r.err);
+  }
+  const ProcessResult listed =
+      RunAs(other.name(), other.name(),
+            {bins.dtrain, "--socket", d.socket(), "sweep", "list", "--json"}, dir.Path(""));
+  BOOST_TEST(listed.exit_code == 0, listed.err);
+  BOOST_TEST(json::parse(listed.out).empty(), listed.out);
+  BOOST_TEST(Status(d, id)["sweep"]["state"] == "running");  // untouched; its owner cancels it
+  BOOST_TEST(Dtrain(d, {"sweep", "cancel", sweep}).exit_code == 0);
+}
+
+BOOST_AUTO_TEST_CASE(asha_and_invalid_trials_are_refused_before_anything_runs) {
+  DaemonFixture d;
+  const std::string asha = d.dir().Write("asha.toml", SweepFile(R"(
+[sweep]
+method = "asha"
+metric = "eval_loss"
+max_trials = 4
+min_steps = 2
+max_steps = 8
+[sweep.parameters]
+"optimizer.lr" = { values = [0.1, 0.2] }
+)"));
+  const ProcessResult refused = Dtrain(d, {"sweep", "submit", asha});
+  BOOST_TEST(refused.exit_code == 2, refused.err);
+  BOOST_TEST(refused.err.find("\"asha\" does not run on the daemon yet") != std::string::npos,
+             refused.err);
+  // A request with a trial the daemon's limits refuse: nothing is stored.
+  const json over = d.Request({{"type", "sweep_submit"},
+                               {"sweep_toml", SweepFile(R"(
+[sweep]
+method = "grid"
+metric = "eval_loss"
+[sweep.parameters]
+"train.threads" = { values = [1, 100000] }
+)")},
+                               {"base_dir", d.dir().Path("")},
+                               {"source", "big.toml"}});
+  BOOST_TEST(over["ok"] == false, over.dump());
+  BOOST_TEST(d.Request({{"type", "sweep_list"}})["sweeps"].empty());
+  BOOST_TEST(d.Request({{"type", "list"}})["jobs"].empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_sweep_killed_three_times_ends_with_each_trial_run_once) {
+  DaemonFixture d({"--max-jobs", "2"});
+  const std::int64_t id = SubmitSweep(d, d.dir().Write("grid.toml", SweepFile(kGrid, kLongSteps)));
+  // dtraind SIGKILLed once 3, 7 and 11 trials have jobs and one of them trains: mid-sweep,
+  // mid-trial.
+  for (const std::size_t started : {3u, 7u, 11u}) {
+    WaitFor(d, id, [started](const json& s) {
+      bool training = false;
+      for (const json& t : s["trials"]) training |= t["state"] == "running" && t["steps"] > 0;
+      return Started(s) >= started && training;
+    });
+    d.Stop(SIGKILL);
+    d.Start();
+  }
+  const json status = WaitForEnd(d, id);
+  BOOST_TEST(status["sweep"]["state"] == "succeeded", status.dump());
+  d.Stop(SIGTERM);
+
+  const std::unique_ptr<store::Store> store = OpenStore(d);
+  const std::vector<store::SweepTrialRecord> trials = store->SweepTrials(id).value();
+  BOOST_REQUIRE(trials.size() == 16u);
+  std::set<std::int64_t> jobs;
+  int resumed = 0;  // trials killed while training, resumed from their checkpoints
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    BOOST_TEST(trials[i].trial == static_cast<std::int64_t>(i));
+    BOOST_REQUIRE(trials[i].job.has_value());
+    const std::int64_t job = *trials[i].job;
+    jobs.insert(job);
+    const Result<std::vector<store::EventRecord>> read_events = store->Events(job);
+    BOOST_REQUIRE(read_events.ok());
+    const std::vector<store::EventRecord>& events = read_events.value();
+    resumed += std::any_of(
+                   events.begin(), events.end(),
+                   [](const store::EventRecord& e) { return e.to == store::JobState::kRecovering; })
+                   ? 1
+                   : 0;
+    BOOST_TEST((store->GetJob(job).value().state == store::JobState::kSucceeded));
+    // One run's steps: every step 1..kLongSteps recorded, and again at most twice per kill (the
+    // steps a killed worker had sent but not yet checkpointed: it checkpoints every step). A
+    // trial run twice, or restarted from scratch, records its early steps again.
+    std::map<std::int64_t, int> recorded;
+    const Result<std::vector<store::MetricRow>> rows = store->Metrics(job, "train_loss");
+    BOOST_REQUIRE(rows.ok());
+    for (const store::MetricRow& row : rows.value()) ++recorded[row.step];
+    BOOST_REQUIRE(!recorded.empty());
+    BOOST_TEST(recorded.size() == static_cast<std::size_t>(kLongSteps), "trial " << i);
+    BOOST_TEST(recorded.begin()->first == 1);
+    BOOST_TEST(recorded.rbegin()->first == kLongSteps);
+    int repeated = 0;
+    for (const auto& [step, count] : recorded) repeated += count - 1;
+    BOOST_TEST(repeated <= 6, "trial " << i << " recorded " << repeated << " steps again");
+  }
+  BOOST_TEST(jobs.size() == 16u);
+  BOOST_TEST(store->ListJobs().value().size() == 16u);  // no job besides the trials'
+  BOOST_TEST(resumed >= 1);                             // the kills came while trials trained
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace dtrain::testing
