@@ -19,10 +19,10 @@ SweepRecord SampleSweep() {
   s.name = "lr";
   s.owner_uid = 1000;
   s.owner_gid = 1001;
-  s.source = "/home/u/lr.sweep.toml";
+  s.source = "sweeps/lr.sweep.toml";
   s.sweep_toml = "[sweep]\nmethod = \"grid\"\n";
   s.job_toml = "name = \"lr\"\n";
-  s.base_dir = "/home/u";
+  s.base_dir = "sweeps";
   s.method = "grid";
   s.metric = "eval_accuracy";
   s.goal = "max";
