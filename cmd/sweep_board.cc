@@ -1,13 +1,10 @@
 #include "cmd/sweep_board.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 
 #include "cmd/terminal.h"
 #include "cmd/text_table.h"
 #include "config/job_layout.h"
-#include "config/sweep_asha.h"
 #include "daemon/store/job_views.h"
 
 namespace dtrain::cli {
@@ -25,49 +22,6 @@ std::string MetricText(const std::optional<double>& metric) {
 }
 
 }  // namespace
-
-std::vector<TrialOutcome> Ranked(std::vector<TrialOutcome> outcomes, config::SweepGoal goal) {
-  std::stable_sort(outcomes.begin(), outcomes.end(),
-                   [goal](const TrialOutcome& a, const TrialOutcome& b) {
-                     if (a.metric.has_value() != b.metric.has_value()) return a.metric.has_value();
-                     if (!a.metric) return false;
-                     return config::Better(goal, *a.metric, *b.metric);
-                   });
-  return outcomes;
-}
-
-nlohmann::json BoardJson(const config::SweepSpec& sweep, const std::vector<TrialOutcome>& ranked,
-                         const std::string& db) {
-  nlohmann::json trials = nlohmann::json::array();
-  for (const TrialOutcome& t : ranked) {
-    nlohmann::json parameters = nlohmann::json::object();
-    for (const config::TrialParameter& p : t.trial.parameters) {
-      parameters[p.key] = nlohmann::json::parse(p.value.json);
-    }
-    nlohmann::json metric = nullptr;
-    if (t.metric && std::isfinite(*t.metric)) metric = *t.metric;
-    nlohmann::json trial = {{"trial", t.trial.index},  {"job", t.job},     {"state", t.state},
-                            {"steps", t.steps},        {"metric", metric}, {"reason", t.reason},
-                            {"parameters", parameters}};
-    if (sweep.method == config::SweepMethod::kAsha) {
-      trial["rung"] = t.rung >= 0 ? nlohmann::json(t.rung) : nlohmann::json(nullptr);
-    }
-    trials.push_back(std::move(trial));
-  }
-  nlohmann::json best = nullptr;
-  if (!ranked.empty() && ranked.front().metric) {
-    best = {{"trial", ranked.front().trial.index}, {"job", ranked.front().job}};
-  }
-  nlohmann::json board = {{"sweep", sweep.path},
-                          {"method", config::SweepMethodName(sweep.method)},
-                          {"metric", sweep.metric},
-                          {"goal", config::SweepGoalName(sweep.goal)},
-                          {"db", db},
-                          {"best", best},
-                          {"trials", trials}};
-  if (sweep.method == config::SweepMethod::kAsha) board["rungs"] = config::AshaRungs(sweep.asha);
-  return board;
-}
 
 void PrintBoard(std::ostream& out, const config::SweepSpec& sweep,
                 const std::vector<TrialOutcome>& ranked, bool color) {

@@ -1,11 +1,11 @@
-// A sweep's leaderboard: its trials' outcomes ranked by the sweep's metric, printed as a table
-// for people or as one JSON object. `dtrain sweep run` prints it when its trials end, and
-// `dtrain sweep status` for a sweep the daemon runs (from its reply).
+// A sweep's leaderboard printed as a table for people (BoardJson: as one JSON object). `dtrain
+// sweep run` prints it when its trials end, and `dtrain sweep status` for a sweep the daemon runs
+// (from its reply).
 //
 //   std::vector<TrialOutcome> board = Ranked(outcomes, sweep.goal);
 //   PrintBoard(std::cout, sweep, board, ColorOnStdout());
 //
-// Ranked and BoardJson are pure; one thread at a time per stream.
+// One thread at a time per stream.
 #pragma once
 
 #include <cstdint>
@@ -18,29 +18,15 @@
 
 #include "config/sweep_file.h"
 #include "daemon/store/store.h"
+#include "daemon/store/sweep_board.h"
 
 namespace dtrain::cli {
 
-struct TrialOutcome {
-  config::Trial trial;
-  std::int64_t job = 0;          // the trial's job in the store; 0: not run
-  std::string state;             // the job's state ("succeeded", "failed", ...), or "not run"
-  std::int64_t steps = 0;        // steps trained
-  std::optional<double> metric;  // the sweep's metric: the trial's last value (ASHA: at its rung)
-  std::string reason;            // why the job ended
-  int rung = -1;                 // ASHA: the highest rung the trial completed (from 0); else -1
-};
-
-// Trials with a metric first, best first by `goal` (a NaN last among them); then those without;
-// equal ones in trial order.
-std::vector<TrialOutcome> Ranked(std::vector<TrialOutcome> outcomes, config::SweepGoal goal);
-
-// {"sweep", "method", "metric", "goal", "db", "best": {"trial", "job"} or null, "trials": [{
-// "trial", "job", "state", "steps", "metric" (null when none), "reason", "parameters": {KEY:
-// VALUE}}]} with the trials as ranked; an ASHA sweep's trials also have "rung" (null: none
-// completed) and the board "rungs": [steps, ...].
-nlohmann::json BoardJson(const config::SweepSpec& sweep, const std::vector<TrialOutcome>& ranked,
-                         const std::string& db);
+// The board itself (its rows, ranking and JSON) is daemon/store/sweep_board.h's, shared with the
+// daemon's dashboard.
+using store::BoardJson;
+using store::Ranked;
+using store::TrialOutcome;
 
 // RANK, TRIAL, JOB, STATE, STEPS (ASHA: then RUNG), the metric, then one column per parameter.
 void PrintBoard(std::ostream& out, const config::SweepSpec& sweep,

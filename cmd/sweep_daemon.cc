@@ -83,62 +83,18 @@ int SubmitSweep(const SweepArgs& args, const GlobalOptions& globals) {
   return kExitOk;
 }
 
-// A TRIAL of the daemon's reply as the board's outcome.
-TrialOutcome OutcomeOf(const json& t) {
-  TrialOutcome outcome;
-  outcome.trial.index = t["trial"].get<std::int64_t>();
-  for (const json& p : t["parameters"]) {
-    outcome.trial.parameters.push_back({p["key"].get<std::string>(),
-                                        {p["toml"].get<std::string>(), p["json"].get<std::string>(),
-                                         p["shown"].get<std::string>()}});
-  }
-  outcome.job = t["job"].is_null() ? 0 : t["job"].get<std::int64_t>();
-  outcome.state = t["state"].get<std::string>();
-  outcome.steps = t["steps"].get<std::int64_t>();
-  if (!t["metric"].is_null()) outcome.metric = t["metric"].get<double>();
-  outcome.reason = t["reason"].get<std::string>();
-  return outcome;
-}
-
-// The sweep as the board shows it: its method, metric, goal and parameters' keys.
-config::SweepSpec SpecOf(const json& sweep, const std::vector<TrialOutcome>& outcomes) {
-  config::SweepSpec spec;
-  spec.path = sweep["source"].get<std::string>();
-  const std::string method = sweep["method"].get<std::string>();
-  spec.method = method == "grid"   ? config::SweepMethod::kGrid
-                : method == "asha" ? config::SweepMethod::kAsha
-                                   : config::SweepMethod::kRandom;
-  spec.metric = sweep["metric"].get<std::string>();
-  spec.goal = sweep["goal"] == "min" ? config::SweepGoal::kMin : config::SweepGoal::kMax;
-  if (!outcomes.empty()) {
-    for (const config::TrialParameter& p : outcomes.front().trial.parameters) {
-      config::SweepParameter parameter;
-      parameter.key = p.key;
-      spec.parameters.push_back(std::move(parameter));
-    }
-  }
-  return spec;
-}
-
 int SweepStatus(const SweepArgs& args, const GlobalOptions& globals) {
   CliResult<json> reply = Ask(globals, {{"type", "sweep_status"}, {"id", args.id}});
   if (!reply.ok()) return Report(reply.error());
-  const json& sweep = reply.value()["sweep"];
-  std::vector<TrialOutcome> outcomes;
-  for (const json& t : reply.value()["trials"]) outcomes.push_back(OutcomeOf(t));
-  const config::SweepSpec spec = SpecOf(sweep, outcomes);
-  const config::SweepGoal goal = spec.goal;
-  const std::vector<TrialOutcome> board = Ranked(std::move(outcomes), goal);
   if (args.json) {
-    json out = BoardJson(spec, board, "");
-    out.erase("db");
-    out["id"] = args.id;
-    out["state"] = sweep["state"];
-    out["reason"] = sweep["reason"];
-    out["best"] = reply.value()["best"];
-    std::cout << out.dump() << std::endl;
+    std::cout << store::StatusBoardJson(reply.value(), args.id).dump() << std::endl;
     return kExitOk;
   }
+  const json& sweep = reply.value()["sweep"];
+  std::vector<TrialOutcome> outcomes;
+  for (const json& t : reply.value()["trials"]) outcomes.push_back(store::OutcomeOf(t));
+  const config::SweepSpec spec = store::SpecOf(sweep, outcomes);
+  const std::vector<TrialOutcome> board = Ranked(std::move(outcomes), spec.goal);
   std::size_t ended = 0;
   for (const TrialOutcome& t : board) {
     ended += t.state == "succeeded" || t.state == "failed" || t.state == "cancelled" ||

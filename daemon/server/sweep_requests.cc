@@ -1,18 +1,15 @@
 // The sweep requests (control_protocol.md, "Sweeps"): sweep_submit and sweep_cancel through the
 // sweep driver; sweep_status, sweep_best and sweep_list read from the store. A sweep is its
 // owner's: another user (root aside) is told there is no such sweep to see, and denied changes.
-#include <algorithm>
-#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "config/job_layout.h"
 #include "daemon/server/async.h"
 #include "daemon/server/control_request.h"
 #include "daemon/server/request_handlers.h"
 #include "daemon/server/sweep_driver.h"
-#include "daemon/store/job_views.h"
+#include "daemon/server/sweep_views.h"
 
 namespace dtrain::server {
 namespace {
@@ -21,79 +18,6 @@ using json = nlohmann::json;
 
 bool Sees(uid_t caller, const store::SweepRecord& sweep) {
   return caller == 0 || static_cast<std::int64_t>(caller) == sweep.owner_uid;
-}
-
-json SweepJson(const store::SweepRecord& s) {
-  return {{"id", s.id},
-          {"name", s.name},
-          {"owner", s.owner_uid},
-          {"source", s.source},
-          {"method", s.method},
-          {"metric", s.metric},
-          {"goal", s.goal},
-          {"trials", s.trials},
-          {"max_concurrent", s.max_concurrent},
-          {"state", store::SweepStateName(s.state)},
-          {"reason", s.reason},
-          {"created", s.created},
-          {"updated", s.updated}};
-}
-
-// What a trial's row holds of its values, as the TRIAL's "parameters".
-json ParametersJson(const config::Trial& trial) { return json::parse(TrialParametersJson(trial)); }
-
-// The TRIAL objects of every trial of the sweep, by index (plain function: it reads the store).
-// `generated`: the trials as the sweep file draws them (their values and lead ranks), when it
-// still loads.
-json TrialsJson(store::Store& store, const store::SweepRecord& sweep,
-                const std::vector<store::SweepTrialRecord>& rows,
-                const config::SweepLoadResult* generated) {
-  json trials = json::array();
-  auto row = rows.begin();
-  for (std::int64_t i = 0; i < sweep.trials; ++i) {
-    const config::ResolvedTrial* trial =
-        generated != nullptr && i < static_cast<std::int64_t>(generated->trials.size())
-            ? &generated->trials[static_cast<std::size_t>(i)]
-            : nullptr;
-    json t = {{"trial", i},        {"job", nullptr}, {"state", "not started"},     {"steps", 0},
-              {"metric", nullptr}, {"reason", ""},   {"parameters", json::array()}};
-    if (trial != nullptr) t["parameters"] = ParametersJson(trial->trial);
-    while (row != rows.end() && row->trial < i) ++row;
-    if (row != rows.end() && row->trial == i) {
-      t["parameters"] = json::parse(row->parameters, nullptr, false);
-      if (!row->job) {
-        t["state"] = "removed";
-      } else if (Result<json> job = store::StoredJobJson(store, *row->job, false); job.ok()) {
-        t["job"] = *row->job;
-        t["state"] = job.value()["state"];
-        t["steps"] = job.value()["step"];
-        t["reason"] = job.value()["reason"];
-        const int lead = trial != nullptr ? config::LeadRank(trial->job.cluster) : 0;
-        const std::optional<double> metric =
-            store::FinalMetric(store, *row->job, lead, sweep.metric);
-        if (metric && std::isfinite(*metric)) t["metric"] = *metric;
-      }
-    }
-    trials.push_back(std::move(t));
-  }
-  return trials;
-}
-
-// The best succeeded trial of `trials` (TrialsJson's) by the sweep's metric and goal; null
-// while none succeeded with a value.
-json BestJson(const store::SweepRecord& sweep, const json& trials) {
-  const config::SweepGoal goal =
-      sweep.goal == "min" ? config::SweepGoal::kMin : config::SweepGoal::kMax;
-  const json* best = nullptr;
-  for (const json& t : trials) {
-    if (t["state"] != "succeeded" || t["metric"].is_null()) continue;
-    if (best == nullptr ||
-        config::Better(goal, t["metric"].get<double>(), (*best)["metric"].get<double>())) {
-      best = &t;
-    }
-  }
-  if (best == nullptr) return nullptr;
-  return {{"trial", (*best)["trial"]}, {"job", (*best)["job"]}, {"metric", (*best)["metric"]}};
 }
 
 // The sweep of the request if the caller may see it; else the error reply.
@@ -112,17 +36,11 @@ asio::awaitable<json> StatusReply(ControlContext& ctx, const store::SweepRecord&
   Result<std::shared_ptr<const config::SweepLoadResult>> generated =
       co_await ctx.sweeps->Trials(sweep);
   const config::SweepLoadResult* trials_of = generated.ok() ? generated.value().get() : nullptr;
-  const std::int64_t id = sweep.id;
-  auto rows = co_await OffThread(ctx.pool, [&ctx, id] { return ctx.store.SweepTrials(id); });
-  if (!rows.ok()) co_return Error("internal", rows.status().message());
-  auto build = [&ctx, &sweep, &rows, trials_of] {
-    return TrialsJson(ctx.store, sweep, rows.value(), trials_of);
-  };
-  json trials = co_await OffThread(ctx.pool, build);
+  Result<json> status = co_await OffThread(
+      ctx.pool, [&ctx, &sweep, trials_of] { return SweepStatusJson(ctx.store, sweep, trials_of); });
+  if (!status.ok()) co_return Error("internal", status.status().message());
   json reply = Ok();
-  reply["sweep"] = SweepJson(sweep);
-  reply["best"] = BestJson(sweep, trials);
-  reply["trials"] = std::move(trials);
+  reply.update(status.value());
   co_return reply;
 }
 

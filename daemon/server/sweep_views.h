@@ -1,0 +1,32 @@
+// What the daemon shows of sweeps, read from the store: the SWEEP object and the sweep_status
+// reply of control_protocol.md ("Sweeps"). The control socket's sweep requests
+// (sweep_requests.cc) and the dashboard's sweep page (dashboard_views.h) both build them here.
+//
+//   auto generated = co_await sweeps.Trials(record);             // on the io_context's thread
+//   Result<nlohmann::json> reply = SweepStatusJson(store, record, generated.ok() ? ... : nullptr);
+//
+// SweepStatusJson reads the store (it blocks on SQLite): call it off an event loop.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include "config/sweep_file.h"
+#include "core/status.h"
+#include "daemon/store/store.h"
+
+namespace dtrain::server {
+
+nlohmann::json SweepJson(const store::SweepRecord& sweep);
+
+// The lead process (config::LeadRank) of trial `trial`'s job: the one whose metrics rank it; 0
+// when `generated` (the trials as the sweep file draws them) is null or lacks the trial.
+int TrialLeadRank(const config::SweepLoadResult* generated, std::int64_t trial);
+
+// {"sweep": SWEEP, "trials": [TRIAL...] (every trial, by index), "best": BEST or null}.
+// `generated`: the sweep's trials as its file draws them (SweepDriver::Trials), or null when it
+// no longer loads (the trials' values then come from their rows alone).
+Result<nlohmann::json> SweepStatusJson(store::Store& store, const store::SweepRecord& sweep,
+                                       const config::SweepLoadResult* generated);
+
+}  // namespace dtrain::server
