@@ -302,19 +302,19 @@ class Daemon {
   std::unique_ptr<WebServer> MakeWebServer() {
     const config::DaemonConfig& c = options_.config;
     if (c.http.empty()) return nullptr;
-    return std::make_unique<WebServer>(
-        io_, pool_, *store_, jobs_,
-        WebOptions{.address = c.http,
-                   .token = http_token_ ? &*http_token_ : nullptr,
-                   .store_path = c.state_dir + "/dtrain.db",
-                   .version = DTRAIND_VERSION,
-                   .peers = static_cast<int>(c.peers.size()),
-                   .membership = &membership_,
-                   .node_name = NodeName(c),
-                   .listen = c.listen,
-                   .socket_path = c.socket,
-                   .connections = caps_.http,
-                   .streams = caps_.streams});
+    return std::make_unique<WebServer>(io_, pool_, *store_, jobs_,
+                                       WebOptions{.address = c.http,
+                                                  .token = http_token_ ? &*http_token_ : nullptr,
+                                                  .store_path = c.state_dir + "/dtrain.db",
+                                                  .version = DTRAIND_VERSION,
+                                                  .peers = static_cast<int>(c.peers.size()),
+                                                  .membership = &membership_,
+                                                  .node_name = NodeName(c),
+                                                  .listen = c.listen,
+                                                  .socket_path = c.socket,
+                                                  .sweeps = &sweeps_,
+                                                  .connections = caps_.http,
+                                                  .streams = caps_.streams});
   }
 
   const DaemonOptions& options_;

@@ -1,12 +1,13 @@
 #include "daemon/server/dashboard_stream.h"
 
+#include <algorithm>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
-#include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "daemon/server/dashboard_views.h"
 #include "daemon/server/nodes_view.h"
 #include "daemon/server/prometheus_text.h"
+#include "daemon/server/sweep_views.h"
 #include "daemon/store/job_views.h"
 
 namespace dtrain::server {
@@ -209,31 +211,129 @@ asio::awaitable<void> StreamNodes(asio::ip::tcp::socket& socket, DashboardContex
   });
 }
 
+// The sweep's trials as its file draws them, or null when it no longer loads (or no driver).
+asio::awaitable<std::shared_ptr<const config::SweepLoadResult>> Generated(
+    DashboardContext& context, const store::SweepRecord& sweep) {
+  if (context.sweeps == nullptr) co_return nullptr;
+  Result<std::shared_ptr<const config::SweepLoadResult>> generated =
+      co_await context.sweeps->Trials(sweep);
+  co_return generated.ok() ? generated.value() : nullptr;
+}
+
+// A SWEEP object as a listener without a token shows it: without its file's path.
+void HideSource(const DashboardContext& context, json& sweep) {
+  if (!context.show_logs) sweep["source"] = nullptr;
+}
+
+asio::awaitable<void> StreamSweeps(asio::ip::tcp::socket& socket, DashboardContext& context) {
+  std::string last;
+  std::map<std::int64_t, std::pair<double, json>> ended;  // id -> (updated, row) of ended sweeps
+  co_await Pump(socket, context, kListTick, [&]() -> asio::awaitable<std::optional<std::string>> {
+    auto all =
+        co_await OffThread(context.pool, [store = &context.store] { return store->ListSweeps(); });
+    if (!all.ok()) co_return Event("error", {{"reason", all.status().message()}});
+    std::map<std::int64_t, std::pair<double, json>> kept;
+    json rows = json::array();
+    for (auto s = all.value().rbegin(); s != all.value().rend() && rows.size() < kMaxSweepsListed;
+         ++s) {
+      const bool over = s->state != store::SweepState::kRunning;
+      if (const auto cached = ended.find(s->id);
+          over && cached != ended.end() && cached->second.first == s->updated) {
+        rows.push_back(cached->second.second);
+        kept.insert(*cached);
+        continue;
+      }
+      const std::shared_ptr<const config::SweepLoadResult> generated =
+          co_await Generated(context, *s);
+      Result<json> status = co_await OffThread(
+          context.pool, [store = &context.store, sweep = &*s, trials = generated.get()] {
+            return SweepStatusJson(*store, *sweep, trials);
+          });
+      if (!status.ok()) co_return Event("error", {{"reason", status.status().message()}});
+      json row = SweepListRow(status.value());
+      HideSource(context, row);
+      if (over) kept[s->id] = {s->updated, row};
+      rows.push_back(std::move(row));
+    }
+    ended = std::move(kept);
+    std::string text = Event("sweeps", rows);
+    if (text == last) co_return std::string();
+    last = text;
+    co_return text;
+  });
+}
+
+asio::awaitable<void> StreamSweep(asio::ip::tcp::socket& socket, DashboardContext& context,
+                                  std::int64_t id) {
+  std::string last;
+  EndedSeries ended;  // read by the pool's thread only while this coroutine waits for it
+  co_await Pump(socket, context, kListTick, [&]() -> asio::awaitable<std::optional<std::string>> {
+    auto sweep = co_await OffThread(context.pool,
+                                    [store = &context.store, id] { return store->GetSweep(id); });
+    if (!sweep.ok()) co_return Event("error", {{"reason", sweep.status().message()}});
+    const std::shared_ptr<const config::SweepLoadResult> generated =
+        co_await Generated(context, sweep.value());
+    Result<json> page = co_await OffThread(
+        context.pool, [store = &context.store, record = &sweep.value(), trials = generated.get(),
+                       cache = &ended] { return DashboardSweep(*store, *record, trials, *cache); });
+    if (!page.ok()) co_return Event("error", {{"reason", page.status().message()}});
+    HideSource(context, page.value()["sweep"]);
+    if (!context.show_logs) page.value()["board"]["sweep"] = nullptr;
+    std::string text = Event("sweep", page.value());
+    if (text == last) co_return std::string();
+    last = text;
+    co_return text;
+  });
+}
+
+// A number of at most 18 digits, as an id.
+std::optional<std::int64_t> IdOf(const std::optional<std::string>& text) {
+  if (!text || text->empty() || text->size() >= 19 ||
+      text->find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoll(*text);
+}
+
+asio::awaitable<void> Refuse(asio::ip::tcp::socket& socket, int status, std::string body) {
+  HttpResponse refused;
+  refused.status = status;
+  refused.body = std::move(body);
+  const std::string text = FormatResponse(refused, false);  // named: GCC 12, see async.h
+  co_await Send(socket, text);
+}
+
 }  // namespace
 
 asio::awaitable<void> StreamDashboard(asio::ip::tcp::socket& socket, const HttpRequest& request,
                                       DashboardContext& context) {
   const std::optional<std::string> job = QueryValue(request.query, "job");
   const std::optional<std::string> state = QueryValue(request.query, "state");
+  const std::optional<std::string> sweep = QueryValue(request.query, "sweep");
   const bool nodes = QueryValue(request.query, "nodes").has_value();
-  std::optional<std::int64_t> id;
-  if (job && !job->empty() && job->size() < 19 &&
-      job->find_first_not_of("0123456789") == std::string::npos) {
-    id = std::stoll(*job);
-  }
+  const bool sweeps = QueryValue(request.query, "sweeps").has_value();
+  const std::optional<std::int64_t> id = IdOf(job);
+  const std::optional<std::int64_t> sweep_id = IdOf(sweep);
   std::optional<store::JobState> filter;
   if (state && !state->empty()) {
     Result<store::JobState> parsed = store::ParseJobState(*state);
     if (parsed.ok()) filter = parsed.value();
   }
-  const bool known = id || nodes || (job == std::nullopt && (!state || state->empty() || filter));
+  const bool known =
+      id || nodes || sweeps || sweep_id || (!job && !sweep && (!state || state->empty() || filter));
   if (!known) {
-    HttpResponse refused;
-    refused.status = 400;
-    refused.body = "/api/stream takes job=ID, state=STATE (or none) or nodes=1\n";
-    const std::string text = FormatResponse(refused, false);  // named: GCC 12, see async.h
-    co_await Send(socket, text);
+    co_await Refuse(socket, 400,
+                    "/api/stream takes job=ID, state=STATE (or none), nodes=1, sweeps=1 or "
+                    "sweep=ID\n");
     co_return;
+  }
+  if (sweep_id) {
+    auto found = co_await OffThread(
+        context.pool, [store = &context.store, n = *sweep_id] { return store->GetSweep(n); });
+    if (!found.ok()) {
+      co_await Refuse(socket, 404, "no sweep " + std::to_string(*sweep_id) + "\n");
+      co_return;
+    }
   }
   const std::string head =
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
@@ -243,6 +343,10 @@ asio::awaitable<void> StreamDashboard(asio::ip::tcp::socket& socket, const HttpR
     co_await StreamJob(socket, context, *id);
   } else if (nodes) {
     co_await StreamNodes(socket, context);
+  } else if (sweeps) {
+    co_await StreamSweeps(socket, context);
+  } else if (sweep_id) {
+    co_await StreamSweep(socket, context, *sweep_id);
   } else {
     co_await StreamJobs(socket, context, filter);
   }

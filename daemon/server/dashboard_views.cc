@@ -3,10 +3,13 @@
 #include <pwd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "daemon/server/sweep_views.h"
 #include "daemon/store/job_views.h"
+#include "daemon/store/sweep_board.h"
 
 namespace dtrain::server {
 namespace {
@@ -39,6 +42,46 @@ Result<double> FurthestEpoch(store::Store& store, std::int64_t id) {
   double epoch = 0.0;
   for (const store::MetricRow& m : latest.value()) epoch = std::max(epoch, m.epoch);
   return epoch;
+}
+
+// Rows of one worker, at most kMaxSeriesPoints of them: evenly spread by index, the first and
+// the last kept, as [[step, value]...]; non-finite values left out.
+json Downsampled(const std::vector<store::MetricRow>& rows, int worker) {
+  std::vector<const store::MetricRow*> kept;
+  for (const store::MetricRow& m : rows) {
+    if (m.worker == worker && std::isfinite(m.value)) kept.push_back(&m);
+  }
+  json points = json::array();
+  const std::size_t n = kept.size();
+  const std::size_t shown = std::min(n, kMaxSeriesPoints);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const std::size_t at = shown == 1 ? n - 1 : i * (n - 1) / (shown - 1);
+    points.push_back({kept[at]->step, kept[at]->value});
+  }
+  return points;
+}
+
+// The trial's curve of `metric`: its lead process's rows, or its lowest rank's when the lead
+// recorded none.
+Result<json> TrialSeries(store::Store& store, std::int64_t job, int lead,
+                         const std::string& metric) {
+  Result<std::vector<store::MetricRow>> rows = store.Metrics(job, metric);
+  if (!rows.ok()) return rows.status();
+  std::vector<store::MetricRow> named;  // the name filter matches by substring
+  bool lead_recorded = false;
+  int lowest = lead;
+  for (store::MetricRow& m : rows.value()) {
+    if (m.name != metric) continue;
+    lead_recorded = lead_recorded || m.worker == lead;
+    lowest = named.empty() ? m.worker : std::min(lowest, m.worker);
+    named.push_back(std::move(m));
+  }
+  const int worker = lead_recorded ? lead : lowest;
+  return Downsampled(named, worker);
+}
+
+bool Ended(const json& state) {
+  return state == "succeeded" || state == "failed" || state == "cancelled" || state == "removed";
 }
 
 }  // namespace
@@ -97,6 +140,52 @@ Result<json> DashboardJob(store::Store& store, std::int64_t id, bool with_settin
     job.value()["settings"] = record.value().spec_toml;
   }
   return job;
+}
+
+}  // namespace dtrain::server
+
+namespace dtrain::server {
+
+json SweepListRow(const json& status) {
+  const json& sweep = status["sweep"];
+  json row = sweep;
+  row.erase("max_concurrent");
+  row.erase("updated");
+  row["owner_name"] = OwnerName(sweep["owner"].get<std::int64_t>());
+  std::int64_t ended = 0;
+  for (const json& t : status["trials"]) ended += Ended(t["state"]) ? 1 : 0;
+  row["ended"] = ended;
+  row["best"] = status["best"].is_null() ? json(nullptr) : status["best"]["metric"];
+  return row;
+}
+
+Result<json> DashboardSweep(store::Store& store, const store::SweepRecord& sweep,
+                            const config::SweepLoadResult* generated, EndedSeries& ended) {
+  Result<json> status = SweepStatusJson(store, sweep, generated);
+  if (!status.ok()) return status.status();
+  EndedSeries kept;  // only the trials of the sweep, as ended now
+  json series = json::array();
+  for (const json& t : status.value()["trials"]) {
+    if (t["job"].is_null()) continue;
+    const std::int64_t job = t["job"].get<std::int64_t>();
+    const std::int64_t steps = t["steps"].get<std::int64_t>();
+    json points;
+    if (const auto cached = ended.points.find(job);
+        Ended(t["state"]) && cached != ended.points.end() && cached->second.first == steps) {
+      points = cached->second.second;
+    } else {
+      Result<json> read = TrialSeries(
+          store, job, TrialLeadRank(generated, t["trial"].get<std::int64_t>()), sweep.metric);
+      if (!read.ok()) return read.status();
+      points = std::move(read).value();
+    }
+    if (Ended(t["state"])) kept.points[job] = {steps, points};
+    series.push_back({{"trial", t["trial"]}, {"job", job}, {"points", std::move(points)}});
+  }
+  ended = std::move(kept);
+  return json{{"sweep", status.value()["sweep"]},
+              {"board", store::StatusBoardJson(status.value(), sweep.id)},
+              {"series", std::move(series)}};
 }
 
 }  // namespace dtrain::server

@@ -32,6 +32,7 @@
 #include "daemon/server/job_manager.h"
 #include "daemon/server/listener_caps.h"
 #include "daemon/server/membership.h"
+#include "daemon/server/sweep_driver.h"
 #include "daemon/store/store.h"
 
 namespace dtrain::server {
@@ -47,6 +48,7 @@ struct WebOptions {
   std::string listen;                      // [cluster] listen, likewise
   std::string socket_path;                 // the control socket, whose users alone may read a
                                            // dashboard without a token
+  SweepDriver* sweeps = nullptr;           // the daemon's sweeps, for the sweep pages
   ConnectionCaps connections = kDefaultListenerCaps.http;
   ConnectionCaps streams = kDefaultListenerCaps.streams;
 };

@@ -1,7 +1,8 @@
 // dtraind's HTTP listener ([daemon] http): /metrics in Prometheus's text format, checked by
 // `promtool check metrics` (Debian's prometheus package) and against `dtrain status --json` of a
-// running job; the bearer token a listener with http_token_file demands; and the request heads
-// the listener accepts or refuses.
+// running job; the bearer token a listener with http_token_file demands; the request heads
+// the listener accepts or refuses; and the sweep pages' streams: a sweep submitted through the
+// daemon listed, its leaderboard that of `dtrain sweep status --json`, each trial's curve capped.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <filesystem>
@@ -21,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/process.h"
 #include "common/temp_dir.h"
 #include "daemon/server/dashboard_views.h"
 #include "daemon/server/http_message.h"
@@ -350,6 +353,148 @@ BOOST_AUTO_TEST_CASE(the_jobs_list_reuses_an_ended_jobs_row_until_it_changes) {
   BOOST_TEST(jobs[0]["state"] == "queued");
   BOOST_TEST(jobs[0]["reason"] == "resumed by the user");
   BOOST_TEST(ended.rows.empty());  // a queued job is not cached
+}
+
+// A tiny grid sweep (2 by 2, two at a time) through the daemon: the sweeps page lists it, and
+// once it has ended its page's leaderboard is, row for row, what `dtrain sweep status --json`
+// prints, with every trial's curve of the metric. A listener with a token asks for it on every
+// stream; an id that is no sweep is 404, one that is no number 400, and the daemon goes on.
+BOOST_AUTO_TEST_CASE(a_sweeps_page_shows_the_leaderboard_of_sweep_status_and_every_curve) {
+  TempDir config_dir;
+  const std::string secret = std::string(48, 'd');
+  const std::string token = TokenFile(config_dir, secret);
+  const std::uint16_t port = FreePort();
+  DaemonFixture d({"--config", HttpConfig(config_dir, port, token)});
+  const std::string cookie = "Cookie: dtrain_token=" + secret + "\r\n";
+  const std::string sweep_file = config_dir.Write("swept.toml", R"(name = "swept"
+[data]
+format = "synthetic"
+rows = 400
+test_rows = 100
+features = 4
+classes = 2
+[model]
+type = "softmax"
+[train]
+steps = 12
+epochs = 0
+batch_size = 16
+threads = 1
+log_every = 1
+eval_every = 3
+[sweep]
+method = "grid"
+metric = "eval_accuracy"
+max_concurrent = 2
+[sweep.parameters]
+"optimizer.lr" = { values = [0.05, 0.2] }
+"train.batch_size" = { values = [8, 16] }
+)");
+  auto dtrain = [&d](std::vector<std::string> args) {
+    args.insert(args.begin(), {EnvPath("DTRAIN_BIN"), "--socket", d.socket()});
+    const ProcessResult done = RunProcess(args, d.dir().Path(""));
+    BOOST_REQUIRE_MESSAGE(done.exit_code == 0, done.err);
+    return json::parse(done.out);
+  };
+  const std::int64_t id =
+      dtrain({"sweep", "submit", sweep_file, "--json"})["id"].get<std::int64_t>();
+
+  EventStream list(port, "/api/stream?sweeps=1", cookie);
+  std::optional<EventStream::Event> listed = list.Next(std::chrono::seconds(10));
+  BOOST_REQUIRE_MESSAGE(listed && listed->name == "sweeps", list.head());
+  BOOST_REQUIRE(listed->data.size() == 1u);
+  const json& row = listed->data[0];
+  BOOST_TEST(row["id"] == id);
+  BOOST_TEST(row["name"] == "swept");
+  BOOST_TEST(row["method"] == "grid");
+  BOOST_TEST(row["metric"] == "eval_accuracy");
+  BOOST_TEST(row["goal"] == "max");
+  BOOST_TEST(row["trials"] == 4);
+  BOOST_TEST(row["source"] == sweep_file);  // a listener with a token shows the file's path
+
+  json status;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    status = d.Request({{"type", "sweep_status"}, {"id", id}});
+  } while (status["sweep"]["state"] == "running" && std::chrono::steady_clock::now() < deadline);
+  BOOST_REQUIRE_MESSAGE(status["sweep"]["state"] == "succeeded", status.dump());
+
+  EventStream page(port, "/api/stream?sweep=" + std::to_string(id), cookie);
+  std::optional<EventStream::Event> shown = page.Next(std::chrono::seconds(10));
+  BOOST_REQUIRE_MESSAGE(shown && shown->name == "sweep", page.head());
+  const json board = dtrain({"sweep", "status", std::to_string(id), "--json"});
+  BOOST_TEST(shown->data["board"] == board, shown->data["board"].dump() << "\n" << board.dump());
+  BOOST_TEST(shown->data["sweep"]["state"] == "succeeded");
+  BOOST_REQUIRE(board["trials"].size() == 4u);
+  const json& series = shown->data["series"];
+  BOOST_REQUIRE(series.size() == 4u);
+  for (const json& trial : board["trials"]) {
+    const auto curve = std::find_if(series.begin(), series.end(), [&trial](const json& c) {
+      return c["trial"] == trial["trial"];
+    });
+    BOOST_REQUIRE(curve != series.end());
+    BOOST_TEST((*curve)["job"] == trial["job"]);
+    // Evaluated at steps 3, 6, 9 and 12: the last point is the metric the board ranks by.
+    BOOST_REQUIRE_MESSAGE((*curve)["points"].size() >= 4u, curve->dump());
+    BOOST_TEST((*curve)["points"].back()[0] == 12);
+    BOOST_TEST((*curve)["points"].back()[1] == trial["metric"]);
+  }
+
+  // The list shows it ended, its best value the board's first row's.
+  listed = list.Next(std::chrono::seconds(10));
+  while (listed && listed->data[0]["ended"] != 4) listed = list.Next(std::chrono::seconds(10));
+  BOOST_REQUIRE(listed.has_value());
+  BOOST_TEST(listed->data[0]["best"] == board["trials"][0]["metric"]);
+  BOOST_TEST(listed->data[0]["state"] == "succeeded");
+
+  BOOST_TEST(StatusCode(Get(port, "/api/stream?sweep=" + std::to_string(id))) == 401);
+  BOOST_TEST(StatusCode(Get(port, "/api/stream?sweep=" + std::to_string(id + 1000), cookie)) ==
+             404);
+  BOOST_TEST(StatusCode(Get(port, "/api/stream?sweep=abc", cookie)) == 400);
+  BOOST_TEST(StatusCode(Get(port, "/api/stream?sweep=99999999999999999999", cookie)) == 400);
+  BOOST_TEST(d.Request({{"type", "version"}})["ok"] == true);
+}
+
+// A sweep page draws at most kMaxSeriesPoints of a trial's curve, spread over its rows from the
+// first to the last; a non-finite value is left out.
+BOOST_AUTO_TEST_CASE(a_sweep_pages_curves_are_capped_from_first_to_last_point) {
+  TempDir dir;
+  auto opened = store::Store::Open(dir.Path("s.db"));
+  BOOST_REQUIRE(opened.ok());
+  store::Store& s = *opened.value();
+  store::SweepRecord sweep;
+  sweep.name = "long";
+  sweep.method = "grid";
+  sweep.metric = "train_loss";
+  sweep.goal = "min";
+  sweep.trials = 1;
+  sweep.id = s.CreateSweep(sweep).value();
+  store::JobRecord record;
+  record.name = "long";
+  record.spec_toml = "name = \"long\"\n";
+  const std::int64_t job = s.CreateTrialJob({sweep.id, 0, std::nullopt, "[]"}, record).value();
+  constexpr int kRows = 1000;
+  std::vector<train::MetricPoint> points;
+  for (int step = 1; step <= kRows; ++step) {
+    points.push_back({step, 0.0, "train_loss", step == 500 ? std::nan("") : 1.0 / step});
+    points.push_back({step, 0.0, "train_loss_other", 7.0});
+  }
+  s.AppendMetrics(job, 0, points);
+  BOOST_REQUIRE(s.Flush().ok());
+  server::EndedSeries ended;
+  const json page = server::DashboardSweep(s, s.GetSweep(sweep.id).value(), nullptr, ended).value();
+  BOOST_REQUIRE(page["series"].size() == 1u);
+  const json& curve = page["series"][0]["points"];
+  BOOST_TEST(curve.size() == server::kMaxSeriesPoints);
+  BOOST_TEST(curve.front()[0] == 1);
+  BOOST_TEST(curve.back()[0] == kRows);
+  BOOST_TEST(curve.back()[1].get<double>() == 1.0 / kRows);
+  for (std::size_t i = 1; i < curve.size(); ++i) {
+    BOOST_TEST(curve[i][0].get<std::int64_t>() > curve[i - 1][0].get<std::int64_t>());
+    BOOST_TEST(curve[i][0] != 500);
+  }
+  BOOST_TEST(page["board"]["trials"][0]["trial"] == 0);
 }
 
 BOOST_AUTO_TEST_CASE(request_heads_parse_or_are_refused) {
