@@ -1,7 +1,7 @@
-// dtraind's dashboard: the jobs, one job, the nodes. Routes are the URL's hash (#/, #/job/7,
-// #/nodes). Each page takes its data from one server-sent event stream (/api/stream), which the
-// daemon feeds from its store as things change: no polling. Everything the page shows of jobs
-// and logs goes in as text (textContent), never as HTML.
+// dtraind's dashboard: the jobs, one job, the sweeps, one sweep, the nodes. Routes are the URL's
+// hash (#/, #/job/7, #/sweeps, #/sweep/3, #/nodes). Each page takes its data from one server-sent
+// event stream (/api/stream), which the daemon feeds from its store as things change: no polling.
+// Everything the page shows of jobs and logs goes in as text (textContent), never as HTML.
 "use strict";
 
 const view = document.getElementById("view");
@@ -145,7 +145,10 @@ const chartPlans = [
   { title: "accuracy", names: ["train_accuracy", "eval_accuracy", "eval_auc"] },
   { title: "samples/s", names: ["samples_per_sec"] },
 ];
-const colors = ["#1660c7", "#d9480f", "#2b8a3e", "#7048e8"];
+const colors = [
+  '#1660c7', '#d9480f', '#2b8a3e', '#7048e8', '#c2255c', '#0b7285', '#e67700', '#5c940d', '#862e9c',
+  '#495057'
+];
 
 function makeChart(canvas, plan) {
   const datasets = plan.names.map((name, i) => ({
@@ -191,9 +194,17 @@ function jobPage(id) {
   const stepTimes = {};  // rank -> its latest step_seconds_p50 and _p95: {p50, p95}
   const dropped = {};    // rank -> its latest dropped_gradients (backup workers)
 
+  const sweepLink = el('p', {id: 'sweep-link'});
+  title.after(sweepLink);
   listen("/api/stream?job=" + encodeURIComponent(id), {
     job: j => {
       title.textContent = "Job " + j.id + " (" + j.name + ")";
+      // A sweep's trial is tagged "sweep-ID" (daemon/server/sweep_driver.h).
+      const sweepTag = (j.tags || []).map(t => t.match(/^sweep-(\d+)$/)).find(m => m);
+      sweepLink.replaceChildren(...(
+          sweepTag ?
+              ['a trial of ', el('a', {href: '#/sweep/' + sweepTag[1]}, 'sweep ' + sweepTag[1])] :
+              []));
       summary.replaceChildren(el("span", { class: "state state-" + j.state }, j.state),
         " at " + stepText(j) + epochText(j) + (j.restarts ? ", " + j.restarts + " restart(s)" : "") +
         ": " + j.reason);
@@ -304,6 +315,126 @@ function jobPage(id) {
   });
 }
 
+// --- sweeps -----------------------------------------------------------------------------------
+
+function sweepsPage() {
+  const body = el('div', {id: 'sweeps'});
+  view.replaceChildren(el('h1', {}, 'Sweeps'), body);
+  listen('/api/stream?sweeps=1', {
+    sweeps: sweeps => {
+      const rows = sweeps.map(
+          s =>
+              el('tr', {'data-sweep': s.id},
+                 el('td', {class: 'num'}, el('a', {href: '#/sweep/' + s.id}, s.id)),
+                 el('td', {}, s.name), stateCell(s.state), el('td', {}, s.method),
+                 el('td', {}, s.metric + ' (' + s.goal + ')'),
+                 el('td', {class: 'num'}, s.ended + '/' + s.trials),
+                 el('td', {class: 'num'}, number(s.best)), el('td', {}, s.owner_name || s.owner),
+                 el('td', {}, age(s.created)), el('td', {}, s.reason)));
+      body.replaceChildren(
+          sweeps.length ?
+              table(
+                  [
+                    'id', 'name', 'state', 'method', 'metric', {label: 'trials ended', num: true},
+                    {label: 'best', num: true}, 'owner', 'age', 'reason'
+                  ],
+                  rows) :
+              el('p', {class: 'muted'}, 'no sweeps'));
+    },
+  });
+}
+
+// A trial's values as a short label: "optimizer.lr=0.1, train.batch_size=16".
+function trialValues(parameters) {
+  return Object.entries(parameters || {}).map(([k, v]) => k + '=' + JSON.stringify(v)).join(', ');
+}
+
+// One sweep: its leaderboard (the rows `dtrain sweep status --json` prints, best first) and one
+// chart of every trial's curve of the sweep's metric, the best trial's drawn thick.
+function sweepPage(id) {
+  const title = el('h1', {}, 'Sweep ' + id);
+  const summary = el('p', {id: 'sweep-summary'});
+  const canvas = el('canvas', {'data-chart': 'sweep', 'data-points': '0', 'data-series': '0'});
+  const board = el('div', {id: 'leaderboard'});
+  view.replaceChildren(
+      title, summary, el('div', {class: 'chart wide'}, canvas), el('h2', {}, 'Leaderboard'), board);
+  const chart = new Chart(canvas, {
+    type: 'scatter',
+    data: {datasets: []},
+    options: {
+      animation: false,
+      maintainAspectRatio: false,
+      parsing: false,
+      plugins: {
+        title: {display: true, text: ''},
+        legend: {position: 'bottom'},
+        tooltip: {
+          callbacks:
+              {label: c => c.dataset.label + ': ' + number(c.parsed.y) + ' at step ' + c.parsed.x}
+        },
+      },
+      scales: {x: {title: {display: true, text: 'step'}}},
+    },
+  });
+  charts = [chart];
+  listen('/api/stream?sweep=' + encodeURIComponent(id), {
+    sweep: page => {
+      const s = page.sweep, b = page.board;
+      title.textContent = 'Sweep ' + s.id + ' (' + s.name + ')';
+      const ended =
+          b.trials.filter(t => ['succeeded', 'failed', 'cancelled', 'removed'].includes(t.state))
+              .length;
+      summary.replaceChildren(
+          el('span', {class: 'state state-' + s.state}, s.state),
+          ': ' + s.method + ' over ' + b.trials.length + ' trials, ' + ended + ' ended, at most ' +
+              s.max_concurrent + ' at a time; ranked by ' + b.metric + ' (' + b.goal + ')' +
+              (s.reason ? ': ' + s.reason : ''));
+      const best = b.trials.length && b.trials[0].metric != null ? b.trials[0].trial : null;
+      const keys = b.trials.length ? Object.keys(b.trials[0].parameters) : [];
+      const asha = b.method === 'asha';
+      board.replaceChildren(table(
+          [
+            {label: 'rank', num: true}, {label: 'trial', num: true}, ...keys, 'state',
+            {label: 'steps', num: true}, ...(asha ? [{label: 'rung', num: true}] : []),
+            {label: b.metric, num: true}, 'reason'
+          ],
+          b.trials.map(
+              (t, i) =>
+                  el('tr', {'data-trial': t.trial, class: t.trial === best ? 'best' : ''},
+                     el('td', {class: 'num'}, t.metric != null ? i + 1 : '-'),
+                     el('td', {class: 'num'},
+                        t.job ? el('a', {href: '#/job/' + t.job}, t.trial) : t.trial),
+                     ...keys.map(k => el('td', {}, JSON.stringify(t.parameters[k]))),
+                     stateCell(t.state), el('td', {class: 'num'}, t.steps),
+                     ...(asha ? [el('td', {class: 'num'}, t.rung ?? '-')] : []),
+                     el('td', {class: 'num'}, number(t.metric)), el('td', {}, t.reason)))));
+      const values = Object.fromEntries(b.trials.map(t => [t.trial, t.parameters]));
+      chart.options.plugins.title.text = b.metric + ' of every trial';
+      chart.data.datasets = page.series.map(p => {
+        const color = colors[p.trial % colors.length];
+        const top = p.trial === best;
+        return {
+          label: 'trial ' + p.trial + (top ? ' (best)' : '') + ': ' + trialValues(values[p.trial]),
+          data: p.points.map(([x, y]) => ({x, y})),
+          borderColor: color,
+          backgroundColor: color,
+          pointRadius: 0,
+          borderWidth: top ? 4 : 1.2,
+          showLine: true,
+          order: top ? 0 : 1,
+        };
+      });
+      // Past a couple of dozen trials the legend would hide the chart: hovering names a curve.
+      chart.options.plugins.legend.display = page.series.length <= 24;
+      chart.update('none');
+      canvas.setAttribute('data-series', String(page.series.length));
+      canvas.setAttribute(
+          'data-points', String(page.series.reduce((n, p) => n + p.points.length, 0)));
+      canvas.setAttribute('data-best', best == null ? '' : String(best));
+    },
+  });
+}
+
 // --- nodes ------------------------------------------------------------------------------------
 
 function nodesPage() {
@@ -326,6 +457,9 @@ function route() {
   const hash = location.hash || "#/";
   const job = hash.match(/^#\/job\/(\d+)/);
   if (job) return jobPage(job[1]);
+  const sweep = hash.match(/^#\/sweep\/(\d+)/);
+  if (sweep) return sweepPage(sweep[1]);
+  if (hash.startsWith('#/sweeps')) return sweepsPage();
   if (hash.startsWith("#/nodes")) return nodesPage();
   const state = hash.match(/state=([a-z]+)/);
   return jobsPage(state ? state[1] : "");

@@ -12,9 +12,13 @@ file), times as YYYY-MM-DD HH:MM:SS, and log lines the worker prints arriving (e
 long after the daemon stored it; the figure is printed, not asserted). Then the jobs page lists
 the job with its progress, the nodes page this daemon, and once cancelled the job's page its
 final metrics. The job compresses its gradients, so its workers' table shows their ratio.
+A small grid sweep (4 tiny trials, 2 at a time): its page's leaderboard and its chart of every
+trial's curve grow while the trials run, and it ends with every trial listed; the sweeps page
+lists it, and a trial's job page links back to it.
 
     DTRAIND_BIN=build/daemon/dtraind DTRAIN_BIN=build/cmd/dtrain tests/web/dashboard_browser_test.py
-    ... --screenshots docs/   # also writes dashboard-jobs.png and dashboard-job.png there
+    ... --screenshots docs/   # also writes dashboard-jobs.png, dashboard-job.png and
+                              # dashboard-sweep.png there
 
 Exit status 0 when every check holds; ctest runs it (tests/CMakeLists.txt).
 """
@@ -276,6 +280,56 @@ def main():
         assert drops > 0, drops
         print("job page: the workers' dropped gradients add up to %d" % drops)
         dtrain(env, sock, "cancel", str(backup_id))
+
+        # Tiny trials of a few seconds each (a step takes microseconds), 30 evaluations each.
+        sweep_file = os.path.join(work, "swept.toml")
+        with open(sweep_file, "w") as f:
+            f.write('name = "swept"\n[data]\nformat = "synthetic"\nrows = 400\ntest_rows = 100\n'
+                    'features = 4\nclasses = 2\n[model]\ntype = "softmax"\n'
+                    "[train]\nsteps = 600000\nepochs = 0\nbatch_size = 16\nthreads = 1\n"
+                    "log_every = 20000\neval_every = 20000\n"
+                    '[sweep]\nmethod = "grid"\nmetric = "eval_loss"\nmax_concurrent = 2\n'
+                    '[sweep.parameters]\n"optimizer.lr" = { values = [0.05, 0.2] }\n'
+                    '"train.batch_size" = { values = [8, 16] }\n')
+        sweep_id = json.loads(dtrain(env, sock, "sweep", "submit", sweep_file, "--json"))["id"]
+        browser.evaluate("location.hash = '#/sweep/%d'" % sweep_id)
+        curve = "(() => { const c = document.querySelector('canvas[data-chart=\"sweep\"]');" \
+                " return c ? [Number(c.dataset.series), Number(c.dataset.points)] : [0, 0]; })()"
+        first = browser.wait_for("(%s)[1]" % curve, 30, "a trial's curve on the sweep's chart")
+        first = browser.evaluate(curve)
+        grown = browser.wait_for(
+            "(() => { const [s, p] = %s; return s > %d || p > %d ? [s, p] : null; })()"
+            % (curve, first[0], first[1]), 30, "the sweep's chart gaining series or points")
+        done = browser.wait_for(
+            "(() => { const rows = [...document.querySelectorAll('#leaderboard tr[data-trial]')];"
+            " return rows.length === 4 && rows.every(r => r.textContent.includes('succeeded'))"
+            " && document.querySelector('#sweep-summary .state-succeeded') ? rows.length : 0; })()",
+            60, "every trial succeeded on the leaderboard")
+        series = browser.evaluate(curve)
+        assert series[0] == 4, series
+        board = json.loads(dtrain(env, sock, "sweep", "status", str(sweep_id), "--json"))
+        shown = browser.evaluate("[...document.querySelectorAll('#leaderboard tr[data-trial]')]"
+                                 ".map(r => Number(r.dataset.trial))")
+        assert shown == [t["trial"] for t in board["trials"]], (shown, board["trials"])
+        best = browser.evaluate("document.querySelector('#leaderboard tr.best').dataset.trial")
+        assert int(best) == board["best"]["trial"], (best, board["best"])
+        print("sweep page: the chart went from %d series (%d points) to %d (%d), then %d trials "
+              "ranked as dtrain sweep status ranks them, best trial %s"
+              % (first[0], first[1], grown[0], grown[1], done, best))
+        if screenshots:
+            browser.screenshot(os.path.join(screenshots, "dashboard-sweep.png"))
+        best_job = board["trials"][0]["job"]
+        browser.evaluate("document.querySelector('#leaderboard tr.best a').click()")
+        browser.wait_for("location.hash === '#/job/%d' && document.querySelector("
+                         "'#sweep-link a[href=\"#/sweep/%d\"]') !== null" % (best_job, sweep_id),
+                         10, "the trial's job page linking back to its sweep")
+        browser.evaluate("location.hash = '#/sweeps'")
+        row = browser.wait_for(
+            "(() => { const r = document.querySelector('tr[data-sweep=\"%d\"]');"
+            " return r ? [...r.cells].map(c => c.textContent).join(' | ') : ''; })()" % sweep_id,
+            10, "the sweep in the sweeps list")
+        assert "swept" in row and "4/4" in row and "succeeded" in row, row
+        print("sweeps page: " + row)
     finally:
         if browser:
             browser.close()
