@@ -29,9 +29,7 @@ std::string MetricText(const std::optional<double>& metric) {
 std::vector<TrialOutcome> Ranked(std::vector<TrialOutcome> outcomes, config::SweepGoal goal) {
   std::stable_sort(outcomes.begin(), outcomes.end(),
                    [goal](const TrialOutcome& a, const TrialOutcome& b) {
-                     if (a.metric.has_value() != b.metric.has_value()) return a.metric.has_value();
-                     if (!a.metric) return false;
-                     return config::Better(goal, *a.metric, *b.metric);
+                     return config::RanksBefore(goal, {a.rung, a.metric}, {b.rung, b.metric});
                    });
   return outcomes;
 }

@@ -31,8 +31,8 @@ struct TrialOutcome {
   int rung = -1;                 // ASHA: the highest rung the trial completed (from 0); else -1
 };
 
-// Trials with a metric first, best first by `goal` (a NaN last among them); then those without;
-// equal ones in trial order.
+// The trials in config::RanksBefore's order (with a metric first; ASHA: the highest rung first;
+// then best first by `goal`); equal ones in trial order.
 std::vector<TrialOutcome> Ranked(std::vector<TrialOutcome> outcomes, config::SweepGoal goal);
 
 // {"sweep", "method", "metric", "goal", "db", "best": {"trial", "job"} or null, "trials": [{
