@@ -97,10 +97,11 @@ TrialOutcome OutcomeOf(const json& t) {
   outcome.steps = t["steps"].get<std::int64_t>();
   if (!t["metric"].is_null()) outcome.metric = t["metric"].get<double>();
   outcome.reason = t["reason"].get<std::string>();
+  if (t.contains("rung") && !t["rung"].is_null()) outcome.rung = t["rung"].get<int>();
   return outcome;
 }
 
-// The sweep as the board shows it: its method, metric, goal and parameters' keys.
+// The sweep as the board shows it: its method, metric, goal, ASHA's rungs and parameters' keys.
 config::SweepSpec SpecOf(const json& sweep, const std::vector<TrialOutcome>& outcomes) {
   config::SweepSpec spec;
   spec.path = sweep["source"].get<std::string>();
@@ -110,6 +111,11 @@ config::SweepSpec SpecOf(const json& sweep, const std::vector<TrialOutcome>& out
                                    : config::SweepMethod::kRandom;
   spec.metric = sweep["metric"].get<std::string>();
   spec.goal = sweep["goal"] == "min" ? config::SweepGoal::kMin : config::SweepGoal::kMax;
+  if (sweep.contains("asha")) {
+    spec.asha = {sweep["asha"]["min_steps"].get<std::int64_t>(),
+                 sweep["asha"]["max_steps"].get<std::int64_t>(),
+                 sweep["asha"]["reduction_factor"].get<std::int64_t>()};
+  }
   if (!outcomes.empty()) {
     for (const config::TrialParameter& p : outcomes.front().trial.parameters) {
       config::SweepParameter parameter;

@@ -7,12 +7,11 @@
 #include <utility>
 #include <vector>
 
-#include "config/job_layout.h"
 #include "daemon/server/async.h"
 #include "daemon/server/control_request.h"
 #include "daemon/server/request_handlers.h"
 #include "daemon/server/sweep_driver.h"
-#include "daemon/store/job_views.h"
+#include "daemon/server/sweep_standing.h"
 
 namespace dtrain::server {
 namespace {
@@ -42,36 +41,29 @@ json SweepJson(const store::SweepRecord& s) {
 // What a trial's row holds of its values, as the TRIAL's "parameters".
 json ParametersJson(const config::Trial& trial) { return json::parse(TrialParametersJson(trial)); }
 
-// The TRIAL objects of every trial of the sweep, by index (plain function: it reads the store).
-// `generated`: the trials as the sweep file draws them (their values and lead ranks), when it
-// still loads.
-json TrialsJson(store::Store& store, const store::SweepRecord& sweep,
-                const std::vector<store::SweepTrialRecord>& rows,
+// The TRIAL objects of every trial of the sweep, by index, from the standings of those with a
+// row. `generated`: the trials as the sweep file draws them (their values), when it still loads.
+json TrialsJson(const store::SweepRecord& sweep, const std::vector<TrialStanding>& standings,
                 const config::SweepLoadResult* generated) {
+  const bool asha = generated != nullptr && generated->sweep->method == config::SweepMethod::kAsha;
   json trials = json::array();
-  auto row = rows.begin();
+  auto standing = standings.begin();
   for (std::int64_t i = 0; i < sweep.trials; ++i) {
-    const config::ResolvedTrial* trial =
-        generated != nullptr && i < static_cast<std::int64_t>(generated->trials.size())
-            ? &generated->trials[static_cast<std::size_t>(i)]
-            : nullptr;
     json t = {{"trial", i},        {"job", nullptr}, {"state", "not started"},     {"steps", 0},
               {"metric", nullptr}, {"reason", ""},   {"parameters", json::array()}};
-    if (trial != nullptr) t["parameters"] = ParametersJson(trial->trial);
-    while (row != rows.end() && row->trial < i) ++row;
-    if (row != rows.end() && row->trial == i) {
-      t["parameters"] = json::parse(row->parameters, nullptr, false);
-      if (!row->job) {
-        t["state"] = "removed";
-      } else if (Result<json> job = store::StoredJobJson(store, *row->job, false); job.ok()) {
-        t["job"] = *row->job;
-        t["state"] = job.value()["state"];
-        t["steps"] = job.value()["step"];
-        t["reason"] = job.value()["reason"];
-        const int lead = trial != nullptr ? config::LeadRank(trial->job.cluster) : 0;
-        const std::optional<double> metric =
-            store::FinalMetric(store, *row->job, lead, sweep.metric);
-        if (metric && std::isfinite(*metric)) t["metric"] = *metric;
+    if (generated != nullptr && i < static_cast<std::int64_t>(generated->trials.size())) {
+      t["parameters"] = ParametersJson(generated->trials[static_cast<std::size_t>(i)].trial);
+    }
+    if (asha) t["rung"] = nullptr;
+    while (standing != standings.end() && standing->trial < i) ++standing;
+    if (standing != standings.end() && standing->trial == i) {
+      t["state"] = standing->state;
+      if (standing->job) {
+        t["job"] = *standing->job;
+        t["steps"] = standing->steps;
+        t["reason"] = standing->reason;
+        if (standing->metric && std::isfinite(*standing->metric)) t["metric"] = *standing->metric;
+        if (asha && standing->rung >= 0) t["rung"] = standing->rung;
       }
     }
     trials.push_back(std::move(t));
@@ -79,24 +71,28 @@ json TrialsJson(store::Store& store, const store::SweepRecord& sweep,
   return trials;
 }
 
-// The best succeeded trial of `trials` (TrialsJson's) by the sweep's metric and goal; null
-// while none succeeded with a value.
+// The trial `sweep best` names: the first of the succeeded trials with a metric in the
+// leaderboard's order (config::RanksBefore: ASHA's highest rung reached first, then the best
+// metric); null while none succeeded with a value.
 json BestJson(const store::SweepRecord& sweep, const json& trials) {
   const config::SweepGoal goal =
       sweep.goal == "min" ? config::SweepGoal::kMin : config::SweepGoal::kMax;
+  auto score = [](const json& t) {
+    return config::TrialScore{
+        t.contains("rung") && !t["rung"].is_null() ? t["rung"].get<int>() : -1,
+        t["metric"].get<double>()};
+  };
   const json* best = nullptr;
   for (const json& t : trials) {
     if (t["state"] != "succeeded" || t["metric"].is_null()) continue;
-    if (best == nullptr ||
-        config::Better(goal, t["metric"].get<double>(), (*best)["metric"].get<double>())) {
-      best = &t;
-    }
+    if (best == nullptr || config::RanksBefore(goal, score(t), score(*best))) best = &t;
   }
   if (best == nullptr) return nullptr;
   return {{"trial", (*best)["trial"]}, {"job", (*best)["job"]}, {"metric", (*best)["metric"]}};
 }
 
-// The sweep of the request if the caller may see it; else the error reply.
+// The sweep of the request if the caller may see it; else the error NoSweep replies with: one
+// answer to a sweep that does not exist and to one that is another user's.
 asio::awaitable<Result<store::SweepRecord>> VisibleSweep(ControlContext& ctx,
                                                          const ClientRequest& request) {
   const std::int64_t id = request.id;
@@ -107,7 +103,13 @@ asio::awaitable<Result<store::SweepRecord>> VisibleSweep(ControlContext& ctx,
   co_return sweep;
 }
 
-// The sweep's status reply: {"sweep": SWEEP, "trials": [TRIAL], "best": BEST or null}.
+asio::awaitable<bool> NoSweep(Socket& socket, const Status& why) {
+  const json reply = Error("not_found", why.message());
+  co_return co_await WriteJson(socket, reply);
+}
+
+// The sweep's status reply: {"sweep": SWEEP, "trials": [TRIAL], "best": BEST or null}; an ASHA
+// sweep's SWEEP has "asha": {"min_steps", "max_steps", "reduction_factor", "rungs"}.
 asio::awaitable<json> StatusReply(ControlContext& ctx, const store::SweepRecord& sweep) {
   Result<std::shared_ptr<const config::SweepLoadResult>> generated =
       co_await ctx.sweeps->Trials(sweep);
@@ -115,12 +117,21 @@ asio::awaitable<json> StatusReply(ControlContext& ctx, const store::SweepRecord&
   const std::int64_t id = sweep.id;
   auto rows = co_await OffThread(ctx.pool, [&ctx, id] { return ctx.store.SweepTrials(id); });
   if (!rows.ok()) co_return Error("internal", rows.status().message());
-  auto build = [&ctx, &sweep, &rows, trials_of] {
-    return TrialsJson(ctx.store, sweep, rows.value(), trials_of);
+  auto read = [&ctx, &sweep, &rows, trials_of] {
+    return ReadStandings(ctx.store, sweep, trials_of, rows.value());
   };
-  json trials = co_await OffThread(ctx.pool, build);
+  Result<std::vector<TrialStanding>> standings = co_await OffThread(ctx.pool, read);
+  if (!standings.ok()) co_return Error("internal", standings.status().message());
+  json trials = TrialsJson(sweep, standings.value(), trials_of);
   json reply = Ok();
   reply["sweep"] = SweepJson(sweep);
+  if (trials_of != nullptr && trials_of->sweep->method == config::SweepMethod::kAsha) {
+    const config::AshaOptions& asha = trials_of->sweep->asha;
+    reply["sweep"]["asha"] = {{"min_steps", asha.min_steps},
+                              {"max_steps", asha.max_steps},
+                              {"reduction_factor", asha.reduction_factor},
+                              {"rungs", config::AshaRungs(asha)}};
+  }
   reply["best"] = BestJson(sweep, trials);
   reply["trials"] = std::move(trials);
   co_return reply;
@@ -170,10 +181,7 @@ asio::awaitable<bool> SweepStatus(ControlContext& ctx, Socket& socket,
                                   const ClientRequest& request) {
   if (NoDriver(ctx)) co_return co_await WriteJson(socket, NoDriverReply());
   Result<store::SweepRecord> sweep = co_await VisibleSweep(ctx, request);
-  if (!sweep.ok()) {
-    const json reply_ = Error("not_found", sweep.status().message());
-    co_return co_await WriteJson(socket, reply_);
-  }
+  if (!sweep.ok()) co_return co_await NoSweep(socket, sweep.status());
   const json reply_ = co_await StatusReply(ctx, sweep.value());
   co_return co_await WriteJson(socket, reply_);
 }
@@ -181,10 +189,7 @@ asio::awaitable<bool> SweepStatus(ControlContext& ctx, Socket& socket,
 asio::awaitable<bool> BestTrial(ControlContext& ctx, Socket& socket, const ClientRequest& request) {
   if (NoDriver(ctx)) co_return co_await WriteJson(socket, NoDriverReply());
   Result<store::SweepRecord> sweep = co_await VisibleSweep(ctx, request);
-  if (!sweep.ok()) {
-    const json reply_ = Error("not_found", sweep.status().message());
-    co_return co_await WriteJson(socket, reply_);
-  }
+  if (!sweep.ok()) co_return co_await NoSweep(socket, sweep.status());
   json status = co_await StatusReply(ctx, sweep.value());
   json reply_ = Ok();
   if (status["ok"] != true) {
@@ -200,10 +205,7 @@ asio::awaitable<bool> CancelSweep(ControlContext& ctx, Socket& socket,
                                   const ClientRequest& request) {
   if (NoDriver(ctx)) co_return co_await WriteJson(socket, NoDriverReply());
   Result<store::SweepRecord> visible = co_await VisibleSweep(ctx, request);
-  if (!visible.ok()) {
-    const json reply_ = Error("not_found", visible.status().message());
-    co_return co_await WriteJson(socket, reply_);
-  }
+  if (!visible.ok()) co_return co_await NoSweep(socket, visible.status());
   const std::optional<Refusal> refused =
       co_await ctx.sweeps->Cancel(request.id, request.acting.uid);
   if (refused) {
