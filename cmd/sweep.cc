@@ -104,7 +104,8 @@ Result<std::vector<TrialOutcome>> RunEveryTrial(const SweepRunArgs& args,
 
 // A promotion: the trial's job, ended succeeded at its rung, queued again with the next rung's
 // train.steps, by the path `dtrain run --resume JOB --set train.steps=N` takes (it resumes from
-// its newest checkpoint, the one written at the rung's last step).
+// its newest checkpoint, the one written at the rung's last step): its new job file and its
+// state in one transaction, as the daemon promotes one (Store::RequeueJob).
 Result<config::JobConfig> PromoteTrial(store::Store& store, std::int64_t job_id,
                                        const config::AshaAction& promotion) {
   Result<store::JobRecord> record = store.GetJob(job_id);
@@ -113,14 +114,9 @@ Result<config::JobConfig> PromoteTrial(store::Store& store, std::int64_t job_id,
   config::LoadResult settled = config::ApplyResumeSettings(
       record.value().spec_toml, "job " + std::to_string(job_id), overrides);
   if (!settled.ok()) return Status::Error(config::FormatDiagnostic(settled.diagnostics.front()));
-  if (Status s = store.SetJobSpec(job_id, config::FormatResolvedJob(*settled.job),
-                                  config::ResumeSettingsReason(overrides));
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = store.SetJobState(job_id, store::JobState::kQueued,
-                                   "promoted by ASHA to rung " + std::to_string(promotion.rung) +
-                                       " (" + std::to_string(promotion.steps) + " steps)");
+  if (Status s = store.RequeueJob(
+          job_id, config::AshaPromotedReason(promotion.rung, promotion.steps),
+          config::FormatResolvedJob(*settled.job), config::ResumeSettingsReason(overrides));
       !s.ok()) {
     return s;
   }
@@ -174,8 +170,7 @@ Result<std::vector<TrialOutcome>> RunAsha(const SweepRunArgs& args, const config
       outcome.metric = FinalMetric(store, outcome.job, job, sweep.metric, next.steps);
       t.metrics.push_back(outcome.metric.value_or(std::numeric_limits<double>::quiet_NaN()));
       if (next.rung < last) {
-        outcome.reason = "paused by ASHA at rung " + std::to_string(next.rung) + " (" +
-                         std::to_string(next.steps) + " steps)";
+        outcome.reason = config::AshaPausedReason(next.rung, next.steps);
         if (Status s = store.NoteReason(outcome.job, outcome.reason); !s.ok()) return s;
       }
     } else {
@@ -188,10 +183,7 @@ Result<std::vector<TrialOutcome>> RunAsha(const SweepRunArgs& args, const config
   // The trials left paused below the last rung go no further.
   for (TrialOutcome& outcome : outcomes) {
     if (outcome.state != "succeeded" || outcome.rung < 0 || outcome.rung == last) continue;
-    outcome.reason = "stopped by ASHA at rung " + std::to_string(outcome.rung) + " of " +
-                     std::to_string(last) + " (" + std::to_string(outcome.steps) + " of " +
-                     std::to_string(rungs.back()) + " steps): not among the top 1/" +
-                     std::to_string(sweep.asha.reduction_factor) + " of its rung";
+    outcome.reason = config::AshaStoppedReason(sweep.asha, outcome.rung);
     if (Status s = store.NoteReason(outcome.job, outcome.reason); !s.ok()) return s;
   }
   return outcomes;

@@ -52,4 +52,30 @@ AshaAction NextAshaAction(const AshaOptions& options, SweepGoal goal, std::int64
   return {running ? AshaAction::Kind::kWait : AshaAction::Kind::kDone, -1, -1, 0};
 }
 
+std::string AshaPausedReason(int rung, std::int64_t steps) {
+  return "paused by ASHA at rung " + std::to_string(rung) + " (" + std::to_string(steps) +
+         " steps)";
+}
+
+std::string AshaPromotedReason(int rung, std::int64_t steps) {
+  return "promoted by ASHA to rung " + std::to_string(rung) + " (" + std::to_string(steps) +
+         " steps)";
+}
+
+std::string AshaStoppedReason(const AshaOptions& options, int rung) {
+  const std::vector<std::int64_t> rungs = AshaRungs(options);
+  const int last = static_cast<int>(rungs.size()) - 1;
+  return "stopped by ASHA at rung " + std::to_string(rung) + " of " + std::to_string(last) + " (" +
+         std::to_string(rungs[static_cast<std::size_t>(rung)]) + " of " +
+         std::to_string(rungs.back()) + " steps): not among the top 1/" +
+         std::to_string(options.reduction_factor) + " of its rung";
+}
+
+bool RanksBefore(SweepGoal goal, const TrialScore& a, const TrialScore& b) {
+  if (a.metric.has_value() != b.metric.has_value()) return a.metric.has_value();
+  if (!a.metric) return false;
+  if (a.rung != b.rung) return a.rung > b.rung;
+  return Better(goal, *a.metric, *b.metric);
+}
+
 }  // namespace dtrain::config

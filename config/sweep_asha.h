@@ -7,6 +7,9 @@
 //   AshaAction next = NextAshaAction(sweep.asha, sweep.goal, sweep.max_trials, trials);
 //   switch (next.kind) { case AshaAction::Kind::kPromote: resume next.trial to next.steps; ... }
 //
+// Grid and random sweeps take their decisions as the same AshaAction (kStart, kWait, kDone), so
+// that the daemon drives every method through one path (daemon/server/sweep_driver.h).
+//
 // Rules (documented in dtrain-sweep.toml(5)):
 // - Rungs: r_k = min_steps * reduction_factor^k for every such value below max_steps, then
 //   max_steps itself, the last rung (min 100, max 1000, factor 3: 100, 300, 900, 1000).
@@ -21,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -62,5 +66,25 @@ inline constexpr std::string_view kAshaKeys[] = {"train.steps", "train.epochs"};
 // What to do next, by the rules above. `trials[i]` is trial i; `max_trials` >= 1.
 AshaAction NextAshaAction(const AshaOptions& options, SweepGoal goal, std::int64_t max_trials,
                           std::span<const AshaTrial> trials);
+
+// The reasons a trial's job shows (dtrain-sweep.toml(5)), the same from `dtrain sweep run` and
+// the daemon: it ended at rung `rung` (of `steps` steps) below the last and may be promoted; it
+// was promoted to rung `rung`; the sweep ended with it still paused at rung `rung`.
+std::string AshaPausedReason(int rung, std::int64_t steps);
+std::string AshaPromotedReason(int rung, std::int64_t steps);
+std::string AshaStoppedReason(const AshaOptions& options, int rung);
+
+// A trial's place on a sweep's leaderboard: the highest ASHA rung it completed (-1: none, or not
+// an ASHA sweep) and the sweep's metric there (its last value for grid and random).
+struct TrialScore {
+  int rung = -1;
+  std::optional<double> metric;
+};
+
+// Whether a trial scored `a` ranks before one scored `b`: one with a metric before one without,
+// then the higher rung (ASHA: a metric at a higher rung was trained longer, so the best trial is
+// the best of the highest rung reached), then the better metric under `goal` (a NaN last). Not
+// strict for equals: a stable sort keeps them in trial order.
+bool RanksBefore(SweepGoal goal, const TrialScore& a, const TrialScore& b);
 
 }  // namespace dtrain::config

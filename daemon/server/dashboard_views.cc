@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/server/sweep_standing.h"
 #include "daemon/server/sweep_views.h"
 #include "daemon/store/job_views.h"
 #include "daemon/store/sweep_board.h"

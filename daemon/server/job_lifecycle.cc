@@ -50,6 +50,28 @@ asio::awaitable<std::optional<Refusal>> JobManager::Resume(std::int64_t id, uid_
                              "its job file again",
                       {}};
   }
+  co_return co_await Requeue(record, overrides, "resumed by uid " + std::to_string(caller));
+}
+
+asio::awaitable<std::optional<Refusal>> JobManager::Continue(std::int64_t id,
+                                                             std::vector<std::string> overrides,
+                                                             std::string reason) {
+  store::JobRecord record;
+  if (auto refused = co_await CheckEndedJob(id, 0, "continue", &record)) co_return refused;
+  if (record.state != JobState::kSucceeded) {
+    co_return Refusal{"conflict",
+                      "job " + std::to_string(id) + " is " +
+                          std::string(store::JobStateName(record.state)) + ", not succeeded",
+                      {}};
+  }
+  co_return co_await Requeue(record, overrides, reason);
+}
+
+asio::awaitable<std::optional<Refusal>> JobManager::Requeue(
+    const store::JobRecord& record, const std::vector<std::string>& overrides,
+    const std::string& reason) {
+  const std::int64_t id = record.id;
+  const std::string name = "job " + std::to_string(id);
   changing_.insert(id);
   struct Done {
     std::set<std::int64_t>& changing;
@@ -66,14 +88,10 @@ asio::awaitable<std::optional<Refusal>> JobManager::Resume(std::int64_t id, uid_
     co_return Refusal{"invalid_job", name + ": cannot resume it so",
                       std::move(settled.diagnostics)};
   }
-  const std::string spec = config::FormatResolvedJob(*settled.job);
-  const std::string reason = "resumed by uid " + std::to_string(caller);
+  const std::string spec = overrides.empty() ? "" : config::FormatResolvedJob(*settled.job);
   Status queued = co_await OffThread(pool_, [this, id, &overrides, &spec, &reason] {
-    if (!overrides.empty()) {
-      Status changed = store_.SetJobSpec(id, spec, config::ResumeSettingsReason(overrides));
-      if (!changed.ok()) return changed;
-    }
-    return store_.SetJobState(id, JobState::kQueued, reason);
+    return store_.RequeueJob(id, reason, spec,
+                             overrides.empty() ? "" : config::ResumeSettingsReason(overrides));
   });
   if (queued.ok()) queued = co_await Adopt(id);
   if (!queued.ok()) co_return Refusal{"internal", queued.message(), {}};

@@ -197,6 +197,12 @@ class JobManager {
   // user's jobs frees their share of [limits] log_quota_per_user.
   asio::awaitable<std::optional<Refusal>> Resume(std::int64_t id, uid_t caller,
                                                  std::vector<std::string> overrides);
+  // The daemon's own resume of a job that succeeded, to train further from its newest
+  // checkpoint with `overrides` (an ASHA promotion: a larger train.steps), queued with `reason`:
+  // as Resume, but for no caller, and refused (conflict) unless the job has ended succeeded.
+  asio::awaitable<std::optional<Refusal>> Continue(std::int64_t id,
+                                                   std::vector<std::string> overrides,
+                                                   std::string reason);
   asio::awaitable<Removed> Remove(std::int64_t id, uid_t caller);
   asio::awaitable<Removed> Prune(store::PruneFilter filter, bool dry_run);
 
@@ -291,6 +297,11 @@ class JobManager {
   asio::awaitable<std::optional<Refusal>> CheckEndedJob(std::int64_t id, uid_t caller,
                                                         const std::string& what,
                                                         store::JobRecord* record);
+  // Resume's and Continue's part once CheckEndedJob passed: the job file with `overrides` and
+  // the queued state in one store transaction (Store::RequeueJob), then the job adopted here.
+  asio::awaitable<std::optional<Refusal>> Requeue(const store::JobRecord& record,
+                                                  const std::vector<std::string>& overrides,
+                                                  const std::string& reason);
   // A line a process of job `id` printed: stored while the attempt's log quota allows.
   void OnLine(std::int64_t id, int rank, std::string_view stream, std::string_view line);
   // Records that process `rank` (pid `pid`) started, and its exit if it came first.

@@ -33,17 +33,6 @@ std::string TrialName(const config::ResolvedTrial& t) {
 
 }  // namespace
 
-std::optional<std::int64_t> NextTrial(const store::SweepRecord& sweep,
-                                      const std::vector<store::SweepTrialRecord>& rows) {
-  std::int64_t next = 0;  // rows are by trial index
-  for (const store::SweepTrialRecord& row : rows) {
-    if (row.trial != next) break;
-    ++next;
-  }
-  if (next >= sweep.trials) return std::nullopt;
-  return next;
-}
-
 std::string TrialParametersJson(const config::Trial& trial) {
   json out = json::array();
   for (const config::TrialParameter& p : trial.parameters) {
@@ -116,14 +105,6 @@ asio::awaitable<SubmittedSweep> SweepDriver::Submit(SweepSubmission submission, 
     co_return out;
   }
   const config::SweepSpec& spec = *loaded->sweep;
-  if (spec.method == config::SweepMethod::kAsha) {
-    out.refusal = Refusal{"invalid_job",
-                          submission.source +
-                              ": sweep.method = \"asha\" does not run on the daemon yet: use "
-                              "\"grid\" or \"random\", or dtrain sweep run",
-                          {}};
-    co_return out;
-  }
   // Every trial as its job will be submitted: a sweep is refused whole or runs whole.
   const std::optional<std::string> no_name;
   const std::optional<int> no_priority;
@@ -222,32 +203,82 @@ asio::awaitable<void> SweepDriver::Advance(std::int64_t id) {
     co_return;
   }
   const store::SweepRecord& sweep = record.value();
+  Result<std::shared_ptr<const config::SweepLoadResult>> loaded = co_await Trials(sweep);
+  if (!loaded.ok()) {
+    co_await FailSweep(id, "it cannot go on: " + loaded.status().message());
+    co_return;
+  }
+  const config::SweepLoadResult& trials = *loaded.value();
+  const config::SweepSpec& spec = *trials.sweep;
   auto rows = co_await OffThread(pool_, [this, id] { return store_.SweepTrials(id); });
   if (!rows.ok()) co_return;  // tried again at the next pass
+  std::optional<std::vector<TrialStanding>> standings =
+      co_await Standings(sweep, trials, rows.value(), false);
+  if (!standings) co_return;
+  co_await NoteRungs(spec, *standings, false);
   std::int64_t active = 0;
-  for (const store::SweepTrialRecord& row : rows.value()) {
-    if (row.job && jobs_.Active(*row.job)) ++active;
-  }
-  while (active < sweep.max_concurrent) {
-    const std::optional<std::int64_t> next = NextTrial(sweep, rows.value());
-    if (!next) break;
-    if (!co_await StartTrial(sweep, *next)) co_return;
-    rows.value().insert(rows.value().begin() + *next, store::SweepTrialRecord{id, *next, {}, ""});
+  for (const TrialStanding& t : *standings) active += t.running ? 1 : 0;
+  for (;;) {
+    const config::AshaAction next = NextSweepAction(spec, sweep.trials, *standings);
+    if (next.kind == config::AshaAction::Kind::kDone) {
+      co_await EndSweep(sweep, trials, rows.value());
+      co_return;
+    }
+    if (next.kind == config::AshaAction::Kind::kWait || active >= sweep.max_concurrent) co_return;
+    if (next.kind == config::AshaAction::Kind::kStart) {
+      if (!co_await StartTrial(sweep, trials, next.trial)) co_return;
+      TrialStanding started;
+      started.trial = next.trial;
+      started.running = started.asha.running = true;
+      standings->insert(standings->begin() + next.trial, std::move(started));
+    } else {
+      TrialStanding& promoted = (*standings)[static_cast<std::size_t>(next.trial)];
+      if (!co_await PromoteTrial(sweep, promoted, next)) co_return;
+      promoted.running = promoted.asha.running = true;
+    }
     ++active;
   }
-  if (active == 0 && !NextTrial(sweep, rows.value())) co_await EndSweep(sweep, rows.value());
 }
 
-asio::awaitable<bool> SweepDriver::StartTrial(const store::SweepRecord& sweep, std::int64_t index) {
-  Result<std::shared_ptr<const config::SweepLoadResult>> loaded = co_await Trials(sweep);
+asio::awaitable<std::optional<std::vector<TrialStanding>>> SweepDriver::Standings(
+    const store::SweepRecord& sweep, const config::SweepLoadResult& loaded,
+    const std::vector<store::SweepTrialRecord>& rows, bool full) {
+  std::vector<TrialStanding> standings;
+  if (full || loaded.sweep->method == config::SweepMethod::kAsha) {
+    auto read = [this, &sweep, &loaded, &rows] {
+      return ReadStandings(store_, sweep, &loaded, rows);
+    };
+    Result<std::vector<TrialStanding>> stored = co_await OffThread(pool_, read);
+    if (!stored.ok()) co_return std::nullopt;
+    standings = std::move(stored).value();
+  } else {  // grid and random look only at which trials run
+    for (const store::SweepTrialRecord& row : rows) {
+      TrialStanding t;
+      t.trial = row.trial;
+      t.job = row.job;
+      standings.push_back(std::move(t));
+    }
+  }
+  // A job ending is recorded in the store just before the JobManager lets it go: until then it
+  // still counts as running.
+  for (TrialStanding& t : standings) {
+    if (t.job && jobs_.Active(*t.job)) {
+      t.running = t.asha.running = true;
+      t.asha.ended = false;
+    }
+  }
+  co_return standings;
+}
+
+asio::awaitable<bool> SweepDriver::StartTrial(const store::SweepRecord& sweep,
+                                              const config::SweepLoadResult& loaded,
+                                              std::int64_t index) {
   std::string failure;
-  if (!loaded.ok()) {
-    failure = loaded.status().message();
-  } else if (index >= static_cast<std::int64_t>(loaded.value()->trials.size())) {
-    failure = "it has " + std::to_string(loaded.value()->trials.size()) + " trials, not " +
+  if (index >= static_cast<std::int64_t>(loaded.trials.size())) {
+    failure = "it has " + std::to_string(loaded.trials.size()) + " trials, not " +
               std::to_string(sweep.trials);
   } else {
-    const config::ResolvedTrial& t = loaded.value()->trials[static_cast<std::size_t>(index)];
+    const config::ResolvedTrial& t = loaded.trials[static_cast<std::size_t>(index)];
     const std::string text = TrialJobText(t.job, sweep.id);
     const std::string source = sweep.source + " " + TrialName(t);
     const Owner owner{static_cast<uid_t>(sweep.owner_uid), static_cast<gid_t>(sweep.owner_gid)};
@@ -269,27 +300,63 @@ asio::awaitable<bool> SweepDriver::StartTrial(const store::SweepRecord& sweep, s
     }
     failure = TrialName(t) + ": " + s.refusal->message;
   }
-  const std::string reason = "trial " + std::to_string(index) + " cannot start: " + failure;
-  const std::int64_t id = sweep.id;
-  auto fail = [this, id, reason] { return store_.SetSweepState(id, SweepState::kFailed, reason); };
-  co_await OffThread(pool_, fail);
-  running_.erase(id);
+  co_await FailSweep(sweep.id, "trial " + std::to_string(index) + " cannot start: " + failure);
   co_return false;
 }
 
-asio::awaitable<void> SweepDriver::EndSweep(const store::SweepRecord& sweep,
-                                            const std::vector<store::SweepTrialRecord>& rows) {
-  std::map<std::string, std::int64_t> ends;  // job state -> trials
-  for (const store::SweepTrialRecord& row : rows) {
-    std::string state = "removed";
-    if (row.job) {
-      const std::int64_t job = *row.job;
-      auto record = co_await OffThread(pool_, [this, job] { return store_.GetJob(job); });
-      if (record.ok()) state = store::JobStateName(record.value().state);
+asio::awaitable<bool> SweepDriver::PromoteTrial(const store::SweepRecord& sweep,
+                                                const TrialStanding& trial,
+                                                const config::AshaAction& promotion) {
+  const std::int64_t job = trial.job.value_or(0);
+  const std::optional<Refusal> refused =
+      co_await jobs_.Continue(job, config::AshaRungOverrides(promotion.steps),
+                              config::AshaPromotedReason(promotion.rung, promotion.steps));
+  if (!refused) {
+    // Cancelled while the job was being queued: its cancellation may have missed it.
+    if (running_.count(sweep.id) == 0) {
+      const std::optional<Refusal> cancelled = co_await jobs_.Cancel(job, 0);
+      (void)cancelled;
     }
-    ++ends[state];
+    co_return true;
   }
-  std::string reason = std::to_string(rows.size()) + " trials ended:";
+  if (refused->code == "conflict" || refused->code == "internal") {
+    co_return false;  // the daemon stops, or the store refused: the next pass (or start) retries
+  }
+  co_await FailSweep(sweep.id, "trial " + std::to_string(trial.trial) +
+                                   " cannot be promoted to rung " + std::to_string(promotion.rung) +
+                                   ": " + refused->message);
+  co_return false;
+}
+
+asio::awaitable<void> SweepDriver::NoteRungs(const config::SweepSpec& spec,
+                                             const std::vector<TrialStanding>& standings,
+                                             bool ended) {
+  if (spec.method != config::SweepMethod::kAsha) co_return;
+  const std::vector<std::int64_t> rungs = config::AshaRungs(spec.asha);
+  const int last = static_cast<int>(rungs.size()) - 1;
+  for (const TrialStanding& t : standings) {
+    if (!t.job || t.running || t.asha.ended || t.rung < 0 || t.rung == last) continue;
+    const std::string reason =
+        ended ? config::AshaStoppedReason(spec.asha, t.rung)
+              : config::AshaPausedReason(t.rung, rungs[static_cast<std::size_t>(t.rung)]);
+    if (t.reason == reason) continue;
+    const std::int64_t job = *t.job;
+    co_await OffThread(pool_, [this, job, &reason] { return store_.NoteReason(job, reason); });
+  }
+}
+
+asio::awaitable<void> SweepDriver::EndSweep(const store::SweepRecord& sweep,
+                                            const config::SweepLoadResult& loaded,
+                                            const std::vector<store::SweepTrialRecord>& rows) {
+  std::optional<std::vector<TrialStanding>> standings =
+      co_await Standings(sweep, loaded, rows, true);
+  if (!standings) co_return;  // tried again at the next pass
+  // The trials left paused at a rung go no further: said before the sweep ends, so that a
+  // daemon killed in between says it again at its next start.
+  co_await NoteRungs(*loaded.sweep, *standings, true);
+  std::map<std::string, std::int64_t> ends;  // job state -> trials
+  for (const TrialStanding& t : *standings) ++ends[t.state];
+  std::string reason = std::to_string(standings->size()) + " trials ended:";
   for (const auto& [state, count] : ends) reason += " " + std::to_string(count) + " " + state + ",";
   reason.pop_back();
   const SweepState end =
@@ -299,6 +366,12 @@ asio::awaitable<void> SweepDriver::EndSweep(const store::SweepRecord& sweep,
   co_await OffThread(pool_, finish);
   running_.erase(id);
   loaded_.erase(id);
+}
+
+asio::awaitable<void> SweepDriver::FailSweep(std::int64_t id, const std::string& reason) {
+  auto fail = [this, id, reason] { return store_.SetSweepState(id, SweepState::kFailed, reason); };
+  co_await OffThread(pool_, fail);
+  running_.erase(id);
 }
 
 }  // namespace dtrain::server

@@ -1,9 +1,11 @@
 // SweepDriver: the daemon's sweeps (dtrain sweep submit, man dtrain-sweep.toml(5)). A sweep is a
 // row of the store (its file as submitted) and one row per trial whose job exists; its trials
 // are ordinary jobs of the JobManager, owned by the sweep's owner and tagged "sweep-ID". The
-// driver keeps at most max_concurrent of a sweep's trials queued or running, creates the next
-// trial's job as one ends, and ends the sweep once every trial has ended: succeeded when at least
-// one trial succeeded, failed when none did.
+// driver keeps at most max_concurrent of a sweep's trials queued or running, promotions
+// included, and takes each sweep's next action (sweep_standing.h: start a trial, promote an ASHA
+// trial to its next rung, wait, or end) as a trial's job ends. A sweep ends when its method is
+// done: succeeded when at least one trial's job succeeded (ASHA: one completed a rung), failed
+// when none did.
 //
 //   SweepDriver sweeps(io, pool, store, jobs);
 //   co_await jobs.Reconcile();
@@ -11,10 +13,13 @@
 //   SubmittedSweep s = co_await sweeps.Submit(submission, owner);
 //
 // Exactly once: a trial's job is created together with its trial row (Store::CreateTrialJob, one
-// transaction, UNIQUE (sweep, trial)), and which trial starts next is decided from the rows alone
-// (NextTrial). A daemon killed at any moment leaves each trial with one job or none: at the next
-// start the jobs that exist are recovered by the JobManager as any job (never created again), the
-// trials without a row are created, and a trial whose job has ended is never run again.
+// transaction, UNIQUE (sweep, trial)), an ASHA promotion re-queues the trial's job with its next
+// rung's train.steps in one transaction (JobManager::Continue, Store::RequeueJob), and what
+// happens next is decided from the store alone (ReadStandings, NextSweepAction). A daemon killed
+// at any moment leaves each trial with one job or none, at a rung or queued toward the next: at
+// the next start the jobs that exist are recovered by the JobManager as any job (never created
+// again), the trials without a row are created, a trial whose job has ended is never run again,
+// and a promotion not yet committed is decided again from the same rows.
 //
 // Lives on the io_context's thread, as the JobManager: every method must be called there. One
 // pass over the sweeps at a time.
@@ -34,6 +39,7 @@
 
 #include "config/sweep_file.h"
 #include "daemon/server/job_manager.h"
+#include "daemon/server/sweep_standing.h"
 #include "daemon/store/store.h"
 
 namespace dtrain::server {
@@ -54,12 +60,6 @@ struct SubmittedSweep {
   std::int64_t id = 0;
   std::optional<Refusal> refusal;
 };
-
-// The trial the sweep creates next, from its trial rows alone: grid and random trials do not
-// depend on each other, so the lowest index without a row; nothing once every trial has one.
-// The one place a method chooses (ASHA's promotions and new trials would be chosen here).
-std::optional<std::int64_t> NextTrial(const store::SweepRecord& sweep,
-                                      const std::vector<store::SweepTrialRecord>& rows);
 
 // The trial's values as stored in its row (SweepTrialRecord::parameters) and sent in a TRIAL
 // (control_protocol.md): [{"key", "toml", "json", "shown"}], ParameterValue's texts.
@@ -89,12 +89,28 @@ class SweepDriver {
   // Another pass over the running sweeps (after a trial's job ended, a sweep came, ...).
   void Kick();
   asio::awaitable<void> Drive();
-  // One running sweep: trials started up to max_concurrent, or the sweep ended.
+  // One running sweep: its actions taken up to max_concurrent trials active, or it ended.
   asio::awaitable<void> Advance(std::int64_t id);
+  // The standings of the sweep's trials: read from the store for ASHA (and with `full`), else
+  // from the rows and the jobs active here. nullopt when the store cannot be read.
+  asio::awaitable<std::optional<std::vector<TrialStanding>>> Standings(
+      const store::SweepRecord& sweep, const config::SweepLoadResult& loaded,
+      const std::vector<store::SweepTrialRecord>& rows, bool full);
   // Creates the job of trial `index` of the sweep; false when the pass should stop.
-  asio::awaitable<bool> StartTrial(const store::SweepRecord& sweep, std::int64_t index);
+  asio::awaitable<bool> StartTrial(const store::SweepRecord& sweep,
+                                   const config::SweepLoadResult& loaded, std::int64_t index);
+  // Resumes the trial's job to the rung `promotion` names; false when the pass should stop.
+  asio::awaitable<bool> PromoteTrial(const store::SweepRecord& sweep, const TrialStanding& trial,
+                                     const config::AshaAction& promotion);
+  // Sets the reason of each trial's job paused at an ASHA rung below the last: paused while the
+  // sweep runs, stopped (`ended`) once it has ended.
+  asio::awaitable<void> NoteRungs(const config::SweepSpec& spec,
+                                  const std::vector<TrialStanding>& standings, bool ended);
   asio::awaitable<void> EndSweep(const store::SweepRecord& sweep,
+                                 const config::SweepLoadResult& loaded,
                                  const std::vector<store::SweepTrialRecord>& rows);
+  // Ends the sweep as failed with `reason`.
+  asio::awaitable<void> FailSweep(std::int64_t id, const std::string& reason);
   asio::awaitable<void> CancelTrials(std::int64_t id, uid_t caller);
 
   asio::io_context& io_;

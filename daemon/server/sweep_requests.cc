@@ -20,7 +20,8 @@ bool Sees(uid_t caller, const store::SweepRecord& sweep) {
   return caller == 0 || static_cast<std::int64_t>(caller) == sweep.owner_uid;
 }
 
-// The sweep of the request if the caller may see it; else the error reply.
+// The sweep of the request if the caller may see it; else the error NoSweep replies with: one
+// answer to a sweep that does not exist and to one that is another user's.
 asio::awaitable<Result<store::SweepRecord>> VisibleSweep(ControlContext& ctx,
                                                          const ClientRequest& request) {
   const std::int64_t id = request.id;
@@ -31,7 +32,13 @@ asio::awaitable<Result<store::SweepRecord>> VisibleSweep(ControlContext& ctx,
   co_return sweep;
 }
 
-// The sweep's status reply: {"sweep": SWEEP, "trials": [TRIAL], "best": BEST or null}.
+asio::awaitable<bool> NoSweep(Socket& socket, const Status& why) {
+  const json reply = Error("not_found", why.message());
+  co_return co_await WriteJson(socket, reply);
+}
+
+// The sweep's status reply: {"sweep": SWEEP, "trials": [TRIAL], "best": BEST or null}; an ASHA
+// sweep's SWEEP has "asha": {"min_steps", "max_steps", "reduction_factor", "rungs"}.
 asio::awaitable<json> StatusReply(ControlContext& ctx, const store::SweepRecord& sweep) {
   Result<std::shared_ptr<const config::SweepLoadResult>> generated =
       co_await ctx.sweeps->Trials(sweep);
@@ -88,10 +95,7 @@ asio::awaitable<bool> SweepStatus(ControlContext& ctx, Socket& socket,
                                   const ClientRequest& request) {
   if (NoDriver(ctx)) co_return co_await WriteJson(socket, NoDriverReply());
   Result<store::SweepRecord> sweep = co_await VisibleSweep(ctx, request);
-  if (!sweep.ok()) {
-    const json reply_ = Error("not_found", sweep.status().message());
-    co_return co_await WriteJson(socket, reply_);
-  }
+  if (!sweep.ok()) co_return co_await NoSweep(socket, sweep.status());
   const json reply_ = co_await StatusReply(ctx, sweep.value());
   co_return co_await WriteJson(socket, reply_);
 }
@@ -99,10 +103,7 @@ asio::awaitable<bool> SweepStatus(ControlContext& ctx, Socket& socket,
 asio::awaitable<bool> BestTrial(ControlContext& ctx, Socket& socket, const ClientRequest& request) {
   if (NoDriver(ctx)) co_return co_await WriteJson(socket, NoDriverReply());
   Result<store::SweepRecord> sweep = co_await VisibleSweep(ctx, request);
-  if (!sweep.ok()) {
-    const json reply_ = Error("not_found", sweep.status().message());
-    co_return co_await WriteJson(socket, reply_);
-  }
+  if (!sweep.ok()) co_return co_await NoSweep(socket, sweep.status());
   json status = co_await StatusReply(ctx, sweep.value());
   json reply_ = Ok();
   if (status["ok"] != true) {
@@ -118,10 +119,7 @@ asio::awaitable<bool> CancelSweep(ControlContext& ctx, Socket& socket,
                                   const ClientRequest& request) {
   if (NoDriver(ctx)) co_return co_await WriteJson(socket, NoDriverReply());
   Result<store::SweepRecord> visible = co_await VisibleSweep(ctx, request);
-  if (!visible.ok()) {
-    const json reply_ = Error("not_found", visible.status().message());
-    co_return co_await WriteJson(socket, reply_);
-  }
+  if (!visible.ok()) co_return co_await NoSweep(socket, visible.status());
   const std::optional<Refusal> refused =
       co_await ctx.sweeps->Cancel(request.id, request.acting.uid);
   if (refused) {

@@ -19,11 +19,8 @@ namespace dtrain::server {
 
 nlohmann::json SweepJson(const store::SweepRecord& sweep);
 
-// The lead process (config::LeadRank) of trial `trial`'s job: the one whose metrics rank it; 0
-// when `generated` (the trials as the sweep file draws them) is null or lacks the trial.
-int TrialLeadRank(const config::SweepLoadResult* generated, std::int64_t trial);
-
-// {"sweep": SWEEP, "trials": [TRIAL...] (every trial, by index), "best": BEST or null}.
+// {"sweep": SWEEP, "trials": [TRIAL...] (every trial, by index), "best": BEST or null}; an ASHA
+// sweep's SWEEP has "asha": {"min_steps", "max_steps", "reduction_factor", "rungs"}.
 // `generated`: the sweep's trials as its file draws them (SweepDriver::Trials), or null when it
 // no longer loads (the trials' values then come from their rows alone).
 Result<nlohmann::json> SweepStatusJson(store::Store& store, const store::SweepRecord& sweep,

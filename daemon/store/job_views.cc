@@ -112,13 +112,10 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
   if (!best.ok()) return best.status();
 
   json latest = json::object();
-  std::int64_t step = 0;
   for (const MetricRow& m : metrics.value()) {
-    step = std::max(step, m.step);
     if (!IsProgressMetric(m.name)) latest[m.name] = MetricValueJson(m.value);
   }
-  // A job stopped between two logged steps has its newest checkpoint further on.
-  if (!checkpoints.value().empty()) step = std::max(step, checkpoints.value().back().step);
+  const std::int64_t step = FurthestStep(metrics.value(), checkpoints.value());
   json worker_list = json::array();
   for (const WorkerRecord& w : workers.value()) worker_list.push_back(WorkerJson(w));
   const JobRecord& r = job.value();
@@ -185,12 +182,26 @@ Result<std::vector<std::int64_t>> NewestJobIds(Store& store, std::optional<JobSt
   return ids;
 }
 
+std::int64_t FurthestStep(const std::vector<MetricRow>& latest,
+                          const std::vector<CheckpointInfo>& checkpoints) {
+  std::int64_t step = 0;
+  for (const MetricRow& m : latest) step = std::max(step, m.step);
+  // A job stopped between two logged steps has its newest checkpoint further on.
+  if (!checkpoints.empty()) step = std::max(step, checkpoints.back().step);
+  return step;
+}
+
 std::optional<double> FinalMetric(Store& store, std::int64_t job, int lead_rank,
                                   const std::string& metric, std::int64_t up_to_step) {
   auto rows = store.Metrics(job, metric);
-  if (!rows.ok() || rows.value().empty()) return std::nullopt;
+  if (!rows.ok()) return std::nullopt;
+  return FinalMetric(rows.value(), lead_rank, up_to_step);
+}
+
+std::optional<double> FinalMetric(const std::vector<MetricRow>& rows, int lead_rank,
+                                  std::int64_t up_to_step) {
   std::optional<double> lead_value, any_value;
-  for (const MetricRow& row : rows.value()) {  // by step: the last one is the newest
+  for (const MetricRow& row : rows) {  // by step: the last one is the newest
     if (row.step > up_to_step) break;
     any_value = row.value;
     if (row.worker == lead_rank) lead_value = row.value;

@@ -67,6 +67,14 @@ void OverlayLive(nlohmann::json& job, int restarts, const std::string& pending_r
 std::optional<double> FinalMetric(
     Store& store, std::int64_t job, int lead_rank, const std::string& metric,
     std::int64_t up_to_step = std::numeric_limits<std::int64_t>::max());
+// The same over the metric's rows as Store::Metrics returns them.
+std::optional<double> FinalMetric(const std::vector<MetricRow>& rows, int lead_rank,
+                                  std::int64_t up_to_step);
+
+// A job's step as the JOB object shows it: the furthest of its latest metrics (Store::
+// LatestMetrics) and its newest checkpoint (Store::Checkpoints, oldest first).
+std::int64_t FurthestStep(const std::vector<MetricRow>& latest,
+                          const std::vector<CheckpointInfo>& checkpoints);
 
 // The ids of at most `limit` jobs, newest first, only those in `state` when given and only those
 // carrying every one of `tags`.

@@ -311,25 +311,63 @@ Result<std::int64_t> Store::CreateJob(const JobRecord& job) {
   return id;
 }
 
+namespace {
+
+// SetJobState's body, in the caller's transaction.
+Status MoveJob(Database& db, std::int64_t job, JobState to, const std::string& reason, double now) {
+  Result<JobState> from = CurrentState(db, job);
+  if (!from.ok()) return from.status();
+  if (!IsValidTransition(from.value(), to)) {
+    return Status::Error("cannot go from " + std::string(JobStateName(from.value())) + " to " +
+                         std::string(JobStateName(to)));
+  }
+  Result<Statement> update =
+      db.Prepare("UPDATE jobs SET state = ?2, updated = ?3, reason = ?4 WHERE id = ?1");
+  if (!update.ok()) return update.status();
+  update.value()
+      .BindInt(1, job)
+      .BindText(2, JobStateName(to))
+      .BindDouble(3, now)
+      .BindText(4, reason);
+  if (Status s = update.value().Run(); !s.ok()) return s;
+  return InsertEvent(db, job, now, from.value(), to, reason);
+}
+
+// SetJobSpec's body, in the caller's transaction.
+Status ReplaceSpec(Database& db, std::int64_t job, const std::string& spec_toml,
+                   const std::string& reason, double now) {
+  Result<JobState> state = CurrentState(db, job);
+  if (!state.ok()) return state.status();
+  Result<Statement> update =
+      db.Prepare("UPDATE jobs SET spec_toml = ?2, updated = ?3 WHERE id = ?1");
+  if (!update.ok()) return update.status();
+  update.value().BindInt(1, job).BindText(2, spec_toml).BindDouble(3, now);
+  if (Status s = update.value().Run(); !s.ok()) return s;
+  return InsertEvent(db, job, now, state.value(), state.value(), reason);
+}
+
+}  // namespace
+
 Status Store::SetJobState(std::int64_t job, JobState to, const std::string& reason) {
+  const double now = Now();
+  Status status = writer_->Execute([&](Database& db) { return MoveJob(db, job, to, reason, now); });
+  if (!status.ok()) return Status::Error(JobName(job) + ": " + status.message());
+  return status;
+}
+
+Status Store::RequeueJob(std::int64_t job, const std::string& reason, const std::string& spec_toml,
+                         const std::string& spec_reason) {
   const double now = Now();
   Status status = writer_->Execute([&](Database& db) -> Status {
     Result<JobState> from = CurrentState(db, job);
     if (!from.ok()) return from.status();
-    if (!IsValidTransition(from.value(), to)) {
-      return Status::Error("cannot go from " + std::string(JobStateName(from.value())) + " to " +
-                           std::string(JobStateName(to)));
+    if (!IsTerminal(from.value())) {
+      return Status::Error("it is " + std::string(JobStateName(from.value())) + ", not ended");
     }
-    Result<Statement> update =
-        db.Prepare("UPDATE jobs SET state = ?2, updated = ?3, reason = ?4 WHERE id = ?1");
-    if (!update.ok()) return update.status();
-    update.value()
-        .BindInt(1, job)
-        .BindText(2, JobStateName(to))
-        .BindDouble(3, now)
-        .BindText(4, reason);
-    if (Status s = update.value().Run(); !s.ok()) return s;
-    return InsertEvent(db, job, now, from.value(), to, reason);
+    if (!spec_toml.empty()) {
+      if (Status s = ReplaceSpec(db, job, spec_toml, spec_reason, now); !s.ok()) return s;
+    }
+    return MoveJob(db, job, JobState::kQueued, reason, now);
   });
   if (!status.ok()) return Status::Error(JobName(job) + ": " + status.message());
   return status;
@@ -374,16 +412,8 @@ Result<JobRecord> Store::GetJob(std::int64_t job) {
 Status Store::SetJobSpec(std::int64_t job, const std::string& spec_toml,
                          const std::string& reason) {
   const double now = Now();
-  Status status = writer_->Execute([&](Database& db) -> Status {
-    Result<JobState> state = CurrentState(db, job);
-    if (!state.ok()) return state.status();
-    Result<Statement> update =
-        db.Prepare("UPDATE jobs SET spec_toml = ?2, updated = ?3 WHERE id = ?1");
-    if (!update.ok()) return update.status();
-    update.value().BindInt(1, job).BindText(2, spec_toml).BindDouble(3, now);
-    if (Status s = update.value().Run(); !s.ok()) return s;
-    return InsertEvent(db, job, now, state.value(), state.value(), reason);
-  });
+  Status status =
+      writer_->Execute([&](Database& db) { return ReplaceSpec(db, job, spec_toml, reason, now); });
   if (!status.ok()) return Status::Error(JobName(job) + ": " + status.message());
   return status;
 }

@@ -90,6 +90,13 @@ class Store {
   // Replaces the job file of a job about to resume with changed settings
   // (config/resume_settings.h) and records an event with `reason` (its state stays).
   Status SetJobSpec(std::int64_t job, const std::string& spec_toml, const std::string& reason);
+  // Queues a job that has ended again (it resumes from its newest checkpoint) with `reason`, its
+  // job file replaced first by a non-empty `spec_toml` (an event `spec_reason`), in one
+  // transaction: a crash leaves the job ended with its old file or queued with the new one,
+  // never one without the other (an owner's resume with settings, an ASHA promotion). Refused,
+  // changing nothing, unless the job has ended and the lifecycle (records.h) allows it.
+  Status RequeueJob(std::int64_t job, const std::string& reason, const std::string& spec_toml = "",
+                    const std::string& spec_reason = "");
   // Deletes a job that has ended with everything recorded of it (events, workers, metrics, logs,
   // checkpoints) and returns its record; refused, deleting nothing, while it has not ended. Its
   // id is never given to another job. The file keeps the space until Reclaim.

@@ -12,9 +12,7 @@ using json = nlohmann::json;
 std::vector<TrialOutcome> Ranked(std::vector<TrialOutcome> outcomes, config::SweepGoal goal) {
   std::stable_sort(outcomes.begin(), outcomes.end(),
                    [goal](const TrialOutcome& a, const TrialOutcome& b) {
-                     if (a.metric.has_value() != b.metric.has_value()) return a.metric.has_value();
-                     if (!a.metric) return false;
-                     return config::Better(goal, *a.metric, *b.metric);
+                     return config::RanksBefore(goal, {a.rung, a.metric}, {b.rung, b.metric});
                    });
   return outcomes;
 }
@@ -65,6 +63,7 @@ TrialOutcome OutcomeOf(const json& t) {
   outcome.steps = t["steps"].get<std::int64_t>();
   if (!t["metric"].is_null()) outcome.metric = t["metric"].get<double>();
   outcome.reason = t["reason"].get<std::string>();
+  if (t.contains("rung") && !t["rung"].is_null()) outcome.rung = t["rung"].get<int>();
   return outcome;
 }
 
@@ -77,6 +76,11 @@ config::SweepSpec SpecOf(const json& sweep, const std::vector<TrialOutcome>& out
                                    : config::SweepMethod::kRandom;
   spec.metric = sweep["metric"].get<std::string>();
   spec.goal = sweep["goal"] == "min" ? config::SweepGoal::kMin : config::SweepGoal::kMax;
+  if (sweep.contains("asha")) {
+    spec.asha = {sweep["asha"]["min_steps"].get<std::int64_t>(),
+                 sweep["asha"]["max_steps"].get<std::int64_t>(),
+                 sweep["asha"]["reduction_factor"].get<std::int64_t>()};
+  }
   if (!outcomes.empty()) {
     for (const config::TrialParameter& p : outcomes.front().trial.parameters) {
       config::SweepParameter parameter;

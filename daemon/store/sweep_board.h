@@ -30,8 +30,8 @@ struct TrialOutcome {
   int rung = -1;                 // ASHA: the highest rung the trial completed (from 0); else -1
 };
 
-// Trials with a metric first, best first by `goal` (a NaN last among them); then those without;
-// equal ones in trial order.
+// The trials in config::RanksBefore's order (with a metric first; ASHA: the highest rung first;
+// then best first by `goal`); equal ones in trial order.
 std::vector<TrialOutcome> Ranked(std::vector<TrialOutcome> outcomes, config::SweepGoal goal);
 
 // {"sweep", "method", "metric", "goal", "db", "best": {"trial", "job"} or null, "trials": [{
@@ -42,7 +42,7 @@ nlohmann::json BoardJson(const config::SweepSpec& sweep, const std::vector<Trial
                          const std::string& db);
 
 // A TRIAL of a sweep_status reply as an outcome, and the sweep as the board shows it (its SWEEP
-// object's method, metric and goal, the parameters' keys of the first trial).
+// object's method, metric, goal and ASHA's rungs, the parameters' keys of the first trial).
 TrialOutcome OutcomeOf(const nlohmann::json& trial);
 config::SweepSpec SpecOf(const nlohmann::json& sweep, const std::vector<TrialOutcome>& outcomes);
 

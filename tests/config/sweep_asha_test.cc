@@ -2,7 +2,8 @@
 // which rung and when (trials run one after another, as `dtrain sweep run` runs them), that goal
 // "min" inverts the order, that a NaN is never promoted ahead of a number, and, over many orders,
 // the rule itself: a promoted trial ranked in the top floor(n / factor) of its rung when it was
-// promoted, and the final top floor(n / factor) of every rung all went on.
+// promoted, and the final top floor(n / factor) of every rung all went on. And the leaderboard's
+// order (RanksBefore) and the reasons a trial's job shows.
 #include "config/sweep_asha.h"
 
 #include <boost/test/unit_test.hpp>
@@ -212,6 +213,29 @@ BOOST_AUTO_TEST_CASE(promotions_follow_the_rule_over_many_orders) {
       for (int k = 1; k < 4; ++k) BOOST_TEST(per_rung[k] >= per_rung[k - 1] / 3);
     }
   }
+}
+
+// The leaderboard's order: a metric first, then the higher rung, then the better metric.
+BOOST_AUTO_TEST_CASE(a_higher_rung_ranks_first_then_the_better_metric) {
+  const TrialScore none{2, std::nullopt};
+  const TrialScore low{0, 0.9};
+  const TrialScore high{1, 0.5};
+  const TrialScore high_better{1, 0.6};
+  BOOST_TEST(RanksBefore(SweepGoal::kMax, low, none));
+  BOOST_TEST(!RanksBefore(SweepGoal::kMax, none, low));
+  BOOST_TEST(RanksBefore(SweepGoal::kMax, high, low));  // trained longer, though worse
+  BOOST_TEST(RanksBefore(SweepGoal::kMax, high_better, high));
+  BOOST_TEST(RanksBefore(SweepGoal::kMin, high, high_better));
+  BOOST_TEST(!RanksBefore(SweepGoal::kMax, high, high));  // equals keep their order
+  BOOST_TEST(RanksBefore(SweepGoal::kMax, TrialScore{-1, 0.2}, TrialScore{-1, 0.1}));
+  BOOST_TEST(RanksBefore(SweepGoal::kMax, TrialScore{1, 0.1}, TrialScore{1, kNaN}));
+}
+
+BOOST_AUTO_TEST_CASE(the_reasons_name_the_rung_and_its_steps) {
+  BOOST_TEST(AshaPausedReason(0, 90) == "paused by ASHA at rung 0 (90 steps)");
+  BOOST_TEST(AshaPromotedReason(1, 270) == "promoted by ASHA to rung 1 (270 steps)");
+  BOOST_TEST(AshaStoppedReason(AshaOptions{90, 810, 3}, 0) ==
+             "stopped by ASHA at rung 0 of 2 (90 of 810 steps): not among the top 1/3 of its rung");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -5,7 +5,11 @@
 // (as root: a second account);
 // and a 16-trial sweep with dtraind SIGKILLed 3 times while it runs ends with exactly 16 trials,
 // none run twice, counted from the store: one job per trial, no other job, each job's recorded
-// steps those of one run.
+// steps those of one run. ASHA: each trial's job trains to its rung and is promoted by resuming
+// it (never trained again), the rule's fixed point holds at the end, never more than
+// max_concurrent trials run, promotions included; killed twice (once while a promoted trial is
+// queued or trains), a sweep of one trial at a time ends with the rungs the rule gives replayed
+// over the recorded metrics.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,12 +19,14 @@
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/process.h"
+#include "config/sweep_asha.h"
 #include "config/sweep_file.h"
 #include "daemon/store/store.h"
 #include "integration/daemon_fixture.h"
@@ -127,6 +133,155 @@ std::unique_ptr<store::Store> OpenStore(const DaemonFixture& d) {
   auto store = store::Store::Open(d.dir().Path("state/dtrain.db"));
   BOOST_REQUIRE_MESSAGE(store.ok(), store.status().message());
   return std::move(store).value();
+}
+
+// ASHA over 9 trials ranked by eval_loss: rungs 20, 60 and 180 steps (reduction_factor 3), each
+// trial's values drawn from the seed, at most `concurrent` trials at a time.
+std::string AshaSweep(int concurrent) {
+  return SweepFile(R"(
+[sweep]
+method = "asha"
+metric = "eval_loss"
+goal = "min"
+max_trials = 9
+seed = 5
+min_steps = 20
+max_steps = 180
+reduction_factor = 3
+max_concurrent = )" +
+                   std::to_string(concurrent) +
+                   R"(
+[sweep.parameters]
+"optimizer.lr" = { log_uniform = [0.001, 0.5] }
+)");
+}
+
+const std::vector<std::int64_t> kRungs = {20, 60, 180};
+const config::AshaOptions kAsha{20, 180, 3};
+
+bool Ended(const json& trial) {
+  return trial["state"] == "succeeded" || trial["state"] == "failed" ||
+         trial["state"] == "cancelled" || trial["state"] == "removed" ||
+         trial["state"] == "not started";
+}
+
+// An ASHA sweep that ended, checked against the store: 9 trials, one job each and no other job;
+// each job succeeded, trained exactly to its highest rung (its status steps, its newest checkpoint,
+// its last recorded step) and recorded every step once, again at most twice per kill (`kills`), so
+// it was resumed at each promotion, never trained again; paused trials say where they stopped.
+// Returns each trial's eval_loss at each rung it completed, as the driver reads it.
+std::vector<std::vector<double>> CheckAshaTrials(const DaemonFixture& d, std::int64_t id,
+                                                 const json& status, int kills) {
+  BOOST_TEST(status["sweep"]["state"] == "succeeded", status.dump());
+  BOOST_TEST(status["sweep"]["asha"]["rungs"].get<std::vector<std::int64_t>>() == kRungs);
+  const std::unique_ptr<store::Store> store = OpenStore(d);
+  const std::vector<store::SweepTrialRecord> rows = store->SweepTrials(id).value();
+  BOOST_REQUIRE(rows.size() == 9u);
+  BOOST_REQUIRE(status["trials"].size() == 9u);
+  BOOST_TEST(store->ListJobs().value().size() == 9u);  // no job besides the trials'
+  std::vector<std::vector<double>> metric(9);
+  std::set<std::int64_t> jobs;
+  for (std::size_t i = 0; i < 9; ++i) {
+    const json& t = status["trials"][i];
+    BOOST_TEST_CONTEXT(t.dump()) {
+      BOOST_REQUIRE(rows[i].job.has_value());
+      const std::int64_t job = *rows[i].job;
+      jobs.insert(job);
+      BOOST_TEST(t["job"] == job);
+      BOOST_TEST(t["state"] == "succeeded");
+      BOOST_REQUIRE(t["rung"].is_number());
+      const int rung = t["rung"].get<int>();
+      const std::int64_t top = kRungs[static_cast<std::size_t>(rung)];
+      BOOST_TEST(t["steps"] == top);
+      const auto checkpoints = store->Checkpoints(job);
+      BOOST_REQUIRE(checkpoints.ok());
+      BOOST_REQUIRE(!checkpoints.value().empty());
+      BOOST_TEST(checkpoints.value().back().step == top);
+      std::map<std::int64_t, int> recorded;
+      const auto steps = store->Metrics(job, "train_loss");
+      BOOST_REQUIRE(steps.ok());
+      for (const store::MetricRow& row : steps.value()) ++recorded[row.step];
+      BOOST_TEST(recorded.size() == static_cast<std::size_t>(top));
+      BOOST_TEST(recorded.begin()->first == 1);
+      BOOST_TEST(recorded.rbegin()->first == top);
+      int repeated = 0;
+      for (const auto& [step, count] : recorded) repeated += count - 1;
+      BOOST_TEST(repeated <= 2 * kills, "recorded " << repeated << " steps again");
+      // The metric at each rung it completed: the last value at a step up to the rung's, one
+      // recorded at exactly that step (every run evaluates at its last step).
+      const auto values = store->Metrics(job, "eval_loss");
+      BOOST_REQUIRE(values.ok());
+      for (int k = 0; k <= rung; ++k) {
+        const std::int64_t at = kRungs[static_cast<std::size_t>(k)];
+        std::optional<double> value;
+        bool exact = false;
+        for (const store::MetricRow& row : values.value()) {
+          if (row.step > at) break;
+          value = row.value;
+          exact |= row.step == at;
+        }
+        BOOST_TEST(exact, "no eval_loss at step " << at);
+        BOOST_REQUIRE(value.has_value());
+        metric[i].push_back(*value);
+      }
+      BOOST_TEST(t["metric"].get<double>() == metric[i].back());
+      const std::string reason = t["reason"].get<std::string>();
+      if (rung < 2) {
+        BOOST_TEST(reason == config::AshaStoppedReason(kAsha, rung));
+      }
+    }
+  }
+  BOOST_TEST(jobs.size() == 9u);
+  // The end is ASHA's fixed point: with every trial started and none running, no trial the rule
+  // would still promote (at each rung, the top third of those that completed it went on).
+  std::vector<config::AshaTrial> facts(9);
+  for (std::size_t i = 0; i < 9; ++i) facts[i].metrics = metric[i];
+  BOOST_TEST((config::NextAshaAction(kAsha, config::SweepGoal::kMin, 9, facts).kind ==
+              config::AshaAction::Kind::kDone));
+  // `sweep best`: the best trial of the highest rung reached.
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < 9; ++i) {
+    if (config::RanksBefore(config::SweepGoal::kMin,
+                            {static_cast<int>(metric[i].size()) - 1, metric[i].back()},
+                            {static_cast<int>(metric[best].size()) - 1, metric[best].back()})) {
+      best = i;
+    }
+  }
+  BOOST_TEST(metric[best].size() == 3u);  // someone reached the last rung
+  const ProcessResult printed = Dtrain(d, {"sweep", "best", std::to_string(id)});
+  BOOST_TEST(printed.exit_code == 0, printed.err);
+  BOOST_TEST(printed.out == std::to_string(*rows[best].job) + "\n");
+  return metric;
+}
+
+// The trials that reached each rung when the rule's actions are replayed one at a time, as a
+// sweep of max_concurrent 1 takes them, over the metrics the trials recorded.
+std::vector<int> ReplayedRungs(const std::vector<std::vector<double>>& metric) {
+  std::vector<config::AshaTrial> replay;
+  std::vector<int> reached(metric.size(), -1);
+  for (int guard = 0; guard < 100; ++guard) {
+    const config::AshaAction next =
+        config::NextAshaAction(kAsha, config::SweepGoal::kMin, 9, replay);
+    if (next.kind == config::AshaAction::Kind::kStart) replay.emplace_back();
+    if (next.kind != config::AshaAction::Kind::kStart &&
+        next.kind != config::AshaAction::Kind::kPromote) {
+      break;
+    }
+    const auto i = static_cast<std::size_t>(next.trial);
+    BOOST_REQUIRE_MESSAGE(
+        next.rung < static_cast<int>(metric[i].size()),
+        "the rule promotes trial " << i << " to rung " << next.rung << ", which the sweep did not");
+    replay[i].metrics.push_back(metric[i][static_cast<std::size_t>(next.rung)]);
+    reached[i] = next.rung;
+  }
+  return reached;
+}
+
+std::vector<int> Rungs(const json& status) {
+  std::vector<int> rungs;
+  for (const json& t : status["trials"])
+    rungs.push_back(t["rung"].is_null() ? -1 : t["rung"].get<int>());
+  return rungs;
 }
 
 BOOST_AUTO_TEST_SUITE(sweep_daemon)
@@ -259,22 +414,8 @@ BOOST_AUTO_TEST_CASE(another_user_neither_sees_nor_cancels_a_sweep) {
   BOOST_TEST(Dtrain(d, {"sweep", "cancel", sweep}).exit_code == 0);
 }
 
-BOOST_AUTO_TEST_CASE(asha_and_invalid_trials_are_refused_before_anything_runs) {
+BOOST_AUTO_TEST_CASE(invalid_trials_are_refused_before_anything_runs) {
   DaemonFixture d;
-  const std::string asha = d.dir().Write("asha.toml", SweepFile(R"(
-[sweep]
-method = "asha"
-metric = "eval_loss"
-max_trials = 4
-min_steps = 2
-max_steps = 8
-[sweep.parameters]
-"optimizer.lr" = { values = [0.1, 0.2] }
-)"));
-  const ProcessResult refused = Dtrain(d, {"sweep", "submit", asha});
-  BOOST_TEST(refused.exit_code == 2, refused.err);
-  BOOST_TEST(refused.err.find("\"asha\" does not run on the daemon yet") != std::string::npos,
-             refused.err);
   // A request with a trial the daemon's limits refuse: nothing is stored.
   const json over = d.Request({{"type", "sweep_submit"},
                                {"sweep_toml", SweepFile(R"(
@@ -346,6 +487,93 @@ BOOST_AUTO_TEST_CASE(a_sweep_killed_three_times_ends_with_each_trial_run_once) {
   BOOST_TEST(jobs.size() == 16u);
   BOOST_TEST(store->ListJobs().value().size() == 16u);  // no job besides the trials'
   BOOST_TEST(resumed >= 1);                             // the kills came while trials trained
+}
+
+BOOST_AUTO_TEST_CASE(asha_promotes_the_rungs_best_by_resuming_their_jobs) {
+  DaemonFixture d({"--max-jobs", "4"});
+  const std::int64_t id = SubmitSweep(d, d.dir().Write("asha.toml", AshaSweep(2)));
+  // Never more than max_concurrent trials queued or running, promotions included: counted in
+  // the store's jobs table, one query (a consistent snapshot) at each poll.
+  const std::unique_ptr<store::Store> jobs = OpenStore(d);
+  std::size_t most = 0;
+  const json status = WaitFor(d, id, [&](const json& s) {
+    const Result<std::vector<store::JobRecord>> listed = jobs->ListJobs();
+    BOOST_REQUIRE(listed.ok());
+    std::size_t active = 0;
+    for (const store::JobRecord& job : listed.value()) {
+      active += store::IsTerminal(job.state) ? 0 : 1;
+    }
+    most = std::max(most, active);
+    return s["sweep"]["state"] != "running";
+  });
+  BOOST_TEST(most <= 2u);
+  BOOST_TEST(status["sweep"]["reason"] == "9 trials ended: 9 succeeded", status.dump());
+  const std::vector<std::vector<double>> metric = CheckAshaTrials(d, id, status, 0);
+  // Each promotion resumed the job from the checkpoint of the rung below.
+  const std::unique_ptr<store::Store> store = OpenStore(d);
+  for (const json& t : status["trials"]) {
+    const auto events = store->Events(t["job"].get<std::int64_t>());
+    BOOST_REQUIRE(events.ok());
+    for (int k = 0; k < t["rung"].get<int>(); ++k) {
+      const std::string promoted =
+          config::AshaPromotedReason(k + 1, kRungs[static_cast<std::size_t>(k + 1)]);
+      const std::string paused = config::AshaPausedReason(k, kRungs[static_cast<std::size_t>(k)]);
+      for (const std::string& reason : {promoted, paused}) {
+        BOOST_TEST(
+            std::count_if(events.value().begin(), events.value().end(),
+                          [&](const store::EventRecord& e) { return e.reason == reason; }) == 1,
+            "trial " << t["trial"] << ": " << reason);
+      }
+    }
+  }
+  // The leaderboard shows each trial's rung.
+  const ProcessResult board = Dtrain(d, {"sweep", "status", std::to_string(id)});
+  BOOST_REQUIRE_MESSAGE(board.exit_code == 0, board.err);
+  BOOST_TEST(board.out.find("RUNG") != std::string::npos, board.out);
+  const ProcessResult board_json = Dtrain(d, {"sweep", "status", std::to_string(id), "--json"});
+  BOOST_REQUIRE_MESSAGE(board_json.exit_code == 0, board_json.err);
+  const json parsed = json::parse(board_json.out);
+  BOOST_TEST(parsed["rungs"].get<std::vector<std::int64_t>>() == kRungs);
+  BOOST_TEST(parsed["trials"][0]["rung"] == 2, board_json.out);  // ranked: the top rung first
+}
+
+BOOST_AUTO_TEST_CASE(an_asha_sweep_killed_twice_ends_with_the_rungs_of_its_replay) {
+  DaemonFixture d({"--max-jobs", "2"});
+  // One trial at a time, so the rule's actions over the recorded metrics are those replayed one
+  // at a time whatever the kills interrupt.
+  const std::int64_t id = SubmitSweep(d, d.dir().Write("asha.toml", AshaSweep(1)));
+  // dtraind SIGKILLed while a trial trains toward rung 0, then while a promoted trial is queued or
+  // trains toward its next rung.
+  const auto training_first = [](const json& t) {
+    return t["state"] == "running" && t["steps"] > 0 && t["rung"].is_null();
+  };
+  const auto promoted = [](const json& t) { return !Ended(t) && !t["rung"].is_null(); };
+  for (int kill = 0; kill < 2; ++kill) {
+    const json at = WaitFor(d, id, [&](const json& s) {
+      bool now = s["sweep"]["state"] != "running";
+      for (const json& t : s["trials"]) now |= kill == 0 ? training_first(t) : promoted(t);
+      return now;
+    });
+    BOOST_REQUIRE_MESSAGE(at["sweep"]["state"] == "running", "ended before kill " << kill);
+    d.Stop(SIGKILL);
+    d.Start();
+  }
+  const json status = WaitForEnd(d, id);
+  const std::vector<std::vector<double>> metric = CheckAshaTrials(d, id, status, 2);
+  BOOST_TEST(Rungs(status) == ReplayedRungs(metric), boost::test_tools::per_element());
+  // The first kill came while a trial trained: it resumed from its checkpoint.
+  const std::unique_ptr<store::Store> store = OpenStore(d);
+  int resumed = 0;
+  for (const json& t : status["trials"]) {
+    const auto events = store->Events(t["job"].get<std::int64_t>());
+    BOOST_REQUIRE(events.ok());
+    resumed += std::any_of(
+                   events.value().begin(), events.value().end(),
+                   [](const store::EventRecord& e) { return e.to == store::JobState::kRecovering; })
+                   ? 1
+                   : 0;
+  }
+  BOOST_TEST(resumed >= 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,5 @@
-// Store::DeleteJob, Store::Reclaim and Store::SetJobSpec on a real SQLite file, and which jobs
-// prune selects.
+// Store::DeleteJob, Store::Reclaim, Store::SetJobSpec and Store::RequeueJob on a real SQLite
+// file, and which jobs prune selects.
 #include "daemon/store/job_removal.h"
 
 #include <boost/test/unit_test.hpp>
@@ -119,6 +119,31 @@ BOOST_AUTO_TEST_CASE(a_new_job_file_is_recorded_with_an_event_that_changes_no_st
   BOOST_TEST(last.reason == "resumed with train.epochs=2");
   BOOST_TEST((last.from == JobState::kFailed && last.to == JobState::kFailed));
   BOOST_TEST(!store->SetJobSpec(id + 1, "", "x").ok());
+}
+
+// A resume with settings, or an ASHA promotion: the new job file and the queued state together.
+BOOST_AUTO_TEST_CASE(a_requeue_changes_the_job_file_and_the_state_in_one_transaction) {
+  TempStoreDir dir;
+  auto store = OpenStore(dir.Path("dtrain.db"));
+  const std::int64_t id = FailedJobWithData(*store, 16, 0);
+  BOOST_REQUIRE(store->RequeueJob(id, "promoted", "[train]\nsteps = 6\n", "with steps=6").ok());
+  const JobRecord job = store->GetJob(id).value();
+  BOOST_TEST(job.spec_toml == "[train]\nsteps = 6\n");
+  BOOST_TEST((job.state == JobState::kQueued));
+  BOOST_TEST(job.reason == "promoted");
+  const std::vector<EventRecord> events = store->Events(id).value();
+  BOOST_REQUIRE(events.size() >= 2u);
+  BOOST_TEST(events[events.size() - 2].reason == "with steps=6");
+  BOOST_TEST((events.back().from == JobState::kFailed && events.back().to == JobState::kQueued));
+  // Not ended: refused, and neither the file nor the state changes.
+  BOOST_TEST(!store->RequeueJob(id, "again", "[train]\nsteps = 18\n", "x").ok());
+  BOOST_TEST(store->GetJob(id).value().spec_toml == "[train]\nsteps = 6\n");
+  BOOST_TEST(store->Events(id).value().size() == events.size());
+  // Without a new file, only the state.
+  BOOST_REQUIRE(store->SetJobState(id, JobState::kCancelled, "stopped").ok());
+  BOOST_REQUIRE(store->RequeueJob(id, "resumed").ok());
+  BOOST_TEST(store->GetJob(id).value().spec_toml == "[train]\nsteps = 6\n");
+  BOOST_TEST(store->Events(id).value().size() == events.size() + 2);
 }
 
 BOOST_AUTO_TEST_CASE(prune_selects_ended_jobs_by_age_state_and_owner) {
