@@ -15,6 +15,7 @@
 #include "config/sweep_parameters.h"
 #include "config/toml_reader.h"
 #include "config/toml_text.h"
+#include "core/train/metrics.h"
 
 namespace dtrain::config {
 namespace {
@@ -365,8 +366,7 @@ std::vector<Trial> SweepTrials(const SweepSpec& sweep) {
 }
 
 SweepGoal NaturalGoal(std::string_view metric) {
-  return metric.ends_with("accuracy") || metric.ends_with("auc") ? SweepGoal::kMax
-                                                                 : SweepGoal::kMin;
+  return train::HigherIsBetter(metric) ? SweepGoal::kMax : SweepGoal::kMin;
 }
 
 bool Better(SweepGoal goal, double a, double b) {

@@ -96,8 +96,8 @@ SweepLoadResult ParseSubmittedSweep(std::string_view text, std::string_view job_
 // The trials the sweep runs: grid, every point; random and asha, max_trials draws.
 std::vector<Trial> SweepTrials(const SweepSpec& sweep);
 
-// The direction a metric improves in: max for accuracies and AUCs (a name ending in
-// "accuracy" or "auc"), min for the rest (losses, mse). A sweep's goal when it names none.
+// The direction a metric improves in (train::HigherIsBetter): max for accuracies and AUCs, min
+// for the rest (losses, mse). A sweep's goal when it names none.
 SweepGoal NaturalGoal(std::string_view metric);
 
 // Whether `a` ranks before `b` under the goal (a NaN ranks last).

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/train/metrics.h"
+
 namespace dtrain::train {
 
 std::string_view EarlyStoppingMetricName(EarlyStoppingMetric metric) {
@@ -17,8 +19,8 @@ Result<EarlyStoppingMetric> ParseEarlyStoppingMetric(std::string_view name) {
 }
 
 bool Improves(EarlyStoppingMetric metric, double value, double best, double min_delta) {
-  return metric == EarlyStoppingMetric::kEvalAccuracy ? value - best > min_delta
-                                                      : best - value > min_delta;
+  return HigherIsBetter(EarlyStoppingMetricName(metric)) ? value - best > min_delta
+                                                         : best - value > min_delta;
 }
 
 EarlyStopping::Verdict EarlyStopping::Observe(double value, std::int64_t step) {

@@ -36,8 +36,8 @@ std::string_view EarlyStoppingMetricName(EarlyStoppingMetric metric);
 Result<EarlyStoppingMetric> ParseEarlyStoppingMetric(std::string_view name);
 inline constexpr std::string_view kEarlyStoppingMetricChoices = "eval_accuracy, eval_loss";
 
-// Whether `value` beats `best` by more than `min_delta` (eval_accuracy higher, eval_loss lower).
-// Both finite.
+// Whether `value` beats `best` by more than `min_delta` in the metric's direction
+// (HigherIsBetter, metrics.h: eval_accuracy higher, eval_loss lower). Both finite.
 bool Improves(EarlyStoppingMetric metric, double value, double best, double min_delta);
 
 struct EarlyStoppingOptions {

@@ -52,6 +52,14 @@ constexpr bool IsWindowCounter(std::string_view name) {
          name == "compression_seconds" || name == "wire_bytes" || name == "exposed_comm_seconds";
 }
 
+// The direction the metric `name` improves in: higher for accuracies and AUCs (a name ending in
+// "accuracy" or "auc"), lower for the rest (losses, mse). The one table of it: early stopping and
+// the best model (early_stopping.h), a sweep's natural goal and `dtrain compare`
+// (config::NaturalGoal) all ask here.
+constexpr bool HigherIsBetter(std::string_view name) {
+  return name.ends_with("accuracy") || name.ends_with("auc");
+}
+
 struct MetricPoint {
   std::int64_t step = 0;  // optimizer steps completed
   double epoch = 0.0;     // fractional epochs completed

@@ -1,17 +1,17 @@
 // Three "hosts" as network namespaces, one dtraind each with its own store, joined by a shared
 // cluster key: jobs spread over the hosts train as they would on one, replicas that share a host
-// sum there before they send across, a job the cluster cannot hold waits saying why, and a killed
-// peer is seen down.
-#include <boost/test/unit_test.hpp>
-
+// sum there before they send across, a sweep's trials run on the hosts their jobs name, each once,
+// a job the cluster cannot hold waits saying why, and a killed peer is seen down.
 #include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -21,6 +21,7 @@
 
 #include "cluster/netns_cluster.h"
 #include "cluster/netns_ready.h"
+#include "daemon/store/store.h"
 #include "integration/daemon_fixture.h"
 
 namespace dtrain::testing {
@@ -266,6 +267,116 @@ BOOST_AUTO_TEST_CASE(daemons_listening_on_every_address_advertise_the_one_their_
                                           32));
   BOOST_TEST(ps["state"] == "succeeded", ps.dump());
   BOOST_TEST(HostsOf(ps).size() == 3u, ps.dump());
+}
+
+// A sweep submitted to h0 whose trials run on h0 and h1. Trials are ordinary jobs, placed as any
+// job (placement.h): by the trial's [cluster] hosts or placement and each node's cores, not by
+// what other jobs hold there, so a trial that fits h0 ("pack", the default) stays on h0 and waits
+// for its cores rather than moving to a peer with free ones. What spreads trials over hosts is
+// their jobs' [cluster] section, which a sweep may vary as any key: here two replicas each, rank
+// 0 (the lead, whose eval_loss ranks the trial) on h1 for half the trials and on h0 for the
+// other half. Every trial runs exactly once (one job each, each replica's steps 1..60 recorded
+// once), its workers where its job put them (the store's worker rows), the leaderboard has every
+// trial's metric as its lead recorded it, also from the peer, and `sweep best` names the best.
+BOOST_AUTO_TEST_CASE(a_sweep_runs_each_trial_once_with_its_workers_on_both_hosts) {
+  ThreeHosts c;
+  c.NodesUntil(AllUp);
+  std::string text = BlobsJob("workers = 2\nmode = \"sync\"\n", 32);
+  text.insert(text.find("seed = 5"), "log_every = 1\n");
+  text += R"(
+[sweep]
+method = "grid"
+metric = "eval_loss"
+max_concurrent = 2
+[sweep.parameters]
+"optimizer.lr" = { values = [0.05, 0.2] }
+"cluster.hosts" = { values = [["h1", "h0"], ["h0", "h1"]] }
+)";
+  const std::string path = c.cluster.HostDir(0) + "/sweep.toml";
+  std::ofstream(path) << text;
+  const ProcessResult submitted = c.Cli({"sweep", "submit", path, "--json"});
+  BOOST_REQUIRE_MESSAGE(submitted.exit_code == 0, submitted.err);
+  const std::string id = std::to_string(json::parse(submitted.out)["id"].get<std::int64_t>());
+
+  json board;
+  // 5 minutes at most: a hung sweep fails the test, not CI.
+  const auto deadline = std::chrono::steady_clock::now() + 5min;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const ProcessResult r = c.Cli({"sweep", "status", id, "--json"});
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    board = json::parse(r.out);
+    if (board["state"] != "running") break;
+    std::this_thread::sleep_for(100ms);
+  }
+  BOOST_TEST_REQUIRE(board["state"] == "succeeded", board.dump());
+  BOOST_TEST(board["reason"] == "4 trials ended: 4 succeeded", board.dump());
+  BOOST_REQUIRE(board["trials"].size() == 4u);
+  const ProcessResult best = c.Cli({"sweep", "best", id});
+  BOOST_REQUIRE_MESSAGE(best.exit_code == 0, best.err);
+  c.daemons[0].process.Stop();  // its store, read below, complete
+
+  auto opened = store::Store::Open(c.daemons[0].state_dir + "/dtrain.db");
+  BOOST_REQUIRE_MESSAGE(opened.ok(), opened.status().message());
+  store::Store& db = *opened.value();
+  const Result<std::vector<store::JobRecord>> all_jobs = db.ListJobs();
+  BOOST_TEST_REQUIRE(all_jobs.ok());
+  BOOST_TEST(all_jobs.value().size() == 4u);  // no job besides the trials'
+  std::set<std::int64_t> trials, jobs;
+  std::set<std::string> leads;
+  double lowest = std::numeric_limits<double>::infinity();
+  std::map<std::string, double> metric_of;  // by job id, as `sweep best` prints it
+  for (const json& t : board["trials"]) {
+    BOOST_TEST_CONTEXT("trial " << t.dump()) {
+      trials.insert(t["trial"].get<std::int64_t>());
+      const std::int64_t job = t["job"].get<std::int64_t>();
+      jobs.insert(job);
+      BOOST_TEST(t["state"] == "succeeded");
+      BOOST_TEST(t["steps"] == 60);
+      BOOST_TEST_REQUIRE(t["metric"].is_number());
+      lowest = std::min(lowest, t["metric"].get<double>());
+      metric_of[std::to_string(job) + "\n"] = t["metric"].get<double>();
+      // Its workers ran where its job's hosts put them, once each.
+      const std::vector<std::string> hosts = t["parameters"]["cluster.hosts"];
+      std::map<int, std::string> placed;
+      const Result<std::vector<store::WorkerRecord>> workers = db.Workers(job);
+      BOOST_TEST_REQUIRE(workers.ok());
+      for (const store::WorkerRecord& w : workers.value()) {
+        BOOST_TEST(placed.emplace(w.rank, w.host).second, "rank " << w.rank << " ran twice");
+      }
+      BOOST_TEST((placed == std::map<int, std::string>{{0, hosts[0]}, {1, hosts[1]}}));
+      leads.insert(placed[0]);
+      // Each replica's steps 1..60 recorded once: the trial ran once, from its start to its end.
+      std::map<int, std::map<std::int64_t, int>> recorded;  // worker -> step -> rows
+      const Result<std::vector<store::MetricRow>> losses = db.Metrics(job, "train_loss");
+      BOOST_TEST_REQUIRE(losses.ok());
+      for (const store::MetricRow& row : losses.value()) {
+        ++recorded[row.worker][row.step];
+      }
+      BOOST_TEST(recorded.size() == 2u);
+      for (const auto& [worker, steps] : recorded) {
+        BOOST_TEST(steps.size() == 60u, "worker " << worker);
+        BOOST_TEST(steps.begin()->first == 1);
+        BOOST_TEST(steps.rbegin()->first == 60);
+        for (const auto& [step, rows] : steps) BOOST_TEST(rows == 1, "step " << step);
+      }
+      // The leaderboard's metric is the last eval_loss its lead recorded, wherever it ran.
+      const Result<std::vector<store::MetricRow>> read_evals = db.Metrics(job, "eval_loss");
+      BOOST_TEST_REQUIRE(read_evals.ok());
+      const std::vector<store::MetricRow>& evals = read_evals.value();
+      const auto last = std::find_if(evals.rbegin(), evals.rend(),
+                                     [](const store::MetricRow& row) { return row.worker == 0; });
+      BOOST_TEST_REQUIRE((last != evals.rend()));
+      BOOST_TEST(t["metric"].get<double>() == last->value);
+    }
+  }
+  BOOST_TEST((trials == std::set<std::int64_t>{0, 1, 2, 3}));
+  BOOST_TEST(jobs.size() == 4u);
+  BOOST_TEST((leads == std::set<std::string>{"h0", "h1"}));
+  // `best`: a trial with the lowest eval_loss (the goal its name implies); trials that differ
+  // only in where their ranks ran may tie.
+  BOOST_TEST_REQUIRE(metric_of.count(best.out) == 1u, best.out << " " << board.dump());
+  BOOST_TEST(metric_of.at(best.out) == lowest, board.dump());
+  BOOST_TEST(board["best"]["job"].get<std::int64_t>() == std::stoll(best.out), board.dump());
 }
 
 BOOST_AUTO_TEST_CASE(a_job_the_cluster_cannot_hold_waits_and_an_unknown_host_fails) {
