@@ -129,9 +129,16 @@ JobInfo ParseJob(const nlohmann::json& job) {
   info.epoch_rows = OptionalInt(job, "epoch_rows");
   info.rows_per_epoch = OptionalInt(job, "rows_per_epoch");
   info.restarts = JsonInt(job, "restarts");
-  if (const nlohmann::json* slurm = JsonField(job, "slurm"); slurm && slurm->is_object()) {
-    info.slurm_job = JsonInt(*slurm, "job_id");
-    info.slurm_nodes = Printable(JsonString(*slurm, "nodes"));
+  const auto grant = [](const nlohmann::json& g) {
+    return SlurmGrantInfo{JsonInt(g, "job_id"), Printable(JsonString(g, "nodes")),
+                          OptionalInt(g, "worker")};
+  };
+  for (const nlohmann::json& g : JsonArray(job, "slurm_grants")) {
+    if (g.is_object()) info.slurm_grants.push_back(grant(g));
+  }
+  if (const nlohmann::json* slurm = JsonField(job, "slurm");
+      info.slurm_grants.empty() && slurm && slurm->is_object()) {
+    info.slurm_grants.push_back(grant(*slurm));
   }
   if (const nlohmann::json* metrics = JsonField(job, "metrics"); metrics && metrics->is_object()) {
     for (const auto& [name, value] : metrics->items()) {
@@ -215,8 +222,15 @@ void PrintJobDetail(const JobInfo& job, std::ostream& out, bool color, int max_e
                               " at step " + std::to_string(*job.best_step)
                         : "-")
       << '\n';
-  if (job.slurm_job > 0) {
-    out << "  slurm     job " << job.slurm_job << " on " << job.slurm_nodes << '\n';
+  if (!job.slurm_grants.empty()) {
+    out << "  slurm    ";
+    const char* separator = " ";
+    for (const SlurmGrantInfo& g : job.slurm_grants) {
+      out << separator << "job " << g.job << " on " << g.nodes;
+      if (g.worker) out << " (worker " << *g.worker << ')';
+      separator = "; ";
+    }
+    out << '\n';
   }
   const std::string metrics = MetricsLine(job, false);
   out << "  metrics   " << (metrics.empty() ? "-" : metrics) << '\n';

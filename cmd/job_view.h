@@ -39,6 +39,13 @@ struct EventInfo {
   std::string reason;
 };
 
+// A Slurm allocation granted to the job's attempt (cluster.scheduler = "slurm").
+struct SlurmGrantInfo {
+  std::int64_t job = 0;  // Slurm's job id
+  std::string nodes;
+  std::optional<std::int64_t> worker;  // an elastic job's further replica; none: the allocation
+};
+
 struct JobInfo {
   std::int64_t id = 0;
   std::string name;
@@ -60,8 +67,9 @@ struct JobInfo {
   std::optional<std::int64_t> best_step;
   std::string best_metric;
   double best_value = 0.0;
-  std::int64_t slurm_job = 0;  // cluster.scheduler = "slurm": its newest allocation; 0: none
-  std::string slurm_nodes;
+  // cluster.scheduler = "slurm": every grant of its newest granted attempt, oldest first (from a
+  // daemon that tells only the newest allocation, that one); empty: none.
+  std::vector<SlurmGrantInfo> slurm_grants;
   std::vector<std::pair<std::string, double>> metrics;  // latest value per name, by name
   std::vector<WorkerInfo> workers;
   std::vector<EventInfo> events;  // oldest first; empty in `list` replies

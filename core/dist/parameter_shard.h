@@ -75,7 +75,8 @@
 // On several shards (no backup workers then) a member lost between its pushes to two shards may
 // leave this shard one step ahead of the others: it keeps the state from before its last step
 // until a push of the next one comes, and a newer membership's first hello one step behind it
-// undoes that step, so every shard starts the membership at the same step.
+// undoes that step (counted in ShardStats::steps_undone and told to options.log), so every shard
+// starts the membership at the same step.
 //
 // Deadlines and failures: every wait for a worker (its next message, its push of step t, a
 // delayed fetch) has the deadline options.timeout from when the wait began; a silent, dead or
@@ -146,7 +147,8 @@ struct ShardOptions {
   // membership of n members goes on without min(b, n - 1) of them.
   bool elastic = false;
   // Elastic: told, one line each, why a link was refused and closed (a malformed or contradictory
-  // hello); the shard goes on serving the others. May be empty.
+  // hello), the shard going on serving the others; and each step undone (several shards). May be
+  // empty.
   std::function<void(const std::string&)> log = {};
 };
 

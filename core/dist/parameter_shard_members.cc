@@ -214,7 +214,14 @@ Status ParameterShard::ServeMember(Link& link) {
         current_->backups->regroup = true;
         current_->backups->lost_at = Clock::now();
       }
-      if (undoes) Undo();
+      if (undoes) {
+        Undo();
+        if (options_.log) {
+          options_.log(name_ + ": undid its last step, back to step " + std::to_string(g) +
+                       " (a lost member had pushed that step to this shard only): membership " +
+                       std::to_string(h.membership) + " starts there");
+        }
+      }
       undo_.valid = false;  // the steps before g are every member's now
       forming_ = std::make_shared<Membership>(h.membership, h.members, g);
     }

@@ -19,13 +19,18 @@
 namespace dtrain::runner {
 namespace {
 
-// `backups`: the job has backup workers, whose late pushes the shard drops.
-std::vector<train::MetricPoint> StatPoints(const dist::ShardStats& stats, bool backups) {
+// What a shard of `job` reports: with backup workers, the late pushes it dropped; elastic on
+// several shards, the steps it undid.
+std::vector<train::MetricPoint> StatPoints(const dist::ShardStats& stats,
+                                           const config::JobConfig& job) {
   const auto step = static_cast<std::int64_t>(stats.global_clock);
   std::vector<train::MetricPoint> points{
       {step, 0.0, "pushes_applied", static_cast<double>(stats.pushes_applied)}};
-  if (backups) {
+  if (job.cluster.backup_workers > 0) {
     points.push_back({step, 0.0, "pushes_dropped", static_cast<double>(stats.pushes_dropped)});
+  }
+  if (job.cluster.Elastic() && job.cluster.Servers() > 1) {
+    points.push_back({step, 0.0, "steps_undone", static_cast<double>(stats.steps_undone)});
   }
   AppendStalenessPoints(step, stats.staleness, points);
   return points;
@@ -201,10 +206,7 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
   if (job.cluster.Elastic()) {
     // Links come as members say hello, for as long as the shard serves.
     return ServeReporting(
-        sink,
-        [&server, backups = job.cluster.backup_workers > 0] {
-          return StatPoints(server.Stats(), backups);
-        },
+        sink, [&server, &job] { return StatPoints(server.Stats(), job); },
         [&]() -> Status {
           std::atomic<bool> serving{true};
           std::vector<std::unique_ptr<dist::Link>> admitted;
@@ -231,10 +233,7 @@ Status ServeShardOfJob(const config::JobConfig& whole_job, const model::ModelSpe
   // In async mode a side thread takes restarted workers back (ParameterShard::Rejoin); their
   // links live in `rejoined` until Serve has returned.
   return ServeReporting(
-      sink,
-      [&server, backups = job.cluster.backup_workers > 0] {
-        return StatPoints(server.Stats(), backups);
-      },
+      sink, [&server, &job] { return StatPoints(server.Stats(), job); },
       [&]() -> Status {
         std::atomic<bool> serving{true};
         std::vector<std::unique_ptr<dist::Link>> rejoined;

@@ -48,8 +48,8 @@ void AppendStalenessPoints(std::int64_t step, const dist::StalenessStats& stalen
                            std::vector<train::MetricPoint>& points);
 
 // The metrics a shard reports (name column of the store): pushes_applied, staleness_p50,
-// staleness_p90, staleness_max, staleness_mean, and with backup workers pushes_dropped; their
-// step is the shard's global clock.
+// staleness_p90, staleness_max, staleness_mean, with backup workers pushes_dropped, and in an
+// elastic job on several shards steps_undone; their step is the shard's global clock.
 Status ServeShardOfJob(const config::JobConfig& job, const model::ModelSpec& spec,
                        const Placement& placement,
                        const std::optional<store::CheckpointData>& resume, train::MetricSink& sink);

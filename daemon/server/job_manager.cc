@@ -598,6 +598,10 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   if (counted.loss == ExitCount::Loss::kCarryOn) {
     store_.AppendLog(job->id, rank, "daemon",
                      job->Who(rank) + " " + DescribeExit(exit) + "; the job goes on without it");
+    // Not the last process: the attempt's end would cancel every allocation anyway.
+    if (job->OnSlurm() && !counted.last) {
+      asio::co_spawn(io_, ReleaseSlurmReplica(id, attempt, rank), asio::detached);
+    }
   } else if (counted.loss == ExitCount::Loss::kFailsAttempt) {
     FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
   }

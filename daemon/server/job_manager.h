@@ -374,15 +374,21 @@ class JobManager {
   // An elastic Slurm job's growth (slurm_growth.cc): while the attempt may still grow, asks Slurm
   // for one more replica at a time and starts each granted one as a joiner.
   asio::awaitable<void> GrowOnSlurm(std::int64_t id, std::uint64_t attempt);
+  // Elastic on Slurm: replica `rank`, lost and not replaced, gives the allocation of its own (a
+  // grown one) back to Slurm at once, noting it as an event; one in the attempt's allocation keeps
+  // its cores there until the attempt ends (Slurm cannot shrink an allocation by a task).
+  asio::awaitable<void> ReleaseSlurmReplica(std::int64_t id, std::uint64_t attempt, int rank);
   // Slurm (slurm_attempt.cc). A job placed by Slurm takes no cores here; it needs this daemon's
   // TCP listener, which its tasks connect back to.
   Placed PlaceOnSlurm(Job& job) const;
   // Asks Slurm for the attempt's allocation (after cancelling any its predecessor left) and
   // returns once it is granted, or refused, or its salloc was stopped (cancel, shutdown).
   asio::awaitable<Status> AllocateOnSlurm(std::int64_t id, std::uint64_t attempt);
-  // Notes Slurm's grant of `allocation` to job `id` as an event naming its nodes
-  // (store::SlurmGrantReason, which `status` reads back).
-  asio::awaitable<void> NoteSlurmGrant(std::int64_t id, Owner owner, std::int64_t allocation);
+  // Notes Slurm's grant of `allocation` to job `id` as an event naming its nodes and, for an
+  // elastic job's further replica, its rank `worker` (store::SlurmGrantReason, which `status`
+  // reads back).
+  asio::awaitable<void> NoteSlurmGrant(std::int64_t id, Owner owner, std::int64_t allocation,
+                                       std::optional<int> worker = std::nullopt);
   // The attempt of a Slurm job has ended: names Slurm's part in its failure (time limit,
   // preemption, a lost node) and cancels its allocations (and stops its growth's salloc).
   asio::awaitable<void> EndSlurmAttempt(std::int64_t id, std::uint64_t attempt);

@@ -111,14 +111,15 @@ asio::awaitable<Status> JobManager::AllocateOnSlurm(std::int64_t id, std::uint64
 }
 
 asio::awaitable<void> JobManager::NoteSlurmGrant(std::int64_t id, Owner owner,
-                                                 std::int64_t allocation) {
+                                                 std::int64_t allocation,
+                                                 std::optional<int> worker) {
   SlurmCommand show{{"scontrol", "--oneliner", "show", "job", std::to_string(allocation)}, {}, {}};
   Result<std::vector<std::string>> shown = co_await RunSlurmCommand(owner, std::move(show));
   std::string nodes = shown.ok() && !shown.value().empty()
                           ? ScontrolField(shown.value().front(), "NodeList")
                           : std::string();
   if (nodes.empty()) nodes = "(nodes unknown)";
-  const std::string event = store::SlurmGrantReason({allocation, nodes});
+  const std::string event = store::SlurmGrantReason({allocation, nodes, worker});
   const std::string* noted = &event;
   co_await OffThread(pool_, [this, id, noted] {
     store_.AppendLog(id, 0, "daemon", *noted);

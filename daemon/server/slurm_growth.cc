@@ -7,7 +7,8 @@
 // room. Its grant is an event as the first allocation's, and it starts as a joiner exactly as a
 // replica elastic_growth.cc starts (StartJoiner). One request is pending at a time; one Slurm
 // never grants blocks nothing: the attempt's end cancels it with the others (EndSlurmAttempt),
-// and one granted after that end is cancelled at once.
+// and one granted after that end is cancelled at once. A grown replica lost and not replaced
+// gives its allocation back at once (ReleaseSlurmReplica): its cores are nobody's use otherwise.
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <memory>
@@ -82,7 +83,7 @@ asio::awaitable<void> JobManager::GrowOnSlurm(std::int64_t id, std::uint64_t att
     // Its rank's from now on, so that the attempt's end cancels it whatever happens meanwhile.
     const int rank = job->placed_workers;
     job->slurm.grown[rank] = allocation;
-    co_await NoteSlurmGrant(id, owner, allocation);
+    co_await NoteSlurmGrant(id, owner, allocation, rank);
     job = Current(id, attempt);
     if (job == nullptr || !MayStillGrow(*job)) co_return;  // its end cancels the allocation
     std::vector<std::string> events;
@@ -91,6 +92,19 @@ asio::awaitable<void> JobManager::GrowOnSlurm(std::int64_t id, std::uint64_t att
     NoteEvents(id, std::move(events));
     if (!started) co_return;
   }
+}
+
+asio::awaitable<void> JobManager::ReleaseSlurmReplica(std::int64_t id, std::uint64_t attempt,
+                                                      int rank) {
+  Job* job = Current(id, attempt);
+  if (job == nullptr || job->slurm.ended) co_return;
+  const auto grown = job->slurm.grown.find(rank);
+  if (grown == job->slurm.grown.end()) co_return;
+  const std::int64_t allocation = grown->second;
+  job->slurm.grown.erase(grown);  // the attempt's end has it no more to cancel
+  co_await CancelSlurmJob(job->owner, std::to_string(allocation));
+  NoteEvents(id, {"Slurm job " + std::to_string(allocation) + " released: worker " +
+                  std::to_string(rank) + " is not replaced"});
 }
 
 }  // namespace dtrain::server

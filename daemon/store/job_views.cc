@@ -140,6 +140,13 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
   out.update(EpochJson(metrics.value()));
   if (const std::optional<SlurmGrant> grant = NewestSlurmGrant(events.value())) {
     out["slurm"] = {{"job_id", grant->job}, {"nodes", grant->nodes}};
+    json grants = json::array();
+    for (const SlurmGrant& g : AttemptSlurmGrants(events.value())) {
+      grants.push_back({{"job_id", g.job},
+                        {"nodes", g.nodes},
+                        {"worker", g.worker ? json(*g.worker) : json(nullptr)}});
+    }
+    out["slurm_grants"] = std::move(grants);
   }
   if (with_events) {
     json event_list = json::array();

@@ -1,5 +1,8 @@
 #include "daemon/store/records.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "core/name_table.h"
 
 namespace dtrain::store {
@@ -54,27 +57,64 @@ int CountRestarts(std::span<const EventRecord> events) {
 namespace {
 constexpr std::string_view kGrantPrefix = "Slurm job ";
 constexpr std::string_view kGrantMiddle = " granted on ";
+constexpr std::string_view kGrantWorker = " for worker ";
+
+// Digits only, at most 18 of them (no overflow); nullopt otherwise.
+std::optional<std::int64_t> Count(std::string_view digits) {
+  if (digits.empty() || digits.size() > 18 ||
+      digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return std::stoll(std::string(digits));
+}
+
+// The grant an event's reason notes, if it is one.
+std::optional<SlurmGrant> GrantIn(std::string_view reason) {
+  if (reason.substr(0, kGrantPrefix.size()) != kGrantPrefix) return std::nullopt;
+  const std::size_t middle = reason.find(kGrantMiddle);
+  if (middle == std::string_view::npos) return std::nullopt;
+  const std::optional<std::int64_t> job =
+      Count(reason.substr(kGrantPrefix.size(), middle - kGrantPrefix.size()));
+  if (!job) return std::nullopt;
+  SlurmGrant grant{*job, std::string(reason.substr(middle + kGrantMiddle.size())), std::nullopt};
+  // " for worker N" after the node list (which never holds it) names the further replica.
+  if (const std::size_t at = grant.nodes.rfind(kGrantWorker); at != std::string::npos) {
+    const std::optional<std::int64_t> worker =
+        Count(std::string_view(grant.nodes).substr(at + kGrantWorker.size()));
+    if (worker && *worker <= std::numeric_limits<int>::max()) {
+      grant.worker = static_cast<int>(*worker);
+      grant.nodes.resize(at);
+    }
+  }
+  return grant;
+}
 }  // namespace
 
 std::string SlurmGrantReason(const SlurmGrant& grant) {
-  return std::string(kGrantPrefix) + std::to_string(grant.job) + std::string(kGrantMiddle) +
-         grant.nodes;
+  std::string reason = std::string(kGrantPrefix) + std::to_string(grant.job) +
+                       std::string(kGrantMiddle) + grant.nodes;
+  if (grant.worker) reason += std::string(kGrantWorker) + std::to_string(*grant.worker);
+  return reason;
 }
 
 std::optional<SlurmGrant> NewestSlurmGrant(std::span<const EventRecord> events) {
   for (auto e = events.rbegin(); e != events.rend(); ++e) {
-    const std::string_view reason = e->reason;
-    if (reason.substr(0, kGrantPrefix.size()) != kGrantPrefix) continue;
-    const std::size_t middle = reason.find(kGrantMiddle);
-    if (middle == std::string_view::npos) continue;
-    const std::string digits(reason.substr(kGrantPrefix.size(), middle - kGrantPrefix.size()));
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
-        digits.size() > 18) {
-      continue;
-    }
-    return SlurmGrant{std::stoll(digits), std::string(reason.substr(middle + kGrantMiddle.size()))};
+    if (std::optional<SlurmGrant> grant = GrantIn(e->reason)) return grant;
   }
   return std::nullopt;
+}
+
+std::vector<SlurmGrant> AttemptSlurmGrants(std::span<const EventRecord> events) {
+  std::vector<SlurmGrant> grants;
+  for (auto e = events.rbegin(); e != events.rend(); ++e) {
+    std::optional<SlurmGrant> grant = GrantIn(e->reason);
+    if (!grant) continue;
+    const bool allocation = !grant->worker;
+    grants.push_back(std::move(*grant));
+    if (allocation) break;  // the attempt's first
+  }
+  std::ranges::reverse(grants);
+  return grants;
 }
 
 bool IsValidTransition(JobState from, JobState to) {

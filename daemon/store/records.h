@@ -109,14 +109,19 @@ struct EventRecord {
 int CountRestarts(std::span<const EventRecord> events);
 
 // The event a coordinating daemon notes when Slurm grants an attempt of a job with
-// cluster.scheduler = "slurm" its allocation ("Slurm job 812 granted on node[3-4]"), and the
-// newest such grant among a job's events: the Slurm job and nodes `status` shows.
+// cluster.scheduler = "slurm" its allocation ("Slurm job 812 granted on node[3-4]"), or an
+// elastic job's further replica its own ("Slurm job 813 granted on node5 for worker 2"); the
+// newest such grant among a job's events; and the grants of the newest attempt granted one, oldest
+// first: its allocation and the further replicas' after it (what `status` shows). Every attempt
+// starts with one allocation, so the newest grant that names no worker begins them.
 struct SlurmGrant {
   std::int64_t job = 0;
   std::string nodes;
+  std::optional<int> worker;  // the further replica's rank; none for an attempt's allocation
 };
 std::string SlurmGrantReason(const SlurmGrant& grant);
 std::optional<SlurmGrant> NewestSlurmGrant(std::span<const EventRecord> events);
+std::vector<SlurmGrant> AttemptSlurmGrants(std::span<const EventRecord> events);
 
 struct WorkerRecord {
   std::int64_t id = 0;  // the handle RecordWorkerStart returned

@@ -1,8 +1,13 @@
 // What dtrain prints for people: the progress bar's epoch (1-based, never past the plan), its
-// step of the total and its tail, and metric values in plain notation with their units.
+// step of the total and its tail, metric values in plain notation with their units, and a Slurm
+// job's grants on status's slurm line.
 #include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
 
 #include "cmd/human.h"
+#include "cmd/job_view.h"
 #include "cmd/progress.h"
 
 namespace dtrain::cli {
@@ -36,6 +41,28 @@ BOOST_AUTO_TEST_CASE(metrics_read_in_plain_notation_with_units) {
   BOOST_TEST(FormatMetric("eval_accuracy", 0.8777) == "0.8777");
   BOOST_TEST(FormatMetric("lr", 1e-5) == "1e-05");
   BOOST_TEST(FormatMetric("train_loss", 0.0) == "0");
+}
+
+// The slurm line of `dtrain status` for the JOB object `job`, or "" when it has none.
+std::string SlurmLine(const nlohmann::json& job) {
+  std::ostringstream out;
+  PrintJobDetail(ParseJob(job), out, false);
+  std::istringstream lines(out.str());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("  slurm ")) return line;
+  }
+  return "";
+}
+
+BOOST_AUTO_TEST_CASE(status_shows_every_slurm_grant_of_the_attempt) {
+  nlohmann::json job = {{"id", 3}, {"name", "elastic"}, {"state", "running"}, {"step", 40}};
+  BOOST_TEST(SlurmLine(job).empty());
+  // A daemon that tells only the newest allocation.
+  job["slurm"] = {{"job_id", 813}, {"nodes", "node4"}};
+  BOOST_TEST(SlurmLine(job) == "  slurm     job 813 on node4");
+  job["slurm_grants"] = {{{"job_id", 812}, {"nodes", "node[3-4]"}, {"worker", nullptr}},
+                         {{"job_id", 813}, {"nodes", "node4"}, {"worker", 1}}};
+  BOOST_TEST(SlurmLine(job) == "  slurm     job 812 on node[3-4]; job 813 on node4 (worker 1)");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,7 +9,8 @@
 // max_workers = 3 grows beyond its workers and carries on without the extra replica once it is
 // lost; one with max_workers but no min_workers waits for the cores of all its workers. On one
 // parameter server and on two, the survivors of two losses regroup from the shards' state, in
-// their processes, without a shard restarting, and every row is still taken once per epoch. An
+// their processes, without a shard restarting, and every row is still taken once per epoch (on
+// two, each shard's steps_undone metric counts the steps its log says it undid). An
 // elastic local job (local SGD, average_every 4) loses a replica twice: the survivors keep their
 // pids and roll back to their last average (the replacements join at such a step), and every row
 // is still taken once per epoch; one whose averages are far apart (average_every 1000, beyond
@@ -19,6 +20,7 @@
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -29,6 +31,7 @@
 #include "integration/daemon_fixture.h"
 #include "integration/elastic_jobs.h"
 #include "integration/recorded_rows.h"
+#include "integration/stored_metrics.h"
 
 namespace dtrain::testing {
 namespace {
@@ -99,12 +102,54 @@ BOOST_AUTO_TEST_CASE(a_local_job_with_averages_far_apart_regroups_within_a_step_
   daemon.WaitForSuccessTakingEveryRowOnce(id, kEpochs, kStepsPerEpoch);
 }
 
+// How many times shard `shard` of `servers` said in the job's log that it undid a step.
+int UndoLines(const DaemonFixture& d, std::int64_t id, int shard, int servers) {
+  const ProcessResult logs =
+      RunProcess({EnvPath("DTRAIN_BIN"), "--socket", d.socket(), "logs", std::to_string(id)},
+                 d.dir().Path(""));
+  BOOST_REQUIRE_MESSAGE(logs.exit_code == 0, logs.err);
+  const std::string name =
+      "shard " + std::to_string(shard) + " of " + std::to_string(servers) + " [";
+  int undone = 0;
+  std::istringstream lines(logs.out);
+  for (std::string line; std::getline(lines, line);) {
+    undone += line.find(name) != std::string::npos &&
+              line.find(": undid its last step, back to step ") != std::string::npos;
+  }
+  return undone;
+}
+
+// Each shard's steps_undone is the steps its log says it undid: a loss that came between a
+// member's pushes to the two shards shows as 1 or more, none as 0 (which of the kills landed so is
+// chance). Polled until the metric (every second) and the log lines (as the daemon stores them)
+// agree, or 30 s pass.
+void RequireUndoneStepsReported(const DaemonFixture& d, std::int64_t id, int servers) {
+  const auto agree = [&] {
+    for (int k = 0; k < servers; ++k) {
+      if (StoredMetric(d, id, "steps_undone", kWorkers + k).empty() ||
+          LargestOf(d, id, "steps_undone", kWorkers + k) != UndoLines(d, id, k, servers)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (int i = 0; i < 300 && !agree(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int k = 0; k < servers; ++k) {
+    const int logged = UndoLines(d, id, k, servers);
+    BOOST_TEST_MESSAGE("shard " << k << " undid " << logged << " steps");
+    BOOST_TEST(!StoredMetric(d, id, "steps_undone", kWorkers + k).empty(), "shard " << k);
+    BOOST_TEST(LargestOf(d, id, "steps_undone", kWorkers + k) == logged, "shard " << k);
+  }
+}
+
 // On parameter servers (allreduce "ps", `servers` of them): each lost replica makes the shards
 // answer the survivors' next requests with a regroup reply; they regroup in their processes with
 // the shards' state after the last step they all saw (on several shards, a step the lost replica
-// pushed to some shards only is undone there), and the replacement joins them, the shards serving
-// on in their processes. A lost shard then restarts the attempt from the newest checkpoint. Every
-// row is taken once per epoch by the steps' memberships throughout.
+// pushed to some shards only is undone there, and each shard's steps_undone says how often), and
+// the replacement joins them, the shards serving on in their processes. A lost shard then restarts
+// the attempt from the newest checkpoint. Every row is taken once per epoch by the steps'
+// memberships throughout.
 void SurvivorsCarryOnOnShards(int servers) {
   constexpr int kFewEpochs = 4;
   const RecordingDaemon daemon(kFewRows);
@@ -125,6 +170,11 @@ void SurvivorsCarryOnOnShards(int servers) {
   for (int k = 0; k < servers; ++k) {
     BOOST_TEST(RunningPid(replaced, kWorkers + k) == shards[static_cast<std::size_t>(k)],
                "shard " << k << " was restarted for a replica");
+  }
+  if (servers > 1) {
+    RequireUndoneStepsReported(d, id, servers);
+  } else {  // one shard keeps no undo
+    BOOST_TEST(StoredMetric(d, id, "steps_undone", kWorkers).empty());
   }
   BOOST_REQUIRE(::kill(shards.back(), SIGKILL) == 0);
   const TakenSteps steps = daemon.WaitForSuccessTakingEveryRowOnce(id, kFewEpochs, kFewSteps);

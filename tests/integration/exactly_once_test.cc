@@ -12,7 +12,6 @@
 // gradients they took, must be every id once: none twice, none missing.
 #include <signal.h>
 
-#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cstdint>
@@ -25,6 +24,7 @@
 #include "integration/daemon_fixture.h"
 #include "integration/elastic_jobs.h"
 #include "integration/recorded_rows.h"
+#include "integration/stored_metrics.h"
 
 namespace dtrain::testing {
 namespace {
@@ -52,18 +52,6 @@ json SoonAfterStep(const DaemonFixture& d, std::int64_t id, std::int64_t step) {
   BOOST_REQUIRE_MESSAGE(job["state"] == "running", job.dump());
   std::this_thread::sleep_for(std::chrono::milliseconds(40));
   return job;
-}
-
-// The largest value of the metric `name` that the job's process `rank` recorded (0 if none).
-double LargestOf(const DaemonFixture& d, std::int64_t id, const std::string& name, int rank) {
-  const json reply = d.Request({{"type", "metrics"}, {"id", id}, {"name", name}});
-  double largest = 0.0;
-  for (const json& point : reply["metrics"]) {
-    if (point["name"] == name && point["worker"] == rank && point["value"].is_number()) {
-      largest = std::max(largest, point["value"].get<double>());
-    }
-  }
-  return largest;
 }
 
 // Kills replica kills[e] early in epoch e, each restarting the attempt (`processes` more worker

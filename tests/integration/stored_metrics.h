@@ -1,11 +1,12 @@
 // A job's stored metrics read back through a real daemon, for tests that check what was judged:
-// one process's values of one metric by step, and the evaluation the early-stopping rule keeps as
-// the best of them.
+// one process's values of one metric by step (and the largest of them), and the evaluation the
+// early-stopping rule keeps as the best of them.
 //
 //   auto losses = StoredMetric(d, id, "eval_loss");
 //   std::int64_t best = BestStep(losses, /*lower_is_better=*/true, /*min_delta=*/0.0);
 #pragma once
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -32,6 +33,15 @@ inline std::vector<std::pair<std::int64_t, double>> StoredMetric(const DaemonFix
     }
   }
   return out;
+}
+
+// The largest value of metric `name` that the job's process `rank` recorded (0 if none).
+inline double LargestOf(const DaemonFixture& d, std::int64_t id, const std::string& name,
+                        int rank) {
+  double largest = 0.0;
+  for (const auto& [step, value] : StoredMetric(d, id, name, rank))
+    largest = std::max(largest, value);
+  return largest;
 }
 
 // The step of the best of `values` as the job file's rule judges them: the first value, then

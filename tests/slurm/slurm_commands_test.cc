@@ -86,15 +86,46 @@ BOOST_AUTO_TEST_CASE(scontrol_fields_and_slurms_own_ends) {
 BOOST_AUTO_TEST_CASE(the_newest_grant_event_is_the_jobs_slurm_job) {
   std::vector<store::EventRecord> events(4);
   events[0].reason = "submitted";
-  events[1].reason = store::SlurmGrantReason({4, "vm"});
+  events[1].reason = store::SlurmGrantReason({4, "vm", std::nullopt});
   events[2].reason = "restart 1 of 3: worker rank 1 killed by signal SIGKILL";
-  events[3].reason = store::SlurmGrantReason({9, "node[3-4]"});
+  events[3].reason = store::SlurmGrantReason({9, "node[3-4]", std::nullopt});
   const std::optional<store::SlurmGrant> grant = store::NewestSlurmGrant(events);
   BOOST_REQUIRE(grant.has_value());
   BOOST_TEST(grant->job == 9);
   BOOST_TEST(grant->nodes == "node[3-4]");
   events.resize(1);
   BOOST_TEST(!store::NewestSlurmGrant(events).has_value());
+  BOOST_TEST(store::AttemptSlurmGrants(events).empty());
+}
+
+// A further replica's grant names its rank; the attempt's grants run from the newest that names
+// none (the attempt's allocation) on, whatever came between.
+BOOST_AUTO_TEST_CASE(a_further_replicas_grant_names_its_worker_and_joins_its_attempts_list) {
+  BOOST_TEST(store::SlurmGrantReason({813, "node3", 2}) ==
+             "Slurm job 813 granted on node3 for worker 2");
+  std::vector<store::EventRecord> events(6);
+  events[0].reason = store::SlurmGrantReason({4, "vm", std::nullopt});
+  events[1].reason = store::SlurmGrantReason({5, "(nodes unknown)", 1});
+  events[2].reason = "restart 1 of 3: worker rank 0 killed by signal SIGKILL";
+  events[3].reason = store::SlurmGrantReason({9, "node[3-4]", std::nullopt});
+  events[4].reason = "worker 1 lost at step 40, 1 carry on";
+  events[5].reason = store::SlurmGrantReason({12, "(nodes unknown)", 3});
+  const std::vector<store::SlurmGrant> grants = store::AttemptSlurmGrants(events);
+  BOOST_TEST_REQUIRE(grants.size() == 2u);
+  BOOST_TEST(grants[0].job == 9);
+  BOOST_TEST(grants[0].nodes == "node[3-4]");
+  BOOST_TEST(!grants[0].worker.has_value());
+  BOOST_TEST(grants[1].job == 12);
+  BOOST_TEST(grants[1].nodes == "(nodes unknown)");
+  BOOST_TEST((grants[1].worker == 3));
+  const std::optional<store::SlurmGrant> newest = store::NewestSlurmGrant(events);
+  BOOST_TEST_REQUIRE(newest.has_value());
+  BOOST_TEST(newest->job == 12);
+  events.resize(3);  // the first attempt's, with the restart after them
+  const std::vector<store::SlurmGrant> first = store::AttemptSlurmGrants(events);
+  BOOST_TEST_REQUIRE(first.size() == 2u);
+  BOOST_TEST(first[1].nodes == "(nodes unknown)");
+  BOOST_TEST((first[1].worker == 1));
 }
 
 BOOST_AUTO_TEST_CASE(a_task_is_one_srun_step_that_connects_back) {

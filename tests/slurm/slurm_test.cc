@@ -8,7 +8,8 @@
 // can be cancelled; an allocation Slurm refuses fails the job with Slurm's words; a user's job
 // is that user's Slurm job; an elastic job starts with min_workers' allocation and grows as
 // Slurm grants its further replicas (the node's other cores held by another Slurm job until
-// then), or ends with what it has when Slurm grants none. Skipped, saying
+// then), or ends with what it has when Slurm grants none; a grown replica lost and not replaced
+// gives its allocation back at once, and status names every grant of the attempt. Skipped, saying
 // why, where Slurm cannot start (not root, slurm-wlm not installed).
 #include <boost/test/unit_test.hpp>
 
@@ -546,6 +547,81 @@ BOOST_AUTO_TEST_CASE(an_elastic_job_starts_with_min_workers_and_grows_as_slurm_g
     BOOST_TEST(w["exit_status"] == 0, w.dump());
   }
   BOOST_TEST(done["workers"].size() == 2u, done.dump());
+  BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
+}
+
+// The Slurm allocations squeue lists under `name`, one "ID NAME" line each.
+int AllocationsNamed(const std::string& name) {
+  const std::string jobs = Squeue();
+  int count = 0;
+  for (std::size_t at = jobs.find(" " + name + "\n"); at != std::string::npos;
+       at = jobs.find(" " + name + "\n", at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+// An elastic job of workers = 2 and min_workers = 1 grows at once to two members, the second in
+// an allocation of its own; `dtrain status` names both grants. When that replica's task is killed
+// the first carries on alone with no replacement (max_restarts = 0: none is left), and the lost
+// replica's allocation is given back to Slurm at once, while the job still runs; status still
+// names both grants.
+BOOST_AUTO_TEST_CASE(a_replica_lost_and_not_replaced_gives_its_allocation_back_at_once,
+                     *boost::unit_test::precondition(SlurmRunsOnTwoCores)) {
+  SlurmDaemon d;
+  const std::int64_t id = d.daemon.Submit(
+      FashionJob("workers = 2\nmin_workers = 1\nmode = \"sync\"\nheartbeat_timeout = 120\n"
+                 "timeout_seconds = 120",
+                 300,  // far more than the test waits: it is cancelled once its checks are done
+                 "[restart]\nmax_restarts = 0\n"));
+  const auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  json two;
+  for (int i = 0; i < 1200; ++i) {  // a minute at most
+    two = d.daemon.Status(id);
+    if (has(two["events"].dump(), "worker 1 joined at step ")) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  BOOST_TEST_REQUIRE(has(two["events"].dump(), "worker 1 joined at step "),
+                     two.dump() << d.daemon.LogTail(id));
+  BOOST_TEST_REQUIRE(two["slurm_grants"].size() == 2u, two.dump());
+  const json first = two["slurm_grants"][0], grown = two["slurm_grants"][1];
+  BOOST_TEST(first["worker"].is_null(), two.dump());
+  BOOST_TEST(grown["worker"] == 1, two.dump());
+  BOOST_TEST(first["job_id"] != grown["job_id"], two.dump());
+  BOOST_TEST(two["slurm"]["job_id"] == grown["job_id"], two.dump());
+  const std::string allocation = std::to_string(grown["job_id"].get<std::int64_t>());
+  const std::string line = "slurm     job " + std::to_string(first["job_id"].get<std::int64_t>()) +
+                           " on " + net::LocalHostName() + "; job " + allocation + " on " +
+                           net::LocalHostName() + " (worker 1)";
+  const auto status = [&] {
+    return RunProcess(
+               {EnvPath("DTRAIN_BIN"), "status", std::to_string(id), "--socket", d.daemon.socket()},
+               SlurmCluster::Instance()->dir().Path(""))
+        .out;
+  };
+  BOOST_TEST(has(status(), line), status());
+  BOOST_TEST(AllocationsNamed(AllocationName(id)) == 2, Squeue());
+
+  const pid_t task = TaskPid(d, id, 1);
+  BOOST_TEST_REQUIRE(task > 0, Squeue());
+  BOOST_TEST_REQUIRE(::kill(task, SIGKILL) == 0);
+  const std::string released = "Slurm job " + allocation + " released: worker 1 is not replaced";
+  json after;
+  BOOST_TEST(Eventually([&] {
+               after = d.daemon.Status(id);
+               return has(after["events"].dump(), released);
+             }),
+             after.dump() << d.daemon.LogTail(id));
+  BOOST_TEST(Eventually([&] { return AllocationsNamed(AllocationName(id)) == 1; }), Squeue());
+  after = d.daemon.Status(id);
+  BOOST_TEST(after["state"] == "running", after.dump() << d.daemon.LogTail(id));
+  BOOST_TEST(has(after["events"].dump(), "worker 1 lost at step "), after.dump());
+  BOOST_TEST(!has(after["events"].dump(), "started again"), after.dump());
+  BOOST_TEST(has(status(), line), status());  // a released grant is still the attempt's
+
+  d.daemon.Request({{"type", "cancel"}, {"id", id}});
   BOOST_TEST(Eventually([&] { return !SqueueShows(AllocationName(id)); }), Squeue());
 }
 

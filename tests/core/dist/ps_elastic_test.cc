@@ -356,10 +356,8 @@ class TcpShard {
     for (const auto& s : shards_) out.insert(out.end(), s->params().begin(), s->params().end());
     return out;
   }
-  std::size_t Closed() {
-    std::lock_guard lock(mu_);
-    return logged_.size();
-  }
+  // How many links the shards closed.
+  std::size_t Closed() { return Logged("closed a worker link: "); }
   // Whether a shard closed a link saying `what`.
   bool Said(const std::string& what) {
     std::lock_guard lock(mu_);
@@ -367,6 +365,12 @@ class TcpShard {
       return l.find("closed a worker link: ") != std::string::npos &&
              l.find(what) != std::string::npos;
     });
+  }
+  // How many lines the shards logged that hold `what`.
+  std::size_t Logged(const std::string& what) {
+    std::lock_guard lock(mu_);
+    return static_cast<std::size_t>(std::ranges::count_if(
+        logged_, [&](const std::string& l) { return l.find(what) != std::string::npos; }));
   }
 
  private:
@@ -606,6 +610,9 @@ BOOST_AUTO_TEST_CASE(on_two_shards_a_member_lost_between_its_pushes_is_undone_wh
   for (int k = 0; k < 2; ++k) BOOST_TEST(tcp.shard(k).Stats().steps == 3u);
   BOOST_TEST(tcp.shard(0).Stats().steps_undone == 1u);
   BOOST_TEST(tcp.shard(1).Stats().steps_undone == 0u);
+  // The shard that undid says so, naming the step the membership starts at.
+  BOOST_TEST(tcp.Logged("undid its last step, back to step 1 ") == 1u);
+  BOOST_TEST(tcp.Logged("shard 0 of 2 ") == 1u);
   BOOST_TEST(tcp.Closed() == 0u);
 }
 
@@ -649,6 +656,7 @@ BOOST_AUTO_TEST_CASE(on_two_shards_a_step_proven_applied_or_two_behind_is_not_un
   for (const auto& m : members) BOOST_TEST((m->params == expected));
   BOOST_TEST((tcp.Params() == expected));
   for (int k = 0; k < 2; ++k) BOOST_TEST(tcp.shard(k).Stats().steps_undone == 0u);
+  BOOST_TEST(tcp.Logged("undid") == 0u);
   BOOST_TEST(tcp.Closed() == 4u);  // each refused hello's link, on both shards
   BOOST_TEST(tcp.Said("said hello with completed step 0 where the shard has 1"));
   BOOST_TEST(tcp.Said("said hello with completed step 0 where the shard has 2"));

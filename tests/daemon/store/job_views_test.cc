@@ -1,7 +1,7 @@
 // The JOB object's pace (store/job_views.h): total_steps from a run's planned_steps (which is not
 // among its metrics), steps per second since that point, and an ETA only while the job runs; and
 // a sync run's epoch and the rows of it taken, from its epoch_rows and rows_per_epoch; the job's
-// tags, and the newest jobs carrying every tag asked for.
+// tags, and the newest jobs carrying every tag asked for; a Slurm job's grants.
 #include "daemon/store/job_views.h"
 
 #include <boost/test/unit_test.hpp>
@@ -139,6 +139,33 @@ BOOST_AUTO_TEST_CASE(the_newest_jobs_are_those_carrying_every_tag_asked_for) {
   const nlohmann::json job = StoredJobJson(*store, d, false).value();
   BOOST_TEST(job["tags"] == nlohmann::json({"lr", "sweep", "x"}), job.dump());
   BOOST_TEST(StoredJobJson(*store, c, false).value()["tags"] == nlohmann::json::array());
+}
+
+// An elastic Slurm job's status names every grant of its newest attempt: the attempt's
+// allocation (worker null) and each further replica's, not those of the attempt before a restart;
+// `slurm` stays the newest grant. A job Slurm never granted has neither.
+BOOST_AUTO_TEST_CASE(a_slurm_job_shows_every_grant_of_its_newest_attempt) {
+  TempStoreDir dir;
+  std::unique_ptr<Store> store = OpenStore(dir.Path("dtrain.db"));
+  const std::int64_t id = testing::RunningJob(*store, "elastic-on-slurm");
+  for (const std::string& event :
+       {SlurmGrantReason({4, "vm", std::nullopt}), SlurmGrantReason({5, "vm", 1}),
+        std::string("restart 1 of 3: worker 0 killed by signal SIGKILL"),
+        SlurmGrantReason({8, "node[3-4]", std::nullopt}), SlurmGrantReason({9, "node5", 2}),
+        std::string("worker 2 lost at step 40, 2 carry on"), SlurmGrantReason({11, "node6", 3})}) {
+    BOOST_REQUIRE(store->NoteEvent(id, event).ok());
+  }
+  const nlohmann::json job = StoredJobJson(*store, id, false).value();
+  BOOST_TEST(job["slurm"] == nlohmann::json({{"job_id", 11}, {"nodes", "node6"}}), job.dump());
+  const nlohmann::json grants = {{{"job_id", 8}, {"nodes", "node[3-4]"}, {"worker", nullptr}},
+                                 {{"job_id", 9}, {"nodes", "node5"}, {"worker", 2}},
+                                 {{"job_id", 11}, {"nodes", "node6"}, {"worker", 3}}};
+  BOOST_TEST(job["slurm_grants"] == grants, job.dump());
+
+  const std::int64_t other = testing::RunningJob(*store, "not-on-slurm");
+  const nlohmann::json none = StoredJobJson(*store, other, false).value();
+  BOOST_TEST(!none.contains("slurm"), none.dump());
+  BOOST_TEST(!none.contains("slurm_grants"), none.dump());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
