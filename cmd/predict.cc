@@ -38,9 +38,10 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The format a data file's name tells ("csv", "libsvm", "idx"), or "" when it tells none.
+// The format a data file's name tells ("csv", "libsvm", "idx", "npy"), or "" when it tells none.
 std::string_view FormatOfName(const std::string& path) {
   if (EndsWith(path, ".csv")) return "csv";
+  if (EndsWith(path, ".npy") || EndsWith(path, ".npz")) return "npy";
   if (EndsWith(path, ".svm") || EndsWith(path, ".libsvm")) return "libsvm";
   if (path.find("ubyte") != std::string::npos || EndsWith(path, ".idx") || EndsWith(path, ".gz")) {
     return "idx";
@@ -100,6 +101,17 @@ Result<data::Dataset> LoadInput(const InferenceArgs& args, const model::ModelSpe
     const std::string format =
         args.format.empty() ? std::string(FormatOfName(args.data)) : args.format;
     if (format == "csv") return ReadCsvInput(args, spec);
+    if (format == "npy") {  // a .npz's arrays x and y (as the job file's defaults)
+      if (args.needs_labels && args.labels.empty() && !EndsWith(args.data, ".npz")) {
+        return Status::Error(
+            "eval of NumPy features needs their labels: --labels PATH (a .npy), "
+            "or a .npz --data that holds them as its array y");
+      }
+      data::NpyOptions npy;
+      npy.labels = args.needs_labels;
+      npy.classification = classification;
+      return data::ReadNpy(args.data, args.labels, npy);
+    }
     config::DataConfig d;
     if (format == "libsvm") {
       d.format = config::DataFormat::kLibsvm;
@@ -282,11 +294,11 @@ CLI::App* AddInferenceCommand(CLI::App& app, const char* name, const char* descr
   cmd->add_option("--set", args->overrides, "Override a key of that job file")
       ->type_name("KEY=VALUE");
   cmd->add_option("--data", args->data, "A data file instead of a job file")->type_name("PATH");
-  cmd->add_option("--labels", args->labels, "Labels file for --data in IDX format (eval)")
+  cmd->add_option("--labels", args->labels, "Labels file for --data in IDX or NumPy format (eval)")
       ->type_name("PATH");
   Choices(cmd->add_option("--format", args->format,
                           "Format of --data (default: from its name; else idx)"),
-          {"idx", "csv", "libsvm"});
+          {"idx", "csv", "libsvm", "npy"});
   cmd->add_flag("--json", args->json, "Print JSON");
   return cmd;
 }

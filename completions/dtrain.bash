@@ -42,8 +42,8 @@ _dtrain() {
   case "$sub $prev" in
     "list --state") COMPREPLY=($(compgen -W "queued starting running recovering succeeded failed cancelled" -- "$cur")); return ;;
     "metrics --format") COMPREPLY=($(compgen -W "table csv json" -- "$cur")); return ;;
-    "predict --format") COMPREPLY=($(compgen -W "idx csv libsvm" -- "$cur")); return ;;
-    "eval --format") COMPREPLY=($(compgen -W "idx csv libsvm" -- "$cur")); return ;;
+    "predict --format") COMPREPLY=($(compgen -W "idx csv libsvm npy" -- "$cur")); return ;;
+    "eval --format") COMPREPLY=($(compgen -W "idx csv libsvm npy" -- "$cur")); return ;;
   esac
   if [[ " $valued " == *" $prev "* ]]; then
     COMPREPLY=($(compgen -f -- "$cur"))

@@ -248,8 +248,8 @@ _dtrain() {
             '-h[Print this help message and exit]' \
             '--set[Override a key of that job file]:set:_files' \
             '--data[A data file instead of a job file]:data:_files' \
-            '--labels[Labels file for --data in IDX format (eval)]:labels:_files' \
-            '--format[Format of --data (default\: from its name; else idx)]:format:(idx csv libsvm)' \
+            '--labels[Labels file for --data in IDX or NumPy format (eval)]:labels:_files' \
+            '--format[Format of --data (default\: from its name; else idx)]:format:(idx csv libsvm npy)' \
             '--json[Print JSON]' \
             '--proba[Print each row'\''s class probabilities (one per class; a one-output model'\''s\: the positive class'\''s)]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
@@ -262,8 +262,8 @@ _dtrain() {
             '-h[Print this help message and exit]' \
             '--set[Override a key of that job file]:set:_files' \
             '--data[A data file instead of a job file]:data:_files' \
-            '--labels[Labels file for --data in IDX format (eval)]:labels:_files' \
-            '--format[Format of --data (default\: from its name; else idx)]:format:(idx csv libsvm)' \
+            '--labels[Labels file for --data in IDX or NumPy format (eval)]:labels:_files' \
+            '--format[Format of --data (default\: from its name; else idx)]:format:(idx csv libsvm npy)' \
             '--json[Print JSON]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \

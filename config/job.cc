@@ -9,11 +9,12 @@
 namespace dtrain::config {
 namespace {
 
-constexpr NameTable<DataFormat, 4> kFormats{{{{DataFormat::kIdx, "idx"},
+constexpr NameTable<DataFormat, 5> kFormats{{{{DataFormat::kIdx, "idx"},
                                               {DataFormat::kCsv, "csv"},
                                               {DataFormat::kLibsvm, "libsvm"},
+                                              {DataFormat::kNpy, "npy"},
                                               {DataFormat::kSynthetic, "synthetic"}}},
-                                            "idx, csv, libsvm, synthetic"};
+                                            "idx, csv, libsvm, npy, synthetic"};
 constexpr NameTable<SyntheticKind, 2> kSyntheticKinds{
     {{{SyntheticKind::kBlobs, "blobs"}, {SyntheticKind::kLinear, "linear"}}}, "blobs, linear"};
 constexpr NameTable<AllReduce, 2> kAllReduces{

@@ -27,7 +27,7 @@
 
 namespace dtrain::config {
 
-enum class DataFormat { kIdx, kCsv, kLibsvm, kSynthetic };
+enum class DataFormat { kIdx, kCsv, kLibsvm, kNpy, kSynthetic };
 enum class SyntheticKind { kBlobs, kLinear };
 // kSandblaster: L-BFGS with a coordinator, parameter shards that hold its vectors and workers that
 // compute work units (core/dist/sandblaster_protocol.md). What each mode is and does: its row in
@@ -53,10 +53,12 @@ enum class Scheduler { kDaemon, kSlurm };
 
 struct DataConfig {
   DataFormat format = DataFormat::kIdx;
-  std::string train;         // idx: images; csv/libsvm: the file
-  std::string train_labels;  // idx only
+  std::string train;         // idx: images; csv/libsvm: the file; npy: features (.npy) or .npz
+  std::string train_labels;  // idx, npy (a .npy; with a .npz train, optional)
   std::string test;          // optional held-out set
-  std::string test_labels;   // idx only
+  std::string test_labels;   // idx, npy (as train_labels)
+  // npy: the arrays of a .npz (its members <name>.npy) that hold the features and the labels.
+  std::string features_array = "x", labels_array = "y";
   // csv
   bool header = true;
   std::string label_column;  // by name (needs header); empty: label_index

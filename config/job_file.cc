@@ -137,14 +137,18 @@ void ReadPath(TableReader& r, std::string_view key, const std::string& unused, c
   *out = path.string();
 }
 
+// Whether a data path names a NumPy archive (.npz), whose labels may be one of its arrays.
+bool IsNpz(const std::string& path) { return path.ends_with(".npz"); }
+
 // data.train, train_labels, test and test_labels, each required or refused by the format.
 void ReadDataFiles(TableReader& r, const PathBase& base, bool format_known, DataConfig* d) {
   const std::string format = "format \"" + std::string(DataFormatName(d->format)) + "\"";
   const bool idx = format_known && d->format == DataFormat::kIdx;
+  const bool npy = format_known && d->format == DataFormat::kNpy;
   const bool synthetic = format_known && d->format == DataFormat::kSynthetic;
   std::string labels_not_read;
-  if (format_known && !idx) {
-    labels_not_read = "is only used with format \"idx\", not " + format;
+  if (format_known && !idx && !npy) {
+    labels_not_read = "is only used with format \"idx\" or \"npy\", not " + format;
     if (d->format == DataFormat::kCsv) {
       labels_not_read += " (csv labels are a column: label_column or label_index)";
     }
@@ -157,15 +161,38 @@ void ReadDataFiles(TableReader& r, const PathBase& base, bool format_known, Data
   if (format_known && !synthetic && !r.Present("train")) {
     r.Missing("train", "is required for " + format + " (the training data file)");
   }
-  if (idx && !r.Present("train_labels")) {
-    r.Missing("train_labels", "is required for format \"idx\" (the training labels file)");
+  // npy labels come from their own .npy, or from a .npz's labels_array when it has none.
+  if ((idx || (npy && r.Present("train") && !IsNpz(d->train))) && !r.Present("train_labels")) {
+    r.Missing("train_labels", "is required for " + format + " (the training labels file" +
+                                  (npy ? ", unless data.train is a .npz that holds them)" : ")"));
   }
-  if (idx && r.Present("test") && !r.Present("test_labels")) {
-    r.Missing("test_labels", "is required with data.test for format \"idx\"");
+  if ((idx || (npy && !IsNpz(d->test))) && r.Present("test") && !r.Present("test_labels")) {
+    r.Missing("test_labels", "is required with data.test for " + format +
+                                 (npy ? " (unless data.test is a .npz that holds them)" : ""));
   }
   if (const toml::node* labels = r.Find("test_labels");
       labels != nullptr && !r.Failed("test_labels") && !r.Present("test")) {
     r.Report(*labels, "test_labels", "is given without data.test");
+  }
+}
+
+// data.features_array and labels_array: names of a .npz's arrays, format "npy" only.
+void ReadNpyKeys(TableReader& r, bool format_known, DataConfig* d) {
+  for (auto [key, out] : {std::pair{"features_array", &d->features_array},
+                          std::pair{"labels_array", &d->labels_array}}) {
+    std::string name;
+    const toml::node* node = r.String(key, &name);
+    if (node == nullptr) continue;
+    if (format_known && d->format != DataFormat::kNpy) {
+      r.Report(*node, key, "is only used with format \"npy\" (an array of a .npz file)");
+    } else if (name.empty() || name.find_first_of("/\\") != std::string::npos) {
+      r.Report(*node, key,
+               "must name an array of the .npz (as given to numpy.savez, e.g. \"x\" or "
+               "\"arr_0\"), got " +
+                   TomlString(name));
+    } else {
+      *out = std::move(name);
+    }
   }
 }
 
@@ -234,6 +261,7 @@ void ReadData(TableReader& r, const PathBase& base, DataConfig* d) {
   }
 
   ReadDataFiles(r, base, format_known, d);
+  ReadNpyKeys(r, format_known, d);
   ReadCsvKeys(r, d);
   internal::ReadSparseData(r, d);
   const auto max_features = static_cast<std::int64_t>(

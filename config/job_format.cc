@@ -24,14 +24,18 @@ struct Shown {
 
 void WriteData(const DataConfig& d, Shown show, TomlWriter& w) {
   const bool idx = d.format == DataFormat::kIdx, csv = d.format == DataFormat::kCsv;
-  const bool libsvm = d.format == DataFormat::kLibsvm;
+  const bool libsvm = d.format == DataFormat::kLibsvm, npy = d.format == DataFormat::kNpy;
   const bool synthetic = d.format == DataFormat::kSynthetic;
   w.Section("data");
   w.String("format", DataFormatName(d.format));
   if (show(!synthetic)) w.Path("train", d.train);
-  if (show(idx)) w.Path("train_labels", d.train_labels);
+  if (show(idx || npy)) w.Path("train_labels", d.train_labels);
   if (show(!synthetic)) w.Path("test", d.test);
-  if (show(idx)) w.Path("test_labels", d.test_labels);
+  if (show(idx || npy)) w.Path("test_labels", d.test_labels);
+  if (npy) {  // refused with other formats, so never written for them
+    w.String("features_array", d.features_array);
+    w.String("labels_array", d.labels_array);
+  }
   if (show(csv)) {
     w.Bool("header", d.header);
     if (d.label_column.empty()) {

@@ -60,7 +60,7 @@ Result<Dataset> Complete(Dataset d, const LabelRule& rule, const LineReader& rea
   if (Status end = reader.EndStatus(); !end.ok()) return end;
   if (d.labels.empty()) return reader.Error("no data rows");
   d.rows = d.labels.size();
-  Result<int> classes = rule.Finish(d.labels, reader);
+  Result<int> classes = rule.Finish(d.labels, reader.path());
   if (!classes.ok()) return classes.status();
   d.num_classes = classes.value();
   return d;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 
 #include "core/data/random.h"
 #include "core/data/sampler.h"
@@ -14,27 +15,78 @@ namespace {
 // Stream id of the validation split, so it is independent of every epoch's shuffle.
 constexpr std::uint64_t kValidationStream = 0x76616C6964617465ULL;  // "validate"
 
-// Per-feature population mean and variance of a row-major [rows x features] table (two passes,
-// accumulated in double).
+// Feature j of a row of T values stored at `row`, any alignment, as the float GatherBatch makes.
 template <typename T>
-void FeatureMoments(const T* data, std::size_t rows, std::size_t features,
-                    std::vector<double>& mean, std::vector<double>& variance) {
+float LoadFeature(const std::uint8_t* row, std::size_t j) {
+  T value;
+  std::memcpy(&value, row + j * sizeof(T), sizeof(T));
+  return static_cast<float>(value);
+}
+
+// Per-feature population mean and variance of `rows` rows of `features` T values, row r at
+// row_at(r) (two passes, accumulated in double).
+template <typename T, typename RowAt>
+void FeatureMoments(RowAt row_at, std::size_t rows, std::size_t features, std::vector<double>& mean,
+                    std::vector<double>& variance) {
   mean.assign(features, 0.0);
   variance.assign(features, 0.0);
   if (rows == 0) return;
   for (std::size_t r = 0; r < rows; ++r) {
-    const T* row = data + r * features;
-    for (std::size_t j = 0; j < features; ++j) mean[j] += static_cast<double>(row[j]);
+    const std::uint8_t* row = row_at(r);
+    for (std::size_t j = 0; j < features; ++j) {
+      mean[j] += static_cast<double>(LoadFeature<T>(row, j));
+    }
   }
   for (double& m : mean) m /= static_cast<double>(rows);
   for (std::size_t r = 0; r < rows; ++r) {
-    const T* row = data + r * features;
+    const std::uint8_t* row = row_at(r);
     for (std::size_t j = 0; j < features; ++j) {
-      const double delta = static_cast<double>(row[j]) - mean[j];
+      const double delta = static_cast<double>(LoadFeature<T>(row, j)) - mean[j];
       variance[j] += delta * delta;
     }
   }
   for (double& v : variance) v /= static_cast<double>(rows);
+}
+
+// The moments of d's features in whichever storage holds them.
+void DatasetMoments(const Dataset& d, std::vector<double>& mean, std::vector<double>& variance) {
+  const auto in = [&]<typename T>(const std::uint8_t* base, T /*type*/) {
+    const std::size_t row_bytes = d.features * sizeof(T);
+    const auto row_at = [&](std::size_t r) {
+      return base + (d.mapped ? d.mapped->FileRow(r) : r) * row_bytes;
+    };
+    FeatureMoments<T>(row_at, d.rows, d.features, mean, variance);
+  };
+  if (d.mapped) {
+    switch (d.mapped->type) {
+      case MappedRows::Type::kUint8:
+        return in(d.mapped->data, std::uint8_t{});
+      case MappedRows::Type::kFloat32:
+        return in(d.mapped->data, float{});
+      case MappedRows::Type::kFloat64:
+        return in(d.mapped->data, double{});
+    }
+  }
+  if (d.stored_as_bytes()) return in(d.bytes.data(), std::uint8_t{});
+  in(reinterpret_cast<const std::uint8_t*>(d.floats.data()), float{});
+}
+
+// GatherBatch's conversion of `run` consecutive rows of the file behind `m` from file row `first`.
+void ConvertMapped(const MappedRows& m, std::size_t first, std::size_t run, int cols,
+                   const float* shift, const float* scale, float uniform_scale, float* out) {
+  const auto rows = static_cast<int>(run);
+  const auto width = static_cast<std::size_t>(cols);
+  switch (m.type) {
+    case MappedRows::Type::kUint8:
+      return math::BytesToFloat(m.data + first * width, rows, cols, shift, scale, uniform_scale,
+                                out);
+    case MappedRows::Type::kFloat32:
+      return math::UnalignedFloatsToFloat(m.data + first * width * 4, rows, cols, shift, scale,
+                                          uniform_scale, out);
+    case MappedRows::Type::kFloat64:
+      return math::UnalignedDoublesToFloat(m.data + first * width * 8, rows, cols, shift, scale,
+                                           uniform_scale, out);
+  }
 }
 
 // Moves the rows listed in `train_rows` (ascending) to the front of `all`, in place, and returns
@@ -68,11 +120,7 @@ Scaling ConstantScaling(float divisor) {
 
 Scaling FitStandardize(const Dataset& train) {
   std::vector<double> mean, variance;
-  if (train.stored_as_bytes()) {
-    FeatureMoments(train.bytes.data(), train.rows, train.features, mean, variance);
-  } else {
-    FeatureMoments(train.floats.data(), train.rows, train.features, mean, variance);
-  }
+  DatasetMoments(train, mean, variance);
   Scaling s;
   s.kind = Scaling::Kind::kStandardize;
   s.mean.resize(train.features);
@@ -103,7 +151,20 @@ void GatherBatch(const Dataset& d, const Scaling& s, std::span<const std::uint32
     assert(first + run <= d.rows);
     const std::size_t offset = first * d.features;
     float* out = x + i * d.features;
-    if (bytes) {
+    if (d.mapped) {
+      // Runs of consecutive file rows within this run of set rows.
+      for (std::size_t k = 0; k < run;) {
+        const std::size_t file_first = d.mapped->FileRow(first + k);
+        std::size_t file_run = 1;
+        while (k + file_run < run &&
+               d.mapped->FileRow(first + k + file_run) == file_first + file_run) {
+          ++file_run;
+        }
+        ConvertMapped(*d.mapped, file_first, file_run, cols, shift, scale, uniform_scale,
+                      out + k * d.features);
+        k += file_run;
+      }
+    } else if (bytes) {
       math::BytesToFloat(d.bytes.data() + offset, static_cast<int>(run), cols, shift, scale,
                          uniform_scale, out);
     } else {
@@ -155,7 +216,18 @@ std::pair<Dataset, Dataset> SplitValidation(Dataset d, double fraction, std::uin
     validation.floats = SplitRows(d.floats, d.features, train_rows, validation_rows);
   }
   validation.labels = SplitRows(d.labels, 1, train_rows, validation_rows);
-
+  if (d.mapped) {  // both parts view the same file: only their row lists are new
+    const auto part = [&](const std::vector<std::uint32_t>& rows) {
+      auto m = std::make_shared<MappedRows>(*d.mapped);
+      m->rows.resize(rows.size());
+      for (std::size_t k = 0; k < rows.size(); ++k) {
+        m->rows[k] = static_cast<std::uint32_t>(d.mapped->FileRow(rows[k]));
+      }
+      return m;
+    };
+    validation.mapped = part(validation_rows);
+    d.mapped = part(train_rows);
+  }
   Dataset train = std::move(d);
   train.rows = train_rows.size();
   train.source += " [train split]";

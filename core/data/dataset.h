@@ -4,14 +4,16 @@
 //   Scaling s = FitStandardize(train);                 // statistics of the training rows only
 //   GatherBatch(train, s, sampler.Batch(epoch, i), x, y);  // x: [n x features], y: [n]
 //
-// Features stay in their stored type (uint8 pixels from IDX files stay one byte each); scaling
-// is applied a batch at a time, so no float copy of a whole byte data set ever exists.
+// Features stay in their stored type (uint8 pixels from IDX files stay one byte each) and, for
+// NumPy files, in the file itself (memory-mapped, MappedRows); scaling is applied a batch at a
+// time, so no float copy of a whole byte or mapped data set ever exists.
 // Datasets and Scalings are plain values: one thread at a time, or shared read-only (GatherBatch
 // only reads them and may run concurrently on the same inputs with different outputs).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -21,10 +23,26 @@
 
 namespace dtrain::data {
 
+class MappedFile;
+
+// Feature rows read in place from a memory-mapped file (a NumPy array): the file's row r is the
+// `features` values of `type` at data + r * features * size, at any alignment, little-endian. A
+// set holds the file's rows listed in `rows`, in that order (all of them when empty: a split
+// lists its part).
+struct MappedRows {
+  enum class Type { kUint8, kFloat32, kFloat64 } type = Type::kFloat32;
+  std::shared_ptr<const MappedFile> file;  // keeps `data` mapped
+  const std::uint8_t* data = nullptr;
+  std::vector<std::uint32_t> rows;
+
+  std::size_t FileRow(std::size_t r) const { return rows.empty() ? r : rows[r]; }
+};
+
 struct Dataset {
   std::size_t rows = 0, features = 0;
   math::ByteBuffer bytes;     // rows*features row-major when features are stored as uint8 (IDX)
-  math::FloatBuffer floats;   // rows*features row-major otherwise
+  math::FloatBuffer floats;   // rows*features row-major from text and generators
+  std::shared_ptr<const MappedRows> mapped;  // in a mapped file (NumPy); bytes, floats empty
   std::vector<float> labels;  // one per row: class index (0..num_classes-1) or regression target
   int num_classes = 0;        // 0 for regression sets; max label + 1 for classification
   std::string source;         // file (or "synthetic:blobs") for messages
@@ -35,7 +53,7 @@ struct Dataset {
   // True when the features live in `bytes`. A data set without feature values (no rows or no
   // features) reports false; it has nothing to gather either way.
   bool stored_as_bytes() const { return !bytes.empty(); }
-  // Memory held by the features, in bytes.
+  // Memory held by the features, in bytes (a mapped file's pages are the kernel's: 0).
   std::size_t FeatureBytes() const { return bytes.size() + floats.size() * sizeof(float); }
 };
 

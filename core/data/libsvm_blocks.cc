@@ -52,7 +52,7 @@ Result<LibsvmBlockIndex> IndexLibsvmBlocks(const std::string& path, const Libsvm
   if (index.rows == 0) return reader.Error("no data rows");
   // The classes of the whole file: the rule's verdict on its lowest and highest labels.
   std::vector<float> extremes{lowest, highest};
-  Result<int> classes = parser.rule().Finish(extremes, reader);
+  Result<int> classes = parser.rule().Finish(extremes, reader.path());
   if (!classes.ok()) return classes.status();
   index.num_classes = classes.value();
   index.maps_plus_minus_one = parser.rule().MapsPlusMinusOne();

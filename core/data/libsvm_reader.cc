@@ -143,7 +143,7 @@ Result<SparseRows> ReadLibsvmSparse(const std::string& path, const LibsvmOptions
   }
   if (Status end = reader.EndStatus(); !end.ok()) return end;
   if (d.labels.empty()) return reader.Error("no data rows");
-  Result<int> classes = parser.rule().Finish(d.labels, reader);
+  Result<int> classes = parser.rule().Finish(d.labels, reader.path());
   if (!classes.ok()) return classes.status();
   d.num_classes = classes.value();
   d.features = parser.Features();

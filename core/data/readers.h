@@ -1,5 +1,5 @@
-// Readers that load a whole data set into a Dataset (IDX, CSV, libsvm) or only its shape (IDX),
-// and generators of synthetic ones (Gaussian blobs, a linear teacher).
+// Readers that load a whole data set into a Dataset (IDX, CSV, libsvm), map it (NumPy) or read
+// only its shape (IDX), and generators of synthetic ones (Gaussian blobs, a linear teacher).
 //
 //   Result<Dataset> train = ReadIdx(dir + "/train-images-idx3-ubyte.gz",
 //                                   dir + "/train-labels-idx1-ubyte.gz");
@@ -66,6 +66,28 @@ Result<std::vector<std::string>> ReadCsvFirstLine(const std::string& path, char 
 // number.
 Result<Dataset> ReadLibsvm(const std::string& path, std::size_t features,
                            bool classification = true);
+
+// NumPy arrays (format 1.0, 2.0, 3.0; npy_header.h) from .npy files or stored (numpy.savez, not
+// savez_compressed) members of .npz archives (npz_directory.h), told apart by their first bytes.
+// Memory-mapped: the features stay in the file (Dataset::mapped) and are converted a batch at a
+// time, so a file larger than memory trains; its pages count against an address-space limit.
+// Features: float32, float64 or uint8, C order, little-endian, shape (rows, features), (rows,
+// height, width) or (rows, 1, height, width) (images keep their height and width). Their values
+// are not checked (a NaN reaches the model as it is: checking would read the whole file).
+// Labels: one per row, shape (rows,) or (rows, 1), any integer dtype or float32/float64, read
+// whole; class labels follow ReadLibsvm's rule. A malformed header or archive, another dtype or
+// shape, a file shorter or longer than its header declares, or labels for another number of rows
+// are errors naming the file (and "[array]" in an archive).
+struct NpyOptions {
+  std::string features_array = "x", labels_array = "y";  // the arrays of a .npz
+  bool labels = true;  // false: none read (rows to predict), every label 0, num_classes 0
+  bool classification = true;
+};
+// The features of `path` (a .npy, or a .npz's features_array) and the labels of `labels_path`
+// (a .npy, or a .npz's labels_array) or, when it is empty, of path's labels_array when path is a
+// .npz; a .npy with no labels_path reads unlabelled.
+Result<Dataset> ReadNpy(const std::string& path, const std::string& labels_path,
+                        const NpyOptions& options);
 
 struct BlobsOptions {
   std::size_t rows = 1000, features = 2;

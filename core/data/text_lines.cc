@@ -127,12 +127,12 @@ std::string LabelRule::Check(float label, const std::string& where) {
   return {};
 }
 
-Result<int> LabelRule::Finish(std::vector<float>& labels, const LineReader& reader) const {
+Result<int> LabelRule::Finish(std::vector<float>& labels, const std::string& path) const {
   if (!classification_) return 0;
   if (!first_negative_.empty()) {
     if (!only_plus_minus_one_) {
-      return reader.Error(first_negative_ +
-                          " (class labels must be non-negative integers, or all -1/+1)");
+      return Status::Error(path + ": " + first_negative_ +
+                           " (class labels must be non-negative integers, or all -1/+1)");
     }
     MapToZeroOne(labels);
   }

@@ -1,7 +1,8 @@
 // Reading line-oriented text data (CSV, libsvm): lines numbered from 1, whitespace tokens,
-// numbers parsed locale-free with std::from_chars, and the rule that settles class labels.
-// Internal to core/data's text readers. Messages name places (line, column), never the text
-// found there (readers.h). One thread at a time per LineReader or LabelRule.
+// numbers parsed locale-free with std::from_chars, and the rule that settles class labels (which
+// the NumPy reader applies too). Internal to core/data's readers. Messages name places (line,
+// column), never the text found there (readers.h). One thread at a time per LineReader or
+// LabelRule.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +44,7 @@ class LineReader {
   // Bytes of the file read so far (its offset after the last line Next gave).
   std::uint64_t offset() const { return offset_; }
   Status Error(const std::string& what) const { return Status::Error(path_ + ": " + what); }
+  const std::string& path() const { return path_; }
 
  private:
   std::string path_;
@@ -71,8 +73,9 @@ class LabelRule {
 
   // Empty if `label` may be a label, else what is wrong with it. `where` names its place.
   std::string Check(float label, const std::string& where);
-  // Maps -1/+1 labels to 0/1 if that rule applies; returns num_classes (0 for regression).
-  Result<int> Finish(std::vector<float>& labels, const LineReader& reader) const;
+  // Maps -1/+1 labels to 0/1 if that rule applies; returns num_classes (0 for regression). An
+  // error starts with `path`, the labels' file.
+  Result<int> Finish(std::vector<float>& labels, const std::string& path) const;
   // -1/+1 labels as 0/1.
   static void MapToZeroOne(std::vector<float>& labels);
   // After every label's Check: whether Finish maps them (-1/+1 labels, some negative).

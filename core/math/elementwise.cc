@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 
 #include "core/math/vector_width.h"
 
@@ -39,6 +40,18 @@ template <typename In>
     }
   }
 }
+
+// A T stored at any alignment; Convert reads it through its conversion to float.
+template <typename T>
+struct Unaligned {
+  unsigned char bytes[sizeof(T)];
+  explicit operator float() const {
+    T value;
+    std::memcpy(&value, bytes, sizeof(T));
+    return static_cast<float>(value);
+  }
+};
+static_assert(sizeof(Unaligned<double>) == 8 && alignof(Unaligned<double>) == 1);
 
 }  // namespace
 
@@ -163,6 +176,20 @@ DTRAIN_AT_VECTOR_WIDTH
 void FloatsToFloat(const float* in, int rows, int cols, const float* shift, const float* scale,
                    float uniform_scale, float* out) {
   Convert(in, rows, cols, shift, scale, uniform_scale, out);
+}
+
+DTRAIN_AT_VECTOR_WIDTH
+void UnalignedFloatsToFloat(const std::uint8_t* in, int rows, int cols, const float* shift,
+                            const float* scale, float uniform_scale, float* out) {
+  Convert(reinterpret_cast<const Unaligned<float>*>(in), rows, cols, shift, scale, uniform_scale,
+          out);
+}
+
+DTRAIN_AT_VECTOR_WIDTH
+void UnalignedDoublesToFloat(const std::uint8_t* in, int rows, int cols, const float* shift,
+                             const float* scale, float uniform_scale, float* out) {
+  Convert(reinterpret_cast<const Unaligned<double>*>(in), rows, cols, shift, scale, uniform_scale,
+          out);
 }
 
 }  // namespace dtrain::math

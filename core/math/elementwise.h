@@ -44,5 +44,11 @@ void BytesToFloat(const std::uint8_t* in, int rows, int cols, const float* shift
                   const float* scale, float uniform_scale, float* out);
 void FloatsToFloat(const float* in, int rows, int cols, const float* shift, const float* scale,
                    float uniform_scale, float* out);
+// The same from float32 or float64 values stored at any alignment (a memory-mapped NumPy file):
+// float64 values are rounded to float first, then shifted and scaled as above.
+void UnalignedFloatsToFloat(const std::uint8_t* in, int rows, int cols, const float* shift,
+                            const float* scale, float uniform_scale, float* out);
+void UnalignedDoublesToFloat(const std::uint8_t* in, int rows, int cols, const float* shift,
+                             const float* scale, float uniform_scale, float* out);
 
 }  // namespace dtrain::math

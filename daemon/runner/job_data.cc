@@ -46,6 +46,7 @@ Result<data::DatasetShape> ReadShape(const config::JobConfig& job, const std::st
                                      const std::string& labels) {
   if (job.data.format == config::DataFormat::kIdx) return data::ReadIdxShape(path, labels);
   // csv and libsvm have no header that tells the feature count and the classes: read it all.
+  // npy features are only mapped, so reading the set costs its labels.
   const bool classification = job.model.loss != model::LossType::kMeanSquaredError;
   Result<data::Dataset> set = ReadJobDataset(job.data, path, labels, classification);
   if (!set.ok()) return set.status();
@@ -111,6 +112,13 @@ Result<data::Dataset> ReadJobDataset(const config::DataConfig& data, const std::
     }
     case config::DataFormat::kLibsvm:
       return data::ReadLibsvm(path, static_cast<std::size_t>(data.features), classification);
+    case config::DataFormat::kNpy: {
+      data::NpyOptions npy;
+      npy.features_array = data.features_array;
+      npy.labels_array = data.labels_array;
+      npy.classification = classification;
+      return data::ReadNpy(path, labels_path, npy);
+    }
     case config::DataFormat::kSynthetic:
       break;
   }

@@ -31,7 +31,7 @@ struct JobData {
 Result<JobData> LoadJobData(const config::JobConfig& job);
 
 // Reads one data set in the job's format (paths given explicitly: the job's test set, or a
-// file named on the command line). `labels_path` is used by idx only; `classification` says
+// file named on the command line). `labels_path` is used by idx and npy only; `classification` says
 // whether labels are class indices (else regression targets).
 Result<data::Dataset> ReadJobDataset(const config::DataConfig& data, const std::string& path,
                                      const std::string& labels_path, bool classification);

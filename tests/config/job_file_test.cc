@@ -615,6 +615,49 @@ BOOST_AUTO_TEST_CASE(data_paths_must_fit_the_format) {
                                 (TestData() / "jobs" / "files").lexically_normal().string());
 }
 
+// format "npy": a .npy needs its labels file, a .npz may hold them (its labels_array); the array
+// keys belong to this format only and name a member; the job round-trips through its TOML.
+BOOST_AUTO_TEST_CASE(npy_jobs_name_label_files_or_npz_arrays) {
+  testing::TempDir dir;
+  dir.Write("x.npy", "");
+  dir.Write("y.npy", "");
+  dir.Write("t.npz", "");
+  const auto parse = [&](const std::string& data) {
+    return ParseJobText("[data]\nformat = \"npy\"\n" + data, "inline.toml", {}, dir.Path(""));
+  };
+  CheckDiagnostics(
+      parse("train = \"x.npy\"\ntest = \"x.npy\"\n"),
+      {{"inline.toml", 1, 1, "data.train_labels",
+        "is required for format \"npy\" (the training labels file, unless "
+        "data.train is a .npz that holds them)"},
+       {"inline.toml", 1, 1, "data.test_labels", "is required with data.test for format \"npy\""}});
+  const LoadResult npz = parse(
+      "train = \"t.npz\"\ntest = \"t.npz\"\nfeatures_array = \"arr_0\"\n"
+      "labels_array = \"arr_1\"\n");
+  for (const Diagnostic& d : npz.diagnostics) BOOST_TEST_MESSAGE(FormatDiagnostic(d));
+  BOOST_REQUIRE(npz.ok());
+  BOOST_TEST(npz.job->data.features_array == "arr_0");
+  BOOST_TEST(npz.job->data.labels_array == "arr_1");
+  BOOST_TEST(npz.job->data.scale == 1.0f);
+  const std::string text = FormatResolvedJob(*npz.job);
+  const LoadResult again = ParseJobText(text, "inline.toml", {}, dir.Path(""));
+  BOOST_REQUIRE(again.ok());
+  BOOST_TEST((*again.job == *npz.job));
+  const LoadResult npy = parse("train = \"x.npy\"\ntrain_labels = \"y.npy\"\n");
+  BOOST_REQUIRE(npy.ok());
+  BOOST_TEST(npy.job->data.train_labels == dir.Path("y.npy"));
+  CheckDiagnostics(parse("train = \"t.npz\"\nfeatures_array = \"\"\nlabels_array = \"a/b\"\n"),
+                   {{"inline.toml", 4, 18, "data.features_array",
+                     "must name an array of the .npz (as given to numpy.savez, e.g. \"x\" or "
+                     "\"arr_0\"), got \"\""},
+                    {"inline.toml", 5, 16, "data.labels_array", "must name an array of the .npz"}});
+  CheckDiagnostics(
+      Parse("[data]\nformat = \"csv\"\ntrain = \"files/iris.csv\"\nfeatures_array = \"x\"\n"),
+      {{"inline.toml", 4, 18, "data.features_array", "is only used with format \"npy\""}});
+  CheckDiagnostics(Parse("[data]\nformat = \"numpy\"\n"),
+                   {{"inline.toml", 2, 10, "data.format", "(did you mean \"npy\"?)"}});
+}
+
 BOOST_AUTO_TEST_CASE(a_data_path_to_a_fifo_or_a_device_is_refused_not_read) {
   // validate and submit check the files as the submitter: a FIFO or /dev/zero would hang them.
   const Diagnostic zero = Single(Parse("[data]\nformat = \"csv\"\ntrain = \"/dev/zero\"\n"));

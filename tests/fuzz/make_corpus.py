@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Writes the generated seeds of tests/fuzz/corpus/: frames (core/net/protocol.md) and model
 files (core/train/model_format.md), built here from the format specs, and the control requests
-of daemon/control_protocol.md. Job-file seeds are copies of examples/ and tests/data/jobs/ plus
+of daemon/control_protocol.md, and NumPy headers and .npz archives. Job-file seeds are copies of examples/ and tests/data/jobs/ plus
 hand-written broken ones; sweep-file seeds are written here (every method and kind of parameter,
 and broken ones). Rerun after a format change:  tests/fuzz/make_corpus.py
 Seeds that libFuzzer found (scripts/fuzz --merge) or regressions live beside these under other
 names and are left alone."""
 import gzip
+import io
 import json
 import pathlib
 import shutil
 import struct
+import zipfile
 import zlib
 
 ROOT = pathlib.Path(__file__).resolve().parent
@@ -288,6 +290,46 @@ def idx_files():
     write("idx_file", "short", b"\x1f")
 
 
+# ---- NumPy .npy headers (magic, version, little-endian header length, a dict padded to 64) and
+# .npz archives of them (zip, stored or deflated), without numpy
+def npy(descr, shape, data=b"", major=1, fortran="False", dict_text=None):
+    text = dict_text or "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, fortran, shape)
+    length_bytes = 2 if major == 1 else 4
+    pad = -(8 + length_bytes + len(text) + 1) % 64
+    header = (text + " " * pad + "\n").encode()
+    length = struct.pack("<H" if major == 1 else "<I", len(header))
+    return b"\x93NUMPY" + bytes([major, 0]) + length + header + data
+
+
+def npz(members, method=zipfile.ZIP_STORED):
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", method) as z:
+        for name, data in members:
+            info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = method
+            z.writestr(info, data)
+    return out.getvalue()
+
+
+def npy_headers():
+    x = npy("<f4", "(2, 3)", struct.pack("<6f", *range(6)))
+    y = npy("<i8", "(2,)", struct.pack("<2q", 1, 0))
+    write("npy_header", "f4", x)
+    write("npy_header", "f8_v2", npy("<f8", "(1, 2)", bytes(16), major=2))
+    write("npy_header", "u1_images_v3", npy("|u1", "(1, 1, 2, 2)", bytes(4), major=3))
+    write("npy_header", "i8_labels", y)
+    write("npy_header", "scalar", npy("<f4", "()", bytes(4)))
+    write("npy_header", "fortran", npy("<f4", "(2, 2)", fortran="True"))
+    write("npy_header", "big_endian", npy(">f4", "(2,)"))
+    write("npy_header", "structured",
+          npy("", "", dict_text="{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,)}"))
+    write("npy_header", "huge_shape", npy("<f8", "(4294967296, 4294967296)"))
+    write("npy_header", "cut", x[:40])
+    write("npy_header", "npz", npz([("x", x), ("y", y)]))
+    write("npy_header", "npz_deflated", npz([("x", x)], zipfile.ZIP_DEFLATED))
+    write("npy_header", "npz_cut", npz([("x", x), ("y", y)])[:-30])
+
+
 # ---- compressed pushes (core/dist/ps_protocol.md): u16 slice size, a hello header (25 u32
 # slots: magic, ..., rows at 8, flags at 24), then the push's data floats
 def ps_push(slice_size, flags, rows, data):
@@ -329,4 +371,5 @@ if __name__ == "__main__":
     job_files()
     sweep_files()
     idx_files()
+    npy_headers()
     ps_pushes()

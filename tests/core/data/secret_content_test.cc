@@ -1,16 +1,17 @@
 // No reader quotes what it read: every reader of a file a job or a user names (CSV, libsvm, IDX
-// images and labels, model files) is fed files of secret-shaped content — a cluster key in hex,
-// a password line, a private key, random bytes, numbers — placed as the whole file, a cell, a
-// label, an index:value pair or a header, and none of its error messages may contain any five
-// consecutive characters of the secret, nor the hex of any four consecutive bytes of the file.
+// images and labels, NumPy .npy and .npz files, model files) is fed files of secret-shaped content
+// — a cluster key in hex, a password line, a private key, random bytes, numbers — placed as the
+// whole file, a cell, a label, an index:value pair or a header, and none of its error messages may
+// contain any five consecutive characters of the secret, nor the hex of any four consecutive bytes
+// of the file.
 #include <boost/test/unit_test.hpp>
-
 #include <cstdio>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "common/npy_files.h"
 #include "common/temp_dir.h"
 #include "core/data/readers.h"
 #include "core/train/model_file.h"
@@ -71,6 +72,9 @@ std::vector<std::pair<std::string, std::string>> Placements(const std::string& s
       {"a libsvm index", "1 " + secret + ":1\n"},
       {"a libsvm value", "1 2:" + secret + "\n"},
       {"an idx header", std::string("\0\0\x08\x03", 4) + secret},
+      {"an npy header", testing::NpyBytes(secret, "")},
+      {"an npy dtype", testing::NpyBytes(testing::NpyDict(secret, "(1, 1)"), std::string(8, '\0'))},
+      {"an npz member's name", testing::NpzBytes({{secret, testing::NpyBytes("{}", "")}})},
       {"a model file's body", "DTRMODEL" + secret},
   };
 }
@@ -133,6 +137,20 @@ BOOST_AUTO_TEST_CASE(idx_errors_never_quote_the_file) {
   CheckNoReaderQuotes("idx labels", [&](const std::string& p) { return ReadIdx(images, p).status(); });
   CheckNoReaderQuotes("idx shape",
                       [&](const std::string& p) { return ReadIdxShape(p, labels).status(); });
+}
+
+BOOST_AUTO_TEST_CASE(npy_errors_never_quote_the_file) {
+  TempDir good;
+  // One row of two float32 features and its label: the secret is read as one file of a pair.
+  const std::string features = good.Write(
+      "x.npy", testing::NpyBytes(testing::NpyDict("<f4", "(1, 2)"), std::string(8, '\0')));
+  const std::string labels =
+      good.Write("y.npy", testing::NpyBytes(testing::NpyDict("<i8", "(1,)"), std::string(8, '\0')));
+  CheckNoReaderQuotes("npy features",
+                      [&](const std::string& p) { return ReadNpy(p, labels, {}).status(); });
+  CheckNoReaderQuotes("npy labels",
+                      [&](const std::string& p) { return ReadNpy(features, p, {}).status(); });
+  CheckNoReaderQuotes("npz", [&](const std::string& p) { return ReadNpy(p, "", {}).status(); });
 }
 
 BOOST_AUTO_TEST_CASE(model_file_errors_never_quote_the_file) {
