@@ -218,7 +218,7 @@ Result<std::vector<std::unique_ptr<dist::Link>>> ConnectShardLinks(const config:
 Status TrainingSession::Connect(const config::JobConfig& job, const Placement& placement) {
   const int workers = job.cluster.workers;
   if (TraitsOf(job.cluster.mode).exchange == Exchange::kNone ||
-      (workers == 1 && !UsesShards(job))) {
+      (job.cluster.MostMembers() == 1 && !UsesShards(job))) {
     if (job.cluster.compression.method != compress::Method::kNone) {
       // One replica compresses as each of several would, on a ring of itself: what a replica
       // computes does not depend on how many there are.

@@ -376,6 +376,27 @@ BOOST_AUTO_TEST_CASE(on_a_parameter_server_a_job_grows_beyond_its_workers_and_lo
   GrowBeyondWorkersThenLoseTheExtraMember("4", "allreduce = \"ps\"\nservers = 1\n");
 }
 
+// A job of one worker with max_workers = 2 on a daemon with 2 cores starts alone, on a ring of its
+// own rather than as a single-process job, so that its second replica can join it.
+BOOST_AUTO_TEST_CASE(a_job_of_one_worker_grows_to_its_max_workers) {
+  constexpr int kEpochs = 5;
+  const RecordingDaemon daemon(kFewRows, {"--cores", "2"});
+  const DaemonFixture& d = daemon.d;
+  std::string text = RowsWithIdsJob("lone", daemon.data.Path("rows.csv"), kEpochs, kGlobalBatch,
+                                    "workers = 1\nmax_workers = 2\n", 8);
+  text.replace(text.find("[train]\n"), 8, "[train]\nthreads = 1\n");
+  const std::int64_t id = d.Submit(text);
+
+  const json job = d.Wait(id);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "succeeded", job.dump() << d.LogTail(id));
+  BOOST_TEST(CountEvents(job, "worker 1 joined at step ") == 1, job.dump());
+  BOOST_TEST(CountEvents(job, ": 2 of 1..2") == 1, job.dump());
+  BOOST_TEST(job["step"] == kEpochs * kFewSteps);
+  BOOST_TEST(job["restarts"] == 0);
+  for (int rank = 0; rank < 2; ++rank) BOOST_TEST(StartedAs(job, rank) == 1, job.dump());
+  CheckEveryIdOncePerEpoch(ReadTakenSteps(daemon.prefix, 2), daemon.ids, kEpochs, kFewSteps);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
