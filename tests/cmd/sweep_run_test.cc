@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "cmd/run_checks.h"
+#include "common/asha_replay.h"
 #include "common/process.h"
 #include "common/temp_dir.h"
 #include "config/sweep_asha.h"
@@ -27,6 +28,7 @@ namespace {
 using run_checks::Bin;
 using run_checks::OpenStore;
 using run_checks::ParseJson;
+using testing::ReplayedRungs;
 using testing::RunProcess;
 using testing::TempDir;
 
@@ -330,24 +332,8 @@ reduction_factor = 3
       BOOST_TEST(reached[at_rung[top]] > static_cast<int>(k), "trial " << at_rung[top]);
     }
   }
-  std::vector<config::AshaTrial> replay;
-  std::vector<int> replayed(9, -1);
-  const config::AshaOptions options{2, 18, 3};
-  for (int guard = 0; guard < 100; ++guard) {
-    const config::AshaAction next =
-        config::NextAshaAction(options, config::SweepGoal::kMin, 9, replay);
-    if (next.kind == config::AshaAction::Kind::kStart) replay.emplace_back();
-    if (next.kind != config::AshaAction::Kind::kStart &&
-        next.kind != config::AshaAction::Kind::kPromote) {
-      break;
-    }
-    const auto i = static_cast<std::size_t>(next.trial);
-    BOOST_REQUIRE_MESSAGE(
-        next.rung < static_cast<int>(metric[i].size()),
-        "the rule promotes trial " << i << " to rung " << next.rung << ", which the sweep did not");
-    replay[i].metrics.push_back(metric[i][static_cast<std::size_t>(next.rung)]);
-    replayed[i] = next.rung;
-  }
+  const std::vector<int> replayed =
+      ReplayedRungs(config::AshaOptions{2, 18, 3}, config::SweepGoal::kMin, metric);
   BOOST_TEST(replayed == reached, boost::test_tools::per_element());
 }
 

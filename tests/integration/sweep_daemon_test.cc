@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/asha_replay.h"
 #include "common/process.h"
 #include "config/sweep_asha.h"
 #include "config/sweep_file.h"
@@ -135,8 +136,9 @@ std::unique_ptr<store::Store> OpenStore(const DaemonFixture& d) {
   return std::move(store).value();
 }
 
-// ASHA over 9 trials ranked by eval_loss: rungs 20, 60 and 180 steps (reduction_factor 3), each
-// trial's values drawn from the seed, at most `concurrent` trials at a time.
+// ASHA over 9 trials ranked by eval_loss: rungs 200, 600 and 1800 steps (reduction_factor 3), each
+// trial's values drawn from the seed, at most `concurrent` trials at a time. The rungs are long
+// enough that a poll sees each trial mid-rung on a quiet machine too (the kill test waits for it).
 std::string AshaSweep(int concurrent) {
   return SweepFile(R"(
 [sweep]
@@ -145,8 +147,8 @@ metric = "eval_loss"
 goal = "min"
 max_trials = 9
 seed = 5
-min_steps = 20
-max_steps = 180
+min_steps = 200
+max_steps = 1800
 reduction_factor = 3
 max_concurrent = )" +
                    std::to_string(concurrent) +
@@ -156,8 +158,8 @@ max_concurrent = )" +
 )");
 }
 
-const std::vector<std::int64_t> kRungs = {20, 60, 180};
-const config::AshaOptions kAsha{20, 180, 3};
+const std::vector<std::int64_t> kRungs = {200, 600, 1800};
+const config::AshaOptions kAsha{200, 1800, 3};
 
 bool Ended(const json& trial) {
   return trial["state"] == "succeeded" || trial["state"] == "failed" ||
@@ -252,29 +254,6 @@ std::vector<std::vector<double>> CheckAshaTrials(const DaemonFixture& d, std::in
   BOOST_TEST(printed.exit_code == 0, printed.err);
   BOOST_TEST(printed.out == std::to_string(*rows[best].job) + "\n");
   return metric;
-}
-
-// The trials that reached each rung when the rule's actions are replayed one at a time, as a
-// sweep of max_concurrent 1 takes them, over the metrics the trials recorded.
-std::vector<int> ReplayedRungs(const std::vector<std::vector<double>>& metric) {
-  std::vector<config::AshaTrial> replay;
-  std::vector<int> reached(metric.size(), -1);
-  for (int guard = 0; guard < 100; ++guard) {
-    const config::AshaAction next =
-        config::NextAshaAction(kAsha, config::SweepGoal::kMin, 9, replay);
-    if (next.kind == config::AshaAction::Kind::kStart) replay.emplace_back();
-    if (next.kind != config::AshaAction::Kind::kStart &&
-        next.kind != config::AshaAction::Kind::kPromote) {
-      break;
-    }
-    const auto i = static_cast<std::size_t>(next.trial);
-    BOOST_REQUIRE_MESSAGE(
-        next.rung < static_cast<int>(metric[i].size()),
-        "the rule promotes trial " << i << " to rung " << next.rung << ", which the sweep did not");
-    replay[i].metrics.push_back(metric[i][static_cast<std::size_t>(next.rung)]);
-    reached[i] = next.rung;
-  }
-  return reached;
 }
 
 std::vector<int> Rungs(const json& status) {
@@ -560,7 +539,8 @@ BOOST_AUTO_TEST_CASE(an_asha_sweep_killed_twice_ends_with_the_rungs_of_its_repla
   }
   const json status = WaitForEnd(d, id);
   const std::vector<std::vector<double>> metric = CheckAshaTrials(d, id, status, 2);
-  BOOST_TEST(Rungs(status) == ReplayedRungs(metric), boost::test_tools::per_element());
+  BOOST_TEST(Rungs(status) == ReplayedRungs(kAsha, config::SweepGoal::kMin, metric),
+             boost::test_tools::per_element());
   // The first kill came while a trial trained: it resumed from its checkpoint.
   const std::unique_ptr<store::Store> store = OpenStore(d);
   int resumed = 0;
