@@ -2,10 +2,11 @@
 // LayerSpec each starts as, its keys (each key's value type, range and need, which is how the
 // job file reads and writes it and how the model spec text formats and parses it), and the
 // factory that checks the layer against its input and builds its compute Layer (whose output()
-// is the layer's shape rule).
+// is the layer's shape rule), and its form in an exported graph (ONNX).
 //
 //   constexpr LayerKey kKeys[] = {IntKey("units", &LayerSpec::units, 1, kMaxLayerWidth)};
-//   extern constexpr LayerType kDenseLayer{LayerKind::kDense, kNames, kKeys, MakeDense};
+//   extern constexpr LayerType kDenseLayer{LayerKind::kDense, kNames, kKeys, MakeDense,
+//                                          WriteGraphOf<Dense>};
 //
 // Each file of core/model/layers/ defines its types; layers/layer_types.cc lists them all.
 // Invariants: every LayerKind has exactly one LayerType, listed once; type names are unique
@@ -103,11 +104,27 @@ struct LayerSpelling {
 using MakeLayerFunction = Result<std::unique_ptr<Layer>> (*)(const LayerSpec& spec, Shape input,
                                                              int outputs);
 
+class GraphWriter;  // graph_writer.h
+
+// A layer's inference form in an exported graph (graph_writer.h): `in`, a value of the layer's
+// input shape, becomes the returned value of its output shape. `layer` is one its type's make
+// built; `params` are its NumParams() floats.
+using WriteGraphFunction = std::string (*)(const Layer& layer, const float* params,
+                                           const std::string& in, GraphWriter& graph);
+
+// The WriteGraphFunction of a layer class L with a member of that form (params, in, graph).
+template <typename L>
+std::string WriteGraphOf(const Layer& layer, const float* params, const std::string& in,
+                         GraphWriter& graph) {
+  return static_cast<const L&>(layer).WriteGraph(params, in, graph);
+}
+
 struct LayerType {
   LayerKind kind;
   std::span<const LayerSpelling> spellings;
   std::span<const LayerKey> keys;
   MakeLayerFunction make;  // as MakeLayer (layer.h)
+  WriteGraphFunction write_graph;  // dropout: the identity; batchnorm: its running statistics
   // The layer in a few words for people (model_summary.h): "conv2d 32x3x3 relu", "dense 10"
   // (`outputs` stands for units left 0); null: its type name alone.
   std::string (*summary)(const LayerSpec& layer, int outputs) = nullptr;

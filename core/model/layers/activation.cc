@@ -1,6 +1,7 @@
 // relu, tanh, sigmoid as layers: out = act(in), elementwise, any shape.
 #include <algorithm>
 
+#include "core/model/graph_writer.h"
 #include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
@@ -15,6 +16,10 @@ class ActivationLayer final : public Layer {
 
   void Forward(const float*, const float* in, float* out, const LayerPass& pass) const override {
     math::Activate(in, out, Count(pass), activation_);
+  }
+
+  std::string WriteGraph(const float*, const std::string& in, GraphWriter& graph) const {
+    return WriteActivation(graph, in, activation_);
   }
 
   bool SplitsRows() const override { return true; }
@@ -48,6 +53,7 @@ extern constexpr LayerType kActivationLayer{.kind = LayerKind::kActivation,
                                             .spellings = kNames,
                                             .keys = {},
                                             .make = MakeActivation,
+                                            .write_graph = WriteGraphOf<ActivationLayer>,
                                             .named_by_activation = true};
 
 }  // namespace dtrain::model::layers

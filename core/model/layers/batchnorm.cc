@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/model/graph_writer.h"
 #include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
@@ -111,6 +112,17 @@ class BatchNorm final : public Layer {
     }
   }
 
+  // BatchNormalization over the channel axis (1: an image's C, a flat value's features) with
+  // the running statistics.
+  std::string WriteGraph(const float* params, const std::string& in, GraphWriter& graph) const {
+    const auto c = static_cast<std::int64_t>(c_);
+    std::vector<std::string> inputs{in};
+    for (std::size_t part = 0; part < 4; ++part) {  // gamma, beta, mean, variance
+      inputs.push_back(graph.Constant({params + part * c_, params + (part + 1) * c_}, {c}));
+    }
+    return graph.Node("BatchNormalization", std::move(inputs), {{"epsilon", epsilon_}});
+  }
+
   void UpdateStatistics(float* params, const float* state) const override {
     const float* mean = state;
     const float* var = state + 2 * c_;
@@ -157,7 +169,10 @@ constexpr LayerKey kKeys[] = {FloatKey("momentum", &LayerSpec::momentum, kUnitOp
 
 }  // namespace
 
-extern constexpr LayerType kBatchNormLayer{
-    .kind = LayerKind::kBatchNorm, .spellings = kNames, .keys = kKeys, .make = MakeBatchNorm};
+extern constexpr LayerType kBatchNormLayer{.kind = LayerKind::kBatchNorm,
+                                           .spellings = kNames,
+                                           .keys = kKeys,
+                                           .make = MakeBatchNorm,
+                                           .write_graph = WriteGraphOf<BatchNorm>};
 
 }  // namespace dtrain::model::layers

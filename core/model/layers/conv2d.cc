@@ -21,6 +21,7 @@
 #include "core/math/dnnl_conv.h"
 #include "core/math/gemm.h"
 #include "core/math/precision.h"
+#include "core/model/graph_writer.h"
 #include "core/model/layer_type.h"
 #include "core/model/onednn_paths.h"
 
@@ -95,6 +96,38 @@ class Conv2d final : public Layer {
     }
     math::AddBiasActivate(out, pass.rows * positions_, output().channels, params + NumWeights(),
                           activation_);
+  }
+
+  // Conv with the weights in ONNX's order (filter, channel, kernel row, kernel column) and the
+  // padding made explicit (the bottom and right pads what the output size leaves), then the
+  // activation.
+  std::string WriteGraph(const float* params, const std::string& in, GraphWriter& graph) const {
+    const int c = input().channels, f = output().channels, k = g_.kernel;
+    std::vector<float> w(NumWeights());
+    for (int o = 0; o < f; ++o) {
+      for (int ch = 0; ch < c; ++ch) {
+        for (int kh = 0; kh < k; ++kh) {
+          for (int kw = 0; kw < k; ++kw) {
+            const std::size_t row = static_cast<std::size_t>((kh * k + kw) * c + ch);
+            w[((static_cast<std::size_t>(o) * c + ch) * k + kh) * k + kw] = params[row * f + o];
+          }
+        }
+      }
+    }
+    const auto end_pad = [&](int in_side, int out_side, int begin) {
+      return static_cast<std::int64_t>(
+          std::max(0, (out_side - 1) * g_.stride + k - in_side - begin));
+    };
+    const std::string conv = graph.Node(
+        "Conv",
+        {ImageValue(graph, in, input()), graph.Constant(std::move(w), {f, c, k, k}),
+         graph.Constant({params + NumWeights(), params + NumParams()}, {f})},
+        {{"kernel_shape", std::vector<std::int64_t>{k, k}},
+         {"strides", std::vector<std::int64_t>{g_.stride, g_.stride}},
+         {"pads", std::vector<std::int64_t>{g_.pad_top, g_.pad_left,
+                                            end_pad(input().height, output().height, g_.pad_top),
+                                            end_pad(input().width, output().width, g_.pad_left)}}});
+    return ValueOfShape(graph, WriteActivation(graph, conv, activation_), output());
   }
 
   void Backward(const float* params, const float* in, const float* out, float* dout, float* din,
@@ -420,6 +453,7 @@ extern constexpr LayerType kConv2dLayer{.kind = LayerKind::kConv2d,
                                         .spellings = kNames,
                                         .keys = kKeys,
                                         .make = MakeConv2d,
+                                        .write_graph = WriteGraphOf<Conv2d>,
                                         .summary = Summary};
 
 }  // namespace dtrain::model::layers

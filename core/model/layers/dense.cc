@@ -4,6 +4,7 @@
 
 #include "core/math/elementwise.h"
 #include "core/math/gemm.h"
+#include "core/model/graph_writer.h"
 #include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
@@ -38,6 +39,14 @@ class Dense final : public Layer {
                 float* dparams, const LayerPass& pass) const override {
     BackwardRows(params, in, out, dout, din, pass);
     ParamGradient(params, in, dout, pass.rows, 0.0f, dparams, 0, NumParams());
+  }
+
+  // Gemm(x, W, b) on the input taken flat, then the activation.
+  std::string WriteGraph(const float* params, const std::string& in, GraphWriter& graph) const {
+    const std::string x = FlatValue(graph, in, input());
+    const std::string w = graph.Constant({params, params + NumWeights()}, {in_, out_});
+    const std::string b = graph.Constant({params + NumWeights(), params + NumParams()}, {out_});
+    return WriteActivation(graph, graph.Node("Gemm", {x, w, b}), activation_);
   }
 
   bool SplitsRows() const override { return true; }
@@ -105,6 +114,7 @@ extern constexpr LayerType kDenseLayer{.kind = LayerKind::kDense,
                                        .spellings = kNames,
                                        .keys = kKeys,
                                        .make = MakeDense,
+                                       .write_graph = WriteGraphOf<Dense>,
                                        .summary = Summary};
 
 }  // namespace dtrain::model::layers

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/data/random.h"
+#include "core/model/graph_writer.h"
 #include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
@@ -27,6 +28,9 @@ class Dropout final : public Layer {
                 const LayerPass& pass) const override {
     if (din != nullptr) Apply(dout, din, pass);
   }
+
+  // At inference dropout is the identity: no node.
+  std::string WriteGraph(const float*, const std::string& in, GraphWriter&) const { return in; }
 
  private:
   // out = in * mask / (1 - rate), or a copy when not training.
@@ -69,6 +73,7 @@ extern constexpr LayerType kDropoutLayer{.kind = LayerKind::kDropout,
                                          .spellings = kNames,
                                          .keys = kKeys,
                                          .make = MakeDropout,
+                                         .write_graph = WriteGraphOf<Dropout>,
                                          .summary = Summary};
 
 }  // namespace dtrain::model::layers

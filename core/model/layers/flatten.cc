@@ -1,6 +1,7 @@
 // flatten: the sample's values unchanged, as a flat vector (the layout is already row-major).
 #include <algorithm>
 
+#include "core/model/graph_writer.h"
 #include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
@@ -12,6 +13,11 @@ class Flatten final : public Layer {
 
   void Forward(const float*, const float* in, float* out, const LayerPass& pass) const override {
     std::copy(in, in + Count(pass), out);
+  }
+
+  // The graph's images are channel-first: back to dtrain's order, then flat.
+  std::string WriteGraph(const float*, const std::string& in, GraphWriter& graph) const {
+    return FlatValue(graph, in, input());
   }
 
   bool SplitsRows() const override { return true; }
@@ -36,7 +42,10 @@ constexpr LayerSpelling kNames[] = {{"flatten", {.kind = LayerKind::kFlatten}}};
 
 }  // namespace
 
-extern constexpr LayerType kFlattenLayer{
-    .kind = LayerKind::kFlatten, .spellings = kNames, .keys = {}, .make = MakeFlatten};
+extern constexpr LayerType kFlattenLayer{.kind = LayerKind::kFlatten,
+                                         .spellings = kNames,
+                                         .keys = {},
+                                         .make = MakeFlatten,
+                                         .write_graph = WriteGraphOf<Flatten>};
 
 }  // namespace dtrain::model::layers

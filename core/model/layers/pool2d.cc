@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/math/dnnl_pool.h"
+#include "core/model/graph_writer.h"
 #include "core/model/layer_type.h"
 #include "core/model/onednn_paths.h"
 
@@ -43,6 +44,14 @@ class Pool2d final : public Layer {
     } else {
       OwnForward(in, out, pass.rows);
     }
+  }
+
+  std::string WriteGraph(const float*, const std::string& in, GraphWriter& graph) const {
+    const std::string pooled =
+        graph.Node(max_ ? "MaxPool" : "AveragePool", {ImageValue(graph, in, input())},
+                   {{"kernel_shape", std::vector<std::int64_t>{kernel_, kernel_}},
+                    {"strides", std::vector<std::int64_t>{stride_, stride_}}});
+    return ValueOfShape(graph, pooled, output());
   }
 
   void Backward(const float*, const float* in, const float* out, float* dout, float* din, float*,
@@ -233,11 +242,13 @@ extern constexpr LayerType kMaxPool2dLayer{.kind = LayerKind::kMaxPool2d,
                                            .spellings = kMaxNames,
                                            .keys = kKeys,
                                            .make = MakePool2d,
+                                           .write_graph = WriteGraphOf<Pool2d>,
                                            .summary = Summary};
 extern constexpr LayerType kAvgPool2dLayer{.kind = LayerKind::kAvgPool2d,
                                            .spellings = kAvgNames,
                                            .keys = kKeys,
                                            .make = MakePool2d,
+                                           .write_graph = WriteGraphOf<Pool2d>,
                                            .summary = Summary};
 
 }  // namespace dtrain::model::layers
