@@ -85,6 +85,7 @@ std::unique_ptr<CLI::App> BuildApp(int& exit_code) {
   AddExportCommand(*app, globals, exit_code);
   AddValidateCommand(*app, exit_code);
   AddPredictAndEvalCommands(*app, exit_code);
+  AddConvertCommand(*app, exit_code);
   AddVersionCommand(*app, globals, exit_code);
   AddNodesCommand(*app, globals, exit_code);
   AddKeygenCommand(*app, exit_code);

@@ -55,6 +55,7 @@ void AddCompareCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddCheckpointsCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddExportCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddPredictAndEvalCommands(CLI::App& app, int& exit_code);
+void AddConvertCommand(CLI::App& app, int& exit_code);
 void AddVersionCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddNodesCommand(CLI::App& app, Globals globals, int& exit_code);
 void AddKeygenCommand(CLI::App& app, int& exit_code);

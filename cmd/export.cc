@@ -1,5 +1,6 @@
 // dtrain export: write a job's checkpoint (or, with --best, its best model) as a self-describing
-// model file (.dtm), taking it from the daemon or from a store file (--db).
+// model file (.dtm) or as ONNX (--format onnx), taking it from the daemon or from a store file
+// (--db).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstring>
@@ -7,11 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cmd/as_job_owner.h"
+#include "cmd/choices.h"
 #include "cmd/cli_error.h"
 #include "cmd/commands.h"
 #include "cmd/daemon_client.h"
 #include "cmd/exit_codes.h"
 #include "cmd/json_fields.h"
+#include "cmd/model_output.h"
 #include "cmd/stored_job.h"
 #include "cmd/terminal.h"
 #include "core/sparse/sparse_model_file.h"
@@ -27,6 +30,7 @@ struct ExportArgs {
   std::int64_t step = -1;  // -1: the newest checkpoint
   bool best = false;       // the job's best model instead of a checkpoint
   std::string output;
+  std::string format = "dtm";
   std::string db;  // empty: ask the daemon
   bool json = false;
 };
@@ -141,12 +145,13 @@ void SayWritten(const ExportArgs& args, std::int64_t step, const std::string& mo
     std::cout << nlohmann::json{{"job", args.job},
                                 {"step", step},
                                 {"model", model},
+                                {"format", args.format},
                                 {"path", args.output}}
                      .dump()
               << std::endl;
   } else {
     std::cout << "wrote " << args.output << " (job " << args.job << ", step " << step << ", "
-              << what << ")\n";
+              << what << (args.format == "onnx" ? ", ONNX" : "") << ")\n";
   }
 }
 
@@ -174,8 +179,8 @@ int WriteSparseModel(const ExportArgs& args, const ExportSource& source) {
                                .keys = std::move(state.value().keys),
                                .slots = std::move(state.value().slots),
                                .globals = std::move(state.value().globals)};
-  if (Status written = sparse::WriteSparseModelFile(args.output, file); !written.ok()) {
-    PrintError(written.message());
+  if (Status written = WriteModelAs(args.output, args.format, file); !written.ok()) {
+    PrintError(JobName(args.job) + ": " + written.message());
     return kExitFailed;
   }
   SayWritten(args, file.step, checkpoint.model_spec,
@@ -209,9 +214,9 @@ int WriteModel(const ExportArgs& args, ExportSource source) {
   } else {
     file.scaling = data::ConstantScaling(job.data.scale);
   }
-  Status written = train::WriteModelFile(args.output, file);
+  Status written = WriteModelAs(args.output, args.format, file);
   if (!written.ok()) {
-    PrintError(written.message());
+    PrintError(JobName(args.job) + ": " + written.message());
     return kExitFailed;
   }
   SayWritten(args, file.step, model::FormatModelSpec(file.spec),
@@ -229,8 +234,12 @@ int Export(const ExportArgs& args, const GlobalOptions& globals) {
 
 void AddExportCommand(CLI::App& app, Globals globals, int& exit_code) {
   auto args = std::make_shared<ExportArgs>();
-  CLI::App* cmd = app.add_subcommand("export", "Write a job's checkpoint as a model file (.dtm)");
+  CLI::App* cmd =
+      app.add_subcommand("export", "Write a job's checkpoint as a model file (.dtm or ONNX)");
   cmd->add_option("job", args->job, "The job id")->required();
+  Choices(cmd->add_option("--format", args->format,
+                          "Write a dtrain model file (dtm, the default) or an ONNX model (onnx)"),
+          ModelFormats());
   cmd->add_option("-o,--output", args->output, "The model file to write")
       ->type_name("PATH")
       ->required();

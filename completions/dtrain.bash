@@ -10,11 +10,11 @@ _dtrain() {
       --socket) i=$((i + 1)) ;;
       --host) i=$((i + 1)) ;;
       --key-file) i=$((i + 1)) ;;
-      run|sweep|submit|status|list|cancel|resume|rm|prune|wait|logs|why|metrics|compare|checkpoints|export|validate|predict|eval|version|nodes|keygen|completion) sub="${COMP_WORDS[i]}"; at=$i; break ;;
+      run|sweep|submit|status|list|cancel|resume|rm|prune|wait|logs|why|metrics|compare|checkpoints|export|validate|predict|eval|convert|version|nodes|keygen|completion) sub="${COMP_WORDS[i]}"; at=$i; break ;;
     esac
   done
   case "$sub" in
-    "") opts="run sweep submit status list cancel resume rm prune wait logs why metrics compare checkpoints export validate predict eval version nodes keygen completion --help -h --version --socket --host --key-file" ;;
+    "") opts="run sweep submit status list cancel resume rm prune wait logs why metrics compare checkpoints export validate predict eval convert version nodes keygen completion --help -h --version --socket --host --key-file" ;;
     run) opts="--help -h --set --tag --db --json --resume --socket --host --key-file"; valued="$valued --set --tag --db --resume"; first=toml ;;
     sweep) opts="--help -h --db --json --dry-run --socket --host --key-file"; valued="$valued --db"; first="run submit status cancel best list" ;;
     submit) opts="--help -h --set --tag --name --priority --no-wait --json --socket --host --key-file"; valued="$valued --set --tag --name --priority"; first=toml ;;
@@ -30,10 +30,11 @@ _dtrain() {
     metrics) opts="--help -h --name --format --plot --per-worker --db --socket --host --key-file"; valued="$valued --name --format --db"; first=job ;;
     compare) opts="--help -h --name --plot --db --json --socket --host --key-file"; valued="$valued --name --db"; first=job ;;
     checkpoints) opts="--help -h --json --db --socket --host --key-file"; valued="$valued --db"; first=job ;;
-    export) opts="--help -h --output -o --step --best --db --json --socket --host --key-file"; valued="$valued --output -o --step --db"; first=job ;;
+    export) opts="--help -h --format --output -o --step --best --db --json --socket --host --key-file"; valued="$valued --format --output -o --step --db"; first=job ;;
     validate) opts="--help -h --set --all-keys --json --socket --host --key-file"; valued="$valued --set"; first=toml ;;
     predict) opts="--help -h --set --data --labels --format --json --proba --socket --host --key-file"; valued="$valued --set --data --labels --format" ;;
     eval) opts="--help -h --set --data --labels --format --json --socket --host --key-file"; valued="$valued --set --data --labels --format" ;;
+    convert) opts="--help -h --output -o --json --socket --host --key-file"; valued="$valued --output -o" ;;
     version) opts="--help -h --json --socket --host --key-file" ;;
     nodes) opts="--help -h --json --socket --host --key-file" ;;
     keygen) opts="--help -h --socket --host --key-file" ;;
@@ -42,6 +43,7 @@ _dtrain() {
   case "$sub $prev" in
     "list --state") COMPREPLY=($(compgen -W "queued starting running recovering succeeded failed cancelled" -- "$cur")); return ;;
     "metrics --format") COMPREPLY=($(compgen -W "table csv json" -- "$cur")); return ;;
+    "export --format") COMPREPLY=($(compgen -W "dtm onnx" -- "$cur")); return ;;
     "predict --format") COMPREPLY=($(compgen -W "idx csv libsvm npy" -- "$cur")); return ;;
     "eval --format") COMPREPLY=($(compgen -W "idx csv libsvm npy" -- "$cur")); return ;;
   esac

@@ -24,10 +24,11 @@ _dtrain() {
     'metrics:Print or plot a job'\''s recorded metrics'
     'compare:Compare jobs'\'' runs of a metric\: final and best values, differing settings'
     'checkpoints:List a job'\''s checkpoints, oldest first'
-    'export:Write a job'\''s checkpoint as a model file (.dtm)'
+    'export:Write a job'\''s checkpoint as a model file (.dtm or ONNX)'
     'validate:Check a job file; print it fully resolved (defaults filled in) or its errors'
     'predict:Print a model'\''s prediction for every row of a data set'
     'eval:Print a model'\''s loss and accuracy (and a binary sparse model'\''s AUC) on a data set'
+    'convert:Write a model file (.dtm) as an ONNX model'
     'version:Print the client'\''s and the daemon'\''s versions'
     'nodes:Show this daemon and its peer daemons\: up or down since when, cores, jobs'
     'keygen:Write a new random cluster key file (mode 0600) for (cluster) key_file'
@@ -221,6 +222,7 @@ _dtrain() {
           _arguments \
             '--help[Print this help message and exit]' \
             '-h[Print this help message and exit]' \
+            '--format[Write a dtrain model file (dtm, the default) or an ONNX model (onnx)]:format:(dtm onnx)' \
             '--output[The model file to write]:output:_files' \
             '-o[The model file to write]:output:_files' \
             '--step[Export the checkpoint of this step (default\: newest)]:step:_files' \
@@ -265,6 +267,17 @@ _dtrain() {
             '--labels[Labels file for --data in IDX or NumPy format (eval)]:labels:_files' \
             '--format[Format of --data (default\: from its name; else idx)]:format:(idx csv libsvm npy)' \
             '--json[Print JSON]' \
+            '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
+            '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
+            '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
+            '*:file:_files' ;;
+        convert)
+          _arguments \
+            '--help[Print this help message and exit]' \
+            '-h[Print this help message and exit]' \
+            '--output[The ONNX file to write]:output:_files' \
+            '-o[The ONNX file to write]:output:_files' \
+            '--json[Print one JSON object]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
             '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \

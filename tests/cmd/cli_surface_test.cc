@@ -84,10 +84,10 @@ BOOST_AUTO_TEST_CASE(the_table_has_the_documented_subcommands) {
   std::vector<std::string> names;
   for (const Command& c : CommandTable()) names.push_back(c.name);
   for (const char* expected :
-       {"run",          "submit",       "status",     "list",        "cancel",    "wait",
-        "logs",         "metrics",      "compare",    "checkpoints", "export",    "validate",
-        "predict",      "eval",         "version",    "completion",  "sweep run", "sweep submit",
-        "sweep status", "sweep cancel", "sweep best", "sweep list"}) {
+       {"run",          "submit",       "status",       "list",        "cancel",     "wait",
+        "logs",         "metrics",      "compare",      "checkpoints", "export",     "validate",
+        "predict",      "eval",         "convert",      "version",     "completion", "sweep run",
+        "sweep submit", "sweep status", "sweep cancel", "sweep best",  "sweep list"}) {
     BOOST_TEST_CONTEXT(expected) {
       BOOST_TEST((std::find(names.begin(), names.end(), expected) != names.end()));
     }
