@@ -483,7 +483,8 @@ BOOST_AUTO_TEST_CASE(a_sweep_pages_curves_are_capped_from_first_to_last_point) {
   s.AppendMetrics(job, 0, points);
   BOOST_REQUIRE(s.Flush().ok());
   server::EndedSeries ended;
-  const json page = server::DashboardSweep(s, s.GetSweep(sweep.id).value(), nullptr, ended).value();
+  const json page =
+      server::DashboardSweep(s, s.GetSweep(sweep.id).value(), nullptr, nullptr, ended).value();
   BOOST_REQUIRE(page["series"].size() == 1u);
   const json& curve = page["series"][0]["points"];
   BOOST_TEST(curve.size() == server::kMaxSeriesPoints);
