@@ -31,6 +31,7 @@
 #include "config/sweep_file.h"
 #include "daemon/store/store.h"
 #include "integration/daemon_fixture.h"
+#include "integration/sweep_job.h"
 #include "integration/test_user.h"
 
 namespace dtrain::testing {
@@ -40,31 +41,6 @@ using json = nlohmann::json;
 
 constexpr int kSteps = 12;       // each trial's
 constexpr int kLongSteps = 300;  // the crash test's: long enough to be killed mid-trial
-
-// A tiny softmax model on generated data, `steps` steps logged and checkpointed at every one,
-// with the sweep's table after it.
-std::string SweepFile(const std::string& sweep, int steps = kSteps) {
-  return R"(name = "sw"
-[data]
-format = "synthetic"
-rows = 400
-test_rows = 100
-features = 4
-classes = 2
-[model]
-type = "softmax"
-[train]
-steps = )" +
-         std::to_string(steps) +
-         R"(
-epochs = 0
-batch_size = 16
-threads = 1
-log_every = 1
-[checkpoint]
-every_steps = 1
-)" + sweep;
-}
 
 // 16 points: 4 learning rates by 4 batch sizes.
 const std::string kGrid = R"(
@@ -150,12 +126,12 @@ seed = 5
 min_steps = 200
 max_steps = 1800
 reduction_factor = 3
-max_concurrent = )" +
-                   std::to_string(concurrent) +
-                   R"(
+max_concurrent = )" + std::to_string(concurrent) +
+                       R"(
 [sweep.parameters]
 "optimizer.lr" = { log_uniform = [0.001, 0.5] }
-)");
+)",
+                   kSteps);
 }
 
 const std::vector<std::int64_t> kRungs = {200, 600, 1800};
@@ -267,7 +243,7 @@ BOOST_AUTO_TEST_SUITE(sweep_daemon)
 
 BOOST_AUTO_TEST_CASE(a_grid_runs_every_point_once_and_names_the_best) {
   DaemonFixture d({"--max-jobs", "2"});
-  const std::string file = d.dir().Write("grid.toml", SweepFile(kGrid));
+  const std::string file = d.dir().Write("grid.toml", SweepFile(kGrid, kSteps));
   const std::int64_t id = SubmitSweep(d, file);
   const json status = WaitForEnd(d, id);
   BOOST_TEST(status["sweep"]["state"] == "succeeded", status.dump());
@@ -326,7 +302,8 @@ seed = 11
 [sweep.parameters]
 "optimizer.lr" = { log_uniform = [0.001, 0.5] }
 "train.batch_size" = { int = [4, 64] }
-)"));
+)",
+                                                                  kSteps));
   const std::int64_t id = SubmitSweep(d, file);
   const json status = WaitForEnd(d, id);
   const config::SweepLoadResult loaded = config::LoadSweepFile(file);
@@ -403,7 +380,8 @@ method = "grid"
 metric = "eval_loss"
 [sweep.parameters]
 "train.threads" = { values = [1, 100000] }
-)")},
+)",
+                                                        kSteps)},
                                {"base_dir", d.dir().Path("")},
                                {"source", "big.toml"}});
   BOOST_TEST(over["ok"] == false, over.dump());
