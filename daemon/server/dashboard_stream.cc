@@ -220,6 +220,11 @@ asio::awaitable<std::shared_ptr<const config::SweepLoadResult>> Generated(
   co_return generated.ok() ? generated.value() : nullptr;
 }
 
+// The daemon's cache of its sweeps' trial standings, or null (no driver).
+TrialStandingCache* Cache(DashboardContext& context) {
+  return context.sweeps != nullptr ? &context.sweeps->standing_cache() : nullptr;
+}
+
 // A SWEEP object as a listener without a token shows it: without its file's path.
 void HideSource(const DashboardContext& context, json& sweep) {
   if (!context.show_logs) sweep["source"] = nullptr;
@@ -246,8 +251,9 @@ asio::awaitable<void> StreamSweeps(asio::ip::tcp::socket& socket, DashboardConte
       const std::shared_ptr<const config::SweepLoadResult> generated =
           co_await Generated(context, *s);
       Result<json> status = co_await OffThread(
-          context.pool, [store = &context.store, sweep = &*s, trials = generated.get()] {
-            return SweepStatusJson(*store, *sweep, trials);
+          context.pool,
+          [store = &context.store, sweep = &*s, trials = generated.get(), cache = Cache(context)] {
+            return SweepStatusJson(*store, *sweep, trials, cache);
           });
       if (!status.ok()) co_return Event("error", {{"reason", status.status().message()}});
       json row = SweepListRow(status.value());
@@ -275,7 +281,9 @@ asio::awaitable<void> StreamSweep(asio::ip::tcp::socket& socket, DashboardContex
         co_await Generated(context, sweep.value());
     Result<json> page = co_await OffThread(
         context.pool, [store = &context.store, record = &sweep.value(), trials = generated.get(),
-                       cache = &ended] { return DashboardSweep(*store, *record, trials, *cache); });
+                       standings = Cache(context), series = &ended] {
+          return DashboardSweep(*store, *record, trials, standings, *series);
+        });
     if (!page.ok()) co_return Event("error", {{"reason", page.status().message()}});
     HideSource(context, page.value()["sweep"]);
     if (!context.show_logs) page.value()["board"]["sweep"] = nullptr;

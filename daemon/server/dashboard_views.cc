@@ -161,8 +161,9 @@ json SweepListRow(const json& status) {
 }
 
 Result<json> DashboardSweep(store::Store& store, const store::SweepRecord& sweep,
-                            const config::SweepLoadResult* generated, EndedSeries& ended) {
-  Result<json> status = SweepStatusJson(store, sweep, generated);
+                            const config::SweepLoadResult* generated, TrialStandingCache* cache,
+                            EndedSeries& ended) {
+  Result<json> status = SweepStatusJson(store, sweep, generated, cache);
   if (!status.ok()) return status.status();
   EndedSeries kept;  // only the trials of the sweep, as ended now
   json series = json::array();

@@ -29,6 +29,8 @@
 
 namespace dtrain::server {
 
+class TrialStandingCache;
+
 // The rows of ended jobs a caller's DashboardJobs made: id -> (updated, row). One caller's.
 struct EndedJobRows {
   std::map<std::int64_t, std::pair<double, nlohmann::json>> rows;
@@ -61,9 +63,10 @@ struct EndedSeries {
 // (store/sweep_board.h StatusBoardJson: the leaderboard, ranked), "series": [{"trial", "job",
 // "points": [[step, value]...]}] (each started trial's curve of the sweep's metric, recorded by
 // its lead process (or, when that recorded none, its lowest rank), finite values only, at most
-// kMaxSeriesPoints evenly spread over its rows, the first and the last kept)}. `generated` as
-// sweep_views.h SweepStatusJson's.
+// kMaxSeriesPoints evenly spread over its rows, the first and the last kept)}. `generated` and
+// `cache` as sweep_views.h SweepStatusJson's.
 Result<nlohmann::json> DashboardSweep(store::Store& store, const store::SweepRecord& sweep,
-                                      const config::SweepLoadResult* generated, EndedSeries& ended);
+                                      const config::SweepLoadResult* generated,
+                                      TrialStandingCache* cache, EndedSeries& ended);
 
 }  // namespace dtrain::server

@@ -246,7 +246,7 @@ asio::awaitable<std::optional<std::vector<TrialStanding>>> SweepDriver::Standing
   std::vector<TrialStanding> standings;
   if (full || loaded.sweep->method == config::SweepMethod::kAsha) {
     auto read = [this, &sweep, &loaded, &rows] {
-      return ReadStandings(store_, sweep, &loaded, rows);
+      return ReadStandings(store_, sweep, &loaded, rows, &standings_);
     };
     Result<std::vector<TrialStanding>> stored = co_await OffThread(pool_, read);
     if (!stored.ok()) co_return std::nullopt;

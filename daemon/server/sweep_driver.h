@@ -39,6 +39,7 @@
 
 #include "config/sweep_file.h"
 #include "daemon/server/job_manager.h"
+#include "daemon/server/standing_cache.h"
 #include "daemon/server/sweep_standing.h"
 #include "daemon/store/store.h"
 
@@ -84,6 +85,9 @@ class SweepDriver {
   // The sweep's trials as its file generates them (each trial's validated job); loaded once.
   asio::awaitable<Result<std::shared_ptr<const config::SweepLoadResult>>> Trials(
       const store::SweepRecord& sweep);
+  // What the daemon's reads of its sweeps' standings keep (ReadStandings, SweepStatusJson):
+  // thread-safe, lives as long as the driver.
+  TrialStandingCache& standing_cache() { return standings_; }
 
  private:
   // Another pass over the running sweeps (after a trial's job ended, a sweep came, ...).
@@ -119,6 +123,7 @@ class SweepDriver {
   JobManager& jobs_;
   std::set<std::int64_t> running_;  // the sweeps being driven
   std::map<std::int64_t, std::shared_ptr<const config::SweepLoadResult>> loaded_;
+  TrialStandingCache standings_;
   bool driving_ = false;  // Drive is running
   bool again_ = false;    // Kick came during a pass
 };

@@ -43,8 +43,9 @@ asio::awaitable<json> StatusReply(ControlContext& ctx, const store::SweepRecord&
   Result<std::shared_ptr<const config::SweepLoadResult>> generated =
       co_await ctx.sweeps->Trials(sweep);
   const config::SweepLoadResult* trials_of = generated.ok() ? generated.value().get() : nullptr;
-  Result<json> status = co_await OffThread(
-      ctx.pool, [&ctx, &sweep, trials_of] { return SweepStatusJson(ctx.store, sweep, trials_of); });
+  Result<json> status = co_await OffThread(ctx.pool, [&ctx, &sweep, trials_of] {
+    return SweepStatusJson(ctx.store, sweep, trials_of, &ctx.sweeps->standing_cache());
+  });
   if (!status.ok()) co_return Error("internal", status.status().message());
   json reply = Ok();
   reply.update(status.value());

@@ -6,6 +6,7 @@
 
 #include "config/job_file.h"
 #include "config/job_layout.h"
+#include "daemon/server/standing_cache.h"
 #include "daemon/store/job_views.h"
 
 namespace dtrain::server {
@@ -20,15 +21,23 @@ std::int64_t TargetSteps(const store::JobRecord& job) {
   return parsed.ok() ? parsed.job->train.steps : 0;
 }
 
+// The standing of the trial of `row` from its job's rows. `cached`: what was read of its job
+// before (null: nothing); `keep`: its `updated` and target set to those read now (`updated` left
+// 0 when the job is gone).
 Result<TrialStanding> ReadStanding(store::Store& store, const store::SweepTrialRecord& row,
                                    const std::string& metric, int lead_rank,
-                                   const std::vector<std::int64_t>& rungs) {
+                                   const std::vector<std::int64_t>& rungs,
+                                   const CachedStanding* cached, CachedStanding& keep) {
   TrialStanding s;
   s.trial = row.trial;
   s.job = row.job;
   s.state = "removed";
   s.asha.ended = true;
   if (!row.job) return s;
+  if (cached != nullptr && cached->updated == row.job_updated && cached->ended) {
+    keep = *cached;
+    return *cached->ended;  // ended, and its row unchanged since
+  }
   const std::int64_t id = *row.job;
   Result<store::JobRecord> job = store.GetJob(id);
   if (!job.ok()) {
@@ -48,10 +57,13 @@ Result<TrialStanding> ReadStanding(store::Store& store, const store::SweepTrialR
   s.steps = store::FurthestStep(latest.value(), checkpoints.value());
   s.metric =
       store::FinalMetric(values.value(), lead_rank, std::numeric_limits<std::int64_t>::max());
+  keep.updated = job.value().updated;
   if (rungs.empty()) return s;
 
   // ASHA: the rungs below the one its train.steps names, and that one once it succeeded there.
-  const std::int64_t target = TargetSteps(job.value());
+  keep.target = cached != nullptr && cached->updated == keep.updated ? cached->target
+                                                                     : TargetSteps(job.value());
+  const std::int64_t target = keep.target;
   const bool succeeded = state == store::JobState::kSucceeded;
   for (const std::int64_t steps : rungs) {
     if (steps > s.steps || steps > target || (steps == target && !succeeded)) break;
@@ -73,18 +85,34 @@ Result<TrialStanding> ReadStanding(store::Store& store, const store::SweepTrialR
 Result<std::vector<TrialStanding>> ReadStandings(store::Store& store,
                                                  const store::SweepRecord& sweep,
                                                  const config::SweepLoadResult* loaded,
-                                                 const std::vector<store::SweepTrialRecord>& rows) {
+                                                 const std::vector<store::SweepTrialRecord>& rows,
+                                                 TrialStandingCache* cache) {
   std::vector<std::int64_t> rungs;
   if (loaded != nullptr && loaded->sweep->method == config::SweepMethod::kAsha) {
     rungs = config::AshaRungs(loaded->sweep->asha);
   }
+  // Only with the sweep's file: without it the lead ranks and rungs differ.
+  if (loaded == nullptr) cache = nullptr;
+  const std::shared_ptr<const TrialStandingCache::Entries> cached =
+      cache != nullptr ? cache->Find(sweep.id) : nullptr;
+  TrialStandingCache::Entries kept;  // the trials read now only
   std::vector<TrialStanding> standings;
   for (const store::SweepTrialRecord& row : rows) {
-    Result<TrialStanding> s =
-        ReadStanding(store, row, sweep.metric, TrialLeadRank(loaded, row.trial), rungs);
+    const CachedStanding* before = nullptr;
+    if (cached != nullptr && row.job) {
+      if (const auto it = cached->find(*row.job); it != cached->end()) before = &it->second;
+    }
+    CachedStanding now;
+    Result<TrialStanding> s = ReadStanding(store, row, sweep.metric,
+                                           TrialLeadRank(loaded, row.trial), rungs, before, now);
     if (!s.ok()) return s.status();
+    if (now.updated != 0) {
+      if (!s.value().running) now.ended = s.value();
+      kept[*row.job] = std::move(now);
+    }
     standings.push_back(std::move(s).value());
   }
+  if (cache != nullptr) cache->Keep(sweep.id, std::move(kept));
   return standings;
 }
 

@@ -2,7 +2,7 @@
 // next from that: the facts the sweep driver decides from and `sweep_status` shows
 // (control_protocol.md's TRIAL).
 //
-//   Result<std::vector<TrialStanding>> s = ReadStandings(store, sweep, loaded.get(), rows);
+//   Result<std::vector<TrialStanding>> s = ReadStandings(store, sweep, loaded.get(), rows, &cache);
 //   config::AshaAction next = NextSweepAction(*loaded->sweep, sweep.trials, s.value());
 //
 // An ASHA trial's rung is never stored: it follows from its job's row. A job trains to the rung
@@ -12,7 +12,9 @@
 // moment leaves the trial either at its rung, succeeded and still promotable, or queued toward
 // the next: a promotion happens at most once and is never lost.
 //
-// ReadStandings blocks on SQLite: call it off the event loop. NextSweepAction is pure.
+// ReadStandings reads each trial's job once it has ended and again only when its row changes
+// (TrialStandingCache, standing_cache.h). It blocks on SQLite: call it off the event loop.
+// NextSweepAction is pure.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,8 @@
 #include "daemon/store/store.h"
 
 namespace dtrain::server {
+
+class TrialStandingCache;
 
 struct TrialStanding {
   std::int64_t trial = 0;
@@ -43,13 +47,16 @@ struct TrialStanding {
 // when `loaded` (the trials as the sweep file draws them) is null or lacks the trial.
 int TrialLeadRank(const config::SweepLoadResult* loaded, std::int64_t trial);
 
-// The standing of every trial of `sweep` with a row (`rows`, by trial index). `loaded`: the
-// sweep's trials as its file generates them (their lead ranks and, for ASHA, the rungs); null
-// when the file no longer loads (rank 0, no rungs). An error when the store cannot be read.
+// The standing of every trial of `sweep` with a row (`rows`, by trial index, as
+// Store::SweepTrials reads them). `loaded`: the sweep's trials as its file generates them (their
+// lead ranks and, for ASHA, the rungs); null when the file no longer loads (rank 0, no rungs).
+// `cache`: what earlier reads of the sweep kept, used and updated (null, or without `loaded`:
+// every trial read from the store). An error when the store cannot be read.
 Result<std::vector<TrialStanding>> ReadStandings(store::Store& store,
                                                  const store::SweepRecord& sweep,
                                                  const config::SweepLoadResult* loaded,
-                                                 const std::vector<store::SweepTrialRecord>& rows);
+                                                 const std::vector<store::SweepTrialRecord>& rows,
+                                                 TrialStandingCache* cache);
 
 // What a sweep of `trials` trials does next, for every method: ASHA's config::NextAshaAction
 // over the standings' facts; grid and random start the lowest trial without a row, then wait

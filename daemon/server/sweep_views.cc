@@ -95,11 +95,11 @@ json BestJson(const store::SweepRecord& sweep, const json& trials) {
 }  // namespace
 
 Result<json> SweepStatusJson(store::Store& store, const store::SweepRecord& sweep,
-                             const config::SweepLoadResult* generated) {
+                             const config::SweepLoadResult* generated, TrialStandingCache* cache) {
   Result<std::vector<store::SweepTrialRecord>> rows = store.SweepTrials(sweep.id);
   if (!rows.ok()) return rows.status();
   Result<std::vector<TrialStanding>> standings =
-      ReadStandings(store, sweep, generated, rows.value());
+      ReadStandings(store, sweep, generated, rows.value(), cache);
   if (!standings.ok()) return standings.status();
   json trials = TrialsJson(sweep, rows.value(), standings.value(), generated);
   json reply = {{"sweep", SweepJson(sweep)}, {"best", BestJson(sweep, trials)}};

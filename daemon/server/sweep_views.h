@@ -3,7 +3,8 @@
 // (sweep_requests.cc) and the dashboard's sweep page (dashboard_views.h) both build them here.
 //
 //   auto generated = co_await sweeps.Trials(record);             // on the io_context's thread
-//   Result<nlohmann::json> reply = SweepStatusJson(store, record, generated.ok() ? ... : nullptr);
+//   Result<nlohmann::json> reply =
+//       SweepStatusJson(store, record, generated.ok() ? ... : nullptr, &sweeps.standing_cache());
 //
 // SweepStatusJson reads the store (it blocks on SQLite): call it off an event loop.
 #pragma once
@@ -17,13 +18,17 @@
 
 namespace dtrain::server {
 
+class TrialStandingCache;
+
 nlohmann::json SweepJson(const store::SweepRecord& sweep);
 
 // {"sweep": SWEEP, "trials": [TRIAL...] (every trial, by index), "best": BEST or null}; an ASHA
 // sweep's SWEEP has "asha": {"min_steps", "max_steps", "reduction_factor", "rungs"}.
 // `generated`: the sweep's trials as its file draws them (SweepDriver::Trials), or null when it
-// no longer loads (the trials' values then come from their rows alone).
+// no longer loads (the trials' values then come from their rows alone). `cache`: the daemon's
+// (SweepDriver::standing_cache), or null (ReadStandings).
 Result<nlohmann::json> SweepStatusJson(store::Store& store, const store::SweepRecord& sweep,
-                                       const config::SweepLoadResult* generated);
+                                       const config::SweepLoadResult* generated,
+                                       TrialStandingCache* cache);
 
 }  // namespace dtrain::server

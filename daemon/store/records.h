@@ -94,6 +94,7 @@ struct SweepTrialRecord {
   std::int64_t trial = 0;  // config::Trial::index
   std::optional<std::int64_t> job;
   std::string parameters;  // JSON: [{"key", "toml", "json", "shown"}], the trial's values
+  double job_updated = 0;  // read only: its job's `updated` when the row was read; 0 without one
 };
 
 struct EventRecord {

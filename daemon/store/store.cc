@@ -653,7 +653,8 @@ Result<std::vector<SweepRecord>> Store::ListSweeps() {
 Result<std::vector<SweepTrialRecord>> Store::SweepTrials(std::int64_t sweep) {
   return QueryRows<SweepTrialRecord>(
       *readers_,
-      "SELECT sweep, trial, job, parameters FROM sweep_trials WHERE sweep = ?1 ORDER BY trial",
+      "SELECT t.sweep, t.trial, t.job, t.parameters, j.updated FROM sweep_trials t"
+      " LEFT JOIN jobs j ON j.id = t.job WHERE t.sweep = ?1 ORDER BY t.trial",
       [&](Statement& s) { s.BindInt(1, sweep); },
       [](const Statement& s) -> Result<SweepTrialRecord> {
         SweepTrialRecord t;
@@ -661,6 +662,7 @@ Result<std::vector<SweepTrialRecord>> Store::SweepTrials(std::int64_t sweep) {
         t.trial = s.ColumnInt(1);
         if (!s.ColumnIsNull(2)) t.job = s.ColumnInt(2);
         t.parameters = s.ColumnText(3);
+        if (!s.ColumnIsNull(4)) t.job_updated = s.ColumnDouble(4);
         return t;
       });
 }

@@ -184,7 +184,8 @@ class Store {
   Status SetSweepState(std::int64_t sweep, SweepState to, const std::string& reason);
   Result<SweepRecord> GetSweep(std::int64_t sweep);
   Result<std::vector<SweepRecord>> ListSweeps();  // by id
-  // The sweep's trials that have (had) a job, by trial index.
+  // The sweep's trials that have (had) a job, by trial index, each with its job's `updated`
+  // time read in the same query (what a cache of a trial's standing is keyed on).
   Result<std::vector<SweepTrialRecord>> SweepTrials(std::int64_t sweep);
 
   // --- the best model ---

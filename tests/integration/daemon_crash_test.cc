@@ -1,13 +1,12 @@
 // dtraind killed (SIGKILL) mid-training and in the middle of a checkpoint's write, and dtraind on a
 // full disk: real daemons, real workers, the store read back as a restarted daemon would find it.
-#include <boost/test/unit_test.hpp>
-
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <boost/test/unit_test.hpp>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -18,6 +17,7 @@
 
 #include "daemon/store/store.h"
 #include "daemon_fixture.h"
+#include "worker_processes.h"
 
 namespace dtrain::testing {
 namespace {
@@ -127,27 +127,6 @@ bool WaitUntil(const std::function<bool()>& done, std::chrono::seconds limit = 6
   return done();
 }
 
-// Whether `pid` is still a live (not zombie) dtraind worker: a recycled pid does not count.
-bool WorkerAlive(pid_t pid) {
-  const std::string proc = "/proc/" + std::to_string(pid);
-  const std::string stat = ReadFile(proc + "/stat");
-  const auto paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z') {
-    return false;
-  }
-  std::string cmdline = ReadFile(proc + "/cmdline");
-  for (char& c : cmdline) c = c == '\0' ? ' ' : c;
-  return cmdline.find(" worker ") != std::string::npos;
-}
-
-std::vector<pid_t> RunningWorkerPids(const json& job) {
-  std::vector<pid_t> pids;
-  for (const json& w : job["workers"]) {
-    if (w["state"] == "running") pids.push_back(w["pid"].get<pid_t>());
-  }
-  return pids;
-}
-
 std::vector<std::string> Reasons(const json& job) {
   std::vector<std::string> out;
   for (const json& e : job["events"]) out.push_back(e["reason"]);
@@ -246,20 +225,6 @@ int UncommittedWalFrames(const std::string& wal_path) {
     pending = BigEndian32(wal, at + 4) != 0 ? 0 : pending + 1;  // a commit frame ends a transaction
   }
   return pending;
-}
-
-// Whether every thread of `pid` has stopped (SIGSTOP takes effect asynchronously).
-bool Stopped(pid_t pid) {
-  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
-  std::error_code ec;
-  for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
-    const std::string stat = ReadFile(task.path().string() + "/stat");
-    const auto paren = stat.rfind(')');
-    if (paren == std::string::npos || paren + 2 >= stat.size()) continue;  // gone meanwhile
-    const char state = stat[paren + 2];
-    if (state != 'T' && state != 't') return false;
-  }
-  return !ec;
 }
 
 // Freezes the daemon at random moments until a checkpoint's transaction is half written to the

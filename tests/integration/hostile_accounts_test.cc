@@ -5,8 +5,6 @@
 // job still ends as it should, also when its process runs on a peer (which must survive bytes
 // that are not UTF-8); two daemons' job 1 share no data-plane token. Real processes, loopback
 // only, bounded loops; the user tests need root (they create users), the others run as anyone.
-#include <boost/test/unit_test.hpp>
-
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -15,7 +13,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -377,15 +377,21 @@ std::size_t Count(const std::vector<json>& lines, const std::string& part) {
 
 // `lines` lines of 101 bytes written to the stdout of job `id`'s worker; once the stored lines
 // hold `until` `count` times (the daemon reads the pipe as it pleases), the job cancelled; the
-// lines the store kept of it.
+// lines the store kept of it. The worker shares the pipe (it prints its start lines while the
+// flood goes in), and only a write of at most PIPE_BUF bytes is atomic: the flood goes in writes
+// of whole lines of at most that, so that no line of the worker's lands inside a flood line.
 std::vector<json> FloodThenCancel(const DaemonFixture& d, std::int64_t id, std::size_t lines,
                                   const std::string& until, std::size_t count) {
   const pid_t worker = RunningWorker(d, id);
   const int out = ::open(("/proc/" + std::to_string(worker) + "/fd/1").c_str(), O_WRONLY);
   BOOST_REQUIRE_MESSAGE(out >= 0, "open the worker's stdout: " << std::strerror(errno));
-  std::string text;
-  for (std::size_t i = 0; i < lines; ++i) text += "flood " + std::string(94, 'f') + "\n";
-  WriteAll(out, text);
+  const std::string line = "flood " + std::string(94, 'f') + "\n";
+  const std::size_t per_write = PIPE_BUF / line.size();
+  for (std::size_t done = 0; done < lines; done += per_write) {
+    std::string text;
+    for (std::size_t i = done; i < std::min(lines, done + per_write); ++i) text += line;
+    WriteAll(out, text);  // one write: a pipe takes at most PIPE_BUF bytes whole
+  }
   ::close(out);
   for (int i = 0; i < 3000 && Count(AllLogs(d, id), until) < count; ++i) {
     std::this_thread::sleep_for(20ms);

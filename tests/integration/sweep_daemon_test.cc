@@ -7,9 +7,10 @@
 // none run twice, counted from the store: one job per trial, no other job, each job's recorded
 // steps those of one run. ASHA: each trial's job trains to its rung and is promoted by resuming
 // it (never trained again), the rule's fixed point holds at the end, never more than
-// max_concurrent trials run, promotions included; killed twice (once while a promoted trial is
-// queued or trains), a sweep of one trial at a time ends with the rungs the rule gives replayed
-// over the recorded metrics.
+// max_concurrent trials run, promotions included; killed twice (while a trial trains toward rung
+// 0, then while a promoted trial trains, each frozen with SIGSTOP so that the kill finds it
+// mid-rung on any machine), a sweep of one trial at a time ends with the rungs the rule gives
+// replayed over the recorded metrics.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,40 +32,18 @@
 #include "config/sweep_file.h"
 #include "daemon/store/store.h"
 #include "integration/daemon_fixture.h"
+#include "integration/sweep_job.h"
 #include "integration/test_user.h"
+#include "integration/worker_processes.h"
 
 namespace dtrain::testing {
 namespace {
 
 using json = nlohmann::json;
+using namespace std::chrono_literals;
 
 constexpr int kSteps = 12;       // each trial's
 constexpr int kLongSteps = 300;  // the crash test's: long enough to be killed mid-trial
-
-// A tiny softmax model on generated data, `steps` steps logged and checkpointed at every one,
-// with the sweep's table after it.
-std::string SweepFile(const std::string& sweep, int steps = kSteps) {
-  return R"(name = "sw"
-[data]
-format = "synthetic"
-rows = 400
-test_rows = 100
-features = 4
-classes = 2
-[model]
-type = "softmax"
-[train]
-steps = )" +
-         std::to_string(steps) +
-         R"(
-epochs = 0
-batch_size = 16
-threads = 1
-log_every = 1
-[checkpoint]
-every_steps = 1
-)" + sweep;
-}
 
 // 16 points: 4 learning rates by 4 batch sizes.
 const std::string kGrid = R"(
@@ -138,7 +117,7 @@ std::unique_ptr<store::Store> OpenStore(const DaemonFixture& d) {
 
 // ASHA over 9 trials ranked by eval_loss: rungs 200, 600 and 1800 steps (reduction_factor 3), each
 // trial's values drawn from the seed, at most `concurrent` trials at a time. The rungs are long
-// enough that a poll sees each trial mid-rung on a quiet machine too (the kill test waits for it).
+// enough that a poll sees a trial train (the kill test then freezes it there).
 std::string AshaSweep(int concurrent) {
   return SweepFile(R"(
 [sweep]
@@ -150,22 +129,16 @@ seed = 5
 min_steps = 200
 max_steps = 1800
 reduction_factor = 3
-max_concurrent = )" +
-                   std::to_string(concurrent) +
-                   R"(
+max_concurrent = )" + std::to_string(concurrent) +
+                       R"(
 [sweep.parameters]
 "optimizer.lr" = { log_uniform = [0.001, 0.5] }
-)");
+)",
+                   kSteps);
 }
 
 const std::vector<std::int64_t> kRungs = {200, 600, 1800};
 const config::AshaOptions kAsha{200, 1800, 3};
-
-bool Ended(const json& trial) {
-  return trial["state"] == "succeeded" || trial["state"] == "failed" ||
-         trial["state"] == "cancelled" || trial["state"] == "removed" ||
-         trial["state"] == "not started";
-}
 
 // An ASHA sweep that ended, checked against the store: 9 trials, one job each and no other job;
 // each job succeeded, trained exactly to its highest rung (its status steps, its newest checkpoint,
@@ -256,6 +229,43 @@ std::vector<std::vector<double>> CheckAshaTrials(const DaemonFixture& d, std::in
   return metric;
 }
 
+// Waits for a trial of the sweep that trains and that `picked` picks (from its TRIAL), and
+// freezes it there: SIGSTOPs its job's running workers, found by their pids in its JOB. A
+// trial whose job ended between the poll and the stop (its workers gone or about to be) is let
+// go (SIGCONT) and another is waited for. True once a trial's workers have all stopped while
+// its job still runs (it can then neither finish its rung nor end); false when the sweep ended
+// first.
+bool FreezeTrial(const DaemonFixture& d, std::int64_t id, bool (*picked)(const json&)) {
+  for (;;) {
+    const json status = WaitFor(d, id, [picked](const json& s) {
+      bool found = s["sweep"]["state"] != "running";
+      for (const json& t : s["trials"]) found |= t["state"] == "running" && picked(t);
+      return found;
+    });
+    if (status["sweep"]["state"] != "running") return false;
+    for (const json& t : status["trials"]) {
+      if (t["state"] != "running" || !picked(t)) continue;
+      const std::int64_t job = t["job"].get<std::int64_t>();
+      std::vector<pid_t> stopped;
+      bool all = true;
+      for (const pid_t pid : RunningWorkerPids(d.Status(job))) {
+        if (WorkerAlive(pid) && ::kill(pid, SIGSTOP) == 0) {
+          stopped.push_back(pid);
+        } else {
+          all = false;
+        }
+      }
+      for (const pid_t pid : stopped) {
+        // A process that exits meanwhile never stops.
+        while (!Stopped(pid) && WorkerAlive(pid)) std::this_thread::sleep_for(100us);
+        all = all && Stopped(pid);
+      }
+      if (all && !stopped.empty() && d.Status(job)["state"] == "running") return true;
+      for (const pid_t pid : stopped) ::kill(pid, SIGCONT);
+    }
+  }
+}
+
 std::vector<int> Rungs(const json& status) {
   std::vector<int> rungs;
   for (const json& t : status["trials"])
@@ -267,7 +277,7 @@ BOOST_AUTO_TEST_SUITE(sweep_daemon)
 
 BOOST_AUTO_TEST_CASE(a_grid_runs_every_point_once_and_names_the_best) {
   DaemonFixture d({"--max-jobs", "2"});
-  const std::string file = d.dir().Write("grid.toml", SweepFile(kGrid));
+  const std::string file = d.dir().Write("grid.toml", SweepFile(kGrid, kSteps));
   const std::int64_t id = SubmitSweep(d, file);
   const json status = WaitForEnd(d, id);
   BOOST_TEST(status["sweep"]["state"] == "succeeded", status.dump());
@@ -326,7 +336,8 @@ seed = 11
 [sweep.parameters]
 "optimizer.lr" = { log_uniform = [0.001, 0.5] }
 "train.batch_size" = { int = [4, 64] }
-)"));
+)",
+                                                                  kSteps));
   const std::int64_t id = SubmitSweep(d, file);
   const json status = WaitForEnd(d, id);
   const config::SweepLoadResult loaded = config::LoadSweepFile(file);
@@ -403,7 +414,8 @@ method = "grid"
 metric = "eval_loss"
 [sweep.parameters]
 "train.threads" = { values = [1, 100000] }
-)")},
+)",
+                                                        kSteps)},
                                {"base_dir", d.dir().Path("")},
                                {"source", "big.toml"}});
   BOOST_TEST(over["ok"] == false, over.dump());
@@ -521,19 +533,14 @@ BOOST_AUTO_TEST_CASE(an_asha_sweep_killed_twice_ends_with_the_rungs_of_its_repla
   // One trial at a time, so the rule's actions over the recorded metrics are those replayed one
   // at a time whatever the kills interrupt.
   const std::int64_t id = SubmitSweep(d, d.dir().Write("asha.toml", AshaSweep(1)));
-  // dtraind SIGKILLed while a trial trains toward rung 0, then while a promoted trial is queued or
-  // trains toward its next rung.
-  const auto training_first = [](const json& t) {
-    return t["state"] == "running" && t["steps"] > 0 && t["rung"].is_null();
-  };
-  const auto promoted = [](const json& t) { return !Ended(t) && !t["rung"].is_null(); };
+  // dtraind SIGKILLed while a trial trains toward rung 0, then while a promoted trial trains
+  // toward its next rung: each frozen there first, so that however fast the machine, the kill
+  // finds it mid-rung (its workers die with the daemon, PR_SET_PDEATHSIG).
+  const auto toward_first = [](const json& t) { return t["rung"].is_null(); };
+  const auto promoted = [](const json& t) { return !t["rung"].is_null(); };
   for (int kill = 0; kill < 2; ++kill) {
-    const json at = WaitFor(d, id, [&](const json& s) {
-      bool now = s["sweep"]["state"] != "running";
-      for (const json& t : s["trials"]) now |= kill == 0 ? training_first(t) : promoted(t);
-      return now;
-    });
-    BOOST_REQUIRE_MESSAGE(at["sweep"]["state"] == "running", "ended before kill " << kill);
+    const bool frozen = FreezeTrial(d, id, kill == 0 ? +toward_first : +promoted);
+    BOOST_REQUIRE_MESSAGE(frozen, "the sweep ended before kill " << kill);
     d.Stop(SIGKILL);
     d.Start();
   }

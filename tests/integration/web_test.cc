@@ -30,6 +30,7 @@
 #include "daemon/store/store.h"
 #include "integration/daemon_fixture.h"
 #include "integration/http_client.h"
+#include "integration/sweep_job.h"
 
 namespace dtrain::testing {
 namespace {
@@ -366,22 +367,7 @@ BOOST_AUTO_TEST_CASE(a_sweeps_page_shows_the_leaderboard_of_sweep_status_and_eve
   const std::uint16_t port = FreePort();
   DaemonFixture d({"--config", HttpConfig(config_dir, port, token)});
   const std::string cookie = "Cookie: dtrain_token=" + secret + "\r\n";
-  const std::string sweep_file = config_dir.Write("swept.toml", R"(name = "swept"
-[data]
-format = "synthetic"
-rows = 400
-test_rows = 100
-features = 4
-classes = 2
-[model]
-type = "softmax"
-[train]
-steps = 12
-epochs = 0
-batch_size = 16
-threads = 1
-log_every = 1
-eval_every = 3
+  const std::string sweep_file = config_dir.Write("swept.toml", SweepFile(R"(
 [sweep]
 method = "grid"
 metric = "eval_accuracy"
@@ -389,7 +375,8 @@ max_concurrent = 2
 [sweep.parameters]
 "optimizer.lr" = { values = [0.05, 0.2] }
 "train.batch_size" = { values = [8, 16] }
-)");
+)",
+                                                                          12, 3));
   auto dtrain = [&d](std::vector<std::string> args) {
     args.insert(args.begin(), {EnvPath("DTRAIN_BIN"), "--socket", d.socket()});
     const ProcessResult done = RunProcess(args, d.dir().Path(""));
@@ -483,7 +470,8 @@ BOOST_AUTO_TEST_CASE(a_sweep_pages_curves_are_capped_from_first_to_last_point) {
   s.AppendMetrics(job, 0, points);
   BOOST_REQUIRE(s.Flush().ok());
   server::EndedSeries ended;
-  const json page = server::DashboardSweep(s, s.GetSweep(sweep.id).value(), nullptr, ended).value();
+  const json page =
+      server::DashboardSweep(s, s.GetSweep(sweep.id).value(), nullptr, nullptr, ended).value();
   BOOST_REQUIRE(page["series"].size() == 1u);
   const json& curve = page["series"][0]["points"];
   BOOST_TEST(curve.size() == server::kMaxSeriesPoints);
