@@ -52,6 +52,7 @@ Result<InferenceResult> RunInference(const ModelFile& file, const data::Dataset&
   InferenceResult result;
   result.classification = spec.loss != model::LossType::kMeanSquaredError;
   result.predictions.reserve(set.rows);
+  result.labels.assign(set.labels.begin(), set.labels.end());
   if (result.classification) {
     result.probabilities.reserve(set.rows * static_cast<std::size_t>(
                                                 spec.loss == model::LossType::kBinaryCrossEntropy

@@ -27,6 +27,8 @@ struct InferenceResult {
   // Regression: none (proba_columns 0).
   std::vector<float> probabilities;
   int proba_columns = 0;
+  // The set's labels, one per row (what eval compares with; rows read without labels give 0s).
+  std::vector<float> labels;
   double loss = 0.0;      // mean loss (mse for regression)
   double accuracy = 0.0;  // classification only
   bool classification = true;
