@@ -33,6 +33,18 @@ nlohmann::json ScoresJson(const ClassScores& scores) {
           {"support", scores.support}};
 }
 
+// The matrix as an array of rows (true classes) of counts.
+nlohmann::json ConfusionRows(const ClassReport& report) {
+  const auto n = static_cast<std::size_t>(report.classes);
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::size_t row = 0; row < n; ++row) {
+    rows.push_back(std::vector<std::int64_t>(
+        report.confusion.begin() + static_cast<std::ptrdiff_t>(row * n),
+        report.confusion.begin() + static_cast<std::ptrdiff_t>((row + 1) * n)));
+  }
+  return rows;
+}
+
 }  // namespace
 
 Result<ClassReport> ClassReportOf(std::span<const float> labels, std::span<const float> predictions,
@@ -111,12 +123,6 @@ Result<ClassReport> ScoresOf(std::vector<std::int64_t> confusion) {
 }
 
 std::string ClassReportJson(const ClassReport& report) {
-  const auto n = static_cast<std::size_t>(report.classes);
-  nlohmann::json confusion = nlohmann::json::array();
-  for (std::size_t row = 0; row < n; ++row) {
-    confusion.push_back(std::vector<std::int64_t>(report.confusion.begin() + row * n,
-                                                  report.confusion.begin() + (row + 1) * n));
-  }
   nlohmann::json per_class = nlohmann::json::array();
   for (std::size_t c = 0; c < report.per_class.size(); ++c) {
     nlohmann::json scores = ScoresJson(report.per_class[c]);
@@ -124,11 +130,32 @@ std::string ClassReportJson(const ClassReport& report) {
     per_class.push_back(std::move(scores));
   }
   return nlohmann::json{{"classes", report.classes},
-                        {"confusion", std::move(confusion)},
+                        {"confusion", ConfusionRows(report)},
                         {"per_class", std::move(per_class)},
                         {"macro", ScoresJson(report.macro)},
                         {"micro", ScoresJson(report.micro)}}
       .dump();
+}
+
+std::string ConfusionRowsJson(const ClassReport& report) { return ConfusionRows(report).dump(); }
+
+Result<ClassReport> ClassReportOfRows(std::string_view json_rows) {
+  const nlohmann::json rows = nlohmann::json::parse(json_rows, nullptr, false);
+  const Status bad =
+      Status::Error("a confusion matrix is not JSON rows of counts, [[n, ...], ...]");
+  if (!rows.is_array()) return bad;
+  std::vector<std::int64_t> counts;
+  for (const nlohmann::json& row : rows) {
+    if (!row.is_array() || row.size() != rows.size()) {
+      return Status::Error("a confusion matrix of " + std::to_string(rows.size()) +
+                           " rows is not square");
+    }
+    for (const nlohmann::json& count : row) {
+      if (!count.is_number_integer()) return bad;
+      counts.push_back(count.get<std::int64_t>());
+    }
+  }
+  return ScoresOf(std::move(counts));
 }
 
 }  // namespace dtrain::train

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -65,5 +66,12 @@ Result<ClassReport> ScoresOf(std::vector<std::int64_t> confusion);
 //    "macro": {"precision", "recall", "f1", "support"}, "micro": {...}}
 // (the averages' support: all rows).
 std::string ClassReportJson(const ClassReport& report);
+
+// The confusion matrix alone as JSON rows of counts, the "confusion" above ("[[5,1],[0,7]]"): how
+// the store keeps it and a worker sends it to its daemon.
+std::string ConfusionRowsJson(const ClassReport& report);
+// The report of such rows; an error saying what is wrong when they are not a square matrix of
+// 2 ..= kMaxReportClasses rows of non-negative integers.
+Result<ClassReport> ClassReportOfRows(std::string_view json_rows);
 
 }  // namespace dtrain::train

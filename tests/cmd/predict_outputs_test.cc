@@ -2,7 +2,8 @@
 // briefly trained on Fashion-MNIST: the classes and probabilities as .npy, CSV and JSON agree
 // with each other, every row's probabilities sum to 1, and the per-class report agrees with
 // scikit-learn's on the same predictions and labels (tests/cmd/predict_outputs_check.py, NumPy
-// and scikit-learn from Debian). Also what is refused: .npy to a terminal, --json with another
+// and scikit-learn from Debian) and is the one the run kept of its final evaluation. Also what is
+// refused: .npy to a terminal, --json with another
 // --format, --per-class of a regression model.
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
@@ -96,6 +97,14 @@ BOOST_AUTO_TEST_CASE(formats_agree_and_the_report_matches_scikit_learn,
                   dir.Path(""), kFashionDir + "/t10k-labels-idx1-ubyte.gz"},
                  dir.Path(""));
   BOOST_TEST(checked.exit_code == 0, "predict_outputs_check.py: " + checked.err);
+  // The run kept the same report of its final evaluation with the job (dtrain status --json).
+  const nlohmann::json status = ParseJson(
+      Succeed(dir, {"status", "1", "--db", dir.Path("runs.db"), "--json"}))["class_report"];
+  const nlohmann::json evaluated = nlohmann::json::parse(report.out);
+  BOOST_TEST(status["step"] == 100);
+  for (const char* field : {"classes", "confusion", "per_class", "macro", "micro"}) {
+    BOOST_TEST(status[field] == evaluated[field], field);
+  }
 
   // The human report: the accuracy line, the matrix and the table of scores.
   const ProcessResult text = Succeed(dir, {"eval", model, job, "--per-class"});

@@ -125,6 +125,21 @@ BOOST_AUTO_TEST_CASE(json_holds_the_matrix_by_rows_and_named_scores) {
              json);
 }
 
+// The matrix's rows as JSON, the store's and the worker message's form, read back to the same
+// report; rows that are no square matrix of counts are refused.
+BOOST_AUTO_TEST_CASE(confusion_rows_read_back_and_bad_rows_are_refused) {
+  const ClassReport r = Report({0, 0, 1, 1, 2, 2}, {0, 1, 1, 1, 1, 1}, 3);
+  BOOST_TEST(ConfusionRowsJson(r) == "[[1,1,0],[0,2,0],[0,2,0]]");
+  Result<ClassReport> back = ClassReportOfRows(ConfusionRowsJson(r));
+  BOOST_TEST_REQUIRE(back.ok(), back.status().message());
+  BOOST_TEST(back.value().confusion == r.confusion, tt::per_element());
+  BOOST_TEST(back.value().macro.f1 == r.macro.f1);
+  for (const char* bad : {"", "{}", "[[1,2],[3]]", "[[1,2],[3,\"4\"]]", "[[1,2],[3,4.5]]",
+                          "[[1,-2],[3,4]]", "[[1]]", "[]"}) {
+    BOOST_TEST(!ClassReportOfRows(bad).ok(), bad);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
