@@ -1,19 +1,25 @@
 // dtrain predict / dtrain eval: run a model file over a data set (a job file's held-out data,
-// or a file named with --data), printing predictions or loss and accuracy.
+// or a file named with --data), writing predictions (plain lines, CSV, JSON or .npy) or printing
+// loss and accuracy, and with --per-class the confusion matrix and per-class scores.
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cmd/choices.h"
+#include "cmd/class_report_view.h"
 #include "cmd/commands.h"
 #include "cmd/exit_codes.h"
 #include "cmd/terminal.h"
 #include "config/job_file.h"
 #include "core/codec/file_bytes.h"
+#include "core/data/npy_header.h"
 #include "core/data/readers.h"
 #include "core/sparse/sparse_inference.h"
+#include "core/train/class_report.h"
 #include "core/train/inference.h"
 #include "daemon/runner/job_data.h"
 #include "daemon/runner/sparse_data.h"
@@ -27,9 +33,12 @@ struct InferenceArgs {
   std::vector<std::string> overrides;
   std::string data;
   std::string labels;
-  std::string format;
+  std::string data_format;  // of --data: idx, csv, libsvm, npy, or "" (from its name)
+  std::string format;       // predict's output: csv, json, npy, or "" (plain lines)
+  std::string output;       // predict: the file to write, or "" (standard output)
   bool json = false;
   bool proba = false;         // predict: class probabilities instead of classes
+  bool per_class = false;     // eval: the confusion matrix and per-class scores
   bool needs_labels = false;  // eval compares with labels; predict needs none
 };
 
@@ -99,7 +108,7 @@ Result<data::Dataset> LoadInput(const InferenceArgs& args, const model::ModelSpe
   const bool classification = spec.loss != model::LossType::kMeanSquaredError;
   if (!args.data.empty()) {
     const std::string format =
-        args.format.empty() ? std::string(FormatOfName(args.data)) : args.format;
+        args.data_format.empty() ? std::string(FormatOfName(args.data)) : args.data_format;
     if (format == "csv") return ReadCsvInput(args, spec);
     if (format == "npy") {  // a .npz's arrays x and y (as the job file's defaults)
       if (args.needs_labels && args.labels.empty() && !EndsWith(args.data, ".npz")) {
@@ -140,8 +149,9 @@ Result<train::InferenceResult> InferSparse(const InferenceArgs& args,
                                            const sparse::SparseModelFile& model) {
   data::SparseRows rows;
   if (!args.data.empty()) {
-    if (!args.format.empty() && args.format != "libsvm") {
-      return Status::Error("a sparse model reads libsvm data; got --format " + args.format);
+    if (!args.data_format.empty() && args.data_format != "libsvm") {
+      return Status::Error("a sparse model reads libsvm data; got --data-format " +
+                           args.data_format);
     }
     Result<data::SparseRows> read =
         data::ReadLibsvmSparse(args.data, {.features = 0, .hash_bits = model.hash_bits});
@@ -195,41 +205,47 @@ std::optional<train::InferenceResult> Infer(const InferenceArgs& args, int& code
   return std::move(result).value();
 }
 
+// The rows of probabilities, `columns` a row, as JSON: each row's list, or for one column its
+// value alone.
+nlohmann::json ProbabilityRows(const train::InferenceResult& result) {
+  const auto columns = static_cast<long>(result.proba_columns);
+  nlohmann::json rows = nlohmann::json::array();
+  for (auto row = result.probabilities.begin(); row != result.probabilities.end(); row += columns) {
+    if (columns == 1) {
+      rows.push_back(*row);
+    } else {
+      rows.push_back(std::vector<float>(row, row + columns));
+    }
+  }
+  return rows;
+}
+
 // {"predictions": [classes as integers, or values]}, and with --proba "probabilities": each
 // row's list of class probabilities, or a one-output model's positive-class probability.
-void PrintJson(const train::InferenceResult& result, bool proba) {
+std::string JsonText(const train::InferenceResult& result, bool proba) {
   nlohmann::json out = nlohmann::json::object();
   if (result.classification) {
     out["predictions"] = std::vector<int>(result.predictions.begin(), result.predictions.end());
   } else {
     out["predictions"] = result.predictions;
   }
-  if (proba) {
-    const auto columns = static_cast<long>(result.proba_columns);
-    nlohmann::json rows = nlohmann::json::array();
-    for (auto row = result.probabilities.begin(); row != result.probabilities.end();
-         row += columns) {
-      if (columns == 1) {
-        rows.push_back(*row);
-      } else {
-        rows.push_back(std::vector<float>(row, row + columns));
-      }
-    }
-    out["probabilities"] = std::move(rows);
-  }
-  std::cout << out.dump() << std::endl;
+  if (proba) out["probabilities"] = ProbabilityRows(result);
+  return out.dump() + "\n";
 }
 
-// A line per row: its class or value; with --proba its class probabilities, space-separated.
-void PrintLines(const train::InferenceResult& result, bool proba) {
+// A line per row: its class or value, or with --proba its class probabilities, `separator`
+// between them, each written by `float_format` (CSV: "%.9g", which gives back every float32).
+std::string LinesText(const train::InferenceResult& result, bool proba, char separator,
+                      const char* float_format) {
   std::string out;
   char cell[32];
   const auto columns = static_cast<std::size_t>(result.proba_columns);
   for (std::size_t r = 0; r < result.predictions.size(); ++r) {
     if (proba) {
       for (std::size_t c = 0; c < columns; ++c) {
-        const int n = std::snprintf(cell, sizeof cell, c == 0 ? "%.6g" : " %.6g",
-                                    result.probabilities[r * columns + c]);
+        if (c > 0) out += separator;
+        const int n =
+            std::snprintf(cell, sizeof cell, float_format, result.probabilities[r * columns + c]);
         out.append(cell, static_cast<std::size_t>(n));
       }
       out += '\n';
@@ -241,10 +257,70 @@ void PrintLines(const train::InferenceResult& result, bool proba) {
                       : std::snprintf(cell, sizeof cell, "%.9g\n", p);
     out.append(cell, static_cast<std::size_t>(n));
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  return out;
+}
+
+// CSV: the header "class" or "value", with --proba "p0,p1,..." (one per class) or "p1" (a
+// one-output model's positive class), then a row per sample.
+std::string CsvText(const train::InferenceResult& result, bool proba) {
+  std::string header;
+  if (!proba) {
+    header = result.classification ? "class" : "value";
+  } else if (result.proba_columns == 1) {
+    header = "p1";
+  } else {
+    for (int c = 0; c < result.proba_columns; ++c) {
+      header += (c == 0 ? "p" : ",p") + std::to_string(c);
+    }
+  }
+  return header + "\n" + LinesText(result, proba, ',', "%.9g");
+}
+
+// A .npy (version 1.0) of int64 classes [N], float32 values [N], or with --proba float32
+// probabilities [N, C] ([N] for one output).
+std::string NpyFile(const train::InferenceResult& result, bool proba) {
+  const std::uint64_t rows = result.predictions.size();
+  std::string out;
+  if (proba) {
+    const auto columns = static_cast<std::uint64_t>(result.proba_columns);
+    std::vector<std::uint64_t> shape{rows};
+    if (columns > 1) shape.push_back(columns);
+    out = data::NpyHeaderBytes({data::NpyKind::kFloat, 4}, shape);
+    out.append(reinterpret_cast<const char*>(result.probabilities.data()),
+               result.probabilities.size() * sizeof(float));
+  } else if (result.classification) {
+    out = data::NpyHeaderBytes({data::NpyKind::kSigned, 8}, std::vector<std::uint64_t>{rows});
+    for (float p : result.predictions) {
+      const auto c = static_cast<std::int64_t>(p);
+      out.append(reinterpret_cast<const char*>(&c), sizeof c);
+    }
+  } else {
+    out = data::NpyHeaderBytes({data::NpyKind::kFloat, 4}, std::vector<std::uint64_t>{rows});
+    out.append(reinterpret_cast<const char*>(result.predictions.data()),
+               result.predictions.size() * sizeof(float));
+  }
+  return out;
+}
+
+// The output format predict's arguments ask for ("" plain lines), or why they conflict.
+Result<std::string> OutputFormat(const InferenceArgs& args) {
+  if (!args.json) return args.format;
+  if (!args.format.empty() && args.format != "json") {
+    return Status::Error("--json is --format json; it cannot go with --format " + args.format);
+  }
+  return std::string("json");
 }
 
 int Predict(const InferenceArgs& args) {
+  const Result<std::string> format = OutputFormat(args);
+  if (!format.ok()) {
+    PrintError(format.status().message());
+    return kExitUsage;
+  }
+  if (format.value() == "npy" && args.output.empty() && StdoutIsTty()) {
+    PrintError("--format npy writes binary: name a file with -o PATH, or redirect standard output");
+    return kExitUsage;
+  }
   int code = kExitOk;
   auto result = Infer(args, code);
   if (!result) return code;
@@ -253,18 +329,45 @@ int Predict(const InferenceArgs& args) {
                " predicts values (regression)");
     return kExitUsage;
   }
-  if (args.json) {
-    PrintJson(*result, args.proba);
-  } else {
-    PrintLines(*result, args.proba);
+  const std::string out = format.value() == "json"  ? JsonText(*result, args.proba)
+                          : format.value() == "csv" ? CsvText(*result, args.proba)
+                          : format.value() == "npy" ? NpyFile(*result, args.proba)
+                                                    : LinesText(*result, args.proba, ' ', "%.6g");
+  if (!args.output.empty()) {
+    if (Status written = codec::WriteFileAtomically(args.output, out); !written.ok()) {
+      PrintError(written.message());
+      return kExitFailed;
+    }
+    return kExitOk;
   }
+  std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
+}
+
+// Eval's per-class report of a classification result, or why there is none.
+Result<train::ClassReport> PerClass(const InferenceArgs& args,
+                                    const train::InferenceResult& result) {
+  if (!result.classification) {
+    return Status::Error("--per-class needs a classification model; " + args.model +
+                         " predicts values (regression), which have no classes to count");
+  }
+  return train::ClassReportOf(result.labels, result.predictions,
+                              result.proba_columns == 1 ? 2 : result.proba_columns);
 }
 
 int Eval(const InferenceArgs& args) {
   int code = kExitOk;
   auto result = Infer(args, code);
   if (!result) return code;
+  std::optional<train::ClassReport> report;
+  if (args.per_class) {
+    Result<train::ClassReport> made = PerClass(args, *result);
+    if (!made.ok()) {
+      PrintError(made.status().message());
+      return kExitUsage;
+    }
+    report = std::move(made).value();
+  }
   const std::size_t rows = result->predictions.size();
   if (args.json) {
     nlohmann::json out = {{"loss", result->loss}, {"rows", rows}};
@@ -274,6 +377,7 @@ int Eval(const InferenceArgs& args) {
     } else {
       out["mse"] = result->loss;
     }
+    if (report) out.update(nlohmann::json::parse(train::ClassReportJson(*report)));
     std::cout << out.dump() << std::endl;
   } else if (result->classification) {
     std::printf("rows %zu loss %.6f accuracy %.4f", rows, result->loss, result->accuracy);
@@ -281,6 +385,10 @@ int Eval(const InferenceArgs& args) {
     std::printf("\n");
   } else {
     std::printf("rows %zu mse %.6f\n", rows, result->loss);
+  }
+  if (report && !args.json) {
+    std::fflush(stdout);
+    PrintClassReport(std::cout, *report);
   }
   return kExitOk;
 }
@@ -296,10 +404,9 @@ CLI::App* AddInferenceCommand(CLI::App& app, const char* name, const char* descr
   cmd->add_option("--data", args->data, "A data file instead of a job file")->type_name("PATH");
   cmd->add_option("--labels", args->labels, "Labels file for --data in IDX or NumPy format (eval)")
       ->type_name("PATH");
-  Choices(cmd->add_option("--format", args->format,
+  Choices(cmd->add_option("--data-format", args->data_format,
                           "Format of --data (default: from its name; else idx)"),
           {"idx", "csv", "libsvm", "npy"});
-  cmd->add_flag("--json", args->json, "Print JSON");
   return cmd;
 }
 
@@ -312,13 +419,22 @@ void AddPredictAndEvalCommands(CLI::App& app, int& exit_code) {
   predict_cmd->add_flag("--proba", predict->proba,
                         "Print each row's class probabilities (one per class; a one-output "
                         "model's: the positive class's)");
+  Choices(predict_cmd->add_option("--format", predict->format,
+                                  "Output format (default: one plain line per row)"),
+          {"csv", "json", "npy"});
+  predict_cmd->add_flag("--json", predict->json, "Print JSON (--format json)");
+  predict_cmd->add_option("-o,--output", predict->output, "Write to PATH instead of stdout")
+      ->type_name("PATH");
   predict_cmd->callback([predict, &exit_code] { exit_code = Predict(*predict); });
   auto eval = std::make_shared<InferenceArgs>();
   eval->needs_labels = true;
-  AddInferenceCommand(
+  CLI::App* eval_cmd = AddInferenceCommand(
       app, "eval",
-      "Print a model's loss and accuracy (and a binary sparse model's AUC) on a data set", eval)
-      ->callback([eval, &exit_code] { exit_code = Eval(*eval); });
+      "Print a model's loss and accuracy (and a binary sparse model's AUC) on a data set", eval);
+  eval_cmd->add_flag("--per-class", eval->per_class,
+                     "Also print the confusion matrix and each class's precision, recall, F1");
+  eval_cmd->add_flag("--json", eval->json, "Print JSON");
+  eval_cmd->callback([eval, &exit_code] { exit_code = Eval(*eval); });
 }
 
 }  // namespace dtrain::cli

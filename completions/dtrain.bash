@@ -32,8 +32,8 @@ _dtrain() {
     checkpoints) opts="--help -h --json --db --socket --host --key-file"; valued="$valued --db"; first=job ;;
     export) opts="--help -h --format --output -o --step --best --db --json --socket --host --key-file"; valued="$valued --format --output -o --step --db"; first=job ;;
     validate) opts="--help -h --set --all-keys --json --socket --host --key-file"; valued="$valued --set"; first=toml ;;
-    predict) opts="--help -h --set --data --labels --format --json --proba --socket --host --key-file"; valued="$valued --set --data --labels --format" ;;
-    eval) opts="--help -h --set --data --labels --format --json --socket --host --key-file"; valued="$valued --set --data --labels --format" ;;
+    predict) opts="--help -h --set --data --labels --data-format --proba --format --json --output -o --socket --host --key-file"; valued="$valued --set --data --labels --data-format --format --output -o" ;;
+    eval) opts="--help -h --set --data --labels --data-format --per-class --json --socket --host --key-file"; valued="$valued --set --data --labels --data-format" ;;
     convert) opts="--help -h --output -o --json --socket --host --key-file"; valued="$valued --output -o" ;;
     version) opts="--help -h --json --socket --host --key-file" ;;
     nodes) opts="--help -h --json --socket --host --key-file" ;;
@@ -44,8 +44,9 @@ _dtrain() {
     "list --state") COMPREPLY=($(compgen -W "queued starting running recovering succeeded failed cancelled" -- "$cur")); return ;;
     "metrics --format") COMPREPLY=($(compgen -W "table csv json" -- "$cur")); return ;;
     "export --format") COMPREPLY=($(compgen -W "dtm onnx" -- "$cur")); return ;;
-    "predict --format") COMPREPLY=($(compgen -W "idx csv libsvm npy" -- "$cur")); return ;;
-    "eval --format") COMPREPLY=($(compgen -W "idx csv libsvm npy" -- "$cur")); return ;;
+    "predict --data-format") COMPREPLY=($(compgen -W "idx csv libsvm npy" -- "$cur")); return ;;
+    "predict --format") COMPREPLY=($(compgen -W "csv json npy" -- "$cur")); return ;;
+    "eval --data-format") COMPREPLY=($(compgen -W "idx csv libsvm npy" -- "$cur")); return ;;
   esac
   if [[ " $valued " == *" $prev "* ]]; then
     COMPREPLY=($(compgen -f -- "$cur"))

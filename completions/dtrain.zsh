@@ -251,9 +251,12 @@ _dtrain() {
             '--set[Override a key of that job file]:set:_files' \
             '--data[A data file instead of a job file]:data:_files' \
             '--labels[Labels file for --data in IDX or NumPy format (eval)]:labels:_files' \
-            '--format[Format of --data (default\: from its name; else idx)]:format:(idx csv libsvm npy)' \
-            '--json[Print JSON]' \
+            '--data-format[Format of --data (default\: from its name; else idx)]:data-format:(idx csv libsvm npy)' \
             '--proba[Print each row'\''s class probabilities (one per class; a one-output model'\''s\: the positive class'\''s)]' \
+            '--format[Output format (default\: one plain line per row)]:format:(csv json npy)' \
+            '--json[Print JSON (--format json)]' \
+            '--output[Write to PATH instead of stdout]:output:_files' \
+            '-o[Write to PATH instead of stdout]:output:_files' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \
             '--key-file[The cluster key that authenticates --host (default\: $DTRAIN_KEY_FILE)]:key-file:_files' \
@@ -265,7 +268,8 @@ _dtrain() {
             '--set[Override a key of that job file]:set:_files' \
             '--data[A data file instead of a job file]:data:_files' \
             '--labels[Labels file for --data in IDX or NumPy format (eval)]:labels:_files' \
-            '--format[Format of --data (default\: from its name; else idx)]:format:(idx csv libsvm npy)' \
+            '--data-format[Format of --data (default\: from its name; else idx)]:data-format:(idx csv libsvm npy)' \
+            '--per-class[Also print the confusion matrix and each class'\''s precision, recall, F1]' \
             '--json[Print JSON]' \
             '--socket[The daemon'\''s control socket (default\: $DTRAIN_SOCKET, then the user'\''s, then the system'\''s)]:socket:_files' \
             '--host[A daemon'\''s TCP listener, HOST\:PORT, instead of a local socket (default\: $DTRAIN_HOST)]:host:_files' \

@@ -220,6 +220,31 @@ std::string NpyDtypeName(NpyDtype dtype) {
   return kind + std::to_string(8 * dtype.bytes);
 }
 
+std::string NpyHeaderBytes(NpyDtype dtype, std::span<const std::uint64_t> shape) {
+  const char kind = dtype.kind == NpyKind::kFloat    ? 'f'
+                    : dtype.kind == NpyKind::kSigned ? 'i'
+                                                     : 'u';
+  std::string dict = "{'descr': '";
+  dict.append(1, dtype.bytes == 1 ? '|' : '<').append(1, kind).append(std::to_string(dtype.bytes));
+  dict += "', 'fortran_order': False, 'shape': (";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) dict += ", ";
+    dict += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) dict += ",";  // "(5,)": a tuple of one
+  dict += "), }";
+  // The magic, the version, the two length bytes and the dict end in a newline on a 64-byte line.
+  const std::size_t fixed = kMagic.size() + 4;
+  dict.append((64 - (fixed + dict.size() + 1) % 64) % 64, ' ');
+  dict.push_back('\n');
+  std::string out(kMagic);
+  out.push_back('\x01');
+  out.push_back('\0');
+  out.push_back(static_cast<char>(dict.size() & 0xFF));
+  out.push_back(static_cast<char>(dict.size() >> 8));
+  return out + dict;
+}
+
 Result<NpyHeader> ParseNpyHeader(std::span<const std::uint8_t> bytes) {
   const std::string_view all(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   if (all.size() < kMagic.size() || all.substr(0, kMagic.size()) != kMagic) {

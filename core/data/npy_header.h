@@ -12,6 +12,9 @@
 // and shape, big-endian data ('>f4'), other dtypes (structured, complex, strings, objects),
 // fortran_order True, a shape whose element count or byte size overflows 64 bits. Messages name
 // what was wrong and may quote the header's own fields (its dtype), never bytes outside it.
+//
+// NpyHeaderBytes writes the header of a version 1.0 file, as numpy.save does (the dict padded
+// with spaces and a newline to a multiple of 64 bytes); ParseNpyHeader reads it back.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +48,10 @@ struct NpyHeader {
 // The header at the start of `bytes`, or what is wrong with it. `bytes` may hold more than the
 // header (the data that follows is not looked at) or less (a truncated header is an error).
 Result<NpyHeader> ParseNpyHeader(std::span<const std::uint8_t> bytes);
+
+// The header of a version 1.0 .npy file of `dtype` and `shape` in C order, to be followed by the
+// array's little-endian bytes (the header's data_offset is its size).
+std::string NpyHeaderBytes(NpyDtype dtype, std::span<const std::uint64_t> shape);
 
 // "float32", "int64", "uint8": NumPy's name of a dtype, for messages.
 std::string NpyDtypeName(NpyDtype dtype);

@@ -24,6 +24,7 @@ Result<train::InferenceResult> RunSparseInference(const SparseModelFile& file,
   out.loss = measured.loss;
   out.accuracy = measured.accuracy;
   out.auc = measured.auc;
+  out.labels = rows.labels;
   const auto outputs = static_cast<std::size_t>(model.Outputs());
   // One output: a logistic (click) model; several: softmax.
   const model::LossType loss = outputs == 1 ? model::LossType::kBinaryCrossEntropy

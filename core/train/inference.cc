@@ -37,21 +37,27 @@ void AppendPrediction(std::span<const float> outputs, model::LossType loss,
 }
 
 Result<InferenceResult> RunInference(const ModelFile& file, const data::Dataset& set) {
-  const model::ModelSpec& spec = file.spec;
+  return RunInference(file.spec, file.scaling, {file.params.data(), file.params.size()}, set, 1000);
+}
+
+Result<InferenceResult> RunInference(const model::ModelSpec& spec, const data::Scaling& scaling,
+                                     std::span<const float> params, const data::Dataset& set,
+                                     int chunk_rows) {
   if (set.features != static_cast<std::size_t>(spec.inputs)) {
     return Status::Error(set.source + " has " + std::to_string(set.features) +
                          " features, the model takes " + std::to_string(spec.inputs));
   }
   model::Model model(spec);
-  constexpr int kChunk = 1000;
-  model::Workspace ws(model, kChunk);
-  math::FloatBuffer x(static_cast<std::size_t>(kChunk) * set.features);
-  std::vector<float> y(kChunk);
-  std::vector<std::uint32_t> indices(kChunk);
+  const int chunk = std::max(chunk_rows, 1);
+  model::Workspace ws(model, chunk);
+  math::FloatBuffer x(static_cast<std::size_t>(chunk) * set.features);
+  std::vector<float> y(static_cast<std::size_t>(chunk));
+  std::vector<std::uint32_t> indices(static_cast<std::size_t>(chunk));
 
   InferenceResult result;
   result.classification = spec.loss != model::LossType::kMeanSquaredError;
   result.predictions.reserve(set.rows);
+  result.labels.assign(set.labels.begin(), set.labels.end());
   if (result.classification) {
     result.probabilities.reserve(set.rows * static_cast<std::size_t>(
                                                 spec.loss == model::LossType::kBinaryCrossEntropy
@@ -60,12 +66,13 @@ Result<InferenceResult> RunInference(const ModelFile& file, const data::Dataset&
   }
   double loss_sum = 0.0;
   long correct = 0;
-  for (std::size_t begin = 0; begin < set.rows; begin += kChunk) {
-    const std::size_t rows = std::min<std::size_t>(kChunk, set.rows - begin);
+  for (std::size_t begin = 0; begin < set.rows; begin += static_cast<std::size_t>(chunk)) {
+    const std::size_t rows =
+        std::min<std::size_t>(static_cast<std::size_t>(chunk), set.rows - begin);
     std::iota(indices.begin(), indices.begin() + static_cast<long>(rows),
               static_cast<std::uint32_t>(begin));
-    data::GatherBatch(set, file.scaling, {indices.data(), rows}, x.data(), y.data());
-    const float* out = model.Forward(file.params.data(), x.data(), static_cast<int>(rows), ws);
+    data::GatherBatch(set, scaling, {indices.data(), rows}, x.data(), y.data());
+    const float* out = model.Forward(params.data(), x.data(), static_cast<int>(rows), ws);
     const model::LossValue v =
         model::ComputeLoss(spec.loss, out, y.data(), static_cast<int>(rows), spec.outputs, nullptr);
     loss_sum += v.loss_sum;

@@ -27,6 +27,8 @@ struct InferenceResult {
   // Regression: none (proba_columns 0).
   std::vector<float> probabilities;
   int proba_columns = 0;
+  // The set's labels, one per row (what eval compares with; rows read without labels give 0s).
+  std::vector<float> labels;
   double loss = 0.0;      // mean loss (mse for regression)
   double accuracy = 0.0;  // classification only
   bool classification = true;
@@ -35,6 +37,11 @@ struct InferenceResult {
 
 // An error when the set's feature count differs from the model's inputs.
 Result<InferenceResult> RunInference(const ModelFile& model, const data::Dataset& set);
+// The same for a model of `spec` whose parameters are `params` (Model(spec).NumParams() floats,
+// a trainer's), scaling features by `scaling`, `chunk_rows` rows a forward pass.
+Result<InferenceResult> RunInference(const model::ModelSpec& spec, const data::Scaling& scaling,
+                                     std::span<const float> params, const data::Dataset& set,
+                                     int chunk_rows);
 
 // Appends one row's prediction and probabilities to *result, from the model's raw outputs for it
 // (logits; `loss` says how to read them): the class with the largest output and the softmax of

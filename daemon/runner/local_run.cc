@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "config/mode_traits.h"
+#include "daemon/runner/final_class_report.h"
 #include "daemon/runner/job_precision.h"
 #include "daemon/runner/lbfgs_run.h"
 #include "daemon/runner/memory_limit.h"
@@ -198,6 +199,12 @@ Result<RunOutcome> RunJobInProcess(const config::JobConfig& job, std::int64_t jo
       Result<train::EvalResult> final_eval = trainer.Evaluate(data.eval);
       if (!final_eval.ok()) return finish(JobState::kFailed, final_eval.status().message());
       outcome.final_eval = final_eval.value();
+      if (why.value() != train::StopReason::kRequested) {
+        doing = "making the per-class report";
+        if (Status reported = RecordClassReport(data, trainer, recorder); !reported.ok()) {
+          store.AppendLog(job_id, kWorker, "runner", "no per-class report: " + reported.message());
+        }
+      }
     }
 
     return finish(

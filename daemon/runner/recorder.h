@@ -11,6 +11,7 @@
 #include <span>
 
 #include "core/status.h"
+#include "core/train/class_report.h"
 #include "core/train/metrics.h"
 #include "daemon/store/checkpoint.h"
 #include "daemon/store/store.h"
@@ -27,6 +28,9 @@ class RunRecorder {
   // Returns once `model` is committed as the job's best model (store::Store::SaveBestModel).
   virtual Status SaveBestModel(const store::BestModelInfo& best,
                                const store::CheckpointView& model) = 0;
+  // Returns once `report`, the final evaluation's at `step`, is committed as the job's
+  // (store::Store::SaveClassReport).
+  virtual Status SaveClassReport(std::int64_t step, const train::ClassReport& report) = 0;
 };
 
 class StoreRecorder final : public RunRecorder {
@@ -44,6 +48,9 @@ class StoreRecorder final : public RunRecorder {
   Status SaveBestModel(const store::BestModelInfo& best,
                        const store::CheckpointView& model) override {
     return store_.SaveBestModel(job_id_, best, model);
+  }
+  Status SaveClassReport(std::int64_t step, const train::ClassReport& report) override {
+    return store_.SaveClassReport(job_id_, step, report);
   }
 
  private:

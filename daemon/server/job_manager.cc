@@ -536,6 +536,23 @@ asio::awaitable<Status> JobManager::WorkerBestModel(std::int64_t id, int rank,
   co_return saved;
 }
 
+asio::awaitable<Status> JobManager::WorkerClassReport(std::int64_t id, int rank, std::int64_t step,
+                                                      std::string confusion_rows) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second->WritesCheckpoints(rank)) {
+    co_return Status::Error("not an active job's worker");
+  }
+  Result<train::ClassReport> report = train::ClassReportOfRows(confusion_rows);
+  if (!report.ok() || step < 0) {
+    co_return Status::Error("per-class report refused: " +
+                            (report.ok() ? std::string("no step") : report.status().message()));
+  }
+  auto save = [this, id, step, r = std::move(report).value()] {
+    return store_.SaveClassReport(id, step, r);
+  };
+  co_return co_await OffThread(pool_, save);
+}
+
 asio::awaitable<Status> JobManager::SaveCheckpoint(std::int64_t id, std::uint64_t attempt, int rank,
                                                    int keep, store::CheckpointData& checkpoint) {
   auto save = [this, id, keep, c = std::move(checkpoint)] {

@@ -224,6 +224,11 @@ class JobManager {
   // The checkpoint writer of the job sent its best model (a `best model` frame). Returns once it
   // is committed, or why it was not (which fails the attempt, as a checkpoint's failure does).
   asio::awaitable<Status> WorkerBestModel(std::int64_t job, int rank, std::string_view payload);
+  // A worker's `class_report`: the final evaluation's confusion matrix (JSON rows of counts) at
+  // `step`, kept with the job. Refused unless the worker writes the job's checkpoints and the
+  // rows are a matrix of 2 to train::kMaxReportClasses classes of counts.
+  asio::awaitable<Status> WorkerClassReport(std::int64_t job, int rank, std::int64_t step,
+                                            std::string confusion_rows);
   // The process of the job admitted with `token` as rank `rank` has sent nothing for `silence`
   // (longer than cluster.heartbeat_timeout): it is killed now and the attempt recovers as after
   // a crash. Nothing happens when that process is gone or replaced already.

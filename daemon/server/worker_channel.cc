@@ -121,6 +121,14 @@ asio::awaitable<void> ServeWorker(ControlContext& ctx, Socket& socket, std::int6
       Status saved = co_await ctx.jobs.WorkerBestModel(job, rank, frame.value().payload);
       const json reply_ = saved.ok() ? Ok() : Error("internal", saved.message());
       if (!co_await WriteJson(socket, reply_)) co_return;
+    } else if (type == "class_report") {
+      // Named first: GCC 12 destroys a temporary of a conditional twice in a co_await's
+      // arguments.
+      std::string rows = control.contains("confusion") ? control["confusion"].dump() : "";
+      const std::int64_t step = IntField(control, "step").value_or(-1);
+      Status saved = co_await ctx.jobs.WorkerClassReport(job, rank, step, std::move(rows));
+      const json reply_ = saved.ok() ? Ok() : Error("invalid", saved.message());
+      if (!co_await WriteJson(socket, reply_)) co_return;
     } else if (type == "regroup") {
       const json reply_ = co_await RegroupReply(ctx, job, rank, token, control);
       if (!co_await WriteJson(socket, reply_)) co_return;

@@ -110,6 +110,8 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
   if (!checkpoints.ok()) return checkpoints.status();
   Result<std::optional<BestModelInfo>> best = store.BestModel(id);
   if (!best.ok()) return best.status();
+  Result<std::optional<StoredClassReport>> report = store.FinalClassReport(id);
+  if (!report.ok()) return report.status();
 
   json latest = json::object();
   for (const MetricRow& m : metrics.value()) {
@@ -136,6 +138,13 @@ Result<json> StoredJobJson(Store& store, std::int64_t id, bool with_events) {
   out["best_step"] = best.value() ? json(best.value()->step) : json(nullptr);
   out["best_value"] = best.value() ? MetricValueJson(best.value()->value) : json(nullptr);
   out["best_metric"] = best.value() ? json(best.value()->metric) : json(nullptr);
+  // The final evaluation's per-class report (classification jobs that ended their training):
+  // null while there is none.
+  out["class_report"] = nullptr;
+  if (report.value()) {
+    out["class_report"] = json::parse(train::ClassReportJson(report.value()->report));
+    out["class_report"]["step"] = report.value()->step;
+  }
   out.update(PaceJson(metrics.value(), step, r.state));
   out.update(EpochJson(metrics.value()));
   if (const std::optional<SlurmGrant> grant = NewestSlurmGrant(events.value())) {

@@ -2,8 +2,9 @@
 // control_protocol.md (state, reason, owner, step: the furthest of its metrics and its newest
 // checkpoint, total_steps, steps_per_sec and eta_seconds: its pace, epoch, epoch_rows and
 // rows_per_epoch: its place in the epoch, restarts, latest metrics, best_step, best_value and
-// best_metric: its best model's evaluation (null when it keeps none), slurm and slurm_grants: its
-// newest Slurm allocation and every grant of its newest granted attempt
+// best_metric: its best model's evaluation (null when it keeps none), class_report: its final
+// evaluation's per-class report (train::ClassReportJson and its "step"; null when none), slurm and
+// slurm_grants: its newest Slurm allocation and every grant of its newest granted attempt
 // (store::AttemptSlurmGrants), workers and, when asked, events) and the newest jobs. The daemon
 // adds what only it knows (restarts not yet recorded, the reason a queued job waits); `dtrain
 // status/list --db` show them as recorded.

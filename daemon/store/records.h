@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/train/class_report.h"
 
 namespace dtrain::store {
 
@@ -172,6 +173,13 @@ struct BestModelInfo {
   std::string metric;  // "eval_accuracy" or "eval_loss"
   double value = 0.0;  // finite: only a finite value improves
   double time = 0.0;   // when it was stored (seconds since the epoch)
+};
+
+// The per-class report of a job's final evaluation, as kept with the job.
+struct StoredClassReport {
+  std::int64_t step = 0;  // the step of the final evaluation
+  train::ClassReport report;
+  double time = 0.0;  // when it was stored (seconds since the epoch)
 };
 
 }  // namespace dtrain::store

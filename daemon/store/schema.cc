@@ -168,6 +168,19 @@ CREATE TABLE sweep_trials (
 ) STRICT;
 )sql";
 
+// The per-class report of each job's final evaluation (daemon/runner/final_class_report.h): one
+// row a job, its confusion matrix as JSON rows of counts (rows the true class, columns the
+// predicted one) for 2 to train::kMaxReportClasses (100) classes; the ratios are read from it.
+constexpr std::string_view kClassReports = R"sql(
+CREATE TABLE class_reports (
+  job       INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  step      INTEGER NOT NULL,                   -- the step of the final evaluation
+  classes   INTEGER NOT NULL,
+  confusion TEXT    NOT NULL,                   -- JSON: [[count, ...], ...]
+  time      REAL    NOT NULL
+) STRICT;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {"create the run store tables", kCreateTables},
     {"add the owner's gid to jobs", kAddOwnerGid},
@@ -176,6 +189,7 @@ constexpr Migration kMigrations[] = {
     {"add the jobs' tags", kJobTags},
     {"keep each job's best model", kBestModels},
     {"add sweeps and their trials", kSweeps},
+    {"keep each job's final per-class report", kClassReports},
 };
 
 }  // namespace

@@ -1028,4 +1028,55 @@ Result<std::optional<CheckpointData>> Store::LoadBestModel(std::int64_t job) {
   return std::optional<CheckpointData>(std::move(rows.value().front()));
 }
 
+Status Store::SaveClassReport(std::int64_t job, std::int64_t step,
+                              const train::ClassReport& report) {
+  const std::string confusion = train::ConfusionRowsJson(report);
+  const double now = Now();
+  Status status = writer_->Execute(
+      [&](Database& db) -> Status {
+        if (Result<JobState> state = CurrentState(db, job); !state.ok()) return state.status();
+        Result<Statement> upsert = db.Prepare(
+            "INSERT INTO class_reports (job, step, classes, confusion, time)"
+            " VALUES (?1, ?2, ?3, ?4, ?5)"
+            " ON CONFLICT (job) DO UPDATE SET step = excluded.step, classes = excluded.classes,"
+            " confusion = excluded.confusion, time = excluded.time");
+        if (!upsert.ok()) return upsert.status();
+        upsert.value()
+            .BindInt(1, job)
+            .BindInt(2, step)
+            .BindInt(3, report.classes)
+            .BindText(4, confusion)
+            .BindDouble(5, now);
+        return upsert.value().Run();
+      },
+      OnDiskFull::kUseReserve);  // small, and part of the job's result
+  if (!status.ok()) {
+    return Status::Error("job " + std::to_string(job) + "'s per-class report at step " +
+                         std::to_string(step) + ": " + status.message());
+  }
+  return status;
+}
+
+Result<std::optional<StoredClassReport>> Store::FinalClassReport(std::int64_t job) {
+  Result<std::vector<StoredClassReport>> rows = QueryRows<StoredClassReport>(
+      *readers_, "SELECT step, classes, confusion, time FROM class_reports WHERE job = ?1",
+      [&](Statement& s) { s.BindInt(1, job); },
+      [&](const Statement& s) -> Result<StoredClassReport> {
+        Result<train::ClassReport> report = train::ClassReportOfRows(s.ColumnText(2));
+        if (report.ok() && report.value().classes != s.ColumnInt(1)) {
+          report = Status::Error("it has " + std::to_string(report.value().classes) +
+                                 " classes, its row says " + std::to_string(s.ColumnInt(1)));
+        }
+        if (!report.ok()) {
+          return Status::Error(
+              "job " + std::to_string(job) +
+              "'s stored per-class report is damaged: " + report.status().message());
+        }
+        return StoredClassReport{s.ColumnInt(0), std::move(report).value(), s.ColumnDouble(3)};
+      });
+  if (!rows.ok()) return rows.status();
+  if (rows.value().empty()) return std::optional<StoredClassReport>();
+  return std::optional<StoredClassReport>(std::move(rows.value().front()));
+}
+
 }  // namespace dtrain::store

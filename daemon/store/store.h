@@ -200,6 +200,13 @@ class Store {
   // The job's best model, verified like a checkpoint; nullopt when it has none.
   Result<std::optional<CheckpointData>> LoadBestModel(std::int64_t job);
 
+  // Keeps `report` as the per-class report of the job's final evaluation at `step`, replacing any
+  // before (a resumed run's), in one durable transaction.
+  Status SaveClassReport(std::int64_t job, std::int64_t step, const train::ClassReport& report);
+  // The job's final per-class report, its ratios computed anew from the stored matrix; nullopt
+  // when it has none.
+  Result<std::optional<StoredClassReport>> FinalClassReport(std::int64_t job);
+
  private:
   Store(std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> writer);
   // NoteEvent, and with `as_reason` NoteReason.

@@ -169,6 +169,44 @@ function makeChart(canvas, plan) {
   });
 }
 
+// The final evaluation's per-class report of a job (the JOB object's class_report): its
+// confusion matrix, a row per true class and a column per predicted class, the right
+// predictions on the diagonal; then each class's precision, recall, F1 and support, and the
+// macro and micro averages.
+function classReport(r) {
+  const classes = r.confusion.map((row, t) => t);
+  const matrix = table(
+      ['true \\ predicted', ...classes.map(c => ({label: String(c), num: true}))],
+      r.confusion.map(
+          (row, t) =>
+              el('tr', {}, el('th', {}, String(t)),
+                 ...row.map(
+                     (n, p) => el(
+                         'td',
+                         {class: p === t ? 'num diagonal' : 'num', 'data-confusion': t + ',' + p},
+                         n)))));
+  const scores = (name, s) =>
+      el('tr', {'data-class': name}, el('td', {}, name),
+         el('td', {class: 'num'}, number(s.precision)), el('td', {class: 'num'}, number(s.recall)),
+         el('td', {class: 'num'}, number(s.f1)), el('td', {class: 'num'}, s.support));
+  return [
+    el('p', {class: 'muted'},
+       'The final evaluation, at step ' + r.step +
+           ': a row per true class, a column per predicted class.'),
+    matrix,
+    el('p', {}),
+    table(
+        [
+          'class', {label: 'precision', num: true}, {label: 'recall', num: true},
+          {label: 'F1', num: true}, {label: 'support', num: true}
+        ],
+        [
+          ...r.per_class.map(c => scores(String(c.class), c)), scores('macro', r.macro),
+          scores('micro', r.micro)
+        ]),
+  ];
+}
+
 function jobPage(id) {
   const title = el("h1", {}, "Job " + id);
   const summary = el("p", { id: "summary" });
@@ -179,6 +217,8 @@ function jobPage(id) {
     return canvas;
   });
   const metrics = el("div", { id: "metrics" });
+  const perClassTitle = el('h2', {hidden: ''}, 'Per class');
+  const perClass = el('div', {id: 'class-report'});
   const settings = el("pre", { id: "settings" });
   const workers = el("div", { id: "workers" });
   const events = el("div", { id: "events" });
@@ -186,9 +226,10 @@ function jobPage(id) {
   const logs = el("pre", { id: "logs" });
   const logNote = el("p", { class: "muted", id: "log-note" });
   const metricsTitle = el("h2", {}, "Metrics");
-  view.replaceChildren(title, summary, chartBox, metricsTitle, metrics, el("h2", {}, "Workers"), workers,
-    el("h2", {}, "Logs"), logNote, logs, el("h2", {}, "Events"), events,
-    el("h2", {}, "Checkpoints"), checkpoints, el("h2", {}, "Settings"), settings);
+  view.replaceChildren(
+      title, summary, chartBox, metricsTitle, metrics, perClassTitle, perClass,
+      el('h2', {}, 'Workers'), workers, el('h2', {}, 'Logs'), logNote, logs, el('h2', {}, 'Events'),
+      events, el('h2', {}, 'Checkpoints'), checkpoints, el('h2', {}, 'Settings'), settings);
   charts = chartPlans.map((plan, i) => makeChart(canvases[i], plan));
   const ratios = {};  // rank -> its latest compression_ratio
   const stepTimes = {};  // rank -> its latest step_seconds_p50 and _p95: {p50, p95}
@@ -215,6 +256,8 @@ function jobPage(id) {
         names.map(name => el("tr", { "data-metric": name },
           el("td", {}, windowCounters.includes(name) ? name + " (one worker's last log_every steps)" : name),
           el("td", { class: "num" }, number(j.metrics[name]))))) : el("p", { class: "muted" }, "none yet"));
+      perClassTitle.hidden = !j.class_report;
+      perClass.replaceChildren(...(j.class_report ? classReport(j.class_report) : []));
       settings.textContent = j.settings ?? "the job's settings (its resolved job file) are shown " +
         "only by a listener with a token ([daemon] http_token_file), as its log lines are";
       const totals = Object.fromEntries((j.worker_totals || []).map(t => [t.rank, t]));

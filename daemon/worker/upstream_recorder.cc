@@ -37,6 +37,15 @@ Status UpstreamRecorder::SaveBestModel(const store::BestModelInfo& best,
                             store::EncodeBestModelFrame(best.value, model), "the best model");
 }
 
+Status UpstreamRecorder::SaveClassReport(std::int64_t step, const train::ClassReport& report) {
+  const nlohmann::json message = {
+      {"v", 1},
+      {"type", "class_report"},
+      {"step", step},
+      {"confusion", nlohmann::json::parse(train::ConfusionRowsJson(report))}};
+  return SendAndAwaitCommit(net::MessageType::kControl, message.dump(), "the per-class report");
+}
+
 Status UpstreamRecorder::SendAndAwaitCommit(net::MessageType type, const std::string& payload,
                                             std::string_view what) {
   Status sent = upstream_.Send(type, payload, kSendTimeout);

@@ -5,8 +5,8 @@
 //   UpstreamRecorder recorder(upstream);
 //   runner::TrainRecorded(trainer, policy, recorder, options, -1);
 //
-// SaveCheckpoint and SaveBestModel return once the daemon acknowledged the commit. One thread at a
-// time (the Upstream's heartbeats may run beside it).
+// SaveCheckpoint, SaveBestModel and SaveClassReport return once the daemon acknowledged the commit.
+// One thread at a time (the Upstream's heartbeats may run beside it).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,8 @@ class UpstreamRecorder final : public runner::RunRecorder {
   // A `best model` frame: the value, then the model's blob (the daemon knows the metric).
   Status SaveBestModel(const store::BestModelInfo& best,
                        const store::CheckpointView& model) override;
+  // A `class_report` control message: the step and the confusion matrix's rows.
+  Status SaveClassReport(std::int64_t step, const train::ClassReport& report) override;
   // The first failure to send metrics (they are fire-and-forget), if any.
   const Status& metrics_status() const { return metrics_status_; }
 

@@ -18,6 +18,7 @@
 #include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
 #include "daemon/runner/elastic_replica.h"
+#include "daemon/runner/final_class_report.h"
 #include "daemon/runner/job_precision.h"
 #include "daemon/runner/lbfgs_run.h"
 #include "daemon/runner/memory_limit.h"
@@ -347,6 +348,16 @@ int RunReplica(Upstream& upstream, const Admitted& admitted, const runner::Place
     if (!why.ok()) return FailTraining(upstream, why.status());
     if (Status finished = current().Finish(); !finished.ok()) return Fail(finished.message());
     if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
+    // The final evaluation's per-class report, from the process that holds the whole model and
+    // writes its checkpoints; a run stopped on request has no final evaluation.
+    if (options.checkpoints && job.cluster.model_parallel == 1 &&
+        why.value() != train::StopReason::kRequested) {
+      doing = "making the per-class report";
+      if (Status reported = runner::RecordClassReport(data.value(), current().trainer(), recorder);
+          !reported.ok()) {
+        std::printf("no per-class report: %s\n", reported.message().c_str());
+      }
+    }
 
     const std::int64_t steps = current().trainer().position().step;
     const WorkerStop stop = FromStopReason(why.value());

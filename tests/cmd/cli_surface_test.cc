@@ -221,7 +221,8 @@ BOOST_AUTO_TEST_CASE(committed_completions_are_what_the_binary_generates) {
   // Values from a fixed list are that list, never file names.
   BOOST_TEST(complete_in("dtrain metrics 7 --format ''", 4) == "table csv json\n");
   BOOST_TEST(complete_in("dtrain metrics 7 --format c", 4) == "csv\n");
-  BOOST_TEST(complete_in("dtrain predict m.dtm --format ''", 4) == "idx csv libsvm npy\n");
+  BOOST_TEST(complete_in("dtrain predict m.dtm --format ''", 4) == "csv json npy\n");
+  BOOST_TEST(complete_in("dtrain eval m.dtm --data-format ''", 4) == "idx csv libsvm npy\n");
   BOOST_TEST(complete_in("dtrain completion ''", 2) == "bash zsh fish\n");
   const std::string states = complete_in("dtrain list --state ''", 3);
   for (const char* state : {"queued", "running", "succeeded", "failed", "cancelled"}) {

@@ -327,6 +327,83 @@ BOOST_AUTO_TEST_CASE(a_running_jobs_stream_advances_and_carries_its_log_lines_wi
   }
 }
 
+// A finished classification job's final per-class report, made by the replica that writes its
+// checkpoints from the final parameters: `dtrain status --json` and the job page's stream carry
+// it, and it is what `dtrain eval --per-class --json` says of the exported model on the same
+// held-out rows (the same code over the same parameters: exact). In one process and in a
+// synchronous ring of two; a regression job has none.
+BOOST_AUTO_TEST_CASE(a_finished_jobs_page_carries_its_final_per_class_report) {
+  TempDir config_dir;
+  const std::uint16_t port = FreePort();
+  DaemonFixture d({"--config", HttpConfig(config_dir, port, "")});
+  const std::string blobs = R"([data]
+format = "synthetic"
+synthetic = "blobs"
+rows = 2000
+test_rows = 500
+features = 6
+classes = 3
+noise = 1.5
+[model]
+type = "mlp"
+hidden = [8]
+[train]
+steps = 60
+epochs = 0
+batch_size = 16
+threads = 1
+[optimizer]
+type = "sgd"
+lr = 0.1
+)";
+  const auto dtrain = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {EnvPath("DTRAIN_BIN"), "--socket", d.socket()});
+    const ProcessResult r = RunProcess(args, d.dir().Path(""));
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, args[3] << ": " << r.err);
+    return json::parse(r.out);
+  };
+  for (const std::string cluster : {"", "[cluster]\nworkers = 2\nmode = \"sync\"\n"}) {
+    BOOST_TEST_CONTEXT(cluster) {
+      const std::string text = "name = \"classes\"\n" + blobs + cluster;
+      const std::string file = d.dir().Write("classes.toml", text);
+      const std::int64_t id = d.Submit(text);
+      const json ended = d.Wait(id);
+      BOOST_REQUIRE_MESSAGE(ended["state"] == "succeeded", ended.dump() << d.LogTail(id));
+      const json status = dtrain({"status", std::to_string(id), "--json"});
+      const json& report = status["class_report"];
+      BOOST_REQUIRE_MESSAGE(report.is_object(), status.dump() << d.LogTail(id));
+      BOOST_TEST(report["step"] == 60);
+      BOOST_TEST(report["classes"] == 3);
+      std::int64_t rows = 0;
+      for (const json& row : report["confusion"]) {
+        for (const json& count : row) rows += count.get<std::int64_t>();
+      }
+      BOOST_TEST(rows == 500);
+
+      const std::string model = d.dir().Path("classes.dtm");
+      dtrain({"export", std::to_string(id), "-o", model, "--json"});
+      json evaluated = dtrain({"eval", model, file, "--per-class", "--json"});
+      for (const char* field : {"classes", "confusion", "per_class", "macro", "micro"}) {
+        BOOST_TEST(report[field] == evaluated[field],
+                   field << ": " << report[field].dump() << " vs " << evaluated[field].dump());
+      }
+
+      // The job page's stream sends the same JOB object.
+      EventStream stream(port, "/api/stream?job=" + std::to_string(id), "");
+      std::optional<EventStream::Event> job_event = stream.Next(std::chrono::seconds(5));
+      while (job_event && job_event->name != "job")
+        job_event = stream.Next(std::chrono::seconds(5));
+      BOOST_REQUIRE(job_event.has_value());
+      BOOST_TEST(job_event->data["class_report"] == report);
+    }
+  }
+  const std::int64_t regression = d.Submit(
+      "name = \"values\"\n[data]\nformat = \"synthetic\"\nsynthetic = \"linear\"\nrows = 200\n"
+      "test_rows = 50\nfeatures = 4\n[model]\ntype = \"linear\"\n[train]\nsteps = 10\n");
+  BOOST_REQUIRE(d.Wait(regression)["state"] == "succeeded");
+  BOOST_TEST(d.Status(regression)["class_report"].is_null());
+}
+
 // The jobs page reads an ended job once, and again when it changes (a resume moves its
 // `updated` time): the list's cost follows its active jobs.
 BOOST_AUTO_TEST_CASE(the_jobs_list_reuses_an_ended_jobs_row_until_it_changes) {

@@ -14,7 +14,7 @@ the job with its progress, the nodes page this daemon, and once cancelled the jo
 final metrics. The job compresses its gradients, so its workers' table shows their ratio.
 A small grid sweep (4 tiny trials, 2 at a time): its page's leaderboard and its chart of every
 trial's curve grow while the trials run, and it ends with every trial listed; the sweeps page
-lists it, and a trial's job page links back to it.
+lists it, and a trial's job page links back to it and shows its final per-class report.
 
     DTRAIND_BIN=build/daemon/dtraind DTRAIN_BIN=build/cmd/dtrain tests/web/dashboard_browser_test.py
     ... --screenshots docs/   # also writes dashboard-jobs.png, dashboard-job.png and
@@ -323,6 +323,18 @@ def main():
         browser.wait_for("location.hash === '#/job/%d' && document.querySelector("
                          "'#sweep-link a[href=\"#/sweep/%d\"]') !== null" % (best_job, sweep_id),
                          10, "the trial's job page linking back to its sweep")
+        # A finished classification job's page shows its final per-class report: the confusion
+        # matrix of its JOB object's class_report, and a row of scores per class and average.
+        report = json.loads(dtrain(env, sock, "status", str(best_job), "--json"))["class_report"]
+        cells = browser.wait_for(
+            "(() => { const cells = [...document.querySelectorAll('#class-report td[data-confusion]')];"
+            " return cells.length ? cells.map(c => Number(c.textContent)) : null; })()",
+            10, "the trial's per-class report")
+        assert cells == [n for row in report["confusion"] for n in row], (cells, report)
+        rows = browser.evaluate("[...document.querySelectorAll('#class-report tr[data-class]')]"
+                                ".map(r => r.dataset.class)")
+        assert rows == ["0", "1", "macro", "micro"], rows
+        print("job page: the final per-class report, confusion matrix %s" % report["confusion"])
         browser.evaluate("location.hash = '#/sweeps'")
         row = browser.wait_for(
             "(() => { const r = document.querySelector('tr[data-sweep=\"%d\"]');"

@@ -1,5 +1,5 @@
-// ParseNpyHeader (every dtype, the three versions, what is refused and the messages) and
-// FindNpzMember over handmade archives.
+// ParseNpyHeader (every dtype, the three versions, what is refused and the messages),
+// NpyHeaderBytes read back, and FindNpzMember over handmade archives.
 #include "core/data/npy_header.h"
 
 #include <boost/test/unit_test.hpp>
@@ -163,6 +163,27 @@ BOOST_AUTO_TEST_CASE(npz_members_are_found_by_name_and_compressed_ones_refused) 
   const Result<NpzMember> none = FindNpzMember(Span(std::string("PK\x03\x04")), "x");
   BOOST_TEST_REQUIRE(!none.ok());
   BOOST_TEST(none.status().message().find("not a valid .npz (zip) file") != std::string::npos);
+}
+
+// What NpyHeaderBytes writes is NumPy's own text (the dict numpy.save writes, padded as it
+// pads) and reads back to the dtype and shape it was given, for no, one and several dimensions.
+BOOST_AUTO_TEST_CASE(writes_headers_numpy_writes_and_reads_them_back) {
+  const std::vector<std::uint64_t> rows{5};
+  BOOST_TEST(NpyHeaderBytes({NpyKind::kSigned, 8}, rows) == NpyBytes(NpyDict("<i8", "(5,)"), ""));
+  const std::vector<std::uint64_t> matrix{3, 10};
+  BOOST_TEST(NpyHeaderBytes({NpyKind::kFloat, 4}, matrix) ==
+             NpyBytes(NpyDict("<f4", "(3, 10)"), ""));
+  BOOST_TEST(NpyHeaderBytes({NpyKind::kUnsigned, 1}, {}) == NpyBytes(NpyDict("|u1", "()"), ""));
+  for (const std::vector<std::uint64_t>& shape :
+       {std::vector<std::uint64_t>{}, rows, matrix, std::vector<std::uint64_t>{0, 2, 28, 28}}) {
+    const std::string header = NpyHeaderBytes({NpyKind::kFloat, 8}, shape);
+    BOOST_TEST(header.size() % 64 == 0);
+    const Result<NpyHeader> back = Parse(header);
+    BOOST_TEST_REQUIRE(back.ok(), back.status().message());
+    BOOST_TEST(back.value().shape == shape);
+    BOOST_TEST((back.value().dtype == NpyDtype{NpyKind::kFloat, 8}));
+    BOOST_TEST(back.value().data_offset == header.size());
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

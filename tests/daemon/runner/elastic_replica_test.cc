@@ -156,6 +156,7 @@ class KeptRecords final : public RunRecorder {
   Status SaveBestModel(const store::BestModelInfo&, const store::CheckpointView&) override {
     return Status::Ok();
   }
+  Status SaveClassReport(std::int64_t, const train::ClassReport&) override { return Status::Ok(); }
   std::set<int> worlds;
   std::vector<std::int64_t> checkpoints;
 };

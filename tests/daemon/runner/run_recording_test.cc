@@ -20,6 +20,7 @@ class NoRecords final : public RunRecorder {
   Status SaveBestModel(const store::BestModelInfo&, const store::CheckpointView&) override {
     return Status::Ok();
   }
+  Status SaveClassReport(std::int64_t, const train::ClassReport&) override { return Status::Ok(); }
 };
 
 // A collective strategy that notes the step at which each proposal came.

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "daemon/store/store_test_util.h"
 
@@ -37,8 +38,8 @@ BOOST_AUTO_TEST_CASE(open_creates_the_schema_in_wal_mode_with_its_version) {
   Database db = OpenRaw(path);
   BOOST_TEST(UserVersion(db) == static_cast<std::int64_t>(StoreMigrations().size()));
   BOOST_TEST(db.QueryText("PRAGMA journal_mode").value() == "wal");
-  for (const char* table :
-       {"jobs", "events", "workers", "metrics", "checkpoints", "logs", "job_tags", "best_models"}) {
+  for (const char* table : {"jobs", "events", "workers", "metrics", "checkpoints", "logs",
+                            "job_tags", "best_models", "class_reports"}) {
     BOOST_TEST(TableCount(db, table) == 1, table);
   }
   BOOST_TEST(
@@ -150,6 +151,24 @@ BOOST_AUTO_TEST_CASE(a_store_before_best_models_migrates_and_keeps_them) {
   BOOST_REQUIRE(store->SetJobState(1, JobState::kCancelled, "test").ok());
   BOOST_REQUIRE(store->DeleteJob(1).ok());
   BOOST_TEST(OpenRaw(path).QueryInt("SELECT count(*) FROM best_models").value() == 0);
+}
+
+// A seventh-version store (before per-class reports): its jobs have none, and one saved after
+// the migration is kept.
+BOOST_AUTO_TEST_CASE(a_store_before_class_reports_migrates_and_keeps_them) {
+  TempStoreDir dir;
+  const std::string path = dir.Path("v7.db");
+  OldStoreWithAJob(path, 7);
+  {
+    Database old = OpenRaw(path);
+    BOOST_TEST(TableCount(old, "class_reports") == 0);
+  }
+  auto store = OpenStore(path);  // migrates to the newest version
+  BOOST_TEST(!store->FinalClassReport(1).value().has_value());
+  Result<train::ClassReport> report =
+      train::ClassReportOf(std::vector<float>{0, 1, 1}, std::vector<float>{0, 1, 0}, 2);
+  BOOST_REQUIRE(store->SaveClassReport(1, 30, report.value()).ok());
+  BOOST_TEST(store->FinalClassReport(1).value()->step == 30);
 }
 
 BOOST_AUTO_TEST_CASE(migrations_apply_in_order_once_each) {
