@@ -24,24 +24,24 @@ float LoadFeature(const std::uint8_t* row, std::size_t j) {
 }
 
 // Per-feature population mean and variance of `rows` rows of `features` T values, row r at
-// row_at(r) (two passes, accumulated in double).
-template <typename T, typename RowAt>
-void FeatureMoments(RowAt row_at, std::size_t rows, std::size_t features, std::vector<double>& mean,
-                    std::vector<double>& variance) {
+// row_at(r), feature j its value at_feature(j) (two passes, accumulated in double).
+template <typename T, typename RowAt, typename AtFeature>
+void FeatureMoments(RowAt row_at, AtFeature at_feature, std::size_t rows, std::size_t features,
+                    std::vector<double>& mean, std::vector<double>& variance) {
   mean.assign(features, 0.0);
   variance.assign(features, 0.0);
   if (rows == 0) return;
   for (std::size_t r = 0; r < rows; ++r) {
     const std::uint8_t* row = row_at(r);
     for (std::size_t j = 0; j < features; ++j) {
-      mean[j] += static_cast<double>(LoadFeature<T>(row, j));
+      mean[j] += static_cast<double>(LoadFeature<T>(row, at_feature(j)));
     }
   }
   for (double& m : mean) m /= static_cast<double>(rows);
   for (std::size_t r = 0; r < rows; ++r) {
     const std::uint8_t* row = row_at(r);
     for (std::size_t j = 0; j < features; ++j) {
-      const double delta = static_cast<double>(LoadFeature<T>(row, j)) - mean[j];
+      const double delta = static_cast<double>(LoadFeature<T>(row, at_feature(j))) - mean[j];
       variance[j] += delta * delta;
     }
   }
@@ -55,7 +55,8 @@ void DatasetMoments(const Dataset& d, std::vector<double>& mean, std::vector<dou
     const auto row_at = [&](std::size_t r) {
       return base + (d.mapped ? d.mapped->FileRow(r) : r) * row_bytes;
     };
-    FeatureMoments<T>(row_at, d.rows, d.features, mean, variance);
+    const auto at_feature = [&](std::size_t j) { return d.mapped ? d.mapped->FileFeature(j) : j; };
+    FeatureMoments<T>(row_at, at_feature, d.rows, d.features, mean, variance);
   };
   if (d.mapped) {
     switch (d.mapped->type) {
@@ -71,19 +72,43 @@ void DatasetMoments(const Dataset& d, std::vector<double>& mean, std::vector<dou
   in(reinterpret_cast<const std::uint8_t*>(d.floats.data()), float{});
 }
 
+// ConvertMapped for images stored channel by channel: each row's features gathered into height,
+// width, channel order, then shifted and scaled with the same two float operations as
+// math::BytesToFloat's, so they give the bits the same values stored in that order give.
+template <typename T>
+void ConvertPlanes(const MappedRows& m, std::size_t first, std::size_t run, std::size_t width,
+                   const float* shift, const float* scale, float uniform_scale, float* out) {
+  for (std::size_t r = 0; r < run; ++r) {
+    const std::uint8_t* row = m.data + (first + r) * width * sizeof(T);
+    float* to = out + r * width;
+    for (std::size_t j = 0; j < width; ++j) {
+      const float value = LoadFeature<T>(row, m.FileFeature(j));
+      to[j] = shift != nullptr ? (value - shift[j]) * scale[j] : value * uniform_scale;
+    }
+  }
+}
+
 // GatherBatch's conversion of `run` consecutive rows of the file behind `m` from file row `first`.
 void ConvertMapped(const MappedRows& m, std::size_t first, std::size_t run, int cols,
                    const float* shift, const float* scale, float uniform_scale, float* out) {
   const auto rows = static_cast<int>(run);
   const auto width = static_cast<std::size_t>(cols);
+  const bool planes = m.channels > 1;
   switch (m.type) {
     case MappedRows::Type::kUint8:
+      if (planes) {
+        return ConvertPlanes<std::uint8_t>(m, first, run, width, shift, scale, uniform_scale, out);
+      }
       return math::BytesToFloat(m.data + first * width, rows, cols, shift, scale, uniform_scale,
                                 out);
     case MappedRows::Type::kFloat32:
+      if (planes)
+        return ConvertPlanes<float>(m, first, run, width, shift, scale, uniform_scale, out);
       return math::UnalignedFloatsToFloat(m.data + first * width * 4, rows, cols, shift, scale,
                                           uniform_scale, out);
     case MappedRows::Type::kFloat64:
+      if (planes)
+        return ConvertPlanes<double>(m, first, run, width, shift, scale, uniform_scale, out);
       return math::UnalignedDoublesToFloat(m.data + first * width * 8, rows, cols, shift, scale,
                                            uniform_scale, out);
   }
@@ -208,6 +233,7 @@ std::pair<Dataset, Dataset> SplitValidation(Dataset d, double fraction, std::uin
   validation.num_classes = d.num_classes;
   validation.image_height = d.image_height;
   validation.image_width = d.image_width;
+  validation.image_channels = d.image_channels;
   validation.source = d.source + " [validation split]";
   if (!d.bytes.empty()) {
     validation.bytes = SplitRows(d.bytes, d.features, train_rows, validation_rows);

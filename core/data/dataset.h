@@ -28,14 +28,21 @@ class MappedFile;
 // Feature rows read in place from a memory-mapped file (a NumPy array): the file's row r is the
 // `features` values of `type` at data + r * features * size, at any alignment, little-endian. A
 // set holds the file's rows listed in `rows`, in that order (all of them when empty: a split
-// lists its part).
+// lists its part). Images of more than one channel are stored channel by channel (channels x
+// height x width, NumPy's N x C x H x W) but read in the set's height, width, channel order:
+// feature j of a row is the file row's value FileFeature(j).
 struct MappedRows {
   enum class Type { kUint8, kFloat32, kFloat64 } type = Type::kFloat32;
   std::shared_ptr<const MappedFile> file;  // keeps `data` mapped
   const std::uint8_t* data = nullptr;
   std::vector<std::uint32_t> rows;
+  std::size_t channels = 1, plane = 0;  // channels > 1: each of `plane` (height x width) values
 
   std::size_t FileRow(std::size_t r) const { return rows.empty() ? r : rows[r]; }
+  // Feature j (pixel j / channels, channel j % channels) in the file's channel-by-channel row.
+  std::size_t FileFeature(std::size_t j) const {
+    return channels == 1 ? j : j % channels * plane + j / channels;
+  }
 };
 
 struct Dataset {
@@ -46,9 +53,10 @@ struct Dataset {
   std::vector<float> labels;  // one per row: class index (0..num_classes-1) or regression target
   int num_classes = 0;        // 0 for regression sets; max label + 1 for classification
   std::string source;         // file (or "synthetic:blobs") for messages
-  // IDX images: each row is an image_height x image_width image (features = their product);
-  // 0 for data without a shape of its own.
-  std::size_t image_height = 0, image_width = 0;
+  // Images (IDX, NumPy arrays of 3 or 4 dimensions): each row is an image_height x image_width
+  // image of image_channels values a pixel, in height, width, channel order (features = the
+  // product of the three); height and width 0 for data without a shape of its own.
+  std::size_t image_height = 0, image_width = 0, image_channels = 1;
 
   // True when the features live in `bytes`. A data set without feature values (no rows or no
   // features) reports false; it has nothing to gather either way.

@@ -91,12 +91,10 @@ Result<Dataset> MapFeatures(const MappedArray& a) {
   }
   const std::vector<std::uint64_t>& s = h.shape;
   const std::size_t dims = s.size();
-  if (dims < 2 || dims > 4 || (dims == 4 && s[1] != 1)) {
+  if (dims < 2 || dims > 4) {
     return a.Error("features of shape " + ShapeText(s) +
                    " are not read: they must be rows x features, rows x height x width or "
-                   "rows x 1 x height x width (images of more than one channel are not read yet: "
-                   "save them as rows of height, width, channel values, "
-                   "x.transpose(0, 2, 3, 1).reshape(len(x), -1), with model.input_shape)");
+                   "rows x channels x height x width");
   }
   Dataset d;
   d.rows = s[0];
@@ -105,6 +103,11 @@ Result<Dataset> MapFeatures(const MappedArray& a) {
   if (dims >= 3) {
     d.image_height = s[dims - 2];
     d.image_width = s[dims - 1];
+  }
+  if (dims == 4) {  // read in height, width, channel order (MappedRows::FileFeature)
+    d.image_channels = s[1];
+    mapped->channels = s[1];
+    mapped->plane = s[2] * s[3];
   }
   if (d.rows == 0 || d.features == 0) {
     return a.Error("the array of shape " + ShapeText(s) + " holds no rows or no features");

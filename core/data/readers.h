@@ -33,7 +33,7 @@ struct DatasetShape {
   std::size_t rows = 0, features = 0;
   int num_classes = 0;  // 0 for regression sets; max label + 1 for classification
   std::string source;   // as Dataset::source
-  std::size_t image_height = 0, image_width = 0;  // as Dataset's
+  std::size_t image_height = 0, image_width = 0, image_channels = 1;  // as Dataset's
 };
 // The shape ReadIdx's data set would have, from the image file's header and the label file only
 // (the pixels are not read, so a truncated or over-long image file goes unnoticed). Checks and
@@ -72,8 +72,10 @@ Result<Dataset> ReadLibsvm(const std::string& path, std::size_t features,
 // Memory-mapped: the features stay in the file (Dataset::mapped) and are converted a batch at a
 // time, so a file larger than memory trains; its pages count against an address-space limit.
 // Features: float32, float64 or uint8, C order, little-endian, shape (rows, features), (rows,
-// height, width) or (rows, 1, height, width) (images keep their height and width). Their values
-// are not checked (a NaN reaches the model as it is: checking would read the whole file).
+// height, width) or (rows, channels, height, width) (images keep their shape; channels are read
+// in place, each row presented in the height, width, channel order of every image set: see
+// MappedRows). Their values are not checked (a NaN reaches the model as it is: checking would
+// read the whole file).
 // Labels: one per row, shape (rows,) or (rows, 1), any integer dtype or float32/float64, read
 // whole; class labels follow ReadLibsvm's rule. A malformed header or archive, another dtype or
 // shape, a file shorter or longer than its header declares, or labels for another number of rows

@@ -645,8 +645,10 @@ Status ParameterShard::ServeAsyncWorker(Link& link, int rank) {
         {
           std::unique_lock lock(mu_);
           const Deadline deadline = Clock::now() + options_.timeout;
+          // The clock named, not the structured binding h: clang 14 cannot capture a binding.
+          const std::uint64_t needed = h.clock;
           const bool ready = changed_.wait_until(
-              lock, deadline, [&] { return failed_ || clocks_.global() >= h.clock; });
+              lock, deadline, [&] { return failed_ || clocks_.global() >= needed; });
           if (failed_) return Status::Ok();
           if (!ready) {
             return Status::Error(

@@ -104,7 +104,7 @@ class PartitionedMlp final : public model::Network {
   PartitionExchange& exchange_;
   int part_;
   int micro_batches_;
-  int capacity_;
+  [[maybe_unused]] int capacity_;  // the rows the scratch holds: read by asserts only
   std::vector<Share> shares_;  // the layers this partition computes, in order
   // Scratch for up to capacity_ rows: each share's output (tensor: the whole gathered layer),
   // the stage's input (pipeline), gradients of outputs and inputs, logits and their gradient.

@@ -47,6 +47,15 @@ Result<InferenceResult> RunInference(const model::ModelSpec& spec, const data::S
     return Status::Error(set.source + " has " + std::to_string(set.features) +
                          " features, the model takes " + std::to_string(spec.inputs));
   }
+  // Images of several channels are read as height, width, channel: a model that takes images
+  // must take these (a flat input takes the rows as they are).
+  const model::Shape in = model::ModelInputShape(spec);
+  const model::Shape image{static_cast<int>(set.image_channels), static_cast<int>(set.image_height),
+                           static_cast<int>(set.image_width)};
+  if (set.image_channels > 1 && !in.Flat() && in != image) {
+    return Status::Error(set.source + " holds images of " + model::FormatShape(image) +
+                         " (channels x height x width), the model takes " + model::FormatShape(in));
+  }
   model::Model model(spec);
   const int chunk = std::max(chunk_rows, 1);
   model::Workspace ws(model, chunk);

@@ -153,8 +153,8 @@ std::optional<data::ImageShape> ImageOf(const model::ModelSpec& spec, const data
   const model::Shape in = model::ModelInputShape(spec);
   if (!in.Flat()) return data::ImageShape{in.channels, in.height, in.width};
   if (set.image_height > 0) {
-    return data::ImageShape{1, static_cast<int>(set.image_height),
-                            static_cast<int>(set.image_width)};
+    return data::ImageShape{static_cast<int>(set.image_channels),
+                            static_cast<int>(set.image_height), static_cast<int>(set.image_width)};
   }
   return std::nullopt;
 }

@@ -144,7 +144,8 @@ class NullListener final : public TrainListener {
 };
 
 // The image shape a row of `set` has for `spec`: the model's input shape where it has a height
-// and width, else the data's own (IDX images); none for flat rows. Augmentation needs one.
+// and width, else the data's own (IDX and NumPy images); none for flat rows. Augmentation needs
+// one.
 std::optional<data::ImageShape> ImageOf(const model::ModelSpec& spec, const data::Dataset& set);
 
 class Trainer {

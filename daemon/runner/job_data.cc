@@ -26,7 +26,8 @@ std::pair<data::Dataset, data::Dataset> MakeSynthetic(const config::DataConfig& 
 
 // The shape of a data set in memory, for ResolveModelShape.
 data::DatasetShape ShapeOf(const data::Dataset& d) {
-  return {d.rows, d.features, d.num_classes, d.source, d.image_height, d.image_width};
+  return {d.rows,         d.features,    d.num_classes,   d.source,
+          d.image_height, d.image_width, d.image_channels};
 }
 
 // The training set's name after LoadJobData's held-out choice: a validation split renames it.
@@ -130,11 +131,18 @@ Result<model::ModelSpec> ResolveModelShape(const config::JobConfig& job,
   model::ModelSpec spec = job.model;
   const auto features = static_cast<int>(train.features);
   if (spec.type == model::ModelType::kSequential) {
+    const model::Shape image{static_cast<int>(train.image_channels),
+                             static_cast<int>(train.image_height),
+                             static_cast<int>(train.image_width)};
     if (spec.input_shape.Size() == 0) {
-      spec.input_shape = train.image_height > 0
-                             ? model::Shape{1, static_cast<int>(train.image_height),
-                                            static_cast<int>(train.image_width)}
-                             : model::Shape{features, 1, 1};
+      spec.input_shape = train.image_height > 0 ? image : model::Shape{features, 1, 1};
+    } else if (train.image_channels > 1 && !spec.input_shape.Flat() && spec.input_shape != image) {
+      // The rows are the array's channels x height x width, read as height, width, channel.
+      return Status::Error(
+          "model.input_shape " + model::FormatShape(spec.input_shape) + " does not match " +
+          train.source + ", images of " + model::FormatShape(image) +
+          " (channels x height x width): set input_shape = [" + std::to_string(image.channels) +
+          ", " + std::to_string(image.height) + ", " + std::to_string(image.width) + "]");
     } else if (spec.input_shape.Size() != train.features) {
       return Status::Error("model.input_shape " + model::FormatShape(spec.input_shape) + " holds " +
                            std::to_string(spec.input_shape.Size()) + " values but " + train.source +

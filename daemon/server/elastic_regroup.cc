@@ -82,9 +82,9 @@ void JobManager::NoteEvents(std::int64_t id, std::vector<std::string> events) {
 
 asio::awaitable<void> JobManager::DrainNotes() {
   while (!notes_.empty()) {
-    const auto [id, event] = std::move(notes_.front());
+    const std::pair<std::int64_t, std::string> note = std::move(notes_.front());  // (job, event)
     notes_.pop_front();
-    co_await OffThread(pool_, [this, id, &event] { return store_.NoteReason(id, event); });
+    co_await OffThread(pool_, [this, &note] { return store_.NoteReason(note.first, note.second); });
   }
   draining_notes_ = false;
 }

@@ -2,7 +2,8 @@
 // (tests/data/npy/write_blobs.py, Debian's python3-numpy) train to the same model, bit for bit,
 // as the same numbers in CSV — from .npy files (float32 and float64), and from a .npz archive —
 // with the features standardised and a validation split; the model predicts and evaluates those
-// files as the CSV; a compressed .npz is refused saying why.
+// files as the CSV; a compressed .npz is refused saying why. Images of several channels
+// (tests/data/npy/write_images.py) train and predict as the same images in dtrain's order.
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <string>
@@ -43,10 +44,36 @@ std::string TestData() {
   return dir;
 }
 
-// Runs the job of [data] `data` in `dir` and exports its model; returns the model file's bytes.
-std::string TrainAndExport(const TempDir& dir, const std::string& name, const std::string& data) {
-  const std::string job =
-      dir.Write(name + ".toml", "name = \"blobs\"\n[data]\n" + data + kTraining);
+// A small convolutional network on 3-channel images, trained as the blobs are; [model]
+// input_shape, when given, comes before it.
+constexpr const char* kImageTraining = R"(scale = "standardize"
+validation_fraction = 0.2
+[model]
+type = "sequential"
+[[model.layers]]
+type = "conv2d"
+filters = 4
+kernel = 3
+padding = "same"
+activation = "relu"
+[[model.layers]]
+type = "maxpool2d"
+[[model.layers]]
+type = "dense"
+[train]
+epochs = 2
+batch_size = 16
+seed = 11
+[optimizer]
+type = "adam"
+lr = 0.01
+)";
+
+// Runs the job of [data] `data` and then `training` in `dir` and exports its model; returns the
+// model file's bytes.
+std::string TrainAndExport(const TempDir& dir, const std::string& name, const std::string& data,
+                           const std::string& training = kTraining) {
+  const std::string job = dir.Write(name + ".toml", "name = \"blobs\"\n[data]\n" + data + training);
   const std::string db = dir.Path(name + ".db");
   const ProcessResult run = RunProcess({Bin(), "run", job, "--db", db}, dir.Path(""));
   BOOST_REQUIRE_MESSAGE(run.exit_code == 0, name + ": " + run.err);
@@ -112,6 +139,54 @@ BOOST_AUTO_TEST_CASE(numpy_arrays_train_the_same_model_as_the_same_numbers_in_cs
   BOOST_TEST(refused.exit_code != 0);
   BOOST_TEST(refused.err.find(dir.Path("packed.npz") + ": its array 'x' is compressed") !=
                  std::string::npos,
+             refused.err);
+}
+
+// Images of 3 channels written by NumPy as rows x channels x height x width train the same CNN,
+// bit for bit, as the same images stored as rows of height, width, channel values (the order
+// dtrain's layers read), with the input shape taken from the array; the model predicts both files
+// alike; an input_shape that is not the array's channels x height x width is refused naming it.
+BOOST_AUTO_TEST_CASE(images_of_several_channels_train_as_the_same_images_in_height_width_order) {
+  TempDir dir;
+  const ProcessResult wrote = RunProcess(
+      {"/usr/bin/python3", TestData() + "/npy/write_images.py", dir.Path("")}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(wrote.exit_code == 0, "write_images.py: " + wrote.err);
+
+  const std::string nchw = TrainAndExport(
+      dir, "nchw", "format = \"npy\"\ntrain = \"nchw.npy\"\ntrain_labels = \"y.npy\"\n",
+      kImageTraining);
+  const std::string shape = "[model]\ninput_shape = [3, 6, 5]\n";
+  std::string hwc_training = kImageTraining;
+  hwc_training.replace(hwc_training.find("[model]\n"), 8, shape);
+  const std::string hwc = TrainAndExport(
+      dir, "hwc", "format = \"npy\"\ntrain = \"hwc.npy\"\ntrain_labels = \"y.npy\"\n",
+      hwc_training);
+  BOOST_TEST(nchw.size() > 100u);
+  BOOST_TEST((nchw == hwc));
+
+  const std::string model = dir.Path("nchw.dtm");
+  const ProcessResult from_hwc =
+      RunProcess({Bin(), "predict", model, "--data", dir.Path("hwc.npy")}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(from_hwc.exit_code == 0, from_hwc.err);
+  const ProcessResult from_nchw =
+      RunProcess({Bin(), "predict", model, "--data", dir.Path("nchw.npy")}, dir.Path(""));
+  BOOST_TEST(from_nchw.exit_code == 0, from_nchw.err);
+  BOOST_TEST(from_nchw.out == from_hwc.out);
+
+  // Height and width swapped: the rows would be read as other pixels, so the job is refused.
+  std::string swapped = kImageTraining;
+  swapped.replace(swapped.find("[model]\n"), 8, "[model]\ninput_shape = [3, 5, 6]\n");
+  const std::string job = dir.Write("swapped.toml",
+                                    "[data]\nformat = \"npy\"\ntrain = \"nchw.npy\"\n"
+                                    "train_labels = \"y.npy\"\n" +
+                                        swapped);
+  const ProcessResult refused =
+      RunProcess({Bin(), "run", job, "--db", dir.Path("swapped.db")}, dir.Path(""));
+  BOOST_TEST(refused.exit_code != 0);
+  BOOST_TEST(refused.err.find("model.input_shape 3x5x6 does not match ") != std::string::npos,
+             refused.err);
+  BOOST_TEST(refused.err.find("nchw.npy [train split], images of 3x6x5 (channels x height x "
+                              "width): set input_shape = [3, 6, 5]") != std::string::npos,
              refused.err);
 }
 

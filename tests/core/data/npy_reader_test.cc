@@ -1,5 +1,6 @@
 // ReadNpy: .npy and .npz features mapped in place and gathered as the same floats an in-memory
-// copy gives (every dtype, any alignment, scaled, split), labels of every dtype, and the errors.
+// copy gives (every dtype, any alignment, scaled, split, images of several channels in height,
+// width, channel order), labels of every dtype, and the errors.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
@@ -134,6 +135,60 @@ BOOST_AUTO_TEST_CASE(uint8_images_keep_their_height_and_width) {
   }
 }
 
+// A 2 x 3 x 4 x 5 (rows, channels, height, width) array whose every value is its own index in
+// the file, so each gathered value tells the n, c, h, w it came from: rows come back in height,
+// width, channel order, for every dtype, scaled and standardised as the same rows stored in that
+// order, and in any row order.
+BOOST_AUTO_TEST_CASE(images_of_several_channels_are_gathered_in_height_width_channel_order) {
+  constexpr std::size_t kRows = 2, kChannels = 3, kHeight = 4, kWidth = 5;
+  constexpr std::size_t kFeatures = kChannels * kHeight * kWidth;
+  std::vector<float> stored(kRows * kFeatures), expected(kRows * kFeatures);
+  std::iota(stored.begin(), stored.end(), 0.0f);
+  for (std::size_t n = 0; n < kRows; ++n) {
+    for (std::size_t c = 0; c < kChannels; ++c) {
+      for (std::size_t h = 0; h < kHeight; ++h) {
+        for (std::size_t w = 0; w < kWidth; ++w) {
+          expected[n * kFeatures + (h * kWidth + w) * kChannels + c] =
+              static_cast<float>(((n * kChannels + c) * kHeight + h) * kWidth + w);
+        }
+      }
+    }
+  }
+  const std::vector<std::pair<std::string, std::string>> dtypes = {
+      {"<f4", ValueBytes(stored)},
+      {"<f8", ValueBytes(std::vector<double>(stored.begin(), stored.end()))},
+      {"|u1", ValueBytes(std::vector<std::uint8_t>(stored.begin(), stored.end()))}};
+  TempDir dir;
+  for (const auto& [descr, bytes] : dtypes) {
+    BOOST_TEST_CONTEXT(descr) {
+      const std::string x = dir.Write("x.npy", NpyBytes(NpyDict(descr, "(2, 3, 4, 5)"), bytes));
+      const Result<Dataset> r = ReadNpy(x, "", NpyOptions{});
+      BOOST_TEST_REQUIRE(r.ok(), r.status().message());
+      const Dataset& d = r.value();
+      BOOST_TEST(d.features == kFeatures);
+      BOOST_TEST(d.image_channels == kChannels);
+      BOOST_TEST(d.image_height == kHeight);
+      BOOST_TEST(d.image_width == kWidth);
+      BOOST_TEST(Gather(d, ConstantScaling(1.0f)) == expected, boost::test_tools::per_element());
+      const Dataset copy = FloatCopy(expected, kFeatures);
+      BOOST_TEST(Gather(d, ConstantScaling(4.0f)) == Gather(copy, ConstantScaling(4.0f)),
+                 boost::test_tools::per_element());
+      const Scaling mapped_scaling = FitStandardize(d), copy_scaling = FitStandardize(copy);
+      BOOST_TEST(mapped_scaling.mean == copy_scaling.mean, boost::test_tools::per_element());
+      BOOST_TEST(mapped_scaling.inv_std == copy_scaling.inv_std, boost::test_tools::per_element());
+      BOOST_TEST(Gather(d, mapped_scaling) == Gather(copy, copy_scaling),
+                 boost::test_tools::per_element());
+      const std::vector<std::uint32_t> reversed = {1, 0};
+      std::vector<float> x_reversed(kRows * kFeatures), y(kRows);
+      GatherBatch(d, ConstantScaling(1.0f), reversed, x_reversed.data(), y.data());
+      std::vector<float> expected_reversed(expected.begin() + kFeatures, expected.end());
+      expected_reversed.insert(expected_reversed.end(), expected.begin(),
+                               expected.begin() + kFeatures);
+      BOOST_TEST(x_reversed == expected_reversed, boost::test_tools::per_element());
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_validation_split_of_a_mapped_set_holds_the_same_rows_as_a_copys) {
   TempDir dir;
   std::vector<float> values(40 * 3);
@@ -215,8 +270,10 @@ BOOST_AUTO_TEST_CASE(refuses_bad_files_naming_the_file_and_the_problem) {
   CheckError(Read(ints, ""), ints, "features of dtype int32 are not read");
   const std::string flat = dir.Write("flat.npy", NpyBytes(NpyDict("<f4", "(12,)"), data));
   CheckError(Read(flat, ""), flat, "features of shape (12,) are not read");
-  const std::string rgb = dir.Write("rgb.npy", NpyBytes(NpyDict("<f4", "(1, 3, 2, 2)"), data));
-  CheckError(Read(rgb, ""), rgb, "images of more than one channel are not read yet");
+  const std::string five = dir.Write("five.npy", NpyBytes(NpyDict("<f4", "(1, 1, 3, 2, 2)"), data));
+  CheckError(Read(five, ""), five,
+             "features of shape (1, 1, 3, 2, 2) are not read: they must be rows x features, "
+             "rows x height x width or rows x channels x height x width");
   const std::string empty = dir.Write("empty.npy", NpyBytes(NpyDict("<f4", "(0, 3)"), ""));
   CheckError(Read(empty, ""), empty, "holds no rows or no features");
   const std::string big = dir.Write("big.npy", NpyBytes(NpyDict(">f4", "(4, 3)"), data));

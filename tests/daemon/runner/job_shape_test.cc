@@ -1,10 +1,12 @@
 // ResolveJobShape and CheckJobShapes: the spec LoadJobData resolves, for every data format, with
-// the same errors; CheckJobShapes also every error of the test file.
+// the same errors (a NumPy array's image shape included); CheckJobShapes also every error of the
+// test file.
 #include <boost/test/unit_test.hpp>
 #include <string>
 #include <utility>
 
 #include "common/idx_files.h"
+#include "common/npy_files.h"
 #include "common/temp_dir.h"
 #include "config/job_file.h"
 #include "daemon/runner/job_data.h"
@@ -13,6 +15,8 @@ namespace dtrain::runner {
 namespace {
 
 using dtrain::testing::IdxBytes;
+using dtrain::testing::NpyBytes;
+using dtrain::testing::NpyDict;
 using dtrain::testing::TempDir;
 
 // The job described by `toml`, its relative paths resolved against `dir`.
@@ -220,6 +224,31 @@ BOOST_AUTO_TEST_CASE(too_few_units_on_the_last_layer_name_that_layer) {
                      dir),
                  "model.layers[2].units is 5 but " + dir.Path("train.csv") +
                      " has labels up to 9 (10 classes)");
+}
+
+// A NumPy array of images of 3 channels: its channels x height x width is the default input_shape
+// and the only image shape a layer list may give (a flat one takes the rows as they are).
+BOOST_AUTO_TEST_CASE(npy_images_of_several_channels_set_and_hold_the_input_shape) {
+  TempDir dir;
+  dir.Write("x.npy", NpyBytes(NpyDict("|u1", "(4, 3, 2, 5)"), std::string(120, '\x01')));
+  dir.Write("y.npy", NpyBytes(NpyDict("|u1", "(4,)"), std::string("\x00\x01\x02\x01", 4)));
+  const auto job = [&](const std::string& shape) {
+    return Job(
+        "[data]\nformat = \"npy\"\ntrain = \"x.npy\"\ntrain_labels = \"y.npy\"\n"
+        "[model]\ntype = \"sequential\"\n" +
+            shape + "[[model.layers]]\ntype = \"dense\"\n",
+        dir);
+  };
+  const Result<model::ModelSpec> spec = ResolveJobShape(job(""));
+  BOOST_TEST_REQUIRE(spec.ok(), spec.status().message());
+  BOOST_TEST((spec.value().input_shape == model::Shape{3, 2, 5}));
+  CheckSameSpec(job(""), 30, 3);
+  CheckSameSpec(job("input_shape = [3, 2, 5]\n"), 30, 3);
+  CheckSameSpec(job("input_shape = [30]\n"), 30, 3);
+  CheckSameError(job("input_shape = [3, 5, 2]\n"),
+                 "model.input_shape 3x5x2 does not match " + dir.Path("x.npy") +
+                     ", images of 3x2x5 (channels x height x width): set input_shape = [3, 2, 5]");
+  CheckSameError(job("input_shape = [1, 2, 15]\n"), "model.input_shape 1x2x15 does not match");
 }
 
 BOOST_AUTO_TEST_CASE(explicit_inputs_and_outputs_read_no_file) {
