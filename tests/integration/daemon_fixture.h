@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -31,6 +32,7 @@
 #include "common/process.h"
 #include "common/temp_dir.h"
 #include "core/net/frame_stream.h"
+#include "integration/worker_processes.h"
 
 namespace dtrain::testing {
 
@@ -204,15 +206,10 @@ inline bool ProcessRunning(const std::string& needle) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = ReadFile(entry.path().string() + "/cmdline");
-    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
-    if (cmdline.find(needle) != std::string::npos) {
-      // A zombie is gone for our purposes.
-      const std::string stat = ReadFile(entry.path().string() + "/stat");
-      const auto paren = stat.rfind(')');
-      if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z') continue;
+    const std::string proc = entry.path().string();
+    // A zombie is gone for our purposes.
+    if (CommandLineOf(proc).find(needle) != std::string::npos && StateInStat(proc + "/stat") != 'Z')
       return true;
-    }
   }
   return false;
 }

@@ -27,6 +27,14 @@ inline char StateInStat(const std::string& stat_path) {
   return stat[paren + 2];
 }
 
+// The command line of the process whose /proc folder is `proc`, its arguments joined by spaces;
+// empty when it cannot be read.
+inline std::string CommandLineOf(const std::string& proc) {
+  std::string cmdline = ReadFile(proc + "/cmdline");
+  for (char& c : cmdline) c = c == '\0' ? ' ' : c;
+  return cmdline;
+}
+
 // The pids of the job's workers its JOB object records as running.
 inline std::vector<pid_t> RunningWorkerPids(const nlohmann::json& job) {
   std::vector<pid_t> pids;
@@ -41,9 +49,7 @@ inline bool WorkerAlive(pid_t pid) {
   const std::string proc = "/proc/" + std::to_string(pid);
   const char state = StateInStat(proc + "/stat");
   if (state == '\0' || state == 'Z') return false;
-  std::string cmdline = ReadFile(proc + "/cmdline");
-  for (char& c : cmdline) c = c == '\0' ? ' ' : c;
-  return cmdline.find(" worker ") != std::string::npos;
+  return CommandLineOf(proc).find(" worker ") != std::string::npos;
 }
 
 // Whether every thread of `pid` has stopped (SIGSTOP takes effect asynchronously).
