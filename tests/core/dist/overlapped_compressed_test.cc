@@ -30,18 +30,13 @@ namespace dtrain::dist {
 namespace {
 
 using testing::Blobs;
-using testing::GlobalBatchOptions;
+using testing::CompressedSync;
+using testing::Finals;
+using testing::kMomentum;
+using testing::OneEpochPerReplica;
 using testing::TrainReplicasAsThreads;
 using testing::WideSpec;
 constexpr const auto& kMethods = testing::kLossyMethods;
-
-const optim::OptimizerOptions kMomentum = testing::OptimizerOfType(optim::OptimizerType::kMomentum);
-constexpr int kBatch = 16;
-constexpr std::uint64_t kSeed = 7;
-
-train::TrainOptions PerReplica(int rank, int world) {
-  return GlobalBatchOptions(kBatch, rank, world, /*epochs=*/1);
-}
 
 // WideSpec's buckets: one per layer with parameters (3), or of at least `floats` floats.
 std::vector<GradientBucket> Buckets(const model::Model& model, std::size_t floats = 1) {
@@ -51,7 +46,7 @@ std::vector<GradientBucket> Buckets(const model::Model& model, std::size_t float
 std::unique_ptr<compress::GradientCompressor> Compressor(const model::Model& model,
                                                          const compress::Settings& settings) {
   return std::make_unique<compress::GradientCompressor>(
-      compress::PlanCompression(model.Tensors(), settings), settings, kSeed);
+      compress::PlanCompression(model.Tensors(), settings), settings, testing::kCompressionSeed);
 }
 
 testing::StrategyFactory Overlapped(const model::Model& model, compress::Settings settings,
@@ -65,14 +60,6 @@ testing::StrategyFactory Overlapped(const model::Model& model, compress::Setting
       };
 }
 
-testing::StrategyFactory Whole(const model::Model& model, compress::Settings settings) {
-  return [&model, settings](RingAllReduce& ring, int, int, std::size_t n) {
-    return std::make_unique<CompressedSyncStrategy>(
-        ring, compress::PlanCompression(model.Tensors(), settings), settings, kSeed,
-        optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
-  };
-}
-
 // The reference: the overlapped strategy's ops — each bucket's part of the plan, in the buckets'
 // order, over a CompressingRing whose first op carries the votes — run after the whole pass on the
 // training thread.
@@ -82,7 +69,8 @@ class BucketsAfterThePass final : public train::Strategy {
                       const compress::Settings& settings, std::size_t n)
       : ring_(ring),
         exchange_(ring),
-        compressor_(compress::PlanCompression(model.Tensors(), settings), settings, kSeed),
+        compressor_(compress::PlanCompression(model.Tensors(), settings), settings,
+                    testing::kCompressionSeed),
         local_(optim::MakeOptimizer(kMomentum, 0, n), 1.0f) {
     for (const GradientBucket& b : Buckets(model)) {
       parts_.push_back(compress::PartOf(compressor_.plan(), b.begin, b.end).value());
@@ -108,15 +96,6 @@ class BucketsAfterThePass final : public train::Strategy {
   std::vector<compress::PlanPart> parts_;
 };
 
-std::vector<std::vector<float>> Finals(std::vector<Result<std::vector<float>>> results) {
-  std::vector<std::vector<float>> finals;
-  for (auto& r : results) {
-    BOOST_REQUIRE_MESSAGE(r.ok(), r.status().message());
-    finals.push_back(std::move(r).value());
-  }
-  return finals;
-}
-
 // TrainReplicasAsThreads over links of `transport` (TCP on 127.0.0.1, or shared memory).
 std::vector<std::vector<float>> TrainOver(testing::Transport transport, const model::Model& model,
                                           const data::Dataset& set, int world,
@@ -127,7 +106,7 @@ std::vector<std::vector<float>> TrainOver(testing::Transport transport, const mo
   std::vector<std::thread> ranks;
   for (int r = 0; r < world; ++r) {
     ranks.emplace_back([&, r] {
-      finals[r] = testing::TrainReplica(model, set, r, world, links[r], PerReplica, make);
+      finals[r] = testing::TrainReplica(model, set, r, world, links[r], OneEpochPerReplica, make);
     });
   }
   for (std::thread& t : ranks) t.join();
@@ -152,8 +131,8 @@ BOOST_AUTO_TEST_CASE(two_overlapped_replicas_end_with_the_whole_compressed_excha
       const auto overlapped =
           TrainOver(testing::Transport::kTcp, model, set, 2, Overlapped(model, settings));
       BOOST_TEST((overlapped[1] == overlapped[0]));
-      CheckSameBits(overlapped, Finals(TrainReplicasAsThreads(model, set, 2, PerReplica,
-                                                              Whole(model, settings))));
+      CheckSameBits(overlapped, Finals(TrainReplicasAsThreads(model, set, 2, OneEpochPerReplica,
+                                                              CompressedSync(model, settings))));
     }
   }
 }
@@ -170,13 +149,13 @@ BOOST_AUTO_TEST_CASE(three_overlapped_replicas_end_with_the_bits_of_their_bucket
       CheckSameBits(
           overlapped,
           Finals(TrainReplicasAsThreads(
-              model, set, 3, PerReplica, [&](RingAllReduce& ring, int, int, std::size_t n) {
+              model, set, 3, OneEpochPerReplica, [&](RingAllReduce& ring, int, int, std::size_t n) {
                 return std::make_unique<BucketsAfterThePass>(ring, model, settings, n);
               })));
       // Gathered sums go value by value in rank order, whatever the buckets.
       if (settings.method != compress::Method::kPowerSgd) {
-        CheckSameBits(overlapped, Finals(TrainReplicasAsThreads(model, set, 3, PerReplica,
-                                                                Whole(model, settings))));
+        CheckSameBits(overlapped, Finals(TrainReplicasAsThreads(model, set, 3, OneEpochPerReplica,
+                                                                CompressedSync(model, settings))));
       }
     }
   }
@@ -187,14 +166,14 @@ BOOST_AUTO_TEST_CASE(a_warm_up_as_long_as_the_run_is_the_uncompressed_overlapped
   const data::Dataset set = Blobs(960);
   const model::Model model(WideSpec());
   const auto plain = Finals(TrainReplicasAsThreads(
-      model, set, 3, PerReplica, [&](RingAllReduce& ring, int, int, std::size_t n) {
+      model, set, 3, OneEpochPerReplica, [&](RingAllReduce& ring, int, int, std::size_t n) {
         return std::make_unique<OverlappedSyncStrategy>(
             ring, Buckets(model), optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
       }));
   for (compress::Settings settings : kMethods) {
     settings.warmup_steps = 1'000'000;
     BOOST_TEST_CONTEXT(compress::MethodName(settings.method)) {
-      CheckSameBits(plain, Finals(TrainReplicasAsThreads(model, set, 3, PerReplica,
+      CheckSameBits(plain, Finals(TrainReplicasAsThreads(model, set, 3, OneEpochPerReplica,
                                                          Overlapped(model, settings))));
     }
   }
@@ -303,7 +282,7 @@ BOOST_AUTO_TEST_CASE(the_checkpointed_state_is_laid_out_as_the_whole_exchanges) 
   const std::size_t n = model.NumParams();
   // Two replicas: the same bits as CompressedSyncStrategy, so the same state.
   Ranks overlapped(2, Of(Overlapped(model, settings), 2, n));
-  Ranks whole(2, Of(Whole(model, settings), 2, n));
+  Ranks whole(2, Of(CompressedSync(model, settings), 2, n));
   std::vector<std::vector<float>> overlapped_params = ZeroParams(2, n),
                                   whole_params = ZeroParams(2, n);
   overlapped.Steps(overlapped_params, 0, 3);
