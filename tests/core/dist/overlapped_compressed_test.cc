@@ -1,12 +1,11 @@
 // Overlapped compressed sync (OverlappedSyncStrategy with a GradientCompressor): replicas that
 // compress and exchange their gradients bucket by bucket during the pass (over TCP, or shared
-// memory links) end bitwise identical;
-// with two replicas they end with the bits of the whole-gradient compressed exchange
-// (CompressedSyncStrategy); with three, with the bits of the same per-bucket compression run after
-// the pass (and, for bf16 and topk, whose gathered sums do not depend on the buckets, the whole
-// exchange's); a warm-up as long as the run is the uncompressed overlapped ring to the bit; stop
-// and checkpoint votes reach every replica at the same step; the checkpointed state is laid out as
-// CompressedSyncStrategy's and resumes exactly with other buckets.
+// memory links) end bitwise identical, with the bits of the same per-bucket compression run after
+// the pass, and with two replicas (and for bf16 and topk, whose gathered sums do not depend on the
+// buckets, with three) with the bits of the whole-gradient compressed exchange
+// (CompressedSyncStrategy); a warm-up as long as the run is the uncompressed overlapped ring to the
+// bit; stop and checkpoint votes reach every replica at the same step; the checkpointed state is
+// laid out as CompressedSyncStrategy's and resumes exactly with other buckets.
 #include <boost/test/unit_test.hpp>
 #include <functional>
 #include <memory>
@@ -31,8 +30,6 @@ namespace {
 
 using testing::Blobs;
 using testing::CompressedSync;
-using testing::Finals;
-using testing::kMomentum;
 using testing::OneEpochPerReplica;
 using testing::TrainReplicasAsThreads;
 using testing::WideSpec;
@@ -51,7 +48,7 @@ std::unique_ptr<compress::GradientCompressor> Compressor(const model::Model& mod
 
 testing::StrategyFactory Overlapped(const model::Model& model, compress::Settings settings,
                                     std::size_t bucket_floats = 1,
-                                    optim::OptimizerOptions optimizer = kMomentum) {
+                                    optim::OptimizerOptions optimizer = testing::kMomentum) {
   return
       [&model, settings, bucket_floats, optimizer](RingAllReduce& ring, int, int, std::size_t n) {
         return std::make_unique<OverlappedSyncStrategy>(
@@ -71,7 +68,7 @@ class BucketsAfterThePass final : public train::Strategy {
         exchange_(ring),
         compressor_(compress::PlanCompression(model.Tensors(), settings), settings,
                     testing::kCompressionSeed),
-        local_(optim::MakeOptimizer(kMomentum, 0, n), 1.0f) {
+        local_(optim::MakeOptimizer(testing::kMomentum, 0, n), 1.0f) {
     for (const GradientBucket& b : Buckets(model)) {
       parts_.push_back(compress::PartOf(compressor_.plan(), b.begin, b.end).value());
     }
@@ -110,7 +107,13 @@ std::vector<std::vector<float>> TrainOver(testing::Transport transport, const mo
     });
   }
   for (std::thread& t : ranks) t.join();
-  return Finals(std::move(finals));
+  return testing::Finals(std::move(finals));
+}
+
+// TrainReplicasAsThreads' final parameters.
+std::vector<std::vector<float>> Train(const model::Model& model, const data::Dataset& set,
+                                      int world, const testing::StrategyFactory& make) {
+  return testing::Finals(TrainReplicasAsThreads(model, set, world, OneEpochPerReplica, make));
 }
 
 void CheckSameBits(const std::vector<std::vector<float>>& a,
@@ -121,41 +124,32 @@ void CheckSameBits(const std::vector<std::vector<float>>& a,
 
 BOOST_AUTO_TEST_SUITE(dist_overlapped_compressed)
 
-BOOST_AUTO_TEST_CASE(two_overlapped_replicas_end_with_the_whole_compressed_exchanges_bits) {
+// Two replicas over TCP, three over shared memory: the bits of the same buckets compressed after
+// the pass, and of the whole exchange where its sums cannot round otherwise (two replicas, or
+// bf16's and topk's gathered sums, value by value in rank order whatever the buckets).
+BOOST_AUTO_TEST_CASE(overlapped_replicas_end_with_the_bits_of_their_buckets_after_the_pass) {
   math::SetBlasThreads(1);
   const data::Dataset set = Blobs(960);
   const model::Model model(WideSpec());
   BOOST_TEST_REQUIRE(Buckets(model).size() == 3u);
+  const auto after_the_pass = [&](const compress::Settings& settings) {
+    return [&model, settings](RingAllReduce& ring, int, int, std::size_t n) {
+      return std::make_unique<BucketsAfterThePass>(ring, model, settings, n);
+    };
+  };
   for (const compress::Settings& settings : kMethods) {
-    BOOST_TEST_CONTEXT(compress::MethodName(settings.method)) {
-      const auto overlapped =
-          TrainOver(testing::Transport::kTcp, model, set, 2, Overlapped(model, settings));
-      BOOST_TEST((overlapped[1] == overlapped[0]));
-      CheckSameBits(overlapped, Finals(TrainReplicasAsThreads(model, set, 2, OneEpochPerReplica,
-                                                              CompressedSync(model, settings))));
-    }
-  }
-}
-
-BOOST_AUTO_TEST_CASE(three_overlapped_replicas_end_with_the_bits_of_their_buckets_after_the_pass) {
-  math::SetBlasThreads(1);
-  const data::Dataset set = Blobs(960);
-  const model::Model model(WideSpec());
-  for (const compress::Settings& settings : kMethods) {
-    BOOST_TEST_CONTEXT(compress::MethodName(settings.method)) {
-      const auto overlapped =
-          TrainOver(testing::Transport::kShm, model, set, 3, Overlapped(model, settings));
-      for (int r = 1; r < 3; ++r) BOOST_TEST((overlapped[r] == overlapped[0]), "rank " << r);
-      CheckSameBits(
-          overlapped,
-          Finals(TrainReplicasAsThreads(
-              model, set, 3, OneEpochPerReplica, [&](RingAllReduce& ring, int, int, std::size_t n) {
-                return std::make_unique<BucketsAfterThePass>(ring, model, settings, n);
-              })));
-      // Gathered sums go value by value in rank order, whatever the buckets.
-      if (settings.method != compress::Method::kPowerSgd) {
-        CheckSameBits(overlapped, Finals(TrainReplicasAsThreads(model, set, 3, OneEpochPerReplica,
-                                                                CompressedSync(model, settings))));
+    for (const auto& [world, transport] :
+         {std::pair{2, testing::Transport::kTcp}, std::pair{3, testing::Transport::kShm}}) {
+      BOOST_TEST_CONTEXT(compress::MethodName(settings.method) << ", world " << world) {
+        const auto overlapped =
+            TrainOver(transport, model, set, world, Overlapped(model, settings));
+        for (int r = 1; r < world; ++r) {
+          BOOST_TEST((overlapped[r] == overlapped[0]), "rank " << r);
+        }
+        CheckSameBits(overlapped, Train(model, set, world, after_the_pass(settings)));
+        if (world == 2 || settings.method != compress::Method::kPowerSgd) {
+          CheckSameBits(overlapped, Train(model, set, world, CompressedSync(model, settings)));
+        }
       }
     }
   }
@@ -165,16 +159,14 @@ BOOST_AUTO_TEST_CASE(a_warm_up_as_long_as_the_run_is_the_uncompressed_overlapped
   math::SetBlasThreads(1);
   const data::Dataset set = Blobs(960);
   const model::Model model(WideSpec());
-  const auto plain = Finals(TrainReplicasAsThreads(
-      model, set, 3, OneEpochPerReplica, [&](RingAllReduce& ring, int, int, std::size_t n) {
-        return std::make_unique<OverlappedSyncStrategy>(
-            ring, Buckets(model), optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
-      }));
+  const auto plain = Train(model, set, 3, [&](RingAllReduce& ring, int, int, std::size_t n) {
+    return std::make_unique<OverlappedSyncStrategy>(
+        ring, Buckets(model), optim::MakeOptimizer(testing::kMomentum, 0, n), 1.0f);
+  });
   for (compress::Settings settings : kMethods) {
     settings.warmup_steps = 1'000'000;
     BOOST_TEST_CONTEXT(compress::MethodName(settings.method)) {
-      CheckSameBits(plain, Finals(TrainReplicasAsThreads(model, set, 3, OneEpochPerReplica,
-                                                         Overlapped(model, settings))));
+      CheckSameBits(plain, Train(model, set, 3, Overlapped(model, settings)));
     }
   }
 }
