@@ -12,9 +12,13 @@
 //   - the bytes a worker sends a step (its wire_bytes metric, bytes_sent for none, over the
 //     logging windows after the first, at no limit) and how many times fewer than none's;
 //   - compression's share of the step at no limit (compression_seconds over the step's time);
+//   - the exposed share of the step at no limit (exposed_comm_seconds over the step's time: what
+//     the training thread waited for the exchange; an overlapped compressed job's includes the
+//     compression the pass did not hide);
 //   - at 1 Gbit/s, the share of the exchange the backward pass hid (1 - exposed_comm_seconds /
-//     comm_seconds): "none" overlaps ([cluster] bucket_bytes' default), "serial" is none with
-//     bucket_bytes = 0, the whole gradient after the pass.
+//     comm_seconds): "none" and the compressed methods overlap ([cluster] bucket_bytes' default),
+//     "serial" is none with bucket_bytes = 0, the whole gradient after the pass, and
+//     "powersgd-serial" powersgd so.
 // --accuracy instead trains none, powersgd and powersgd-warm (its first epoch uncompressed) for
 // --epochs epochs (default 2), evaluating on the test set after each, and prints each one's test
 // accuracy after every epoch, the running time, and its final difference from none in points;
@@ -56,6 +60,8 @@ const std::vector<Method>& Methods() {
       {"serial", "bucket_bytes = 0\n"},  // none, the whole gradient after the pass (no overlap)
       {"bf16", "compression = \"bf16\"\n"},
       {"powersgd", "compression = \"powersgd\"\ncompression_rank = 4\n"},
+      // powersgd compressing the whole gradient after the pass (no overlap)
+      {"powersgd-serial", "compression = \"powersgd\"\ncompression_rank = 4\nbucket_bytes = 0\n"},
       // powersgd after a first epoch (235 steps of 256 rows) uncompressed
       {"powersgd-warm",
        "compression = \"powersgd\"\ncompression_rank = 4\ncompression_warmup_steps = 235\n"},
@@ -99,6 +105,7 @@ struct Figures {
   double samples_per_second = 0.0;
   double wire_bytes = 0.0;      // a worker's, per step
   double compress_share = 0.0;  // compression_seconds over the step's seconds
+  double exposed_share = 0.0;   // exposed_comm_seconds over the step's seconds
   double hidden_share = 0.0;    // of comm_seconds, what the pass hid (1 - exposed_comm_seconds /
                                 // comm_seconds)
 };
@@ -119,6 +126,7 @@ Figures Measure(JobCluster& cluster, const Method& method, const Link& link,
   return {.samples_per_second = kGlobalBatch / step,
           .wire_bytes = MetricPerStep(WorkerRows(cluster, job, sent)),
           .compress_share = MetricPerStep(WorkerRows(cluster, job, "compression_seconds")) / step,
+          .exposed_share = exposed / step,
           .hidden_share = comm > 0.0 ? 1.0 - exposed / comm : 0.0};
 }
 
@@ -165,7 +173,8 @@ std::vector<Round> RunRounds(JobCluster& cluster, const Options& options,
 
 // The table of medians: per method and link samples/s (its share of the method's unlimited
 // figure, its ratio to none's at the link, both taken within a round), then the bytes a worker
-// sends a step, none's over them, and compression's share of the step at no limit. `none`: the
+// sends a step, none's over them, compression's and the exposed exchange's shares of the step at
+// no limit, and what the pass hid of the exchange at 1 Gbit/s. `none`: the
 // index of none in `methods`, or methods.size() where it did not run.
 void PrintMedians(const std::vector<Round>& rounds, const std::vector<Method>& methods,
                   std::size_t none) {
@@ -174,16 +183,17 @@ void PrintMedians(const std::vector<Round>& rounds, const std::vector<Method>& m
   };
   std::printf(
       "medians of %zu rounds; samples/s (share of the method's unlimited figure, ratio "
-      "to none at the same link)\n%-9s",
+      "to none at the same link)\n%-15s",
       rounds.size(), "method");
   for (const Link& link : Links()) std::printf(" %22s", link.label.c_str());
-  std::printf(" %9s %8s %10s %10s\n", "MB/step", "none/it", "compress", "hidden@1G");
+  std::printf(" %9s %8s %10s %10s %10s\n", "MB/step", "none/it", "compress", "exposed",
+              "hidden@1G");
   const double none_bytes =
       none == methods.size()
           ? 0.0
           : MedianOver(rounds, [&](const Round& round) { return round[none][0].wire_bytes; });
   for (std::size_t m = 0; m < methods.size(); ++m) {
-    std::printf("%-9s", methods[m].name.c_str());
+    std::printf("%-15s", methods[m].name.c_str());
     for (std::size_t l = 0; l < Links().size(); ++l) {
       const double samples =
           MedianOver(rounds, [&](const Round& round) { return rate(round, m, l); });
@@ -207,6 +217,8 @@ void PrintMedians(const std::vector<Round>& rounds, const std::vector<Method>& m
         MedianOver(rounds, [&](const Round& round) { return round[m][0].wire_bytes; });
     const double compress =
         MedianOver(rounds, [&](const Round& round) { return round[m][0].compress_share; });
+    const double exposed =
+        MedianOver(rounds, [&](const Round& round) { return round[m][0].exposed_share; });
     std::printf(" %9.3f", bytes / 1e6);
     if (none_bytes > 0.0 && bytes > 0.0) {
       std::printf(" %7.1fx", none_bytes / bytes);
@@ -216,7 +228,7 @@ void PrintMedians(const std::vector<Round>& rounds, const std::vector<Method>& m
     // What overlap hid of the exchange at 1 Gbit/s (Links()[1]).
     const double hidden =
         MedianOver(rounds, [&](const Round& round) { return round[m][1].hidden_share; });
-    std::printf(" %9.1f%% %9.0f%%\n", 100.0 * compress, 100.0 * hidden);
+    std::printf(" %9.1f%% %9.1f%% %9.0f%%\n", 100.0 * compress, 100.0 * exposed, 100.0 * hidden);
   }
 }
 

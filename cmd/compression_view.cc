@@ -16,6 +16,12 @@ double Ratio(std::size_t bytes, std::size_t sent_bytes) {
   return sent_bytes == 0 ? 1.0 : static_cast<double>(bytes) / static_cast<double>(sent_bytes);
 }
 
+// The buckets exchanged during the backward pass; 0 when the exchange follows the pass.
+std::size_t OverlapBuckets(const config::JobConfig& job, const model::ModelSpec& spec) {
+  const std::size_t buckets = runner::BucketsOf(job, spec).size();
+  return buckets > 1 ? buckets : 0;
+}
+
 }  // namespace
 
 void PrintCompressionPlan(const config::JobConfig& job, const model::ModelSpec& spec,
@@ -29,6 +35,10 @@ void PrintCompressionPlan(const config::JobConfig& job, const model::ModelSpec& 
   std::snprintf(ratio, sizeof ratio, "%.1f", Ratio(bytes, sent));
   out << "\n# compression \"" << compress::MethodName(settings.method) << "\": each replica sends "
       << sent << " of the gradient's " << bytes << " bytes a step (" << ratio << "x less)\n";
+  if (const std::size_t buckets = OverlapBuckets(job, spec); buckets > 0) {
+    out << "# overlapped: " << runner::DescribeOverlap(job, buckets)
+        << " (bucket_bytes = " << job.cluster.bucket_bytes << ")\n";
+  }
   TextTable table({"TENSOR", "SHAPE", "ENCODING", "BYTES", "SENT"},
                   {false, false, false, true, true});
   for (const compress::TensorPlan& t : plan) {
@@ -60,7 +70,8 @@ nlohmann::json CompressionPlanJson(const config::JobConfig& job, const model::Mo
           {"tensors", std::move(tensors)},
           {"bytes", bytes},
           {"sent_bytes", sent},
-          {"ratio", Ratio(bytes, sent)}};
+          {"ratio", Ratio(bytes, sent)},
+          {"overlap_buckets", OverlapBuckets(job, spec)}};
 }
 
 }  // namespace dtrain::cli

@@ -124,9 +124,9 @@ struct ClusterConfig {
   // How sync ring replicas exchange their gradients (config/compression_section.h): "none" sends
   // them whole.
   compress::Settings compression;
-  // Overlap: sync ring replicas average their gradient in buckets of at least this many bytes
-  // (whole layers, the last layer's first) while the backward pass computes the layers below;
-  // 0: the whole gradient after the pass. Applies where OverlapApplies().
+  // Overlap: sync ring replicas exchange their gradient (compressed or not) in buckets of at least
+  // this many bytes (whole layers, the last layer's first) while the backward pass computes the
+  // layers below; 0: the whole gradient after the pass. Applies where OverlapApplies().
   std::uint64_t bucket_bytes = kDefaultBucketBytes;
   static constexpr std::uint64_t kDefaultBucketBytes = 4u << 20;
   // Whether sync ring replicas sum within each host before they send across hosts
@@ -182,7 +182,7 @@ struct ClusterConfig {
   // BackupWorkersApply), with uncompressed exchanges (a regroup cannot carry compression's
   // residuals over); the daemon's scheduler or Slurm's (daemon/server/slurm_growth.cc) places them.
   bool ElasticApplies() const;
-  // Whether bucket_bytes applies: SumsOnTheRing, uncompressed gradients.
+  // Whether bucket_bytes applies: SumsOnTheRing, compressed gradients or not.
   bool OverlapApplies() const;
 
   bool operator==(const ClusterConfig&) const = default;

@@ -186,9 +186,7 @@ bool ClusterConfig::ElasticApplies() const {
   return regroups && compression.method == compress::Method::kNone;
 }
 
-bool ClusterConfig::OverlapApplies() const {
-  return SumsOnTheRing() && compression.method == compress::Method::kNone;
-}
+bool ClusterConfig::OverlapApplies() const { return SumsOnTheRing(); }
 
 bool ClusterConfig::BackupWorkersApply() const {
   return TraitsOf(mode).exchange == Exchange::kSynchronous && allreduce == AllReduce::kPs &&

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <string>
 #include <utility>
 
 #include "core/compress/bf16.h"
@@ -125,7 +126,7 @@ void CopyRaw(std::span<const TensorPlan> plan, std::span<float> grad, std::span<
 
 // Before the first Mean: M = G + E into the residual, P = M Q (rows split among the team).
 void WriteP(std::span<const TensorPlan> plan, const LowRankBuffer& b, std::span<const float> grad,
-            std::span<float> residual, const std::vector<std::vector<float>>& qs,
+            std::span<float> residual, std::span<const std::vector<float>> qs,
             math::ThreadTeam* team) {
   ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
     Split(team, t.rows(), [&](math::PartRange rows) {
@@ -155,7 +156,7 @@ void WriteOwnQ(std::span<const TensorPlan> plan, const LowRankBuffer& b,
 // team).
 void WriteResidualAndMeanProduct(std::span<const TensorPlan> plan, const LowRankBuffer& b,
                                  std::span<float> residual, std::span<float> grad,
-                                 std::vector<std::vector<float>>& qs, math::ThreadTeam* team) {
+                                 std::span<std::vector<float>> qs, math::ThreadTeam* team) {
   ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
     Split(team, t.rows(), [&](math::PartRange rows) {
       SubtractProductWriteProduct(Rows(t.p, t.rank(), rows), t.own_q, t.q, rows.end - rows.begin,
@@ -198,6 +199,22 @@ void MeanOfSparse(const TensorPlan& t, std::span<const float> messages, std::siz
 
 }  // namespace
 
+Result<PlanPart> PartOf(std::span<const TensorPlan> plan, std::size_t begin, std::size_t end) {
+  PlanPart part;
+  while (part.first < plan.size() && plan[part.first].tensor.offset < begin) ++part.first;
+  std::size_t at = begin;
+  while (part.first + part.count < plan.size() && at < end &&
+         plan[part.first + part.count].tensor.offset == at) {
+    at += plan[part.first + part.count].tensor.count();
+    ++part.count;
+  }
+  if (at != end || (part.first < plan.size() && plan[part.first].tensor.offset != begin)) {
+    return Status::Error("floats [" + std::to_string(begin) + ", " + std::to_string(end) +
+                         ") are not whole tensors of the compression plan");
+  }
+  return part;
+}
+
 GradientCompressor::GradientCompressor(std::vector<TensorPlan> plan, const Settings& settings,
                                        std::uint64_t seed)
     : plan_(std::move(plan)), settings_(settings), residual_(PlanFloats(plan_)) {
@@ -211,52 +228,68 @@ GradientCompressor::GradientCompressor(std::vector<TensorPlan> plan, const Setti
 
 Status GradientCompressor::Exchange(std::int64_t step, std::span<float> grad,
                                     GradientExchange& exchange) {
+  return ExchangePart(step, grad, {0, plan_.size()}, exchange);
+}
+
+Status GradientCompressor::ExchangePart(std::int64_t step, std::span<float> grad, PlanPart part,
+                                        GradientExchange& exchange) {
+  const std::span<const TensorPlan> tensors = Tensors(part);
   if (settings_.method == Method::kNone || step < settings_.warmup_steps) {
-    return exchange.Mean(grad);
+    const std::size_t begin = tensors.empty() ? 0 : tensors.front().tensor.offset;
+    return exchange.Mean(grad.subspan(begin, PlanFloats(tensors)));
   }
-  Status status = settings_.method == Method::kPowerSgd ? ExchangeLowRank(grad, exchange)
-                                                        : ExchangeGathered(grad, exchange);
+  Status status = settings_.method == Method::kPowerSgd ? ExchangeLowRank(part, grad, exchange)
+                                                        : ExchangeGathered(part, grad, exchange);
   if (status.ok()) {
-    stats_.raw_bytes += PlanFloats(plan_) * sizeof(float);
-    stats_.sent_bytes += PlanSentFloats(plan_) * sizeof(float);
+    stats_.raw_bytes += PlanFloats(tensors) * sizeof(float);
+    stats_.sent_bytes += PlanSentFloats(tensors) * sizeof(float);
   }
   return status;
 }
 
-Status GradientCompressor::ExchangeLowRank(std::span<float> grad, GradientExchange& exchange) {
-  const LowRankBuffer b = SplitLowRankBuffer(plan_, buffer_);
+Status GradientCompressor::ExchangeLowRank(PlanPart part, std::span<float> grad,
+                                           GradientExchange& exchange) {
+  const std::span<const TensorPlan> plan = Tensors(part);
+  // The part's Qs: those of its kLowRank tensors, after the ones of the tensors before it.
+  const auto before = static_cast<std::size_t>(std::ranges::count(
+      std::span(plan_).first(part.first), Encoding::kLowRank, &TensorPlan::encoding));
+  const std::span<std::vector<float>> qs = std::span(q_).subspan(before);
+  const LowRankBuffer b = SplitLowRankBuffer(plan, buffer_);
   {
     ScopedSeconds timer(stats_.seconds);
-    WriteP(plan_, b, grad, residual_, q_, team_);
-    CopyRaw(plan_, grad, b.raws, /*to_raws=*/true);
+    WriteP(plan, b, grad, residual_, qs, team_);
+    CopyRaw(plan, grad, b.raws, /*to_raws=*/true);
   }
   if (Status s = exchange.Mean(std::span(buffer_).first(b.ps.size() + b.raws.size())); !s.ok()) {
     return s;
   }
   {
     ScopedSeconds timer(stats_.seconds);
-    WriteOwnQ(plan_, b, residual_, team_);
+    WriteOwnQ(plan, b, residual_, team_);
   }
-  if (Status s = exchange.Mean(b.qs); !s.ok()) return s;
+  // A part of raw tensors only has no factors to average.
+  if (Status s = b.qs.empty() ? Status::Ok() : exchange.Mean(b.qs); !s.ok()) return s;
   ScopedSeconds timer(stats_.seconds);
-  WriteResidualAndMeanProduct(plan_, b, residual_, grad, q_, team_);
-  CopyRaw(plan_, grad, b.raws, /*to_raws=*/false);
+  WriteResidualAndMeanProduct(plan, b, residual_, grad, qs, team_);
+  CopyRaw(plan, grad, b.raws, /*to_raws=*/false);
   return Status::Ok();
 }
 
-// The buffer holds world blocks of PlanSentFloats floats: block r is replica r's messages, tensor
-// by tensor in plan order.
-Status GradientCompressor::ExchangeGathered(std::span<float> grad, GradientExchange& exchange) {
-  const std::size_t block = PlanSentFloats(plan_);
+// The buffer holds world blocks of the part's PlanSentFloats floats: block r is replica r's
+// messages, tensor by tensor in plan order.
+Status GradientCompressor::ExchangeGathered(PlanPart part, std::span<float> grad,
+                                            GradientExchange& exchange) {
+  const std::span<const TensorPlan> plan = Tensors(part);
+  const std::size_t block = PlanSentFloats(plan);
   const auto world = static_cast<std::size_t>(exchange.world());
   buffer_.resize(block * world);
-  Encode(grad,
-         std::span(buffer_).subspan(static_cast<std::size_t>(exchange.rank()) * block, block));
+  EncodePart(part, grad,
+             std::span(buffer_).subspan(static_cast<std::size_t>(exchange.rank()) * block, block));
   if (Status s = exchange.Gather(buffer_); !s.ok()) return s;
   ScopedSeconds timer(stats_.seconds);
   const float inverse_world = 1.0f / static_cast<float>(world);
   std::size_t at = 0;
-  for (const TensorPlan& t : plan_) {
+  for (const TensorPlan& t : plan) {
     const std::span<float> out = Of(grad, t);
     const float* messages = buffer_.data() + at;  // replica r's at messages + r * block
     switch (t.encoding) {
@@ -281,9 +314,14 @@ Status GradientCompressor::ExchangeGathered(std::span<float> grad, GradientExcha
 }
 
 void GradientCompressor::Encode(std::span<const float> grad, std::span<float> messages) {
+  EncodePart({0, plan_.size()}, grad, messages);
+}
+
+void GradientCompressor::EncodePart(PlanPart part, std::span<const float> grad,
+                                    std::span<float> messages) {
   ScopedSeconds timer(stats_.seconds);
   std::size_t at = 0;
-  for (const TensorPlan& t : plan_) {
+  for (const TensorPlan& t : Tensors(part)) {
     EncodeMessage(t, Of(grad, t), messages.subspan(at, t.sent_floats));
     at += t.sent_floats;
   }

@@ -13,10 +13,19 @@
 //             the sum of every replica's pairs, in rank order, times 1/world;
 //   kBf16     M rounded to bfloat16; E = M - that; the mean is the sum of every replica's
 //             values, in rank order, times 1/world.
-// Ops per step: powersgd two Means (P and raw tensors, then Q); topk and bf16 one Gather (raw
-// tensors travel inside it, summed like the rest); none, and any step < warmup_steps, one Mean
-// of the whole gradient (the residual untouched). The result is the same bits on every replica.
-// No allocation after the first compressed step. stats() counts compressed steps only.
+// Ops per step: powersgd two Means (P and raw tensors, then Q, where there are factors); topk and
+// bf16 one Gather (raw tensors travel inside it, summed like the rest); none, and any step <
+// warmup_steps, one Mean of the whole gradient (the residual untouched). The result is the same
+// bits on every replica. No allocation after the first compressed step. stats() counts compressed
+// steps only.
+//
+// Parts (overlap: OverlappedSyncStrategy exchanges the buckets of a gradient while the backward
+// pass computes the rest): ExchangePart does a step's work for some of the plan's tensors only,
+// with their residual and Qs, leaving the other floats of grad unread. Each tensor's result
+// depends only on its own values and each method's sums are value by value, so exchanging every
+// part of the plan once per step, in any order, gives the whole exchange's values (the bits where
+// the collective's sums do not depend on the buffers' layout: a two-replica ring, a Gather), and
+// the state stays the one of the whole plan (StateVectors), whatever the parts.
 //
 // Invariant (error feedback conserves the gradient): over any steps, the sum of what this
 // replica sent, decompressed, plus its residual equals the sum of its gradients, to rounding.
@@ -52,6 +61,17 @@ class GradientExchange {
   virtual Status Gather(std::span<float> blocks) = 0;
 };
 
+// Tensors [first, first + count) of a plan: a part exchanged on its own (ExchangePart).
+struct PlanPart {
+  std::size_t first = 0;
+  std::size_t count = 0;
+  bool operator==(const PlanPart&) const = default;
+};
+
+// The part of `plan` whose tensors tile floats [begin, end) of the gradient, or an error where
+// [begin, end) cuts a tensor (a plan's tensors tile [0, PlanFloats) in order).
+Result<PlanPart> PartOf(std::span<const TensorPlan> plan, std::size_t begin, std::size_t end);
+
 // Cumulative costs, for per-worker metrics.
 struct CompressionStats {
   double seconds = 0.0;          // encoding and decoding, not the exchange
@@ -68,6 +88,11 @@ class GradientCompressor {
   // the step's averaged gradient (see above). On failure grad and the residual hold unspecified
   // values.
   Status Exchange(std::int64_t step, std::span<float> grad, GradientExchange& exchange);
+  // As Exchange, for the plan's tensors `part` of grad (the whole gradient, PlanFloats floats)
+  // only: their ops (the same kinds as a whole step's), residual and Qs. Floats outside the part
+  // are neither read nor written (another thread may be writing them).
+  Status ExchangePart(std::int64_t step, std::span<float> grad, PlanPart part,
+                      GradientExchange& exchange);
 
   // Without an exchange (a worker's pushes to parameter servers): messages (PlanSentFloats
   // floats) = this replica's message of each tensor, in plan order, from grad plus its residual,
@@ -92,8 +117,14 @@ class GradientCompressor {
 
  private:
   // The exchanges of a compressed step: PowerSGD's two Means, or topk's and bf16's one Gather.
-  Status ExchangeLowRank(std::span<float> grad, GradientExchange& exchange);
-  Status ExchangeGathered(std::span<float> grad, GradientExchange& exchange);
+  Status ExchangeLowRank(PlanPart part, std::span<float> grad, GradientExchange& exchange);
+  Status ExchangeGathered(PlanPart part, std::span<float> grad, GradientExchange& exchange);
+  // The part's tensors of the plan.
+  std::span<const TensorPlan> Tensors(PlanPart part) const {
+    return std::span(plan_).subspan(part.first, part.count);
+  }
+  // Encode's messages for the part's tensors only.
+  void EncodePart(PlanPart part, std::span<const float> grad, std::span<float> messages);
   // This replica's message of one tensor (t.sent_floats floats) from its gradient, keeping in
   // the residual what the message leaves out.
   void EncodeMessage(const TensorPlan& t, std::span<const float> grad, std::span<float> message);

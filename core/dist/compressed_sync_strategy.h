@@ -10,7 +10,9 @@
 //                               seed, optim::MakeOptimizer(opts, 0, n), clip_norm);
 //
 // It is used wherever the replicas run, also all on one host (no shared-memory shortcut), so a
-// job computes the same whatever its placement. The compressor's state (each replica's residual,
+// job computes the same whatever its placement; where [cluster] bucket_bytes cuts the gradient
+// into several buckets, OverlappedSyncStrategy compresses them during the pass instead, with the
+// same checkpointed state. The compressor's state (each replica's residual,
 // PowerSGD's Q) goes into checkpoints (CheckpointState, gathered to rank 0 by CompressingRing);
 // Stats() adds the compression's costs to the ring's.
 //

@@ -34,7 +34,8 @@ class CompressingRing final : public compress::GradientExchange {
 
   int rank() const override { return ring_.rank(); }
   int world() const override { return ring_.world(); }
-  // The first Mean or Gather after BeginExchange carries the votes; a Gather must come first.
+  // The first Mean or Gather after BeginExchange carries the votes, the others none (an
+  // overlapped step's later buckets).
   Status Mean(std::span<float> data) override;
   Status Gather(std::span<float> blocks) override;
   void BeginExchange() { voted_ = false; }

@@ -13,11 +13,28 @@ OverlappedSyncStrategy::OverlappedSyncStrategy(RingAllReduce& ring,
                                                std::vector<GradientBucket> buckets,
                                                std::unique_ptr<optim::Optimizer> optimizer,
                                                float clip_norm)
+    : OverlappedSyncStrategy(ring, std::move(buckets), nullptr, std::move(optimizer), clip_norm) {}
+
+OverlappedSyncStrategy::OverlappedSyncStrategy(
+    RingAllReduce& ring, std::vector<GradientBucket> buckets,
+    std::unique_ptr<compress::GradientCompressor> compressor,
+    std::unique_ptr<optim::Optimizer> optimizer, float clip_norm)
     : ring_(ring),
       buckets_(std::move(buckets)),
       local_(std::move(optimizer), clip_norm),
-      votes_(ring) {
+      exchange_(ring),
+      compressor_(std::move(compressor)) {
   assert(!buckets_.empty());
+  if (compressor_ != nullptr) {
+    for (const GradientBucket& bucket : buckets_) {
+      Result<compress::PlanPart> part =
+          compress::PartOf(compressor_->plan(), bucket.begin, bucket.end);
+      assert(part.ok());
+      parts_.push_back(part.value());
+      const std::size_t votes = parts_.size() == 1 ? VotingAllReduce::kVoteFloats : 0;
+      ring_bytes_per_step_ += ring.ReduceBytesSent(bucket.end - bucket.begin + votes);
+    }
+  }
   stats_.overlapped = true;
   thread_ = std::thread([this] { ExchangeLoop(); });
 }
@@ -35,10 +52,10 @@ void OverlappedSyncStrategy::Start(std::int64_t step, std::span<float> grad,
                                    const train::StepShare& share, bool measure) {
   // The previous step's Apply has waited for all its buckets: the exchange thread is idle.
   step_ = step;
-  grad_ = std::span<float>(grad.data(), grad.size() + VotingAllReduce::kVoteFloats);
+  grad_ = std::span<float>(grad.data(), grad.size() + GradientTail());
   weight_ = train::ShareWeight(share, ring_.world());
   measure_ = measure;
-  votes_.Cast(grad_.last<VotingAllReduce::kVoteFloats>());
+  if (compressor_ == nullptr) exchange_.votes().Cast(grad_.last<VotingAllReduce::kVoteFloats>());
   std::lock_guard lock(mu_);
   posted_ = done_ = 0;
   failure_ = Status::Ok();
@@ -70,8 +87,14 @@ Status OverlappedSyncStrategy::Exchange(std::size_t b) {
     step_squared_ += squared;
   }
   if (weight_ != 1.0f) math::Scale(weight_, values);
+  if (compressor_ == nullptr) return Average(b, values);
+  if (b == 0) exchange_.BeginExchange();  // the step's first op carries the votes
+  return compressor_->ExchangePart(step_, grad_, parts_[b], exchange_);
+}
+
+Status OverlappedSyncStrategy::Average(std::size_t b, std::span<float> values) {
   // The first bucket carries the votes after the gradient's last float.
-  const std::span<float> op_range = b == 0 ? grad_.subspan(bucket.begin) : values;
+  const std::span<float> op_range = b == 0 ? grad_.subspan(buckets_[b].begin) : values;
   // Distinct tags for consecutive ops, every replica the same: each step's buckets in a row.
   const std::uint64_t count = buckets_.size();
   const auto base = static_cast<std::uint64_t>(step_) % (RingAllReduce::kMaxOp / count) * count;
@@ -127,8 +150,30 @@ Status OverlappedSyncStrategy::Apply(std::int64_t step, std::span<float> params,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count();
   started_ = false;
   if (!failed.ok()) return Status::Error("step " + std::to_string(step) + ": " + failed.message());
-  votes_.Read(grad_.data() + grad.size());
+  if (compressor_ == nullptr) {
+    exchange_.votes().Read(grad_.data() + grad.size());
+  } else {
+    raw_ring_bytes_ += ring_bytes_per_step_;
+  }
   return local_.Apply(step, params, grad, lr, share);
+}
+
+train::CommStats OverlappedSyncStrategy::Stats() const {
+  if (compressor_ == nullptr) return stats_;
+  train::CommStats s = exchange_.Stats(*compressor_, raw_ring_bytes_);
+  s.overlapped = true;
+  s.exposed_seconds = stats_.exposed_seconds;
+  return s;
+}
+
+Result<std::vector<std::vector<float>>> OverlappedSyncStrategy::CheckpointState() {
+  if (compressor_ == nullptr) return train::Strategy::CheckpointState();
+  return exchange_.GatherState(*compressor_, {});
+}
+
+Status OverlappedSyncStrategy::RestoreState(std::span<const std::span<const float>> state) {
+  if (compressor_ == nullptr) return train::Strategy::RestoreState(state);
+  return exchange_.RestoreState(state, *compressor_, 0).status();
 }
 
 }  // namespace dtrain::dist

@@ -54,6 +54,10 @@ Status VotingAllReduce::MeanWithoutVotes(std::span<float> data, std::uint32_t op
   return Counted([&] { return ring_.AllReduceMean(data, op); });
 }
 
+Status VotingAllReduce::GatherWithoutVotes(std::span<float> blocks, std::uint32_t op) {
+  return Counted([&] { return ring_.AllGather(blocks, op); });
+}
+
 Status VotingAllReduce::Gather(std::span<float> blocks, std::uint32_t op) {
   const auto world = static_cast<std::size_t>(ring_.world());
   const std::size_t block = blocks.size() / world;

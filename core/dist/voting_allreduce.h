@@ -12,7 +12,7 @@
 //   // or an all-gather of equal blocks, each replica's votes beside its block (copied once):
 //   Status s = exchange.Gather(blocks, op);
 //   // and ops that carry no votes (a step's second exchange): agreed() stays as it was
-//   Status s = exchange.MeanWithoutVotes(data, op);
+//   Status s = exchange.MeanWithoutVotes(data, op);   // or GatherWithoutVotes(blocks, op)
 //
 // After Mean, agreed() is the most urgent stop any replica proposed since its previous op
 // (requested over target reached), and checkpoint_agreed() whether any replica proposed a
@@ -55,6 +55,8 @@ class VotingAllReduce {
   Status Gather(std::span<float> blocks, std::uint32_t op);
   // Averages `data` over the ring without votes.
   Status MeanWithoutVotes(std::span<float> data, std::uint32_t op);
+  // RingAllReduce::AllGather of `blocks` without votes (in place, no copy).
+  Status GatherWithoutVotes(std::span<float> blocks, std::uint32_t op);
 
   // For an exchange that runs its own ops (OverlappedSyncStrategy): writes this replica's votes
   // into `tail` and forgets its proposals; then, once the tails are summed or averaged over the

@@ -13,6 +13,7 @@
 #include "core/dist/hierarchical_sync_strategy.h"
 #include "core/dist/host_sync_strategy.h"
 #include "core/dist/local_sgd_strategy.h"
+#include "core/dist/overlapped_sync_strategy.h"
 #include "core/dist/partitioned_mlp.h"
 #include "core/dist/push_codec.h"
 #include "core/dist/sync_ps_strategy.h"
@@ -269,6 +270,7 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
     case Exchange::kSynchronous: {
       if (job.cluster.compression.method != compress::Method::kNone) {
         strategy_ = MakeCompressedSync(job, network_->spec(), *ring_);
+        if (strategy_->DuringPass() != nullptr) overlap_ = DescribeOverlap(job, bucket_count);
         return Status::Ok();
       }
       // An elastic job's replicas each keep their own state, whole after every step (a regroup
@@ -285,7 +287,7 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
           elastic ? dist::HostSharing::kNever : dist::HostSharing::kWhereAllLocal);
       if (!sync.ok()) return sync.status();
       strategy_ = std::move(sync).value();
-      if (strategy_->DuringPass() != nullptr) overlap_buckets_ = bucket_count;
+      if (strategy_->DuringPass() != nullptr) overlap_ = DescribeOverlap(job, bucket_count);
       // A strategy with gradient storage of its own shares it with this host's replicas.
       shared_gradients_ =
           !strategy_->GradientStorage(network_->NumParams() + strategy_->GradientTail()).empty();
@@ -394,10 +396,7 @@ std::string TrainingSession::DescribeLinks() const {
   if (ring_links_.left != nullptr) {
     const std::string_view left = ring_links_.left->Transport();
     const std::string_view right = ring_links_.right->Transport();
-    const std::string overlap = overlap_buckets_ == 0 ? ""
-                                                      : ", gradients averaged in " +
-                                                            std::to_string(overlap_buckets_) +
-                                                            " buckets during the backward pass";
+    const std::string overlap = overlap_.empty() ? "" : ", " + overlap_;
     if (left == right) return "data plane: ring over " + std::string(left) + overlap;
     return "data plane: ring over " + std::string(left) + " from the left, " + std::string(right) +
            " to the right" + overlap;
@@ -454,9 +453,23 @@ std::unique_ptr<train::Strategy> MakeCompressedSync(const config::JobConfig& job
                                                     dist::RingAllReduce& ring) {
   const compress::Settings& settings = job.cluster.compression;
   const model::Model model(spec);
+  std::vector<compress::TensorPlan> plan = compress::PlanCompression(model.Tensors(), settings);
+  auto optimizer = optim::MakeOptimizer(job.optimizer, 0, model.NumParams());
+  std::vector<dist::GradientBucket> buckets = BucketsOf(job, spec);
+  if (buckets.size() > 1) {
+    return std::make_unique<dist::OverlappedSyncStrategy>(
+        ring, std::move(buckets),
+        std::make_unique<compress::GradientCompressor>(std::move(plan), settings, job.train.seed),
+        std::move(optimizer), job.clip_norm);
+  }
   return std::make_unique<dist::CompressedSyncStrategy>(
-      ring, compress::PlanCompression(model.Tensors(), settings), settings, job.train.seed,
-      optim::MakeOptimizer(job.optimizer, 0, model.NumParams()), job.clip_norm);
+      ring, std::move(plan), settings, job.train.seed, std::move(optimizer), job.clip_norm);
+}
+
+std::string DescribeOverlap(const config::JobConfig& job, std::size_t buckets) {
+  const bool compressed = job.cluster.compression.method != compress::Method::kNone;
+  return std::string("gradients ") + (compressed ? "compressed and exchanged" : "averaged") +
+         " in " + std::to_string(buckets) + " buckets during the backward pass";
 }
 
 std::vector<dist::GradientBucket> BucketsOf(const config::JobConfig& job,

@@ -167,7 +167,7 @@ class TrainingSession {
   dist::PsStrategy* ps_ = nullptr;   // strategy_, when the replica trains on parameter servers
   dist::LocalSgdStrategy* local_ = nullptr;  // strategy_, in mode "local" without compression
   bool shared_gradients_ = false;    // strategy_ shares gradients in this host's memory
-  std::size_t overlap_buckets_ = 0;  // buckets of an overlapped sync exchange (else 0)
+  std::string overlap_;              // DescribeOverlap of an overlapped sync exchange, else empty
   std::string two_level_;            // strategy_'s Describe(), when it sums within each host first
   std::unique_ptr<train::Trainer> trainer_;
 };
@@ -177,13 +177,19 @@ class TrainingSession {
 Result<std::vector<std::unique_ptr<dist::Link>>> ConnectShardLinks(const config::JobConfig& job,
                                                                    const Placement& placement);
 
-// The strategy of a replica of a job with cluster.compression over `ring` (which outlives it):
-// its plan for `spec`'s tensors, the job's seed, optimizer and clip_norm.
 // The buckets an overlapped sync exchange cuts the gradient of `spec` into ([cluster]
 // bucket_bytes; dist::PlanBuckets); empty where the job does not overlap.
 std::vector<dist::GradientBucket> BucketsOf(const config::JobConfig& job,
                                             const model::ModelSpec& spec);
 
+// "gradients averaged in 3 buckets during the backward pass" (compressed: "compressed and
+// exchanged in ..."): how `job`'s overlapped sync exchange of `buckets` buckets runs.
+std::string DescribeOverlap(const config::JobConfig& job, std::size_t buckets);
+
+// The strategy of a replica of a job with cluster.compression over `ring` (which outlives it):
+// its plan for `spec`'s tensors, the job's seed, optimizer and clip_norm; compressed bucket by
+// bucket during the backward pass (dist::OverlappedSyncStrategy) where BucketsOf gives several
+// buckets, else after it (dist::CompressedSyncStrategy).
 std::unique_ptr<train::Strategy> MakeCompressedSync(const config::JobConfig& job,
                                                     const model::ModelSpec& spec,
                                                     dist::RingAllReduce& ring);

@@ -1,7 +1,7 @@
 // dtrain validate through the real binary, for a job that compresses its gradients: the plan of
 // each tensor (shape, encoding, bytes a step before and after; on parameter servers of each
-// shard's slice) and the totals, as TOML comments and under --json; nothing of the kind for a job
-// that compresses nothing.
+// shard's slice) and the totals, as TOML comments and under --json, and whether the exchange
+// overlaps the backward pass; nothing of the kind for a job that compresses nothing.
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -100,6 +100,31 @@ BOOST_AUTO_TEST_CASE(validate_json_gives_the_plan_as_a_field) {
   BOOST_TEST(biases["cols"] == 256);
   BOOST_TEST(biases["encoding"] == "raw");
   BOOST_TEST(biases["sent_bytes"] == biases["bytes"]);
+}
+
+// bucket_bytes below the last layers' 2570 floats cuts two buckets, each compressed on its own
+// during the backward pass; the default 4 MiB holds the whole gradient, exchanged after it.
+BOOST_AUTO_TEST_CASE(validate_says_when_the_compressed_exchange_overlaps_the_backward_pass) {
+  TempDir dir;
+  const std::string overlapped = dir.Write(
+      "overlapped.toml", MlpJob("compression = \"powersgd\"\nbucket_bytes = \"8 KiB\"\n"));
+  const ProcessResult text = RunProcess({Bin(), "validate", overlapped}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(text.exit_code == 0, text.err);
+  BOOST_TEST(Contains(text.out,
+                      "\n# overlapped: gradients compressed and exchanged in 2 buckets during the "
+                      "backward pass (bucket_bytes = 8192)\n"),
+             text.out);
+  const ProcessResult json = RunProcess({Bin(), "validate", "--json", overlapped}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(json.exit_code == 0, json.err);
+  BOOST_TEST(ParseJson(json)["compression"]["overlap_buckets"] == 2);
+
+  const std::string whole = dir.Write("whole.toml", MlpJob("compression = \"powersgd\"\n"));
+  const ProcessResult after = RunProcess({Bin(), "validate", whole}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(after.exit_code == 0, after.err);
+  BOOST_TEST(!Contains(after.out, "# overlapped"), after.out);
+  const ProcessResult after_json = RunProcess({Bin(), "validate", "--json", whole}, dir.Path(""));
+  BOOST_REQUIRE_MESSAGE(after_json.exit_code == 0, after_json.err);
+  BOOST_TEST(ParseJson(after_json)["compression"]["overlap_buckets"] == 0);
 }
 
 // On parameter servers a push's slice for each shard travels: 203530 floats in two slices of

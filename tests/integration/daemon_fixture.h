@@ -11,14 +11,13 @@
 // call it concurrently.
 #pragma once
 
-#include <boost/test/unit_test.hpp>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>

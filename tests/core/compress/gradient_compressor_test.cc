@@ -60,6 +60,27 @@ void StepAlone(GradientCompressor& c, std::int64_t step, std::span<float> grad) 
   BOOST_REQUIRE(c.Exchange(step, grad, exchange).ok());
 }
 
+// Tensors() as an overlapped exchange's buckets cut them: the last two tensors, then the first.
+std::vector<PlanPart> Parts(std::span<const TensorPlan> plan) {
+  std::vector<PlanPart> parts;
+  for (const auto& [begin, end] : {std::pair<std::size_t, std::size_t>{768, kFloats}, {0, 768}}) {
+    Result<PlanPart> part = PartOf(plan, begin, end);
+    BOOST_TEST_REQUIRE(part.ok(), part.status().message());
+    parts.push_back(part.value());
+  }
+  return parts;
+}
+
+// The step's exchange of `parts` one after another (the whole plan where empty).
+Status ExchangeParts(GradientCompressor& c, std::int64_t step, std::span<float> grad,
+                     std::span<const PlanPart> parts, GradientExchange& exchange) {
+  if (parts.empty()) return c.Exchange(step, grad, exchange);
+  for (const PlanPart& part : parts) {
+    if (Status s = c.ExchangePart(step, grad, part, exchange); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
 // `grads.size()` replicas with the same settings and seed, stepping together: each replica's
 // gradient in, the step's mean out.
 class Replicas {
@@ -67,11 +88,12 @@ class Replicas {
   Replicas(int world, const Settings& settings) {
     for (int r = 0; r < world; ++r) compressors_.push_back(MakeCompressor(settings));
   }
-  void Step(std::int64_t step, std::vector<Floats>& grads) {
+  // Each replica's exchange of `parts` in turn (the whole plan at once where empty).
+  void Step(std::int64_t step, std::vector<Floats>& grads, std::span<const PlanPart> parts = {}) {
     const std::vector<Status> statuses =
         RunReplicas(static_cast<int>(compressors_.size()), [&](int rank, GradientExchange& e) {
           const auto r = static_cast<std::size_t>(rank);
-          return compressors_[r].Exchange(step, grads[r], e);
+          return ExchangeParts(compressors_[r], step, grads[r], parts, e);
         });
     for (const Status& s : statuses) BOOST_REQUIRE(s.ok());
   }
@@ -132,16 +154,18 @@ void CheckFirstStepMean(Method method, const std::function<Floats(const Floats&)
 const Method kLossy[] = {Method::kBf16, Method::kPowerSgd, Method::kTopK};
 const Method kAll[] = {Method::kNone, Method::kBf16, Method::kPowerSgd, Method::kTopK};
 
-BOOST_AUTO_TEST_SUITE(gradient_compressor)
-
-BOOST_AUTO_TEST_CASE(error_feedback_conserves_the_gradient) {
+// One replica alone, exchanging `parts` in turn (the whole plan where empty): over 8 steps what it
+// sent plus its residual is what it was given, value by value.
+void CheckErrorFeedbackConserves(std::span<const PlanPart> parts) {
   for (const Method method : kLossy) {
     GradientCompressor c = MakeCompressor(SettingsFor(method));
     std::vector<double> sent(kFloats, 0.0), given(kFloats, 0.0);
     for (std::int64_t step = 0; step < 8; ++step) {
       Floats grad = Gradient(0, step);
       for (std::size_t i = 0; i < kFloats; ++i) given[i] += grad[i];
-      StepAlone(c, step, grad);
+      ReplicaExchange::Shared shared(1);
+      ReplicaExchange alone(shared, 0);
+      BOOST_REQUIRE(ExchangeParts(c, step, grad, parts, alone).ok());
       for (std::size_t i = 0; i < kFloats; ++i) sent[i] += grad[i];
     }
     const std::span<const float> residual = c.StateVectors()[0];
@@ -156,6 +180,50 @@ BOOST_AUTO_TEST_CASE(error_feedback_conserves_the_gradient) {
     }
     BOOST_TEST(held_back > 1e-3, MethodName(method) << ": the compression lost something");
   }
+}
+
+BOOST_AUTO_TEST_SUITE(gradient_compressor)
+
+BOOST_AUTO_TEST_CASE(error_feedback_conserves_the_gradient) { CheckErrorFeedbackConserves({}); }
+
+BOOST_AUTO_TEST_CASE(error_feedback_conserves_the_gradient_of_each_part) {
+  CheckErrorFeedbackConserves(Parts(PlanCompression(Tensors(), SettingsFor(Method::kTopK))));
+}
+
+// Each part's tensors, residual and Qs are its own, and ReplicaExchange sums value by value: the
+// parts, last first, give the whole exchange's bits whatever the method, warm-up included.
+BOOST_AUTO_TEST_CASE(a_plan_exchanged_part_by_part_gives_the_whole_exchanges_bits) {
+  for (const Method method : kAll) {
+    for (const std::int64_t warmup : {0, 2}) {
+      BOOST_TEST_CONTEXT(MethodName(method) << " warmup " << warmup) {
+        Replicas whole(kWorld, SettingsFor(method, warmup));
+        Replicas parted(kWorld, SettingsFor(method, warmup));
+        const std::vector<PlanPart> parts = Parts(whole[0].plan());
+        for (std::int64_t step = 0; step < 5; ++step) {
+          std::vector<Floats> a = Gradients(kWorld, step), b = a;
+          whole.Step(step, a);
+          parted.Step(step, b, parts);
+          for (std::size_t r = 0; r < kWorld; ++r) {
+            BOOST_TEST(SameBits(a[r], b[r]), "step " << step << " rank " << r);
+          }
+        }
+        const std::vector<std::span<float>> from = whole[1].StateVectors();
+        const std::vector<std::span<float>> to = parted[1].StateVectors();
+        for (std::size_t v = 0; v < from.size(); ++v) BOOST_TEST(SameBits(from[v], to[v]));
+        BOOST_TEST(whole[1].stats().raw_bytes == parted[1].stats().raw_bytes);
+        BOOST_TEST(whole[1].stats().sent_bytes == parted[1].stats().sent_bytes);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_part_is_whole_tensors) {
+  const std::vector<TensorPlan> plan = PlanCompression(Tensors(), SettingsFor(Method::kTopK));
+  BOOST_TEST((PartOf(plan, 0, kFloats).value() == PlanPart{0, 3}));
+  BOOST_TEST((PartOf(plan, 768, 792).value() == PlanPart{1, 1}));
+  BOOST_TEST(!PartOf(plan, 0, 100).ok());
+  BOOST_TEST(!PartOf(plan, 700, 792).ok());
+  BOOST_TEST(!PartOf(plan, 768, kFloats + 1).ok());
 }
 
 BOOST_AUTO_TEST_CASE(replicas_end_bitwise_identical) {

@@ -22,34 +22,13 @@ namespace dtrain::dist {
 namespace {
 
 using testing::Blobs;
-using testing::GlobalBatchOptions;
+using testing::CompressedSync;
+using testing::Finals;
+using testing::kMomentum;
+using testing::OneEpochPerReplica;
 using testing::TrainReplicasAsThreads;
 using testing::WideSpec;
 constexpr const auto& kMethods = testing::kLossyMethods;
-
-const optim::OptimizerOptions kMomentum = testing::OptimizerOfType(optim::OptimizerType::kMomentum);
-constexpr int kBatch = 16;
-
-train::TrainOptions PerReplica(int rank, int world) {
-  return GlobalBatchOptions(kBatch, rank, world, /*epochs=*/1);
-}
-
-testing::StrategyFactory Compressed(const model::Model& model, compress::Settings settings) {
-  return [&model, settings](RingAllReduce& ring, int, int, std::size_t n) {
-    return std::make_unique<CompressedSyncStrategy>(
-        ring, compress::PlanCompression(model.Tensors(), settings), settings, /*seed=*/7,
-        optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
-  };
-}
-
-std::vector<std::vector<float>> Finals(std::vector<Result<std::vector<float>>> results) {
-  std::vector<std::vector<float>> finals;
-  for (auto& r : results) {
-    BOOST_REQUIRE_MESSAGE(r.ok(), r.status().message());
-    finals.push_back(std::move(r).value());
-  }
-  return finals;
-}
 
 BOOST_AUTO_TEST_SUITE(dist_compressed_sync)
 
@@ -60,8 +39,8 @@ BOOST_AUTO_TEST_CASE(every_method_leaves_every_replica_with_the_same_bits) {
   for (const compress::Settings& settings : kMethods) {
     for (int world : {2, 3, 4}) {
       BOOST_TEST_CONTEXT(compress::MethodName(settings.method) << ", world " << world) {
-        const auto finals = Finals(
-            TrainReplicasAsThreads(model, set, world, PerReplica, Compressed(model, settings)));
+        const auto finals = Finals(TrainReplicasAsThreads(model, set, world, OneEpochPerReplica,
+                                                          CompressedSync(model, settings)));
         for (int r = 1; r < world; ++r) {
           BOOST_TEST((finals[r] == finals[0]), "rank " << r << " differs from rank 0");
         }
@@ -75,15 +54,15 @@ BOOST_AUTO_TEST_CASE(a_warm_up_as_long_as_the_run_is_the_uncompressed_ring_to_th
   const data::Dataset set = Blobs(960);
   const model::Model model(WideSpec());
   const auto sync = Finals(TrainReplicasAsThreads(
-      model, set, 3, PerReplica, [](RingAllReduce& ring, int, int world, std::size_t n) {
+      model, set, 3, OneEpochPerReplica, [](RingAllReduce& ring, int, int world, std::size_t n) {
         return std::make_unique<SyncAllReduceStrategy>(ring, world,
                                                        optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
       }));
   for (compress::Settings settings : kMethods) {
     settings.warmup_steps = 1'000'000;
     BOOST_TEST_CONTEXT(compress::MethodName(settings.method)) {
-      const auto warm =
-          Finals(TrainReplicasAsThreads(model, set, 3, PerReplica, Compressed(model, settings)));
+      const auto warm = Finals(TrainReplicasAsThreads(model, set, 3, OneEpochPerReplica,
+                                                      CompressedSync(model, settings)));
       BOOST_TEST((warm[0] == sync[0]));
     }
   }
@@ -95,13 +74,14 @@ BOOST_AUTO_TEST_CASE(powersgd_replicas_on_teams_of_threads_end_with_one_threads_
   const model::Model model(WideSpec());
   const compress::Settings settings{.method = compress::Method::kPowerSgd, .rank = 2};
   constexpr int kWorld = 2;
-  const auto alone =
-      Finals(TrainReplicasAsThreads(model, set, kWorld, PerReplica, Compressed(model, settings)));
+  const auto alone = Finals(TrainReplicasAsThreads(model, set, kWorld, OneEpochPerReplica,
+                                                   CompressedSync(model, settings)));
   std::vector<std::unique_ptr<math::ThreadTeam>> teams;
   for (int r = 0; r < kWorld; ++r) teams.push_back(std::make_unique<math::ThreadTeam>(3));
   const auto shared = Finals(TrainReplicasAsThreads(
-      model, set, kWorld, PerReplica, [&](RingAllReduce& ring, int rank, int world, std::size_t n) {
-        auto strategy = Compressed(model, settings)(ring, rank, world, n);
+      model, set, kWorld, OneEpochPerReplica,
+      [&](RingAllReduce& ring, int rank, int world, std::size_t n) {
+        auto strategy = CompressedSync(model, settings)(ring, rank, world, n);
         strategy->ShareThreads(*teams[static_cast<std::size_t>(rank)]);
         return strategy;
       }));
@@ -117,7 +97,7 @@ std::vector<std::vector<std::vector<float>>> StateAfterSteps(const model::Model&
   testing::ApplyInputsOnRanks<train::Strategy>(
       world, model.NumParams(), steps, 0.01f,
       [&](RingAllReduce& ring, int r) {
-        return Compressed(model, settings)(ring, r, world, model.NumParams());
+        return CompressedSync(model, settings)(ring, r, world, model.NumParams());
       },
       [&](int r, train::Strategy& strategy, std::span<const float>) {
         Result<std::vector<std::vector<float>>> state = strategy.CheckpointState();
@@ -144,7 +124,7 @@ BOOST_AUTO_TEST_CASE(rank_0_gets_every_replicas_residual_and_each_replica_takes_
   // Replica 1 restored from them holds replica 1's residual (and the shared Q).
   std::vector<RingLinks> links = MakeLocalRing(world);
   RingAllReduce ring(1, world, links[1].left, links[1].right);
-  auto restored = Compressed(model, settings)(ring, 1, world, model.NumParams());
+  auto restored = CompressedSync(model, settings)(ring, 1, world, model.NumParams());
   std::vector<std::span<const float>> views(states[0].begin(), states[0].end());
   BOOST_REQUIRE(restored->RestoreState(views).ok());
   auto& compressed = dynamic_cast<CompressedSyncStrategy&>(*restored);

@@ -1,5 +1,6 @@
 // Helpers for the tests of compressing strategies: a model with a layer PowerSGD compresses, one
-// setting of each lossy method, and ranks as threads that apply known gradients.
+// setting of each lossy method, the sync replicas' options and optimizer, their final parameters,
+// and ranks as threads that apply known gradients.
 //
 //   ApplyInputsOnRanks(2, n, /*steps=*/3, 0.01f, MakeStrategy,
 //                      [&](int rank, train::Strategy& s, std::span<const float> params) {...});
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/compress/compression_plan.h"
+#include "core/dist/compressed_sync_strategy.h"
 #include "replica_harness.h"
 #include "ring_harness.h"
 
@@ -29,6 +31,36 @@ inline constexpr compress::Settings kLossyMethods[] = {
     {.method = compress::Method::kPowerSgd, .rank = 2},
     {.method = compress::Method::kTopK, .fraction = 0.05},
 };
+
+// Replica `rank` of `world` in the compressed sync tests: 16 rows of each global batch, one epoch.
+inline train::TrainOptions OneEpochPerReplica(int rank, int world) {
+  return GlobalBatchOptions(16, rank, world, /*epochs=*/1);
+}
+
+// Their optimizer: momentum SGD, its defaults.
+inline const optim::OptimizerOptions kMomentum = OptimizerOfType(optim::OptimizerType::kMomentum);
+
+// The seed of their compressors (PowerSGD's first Q).
+inline constexpr std::uint64_t kCompressionSeed = 7;
+
+// CompressedSyncStrategy of `settings` for `model`'s replicas.
+inline StrategyFactory CompressedSync(const model::Model& model, compress::Settings settings) {
+  return [&model, settings](RingAllReduce& ring, int, int, std::size_t n) {
+    return std::make_unique<CompressedSyncStrategy>(
+        ring, compress::PlanCompression(model.Tensors(), settings), settings, kCompressionSeed,
+        optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
+  };
+}
+
+// Each replica's final parameters; requires that every one trained.
+inline std::vector<std::vector<float>> Finals(std::vector<Result<std::vector<float>>> results) {
+  std::vector<std::vector<float>> finals;
+  for (auto& r : results) {
+    BOOST_REQUIRE_MESSAGE(r.ok(), r.status().message());
+    finals.push_back(std::move(r).value());
+  }
+  return finals;
+}
 
 // Ranks 0 .. world-1 as threads over an in-process ring, each with the strategy `make` gives it:
 // from zero parameters (n floats), `steps` steps of the gradients Input(rank, n, step) at rate
