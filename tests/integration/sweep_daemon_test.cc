@@ -239,7 +239,9 @@ bool FreezeTrial(const DaemonFixture& d, std::int64_t id, bool (*picked)(const j
   for (;;) {
     const json status = WaitFor(d, id, [picked](const json& s) {
       bool found = s["sweep"]["state"] != "running";
-      for (const json& t : s["trials"]) found |= t["state"] == "running" && picked(t);
+      for (const json& t : s["trials"]) {
+        found |= t["state"].get<std::string>() == "running" && picked(t);
+      }
       return found;
     });
     if (status["sweep"]["state"] != "running") return false;
