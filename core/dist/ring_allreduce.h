@@ -24,9 +24,10 @@
 // for floor(world/2) hops rightward and (world-1)/2 leftward: ceil((world-1)/2) dependent hops
 // (2 at 4 ranks, where the ring's all-gather alone takes 3), the same (world-1) ranges received.
 // Every rank then sums chunk c from the gathered ranges in the ring's own order
-// (SumInRingOrder): the bits the ring would give. AllGather goes the same way. On 2 cores with 4
-// ranks over loopback TCP this measured faster than the ring up to 32 KiB, and than gathering one
-// way round, and slower from 64 KiB (docs/performance-notes.md).
+// (SumInRingOrder): the bits the ring would give. On 2 cores with 4 ranks over loopback TCP this
+// measured faster than the ring, and than gathering one way round, up to 32 KiB, and slower than
+// both from 64 KiB (docs/performance-notes.md). AllGather goes both ways for blocks as small, one
+// way round (world-1 hops) for larger ones.
 // Either way the messages are segments of at most RingOptions::segment_floats (and, for small
 // ranges, at least four per chunk, of 64 KiB or more), and each moves on as soon as it is ready,
 // so the ring works as a pipeline. The messages depend only on the world, the rank and the range's
@@ -152,8 +153,9 @@ class RingAllReduce {
   Status AllReduceMean(std::span<float> data, std::uint32_t op);
   // data holds world blocks of data.size() / world floats (a multiple of world), this rank's own
   // at block rank; afterwards block r is rank r's, on every rank. Each rank's block goes both ways
-  // round the ring (see "Small ranges" above; one way with two ranks): each rank sends (world - 1)
-  // blocks and receives as many, in segments, pipelined and driven as an all-reduce is.
+  // round the ring where an all-reduce of its size would gather (see "Small ranges" above), else
+  // (and with two ranks) one way: each rank sends (world - 1) blocks and receives as many, in
+  // segments, pipelined and driven as an all-reduce is.
   Status AllGather(std::span<float> data, std::uint32_t op);
 
   // Every later op fails, saying this rank left the ring (an elastic replica told to regroup:

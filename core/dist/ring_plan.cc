@@ -105,16 +105,18 @@ void RingAllReduce::PlanRing(float scale) {
 }
 
 void RingAllReduce::PlanGather() {
-  // Chunk(c) is block c, as the blocks are equal. Hop t sends block rank - t to the right and
-  // block rank + t to the left (this rank's own, then what came in the hop before from the other
-  // side) and receives block rank - t - 1 from the left and block rank + t + 1 from the right in
-  // place: this rank never sends a block before it has arrived, so nothing waits for a send. Sends
-  // and receives go in the same order, hop by hop, rightward before leftward, so each message that
-  // is passed on is the next one its receipt posts.
+  // Chunk(c) is block c, as the blocks are equal. Hop t sends block rank - t to the right and block
+  // rank + t to the left (this rank's own, then what came in the hop before from the other side)
+  // and receives block rank - t - 1 from the left and block rank + t + 1 from the right in place:
+  // this rank never sends a block before it has arrived, so nothing waits for a send. Sends and
+  // receives go in the same order, hop by hop, rightward before leftward, so each message that is
+  // passed on is the next one its receipt posts. Blocks larger than a gather for a sum takes go
+  // rightward only, in world - 1 hops: both ways measured slower from 64 KiB at 4 ranks
+  // (docs/performance-notes.md).
   const std::size_t segment = SegmentFloats(Chunk(0).size(), options_.segment_floats);
   ahead_ = SendAhead(kRingAheadBytes, segment);
-  const int rightward = world_ / 2;       // hops: ceil((world - 1) / 2)
-  const int leftward = (world_ - 1) / 2;  // rightward + leftward == world - 1 blocks received
+  const int leftward = GathersToSum(Chunk(0).size_bytes()) ? (world_ - 1) / 2 : 0;
+  const int rightward = world_ - 1 - leftward;  // hops: ceil((world - 1) / 2) both ways
   const auto plan_sends = [&](std::span<float> block, Link* to) {
     ForEachSegment(block, segment, [&](std::span<float> m) { sends_.push_back({m, to}); });
     last_op_.bytes_sent += block.size_bytes();
