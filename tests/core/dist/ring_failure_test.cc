@@ -37,27 +37,20 @@ const char* Driving(const RingOptions& options) {
 
 // A link that forwards to `inner` until its rank has sent `*sends_left` messages, then dies
 // (`die`: close the rank's links, or exit its process) instead of sending.
-class DyingLink final : public Link {
+class DyingLink final : public testing::ForwardingLink {
  public:
   DyingLink(Link* inner, std::atomic<int>* sends_left, std::function<void()> die)
-      : inner_(inner), sends_left_(sends_left), die_(std::move(die)) {}
+      : ForwardingLink(inner), sends_left_(sends_left), die_(std::move(die)) {}
 
   Status Send(std::uint32_t tag, std::span<const float> data, Deadline deadline) override {
     if (sends_left_->fetch_sub(1) <= 0) {
       die_();
       return Status::Error("died on purpose");
     }
-    return inner_->Send(tag, data, deadline);
+    return ForwardingLink::Send(tag, data, deadline);
   }
-  Result<std::uint32_t> RecvAnyTag(std::span<float> out, Deadline deadline) override {
-    return inner_->RecvAnyTag(out, deadline);
-  }
-  bool Readable() override { return inner_->Readable(); }
-  void Close() override { inner_->Close(); }
-  const std::string& peer() const override { return inner_->peer(); }
 
  private:
-  Link* const inner_;  // owned by the test's RingLinks, which outlive this link
   std::atomic<int>* const sends_left_;
   const std::function<void()> die_;
 };

@@ -99,25 +99,16 @@ BOOST_AUTO_TEST_CASE(tcp_worlds_1_to_7_get_the_rings_bits_around_the_threshold) 
   CheckWorldsAndSizes(Transport::kTcp);
 }
 
-// Counts the floats sent over `inner`, which it forwards to.
-class CountingLink final : public Link {
+// Counts the floats sent over the link it passes them on to.
+class CountingLink final : public testing::ForwardingLink {
  public:
-  explicit CountingLink(Link* inner) : inner_(inner) {}
+  using ForwardingLink::ForwardingLink;
   Status Send(std::uint32_t tag, std::span<const float> data, Deadline deadline) override {
     floats_sent += data.size();
-    return inner_->Send(tag, data, deadline);
+    return ForwardingLink::Send(tag, data, deadline);
   }
-  Result<std::uint32_t> RecvAnyTag(std::span<float> out, Deadline deadline) override {
-    return inner_->RecvAnyTag(out, deadline);
-  }
-  bool Readable() override { return inner_->Readable(); }
-  void Close() override { inner_->Close(); }
-  const std::string& peer() const override { return inner_->peer(); }
 
   std::size_t floats_sent = 0;  // read once the op's threads are joined
-
- private:
-  Link* const inner_;
 };
 
 BOOST_AUTO_TEST_CASE(each_range_goes_both_ways_round_the_ring_half_the_hops_each) {
