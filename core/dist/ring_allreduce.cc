@@ -240,10 +240,10 @@ void RingAllReduce::Drive() {
     // message to come needs sent first.
     if (ns < posted && (nr == receives || ns < nr + ahead_ || receives_[nr].after_sent > ns)) {
       sending_.store(true, std::memory_order_seq_cst);
-      Status st = right_->Send(op_, sends_[ns], deadline_);
+      Status st = sends_[ns].to->Send(op_, sends_[ns].values, deadline_);
       sending_.store(false, std::memory_order_seq_cst);
       if (!st.ok()) {
-        Fail(std::move(st), Mod(rank_ + 1), Source::kSender);
+        Fail(std::move(st), PeerRank(sends_[ns].to), Source::kSender);
         send_failed = true;
         rescue_bell_.Ring();
         break;
@@ -266,29 +266,29 @@ void RingAllReduce::Drive() {
           },
           deadline_ + kNoticeGrace);
       if (!moved) {
-        Fail(Status::Error("timeout: receiving from " + left_->peer() +
-                           " overran the op's deadline"),
-             Mod(rank_ - 1), Source::kReceiver);
+        const Link* from = receives_[nr].from;
+        Fail(
+            Status::Error("timeout: receiving from " + from->peer() + " overran the op's deadline"),
+            PeerRank(from), Source::kReceiver);
       }
       continue;
     }
     if (received_.load(std::memory_order_acquire) == nr) {
-      AwaitLeft();
+      AwaitReadable(*receives_[nr].from);
       ReceiveMessage(nr, std::nullopt, caller_bell_);
     }
     ReleaseReceiver();
   }
 
   if (std::optional<Source> source = FailureSource()) {
-    if (send_failed && *source == Source::kSender) {
-      AwaitNotice();
-    } else if (!send_failed && *source != Source::kSender && ns < sends) {
-      SendNotice(sends_[ns].size());
-    }
+    if (send_failed && *source == Source::kSender) AwaitNotice();
+    // Where this rank's send failed (or its peer did not read), not over that link.
+    const bool sender_failed = send_failed || *source == Source::kSender;
+    SendNotices(ns, sender_failed && ns < sends ? sends_[ns].to : nullptr);
   }
   // Take the receiving side back from the sender thread, and end the watch, so that nothing of
   // this op is touched once it returns. The sender thread lets go as soon as its current message
-  // is in (or its link fails); on a failed op, closing the link ends a receive that would wait.
+  // is in (or its link fails); on a failed op, closing its link ends a receive that would wait.
   bool closed = false;
   while (!TakeReceiver(kCaller)) {
     const bool free = WaitOn(
@@ -296,7 +296,8 @@ void RingAllReduce::Drive() {
         closed || !failed_.load(std::memory_order_acquire) ? Deadline::max()
                                                            : Clock::now() + 2 * kNoticeGrace);
     if (!free) {
-      left_->Close();
+      const std::size_t n = received_.load(std::memory_order_acquire);  // the rescuer's
+      (n < receives ? receives_[n].from : left_)->Close();
       closed = true;
     }
   }
@@ -310,26 +311,31 @@ void RingAllReduce::AwaitNotice() {
   const bool receiving = WaitOn(
       caller_bell_, [&] { return TakeReceiver(kCaller); }, cause_by);
   if (!receiving) return;
-  for (std::size_t n = received_.load(std::memory_order_acquire);
-       n < receives_.size() && Clock::now() < cause_by; ++n) {
-    if (!ReceiveMessage(n, cause_by, caller_bell_)) break;
-  }
+  ReceiveCauses(received_.load(std::memory_order_acquire), cause_by, caller_bell_);
   ReleaseReceiver();
 }
 
+void RingAllReduce::ReceiveCauses(std::size_t from, Deadline cause_by, Doorbell& bell) {
+  // A send's failure may be the echo of an earlier one elsewhere (a rank that gave up closes its
+  // links), whose notice is then on its way: keep receiving, without posting, until it comes.
+  const Link* dead = nullptr;  // whose receive failed
+  for (std::size_t n = from; n < receives_.size() && Clock::now() < cause_by; ++n) {
+    Link* link = receives_[n].from;
+    if (link == dead) continue;
+    if (ReceiveMessage(n, cause_by, bell)) continue;
+    if (dead != nullptr || FailureSource() == Source::kNotice) return;
+    dead = link;
+  }
+}
+
 void RingAllReduce::ReceiveAll() {
-  // Set once the sender has failed (this thread returns at its own failures). The right
-  // neighbour's failure may be the echo of an earlier one elsewhere (a rank that gave up closes
-  // its links), whose notice is then on its way round the ring: keep receiving, without posting,
-  // until it comes or kNoticeGrace has passed.
-  std::optional<Deadline> cause_by;
   for (std::size_t n = 0; n < receives_.size(); ++n) {
-    if (cause_by && Clock::now() >= *cause_by) return;
-    if (!cause_by) AwaitLeft();
-    if (!cause_by && failed_.load(std::memory_order_acquire)) {
-      cause_by = std::min(deadline_, Clock::now() + kNoticeGrace);
+    AwaitReadable(*receives_[n].from);
+    // The sender failed (this thread returns at its own failures).
+    if (failed_.load(std::memory_order_acquire)) {
+      return ReceiveCauses(n, std::min(deadline_, Clock::now() + kNoticeGrace), caller_bell_);
     }
-    if (!ReceiveMessage(n, cause_by, caller_bell_)) return;
+    if (!ReceiveMessage(n, std::nullopt, caller_bell_)) return;
   }
 }
 
@@ -353,19 +359,19 @@ bool RingAllReduce::ReceiveMessage(std::size_t n, const std::optional<Deadline>&
     const Link::FoldPiece add = [&](std::size_t offset, std::span<const float> floats) {
       Accumulate(in.values.subspan(offset, floats.size()), floats, in.scale);
     };
-    got = left_->RecvFold(into, accept, add, deadline_);
-  } else if (Result<std::uint32_t> tag = left_->RecvAnyTag(into, cause_by.value_or(deadline_));
+    got = in.from->RecvFold(into, accept, add, deadline_);
+  } else if (Result<std::uint32_t> tag = in.from->RecvAnyTag(into, cause_by.value_or(deadline_));
              tag.ok()) {
     got = Link::Received{.tag = tag.value(), .folded = false};
   } else {
     got = tag.status();
   }
   if (!got.ok()) {
-    if (!cause_by) Fail(got.status(), Mod(rank_ - 1), Source::kReceiver);
+    if (!cause_by) Fail(got.status(), PeerRank(in.from), Source::kReceiver);
     return false;
   }
   if (got.value().tag != op_) {
-    FailOnTag(got.value().tag, into);
+    FailOnTag(got.value().tag, into, *in.from);
     return false;
   }
   if (first_arrival_.load(std::memory_order_relaxed) == 0) {
@@ -385,8 +391,8 @@ bool RingAllReduce::ReceiveMessage(std::size_t n, const std::optional<Deadline>&
   return true;
 }
 
-void RingAllReduce::AwaitLeft() {
-  const auto ready = [&] { return left_->Readable() || failed_.load(std::memory_order_acquire); };
+void RingAllReduce::AwaitReadable(Link& link) {
+  const auto ready = [&] { return link.Readable() || failed_.load(std::memory_order_acquire); };
   if (options_.yield.count() > 0) {
     const Deadline end = Clock::now() + options_.yield;
     while (!ready() && Clock::now() < end) std::this_thread::yield();
@@ -408,32 +414,33 @@ bool RingAllReduce::AwaitSent(std::size_t count, Doorbell& bell) {
       },
       deadline_ + kNoticeGrace);
   if (!sent) {
-    Fail(Status::Error("timeout: sending to " + right_->peer() + " overran the op's deadline"),
-         Mod(rank_ + 1), Source::kSender);
+    const Link* to = sends_[count - 1].to;  // count > 0: nothing to wait for otherwise
+    Fail(Status::Error("timeout: sending to " + to->peer() + " overran the op's deadline"),
+         PeerRank(to), Source::kSender);
   }
   return sent;
 }
 
-void RingAllReduce::FailOnTag(std::uint32_t tag, std::span<const float> message) {
-  const int left_rank = Mod(rank_ - 1);
+void RingAllReduce::FailOnTag(std::uint32_t tag, std::span<const float> message, const Link& from) {
+  const int from_rank = PeerRank(&from);
   if ((tag & kNoticeBit) == 0) {
-    return Fail(left_->TagMismatch(op_, tag), left_rank, Source::kReceiver);
+    return Fail(from.TagMismatch(op_, tag), from_rank, Source::kReceiver);
   }
   const std::uint32_t abandoned = tag & ~kNoticeBit;
   if (abandoned != op_) {
-    return Fail(Status::Error("tag mismatch: " + left_->peer() + " gave up op " +
-                              std::to_string(abandoned) + " where op " + std::to_string(op_) +
-                              " was expected"),
-                left_rank, Source::kReceiver);
+    return Fail(
+        Status::Error("tag mismatch: " + from.peer() + " gave up op " + std::to_string(abandoned) +
+                      " where op " + std::to_string(op_) + " was expected"),
+        from_rank, Source::kReceiver);
   }
   const float culprit = message.empty() ? -1.0f : message.front();
   if (culprit >= 0.0f && culprit < static_cast<float>(world_) && culprit == std::floor(culprit)) {
     const int who = static_cast<int>(culprit);
-    return Fail(Status::Error(left_->peer() + " gave up op " + std::to_string(op_) +
-                              " because of " + RankName(who)),
+    return Fail(Status::Error(from.peer() + " gave up op " + std::to_string(op_) + " because of " +
+                              RankName(who)),
                 who, Source::kNotice);
   }
-  Fail(Status::Error(left_->peer() + " gave up op " + std::to_string(op_)), left_rank,
+  Fail(Status::Error(from.peer() + " gave up op " + std::to_string(op_)), from_rank,
        Source::kNotice);
 }
 
@@ -469,9 +476,12 @@ void RingAllReduce::WaitForSender(std::uint64_t seq, bool abandoned) {
   // the Link contract promises.
   const Deadline limit = abandoned ? Clock::now() + 2 * kNoticeGrace : deadline_ + kNoticeGrace;
   if (WaitOn(caller_bell_, done, limit)) return;
-  right_->Close();
+  // The sender is stuck in message sent_.
+  const std::size_t stuck = sent_.load(std::memory_order_acquire);
+  Link* to = stuck < sends_.size() ? sends_[stuck].to : right_;
+  to->Close();
   caller_bell_.Wait(done, options_.spin, Deadline::max());
-  Fail(Status::Error("sending to " + right_->peer() + " overran the op's deadline"), Mod(rank_ + 1),
+  Fail(Status::Error("sending to " + to->peer() + " overran the op's deadline"), PeerRank(to),
        Source::kSender);
 }
 
@@ -551,7 +561,7 @@ void RingAllReduce::Rescue(std::uint64_t seq, std::size_t stuck) {
   if (failed_.load(std::memory_order_acquire) && still_stuck() &&
       !WaitOn(
           rescue_bell_, [&] { return !still_stuck(); }, Clock::now() + 2 * kNoticeGrace)) {
-    right_->Close();
+    sends_[stuck].to->Close();
   }
   ReleaseReceiver();
   caller_bell_.Ring();
@@ -568,24 +578,41 @@ void RingAllReduce::SendAll() {
                  abandon_.load(std::memory_order_acquire);
         },
         Deadline::max());
-    if (abandon_.load(std::memory_order_acquire)) return SendNotice(sends_[i].size());
-    if (Status st = right_->Send(op_, sends_[i], deadline_); !st.ok()) {
-      return Fail(std::move(st), Mod(rank_ + 1), Source::kSender);
+    if (abandon_.load(std::memory_order_acquire)) return SendNotices(i, nullptr);
+    Link* to = sends_[i].to;
+    if (Status st = to->Send(op_, sends_[i].values, deadline_); !st.ok()) {
+      Fail(std::move(st), PeerRank(to), Source::kSender);
+      // The calling thread may yet learn the cause from a notice (see ReceiveCauses): wait until
+      // it gives up the op, for a while, before the links that are still up are told.
+      WaitOn(
+          sender_bell_, [&] { return abandon_.load(std::memory_order_acquire); },
+          Clock::now() + kNoticeGrace);
+      return SendNotices(i, to);
     }
     sent_.store(i + 1, std::memory_order_seq_cst);
     caller_bell_.Ring();
   }
 }
 
-void RingAllReduce::SendNotice(std::size_t floats) {
-  // The right neighbour expects `floats` floats next; the notice takes their place, its first
-  // float naming the rank that caused the failure. Best effort: the op has failed already.
-  std::vector<float> notice(floats, 0.0f);
+void RingAllReduce::SendNotices(std::size_t next, const Link* skip) {
+  // A link's peer expects the next message this rank sends over it; the notice takes its place,
+  // of its size, its first float naming the rank that caused the failure. Best effort: the op
+  // has failed already.
+  float culprit = 0.0f;
   {
     std::lock_guard lock(failure_mu_);
-    notice.front() = static_cast<float>(failure_ ? failure_->culprit : rank_);
+    culprit = static_cast<float>(failure_ ? failure_->culprit : rank_);
   }
-  (void)right_->Send(op_ | kNoticeBit, notice, Clock::now() + kNoticeGrace);
+  const Deadline by = Clock::now() + kNoticeGrace;
+  std::vector<const Link*> done = {skip};  // the ring sends over one link, a gather over two
+  for (std::size_t i = next; i < sends_.size() && done.size() < 3; ++i) {
+    Link* to = sends_[i].to;
+    if (std::ranges::find(done, to) != done.end()) continue;
+    std::vector<float> notice(sends_[i].values.size(), 0.0f);
+    notice.front() = culprit;  // no message is empty
+    (void)to->Send(op_ | kNoticeBit, notice, by);
+    done.push_back(to);
+  }
 }
 
 }  // namespace dtrain::dist

@@ -16,18 +16,25 @@
 // all-gather steps pass on verbatim.
 // Small ranges, more than two ranks (where a rank sends at most RingOptions::gather_sum_bytes,
 // 96 KiB, this way: ranges up to 32 KiB at 4 ranks, fewer the more ranks there are): a message's
-// fixed costs outweigh its bytes, so the ring's 2(world-1) steps cost more than world-1 steps of
-// world-1 times the bytes. Each rank's whole range goes round the ring (the all-gather alone, as
-// AllGather does), and every rank then sums chunk c from the gathered ranges in the ring's own
-// order (SumInRingOrder): the bits the ring would give. On 2 cores with 4 ranks over loopback TCP
-// this measured faster up to 32 KiB and slower from 64 KiB (bench/README.md).
+// fixed costs outweigh its bytes, so the ring's 2(world-1) dependent steps cost more than fewer
+// steps of more bytes. Every rank's whole range is gathered to every rank both ways round the
+// ring at once (each link is full duplex): rank r sends its range to its right and to its left,
+// and passes on what comes from the left to the right and what comes from the right to the left,
+// so that in hop t it receives rank r-1-t's range from its left and rank r+1+t's from its right,
+// for floor(world/2) hops rightward and (world-1)/2 leftward: ceil((world-1)/2) dependent hops
+// (2 at 4 ranks, where the ring's all-gather alone takes 3), the same (world-1) ranges received.
+// Every rank then sums chunk c from the gathered ranges in the ring's own order
+// (SumInRingOrder): the bits the ring would give. On 2 cores with 4 ranks over loopback TCP this
+// measured faster than the ring, and than gathering one way round, up to 32 KiB, and slower than
+// both from 64 KiB (docs/performance-notes.md). AllGather goes both ways for blocks as small, one
+// way round (world-1 hops) for larger ones.
 // Either way the messages are segments of at most RingOptions::segment_floats (and, for small
 // ranges, at least four per chunk, of 64 KiB or more), and each moves on as soon as it is ready,
 // so the ring works as a pipeline. The messages depend only on the world, the rank and the range's
 // size.
 //
-// Driving an op. By default (RingOptions::caller_sends; with more than two ranks only for ranges
-// up to 8 MiB, above which 4 ranks on 2 cores measured faster threaded) the calling thread does
+// Driving an op. By default (RingOptions::caller_sends; with more than two ranks only for ranges up
+// to 8 MiB, above which 4 ranks on 2 cores measured faster threaded) the calling thread does
 // everything: it sends up to 512 KiB (two ranks) or 1 MiB (rings) ahead of what it has received,
 // then receives, reduces and forwards, with no hand-off between threads as long as the transport
 // buffers what it sends (the usual case: loopback buffers megabytes). A thread owned by this object
@@ -38,9 +45,14 @@
 // while the calling thread receives, full duplex from the start (the Link contract allows one of
 // each at once, also when left == right): the caller posts each segment to forward as soon as it is
 // reduced, and the two wait for each other through Doorbells. The messages, their order and their
-// contents are the same either way, so ranks may differ in how they drive an op. Every wait for a
-// peer or for the other thread first polls for up to RingOptions::yield, yielding the core between
-// looks, then spins for up to RingOptions::spin, then sleeps.
+// contents are the same either way, so ranks may differ in how they drive an op. A gather's
+// messages go both ways, each to or from the link its plan names, but still one at a time in one
+// order: hop by hop, the rightward message before the leftward one, both for sends and for
+// receives. So the first message of all not yet through has its sender at it (it sent everything
+// before, and what it passes on came earlier) and its receiver too (or that rank's sender thread,
+// rescuing a stuck send): no rank waits for one that waits for it, however little a link buffers.
+// Every wait for a peer or for the other thread first polls for up to RingOptions::yield, yielding
+// the core between looks, then spins for up to RingOptions::spin, then sleeps.
 //
 // A segment to reduce is added into this rank's values as the link reads it (Link::RecvFold) when
 // this rank has already sent its own values of that segment: over shared memory (ShmLink) the
@@ -57,8 +69,9 @@
 //
 // Deadlines and failures: each op must finish within RingOptions::timeout of its start; a dead,
 // silent or misbehaving peer is an error naming that peer and the op. A rank whose op fails tells
-// its right neighbour, in place of the next message, which rank caused the failure, so the ranks
-// that are not neighbours of a dead rank fail promptly too, naming it. After a failure the ring
+// each neighbour it still owes a message (its right one in the ring, both in a gather), in place of
+// the next message, which rank caused the failure, so the ranks that are not neighbours of a dead
+// rank fail promptly too, naming it; not over the link whose send failed. After a failure the ring
 // refuses further ops (its links may be broken mid-message): build a new one.
 //
 // Thread safety: one op at a time, from one thread at a time. The links must outlive the ring and
@@ -112,7 +125,7 @@ struct RingOptions {
 
 // What the last op cost this rank.
 struct RingOpStats {
-  double wait_seconds = 0.0;  // from the op's start until the left neighbour's first segment came:
+  double wait_seconds = 0.0;  // from the op's start until a neighbour's first segment came:
                               // mostly waiting for the slowest rank to reach the op
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
@@ -123,7 +136,8 @@ class RingAllReduce {
   // Op tags are below 2^31; the top bit marks a failure notice.
   static constexpr std::uint32_t kMaxOp = 0x7FFFFFFF;
 
-  // Rank `rank` of `world` receives from `left` (rank-1) and sends to `right` (rank+1); they may
+  // Rank `rank` of `world` has the links to `left` (rank-1) and `right` (rank+1): the ring receives
+  // from the left and sends to the right, a gather of more than two ranks goes both ways. They may
   // be the same link when world == 2 and are unused (may be null) when world == 1. Invalid
   // arguments make every op fail, saying why.
   RingAllReduce(int rank, int world, Link* left, Link* right, RingOptions options = {});
@@ -138,9 +152,10 @@ class RingAllReduce {
   // AllReduceSum, then * (1/world), applied once to each sum before it is copied anywhere.
   Status AllReduceMean(std::span<float> data, std::uint32_t op);
   // data holds world blocks of data.size() / world floats (a multiple of world), this rank's own
-  // at block rank; afterwards block r is rank r's, on every rank. The all-gather phase of the ring
-  // alone: each rank sends (world - 1) blocks and receives as many, in segments, pipelined and
-  // driven as an all-reduce is (also with two ranks).
+  // at block rank; afterwards block r is rank r's, on every rank. Each rank's block goes both ways
+  // round the ring where an all-reduce of its size would gather (see "Small ranges" above), else
+  // (and with two ranks) one way: each rank sends (world - 1) blocks and receives as many, in
+  // segments, pipelined and driven as an all-reduce is.
   Status AllGather(std::span<float> data, std::uint32_t op);
 
   // Every later op fails, saying this rank left the ring (an elastic replica told to regroup:
@@ -162,17 +177,23 @@ class RingAllReduce {
   bool caller_sends() const { return options_.caller_sends && threaded_left_ == 0; }
 
  private:
-  // Who saw a failure: a sending thread (on the right link), a receiving thread (on the left
-  // link), or a notice from the left naming its cause.
+  // Who saw a failure: a sending thread, a receiving thread, or a neighbour's notice naming its
+  // cause.
   enum class Source { kSender, kReceiver, kNotice };
   struct Failure {
     Status status;
     int culprit;  // the rank that caused it
     Source source;
   };
-  // One message the current op receives, in order, and what becomes of it.
+  // One message the current op sends, in order, and the link it goes over.
+  struct Outgoing {
+    std::span<const float> values;
+    Link* to;
+  };
+  // One message the current op receives, in order, where from, and what becomes of it.
   struct Incoming {
     std::span<float> values;  // the floats of the op's range it is for
+    Link* from;
     bool reduce;              // received beside `values` and added in (else received into them)
     float scale;              // the factor of that sum: 1/world where it finishes a mean, else 1
     std::size_t after_sent;   // `values` may be written once this many messages have been sent
@@ -195,18 +216,22 @@ class RingAllReduce {
 
   // The calling thread drives the whole op (caller_sends).
   void Drive();
-  // After this rank's send failed: receive what is left, for up to kNoticeGrace, in case the left
+  // After this rank's send failed: receive what is left, for up to kNoticeGrace, in case a
   // neighbour's notice names the failure's cause.
   void AwaitNotice();
+  // Receives messages `from` on, aside, until a notice comes or `cause_by` (the op has failed at
+  // a send, maybe one to a peer that gave up over an earlier failure elsewhere); a link whose
+  // receive failed is skipped from then on.
+  void ReceiveCauses(std::size_t from, Deadline cause_by, Doorbell& bell);
   // The calling thread's side of a threaded op: receive, reduce, post to the sender.
   void ReceiveAll();
   // Receives message n of the op and does with it what the plan says (nothing once `cause_by` is
   // set: the op has failed and only a notice matters). False when the op failed here. `bell` is
   // what this thread waits on for sends.
   bool ReceiveMessage(std::size_t n, const std::optional<Deadline>& cause_by, Doorbell& bell);
-  // Polls, then spins, for up to options_.yield and options_.spin, until the left link is readable
-  // or the op failed.
-  void AwaitLeft();
+  // Polls, then spins, for up to options_.yield and options_.spin, until `link` is readable or the
+  // op failed.
+  void AwaitReadable(Link& link);
   // Waits on `bell` until `count` messages of this op have been sent (the memory a message is
   // about to change may still be read by one of them), or the op has failed; false if neither
   // happens within the op's deadline.
@@ -214,7 +239,7 @@ class RingAllReduce {
   // Yields, spins, then sleeps on `bell` until ready() or `deadline`.
   template <typename Ready>
   bool WaitOn(Doorbell& bell, Ready ready, Deadline deadline);
-  void FailOnTag(std::uint32_t tag, std::span<const float> message);
+  void FailOnTag(std::uint32_t tag, std::span<const float> message, const Link& from);
   bool TakeReceiver(Receiver who);
   void ReleaseReceiver();
 
@@ -224,7 +249,9 @@ class RingAllReduce {
   // While the calling thread is stuck in sending message `stuck` of driven op `seq`: receive in
   // its place until that send moves.
   void Rescue(std::uint64_t seq, std::size_t stuck);
-  void SendNotice(std::size_t floats);
+  // Tells each link that is owed a message of this op, from message `next` on (but `skip`, whose
+  // send failed), in place of its next one, which rank caused the failure.
+  void SendNotices(std::size_t next, const Link* skip);
   // Records the op's first failure; a notice replaces what a sender saw (its consequence).
   void Fail(Status status, int culprit, Source source);
   std::optional<Source> FailureSource();
@@ -235,6 +262,8 @@ class RingAllReduce {
   // The ring's chunk c of the current op's range.
   std::span<float> Chunk(int c) const;
   int Mod(int r) const { return ((r % world_) + world_) % world_; }
+  // The rank at the other end of `link`, left_ or right_.
+  int PeerRank(const Link* link) const { return link == right_ ? Mod(rank_ + 1) : Mod(rank_ - 1); }
 
   const int rank_;
   const int world_;
@@ -262,8 +291,8 @@ class RingAllReduce {
   std::span<float> data_;
   std::uint32_t op_ = 0;
   Deadline deadline_{};
-  std::vector<std::span<const float>> sends_;  // what this rank sends, in order
-  std::vector<Incoming> receives_;             // what this rank receives, in order
+  std::vector<Outgoing> sends_;     // what this rank sends, in order
+  std::vector<Incoming> receives_;  // what this rank receives, in order
   std::size_t ahead_ = 0;  // driven: how many messages the calling thread sends ahead of receiving
 
   std::atomic<std::uint64_t> op_seq_{0};     // bumped to start a threaded op

@@ -1,7 +1,7 @@
 // RingAllReduce's plans: which messages an op sends and receives, cut into segments, for the ring
-// (reduce-scatter then all-gather), the two-rank exchange and the all-gather alone, and what an
-// all-reduce sends. The class and its contract are in ring_allreduce.h; the driving of an op is
-// in ring_allreduce.cc.
+// (reduce-scatter then all-gather), the two-rank exchange and the gather both ways round the ring,
+// and what an all-reduce sends. The class and its contract are in ring_allreduce.h; the driving of
+// an op is in ring_allreduce.cc.
 #include <algorithm>
 
 #include "core/dist/ring_allreduce.h"
@@ -77,7 +77,7 @@ void RingAllReduce::PlanRing(float scale) {
   std::vector<std::size_t> send_start(1, 0);
   for (int s = 0; s < steps; ++s) {
     const std::span<float> chunk = Chunk(Mod(rank_ - s));
-    ForEachSegment(chunk, segment, [&](std::span<float> m) { sends_.push_back(m); });
+    ForEachSegment(chunk, segment, [&](std::span<float> m) { sends_.push_back({m, right_}); });
     send_start.push_back(sends_.size());
     last_op_.bytes_sent += chunk.size_bytes();
   }
@@ -92,6 +92,7 @@ void RingAllReduce::PlanRing(float scale) {
       const std::size_t after_sent =
           reduce ? 0 : send_start[static_cast<std::size_t>(s + 1 - world_)] + k + 1;
       receives_.push_back(Incoming{.values = m,
+                                   .from = left_,
                                    .reduce = reduce,
                                    .scale = step_scale,
                                    .after_sent = after_sent,
@@ -104,37 +105,54 @@ void RingAllReduce::PlanRing(float scale) {
 }
 
 void RingAllReduce::PlanGather() {
-  // Chunk(c) is block c, as the blocks are equal. Step t sends block rank - t (this rank's own,
-  // then what came in the step before) and receives block rank - t - 1 in place: this rank never
-  // sends that block before it has arrived, so nothing waits for a send.
+  // Chunk(c) is block c, as the blocks are equal. Hop t sends block rank - t to the right and block
+  // rank + t to the left (this rank's own, then what came in the hop before from the other side)
+  // and receives block rank - t - 1 from the left and block rank + t + 1 from the right in place:
+  // this rank never sends a block before it has arrived, so nothing waits for a send. Sends and
+  // receives go in the same order, hop by hop, rightward before leftward, so each message that is
+  // passed on is the next one its receipt posts. Blocks larger than a gather for a sum takes go
+  // rightward only, in world - 1 hops: both ways measured slower from 64 KiB at 4 ranks
+  // (docs/performance-notes.md).
   const std::size_t segment = SegmentFloats(Chunk(0).size(), options_.segment_floats);
   ahead_ = SendAhead(kRingAheadBytes, segment);
-  const int steps = world_ - 1;
-  std::size_t first_forward = 0;
-  for (int t = 0; t < steps; ++t) {
-    const std::span<float> block = Chunk(Mod(rank_ - t));
-    ForEachSegment(block, segment, [&](std::span<float> m) { sends_.push_back(m); });
-    if (t == 0) first_forward = sends_.size();
+  const int leftward = GathersToSum(Chunk(0).size_bytes()) ? (world_ - 1) / 2 : 0;
+  const int rightward = world_ - 1 - leftward;  // hops: ceil((world - 1) / 2) both ways
+  const auto plan_sends = [&](std::span<float> block, Link* to) {
+    ForEachSegment(block, segment, [&](std::span<float> m) { sends_.push_back({m, to}); });
     last_op_.bytes_sent += block.size_bytes();
-  }
-  for (int t = 0; t < steps; ++t) {
-    const std::span<float> block = Chunk(Mod(rank_ - t - 1));
+  };
+  const auto plan_receives = [&](std::span<float> block, Link* from, bool forward) {
     ForEachSegment(block, segment, [&](std::span<float> m) {
-      receives_.push_back(Incoming{
-          .values = m, .reduce = false, .scale = 1.0f, .after_sent = 0, .forward = t + 1 < steps});
+      receives_.push_back(Incoming{.values = m,
+                                   .from = from,
+                                   .reduce = false,
+                                   .scale = 1.0f,
+                                   .after_sent = 0,
+                                   .forward = forward});
     });
     last_op_.bytes_received += block.size_bytes();
+  };
+  std::size_t own = 0;
+  for (int t = 0; t < rightward; ++t) {
+    plan_sends(Chunk(Mod(rank_ - t)), right_);
+    if (t < leftward) plan_sends(Chunk(Mod(rank_ + t)), left_);
+    if (t == 0) own = sends_.size();
   }
-  posted_.store(first_forward, std::memory_order_relaxed);  // step 0 sends this rank's own block
+  for (int t = 0; t < rightward; ++t) {
+    plan_receives(Chunk(Mod(rank_ - t - 1)), left_, t + 1 < rightward);
+    if (t < leftward) plan_receives(Chunk(Mod(rank_ + t + 1)), right_, t + 1 < leftward);
+  }
+  posted_.store(own, std::memory_order_relaxed);  // hop 0 sends this rank's own block
 }
 
 void RingAllReduce::PlanExchange(float scale) {
   const std::size_t segment = SegmentFloats(data_.size(), options_.segment_floats);
   ahead_ = SendAhead(kExchangeAheadBytes, segment);
   ForEachSegment(data_, segment, [&](std::span<float> m) {
-    sends_.push_back(m);
+    sends_.push_back({m, right_});
     // Added in once this rank has sent its own values of it.
     receives_.push_back(Incoming{.values = m,
+                                 .from = left_,
                                  .reduce = true,
                                  .scale = scale,
                                  .after_sent = sends_.size(),

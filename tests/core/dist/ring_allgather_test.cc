@@ -1,7 +1,8 @@
 // RingAllReduce::AllGather: ranks as threads over in-process links, TCP and shared memory. Every
 // rank must end with every rank's block where that rank put it, bit for bit, whatever the world,
-// the block size (empty, one float, many segments) or the way an op is driven; gathers and
-// all-reduces share one ring and its op tags.
+// the block size (empty, one float, many segments), the way an op is driven or how little a link
+// buffers (the blocks go both ways round the ring at once); gathers and all-reduces share one ring
+// and its op tags.
 #include <boost/test/unit_test.hpp>
 #include <memory>
 #include <vector>
@@ -90,11 +91,15 @@ BOOST_AUTO_TEST_CASE(gathers_and_all_reduces_take_turns_on_one_ring) {
 
 BOOST_AUTO_TEST_CASE(blocks_far_larger_than_the_link_buffer_do_not_stall) {
   for (bool caller_sends : {true, false}) {
-    for (int world : {2, 3}) {
-      BOOST_TEST_CONTEXT("world " << world << (caller_sends ? "" : ", threaded")) {
-        Ring ring(MakeLocalRing(world, /*capacity_bytes=*/1024),
-                  {.timeout = 60s, .segment_floats = 10'000, .caller_sends = caller_sends});
-        CheckGathered(GatherOnce(ring, 100'000, 1), 100'000, 1);
+    for (int world : {2, 3, 4, 5, 6}) {
+      // 1000 floats go both ways round the ring (with more than two ranks), 100,000 one way.
+      for (std::size_t block : {std::size_t{1000}, std::size_t{100'000}}) {
+        BOOST_TEST_CONTEXT("world " << world << ", blocks of " << block
+                                    << (caller_sends ? "" : ", threaded")) {
+          Ring ring(MakeLocalRing(world, /*capacity_bytes=*/1024),
+                    {.timeout = 60s, .segment_floats = block / 10, .caller_sends = caller_sends});
+          CheckGathered(GatherOnce(ring, block, 1), block, 1);
+        }
       }
     }
   }

@@ -4,7 +4,8 @@
 // which op; ranks that are not neighbours of a dead rank learn it from the failure notices that
 // travel around the ring. The ops get a 60 s timeout and must end in under 30 s: the failure,
 // not the deadline, ends them. Each runs with ops driven both ways (RingOptions::caller_sends),
-// and with two ranks (the direct exchange) as well as rings.
+// and with two ranks (the direct exchange) as well as rings; small ranges, whose gather goes both
+// ways round the ring, with notices both ways, at 3 to 6 ranks.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,36 +37,31 @@ const char* Driving(const RingOptions& options) {
 
 // A link that forwards to `inner` until its rank has sent `*sends_left` messages, then dies
 // (`die`: close the rank's links, or exit its process) instead of sending.
-class DyingLink final : public Link {
+class DyingLink final : public testing::ForwardingLink {
  public:
   DyingLink(Link* inner, std::atomic<int>* sends_left, std::function<void()> die)
-      : inner_(inner), sends_left_(sends_left), die_(std::move(die)) {}
+      : ForwardingLink(inner), sends_left_(sends_left), die_(std::move(die)) {}
 
   Status Send(std::uint32_t tag, std::span<const float> data, Deadline deadline) override {
     if (sends_left_->fetch_sub(1) <= 0) {
       die_();
       return Status::Error("died on purpose");
     }
-    return inner_->Send(tag, data, deadline);
+    return ForwardingLink::Send(tag, data, deadline);
   }
-  Result<std::uint32_t> RecvAnyTag(std::span<float> out, Deadline deadline) override {
-    return inner_->RecvAnyTag(out, deadline);
-  }
-  bool Readable() override { return inner_->Readable(); }
-  void Close() override { inner_->Close(); }
-  const std::string& peer() const override { return inner_->peer(); }
 
  private:
-  Link* const inner_;  // owned by the test's RingLinks, which outlive this link
   std::atomic<int>* const sends_left_;
   const std::function<void()> die_;
 };
 
-// One rank's op: reduce its input with tag `op` over its links, leaving the result in `*out`.
+// One rank's op: reduce its input (`size` floats) with tag `op` over its links, leaving the
+// result in `*out`.
 Status ReduceAsRank(int rank, int world, const RingLinks& links, std::uint32_t op = kOp,
-                    RingOptions options = kOptions, std::vector<float>* out = nullptr) {
+                    RingOptions options = kOptions, std::vector<float>* out = nullptr,
+                    std::size_t size = kSize) {
   RingAllReduce ring(rank, world, links.left, links.right, options);
-  std::vector<float> data = testing::Input(rank, kSize, op);
+  std::vector<float> data = testing::Input(rank, size, op);
   Status s = ring.AllReduceSum(data, op);
   if (out != nullptr) *out = std::move(data);
   return s;
@@ -130,7 +126,7 @@ struct Outcome {
 };
 
 Outcome RunWithVictim(Transport transport, int world, int victim, int sends,
-                      const RingOptions& options) {
+                      const RingOptions& options, std::size_t size = kSize) {
   std::vector<RingLinks> links = testing::MakeRing(transport, world);
   RingLinks& v = links[static_cast<std::size_t>(victim)];
   Doomed doomed(v, sends, [&v] {
@@ -146,7 +142,7 @@ Outcome RunWithVictim(Transport transport, int world, int victim, int sends,
                                : RingLinks{.left = links[static_cast<std::size_t>(r)].left,
                                            .right = links[static_cast<std::size_t>(r)].right,
                                            .owned = {}};
-    return ReduceAsRank(r, world, mine, kOp, options, &out.data[static_cast<std::size_t>(r)]);
+    return ReduceAsRank(r, world, mine, kOp, options, &out.data[static_cast<std::size_t>(r)], size);
   });
   return out;
 }
@@ -163,6 +159,62 @@ BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_that_dies_mid_op) {
           const Outcome out = RunWithVictim(transport, 4, 2, sends, options);
           BOOST_TEST(!out.status[2].ok());
           CheckEveryOtherRankNames(out.status, 2, out.start);
+        }
+      }
+    }
+  }
+}
+
+// A small range: 1000 floats, gathered in segments of 100. The victim sends its own range to its
+// right (10 messages), then to its left (10, with more than three ranks), then passes ranges on.
+// Dying within its first 10 messages leaves both neighbours short of its range, and every other
+// rank short of it too; later, the ranks that got all they need may hold the sum.
+constexpr std::size_t kSmall = 1000;
+const RingOptions kSmallOptions{.timeout = 60s, .segment_floats = 100};
+const RingOptions kSmallThreaded{.timeout = 60s, .segment_floats = 100, .caller_sends = false};
+
+BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_that_dies_mid_gather) {
+  for (Transport transport : testing::kTransports) {
+    for (const RingOptions& options : {kSmallOptions, kSmallThreaded}) {
+      for (int world = 3; world <= 6; ++world) {
+        for (int sends : {0, 1, 5}) {
+          const int victim = world / 2;
+          BOOST_TEST_CONTEXT(transport << ", " << Driving(options) << ", world " << world
+                                       << ", dies after " << sends << " messages") {
+            BOOST_TEST_REQUIRE(RingAllReduce::GathersToSum(world, kSmall * sizeof(float), options));
+            const Outcome out = RunWithVictim(transport, world, victim, sends, options, kSmall);
+            BOOST_TEST(!out.status[static_cast<std::size_t>(victim)].ok());
+            CheckEveryOtherRankNames(out.status, victim, out.start);
+          }
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(after_a_late_death_in_a_gather_each_rank_has_the_sum_or_names_it) {
+  for (Transport transport : testing::kTransports) {
+    for (const RingOptions& options : {kSmallOptions, kSmallThreaded}) {
+      for (int world = 3; world <= 6; ++world) {
+        const testing::Reference ref = testing::ReferenceSum(world, kSmall, kOp);
+        for (int sends : {10, 15, 25}) {
+          const int victim = world / 2;
+          BOOST_TEST_CONTEXT(transport << ", " << Driving(options) << ", world " << world
+                                       << ", dies after " << sends << " messages") {
+            const Outcome out = RunWithVictim(transport, world, victim, sends, options, kSmall);
+            BOOST_TEST(testing::SecondsSince(out.start) < 30.0);
+            for (int r = 0; r < world; ++r) {
+              if (r == victim) continue;
+              BOOST_TEST_CONTEXT("rank " << r) {
+                const std::size_t i = static_cast<std::size_t>(r);
+                if (out.status[i].ok()) {
+                  BOOST_TEST(testing::CountOutside(out.data[i], ref) == 0u);
+                } else {
+                  BOOST_TEST(Mentions(out.status[i].message(), "rank " + std::to_string(victim)));
+                }
+              }
+            }
+          }
         }
       }
     }

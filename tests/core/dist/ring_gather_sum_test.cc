@@ -1,13 +1,16 @@
 // Small ranges with more than two ranks (RingOptions::gather_sum_bytes, on what a rank sends that
-// way): every rank gathers every rank's whole range and sums it in the ring's order. Every rank must end with the bits the ring
-// gives (the same options with gather_sum_bytes = 0), whatever the world (1 to 7) and the size
-// around the threshold, ranks as threads and as processes; the bytes sent say which algorithm ran;
-// a dead or silent peer is named as the ring names it; ReduceBytesSent tells the bytes in advance.
+// way): every rank gathers every rank's whole range, both ways round the ring, and sums it in the
+// ring's order. Every rank must end with the bits the ring gives (the same options with
+// gather_sum_bytes = 0), whatever the world (1 to 7), the size around the threshold, the way an op
+// is driven or how little a link buffers, ranks as threads and as processes; the bytes sent say
+// which algorithm ran, and each way's share; a dead or silent peer is named as the ring names it;
+// ReduceBytesSent tells the bytes in advance.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -94,6 +97,72 @@ BOOST_AUTO_TEST_CASE(in_process_worlds_1_to_7_get_the_rings_bits_around_the_thre
 
 BOOST_AUTO_TEST_CASE(tcp_worlds_1_to_7_get_the_rings_bits_around_the_threshold) {
   CheckWorldsAndSizes(Transport::kTcp);
+}
+
+// Counts the floats sent over the link it passes them on to.
+class CountingLink final : public testing::ForwardingLink {
+ public:
+  using ForwardingLink::ForwardingLink;
+  Status Send(std::uint32_t tag, std::span<const float> data, Deadline deadline) override {
+    floats_sent += data.size();
+    return ForwardingLink::Send(tag, data, deadline);
+  }
+
+  std::size_t floats_sent = 0;  // read once the op's threads are joined
+};
+
+BOOST_AUTO_TEST_CASE(each_range_goes_both_ways_round_the_ring_half_the_hops_each) {
+  // floor(world/2) hops to the right and (world-1)/2 to the left: ceil((world-1)/2) dependent
+  // hops instead of the ring's world-1, the same world-1 ranges sent.
+  for (int world = 3; world <= 6; ++world) {
+    for (bool caller_sends : {true, false}) {
+      BOOST_TEST_CONTEXT("world " << world << (caller_sends ? "" : ", threaded")) {
+        const std::size_t size = 1000;
+        std::vector<RingLinks> links = testing::MakeRing(Transport::kLocal, world);
+        std::vector<std::unique_ptr<CountingLink>> left, right;
+        std::vector<RingLinks> counted;
+        for (const RingLinks& l : links) {
+          left.push_back(std::make_unique<CountingLink>(l.left));
+          right.push_back(std::make_unique<CountingLink>(l.right));
+          counted.push_back({.left = left.back().get(), .right = right.back().get(), .owned = {}});
+        }
+        Ring gathering(std::move(counted),
+                       {.timeout = 60s, .segment_floats = 300, .caller_sends = caller_sends});
+        Ring ring(testing::MakeRing(Transport::kLocal, world), {.gather_sum_bytes = 0});
+        const Reduced got = ReduceOnce(gathering, size, /*mean=*/true);
+        const Reduced want = ReduceOnce(ring, size, /*mean=*/true);
+        for (std::size_t r = 0; r < got.data.size(); ++r) {
+          BOOST_TEST_CONTEXT("rank " << r) {
+            BOOST_TEST(testing::SameBits(got.data[r], want.data[r]));
+            BOOST_TEST(right[r]->floats_sent == static_cast<std::size_t>(world / 2) * size);
+            BOOST_TEST(left[r]->floats_sent == static_cast<std::size_t>((world - 1) / 2) * size);
+          }
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(links_that_buffer_less_than_a_message_do_not_stall_the_gather) {
+  // Every rank first sends its range both ways, in segments far larger than a link holds: a rank
+  // that could not receive while it sends would block there for good. The ring's bits still.
+  for (int world = 3; world <= 6; ++world) {
+    for (bool caller_sends : {true, false}) {
+      BOOST_TEST_CONTEXT("world " << world << (caller_sends ? "" : ", threaded")) {
+        const std::size_t size = ThresholdFloats(world);
+        Ring gathering(MakeLocalRing(world, /*capacity_bytes=*/1024),
+                       {.timeout = 60s, .segment_floats = 1000, .caller_sends = caller_sends});
+        Ring ring(testing::MakeRing(Transport::kLocal, world), {.gather_sum_bytes = 0});
+        const Clock::time_point start = Clock::now();
+        const Reduced got = ReduceOnce(gathering, size, /*mean=*/false);
+        BOOST_TEST(testing::SecondsSince(start) < 30.0);
+        const Reduced want = ReduceOnce(ring, size, /*mean=*/false);
+        for (std::size_t r = 0; r < got.data.size(); ++r) {
+          BOOST_TEST(testing::SameBits(got.data[r], want.data[r]), "rank " << r);
+        }
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(the_threshold_is_an_option_on_what_a_rank_sends_and_includes_its_own_size) {

@@ -119,6 +119,25 @@ struct Ring {
   std::vector<std::unique_ptr<RingAllReduce>> ranks;
 };
 
+// A link that passes every call on to `inner` (which must outlive it): the base of test links
+// that change what one call does, e.g. count or fail sends.
+class ForwardingLink : public Link {
+ public:
+  explicit ForwardingLink(Link* inner) : inner_(inner) {}
+  Status Send(std::uint32_t tag, std::span<const float> data, Deadline deadline) override {
+    return inner_->Send(tag, data, deadline);
+  }
+  Result<std::uint32_t> RecvAnyTag(std::span<float> out, Deadline deadline) override {
+    return inner_->RecvAnyTag(out, deadline);
+  }
+  bool Readable() override { return inner_->Readable(); }
+  void Close() override { inner_->Close(); }
+  const std::string& peer() const override { return inner_->peer(); }
+
+ private:
+  Link* const inner_;
+};
+
 // What a forked rank wrote to its pipe, and how it ended (waitpid's status).
 struct ForkedRank {
   std::string output;
