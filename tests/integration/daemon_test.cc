@@ -246,8 +246,16 @@ BOOST_AUTO_TEST_CASE(sigterm_checkpoints_running_jobs_and_the_next_start_resumes
   BOOST_TEST(stopped.exit_code == 0, stopped.err);
   BOOST_TEST(!ProcessRunning("dtraind worker --socket " + d.socket()));
   d.Start();
-  const json job = d.WaitForState(id, "running");
-  const std::vector<std::string> states = States(job);
+  // The job may still read "running" from before the stop until the new daemon has taken it up:
+  // wait for its recovery's events, not for its state.
+  std::vector<std::string> states;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    states = States(d.Status(id));
+    if (states.size() >= 5 && states[4] == "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  BOOST_REQUIRE(states.size() >= 5u);
   BOOST_TEST((std::vector<std::string>(states.begin(), states.begin() + 5) ==
               std::vector<std::string>{"queued", "starting", "running", "recovering", "running"}));
   d.Request({{"type", "cancel"}, {"id", id}});
