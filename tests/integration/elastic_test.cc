@@ -139,7 +139,9 @@ void RequireUndoneStepsReported(const DaemonFixture& d, std::int64_t id, int ser
     const int logged = UndoLines(d, id, k, servers);
     BOOST_TEST_MESSAGE("shard " << k << " undid " << logged << " steps");
     BOOST_TEST(!StoredMetric(d, id, "steps_undone", kWorkers + k).empty(), "shard " << k);
-    BOOST_TEST(LargestOf(d, id, "steps_undone", kWorkers + k) == logged, "shard " << k);
+    BOOST_TEST(LargestOf(d, id, "steps_undone", kWorkers + k) == logged,
+               "shard " << k << ": steps_undone " << LargestOf(d, id, "steps_undone", kWorkers + k)
+                        << ", logged " << logged << d.LogTail(id, 80));
   }
 }
 
