@@ -18,9 +18,10 @@
 // threads share two cores here, so single rounds scatter by tens of percent.
 // Usage: bench_allreduce_bandwidth [--quick] [--rounds N] [--bytes N]... [--segment FLOATS]
 //                                  [--spin US] [--yield US] [--threaded] [--ring] [--no-shm]
-//                                  [--no-checksum] [--gather-sum BYTES]
+//                                  [--no-checksum] [--gather-sum BYTES] [--scatter-sum BYTES]
 // (--threaded: RingOptions::caller_sends off; --ring: the two-phase ring for n = 2 too;
-// --gather-sum: RingOptions::gather_sum_bytes, 0 for the ring at every size.)
+// --gather-sum: RingOptions::gather_sum_bytes, --scatter-sum: RingOptions::scatter_sum_bytes;
+// both 0 for the ring at every size.)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -74,6 +75,8 @@ int main(int argc, char** argv) {
       options.yield = std::chrono::microseconds(std::strtol(argv[++i], nullptr, 10));
     } else if (arg == "--gather-sum" && i + 1 < argc) {
       options.gather_sum_bytes = std::strtoul(argv[++i], nullptr, 10);
+    } else if (arg == "--scatter-sum" && i + 1 < argc) {
+      options.scatter_sum_bytes = std::strtoul(argv[++i], nullptr, 10);
     } else if (arg == "--threaded") {
       options.caller_sends = false;
     } else if (arg == "--ring") {
@@ -86,7 +89,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--rounds N] [--bytes N]... [--segment FLOATS]\n"
                    "       [--spin MICROSECONDS] [--yield MICROSECONDS] [--threaded] [--ring]\n"
-                   "       [--no-shm] [--no-checksum] [--gather-sum BYTES]\n",
+                   "       [--no-shm] [--no-checksum] [--gather-sum BYTES] [--scatter-sum BYTES]\n",
                    argv[0]);
       return 2;
     }
@@ -103,13 +106,15 @@ int main(int argc, char** argv) {
               shm ? " and over shared memory" : "");
   std::printf(
       "segment %zu floats (%s), yield %lld us, spin %lld us, %s, n=2 by %s, n=4 gathers and sums "
-      "up to %s, %u cores;\nGB/s = 1e9 bytes/s; medians of %d round(s), ratios per round (both "
+      "up to %s sent, by chunks both ways up to %s sent, %u cores;\nGB/s = 1e9 bytes/s; medians of "
+      "%d round(s), ratios per round (both "
       "measured in it), then their median\n",
       options.segment_floats, SizeName(segment_bytes).c_str(),
       static_cast<long long>(options.yield.count()), static_cast<long long>(options.spin.count()),
       options.caller_sends ? "caller sends" : "threaded",
       options.direct_exchange ? "direct exchange" : "ring",
-      SizeName(options.gather_sum_bytes).c_str(), std::thread::hardware_concurrency(), rounds);
+      SizeName(options.gather_sum_bytes).c_str(), SizeName(options.scatter_sum_bytes).c_str(),
+      std::thread::hardware_concurrency(), rounds);
   std::printf("%-8s %8s %8s | %8s %7s %7s | %8s %7s %7s", "size", "raw", "raw+crc", "n=2", "/raw",
               "/r+crc", "n=4", "/raw", "/r+crc");
   if (shm) std::printf(" | %8s %7s %8s %7s", "shm n=2", "/tcp", "shm n=4", "/tcp");

@@ -15,7 +15,8 @@
 //   contributes a step by the job's compression plan (compress::PlanCompression): topk and bf16
 //   all-gather them, (n-1) 4P; powersgd all-reduces them in two means, each 2 (n-1)/n of its
 //   bytes, or (n-1) of them where that is at most 96 KiB (the ring's gather of small ranges,
-//   RingAllReduce::GathersToSum);
+//   RingAllReduce::GathersToSum), or ScatterChunksSent(n)/n of them where that is at most
+//   112 KiB (chunks both ways, RingAllReduce::ScattersToSum);
 //   eth0's counters add, over the job, the final checkpoint's gather of every replica's
 //   residual (n-1 gradients from each host), which wire_bytes leaves out;
 //   sync ring with bucket_bytes = 0 (no overlap: the whole gradient after the backward pass) and
@@ -126,7 +127,8 @@ std::vector<double> SentBytes(const dtrain::testing::NetnsCluster& cluster) {
 // What a replica of a compressed sync ring sends per step, from the MLP's compression plan:
 // powersgd's two means (P and the raw tensors, then Q) as the ring all-reduces them, a small mean
 // among more than two replicas (RingAllReduce::GathersToSum) as a gather of every replica's
-// range, (n-1) b, a larger one 2 (n-1)/n b; topk and bf16 gather every replica's
+// range, (n-1) b, a middle one (ScattersToSum) as chunks both ways, ScatterChunksSent(n) b/n,
+// a larger one 2 (n-1)/n b; topk and bf16 gather every replica's
 // message, (n-1) times what one replica contributes.
 double CompressedBytes(const dtrain::compress::Settings& settings, double replicas) {
   const dtrain::model::Model mlp(dtrain::bench::FashionMlp({256, 128}));
@@ -139,10 +141,17 @@ double CompressedBytes(const dtrain::compress::Settings& settings, double replic
     if (low_rank) second += static_cast<double>(t.tensor.cols * t.rank);
   }
   const auto mean = [replicas](double floats) {
+    using dtrain::dist::RingAllReduce;
     const double bytes = 4.0 * floats;
-    const bool gathered = dtrain::dist::RingAllReduce::GathersToSum(
-        static_cast<int>(replicas), static_cast<std::size_t>(bytes), dtrain::dist::RingOptions{});
-    return gathered ? (replicas - 1) * bytes : 2.0 * (replicas - 1) / replicas * bytes;
+    const int n = static_cast<int>(replicas);
+    const auto size = static_cast<std::size_t>(bytes);
+    if (RingAllReduce::GathersToSum(n, size, dtrain::dist::RingOptions{})) {
+      return (replicas - 1) * bytes;
+    }
+    if (RingAllReduce::ScattersToSum(n, size, dtrain::dist::RingOptions{})) {
+      return static_cast<double>(RingAllReduce::ScatterChunksSent(n)) * bytes / replicas;
+    }
+    return 2.0 * (replicas - 1) / replicas * bytes;
   };
   return mean(first) + mean(second);
 }

@@ -109,6 +109,7 @@ Status RingAllReduce::AllReduceMean(std::span<float> data, std::uint32_t op) {
 }
 
 Status RingAllReduce::Reduce(std::span<float> data, std::uint32_t op, float scale) {
+  if (unusable_.ok() && ScattersToSum(data.size_bytes())) return ReduceBothWays(data, op, scale);
   if (!unusable_.ok() || !GathersToSum(data.size_bytes())) {
     return Run(data, op, Collective::kReduce, scale);
   }
@@ -117,6 +118,24 @@ Status RingAllReduce::Reduce(std::span<float> data, std::uint32_t op, float scal
   std::copy(data.begin(), data.end(), gathered_.begin() + rank_ * std::ssize(data));
   if (Status s = Run(gathered_, op, Collective::kGather, 1.0f); !s.ok()) return s;
   SumInRingOrder(gathered_, world_, scale, data);
+  return Status::Ok();
+}
+
+Status RingAllReduce::ReduceBothWays(std::span<float> data, std::uint32_t op, float scale) {
+  // Every rank's values of this rank's chunk, this rank's own among them; its sum in the ring's
+  // order; then every rank's sum.
+  data_ = data;
+  gathered_.resize(Chunk(0).size() * static_cast<std::size_t>(world_ * world_));
+  if (Status s = Run(data, op, Collective::kScatter, 1.0f); !s.ok()) return s;
+  const RingOpStats scattered = last_op_;
+  const std::span<float> own = Chunk(rank_);
+  std::ranges::copy(own, ScatterSlot(rank_, rank_).begin());
+  SumChunkInRingOrder(ScatterSlot(0, rank_).data(), Chunk(0).size() * world_, world_, rank_, scale,
+                      own);
+  if (Status s = Run(data, op, Collective::kGatherBothWays, 1.0f); !s.ok()) return s;
+  last_op_.wait_seconds = scattered.wait_seconds;
+  last_op_.bytes_sent += scattered.bytes_sent;
+  last_op_.bytes_received += scattered.bytes_received;
   return Status::Ok();
 }
 
@@ -146,7 +165,11 @@ Status RingAllReduce::Run(std::span<float> data, std::uint32_t op, Collective co
   sends_.clear();
   receives_.clear();
   if (collective == Collective::kGather) {
-    PlanGather();
+    PlanGather(GathersToSum(Chunk(0).size_bytes()));
+  } else if (collective == Collective::kGatherBothWays) {
+    PlanGather(true);
+  } else if (collective == Collective::kScatter) {
+    PlanScatter();
   } else if (world_ == 2 && options_.direct_exchange) {
     PlanExchange(scale);
   } else {

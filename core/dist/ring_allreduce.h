@@ -28,7 +28,19 @@
 // measured faster than the ring, and than gathering one way round, up to 32 KiB, and slower than
 // both from 64 KiB (docs/performance-notes.md). AllGather goes both ways for blocks as small, one
 // way round (world-1 hops) for larger ones.
-// Either way the messages are segments of at most RingOptions::segment_floats (and, for small
+// Middle ranges, more than two ranks (ranges that do not gather, where a rank sends at most
+// RingOptions::scatter_sum_bytes, 112 KiB, this way: up to 64 KiB at 4 ranks): the two halves of
+// the ring's op each go both ways round it. First every rank r gathers, for chunk r alone, every
+// other rank's values of that chunk: rank r sends its values of chunks r+1, ..., r+R to its right
+// (R = ceil((world-1)/2)) and of chunks r-1, ..., r-L to its left (L = floor((world-1)/2)), and
+// passes on what comes from one side for chunks beyond it to the other, so that in hop t it
+// receives rank r-1-t's values from its left and rank r+1+t's from its right: R dependent hops. It
+// sums chunk r in the ring's order (SumChunkInRingOrder), and then the finished chunks are gathered
+// both ways (R hops). At 4 ranks that is 4 dependent steps instead of the ring's 6, for 7/6 of its
+// bytes and one message more; on 2 cores over loopback TCP it measured 1.05-1.11x the ring from 40
+// to 64 KiB, and slower from 128 KiB (docs/performance-notes.md).
+//
+// Whichever way, the messages are segments of at most RingOptions::segment_floats (and, for small
 // ranges, at least four per chunk, of 64 KiB or more), and each moves on as soon as it is ready,
 // so the ring works as a pipeline. The messages depend only on the world, the rank and the range's
 // size.
@@ -63,9 +75,9 @@
 // Bitwise identity: with two ranks, rank 0 computes a+b and rank 1 b+a (then * 1/2 for a mean),
 // which IEEE addition makes the same bits. With more, each float of the result is computed by
 // exactly one rank (chunk c's finisher, rank c-1), always in the same order (ranks c, c+1, ...,
-// c-1), scaled there for a mean, and then only copied; a small range's sums are computed by every
-// rank, each in that same order from the same values. Every rank ends with the same bits, and
-// which of the two ways ran does not change them.
+// c-1), scaled there for a mean, and then only copied (a middle range's chunk c by rank c, in that
+// order); a small range's sums are computed by every rank, each in that same order from the same
+// values. Every rank ends with the same bits, and which of the ways ran does not change them.
 //
 // Deadlines and failures: each op must finish within RingOptions::timeout of its start; a dead,
 // silent or misbehaving peer is an error naming that peer and the op. A rank whose op fails tells
@@ -121,6 +133,12 @@ struct RingOptions {
   // grow with the world and the ring's do not, so larger rings gather smaller ranges only. 0: the
   // ring for every size.
   std::size_t gather_sum_bytes = 96 << 10;
+  // Rings of more than two ranks all-reduce ranges that do not gather both ways round the ring by
+  // chunks (see "Middle ranges" above) where what a rank sends that way, ScatterChunksSent(world)
+  // of its largest chunks, is at most this many: ranges up to 64 KiB at 4 ranks (7/4 of the
+  // range), as measured; the bytes grow with the world faster than the ring's, so larger rings
+  // take smaller ranges this way. 0: the ring for them.
+  std::size_t scatter_sum_bytes = 112 << 10;
 };
 
 // What the last op cost this rank.
@@ -170,6 +188,10 @@ class RingAllReduce {
   // Whether a ring of `world` ranks with `options` all-reduces a range of `bytes` by gathering
   // every rank's range and summing it (see "Small ranges" above).
   static bool GathersToSum(int world, std::size_t bytes, const RingOptions& options);
+  // Whether it all-reduces a range of `bytes` both ways round the ring by chunks (see "Middle
+  // ranges"), and how many chunks a rank sends then: R(R+3)/2 + L(L+3)/2.
+  static bool ScattersToSum(int world, std::size_t bytes, const RingOptions& options);
+  static std::size_t ScatterChunksSent(int world);
   int rank() const { return rank_; }
   int world() const { return world_; }
   // Whether the calling thread may send in the next op: RingOptions::caller_sends, unless a recent
@@ -204,15 +226,27 @@ class RingAllReduce {
 
   // Whether an all-reduce of `bytes` goes by gathering every rank's range and summing here.
   bool GathersToSum(std::size_t bytes) const { return GathersToSum(world_, bytes, options_); }
-  // What an op computes: a sum scaled by `scale`, or the gather of every rank's block.
-  enum class Collective { kReduce, kGather };
-  // AllReduceSum / AllReduceMean: by the ring, or for small ranges by gathering and summing here.
+  bool ScattersToSum(std::size_t bytes) const { return ScattersToSum(world_, bytes, options_); }
+  // What an op computes: a sum scaled by `scale` (by the ring or the exchange), the gather of
+  // every rank's block (both ways where it is small), the same both ways whatever its size, or
+  // every rank's values of this rank's chunk gathered into gathered_ (ScatterSlot).
+  enum class Collective { kReduce, kGather, kGatherBothWays, kScatter };
+  // AllReduceSum / AllReduceMean: by the ring, or for small ranges by gathering and summing here,
+  // or for middle ones by gathering each chunk to one rank and the sums to all.
   Status Reduce(std::span<float> data, std::uint32_t op, float scale);
+  Status ReduceBothWays(std::span<float> data, std::uint32_t op, float scale);
   Status Run(std::span<float> data, std::uint32_t op, Collective collective, float scale);
   // Fill sends_, receives_, posted_ and the op's byte counts for the current op's range.
   void PlanRing(float scale);
   void PlanExchange(float scale);
-  void PlanGather();
+  void PlanGather(bool both_ways);
+  void PlanScatter();
+  // For a gather or a scatter: `values` sent to `to` verbatim, and `into` received from `from`
+  // in place (passed on afterwards where `forward`), in messages of `segment` floats.
+  void PlanCopies(std::span<float> values, Link* to, std::size_t segment);
+  void PlanArrivals(std::span<float> into, Link* from, bool forward, std::size_t segment);
+  // Where a scatter keeps rank `origin`'s values of chunk c: a slot of Chunk(0).size() floats.
+  std::span<float> ScatterSlot(int origin, int c);
 
   // The calling thread drives the whole op (caller_sends).
   void Drive();
@@ -275,7 +309,8 @@ class RingAllReduce {
   RingOpStats last_op_;  // written by the calling thread only
   Clock::time_point op_start_{};
   std::vector<float> scratch_;   // one segment from the left, before it is added in
-  std::vector<float> gathered_;  // small ranges: every rank's whole range, rank r's at block r
+  // Small ranges: every rank's whole range, rank r's at block r; middle ones: ScatterSlot's.
+  std::vector<float> gathered_;
   // After a rescue the next threaded_left_ ops are threaded: backoff_ of them, doubling with each
   // rescue that follows soon after and halving after long runs without one (a send preempted for
   // long looks stuck too, so a rescue alone does not prove that this transport cannot buffer).

@@ -4,7 +4,8 @@
 // gather_sum_bytes = 0), whatever the world (1 to 7), the size around the threshold, the way an op
 // is driven or how little a link buffers, ranks as threads and as processes; the bytes sent say
 // which algorithm ran, and each way's share; a dead or silent peer is named as the ring names it;
-// ReduceBytesSent tells the bytes in advance.
+// ReduceBytesSent tells the bytes in advance (also for the middle ranges of
+// ring_scatter_sum_test.cc, and the ring's), and a dead peer is named in a middle op too.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dist/ring_allreduce.h"
@@ -22,6 +24,8 @@ namespace dtrain::dist {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::CountedRing;
+using testing::Reduced;
 using testing::Ring;
 using testing::Transport;
 
@@ -32,25 +36,8 @@ std::size_t ThresholdFloats(int world) {
   return world < 3 ? 1 : RingOptions{}.gather_sum_bytes / sizeof(float) / (world - 1);
 }
 
-struct Reduced {
-  std::vector<std::vector<float>> data;  // each rank's result
-  std::vector<std::uint64_t> bytes_sent;
-};
-
-// Every rank reduces Input(rank, size, kOp), by the sum or the mean.
 Reduced ReduceOnce(Ring& ring, std::size_t size, bool mean) {
-  Reduced out{std::vector<std::vector<float>>(static_cast<std::size_t>(ring.world())),
-              std::vector<std::uint64_t>(static_cast<std::size_t>(ring.world()))};
-  const std::vector<Status> status = testing::RunRanks(ring.world(), [&](int r) {
-    const std::size_t i = static_cast<std::size_t>(r);
-    out.data[i] = testing::Input(r, size, kOp);
-    RingAllReduce& rank = *ring.ranks[i];
-    Status s = mean ? rank.AllReduceMean(out.data[i], kOp) : rank.AllReduceSum(out.data[i], kOp);
-    out.bytes_sent[i] = rank.last_op().bytes_sent;
-    return s;
-  });
-  for (const Status& s : status) BOOST_TEST_REQUIRE(s.ok(), s.message());
-  return out;
+  return testing::ReduceOnce(ring, size, mean, kOp);
 }
 
 // Reduces `size` floats both ways over `transport` and checks that every rank of the gathering
@@ -58,8 +45,9 @@ Reduced ReduceOnce(Ring& ring, std::size_t size, bool mean) {
 void CheckAgainstTheRing(Transport transport, int world, std::size_t threshold_bytes,
                          std::size_t size, bool mean) {
   Ring gathering(testing::MakeRing(transport, world),
-                 {.timeout = 60s, .gather_sum_bytes = threshold_bytes});
-  Ring ring(testing::MakeRing(transport, world), {.timeout = 60s, .gather_sum_bytes = 0});
+                 {.timeout = 60s, .gather_sum_bytes = threshold_bytes, .scatter_sum_bytes = 0});
+  Ring ring(testing::MakeRing(transport, world),
+            {.timeout = 60s, .gather_sum_bytes = 0, .scatter_sum_bytes = 0});
   const Reduced got = ReduceOnce(gathering, size, mean);
   const Reduced want = ReduceOnce(ring, size, mean);
   const bool gathers = world > 2 && threshold_bytes > 0 &&
@@ -99,18 +87,6 @@ BOOST_AUTO_TEST_CASE(tcp_worlds_1_to_7_get_the_rings_bits_around_the_threshold) 
   CheckWorldsAndSizes(Transport::kTcp);
 }
 
-// Counts the floats sent over the link it passes them on to.
-class CountingLink final : public testing::ForwardingLink {
- public:
-  using ForwardingLink::ForwardingLink;
-  Status Send(std::uint32_t tag, std::span<const float> data, Deadline deadline) override {
-    floats_sent += data.size();
-    return ForwardingLink::Send(tag, data, deadline);
-  }
-
-  std::size_t floats_sent = 0;  // read once the op's threads are joined
-};
-
 BOOST_AUTO_TEST_CASE(each_range_goes_both_ways_round_the_ring_half_the_hops_each) {
   // floor(world/2) hops to the right and (world-1)/2 to the left: ceil((world-1)/2) dependent
   // hops instead of the ring's world-1, the same world-1 ranges sent.
@@ -118,17 +94,13 @@ BOOST_AUTO_TEST_CASE(each_range_goes_both_ways_round_the_ring_half_the_hops_each
     for (bool caller_sends : {true, false}) {
       BOOST_TEST_CONTEXT("world " << world << (caller_sends ? "" : ", threaded")) {
         const std::size_t size = 1000;
-        std::vector<RingLinks> links = testing::MakeRing(Transport::kLocal, world);
-        std::vector<std::unique_ptr<CountingLink>> left, right;
-        std::vector<RingLinks> counted;
-        for (const RingLinks& l : links) {
-          left.push_back(std::make_unique<CountingLink>(l.left));
-          right.push_back(std::make_unique<CountingLink>(l.right));
-          counted.push_back({.left = left.back().get(), .right = right.back().get(), .owned = {}});
-        }
-        Ring gathering(std::move(counted),
-                       {.timeout = 60s, .segment_floats = 300, .caller_sends = caller_sends});
-        Ring ring(testing::MakeRing(Transport::kLocal, world), {.gather_sum_bytes = 0});
+        CountedRing counted(world,
+                            {.timeout = 60s, .segment_floats = 300, .caller_sends = caller_sends});
+        Ring& gathering = *counted.ring;
+        const auto& left = counted.left;
+        const auto& right = counted.right;
+        Ring ring(testing::MakeRing(Transport::kLocal, world),
+                  {.gather_sum_bytes = 0, .scatter_sum_bytes = 0});
         const Reduced got = ReduceOnce(gathering, size, /*mean=*/true);
         const Reduced want = ReduceOnce(ring, size, /*mean=*/true);
         for (std::size_t r = 0; r < got.data.size(); ++r) {
@@ -152,7 +124,8 @@ BOOST_AUTO_TEST_CASE(links_that_buffer_less_than_a_message_do_not_stall_the_gath
         const std::size_t size = ThresholdFloats(world);
         Ring gathering(MakeLocalRing(world, /*capacity_bytes=*/1024),
                        {.timeout = 60s, .segment_floats = 1000, .caller_sends = caller_sends});
-        Ring ring(testing::MakeRing(Transport::kLocal, world), {.gather_sum_bytes = 0});
+        Ring ring(testing::MakeRing(Transport::kLocal, world),
+                  {.gather_sum_bytes = 0, .scatter_sum_bytes = 0});
         const Clock::time_point start = Clock::now();
         const Reduced got = ReduceOnce(gathering, size, /*mean=*/false);
         BOOST_TEST(testing::SecondsSince(start) < 30.0);
@@ -226,7 +199,8 @@ BOOST_AUTO_TEST_CASE(ranks_as_processes_get_the_bits_of_the_ring_in_threads) {
         BOOST_TEST_REQUIRE(listening.ok(), listening.status().message());
         const std::vector<testing::ForkedRank> ranks = testing::ForkRanks(
             world, [&](int r, int fd) { return RankProcess(listening.value(), r, size, fd); });
-        Ring ring(testing::MakeRing(Transport::kLocal, world), {.gather_sum_bytes = 0});
+        Ring ring(testing::MakeRing(Transport::kLocal, world),
+                  {.gather_sum_bytes = 0, .scatter_sum_bytes = 0});
         const Reduced want = ReduceOnce(ring, size, /*mean=*/true);
         for (std::size_t r = 0; r < ranks.size(); ++r) {
           BOOST_TEST_CONTEXT("rank " << r) {
@@ -244,13 +218,18 @@ BOOST_AUTO_TEST_CASE(ranks_as_processes_get_the_bits_of_the_ring_in_threads) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(every_rank_names_a_peer_that_died_before_a_small_op) {
+BOOST_AUTO_TEST_CASE(every_rank_names_a_peer_that_died_before_a_small_or_middle_op) {
+  // 1000 floats gather; 13000 (52 KB) go both ways by chunks at 3 to 5 ranks
+  // (ring_scatter_sum_test.cc), by the ring at 6 and 7.
   for (Transport transport : {Transport::kLocal, Transport::kTcp}) {
     for (int world = 3; world <= 7; ++world) {
-      for (bool caller_sends : {true, false}) {
+      for (const std::pair<bool, int>& run : {std::pair{true, 1000}, std::pair{false, 1000},
+                                              std::pair{true, 13000}, std::pair{false, 13000}}) {
+        const bool caller_sends = run.first;
+        const int size = run.second;
         const int victim = world / 2;
-        BOOST_TEST_CONTEXT(transport << ", world " << world << ", victim " << victim
-                                     << (caller_sends ? "" : ", threaded")) {
+        BOOST_TEST_CONTEXT(transport << ", world " << world << ", victim " << victim << ", " << size
+                                     << " floats" << (caller_sends ? "" : ", threaded")) {
           std::vector<RingLinks> links = testing::MakeRing(transport, world);
           const Clock::time_point start = Clock::now();
           const std::vector<Status> status = testing::RunRanks(world, [&](int r) {
@@ -262,7 +241,7 @@ BOOST_AUTO_TEST_CASE(every_rank_names_a_peer_that_died_before_a_small_op) {
             }
             RingAllReduce ring(r, world, mine.left, mine.right,
                                {.timeout = 60s, .caller_sends = caller_sends});
-            std::vector<float> data = testing::Input(r, 1000, kOp);
+            std::vector<float> data = testing::Input(r, static_cast<std::size_t>(size), kOp);
             return ring.AllReduceSum(data, kOp);
           });
           BOOST_TEST(testing::SecondsSince(start) < 30.0);
@@ -310,7 +289,8 @@ BOOST_AUTO_TEST_CASE(reduce_bytes_sent_says_what_each_rank_sends_whichever_way_t
       Ring ring(testing::MakeRing(Transport::kLocal, world),
                 {.timeout = 60s, .segment_floats = 4096, .direct_exchange = direct});
       for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{1001},
-                               ThresholdFloats(world), ThresholdFloats(world) + 1, std::size_t{100'003}}) {
+                               ThresholdFloats(world), ThresholdFloats(world) + 1,
+                               std::size_t{65'536}, std::size_t{65'537}, std::size_t{100'003}}) {
         BOOST_TEST_CONTEXT("world " << world << ", " << size << " floats"
                                     << (direct ? "" : ", no direct exchange")) {
           const Reduced r = ReduceOnce(ring, size, false);

@@ -186,6 +186,57 @@ inline std::vector<Status> RunRanks(int world, const std::function<Status(int)>&
   return results;
 }
 
+// Each rank's result of one all-reduce, and the bytes each sent.
+struct Reduced {
+  std::vector<std::vector<float>> data;
+  std::vector<std::uint64_t> bytes_sent;
+};
+
+// Every rank of `ring` reduces Input(rank, size, op), by the sum or the mean.
+inline Reduced ReduceOnce(Ring& ring, std::size_t size, bool mean, std::uint32_t op) {
+  Reduced out{std::vector<std::vector<float>>(static_cast<std::size_t>(ring.world())),
+              std::vector<std::uint64_t>(static_cast<std::size_t>(ring.world()))};
+  const std::vector<Status> status = RunRanks(ring.world(), [&](int r) {
+    const std::size_t i = static_cast<std::size_t>(r);
+    out.data[i] = Input(r, size, op);
+    RingAllReduce& rank = *ring.ranks[i];
+    Status s = mean ? rank.AllReduceMean(out.data[i], op) : rank.AllReduceSum(out.data[i], op);
+    out.bytes_sent[i] = rank.last_op().bytes_sent;
+    return s;
+  });
+  for (const Status& s : status) BOOST_TEST_REQUIRE(s.ok(), s.message());
+  return out;
+}
+
+// Counts the floats sent over the link it passes them on to.
+class CountingLink final : public ForwardingLink {
+ public:
+  using ForwardingLink::ForwardingLink;
+  Status Send(std::uint32_t tag, std::span<const float> data, Deadline deadline) override {
+    floats_sent += data.size();
+    return ForwardingLink::Send(tag, data, deadline);
+  }
+
+  std::size_t floats_sent = 0;  // read once the op's threads are joined
+};
+
+// A ring of `world` in-process ranks whose links count what each rank sends each way.
+struct CountedRing {
+  CountedRing(int world, RingOptions options) : inner(MakeRing(Transport::kLocal, world)) {
+    std::vector<RingLinks> counted;
+    for (const RingLinks& l : inner) {
+      left.push_back(std::make_unique<CountingLink>(l.left));
+      right.push_back(std::make_unique<CountingLink>(l.right));
+      counted.push_back({.left = left.back().get(), .right = right.back().get(), .owned = {}});
+    }
+    ring = std::make_unique<Ring>(std::move(counted), options);
+  }
+
+  std::vector<RingLinks> inner;
+  std::vector<std::unique_ptr<CountingLink>> left, right;  // by rank
+  std::unique_ptr<Ring> ring;
+};
+
 // Seconds since `start`, for "< 30 s: no hang" bounds.
 inline double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
