@@ -15,8 +15,8 @@
 //   contributes a step by the job's compression plan (compress::PlanCompression): topk and bf16
 //   all-gather them, (n-1) 4P; powersgd all-reduces them in two means, each 2 (n-1)/n of its
 //   bytes, or (n-1) of them where that is at most 96 KiB (the ring's gather of small ranges,
-//   RingAllReduce::GathersToSum), or ScatterChunksSent(n)/n of them where that is at most
-//   112 KiB (chunks both ways, RingAllReduce::ScattersToSum);
+//   RingAllReduce::GathersToSum), or at 3 and 4 ranks ScatterChunksSent(n)/n of them where that
+//   is at most 112 KiB (chunks both ways, RingAllReduce::ScattersToSum);
 //   eth0's counters add, over the job, the final checkpoint's gather of every replica's
 //   residual (n-1 gradients from each host), which wire_bytes leaves out;
 //   sync ring with bucket_bytes = 0 (no overlap: the whole gradient after the backward pass) and

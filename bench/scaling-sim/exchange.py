@@ -15,6 +15,7 @@ TOPK_FRACTION = 0.001
 MIN_SAVING = 4  # a tensor is compressed only where that sends at most a quarter of its floats
 GATHER_SUM_BYTES = 96 << 10  # RingOptions::gather_sum_bytes (RingAllReduce::GathersToSum)
 SCATTER_SUM_BYTES = 112 << 10  # RingOptions::scatter_sum_bytes (RingAllReduce::ScattersToSum)
+SCATTER_MOST_RANKS = 4  # RingOptions::scatter_most_ranks
 DEFAULT_BUCKET_BYTES = 4 << 20
 
 
@@ -48,14 +49,14 @@ def plan(method):
 def ring_mean_bytes(nbytes, n):
     """What a rank sends for a mean of nbytes over n ranks: among more than two, a range that
     sends at most GATHER_SUM_BYTES that way goes round whole (n - 1 times), one that sends at most
-    SCATTER_SUM_BYTES by chunks both ways does so (R(R+3)/2 + L(L+3)/2 chunks of nbytes / n, R and
+    SCATTER_SUM_BYTES by chunks both ways does so among at most SCATTER_MOST_RANKS (R(R+3)/2 + L(L+3)/2 chunks of nbytes / n, R and
     L the hops each way), a larger one 2 (n - 1) / n of it."""
     if n > 2 and (n - 1) * nbytes <= GATHER_SUM_BYTES:
         return (n - 1) * nbytes
     left = (n - 1) // 2
     right = n - 1 - left
     chunks = right * (right + 3) // 2 + left * (left + 3) // 2
-    if n > 2 and chunks * math.ceil(nbytes / 4 / n) * 4 <= SCATTER_SUM_BYTES:
+    if 2 < n <= SCATTER_MOST_RANKS and chunks * math.ceil(nbytes / 4 / n) * 4 <= SCATTER_SUM_BYTES:
         return chunks * nbytes / n
     return 2.0 * (n - 1) / n * nbytes
 

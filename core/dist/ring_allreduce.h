@@ -28,8 +28,9 @@
 // measured faster than the ring, and than gathering one way round, up to 32 KiB, and slower than
 // both from 64 KiB (docs/performance-notes.md). AllGather goes both ways for blocks as small, one
 // way round (world-1 hops) for larger ones.
-// Middle ranges, more than two ranks (ranges that do not gather, where a rank sends at most
-// RingOptions::scatter_sum_bytes, 112 KiB, this way: up to 64 KiB at 4 ranks): the two halves of
+// Middle ranges, three or four ranks (RingOptions::scatter_most_ranks; ranges that do not gather,
+// where a rank sends at most RingOptions::scatter_sum_bytes, 112 KiB, this way: up to 64 KiB at 4
+// ranks): the two halves of
 // the ring's op each go both ways round it. First every rank r gathers, for chunk r alone, every
 // other rank's values of that chunk: rank r sends its values of chunks r+1, ..., r+R to its right
 // (R = ceil((world-1)/2)) and of chunks r-1, ..., r-L to its left (L = floor((world-1)/2)), and
@@ -139,6 +140,9 @@ struct RingOptions {
   // range), as measured; the bytes grow with the world faster than the ring's, so larger rings
   // take smaller ranges this way. 0: the ring for them.
   std::size_t scatter_sum_bytes = 112 << 10;
+  // ... in rings of at most this many ranks: there it sends at most 7/6 of the ring's bytes; at 5
+  // to 8 ranks it would send 1.25-1.64 times them, for hops that 2 cores cannot time.
+  int scatter_most_ranks = 4;
 };
 
 // What the last op cost this rank.

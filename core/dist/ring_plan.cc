@@ -56,7 +56,9 @@ std::size_t RingAllReduce::ScatterChunksSent(int world) {
 }
 
 bool RingAllReduce::ScattersToSum(int world, std::size_t bytes, const RingOptions& options) {
-  if (world < 3 || GathersToSum(world, bytes, options)) return false;
+  if (world < 3 || world > options.scatter_most_ranks || GathersToSum(world, bytes, options)) {
+    return false;
+  }
   const std::size_t floats = bytes / sizeof(float);
   const std::size_t largest_chunk = (floats + static_cast<std::size_t>(world) - 1) / world;
   return ScatterChunksSent(world) * largest_chunk * sizeof(float) <= options.scatter_sum_bytes;

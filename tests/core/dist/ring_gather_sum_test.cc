@@ -219,8 +219,8 @@ BOOST_AUTO_TEST_CASE(ranks_as_processes_get_the_bits_of_the_ring_in_threads) {
 }
 
 BOOST_AUTO_TEST_CASE(every_rank_names_a_peer_that_died_before_a_small_or_middle_op) {
-  // 1000 floats gather; 13000 (52 KB) go both ways by chunks at 3 to 5 ranks
-  // (ring_scatter_sum_test.cc), by the ring at 6 and 7.
+  // 1000 floats gather; 13000 (52 KB) go both ways by chunks at 3 and 4 ranks
+  // (ring_scatter_sum_test.cc), by the ring at 5 to 7.
   for (Transport transport : {Transport::kLocal, Transport::kTcp}) {
     for (int world = 3; world <= 7; ++world) {
       for (const std::pair<bool, int>& run : {std::pair{true, 1000}, std::pair{false, 1000},

@@ -4,7 +4,8 @@
 // (scatter_sum_bytes = 0), whatever the world (1 to 7), the size around the thresholds, the way an
 // op is driven or how little a link buffers, over every transport; each link carries what the two
 // phases send that way, R(R+3)/2 chunks rightward and L(L+3)/2 leftward (R = ceil((world-1)/2),
-// L = floor((world-1)/2)), and the ring takes the sizes beyond the threshold.
+// L = floor((world-1)/2)), and the ring takes the sizes beyond the threshold and, by default, the
+// worlds beyond 4.
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
 #include <vector>
@@ -23,8 +24,9 @@ using testing::Transport;
 
 constexpr std::uint32_t kOp = 11;
 const RingOptions kTheRing{.timeout = 60s, .gather_sum_bytes = 0, .scatter_sum_bytes = 0};
-// Every range both ways by chunks, whatever its size.
+// Every range both ways by chunks, whatever its size and the world.
 constexpr std::size_t kAlways = std::size_t{1} << 30;
+constexpr int kAnyWorld = 64;
 
 // Floats of the smallest range a ring of `world` ranks does not gather by default.
 std::size_t FirstUngathered(int world) {
@@ -52,7 +54,8 @@ BOOST_AUTO_TEST_CASE(worlds_1_to_7_get_the_rings_bits_on_every_transport_around_
             Ring ring(testing::MakeRing(transport, world), kTheRing);
             const Reduced got = testing::ReduceOnce(scattering, size, mean, kOp);
             const Reduced want = testing::ReduceOnce(ring, size, mean, kOp);
-            const bool scatters = world >= 3 && size <= LastScattered(world);
+            const bool scatters = world >= 3 && world <= RingOptions{}.scatter_most_ranks &&
+                                  size <= LastScattered(world);
             BOOST_TEST(RingAllReduce::ScattersToSum(world, size * sizeof(float), RingOptions{}) ==
                        scatters);
             for (std::size_t r = 0; r < got.data.size(); ++r) {
@@ -78,7 +81,8 @@ BOOST_AUTO_TEST_CASE(each_link_carries_the_chunks_both_phases_send_its_way) {
         CountedRing counted(world, {.timeout = 60s,
                                     .segment_floats = 1500,
                                     .caller_sends = caller_sends,
-                                    .scatter_sum_bytes = kAlways});
+                                    .scatter_sum_bytes = kAlways,
+                                    .scatter_most_ranks = kAnyWorld});
         Ring ring(testing::MakeRing(Transport::kLocal, world), kTheRing);
         const Reduced got = testing::ReduceOnce(*counted.ring, size, /*mean=*/true, kOp);
         const Reduced want = testing::ReduceOnce(ring, size, /*mean=*/true, kOp);
@@ -110,7 +114,8 @@ BOOST_AUTO_TEST_CASE(links_that_buffer_less_than_a_message_do_not_stall_it) {
                         {.timeout = 60s,
                          .segment_floats = 3000,
                          .caller_sends = caller_sends,
-                         .scatter_sum_bytes = kAlways});
+                         .scatter_sum_bytes = kAlways,
+                                    .scatter_most_ranks = kAnyWorld});
         Ring ring(testing::MakeRing(Transport::kLocal, world), kTheRing);
         const Clock::time_point start = Clock::now();
         const Reduced got = testing::ReduceOnce(scattering, size, /*mean=*/false, kOp);
@@ -127,7 +132,8 @@ BOOST_AUTO_TEST_CASE(links_that_buffer_less_than_a_message_do_not_stall_it) {
 BOOST_AUTO_TEST_CASE(ops_in_a_row_reuse_the_ring_and_keep_its_bits) {
   // A training loop's op after op, sizes changing: the slots of one op never leak into the next.
   Ring scattering(testing::MakeRing(Transport::kTcp, 4),
-                  {.timeout = 60s, .scatter_sum_bytes = kAlways});
+                  {.timeout = 60s, .scatter_sum_bytes = kAlways,
+                                    .scatter_most_ranks = kAnyWorld});
   Ring ring(testing::MakeRing(Transport::kTcp, 4), kTheRing);
   for (std::size_t size :
        {std::size_t{30'000}, std::size_t{9'001}, std::size_t{65'536}, std::size_t{30'000}}) {
@@ -143,12 +149,16 @@ BOOST_AUTO_TEST_CASE(ops_in_a_row_reuse_the_ring_and_keep_its_bits) {
 
 BOOST_AUTO_TEST_CASE(the_threshold_is_an_option_on_what_a_rank_sends_that_way) {
   // 112 KiB sent by default: above what gathers (32 KiB at 4 ranks), ranges up to 64 KiB at 4
-  // ranks (7 chunks of 16 KiB), fewer at 8 (23 chunks: 8 x 4 KiB).
+  // ranks (7 chunks of 16 KiB), fewer at 8 where allowed (23 chunks: 8 x 4 KiB); by default not
+  // beyond 4 ranks.
   BOOST_TEST(RingAllReduce::ScatterChunksSent(3) == 4u);
   BOOST_TEST(RingAllReduce::ScatterChunksSent(4) == 7u);
   BOOST_TEST(RingAllReduce::ScatterChunksSent(8) == 23u);
-  BOOST_TEST(RingAllReduce::ScattersToSum(8, 8 * (4 << 10), RingOptions{}));
-  BOOST_TEST(!RingAllReduce::ScattersToSum(8, 8 * (5 << 10), RingOptions{}));
+  BOOST_TEST(RingAllReduce::ScattersToSum(8, 8 * (4 << 10), {.scatter_most_ranks = 8}));
+  BOOST_TEST(!RingAllReduce::ScattersToSum(8, 8 * (5 << 10), {.scatter_most_ranks = 8}));
+  BOOST_TEST(!RingAllReduce::ScattersToSum(8, 8 * (4 << 10), RingOptions{}));
+  BOOST_TEST(RingAllReduce::ScattersToSum(3, 60 << 10, RingOptions{}));
+  BOOST_TEST(!RingAllReduce::ScattersToSum(5, 60 << 10, RingOptions{}));
   BOOST_TEST(!RingAllReduce::ScattersToSum(4, 32 << 10, RingOptions{}));  // gathers
   BOOST_TEST(RingAllReduce::ScattersToSum(4, (32 << 10) + 4, RingOptions{}));
   BOOST_TEST(RingAllReduce::ScattersToSum(4, 64 << 10, RingOptions{}));
