@@ -28,7 +28,8 @@
 //   [--rounds N] [--accuracy] [--epochs N] [--link RATE] [--momentum] [--target ACC]
 //   [--only TEXT] [DTRAIND DTRAIN]   (default: the MLP, 2 hosts, 24 steps, 3 rounds; the
 //   binaries beside this one's build tree); --only runs the methods whose name contains TEXT, or
-//   one of TEXT's comma-separated parts ("none,serial").
+//   one of TEXT's comma-separated parts ("none,serial"); a part ending in '$' must end the name
+//   ("none,powersgd$": not powersgd-serial).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -232,12 +233,19 @@ void PrintMedians(const std::vector<Round>& rounds, const std::vector<Method>& m
   }
 }
 
-// Whether `name` contains one of the comma-separated parts of `only` (all names: only is empty).
+// Whether `name` contains one of the comma-separated parts of `only` (all names: only is empty);
+// a part ending in '$' must end it.
 bool Chosen(const std::string& name, const std::string& only) {
   std::size_t begin = 0;
   for (;;) {
     const std::size_t comma = only.find(',', begin);
-    if (name.find(only.substr(begin, comma - begin)) != std::string::npos) return true;
+    std::string part = only.substr(begin, comma - begin);
+    if (part.ends_with('$')) {
+      part.pop_back();
+      if (name.ends_with(part)) return true;
+    } else if (name.find(part) != std::string::npos) {
+      return true;
+    }
     if (comma == std::string::npos) return false;
     begin = comma + 1;
   }

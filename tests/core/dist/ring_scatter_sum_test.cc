@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(links_that_buffer_less_than_a_message_do_not_stall_it) {
                          .segment_floats = 3000,
                          .caller_sends = caller_sends,
                          .scatter_sum_bytes = kAlways,
-                                    .scatter_most_ranks = kAnyWorld});
+                         .scatter_most_ranks = kAnyWorld});
         Ring ring(testing::MakeRing(Transport::kLocal, world), kTheRing);
         const Clock::time_point start = Clock::now();
         const Reduced got = testing::ReduceOnce(scattering, size, /*mean=*/false, kOp);
@@ -132,8 +132,7 @@ BOOST_AUTO_TEST_CASE(links_that_buffer_less_than_a_message_do_not_stall_it) {
 BOOST_AUTO_TEST_CASE(ops_in_a_row_reuse_the_ring_and_keep_its_bits) {
   // A training loop's op after op, sizes changing: the slots of one op never leak into the next.
   Ring scattering(testing::MakeRing(Transport::kTcp, 4),
-                  {.timeout = 60s, .scatter_sum_bytes = kAlways,
-                                    .scatter_most_ranks = kAnyWorld});
+                  {.timeout = 60s, .scatter_sum_bytes = kAlways, .scatter_most_ranks = kAnyWorld});
   Ring ring(testing::MakeRing(Transport::kTcp, 4), kTheRing);
   for (std::size_t size :
        {std::size_t{30'000}, std::size_t{9'001}, std::size_t{65'536}, std::size_t{30'000}}) {
