@@ -30,16 +30,16 @@
 // way round (world-1 hops) for larger ones.
 // Middle ranges, three or four ranks (RingOptions::scatter_most_ranks; ranges that do not gather,
 // where a rank sends at most RingOptions::scatter_sum_bytes, 112 KiB, this way: up to 64 KiB at 4
-// ranks): the two halves of
-// the ring's op each go both ways round it. First every rank r gathers, for chunk r alone, every
-// other rank's values of that chunk: rank r sends its values of chunks r+1, ..., r+R to its right
-// (R = ceil((world-1)/2)) and of chunks r-1, ..., r-L to its left (L = floor((world-1)/2)), and
-// passes on what comes from one side for chunks beyond it to the other, so that in hop t it
-// receives rank r-1-t's values from its left and rank r+1+t's from its right: R dependent hops. It
-// sums chunk r in the ring's order (SumChunkInRingOrder), and then the finished chunks are gathered
-// both ways (R hops). At 4 ranks that is 4 dependent steps instead of the ring's 6, for 7/6 of its
-// bytes and one message more; on 2 cores over loopback TCP it measured 1.05-1.11x the ring from 40
-// to 64 KiB, and slower from 128 KiB (docs/performance-notes.md).
+// ranks): the two halves of the ring's op each go both ways round it. First every rank r gathers,
+// for chunk r alone, every other rank's values of that chunk: rank r sends its values of chunks
+// r+1, ..., r+R to its right (R = ceil((world-1)/2)) and of chunks r-1, ..., r-L to its left (L =
+// floor((world-1)/2)), and passes on what comes from one side for chunks beyond it to the other, so
+// that in hop t it receives rank r-1-t's values from its left and rank r+1+t's from its right: R
+// dependent hops. It sums chunk r in the ring's order (SumChunkInRingOrder), and then the finished
+// chunks are gathered both ways (R hops). At 4 ranks that is 4 dependent steps instead of the
+// ring's 6, for 7/6 of its bytes and one message more; on 2 cores over loopback TCP it
+// measured 1.03-1.13x the ring from 40 to 80 KiB, and slower from 128 KiB
+// (docs/performance-notes.md).
 //
 // Whichever way, the messages are segments of at most RingOptions::segment_floats (and, for small
 // ranges, at least four per chunk, of 64 KiB or more), and each moves on as soon as it is ready,
@@ -134,11 +134,11 @@ struct RingOptions {
   // grow with the world and the ring's do not, so larger rings gather smaller ranges only. 0: the
   // ring for every size.
   std::size_t gather_sum_bytes = 96 << 10;
-  // Rings of more than two ranks all-reduce ranges that do not gather both ways round the ring by
+  // Rings of three or four ranks all-reduce ranges that do not gather both ways round the ring by
   // chunks (see "Middle ranges" above) where what a rank sends that way, ScatterChunksSent(world)
   // of its largest chunks, is at most this many: ranges up to 64 KiB at 4 ranks (7/4 of the
   // range), as measured; the bytes grow with the world faster than the ring's, so larger rings
-  // take smaller ranges this way. 0: the ring for them.
+  // would take smaller ranges this way. 0: the ring for them.
   std::size_t scatter_sum_bytes = 112 << 10;
   // ... in rings of at most this many ranks: there it sends at most 7/6 of the ring's bytes; at 5
   // to 8 ranks it would send 1.25-1.64 times them, for hops that 2 cores cannot time.
