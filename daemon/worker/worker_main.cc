@@ -399,6 +399,8 @@ int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placeme
           !served.ok()) {
         return Fail(served.message());
       }
+      // Metrics that stopped reaching the daemon fail the shard, as they fail a replica.
+      if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
       if (Status said = SayDone(upstream, WorkerStop::kCompleted, 0); !said.ok())
         return Fail(said.message());
       std::printf("every worker has left; shard done\n");
@@ -416,6 +418,7 @@ int RunShard(Upstream& upstream, const Admitted& admitted, const runner::Placeme
             ? runner::ServeSandblasterShard(job, spec.value(), placement)
             : runner::ServeShardOfJob(job, spec.value(), placement, admitted.resume, sink);
     if (!served.ok()) return Fail(served.message());
+    if (!recorder.metrics_status().ok()) return Fail(recorder.metrics_status().message());
     if (Status said = SayDone(upstream, WorkerStop::kCompleted, 0); !said.ok()) {
       return Fail(said.message());
     }
