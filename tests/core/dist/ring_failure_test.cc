@@ -5,7 +5,8 @@
 // travel around the ring. The ops get a 60 s timeout and must end in under 30 s: the failure,
 // not the deadline, ends them. Each runs with ops driven both ways (RingOptions::caller_sends),
 // and with two ranks (the direct exchange) as well as rings; small ranges, whose gather goes both
-// ways round the ring, with notices both ways, at 3 to 6 ranks.
+// ways round the ring, with notices both ways, at 3 to 6 ranks; middle ranges, both ways by
+// chunks, at 3 and 4.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -212,6 +213,50 @@ BOOST_AUTO_TEST_CASE(after_a_late_death_in_a_gather_each_rank_has_the_sum_or_nam
                 } else {
                   BOOST_TEST(Mentions(out.status[i].message(), "rank " + std::to_string(victim)));
                 }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// A middle range at 3 and 4 ranks: 13000 floats, in segments of 1000, go both ways by chunks
+// (ring_scatter_sum_test.cc). The victim first sends its values of the other ranks' chunks (10
+// messages at 3 ranks, 16 at 4), then its chunk's sum both ways. Dying before that sum leaves
+// every rank without it; later, the ranks that got all they need may hold the sum.
+constexpr std::size_t kMiddle = 13'000;
+const RingOptions kMiddleOptions{.timeout = 60s, .segment_floats = 1000};
+const RingOptions kMiddleThreaded{.timeout = 60s, .segment_floats = 1000, .caller_sends = false};
+
+BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_that_dies_in_a_middle_op_or_has_the_sum) {
+  for (Transport transport : testing::kTransports) {
+    for (const RingOptions& options : {kMiddleOptions, kMiddleThreaded}) {
+      for (int world = 3; world <= 4; ++world) {
+        const testing::Reference ref = testing::ReferenceSum(world, kMiddle, kOp);
+        const int before_sums = world == 3 ? 10 : 16;
+        for (int sends : {0, 1, 6, before_sums, before_sums + 3}) {
+          const int victim = world / 2;
+          BOOST_TEST_CONTEXT(transport << ", " << Driving(options) << ", world " << world
+                                       << ", dies after " << sends << " messages") {
+            BOOST_TEST_REQUIRE(
+                RingAllReduce::ScattersToSum(world, kMiddle * sizeof(float), options));
+            const Outcome out = RunWithVictim(transport, world, victim, sends, options, kMiddle);
+            BOOST_TEST(!out.status[static_cast<std::size_t>(victim)].ok());
+            if (sends <= before_sums) {
+              CheckEveryOtherRankNames(out.status, victim, out.start);
+              continue;
+            }
+            BOOST_TEST(testing::SecondsSince(out.start) < 30.0);
+            for (int r = 0; r < world; ++r) {
+              const std::size_t i = static_cast<std::size_t>(r);
+              if (r == victim) continue;
+              if (out.status[i].ok()) {
+                BOOST_TEST(testing::CountOutside(out.data[i], ref) == 0u, "rank " << r);
+              } else {
+                BOOST_TEST(Mentions(out.status[i].message(), "rank " + std::to_string(victim)),
+                           "rank " << r);
               }
             }
           }
