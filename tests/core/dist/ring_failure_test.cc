@@ -166,6 +166,21 @@ BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_that_dies_mid_op) {
   }
 }
 
+// After a late death: within 30 s each rank but the victim ends, with the sum or naming it.
+void CheckEachRankHasTheSumOrNames(const Outcome& out, int victim, const testing::Reference& ref) {
+  BOOST_TEST(testing::SecondsSince(out.start) < 30.0);
+  for (std::size_t i = 0; i < out.status.size(); ++i) {
+    if (static_cast<int>(i) == victim) continue;
+    BOOST_TEST_CONTEXT("rank " << i) {
+      if (out.status[i].ok()) {
+        BOOST_TEST(testing::CountOutside(out.data[i], ref) == 0u);
+      } else {
+        BOOST_TEST(Mentions(out.status[i].message(), "rank " + std::to_string(victim)));
+      }
+    }
+  }
+}
+
 // A small range: 1000 floats, gathered in segments of 100. The victim sends its own range to its
 // right (10 messages), then to its left (10, with more than three ranks), then passes ranges on.
 // Dying within its first 10 messages leaves both neighbours short of its range, and every other
@@ -203,18 +218,7 @@ BOOST_AUTO_TEST_CASE(after_a_late_death_in_a_gather_each_rank_has_the_sum_or_nam
           BOOST_TEST_CONTEXT(transport << ", " << Driving(options) << ", world " << world
                                        << ", dies after " << sends << " messages") {
             const Outcome out = RunWithVictim(transport, world, victim, sends, options, kSmall);
-            BOOST_TEST(testing::SecondsSince(out.start) < 30.0);
-            for (int r = 0; r < world; ++r) {
-              if (r == victim) continue;
-              BOOST_TEST_CONTEXT("rank " << r) {
-                const std::size_t i = static_cast<std::size_t>(r);
-                if (out.status[i].ok()) {
-                  BOOST_TEST(testing::CountOutside(out.data[i], ref) == 0u);
-                } else {
-                  BOOST_TEST(Mentions(out.status[i].message(), "rank " + std::to_string(victim)));
-                }
-              }
-            }
+            CheckEachRankHasTheSumOrNames(out, victim, ref);
           }
         }
       }
@@ -248,17 +252,7 @@ BOOST_AUTO_TEST_CASE(every_rank_names_a_rank_that_dies_in_a_middle_op_or_has_the
               CheckEveryOtherRankNames(out.status, victim, out.start);
               continue;
             }
-            BOOST_TEST(testing::SecondsSince(out.start) < 30.0);
-            for (int r = 0; r < world; ++r) {
-              const std::size_t i = static_cast<std::size_t>(r);
-              if (r == victim) continue;
-              if (out.status[i].ok()) {
-                BOOST_TEST(testing::CountOutside(out.data[i], ref) == 0u, "rank " << r);
-              } else {
-                BOOST_TEST(Mentions(out.status[i].message(), "rank " + std::to_string(victim)),
-                           "rank " << r);
-              }
-            }
+            CheckEachRankHasTheSumOrNames(out, victim, ref);
           }
         }
       }
