@@ -2,7 +2,8 @@
 // shared cluster key), when the network is fast and when it is the bottleneck: MLP
 // 784-2048-2048-2048-10 (10.0 M parameters, a 40 MB gradient) or, with --model cnn, the example
 // CNN with its dense layer widened to 1024 (3.27 M parameters, a 13 MB gradient) on
-// Fashion-MNIST, sync ring, one replica per host, a global batch of 256, Adam, a fixed number of
+// Fashion-MNIST, sync ring, one replica per host (--per-host N: N on each, round robin, summing
+// within each host first: hierarchy = "auto"), a global batch of 256, Adam, a fixed number of
 // steps, every job submitted to h0's daemon; compression none, bf16, powersgd (rank 4) and topk
 // (fraction 0.001), each with no limit and with every host's link at 1 Gbit/s and 100 Mbit/s (tc
 // tbf), in rounds. Prints per method the medians over the rounds of:
@@ -24,8 +25,8 @@
 // accuracy after every epoch, the running time, and its final difference from none in points;
 // --link RATE limits every host's link, --momentum trains with momentum SGD (lr 0.05, cosine)
 // instead of Adam, --target ACC adds the seconds to that test accuracy and none's over them.
-// Needs root. Usage: bench_compression_hosts [--model mlp|cnn] [--hosts N] [--steps N]
-//   [--rounds N] [--accuracy] [--epochs N] [--link RATE] [--momentum] [--target ACC]
+// Needs root. Usage: bench_compression_hosts [--model mlp|cnn] [--hosts N] [--per-host N]
+//   [--steps N] [--rounds N] [--accuracy] [--epochs N] [--link RATE] [--momentum] [--target ACC]
 //   [--only TEXT] [DTRAIND DTRAIN]   (default: the MLP, 2 hosts, 24 steps, 3 rounds; the
 //   binaries beside this one's build tree); --only runs the methods whose name contains TEXT, or
 //   one of TEXT's comma-separated parts ("none,serial"); a part ending in '$' must end the name
@@ -73,6 +74,8 @@ const std::vector<Method>& Methods() {
 struct Options {
   bool cnn = false;  // --model cnn: dtrain::bench::kWideCnn instead of kWideMlp
   int hosts = 2;
+  int per_host = 1;  // replicas on each host
+  int workers() const { return hosts * per_host; }
   int steps = 24;
   int rounds = 3;
   bool accuracy = false;
@@ -97,8 +100,8 @@ const char* ModelKeys(const Options& options) {
   return options.cnn ? dtrain::bench::kWideCnn : dtrain::bench::kWideMlp;
 }
 
-std::string ClusterKeys(const Method& method, int hosts) {
-  return "workers = " + std::to_string(hosts) + "\nmode = \"sync\"\n" + method.keys;
+std::string ClusterKeys(const Method& method, int workers) {
+  return "workers = " + std::to_string(workers) + "\nmode = \"sync\"\n" + method.keys;
 }
 
 // What one job gave; every figure 0 where it failed.
@@ -152,7 +155,7 @@ double MedianOver(const std::vector<Round>& rounds, Figure figure) {
 std::vector<Round> RunRounds(JobCluster& cluster, const Options& options,
                              const std::vector<Method>& methods) {
   const std::string train = "epochs = 0\nsteps = " + std::to_string(options.steps) +
-                            "\nbatch_size = " + std::to_string(kGlobalBatch / options.hosts) +
+                            "\nbatch_size = " + std::to_string(kGlobalBatch / options.workers()) +
                             "\nlog_every = " + std::to_string(std::max(1, options.steps / 8)) +
                             "\neval_every = 1000000\n";
   std::vector<Round> rounds(options.rounds,
@@ -162,7 +165,7 @@ std::vector<Round> RunRounds(JobCluster& cluster, const Options& options,
       for (std::size_t m = 0; m < methods.size(); ++m) {
         const std::string text =
             dtrain::bench::FashionJob("compression-hosts", ModelKeys(options), options.hosts, train,
-                                      ClusterKeys(methods[m], options.hosts), false);
+                                      ClusterKeys(methods[m], options.workers()), false);
         rounds[r][m][l] = Measure(cluster, methods[m], Links()[l], text);
         std::fprintf(stderr, "round %d, %s, %s: %.0f samples/s\n", r + 1, Links()[l].label.c_str(),
                      methods[m].name.c_str(), rounds[r][m][l].samples_per_second);
@@ -284,7 +287,7 @@ double SecondsTo(const json& job, const std::vector<dtrain::bench::MetricSample>
 // and, for powersgd, its final accuracy's difference from none's in points.
 void Accuracy(JobCluster& cluster, const Options& options, const std::string& only) {
   const std::string train = "epochs = " + std::to_string(options.epochs) +
-                            "\nbatch_size = " + std::to_string(kGlobalBatch / options.hosts) +
+                            "\nbatch_size = " + std::to_string(kGlobalBatch / options.workers()) +
                             "\nlog_every = 100\n";
   const std::string optimizer =
       options.momentum
@@ -307,7 +310,7 @@ void Accuracy(JobCluster& cluster, const Options& options, const std::string& on
     if (!Chosen(method.name, only)) continue;
     const json job = cluster.RunJob(
         dtrain::bench::FashionJob("compression-accuracy", ModelKeys(options), options.hosts, train,
-                                  ClusterKeys(method, options.hosts), true, optimizer),
+                                  ClusterKeys(method, options.workers()), true, optimizer),
         options.link);
     const auto rows = dtrain::bench::WorkerRows(cluster, job, "eval_accuracy");
     std::printf("%-9s", method.name.c_str());
@@ -354,6 +357,8 @@ int main(int argc, char** argv) {
       options.cnn = std::string(argv[++i]) == "cnn";
     } else if (a == "--hosts" && i + 1 < argc) {
       options.hosts = std::clamp(std::atoi(argv[++i]), 2, 16);
+    } else if (a == "--per-host" && i + 1 < argc) {
+      options.per_host = std::clamp(std::atoi(argv[++i]), 1, 4);
     } else if (a == "--steps" && i + 1 < argc) {
       options.steps = std::max(16, std::atoi(argv[++i]));
     } else if (a == "--rounds" && i + 1 < argc) {
@@ -376,12 +381,12 @@ int main(int argc, char** argv) {
       dtrain::bench::ParseBenchArgs(static_cast<int>(rest.size()), rest.data());
   JobCluster cluster(options.hosts, args);
   std::printf(
-      "CPU: %s\n%s on Fashion-MNIST, sync ring, %d netns hosts x 1 replica, global batch %d, "
+      "CPU: %s\n%s on Fashion-MNIST, sync ring, %d netns hosts x %d replica(s), global batch %d, "
       "%s, 1 thread a process\n",
       dtrain::bench::CpuModel().c_str(),
       options.cnn ? "CNN conv5x5x32-pool-conv5x5x64-pool-dense1024-dropout-dense10"
                   : "MLP 784-2048-2048-2048-10",
-      options.hosts, kGlobalBatch, options.momentum ? "momentum SGD" : "Adam");
+      options.hosts, options.per_host, kGlobalBatch, options.momentum ? "momentum SGD" : "Adam");
   if (!options.accuracy) {
     std::printf("%d steps a job, samples/s from the steps after the first quarter\n",
                 options.steps);

@@ -57,4 +57,10 @@ Status HierarchicalAllReduce::AllReduceMean(std::span<float> data, std::uint32_t
   return Status::Ok();
 }
 
+RingOpStats HierarchicalAllReduce::LastCost() const {
+  return {.wait_seconds = last_op_.local.wait_seconds + last_op_.cross.wait_seconds,
+          .bytes_sent = last_op_.cross.bytes_sent,
+          .bytes_received = last_op_.cross.bytes_received};
+}
+
 }  // namespace dtrain::dist

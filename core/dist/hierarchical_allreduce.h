@@ -18,7 +18,8 @@
 // the ring across hosts one, tagged op.
 // Failures: an op fails when either ring's does, with the ring's error (which names the rank and
 // the op) after "within the host: " or "across hosts: "; the rings then refuse further ops.
-// One op at a time, from one thread; both rings (and their links) must outlive this object.
+// One op at a time, from one thread; both rings (and their links) must outlive this object. It is
+// a MeanCollective: what averages an uncompressed sync job's gradients, whole or by buckets.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +37,7 @@ struct TwoLevelOpStats {
   RingOpStats cross;  // the op across hosts: what this rank put on the network
 };
 
-class HierarchicalAllReduce {
+class HierarchicalAllReduce final : public MeanCollective {
  public:
   // `local`: this host's ranks; `cross`: the ranks at this rank's local index on every host.
   HierarchicalAllReduce(RingAllReduce& local, RingAllReduce& cross)
@@ -45,10 +46,12 @@ class HierarchicalAllReduce {
   // data = the mean of every rank's data (h*r ranks), the same bits on every rank. Every rank
   // passes the same size and op (distinct from the previous op's). On failure `data` holds
   // unspecified values.
-  Status AllReduceMean(std::span<float> data, std::uint32_t op);
+  Status AllReduceMean(std::span<float> data, std::uint32_t op) override;
 
-  int world() const { return local_.world() * cross_.world(); }
+  int world() const override { return local_.world() * cross_.world(); }
   const TwoLevelOpStats& last_op() const { return last_op_; }
+  // Both levels' waits; the bytes of the op across hosts only (the network's).
+  RingOpStats LastCost() const override;
 
  private:
   RingAllReduce& local_;  // owned by the caller, with its links

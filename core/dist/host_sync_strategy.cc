@@ -349,18 +349,26 @@ Status HostSyncStrategy::Apply(std::int64_t step, std::span<float> params, std::
   return released;
 }
 
+std::unique_ptr<train::Strategy> MakeMeanSyncStrategy(MeanCollective& mean,
+                                                      std::vector<GradientBucket> buckets,
+                                                      std::unique_ptr<optim::Optimizer> optimizer,
+                                                      float clip_norm) {
+  if (buckets.size() > 1) {
+    return std::make_unique<OverlappedSyncStrategy>(mean, std::move(buckets), std::move(optimizer),
+                                                    clip_norm);
+  }
+  return std::make_unique<SyncAllReduceStrategy>(mean, mean.world(), std::move(optimizer),
+                                                 clip_norm);
+}
+
 Result<std::unique_ptr<train::Strategy>> MakeSyncStrategy(
     RingAllReduce& ring, const RingLinks& links, std::unique_ptr<optim::Optimizer> optimizer,
     float clip_norm, std::chrono::milliseconds timeout, std::vector<GradientBucket> buckets,
     HostSharing sharing) {
   const int world = ring.world();
   const std::size_t params = optimizer->size();
-  auto ring_strategy = [&]() -> std::unique_ptr<train::Strategy> {
-    if (buckets.size() > 1) {
-      return std::make_unique<OverlappedSyncStrategy>(ring, std::move(buckets),
-                                                      std::move(optimizer), clip_norm);
-    }
-    return std::make_unique<SyncAllReduceStrategy>(ring, world, std::move(optimizer), clip_norm);
+  auto ring_strategy = [&] {
+    return MakeMeanSyncStrategy(ring, std::move(buckets), std::move(optimizer), clip_norm);
   };
   if (world < 2 || sharing == HostSharing::kNever) return ring_strategy();
   const bool local = IsShared(links.left) && IsShared(links.right);

@@ -142,11 +142,18 @@ class HostSyncStrategy final : public train::Strategy {
   train::CommStats stats_;
 };
 
+// The strategy of an uncompressed sync job whose gradients `mean` averages (its ring, or two
+// levels: TwoLevelRing): OverlappedSyncStrategy over `buckets` when there are several, else
+// SyncAllReduceStrategy. `mean` must outlive it.
+std::unique_ptr<train::Strategy> MakeMeanSyncStrategy(MeanCollective& mean,
+                                                      std::vector<GradientBucket> buckets,
+                                                      std::unique_ptr<optim::Optimizer> optimizer,
+                                                      float clip_norm);
+
 // The synchronous ring strategy for these replicas: HostSyncStrategy when every rank runs on
 // this host, the segment could be shared and `sharing` allows it; otherwise (one host per rank,
-// transport = "tcp", no shared memory, or kNever) OverlappedSyncStrategy over `buckets` when
-// there are several, else SyncAllReduceStrategy. Collective: every rank calls it, after JoinRing,
-// with the same buckets and `sharing`.
+// transport = "tcp", no shared memory, or kNever) MakeMeanSyncStrategy over the ring. Collective:
+// every rank calls it, after JoinRing, with the same buckets and `sharing`.
 Result<std::unique_ptr<train::Strategy>> MakeSyncStrategy(
     RingAllReduce& ring, const RingLinks& links, std::unique_ptr<optim::Optimizer> optimizer,
     float clip_norm, std::chrono::milliseconds timeout, std::vector<GradientBucket> buckets = {},

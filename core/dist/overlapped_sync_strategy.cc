@@ -9,30 +9,40 @@
 
 namespace dtrain::dist {
 
-OverlappedSyncStrategy::OverlappedSyncStrategy(RingAllReduce& ring,
+OverlappedSyncStrategy::OverlappedSyncStrategy(MeanCollective& mean,
                                                std::vector<GradientBucket> buckets,
                                                std::unique_ptr<optim::Optimizer> optimizer,
                                                float clip_norm)
-    : OverlappedSyncStrategy(ring, std::move(buckets), nullptr, std::move(optimizer), clip_norm) {}
+    : OverlappedSyncStrategy(mean, nullptr, std::move(buckets), nullptr, std::move(optimizer),
+                             clip_norm) {}
 
 OverlappedSyncStrategy::OverlappedSyncStrategy(
     RingAllReduce& ring, std::vector<GradientBucket> buckets,
     std::unique_ptr<compress::GradientCompressor> compressor,
     std::unique_ptr<optim::Optimizer> optimizer, float clip_norm)
-    : ring_(ring),
+    : OverlappedSyncStrategy(ring, &ring, std::move(buckets), std::move(compressor),
+                             std::move(optimizer), clip_norm) {}
+
+OverlappedSyncStrategy::OverlappedSyncStrategy(
+    MeanCollective& mean, RingAllReduce* ring, std::vector<GradientBucket> buckets,
+    std::unique_ptr<compress::GradientCompressor> compressor,
+    std::unique_ptr<optim::Optimizer> optimizer, float clip_norm)
+    : mean_(mean),
       buckets_(std::move(buckets)),
       local_(std::move(optimizer), clip_norm),
-      exchange_(ring),
+      votes_(mean),
       compressor_(std::move(compressor)) {
   assert(!buckets_.empty());
   if (compressor_ != nullptr) {
+    assert(ring != nullptr);
+    exchange_ = std::make_unique<CompressingRing>(*ring);
     for (const GradientBucket& bucket : buckets_) {
       Result<compress::PlanPart> part =
           compress::PartOf(compressor_->plan(), bucket.begin, bucket.end);
       assert(part.ok());
       parts_.push_back(part.value());
       const std::size_t votes = parts_.size() == 1 ? VotingAllReduce::kVoteFloats : 0;
-      ring_bytes_per_step_ += ring.ReduceBytesSent(bucket.end - bucket.begin + votes);
+      ring_bytes_per_step_ += ring->ReduceBytesSent(bucket.end - bucket.begin + votes);
     }
   }
   stats_.overlapped = true;
@@ -53,9 +63,9 @@ void OverlappedSyncStrategy::Start(std::int64_t step, std::span<float> grad,
   // The previous step's Apply has waited for all its buckets: the exchange thread is idle.
   step_ = step;
   grad_ = std::span<float>(grad.data(), grad.size() + GradientTail());
-  weight_ = train::ShareWeight(share, ring_.world());
+  weight_ = train::ShareWeight(share, mean_.world());
   measure_ = measure;
-  if (compressor_ == nullptr) exchange_.votes().Cast(grad_.last<VotingAllReduce::kVoteFloats>());
+  if (compressor_ == nullptr) votes_.Cast(grad_.last<VotingAllReduce::kVoteFloats>());
   std::lock_guard lock(mu_);
   posted_ = done_ = 0;
   failure_ = Status::Ok();
@@ -88,8 +98,8 @@ Status OverlappedSyncStrategy::Exchange(std::size_t b) {
   }
   if (weight_ != 1.0f) math::Scale(weight_, values);
   if (compressor_ == nullptr) return Average(b, values);
-  if (b == 0) exchange_.BeginExchange();  // the step's first op carries the votes
-  return compressor_->ExchangePart(step_, grad_, parts_[b], exchange_);
+  if (b == 0) exchange_->BeginExchange();  // the step's first op carries the votes
+  return compressor_->ExchangePart(step_, grad_, parts_[b], *exchange_);
 }
 
 Status OverlappedSyncStrategy::Average(std::size_t b, std::span<float> values) {
@@ -99,14 +109,15 @@ Status OverlappedSyncStrategy::Average(std::size_t b, std::span<float> values) {
   const std::uint64_t count = buckets_.size();
   const auto base = static_cast<std::uint64_t>(step_) % (RingAllReduce::kMaxOp / count) * count;
   const auto start = std::chrono::steady_clock::now();
-  Status reduced = ring_.AllReduceMean(op_range, static_cast<std::uint32_t>(base + b));
+  Status reduced = mean_.AllReduceMean(op_range, static_cast<std::uint32_t>(base + b));
+  const RingOpStats cost = mean_.LastCost();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard lock(mu_);
   step_stats_.comm_seconds += seconds;
-  step_stats_.wait_seconds += ring_.last_op().wait_seconds;
-  step_stats_.bytes_sent += ring_.last_op().bytes_sent;
-  step_stats_.bytes_received += ring_.last_op().bytes_received;
+  step_stats_.wait_seconds += cost.wait_seconds;
+  step_stats_.bytes_sent += cost.bytes_sent;
+  step_stats_.bytes_received += cost.bytes_received;
   return reduced;
 }
 
@@ -151,7 +162,7 @@ Status OverlappedSyncStrategy::Apply(std::int64_t step, std::span<float> params,
   started_ = false;
   if (!failed.ok()) return Status::Error("step " + std::to_string(step) + ": " + failed.message());
   if (compressor_ == nullptr) {
-    exchange_.votes().Read(grad_.data() + grad.size());
+    votes_.Read(grad_.data() + grad.size());
   } else {
     raw_ring_bytes_ += ring_bytes_per_step_;
   }
@@ -160,7 +171,7 @@ Status OverlappedSyncStrategy::Apply(std::int64_t step, std::span<float> params,
 
 train::CommStats OverlappedSyncStrategy::Stats() const {
   if (compressor_ == nullptr) return stats_;
-  train::CommStats s = exchange_.Stats(*compressor_, raw_ring_bytes_);
+  train::CommStats s = exchange_->Stats(*compressor_, raw_ring_bytes_);
   s.overlapped = true;
   s.exposed_seconds = stats_.exposed_seconds;
   return s;
@@ -168,12 +179,12 @@ train::CommStats OverlappedSyncStrategy::Stats() const {
 
 Result<std::vector<std::vector<float>>> OverlappedSyncStrategy::CheckpointState() {
   if (compressor_ == nullptr) return train::Strategy::CheckpointState();
-  return exchange_.GatherState(*compressor_, {});
+  return exchange_->GatherState(*compressor_, {});
 }
 
 Status OverlappedSyncStrategy::RestoreState(std::span<const std::span<const float>> state) {
   if (compressor_ == nullptr) return train::Strategy::RestoreState(state);
-  return exchange_.RestoreState(state, *compressor_, 0).status();
+  return exchange_->RestoreState(state, *compressor_, 0).status();
 }
 
 }  // namespace dtrain::dist

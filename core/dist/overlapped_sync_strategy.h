@@ -1,9 +1,10 @@
 // OverlappedSyncStrategy: mode = "sync", allreduce = "ring", with [cluster] bucket_bytes > 0: the
-// replicas exchange their gradients as SyncAllReduceStrategy (uncompressed, across hosts) or
+// replicas exchange their gradients as SyncAllReduceStrategy (uncompressed, across hosts: over
+// the job's ring, or, with several replicas on each host, within the host and then across) or
 // CompressedSyncStrategy (with [cluster] compression, wherever they run) does, but bucket by
 // bucket (gradient_buckets.h) while the backward pass still runs. Each layer's gradient is final
 // once its backward is done (Network::WatchGradient); as soon as the pass has finished a bucket, a
-// thread of this strategy weights it (ShareWeight) and exchanges it — averages it over the ring,
+// thread of this strategy weights it (ShareWeight) and exchanges it — averages it (MeanCollective),
 // or compresses it and exchanges the compressed form (GradientCompressor::ExchangePart over the
 // bucket's tensors, with their error feedback and PowerSGD's warm-started Qs) — while the
 // training thread computes the layers below. Apply posts what is left, waits for the last
@@ -11,6 +12,7 @@
 //
 //   auto sync = std::make_unique<OverlappedSyncStrategy>(
 //       ring, PlanBuckets(starts, n, bucket_bytes / 4), MakeOptimizer(opts, 0, n), clip_norm);
+//   // (or two_level, a HierarchicalAllReduce, in place of the ring: each bucket in two levels)
 //   // or, compressing each bucket (one compressor over the whole plan, a part of it per bucket):
 //   auto sync = std::make_unique<OverlappedSyncStrategy>(
 //       ring, PlanBuckets(starts, n, bucket_bytes / 4),
@@ -24,7 +26,8 @@
 // mean rounds differently from one whole-gradient all-reduce (SyncAllReduceStrategy, or
 // HostSyncStrategy on one host; CompressedSyncStrategy's PowerSGD factors and warm-up means);
 // with two it is the same (a + b == b + a), and so are bf16's and topk's gathered sums at any
-// world (summed value by value in rank order).
+// world (summed value by value in rank order). Two levels of two (2 hosts x 2 replicas) sum each
+// value as (a + b) + (c + d) whatever the buckets: the same bits as one whole-gradient op.
 // Votes: uncompressed, the stop and checkpoint votes ride after the gradient (GradientTail,
 // VotingAllReduce's floats) in the first bucket's op, cast when the step starts; compressed, with
 // the first bucket's first op (CompressingRing), cast by the exchange thread — proposals come
@@ -41,8 +44,8 @@
 // Threads: one training thread calls everything; the exchange thread is this object's own and
 // touches only the buckets it was handed (the pass writes only those below them), and the
 // compressor only while a step's buckets are under way. Compression runs on the exchange thread
-// alone (no ShareThreads: the team computes the pass meanwhile). The ring must outlive the
-// strategy and is used by no one else.
+// alone (no ShareThreads: the team computes the pass meanwhile). The ring (or collective) must
+// outlive the strategy and is used by no one else.
 #pragma once
 
 #include <condition_variable>
@@ -57,6 +60,7 @@
 #include "core/compress/gradient_compressor.h"
 #include "core/dist/compressing_ring.h"
 #include "core/dist/gradient_buckets.h"
+#include "core/dist/mean_collective.h"
 #include "core/dist/ring_allreduce.h"
 #include "core/dist/voting_allreduce.h"
 #include "core/optim/optimizer.h"
@@ -66,8 +70,9 @@ namespace dtrain::dist {
 
 class OverlappedSyncStrategy final : public train::Strategy, private train::PassExchange {
  public:
-  // `buckets`: PlanBuckets' plan of the model's gradient (at least one bucket).
-  OverlappedSyncStrategy(RingAllReduce& ring, std::vector<GradientBucket> buckets,
+  // `buckets`: PlanBuckets' plan of the model's gradient (at least one bucket), each averaged by
+  // `mean` (a ring, or two levels).
+  OverlappedSyncStrategy(MeanCollective& mean, std::vector<GradientBucket> buckets,
                          std::unique_ptr<optim::Optimizer> optimizer, float clip_norm);
   // Compressed: each bucket's tensors exchanged by `compressor` (its plan's tensors must tile the
   // gradient, and the buckets be whole tensors: PlanBuckets' whole layers are).
@@ -85,19 +90,17 @@ class OverlappedSyncStrategy final : public train::Strategy, private train::Pass
     return compressor_ == nullptr ? VotingAllReduce::kVoteFloats : 0;
   }
   bool ProposeStop(train::StopReason reason) override {
-    exchange_.votes().Propose(reason);
+    votes().Propose(reason);
     return true;
   }
-  std::optional<train::StopReason> AgreedStop() const override {
-    return exchange_.votes().agreed();
-  }
+  std::optional<train::StopReason> AgreedStop() const override { return votes().agreed(); }
   train::CommStats Stats() const override;
   train::PassExchange* DuringPass() override { return this; }
 
   // Compressed: the compressor's state, checkpointed together (see CompressedSyncStrategy).
   bool CollectiveCheckpoints() const override { return compressor_ != nullptr; }
-  void ProposeCheckpoint() override { exchange_.votes().ProposeCheckpoint(); }
-  bool CheckpointAgreed() const override { return exchange_.votes().checkpoint_agreed(); }
+  void ProposeCheckpoint() override { votes().ProposeCheckpoint(); }
+  bool CheckpointAgreed() const override { return votes().checkpoint_agreed(); }
   Result<std::vector<std::vector<float>>> CheckpointState() override;
   Status RestoreState(std::span<const std::span<const float>> state) override;
 
@@ -111,21 +114,31 @@ class OverlappedSyncStrategy final : public train::Strategy, private train::Pass
   void Finished(std::size_t begin) override;
   double SquaredNorm() const override { return squared_norm_; }
 
+  OverlappedSyncStrategy(MeanCollective& mean, RingAllReduce* ring,
+                         std::vector<GradientBucket> buckets,
+                         std::unique_ptr<compress::GradientCompressor> compressor,
+                         std::unique_ptr<optim::Optimizer> optimizer, float clip_norm);
+  // The votes: the compressor's collective's, or (uncompressed) votes_.
+  VotingAllReduce& votes() { return exchange_ != nullptr ? exchange_->votes() : votes_; }
+  const VotingAllReduce& votes() const {
+    return exchange_ != nullptr ? exchange_->votes() : votes_;
+  }
   // Hands the exchange thread every bucket not yet posted that begins at or after `begin`.
   void Post(std::size_t begin);
   void ExchangeLoop();
   // Weights bucket b of the current step, measures it if asked, and exchanges it: averaged over
   // the ring, or compressed.
   Status Exchange(std::size_t b);
-  // Uncompressed: bucket b averaged by one ring op (the first bucket's with the votes).
+  // Uncompressed: bucket b averaged by one op of mean_ (the first bucket's with the votes).
   Status Average(std::size_t b, std::span<float> values);
 
-  RingAllReduce& ring_;
+  MeanCollective& mean_;
   const std::vector<GradientBucket> buckets_;
   train::LocalStrategy local_;  // the clip-and-step every replica takes
-  // The votes (VotingAllReduce's), and the compressor's collective; uncompressed, the ops go
-  // straight to the ring.
-  CompressingRing exchange_;
+  // Uncompressed: the votes, cast and read around mean_'s ops (which it does not run itself).
+  VotingAllReduce votes_;
+  // Compressed: the compressor's collective over the ring, with the votes; null uncompressed.
+  std::unique_ptr<CompressingRing> exchange_;
   std::unique_ptr<compress::GradientCompressor> compressor_;  // null: uncompressed
   std::vector<compress::PlanPart> parts_;  // compressed: bucket b's tensors of the plan
   // Compressed: what the uncompressed buckets would send a step, and so far.

@@ -105,6 +105,7 @@
 
 #include "core/dist/doorbell.h"
 #include "core/dist/link.h"
+#include "core/dist/mean_collective.h"
 #include "core/status.h"
 
 namespace dtrain::dist {
@@ -145,15 +146,7 @@ struct RingOptions {
   int scatter_most_ranks = 4;
 };
 
-// What the last op cost this rank.
-struct RingOpStats {
-  double wait_seconds = 0.0;  // from the op's start until a neighbour's first segment came:
-                              // mostly waiting for the slowest rank to reach the op
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t bytes_received = 0;
-};
-
-class RingAllReduce {
+class RingAllReduce final : public MeanCollective {
  public:
   // Op tags are below 2^31; the top bit marks a failure notice.
   static constexpr std::uint32_t kMaxOp = 0x7FFFFFFF;
@@ -172,7 +165,7 @@ class RingAllReduce {
   // holds unspecified values.
   Status AllReduceSum(std::span<float> data, std::uint32_t op);
   // AllReduceSum, then * (1/world), applied once to each sum before it is copied anywhere.
-  Status AllReduceMean(std::span<float> data, std::uint32_t op);
+  Status AllReduceMean(std::span<float> data, std::uint32_t op) override;
   // data holds world blocks of data.size() / world floats (a multiple of world), this rank's own
   // at block rank; afterwards block r is rank r's, on every rank. Each rank's block goes both ways
   // round the ring where an all-reduce of its size would gather (see "Small ranges" above), else
@@ -187,6 +180,7 @@ class RingAllReduce {
 
   // The last op's costs (zero before the first, and when world == 1).
   const RingOpStats& last_op() const { return last_op_; }
+  RingOpStats LastCost() const override { return last_op_; }
   // The bytes this rank sends in an all-reduce of `floats` floats (by whichever way the op goes).
   std::uint64_t ReduceBytesSent(std::size_t floats) const;
   // Whether a ring of `world` ranks with `options` all-reduces a range of `bytes` by gathering
@@ -197,7 +191,7 @@ class RingAllReduce {
   static bool ScattersToSum(int world, std::size_t bytes, const RingOptions& options);
   static std::size_t ScatterChunksSent(int world);
   int rank() const { return rank_; }
-  int world() const { return world_; }
+  int world() const override { return world_; }
   // Whether the calling thread may send in the next op: RingOptions::caller_sends, unless a recent
   // op's send needed rescuing (rings of more than two ranks also need a range of 8 MiB or less).
   bool caller_sends() const { return options_.caller_sends && threaded_left_ == 0; }

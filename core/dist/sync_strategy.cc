@@ -1,13 +1,14 @@
 #include "core/dist/sync_strategy.h"
 
+#include "core/dist/ring_allreduce.h"
 #include "core/math/elementwise.h"
 
 namespace dtrain::dist {
 
-SyncAllReduceStrategy::SyncAllReduceStrategy(RingAllReduce& ring, int world,
+SyncAllReduceStrategy::SyncAllReduceStrategy(MeanCollective& mean, int world,
                                              std::unique_ptr<optim::Optimizer> optimizer,
                                              float clip_norm)
-    : exchange_(ring), world_(world), local_(std::move(optimizer), clip_norm) {}
+    : exchange_(mean), world_(world), local_(std::move(optimizer), clip_norm) {}
 
 Status SyncAllReduceStrategy::Apply(std::int64_t step, std::span<float> params,
                                     std::span<float> grad, float lr,

@@ -1,5 +1,6 @@
 // SyncAllReduceStrategy: mode = "sync", allreduce = "ring". Every step, each replica's gradient
-// is weighted by its share of the step's rows, averaged over all replicas by ring all-reduce, then
+// is weighted by its share of the step's rows, averaged over all replicas (by ring all-reduce, or
+// within each host and then across hosts: any MeanCollective), then
 // clipped and applied by the same optimizer on every replica — so replicas stay bitwise
 // identical, and N replicas x batch b train like one x batch N*b (with ShardMode::kGlobalBatches).
 //
@@ -9,12 +10,12 @@
 //
 // Stop votes travel with the gradients (VotingAllReduce): every replica stops after the same step.
 //
-// One thread at a time (the training thread). The ring must outlive the strategy.
+// One thread at a time (the training thread). The ring (collective) must outlive the strategy.
 #pragma once
 
 #include <memory>
 
-#include "core/dist/ring_allreduce.h"
+#include "core/dist/mean_collective.h"
 #include "core/dist/voting_allreduce.h"
 #include "core/optim/optimizer.h"
 #include "core/train/strategy.h"
@@ -23,7 +24,8 @@ namespace dtrain::dist {
 
 class SyncAllReduceStrategy final : public train::Strategy {
  public:
-  SyncAllReduceStrategy(RingAllReduce& ring, int world,
+  // `world`: mean.world().
+  SyncAllReduceStrategy(MeanCollective& mean, int world,
                         std::unique_ptr<optim::Optimizer> optimizer, float clip_norm);
 
   // grad becomes sum_r rows_r * grad_r / total_rows (the mean over the whole step's batch).
@@ -39,7 +41,7 @@ class SyncAllReduceStrategy final : public train::Strategy {
   train::CommStats Stats() const override { return exchange_.stats(); }
 
  private:
-  VotingAllReduce exchange_;  // over the caller's ring, which also owns the links it uses
+  VotingAllReduce exchange_;  // over the caller's collective, which also owns the links it uses
   int world_;
   train::LocalStrategy local_;  // the clip-and-step every replica takes
 };

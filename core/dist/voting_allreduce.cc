@@ -1,6 +1,7 @@
 #include "core/dist/voting_allreduce.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 
 namespace dtrain::dist {
@@ -24,9 +25,10 @@ Status VotingAllReduce::Counted(Op op) {
   const auto start = Clock::now();
   Status done = op();
   stats_.comm_seconds += std::chrono::duration<double>(Clock::now() - start).count();
-  stats_.wait_seconds += ring_.last_op().wait_seconds;
-  stats_.bytes_sent += ring_.last_op().bytes_sent;
-  stats_.bytes_received += ring_.last_op().bytes_received;
+  const RingOpStats cost = mean_.LastCost();
+  stats_.wait_seconds += cost.wait_seconds;
+  stats_.bytes_sent += cost.bytes_sent;
+  stats_.bytes_received += cost.bytes_received;
   return done;
 }
 
@@ -44,29 +46,31 @@ void VotingAllReduce::Read(const float* tail) {
 Status VotingAllReduce::MeanWithVotes(std::span<float> buffer, std::uint32_t op) {
   const std::span<float, kVoteFloats> votes = buffer.last<kVoteFloats>();
   Cast(votes);
-  Status reduced = Counted([&] { return ring_.AllReduceMean(buffer, op); });
+  Status reduced = Counted([&] { return mean_.AllReduceMean(buffer, op); });
   if (!reduced.ok()) return reduced;
   Read(votes.data());
   return Status::Ok();
 }
 
 Status VotingAllReduce::MeanWithoutVotes(std::span<float> data, std::uint32_t op) {
-  return Counted([&] { return ring_.AllReduceMean(data, op); });
+  return Counted([&] { return mean_.AllReduceMean(data, op); });
 }
 
 Status VotingAllReduce::GatherWithoutVotes(std::span<float> blocks, std::uint32_t op) {
-  return Counted([&] { return ring_.AllGather(blocks, op); });
+  assert(ring_ != nullptr);
+  return Counted([&] { return ring_->AllGather(blocks, op); });
 }
 
 Status VotingAllReduce::Gather(std::span<float> blocks, std::uint32_t op) {
-  const auto world = static_cast<std::size_t>(ring_.world());
+  assert(ring_ != nullptr);
+  const auto world = static_cast<std::size_t>(ring_->world());
   const std::size_t block = blocks.size() / world;
   const std::size_t stride = block + kVoteFloats;
   if (buffer_.size() != world * stride) buffer_.assign(world * stride, 0.0f);
-  const auto own = static_cast<std::size_t>(ring_.rank());
+  const auto own = static_cast<std::size_t>(ring_->rank());
   std::copy_n(blocks.data() + own * block, block, buffer_.data() + own * stride);
   Cast(std::span<float, kVoteFloats>(buffer_.data() + own * stride + block, kVoteFloats));
-  Status gathered = Counted([&] { return ring_.AllGather(buffer_, op); });
+  Status gathered = Counted([&] { return ring_->AllGather(buffer_, op); });
   if (!gathered.ok()) return gathered;
   float votes[kVoteFloats] = {};
   for (std::size_t r = 0; r < world; ++r) {

@@ -1,8 +1,8 @@
-// VotingAllReduce: averages one buffer over a ring per op and carries the replicas' stop votes
-// and checkpoint votes with it, in four floats after the payload (three stop votes, one checkpoint
-// vote), so agreeing on when to stop (or to take a checkpoint whose state every replica holds a
-// part of) costs no extra round trip. Also keeps the communication totals that the collective
-// strategies report.
+// VotingAllReduce: averages one buffer over the replicas (a ring, or any MeanCollective) per op and
+// carries the replicas' stop votes and checkpoint votes with it, in four floats after the payload
+// (three stop votes, one checkpoint vote), so agreeing on when to stop (or to take a checkpoint
+// whose state every replica holds a part of) costs no extra round trip. Also keeps the
+// communication totals that the collective strategies report.
 //
 //   VotingAllReduce exchange(ring);
 //   std::span<float> payload = exchange.Payload(grad.size());   // fill it
@@ -37,7 +37,9 @@ class VotingAllReduce {
   // The votes' floats after a payload: the stop votes, then the checkpoint vote.
   static constexpr std::size_t kVoteFloats = StopVotes::kFloats + 1;
 
-  explicit VotingAllReduce(RingAllReduce& ring) : ring_(ring) {}
+  explicit VotingAllReduce(RingAllReduce& ring) : mean_(ring), ring_(&ring) {}
+  // Means only: Gather and GatherWithoutVotes must not be called.
+  explicit VotingAllReduce(MeanCollective& mean) : mean_(mean), ring_(nullptr) {}
 
   // This replica's vote, carried by the next Mean.
   void Propose(train::StopReason reason) { votes_.Propose(reason); }
@@ -69,10 +71,11 @@ class VotingAllReduce {
   const train::CommStats& stats() const { return stats_; }
 
  private:
-  RingAllReduce& ring_;  // owned by the caller, with its links
+  MeanCollective& mean_;  // owned by the caller, with its links
+  RingAllReduce* ring_;   // the same object where it is a ring; else null (no gathers)
   // Averages `buffer`: a payload, then the "requested", "target reached" and checkpoint votes.
   Status MeanWithVotes(std::span<float> buffer, std::uint32_t op);
-  // Runs `op` (a ring op) and adds its costs to stats_.
+  // Runs `op` (an op of mean_) and adds its costs to stats_.
   template <typename Op>
   Status Counted(Op op);
 

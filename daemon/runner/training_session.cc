@@ -10,7 +10,6 @@
 #include "core/dist/compressed_local_strategy.h"
 #include "core/dist/compressed_sync_strategy.h"
 #include "core/dist/downpour_strategy.h"
-#include "core/dist/hierarchical_sync_strategy.h"
 #include "core/dist/host_sync_strategy.h"
 #include "core/dist/local_sgd_strategy.h"
 #include "core/dist/overlapped_sync_strategy.h"
@@ -277,7 +276,11 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
       // takes one of them): no parameters shared on the host, no two-level exchange.
       const bool elastic = job.cluster.Elastic();
       if (!elastic) {
-        if (Status two_level = ConnectTwoLevel(job, placement); !two_level.ok() || strategy_) {
+        if (Status two_level = ConnectTwoLevel(job, placement, buckets);
+            !two_level.ok() || strategy_) {
+          if (two_level.ok() && strategy_->DuringPass() != nullptr) {
+            overlap_ = DescribeOverlap(job, bucket_count);
+          }
           return two_level;
         }
       }
@@ -310,27 +313,30 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
   }
 }
 
-Status TrainingSession::ConnectTwoLevel(const config::JobConfig& job, const Placement& placement) {
+Status TrainingSession::ConnectTwoLevel(const config::JobConfig& job, const Placement& placement,
+                                        std::vector<dist::GradientBucket>& buckets) {
   if (job.cluster.hierarchy != config::Hierarchy::kAuto) return Status::Ok();
   Result<std::optional<dist::HostGroups>> groups = dist::AgreeHostGroups(*ring_);
   if (!groups.ok()) return groups.status();
   if (!groups.value()) return Status::Ok();
   const auto workers = static_cast<std::ptrdiff_t>(job.cluster.workers);
-  Result<std::unique_ptr<dist::HierarchicalSyncStrategy>> sync = dist::MakeHierarchicalSync(
-      *groups.value(),
-      {.rank = placement.rank,
-       .endpoints =
-           std::vector<dist::Endpoint>(placement.peers.begin(), placement.peers.begin() + workers),
-       .listener = placement.listener,
-       .deadline = dist::Clock::now() + JobTimeout(job),
-       .token = placement.data_token,
-       .transport = LinkTransportOf(job),
-       .checksum = job.cluster.checksum,
-       .ring_options = {.timeout = JobTimeout(job)}},
+  dist::RingOptions options{.timeout = JobTimeout(job)};
+  if (buckets.size() > 1) options.yield = std::chrono::microseconds(0);  // as ConnectRing's ring
+  Result<std::unique_ptr<dist::TwoLevelRing>> rings = dist::MakeTwoLevelRing(
+      *groups.value(), {.rank = placement.rank,
+                        .endpoints = std::vector<dist::Endpoint>(placement.peers.begin(),
+                                                                 placement.peers.begin() + workers),
+                        .listener = placement.listener,
+                        .deadline = dist::Clock::now() + JobTimeout(job),
+                        .token = placement.data_token,
+                        .transport = LinkTransportOf(job),
+                        .checksum = job.cluster.checksum,
+                        .ring_options = options});
+  if (!rings.ok()) return rings.status();
+  two_level_ring_ = std::move(rings).value();
+  strategy_ = dist::MakeMeanSyncStrategy(
+      two_level_ring_->mean(), std::move(buckets),
       optim::MakeOptimizer(job.optimizer, 0, network_->NumParams()), job.clip_norm);
-  if (!sync.ok()) return sync.status();
-  two_level_ = sync.value()->Describe();
-  strategy_ = std::move(sync).value();
   return Status::Ok();
 }
 
@@ -392,11 +398,11 @@ std::string TrainingSession::DescribeLinks() const {
     return std::string("data plane: gradients ") + (params ? "and parameters " : "") +
            "shared in memory by the " + std::to_string(ring_->world()) + " workers of this host";
   }
-  if (!two_level_.empty()) return "data plane: " + two_level_;
+  const std::string overlap = overlap_.empty() ? "" : ", " + overlap_;
+  if (two_level_ring_ != nullptr) return "data plane: " + two_level_ring_->Describe() + overlap;
   if (ring_links_.left != nullptr) {
     const std::string_view left = ring_links_.left->Transport();
     const std::string_view right = ring_links_.right->Transport();
-    const std::string overlap = overlap_.empty() ? "" : ", " + overlap_;
     if (left == right) return "data plane: ring over " + std::string(left) + overlap;
     return "data plane: ring over " + std::string(left) + " from the left, " + std::string(right) +
            " to the right" + overlap;

@@ -28,6 +28,7 @@
 #include "core/dist/partition_exchange.h"
 #include "core/dist/peer_links.h"
 #include "core/dist/ring_allreduce.h"
+#include "core/dist/two_level_ring.h"
 #include "core/model/network.h"
 #include "core/train/strategy.h"
 #include "core/train/trainer.h"
@@ -148,11 +149,12 @@ class TrainingSession {
   // the ring (ConnectRing) or the parameter-server shards (ConnectShards) as the mode exchanges.
   Status Connect(const config::JobConfig& job, const Placement& placement);
   Status ConnectRing(const config::JobConfig& job, const Placement& placement);
-  // Sync replicas, several on each of several hosts: makes strategy_ the two-level one
-  // (dist::HierarchicalSyncStrategy). Leaves strategy_ unset where the job stays on the flat
-  // ring: hierarchy = "flat", or a placement dist::HostGroups plans nothing for. Collective, on
-  // ring_.
-  Status ConnectTwoLevel(const config::JobConfig& job, const Placement& placement);
+  // Sync replicas, several on each of several hosts: joins two_level_ring_ and makes strategy_
+  // average over it (dist::MakeMeanSyncStrategy: by `buckets` during the pass where there are
+  // several). Leaves strategy_ unset where the job stays on the flat ring: hierarchy = "flat", or
+  // a placement dist::HostGroups plans nothing for. Collective, on ring_.
+  Status ConnectTwoLevel(const config::JobConfig& job, const Placement& placement,
+                         std::vector<dist::GradientBucket>& buckets);
   Status ConnectShards(const config::JobConfig& job, const Placement& placement);
 
   dist::RingLinks partition_links_;
@@ -161,6 +163,8 @@ class TrainingSession {
   std::vector<std::string> layer_paths_;
   dist::RingLinks ring_links_;
   std::unique_ptr<dist::RingAllReduce> ring_;
+  std::unique_ptr<dist::TwoLevelRing>
+      two_level_ring_;  // hierarchy: the rings strategy_ averages over
   std::vector<std::unique_ptr<dist::Link>> shard_links_;
   std::vector<dist::Link*> shards_;
   std::unique_ptr<train::Strategy> strategy_;
@@ -168,7 +172,6 @@ class TrainingSession {
   dist::LocalSgdStrategy* local_ = nullptr;  // strategy_, in mode "local" without compression
   bool shared_gradients_ = false;    // strategy_ shares gradients in this host's memory
   std::string overlap_;              // DescribeOverlap of an overlapped sync exchange, else empty
-  std::string two_level_;            // strategy_'s Describe(), when it sums within each host first
   std::unique_ptr<train::Trainer> trainer_;
 };
 

@@ -208,6 +208,8 @@ std::map<std::string, double> BytesSentPerHost(ThreeHosts& c, const json& job) {
 // Sync ring replicas, two on each of two hosts (round robin: ranks 0 and 2 on h0), sum within
 // each host first: each host sends across what it would with one replica, the same global batch
 // trains as on the flat ring of all four (up to the order of additions), and so does the job.
+// Overlapped by buckets (each through both levels during the pass), the same job sends the same
+// and ends with the same bits: every value is (a + b) + (c + d) however the gradient is cut.
 BOOST_AUTO_TEST_CASE(two_replicas_on_each_of_two_hosts_send_what_one_on_each_sends) {
   ThreeHosts c;
   c.NodesUntil(AllUp);
@@ -216,13 +218,16 @@ BOOST_AUTO_TEST_CASE(two_replicas_on_each_of_two_hosts_send_what_one_on_each_sen
   const json flat =
       c.Submit("flat", BlobsJob("workers = 4\nhierarchy = \"flat\"\n" + two_hosts, 16));
   const json one_each = c.Submit("one-each", BlobsJob("workers = 2\n" + two_hosts, 32));
-  for (const json* job : {&two_level, &flat, &one_each}) {
+  const json overlapped = c.Submit("two-level-overlapped",
+                                   BlobsJob("workers = 4\nbucket_bytes = 64\n" + two_hosts, 16));
+  for (const json* job : {&two_level, &flat, &one_each, &overlapped}) {
     BOOST_TEST_REQUIRE((*job)["state"] == "succeeded", job->dump());
     BOOST_TEST((HostsOf(*job) == std::set<std::string>{"h0", "h1"}), job->dump());
   }
   const std::map<std::string, double> sent = BytesSentPerHost(c, two_level);
   const std::map<std::string, double> sent_alone = BytesSentPerHost(c, one_each);
   const std::map<std::string, double> sent_flat = BytesSentPerHost(c, flat);
+  const std::map<std::string, double> sent_overlapped = BytesSentPerHost(c, overlapped);
   for (const char* host : {"h0", "h1"}) {
     BOOST_TEST_CONTEXT(host) {
       BOOST_TEST_MESSAGE(host << " sent " << sent.at(host) << " bytes (one replica: "
@@ -230,6 +235,7 @@ BOOST_AUTO_TEST_CASE(two_replicas_on_each_of_two_hosts_send_what_one_on_each_sen
       BOOST_TEST(sent_alone.at(host) > 0.0);
       BOOST_TEST(sent.at(host) == sent_alone.at(host));
       BOOST_TEST(sent_flat.at(host) > sent.at(host));
+      BOOST_TEST(sent_overlapped.at(host) == sent.at(host));
     }
   }
   // Each worker says how its messages go.
@@ -242,7 +248,15 @@ BOOST_AUTO_TEST_CASE(two_replicas_on_each_of_two_hosts_send_what_one_on_each_sen
     ++saying;
   }
   BOOST_TEST(saying == 4u, logs.out);
+  const ProcessResult overlapped_logs =
+      c.Cli({"logs", std::to_string(overlapped["id"].get<int>())});
+  BOOST_TEST(overlapped_logs.out.find(said + ", gradients averaged in 2 buckets during the "
+                                             "backward pass") != std::string::npos,
+             overlapped_logs.out);
+  BOOST_TEST(logs.out.find("during the backward pass") == std::string::npos, logs.out);
   const double loss = two_level["metrics"]["eval_loss"].get<double>();
+  BOOST_TEST(overlapped["metrics"]["eval_loss"].get<double>() == loss,
+             overlapped["metrics"].dump() << " vs " << two_level["metrics"].dump());
   const double flat_loss = flat["metrics"]["eval_loss"].get<double>();
   BOOST_TEST(std::fabs(loss - flat_loss) <= 1e-3 * std::fabs(flat_loss),
              "two-level " << loss << " vs flat " << flat_loss);
