@@ -21,3 +21,27 @@ best_of() {
 # NAME FILE: the value of the JSON field NAME in FILE, a line `dtrain ... --json` printed (a
 # number, or a string without its quotes).
 field() { sed -E "s/.*\"$1\":(\"[^\"]*\"|[0-9.eE+-]+).*/\1/" "$2" | tr -d '"'; }
+
+# DTRAIN WORK FILE BATCH SHORT LONG [VAR=VALUE...] [-- RUN_ARG...]: the samples/s of a step of
+# `DTRAIN run FILE` (BATCH rows a step), from the difference of a SHORT- and a LONG-step run
+# (process start, data loading and recording cancel out), with VAR=VALUE in their environment and
+# the RUN_ARGs (--set K=V) added; WORK holds the runs' scratch files.
+run_samples_per_second() {
+  local dtrain=$1 work=$2 file=$3 batch=$4 short=$5 long=$6
+  shift 6
+  local vars=() steps seconds=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    vars+=("$1")
+    shift
+  done
+  [ $# -gt 0 ] && shift
+  for steps in "$short" "$long"; do
+    env "${vars[@]}" "$dtrain" run "$file" --json --db "$work/steps-$steps.db" "$@" \
+      --set train.epochs=0 --set train.steps="$steps" --set train.eval_every=0 \
+      --set checkpoint.every_steps=0 --set optimizer.warmup_steps=10 \
+      >"$work/steps.json" 2>"$work/steps.err" || { cat "$work/steps.err" >&2; return 1; }
+    rm -f "$work/steps-$steps.db"*
+    seconds+=("$(field seconds "$work/steps.json")")
+  done
+  echo "($long - $short) * $batch / (${seconds[1]} - ${seconds[0]})" | bc -l
+}

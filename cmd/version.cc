@@ -1,5 +1,5 @@
-// dtrain version: this client's version and the OpenBLAS kernels it runs and, when one is
-// reachable, its daemon's version.
+// dtrain version: this client's version, the OpenBLAS kernels it runs and what runs its matrix
+// products (math::DescribeGemm) and, when one is reachable, its daemon's version.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -10,15 +10,18 @@
 #include "cmd/exit_codes.h"
 #include "cmd/json_fields.h"
 #include "core/math/blas_kernels.h"
+#include "core/math/gemm.h"
 #include "core/net/frame.h"
 
 namespace dtrain::cli {
 namespace {
 
 int Version(bool json, const GlobalOptions& globals) {
-  const nlohmann::json client = {{"version", kVersion},
-                                 {"protocol", net::kProtocolVersion},
-                                 {"blas", math::BlasCoreName()}};
+  const nlohmann::json client = {
+      {"version", kVersion},
+      {"protocol", net::kProtocolVersion},
+      {"blas", math::BlasCoreName()},
+      {"gemm", math::CurrentGemmBackend() == math::GemmBackend::kOnednn ? "onednn" : "openblas"}};
   nlohmann::json daemon;  // null: none reachable
   std::string why_not;
   CliResult<DaemonClient> connection = DaemonClient::Connect(globals);
@@ -38,7 +41,8 @@ int Version(bool json, const GlobalOptions& globals) {
     return kExitOk;
   }
   std::cout << "dtrain " << kVersion << " (protocol " << net::kProtocolVersion
-            << ", OpenBLAS kernels " << math::BlasCoreName() << ")\n";
+            << ", OpenBLAS kernels " << math::BlasCoreName() << ")\n"
+            << math::DescribeGemm() << '\n';
   if (daemon.is_null()) {
     std::cout << "daemon: not running" << (why_not.empty() ? "" : " (" + why_not + ")") << '\n';
   } else {

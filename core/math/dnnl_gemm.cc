@@ -73,6 +73,12 @@ memory Rounded(const memory::desc& desc, const float* data, int rows, int cols, 
 
 }  // namespace
 
+bool OnednnRunsAvx512() {
+  // oneDNN's ISAs are nested bit sets: every one from avx512_core up has its bits.
+  const unsigned isa = dnnl_get_effective_cpu_isa();
+  return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+}
+
 bool OnednnGemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
                 int lda, const float* b, int ldb, float beta, float* c, int ldc) {
   UseJobThreads();

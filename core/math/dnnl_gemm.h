@@ -1,5 +1,5 @@
 // oneDNN's matrix products for math::Gemm: its single-precision GEMM (dnnl_sgemm) where a process
-// runs its float products through oneDNN (DTRAIN_GEMM=onednn, gemm.h), and its bf16 matmul where
+// runs its float products through oneDNN (gemm.h's GemmBackend), and its bf16 matmul where
 // the process's precision is bf16 (precision.h). Row-major like Gemm; runs with the job's BLAS
 // thread count (math::BlasThreads()) as OpenMP threads of the calling thread, so concurrent calls
 // from a row-split pass's threads each stay on their own thread. Kept apart from gemm.cc so that
@@ -9,6 +9,10 @@
 #include "core/math/gemm.h"
 
 namespace dtrain::math {
+
+// Whether oneDNN runs its AVX-512 kernels here (avx512_core or above: the CPU has them and
+// DNNL_MAX_CPU_ISA does not cap it below).
+bool OnednnRunsAvx512();
 
 // C = alpha * op(A) * op(B) + beta * C through oneDNN; false (C untouched) where oneDNN refuses
 // the arguments, which Gemm then hands to OpenBLAS.

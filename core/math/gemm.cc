@@ -5,7 +5,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/math/dnnl_gemm.h"
@@ -17,22 +19,56 @@ namespace {
 using Clock = std::chrono::steady_clock;
 thread_local Clock::duration gemm_time{};
 
-GemmBackend BackendFromEnvironment() {
+// The backend and why it was chosen.
+struct Choice {
+  GemmBackend backend = GemmBackend::kOpenBlas;
+  std::string why;
+};
+
+Choice FromEnvironment() {
   const char* name = std::getenv("DTRAIN_GEMM");
-  return name != nullptr && std::string_view(name) == "onednn" ? GemmBackend::kOnednn
-                                                               : GemmBackend::kOpenBlas;
+  const std::string_view value = name != nullptr ? name : "";
+  if (value.empty() || value == "auto") {
+    if (OnednnRunsAvx512()) return {GemmBackend::kOnednn, "this CPU has AVX-512"};
+    return {GemmBackend::kOpenBlas, "no AVX-512 kernels on this CPU"};
+  }
+  const std::string why = "DTRAIN_GEMM=" + std::string(value);
+  return {value == "onednn" ? GemmBackend::kOnednn : GemmBackend::kOpenBlas, why};
 }
 
-std::atomic<GemmBackend>& Backend() {
-  static std::atomic<GemmBackend> backend{BackendFromEnvironment()};
-  return backend;
+struct Chosen {
+  std::atomic<GemmBackend> backend;
+  std::string why;  // fixed once chosen; SetGemmBackend's choice says so in DescribeGemm
+};
+
+Chosen& Backend() {
+  static Chosen chosen = [] {
+    Choice c = FromEnvironment();
+    return Chosen{c.backend, std::move(c.why)};
+  }();
+  return chosen;
 }
 
 }  // namespace
 
-GemmBackend CurrentGemmBackend() { return Backend().load(std::memory_order_relaxed); }
+GemmBackend CurrentGemmBackend() { return Backend().backend.load(std::memory_order_relaxed); }
 
-void SetGemmBackend(GemmBackend backend) { Backend().store(backend, std::memory_order_relaxed); }
+void SetGemmBackend(GemmBackend backend) {
+  Backend().backend.store(backend, std::memory_order_relaxed);
+}
+
+std::string DescribeGemm() {
+  if (CurrentPrecision() == Precision::kBf16) {
+    return "matrix products: oneDNN's bf16 matmul (train.precision = \"bf16\")";
+  }
+  const Chosen& chosen = Backend();
+  const GemmBackend backend = chosen.backend.load(std::memory_order_relaxed);
+  const std::string what = backend == GemmBackend::kOnednn
+                               ? "oneDNN's sgemm"
+                               : std::string("OpenBLAS, ") + openblas_get_corename() + " kernels";
+  const bool as_chosen = backend == FromEnvironment().backend;
+  return "matrix products: " + what + " (" + (as_chosen ? chosen.why : "set by the program") + ")";
+}
 
 void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
@@ -63,8 +99,9 @@ int BlasThreads() { return openblas_get_num_threads(); }
 void ReserveBlasBuffers() {
   constexpr int kSide = 256;  // 2^24 multiply-adds: above OpenBLAS's threshold for threads
   std::vector<float> a(kSide * kSide, 1.0f), c(kSide * kSide);
-  Gemm(Trans::kNo, Trans::kNo, kSide, kSide, kSide, 1.0f, a.data(), kSide, a.data(), kSide, 0.0f,
-       c.data(), kSide);
+  // OpenBLAS's own, whichever backend Gemm uses: it hands OpenBLAS what oneDNN refuses.
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kSide, kSide, kSide, 1.0f, a.data(), kSide,
+              a.data(), kSide, 0.0f, c.data(), kSide);
 }
 
 }  // namespace dtrain::math

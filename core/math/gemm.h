@@ -4,22 +4,30 @@
 //
 // All matrices are row-major. SetBlasThreads must be called once per process before training
 // (dtrain never lets OpenBLAS pick its own thread count). Gemm is safe for concurrent use on
-// disjoint outputs; SetBlasThreads is process-wide. Gemm runs through OpenBLAS, or through
-// oneDNN's sgemm where the process asks for it (DTRAIN_GEMM=onednn, read once, or
-// SetGemmBackend): the same products up to float rounding, on the same threads. Where the
+// disjoint outputs; SetBlasThreads is process-wide. Gemm runs through OpenBLAS or oneDNN's sgemm
+// (GemmBackend below): the same products up to float rounding, on the same threads. Where the
 // process's precision is bf16 (precision.h) every product runs through oneDNN's bf16 matmul
 // instead, its inputs rounded to bf16 (dnnl_gemm.h).
 #pragma once
+
+#include <string>
 
 namespace dtrain::math {
 
 enum class Trans { kNo, kYes };
 
-// Which library runs Gemm in this process: OpenBLAS unless the environment's DTRAIN_GEMM says
-// "onednn" (read at the first Gemm) or SetGemmBackend chose (tests, benchmarks).
+// Which library runs Gemm in this process, chosen at the first Gemm and fixed (so a run repeats
+// bit for bit on the same CPU): the environment's DTRAIN_GEMM, "onednn" or "openblas" (any other
+// value: OpenBLAS); unset, empty or "auto", by this CPU: oneDNN's sgemm where oneDNN runs its
+// AVX-512 kernels (the MLP's step 1.1-1.2x faster than through OpenBLAS on Zen 5 and Sapphire
+// Rapids, bench/README.md), OpenBLAS elsewhere. SetGemmBackend overrides it (tests, benchmarks).
 enum class GemmBackend { kOpenBlas, kOnednn };
 GemmBackend CurrentGemmBackend();
 void SetGemmBackend(GemmBackend backend);
+// The line a job logs about it: "matrix products: oneDNN's sgemm (this CPU has AVX-512)",
+// "... OpenBLAS, Haswell kernels (DTRAIN_GEMM=openblas)", or bf16's matmul where the process's
+// precision is bf16.
+std::string DescribeGemm();
 
 // C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C, row-major.
 void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,

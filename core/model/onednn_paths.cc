@@ -141,7 +141,7 @@ std::vector<std::string> ChooseLayerPaths(const Model& model, int rows) {
   if (std::none_of(layers.begin(), layers.end(), HasChoices)) return {};
   switch (CurrentPathMode()) {
     case PathMode::kOwn:
-      return {"convolutions and pooling: their own paths, im2col + OpenBLAS (DTRAIN_CONV=im2col)"};
+      return {"convolutions and pooling: their own paths, im2col + GEMM (DTRAIN_CONV=im2col)"};
     case PathMode::kOnednn:
       return {"convolutions and pooling: oneDNN where it has kernels (DTRAIN_CONV=onednn)"};
     case PathMode::kAuto:

@@ -144,6 +144,7 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::Make(const config::Job
                                                          layout.split ? layout.threads : 1);
     s->layer_paths_ =
         model::ChooseLayerPaths(network->model(), layout.PassRows(options.batch_size));
+    s->layer_paths_.insert(s->layer_paths_.begin(), math::DescribeGemm());
     s->network_ = std::move(network);
   }
   const GroupView group = DataParallelView(job, placement);

@@ -136,8 +136,9 @@ class TrainingSession {
   // ring this way; the shard answers the others' next requests with a regroup reply). In mode
   // "local", whose steps touch the ring only at averages, the next step fails here too.
   void LeaveRing();
-  // What each conv2d layer shape runs on, chosen by timing at Make (model::ChooseLayerPaths), for
-  // the replica's log; empty for a model without convolutions.
+  // What the replica's matrix products run on (math::DescribeGemm), then what each conv2d layer
+  // shape runs on, chosen by timing at Make (model::ChooseLayerPaths): lines for its log (none
+  // for a partition of a model-parallel replica).
   const std::vector<std::string>& LayerPathLines() const { return layer_paths_; }
 
  private:

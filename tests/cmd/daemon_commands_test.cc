@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -697,6 +698,32 @@ BOOST_AUTO_TEST_CASE(version_without_a_daemon_says_so_and_succeeds) {
        dir.Path("none.sock")},
       dir.Path(""));
   BOOST_TEST(Contains(text.out, "(protocol 1, OpenBLAS kernels Haswell)"), text.out);
+  // What runs the matrix products: DTRAIN_GEMM, else oneDNN where it has AVX-512 kernels, which
+  // need these four (oneDNN's avx512_core; no DNNL_MAX_CPU_ISA here).
+  const auto gemm = [&](const std::string& setting) {
+    const ProcessResult v =
+        RunProcess({"/usr/bin/env", "-u", "DTRAIN_GEMM", "-u", "DNNL_MAX_CPU_ISA", setting, Bin(),
+                    "--socket", dir.Path("none.sock"), "version", "--json"},
+                   dir.Path(""));
+    return json::parse(v.out)["client"]["gemm"].get<std::string>();
+  };
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line) && !line.starts_with("flags")) {
+  }
+  const auto has = [&](const std::string& flag) { return Contains(line + " ", " " + flag + " "); };
+  const bool avx512 = has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq");
+  BOOST_TEST(gemm("DTRAIN_GEMM=") == (avx512 ? "onednn" : "openblas"), line);
+  BOOST_TEST(gemm("DTRAIN_GEMM=auto") == (avx512 ? "onednn" : "openblas"));
+  BOOST_TEST(gemm("DTRAIN_GEMM=openblas") == "openblas");
+  BOOST_TEST(gemm("DTRAIN_GEMM=onednn") == "onednn");
+  const ProcessResult said =
+      RunProcess({"/usr/bin/env", "DTRAIN_GEMM=openblas", "OPENBLAS_CORETYPE=Haswell", Bin(),
+                  "version", "--socket", dir.Path("none.sock")},
+                 dir.Path(""));
+  BOOST_TEST(
+      Contains(said.out, "matrix products: OpenBLAS, Haswell kernels (DTRAIN_GEMM=openblas)"),
+      said.out);
 }
 
 BOOST_AUTO_TEST_CASE(a_job_missing_from_a_store_file_exits_4_and_no_daemon_is_asked) {

@@ -1,4 +1,4 @@
-// The two paths of conv2d and the pools (onednn_paths.h): oneDNN against im2col + OpenBLAS, and
+// The two paths of conv2d and the pools (onednn_paths.h): oneDNN against im2col + GEMM, and
 // against the pools' own loops, on random shapes (strides, paddings same, valid and numbers, odd
 // sizes, batches of 1 and odd sizes) — the forward, the input gradient and the weight gradient
 // within 1e-5 of the largest value, never bit for bit, as the two sum in different orders — and
@@ -299,7 +299,7 @@ BOOST_AUTO_TEST_CASE(a_forced_path_is_named_and_a_model_without_convolutions_say
     const ForcedPath forced(PathMode::kOwn);
     BOOST_TEST(ChooseLayerPaths(Model(SmallCnn()), 4) ==
                    std::vector<std::string>{"convolutions and pooling: their own paths, im2col + "
-                                            "OpenBLAS (DTRAIN_CONV=im2col)"},
+                                            "GEMM (DTRAIN_CONV=im2col)"},
                boost::test_tools::per_element());
   }
   ModelSpec mlp;
