@@ -88,7 +88,7 @@ void PrintThreads(const config::JobConfig& job, const model::ModelSpec& spec) {
 }
 
 // The matrix products' precision, set here as each process of the job sets it, so that
-// PrintConvPaths times that precision's kernels.
+// PrintConvPaths times that precision's kernels; then what runs them (math::DescribeGemm).
 void PrintPrecision(const config::JobConfig& job) {
   const Result<std::string> line = runner::UsePrecision(job);
   if (!line.ok()) {
@@ -96,6 +96,7 @@ void PrintPrecision(const config::JobConfig& job) {
   } else {
     std::cout << "# " << (line.value().empty() ? "precision: fp32" : line.value()) << "\n";
   }
+  std::cout << "# " << math::DescribeGemm() << "\n";
 }
 
 // What each conv2d layer shape runs on: timed here, on this CPU with the job's threads and batch,

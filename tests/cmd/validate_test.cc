@@ -1,7 +1,8 @@
 // dtrain validate through the real binary, for a job that compresses its gradients: the plan of
 // each tensor (shape, encoding, bytes a step before and after; on parameter servers of each
 // shard's slice) and the totals, as TOML comments and under --json, and whether the exchange
-// overlaps the backward pass; nothing of the kind for a job that compresses nothing.
+// overlaps the backward pass; nothing of the kind for a job that compresses nothing. And what runs
+// the matrix products, as DTRAIN_GEMM says.
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -72,6 +73,25 @@ BOOST_AUTO_TEST_CASE(validate_prints_the_plan_of_each_tensor_and_the_totals) {
   }
   BOOST_TEST(Contains(LineWith(r.out, " 784x256 "), "weights"));
   BOOST_TEST(Contains(LineWith(r.out, " 1x256 "), "biases"));
+}
+
+BOOST_AUTO_TEST_CASE(validate_names_what_runs_the_matrix_products) {
+  TempDir dir;
+  const std::string job = dir.Write("mlp.toml", MlpJob(""));
+  const auto validate = [&](const std::string& gemm) {
+    const ProcessResult r = RunProcess({"/usr/bin/env", "DTRAIN_GEMM=" + gemm,
+                                        "OPENBLAS_CORETYPE=Haswell", Bin(), "validate", job},
+                                       dir.Path(""));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+    return r.out;
+  };
+  const std::string openblas = validate("openblas");
+  BOOST_TEST(
+      Contains(openblas, "\n# matrix products: OpenBLAS, Haswell kernels (DTRAIN_GEMM=openblas)\n"),
+      openblas);
+  const std::string onednn = validate("onednn");
+  BOOST_TEST(Contains(onednn, "\n# matrix products: oneDNN's sgemm (DTRAIN_GEMM=onednn)\n"),
+             onednn);
 }
 
 BOOST_AUTO_TEST_CASE(validate_json_gives_the_plan_as_a_field) {
