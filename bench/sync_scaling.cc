@@ -75,8 +75,7 @@ double Round(const data::Dataset& set, int world, std::int64_t steps,
         if (!made.ok()) ::_exit(5);
         sync = std::move(made).value();
       } else {
-        sync = std::make_unique<dist::SyncAllReduceStrategy>(allreduce, world,
-                                                             std::move(optimizer), 0.0f);
+        sync = std::make_unique<dist::SyncAllReduceStrategy>(allreduce, std::move(optimizer), 0.0f);
       }
       train::TrainOptions options;
       options.epochs = 0;

@@ -357,8 +357,7 @@ std::unique_ptr<train::Strategy> MakeMeanSyncStrategy(MeanCollective& mean,
     return std::make_unique<OverlappedSyncStrategy>(mean, std::move(buckets), std::move(optimizer),
                                                     clip_norm);
   }
-  return std::make_unique<SyncAllReduceStrategy>(mean, mean.world(), std::move(optimizer),
-                                                 clip_norm);
+  return std::make_unique<SyncAllReduceStrategy>(mean, std::move(optimizer), clip_norm);
 }
 
 Result<std::unique_ptr<train::Strategy>> MakeSyncStrategy(

@@ -5,15 +5,15 @@
 
 namespace dtrain::dist {
 
-SyncAllReduceStrategy::SyncAllReduceStrategy(MeanCollective& mean, int world,
+SyncAllReduceStrategy::SyncAllReduceStrategy(MeanCollective& mean,
                                              std::unique_ptr<optim::Optimizer> optimizer,
                                              float clip_norm)
-    : exchange_(mean), world_(world), local_(std::move(optimizer), clip_norm) {}
+    : exchange_(mean), mean_(mean), local_(std::move(optimizer), clip_norm) {}
 
 Status SyncAllReduceStrategy::Apply(std::int64_t step, std::span<float> params,
                                     std::span<float> grad, float lr,
                                     const train::StepShare& share) {
-  const float weight = train::ShareWeight(share, world_);
+  const float weight = train::ShareWeight(share, mean_.world());
   if (weight != 1.0f) math::Scale(weight, grad);
   const auto op = static_cast<std::uint32_t>(step % RingAllReduce::kMaxOp);
   Status reduced = exchange_.MeanInPlace(grad, op);  // the votes ride in the GradientTail()

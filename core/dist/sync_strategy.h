@@ -5,7 +5,7 @@
 // identical, and N replicas x batch b train like one x batch N*b (with ShardMode::kGlobalBatches).
 //
 //   RingAllReduce ring(rank, world, links.left, links.right);
-//   SyncAllReduceStrategy sync(ring, world, optim::MakeOptimizer(opts, 0, n), clip_norm);
+//   SyncAllReduceStrategy sync(ring, optim::MakeOptimizer(opts, 0, n), clip_norm);
 //   Trainer trainer(model, options /* sharding = kGlobalBatches */, train, &test, scaling, sync);
 //
 // Stop votes travel with the gradients (VotingAllReduce): every replica stops after the same step.
@@ -24,9 +24,8 @@ namespace dtrain::dist {
 
 class SyncAllReduceStrategy final : public train::Strategy {
  public:
-  // `world`: mean.world().
-  SyncAllReduceStrategy(MeanCollective& mean, int world,
-                        std::unique_ptr<optim::Optimizer> optimizer, float clip_norm);
+  SyncAllReduceStrategy(MeanCollective& mean, std::unique_ptr<optim::Optimizer> optimizer,
+                        float clip_norm);
 
   // grad becomes sum_r rows_r * grad_r / total_rows (the mean over the whole step's batch).
   Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
@@ -42,7 +41,7 @@ class SyncAllReduceStrategy final : public train::Strategy {
 
  private:
   VotingAllReduce exchange_;  // over the caller's collective, which also owns the links it uses
-  int world_;
+  MeanCollective& mean_;
   train::LocalStrategy local_;  // the clip-and-step every replica takes
 };
 

@@ -12,7 +12,7 @@
 //   if (groups.ok() && groups.value()) {
 //     Result<std::unique_ptr<TwoLevelRing>> rings = MakeTwoLevelRing(
 //         *groups.value(), {.rank = rank, .endpoints = workers, .listener = &mine, ...});
-//     SyncAllReduceStrategy sync(rings.value()->mean(), rings.value()->mean().world(), ...);
+//     SyncAllReduceStrategy sync(rings.value()->mean(), MakeOptimizer(opts, 0, n), clip_norm);
 //   }
 //
 // Stop votes ride in the gradient's tail floats, as on the flat ring (VotingAllReduce). CommStats:

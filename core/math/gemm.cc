@@ -36,15 +36,17 @@ Choice FromEnvironment() {
   return {value == "onednn" ? GemmBackend::kOnednn : GemmBackend::kOpenBlas, why};
 }
 
+// The process's backend, and the environment's choice it started as (which DescribeGemm names
+// while the backend is still that one).
 struct Chosen {
   std::atomic<GemmBackend> backend;
-  std::string why;  // fixed once chosen; SetGemmBackend's choice says so in DescribeGemm
+  const Choice by_environment;
 };
 
 Chosen& Backend() {
   static Chosen chosen = [] {
     Choice c = FromEnvironment();
-    return Chosen{c.backend, std::move(c.why)};
+    return Chosen{c.backend, std::move(c)};
   }();
   return chosen;
 }
@@ -66,8 +68,9 @@ std::string DescribeGemm() {
   const std::string what = backend == GemmBackend::kOnednn
                                ? "oneDNN's sgemm"
                                : std::string("OpenBLAS, ") + openblas_get_corename() + " kernels";
-  const bool as_chosen = backend == FromEnvironment().backend;
-  return "matrix products: " + what + " (" + (as_chosen ? chosen.why : "set by the program") + ")";
+  const Choice& started = chosen.by_environment;
+  return "matrix products: " + what + " (" +
+         (backend == started.backend ? started.why : "set by the program") + ")";
 }
 
 void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,

@@ -43,6 +43,15 @@ int ReplicasOnThisHost(const config::JobConfig& job, const Placement& placement)
                     [&](const dist::Endpoint& e) { return e.host == peers[rank].host; }));
 }
 
+// The options of a replica's rings (the job's, or the two levels'): the job's timeout, and for an
+// exchange that runs beside the pass (more than one bucket) waits that sleep at once, since
+// polling took the pass's core (bench/README.md, overlap).
+dist::RingOptions RingOptionsOf(const config::JobConfig& job, std::size_t buckets) {
+  dist::RingOptions options{.timeout = JobTimeout(job)};
+  if (buckets > 1) options.yield = std::chrono::microseconds(0);
+  return options;
+}
+
 }  // namespace
 
 bool RunsElastic(const config::JobConfig& job) {
@@ -259,12 +268,9 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
   for (const auto& link : ring_links_.owned) link->SetSendChecksums(job.cluster.checksum);
   std::vector<dist::GradientBucket> buckets = BucketsOf(job, network_->spec());
   const std::size_t bucket_count = buckets.size();
-  dist::RingOptions options{.timeout = JobTimeout(job)};
-  // An exchange that runs beside the pass waits by sleeping: polling took the pass's core
-  // (bench/README.md, overlap).
-  if (bucket_count > 1) options.yield = std::chrono::microseconds(0);
-  ring_ = std::make_unique<dist::RingAllReduce>(seat.position, seat.world, ring_links_.left,
-                                                ring_links_.right, options);
+  ring_ =
+      std::make_unique<dist::RingAllReduce>(seat.position, seat.world, ring_links_.left,
+                                            ring_links_.right, RingOptionsOf(job, bucket_count));
   auto optimizer = optim::MakeOptimizer(job.optimizer, 0, network_->NumParams());
   switch (TraitsOf(job.cluster.mode).exchange) {
     case Exchange::kSynchronous: {
@@ -321,8 +327,6 @@ Status TrainingSession::ConnectTwoLevel(const config::JobConfig& job, const Plac
   if (!groups.ok()) return groups.status();
   if (!groups.value()) return Status::Ok();
   const auto workers = static_cast<std::ptrdiff_t>(job.cluster.workers);
-  dist::RingOptions options{.timeout = JobTimeout(job)};
-  if (buckets.size() > 1) options.yield = std::chrono::microseconds(0);  // as ConnectRing's ring
   Result<std::unique_ptr<dist::TwoLevelRing>> rings = dist::MakeTwoLevelRing(
       *groups.value(), {.rank = placement.rank,
                         .endpoints = std::vector<dist::Endpoint>(placement.peers.begin(),
@@ -332,7 +336,7 @@ Status TrainingSession::ConnectTwoLevel(const config::JobConfig& job, const Plac
                         .token = placement.data_token,
                         .transport = LinkTransportOf(job),
                         .checksum = job.cluster.checksum,
-                        .ring_options = options});
+                        .ring_options = RingOptionsOf(job, buckets.size())});
   if (!rings.ok()) return rings.status();
   two_level_ring_ = std::move(rings).value();
   strategy_ = dist::MakeMeanSyncStrategy(

@@ -54,9 +54,9 @@ BOOST_AUTO_TEST_CASE(a_warm_up_as_long_as_the_run_is_the_uncompressed_ring_to_th
   const data::Dataset set = Blobs(960);
   const model::Model model(WideSpec());
   const auto sync = Finals(TrainReplicasAsThreads(
-      model, set, 3, OneEpochPerReplica, [](RingAllReduce& ring, int, int world, std::size_t n) {
-        return std::make_unique<SyncAllReduceStrategy>(ring, world,
-                                                       optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
+      model, set, 3, OneEpochPerReplica, [](RingAllReduce& ring, int, int, std::size_t n) {
+        return std::make_unique<SyncAllReduceStrategy>(ring, optim::MakeOptimizer(kMomentum, 0, n),
+                                                       1.0f);
       }));
   for (compress::Settings settings : kMethods) {
     settings.warmup_steps = 1'000'000;

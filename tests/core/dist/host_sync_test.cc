@@ -66,8 +66,8 @@ std::vector<Trained> TrainWithMadeStrategy(const model::Model& model, const data
     auto optimizer = optim::MakeOptimizer(kAdam, 0, model.NumParams());
     Result<std::unique_ptr<train::Strategy>> sync =
         ring_only
-            ? Result<std::unique_ptr<train::Strategy>>(std::make_unique<SyncAllReduceStrategy>(
-                  allreduce, world, std::move(optimizer), clip))
+            ? Result<std::unique_ptr<train::Strategy>>(
+                  std::make_unique<SyncAllReduceStrategy>(allreduce, std::move(optimizer), clip))
             : MakeSyncStrategy(allreduce, links.value(), std::move(optimizer), clip, 20s);
     if (!sync.ok()) return t.status = sync.status();
     t.shared = dynamic_cast<HostSyncStrategy*>(sync.value().get()) != nullptr;

@@ -66,9 +66,9 @@ BOOST_AUTO_TEST_CASE(averaging_every_step_with_plain_sgd_is_sync_sgd) {
             std::make_unique<LocalSgdStrategy>(ring, optim::MakeOptimizer(Sgd(), 0, n), 0.0f, 1));
       });
   auto sync = TrainReplicasAsThreads(
-      model, set, 3, options, [](RingAllReduce& ring, int, int world, std::size_t n) {
-        return std::unique_ptr<train::Strategy>(std::make_unique<SyncAllReduceStrategy>(
-            ring, world, optim::MakeOptimizer(Sgd(), 0, n), 0.0f));
+      model, set, 3, options, [](RingAllReduce& ring, int, int, std::size_t n) {
+        return std::unique_ptr<train::Strategy>(
+            std::make_unique<SyncAllReduceStrategy>(ring, optim::MakeOptimizer(Sgd(), 0, n), 0.0f));
       });
   BOOST_REQUIRE(local[0].ok());
   BOOST_REQUIRE(sync[0].ok());

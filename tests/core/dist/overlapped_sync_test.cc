@@ -84,9 +84,9 @@ BOOST_AUTO_TEST_CASE(two_overlapped_replicas_compute_the_whole_gradient_exchange
     return std::unique_ptr<train::Strategy>(std::make_unique<OverlappedSyncStrategy>(
         ring, LayerBuckets(model), optim::MakeOptimizer(kMomentum, 0, n), 1.0f));
   };
-  const auto whole = [](RingAllReduce& ring, int, int world, std::size_t n) {
-    return std::unique_ptr<train::Strategy>(std::make_unique<SyncAllReduceStrategy>(
-        ring, world, optim::MakeOptimizer(kMomentum, 0, n), 1.0f));
+  const auto whole = [](RingAllReduce& ring, int, int, std::size_t n) {
+    return std::unique_ptr<train::Strategy>(
+        std::make_unique<SyncAllReduceStrategy>(ring, optim::MakeOptimizer(kMomentum, 0, n), 1.0f));
   };
   auto a = TrainReplicasAsThreads(model, set, 2, PerReplica, overlapped);
   auto b = TrainReplicasAsThreads(model, set, 2, PerReplica, whole);

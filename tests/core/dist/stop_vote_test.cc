@@ -83,8 +83,7 @@ std::vector<Ended> RunWorld(int world, int stopper, std::int64_t stop_after, dou
 }
 
 std::unique_ptr<train::Strategy> Sync(RingAllReduce& ring, std::size_t n) {
-  return std::make_unique<SyncAllReduceStrategy>(ring, ring.world(),
-                                                 optim::MakeOptimizer({}, 0, n), 0.0f);
+  return std::make_unique<SyncAllReduceStrategy>(ring, optim::MakeOptimizer({}, 0, n), 0.0f);
 }
 
 BOOST_AUTO_TEST_SUITE(dist_stop_vote)

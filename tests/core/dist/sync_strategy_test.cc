@@ -29,9 +29,8 @@ train::TrainOptions PerReplica(int rank, int world) {
   return GlobalBatchOptions(kBatch, rank, world);
 }
 
-std::unique_ptr<train::Strategy> MakeSync(RingAllReduce& ring, int, int world, std::size_t n) {
-  return std::make_unique<SyncAllReduceStrategy>(ring, world, optim::MakeOptimizer(kMomentum, 0, n),
-                                                 1.0f);
+std::unique_ptr<train::Strategy> MakeSync(RingAllReduce& ring, int, int, std::size_t n) {
+  return std::make_unique<SyncAllReduceStrategy>(ring, optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
 }
 
 // One replica with batch world * kBatch, the same global batches.
