@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include "core/math/compute_signals.h"
+
 namespace dtrain::cli {
 namespace {
 
@@ -12,7 +14,11 @@ extern "C" void OnStopSignal(int) { g_stop.store(true); }
 
 }  // namespace
 
-void InstallStopHandlers() {
+void InstallStopHandlers(StopSignalsOn on) {
+  if (on == StopSignalsOn::kOffComputeThreads) {
+    math::CatchSignalsOffComputeThreads({SIGINT, SIGTERM}, OnStopSignal);
+    return;
+  }
   struct sigaction action {};
   action.sa_handler = OnStopSignal;
   sigemptyset(&action.sa_mask);

@@ -12,9 +12,14 @@
 
 namespace dtrain::cli {
 
+// Where the handler runs. kAnyThread: a blocking system call of the waiting thread then fails
+// with EINTR instead of restarting. kOffComputeThreads: for a command that trains in this
+// process; no thread it starts afterwards takes the signals (math/compute_signals.h).
+enum class StopSignalsOn { kAnyThread, kOffComputeThreads };
+
 // Replaces the default action of SIGINT and SIGTERM (terminating the process) with setting
-// the stop flag. Blocking system calls then fail with EINTR instead of restarting.
-void InstallStopHandlers();
+// the stop flag.
+void InstallStopHandlers(StopSignalsOn on = StopSignalsOn::kAnyThread);
 bool StopRequested();
 // The flag itself, for code that polls it (runner::RunOptions::stop).
 const std::atomic<bool>* StopFlag();

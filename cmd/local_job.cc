@@ -125,7 +125,7 @@ LocalRun RunLocalJob(const config::JobConfig& job, std::int64_t job_id, store::S
     PrintError(worker.status().message());
     return {kExitFailed, std::nullopt};
   }
-  InstallStopHandlers();
+  InstallStopHandlers(StopSignalsOn::kOffComputeThreads);
   ProgressPrinter progress(run.quiet);
   runner::RunOptions options;
   options.stop = StopFlag();

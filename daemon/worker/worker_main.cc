@@ -15,6 +15,7 @@
 #include "config/job_layout.h"
 #include "config/mode_traits.h"
 #include "core/dist/peer_links.h"
+#include "core/math/compute_signals.h"
 #include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
 #include "daemon/runner/elastic_replica.h"
@@ -471,12 +472,7 @@ int Work(WorkerArgs args) {
   if (args.connect.empty() && ::getppid() != args.parent) {
     return Fail("the daemon that started this worker is gone");
   }
-  struct sigaction action {};
-  action.sa_handler = OnWorkerStopSignal;
-  sigemptyset(&action.sa_mask);
-  ::sigaction(SIGTERM, &action, nullptr);
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGUSR1, &action, nullptr);
+  math::CatchSignalsOffComputeThreads({SIGTERM, SIGINT, SIGUSR1}, OnWorkerStopSignal);
 
   Result<nlohmann::json> secret = ReadLaunchSecret();
   if (!secret.ok()) return Fail(secret.status().message());

@@ -1,0 +1,28 @@
+#include "core/math/compute_signals.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <thread>
+
+namespace dtrain::math {
+
+void CatchSignalsOffComputeThreads(std::initializer_list<int> signals, SignalHandler handler) {
+  sigset_t caught;
+  sigemptyset(&caught);
+  struct sigaction action {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  for (const int signal : signals) {
+    sigaddset(&caught, signal);
+    ::sigaction(signal, &action, nullptr);
+  }
+  pthread_sigmask(SIG_BLOCK, &caught, nullptr);
+  std::thread([caught] {
+    pthread_sigmask(SIG_UNBLOCK, &caught, nullptr);
+    for (;;) ::pause();
+  }).detach();
+}
+
+}  // namespace dtrain::math
