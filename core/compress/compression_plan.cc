@@ -56,6 +56,8 @@ Result<Method> ParseMethod(std::string_view name) {
   return kMethods.Parse(name, "cluster.compression");
 }
 
+bool ExchangesByGather(Method method) { return method == Method::kBf16 || method == Method::kTopK; }
+
 std::string_view MethodChoices() { return kMethods.choices; }
 
 std::string_view EncodingName(Encoding encoding) {

@@ -37,6 +37,9 @@ enum class Method { kNone, kBf16, kPowerSgd, kTopK };
 std::string_view MethodName(Method method);
 Result<Method> ParseMethod(std::string_view name);
 std::string_view MethodChoices();
+// Whether a compressed step exchanges by all-gather (bf16, topk: every replica's values reach
+// every replica) rather than by means (powersgd's factors).
+bool ExchangesByGather(Method method);
 
 // Limits of the settings, checked by the job file (config/cluster_section.cc).
 inline constexpr int kMaxRank = 64;

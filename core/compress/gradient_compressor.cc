@@ -238,8 +238,8 @@ Status GradientCompressor::ExchangePart(std::int64_t step, std::span<float> grad
     const std::size_t begin = tensors.empty() ? 0 : tensors.front().tensor.offset;
     return exchange.Mean(grad.subspan(begin, PlanFloats(tensors)));
   }
-  Status status = settings_.method == Method::kPowerSgd ? ExchangeLowRank(part, grad, exchange)
-                                                        : ExchangeGathered(part, grad, exchange);
+  Status status = ExchangesByGather(settings_.method) ? ExchangeGathered(part, grad, exchange)
+                                                      : ExchangeLowRank(part, grad, exchange);
   if (status.ok()) {
     stats_.raw_bytes += PlanFloats(tensors) * sizeof(float);
     stats_.sent_bytes += PlanSentFloats(tensors) * sizeof(float);

@@ -26,8 +26,8 @@ CompressedLocalStrategy::CompressedLocalStrategy(RingAllReduce& ring,
       averaging_(averaging) {
   averaging_.average_every = std::max(1, averaging_.average_every);
   const std::size_t state = averaging_.average_optimizer ? StateFloats(*LocalOptimizer()) : 0;
-  ring_bytes_per_average_ = ring.ReduceBytesSent(compress::PlanFloats(compressor_.plan()) + state +
-                                                 VotingAllReduce::kVoteFloats);
+  ring_bytes_per_average_ = ring.BytesSent(compress::PlanFloats(compressor_.plan()) + state +
+                                           VotingAllReduce::kVoteFloats);
 }
 
 Status CompressedLocalStrategy::Apply(std::int64_t step, std::span<float> params,

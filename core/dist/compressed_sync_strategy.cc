@@ -4,15 +4,18 @@
 
 namespace dtrain::dist {
 
-CompressedSyncStrategy::CompressedSyncStrategy(
-    RingAllReduce& ring, std::vector<compress::TensorPlan> plan, const compress::Settings& settings,
-    std::uint64_t seed, std::unique_ptr<optim::Optimizer> optimizer, float clip_norm)
+CompressedSyncStrategy::CompressedSyncStrategy(RingAllReduce& ring, MeanCollective& mean,
+                                               std::vector<compress::TensorPlan> plan,
+                                               const compress::Settings& settings,
+                                               std::uint64_t seed,
+                                               std::unique_ptr<optim::Optimizer> optimizer,
+                                               float clip_norm)
     : ring_(ring),
-      exchange_(ring),
+      exchange_(ring, mean),
       compressor_(std::move(plan), settings, seed),
       local_(std::move(optimizer), clip_norm),
-      ring_bytes_per_step_(ring.ReduceBytesSent(compress::PlanFloats(compressor_.plan()) +
-                                                VotingAllReduce::kVoteFloats)) {}
+      ring_bytes_per_step_(mean.BytesSent(compress::PlanFloats(compressor_.plan()) +
+                                          VotingAllReduce::kVoteFloats)) {}
 
 Status CompressedSyncStrategy::Apply(std::int64_t step, std::span<float> params,
                                      std::span<float> grad, float lr,

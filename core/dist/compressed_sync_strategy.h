@@ -1,12 +1,13 @@
 // CompressedSyncStrategy: mode = "sync", allreduce = "ring", with [cluster] compression other
 // than "none". Every step each replica weights its gradient by its share of the step's rows (as
 // SyncAllReduceStrategy does), its GradientCompressor (compress/gradient_compressor.h) exchanges
-// it over the ring — PowerSGD's factors by all-reduce, top-k pairs and bf16 values by all-gather,
-// with error feedback — and every replica clips and steps by the same averaged gradient, so
-// replicas stay bitwise identical. Stop votes ride with each step's first op.
+// it over the ring — PowerSGD's factors by all-reduce (by `mean`: the ring itself, or two levels
+// when each host has several replicas), top-k pairs and bf16 values by all-gather, with error
+// feedback — and every replica clips and steps by the same averaged gradient, so replicas stay
+// bitwise identical. Stop votes ride with each step's first op.
 //
 //   RingAllReduce ring(rank, world, links.left, links.right);
-//   CompressedSyncStrategy sync(ring, PlanCompression(model.Tensors(), settings), settings,
+//   CompressedSyncStrategy sync(ring, ring, PlanCompression(model.Tensors(), settings), settings,
 //                               seed, optim::MakeOptimizer(opts, 0, n), clip_norm);
 //
 // It is used wherever the replicas run, also all on one host (no shared-memory shortcut), so a
@@ -33,9 +34,10 @@ namespace dtrain::dist {
 
 class CompressedSyncStrategy final : public train::Strategy {
  public:
-  CompressedSyncStrategy(RingAllReduce& ring, std::vector<compress::TensorPlan> plan,
-                         const compress::Settings& settings, std::uint64_t seed,
-                         std::unique_ptr<optim::Optimizer> optimizer, float clip_norm);
+  CompressedSyncStrategy(RingAllReduce& ring, MeanCollective& mean,
+                         std::vector<compress::TensorPlan> plan, const compress::Settings& settings,
+                         std::uint64_t seed, std::unique_ptr<optim::Optimizer> optimizer,
+                         float clip_norm);
 
   Status Apply(std::int64_t step, std::span<float> params, std::span<float> grad, float lr,
                const train::StepShare& share) override;
@@ -66,7 +68,7 @@ class CompressedSyncStrategy final : public train::Strategy {
   CompressingRing exchange_;  // the compressor's view of the ring, with the votes
   compress::GradientCompressor compressor_;
   train::LocalStrategy local_;  // the clip-and-step every replica takes
-  // What the uncompressed ring sends a step (the gradient and the votes), and so far.
+  // What the uncompressed mean sends a step (the gradient and the votes), and so far.
   std::uint64_t ring_bytes_per_step_;
   std::uint64_t raw_ring_bytes_ = 0;
 };

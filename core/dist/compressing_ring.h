@@ -1,12 +1,15 @@
 // CompressingRing: the replicas' ring as a compressor's collective (compress::GradientExchange),
 // for the strategies that compress what their replicas exchange over a ring (sync's gradients,
-// local's parameter changes). The first op of each exchange carries the stop and checkpoint votes
-// (VotingAllReduce); every replica counts the same ops, so their tags agree. It also moves a
+// local's parameter changes). Its Means run on the ring, or on a MeanCollective over the same
+// replicas (two levels, for a job with several replicas on each host: PowerSGD's factors then
+// cross the network once per host); its Gathers and the checkpoint's on the ring. The first op of
+// each exchange carries the stop and checkpoint votes (VotingAllReduce); every replica counts the
+// same ops, so their tags agree. It also moves a
 // compressor's state to and from a checkpoint: every replica's residual, gathered to rank 0 in
 // slices of at most kGatherSlice floats per replica, then the state every replica shares
 // (PowerSGD's Q, and whatever the strategy adds), which rank 0 writes once.
 //
-//   CompressingRing exchange(ring);
+//   CompressingRing exchange(ring);           // or exchange(ring, two_level)
 //   exchange.BeginExchange();
 //   Status s = compressor.Exchange(step, grad, exchange);   // votes ride with its first op
 //   exchange.votes().agreed();
@@ -31,6 +34,8 @@ class CompressingRing final : public compress::GradientExchange {
   static constexpr std::size_t kGatherSlice = 1 << 20;
 
   explicit CompressingRing(RingAllReduce& ring) : ring_(ring), votes_(ring) {}
+  // Means by `mean` (over the ring's replicas, in its rank order), the rest on `ring`.
+  CompressingRing(RingAllReduce& ring, MeanCollective& mean) : ring_(ring), votes_(mean, ring) {}
 
   int rank() const override { return ring_.rank(); }
   int world() const override { return ring_.world(); }
@@ -46,7 +51,7 @@ class CompressingRing final : public compress::GradientExchange {
   const VotingAllReduce& votes() const { return votes_; }
   RingAllReduce& ring() { return ring_; }
 
-  // The ring's costs with a compressor's: `uncompressed_bytes`, what the ring would have sent
+  // The ops' costs with a compressor's: `uncompressed_bytes`, what the means would have sent
   // without compression.
   train::CommStats Stats(const compress::GradientCompressor& compressor,
                          std::uint64_t uncompressed_bytes) const;

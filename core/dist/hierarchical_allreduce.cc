@@ -57,6 +57,10 @@ Status HierarchicalAllReduce::AllReduceMean(std::span<float> data, std::uint32_t
   return Status::Ok();
 }
 
+std::uint64_t HierarchicalAllReduce::BytesSent(std::size_t floats) const {
+  return cross_.BytesSent(ShardRangeOf(floats, local_.world(), local_.rank()).size());
+}
+
 RingOpStats HierarchicalAllReduce::LastCost() const {
   return {.wait_seconds = last_op_.local.wait_seconds + last_op_.cross.wait_seconds,
           .bytes_sent = last_op_.cross.bytes_sent,

@@ -49,6 +49,8 @@ class HierarchicalAllReduce final : public MeanCollective {
   Status AllReduceMean(std::span<float> data, std::uint32_t op) override;
 
   int world() const override { return local_.world() * cross_.world(); }
+  // This rank's chunk's all-reduce across hosts.
+  std::uint64_t BytesSent(std::size_t floats) const override;
   const TwoLevelOpStats& last_op() const { return last_op_; }
   // Both levels' waits; the bytes of the op across hosts only (the network's).
   RingOpStats LastCost() const override;

@@ -11,6 +11,7 @@
 // time, from one thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -33,6 +34,8 @@ class MeanCollective {
   virtual Status AllReduceMean(std::span<float> data, std::uint32_t op) = 0;
   // How many replicas the mean is over.
   virtual int world() const = 0;
+  // The bytes this replica puts on the network in an AllReduceMean of `floats` floats.
+  virtual std::uint64_t BytesSent(std::size_t floats) const = 0;
   // The last op's cost to this replica: its waits on every level, and the bytes it sent and
   // received over the network (a two-level op's shared-memory traffic within the host is not
   // counted).

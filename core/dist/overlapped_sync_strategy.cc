@@ -17,10 +17,10 @@ OverlappedSyncStrategy::OverlappedSyncStrategy(MeanCollective& mean,
                              clip_norm) {}
 
 OverlappedSyncStrategy::OverlappedSyncStrategy(
-    RingAllReduce& ring, std::vector<GradientBucket> buckets,
+    RingAllReduce& ring, MeanCollective& mean, std::vector<GradientBucket> buckets,
     std::unique_ptr<compress::GradientCompressor> compressor,
     std::unique_ptr<optim::Optimizer> optimizer, float clip_norm)
-    : OverlappedSyncStrategy(ring, &ring, std::move(buckets), std::move(compressor),
+    : OverlappedSyncStrategy(mean, &ring, std::move(buckets), std::move(compressor),
                              std::move(optimizer), clip_norm) {}
 
 OverlappedSyncStrategy::OverlappedSyncStrategy(
@@ -35,14 +35,14 @@ OverlappedSyncStrategy::OverlappedSyncStrategy(
   assert(!buckets_.empty());
   if (compressor_ != nullptr) {
     assert(ring != nullptr);
-    exchange_ = std::make_unique<CompressingRing>(*ring);
+    exchange_ = std::make_unique<CompressingRing>(*ring, mean);
     for (const GradientBucket& bucket : buckets_) {
       Result<compress::PlanPart> part =
           compress::PartOf(compressor_->plan(), bucket.begin, bucket.end);
       assert(part.ok());
       parts_.push_back(part.value());
       const std::size_t votes = parts_.size() == 1 ? VotingAllReduce::kVoteFloats : 0;
-      ring_bytes_per_step_ += ring->ReduceBytesSent(bucket.end - bucket.begin + votes);
+      ring_bytes_per_step_ += mean.BytesSent(bucket.end - bucket.begin + votes);
     }
   }
   stats_.overlapped = true;

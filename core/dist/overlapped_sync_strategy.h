@@ -15,7 +15,7 @@
 //   // (or two_level, a HierarchicalAllReduce, in place of the ring: each bucket in two levels)
 //   // or, compressing each bucket (one compressor over the whole plan, a part of it per bucket):
 //   auto sync = std::make_unique<OverlappedSyncStrategy>(
-//       ring, PlanBuckets(starts, n, bucket_bytes / 4),
+//       ring, ring, PlanBuckets(starts, n, bucket_bytes / 4),
 //       std::make_unique<GradientCompressor>(PlanCompression(tensors, settings), settings, seed),
 //       MakeOptimizer(opts, 0, n), clip_norm);
 //   Trainer trainer(model, options, train, &test, scaling, *sync);  // it calls DuringPass()
@@ -75,8 +75,10 @@ class OverlappedSyncStrategy final : public train::Strategy, private train::Pass
   OverlappedSyncStrategy(MeanCollective& mean, std::vector<GradientBucket> buckets,
                          std::unique_ptr<optim::Optimizer> optimizer, float clip_norm);
   // Compressed: each bucket's tensors exchanged by `compressor` (its plan's tensors must tile the
-  // gradient, and the buckets be whole tensors: PlanBuckets' whole layers are).
-  OverlappedSyncStrategy(RingAllReduce& ring, std::vector<GradientBucket> buckets,
+  // gradient, and the buckets be whole tensors: PlanBuckets' whole layers are), its means by `mean`
+  // (the ring, or two levels), its gathers on `ring`.
+  OverlappedSyncStrategy(RingAllReduce& ring, MeanCollective& mean,
+                         std::vector<GradientBucket> buckets,
                          std::unique_ptr<compress::GradientCompressor> compressor,
                          std::unique_ptr<optim::Optimizer> optimizer, float clip_norm);
   ~OverlappedSyncStrategy() override;

@@ -182,7 +182,7 @@ class RingAllReduce final : public MeanCollective {
   const RingOpStats& last_op() const { return last_op_; }
   RingOpStats LastCost() const override { return last_op_; }
   // The bytes this rank sends in an all-reduce of `floats` floats (by whichever way the op goes).
-  std::uint64_t ReduceBytesSent(std::size_t floats) const;
+  std::uint64_t BytesSent(std::size_t floats) const override;
   // Whether a ring of `world` ranks with `options` all-reduces a range of `bytes` by gathering
   // every rank's range and summing it (see "Small ranges" above).
   static bool GathersToSum(int world, std::size_t bytes, const RingOptions& options);

@@ -64,7 +64,7 @@ bool RingAllReduce::ScattersToSum(int world, std::size_t bytes, const RingOption
   return ScatterChunksSent(world) * largest_chunk * sizeof(float) <= options.scatter_sum_bytes;
 }
 
-std::uint64_t RingAllReduce::ReduceBytesSent(std::size_t floats) const {
+std::uint64_t RingAllReduce::BytesSent(std::size_t floats) const {
   if (world_ < 2) return 0;
   const std::uint64_t bytes = floats * sizeof(float);
   if (GathersToSum(bytes)) return bytes * static_cast<std::uint64_t>(world_ - 1);

@@ -21,11 +21,11 @@ Status VotingAllReduce::MeanInPlace(std::span<float> payload, std::uint32_t op) 
 }
 
 template <typename Op>
-Status VotingAllReduce::Counted(Op op) {
+Status VotingAllReduce::Counted(const MeanCollective& by, Op op) {
   const auto start = Clock::now();
   Status done = op();
   stats_.comm_seconds += std::chrono::duration<double>(Clock::now() - start).count();
-  const RingOpStats cost = mean_.LastCost();
+  const RingOpStats cost = by.LastCost();
   stats_.wait_seconds += cost.wait_seconds;
   stats_.bytes_sent += cost.bytes_sent;
   stats_.bytes_received += cost.bytes_received;
@@ -46,19 +46,19 @@ void VotingAllReduce::Read(const float* tail) {
 Status VotingAllReduce::MeanWithVotes(std::span<float> buffer, std::uint32_t op) {
   const std::span<float, kVoteFloats> votes = buffer.last<kVoteFloats>();
   Cast(votes);
-  Status reduced = Counted([&] { return mean_.AllReduceMean(buffer, op); });
+  Status reduced = Counted(mean_, [&] { return mean_.AllReduceMean(buffer, op); });
   if (!reduced.ok()) return reduced;
   Read(votes.data());
   return Status::Ok();
 }
 
 Status VotingAllReduce::MeanWithoutVotes(std::span<float> data, std::uint32_t op) {
-  return Counted([&] { return mean_.AllReduceMean(data, op); });
+  return Counted(mean_, [&] { return mean_.AllReduceMean(data, op); });
 }
 
 Status VotingAllReduce::GatherWithoutVotes(std::span<float> blocks, std::uint32_t op) {
   assert(ring_ != nullptr);
-  return Counted([&] { return ring_->AllGather(blocks, op); });
+  return Counted(*ring_, [&] { return ring_->AllGather(blocks, op); });
 }
 
 Status VotingAllReduce::Gather(std::span<float> blocks, std::uint32_t op) {
@@ -70,7 +70,7 @@ Status VotingAllReduce::Gather(std::span<float> blocks, std::uint32_t op) {
   const auto own = static_cast<std::size_t>(ring_->rank());
   std::copy_n(blocks.data() + own * block, block, buffer_.data() + own * stride);
   Cast(std::span<float, kVoteFloats>(buffer_.data() + own * stride + block, kVoteFloats));
-  Status gathered = Counted([&] { return ring_->AllGather(buffer_, op); });
+  Status gathered = Counted(*ring_, [&] { return ring_->AllGather(buffer_, op); });
   if (!gathered.ok()) return gathered;
   float votes[kVoteFloats] = {};
   for (std::size_t r = 0; r < world; ++r) {

@@ -40,6 +40,8 @@ class VotingAllReduce {
   explicit VotingAllReduce(RingAllReduce& ring) : mean_(ring), ring_(&ring) {}
   // Means only: Gather and GatherWithoutVotes must not be called.
   explicit VotingAllReduce(MeanCollective& mean) : mean_(mean), ring_(nullptr) {}
+  // Means by `mean`, gathers over `ring`: the same replicas, in the same rank order.
+  VotingAllReduce(MeanCollective& mean, RingAllReduce& ring) : mean_(mean), ring_(&ring) {}
 
   // This replica's vote, carried by the next Mean.
   void Propose(train::StopReason reason) { votes_.Propose(reason); }
@@ -72,12 +74,12 @@ class VotingAllReduce {
 
  private:
   MeanCollective& mean_;  // owned by the caller, with its links
-  RingAllReduce* ring_;   // the same object where it is a ring; else null (no gathers)
+  RingAllReduce* ring_;   // what gathers (often mean_ itself); null: no gathers
   // Averages `buffer`: a payload, then the "requested", "target reached" and checkpoint votes.
   Status MeanWithVotes(std::span<float> buffer, std::uint32_t op);
-  // Runs `op` (an op of mean_) and adds its costs to stats_.
+  // Runs `op` (an op of `by`) and adds its costs to stats_.
   template <typename Op>
-  Status Counted(Op op);
+  Status Counted(const MeanCollective& by, Op op);
 
   std::vector<float> buffer_;  // Payload()'s, with room for the votes (Gather's: for each's)
   std::size_t payload_ = 0;

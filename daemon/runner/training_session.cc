@@ -274,33 +274,41 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
   auto optimizer = optim::MakeOptimizer(job.optimizer, 0, network_->NumParams());
   switch (TraitsOf(job.cluster.mode).exchange) {
     case Exchange::kSynchronous: {
-      if (job.cluster.compression.method != compress::Method::kNone) {
-        strategy_ = MakeCompressedSync(job, network_->spec(), *ring_);
-        if (strategy_->DuringPass() != nullptr) overlap_ = DescribeOverlap(job, bucket_count);
-        return Status::Ok();
-      }
       // An elastic job's replicas each keep their own state, whole after every step (a regroup
       // takes one of them): no parameters shared on the host, no two-level exchange.
       const bool elastic = job.cluster.Elastic();
       if (!elastic) {
-        if (Status two_level = ConnectTwoLevel(job, placement, buckets);
-            !two_level.ok() || strategy_) {
-          if (two_level.ok() && strategy_->DuringPass() != nullptr) {
-            overlap_ = DescribeOverlap(job, bucket_count);
-          }
+        if (Status two_level = ConnectTwoLevel(job, placement, bucket_count); !two_level.ok()) {
           return two_level;
         }
       }
-      Result<std::unique_ptr<train::Strategy>> sync = dist::MakeSyncStrategy(
-          *ring_, ring_links_, std::move(optimizer), job.clip_norm, JobTimeout(job),
-          std::move(buckets),
-          elastic ? dist::HostSharing::kNever : dist::HostSharing::kWhereAllLocal);
-      if (!sync.ok()) return sync.status();
-      strategy_ = std::move(sync).value();
-      if (strategy_->DuringPass() != nullptr) overlap_ = DescribeOverlap(job, bucket_count);
-      // A strategy with gradient storage of its own shares it with this host's replicas.
-      shared_gradients_ =
-          !strategy_->GradientStorage(network_->NumParams() + strategy_->GradientTail()).empty();
+      dist::MeanCollective& mean = two_level_ring_ != nullptr
+                                       ? two_level_ring_->mean()
+                                       : static_cast<dist::MeanCollective&>(*ring_);
+      if (job.cluster.compression.method != compress::Method::kNone) {
+        strategy_ = MakeCompressedSync(job, network_->spec(), *ring_, mean);
+      } else if (two_level_ring_ != nullptr) {
+        strategy_ = dist::MakeMeanSyncStrategy(mean, std::move(buckets), std::move(optimizer),
+                                               job.clip_norm);
+      } else {
+        Result<std::unique_ptr<train::Strategy>> sync = dist::MakeSyncStrategy(
+            *ring_, ring_links_, std::move(optimizer), job.clip_norm, JobTimeout(job),
+            std::move(buckets),
+            elastic ? dist::HostSharing::kNever : dist::HostSharing::kWhereAllLocal);
+        if (!sync.ok()) return sync.status();
+        strategy_ = std::move(sync).value();
+        // A strategy with gradient storage of its own shares it with this host's replicas.
+        shared_gradients_ =
+            !strategy_->GradientStorage(network_->NumParams() + strategy_->GradientTail()).empty();
+      }
+      if (strategy_->DuringPass() != nullptr) {
+        exchange_notes_ += ", " + DescribeOverlap(job, bucket_count);
+      }
+      if (two_level_ring_ != nullptr &&
+          compress::ExchangesByGather(job.cluster.compression.method)) {
+        exchange_notes_ += ", compressed values gathered over the ring of all " +
+                           std::to_string(ring_->world()) + " workers";
+      }
       return Status::Ok();
     }
     case Exchange::kPeriodicAverage:
@@ -321,7 +329,7 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
 }
 
 Status TrainingSession::ConnectTwoLevel(const config::JobConfig& job, const Placement& placement,
-                                        std::vector<dist::GradientBucket>& buckets) {
+                                        std::size_t buckets) {
   if (job.cluster.hierarchy != config::Hierarchy::kAuto) return Status::Ok();
   Result<std::optional<dist::HostGroups>> groups = dist::AgreeHostGroups(*ring_);
   if (!groups.ok()) return groups.status();
@@ -336,12 +344,9 @@ Status TrainingSession::ConnectTwoLevel(const config::JobConfig& job, const Plac
                         .token = placement.data_token,
                         .transport = LinkTransportOf(job),
                         .checksum = job.cluster.checksum,
-                        .ring_options = RingOptionsOf(job, buckets.size())});
+                        .ring_options = RingOptionsOf(job, buckets)});
   if (!rings.ok()) return rings.status();
   two_level_ring_ = std::move(rings).value();
-  strategy_ = dist::MakeMeanSyncStrategy(
-      two_level_ring_->mean(), std::move(buckets),
-      optim::MakeOptimizer(job.optimizer, 0, network_->NumParams()), job.clip_norm);
   return Status::Ok();
 }
 
@@ -403,14 +408,15 @@ std::string TrainingSession::DescribeLinks() const {
     return std::string("data plane: gradients ") + (params ? "and parameters " : "") +
            "shared in memory by the " + std::to_string(ring_->world()) + " workers of this host";
   }
-  const std::string overlap = overlap_.empty() ? "" : ", " + overlap_;
-  if (two_level_ring_ != nullptr) return "data plane: " + two_level_ring_->Describe() + overlap;
+  if (two_level_ring_ != nullptr) {
+    return "data plane: " + two_level_ring_->Describe() + exchange_notes_;
+  }
   if (ring_links_.left != nullptr) {
     const std::string_view left = ring_links_.left->Transport();
     const std::string_view right = ring_links_.right->Transport();
-    if (left == right) return "data plane: ring over " + std::string(left) + overlap;
+    if (left == right) return "data plane: ring over " + std::string(left) + exchange_notes_;
     return "data plane: ring over " + std::string(left) + " from the left, " + std::string(right) +
-           " to the right" + overlap;
+           " to the right" + exchange_notes_;
   }
   if (shard_links_.empty()) return "";
   return "data plane: " + std::to_string(shard_links_.size()) + " shard link" +
@@ -461,7 +467,8 @@ Status TrainingSession::Finish() { return ps_ != nullptr ? ps_->Finish() : Statu
 
 std::unique_ptr<train::Strategy> MakeCompressedSync(const config::JobConfig& job,
                                                     const model::ModelSpec& spec,
-                                                    dist::RingAllReduce& ring) {
+                                                    dist::RingAllReduce& ring,
+                                                    dist::MeanCollective& mean) {
   const compress::Settings& settings = job.cluster.compression;
   const model::Model model(spec);
   std::vector<compress::TensorPlan> plan = compress::PlanCompression(model.Tensors(), settings);
@@ -469,12 +476,12 @@ std::unique_ptr<train::Strategy> MakeCompressedSync(const config::JobConfig& job
   std::vector<dist::GradientBucket> buckets = BucketsOf(job, spec);
   if (buckets.size() > 1) {
     return std::make_unique<dist::OverlappedSyncStrategy>(
-        ring, std::move(buckets),
+        ring, mean, std::move(buckets),
         std::make_unique<compress::GradientCompressor>(std::move(plan), settings, job.train.seed),
         std::move(optimizer), job.clip_norm);
   }
   return std::make_unique<dist::CompressedSyncStrategy>(
-      ring, std::move(plan), settings, job.train.seed, std::move(optimizer), job.clip_norm);
+      ring, mean, std::move(plan), settings, job.train.seed, std::move(optimizer), job.clip_norm);
 }
 
 std::string DescribeOverlap(const config::JobConfig& job, std::size_t buckets) {
@@ -495,7 +502,7 @@ std::unique_ptr<train::Strategy> MakeCompressedRing(const config::JobConfig& job
                                                     const model::ModelSpec& spec,
                                                     dist::RingAllReduce& ring) {
   if (TraitsOf(job.cluster.mode).exchange != Exchange::kPeriodicAverage) {
-    return MakeCompressedSync(job, spec, ring);
+    return MakeCompressedSync(job, spec, ring, ring);
   }
   const compress::Settings& settings = job.cluster.compression;
   const model::Model model(spec);

@@ -150,12 +150,12 @@ class TrainingSession {
   // the ring (ConnectRing) or the parameter-server shards (ConnectShards) as the mode exchanges.
   Status Connect(const config::JobConfig& job, const Placement& placement);
   Status ConnectRing(const config::JobConfig& job, const Placement& placement);
-  // Sync replicas, several on each of several hosts: joins two_level_ring_ and makes strategy_
-  // average over it (dist::MakeMeanSyncStrategy: by `buckets` during the pass where there are
-  // several). Leaves strategy_ unset where the job stays on the flat ring: hierarchy = "flat", or
-  // a placement dist::HostGroups plans nothing for. Collective, on ring_.
+  // Sync replicas, several on each of several hosts: joins two_level_ring_, which then averages
+  // the gradients (or, compressed, PowerSGD's factors and the warm-up's means), its ring options
+  // set for `buckets` buckets. Leaves it null where the job stays on the flat ring: hierarchy =
+  // "flat", or a placement dist::HostGroups plans nothing for. Collective, on ring_.
   Status ConnectTwoLevel(const config::JobConfig& job, const Placement& placement,
-                         std::vector<dist::GradientBucket>& buckets);
+                         std::size_t buckets);
   Status ConnectShards(const config::JobConfig& job, const Placement& placement);
 
   dist::RingLinks partition_links_;
@@ -172,7 +172,9 @@ class TrainingSession {
   dist::PsStrategy* ps_ = nullptr;   // strategy_, when the replica trains on parameter servers
   dist::LocalSgdStrategy* local_ = nullptr;  // strategy_, in mode "local" without compression
   bool shared_gradients_ = false;    // strategy_ shares gradients in this host's memory
-  std::string overlap_;              // DescribeOverlap of an overlapped sync exchange, else empty
+  // What the data-plane line adds after its links, each after ", ": DescribeOverlap of an
+  // overlapped sync exchange, where two-level jobs gather compressed values; else empty.
+  std::string exchange_notes_;
   std::unique_ptr<train::Trainer> trainer_;
 };
 
@@ -190,15 +192,17 @@ std::vector<dist::GradientBucket> BucketsOf(const config::JobConfig& job,
 // exchanged in ..."): how `job`'s overlapped sync exchange of `buckets` buckets runs.
 std::string DescribeOverlap(const config::JobConfig& job, std::size_t buckets);
 
-// The strategy of a replica of a job with cluster.compression over `ring` (which outlives it):
-// its plan for `spec`'s tensors, the job's seed, optimizer and clip_norm; compressed bucket by
-// bucket during the backward pass (dist::OverlappedSyncStrategy) where BucketsOf gives several
-// buckets, else after it (dist::CompressedSyncStrategy).
+// The strategy of a replica of a job with cluster.compression over `ring`, its means by `mean`
+// (the ring, or two levels over the same replicas; both outlive it): its plan for `spec`'s
+// tensors, the job's seed, optimizer and clip_norm; compressed bucket by bucket during the
+// backward pass (dist::OverlappedSyncStrategy) where BucketsOf gives several buckets, else after
+// it (dist::CompressedSyncStrategy).
 std::unique_ptr<train::Strategy> MakeCompressedSync(const config::JobConfig& job,
                                                     const model::ModelSpec& spec,
-                                                    dist::RingAllReduce& ring);
+                                                    dist::RingAllReduce& ring,
+                                                    dist::MeanCollective& mean);
 
-// The same for any mode that compresses over a ring: mode "local"'s averages
+// The same on the ring alone for any mode that compresses over a ring: mode "local"'s averages
 // (CompressedLocalStrategy), else MakeCompressedSync's.
 std::unique_ptr<train::Strategy> MakeCompressedRing(const config::JobConfig& job,
                                                     const model::ModelSpec& spec,

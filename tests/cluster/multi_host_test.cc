@@ -262,6 +262,44 @@ BOOST_AUTO_TEST_CASE(two_replicas_on_each_of_two_hosts_send_what_one_on_each_sen
              "two-level " << loss << " vs flat " << flat_loss);
 }
 
+// PowerSGD at rank 2 over 32 features and a hidden layer of 32: its 32 x 32 matrix goes as factors.
+std::string PowerSgdBlobsJob(const std::string& cluster) {
+  return "name = \"powersgd\"\n"
+         "[data]\nformat = \"synthetic\"\nsynthetic = \"blobs\"\nrows = 2880\nclasses = 3\n"
+         "features = 32\n"
+         "[model]\ntype = \"mlp\"\nhidden = [32, 32]\nactivation = \"tanh\"\n"
+         "[train]\nepochs = 0\nsteps = 40\neval_every = 20\nbatch_size = 32\nseed = 5\n"
+         "[optimizer]\nlr = 0.1\n[cluster]\nmode = \"sync\"\nhosts = [\"h0\", \"h1\"]\n"
+         "compression = \"powersgd\"\ncompression_rank = 2\n" +
+         cluster;
+}
+
+// PowerSGD's means (its factors, the raw tensors beside them) go through both levels too: with two
+// replicas on each of two hosts, each host sends across what its one replica of a 2 x 1 job sends.
+BOOST_AUTO_TEST_CASE(powersgd_with_two_replicas_on_each_host_sends_what_one_on_each_sends) {
+  ThreeHosts c;
+  c.NodesUntil(AllUp);
+  const json two_level = c.Submit("powersgd-two-level", PowerSgdBlobsJob("workers = 4\n"));
+  const json one_each = c.Submit("powersgd-one-each", PowerSgdBlobsJob("workers = 2\n"));
+  for (const json* job : {&two_level, &one_each}) {
+    BOOST_TEST_REQUIRE((*job)["state"] == "succeeded", job->dump());
+    BOOST_TEST((HostsOf(*job) == std::set<std::string>{"h0", "h1"}), job->dump());
+  }
+  const std::map<std::string, double> sent = BytesSentPerHost(c, two_level);
+  const std::map<std::string, double> sent_alone = BytesSentPerHost(c, one_each);
+  for (const char* host : {"h0", "h1"}) {
+    BOOST_TEST_CONTEXT(host) {
+      BOOST_TEST(sent_alone.at(host) > 0.0);
+      BOOST_TEST(sent.at(host) == sent_alone.at(host));
+    }
+  }
+  const ProcessResult logs = c.Cli({"logs", std::to_string(two_level["id"].get<int>())});
+  BOOST_TEST(logs.out.find("data plane: 2 hosts x 2 workers: within the host over shared memory, "
+                           "across hosts over tcp") != std::string::npos,
+             logs.out);
+  BOOST_TEST(logs.out.find("32x32: low rank") != std::string::npos, logs.out);
+}
+
 BOOST_AUTO_TEST_CASE(daemons_listening_on_every_address_advertise_the_one_their_peers_reach) {
   ThreeHosts c(/*wildcard=*/true);
   c.NodesUntil(AllUp);

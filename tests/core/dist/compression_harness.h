@@ -47,8 +47,8 @@ inline constexpr std::uint64_t kCompressionSeed = 7;
 inline StrategyFactory CompressedSync(const model::Model& model, compress::Settings settings) {
   return [&model, settings](RingAllReduce& ring, int, int, std::size_t n) {
     return std::make_unique<CompressedSyncStrategy>(
-        ring, compress::PlanCompression(model.Tensors(), settings), settings, kCompressionSeed,
-        optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
+        ring, ring, compress::PlanCompression(model.Tensors(), settings), settings,
+        kCompressionSeed, optim::MakeOptimizer(kMomentum, 0, n), 1.0f);
   };
 }
 

@@ -52,7 +52,7 @@ testing::StrategyFactory Overlapped(const model::Model& model, compress::Setting
   return
       [&model, settings, bucket_floats, optimizer](RingAllReduce& ring, int, int, std::size_t n) {
         return std::make_unique<OverlappedSyncStrategy>(
-            ring, Buckets(model, bucket_floats), Compressor(model, settings),
+            ring, ring, Buckets(model, bucket_floats), Compressor(model, settings),
             optim::MakeOptimizer(optimizer, 0, n), 1.0f);
       };
 }

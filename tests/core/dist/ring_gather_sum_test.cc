@@ -4,7 +4,7 @@
 // gather_sum_bytes = 0), whatever the world (1 to 7), the size around the threshold, the way an op
 // is driven or how little a link buffers, ranks as threads and as processes; the bytes sent say
 // which algorithm ran, and each way's share; a dead or silent peer is named as the ring names it;
-// ReduceBytesSent tells the bytes in advance (also for the middle ranges of
+// BytesSent tells the bytes in advance (also for the middle ranges of
 // ring_scatter_sum_test.cc, and the ring's), and a dead peer is named in a middle op too.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -296,7 +296,7 @@ BOOST_AUTO_TEST_CASE(reduce_bytes_sent_says_what_each_rank_sends_whichever_way_t
           const Reduced r = ReduceOnce(ring, size, false);
           for (int rank = 0; rank < world; ++rank) {
             BOOST_TEST(r.bytes_sent[static_cast<std::size_t>(rank)] ==
-                       ring.ranks[static_cast<std::size_t>(rank)]->ReduceBytesSent(size));
+                       ring.ranks[static_cast<std::size_t>(rank)]->BytesSent(size));
           }
         }
       }
