@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <thread>
 
 namespace dtrain::math {
@@ -19,10 +20,15 @@ void CatchSignalsOffComputeThreads(std::initializer_list<int> signals, SignalHan
     ::sigaction(signal, &action, nullptr);
   }
   pthread_sigmask(SIG_BLOCK, &caught, nullptr);
-  std::thread([caught] {
-    pthread_sigmask(SIG_UNBLOCK, &caught, nullptr);
-    for (;;) ::pause();
-  }).detach();
+  static std::once_flag started;
+  std::call_once(started, [] {
+    std::thread([] {
+      sigset_t none;
+      sigemptyset(&none);
+      pthread_sigmask(SIG_SETMASK, &none, nullptr);  // takes whatever the others block
+      for (;;) ::pause();
+    }).detach();
+  });
 }
 
 }  // namespace dtrain::math

@@ -20,7 +20,8 @@ namespace dtrain::math {
 
 using SignalHandler = void (*)(int);
 
-// Installs `handler` for each of `signals` as above. Call it once per process.
+// Installs `handler` for each of `signals` as above. Callable again (a sweep runs its trials one
+// after another in one process): one waiting thread serves every call.
 void CatchSignalsOffComputeThreads(std::initializer_list<int> signals, SignalHandler handler);
 
 }  // namespace dtrain::math

@@ -1,6 +1,7 @@
 // Caught signals stay off the threads that compute: oneDNN's sgemm, run by the caller and by a
 // thread team while the process is sent signals, keeps its results and the heap whole (without
-// the routing it corrupted the heap within milliseconds), and no handler runs on those threads.
+// the routing it corrupted the heap within milliseconds), and no handler runs on those threads;
+// installing again starts no thread.
 #include "core/math/compute_signals.h"
 
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -70,6 +72,23 @@ BOOST_AUTO_TEST_CASE(handlers_run_off_the_computing_threads_and_kernels_stay_who
   BOOST_TEST(wrong.load() == 0);
   BOOST_TEST(g_taken.load() > 0);
   BOOST_TEST(!g_taken_while_computing.load());
+}
+
+std::size_t ThreadsOfThisProcess() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    ++n;
+  }
+  return n;
+}
+
+// A sweep runs its trials one after another in one process, each installing its handlers: one
+// waiting thread serves them all.
+BOOST_AUTO_TEST_CASE(installing_again_starts_no_other_thread) {
+  CatchSignalsOffComputeThreads({SIGUSR2}, CountSignal);
+  const std::size_t threads = ThreadsOfThisProcess();
+  CatchSignalsOffComputeThreads({SIGUSR2}, CountSignal);
+  BOOST_TEST(ThreadsOfThisProcess() == threads);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
