@@ -10,28 +10,27 @@ CompressedSyncStrategy::CompressedSyncStrategy(RingAllReduce& ring, MeanCollecti
                                                std::uint64_t seed,
                                                std::unique_ptr<optim::Optimizer> optimizer,
                                                float clip_norm)
-    : ring_(ring),
-      exchange_(ring, mean),
+    : exchange_(ring, mean),
       compressor_(std::move(plan), settings, seed),
       local_(std::move(optimizer), clip_norm),
-      ring_bytes_per_step_(mean.BytesSent(compress::PlanFloats(compressor_.plan()) +
-                                          VotingAllReduce::kVoteFloats)) {}
+      uncompressed_bytes_per_step_(mean.BytesSent(compress::PlanFloats(compressor_.plan()) +
+                                                  VotingAllReduce::kVoteFloats)) {}
 
 Status CompressedSyncStrategy::Apply(std::int64_t step, std::span<float> params,
                                      std::span<float> grad, float lr,
                                      const train::StepShare& share) {
-  const float weight = train::ShareWeight(share, ring_.world());
+  const float weight = train::ShareWeight(share, exchange_.world());
   if (weight != 1.0f) math::Scale(weight, grad);
   exchange_.BeginExchange();
   if (Status s = compressor_.Exchange(step, grad, exchange_); !s.ok()) {
     return Status::Error("step " + std::to_string(step) + ": " + s.message());
   }
-  raw_ring_bytes_ += ring_bytes_per_step_;
+  uncompressed_bytes_ += uncompressed_bytes_per_step_;
   return local_.Apply(step, params, grad, lr, share);
 }
 
 train::CommStats CompressedSyncStrategy::Stats() const {
-  return exchange_.Stats(compressor_, raw_ring_bytes_);
+  return exchange_.Stats(compressor_, uncompressed_bytes_);
 }
 
 Result<std::vector<std::vector<float>>> CompressedSyncStrategy::CheckpointState() {

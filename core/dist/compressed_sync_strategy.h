@@ -17,7 +17,7 @@
 // PowerSGD's Q) goes into checkpoints (CheckpointState, gathered to rank 0 by CompressingRing);
 // Stats() adds the compression's costs to the ring's.
 //
-// One thread at a time (the training thread). The ring must outlive the strategy.
+// One thread at a time (the training thread). The ring and the mean must outlive the strategy.
 #pragma once
 
 #include <cstdint>
@@ -64,13 +64,12 @@ class CompressedSyncStrategy final : public train::Strategy {
   compress::GradientCompressor& compressor() { return compressor_; }
 
  private:
-  RingAllReduce& ring_;       // owned by the caller, with its links
-  CompressingRing exchange_;  // the compressor's view of the ring, with the votes
+  CompressingRing exchange_;  // the compressor's view of the ring (the caller's), with the votes
   compress::GradientCompressor compressor_;
   train::LocalStrategy local_;  // the clip-and-step every replica takes
   // What the uncompressed mean sends a step (the gradient and the votes), and so far.
-  std::uint64_t ring_bytes_per_step_;
-  std::uint64_t raw_ring_bytes_ = 0;
+  std::uint64_t uncompressed_bytes_per_step_;
+  std::uint64_t uncompressed_bytes_ = 0;
 };
 
 }  // namespace dtrain::dist

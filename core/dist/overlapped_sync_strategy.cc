@@ -42,7 +42,7 @@ OverlappedSyncStrategy::OverlappedSyncStrategy(
       assert(part.ok());
       parts_.push_back(part.value());
       const std::size_t votes = parts_.size() == 1 ? VotingAllReduce::kVoteFloats : 0;
-      ring_bytes_per_step_ += mean.BytesSent(bucket.end - bucket.begin + votes);
+      uncompressed_bytes_per_step_ += mean.BytesSent(bucket.end - bucket.begin + votes);
     }
   }
   stats_.overlapped = true;
@@ -164,14 +164,14 @@ Status OverlappedSyncStrategy::Apply(std::int64_t step, std::span<float> params,
   if (compressor_ == nullptr) {
     votes_.Read(grad_.data() + grad.size());
   } else {
-    raw_ring_bytes_ += ring_bytes_per_step_;
+    uncompressed_bytes_ += uncompressed_bytes_per_step_;
   }
   return local_.Apply(step, params, grad, lr, share);
 }
 
 train::CommStats OverlappedSyncStrategy::Stats() const {
   if (compressor_ == nullptr) return stats_;
-  train::CommStats s = exchange_->Stats(*compressor_, raw_ring_bytes_);
+  train::CommStats s = exchange_->Stats(*compressor_, uncompressed_bytes_);
   s.overlapped = true;
   s.exposed_seconds = stats_.exposed_seconds;
   return s;

@@ -144,8 +144,8 @@ class OverlappedSyncStrategy final : public train::Strategy, private train::Pass
   std::unique_ptr<compress::GradientCompressor> compressor_;  // null: uncompressed
   std::vector<compress::PlanPart> parts_;  // compressed: bucket b's tensors of the plan
   // Compressed: what the uncompressed buckets would send a step, and so far.
-  std::uint64_t ring_bytes_per_step_ = 0;
-  std::uint64_t raw_ring_bytes_ = 0;
+  std::uint64_t uncompressed_bytes_per_step_ = 0;
+  std::uint64_t uncompressed_bytes_ = 0;
 
   // The current step, set by Start before any bucket of it is posted.
   bool started_ = false;

@@ -50,11 +50,11 @@ BOOST_AUTO_TEST_CASE(handlers_run_off_the_computing_threads_and_kernels_stay_who
   CatchSignalsOffComputeThreads({SIGUSR2}, CountSignal);
   ThreadTeam team(2);  // started after: it inherits the blocked signals
   std::atomic<bool> computing{true};
-  std::thread sender([&] {
-    while (computing.load()) {
+  std::thread sender([&] {  // at least one signal, however late this thread starts
+    do {
       ::kill(::getpid(), SIGUSR2);
       std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
+    } while (computing.load());
   });
   std::atomic<int> wrong{0};
   for (int round = 0; round < 400; ++round) {
