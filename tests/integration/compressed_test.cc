@@ -95,7 +95,7 @@ const std::string kMethods[] = {
     "compression = \"bf16\"\n",
 };
 
-BOOST_AUTO_TEST_SUITE(compressed_jobs)
+BOOST_AUTO_TEST_SUITE(compressed_jobs, *boost::unit_test::label("long"))
 
 BOOST_AUTO_TEST_CASE(jobs_of_1_2_and_4_processes_end_with_the_bits_of_the_in_process_reference) {
   TempDir dir;

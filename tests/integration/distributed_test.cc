@@ -61,7 +61,7 @@ void CheckEvaluationsPrintedOnce(const Finished& f) {
   BOOST_TEST(evaluations >= 2);  // eval_every = 20 of 40 steps
 }
 
-BOOST_AUTO_TEST_SUITE(distributed_jobs)
+BOOST_AUTO_TEST_SUITE(distributed_jobs, *boost::unit_test::label("long"))
 
 BOOST_AUTO_TEST_CASE(sync_ring_and_ps_with_n_workers_equal_one_worker_with_the_global_batch) {
   TempDir dir;

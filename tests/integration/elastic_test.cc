@@ -44,7 +44,7 @@ constexpr int kStepsPerEpoch = kRows / kGlobalBatch;  // 250
 // The smaller jobs'.
 constexpr int kFewRows = 4800, kFewSteps = kFewRows / kGlobalBatch;  // an epoch's: 100
 
-BOOST_AUTO_TEST_SUITE(elastic)
+BOOST_AUTO_TEST_SUITE(elastic, *boost::unit_test::label("long"))
 
 BOOST_AUTO_TEST_CASE(survivors_carry_on_through_three_losses_and_every_row_is_taken_once) {
   RecordingDaemon daemon(kRows);

@@ -71,7 +71,7 @@ void KillReplicasThenTheDaemon(DaemonFixture& d, std::int64_t id, const std::vec
   BOOST_TEST(job["step"] == kEpochs * kStepsPerEpoch);
 }
 
-BOOST_AUTO_TEST_SUITE(exactly_once)
+BOOST_AUTO_TEST_SUITE(exactly_once, *boost::unit_test::label("long"))
 
 BOOST_AUTO_TEST_CASE(every_epoch_takes_every_row_once_through_killed_replicas_and_a_killed_daemon) {
   TempDir data;

@@ -53,7 +53,7 @@ void CheckSameRun(const Finished& partitioned, const Finished& whole, const std:
   }
 }
 
-BOOST_AUTO_TEST_SUITE(model_parallel_jobs)
+BOOST_AUTO_TEST_SUITE(model_parallel_jobs, *boost::unit_test::label("long"))
 
 BOOST_AUTO_TEST_CASE(one_partitioned_replica_trains_what_the_whole_model_trains) {
   TempDir dir;

@@ -4,7 +4,9 @@
 // under a private home). Root only: useradd and setpriv need it.
 //
 //   TestUser user;                 // dtrain-test-user, with its own group (tests that may run at
-//                                  // once use different names: one may remove its user)
+//                                  // once use different names: one may remove its user; so
+//                                  // suites labelled "long", a ctest entry of their own, never
+//                                  // use this default)
 //   SharedBinaries bins;           // bins.dtraind, bins.dtrain: mode 0755 in a 0755 folder
 //   ProcessResult r = RunAs(kUserName, kUserName, {bins.dtrain, "status"}, dir);
 //
