@@ -124,16 +124,23 @@ void CopyRaw(std::span<const TensorPlan> plan, std::span<float> grad, std::span<
   }
 }
 
-// Before the first Mean: M = G + E into the residual, P = M Q (rows split among the team).
+// Before the first Mean: M = G + E into the residual (E = what it holds, less the last step's
+// deferred product), P = M Q (rows split among the team).
 void WriteP(std::span<const TensorPlan> plan, const LowRankBuffer& b, std::span<const float> grad,
             std::span<float> residual, std::span<const std::vector<float>> qs,
-            math::ThreadTeam* team) {
+            std::span<DeferredFactors> deferred, math::ThreadTeam* team) {
   ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
+    DeferredFactors& last = deferred[t.index];
     Split(team, t.rows(), [&](math::PartRange rows) {
+      const DeferredProduct subtract =
+          last.pending
+              ? DeferredProduct{Rows(std::span<const float>(last.p), t.rank(), rows), last.own_q}
+              : DeferredProduct{};
       AddAndMultiplyByQ(Rows(Of(grad, t.plan), t.cols(), rows),
                         Rows(Of(residual, t.plan), t.cols(), rows), rows.end - rows.begin, t.cols(),
-                        qs[t.index], t.rank(), Rows(t.p, t.rank(), rows));
+                        qs[t.index], t.rank(), Rows(t.p, t.rank(), rows), subtract);
     });
+    last.pending = false;
   });
 }
 
@@ -151,19 +158,22 @@ void WriteOwnQ(std::span<const TensorPlan> plan, const LowRankBuffer& b,
   });
 }
 
-// After the second Mean, in one pass over M: the residual M - P (own Q')^T, and the step's
-// gradient P Q'^T from the mean Q', which the next step's Q starts from (rows split among the
-// team).
-void WriteResidualAndMeanProduct(std::span<const TensorPlan> plan, const LowRankBuffer& b,
-                                 std::span<float> residual, std::span<float> grad,
-                                 std::span<std::vector<float>> qs, math::ThreadTeam* team) {
+// After the second Mean: the step's gradient P Q'^T from the mean Q', which the next step's Q
+// starts from (rows split among the team), and P with this replica's own Q' kept as the deferred
+// product of the residual M - P (own Q')^T.
+void WriteMeanProduct(std::span<const TensorPlan> plan, const LowRankBuffer& b,
+                      std::span<float> grad, std::span<std::vector<float>> qs,
+                      std::span<DeferredFactors> deferred, math::ThreadTeam* team) {
   ForEachLowRank(plan, b, [&](const LowRankTensor& t) {
     Split(team, t.rows(), [&](math::PartRange rows) {
-      SubtractProductWriteProduct(Rows(t.p, t.rank(), rows), t.own_q, t.q, rows.end - rows.begin,
-                                  t.cols(), t.rank(), Rows(Of(residual, t.plan), t.cols(), rows),
-                                  Rows(Of(grad, t.plan), t.cols(), rows));
+      WriteProduct(Rows(t.p, t.rank(), rows), t.q, rows.end - rows.begin, t.cols(), t.rank(),
+                   Rows(Of(grad, t.plan), t.cols(), rows));
     });
     std::ranges::copy(t.q, qs[t.index].begin());
+    DeferredFactors& last = deferred[t.index];
+    std::ranges::copy(t.p, last.p.begin());
+    std::ranges::copy(t.own_q, last.own_q.begin());
+    last.pending = true;
   });
 }
 
@@ -223,6 +233,8 @@ GradientCompressor::GradientCompressor(std::vector<TensorPlan> plan, const Setti
     if (t.encoding != Encoding::kLowRank) continue;
     q_.emplace_back(t.tensor.cols * Rank(t));
     InitialQ(data::MixSeed(seed, i), q_.back());
+    deferred_.push_back({.p = std::vector<float>(t.tensor.rows * Rank(t)),
+                         .own_q = std::vector<float>(t.tensor.cols * Rank(t))});
   }
 }
 
@@ -257,7 +269,7 @@ Status GradientCompressor::ExchangeLowRank(PlanPart part, std::span<float> grad,
   const LowRankBuffer b = SplitLowRankBuffer(plan, buffer_);
   {
     ScopedSeconds timer(stats_.seconds);
-    WriteP(plan, b, grad, residual_, qs, team_);
+    WriteP(plan, b, grad, residual_, qs, std::span(deferred_).subspan(before), team_);
     CopyRaw(plan, grad, b.raws, /*to_raws=*/true);
   }
   if (Status s = exchange.Mean(std::span(buffer_).first(b.ps.size() + b.raws.size())); !s.ok()) {
@@ -270,7 +282,7 @@ Status GradientCompressor::ExchangeLowRank(PlanPart part, std::span<float> grad,
   // A part of raw tensors only has no factors to average.
   if (Status s = b.qs.empty() ? Status::Ok() : exchange.Mean(b.qs); !s.ok()) return s;
   ScopedSeconds timer(stats_.seconds);
-  WriteResidualAndMeanProduct(plan, b, residual_, grad, qs, team_);
+  WriteMeanProduct(plan, b, grad, qs, std::span(deferred_).subspan(before), team_);
   CopyRaw(plan, grad, b.raws, /*to_raws=*/false);
   return Status::Ok();
 }
@@ -350,6 +362,16 @@ void GradientCompressor::EncodeMessage(const TensorPlan& t, std::span<const floa
 }
 
 std::vector<std::span<float>> GradientCompressor::StateVectors() {
+  // The residuals' deferred products first: the state a checkpoint keeps is the whole residual.
+  std::size_t index = 0;
+  for (const TensorPlan& t : plan_) {
+    if (t.encoding != Encoding::kLowRank) continue;
+    DeferredFactors& last = deferred_[index++];
+    if (!last.pending) continue;
+    AddProduct(last.p, last.own_q, t.tensor.rows, t.tensor.cols, Rank(t), -1.0f,
+               Of(std::span(residual_), t));
+    last.pending = false;
+  }
   std::vector<std::span<float>> states{std::span(residual_)};
   for (std::vector<float>& q : q_) states.emplace_back(q);
   return states;

@@ -8,7 +8,9 @@
 // A step, by the plan's encodings, for this replica's gradient G and residual E (M = G + E):
 //   kRaw      M's values go as they are (no residual);
 //   kLowRank  PowerSGD: P = M Q, averaged; P made orthonormal; Q' = M^T P, averaged into the
-//             next step's Q (warm start); the step's gradient is P Q'^T; E = M - P (M^T P)^T;
+//             next step's Q (warm start); the step's gradient is P Q'^T; E = M - P (M^T P)^T,
+//             whose subtraction waits for the next step's pass over M (one pass fewer a step;
+//             StateVectors() does it first, with the same bits);
 //   kSparse   the k values of largest |M| with their indices; E = M without them; the mean is
 //             the sum of every replica's pairs, in rank order, times 1/world;
 //   kBf16     M rounded to bfloat16; E = M - that; the mean is the sum of every replica's
@@ -79,6 +81,13 @@ struct CompressionStats {
   std::uint64_t sent_bytes = 0;  // what this replica contributed instead (PlanSentFloats * 4)
 };
 
+// A kLowRank tensor's last P (rows x rank) and this replica's own Q' (cols x rank): while
+// pending, the residual still holds M, and E = M - P own_q^T.
+struct DeferredFactors {
+  std::vector<float> p, own_q;
+  bool pending = false;
+};
+
 class GradientCompressor {
  public:
   // `seed` gives PowerSGD's initial Q (the same on every replica).
@@ -103,7 +112,9 @@ class GradientCompressor {
 
   // The state a checkpoint keeps for an exact resume: this replica's residual (PlanFloats
   // floats), then PowerSGD's Q of each kLowRank tensor in plan order (the same on every
-  // replica). Sizes depend only on the plan; the caller may overwrite them to restore.
+  // replica). Sizes depend only on the plan; the caller may overwrite them to restore. It first
+  // completes the residual (the deferred subtraction above), so the spans hold the whole state
+  // until the next Exchange.
   std::vector<std::span<float>> StateVectors();
 
   // PowerSGD's passes over its matrices from now on split among the team's threads (M's rows,
@@ -133,6 +144,8 @@ class GradientCompressor {
   Settings settings_;
   std::vector<float> residual_;
   std::vector<std::vector<float>> q_;  // per kLowRank tensor, in plan order
+  // Per kLowRank tensor, in plan order: the last step's P and own Q', not yet taken from M.
+  std::vector<DeferredFactors> deferred_;
   std::vector<float> buffer_;          // the messages of a step
   std::vector<std::uint32_t> top_k_;   // a kSparse tensor's selection
   math::ThreadTeam* team_ = nullptr;   // null: every pass on the calling thread

@@ -2,8 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "core/compress/compression_plan.h"
 #include "core/data/random.h"
@@ -60,6 +65,21 @@ void Transpose(std::span<const float> q, std::size_t n, std::size_t r, std::vect
   }
 }
 
+// Q (n x r) for the passes that keep their sums in registers: in blocks of eight columns, each
+// block's r runs of eight values (column col, rank k at BlockAt(col, k, r)) side by side, so that
+// a pass over a row of M meets Q as one stream; the last block padded with zeros.
+inline std::size_t BlockAt(std::size_t col, std::size_t k, std::size_t r) {
+  return ((col / 8) * r + k) * 8 + col % 8;
+}
+
+void BlockTranspose(std::span<const float> q, std::size_t n, std::size_t r,
+                    std::vector<float>& blocks) {
+  blocks.assign((n + 7) / 8 * 8 * r, 0.0f);
+  for (std::size_t col = 0; col < n; ++col) {
+    for (std::size_t k = 0; k < r; ++k) blocks[BlockAt(col, k, r)] = q[col * r + k];
+  }
+}
+
 // The vector width the passes over M are written for: runs of this many columns side by side.
 constexpr std::size_t kLanes = 16;
 
@@ -92,30 +112,142 @@ inline void RowOfProduct(const float* p_row, const float* q_t, std::size_t n, st
 // Eight floats as one value: each operation on them is the same on every float alone.
 using Eight = float __attribute__((vector_size(32)));
 
-// kLanes columns of a row of M (values, out, and Q's columns from own_t and mean_t, r rows n
-// apart, start at them): values -= the row of P times own Q^T, out = it times mean Q^T; each sum
-// RowOfProduct's, kept in registers.
-inline void SubtractAndWriteRun(const float* p_row, const float* own_t, const float* mean_t,
-                                std::size_t n, std::size_t r, float* values, float* out) {
+// The helpers below are inlined into each build of a pass (they pass Eight, whose registers
+// differ between the builds).
+#define DTRAIN_IN_PASS inline __attribute__((always_inline))
+
+DTRAIN_IN_PASS void Load(Eight& v, const float* at) { std::memcpy(&v, at, sizeof v); }
+
+DTRAIN_IN_PASS void Store(float* at, const Eight& v) { std::memcpy(at, &v, sizeof v); }
+
+// One row of the first pass at rank R, every sum in registers: values -= the deferred row (p0_row
+// times Q0 from deferred_b, when p0_row is set), += g_row (when set), then p_row[k] =
+// DotInLanes(values, Q's column k) (Qs as BlockTranspose lays them out). Each value and each sum
+// has the bits of RowOfProduct, the additions and DotInLanes done one after another.
+template <std::size_t R>
+DTRAIN_IN_PASS void FirstPassRow(const float* p0_row, const float* deferred_b, const float* g_row,
+                                 const float* q_b, std::size_t n, float* values, float* p_row) {
   constexpr std::size_t kRuns = kLanes / 8;
-  Eight own[kRuns] = {}, mean[kRuns] = {};
-  for (std::size_t k = 0; k < r; ++k) {
-    const float a = p_row[k];
+  Eight partial[R][kRuns] = {};
+  std::size_t at = 0;
+  for (; at + kLanes <= n; at += kLanes) {
     for (std::size_t run = 0; run < kRuns; ++run) {
-      Eight o, m;
-      std::memcpy(&o, own_t + k * n + 8 * run, sizeof o);
-      std::memcpy(&m, mean_t + k * n + 8 * run, sizeof m);
-      own[run] += a * o;
-      mean[run] += a * m;
+      const std::size_t col = at + 8 * run;
+      Eight v, b;
+      Load(v, values + col);
+      if (p0_row != nullptr) {
+        Eight deferred = {};
+        for (std::size_t k = 0; k < R; ++k) {
+          Load(b, deferred_b + BlockAt(col, k, R));
+          deferred += p0_row[k] * b;
+        }
+        v -= deferred;
+      }
+      if (g_row != nullptr) {
+        Load(b, g_row + col);
+        v += b;
+      }
+      Store(values + col, v);
+      for (std::size_t k = 0; k < R; ++k) {
+        Load(b, q_b + BlockAt(col, k, R));
+        partial[k][run] += v * b;
+      }
     }
   }
-  for (std::size_t run = 0; run < kRuns; ++run) {
-    Eight v;
-    std::memcpy(&v, values + 8 * run, sizeof v);
-    v -= own[run];
-    std::memcpy(values + 8 * run, &v, sizeof v);
-    std::memcpy(out + 8 * run, &mean[run], sizeof v);
+  float lanes[R][kLanes];
+  std::memcpy(lanes, partial, sizeof lanes);
+  for (std::size_t l = 0; at + l < n; ++l) {
+    const std::size_t col = at + l;
+    float v = values[col];
+    if (p0_row != nullptr) {
+      float deferred = 0.0f;
+      for (std::size_t k = 0; k < R; ++k) deferred += p0_row[k] * deferred_b[BlockAt(col, k, R)];
+      v -= deferred;
+    }
+    if (g_row != nullptr) v += g_row[col];
+    values[col] = v;
+    for (std::size_t k = 0; k < R; ++k) lanes[k][l] += v * q_b[BlockAt(col, k, R)];
   }
+  for (std::size_t k = 0; k < R; ++k) {
+    float sum = 0.0f;
+    for (const float x : lanes[k]) sum += x;
+    p_row[k] = sum;
+  }
+}
+
+// A row of P Q^T at rank R into out (not read), RowOfProduct's sums kept in registers and
+// streamed past the caches where the CPU can.
+template <std::size_t R>
+DTRAIN_IN_PASS void ProductRow(const float* p_row, const float* q_b, std::size_t n, float* out) {
+  std::size_t col = 0;
+#if defined(__x86_64__)
+  const bool aligned = reinterpret_cast<std::uintptr_t>(out) % 32 == 0;
+#endif
+  for (; col + 8 <= n; col += 8) {
+    Eight sum = {}, b;
+    for (std::size_t k = 0; k < R; ++k) {
+      Load(b, q_b + BlockAt(col, k, R));
+      sum += p_row[k] * b;
+    }
+#if defined(__x86_64__)
+    if (aligned) {
+      __m128 half[2];
+      std::memcpy(half, &sum, sizeof half);
+      _mm_stream_ps(out + col, half[0]);
+      _mm_stream_ps(out + col + 4, half[1]);
+      continue;
+    }
+#endif
+    Store(out + col, sum);
+  }
+  for (; col < n; ++col) {
+    float sum = 0.0f;
+    for (std::size_t k = 0; k < R; ++k) sum += p_row[k] * q_b[BlockAt(col, k, R)];
+    out[col] = sum;
+  }
+}
+
+// The ranks whose sums the passes keep in registers (FirstPassRow, ProductRow); larger ranks take
+// the plain loops.
+constexpr std::size_t kMaxRankInRegisters = 4;
+
+// FirstPassRow at rank r (<= kMaxRankInRegisters). A switch, not a lambda: a lambda's body is
+// built for the default target, not for the pass's.
+DTRAIN_IN_PASS void FirstPassRowAtRank(std::size_t r, const float* p0_row, const float* deferred_b,
+                                       const float* g_row, const float* q_b, std::size_t n,
+                                       float* values, float* p_row) {
+  switch (r) {
+    case 1:
+      return FirstPassRow<1>(p0_row, deferred_b, g_row, q_b, n, values, p_row);
+    case 2:
+      return FirstPassRow<2>(p0_row, deferred_b, g_row, q_b, n, values, p_row);
+    case 3:
+      return FirstPassRow<3>(p0_row, deferred_b, g_row, q_b, n, values, p_row);
+    default:
+      return FirstPassRow<kMaxRankInRegisters>(p0_row, deferred_b, g_row, q_b, n, values, p_row);
+  }
+}
+
+// ProductRow at rank r (<= kMaxRankInRegisters).
+DTRAIN_IN_PASS void ProductRowAtRank(std::size_t r, const float* p_row, const float* q_b,
+                                     std::size_t n, float* out) {
+  switch (r) {
+    case 1:
+      return ProductRow<1>(p_row, q_b, n, out);
+    case 2:
+      return ProductRow<2>(p_row, q_b, n, out);
+    case 3:
+      return ProductRow<3>(p_row, q_b, n, out);
+    default:
+      return ProductRow<kMaxRankInRegisters>(p_row, q_b, n, out);
+  }
+}
+
+// Orders a pass's streamed stores (ProductRow) before any later load or store.
+inline void StreamsDone() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
 }
 
 }  // namespace
@@ -132,12 +264,33 @@ inline void SubtractAndWriteRun(const float* p_row, const float* own_t, const fl
 
 DTRAIN_PASS_OVER_M
 void AddAndMultiplyByQ(std::span<const float> g, std::span<float> m_values, std::size_t m,
-                       std::size_t n, std::span<const float> q, std::size_t r, std::span<float> p) {
-  // A row of M gets G's row added, then (in L1 cache) its r dot products with Q's columns.
-  thread_local std::vector<float> q_t;
+                       std::size_t n, std::span<const float> q, std::size_t r, std::span<float> p,
+                       DeferredProduct subtract) {
+  // A row of M loses its row of the deferred product and gets G's row added, then (in L1 cache)
+  // its r dot products with Q's columns.
+  thread_local std::vector<float> q_t, deferred_t, deferred_row;
+  if (r <= kMaxRankInRegisters) {
+    BlockTranspose(q, n, r, q_t);
+    if (!subtract.p.empty()) BlockTranspose(subtract.q, n, r, deferred_t);
+    for (std::size_t row = 0; row < m; ++row) {
+      FirstPassRowAtRank(r, subtract.p.empty() ? nullptr : &subtract.p[row * r], deferred_t.data(),
+                         g.empty() ? nullptr : &g[row * n], q_t.data(), n, &m_values[row * n],
+                         &p[row * r]);
+    }
+    return;
+  }
   Transpose(q, n, r, q_t);
+  if (!subtract.p.empty()) {
+    Transpose(subtract.q, n, r, deferred_t);
+    deferred_row.resize(n);
+  }
   for (std::size_t row = 0; row < m; ++row) {
     float* values = &m_values[row * n];
+    if (!subtract.p.empty()) {
+      // AddProduct's sums and its `values += -1.0f * sum`, which is values - sum to the bit.
+      RowOfProduct(&subtract.p[row * r], deferred_t.data(), n, r, deferred_row.data());
+      for (std::size_t col = 0; col < n; ++col) values[col] -= deferred_row[col];
+    }
     if (!g.empty()) {
       const float* add = &g[row * n];
       for (std::size_t col = 0; col < n; ++col) values[col] += add[col];
@@ -203,6 +356,14 @@ DTRAIN_PASS_OVER_M
 void Product(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
              std::size_t r, bool add, float scale, std::span<float> out) {
   thread_local std::vector<float> q_t, sums;
+  if (!add && r <= kMaxRankInRegisters) {
+    BlockTranspose(q, n, r, q_t);
+    for (std::size_t row = 0; row < m; ++row) {
+      ProductRowAtRank(r, &p[row * r], q_t.data(), n, &out[row * n]);
+    }
+    StreamsDone();
+    return;
+  }
   Transpose(q, n, r, q_t);
   sums.resize(n);
   for (std::size_t row = 0; row < m; ++row) {
@@ -226,33 +387,6 @@ void AddProduct(std::span<const float> p, std::span<const float> q, std::size_t 
 void WriteProduct(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
                   std::size_t r, std::span<float> out) {
   Product(p, q, m, n, r, /*add=*/false, 1.0f, out);
-}
-
-DTRAIN_PASS_OVER_M
-void SubtractProductWriteProduct(std::span<const float> p, std::span<const float> own_q,
-                                 std::span<const float> mean_q, std::size_t m, std::size_t n,
-                                 std::size_t r, std::span<float> m_values, std::span<float> out) {
-  thread_local std::vector<float> own_t, mean_t;
-  Transpose(own_q, n, r, own_t);
-  Transpose(mean_q, n, r, mean_t);
-  for (std::size_t row = 0; row < m; ++row) {
-    const float* p_row = &p[row * r];
-    float* values = &m_values[row * n];
-    float* o = &out[row * n];
-    std::size_t col = 0;
-    for (; col + kLanes <= n; col += kLanes) {
-      SubtractAndWriteRun(p_row, &own_t[col], &mean_t[col], n, r, values + col, o + col);
-    }
-    for (; col < n; ++col) {
-      float own = 0.0f, mean = 0.0f;
-      for (std::size_t k = 0; k < r; ++k) {
-        own += p_row[k] * own_t[k * n + col];
-        mean += p_row[k] * mean_t[k * n + col];
-      }
-      values[col] -= own;
-      o[col] = mean;
-    }
-  }
 }
 
 void InitialQ(std::uint64_t seed, std::span<float> q) {

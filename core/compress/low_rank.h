@@ -1,17 +1,17 @@
 // The matrix algebra of PowerSGD (Vogels et al. 2019) for one m x n gradient matrix M (row-major)
 // and rank r: P = M Q (m x r), orthonormal columns of P, Q = M^T P (n x r), M ~ P Q^T.
 //
-//   AddAndMultiplyByQ(G, M, m, n, Q, r, P);  // M += G, P = M Q   (a replica's own M)
+//   AddAndMultiplyByQ(G, M, m, n, Q, r, P, {P0, Q0});  // M -= P0 Q0^T, M += G, P = M Q
 //   Orthonormalize(P, m, r);         // Gram-Schmidt   (on the replicas' mean: same bits anywhere)
 //   MultiplyTransposedByP(M, m, n, P, r, Q);
-//   SubtractProductWriteProduct(P, Q, mean Q, m, n, r, M, out);  // M -= P Q^T, out = P (mean Q)^T
+//   WriteProduct(P, mean Q, m, n, r, out);  // out = P (mean Q)^T
 //   AddProduct(P, Q, m, n, r, 1.0f, out);  // out += P Q^T
 //
 // Every function gives the same bits wherever the same binary runs (every host of a job runs the
 // same build): plain loops in a fixed order, no library kernel. On x86-64 the passes over M have
 // a second build for AVX2 picked at load time, with the same float operations in the same order
 // (vectors across columns, no fused multiply-adds), so its bits are the default build's. Each of
-// them reads M once (memory-bound: BLAS would first copy M into panels). Matrices are row-major,
+// them reads M once (BLAS would first copy M into panels). Matrices are row-major,
 // leading dimension = columns.
 #pragma once
 
@@ -23,10 +23,19 @@
 
 namespace dtrain::compress {
 
-// M (m x n) += G (the same shape; empty: nothing added), then P (m x r) = M Q (n x r), in one
-// pass over M. r <= kMaxRank.
+// P (m x r) Q^T (r x n) for a pass over M to subtract first: PowerSGD's residual M - P Q^T of a
+// step, left to the next step's first pass so that no pass over M is spent on it alone. Empty:
+// nothing to subtract.
+struct DeferredProduct {
+  std::span<const float> p, q;
+};
+
+// M (m x n) -= the deferred P Q^T (the bits of AddProduct(p, q, m, n, r, -1.0f, M)), then M += G
+// (the same shape; empty: nothing added), then P (m x r) = M Q (n x r), all in one pass over M.
+// r <= kMaxRank.
 void AddAndMultiplyByQ(std::span<const float> g, std::span<float> m_values, std::size_t m,
-                       std::size_t n, std::span<const float> q, std::size_t r, std::span<float> p);
+                       std::size_t n, std::span<const float> q, std::size_t r, std::span<float> p,
+                       DeferredProduct subtract = {});
 // Q (n x r) = M^T (n x m) P (m x r).
 void MultiplyTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
                            std::span<const float> p, std::size_t r, std::span<float> q);
@@ -40,16 +49,11 @@ void MultiplyColumnsTransposedByP(std::span<const float> m_values, std::size_t m
 // (numerically) zero after its projections out — at most 1e-4 of its norm before them, rounding
 // noise of a dependent column — becomes all zeros.
 void Orthonormalize(std::span<float> p, std::size_t m, std::size_t r);
-// After the replicas' mean of Q: M (m x n) -= P own_q^T (what M leaves of the step's own
-// factors: its residual) and out (m x n) = P mean_q^T, in one pass over M: the bits of
-// AddProduct(p, own_q, m, n, r, -1.0f, M) then WriteProduct(p, mean_q, m, n, r, out).
-void SubtractProductWriteProduct(std::span<const float> p, std::span<const float> own_q,
-                                 std::span<const float> mean_q, std::size_t m, std::size_t n,
-                                 std::size_t r, std::span<float> m_values, std::span<float> out);
 // out (m x n) += scale * P (m x r) Q^T (r x n).
 void AddProduct(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
                 std::size_t r, float scale, std::span<float> out);
-// out (m x n) = P (m x r) Q^T (r x n): AddProduct's sums, written instead of added.
+// out (m x n) = P (m x r) Q^T (r x n): AddProduct's sums, written instead of added (on x86-64
+// past the caches: out is not read before the pass ends, so it is not fetched either).
 void WriteProduct(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
                   std::size_t r, std::span<float> out);
 // Q's initial values: n x r floats uniform in [-1, 1) from `seed`, the same on every replica and

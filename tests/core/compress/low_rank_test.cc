@@ -126,19 +126,65 @@ BOOST_AUTO_TEST_CASE(q_rows_computed_in_parts_have_the_whole_products_bits) {
   BOOST_TEST(parts == whole);
 }
 
-BOOST_AUTO_TEST_CASE(
-    subtract_product_write_product_has_the_bits_of_add_product_then_write_product) {
+BOOST_AUTO_TEST_CASE(a_deferred_product_subtracted_in_the_pass_has_add_products_bits) {
   // 19 columns: a run of full vectors and a remainder.
   constexpr std::size_t m = 6, n = 19, r = 3;
-  const std::vector<float> p = Uniform(m * r, 3), own_q = Uniform(n * r, 4),
-                           mean_q = Uniform(n * r, 5), start = Uniform(m * n, 6);
-  std::vector<float> residual = start, out(m * n, 7.0f);
-  SubtractProductWriteProduct(p, own_q, mean_q, m, n, r, residual, out);
-  std::vector<float> expected_residual = start, expected_out(m * n);
-  AddProduct(p, own_q, m, n, r, -1.0f, expected_residual);
-  WriteProduct(p, mean_q, m, n, r, expected_out);
-  BOOST_TEST(residual == expected_residual);
-  BOOST_TEST(out == expected_out);
+  const std::vector<float> last_p = Uniform(m * r, 3), last_q = Uniform(n * r, 4),
+                           g = Uniform(m * n, 5), start = Uniform(m * n, 6), q = Uniform(n * r, 7);
+  std::vector<float> fused = start, p(m * r);
+  AddAndMultiplyByQ(g, fused, m, n, q, r, p, {last_p, last_q});
+  std::vector<float> apart = start, expected_p(m * r);
+  AddProduct(last_p, last_q, m, n, r, -1.0f, apart);
+  AddAndMultiplyByQ(g, apart, m, n, q, r, expected_p);
+  BOOST_TEST(fused == apart);
+  BOOST_TEST(p == expected_p);
+}
+
+// The sums the passes promise, written out plainly: P's dot products in 16 lanes (lane l adds
+// columns l, l + 16, ... in order, then the lanes in order), P Q^T's values with their products
+// in rank order. Ranks up to 4 keep their sums in registers, larger ones loop: both must match.
+BOOST_AUTO_TEST_CASE(every_rank_gives_the_sums_in_their_stated_order) {
+  constexpr std::size_t m = 3, n = 37;
+  for (std::size_t r = 1; r <= 6; ++r) {
+    const std::vector<float> g = Uniform(m * n, 10), start = Uniform(m * n, 11),
+                             q = Uniform(n * r, 12), p_in = Uniform(m * r, 13);
+    std::vector<float> values = start, p(m * r), written(m * n);
+    AddAndMultiplyByQ(g, values, m, n, q, r, p);
+    WriteProduct(p_in, q, m, n, r, written);
+    for (std::size_t row = 0; row < m; ++row) {
+      for (std::size_t k = 0; k < r; ++k) {
+        float lanes[16] = {};
+        for (std::size_t col = 0; col < n; ++col) {
+          // volatile: a multiply-add fused by a -march=native build would round once, not twice.
+          const volatile float product = (start[row * n + col] + g[row * n + col]) * q[col * r + k];
+          lanes[col % 16] += product;
+        }
+        float dot = 0.0f;
+        for (const float x : lanes) dot += x;
+        BOOST_TEST(p[row * r + k] == dot, "rank " << r << " row " << row << " column " << k);
+      }
+      for (std::size_t col = 0; col < n; ++col) {
+        float sum = 0.0f;
+        for (std::size_t k = 0; k < r; ++k) {
+          const volatile float product = p_in[row * r + k] * q[col * r + k];
+          sum += product;
+        }
+        BOOST_TEST(written[row * n + col] == sum, "rank " << r << " at " << row << ", " << col);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(write_product_writes_every_value_at_any_alignment) {
+  // Rows of 19 floats starting one float into the buffer: no row starts on a 16-byte boundary
+  // the same way, so the streamed runs meet every head and tail.
+  constexpr std::size_t m = 5, n = 19, r = 2;
+  const std::vector<float> p = Uniform(m * r, 8), q = Uniform(n * r, 9);
+  std::vector<float> zeros(m * n, 0.0f), buffer(m * n + 1, 7.0f);
+  AddProduct(p, q, m, n, r, 1.0f, zeros);
+  WriteProduct(p, q, m, n, r, std::span(buffer).subspan(1));
+  BOOST_TEST(buffer[0] == 7.0f);
+  BOOST_TEST(std::vector<float>(buffer.begin() + 1, buffer.end()) == zeros);
 }
 
 BOOST_AUTO_TEST_CASE(initial_q_is_a_function_of_the_seed_within_minus_one_to_one) {
