@@ -127,17 +127,21 @@ BOOST_AUTO_TEST_CASE(q_rows_computed_in_parts_have_the_whole_products_bits) {
 }
 
 BOOST_AUTO_TEST_CASE(a_deferred_product_subtracted_in_the_pass_has_add_products_bits) {
-  // 19 columns: a run of full vectors and a remainder.
-  constexpr std::size_t m = 6, n = 19, r = 3;
-  const std::vector<float> last_p = Uniform(m * r, 3), last_q = Uniform(n * r, 4),
-                           g = Uniform(m * n, 5), start = Uniform(m * n, 6), q = Uniform(n * r, 7);
-  std::vector<float> fused = start, p(m * r);
-  AddAndMultiplyByQ(g, fused, m, n, q, r, p, {last_p, last_q});
-  std::vector<float> apart = start, expected_p(m * r);
-  AddProduct(last_p, last_q, m, n, r, -1.0f, apart);
-  AddAndMultiplyByQ(g, apart, m, n, q, r, expected_p);
-  BOOST_TEST(fused == apart);
-  BOOST_TEST(p == expected_p);
+  // 19 columns: a run of full vectors and a remainder; rank 3 keeps its sums in registers, rank 6
+  // loops.
+  constexpr std::size_t m = 6, n = 19;
+  for (const std::size_t r : {3, 6}) {
+    const std::vector<float> last_p = Uniform(m * r, 3), last_q = Uniform(n * r, 4),
+                             g = Uniform(m * n, 5), start = Uniform(m * n, 6),
+                             q = Uniform(n * r, 7);
+    std::vector<float> fused = start, p(m * r);
+    AddAndMultiplyByQ(g, fused, m, n, q, r, p, {last_p, last_q});
+    std::vector<float> apart = start, expected_p(m * r);
+    AddProduct(last_p, last_q, m, n, r, -1.0f, apart);
+    AddAndMultiplyByQ(g, apart, m, n, q, r, expected_p);
+    BOOST_TEST(fused == apart, "rank " << r);
+    BOOST_TEST(p == expected_p, "rank " << r);
+  }
 }
 
 // The sums the passes promise, written out plainly: P's dot products in 16 lanes (lane l adds
