@@ -12,6 +12,7 @@
 
 #include "core/compress/compression_plan.h"
 #include "core/data/random.h"
+#include "core/math/vector_width.h"
 
 namespace dtrain::compress {
 namespace {
@@ -65,23 +66,23 @@ void Transpose(std::span<const float> q, std::size_t n, std::size_t r, std::vect
   }
 }
 
-// Q (n x r) for the passes that keep their sums in registers: in blocks of eight columns, each
-// block's r runs of eight values (column col, rank k at BlockAt(col, k, r)) side by side, so that
+// The vector width the passes over M are written for: runs of this many columns side by side.
+constexpr std::size_t kLanes = 16;
+
+// Q (n x r) for the passes that keep their sums in registers: in blocks of kLanes columns, each
+// block's r runs of kLanes values (column col, rank k at BlockAt(col, k, r)) side by side, so that
 // a pass over a row of M meets Q as one stream; the last block padded with zeros.
 inline std::size_t BlockAt(std::size_t col, std::size_t k, std::size_t r) {
-  return ((col / 8) * r + k) * 8 + col % 8;
+  return ((col / kLanes) * r + k) * kLanes + col % kLanes;
 }
 
 void BlockTranspose(std::span<const float> q, std::size_t n, std::size_t r,
                     std::vector<float>& blocks) {
-  blocks.assign((n + 7) / 8 * 8 * r, 0.0f);
+  blocks.assign((n + kLanes - 1) / kLanes * kLanes * r, 0.0f);
   for (std::size_t col = 0; col < n; ++col) {
     for (std::size_t k = 0; k < r; ++k) blocks[BlockAt(col, k, r)] = q[col * r + k];
   }
 }
-
-// The vector width the passes over M are written for: runs of this many columns side by side.
-constexpr std::size_t kLanes = 16;
 
 // The dot product of two runs of n floats in kLanes partial sums (lane l adds the products of
 // columns l, l + kLanes, ... in order), then the lanes added in order.
@@ -109,16 +110,17 @@ inline void RowOfProduct(const float* p_row, const float* q_t, std::size_t n, st
   }
 }
 
-// Eight floats as one value: each operation on them is the same on every float alone.
-using Eight = float __attribute__((vector_size(32)));
+// kLanes floats as one value: each operation on them is the same on every float alone (one
+// AVX-512 register, two AVX2 ones, four SSE ones).
+using Lanes = float __attribute__((vector_size(4 * kLanes)));
 
-// The helpers below are inlined into each build of a pass (they pass Eight, whose registers
+// The helpers below are inlined into each build of a pass (they pass Lanes, whose registers
 // differ between the builds).
 #define DTRAIN_IN_PASS inline __attribute__((always_inline))
 
-DTRAIN_IN_PASS void Load(Eight& v, const float* at) { std::memcpy(&v, at, sizeof v); }
+DTRAIN_IN_PASS void Load(Lanes& v, const float* at) { std::memcpy(&v, at, sizeof v); }
 
-DTRAIN_IN_PASS void Store(float* at, const Eight& v) { std::memcpy(at, &v, sizeof v); }
+DTRAIN_IN_PASS void Store(float* at, const Lanes& v) { std::memcpy(at, &v, sizeof v); }
 
 // One row of the first pass at rank R, every sum in registers: values -= the deferred row (p0_row
 // times Q0 from deferred_b, when p0_row is set), += g_row (when set), then p_row[k] =
@@ -127,31 +129,27 @@ DTRAIN_IN_PASS void Store(float* at, const Eight& v) { std::memcpy(at, &v, sizeo
 template <std::size_t R>
 DTRAIN_IN_PASS void FirstPassRow(const float* p0_row, const float* deferred_b, const float* g_row,
                                  const float* q_b, std::size_t n, float* values, float* p_row) {
-  constexpr std::size_t kRuns = kLanes / 8;
-  Eight partial[R][kRuns] = {};
+  Lanes partial[R] = {};
   std::size_t at = 0;
   for (; at + kLanes <= n; at += kLanes) {
-    for (std::size_t run = 0; run < kRuns; ++run) {
-      const std::size_t col = at + 8 * run;
-      Eight v, b;
-      Load(v, values + col);
-      if (p0_row != nullptr) {
-        Eight deferred = {};
-        for (std::size_t k = 0; k < R; ++k) {
-          Load(b, deferred_b + BlockAt(col, k, R));
-          deferred += p0_row[k] * b;
-        }
-        v -= deferred;
-      }
-      if (g_row != nullptr) {
-        Load(b, g_row + col);
-        v += b;
-      }
-      Store(values + col, v);
+    Lanes v, b;
+    Load(v, values + at);
+    if (p0_row != nullptr) {
+      Lanes deferred = {};
       for (std::size_t k = 0; k < R; ++k) {
-        Load(b, q_b + BlockAt(col, k, R));
-        partial[k][run] += v * b;
+        Load(b, deferred_b + BlockAt(at, k, R));
+        deferred += p0_row[k] * b;
       }
+      v -= deferred;
+    }
+    if (g_row != nullptr) {
+      Load(b, g_row + at);
+      v += b;
+    }
+    Store(values + at, v);
+    for (std::size_t k = 0; k < R; ++k) {
+      Load(b, q_b + BlockAt(at, k, R));
+      partial[k] += v * b;
     }
   }
   float lanes[R][kLanes];
@@ -181,20 +179,19 @@ template <std::size_t R>
 DTRAIN_IN_PASS void ProductRow(const float* p_row, const float* q_b, std::size_t n, float* out) {
   std::size_t col = 0;
 #if defined(__x86_64__)
-  const bool aligned = reinterpret_cast<std::uintptr_t>(out) % 32 == 0;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
 #endif
-  for (; col + 8 <= n; col += 8) {
-    Eight sum = {}, b;
+  for (; col + kLanes <= n; col += kLanes) {
+    Lanes sum = {}, b;
     for (std::size_t k = 0; k < R; ++k) {
       Load(b, q_b + BlockAt(col, k, R));
       sum += p_row[k] * b;
     }
 #if defined(__x86_64__)
     if (aligned) {
-      __m128 half[2];
-      std::memcpy(half, &sum, sizeof half);
-      _mm_stream_ps(out + col, half[0]);
-      _mm_stream_ps(out + col + 4, half[1]);
+      __m128 quarter[kLanes / 4];
+      std::memcpy(quarter, &sum, sizeof quarter);
+      for (std::size_t i = 0; i < kLanes / 4; ++i) _mm_stream_ps(out + col + 4 * i, quarter[i]);
       continue;
     }
 #endif
@@ -252,17 +249,13 @@ inline void StreamsDone() {
 
 }  // namespace
 
-// On x86-64 the passes over M come in two builds, picked when the program loads: one for any
-// x86-64 and one for CPUs with AVX2. Both do the same float operations in the same order for each
-// value (the vectors run across columns, and "avx2" leaves out fused multiply-adds), so they give
-// the same bits; AVX2 only does eight at a time.
-#if defined(__x86_64__)
-#define DTRAIN_PASS_OVER_M __attribute__((target_clones("avx2", "default")))
-#else
-#define DTRAIN_PASS_OVER_M
-#endif
+// On x86-64 the passes over M come in three builds, picked when the program loads
+// (DTRAIN_AT_VECTOR_WIDTH): for AVX-512, for AVX2 and for any x86-64. All do the same float
+// operations in the same order for each value (the vectors run across columns, and this file is
+// built without fused multiply-adds), so they give the same bits; the wider ones only do more
+// at a time.
 
-DTRAIN_PASS_OVER_M
+DTRAIN_AT_VECTOR_WIDTH
 void AddAndMultiplyByQ(std::span<const float> g, std::span<float> m_values, std::size_t m,
                        std::size_t n, std::span<const float> q, std::size_t r, std::span<float> p,
                        DeferredProduct subtract) {
@@ -304,7 +297,7 @@ void MultiplyTransposedByP(std::span<const float> m_values, std::size_t m, std::
   MultiplyColumnsTransposedByP(m_values, m, n, {0, n}, p, r, q);
 }
 
-DTRAIN_PASS_OVER_M
+DTRAIN_AT_VECTOR_WIDTH
 void MultiplyColumnsTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
                                   math::PartRange columns, std::span<const float> p, std::size_t r,
                                   std::span<float> q) {
@@ -352,7 +345,7 @@ void Orthonormalize(std::span<float> p, std::size_t m, std::size_t r) {
 namespace {
 
 // out (m x n) = P Q^T (add false) or out += scale * P Q^T (add true), row by row (RowOfProduct).
-DTRAIN_PASS_OVER_M
+DTRAIN_AT_VECTOR_WIDTH
 void Product(std::span<const float> p, std::span<const float> q, std::size_t m, std::size_t n,
              std::size_t r, bool add, float scale, std::span<float> out) {
   thread_local std::vector<float> q_t, sums;

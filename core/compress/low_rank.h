@@ -9,8 +9,8 @@
 //
 // Every function gives the same bits wherever the same binary runs (every host of a job runs the
 // same build): plain loops in a fixed order, no library kernel. On x86-64 the passes over M have
-// a second build for AVX2 picked at load time, with the same float operations in the same order
-// (vectors across columns, no fused multiply-adds), so its bits are the default build's. Each of
+// builds for AVX-512 and AVX2 picked at load time, with the same float operations in the same order
+// (vectors across columns, no fused multiply-adds), so their bits are the default build's. Each of
 // them reads M once (BLAS would first copy M into panels). Matrices are row-major,
 // leading dimension = columns.
 #pragma once
