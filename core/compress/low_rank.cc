@@ -204,6 +204,31 @@ DTRAIN_IN_PASS void ProductRow(const float* p_row, const float* q_b, std::size_t
   }
 }
 
+// Q^T (R rows of `width`, q_t) += P^T (R x rows, from p_rows: rows x R) times `rows` rows of M
+// (x, n floats apart), every sum in registers across the rows: each value of Q^T adds its products
+// row after row, as one row at a time would.
+template <std::size_t R>
+DTRAIN_IN_PASS void AddRowsTimesP(const float* x, std::size_t n, std::size_t rows,
+                                  const float* p_rows, std::size_t width, float* q_t) {
+  std::size_t col = 0;
+  for (; col + kLanes <= width; col += kLanes) {
+    Lanes sum[R], v;
+    for (std::size_t k = 0; k < R; ++k) Load(sum[k], q_t + k * width + col);
+    for (std::size_t row = 0; row < rows; ++row) {
+      Load(v, x + row * n + col);
+      for (std::size_t k = 0; k < R; ++k) sum[k] += p_rows[row * R + k] * v;
+    }
+    for (std::size_t k = 0; k < R; ++k) Store(q_t + k * width + col, sum[k]);
+  }
+  for (; col < width; ++col) {
+    for (std::size_t k = 0; k < R; ++k) {
+      float sum = q_t[k * width + col];
+      for (std::size_t row = 0; row < rows; ++row) sum += p_rows[row * R + k] * x[row * n + col];
+      q_t[k * width + col] = sum;
+    }
+  }
+}
+
 // The ranks whose sums the passes keep in registers (FirstPassRow, ProductRow); larger ranks take
 // the plain loops.
 constexpr std::size_t kMaxRankInRegisters = 4;
@@ -222,6 +247,22 @@ DTRAIN_IN_PASS void FirstPassRowAtRank(std::size_t r, const float* p0_row, const
       return FirstPassRow<3>(p0_row, deferred_b, g_row, q_b, n, values, p_row);
     default:
       return FirstPassRow<kMaxRankInRegisters>(p0_row, deferred_b, g_row, q_b, n, values, p_row);
+  }
+}
+
+// AddRowsTimesP at rank r (<= kMaxRankInRegisters).
+DTRAIN_IN_PASS void AddRowsTimesPAtRank(std::size_t r, const float* x, std::size_t n,
+                                        std::size_t rows, const float* p_rows, std::size_t width,
+                                        float* q_t) {
+  switch (r) {
+    case 1:
+      return AddRowsTimesP<1>(x, n, rows, p_rows, width, q_t);
+    case 2:
+      return AddRowsTimesP<2>(x, n, rows, p_rows, width, q_t);
+    case 3:
+      return AddRowsTimesP<3>(x, n, rows, p_rows, width, q_t);
+    default:
+      return AddRowsTimesP<kMaxRankInRegisters>(x, n, rows, p_rows, width, q_t);
   }
 }
 
@@ -301,12 +342,19 @@ DTRAIN_AT_VECTOR_WIDTH
 void MultiplyColumnsTransposedByP(std::span<const float> m_values, std::size_t m, std::size_t n,
                                   math::PartRange columns, std::span<const float> p, std::size_t r,
                                   std::span<float> q) {
-  // Q's rows transposed (r rows of `width`) grow row of M by row of M, four rows at a time (each
-  // sum still adds its products row after row): each pass reads M's columns once.
+  // Q's rows transposed (r rows of `width`) grow row of M by row of M, several rows at a time
+  // (each sum still adds its products row after row): each pass reads M's columns once.
   const std::size_t width = columns.end - columns.begin;
   thread_local std::vector<float> q_t;
   q_t.assign(r * width, 0.0f);
   std::size_t row = 0;
+  if (r <= kMaxRankInRegisters) {
+    constexpr std::size_t kRowsAtATime = 8;
+    for (; row < m; row += kRowsAtATime) {
+      AddRowsTimesPAtRank(r, &m_values[row * n + columns.begin], n, std::min(kRowsAtATime, m - row),
+                          &p[row * r], width, q_t.data());
+    }
+  }
   for (; row + 4 <= m; row += 4) {
     const float* x = &m_values[row * n + columns.begin];
     for (std::size_t k = 0; k < r; ++k) {

@@ -146,15 +146,28 @@ BOOST_AUTO_TEST_CASE(a_deferred_product_subtracted_in_the_pass_has_add_products_
 
 // The sums the passes promise, written out plainly: P's dot products in 16 lanes (lane l adds
 // columns l, l + 16, ... in order, then the lanes in order), P Q^T's values with their products
-// in rank order. Ranks up to 4 keep their sums in registers, larger ones loop: both must match.
+// in rank order, M^T P's with theirs in row order. Ranks up to 4 keep their sums in registers,
+// larger ones loop: both must match.
 BOOST_AUTO_TEST_CASE(every_rank_gives_the_sums_in_their_stated_order) {
-  constexpr std::size_t m = 3, n = 37;
+  // 11 rows: a group of eight and a remainder (M^T P takes rows eight at a time).
+  constexpr std::size_t m = 11, n = 37;
   for (std::size_t r = 1; r <= 6; ++r) {
     const std::vector<float> g = Uniform(m * n, 10), start = Uniform(m * n, 11),
                              q = Uniform(n * r, 12), p_in = Uniform(m * r, 13);
-    std::vector<float> values = start, p(m * r), written(m * n);
+    std::vector<float> values = start, p(m * r), written(m * n), q_out(n * r);
     AddAndMultiplyByQ(g, values, m, n, q, r, p);
     WriteProduct(p_in, q, m, n, r, written);
+    MultiplyTransposedByP(start, m, n, p_in, r, q_out);
+    for (std::size_t col = 0; col < n; ++col) {
+      for (std::size_t k = 0; k < r; ++k) {
+        float sum = 0.0f;
+        for (std::size_t row = 0; row < m; ++row) {
+          const volatile float product = start[row * n + col] * p_in[row * r + k];
+          sum += product;
+        }
+        BOOST_TEST(q_out[col * r + k] == sum, "rank " << r << " Q row " << col << " column " << k);
+      }
+    }
     for (std::size_t row = 0; row < m; ++row) {
       for (std::size_t k = 0; k < r; ++k) {
         float lanes[16] = {};
