@@ -102,7 +102,8 @@ BOOST_AUTO_TEST_CASE(a_local_job_with_averages_far_apart_regroups_within_a_step_
   daemon.WaitForSuccessTakingEveryRowOnce(id, kEpochs, kStepsPerEpoch);
 }
 
-// How many times shard `shard` of `servers` said in the job's log that it undid a step.
+// How many times shard `shard` of `servers` said in the job's log that it undid a step. A shard
+// logs it on its stderr, which `dtrain logs` prints on its own stderr.
 int UndoLines(const DaemonFixture& d, std::int64_t id, int shard, int servers) {
   const ProcessResult logs =
       RunProcess({EnvPath("DTRAIN_BIN"), "--socket", d.socket(), "logs", std::to_string(id)},
@@ -111,7 +112,7 @@ int UndoLines(const DaemonFixture& d, std::int64_t id, int shard, int servers) {
   const std::string name =
       "shard " + std::to_string(shard) + " of " + std::to_string(servers) + " [";
   int undone = 0;
-  std::istringstream lines(logs.out);
+  std::istringstream lines(logs.out + logs.err);
   for (std::string line; std::getline(lines, line);) {
     undone += line.find(name) != std::string::npos &&
               line.find(": undid its last step, back to step ") != std::string::npos;
