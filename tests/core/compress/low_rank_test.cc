@@ -6,6 +6,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "core/data/random.h"
@@ -148,6 +149,20 @@ BOOST_AUTO_TEST_CASE(a_deferred_product_subtracted_in_the_pass_has_add_products_
 // columns l, l + 16, ... in order, then the lanes in order), P Q^T's values with their products
 // in rank order, M^T P's with theirs in row order. Ranks up to 4 keep their sums in registers,
 // larger ones loop: both must match.
+// The sum from 0.0f of a * b for (a, b) = factors(0), factors(1), ..., factors(count - 1), in that
+// order, each product rounded on its own (volatile: a multiply-add fused by a -march=native build
+// would round once, not twice).
+template <typename Factors>
+float SumInOrder(std::size_t count, Factors factors) {
+  float sum = 0.0f;
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto [a, b] = factors(i);
+    const volatile float product = a * b;
+    sum += product;
+  }
+  return sum;
+}
+
 BOOST_AUTO_TEST_CASE(every_rank_gives_the_sums_in_their_stated_order) {
   // 11 rows: a group of eight and a remainder (M^T P takes rows eight at a time).
   constexpr std::size_t m = 11, n = 37;
@@ -160,11 +175,8 @@ BOOST_AUTO_TEST_CASE(every_rank_gives_the_sums_in_their_stated_order) {
     MultiplyTransposedByP(start, m, n, p_in, r, q_out);
     for (std::size_t col = 0; col < n; ++col) {
       for (std::size_t k = 0; k < r; ++k) {
-        float sum = 0.0f;
-        for (std::size_t row = 0; row < m; ++row) {
-          const volatile float product = start[row * n + col] * p_in[row * r + k];
-          sum += product;
-        }
+        const float sum = SumInOrder(
+            m, [&](std::size_t row) { return std::pair(start[row * n + col], p_in[row * r + k]); });
         BOOST_TEST(q_out[col * r + k] == sum, "rank " << r << " Q row " << col << " column " << k);
       }
     }
@@ -181,11 +193,8 @@ BOOST_AUTO_TEST_CASE(every_rank_gives_the_sums_in_their_stated_order) {
         BOOST_TEST(p[row * r + k] == dot, "rank " << r << " row " << row << " column " << k);
       }
       for (std::size_t col = 0; col < n; ++col) {
-        float sum = 0.0f;
-        for (std::size_t k = 0; k < r; ++k) {
-          const volatile float product = p_in[row * r + k] * q[col * r + k];
-          sum += product;
-        }
+        const float sum = SumInOrder(
+            r, [&](std::size_t k) { return std::pair(p_in[row * r + k], q[col * r + k]); });
         BOOST_TEST(written[row * n + col] == sum, "rank " << r << " at " << row << ", " << col);
       }
     }
