@@ -37,8 +37,7 @@ TensorPlan PlanTensor(const model::ParamTensor& t, const Settings& s) {
       break;
     }
     case Method::kTopK: {
-      const auto k = std::max<std::size_t>(
-          1, static_cast<std::size_t>(std::ceil(s.fraction * static_cast<double>(t.count()))));
+      const std::size_t k = SparseValues(t.count(), s.fraction);
       if (kMinSaving * 2 * k <= t.count()) {
         return {.tensor = t, .encoding = Encoding::kSparse, .sent_floats = 2 * k, .k = k};
       }
@@ -49,6 +48,12 @@ TensorPlan PlanTensor(const model::ParamTensor& t, const Settings& s) {
 }
 
 }  // namespace
+
+std::size_t SparseValues(std::size_t count, double fraction) {
+  const auto k = std::max<std::size_t>(
+      1, static_cast<std::size_t>(std::ceil(fraction * static_cast<double>(count))));
+  return std::min(k, count);
+}
 
 std::string_view MethodName(Method method) { return kMethods.Name(method); }
 

@@ -65,6 +65,10 @@ struct TensorPlan {
   int rank = 0;                 // kLowRank: the factors' rank
 };
 
+// Top-k's values of `count`: min(count, max(1, ceil(fraction * count))) — a sparse tensor's k, or
+// a piece's of one (a chunk of a host's sum, GradientCompressor).
+std::size_t SparseValues(std::size_t count, double fraction);
+
 std::vector<TensorPlan> PlanCompression(std::span<const model::ParamTensor> tensors,
                                         const Settings& settings);
 

@@ -1,14 +1,13 @@
 #include "core/compress/gradient_compressor.h"
 
 #include <algorithm>
-#include <bit>
-#include <chrono>
 #include <string>
 #include <utility>
 
-#include "core/compress/bf16.h"
+#include "core/compress/host_sum_codec.h"
 #include "core/compress/low_rank.h"
-#include "core/compress/top_k.h"
+#include "core/compress/scoped_seconds.h"
+#include "core/compress/value_messages.h"
 #include "core/data/random.h"
 #include "core/math/part_range.h"
 #include "core/math/thread_team.h"
@@ -16,28 +15,9 @@
 namespace dtrain::compress {
 namespace {
 
-// Adds the seconds of its scope to a total: the encoding and decoding of a step, not its exchange.
-class ScopedSeconds {
- public:
-  explicit ScopedSeconds(double& total) : total_(total) {}
-  ScopedSeconds(const ScopedSeconds&) = delete;
-  ScopedSeconds& operator=(const ScopedSeconds&) = delete;
-  ~ScopedSeconds() {
-    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  double& total_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
-
 template <typename T>
 std::span<T> Of(std::span<T> values, const TensorPlan& t) {
   return values.subspan(t.tensor.offset, t.tensor.count());
-}
-
-void AddInto(std::span<const float> in, std::span<float> out) {
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] += in[i];
 }
 
 std::size_t Rank(const TensorPlan& t) { return static_cast<std::size_t>(t.rank); }
@@ -177,37 +157,11 @@ void WriteMeanProduct(std::span<const TensorPlan> plan, const LowRankBuffer& b,
   });
 }
 
-// out = (the sum over replicas, in rank order from 0.0f, of value(replica, i)) * inverse, value by
-// value: one pass over out.
-template <typename ValueOf>
-void MeanOver(std::size_t world, float inverse, std::span<float> out, ValueOf value) {
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    float sum = 0.0f;
-    for (std::size_t replica = 0; replica < world; ++replica) sum += value(replica, i);
-    out[i] = sum * inverse;
-  }
-}
-
-// out = the mean of every replica's sparse message (world of them, `stride` floats apart): zeros,
-// each replica's pairs added in rank order, then each value that any pair reached scaled once
-// (a zero scaled stays itself).
-void MeanOfSparse(const TensorPlan& t, std::span<const float> messages, std::size_t stride,
-                  std::size_t world, float inverse, std::span<float> out,
-                  std::vector<std::uint32_t>& reached) {
-  std::ranges::fill(out, 0.0f);
-  reached.clear();
-  for (std::size_t replica = 0; replica < world; ++replica) {
-    const std::span<const float> message = messages.subspan(replica * stride, t.sent_floats);
-    AddSparse(message, t.k, 1.0f, out);
-    for (std::size_t j = 0; j < t.k; ++j)
-      reached.push_back(std::bit_cast<std::uint32_t>(message[j]));
-  }
-  std::ranges::sort(reached);
-  const auto last = std::unique(reached.begin(), reached.end());
-  for (auto it = reached.begin(); it != last && *it < out.size(); ++it) out[*it] *= inverse;
-}
-
 }  // namespace
+
+Status GradientExchange::GatherHostSums(std::span<float>, ChunkCodec&) {
+  return Status::Error("this exchange does not sum within hosts");
+}
 
 Result<PlanPart> PartOf(std::span<const TensorPlan> plan, std::size_t begin, std::size_t end) {
   PlanPart part;
@@ -227,7 +181,10 @@ Result<PlanPart> PartOf(std::span<const TensorPlan> plan, std::size_t begin, std
 
 GradientCompressor::GradientCompressor(std::vector<TensorPlan> plan, const Settings& settings,
                                        std::uint64_t seed)
-    : plan_(std::move(plan)), settings_(settings), residual_(PlanFloats(plan_)) {
+    : plan_(std::move(plan)),
+      settings_(settings),
+      residual_(PlanFloats(plan_)),
+      host_chunks_only_(plan_.size() + 1, false) {
   for (std::size_t i = 0; i < plan_.size(); ++i) {
     const TensorPlan& t = plan_[i];
     if (t.encoding != Encoding::kLowRank) continue;
@@ -249,6 +206,9 @@ Status GradientCompressor::ExchangePart(std::int64_t step, std::span<float> grad
   if (settings_.method == Method::kNone || step < settings_.warmup_steps) {
     const std::size_t begin = tensors.empty() ? 0 : tensors.front().tensor.offset;
     return exchange.Mean(grad.subspan(begin, PlanFloats(tensors)));
+  }
+  if (ExchangesByGather(settings_.method) && exchange.SumsWithinHost()) {
+    return ExchangeHostSums(part, grad, exchange);
   }
   Status status = ExchangesByGather(settings_.method) ? ExchangeGathered(part, grad, exchange)
                                                       : ExchangeLowRank(part, grad, exchange);
@@ -302,26 +262,24 @@ Status GradientCompressor::ExchangeGathered(PlanPart part, std::span<float> grad
   const float inverse_world = 1.0f / static_cast<float>(world);
   std::size_t at = 0;
   for (const TensorPlan& t : plan) {
-    const std::span<float> out = Of(grad, t);
-    const float* messages = buffer_.data() + at;  // replica r's at messages + r * block
-    switch (t.encoding) {
-      case Encoding::kRaw:
-        MeanOver(world, inverse_world, out,
-                 [&](std::size_t r, std::size_t i) { return messages[r * block + i]; });
-        break;
-      case Encoding::kBf16:
-        MeanOver(world, inverse_world, out, [&](std::size_t r, std::size_t i) {
-          return UnpackBf16(messages[r * block + i / 2], i % 2);
-        });
-        break;
-      case Encoding::kSparse:
-        MeanOfSparse(t, std::span(buffer_).subspan(at), block, world, inverse_world, out, top_k_);
-        break;
-      case Encoding::kLowRank:  // planned only under powersgd, which exchanges by Means
-        break;
-    }
+    MeanOfMessages(t.encoding, t.k, buffer_.data() + at, block, world, inverse_world, Of(grad, t),
+                   top_k_);
     at += t.sent_floats;
   }
+  return Status::Ok();
+}
+
+Status GradientCompressor::ExchangeHostSums(PlanPart part, std::span<float> grad,
+                                            GradientExchange& exchange) {
+  const std::span<const TensorPlan> plan = Tensors(part);
+  const std::size_t begin = plan.empty() ? 0 : plan.front().tensor.offset;
+  const std::span<float> range = grad.subspan(begin, PlanFloats(plan));
+  HostSumCodec codec(plan, settings_.fraction, 1.0f / static_cast<float>(exchange.world()),
+                     residual_, top_k_, stats_.seconds, !host_chunks_only_[part.first]);
+  if (Status s = exchange.GatherHostSums(range, codec); !s.ok()) return s;
+  host_chunks_only_[part.first] = true;
+  stats_.raw_bytes += range.size() * sizeof(float);
+  stats_.sent_bytes += codec.encoded_floats() * sizeof(float);
   return Status::Ok();
 }
 
@@ -334,34 +292,15 @@ void GradientCompressor::EncodePart(PlanPart part, std::span<const float> grad,
   ScopedSeconds timer(stats_.seconds);
   std::size_t at = 0;
   for (const TensorPlan& t : Tensors(part)) {
-    EncodeMessage(t, Of(grad, t), messages.subspan(at, t.sent_floats));
+    EncodeValues(t.encoding, t.k, Of(grad, t), Of(std::span(residual_), t), top_k_,
+                 messages.subspan(at, t.sent_floats));
     at += t.sent_floats;
   }
 }
 
-void GradientCompressor::EncodeMessage(const TensorPlan& t, std::span<const float> grad,
-                                       std::span<float> message) {
-  const std::span<float> m = Of(std::span(residual_), t);
-  switch (t.encoding) {
-    case Encoding::kRaw:
-      std::ranges::copy(grad, message.begin());
-      return;
-    case Encoding::kBf16:
-      PackBf16KeepingResidual(grad, m, message);
-      return;
-    case Encoding::kSparse:
-      AddInto(grad, m);
-      top_k_.resize(t.k);
-      SelectTopK(m, top_k_);
-      WriteSparse(m, top_k_, message);
-      for (const std::uint32_t index : top_k_) m[index] = 0.0f;
-      return;
-    case Encoding::kLowRank:  // planned only under powersgd, which exchanges by Means
-      return;
-  }
-}
-
 std::vector<std::span<float>> GradientCompressor::StateVectors() {
+  // The caller may overwrite the residual: the next gather of host sums folds it in first.
+  std::fill(host_chunks_only_.begin(), host_chunks_only_.end(), false);
   // The residuals' deferred products first: the state a checkpoint keeps is the whole residual.
   std::size_t index = 0;
   for (const TensorPlan& t : plan_) {

@@ -17,9 +17,18 @@
 //             values, in rank order, times 1/world.
 // Ops per step: powersgd two Means (P and raw tensors, then Q, where there are factors); topk and
 // bf16 one Gather (raw tensors travel inside it, summed like the rest); none, and any step <
-// warmup_steps, one Mean of the whole gradient (the residual untouched). The result is the same
-// bits on every replica. No allocation after the first compressed step. stats() counts compressed
-// steps only.
+// warmup_steps, one Mean of the whole gradient (the residual untouched).
+//
+// Two levels (exchange.SumsWithinHost(): several replicas on each of several hosts): topk and bf16
+// instead compress each host's float32 sum once (GatherHostSums, compress/chunk_codec.h), so the
+// network carries what one replica per host would send. The replica at local index i encodes
+// chunk i of its host's sum, tensor piece by tensor piece (the chunk's floats of each tensor it
+// meets): raw and bf16 as their tensors, a sparse tensor's piece by its own top k, max(1,
+// ceil(fraction * piece)) values; its residual of that chunk is the host's error feedback, and the
+// rest of its residual is folded into the host's sum once (after construction or StateVectors).
+// The mean is the hosts' decoded messages summed in host order, times 1/world. The result is the
+// same bits on every replica. No allocation after the first compressed step. stats() counts
+// compressed steps only.
 //
 // Parts (overlap: OverlappedSyncStrategy exchanges the buckets of a gradient while the backward
 // pass computes the rest): ExchangePart does a step's work for some of the plan's tensors only,
@@ -40,6 +49,7 @@
 #include <span>
 #include <vector>
 
+#include "core/compress/chunk_codec.h"
 #include "core/compress/compression_plan.h"
 #include "core/status.h"
 
@@ -61,6 +71,11 @@ class GradientExchange {
   // blocks holds world() blocks of equal size, this replica's own at block rank(); afterwards
   // block r is replica r's.
   virtual Status Gather(std::span<float> blocks) = 0;
+  // Whether GatherHostSums runs: the replicas run on several hosts, several on each.
+  virtual bool SumsWithinHost() const { return false; }
+  // data = the mean over replicas of each one's data, through `codec` (see ChunkCodec): summed
+  // within each host, each host's sum encoded in chunks, gathered across hosts, decoded.
+  virtual Status GatherHostSums(std::span<float> data, ChunkCodec& codec);
 };
 
 // Tensors [first, first + count) of a plan: a part exchanged on its own (ExchangePart).
@@ -130,15 +145,14 @@ class GradientCompressor {
   // The exchanges of a compressed step: PowerSGD's two Means, or topk's and bf16's one Gather.
   Status ExchangeLowRank(PlanPart part, std::span<float> grad, GradientExchange& exchange);
   Status ExchangeGathered(PlanPart part, std::span<float> grad, GradientExchange& exchange);
+  // topk's and bf16's step over two levels: the host's sum compressed once (see above).
+  Status ExchangeHostSums(PlanPart part, std::span<float> grad, GradientExchange& exchange);
   // The part's tensors of the plan.
   std::span<const TensorPlan> Tensors(PlanPart part) const {
     return std::span(plan_).subspan(part.first, part.count);
   }
   // Encode's messages for the part's tensors only.
   void EncodePart(PlanPart part, std::span<const float> grad, std::span<float> messages);
-  // This replica's message of one tensor (t.sent_floats floats) from its gradient, keeping in
-  // the residual what the message leaves out.
-  void EncodeMessage(const TensorPlan& t, std::span<const float> grad, std::span<float> message);
 
   std::vector<TensorPlan> plan_;
   Settings settings_;
@@ -148,6 +162,9 @@ class GradientCompressor {
   std::vector<DeferredFactors> deferred_;
   std::vector<float> buffer_;          // the messages of a step
   std::vector<std::uint32_t> top_k_;   // a kSparse tensor's selection
+  // Per part, by its first tensor: whether its residual lies in this replica's chunks of host
+  // sums only (ExchangeHostSums has folded the rest into a host's sum since StateVectors).
+  std::vector<bool> host_chunks_only_;
   math::ThreadTeam* team_ = nullptr;   // null: every pass on the calling thread
   CompressionStats stats_;
 };

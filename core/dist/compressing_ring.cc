@@ -23,6 +23,12 @@ Status CompressingRing::Gather(std::span<float> blocks) {
   return votes_.Gather(blocks, op);
 }
 
+Status CompressingRing::GatherHostSums(std::span<float> data, compress::ChunkCodec& codec) {
+  const bool vote = !voted_;
+  voted_ = true;
+  return votes_.GatherHostSums(data, codec, NextOp(), vote);
+}
+
 Status CompressingRing::MeanWithoutVotes(std::span<float> data) {
   return votes_.MeanWithoutVotes(data, NextOp());
 }

@@ -43,6 +43,9 @@ class CompressingRing final : public compress::GradientExchange {
   // overlapped step's later buckets).
   Status Mean(std::span<float> data) override;
   Status Gather(std::span<float> blocks) override;
+  // Over two levels (the mean's levels()): each host's sum compressed once (bf16, top-k).
+  bool SumsWithinHost() const override { return votes_.SumsWithinHost(); }
+  Status GatherHostSums(std::span<float> data, compress::ChunkCodec& codec) override;
   void BeginExchange() { voted_ = false; }
   // A Mean that never carries votes (state averaged beside a compressed exchange).
   Status MeanWithoutVotes(std::span<float> data);

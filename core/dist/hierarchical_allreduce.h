@@ -18,6 +18,10 @@
 // the ring across hosts one, tagged op.
 // Failures: an op fails when either ring's does, with the ring's error (which names the rank and
 // the op) after "within the host: " or "across hosts: "; the rings then refuse further ops.
+// GatherHostSums is the same three steps for values that cannot be summed on their way across
+// hosts (bf16, top-k: compress::ChunkCodec): step 2 becomes an all-gather of each host's encoded
+// chunk i among the ranks at index i, which each decode into chunk i of the mean. It carries
+// `tail` floats of every rank beside its chunk (the stop votes), summed over every rank.
 // One op at a time, from one thread; both rings (and their links) must outlive this object. It is
 // a MeanCollective: what averages an uncompressed sync job's gradients, whole or by buckets.
 #pragma once
@@ -26,6 +30,7 @@
 #include <span>
 #include <vector>
 
+#include "core/compress/chunk_codec.h"
 #include "core/dist/ring_allreduce.h"
 #include "core/status.h"
 
@@ -48,7 +53,13 @@ class HierarchicalAllReduce final : public MeanCollective {
   // unspecified values.
   Status AllReduceMean(std::span<float> data, std::uint32_t op) override;
 
+  // data = the mean of every rank's data through `codec` (see above), the same bits on every rank;
+  // tail = the sum over every rank of its tail (all ranks pass the same sizes and op).
+  Status GatherHostSums(std::span<float> data, compress::ChunkCodec& codec, std::span<float> tail,
+                        std::uint32_t op);
+
   int world() const override { return local_.world() * cross_.world(); }
+  HierarchicalAllReduce* levels() override { return this; }
   // This rank's chunk's all-reduce across hosts.
   std::uint64_t BytesSent(std::size_t floats) const override;
   const TwoLevelOpStats& last_op() const { return last_op_; }
@@ -56,9 +67,15 @@ class HierarchicalAllReduce final : public MeanCollective {
   RingOpStats LastCost() const override;
 
  private:
+  // Step 3: every rank of the host gets each local index's chunk of data, and tail = the sum of
+  // their tails; tagged `tag`.
+  Status ShareChunks(std::span<float> data, std::span<float> tail, std::uint32_t tag);
+
   RingAllReduce& local_;  // owned by the caller, with its links
   RingAllReduce& cross_;
-  std::vector<float> blocks_;  // the all-gather's: r equal blocks, each rank's chunk at its index
+  // The all-gather within the host: r equal blocks, each rank's chunk (and tail) at its index.
+  std::vector<float> blocks_;
+  std::vector<float> messages_;  // GatherHostSums's across hosts: one block per host
   TwoLevelOpStats last_op_;
 };
 

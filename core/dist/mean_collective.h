@@ -27,6 +27,8 @@ struct RingOpStats {
   std::uint64_t bytes_received = 0;
 };
 
+class HierarchicalAllReduce;
+
 class MeanCollective {
  public:
   // data = the mean of every replica's data, bitwise identical on every replica. On failure `data`
@@ -40,6 +42,9 @@ class MeanCollective {
   // received over the network (a two-level op's shared-memory traffic within the host is not
   // counted).
   virtual RingOpStats LastCost() const = 0;
+  // The collective's two levels where it has them (a compressed gather then sums within each host
+  // first: HierarchicalAllReduce::GatherHostSums); null for one ring.
+  virtual HierarchicalAllReduce* levels() { return nullptr; }
 
  protected:
   ~MeanCollective() = default;

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <chrono>
 
+#include "core/dist/hierarchical_allreduce.h"
+
 namespace dtrain::dist {
 
 std::span<float> VotingAllReduce::Payload(std::size_t floats) {
@@ -54,6 +56,20 @@ Status VotingAllReduce::MeanWithVotes(std::span<float> buffer, std::uint32_t op)
 
 Status VotingAllReduce::MeanWithoutVotes(std::span<float> data, std::uint32_t op) {
   return Counted(mean_, [&] { return mean_.AllReduceMean(data, op); });
+}
+
+Status VotingAllReduce::GatherHostSums(std::span<float> data, compress::ChunkCodec& codec,
+                                       std::uint32_t op, bool vote) {
+  HierarchicalAllReduce* levels = mean_.levels();
+  assert(levels != nullptr);
+  float votes[kVoteFloats] = {};
+  if (vote) Cast(votes);
+  Status gathered = Counted(mean_, [&] {
+    return levels->GatherHostSums(data, codec, std::span<float>(votes, vote ? kVoteFloats : 0), op);
+  });
+  if (!gathered.ok()) return gathered;
+  if (vote) Read(votes);
+  return Status::Ok();
 }
 
 Status VotingAllReduce::GatherWithoutVotes(std::span<float> blocks, std::uint32_t op) {

@@ -11,6 +11,8 @@
 //   Status s = exchange.MeanInPlace(grad, op);
 //   // or an all-gather of equal blocks, each replica's votes beside its block (copied once):
 //   Status s = exchange.Gather(blocks, op);
+//   // or, over two levels (mean.levels()), a gather of host sums, the votes beside the chunks:
+//   Status s = exchange.GatherHostSums(range, codec, op, /*vote=*/true);
 //   // and ops that carry no votes (a step's second exchange): agreed() stays as it was
 //   Status s = exchange.MeanWithoutVotes(data, op);   // or GatherWithoutVotes(blocks, op)
 //
@@ -26,6 +28,7 @@
 #include <span>
 #include <vector>
 
+#include "core/compress/chunk_codec.h"
 #include "core/dist/ring_allreduce.h"
 #include "core/dist/stop_votes.h"
 #include "core/train/strategy.h"
@@ -57,6 +60,11 @@ class VotingAllReduce {
   // RingAllReduce::AllGather of `blocks` (world equal blocks, this replica's at its rank), each
   // replica's votes travelling after its block.
   Status Gather(std::span<float> blocks, std::uint32_t op);
+  // Whether GatherHostSums runs: the mean has two levels.
+  bool SumsWithinHost() const { return mean_.levels() != nullptr; }
+  // HierarchicalAllReduce::GatherHostSums of `data` through `codec`, with the votes when `vote`.
+  Status GatherHostSums(std::span<float> data, compress::ChunkCodec& codec, std::uint32_t op,
+                        bool vote);
   // Averages `data` over the ring without votes.
   Status MeanWithoutVotes(std::span<float> data, std::uint32_t op);
   // RingAllReduce::AllGather of `blocks` without votes (in place, no copy).

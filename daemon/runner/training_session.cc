@@ -306,8 +306,7 @@ Status TrainingSession::ConnectRing(const config::JobConfig& job, const Placemen
       }
       if (two_level_ring_ != nullptr &&
           compress::ExchangesByGather(job.cluster.compression.method)) {
-        exchange_notes_ += ", compressed values gathered over the ring of all " +
-                           std::to_string(ring_->world()) + " workers";
+        exchange_notes_ += ", each host's sum compressed once and gathered across hosts";
       }
       return Status::Ok();
     }

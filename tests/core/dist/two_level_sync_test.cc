@@ -4,63 +4,32 @@
 // with the whole gradient after the pass and bucket by bucket during it, every replica steps to the
 // same parameters, the mean of the replicas' gradients; stop votes cast by any replica are agreed
 // by all at that step; the bytes counted as sent are the ring across hosts' only; on 2 hosts of 2
-// the buckets give the whole exchange's bits; one host alone plans nothing. PowerSGD's means over
-// two levels (CompressedSyncStrategy with the two levels as its MeanCollective) keep replicas
-// alike, match the flat ring's to rounding, and each host sends what one replica of 2 x 1 sends.
+// the buckets give the whole exchange's bits; one host alone plans nothing. Compressed exchanges
+// over two levels: two_level_compressed_test.cc.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <vector>
 
-#include "core/dist/compressed_sync_strategy.h"
 #include "core/dist/host_sync_strategy.h"
 #include "core/dist/shard_ranges.h"
 #include "core/dist/two_level_ring.h"
 #include "core/dist/voting_allreduce.h"
 #include "ring_harness.h"
+#include "two_level_harness.h"
 
 namespace dtrain::dist {
 namespace {
 
-using namespace std::chrono_literals;
+using testing::Job;
+using testing::PlanOf;
 
 constexpr std::size_t kParams = 1001;
-constexpr float kLr = 0.5f;
+constexpr float kLr = testing::kTrainerLr;
 constexpr int kSteps = 4;
 // The pass finishes the gradient from its end: three buckets, the last floats first.
 const std::vector<GradientBucket> kBucketPlan = {{600, kParams}, {200, 600}, {0, 200}};
 
 enum class Exchange { kWhole, kBuckets };
-
-// The plan for `world` ranks placed round robin on `hosts` made-up hosts.
-std::optional<HostGroups> PlanOf(int hosts, int world) {
-  std::vector<std::uint64_t> keys;
-  for (int r = 0; r < world; ++r) keys.push_back(77 + static_cast<std::uint64_t>(r % hosts));
-  return HostGroups::Plan(keys);
-}
-
-struct Job {
-  Job(int hosts, int world, LinkTransport over) : transport(over), groups(PlanOf(hosts, world)) {
-    for (int r = 0; r < world; ++r) {
-      Result<PeerListener> l = PeerListener::Open("127.0.0.1");
-      BOOST_TEST_REQUIRE(l.ok(), l.status().message());
-      endpoints.push_back({"127.0.0.1", l.value().port()});
-      listeners.push_back(std::move(l).value());
-    }
-  }
-  TwoLevelJoin JoinOf(int rank) const {
-    return {.rank = rank,
-            .endpoints = endpoints,
-            .listener = &listeners[static_cast<std::size_t>(rank)],
-            .deadline = Clock::now() + 20s,
-            .token = "",
-            .transport = transport,
-            .ring_options = {.timeout = 20s}};
-  }
-  LinkTransport transport;
-  std::optional<HostGroups> groups;
-  std::vector<PeerListener> listeners;
-  std::vector<Endpoint> endpoints;
-};
 
 // What each replica of a run ends with.
 struct Run {
@@ -91,23 +60,19 @@ Run TrainTwoLevel(int hosts, int world, LinkTransport transport, Exchange how) {
         rings.value()->mean(),
         how == Exchange::kBuckets ? kBucketPlan : std::vector<GradientBucket>{},
         optim::MakeOptimizer({}, 0, kParams), 0.0f);
-    train::PassExchange* pass = sync->DuringPass();
-    overlapped[i] = pass != nullptr ? 1 : 0;
+    overlapped[i] = sync->DuringPass() != nullptr ? 1 : 0;
     std::vector<float> grad(kParams + sync->GradientTail());
     const std::span<float> g = std::span<float>(grad).first(kParams);
-    const train::StepShare share{1, n};
     for (int step = 0; step < kSteps; ++step) {
-      if (r == world - 1 && step == 1) sync->ProposeStop(train::StopReason::kTargetReached);
-      if (r == 0 && step == 3) sync->ProposeStop(train::StopReason::kRequested);
-      if (pass != nullptr) pass->Start(step, g, share, false);
       const std::vector<float> mine = testing::Input(r, kParams, static_cast<std::uint32_t>(step));
-      std::copy(mine.begin(), mine.end(), grad.begin());
-      if (pass != nullptr) {
-        for (const GradientBucket& bucket : kBucketPlan) pass->Finished(bucket.begin);
+      const std::span<const GradientBucket> buckets =
+          how == Exchange::kBuckets ? std::span<const GradientBucket>(kBucketPlan)
+                                    : std::span<const GradientBucket>();
+      if (Status s = testing::StepAsTrainer(*sync, {.rank = r, .world = world, .step = step}, mine,
+                                            g, buckets, run.params[i], run.agreed[i]);
+          !s.ok()) {
+        return s;
       }
-      if (Status s = sync->Apply(step, run.params[i], g, kLr, share); !s.ok()) return s;
-      const std::optional<train::StopReason> stop = sync->AgreedStop();
-      run.agreed[i].push_back(stop ? static_cast<int>(*stop) : -1);
     }
     run.sent[i] = sync->Stats().bytes_sent;
     return Status::Ok();
@@ -150,9 +115,7 @@ void CheckReplicasStepAlike(int hosts, int world, LinkTransport transport, Excha
     BOOST_TEST_CONTEXT("rank " << r) {
       BOOST_TEST_REQUIRE(run.status[i].ok(), run.status[i].message());
       BOOST_TEST(testing::SameBits(run.params[i], run.params[0]));
-      const std::vector<int> want{-1, static_cast<int>(train::StopReason::kTargetReached), -1,
-                                  static_cast<int>(train::StopReason::kRequested)};
-      BOOST_TEST(run.agreed[i] == want, boost::test_tools::per_element());
+      BOOST_TEST(run.agreed[i] == testing::AgreedVotes(), boost::test_tools::per_element());
       // Each step, its chunk of the host's sum (one of world / hosts) across hosts, once: with
       // two hosts the ring across them is one exchange.
       if (hosts == 2) {
@@ -166,56 +129,6 @@ void CheckReplicasStepAlike(int hosts, int world, LinkTransport transport, Excha
     if (std::fabs(run.params[0][f] - expected[f]) > tolerance[f] + 1e-6) ++outside;
   }
   BOOST_TEST(outside == 0u);
-}
-
-// A 64 x 64 weight matrix (PowerSGD's factors at rank 4: an eighth of it) and its 64 biases.
-constexpr std::size_t kSide = 64;
-constexpr std::size_t kCompressedParams = kSide * kSide + kSide;
-const compress::Settings kPowerSgd{.method = compress::Method::kPowerSgd, .rank = 4};
-
-std::vector<compress::TensorPlan> PowerSgdPlan() {
-  const std::vector<model::ParamTensor> tensors{
-      {.offset = 0, .rows = kSide, .cols = kSide, .name = "weights"},
-      {.offset = kSide * kSide, .rows = 1, .cols = kSide, .name = "biases"}};
-  return compress::PlanCompression(tensors, kPowerSgd);
-}
-
-// `hosts` x (world / hosts) replicas step kSteps times by PowerSGD, their means over two levels
-// (hosts >= 2) or over the flat ring of all (hosts == 1).
-Run TrainPowerSgd(int hosts, int world) {
-  const auto n = static_cast<std::size_t>(world);
-  Run run{.status = {},
-          .params = std::vector<std::vector<float>>(n, std::vector<float>(kCompressedParams, 0.0f)),
-          .agreed = {},
-          .sent = std::vector<std::uint64_t>(n)};
-  std::vector<RingLinks> flat = testing::MakeRing(testing::Transport::kLocal, world);
-  std::optional<Job> job;
-  if (hosts > 1) job.emplace(hosts, world, LinkTransport::kAuto);
-  run.status = testing::RunRanks(world, [&](int r) -> Status {
-    const auto i = static_cast<std::size_t>(r);
-    RingAllReduce ring(r, world, flat[i].left, flat[i].right);
-    std::unique_ptr<TwoLevelRing> two_level;
-    if (job) {
-      Result<std::unique_ptr<TwoLevelRing>> made = MakeTwoLevelRing(*job->groups, job->JoinOf(r));
-      if (!made.ok()) return made.status();
-      two_level = std::move(made).value();
-    }
-    MeanCollective& mean = two_level ? two_level->mean() : static_cast<MeanCollective&>(ring);
-    CompressedSyncStrategy sync(ring, mean, PowerSgdPlan(), kPowerSgd, /*seed=*/5,
-                                optim::MakeOptimizer({}, 0, kCompressedParams), 0.0f);
-    std::vector<float> grad(kCompressedParams);
-    const train::StepShare share{1, n};
-    for (int step = 0; step < kSteps; ++step) {
-      grad = testing::Input(r, kCompressedParams, static_cast<std::uint32_t>(step));
-      if (Status s = sync.Apply(step, run.params[i], grad, kLr, share); !s.ok()) return s;
-    }
-    run.sent[i] = sync.Stats().bytes_sent;
-    return Status::Ok();
-  });
-  for (std::size_t i = 0; i < n; ++i) {
-    BOOST_TEST_REQUIRE(run.status[i].ok(), run.status[i].message());
-  }
-  return run;
 }
 
 BOOST_AUTO_TEST_SUITE(dist_two_level_sync)
@@ -246,34 +159,6 @@ BOOST_AUTO_TEST_CASE(buckets_give_the_whole_exchanges_bits_on_two_hosts_of_two) 
     BOOST_TEST_REQUIRE(buckets.status[r].ok(), buckets.status[r].message());
   }
   BOOST_TEST(testing::SameBits(buckets.params[0], whole.params[0]));
-}
-
-// The same math in another order of sums: the flat ring's parameters to rounding; and the host's
-// replicas together send across hosts what the one replica of a host sends in a 2 x 1 job.
-BOOST_AUTO_TEST_CASE(powersgd_over_two_levels_is_the_flat_rings_and_sends_one_replicas_bytes) {
-  const Run two_level = TrainPowerSgd(2, 4);
-  const Run flat = TrainPowerSgd(1, 4);
-  for (std::size_t r = 0; r < 4; ++r) {
-    BOOST_TEST(testing::SameBits(two_level.params[r], two_level.params[0]));
-  }
-  double largest = 0.0, worst = 0.0;
-  for (std::size_t f = 0; f < kCompressedParams; ++f) {
-    largest = std::max(largest, static_cast<double>(std::fabs(flat.params[0][f])));
-    worst =
-        std::max(worst, static_cast<double>(std::fabs(two_level.params[0][f] - flat.params[0][f])));
-  }
-  BOOST_TEST(largest > 0.0);
-  BOOST_TEST(worst <= 1e-4 * largest);
-
-  const Run one_per_host = TrainPowerSgd(1, 2);  // 2 x 1: one ring of the two hosts' replicas
-  const std::optional<HostGroups> groups = PlanOf(2, 4);
-  for (int host = 0; host < 2; ++host) {
-    std::uint64_t sent = 0;
-    for (int r = 0; r < 4; ++r) {
-      if (groups->Host(r) == host) sent += two_level.sent[static_cast<std::size_t>(r)];
-    }
-    BOOST_TEST(sent == one_per_host.sent[0]);
-  }
 }
 
 BOOST_AUTO_TEST_CASE(ranks_of_one_host_agree_on_no_plan) {
