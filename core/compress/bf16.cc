@@ -2,33 +2,61 @@
 
 #include <bit>
 
+#include "core/math/vector_width.h"
+
 namespace dtrain::compress {
-void PackBf16(std::span<const float> in, std::span<float> out) {
-  const std::size_t pairs = in.size() / 2;
-  for (std::size_t slot = 0; slot < pairs; ++slot) {
-    const std::uint32_t low = ToBf16(in[2 * slot]);
-    const std::uint32_t high = ToBf16(in[2 * slot + 1]);
-    out[slot] = std::bit_cast<float>(low | (high << 16));
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "a packed slot's low half (value 2i) is the 16 bits at its lower address");
+
+// A float slot's halves as 16-bit values in memory order: value i of a packed array is
+// Halves(slots)[i] (the low half of slot i / 2 first, on a little-endian CPU).
+using Half = std::uint16_t __attribute__((may_alias));
+Half* Halves(float* slots) { return reinterpret_cast<Half*>(slots); }
+const Half* Halves(const float* slots) { return reinterpret_cast<const Half*>(slots); }
+
+DTRAIN_AT_VECTOR_WIDTH
+void Pack(const float* in, std::size_t n, Half* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = ToBf16(in[i]);
+}
+
+// Value i: m = residual + grad, sent as bf16, residual = m - that.
+DTRAIN_AT_VECTOR_WIDTH
+void PackKeeping(const float* grad, float* residual, std::size_t n, Half* out) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float m = residual[i] + grad[i];
+    const std::uint16_t b = ToBf16(m);
+    residual[i] = m - FromBf16(b);
+    out[i] = b;
   }
-  if (in.size() % 2 == 1) out[pairs] = std::bit_cast<float>(std::uint32_t{ToBf16(in.back())});
+}
+
+DTRAIN_AT_VECTOR_WIDTH
+void AddUnpacked(const Half* packed, std::size_t n, float* sums) {
+  for (std::size_t i = 0; i < n; ++i) sums[i] += FromBf16(packed[i]);
+}
+
+// A last odd slot's high half is 0.
+void ClearLastHigh(std::size_t values, std::span<float> out) {
+  if (values % 2 == 1) Halves(out.data())[values] = 0;
+}
+
+}  // namespace
+
+void PackBf16(std::span<const float> in, std::span<float> out) {
+  Pack(in.data(), in.size(), Halves(out.data()));
+  ClearLastHigh(in.size(), out);
 }
 
 void PackBf16KeepingResidual(std::span<const float> grad, std::span<float> residual,
                              std::span<float> out) {
-  // Value i: m = residual + grad, sent as bf16, residual = m - that.
-  const auto keep = [&](std::size_t i) {
-    const float m = residual[i] + grad[i];
-    const std::uint16_t b = ToBf16(m);
-    residual[i] = m - FromBf16(b);
-    return std::uint32_t{b};
-  };
-  const std::size_t pairs = grad.size() / 2;
-  for (std::size_t slot = 0; slot < pairs; ++slot) {
-    const std::uint32_t low = keep(2 * slot);
-    const std::uint32_t high = keep(2 * slot + 1);
-    out[slot] = std::bit_cast<float>(low | (high << 16));
-  }
-  if (grad.size() % 2 == 1) out[pairs] = std::bit_cast<float>(keep(grad.size() - 1));
+  PackKeeping(grad.data(), residual.data(), grad.size(), Halves(out.data()));
+  ClearLastHigh(grad.size(), out);
+}
+
+void AddUnpackedBf16(std::span<const float> packed, std::span<float> sums) {
+  AddUnpacked(Halves(packed.data()), sums.size(), sums.data());
 }
 
 }  // namespace dtrain::compress

@@ -5,8 +5,8 @@
 //   PackBf16(values, packed);          // two bf16 values per float slot, low half first
 //   float v = UnpackBf16(packed[i / 2], i % 2);  // value i
 //
-// Pure functions, the same bits on every CPU. The packed floats are bit patterns to move, never
-// to compute on.
+// Pure functions, the same bits on every CPU (the loops run at the CPU's vector width). The packed
+// floats are bit patterns to move, never to compute on.
 #pragma once
 
 #include <bit>
@@ -32,6 +32,8 @@ void PackBf16(std::span<const float> in, std::span<float> out);
 // leaving residual = m - its bf16 value; one pass.
 void PackBf16KeepingResidual(std::span<const float> grad, std::span<float> residual,
                              std::span<float> out);
+// sums[i] += value i of `packed` (PackedFloats(sums.size()) slots) for every i < sums.size().
+void AddUnpackedBf16(std::span<const float> packed, std::span<float> sums);
 // The value in the low (half 0) or high (half 1) half of a packed slot.
 inline float UnpackBf16(float slot, std::size_t half) {
   return FromBf16(static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(slot) >> (16 * half)));

@@ -5,22 +5,33 @@
 
 #include "core/compress/bf16.h"
 #include "core/compress/top_k.h"
+#include "core/math/elementwise.h"
+#include "core/math/vector_width.h"
 
 namespace dtrain::compress {
 namespace {
 
+DTRAIN_AT_VECTOR_WIDTH
+void AddInto(const float* in, std::size_t n, float* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] += in[i];
+}
 void AddInto(std::span<const float> in, std::span<float> out) {
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] += in[i];
+  AddInto(in.data(), out.size(), out.data());
 }
 
-// out = (the sum over replicas, in rank order from 0.0f, of value(replica, i)) * inverse, value by
-// value: one pass over out.
-template <typename ValueOf>
-void MeanOver(std::size_t world, float inverse, std::span<float> out, ValueOf value) {
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    float sum = 0.0f;
-    for (std::size_t replica = 0; replica < world; ++replica) sum += value(replica, i);
-    out[i] = sum * inverse;
+// Blocks of a mean's values that stay in the L1 cache while every sender's values are added.
+constexpr std::size_t kBlock = 4096;  // even: a block's bf16 values start at a slot
+
+// out = (the sum over `senders`, in sender order from 0.0f, of their values) * inverse, value by
+// value; add(sender, first, block) adds the sender's values [first, first + block.size()) into
+// the block of out that starts at `first`. Block by block, so that out stays in cache.
+template <typename AddSender>
+void MeanInBlocks(std::size_t senders, float inverse, std::span<float> out, AddSender add) {
+  for (std::size_t first = 0; first < out.size(); first += kBlock) {
+    const std::span<float> block = out.subspan(first, std::min(kBlock, out.size() - first));
+    std::ranges::fill(block, 0.0f);
+    for (std::size_t sender = 0; sender < senders; ++sender) add(sender, first, block);
+    math::Scale(inverse, block);
   }
 }
 
@@ -63,13 +74,16 @@ void MeanOfMessages(Encoding encoding, std::size_t k, const float* messages, std
                     std::vector<std::uint32_t>& scratch) {
   switch (encoding) {
     case Encoding::kRaw:
-      MeanOver(senders, inverse, out,
-               [&](std::size_t s, std::size_t i) { return messages[s * stride + i]; });
+      MeanInBlocks(senders, inverse, out,
+                   [&](std::size_t s, std::size_t first, std::span<float> block) {
+                     AddInto({messages + s * stride + first, block.size()}, block);
+                   });
       return;
     case Encoding::kBf16:
-      MeanOver(senders, inverse, out, [&](std::size_t s, std::size_t i) {
-        return UnpackBf16(messages[s * stride + i / 2], i % 2);
-      });
+      MeanInBlocks(
+          senders, inverse, out, [&](std::size_t s, std::size_t first, std::span<float> block) {
+            AddUnpackedBf16({messages + s * stride + first / 2, PackedFloats(block.size())}, block);
+          });
       return;
     case Encoding::kSparse:
       MeanOfSparse(k, messages, stride, senders, inverse, out, scratch);

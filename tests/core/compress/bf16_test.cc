@@ -69,6 +69,72 @@ BOOST_AUTO_TEST_CASE(value_2i_goes_to_the_low_half_of_slot_i) {
   BOOST_TEST(std::bit_cast<std::uint32_t>(packed[1]) == 0x00004040u);
 }
 
+// Values that exercise the rounding: ties, carries, NaN, infinities, zeros of both signs,
+// subnormals; then pseudo-random ones.
+std::vector<float> HardValues(std::size_t n) {
+  std::vector<float> v{1.0f + 0x1.0p-8f,
+                       1.0f + 3 * 0x1.0p-8f,
+                       -0.0f,
+                       0.0f,
+                       std::numeric_limits<float>::infinity(),
+                       -std::numeric_limits<float>::infinity(),
+                       FromBits(0x7F800001u),
+                       FromBits(0x7FFFFFFFu),
+                       std::numeric_limits<float>::max(),
+                       std::numeric_limits<float>::denorm_min(),
+                       FromBits(0x807FFFFFu)};
+  std::uint32_t state = 12345;
+  while (v.size() < n) {
+    state = state * 1664525u + 1013904223u;
+    v.push_back(FromBits(state));  // any bit pattern, NaNs included
+  }
+  v.resize(n);
+  return v;
+}
+
+// The whole arrays at once (the vector loops) give each value's own rounding, whatever the
+// count (a NaN sum stays a NaN): every slot's halves, the residuals, and the sums of unpacked
+// values, bit for bit; the last odd slot's high half is cleared over whatever the buffer held.
+BOOST_AUTO_TEST_CASE(arrays_of_any_length_give_each_values_own_bits) {
+  for (const std::size_t n : {1u, 2u, 15u, 16u, 17u, 33u, 64u, 1001u}) {
+    BOOST_TEST_CONTEXT("n = " << n) {
+      const std::vector<float> grad = HardValues(n);
+      std::vector<float> residual = HardValues(n + 7);
+      residual.erase(residual.begin(), residual.begin() + 7);
+      const std::vector<float> before = residual;
+      std::vector<float> packed(PackedFloats(n), FromBits(0xFFFFFFFFu));
+      PackBf16KeepingResidual(grad, residual, packed);
+      std::vector<float> sums = HardValues(n + 3);
+      sums.erase(sums.begin(), sums.begin() + 3);
+      const std::vector<float> sums_before = sums;
+      AddUnpackedBf16(packed, sums);
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const float m = before[i] + grad[i];
+        const std::uint16_t b = ToBf16(m);
+        const float kept = m - FromBf16(b);
+        const float sum = sums_before[i] + FromBf16(b);
+        const auto half = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(packed[i / 2]) >>
+                                                     (16 * (i % 2)));
+        // A NaN's payload after an addition is the CPU's choice of operand: NaN is all it must be.
+        if (std::isnan(m)) {
+          if (!std::isnan(FromBf16(half)) || !std::isnan(residual[i]) || !std::isnan(sums[i])) {
+            ++wrong;
+          }
+          continue;
+        }
+        if (half != b ||
+            std::bit_cast<std::uint32_t>(residual[i]) != std::bit_cast<std::uint32_t>(kept) ||
+            std::bit_cast<std::uint32_t>(sums[i]) != std::bit_cast<std::uint32_t>(sum)) {
+          ++wrong;
+        }
+      }
+      BOOST_TEST(wrong == 0u);
+      if (n % 2 == 1) BOOST_TEST((std::bit_cast<std::uint32_t>(packed.back()) >> 16) == 0u);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
