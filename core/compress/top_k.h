@@ -8,7 +8,10 @@
 //
 // Deterministic: ties in magnitude go to the lower index, NaN counts as the largest (every NaN
 // alike, above infinity); the same selection on every CPU. O(n): a radix select of the k-th
-// largest magnitude, no allocation. Tensors of up to 2^32 - 1 values.
+// largest magnitude; for many values and few taken (k <= n / 64), first a bound from every 16th
+// value, so that one pass keeps the few values that reach it and the select runs among those
+// (the full select where fewer than k do). Buffers are per thread and reused. Tensors of up to
+// 2^32 - 1 values.
 #pragma once
 
 #include <cstddef>

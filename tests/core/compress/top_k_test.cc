@@ -1,5 +1,6 @@
 // Top-k selection: the same indices a full sort by (magnitude, then lower index) picks, NaN
-// first, for every k; and the sparse message's round trip.
+// first, for every k, also through the sample's shortcut of many values; and the sparse message's
+// round trip.
 #include "core/compress/top_k.h"
 
 #include <algorithm>
@@ -71,6 +72,24 @@ BOOST_AUTO_TEST_CASE(selects_what_a_full_sort_selects) {
       BOOST_TEST(TopK(tied, k) == SortedTopK(tied, k), "n " << n << " k " << k);
       BOOST_TEST(TopK(distinct, k) == SortedTopK(distinct, k), "n " << n << " k " << k);
     }
+  }
+}
+
+// Many values, few taken (k <= n / 64, n >= 2^16): the selection goes through a sample's bound
+// first; where the sample is unlike the rest (every 16th value large, the others not: fewer
+// than k values reach its bound) it falls back to the full select. The same indices either way.
+BOOST_AUTO_TEST_CASE(many_values_select_what_a_full_sort_selects) {
+  constexpr std::size_t n = std::size_t{1} << 17;
+  std::vector<float> distinct(n);
+  data::SplitMix64 rng(3);
+  for (float& v : distinct) v = static_cast<float>(rng.Uniform() * 2.0 - 1.0);
+  const std::vector<float> tied = TiedValues(n, 4);
+  std::vector<float> misleading(n, 1.0f);
+  for (std::size_t i = 0; i < n; i += 16) misleading[i] = 1000.0f + static_cast<float>(i);
+  for (const std::size_t k : {std::size_t{1}, std::size_t{100}, std::size_t{1000}, n / 64}) {
+    BOOST_TEST(TopK(distinct, k) == SortedTopK(distinct, k), "k " << k);
+    BOOST_TEST(TopK(tied, k) == SortedTopK(tied, k), "k " << k);
+    BOOST_TEST(TopK(misleading, k) == SortedTopK(misleading, k), "k " << k);
   }
 }
 
