@@ -33,6 +33,11 @@ void PackKeeping(const float* grad, float* residual, std::size_t n, Half* out) {
 }
 
 DTRAIN_AT_VECTOR_WIDTH
+void Unpack(const Half* packed, std::size_t n, float* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = FromBf16(packed[i]);
+}
+
+DTRAIN_AT_VECTOR_WIDTH
 void AddUnpacked(const Half* packed, std::size_t n, float* sums) {
   for (std::size_t i = 0; i < n; ++i) sums[i] += FromBf16(packed[i]);
 }
@@ -53,6 +58,10 @@ void PackBf16KeepingResidual(std::span<const float> grad, std::span<float> resid
                              std::span<float> out) {
   PackKeeping(grad.data(), residual.data(), grad.size(), Halves(out.data()));
   ClearLastHigh(grad.size(), out);
+}
+
+void UnpackBf16(std::span<const float> packed, std::span<float> out) {
+  Unpack(Halves(packed.data()), out.size(), out.data());
 }
 
 void AddUnpackedBf16(std::span<const float> packed, std::span<float> sums) {

@@ -32,6 +32,8 @@ void PackBf16(std::span<const float> in, std::span<float> out);
 // leaving residual = m - its bf16 value; one pass.
 void PackBf16KeepingResidual(std::span<const float> grad, std::span<float> residual,
                              std::span<float> out);
+// out[i] = value i of `packed` (PackedFloats(out.size()) slots) for every i < out.size().
+void UnpackBf16(std::span<const float> packed, std::span<float> out);
 // sums[i] += value i of `packed` (PackedFloats(sums.size()) slots) for every i < sums.size().
 void AddUnpackedBf16(std::span<const float> packed, std::span<float> sums);
 // The value in the low (half 0) or high (half 1) half of a packed slot.

@@ -82,9 +82,7 @@ Status PushDecoder::Decode(std::span<const float> message, std::span<float> out)
       return Status::Error("bf16 pushes of " + std::to_string(message.size()) +
                            " floats for a slice of " + std::to_string(out.size()));
     }
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i] = compress::UnpackBf16(message[i / 2], i % 2);
-    }
+    compress::UnpackBf16(message, out);
     return Status::Ok();
   }
   for (std::size_t j = 0; j < pairs_; ++j) {

@@ -93,8 +93,9 @@ std::vector<float> HardValues(std::size_t n) {
 }
 
 // The whole arrays at once (the vector loops) give each value's own rounding, whatever the
-// count (a NaN sum stays a NaN): every slot's halves, the residuals, and the sums of unpacked
-// values, bit for bit; the last odd slot's high half is cleared over whatever the buffer held.
+// count (a NaN sum stays a NaN); unpacking gives each half's value: every slot's halves, the
+// residuals, and the sums of unpacked values, bit for bit; the last odd slot's high half is cleared
+// over whatever the buffer held.
 BOOST_AUTO_TEST_CASE(arrays_of_any_length_give_each_values_own_bits) {
   for (const std::size_t n : {1u, 2u, 15u, 16u, 17u, 33u, 64u, 1001u}) {
     BOOST_TEST_CONTEXT("n = " << n) {
@@ -108,6 +109,8 @@ BOOST_AUTO_TEST_CASE(arrays_of_any_length_give_each_values_own_bits) {
       sums.erase(sums.begin(), sums.begin() + 3);
       const std::vector<float> sums_before = sums;
       AddUnpackedBf16(packed, sums);
+      std::vector<float> unpacked(n);
+      UnpackBf16(packed, unpacked);
       std::size_t wrong = 0;
       for (std::size_t i = 0; i < n; ++i) {
         const float m = before[i] + grad[i];
@@ -116,6 +119,10 @@ BOOST_AUTO_TEST_CASE(arrays_of_any_length_give_each_values_own_bits) {
         const float sum = sums_before[i] + FromBf16(b);
         const auto half = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(packed[i / 2]) >>
                                                      (16 * (i % 2)));
+        if (std::bit_cast<std::uint32_t>(unpacked[i]) !=
+            std::bit_cast<std::uint32_t>(FromBf16(half))) {
+          ++wrong;
+        }
         // A NaN's payload after an addition is the CPU's choice of operand: NaN is all it must be.
         if (std::isnan(m)) {
           if (!std::isnan(FromBf16(half)) || !std::isnan(residual[i]) || !std::isnan(sums[i])) {
