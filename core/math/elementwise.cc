@@ -111,13 +111,26 @@ void ActivationBackward(const float* out, float* grad, std::size_t n, Activation
   }
 }
 
+// Each column summed down its rows in order, kColumnBlock columns at a time in registers and L1,
+// at the CPU's vector width: a column's sum does not depend on which columns it is summed with.
+constexpr int kColumnBlock = 256;
+
+DTRAIN_AT_VECTOR_WIDTH
 void ColumnSums(const float* m, int rows, int cols, float beta, float* out) {
-  ConstMatrixMap src(m, rows, cols);
-  Eigen::Map<Eigen::RowVectorXf> dst(out, cols);
-  if (beta == 0.0f) {
-    dst = src.colwise().sum();
-  } else {
-    dst = beta * dst + src.colwise().sum();
+  float sums[kColumnBlock];
+  for (int c0 = 0; c0 < cols; c0 += kColumnBlock) {
+    const int width = std::min(kColumnBlock, cols - c0);
+    for (int c = 0; c < width; ++c) sums[c] = rows > 0 ? m[c0 + c] : 0.0f;
+    for (int r = 1; r < rows; ++r) {
+      const float* row = m + static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) + c0;
+      for (int c = 0; c < width; ++c) sums[c] += row[c];
+    }
+    float* to = out + c0;
+    if (beta == 0.0f) {
+      for (int c = 0; c < width; ++c) to[c] = sums[c];
+    } else {
+      for (int c = 0; c < width; ++c) to[c] = beta * to[c] + sums[c];
+    }
   }
 }
 

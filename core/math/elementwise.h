@@ -24,7 +24,8 @@ void Activate(const float* in, float* out, std::size_t n, Activation act);
 // grad[i] *= act'(x_i), where out[i] = act(x_i) is the activation's output (in place on grad).
 void ActivationBackward(const float* out, float* grad, std::size_t n, Activation act);
 
-// out[c] = beta * out[c] + sum_r m[r, c].
+// out[c] = beta * out[c] + sum_r m[r, c], each column summed in row order (0.0f where rows == 0);
+// a column's bits do not depend on the other columns.
 void ColumnSums(const float* m, int rows, int cols, float beta, float* out);
 
 // y += alpha * x

@@ -2,6 +2,7 @@
 #include "core/math/gemm.h"
 
 #include <algorithm>
+#include <bit>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
@@ -142,6 +143,29 @@ BOOST_AUTO_TEST_CASE(bias_and_activations_match_their_definitions) {
       }
       BOOST_TEST(grad[i] == fp, boost::test_tools::tolerance(2e-3f));
     }
+  }
+}
+
+// Each column summed down its rows in order, whatever the width (several blocks of columns, a
+// ragged last one), then beta * out added: the bits of that order.
+BOOST_AUTO_TEST_CASE(column_sums_add_each_column_in_row_order) {
+  constexpr int kRows = 5, kCols = 600;
+  const FloatBuffer m = Random(kRows * kCols, 8);
+  for (const float beta : {0.0f, 0.5f}) {
+    FloatBuffer sums(kCols, 3.0f);
+    ColumnSums(m.data(), kRows, kCols, beta, sums.data());
+    std::size_t wrong = 0;
+    for (int c = 0; c < kCols; ++c) {
+      float sum = m[static_cast<std::size_t>(c)];
+      for (int r = 1; r < kRows; ++r) sum += m[static_cast<std::size_t>(r * kCols + c)];
+      volatile float scaled = beta * 3.0f;  // kept apart from the addition: no fused multiply-add
+      const float want = beta == 0.0f ? sum : scaled + sum;
+      if (std::bit_cast<std::uint32_t>(sums[static_cast<std::size_t>(c)]) !=
+          std::bit_cast<std::uint32_t>(want)) {
+        ++wrong;
+      }
+    }
+    BOOST_TEST(wrong == 0u, "beta " << beta);
   }
 }
 
