@@ -97,7 +97,7 @@ int List(const ListArgs& args, const GlobalOptions& globals) {
   return kExitOk;
 }
 
-int Status(const StatusArgs& args, const GlobalOptions& globals) {
+int ShowStatus(const StatusArgs& args, const GlobalOptions& globals) {
   if (!args.job_given) {
     ListArgs recent;
     recent.json = args.json;
@@ -129,7 +129,7 @@ void AddStatusAndListCommands(CLI::App& app, Globals globals, int& exit_code) {
       ->type_name("PATH");
   status_cmd->callback([status, job, globals, &exit_code] {
     status->job_given = job->count() > 0;
-    exit_code = Status(*status, *globals);
+    exit_code = ShowStatus(*status, *globals);
   });
 
   auto list = std::make_shared<ListArgs>();

@@ -15,6 +15,7 @@
 #include "core/net/auth.h"
 #include "core/net/frame_stream.h"
 #include "core/net/host_info.h"
+#include "daemon/worker/exit_status.h"
 #include "daemon/worker/launch_secret.h"
 #include "daemon/worker/stand_in.h"
 
@@ -24,17 +25,11 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr int kExitFailed = 1;
 int g_stop_pipe[2] = {-1, -1};  // written by the signal handler
 
 extern "C" void OnStandInStopSignal(int) {
   const char byte = 1;
   [[maybe_unused]] const ssize_t n = ::write(g_stop_pipe[1], &byte, 1);
-}
-
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "%s\n", message.c_str());
-  return kExitFailed;
 }
 
 Result<net::FrameStream> ConnectToPeer(const RemoteWorkerArgs& args) {
@@ -67,8 +62,8 @@ CLI::App* AddRemoteWorkerCommand(CLI::App& app, RemoteWorkerArgs& args) {
 
 int RemoteWorkerMain(const RemoteWorkerArgs& args) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != args.parent) return Fail("the daemon that started this worker is gone");
-  if (::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return Fail("pipe: cannot make one");
+  if (::getppid() != args.parent) return ExitFailed("the daemon that started this worker is gone");
+  if (::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return ExitFailed("pipe: cannot make one");
   struct sigaction action {};
   action.sa_handler = OnStandInStopSignal;
   sigemptyset(&action.sa_mask);
@@ -77,22 +72,22 @@ int RemoteWorkerMain(const RemoteWorkerArgs& args) {
 
   const std::string where = "worker rank " + std::to_string(args.rank) + " on " + args.node;
   Result<json> spawn = ReadLaunchSecret();
-  if (!spawn.ok()) return Fail("starting " + where + ": " + spawn.status().message());
+  if (!spawn.ok()) return ExitFailed("starting " + where + ": " + spawn.status().message());
   spawn.value()["v"] = 1;
   spawn.value()["type"] = "spawn_worker";
   Result<net::FrameStream> connected = ConnectToPeer(args);
-  if (!connected.ok()) return Fail("starting " + where + ": " + connected.status().message());
+  if (!connected.ok()) return ExitFailed("starting " + where + ": " + connected.status().message());
   net::FrameStream& stream = connected.value();
   if (Status sent = stream.WriteString(net::MessageType::kControl, 0, 0, spawn.value().dump(), 10s);
       !sent.ok()) {
-    return Fail("starting " + where + ": " + sent.message());
+    return ExitFailed("starting " + where + ": " + sent.message());
   }
   bool stop_sent = false;
   for (;;) {
     pollfd fds[2] = {{stream.fd(), POLLIN, 0}, {g_stop_pipe[0], POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
-      return Fail(where + ": poll failed");
+      return ExitFailed(where + ": poll failed");
     }
     if ((fds[1].revents & POLLIN) != 0 && !stop_sent) {
       char drain[16];
@@ -104,11 +99,11 @@ int RemoteWorkerMain(const RemoteWorkerArgs& args) {
     }
     if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
     Result<net::Frame> frame = stream.Read(30s);
-    if (!frame.ok()) return Fail(where + ": lost its daemon: " + frame.status().message());
+    if (!frame.ok()) return ExitFailed(where + ": lost its daemon: " + frame.status().message());
     const json event = json::parse(frame.value().payload, nullptr, false);
-    if (!event.is_object()) return Fail(where + ": its daemon sent a malformed message");
+    if (!event.is_object()) return ExitFailed(where + ": its daemon sent a malformed message");
     if (event.value("ok", true) == false) {
-      return Fail("starting " + where + ": " + event.value("error", std::string("refused")));
+      return ExitFailed("starting " + where + ": " + event.value("error", std::string("refused")));
     }
     const std::string type = event.value("type", std::string());
     if (event.contains("pid")) {

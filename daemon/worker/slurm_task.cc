@@ -1,7 +1,7 @@
 #include "daemon/worker/slurm_task.h"
 
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,24 +14,17 @@
 #include <nlohmann/json.hpp>
 
 #include "core/unique_fd.h"
+#include "daemon/worker/exit_status.h"
 #include "daemon/worker/launch_secret.h"
 #include "daemon/worker/stand_in.h"
 
 namespace dtrain::worker {
 namespace {
 
-constexpr int kExitFailed = 1;
-// The worker's own status when a signal asked it to stop (worker_main.h): not a death by SIGINT.
-constexpr int kExitStopped = 130;
 volatile sig_atomic_t g_srun = 0;
 
 extern "C" void OnSlurmTaskStopSignal(int) {
   if (g_srun > 0) ::kill(static_cast<pid_t>(g_srun), SIGUSR1);
-}
-
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "%s\n", message.c_str());
-  return kExitFailed;
 }
 
 std::string OwnExecutable() {
@@ -91,11 +84,11 @@ int SlurmTaskMain(const SlurmTaskArgs& args) {
   const std::string where = "rank " + std::to_string(args.rank) + " in Slurm job " +
                             std::to_string(args.allocation);
   Result<nlohmann::json> secret = ReadLaunchSecret();
-  if (!secret.ok()) return Fail("starting " + where + ": " + secret.status().message());
+  if (!secret.ok()) return ExitFailed("starting " + where + ": " + secret.status().message());
   const std::string forwarded =
       nlohmann::json{{"token", SecretString(secret.value(), "token").value_or("")}}.dump();
   int input[2];
-  if (::pipe2(input, O_CLOEXEC) != 0) return Fail("starting " + where + ": pipe failed");
+  if (::pipe2(input, O_CLOEXEC) != 0) return ExitFailed("starting " + where + ": pipe failed");
   UniqueFd input_read(input[0]), input_write(input[1]);
   const std::vector<std::string> argv = SrunArguments(args, OwnExecutable());
   std::vector<char*> raw;
@@ -103,7 +96,7 @@ int SlurmTaskMain(const SlurmTaskArgs& args) {
   raw.push_back(nullptr);
   const pid_t parent = ::getpid();
   const pid_t srun = ::fork();
-  if (srun < 0) return Fail("starting " + where + ": fork failed");
+  if (srun < 0) return ExitFailed("starting " + where + ": fork failed");
   if (srun == 0) {
     // A group of its own, so that a SIGKILL to this stand-in's group leaves srun to cancel the
     // task on its parent-death SIGTERM.
@@ -127,7 +120,7 @@ int SlurmTaskMain(const SlurmTaskArgs& args) {
   input_write.reset();
   int status = 0;
   while (::waitpid(srun, &status, 0) < 0) {
-    if (errno != EINTR) return Fail(where + ": lost srun");
+    if (errno != EINTR) return ExitFailed(where + ": lost srun");
   }
   if (WIFSIGNALED(status)) return EndLike(0, WTERMSIG(status), "srun for " + where);
   const int code = WEXITSTATUS(status);

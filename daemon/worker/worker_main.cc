@@ -34,6 +34,7 @@
 #include "daemon/server/launch.h"
 #include "daemon/server/worker_channel_request.h"
 #include "daemon/worker/control_reply.h"
+#include "daemon/worker/exit_status.h"
 #include "daemon/worker/launch_secret.h"
 #include "daemon/worker/regroup_exchange.h"
 #include "daemon/worker/upstream.h"
@@ -46,17 +47,10 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr int kExitCompleted = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitStopped = 130;
-
 std::atomic<bool> g_stop{false};
 extern "C" void OnWorkerStopSignal(int) { g_stop.store(true); }
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "worker: %s\n", message.c_str());
-  return kExitFailed;
-}
+int Fail(const std::string& message) { return ExitFailed("worker: " + message); }
 
 // Prints the run's plain progress lines on stdout, flushed line by line (it is a pipe); the
 // evaluation lines only when `evaluations` (see PrintsEvaluations).

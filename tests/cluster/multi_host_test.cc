@@ -25,7 +25,7 @@
 #include "integration/daemon_fixture.h"
 
 namespace dtrain::testing {
-namespace {
+namespace multi_host_test {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -659,5 +659,5 @@ BOOST_AUTO_TEST_CASE(a_killed_peer_shows_down_within_five_seconds) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace multi_host_test
 }  // namespace dtrain::testing

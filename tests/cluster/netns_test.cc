@@ -32,7 +32,7 @@
 #include "integration/daemon_fixture.h"
 
 namespace dtrain::testing {
-namespace {
+namespace netns_test {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
@@ -203,8 +203,6 @@ std::vector<std::string> Lines(const std::string& text) {
 }
 
 constexpr std::size_t kTransferBytes = 4u << 20;
-
-}  // namespace
 
 BOOST_AUTO_TEST_SUITE(netns_cluster, *boost::unit_test::precondition(NetnsReady))
 
@@ -526,4 +524,5 @@ BOOST_AUTO_TEST_CASE(a_dtraind_runs_in_each_host_with_its_own_state) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+}  // namespace netns_test
 }  // namespace dtrain::testing

@@ -12,7 +12,7 @@
 #include "common/temp_dir.h"
 
 namespace dtrain::cli {
-namespace {
+namespace cli_surface_test {
 
 using dtrain::testing::ReadFile;
 using dtrain::testing::RunProcess;
@@ -260,5 +260,5 @@ BOOST_AUTO_TEST_CASE(the_man_page_documents_every_subcommand_and_option) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace cli_surface_test
 }  // namespace dtrain::cli

@@ -15,7 +15,7 @@
 #include "common/temp_dir.h"
 
 namespace dtrain::cli {
-namespace {
+namespace compare_test {
 
 using run_checks::Bin;
 using run_checks::ParseJson;
@@ -179,5 +179,5 @@ BOOST_AUTO_TEST_CASE(what_compare_refuses) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace compare_test
 }  // namespace dtrain::cli

@@ -10,7 +10,7 @@
 #include <vector>
 
 namespace dtrain::cli {
-namespace {
+namespace compare_view_test {
 
 using config::ParameterValue;
 using config::SweepGoal;
@@ -114,5 +114,5 @@ BOOST_AUTO_TEST_CASE(few_differing_settings_are_columns_many_a_table_of_their_ow
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace compare_view_test
 }  // namespace dtrain::cli

@@ -23,7 +23,7 @@
 #include "fake_daemon.h"
 
 namespace dtrain::cli {
-namespace {
+namespace daemon_commands_test {
 
 using dtrain::testing::FakeDaemon;
 using dtrain::testing::ProcessResult;
@@ -753,5 +753,5 @@ BOOST_AUTO_TEST_CASE(a_job_missing_from_a_store_file_exits_4_and_no_daemon_is_as
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace daemon_commands_test
 }  // namespace dtrain::cli

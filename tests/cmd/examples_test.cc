@@ -9,7 +9,7 @@
 #include "common/temp_dir.h"
 
 namespace dtrain::cli {
-namespace {
+namespace examples_test {
 
 using dtrain::testing::RunProcess;
 using dtrain::testing::TempDir;
@@ -56,5 +56,5 @@ BOOST_AUTO_TEST_CASE(every_example_validates_and_the_synthetic_ones_train) {
   BOOST_TEST(examples >= 4);
 }
 
-}  // namespace
+}  // namespace examples_test
 }  // namespace dtrain::cli

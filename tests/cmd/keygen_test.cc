@@ -11,7 +11,7 @@
 #include "core/net/auth.h"
 
 namespace dtrain::testing {
-namespace {
+namespace keygen_test {
 
 BOOST_AUTO_TEST_SUITE(keygen)
 
@@ -41,5 +41,5 @@ BOOST_AUTO_TEST_CASE(writes_a_private_key_file_once) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace keygen_test
 }  // namespace dtrain::testing

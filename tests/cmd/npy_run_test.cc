@@ -15,7 +15,7 @@
 #include "run_checks.h"
 
 namespace dtrain::cli {
-namespace {
+namespace npy_run_test {
 
 using namespace run_checks;
 using dtrain::testing::ProcessResult;
@@ -192,5 +192,5 @@ BOOST_AUTO_TEST_CASE(images_of_several_channels_train_as_the_same_images_in_heig
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace npy_run_test
 }  // namespace dtrain::cli

@@ -29,7 +29,7 @@
 #include "daemon/runner/sparse_data.h"
 
 namespace dtrain::cli {
-namespace {
+namespace onnx_run_test {
 
 using namespace run_checks;
 using dtrain::testing::ProcessResult;
@@ -464,5 +464,5 @@ BOOST_AUTO_TEST_CASE(convert_refuses_a_file_that_is_not_a_model_naming_it) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace onnx_run_test
 }  // namespace dtrain::cli

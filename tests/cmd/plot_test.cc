@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace dtrain::cli {
-namespace {
+namespace plot_test {
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -61,5 +61,5 @@ BOOST_AUTO_TEST_CASE(one_series_is_titled_with_its_points_and_steps) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace plot_test
 }  // namespace dtrain::cli

@@ -17,7 +17,7 @@
 #include "run_checks.h"
 
 namespace dtrain::cli {
-namespace {
+namespace predict_outputs_test {
 
 using namespace run_checks;
 using dtrain::testing::FashionMnistPresent;
@@ -165,5 +165,5 @@ lr = 0.02
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace predict_outputs_test
 }  // namespace dtrain::cli

@@ -6,7 +6,7 @@
 #include "cmd/terminal.h"
 
 namespace dtrain::cli {
-namespace {
+namespace printable_test {
 
 BOOST_AUTO_TEST_SUITE(printable)
 
@@ -37,5 +37,5 @@ BOOST_AUTO_TEST_CASE(bytes_that_are_not_utf8_are_written_out) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace printable_test
 }  // namespace dtrain::cli

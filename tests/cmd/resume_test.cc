@@ -12,7 +12,7 @@
 #include "common/temp_dir.h"
 
 namespace dtrain::cli {
-namespace {
+namespace resume_test {
 
 using namespace run_checks;
 using dtrain::testing::ProcessResult;
@@ -187,5 +187,5 @@ epochs = 1
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace resume_test
 }  // namespace dtrain::cli

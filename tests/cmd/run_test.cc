@@ -22,7 +22,7 @@
 #include "daemon/store/store.h"
 
 namespace dtrain::cli {
-namespace {
+namespace run_test {
 
 using namespace run_checks;
 using dtrain::testing::ProcessResult;
@@ -808,5 +808,5 @@ BOOST_AUTO_TEST_CASE(batchnorm_on_parameter_servers_exports_a_replicas_running_s
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace run_test
 }  // namespace dtrain::cli

@@ -19,7 +19,7 @@
 #include "core/data/click_synthetic.h"
 
 namespace dtrain::cli {
-namespace {
+namespace sparse_run_test {
 
 using namespace run_checks;
 using dtrain::testing::ProcessResult;
@@ -349,5 +349,5 @@ BOOST_AUTO_TEST_CASE(a_streamed_file_trains_as_well_as_one_read_whole) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sparse_run_test
 }  // namespace dtrain::cli

@@ -23,7 +23,7 @@
 #include "daemon/store/store.h"
 
 namespace dtrain::cli {
-namespace {
+namespace sweep_run_test {
 
 using run_checks::Bin;
 using run_checks::OpenStore;
@@ -339,5 +339,5 @@ reduction_factor = 3
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sweep_run_test
 }  // namespace dtrain::cli

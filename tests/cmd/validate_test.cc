@@ -12,7 +12,7 @@
 #include "common/temp_dir.h"
 
 namespace dtrain::cli {
-namespace {
+namespace validate_test {
 
 using dtrain::testing::ProcessResult;
 using dtrain::testing::RunProcess;
@@ -184,5 +184,5 @@ BOOST_AUTO_TEST_CASE(a_job_that_compresses_nothing_shows_no_plan) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace validate_test
 }  // namespace dtrain::cli

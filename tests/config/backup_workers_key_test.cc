@@ -8,7 +8,7 @@
 #include "config/job_file.h"
 
 namespace dtrain::config {
-namespace {
+namespace backup_workers_key_test {
 
 using testing::CheckClusterWrittenBack;
 using testing::CheckDiagnostics;
@@ -129,5 +129,5 @@ BOOST_AUTO_TEST_CASE(nothing_is_held_against_it_when_the_layout_failed_to_read) 
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace backup_workers_key_test
 }  // namespace dtrain::config

@@ -10,7 +10,7 @@
 #include "config/resume_settings.h"
 
 namespace dtrain::config {
-namespace {
+namespace compression_section_test {
 
 using testing::CheckDiagnostics;
 
@@ -246,5 +246,5 @@ BOOST_AUTO_TEST_CASE(a_resumed_job_may_not_change_its_compression) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace compression_section_test
 }  // namespace dtrain::config

@@ -15,7 +15,7 @@
 #include "config/diagnostic_checks.h"
 
 namespace dtrain::config {
-namespace {
+namespace daemon_config_test {
 
 using testing::CheckDiagnostics;
 using testing::Single;
@@ -486,5 +486,5 @@ BOOST_AUTO_TEST_CASE(peers_key_file_name_and_advertise_are_read_checked_and_writ
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace daemon_config_test
 }  // namespace dtrain::config

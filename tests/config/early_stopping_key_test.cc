@@ -13,7 +13,7 @@
 #include "config/resume_settings.h"
 
 namespace dtrain::config {
-namespace {
+namespace early_stopping_key_test {
 
 using testing::CheckDiagnostics;
 using testing::MustParseInline;
@@ -139,5 +139,5 @@ BOOST_AUTO_TEST_CASE(a_resume_may_not_change_it) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace early_stopping_key_test
 }  // namespace dtrain::config

@@ -8,7 +8,7 @@
 #include "config/job_file.h"
 
 namespace dtrain::config {
-namespace {
+namespace hierarchy_key_test {
 
 using testing::CheckClusterWrittenBack;
 using testing::CheckDiagnostics;
@@ -71,5 +71,5 @@ BOOST_AUTO_TEST_CASE(nothing_is_held_against_it_when_the_mode_failed_to_read) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace hierarchy_key_test
 }  // namespace dtrain::config

@@ -14,7 +14,7 @@
 #include "config/thread_layout.h"
 
 namespace dtrain::config {
-namespace {
+namespace job_file_test {
 
 namespace fs = std::filesystem;
 using testing::CheckDiagnostics;
@@ -873,5 +873,5 @@ BOOST_AUTO_TEST_CASE(diagnostics_format_with_and_without_a_place) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace job_file_test
 }  // namespace dtrain::config

@@ -14,7 +14,7 @@
 #include "core/optim/optimizer.h"
 
 namespace dtrain::config {
-namespace {
+namespace job_memory_test {
 
 using testing::CheckDiagnostics;
 
@@ -175,5 +175,5 @@ BOOST_AUTO_TEST_CASE(a_model_larger_than_the_host_is_refused_at_its_hidden_layer
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace job_memory_test
 }  // namespace dtrain::config

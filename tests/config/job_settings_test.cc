@@ -10,7 +10,7 @@
 #include "config/job_file.h"
 
 namespace dtrain::config {
-namespace {
+namespace job_settings_test {
 
 JobSettings Flat(const std::string& text) {
   Result<JobSettings> flat = FlattenJobText(text, "job 1");
@@ -80,5 +80,5 @@ BOOST_AUTO_TEST_CASE(text_that_is_not_toml_is_an_error_naming_its_source) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace job_settings_test
 }  // namespace dtrain::config

@@ -8,7 +8,7 @@
 #include "config/job_file.h"
 
 namespace dtrain::config {
-namespace {
+namespace keep_best_key_test {
 
 using testing::CheckDiagnostics;
 using testing::MustParseInline;
@@ -111,5 +111,5 @@ BOOST_AUTO_TEST_CASE(sparse_and_lbfgs_jobs_keep_one) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace keep_best_key_test
 }  // namespace dtrain::config

@@ -9,7 +9,7 @@
 #include "config/job_file.h"
 
 namespace dtrain::config {
-namespace {
+namespace layer_list_test {
 
 using testing::CheckDiagnostics;
 
@@ -320,5 +320,5 @@ type = "lbfgs"
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace layer_list_test
 }  // namespace dtrain::config

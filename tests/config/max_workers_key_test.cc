@@ -12,7 +12,7 @@
 #include "config/mode_traits.h"
 
 namespace dtrain::config {
-namespace {
+namespace max_workers_key_test {
 
 using testing::CheckClusterWrittenBack;
 using testing::CheckDiagnostics;
@@ -172,5 +172,5 @@ BOOST_AUTO_TEST_CASE(above_the_workers_refused_in_mode_local_with_compressed_par
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace max_workers_key_test
 }  // namespace dtrain::config

@@ -10,7 +10,7 @@
 #include "config/mode_traits.h"
 
 namespace dtrain::config {
-namespace {
+namespace min_workers_key_test {
 
 using testing::CheckClusterWrittenBack;
 using testing::CheckDiagnostics;
@@ -189,5 +189,5 @@ BOOST_AUTO_TEST_CASE(nothing_is_held_against_it_when_the_mode_failed_to_read) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace min_workers_key_test
 }  // namespace dtrain::config

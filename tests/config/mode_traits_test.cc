@@ -8,7 +8,7 @@
 #include "config/job_layout.h"
 
 namespace dtrain::config {
-namespace {
+namespace mode_traits_test {
 
 JobConfig JobOf(ClusterMode mode, int workers, int servers) {
   JobConfig job;
@@ -104,5 +104,5 @@ BOOST_AUTO_TEST_CASE(messages_list_the_modes_a_rule_allows_in_table_order) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace mode_traits_test
 }  // namespace dtrain::config

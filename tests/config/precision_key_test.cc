@@ -11,7 +11,7 @@
 #include "config/job_file.h"
 
 namespace dtrain::config {
-namespace {
+namespace precision_key_test {
 
 using testing::CheckDiagnostics;
 using testing::MustParseInline;
@@ -70,5 +70,5 @@ BOOST_AUTO_TEST_CASE(an_unknown_value_is_refused_with_the_choices) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace precision_key_test
 }  // namespace dtrain::config

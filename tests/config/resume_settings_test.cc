@@ -5,7 +5,7 @@
 #include <vector>
 
 namespace dtrain::config {
-namespace {
+namespace resume_settings_test {
 
 constexpr const char* kJob = R"(name = "r"
 [data]
@@ -73,5 +73,5 @@ BOOST_AUTO_TEST_CASE(a_resumable_key_is_validated_like_any_other) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace resume_settings_test
 }  // namespace dtrain::config

@@ -8,7 +8,7 @@
 #include "config/job_file.h"
 
 namespace dtrain::config {
-namespace {
+namespace slurm_job_test {
 
 using testing::CheckDiagnostics;
 
@@ -81,5 +81,5 @@ BOOST_AUTO_TEST_CASE(wrong_slurm_keys_are_refused_where_written) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace slurm_job_test
 }  // namespace dtrain::config

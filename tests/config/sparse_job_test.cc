@@ -9,7 +9,7 @@
 #include "config/job_file.h"
 
 namespace dtrain::config {
-namespace {
+namespace sparse_job_test {
 
 using testing::CheckDiagnostics;
 using testing::TestData;
@@ -121,5 +121,5 @@ BOOST_AUTO_TEST_CASE(a_sparse_model_refuses_gradient_compression) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sparse_job_test
 }  // namespace dtrain::config

@@ -8,7 +8,7 @@
 #include "config/toml_text.h"
 
 namespace dtrain::config {
-namespace {
+namespace suggest_test {
 
 const std::vector<std::string_view> kTrainKeys = {"epochs",  "steps",      "batch_size", "seed",
                                                   "threads", "eval_every", "log_every"};
@@ -72,5 +72,5 @@ BOOST_AUTO_TEST_CASE(plain_numbers_drop_integral_fractions) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace suggest_test
 }  // namespace dtrain::config

@@ -15,7 +15,7 @@
 #include <vector>
 
 namespace dtrain::config {
-namespace {
+namespace sweep_asha_test {
 
 using Kind = AshaAction::Kind;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -240,5 +240,5 @@ BOOST_AUTO_TEST_CASE(the_reasons_name_the_rung_and_its_steps) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sweep_asha_test
 }  // namespace dtrain::config

@@ -17,7 +17,7 @@
 #include "config/diagnostic_checks.h"
 
 namespace dtrain::config {
-namespace {
+namespace sweep_file_test {
 
 namespace fs = std::filesystem;
 using testing::CheckDiagnostics;
@@ -323,5 +323,5 @@ BOOST_AUTO_TEST_CASE(each_parameter_is_refused_at_its_place_with_what_is_allowed
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sweep_file_test
 }  // namespace dtrain::config

@@ -11,7 +11,7 @@
 #include "config/job_file.h"
 
 namespace dtrain::config {
-namespace {
+namespace tags_key_test {
 
 using testing::CheckDiagnostics;
 using testing::MustParseInline;
@@ -108,5 +108,5 @@ BOOST_AUTO_TEST_CASE(tag_options_are_added_under_the_same_rules) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace tags_key_test
 }  // namespace dtrain::config

@@ -12,7 +12,7 @@
 #include "core/codec/file_bytes.h"
 
 namespace dtrain::config {
-namespace {
+namespace toml_bounds_test {
 
 std::string Repeat(const std::string& piece, int times) {
   std::string out;
@@ -101,5 +101,5 @@ BOOST_AUTO_TEST_CASE(a_set_override_with_a_deep_key_is_refused_not_parsed) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace toml_bounds_test
 }  // namespace dtrain::config

@@ -22,7 +22,7 @@
 #include "integration/stored_metrics.h"
 
 namespace dtrain::testing {
-namespace {
+namespace best_model_test {
 
 using json = nlohmann::json;
 
@@ -223,5 +223,5 @@ BOOST_AUTO_TEST_CASE(a_job_without_one_is_not_found) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace best_model_test
 }  // namespace dtrain::testing

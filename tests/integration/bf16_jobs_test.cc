@@ -21,7 +21,7 @@
 #include "integration/interrupted_run.h"
 
 namespace dtrain::testing {
-namespace {
+namespace bf16_jobs_test {
 
 // 1200 rows of blobs seen as 1x6x6 images; conv 3x3x4 (same), max-pool, dense 3 on 2 sync
 // replicas. `precision`: "fp32" or "bf16"; `checkpoint`: the [checkpoint] policy line.
@@ -112,5 +112,5 @@ BOOST_AUTO_TEST_CASE(a_bf16_job_is_refused_at_its_line_where_the_cpu_lacks_it,
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace bf16_jobs_test
 }  // namespace dtrain::testing

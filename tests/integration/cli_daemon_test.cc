@@ -11,7 +11,7 @@
 #include "daemon_fixture.h"
 
 namespace dtrain::testing {
-namespace {
+namespace cli_daemon_test {
 
 using json = nlohmann::json;
 
@@ -170,5 +170,5 @@ BOOST_AUTO_TEST_CASE(no_daemon_is_exit_3_with_a_way_forward) {
   BOOST_TEST(r.err.find("dtraind") != std::string::npos, r.err);
 }
 
-}  // namespace
+}  // namespace cli_daemon_test
 }  // namespace dtrain::testing

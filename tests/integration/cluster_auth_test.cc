@@ -23,7 +23,7 @@
 #include "integration/daemon_fixture.h"
 
 namespace dtrain::testing {
-namespace {
+namespace cluster_auth_test {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -249,5 +249,5 @@ BOOST_AUTO_TEST_CASE(peers_see_each_other_up_and_a_killed_peer_down) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace cluster_auth_test
 }  // namespace dtrain::testing

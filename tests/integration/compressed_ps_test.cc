@@ -25,7 +25,7 @@
 #include "integration/interrupted_run.h"
 
 namespace dtrain::testing {
-namespace {
+namespace compressed_ps_test {
 
 // 2880 rows = 30 global batches of 96 = 2 x 48; two shards.
 std::string PsJob(const std::string& mode, const std::string& compression) {
@@ -203,5 +203,5 @@ BOOST_AUTO_TEST_CASE(an_async_job_trains_and_sends_fewer_bytes_than_uncompressed
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace compressed_ps_test
 }  // namespace dtrain::testing

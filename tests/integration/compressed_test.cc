@@ -30,7 +30,7 @@
 #include "integration/interrupted_run.h"
 
 namespace dtrain::testing {
-namespace {
+namespace compressed_test {
 
 using json = nlohmann::json;
 
@@ -255,5 +255,5 @@ BOOST_AUTO_TEST_CASE(a_killed_compressing_local_worker_stops_its_peer_and_the_jo
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace compressed_test
 }  // namespace dtrain::testing

@@ -20,7 +20,7 @@
 #include "worker_processes.h"
 
 namespace dtrain::testing {
-namespace {
+namespace daemon_crash_test {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -437,5 +437,5 @@ BOOST_AUTO_TEST_CASE(a_full_disk_fails_the_checkpoint_keeps_the_previous_and_say
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace daemon_crash_test
 }  // namespace dtrain::testing

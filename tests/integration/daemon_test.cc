@@ -15,7 +15,7 @@
 #include "daemon_fixture.h"
 
 namespace dtrain::testing {
-namespace {
+namespace daemon_test {
 
 using json = nlohmann::json;
 
@@ -475,5 +475,5 @@ BOOST_AUTO_TEST_CASE(only_the_owner_or_root_may_cancel_a_job) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace daemon_test
 }  // namespace dtrain::testing

@@ -20,7 +20,7 @@
 #include "integration/finished_run.h"
 
 namespace dtrain::testing {
-namespace {
+namespace distributed_test {
 
 using json = nlohmann::json;
 
@@ -321,5 +321,5 @@ BOOST_AUTO_TEST_CASE(a_killed_async_worker_restarts_alone_while_the_others_go_on
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace distributed_test
 }  // namespace dtrain::testing

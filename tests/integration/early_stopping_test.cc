@@ -21,7 +21,7 @@
 #include "integration/stored_metrics.h"
 
 namespace dtrain::testing {
-namespace {
+namespace early_stopping_test {
 
 using json = nlohmann::json;
 
@@ -190,5 +190,5 @@ loss_tolerance = 1e-15
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace early_stopping_test
 }  // namespace dtrain::testing

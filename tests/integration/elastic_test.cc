@@ -34,7 +34,7 @@
 #include "integration/stored_metrics.h"
 
 namespace dtrain::testing {
-namespace {
+namespace elastic_test {
 
 using json = nlohmann::json;
 
@@ -403,5 +403,5 @@ BOOST_AUTO_TEST_CASE(a_job_of_one_worker_grows_to_its_max_workers) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace elastic_test
 }  // namespace dtrain::testing

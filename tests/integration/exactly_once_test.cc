@@ -27,7 +27,7 @@
 #include "integration/stored_metrics.h"
 
 namespace dtrain::testing {
-namespace {
+namespace exactly_once_test {
 
 using json = nlohmann::json;
 
@@ -167,5 +167,5 @@ BOOST_AUTO_TEST_CASE(
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace exactly_once_test
 }  // namespace dtrain::testing

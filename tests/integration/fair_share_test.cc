@@ -17,7 +17,7 @@
 #include "integration/test_user.h"
 
 namespace dtrain::testing {
-namespace {
+namespace fair_share_test {
 
 using json = nlohmann::json;
 
@@ -126,5 +126,5 @@ BOOST_AUTO_TEST_CASE(priority_and_memory_are_bounded_per_daemon) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace fair_share_test
 }  // namespace dtrain::testing

@@ -17,7 +17,7 @@
 #include "integration/daemon_fixture.h"
 
 namespace dtrain::testing {
-namespace {
+namespace heartbeat_test {
 
 using json = nlohmann::json;
 
@@ -117,5 +117,5 @@ BOOST_AUTO_TEST_CASE(busy_and_blocked_processes_keep_beating) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace heartbeat_test
 }  // namespace dtrain::testing

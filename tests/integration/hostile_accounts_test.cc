@@ -37,7 +37,7 @@
 #include "integration/test_user.h"
 
 namespace dtrain::testing {
-namespace {
+namespace hostile_accounts_test {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -594,5 +594,5 @@ BOOST_AUTO_TEST_CASE(two_daemons_job_1_share_no_data_plane_token) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace hostile_accounts_test
 }  // namespace dtrain::testing

@@ -26,7 +26,7 @@
 #include "integration/test_user.h"
 
 namespace dtrain::testing {
-namespace {
+namespace hostile_data_plane_test {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -155,5 +155,5 @@ BOOST_AUTO_TEST_CASE(silent_connections_to_a_jobs_listeners_do_not_stop_it) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace hostile_data_plane_test
 }  // namespace dtrain::testing

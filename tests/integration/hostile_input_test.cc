@@ -21,7 +21,7 @@
 #include "integration/test_user.h"
 
 namespace dtrain::testing {
-namespace {
+namespace hostile_input_test {
 
 using json = nlohmann::json;
 
@@ -253,5 +253,5 @@ BOOST_AUTO_TEST_CASE(root_exports_a_job_reading_its_data_with_the_owners_rights_
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace hostile_input_test
 }  // namespace dtrain::testing

@@ -43,7 +43,7 @@
 #include "integration/test_user.h"
 
 namespace dtrain::testing {
-namespace {
+namespace hostile_listeners_test {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -437,5 +437,5 @@ BOOST_AUTO_TEST_CASE(one_user_cannot_hold_every_dashboard_stream) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace hostile_listeners_test
 }  // namespace dtrain::testing

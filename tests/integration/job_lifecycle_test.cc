@@ -20,7 +20,7 @@
 #include "integration/test_user.h"
 
 namespace dtrain::testing {
-namespace {
+namespace job_lifecycle_test {
 
 using json = nlohmann::json;
 
@@ -263,5 +263,5 @@ BOOST_AUTO_TEST_CASE(another_user_can_neither_resume_nor_remove_a_job_and_prunes
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace job_lifecycle_test
 }  // namespace dtrain::testing

@@ -13,7 +13,7 @@
 #include "integration/daemon_fixture.h"
 
 namespace dtrain::testing {
-namespace {
+namespace memory_limit_test {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -117,5 +117,5 @@ BOOST_AUTO_TEST_CASE(a_model_larger_than_the_host_is_refused_at_submission) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace memory_limit_test
 }  // namespace dtrain::testing

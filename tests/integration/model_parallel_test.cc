@@ -20,7 +20,7 @@
 #include "integration/finished_run.h"
 
 namespace dtrain::testing {
-namespace {
+namespace model_parallel_test {
 
 using json = nlohmann::json;
 
@@ -190,5 +190,5 @@ BOOST_AUTO_TEST_CASE(an_async_replica_whose_partition_is_killed_restarts_alone) 
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace model_parallel_test
 }  // namespace dtrain::testing

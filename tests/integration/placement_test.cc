@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace dtrain::server {
-namespace {
+namespace placement_test {
 
 using Nodes = std::vector<std::string>;
 
@@ -86,5 +86,5 @@ BOOST_AUTO_TEST_CASE(hosts_are_followed_and_waited_for_and_unknown_ones_fail) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace placement_test
 }  // namespace dtrain::server

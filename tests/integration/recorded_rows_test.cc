@@ -12,7 +12,7 @@
 #include "integration/recorded_rows.h"
 
 namespace dtrain::testing {
-namespace {
+namespace recorded_rows_test {
 
 // Rank r's file under `prefix` holds `lines[r]`, each ended by a newline, then `tail` unended.
 void WriteFiles(const std::string& prefix, const std::vector<std::string>& lines,
@@ -104,5 +104,5 @@ BOOST_AUTO_TEST_CASE(a_step_is_the_take_of_the_world_whose_mask_applied_it) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace recorded_rows_test
 }  // namespace dtrain::testing

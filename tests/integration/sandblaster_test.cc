@@ -13,7 +13,7 @@
 #include "integration/daemon_fixture.h"
 
 namespace dtrain::testing {
-namespace {
+namespace sandblaster_test {
 
 using json = nlohmann::json;
 
@@ -146,5 +146,5 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_restarts_the_job_from_its_checkpoint_to_the_
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sandblaster_test
 }  // namespace dtrain::testing

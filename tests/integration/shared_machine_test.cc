@@ -28,7 +28,7 @@
 #include "integration/test_user.h"
 
 namespace dtrain::testing {
-namespace {
+namespace shared_machine_test {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -246,5 +246,5 @@ BOOST_AUTO_TEST_CASE(a_daemon_of_an_ordinary_user_runs_only_that_users_jobs) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace shared_machine_test
 }  // namespace dtrain::testing

@@ -37,7 +37,7 @@
 #include "integration/worker_processes.h"
 
 namespace dtrain::testing {
-namespace {
+namespace sweep_daemon_test {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -567,5 +567,5 @@ BOOST_AUTO_TEST_CASE(an_asha_sweep_killed_twice_ends_with_the_rungs_of_its_repla
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sweep_daemon_test
 }  // namespace dtrain::testing

@@ -14,7 +14,7 @@
 #include "daemon_fixture.h"
 
 namespace dtrain::testing {
-namespace {
+namespace systemd_test {
 
 constexpr const char* kEndlessJob = R"(name = "endless"
 [data]
@@ -121,5 +121,5 @@ BOOST_AUTO_TEST_CASE(sighup_rereads_the_config_without_touching_running_jobs) {
   BOOST_TEST(stopped.err.find("keeping the previous configuration") != std::string::npos);
 }
 
-}  // namespace
+}  // namespace systemd_test
 }  // namespace dtrain::testing

@@ -11,7 +11,7 @@
 #include "integration/daemon_fixture.h"
 
 namespace dtrain::testing {
-namespace {
+namespace tags_test {
 
 using json = nlohmann::json;
 
@@ -140,5 +140,5 @@ BOOST_AUTO_TEST_CASE(a_foreground_run_keeps_its_tags_in_its_store_file) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace tags_test
 }  // namespace dtrain::testing

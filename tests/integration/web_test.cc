@@ -33,7 +33,7 @@
 #include "integration/sweep_job.h"
 
 namespace dtrain::testing {
-namespace {
+namespace web_test {
 
 using json = nlohmann::json;
 
@@ -589,5 +589,5 @@ BOOST_AUTO_TEST_CASE(request_heads_parse_or_are_refused) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace web_test
 }  // namespace dtrain::testing

@@ -10,7 +10,7 @@
 #include "integration/daemon_fixture.h"
 
 namespace dtrain::testing {
-namespace {
+namespace why_test {
 
 using json = nlohmann::json;
 
@@ -139,5 +139,5 @@ BOOST_AUTO_TEST_CASE(an_unknown_job_is_not_found) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace why_test
 }  // namespace dtrain::testing

@@ -11,7 +11,7 @@
 #include "daemon/worker/slurm_task.h"
 
 namespace dtrain::server {
-namespace {
+namespace slurm_commands_test {
 
 BOOST_AUTO_TEST_SUITE(slurm_commands)
 
@@ -141,5 +141,5 @@ BOOST_AUTO_TEST_CASE(a_task_is_one_srun_step_that_connects_back) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace slurm_commands_test
 }  // namespace dtrain::server

@@ -33,7 +33,7 @@
 #include "integration/test_user.h"
 
 namespace dtrain::testing {
-namespace {
+namespace slurm_test {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -646,5 +646,5 @@ BOOST_AUTO_TEST_CASE(a_growth_slurm_never_grants_blocks_nothing_and_ends_with_th
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace slurm_test
 }  // namespace dtrain::testing

@@ -7,7 +7,7 @@
 #include "core/codec/bytes.h"
 
 namespace dtrain::codec {
-namespace {
+namespace bytes_test {
 
 BOOST_AUTO_TEST_SUITE(codec)
 
@@ -92,5 +92,5 @@ BOOST_AUTO_TEST_CASE(writer_and_reader_agree_and_refuse_what_is_not_there) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace bytes_test
 }  // namespace dtrain::codec

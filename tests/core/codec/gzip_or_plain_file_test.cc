@@ -11,7 +11,7 @@
 #include "common/temp_dir.h"
 
 namespace dtrain::codec {
-namespace {
+namespace gzip_or_plain_file_test {
 
 using testing::TempDir;
 
@@ -96,5 +96,5 @@ BOOST_AUTO_TEST_CASE(a_damaged_checksum_a_cut_stream_and_trailing_bytes_are_erro
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace gzip_or_plain_file_test
 }  // namespace dtrain::codec

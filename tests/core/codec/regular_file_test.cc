@@ -17,7 +17,7 @@
 #include "core/data/readers.h"
 
 namespace dtrain::codec {
-namespace {
+namespace regular_file_test {
 
 using testing::TempDir;
 
@@ -79,5 +79,5 @@ BOOST_AUTO_TEST_CASE(read_file_bytes_stops_at_its_limit) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace regular_file_test
 }  // namespace dtrain::codec

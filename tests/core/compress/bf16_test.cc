@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace dtrain::compress {
-namespace {
+namespace bf16_test {
 
 float FromBits(std::uint32_t bits) { return std::bit_cast<float>(bits); }
 
@@ -144,5 +144,5 @@ BOOST_AUTO_TEST_CASE(arrays_of_any_length_give_each_values_own_bits) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace bf16_test
 }  // namespace dtrain::compress

@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace dtrain::compress {
-namespace {
+namespace compression_plan_test {
 
 // Tensors tiling a parameter vector in order, from their shapes.
 std::vector<model::ParamTensor> Tensors(std::vector<std::pair<std::size_t, std::size_t>> shapes) {
@@ -93,5 +93,5 @@ BOOST_AUTO_TEST_CASE(methods_have_the_job_files_names) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace compression_plan_test
 }  // namespace dtrain::compress

@@ -18,7 +18,7 @@
 #include "replica_exchange.h"
 
 namespace dtrain::compress {
-namespace {
+namespace gradient_compressor_test {
 
 using Floats = std::vector<float>;
 
@@ -382,5 +382,5 @@ BOOST_AUTO_TEST_CASE(powersgd_on_a_team_gives_the_bits_of_one_thread) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace gradient_compressor_test
 }  // namespace dtrain::compress

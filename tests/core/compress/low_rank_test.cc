@@ -12,7 +12,7 @@
 #include "core/data/random.h"
 
 namespace dtrain::compress {
-namespace {
+namespace low_rank_test {
 
 std::vector<float> Uniform(std::size_t n, std::uint64_t seed) {
   data::SplitMix64 rng(seed);
@@ -230,5 +230,5 @@ BOOST_AUTO_TEST_CASE(initial_q_is_a_function_of_the_seed_within_minus_one_to_one
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace low_rank_test
 }  // namespace dtrain::compress

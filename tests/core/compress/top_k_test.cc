@@ -14,7 +14,7 @@
 #include "core/data/random.h"
 
 namespace dtrain::compress {
-namespace {
+namespace top_k_test {
 
 // The k largest by a full sort: larger magnitude first (NaN above all), then the lower index.
 std::vector<std::uint32_t> SortedTopK(const std::vector<float>& values, std::size_t k) {
@@ -127,5 +127,5 @@ BOOST_AUTO_TEST_CASE(a_message_carries_indices_then_values) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace top_k_test
 }  // namespace dtrain::compress

@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace dtrain::data {
-namespace {
+namespace augment_test {
 
 constexpr ImageShape kShape{2, 5, 4};  // 2 channels, 5 rows, 4 columns
 constexpr int kSize = 2 * 5 * 4;
@@ -83,5 +83,5 @@ BOOST_AUTO_TEST_CASE(crop_shifts_under_zero_padding_and_repeats_with_the_seed) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace augment_test
 }  // namespace dtrain::data

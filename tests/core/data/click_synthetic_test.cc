@@ -11,7 +11,7 @@
 #include "core/train/auc.h"
 
 namespace dtrain::data {
-namespace {
+namespace click_synthetic_test {
 
 BOOST_AUTO_TEST_SUITE(click_synthetic)
 
@@ -66,5 +66,5 @@ BOOST_AUTO_TEST_CASE(written_as_libsvm_they_read_back_the_same) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace click_synthetic_test
 }  // namespace dtrain::data

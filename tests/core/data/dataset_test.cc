@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace dtrain::data {
-namespace {
+namespace dataset_test {
 
 // rows x features bytes: byte (r, j) = (7 * r + 3 * j) % 256; labels r % 4.
 Dataset ByteSet(std::size_t rows, std::size_t features) {
@@ -175,5 +175,5 @@ BOOST_AUTO_TEST_CASE(split_fraction_edges) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace dataset_test
 }  // namespace dtrain::data

@@ -6,16 +6,18 @@
 #include <vector>
 
 #include "common/idx_files.h"
+#include "common/read_refusals.h"
 #include "common/temp_dir.h"
 #include "core/data/readers.h"
 
 namespace dtrain::data {
-namespace {
+namespace idx_reader_test {
 
 using dtrain::testing::FashionMnistPresent;
 using dtrain::testing::IdxBytes;
 using dtrain::testing::kFashionDir;
 using dtrain::testing::TempDir;
+using testing::CheckReadRefused;
 
 // Three 2x3 images with pixels 0..17 and labels 2, 0, 1.
 const std::string kPixels = [] {
@@ -41,13 +43,6 @@ void CheckSmallSet(const Result<Dataset>& r, const std::string& images_path) {
 }
 
 // The read fails and its message names `path` and contains `fragment`.
-void CheckError(const Result<Dataset>& r, const std::string& path, const std::string& fragment) {
-  BOOST_TEST_REQUIRE(!r.ok());
-  const std::string m = r.status().message();
-  BOOST_TEST(m.find(path) != std::string::npos, m);
-  BOOST_TEST(m.find(fragment) != std::string::npos, m);
-}
-
 BOOST_AUTO_TEST_SUITE(idx_reader)
 
 BOOST_AUTO_TEST_CASE(reads_plain_files) {
@@ -78,10 +73,10 @@ BOOST_AUTO_TEST_CASE(truncated_images_name_the_incomplete_image) {
   const std::string labels = dir.Write("labels", kLabels);
   const std::string cut = kImages.substr(0, kImages.size() - 4);  // image 2 loses 4 of 6 bytes
   const std::string plain = dir.Write("images", cut);
-  CheckError(ReadIdx(plain, labels), plain, "truncated");
-  CheckError(ReadIdx(plain, labels), plain, "in image 2 (0-based)");
+  CheckReadRefused(ReadIdx(plain, labels), plain, "truncated");
+  CheckReadRefused(ReadIdx(plain, labels), plain, "in image 2 (0-based)");
   const std::string gz = dir.WriteGz("images.gz", cut);
-  CheckError(ReadIdx(gz, labels), gz, "in image 2 (0-based)");
+  CheckReadRefused(ReadIdx(gz, labels), gz, "in image 2 (0-based)");
 }
 
 BOOST_AUTO_TEST_CASE(truncated_gzip_stream_is_an_error) {
@@ -93,16 +88,16 @@ BOOST_AUTO_TEST_CASE(truncated_gzip_stream_is_an_error) {
     compressed.assign(std::istreambuf_iterator<char>(in), {});
   }
   const std::string cut = dir.Write("cut.gz", compressed.substr(0, compressed.size() / 2));
-  CheckError(ReadIdx(cut, dir.Write("labels", kLabels)), cut, "truncated");
+  CheckReadRefused(ReadIdx(cut, dir.Write("labels", kLabels)), cut, "truncated");
 }
 
 BOOST_AUTO_TEST_CASE(truncated_header_and_empty_file_are_errors) {
   TempDir dir;
   const std::string labels = dir.Write("labels", kLabels);
   const std::string empty = dir.Write("empty", "");
-  CheckError(ReadIdx(empty, labels), empty, "too short");
+  CheckReadRefused(ReadIdx(empty, labels), empty, "too short");
   const std::string header = dir.Write("header", kImages.substr(0, 10));
-  CheckError(ReadIdx(header, labels), header, "truncated header");
+  CheckReadRefused(ReadIdx(header, labels), header, "truncated header");
 }
 
 BOOST_AUTO_TEST_CASE(wrong_magic_names_the_expected_number_only) {
@@ -110,42 +105,42 @@ BOOST_AUTO_TEST_CASE(wrong_magic_names_the_expected_number_only) {
   const std::string images = dir.Write("images", kImages);
   const std::string labels = dir.Write("labels", kLabels);
   // Files swapped: the label file is read as images. What it holds is not quoted.
-  CheckError(ReadIdx(labels, images), labels, "not an IDX image file: bad magic number");
-  CheckError(ReadIdx(labels, images), labels, "expected 0x00000803");
+  CheckReadRefused(ReadIdx(labels, images), labels, "not an IDX image file: bad magic number");
+  CheckReadRefused(ReadIdx(labels, images), labels, "expected 0x00000803");
   BOOST_TEST(ReadIdx(labels, images).status().message().find("0x00000801") == std::string::npos);
-  CheckError(ReadIdx(images, images), images, "expected 0x00000801");
+  CheckReadRefused(ReadIdx(images, images), images, "expected 0x00000801");
 }
 
 BOOST_AUTO_TEST_CASE(label_count_must_match_image_count) {
   TempDir dir;
   const std::string images = dir.Write("images", kImages);
   const std::string labels = dir.Write("labels", IdxBytes(0x801, {2}, std::string("\x01\x01")));
-  CheckError(ReadIdx(images, labels), labels, "another number of labels than");
-  CheckError(ReadIdx(images, labels), images, "declares images");
+  CheckReadRefused(ReadIdx(images, labels), labels, "another number of labels than");
+  CheckReadRefused(ReadIdx(images, labels), labels, "than " + images + " declares images");
 }
 
 BOOST_AUTO_TEST_CASE(data_after_the_declared_items_is_an_error) {
   TempDir dir;
   const std::string images = dir.Write("images", kImages + "x");
-  CheckError(ReadIdx(images, dir.Write("labels", kLabels)), images, "unexpected data");
+  CheckReadRefused(ReadIdx(images, dir.Write("labels", kLabels)), images, "unexpected data");
 }
 
 BOOST_AUTO_TEST_CASE(zero_images_or_empty_image_size_are_errors) {
   TempDir dir;
   const std::string labels = dir.Write("labels", IdxBytes(0x801, {0}, ""));
   const std::string none = dir.Write("none", IdxBytes(0x803, {0, 2, 2}, ""));
-  CheckError(ReadIdx(none, labels), none, "no images");
+  CheckReadRefused(ReadIdx(none, labels), none, "no images");
   const std::string flat = dir.Write("flat", IdxBytes(0x803, {3, 0, 2}, ""));
-  CheckError(ReadIdx(flat, dir.Write("labels3", kLabels)), flat, "invalid image size");
+  CheckReadRefused(ReadIdx(flat, dir.Write("labels3", kLabels)), flat, "invalid image size");
 }
 
 BOOST_AUTO_TEST_CASE(missing_file_names_the_file) {
   TempDir dir;
   const std::string missing = dir.Path("no-such-file.gz");
   const std::string labels = dir.Write("labels", kLabels);
-  CheckError(ReadIdx(missing, labels), missing, "cannot open");
+  CheckReadRefused(ReadIdx(missing, labels), missing, "cannot open");
   const std::string images = dir.Write("images", kImages);
-  CheckError(ReadIdx(images, missing), missing, "No such file");
+  CheckReadRefused(ReadIdx(images, missing), missing, "No such file");
 }
 
 BOOST_AUTO_TEST_CASE(reads_the_fashion_mnist_test_set,
@@ -240,5 +235,5 @@ BOOST_AUTO_TEST_CASE(shape_of_the_fashion_mnist_test_set,
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace idx_reader_test
 }  // namespace dtrain::data

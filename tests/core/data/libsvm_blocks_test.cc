@@ -10,7 +10,7 @@
 #include "common/temp_dir.h"
 
 namespace dtrain::data {
-namespace {
+namespace libsvm_blocks_test {
 
 using testing::TempDir;
 
@@ -95,5 +95,5 @@ BOOST_AUTO_TEST_CASE(a_file_changed_since_it_was_indexed_is_an_error) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace libsvm_blocks_test
 }  // namespace dtrain::data

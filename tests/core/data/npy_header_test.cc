@@ -12,7 +12,7 @@
 #include "core/data/npz_directory.h"
 
 namespace dtrain::data {
-namespace {
+namespace npy_header_test {
 
 using testing::NpyBytes;
 using testing::NpyDict;
@@ -188,5 +188,5 @@ BOOST_AUTO_TEST_CASE(writes_headers_numpy_writes_and_reads_them_back) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace npy_header_test
 }  // namespace dtrain::data

@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "common/npy_files.h"
+#include "common/read_refusals.h"
 #include "common/temp_dir.h"
 #include "core/data/readers.h"
 
 namespace dtrain::data {
-namespace {
+namespace npy_reader_test {
 
+using testing::CheckReadRefused;
 using testing::NpyBytes;
 using testing::NpyDict;
 using testing::NpzBytes;
@@ -41,13 +43,6 @@ std::vector<float> Gather(const Dataset& d, const Scaling& s) {
   std::vector<float> x(d.rows * d.features), y(d.rows);
   GatherBatch(d, s, rows, x.data(), y.data());
   return x;
-}
-
-void CheckError(const Result<Dataset>& r, const std::string& path, const std::string& fragment) {
-  BOOST_TEST_REQUIRE(!r.ok(), "accepted, expected: " + fragment);
-  const std::string m = r.status().message();
-  BOOST_TEST(m.rfind(path, 0) == 0u, m);
-  BOOST_TEST(m.find(fragment) != std::string::npos, m);
 }
 
 Result<Dataset> Read(const std::string& path, const std::string& labels) {
@@ -242,14 +237,14 @@ BOOST_AUTO_TEST_CASE(labels_of_every_integer_dtype_and_the_label_rule) {
              boost::test_tools::per_element());
   const std::string negative = dir.Write(
       "neg.npy", NpyBytes(NpyDict("<i8", "(4,)"), ValueBytes<std::int64_t>({0, -2, 1, 1})));
-  CheckError(Read(x, negative), negative, "label 1 (0-based): class label is negative");
+  CheckReadRefused(Read(x, negative), negative, "label 1 (0-based): class label is negative");
   const std::string fraction =
       dir.Write("frac.npy", NpyBytes(NpyDict("<f4", "(4,)"), ValueBytes<float>({0, 0.5f, 1, 1})));
-  CheckError(Read(x, fraction), fraction, "label 1 (0-based): class label is not an integer");
+  CheckReadRefused(Read(x, fraction), fraction, "label 1 (0-based): class label is not an integer");
   const std::string nan = dir.Write(
       "nan.npy", NpyBytes(NpyDict("<f4", "(4,)"),
                           ValueBytes<float>({0, 1, std::numeric_limits<float>::quiet_NaN(), 1})));
-  CheckError(Read(x, nan), nan, "label 2 (0-based) is not a finite number");
+  CheckReadRefused(Read(x, nan), nan, "label 2 (0-based) is not a finite number");
 }
 
 BOOST_AUTO_TEST_CASE(refuses_bad_files_naming_the_file_and_the_problem) {
@@ -258,41 +253,42 @@ BOOST_AUTO_TEST_CASE(refuses_bad_files_naming_the_file_and_the_problem) {
   const std::string x = dir.Write("x.npy", NpyBytes(NpyDict("<f4", "(4, 3)"), data));
   const std::string y3 =
       dir.Write("y3.npy", NpyBytes(NpyDict("<i8", "(3,)"), ValueBytes<std::int64_t>({0, 1, 0})));
-  CheckError(Read(x, y3), y3, "holds 3 labels but " + x + " holds 4 rows");
+  CheckReadRefused(Read(x, y3), y3, "holds 3 labels but " + x + " holds 4 rows");
   const std::string y2d = dir.Write(
       "y2d.npy", NpyBytes(NpyDict("<i8", "(2, 2)"), ValueBytes<std::int64_t>({0, 1, 0, 1})));
-  CheckError(Read(x, y2d), y2d, "labels of shape (2, 2) are not read");
+  CheckReadRefused(Read(x, y2d), y2d, "labels of shape (2, 2) are not read");
   const std::string cut = dir.Write("cut.npy", NpyBytes(NpyDict("<f4", "(4, 3)"), data.substr(1)));
-  CheckError(Read(cut, ""), cut, "truncated: the header declares 48 bytes of data, 47 present");
+  CheckReadRefused(Read(cut, ""), cut,
+                   "truncated: the header declares 48 bytes of data, 47 present");
   const std::string longer = dir.Write("long.npy", NpyBytes(NpyDict("<f4", "(4, 3)"), data + "!"));
-  CheckError(Read(longer, ""), longer, "unexpected data after the array");
+  CheckReadRefused(Read(longer, ""), longer, "unexpected data after the array");
   const std::string ints = dir.Write("ints.npy", NpyBytes(NpyDict("<i4", "(4, 3)"), data));
-  CheckError(Read(ints, ""), ints, "features of dtype int32 are not read");
+  CheckReadRefused(Read(ints, ""), ints, "features of dtype int32 are not read");
   const std::string flat = dir.Write("flat.npy", NpyBytes(NpyDict("<f4", "(12,)"), data));
-  CheckError(Read(flat, ""), flat, "features of shape (12,) are not read");
+  CheckReadRefused(Read(flat, ""), flat, "features of shape (12,) are not read");
   const std::string five = dir.Write("five.npy", NpyBytes(NpyDict("<f4", "(1, 1, 3, 2, 2)"), data));
-  CheckError(Read(five, ""), five,
-             "features of shape (1, 1, 3, 2, 2) are not read: they must be rows x features, "
-             "rows x height x width or rows x channels x height x width");
+  CheckReadRefused(Read(five, ""), five,
+                   "features of shape (1, 1, 3, 2, 2) are not read: they must be rows x features, "
+                   "rows x height x width or rows x channels x height x width");
   const std::string empty = dir.Write("empty.npy", NpyBytes(NpyDict("<f4", "(0, 3)"), ""));
-  CheckError(Read(empty, ""), empty, "holds no rows or no features");
+  CheckReadRefused(Read(empty, ""), empty, "holds no rows or no features");
   const std::string big = dir.Write("big.npy", NpyBytes(NpyDict(">f4", "(4, 3)"), data));
-  CheckError(Read(big, ""), big, "big-endian");
-  CheckError(Read(dir.Path("absent.npy"), ""), dir.Path("absent.npy"), "No such file");
+  CheckReadRefused(Read(big, ""), big, "big-endian");
+  CheckReadRefused(Read(dir.Path("absent.npy"), ""), dir.Path("absent.npy"), "No such file");
 
   const std::string x_npy = NpyBytes(NpyDict("<f4", "(4, 3)"), data);
   const std::string npz = dir.Write("x.npz", NpzBytes({{"x", x_npy}}));
-  CheckError(Read(npz, ""), npz, "has no array 'y' (no member y.npy)");
+  CheckReadRefused(Read(npz, ""), npz, "has no array 'y' (no member y.npy)");
   NpyOptions unlabelled;
   unlabelled.labels = false;
   const Result<Dataset> features_only = ReadNpy(npz, "", unlabelled);
   BOOST_TEST_REQUIRE(features_only.ok(), features_only.status().message());
   BOOST_TEST(features_only.value().num_classes == 0);
   const std::string packed = dir.Write("packed.npz", NpzBytes({{"x", x_npy}}, true));
-  CheckError(Read(packed, ""), packed, "is compressed (numpy.savez_compressed)");
+  CheckReadRefused(Read(packed, ""), packed, "is compressed (numpy.savez_compressed)");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace npy_reader_test
 }  // namespace dtrain::data

@@ -9,7 +9,7 @@
 #include "core/data/random.h"
 
 namespace dtrain::data {
-namespace {
+namespace sampler_test {
 
 const std::size_t kRowCounts[] = {0, 1, 5, 7, 10, 13, 97, 100, 1000};
 
@@ -311,5 +311,5 @@ BOOST_AUTO_TEST_CASE(without_owed_rows_a_step_is_the_plain_global_batch) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sampler_test
 }  // namespace dtrain::data

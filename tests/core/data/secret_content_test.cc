@@ -17,7 +17,7 @@
 #include "core/train/model_file.h"
 
 namespace dtrain::data {
-namespace {
+namespace secret_content_test {
 
 using dtrain::testing::TempDir;
 
@@ -158,5 +158,5 @@ BOOST_AUTO_TEST_CASE(model_file_errors_never_quote_the_file) {
                       [](const std::string& p) { return train::ReadModelFile(p).status(); });
 }
 
-}  // namespace
+}  // namespace secret_content_test
 }  // namespace dtrain::data

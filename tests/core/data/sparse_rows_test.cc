@@ -11,7 +11,7 @@
 #include "core/data/readers.h"
 
 namespace dtrain::data {
-namespace {
+namespace sparse_rows_test {
 
 using dtrain::testing::TempDir;
 
@@ -95,5 +95,5 @@ BOOST_AUTO_TEST_CASE(densified_it_is_what_the_dense_reader_gives) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sparse_rows_test
 }  // namespace dtrain::data

@@ -6,7 +6,7 @@
 #include "core/data/readers.h"
 
 namespace dtrain::data {
-namespace {
+namespace synthetic_test {
 
 // Least-squares fit of labels = w.x + b by the normal equations (Gaussian elimination with
 // partial pivoting); returns the standard deviation of the residuals.
@@ -119,5 +119,5 @@ BOOST_AUTO_TEST_CASE(teacher_is_an_exact_linear_function_plus_the_requested_nois
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace synthetic_test
 }  // namespace dtrain::data

@@ -7,7 +7,7 @@
 #include "core/data/sparse_rows.h"
 
 namespace dtrain::data {
-namespace {
+namespace text_readers_test {
 
 using dtrain::testing::TempDir;
 
@@ -252,5 +252,5 @@ BOOST_AUTO_TEST_CASE(missing_empty_file_and_zero_features_are_errors) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace text_readers_test
 }  // namespace dtrain::data

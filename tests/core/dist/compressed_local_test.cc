@@ -20,7 +20,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace compressed_local_test {
 
 using testing::Blobs;
 using testing::TrainReplicasAsThreads;
@@ -192,5 +192,5 @@ BOOST_AUTO_TEST_CASE(rank_0_gets_the_residuals_factors_and_last_average_and_each
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace compressed_local_test
 }  // namespace dtrain::dist

@@ -20,7 +20,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace compressed_ps_test {
 
 using namespace std::chrono_literals;
 
@@ -219,5 +219,5 @@ BOOST_AUTO_TEST_CASE(powersgd_is_refused_for_pushes) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace compressed_ps_test
 }  // namespace dtrain::dist

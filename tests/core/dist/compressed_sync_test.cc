@@ -19,7 +19,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace compressed_sync_test {
 
 using testing::Blobs;
 using testing::CompressedSync;
@@ -141,5 +141,5 @@ BOOST_AUTO_TEST_CASE(rank_0_gets_every_replicas_residual_and_each_replica_takes_
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace compressed_sync_test
 }  // namespace dtrain::dist

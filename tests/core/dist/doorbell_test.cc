@@ -10,7 +10,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace doorbell_test {
 
 using namespace std::chrono_literals;
 
@@ -77,5 +77,5 @@ BOOST_AUTO_TEST_CASE(ping_pong_loses_no_wake_up) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace doorbell_test
 }  // namespace dtrain::dist

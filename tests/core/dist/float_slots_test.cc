@@ -11,7 +11,7 @@
 #include "core/dist/sandblaster_messages.h"
 
 namespace dtrain::dist {
-namespace {
+namespace float_slots_test {
 
 BOOST_AUTO_TEST_SUITE(float_slots)
 
@@ -50,5 +50,5 @@ BOOST_AUTO_TEST_CASE(a_header_without_its_protocols_magic_is_refused_saying_what
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace float_slots_test
 }  // namespace dtrain::dist

@@ -14,7 +14,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace hierarchical_allreduce_test {
 
 using namespace std::chrono_literals;
 using testing::Transport;
@@ -243,5 +243,5 @@ BOOST_AUTO_TEST_CASE(a_dead_rank_fails_its_host_and_its_cross_ring_naming_it) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace hierarchical_allreduce_test
 }  // namespace dtrain::dist

@@ -22,7 +22,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace host_sync_test {
 
 using namespace std::chrono_literals;
 using testing::Blobs;
@@ -267,5 +267,5 @@ BOOST_AUTO_TEST_CASE(a_replica_that_stalls_past_the_timeout_is_named) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace host_sync_test
 }  // namespace dtrain::dist

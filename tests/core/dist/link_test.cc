@@ -20,7 +20,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace link_test {
 
 using namespace std::chrono_literals;
 using testing::Mentions;
@@ -350,5 +350,5 @@ BOOST_AUTO_TEST_CASE(tcp_links_receive_into_a_buffer_that_holds_a_rings_send_ahe
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace link_test
 }  // namespace dtrain::dist

@@ -8,7 +8,7 @@
 #include "replica_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace local_sgd_test {
 
 using testing::Blobs;
 using testing::MaxRelativeDifference;
@@ -77,5 +77,5 @@ BOOST_AUTO_TEST_CASE(averaging_every_step_with_plain_sgd_is_sync_sgd) {
   BOOST_TEST(worst < 1e-5);
 }
 
-}  // namespace
+}  // namespace local_sgd_test
 }  // namespace dtrain::dist

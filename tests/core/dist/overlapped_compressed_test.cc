@@ -26,7 +26,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace overlapped_compressed_test {
 
 using testing::Blobs;
 using testing::CompressedSync;
@@ -324,5 +324,5 @@ BOOST_AUTO_TEST_CASE(replicas_resumed_with_other_buckets_continue_bit_for_bit) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace overlapped_compressed_test
 }  // namespace dtrain::dist

@@ -15,7 +15,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace overlapped_sync_test {
 
 using testing::Blobs;
 using testing::GlobalBatchOptions;
@@ -120,5 +120,5 @@ BOOST_AUTO_TEST_CASE(a_peer_that_hangs_up_fails_the_step_and_names_it) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace overlapped_sync_test
 }  // namespace dtrain::dist

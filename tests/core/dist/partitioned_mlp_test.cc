@@ -20,7 +20,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace partitioned_mlp_test {
 
 using model::Model;
 using model::ModelSpec;
@@ -260,5 +260,5 @@ BOOST_AUTO_TEST_CASE(a_model_too_small_to_split_is_refused_saying_why) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace partitioned_mlp_test
 }  // namespace dtrain::dist

@@ -17,7 +17,7 @@
 #include "core/net/frame_stream.h"
 
 namespace dtrain::dist {
-namespace {
+namespace peer_links_test {
 
 using namespace std::chrono_literals;
 
@@ -142,5 +142,5 @@ BOOST_AUTO_TEST_CASE(ring_links_use_reno_and_shard_links_keep_the_hosts_congesti
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace peer_links_test
 }  // namespace dtrain::dist

@@ -17,7 +17,7 @@
 #include "replica_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ps_async_test {
 
 BOOST_AUTO_TEST_SUITE(ps_async)
 
@@ -560,5 +560,5 @@ BOOST_AUTO_TEST_CASE(a_push_of_the_wrong_clock_is_an_error_naming_both_sides) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ps_async_test
 }  // namespace dtrain::dist

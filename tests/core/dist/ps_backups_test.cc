@@ -18,7 +18,7 @@
 #include "replica_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ps_backups_test {
 
 BOOST_AUTO_TEST_SUITE(ps_backups)
 
@@ -457,5 +457,5 @@ BOOST_AUTO_TEST_CASE(backup_workers_are_refused_where_they_do_not_apply) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ps_backups_test
 }  // namespace dtrain::dist

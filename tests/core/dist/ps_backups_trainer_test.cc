@@ -21,7 +21,7 @@
 #include "replica_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ps_backups_trainer_test {
 
 BOOST_AUTO_TEST_SUITE(ps_backups_trainer)
 
@@ -317,5 +317,5 @@ BOOST_AUTO_TEST_CASE(an_elastic_membership_with_a_backup_worker_loses_a_member_a
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ps_backups_trainer_test
 }  // namespace dtrain::dist

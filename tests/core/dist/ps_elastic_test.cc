@@ -28,7 +28,7 @@
 #include "replica_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ps_elastic_test {
 
 BOOST_AUTO_TEST_SUITE(ps_elastic)
 
@@ -664,5 +664,5 @@ BOOST_AUTO_TEST_CASE(on_two_shards_a_step_proven_applied_or_two_behind_is_not_un
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ps_elastic_test
 }  // namespace dtrain::dist

@@ -10,7 +10,7 @@
 #include "core/dist/shard_ranges.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ps_ranges_test {
 
 BOOST_AUTO_TEST_SUITE(ps_ranges)
 
@@ -115,5 +115,5 @@ BOOST_AUTO_TEST_CASE(tags_are_named_in_errors) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ps_ranges_test
 }  // namespace dtrain::dist

@@ -17,7 +17,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ps_residuals_test {
 
 constexpr std::size_t kParams = 1001;
 constexpr int kWorkers = 2;
@@ -202,5 +202,5 @@ BOOST_AUTO_TEST_CASE(a_replica_that_sends_no_residual_fails_the_checkpoint_namin
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ps_residuals_test
 }  // namespace dtrain::dist

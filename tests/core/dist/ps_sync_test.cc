@@ -14,7 +14,7 @@
 #include "replica_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ps_sync_test {
 
 BOOST_AUTO_TEST_SUITE(ps_sync)
 
@@ -616,5 +616,5 @@ BOOST_AUTO_TEST_CASE(a_hello_that_disagrees_is_an_error_on_both_sides) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ps_sync_test
 }  // namespace dtrain::dist

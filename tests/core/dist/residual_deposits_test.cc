@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace dtrain::dist {
-namespace {
+namespace residual_deposits_test {
 
 BOOST_AUTO_TEST_SUITE(dist_residual_deposits)
 
@@ -76,5 +76,5 @@ BOOST_AUTO_TEST_CASE(a_second_slice_a_slice_of_another_size_or_an_unknown_rank_i
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace residual_deposits_test
 }  // namespace dtrain::dist

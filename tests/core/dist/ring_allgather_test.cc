@@ -10,7 +10,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ring_allgather_test {
 
 using namespace std::chrono_literals;
 using testing::Ring;
@@ -116,5 +116,5 @@ BOOST_AUTO_TEST_CASE(a_range_that_is_not_world_equal_blocks_is_refused_saying_wh
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ring_allgather_test
 }  // namespace dtrain::dist

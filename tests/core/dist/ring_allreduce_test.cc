@@ -18,7 +18,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ring_allreduce_test {
 
 using namespace std::chrono_literals;
 using testing::Ring;
@@ -296,5 +296,5 @@ BOOST_AUTO_TEST_CASE(a_rank_that_left_fails_every_later_op_even_alone) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ring_allreduce_test
 }  // namespace dtrain::dist

@@ -11,7 +11,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ring_broadcast_test {
 
 using namespace std::chrono_literals;
 using testing::Transport;
@@ -77,5 +77,5 @@ BOOST_AUTO_TEST_CASE(a_root_that_closes_its_links_fails_the_others_promptly) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ring_broadcast_test
 }  // namespace dtrain::dist

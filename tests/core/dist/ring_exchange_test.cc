@@ -11,7 +11,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ring_exchange_test {
 
 using namespace std::chrono_literals;
 using testing::Ring;
@@ -144,5 +144,5 @@ BOOST_AUTO_TEST_CASE(caller_sends_off_means_every_op_is_threaded) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ring_exchange_test
 }  // namespace dtrain::dist

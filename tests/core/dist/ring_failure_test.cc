@@ -20,7 +20,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ring_failure_test {
 
 using namespace std::chrono_literals;
 using testing::Mentions;
@@ -428,5 +428,5 @@ BOOST_AUTO_TEST_CASE(a_two_rank_peer_on_another_op_is_a_tag_mismatch_naming_both
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ring_failure_test
 }  // namespace dtrain::dist

@@ -21,7 +21,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ring_gather_sum_test {
 
 using namespace std::chrono_literals;
 using testing::CountedRing;
@@ -306,5 +306,5 @@ BOOST_AUTO_TEST_CASE(reduce_bytes_sent_says_what_each_rank_sends_whichever_way_t
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ring_gather_sum_test
 }  // namespace dtrain::dist

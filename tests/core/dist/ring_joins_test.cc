@@ -10,7 +10,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ring_joins_test {
 
 using namespace std::chrono_literals;
 
@@ -102,5 +102,5 @@ BOOST_AUTO_TEST_CASE(a_connection_introduced_for_another_ring_fails_the_join_nam
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ring_joins_test
 }  // namespace dtrain::dist

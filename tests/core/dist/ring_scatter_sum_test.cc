@@ -14,7 +14,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace ring_scatter_sum_test {
 
 using namespace std::chrono_literals;
 using testing::CountedRing;
@@ -169,5 +169,5 @@ BOOST_AUTO_TEST_CASE(the_threshold_is_an_option_on_what_a_rank_sends_that_way) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ring_scatter_sum_test
 }  // namespace dtrain::dist

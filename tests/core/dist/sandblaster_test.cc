@@ -25,11 +25,11 @@
 #include "core/train/batch_objective.h"
 
 namespace dtrain::dist {
-namespace {
+namespace sandblaster_test {
 
 using namespace std::chrono_literals;
 
-using testing::GaussianBlobs;
+using dtrain::testing::GaussianBlobs;
 
 model::ModelSpec Spec(int inputs, int classes) {
   model::ModelSpec s;
@@ -218,7 +218,7 @@ BOOST_AUTO_TEST_CASE(reaches_the_single_process_and_exact_optimum_with_any_worke
   for (const int classes : {2, 3}) {
     Problem p(classes, 5 + classes);
     const Outcome single = Single(p);
-    const testing::Optimum exact = testing::ExactOptimum(
+    const dtrain::testing::Optimum exact = dtrain::testing::ExactOptimum(
         p.set.rows, p.set.features, std::vector<float>(p.set.floats.begin(), p.set.floats.end()),
         p.set.labels, classes, p.wd);
     BOOST_TEST(single.loss == exact.objective, boost::test_tools::tolerance(1e-6));
@@ -254,5 +254,5 @@ BOOST_AUTO_TEST_CASE(a_worker_that_dies_mid_run_has_its_units_reassigned) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sandblaster_test
 }  // namespace dtrain::dist

@@ -27,7 +27,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace shm_link_test {
 
 using namespace std::chrono_literals;
 using testing::Mentions;
@@ -432,5 +432,5 @@ BOOST_AUTO_TEST_CASE(processes_of_one_host_negotiate_shared_memory) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace shm_link_test
 }  // namespace dtrain::dist

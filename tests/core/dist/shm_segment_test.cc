@@ -13,7 +13,7 @@
 #include <string>
 
 namespace dtrain::dist {
-namespace {
+namespace shm_segment_test {
 
 constexpr int kNoNamespace = 77;  // the child could not make its own /dev/shm (not root)
 
@@ -58,5 +58,5 @@ BOOST_AUTO_TEST_CASE(a_segment_without_room_in_dev_shm_is_refused_at_creation) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace shm_segment_test
 }  // namespace dtrain::dist

@@ -16,7 +16,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace stop_vote_test {
 
 // Asks to stop once the trainer has completed `stop_after` steps, on one replica only.
 class StopAfter final : public train::TrainListener {
@@ -229,5 +229,5 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_vote_and_stop_votes_ride_with_means_and_gather
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace stop_vote_test
 }  // namespace dtrain::dist

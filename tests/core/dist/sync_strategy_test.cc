@@ -13,7 +13,7 @@
 #include "ring_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace sync_strategy_test {
 
 using testing::Blobs;
 using testing::GlobalBatchOptions;
@@ -95,5 +95,5 @@ BOOST_AUTO_TEST_CASE(n_replicas_match_one_replica_with_n_times_the_batch) {
   }
 }
 
-}  // namespace
+}  // namespace sync_strategy_test
 }  // namespace dtrain::dist

@@ -24,10 +24,11 @@
 #include "two_level_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace two_level_compressed_test {
 
 using compress::Method;
 using compress::Settings;
+using testing::Exchange;
 using testing::Job;
 using testing::PlanOf;
 
@@ -54,8 +55,6 @@ std::vector<compress::TensorPlan> PlanFor(const Settings& settings) {
 std::vector<float> GradientOf(int r, int step) {
   return testing::Input(r, kParams, static_cast<std::uint32_t>(step));
 }
-
-enum class Exchange { kWhole, kBuckets };
 
 // Steps [first, last) of a job (testing::StepAsTrainer's), from `params` (and, where given, the
 // compressor state of a checkpoint).
@@ -372,5 +371,5 @@ BOOST_AUTO_TEST_CASE(a_resumed_job_over_two_levels_continues_bit_for_bit) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace two_level_compressed_test
 }  // namespace dtrain::dist

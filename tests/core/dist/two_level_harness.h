@@ -52,6 +52,9 @@ struct Job {
   std::vector<Endpoint> endpoints;
 };
 
+// How a replica hands over its gradient: whole after its pass, or bucket by bucket during it.
+enum class Exchange { kWhole, kBuckets };
+
 // The learning rate of StepAsTrainer's steps.
 inline constexpr float kTrainerLr = 0.5f;
 

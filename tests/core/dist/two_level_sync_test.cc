@@ -18,8 +18,9 @@
 #include "two_level_harness.h"
 
 namespace dtrain::dist {
-namespace {
+namespace two_level_sync_test {
 
+using testing::Exchange;
 using testing::Job;
 using testing::PlanOf;
 
@@ -28,8 +29,6 @@ constexpr float kLr = testing::kTrainerLr;
 constexpr int kSteps = 4;
 // The pass finishes the gradient from its end: three buckets, the last floats first.
 const std::vector<GradientBucket> kBucketPlan = {{600, kParams}, {200, 600}, {0, 200}};
-
-enum class Exchange { kWhole, kBuckets };
 
 // What each replica of a run ends with.
 struct Run {
@@ -182,5 +181,5 @@ BOOST_AUTO_TEST_CASE(ranks_of_one_host_agree_on_no_plan) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace two_level_sync_test
 }  // namespace dtrain::dist

@@ -12,7 +12,7 @@
 #include "core/dist/work_units.h"
 
 namespace dtrain::dist {
-namespace {
+namespace work_units_test {
 
 struct SimWorker {
   double seconds_per_unit = 1.0;
@@ -209,5 +209,5 @@ BOOST_AUTO_TEST_CASE(random_timing_losses_and_stalls_count_every_unit_once) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace work_units_test
 }  // namespace dtrain::dist

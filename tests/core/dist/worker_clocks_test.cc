@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace dtrain::dist {
-namespace {
+namespace worker_clocks_test {
 
 BOOST_AUTO_TEST_SUITE(worker_clocks)
 
@@ -49,5 +49,5 @@ BOOST_AUTO_TEST_CASE(a_push_staleness_is_checked_against_g_and_the_bound) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace worker_clocks_test
 }  // namespace dtrain::dist

@@ -23,7 +23,7 @@
 #include "core/math/gemm.h"
 
 namespace dtrain::math {
-namespace {
+namespace bf16_products_test {
 
 using testing::NativeBf16Here;
 using testing::ScopedPrecision;
@@ -130,5 +130,5 @@ BOOST_AUTO_TEST_CASE(products_stay_within_the_bf16_bound,
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace bf16_products_test
 }  // namespace dtrain::math

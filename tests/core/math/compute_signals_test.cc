@@ -18,7 +18,7 @@
 #include "core/math/thread_team.h"
 
 namespace dtrain::math {
-namespace {
+namespace compute_signals_test {
 
 std::atomic<long> g_taken{0};
 std::atomic<bool> g_taken_while_computing{false};
@@ -93,5 +93,5 @@ BOOST_AUTO_TEST_CASE(installing_again_starts_no_other_thread) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace compute_signals_test
 }  // namespace dtrain::math

@@ -13,7 +13,7 @@
 #include "core/math/elementwise.h"
 
 namespace dtrain::math {
-namespace {
+namespace gemm_test {
 
 FloatBuffer Random(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -227,5 +227,5 @@ BOOST_AUTO_TEST_CASE(conversions_give_each_element_its_expression_wherever_a_bat
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace gemm_test
 }  // namespace dtrain::math

@@ -9,7 +9,7 @@
 #include "core/model/model.h"
 
 namespace dtrain::model {
-namespace {
+namespace gradient_check_test {
 
 struct Case {
   ModelSpec spec;
@@ -163,5 +163,5 @@ BOOST_AUTO_TEST_CASE(bce_is_stable_for_huge_logits) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace gradient_check_test
 }  // namespace dtrain::model

@@ -7,7 +7,7 @@
 #include "core/model/spec.h"
 
 namespace dtrain::model {
-namespace {
+namespace layer_text_test {
 
 using math::Activation;
 
@@ -58,5 +58,5 @@ BOOST_AUTO_TEST_CASE(every_layer_type_writes_the_text_it_always_wrote_and_reads_
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace layer_text_test
 }  // namespace dtrain::model

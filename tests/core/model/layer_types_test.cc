@@ -7,7 +7,7 @@
 #include "core/model/layer_type.h"
 
 namespace dtrain::model {
-namespace {
+namespace layer_types_test {
 
 BOOST_AUTO_TEST_SUITE(layer_types)
 
@@ -67,5 +67,5 @@ BOOST_AUTO_TEST_CASE(spec_text_keys_belong_to_their_layer_type) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace layer_types_test
 }  // namespace dtrain::model

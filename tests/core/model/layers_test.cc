@@ -16,7 +16,7 @@
 #include "core/model/onednn_paths.h"
 
 namespace dtrain::model {
-namespace {
+namespace layers_test {
 
 constexpr int kRows = 2;
 
@@ -354,5 +354,5 @@ BOOST_AUTO_TEST_CASE(layers_that_do_not_fit_their_input_say_why) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace layers_test
 }  // namespace dtrain::model

@@ -16,7 +16,7 @@
 #include "core/optim/optimizer.h"
 
 namespace dtrain::model {
-namespace {
+namespace local_network_test {
 
 ModelSpec Mlp() {
   ModelSpec s;
@@ -108,8 +108,6 @@ Pass WholePass(const ModelSpec& spec, const math::FloatBuffer& params, const Bat
 struct SingleBlasThread {
   SingleBlasThread() { math::SetBlasThreads(1); }
 };
-
-}  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(local_network, SingleBlasThread)
 
@@ -288,4 +286,5 @@ BOOST_AUTO_TEST_CASE(a_team_runs_every_part_once_and_parts_cover_the_range) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+}  // namespace local_network_test
 }  // namespace dtrain::model

@@ -6,7 +6,7 @@
 #include "core/model/model_summary.h"
 
 namespace dtrain::model {
-namespace {
+namespace model_summary_test {
 
 LayerSpec Conv(int filters, int kernel) {
   LayerSpec conv;
@@ -95,5 +95,5 @@ BOOST_AUTO_TEST_CASE(a_long_layer_list_shows_its_ends) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace model_summary_test
 }  // namespace dtrain::model

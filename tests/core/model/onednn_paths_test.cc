@@ -20,7 +20,7 @@
 #include "core/model/model.h"
 
 namespace dtrain::model {
-namespace {
+namespace onednn_paths_test {
 
 // Sets the mode for a test, and auto however the test ends.
 struct ForcedPath {
@@ -312,5 +312,5 @@ BOOST_AUTO_TEST_CASE(a_forced_path_is_named_and_a_model_without_convolutions_say
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace onednn_paths_test
 }  // namespace dtrain::model

@@ -9,7 +9,7 @@
 #include "core/model/model.h"
 
 namespace dtrain::model {
-namespace {
+namespace sequential_model_test {
 
 using math::Activation;
 
@@ -142,5 +142,5 @@ BOOST_AUTO_TEST_CASE(an_mlp_is_the_dense_layers_it_stands_for) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sequential_model_test
 }  // namespace dtrain::model

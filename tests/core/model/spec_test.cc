@@ -4,7 +4,7 @@
 #include "core/model/model.h"
 
 namespace dtrain::model {
-namespace {
+namespace spec_test {
 
 BOOST_AUTO_TEST_SUITE(model_spec)
 
@@ -94,5 +94,5 @@ BOOST_AUTO_TEST_CASE(init_is_a_function_of_the_seed_with_the_right_scale) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace spec_test
 }  // namespace dtrain::model

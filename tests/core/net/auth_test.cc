@@ -21,22 +21,24 @@
 #include <thread>
 #include <vector>
 
+#include "common/stream_pair.h"
 #include "common/temp_dir.h"
 #include "common/text_checks.h"
 
 namespace dtrain::net {
-namespace {
+namespace auth_test {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using testing::ConnectedStreams;
+using testing::kGenerous;
 using testing::Mentions;
 using testing::StartsWith;
+using testing::StreamPair;
 using testing::TempDir;
 
-constexpr auto kGenerous = 5s;  // only proves that nothing hangs
 const std::string kNonceA(64, 'a');
 const std::string kNonceB(64, 'b');
-
 
 bool IsLowerHex(std::string_view s) {
   return s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
@@ -57,17 +59,6 @@ std::string ReadAll(const std::string& path) {
 std::string Hello(std::string_view nonce, int protocol = kProtocolVersion) {
   return R"({"v":1,"type":"auth_hello","nonce":")" + std::string(nonce) + R"(","protocol":)" +
          std::to_string(protocol) + "}";
-}
-
-struct Pair {
-  FrameStream client;
-  FrameStream server;
-};
-
-Pair SocketPair() {
-  int fds[2];
-  BOOST_TEST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
-  return {FrameStream(fds[0]), FrameStream(fds[1])};
 }
 
 // What the server thread ended with.
@@ -266,7 +257,7 @@ BOOST_AUTO_TEST_CASE(nonce_cache_admits_one_nonce_once_across_threads) {
 // --- The handshake over real sockets ----------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(handshake_over_a_socketpair_succeeds_with_the_same_key) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   NonceCache nonces;
   ServerOutcome server;
   std::thread t([&] { server.status = AuthenticateServer(p.server, kKey, nonces, kGenerous); });
@@ -314,7 +305,7 @@ BOOST_AUTO_TEST_CASE(handshake_over_loopback_tcp_succeeds_with_the_same_key) {
 }
 
 BOOST_AUTO_TEST_CASE(wrong_key_fails_on_both_sides) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   NonceCache nonces;
   ServerOutcome server;
   std::thread t([&] { server.status = AuthenticateServer(p.server, kKey, nonces, kGenerous); });
@@ -332,7 +323,7 @@ BOOST_AUTO_TEST_CASE(wrong_key_fails_on_both_sides) {
 BOOST_AUTO_TEST_CASE(a_client_that_skips_checking_the_server_is_still_denied) {
   // A client with the wrong key that sends a proof anyway (here: a made-up one) is refused, and is
   // told so in a failure reply.
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   NonceCache nonces;
   ServerOutcome server;
   std::thread t([&] { server.status = AuthenticateServer(p.server, kKey, nonces, kGenerous); });
@@ -352,7 +343,7 @@ BOOST_AUTO_TEST_CASE(a_client_that_skips_checking_the_server_is_still_denied) {
 }
 
 BOOST_AUTO_TEST_CASE(a_refusing_server_is_reported_as_authentication_refused_by_the_peer) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   p.client.set_peer_name("daemon-7:7070");
   std::thread t([&] {
     Result<Frame> hello = p.server.Read(kGenerous);
@@ -367,7 +358,7 @@ BOOST_AUTO_TEST_CASE(a_refusing_server_is_reported_as_authentication_refused_by_
 }
 
 BOOST_AUTO_TEST_CASE(a_silent_client_times_out_as_a_stale_handshake) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   NonceCache nonces;
   const auto start = Clock::now();
   const Status s = AuthenticateServer(p.server, kKey, nonces, 200ms);
@@ -383,7 +374,7 @@ BOOST_AUTO_TEST_CASE(a_silent_client_times_out_as_a_stale_handshake) {
 }
 
 BOOST_AUTO_TEST_CASE(a_client_that_stops_after_the_hello_times_out_within_the_whole_deadline) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   NonceCache nonces;
   BOOST_TEST_REQUIRE(p.client.WriteString(MessageType::kControl, 0, 0, Hello(kNonceA), 1s).ok());
   const auto start = Clock::now();
@@ -396,14 +387,14 @@ BOOST_AUTO_TEST_CASE(a_client_that_stops_after_the_hello_times_out_within_the_wh
 }
 
 BOOST_AUTO_TEST_CASE(a_silent_server_times_out_the_client) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   const Status s = AuthenticateClient(p.client, kKey, 200ms);
   BOOST_TEST_REQUIRE(!s.ok());
   BOOST_TEST(Mentions(s.message(), "timeout"));
 }
 
 BOOST_AUTO_TEST_CASE(a_non_control_frame_in_the_handshake_is_refused) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   NonceCache nonces;
   BOOST_TEST_REQUIRE(p.client.WriteString(MessageType::kHeartbeat, 0, 0, "", 1s).ok());
   const Status s = AuthenticateServer(p.server, kKey, nonces, kGenerous);
@@ -692,5 +683,5 @@ BOOST_AUTO_TEST_CASE(tokens_equal_compares_whole_tokens) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace auth_test
 }  // namespace dtrain::net

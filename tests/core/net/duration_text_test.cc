@@ -6,7 +6,7 @@
 #include <chrono>
 
 namespace dtrain {
-namespace {
+namespace duration_text_test {
 
 using namespace std::chrono_literals;
 
@@ -26,5 +26,5 @@ BOOST_AUTO_TEST_CASE(a_part_of_a_millisecond_rounds_up) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace duration_text_test
 }  // namespace dtrain

@@ -2,7 +2,6 @@
 // slow and silent peers, closed peers, hostile headers, version negotiation, and connecting over
 // Unix and TCP loopback.
 #include "core/net/frame_stream.h"
-#include "core/net/socket.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -24,33 +23,24 @@
 
 #include "allocation_probe.h"
 #include "common/process.h"
-#include "common/text_checks.h"
+#include "common/stream_pair.h"
 #include "common/temp_dir.h"
+#include "common/text_checks.h"
+#include "core/net/socket.h"
 
 namespace dtrain::net {
-namespace {
+namespace frame_stream_test {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using testing::ConnectedStreams;
+using testing::kGenerous;
 using testing::Mentions;
 using testing::StartsWith;
-
-constexpr auto kGenerous = 5s;  // only proves that nothing hangs
-
+using testing::StreamPair;
 
 std::span<const std::uint8_t> Bytes(std::string_view s) {
   return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
-}
-
-struct Pair {
-  FrameStream a;
-  FrameStream b;
-};
-
-Pair SocketPair(std::uint32_t max_payload = kDefaultMaxPayload) {
-  int fds[2];
-  BOOST_TEST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
-  return {FrameStream(fds[0], max_payload), FrameStream(fds[1], max_payload)};
 }
 
 // Writes raw bytes, bypassing the framing (for malformed and slow peers).
@@ -84,12 +74,12 @@ FrameStream Accept(int listen_fd) {
 BOOST_AUTO_TEST_SUITE(net_frame_stream)
 
 BOOST_AUTO_TEST_CASE(scatter_write_reads_back_as_one_payload) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   const std::string one = R"({"v":1,"op":)", two = R"("status",)", three = R"("job":42})";
   const std::span<const std::uint8_t> parts[] = {Bytes(one), Bytes(two), Bytes(three)};
-  BOOST_TEST_REQUIRE(p.a.Write(MessageType::kControl, 42, 3, 17, parts, 1s).ok());
-  BOOST_TEST(!p.a.LastError().has_value());
-  Result<Frame> f = p.b.Read(1s);
+  BOOST_TEST_REQUIRE(p.client.Write(MessageType::kControl, 42, 3, 17, parts, 1s).ok());
+  BOOST_TEST(!p.client.LastError().has_value());
+  Result<Frame> f = p.server.Read(1s);
   BOOST_TEST_REQUIRE(f.ok(), f.status().message());
   BOOST_TEST(f.value().payload == one + two + three);
   BOOST_TEST((f.value().header.type == MessageType::kControl));
@@ -100,10 +90,10 @@ BOOST_AUTO_TEST_CASE(scatter_write_reads_back_as_one_payload) {
 }
 
 BOOST_AUTO_TEST_CASE(write_string_uses_the_streams_sender_and_empty_payloads_work) {
-  Pair p = SocketPair();
-  p.a.set_sender(5);
-  BOOST_TEST_REQUIRE(p.a.WriteString(MessageType::kHeartbeat, 9, 1, "", 1s).ok());
-  Result<Frame> f = p.b.Read(1s);
+  StreamPair p = ConnectedStreams();
+  p.client.set_sender(5);
+  BOOST_TEST_REQUIRE(p.client.WriteString(MessageType::kHeartbeat, 9, 1, "", 1s).ok());
+  Result<Frame> f = p.server.Read(1s);
   BOOST_TEST_REQUIRE(f.ok(), f.status().message());
   BOOST_TEST(f.value().header.sender == 5u);
   BOOST_TEST((f.value().header.type == MessageType::kHeartbeat));
@@ -124,13 +114,13 @@ BOOST_AUTO_TEST_CASE(floats_arrive_bit_exact) {
       3.4028235e38f,
       -1.17549435e-38f,
   };
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   const std::span<const float> all(values);
   const std::span<const std::uint8_t> parts[] = {FloatBytes(all.first(4)),
                                                  FloatBytes(all.subspan(4))};
-  BOOST_TEST_REQUIRE(p.a.Write(MessageType::kFloats, 1, 0, 7, parts, 1s).ok());
+  BOOST_TEST_REQUIRE(p.client.Write(MessageType::kFloats, 1, 0, 7, parts, 1s).ok());
   std::vector<float> out(values.size(), 42.0f);
-  Result<FrameHeader> h = p.b.ReadFloatsInto(out, 1s);
+  Result<FrameHeader> h = p.server.ReadFloatsInto(out, 1s);
   BOOST_TEST_REQUIRE(h.ok(), h.status().message());
   BOOST_TEST(h.value().tag == 7u);
   BOOST_TEST(Bits(out) == Bits(values), boost::test_tools::per_element());
@@ -147,11 +137,11 @@ BOOST_AUTO_TEST_CASE(large_float_frame_survives_partial_writes_and_many_parts) {
     parts.push_back(FloatBytes(std::span<const float>(values).subspan(at, step)));
     parts.push_back({});
   }
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   Status written;
-  std::thread writer([&] { written = p.a.Write(MessageType::kFloats, 1, 2, 3, parts, 10s); });
+  std::thread writer([&] { written = p.client.Write(MessageType::kFloats, 1, 2, 3, parts, 10s); });
   std::vector<float> out(values.size());
-  Result<FrameHeader> h = p.b.ReadFloatsInto(out, 10s);
+  Result<FrameHeader> h = p.server.ReadFloatsInto(out, 10s);
   writer.join();
   BOOST_TEST_REQUIRE(written.ok(), written.message());
   BOOST_TEST_REQUIRE(h.ok(), h.status().message());
@@ -161,15 +151,15 @@ BOOST_AUTO_TEST_CASE(large_float_frame_survives_partial_writes_and_many_parts) {
 BOOST_AUTO_TEST_CASE(float_frames_queued_back_to_back_are_read_one_at_a_time) {
   // All three are in the socket when the first read starts: reading a header with what has come
   // of its payload must take that frame's bytes and none of the next.
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   for (std::uint32_t tag = 1; tag <= 3; ++tag) {
     const std::vector<float> values(5, static_cast<float>(tag));
     const std::span<const std::uint8_t> part = FloatBytes(values);
-    BOOST_TEST_REQUIRE(p.a.Write(MessageType::kFloats, 1, 0, tag, {&part, 1}, 1s).ok());
+    BOOST_TEST_REQUIRE(p.client.Write(MessageType::kFloats, 1, 0, tag, {&part, 1}, 1s).ok());
   }
   for (std::uint32_t tag = 1; tag <= 3; ++tag) {
     std::vector<float> out(5);
-    Result<FrameHeader> h = p.b.ReadFloatsInto(out, 1s);
+    Result<FrameHeader> h = p.server.ReadFloatsInto(out, 1s);
     BOOST_TEST_REQUIRE(h.ok(), h.status().message());
     BOOST_TEST(h.value().tag == tag);
     BOOST_TEST(out == std::vector<float>(5, static_cast<float>(tag)),
@@ -180,57 +170,58 @@ BOOST_AUTO_TEST_CASE(float_frames_queued_back_to_back_are_read_one_at_a_time) {
 BOOST_AUTO_TEST_CASE(float_frame_of_the_wrong_size_or_type_is_refused) {
   const std::vector<float> ten(10, 1.5f);
   {
-    Pair p = SocketPair();
+    StreamPair p = ConnectedStreams();
     const std::span<const std::uint8_t> part = FloatBytes(ten);
-    BOOST_TEST_REQUIRE(p.a.Write(MessageType::kFloats, 1, 0, 0, {&part, 1}, 1s).ok());
+    BOOST_TEST_REQUIRE(p.client.Write(MessageType::kFloats, 1, 0, 0, {&part, 1}, 1s).ok());
     std::vector<float> nine(9);
-    Result<FrameHeader> h = p.b.ReadFloatsInto(nine, 1s);
+    Result<FrameHeader> h = p.server.ReadFloatsInto(nine, 1s);
     BOOST_TEST_REQUIRE(!h.ok());
     BOOST_TEST(StartsWith(h.status().message(), "unexpected frame: "));
     BOOST_TEST(Mentions(h.status().message(), "36 bytes (9 floats)"));
     BOOST_TEST(Mentions(h.status().message(), "floats frame of 40 bytes"));
-    BOOST_TEST((p.b.LastError() == FrameError::kUnexpected));
+    BOOST_TEST((p.server.LastError() == FrameError::kUnexpected));
   }
   {
-    Pair p = SocketPair();
-    BOOST_TEST_REQUIRE(p.a.WriteString(MessageType::kControl, 1, 0, "0123456789abcdef", 1s).ok());
+    StreamPair p = ConnectedStreams();
+    BOOST_TEST_REQUIRE(
+        p.client.WriteString(MessageType::kControl, 1, 0, "0123456789abcdef", 1s).ok());
     std::vector<float> four(4);
-    Result<FrameHeader> h = p.b.ReadFloatsInto(four, 1s);
+    Result<FrameHeader> h = p.server.ReadFloatsInto(four, 1s);
     BOOST_TEST_REQUIRE(!h.ok());
     BOOST_TEST(Mentions(h.status().message(), "got a control frame of 16 bytes"));
   }
 }
 
 BOOST_AUTO_TEST_CASE(float_frame_larger_than_max_payload_fits_a_matching_buffer) {
-  Pair p = SocketPair(/*max_payload=*/64);
+  StreamPair p = ConnectedStreams(/*max_payload=*/64);
   const std::vector<float> values(100, 2.0f);  // 400 bytes
   const std::span<const std::uint8_t> part = FloatBytes(values);
-  BOOST_TEST_REQUIRE(p.a.Write(MessageType::kFloats, 1, 0, 0, {&part, 1}, 1s).ok());
+  BOOST_TEST_REQUIRE(p.client.Write(MessageType::kFloats, 1, 0, 0, {&part, 1}, 1s).ok());
   std::vector<float> out(values.size());
-  Result<FrameHeader> h = p.b.ReadFloatsInto(out, 1s);
+  Result<FrameHeader> h = p.server.ReadFloatsInto(out, 1s);
   BOOST_TEST_REQUIRE(h.ok(), h.status().message());
   BOOST_TEST(out == values);
 }
 
 BOOST_AUTO_TEST_CASE(timeout_before_any_byte_can_be_retried) {
-  Pair p = SocketPair();
-  Result<Frame> none = p.b.Read(50ms);
+  StreamPair p = ConnectedStreams();
+  Result<Frame> none = p.server.Read(50ms);
   BOOST_TEST_REQUIRE(!none.ok());
   BOOST_TEST(StartsWith(none.status().message(), "timeout: no frame within 50 ms from "));
   BOOST_TEST((none.status().code() == StatusCode::kTimeout));
-  BOOST_TEST((p.b.LastError() == FrameError::kTimeout));
-  BOOST_TEST_REQUIRE(p.a.WriteString(MessageType::kControl, 0, 0, R"({"v":1})", 1s).ok());
-  Result<Frame> f = p.b.Read(1s);
+  BOOST_TEST((p.server.LastError() == FrameError::kTimeout));
+  BOOST_TEST_REQUIRE(p.client.WriteString(MessageType::kControl, 0, 0, R"({"v":1})", 1s).ok());
+  Result<Frame> f = p.server.Read(1s);
   BOOST_TEST_REQUIRE(f.ok(), f.status().message());
   BOOST_TEST(f.value().payload == R"({"v":1})");
-  BOOST_TEST(!p.b.LastError().has_value());
+  BOOST_TEST(!p.server.LastError().has_value());
 }
 
 BOOST_AUTO_TEST_CASE(dribbling_peer_hits_the_whole_frame_deadline) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   const std::string payload(100, 'x');
   const std::string frame = EncodeFrame(MessageType::kControl, 0, kNoSender, 0, payload);
-  const int fd = p.a.fd();
+  const int fd = p.client.fd();
   std::jthread dribbler([fd, &frame](std::stop_token stop) {
     if (::send(fd, frame.data(), kHeaderSize, MSG_NOSIGNAL) != ssize_t{kHeaderSize}) return;
     for (std::size_t i = kHeaderSize; i < frame.size() && !stop.stop_requested(); ++i) {
@@ -239,77 +230,77 @@ BOOST_AUTO_TEST_CASE(dribbling_peer_hits_the_whole_frame_deadline) {
     }
   });
   const Clock::time_point start = Clock::now();
-  Result<Frame> f = p.b.Read(500ms);
+  Result<Frame> f = p.server.Read(500ms);
   const Clock::duration took = Clock::now() - start;
   dribbler.request_stop();
   BOOST_TEST_REQUIRE(!f.ok());
   BOOST_TEST(StartsWith(f.status().message(), "timeout: frame from "));
   BOOST_TEST(Mentions(f.status().message(), "incomplete after 500 ms"));
-  BOOST_TEST((p.b.LastError() == FrameError::kTimeout));
+  BOOST_TEST((p.server.LastError() == FrameError::kTimeout));
   BOOST_TEST((took >= 500ms));     // the deadline never fires early...
   BOOST_TEST((took < kGenerous));  // ...and bounds the whole frame, not each byte (100 × 200 ms)
   // The frame is lost half-read: the stream refuses to read on instead of parsing a payload tail.
-  Result<Frame> again = p.b.Read(10s);
+  Result<Frame> again = p.server.Read(10s);
   BOOST_TEST_REQUIRE(!again.ok());
   BOOST_TEST(again.status().message() == f.status().message());
   BOOST_TEST((again.status().code() == StatusCode::kTimeout));
 }
 
 BOOST_AUTO_TEST_CASE(peer_closing_mid_frame_is_closed) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   const std::string frame = EncodeFrame(MessageType::kControl, 0, kNoSender, 0, "0123456789");
-  SendRaw(p.a.fd(), Bytes(frame).first(kHeaderSize + 4));
-  p.a.Close();
-  Result<Frame> f = p.b.Read(1s);
+  SendRaw(p.client.fd(), Bytes(frame).first(kHeaderSize + 4));
+  p.client.Close();
+  Result<Frame> f = p.server.Read(1s);
   BOOST_TEST_REQUIRE(!f.ok());
   BOOST_TEST(StartsWith(f.status().message(), "closed: "));
   BOOST_TEST(Mentions(f.status().message(), "mid-frame (got 36 of 42 bytes)"));
   BOOST_TEST((f.status().code() == StatusCode::kClosed));
-  BOOST_TEST((p.b.LastError() == FrameError::kClosed));
+  BOOST_TEST((p.server.LastError() == FrameError::kClosed));
 }
 
 BOOST_AUTO_TEST_CASE(peer_closing_between_frames_is_closed) {
-  Pair p = SocketPair();
-  p.a.Close();
-  Result<Frame> f = p.b.Read(1s);
+  StreamPair p = ConnectedStreams();
+  p.client.Close();
+  Result<Frame> f = p.server.Read(1s);
   BOOST_TEST_REQUIRE(!f.ok());
   BOOST_TEST(StartsWith(f.status().message(), "closed: "));
   BOOST_TEST((f.status().code() == StatusCode::kClosed));
-  BOOST_TEST((p.b.LastError() == FrameError::kClosed));
+  BOOST_TEST((p.server.LastError() == FrameError::kClosed));
 }
 
 BOOST_AUTO_TEST_CASE(header_claiming_four_gigabytes_is_refused_at_once) {
-  Pair p = SocketPair();
-  SendRaw(p.a.fd(), Header(MessageType::kControl, 0xFFFFFFFF));
+  StreamPair p = ConnectedStreams();
+  SendRaw(p.client.fd(), Header(MessageType::kControl, 0xFFFFFFFF));
   const Clock::time_point start = Clock::now();
   std::size_t largest = 0;
   Result<Frame> f = Status::Error("not read");
   {
     testing::AllocationProbe probe;
-    f = p.b.Read(30s);
+    f = p.server.Read(30s);
     largest = probe.largest();
   }
   BOOST_TEST((Clock::now() - start < kGenerous));  // did not wait for 4 GiB to arrive
   BOOST_TEST_REQUIRE(!f.ok());
   BOOST_TEST(f.status().message() == "too large: control frame of 4294967295 bytes from " +
-                                         p.b.peer() + " exceeds the 67108864-byte limit");
+                                         p.server.peer() + " exceeds the 67108864-byte limit");
   BOOST_TEST((f.status().code() == StatusCode::kError));  // LastError tells kTooLarge apart
-  BOOST_TEST((p.b.LastError() == FrameError::kTooLarge));
+  BOOST_TEST((p.server.LastError() == FrameError::kTooLarge));
   BOOST_TEST(largest < 4096u);  // only the error message
 }
 
 BOOST_AUTO_TEST_CASE(claimed_length_costs_only_what_arrives) {
   // 32 MiB is within the limit, but the peer sends 100 bytes and leaves: the reader must not have
   // reserved the claimed size up front.
-  Pair p = SocketPair();
-  SendRaw(p.a.fd(), Header(MessageType::kCheckpoint, 32u << 20));
-  SendRaw(p.a.fd(), Bytes(std::string(100, 'c')));
-  p.a.Close();
+  StreamPair p = ConnectedStreams();
+  SendRaw(p.client.fd(), Header(MessageType::kCheckpoint, 32u << 20));
+  SendRaw(p.client.fd(), Bytes(std::string(100, 'c')));
+  p.client.Close();
   std::size_t largest = 0;
   Result<Frame> f = Status::Error("not read");
   {
     testing::AllocationProbe probe;
-    f = p.b.Read(5s);
+    f = p.server.Read(5s);
     largest = probe.largest();
   }
   BOOST_TEST_REQUIRE(!f.ok());
@@ -318,26 +309,26 @@ BOOST_AUTO_TEST_CASE(claimed_length_costs_only_what_arrives) {
 }
 
 BOOST_AUTO_TEST_CASE(stranger_bytes_are_bad_magic) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   std::string request = "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
   request.resize(kHeaderSize);
-  SendRaw(p.a.fd(), Bytes(request));
-  Result<Frame> f = p.b.Read(1s);
+  SendRaw(p.client.fd(), Bytes(request));
+  Result<Frame> f = p.server.Read(1s);
   BOOST_TEST_REQUIRE(!f.ok());
   BOOST_TEST(StartsWith(f.status().message(), "bad magic: "));
   BOOST_TEST(Mentions(f.status().message(), "sent \"GET \""));
-  BOOST_TEST((p.b.LastError() == FrameError::kBadMagic));
+  BOOST_TEST((p.server.LastError() == FrameError::kBadMagic));
 }
 
 BOOST_AUTO_TEST_CASE(damaged_payload_is_a_bad_checksum) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   std::string frame = EncodeFrame(MessageType::kControl, 0, kNoSender, 0, R"({"v":1})");
   frame.back() ^= 0x20;
-  SendRaw(p.a.fd(), Bytes(frame));
-  Result<Frame> f = p.b.Read(1s);
+  SendRaw(p.client.fd(), Bytes(frame));
+  Result<Frame> f = p.server.Read(1s);
   BOOST_TEST_REQUIRE(!f.ok());
   BOOST_TEST(StartsWith(f.status().message(), "bad checksum: control frame of 7 bytes"));
-  BOOST_TEST((p.b.LastError() == FrameError::kBadChecksum));
+  BOOST_TEST((p.server.LastError() == FrameError::kBadChecksum));
 }
 
 BOOST_AUTO_TEST_CASE(damage_in_a_late_piece_of_a_float_frame_is_a_bad_checksum) {
@@ -348,31 +339,31 @@ BOOST_AUTO_TEST_CASE(damage_in_a_late_piece_of_a_float_frame_is_a_bad_checksum) 
   std::vector<std::uint8_t> damaged(payload.begin(), payload.end());
   damaged[damaged.size() - 3] ^= 0x04;
   const std::span<const std::uint8_t> intact[] = {payload};
-  Pair p = SocketPair();
-  SendRaw(p.a.fd(), Header(MessageType::kFloats, static_cast<std::uint32_t>(payload.size()),
-                           PayloadCrc(intact)));
+  StreamPair p = ConnectedStreams();
+  SendRaw(p.client.fd(), Header(MessageType::kFloats, static_cast<std::uint32_t>(payload.size()),
+                                PayloadCrc(intact)));
   const std::size_t half = damaged.size() / 2;
-  SendRaw(p.a.fd(), std::span<const std::uint8_t>(damaged).first(half));
+  SendRaw(p.client.fd(), std::span<const std::uint8_t>(damaged).first(half));
   std::thread late([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the reader has the first half
-    SendRaw(p.a.fd(), std::span<const std::uint8_t>(damaged).subspan(half));
+    SendRaw(p.client.fd(), std::span<const std::uint8_t>(damaged).subspan(half));
   });
   std::vector<float> out(values.size());
-  Result<FrameHeader> h = p.b.ReadFloatsInto(out, 5s);
+  Result<FrameHeader> h = p.server.ReadFloatsInto(out, 5s);
   late.join();
   BOOST_TEST_REQUIRE(!h.ok());
   BOOST_TEST(StartsWith(h.status().message(), "bad checksum: floats frame of 16384 bytes"),
              h.status().message());
-  BOOST_TEST((p.b.LastError() == FrameError::kBadChecksum));
+  BOOST_TEST((p.server.LastError() == FrameError::kBadChecksum));
 }
 
 BOOST_AUTO_TEST_CASE(unchecked_floats_carry_crc_zero_and_are_read_as_floats) {
   const std::vector<float> values = {1.5f, -2.0f, 3.25f};
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   const std::span<const std::uint8_t> payload[] = {FloatBytes(values)};
-  BOOST_TEST_REQUIRE(p.a.Write(MessageType::kUncheckedFloats, 0, 0, 9, payload, 1s).ok());
+  BOOST_TEST_REQUIRE(p.client.Write(MessageType::kUncheckedFloats, 0, 0, 9, payload, 1s).ok());
   std::vector<float> out(values.size());
-  Result<FrameHeader> h = p.b.ReadFloatsInto(out, 1s);
+  Result<FrameHeader> h = p.server.ReadFloatsInto(out, 1s);
   BOOST_TEST_REQUIRE(h.ok(), h.status().message());
   BOOST_TEST(h.value().crc == 0u);
   BOOST_TEST((h.value().type == MessageType::kUncheckedFloats));
@@ -381,64 +372,65 @@ BOOST_AUTO_TEST_CASE(unchecked_floats_carry_crc_zero_and_are_read_as_floats) {
   // Damage goes unnoticed (that is what the job chose), but a CRC field that is not 0 is not an
   // unchecked frame: refused like any bad checksum.
   std::array<std::uint8_t, kHeaderSize> header = Header(MessageType::kUncheckedFloats, 4, 0x1234);
-  SendRaw(p.a.fd(), header);
-  SendRaw(p.a.fd(), FloatBytes(std::span(values).first(1)));
-  Result<Frame> f = p.b.Read(1s);
+  SendRaw(p.client.fd(), header);
+  SendRaw(p.client.fd(), FloatBytes(std::span(values).first(1)));
+  Result<Frame> f = p.server.Read(1s);
   BOOST_TEST_REQUIRE(!f.ok());
   BOOST_TEST(StartsWith(f.status().message(), "bad checksum: unchecked floats frame from"),
              f.status().message());
-  BOOST_TEST((p.b.LastError() == FrameError::kBadChecksum));
+  BOOST_TEST((p.server.LastError() == FrameError::kBadChecksum));
 }
 
 BOOST_AUTO_TEST_CASE(other_version_gets_a_version_mismatch_reply) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   std::array<std::uint8_t, kHeaderSize> v2 = Header(MessageType::kControl, 0);
   v2[4] = 2;  // version 2
-  SendRaw(p.a.fd(), v2);
-  Result<Frame> f = p.b.Read(1s);
+  SendRaw(p.client.fd(), v2);
+  Result<Frame> f = p.server.Read(1s);
   BOOST_TEST_REQUIRE(!f.ok());
   BOOST_TEST(StartsWith(f.status().message(), "version mismatch: "));
   BOOST_TEST(Mentions(f.status().message(), "speaks protocol version 2, this side speaks 1"));
-  BOOST_TEST((p.b.LastError() == FrameError::kVersionMismatch));
+  BOOST_TEST((p.server.LastError() == FrameError::kVersionMismatch));
 
-  Result<Frame> reply = p.a.Read(1s);
+  Result<Frame> reply = p.client.Read(1s);
   BOOST_TEST_REQUIRE(reply.ok(), reply.status().message());
   BOOST_TEST((reply.value().header.type == MessageType::kVersionMismatch));
   BOOST_TEST(reply.value().payload == R"({"v":1,"error":"version mismatch","supported":[1]})");
 }
 
 BOOST_AUTO_TEST_CASE(write_to_a_silent_peer_hits_its_deadline) {
-  Pair p = SocketPair();
+  StreamPair p = ConnectedStreams();
   const std::vector<float> big(2 << 20);  // 8 MiB: more than the socket buffers hold
   const std::span<const std::uint8_t> part = FloatBytes(big);
   const Clock::time_point start = Clock::now();
-  Status s = p.a.Write(MessageType::kFloats, 1, 0, 0, {&part, 1}, 300ms);
+  Status s = p.client.Write(MessageType::kFloats, 1, 0, 0, {&part, 1}, 300ms);
   BOOST_TEST((Clock::now() - start < kGenerous));
   BOOST_TEST_REQUIRE(!s.ok());
   BOOST_TEST(StartsWith(s.message(), "timeout: could not send a floats frame of 8388608 bytes"));
   BOOST_TEST((s.code() == StatusCode::kTimeout));
-  BOOST_TEST((p.a.LastError() == FrameError::kTimeout));
+  BOOST_TEST((p.client.LastError() == FrameError::kTimeout));
   // Half a frame is on the wire: further writes would corrupt the stream, so they fail.
-  Status again = p.a.WriteString(MessageType::kHeartbeat, 0, 0, "", 1s);
+  Status again = p.client.WriteString(MessageType::kHeartbeat, 0, 0, "", 1s);
   BOOST_TEST(again.message() == s.message());
 }
 
 BOOST_AUTO_TEST_CASE(write_to_a_closed_peer_is_an_error_not_sigpipe) {
-  Pair p = SocketPair();
-  p.b.Close();
-  Status s = p.a.WriteString(MessageType::kControl, 0, 0, R"({"v":1})", 1s);
+  StreamPair p = ConnectedStreams();
+  p.server.Close();
+  Status s = p.client.WriteString(MessageType::kControl, 0, 0, R"({"v":1})", 1s);
   BOOST_TEST_REQUIRE(!s.ok());
   BOOST_TEST(StartsWith(s.message(), "closed: "));
   BOOST_TEST((s.code() == StatusCode::kClosed));
-  BOOST_TEST((p.a.LastError() == FrameError::kClosed));
+  BOOST_TEST((p.client.LastError() == FrameError::kClosed));
 }
 
 BOOST_AUTO_TEST_CASE(closed_and_moved_streams) {
-  Pair p = SocketPair();
-  FrameStream moved(std::move(p.a));
-  BOOST_TEST(p.a.fd() == -1);  // NOLINT(bugprone-use-after-move): checking the moved-from state
+  StreamPair p = ConnectedStreams();
+  FrameStream moved(std::move(p.client));
+  BOOST_TEST(p.client.fd() ==
+             -1);  // NOLINT(bugprone-use-after-move): checking the moved-from state
   BOOST_TEST_REQUIRE(moved.WriteString(MessageType::kControl, 0, 0, "x", 1s).ok());
-  BOOST_TEST_REQUIRE(p.b.Read(1s).ok());
+  BOOST_TEST_REQUIRE(p.server.Read(1s).ok());
   moved.Close();
   BOOST_TEST(moved.fd() == -1);
   Status s = moved.WriteString(MessageType::kControl, 0, 0, "x", 1s);
@@ -560,5 +552,5 @@ BOOST_AUTO_TEST_CASE(tcp_connect_sets_nodelay_and_carries_frames) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace frame_stream_test
 }  // namespace dtrain::net

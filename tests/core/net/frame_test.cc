@@ -14,7 +14,7 @@
 #include "core/codec/bytes.h"
 
 namespace dtrain::net {
-namespace {
+namespace frame_test {
 
 using Header = std::array<std::uint8_t, kHeaderSize>;
 
@@ -232,5 +232,5 @@ BOOST_AUTO_TEST_CASE(fuzz_entry_survives_valid_truncated_and_random_input) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace frame_test
 }  // namespace dtrain::net

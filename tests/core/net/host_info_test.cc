@@ -5,7 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 namespace dtrain::net {
-namespace {
+namespace host_info_test {
 
 BOOST_AUTO_TEST_SUITE(host_info)
 
@@ -36,5 +36,5 @@ BOOST_AUTO_TEST_CASE(the_route_to_a_loopback_address_leaves_from_loopback) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace host_info_test
 }  // namespace dtrain::net

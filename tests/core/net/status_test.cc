@@ -6,7 +6,7 @@
 #include <string>
 
 namespace dtrain {
-namespace {
+namespace status_test {
 
 BOOST_AUTO_TEST_SUITE(status)
 
@@ -46,5 +46,5 @@ BOOST_AUTO_TEST_CASE(result_status_carries_the_code) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace status_test
 }  // namespace dtrain

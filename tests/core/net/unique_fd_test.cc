@@ -9,7 +9,7 @@
 #include <utility>
 
 namespace dtrain {
-namespace {
+namespace unique_fd_test {
 
 bool IsOpen(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
 
@@ -82,5 +82,5 @@ BOOST_AUTO_TEST_CASE(an_empty_owner_closes_nothing) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace unique_fd_test
 }  // namespace dtrain

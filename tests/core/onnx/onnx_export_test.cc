@@ -11,7 +11,7 @@
 #include "core/model/model.h"
 
 namespace dtrain::onnx_export {
-namespace {
+namespace onnx_export_test {
 
 // A model file of `spec_text` with parameters from Init, scaled by `scaling`.
 train::ModelFile FileOf(const std::string& spec_text, data::Scaling scaling = {}) {
@@ -146,5 +146,5 @@ BOOST_AUTO_TEST_CASE(a_sparse_key_outside_the_features_is_refused) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace onnx_export_test
 }  // namespace dtrain::onnx_export

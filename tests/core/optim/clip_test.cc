@@ -11,7 +11,7 @@
 #include "core/optim/test_util.h"
 
 namespace dtrain::optim {
-namespace {
+namespace clip_test {
 
 using math::FloatBuffer;
 namespace tt = boost::test_tools;
@@ -81,5 +81,5 @@ BOOST_AUTO_TEST_CASE(clipping_leaves_a_non_finite_grad_for_the_caller_to_skip) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace clip_test
 }  // namespace dtrain::optim

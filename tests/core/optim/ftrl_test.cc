@@ -10,7 +10,7 @@
 #include "core/optim/optimizer.h"
 
 namespace dtrain::optim {
-namespace {
+namespace ftrl_test {
 
 BOOST_AUTO_TEST_SUITE(ftrl)
 
@@ -77,5 +77,5 @@ BOOST_AUTO_TEST_CASE(the_optimizer_starts_from_the_initial_parameters) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace ftrl_test
 }  // namespace dtrain::optim

@@ -11,7 +11,7 @@
 #include "core/optim/vector_slices.h"
 
 namespace dtrain::optim {
-namespace {
+namespace lbfgs_test {
 
 BOOST_AUTO_TEST_SUITE(line_search)
 
@@ -248,5 +248,5 @@ BOOST_AUTO_TEST_CASE(validates_its_options) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace lbfgs_test
 }  // namespace dtrain::optim

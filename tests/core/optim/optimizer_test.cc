@@ -17,7 +17,7 @@
 #include "core/optim/test_util.h"
 
 namespace dtrain::optim {
-namespace {
+namespace optimizer_test {
 
 using math::FloatBuffer;
 
@@ -498,5 +498,5 @@ BOOST_AUTO_TEST_CASE(optimizer_names_round_trip_and_a_bad_name_lists_the_choices
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace optimizer_test
 }  // namespace dtrain::optim

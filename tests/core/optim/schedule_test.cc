@@ -8,7 +8,7 @@
 #include <string>
 
 namespace dtrain::optim {
-namespace {
+namespace schedule_test {
 
 namespace tt = boost::test_tools;
 
@@ -136,5 +136,5 @@ BOOST_AUTO_TEST_CASE(schedule_names_round_trip_and_a_bad_name_lists_the_choices)
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace schedule_test
 }  // namespace dtrain::optim

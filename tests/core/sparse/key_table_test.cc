@@ -12,7 +12,7 @@
 #include "core/model/model.h"
 
 namespace dtrain::sparse {
-namespace {
+namespace key_table_test {
 
 using optim::OptimizerOptions;
 using optim::OptimizerType;
@@ -99,5 +99,5 @@ BOOST_AUTO_TEST_CASE(only_touched_keys_are_held) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace key_table_test
 }  // namespace dtrain::sparse

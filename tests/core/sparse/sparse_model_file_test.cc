@@ -7,7 +7,7 @@
 #include <string>
 
 namespace dtrain::sparse {
-namespace {
+namespace sparse_model_file_test {
 
 SparseModelFile Sample() {
   return {.spec = {.type = SparseModelType::kFm, .factors = 2},
@@ -67,5 +67,5 @@ BOOST_AUTO_TEST_CASE(specs_read_back_and_bad_ones_are_refused) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sparse_model_file_test
 }  // namespace dtrain::sparse

@@ -14,7 +14,7 @@
 #include "core/sparse/sparse_batch.h"
 
 namespace dtrain::sparse {
-namespace {
+namespace sparse_model_test {
 
 constexpr int kFeatures = 40;
 
@@ -169,5 +169,5 @@ BOOST_AUTO_TEST_CASE(fm_slots_start_the_same_in_every_process) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sparse_model_test
 }  // namespace dtrain::sparse

@@ -16,7 +16,7 @@
 #include "core/sparse/key_shards.h"
 
 namespace dtrain::sparse {
-namespace {
+namespace sparse_ps_test {
 
 using optim::OptimizerType;
 
@@ -350,5 +350,5 @@ BOOST_AUTO_TEST_CASE(a_request_claiming_too_many_keys_is_refused) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sparse_ps_test
 }  // namespace dtrain::sparse

@@ -12,7 +12,7 @@
 #include "core/train/auc.h"
 
 namespace dtrain::sparse {
-namespace {
+namespace sparse_trainer_test {
 
 using optim::OptimizerOptions;
 using optim::OptimizerType;
@@ -226,5 +226,5 @@ BOOST_AUTO_TEST_CASE(the_loop_stops_early_and_tells_of_each_improving_evaluation
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sparse_trainer_test
 }  // namespace dtrain::sparse

@@ -13,7 +13,7 @@
 #include "common/temp_dir.h"
 
 namespace dtrain::sparse {
-namespace {
+namespace streamed_batches_test {
 
 using testing::TempDir;
 
@@ -110,5 +110,5 @@ BOOST_AUTO_TEST_CASE(a_file_of_fewer_blocks_than_replicas_is_refused) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace streamed_batches_test
 }  // namespace dtrain::sparse

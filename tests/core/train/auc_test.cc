@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace dtrain::train {
-namespace {
+namespace auc_test {
 
 BOOST_AUTO_TEST_SUITE(auc)
 
@@ -34,5 +34,5 @@ BOOST_AUTO_TEST_CASE(a_nan_score_makes_the_area_nan) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace auc_test
 }  // namespace dtrain::train

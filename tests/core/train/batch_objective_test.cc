@@ -16,7 +16,7 @@
 #include "core/train/batch_objective.h"
 
 namespace dtrain::train {
-namespace {
+namespace batch_objective_test {
 
 // Gaussian blobs, one per class, overlapping so that no weight vector separates them.
 using testing::GaussianBlobs;
@@ -151,5 +151,5 @@ BOOST_AUTO_TEST_CASE(lbfgs_reaches_the_exact_optimum_of_logistic_and_softmax_reg
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace batch_objective_test
 }  // namespace dtrain::train

@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace dtrain::train {
-namespace {
+namespace class_report_test {
 
 namespace tt = boost::test_tools;
 
@@ -142,5 +142,5 @@ BOOST_AUTO_TEST_CASE(confusion_rows_read_back_and_bad_rows_are_refused) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace class_report_test
 }  // namespace dtrain::train

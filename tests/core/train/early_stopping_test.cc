@@ -7,7 +7,7 @@
 #include <limits>
 
 namespace dtrain::train {
-namespace {
+namespace early_stopping_test {
 
 using Verdict = EarlyStopping::Verdict;
 
@@ -116,5 +116,5 @@ BOOST_AUTO_TEST_CASE(metric_names_round_trip) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace early_stopping_test
 }  // namespace dtrain::train

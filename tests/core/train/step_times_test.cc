@@ -5,7 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 namespace dtrain::train {
-namespace {
+namespace step_times_test {
 
 BOOST_AUTO_TEST_SUITE(step_times)
 
@@ -35,5 +35,5 @@ BOOST_AUTO_TEST_CASE(a_long_window_keeps_only_its_last_steps) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace step_times_test
 }  // namespace dtrain::train

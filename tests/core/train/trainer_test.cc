@@ -16,7 +16,7 @@
 #include "core/optim/optimizer.h"
 
 namespace dtrain::train {
-namespace {
+namespace trainer_test {
 
 // Records every metric; optionally stops after a number of steps.
 class RecordingListener : public TrainListener {
@@ -472,5 +472,5 @@ BOOST_AUTO_TEST_CASE(linear_regression_recovers_a_linear_teacher) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace trainer_test
 }  // namespace dtrain::train

@@ -32,7 +32,7 @@
 #include "core/data/sampler.h"
 
 namespace dtrain::runner {
-namespace {
+namespace elastic_replica_test {
 
 using namespace std::chrono_literals;
 using dtrain::testing::TempDir;
@@ -423,5 +423,5 @@ BOOST_AUTO_TEST_CASE(a_membership_that_makes_no_ring_fails_the_regroup_or_the_be
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace elastic_replica_test
 }  // namespace dtrain::runner

@@ -12,7 +12,7 @@
 #include "daemon/runner/job_data.h"
 
 namespace dtrain::runner {
-namespace {
+namespace job_shape_test {
 
 using dtrain::testing::IdxBytes;
 using dtrain::testing::NpyBytes;
@@ -268,5 +268,5 @@ BOOST_AUTO_TEST_CASE(explicit_inputs_and_outputs_read_no_file) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace job_shape_test
 }  // namespace dtrain::runner

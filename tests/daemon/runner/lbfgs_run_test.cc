@@ -13,7 +13,7 @@
 #include "daemon/runner/local_run.h"
 
 namespace dtrain::runner {
-namespace {
+namespace lbfgs_run_test {
 
 using dtrain::testing::TempDir;
 
@@ -220,5 +220,5 @@ BOOST_AUTO_TEST_CASE(refuses_a_checkpoint_of_another_history) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace lbfgs_run_test
 }  // namespace dtrain::runner

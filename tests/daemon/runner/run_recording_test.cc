@@ -11,7 +11,7 @@
 #include "daemon/runner/recorded_training.h"
 
 namespace dtrain::runner {
-namespace {
+namespace run_recording_test {
 
 class NoRecords final : public RunRecorder {
  public:
@@ -100,5 +100,5 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_due_between_averages_waits_for_the_next_averag
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace run_recording_test
 }  // namespace dtrain::runner

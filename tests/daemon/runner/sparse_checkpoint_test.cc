@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace dtrain::runner {
-namespace {
+namespace sparse_checkpoint_test {
 
 using sparse::SparseModelSpec;
 using sparse::SparseModelType;
@@ -61,5 +61,5 @@ BOOST_AUTO_TEST_CASE(another_model_or_seed_is_refused) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sparse_checkpoint_test
 }  // namespace dtrain::runner

@@ -8,7 +8,7 @@
 #include "daemon/runner/straggler.h"
 
 namespace dtrain::runner {
-namespace {
+namespace straggler_test {
 
 BOOST_AUTO_TEST_SUITE(straggler)
 
@@ -56,5 +56,5 @@ BOOST_AUTO_TEST_CASE(a_larger_share_slows_a_superset) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace straggler_test
 }  // namespace dtrain::runner

@@ -14,7 +14,7 @@
 #include "daemon/runner/trainer_checkpoint.h"
 
 namespace dtrain::runner {
-namespace {
+namespace trainer_checkpoint_test {
 
 // Rank 0 of two replicas whose strategy reports the masks a test gives it, applying nothing.
 class GivenMasks final : public train::Strategy {
@@ -83,5 +83,5 @@ BOOST_AUTO_TEST_CASE(after_a_step_that_took_every_gradient_nothing_is_owed) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace trainer_checkpoint_test
 }  // namespace dtrain::runner

@@ -11,7 +11,7 @@
 #include "config/job.h"
 
 namespace dtrain::server {
-namespace {
+namespace attempt_machine_test {
 
 constexpr ProcessExit kKilled{-1, SIGKILL};
 constexpr ProcessExit kStatus1{1, 0};
@@ -412,5 +412,5 @@ BOOST_AUTO_TEST_CASE(a_shutdown_leaves_the_job_for_the_next_start) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace attempt_machine_test
 }  // namespace dtrain::server

@@ -12,7 +12,7 @@
 #include "daemon/server/completion.h"
 
 namespace dtrain::server {
-namespace {
+namespace checkpoint_assembly_test {
 
 store::CheckpointData Part(std::int64_t step, std::uint64_t marker) {
   store::CheckpointData part;
@@ -89,5 +89,5 @@ BOOST_AUTO_TEST_CASE(an_abandoned_or_expired_completion_has_no_value) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace checkpoint_assembly_test
 }  // namespace dtrain::server

@@ -9,7 +9,7 @@
 #include "daemon/server/submit_limits.h"
 
 namespace dtrain::server {
-namespace {
+namespace fair_share_test {
 
 bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -91,5 +91,5 @@ BOOST_AUTO_TEST_CASE(a_job_larger_than_a_users_cores_is_refused_at_once) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace fair_share_test
 }  // namespace dtrain::server

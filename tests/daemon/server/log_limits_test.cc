@@ -10,7 +10,7 @@
 #include "daemon/server/log_quota.h"
 
 namespace dtrain::server {
-namespace {
+namespace log_limits_test {
 
 // Every line `cutter` hands out for `chunks`, then for the end of the output.
 std::vector<std::string> Lines(LineCutter& cutter, const std::vector<std::string>& chunks) {
@@ -120,5 +120,5 @@ BOOST_AUTO_TEST_CASE(the_count_so_far_is_noted_at_every_power_of_ten_from_1000) 
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace log_limits_test
 }  // namespace dtrain::server

@@ -6,7 +6,7 @@
 #include "daemon/server/placement.h"
 
 namespace dtrain::server {
-namespace {
+namespace most_that_fit_test {
 
 BOOST_AUTO_TEST_SUITE(most_that_fit)
 
@@ -33,5 +33,5 @@ BOOST_AUTO_TEST_CASE(none_fits_at_or_above_the_fewest) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace most_that_fit_test
 }  // namespace dtrain::server

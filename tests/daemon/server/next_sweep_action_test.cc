@@ -9,7 +9,7 @@
 #include "daemon/server/sweep_standing.h"
 
 namespace dtrain::server {
-namespace {
+namespace next_sweep_action_test {
 
 using Kind = config::AshaAction::Kind;
 
@@ -73,5 +73,5 @@ BOOST_AUTO_TEST_CASE(a_trial_row_stores_its_values) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace next_sweep_action_test
 }  // namespace dtrain::server

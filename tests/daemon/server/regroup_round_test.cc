@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace dtrain::server {
-namespace {
+namespace regroup_round_test {
 
 using Ranks = std::vector<int>;
 using Texts = std::vector<std::string>;
@@ -388,5 +388,5 @@ BOOST_AUTO_TEST_CASE(a_replacement_given_up_fails_the_round_that_cannot_reach_mi
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace regroup_round_test
 }  // namespace dtrain::server

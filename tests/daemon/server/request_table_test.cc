@@ -14,7 +14,7 @@
 #include <string>
 
 namespace dtrain::server {
-namespace {
+namespace request_table_test {
 
 using json = nlohmann::json;
 
@@ -215,5 +215,5 @@ BOOST_AUTO_TEST_CASE(a_request_naming_a_job_needs_an_integer_id) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace request_table_test
 }  // namespace dtrain::server

@@ -15,7 +15,7 @@
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::server {
-namespace {
+namespace standing_cache_test {
 
 using store::testing::OpenStore;
 using store::testing::TempStoreDir;
@@ -140,5 +140,5 @@ BOOST_AUTO_TEST_CASE(the_cache_keeps_the_most_recently_read_sweeps) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace standing_cache_test
 }  // namespace dtrain::server

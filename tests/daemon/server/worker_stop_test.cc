@@ -5,7 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 namespace dtrain::worker {
-namespace {
+namespace worker_stop_test {
 
 BOOST_AUTO_TEST_SUITE(worker_stop)
 
@@ -43,5 +43,5 @@ BOOST_AUTO_TEST_CASE(a_trainers_stop_reason_is_named_as_the_worker_reports_it) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace worker_stop_test
 }  // namespace dtrain::worker

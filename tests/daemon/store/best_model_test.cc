@@ -7,7 +7,7 @@
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::store {
-namespace {
+namespace best_model_test {
 
 using testing::Contains;
 using testing::OpenRaw;
@@ -142,5 +142,5 @@ BOOST_AUTO_TEST_CASE(the_frame_carries_the_value_and_the_model) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace best_model_test
 }  // namespace dtrain::store

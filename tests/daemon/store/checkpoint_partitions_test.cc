@@ -9,7 +9,7 @@
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::store {
-namespace {
+namespace checkpoint_partitions_test {
 
 using testing::Contains;
 using testing::SameBits;
@@ -98,5 +98,5 @@ BOOST_AUTO_TEST_CASE(without_model_parallelism_the_checkpoint_passes_through) {
   BOOST_TEST(SameBits(joined.value(), whole));
 }
 
-}  // namespace
+}  // namespace checkpoint_partitions_test
 }  // namespace dtrain::store

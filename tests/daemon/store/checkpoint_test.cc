@@ -9,7 +9,7 @@
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::store {
-namespace {
+namespace checkpoint_test {
 
 using testing::Contains;
 using testing::SameBits;
@@ -229,5 +229,5 @@ BOOST_AUTO_TEST_CASE(lengths_beyond_the_blob_are_refused_even_under_a_valid_crc)
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace checkpoint_test
 }  // namespace dtrain::store

@@ -10,7 +10,7 @@
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::store {
-namespace {
+namespace class_report_store_test {
 
 using testing::Contains;
 using testing::OpenRaw;
@@ -95,5 +95,5 @@ BOOST_AUTO_TEST_CASE(a_job_that_does_not_exist_keeps_none) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace class_report_store_test
 }  // namespace dtrain::store

@@ -11,7 +11,7 @@
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::store {
-namespace {
+namespace concurrent_open_test {
 
 BOOST_AUTO_TEST_SUITE(store_concurrent_open)
 
@@ -51,5 +51,5 @@ BOOST_AUTO_TEST_CASE(processes_opening_a_new_file_together_all_get_a_store) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace concurrent_open_test
 }  // namespace dtrain::store

@@ -16,7 +16,7 @@
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::store {
-namespace {
+namespace durability_test {
 
 using dtrain::testing::ReadAll;
 using dtrain::testing::WriteAll;
@@ -117,5 +117,5 @@ BOOST_AUTO_TEST_CASE(acknowledged_job_and_checkpoints_survive_sigkill) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace durability_test
 }  // namespace dtrain::store

@@ -11,7 +11,7 @@
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::store {
-namespace {
+namespace job_diagnosis_test {
 
 using testing::OpenStore;
 using testing::SampleCheckpoint;
@@ -115,5 +115,5 @@ BOOST_AUTO_TEST_CASE(a_model_left_all_zeros_is_named_with_l1) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace job_diagnosis_test
 }  // namespace dtrain::store

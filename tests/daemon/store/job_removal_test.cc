@@ -12,7 +12,7 @@
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::store {
-namespace {
+namespace job_removal_test {
 
 using testing::OpenRaw;
 using testing::OpenStore;
@@ -166,5 +166,5 @@ BOOST_AUTO_TEST_CASE(prune_selects_ended_jobs_by_age_state_and_owner) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace job_removal_test
 }  // namespace dtrain::store

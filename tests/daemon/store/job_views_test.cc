@@ -10,7 +10,7 @@
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::store {
-namespace {
+namespace job_views_test {
 
 using testing::OpenStore;
 using testing::TempStoreDir;
@@ -170,5 +170,5 @@ BOOST_AUTO_TEST_CASE(a_slurm_job_shows_every_grant_of_its_newest_attempt) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace job_views_test
 }  // namespace dtrain::store

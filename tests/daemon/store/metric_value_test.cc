@@ -10,7 +10,7 @@
 #include "daemon/server/control_request.h"
 
 namespace dtrain::store {
-namespace {
+namespace metric_value_test {
 
 using json = nlohmann::json;
 
@@ -51,5 +51,5 @@ BOOST_AUTO_TEST_CASE(a_workers_metric_frame_carries_nan_and_infinities_not_zeros
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace metric_value_test
 }  // namespace dtrain::store

@@ -4,7 +4,7 @@
 #include <string>
 
 namespace dtrain::store {
-namespace {
+namespace records_test {
 
 constexpr JobState kAllStates[] = {JobState::kQueued,     JobState::kStarting,  JobState::kRunning,
                                    JobState::kRecovering, JobState::kSucceeded, JobState::kFailed,
@@ -58,5 +58,5 @@ BOOST_AUTO_TEST_CASE(lifecycle_allows_the_documented_transitions_only) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace records_test
 }  // namespace dtrain::store

@@ -10,7 +10,7 @@
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::store {
-namespace {
+namespace schema_test {
 
 using testing::Contains;
 using testing::OpenRaw;
@@ -240,5 +240,5 @@ BOOST_AUTO_TEST_CASE(a_file_that_is_not_a_database_is_refused) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace schema_test
 }  // namespace dtrain::store

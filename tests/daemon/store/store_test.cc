@@ -13,7 +13,7 @@
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::store {
-namespace {
+namespace store_test {
 
 using testing::Contains;
 using testing::OpenRaw;
@@ -458,5 +458,5 @@ BOOST_AUTO_TEST_CASE(latest_metrics_are_the_newest_row_of_each_name) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace store_test
 }  // namespace dtrain::store

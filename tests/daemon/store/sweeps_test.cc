@@ -8,7 +8,7 @@
 #include "daemon/store/store_test_util.h"
 
 namespace dtrain::store {
-namespace {
+namespace sweeps_test {
 
 using testing::OpenStore;
 using testing::SampleJob;
@@ -134,5 +134,5 @@ BOOST_AUTO_TEST_CASE(a_removed_trial_job_leaves_its_row_without_a_job) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace sweeps_test
 }  // namespace dtrain::store

@@ -14,7 +14,7 @@
 #include "daemon/worker/upstream.h"
 
 namespace dtrain::worker {
-namespace {
+namespace regroup_channel_test {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -117,5 +117,5 @@ BOOST_AUTO_TEST_CASE(a_refused_regroup_is_an_error) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace
+}  // namespace regroup_channel_test
 }  // namespace dtrain::worker
