@@ -51,6 +51,11 @@ constexpr const char* kSubnet = "10.77.0.";  // each cluster has its own namespa
 constexpr const char* kBridge = "br0";
 constexpr const char* kTbfLatency = "100ms";  // queue depth: what waits longer is dropped
 
+// "h<host>", which names a host's folder and the bridge's end of its veth. Appended rather than
+// "h" + ...: inlined in a unity batch, g++ 12 takes that insert for an overlapping copy
+// (-Wrestrict).
+std::string HostTag(int host) { return std::string("h").append(std::to_string(host)); }
+
 std::string Join(const std::vector<std::string>& words) {
   std::string s;
   for (const std::string& w : words) s += (s.empty() ? "" : " ") + w;
@@ -257,14 +262,8 @@ std::string NetnsCluster::Namespace(int host) const {
 }
 std::string NetnsCluster::BridgeNamespace() const { return prefix_ + "-br"; }
 std::string NetnsCluster::Address(int host) const { return kSubnet + std::to_string(host + 1); }
-// "h<host>", appended rather than "h" + ...: inlined in a unity batch, g++ 12 takes that insert
-// for an overlapping copy (-Wrestrict).
-std::string NetnsCluster::HostDir(int host) const {
-  return dir_.Path(std::string("h").append(std::to_string(host)));
-}
-std::string NetnsCluster::PortName(int host) const {
-  return std::string("h").append(std::to_string(host));
-}
+std::string NetnsCluster::HostDir(int host) const { return dir_.Path(HostTag(host)); }
+std::string NetnsCluster::PortName(int host) const { return HostTag(host); }
 
 void NetnsCluster::Ip(const std::vector<std::string>& args) const {
   RunChecked("ip", args, dir_.Path("run"));
