@@ -14,7 +14,9 @@ constexpr std::string_view kMagic = "\x93NUMPY";
 // corrupt length from naming the whole file as header.
 constexpr std::uint64_t kMaxHeaderBytes = std::uint64_t{1} << 20;
 
-Status Bad(const std::string& what) { return Status::Error("not a valid .npy header: " + what); }
+Status NotNpyHeader(const std::string& what) {
+  return Status::Error("not a valid .npy header: " + what);
+}
 
 constexpr const char* kNotPlainDtype =
     "'descr' is not a plain dtype such as '<f4' (structured and string dtypes are not supported)";
@@ -90,7 +92,7 @@ Result<NpyDtype> ParseDescr(std::string_view descr) {
                       std::isalpha(static_cast<unsigned char>(descr[1])) != 0 &&
                       std::isdigit(static_cast<unsigned char>(descr[2])) != 0 &&
                       (descr.size() == 3 || std::isdigit(static_cast<unsigned char>(descr[3])));
-  if (!simple) return Bad(kNotPlainDtype);
+  if (!simple) return NotNpyHeader(kNotPlainDtype);
   std::string quoted;  // built by appending: GCC 12 gives a false -Wrestrict for "'" + ...
   quoted.append(1, '\'').append(descr).append(1, '\'');
   NpyDtype dtype;
@@ -152,15 +154,15 @@ std::optional<std::vector<std::uint64_t>> ParseShape(DictText& t) {
 
 Result<NpyHeader> ParseDict(std::string_view text, NpyHeader header) {
   DictText t(text);
-  if (!t.Take('{')) return Bad("the header is not a dict");
+  if (!t.Take('{')) return NotNpyHeader("the header is not a dict");
   bool descr = false, order = false, shape = false;
   while (!t.Take('}')) {
     std::optional<std::string_view> key = t.String();
-    if (!key) return Bad("a key of the header's dict is not a plain string");
-    if (!t.Take(':')) return Bad("a key of the header's dict has no ':' after it");
+    if (!key) return NotNpyHeader("a key of the header's dict is not a plain string");
+    if (!t.Take(':')) return NotNpyHeader("a key of the header's dict has no ':' after it");
     if (*key == "descr" && !descr) {
       std::optional<std::string_view> value = t.String();
-      if (!value) return Bad(kNotPlainDtype);
+      if (!value) return NotNpyHeader(kNotPlainDtype);
       Result<NpyDtype> dtype = ParseDescr(*value);
       if (!dtype.ok()) return dtype.status();
       header.dtype = dtype.value();
@@ -171,36 +173,36 @@ Result<NpyHeader> ParseDict(std::string_view text, NpyHeader header) {
             "the array is in Fortran (column-major) order: only C order is read "
             "(save numpy.ascontiguousarray(array))");
       }
-      if (!t.TakeWord("False")) return Bad("'fortran_order' is neither True nor False");
+      if (!t.TakeWord("False")) return NotNpyHeader("'fortran_order' is neither True nor False");
       order = true;
     } else if (*key == "shape" && !shape) {
       std::optional<std::vector<std::uint64_t>> dims = ParseShape(t);
-      if (!dims) return Bad("'shape' is not a tuple of non-negative integers");
+      if (!dims) return NotNpyHeader("'shape' is not a tuple of non-negative integers");
       header.shape = std::move(*dims);
       shape = true;
     } else {
-      return Bad(
+      return NotNpyHeader(
           "its dict has a key other than 'descr', 'fortran_order' and 'shape', or one of "
           "them twice");
     }
     if (!t.Take(',')) {
-      if (!t.Take('}')) return Bad("the header's dict is not closed");
+      if (!t.Take('}')) return NotNpyHeader("the header's dict is not closed");
       break;
     }
   }
-  if (!t.AtEnd()) return Bad("text follows the header's dict");
+  if (!t.AtEnd()) return NotNpyHeader("text follows the header's dict");
   if (!descr || !order || !shape) {
-    return Bad("its dict lacks one of 'descr', 'fortran_order' and 'shape'");
+    return NotNpyHeader("its dict lacks one of 'descr', 'fortran_order' and 'shape'");
   }
   std::uint64_t elements = 1;
   for (std::uint64_t d : header.shape) {
     if (d != 0 && elements > std::numeric_limits<std::uint64_t>::max() / d) {
-      return Bad("the shape holds more than 2^64 elements");
+      return NotNpyHeader("the shape holds more than 2^64 elements");
     }
     elements *= d;
   }
   if (elements > std::numeric_limits<std::uint64_t>::max() / 8 - header.data_offset) {
-    return Bad("the shape holds more bytes than a file can");
+    return NotNpyHeader("the shape holds more bytes than a file can");
   }
   return header;
 }
@@ -250,27 +252,27 @@ Result<NpyHeader> ParseNpyHeader(std::span<const std::uint8_t> bytes) {
   if (all.size() < kMagic.size() || all.substr(0, kMagic.size()) != kMagic) {
     return Status::Error("not a .npy file: it does not start with NumPy's magic string");
   }
-  if (all.size() < 8) return Bad("truncated before the format version");
+  if (all.size() < 8) return NotNpyHeader("truncated before the format version");
   NpyHeader header;
   header.major_version = bytes[6];
   if (header.major_version < 1 || header.major_version > 3 || bytes[7] != 0) {
-    return Bad("format version " + std::to_string(bytes[6]) + "." + std::to_string(bytes[7]) +
-               " is not one of 1.0, 2.0 and 3.0");
+    return NotNpyHeader("format version " + std::to_string(bytes[6]) + "." +
+                        std::to_string(bytes[7]) + " is not one of 1.0, 2.0 and 3.0");
   }
   const std::size_t length_bytes = header.major_version == 1 ? 2 : 4;
-  if (all.size() < 8 + length_bytes) return Bad("truncated before the header length");
+  if (all.size() < 8 + length_bytes) return NotNpyHeader("truncated before the header length");
   std::uint64_t length = 0;
   for (std::size_t i = 0; i < length_bytes; ++i) {
     length |= std::uint64_t{bytes[8 + i]} << (8 * i);
   }
   if (length > kMaxHeaderBytes) {
-    return Bad("the header length is " + std::to_string(length) + " bytes, more than " +
-               std::to_string(kMaxHeaderBytes));
+    return NotNpyHeader("the header length is " + std::to_string(length) + " bytes, more than " +
+                        std::to_string(kMaxHeaderBytes));
   }
   header.data_offset = 8 + length_bytes + length;
   if (all.size() < header.data_offset) {
-    return Bad("truncated: the header declares " + std::to_string(length) + " bytes, " +
-               std::to_string(all.size() - 8 - length_bytes) + " present");
+    return NotNpyHeader("truncated: the header declares " + std::to_string(length) + " bytes, " +
+                        std::to_string(all.size() - 8 - length_bytes) + " present");
   }
   return ParseDict(all.substr(8 + length_bytes, length), std::move(header));
 }

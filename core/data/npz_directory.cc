@@ -16,7 +16,7 @@ constexpr std::size_t kEndBytes = 22, kLocatorBytes = 20, kZip64EndBytes = 56;
 constexpr std::size_t kEntryBytes = 46, kLocalBytes = 30;
 constexpr std::uint32_t kSaturated32 = 0xFFFFFFFF;
 
-Status Bad(const std::string& what) {
+Status NotNpz(const std::string& what) {
   return Status::Error("not a valid .npz (zip) file: " + what);
 }
 
@@ -48,25 +48,25 @@ struct Directory {
 // The central directory's place, from the end record (searched backwards past a comment of up to
 // 64 KiB) and, where that record's fields are saturated, the zip64 end record.
 Result<Directory> FindDirectory(const Bytes& b) {
-  if (b.size() < kEndBytes) return Bad("too short for a zip end record");
+  if (b.size() < kEndBytes) return NotNpz("too short for a zip end record");
   const std::uint64_t lowest = b.size() > kEndBytes + 0xFFFF ? b.size() - kEndBytes - 0xFFFF : 0;
   std::uint64_t end = b.size() - kEndBytes;
   while (b.Le(end, 4) != kEndSignature) {
-    if (end == lowest) return Bad("no zip end record");
+    if (end == lowest) return NotNpz("no zip end record");
     --end;
   }
   Directory d{b.Le(end + 16, 4), b.Le(end + 12, 4), b.Le(end + 10, 2)};
   if (d.offset == kSaturated32 || d.size == kSaturated32 || d.entries == 0xFFFF) {
     if (end < kLocatorBytes || b.Le(end - kLocatorBytes, 4) != kZip64LocatorSignature) {
-      return Bad("a zip64 archive without its zip64 end record locator");
+      return NotNpz("a zip64 archive without its zip64 end record locator");
     }
     const std::uint64_t at = b.Le(end - kLocatorBytes + 8, 8);
     if (!b.Has(at, kZip64EndBytes) || b.Le(at, 4) != kZip64EndSignature) {
-      return Bad("the zip64 end record is missing or outside the file");
+      return NotNpz("the zip64 end record is missing or outside the file");
     }
     d = Directory{b.Le(at + 48, 8), b.Le(at + 40, 8), b.Le(at + 32, 8)};
   }
-  if (!b.Has(d.offset, d.size)) return Bad("the central directory lies outside the file");
+  if (!b.Has(d.offset, d.size)) return NotNpz("the central directory lies outside the file");
   return d;
 }
 
@@ -81,7 +81,7 @@ Status ApplyZip64(const Bytes& b, std::uint64_t extra, std::uint64_t extra_size,
       std::uint64_t next = at + 4;
       for (std::uint64_t* field : fields) {
         if (*field != kSaturated32) continue;
-        if (next + 8 > at + 4 + size) return Bad("a zip64 extra field is too short");
+        if (next + 8 > at + 4 + size) return NotNpz("a zip64 extra field is too short");
         *field = b.Le(next, 8);
         next += 8;
       }
@@ -90,7 +90,7 @@ Status ApplyZip64(const Bytes& b, std::uint64_t extra, std::uint64_t extra_size,
     at += 4 + size;
   }
   if (*uncompressed == kSaturated32 || *compressed == kSaturated32 || *local == kSaturated32) {
-    return Bad("an entry's sizes need a zip64 extra field it lacks");
+    return NotNpz("an entry's sizes need a zip64 extra field it lacks");
   }
   return Status::Ok();
 }
@@ -107,11 +107,11 @@ Result<NpzMember> FindNpzMember(std::span<const std::uint8_t> archive, const std
   for (std::uint64_t i = 0; i < dir.value().entries; ++i) {
     if (at > end || !b.Has(at, kEntryBytes) || end - at < kEntryBytes ||
         b.Le(at, 4) != kEntrySignature) {
-      return Bad("a central directory entry is malformed or outside the directory");
+      return NotNpz("a central directory entry is malformed or outside the directory");
     }
     const std::uint64_t name_size = b.Le(at + 28, 2), extra_size = b.Le(at + 30, 2);
     const std::uint64_t entry_size = kEntryBytes + name_size + extra_size + b.Le(at + 32, 2);
-    if (end - at < entry_size) return Bad("a central directory entry runs past the directory");
+    if (end - at < entry_size) return NotNpz("a central directory entry runs past the directory");
     if (b.Text(at + kEntryBytes, name_size) != wanted) {
       at += entry_size;
       continue;
@@ -129,9 +129,9 @@ Result<NpzMember> FindNpzMember(std::span<const std::uint8_t> archive, const std
         !s.ok()) {
       return s;
     }
-    if (uncompressed != compressed) return Bad(member + " is stored with two different sizes");
+    if (uncompressed != compressed) return NotNpz(member + " is stored with two different sizes");
     if (!b.Has(local, kLocalBytes) || b.Le(local, 4) != kLocalSignature) {
-      return Bad(member + " has no local header where its directory entry says");
+      return NotNpz(member + " has no local header where its directory entry says");
     }
     const std::uint64_t data = local + kLocalBytes + b.Le(local + 26, 2) + b.Le(local + 28, 2);
     if (!b.Has(data, compressed)) {

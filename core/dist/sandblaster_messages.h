@@ -11,6 +11,7 @@
 // Pure functions apart from the link I/O.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -92,6 +93,10 @@ Status SendSb(Link& link, const SbHeader& h, std::span<const float> data, Deadli
 Result<SbHeader> RecvSb(Link& link, std::uint32_t tag, Deadline deadline);
 // Receives any header; its tag in *tag.
 Result<SbHeader> RecvAnySb(Link& link, std::uint32_t* tag, Deadline deadline);
+
+// The deadline of a wait with no natural end (the coordinator's next order, a worker's next
+// request): the peer's death or Close ends it, and the daemon's heartbeat finds a stalled process.
+inline Deadline NoDeadline() { return Clock::now() + std::chrono::hours(24 * 365); }
 
 // "dot", "begin pass", ... for messages.
 std::string SbKindName(SbKind kind);

@@ -28,8 +28,7 @@ class Worker {
     if (Status s = Tell({.kind = SbKind::kReady}); !s.ok()) return s;
     while (true) {
       // An order may be long in coming: the coordinator waits for other workers' units.
-      Result<SbHeader> order = RecvSb(coordinator_, SbTag(SbKind::kOrder),
-                                      Clock::now() + std::chrono::hours(24 * 365));
+      Result<SbHeader> order = RecvSb(coordinator_, SbTag(SbKind::kOrder), NoDeadline());
       if (!order.ok()) return order.status();
       const SbHeader& h = order.value();
       if ((h.flags & kSbDrop) != 0) Clear(sum_, sum_loss_, sum_correct_);

@@ -6,14 +6,6 @@
 #include "core/dist/sandblaster_messages.h"
 
 namespace dtrain::dist {
-namespace {
-
-// Waits that have no natural end (the coordinator's next order, a worker's next request): the
-// peer's death or Close ends them, and the daemon's heartbeat finds a stalled process.
-Deadline Far() { return Clock::now() + std::chrono::hours(24 * 365); }
-
-}  // namespace
-
 VectorShard::VectorShard(VectorShardOptions options)
     : options_(std::move(options)),
       name_("shard " + std::to_string(options_.shard) + " of " + std::to_string(options_.shards) +
@@ -108,7 +100,7 @@ void VectorShard::ServeWorker(Link& link) {
   };
   while (true) {
     std::uint32_t tag = 0;
-    Result<SbHeader> h = RecvAnySb(link, &tag, Far());
+    Result<SbHeader> h = RecvAnySb(link, &tag, NoDeadline());
     if (!h.ok()) return fail();
     const Deadline deadline = Clock::now() + options_.timeout;
     SbHeader reply{.kind = h.value().kind, .from = static_cast<std::uint32_t>(options_.shard)};
@@ -157,7 +149,7 @@ Status VectorShard::Serve(Link& coordinator, std::span<Link* const> workers) {
   Status status;
   for (bool done = false; !done && status.ok();) {
     std::uint32_t tag = 0;
-    Result<SbHeader> h = RecvAnySb(coordinator, &tag, Far());
+    Result<SbHeader> h = RecvAnySb(coordinator, &tag, NoDeadline());
     status = h.ok() ? Answer(coordinator, h.value(), &done) : h.status();
   }
   {

@@ -5,12 +5,6 @@
 #include "core/dist/work_units.h"
 
 namespace dtrain::dist {
-namespace {
-
-Deadline Far() { return Clock::now() + std::chrono::hours(24 * 365); }
-
-}  // namespace
-
 WorkDispatcher::WorkDispatcher(std::vector<Link*> workers, DispatchOptions options)
     : links_(std::move(workers)), options_(options), workers_(links_.size()) {
   for (std::size_t w = 0; w < links_.size(); ++w) {
@@ -27,7 +21,7 @@ void WorkDispatcher::Read(int worker) {
   Link& link = *links_[static_cast<std::size_t>(worker)];
   while (true) {
     std::uint32_t tag = 0;
-    Result<SbHeader> h = RecvAnySb(link, &tag, Far());
+    Result<SbHeader> h = RecvAnySb(link, &tag, NoDeadline());
     Event e;
     e.worker = worker;
     if (h.ok()) {

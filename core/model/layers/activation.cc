@@ -5,7 +5,7 @@
 #include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
-namespace {
+namespace activation_layer {
 
 class ActivationLayer final : public Layer {
  public:
@@ -47,13 +47,14 @@ constexpr LayerSpelling kNames[] = {
     {"tanh", {.kind = LayerKind::kActivation, .activation = math::Activation::kTanh}},
     {"sigmoid", {.kind = LayerKind::kActivation, .activation = math::Activation::kSigmoid}}};
 
-}  // namespace
+}  // namespace activation_layer
 
-extern constexpr LayerType kActivationLayer{.kind = LayerKind::kActivation,
-                                            .spellings = kNames,
-                                            .keys = {},
-                                            .make = MakeActivation,
-                                            .write_graph = WriteGraphOf<ActivationLayer>,
-                                            .named_by_activation = true};
+extern constexpr LayerType kActivationLayer{
+    .kind = LayerKind::kActivation,
+    .spellings = activation_layer::kNames,
+    .keys = {},
+    .make = activation_layer::MakeActivation,
+    .write_graph = WriteGraphOf<activation_layer::ActivationLayer>,
+    .named_by_activation = true};
 
 }  // namespace dtrain::model::layers

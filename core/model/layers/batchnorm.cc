@@ -12,7 +12,7 @@
 #include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
-namespace {
+namespace batchnorm_layer {
 
 class BatchNorm final : public Layer {
  public:
@@ -167,12 +167,12 @@ constexpr KeyRange kUnitOpenClosed{0.0, 1.0, true, false};
 constexpr LayerKey kKeys[] = {FloatKey("momentum", &LayerSpec::momentum, kUnitOpenClosed),
                               FloatKey("eps", &LayerSpec::epsilon, kUnitOpenClosed)};
 
-}  // namespace
+}  // namespace batchnorm_layer
 
 extern constexpr LayerType kBatchNormLayer{.kind = LayerKind::kBatchNorm,
-                                           .spellings = kNames,
-                                           .keys = kKeys,
-                                           .make = MakeBatchNorm,
-                                           .write_graph = WriteGraphOf<BatchNorm>};
+                                           .spellings = batchnorm_layer::kNames,
+                                           .keys = batchnorm_layer::kKeys,
+                                           .make = batchnorm_layer::MakeBatchNorm,
+                                           .write_graph = WriteGraphOf<batchnorm_layer::BatchNorm>};
 
 }  // namespace dtrain::model::layers

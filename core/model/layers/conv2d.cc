@@ -26,7 +26,7 @@
 #include "core/model/onednn_paths.h"
 
 namespace dtrain::model::layers {
-namespace {
+namespace conv2d_layer {
 
 // How one product of a conv2d pass runs: through oneDNN, with its inputs in `precision`, or
 // through im2col (its GEMMs in the process's precision).
@@ -447,13 +447,13 @@ constexpr LayerKey kKeys[] = {IntKey("filters", &LayerSpec::filters, 1, kMaxFilt
                               PaddingKey("padding", &LayerSpec::padding, kMaxKernel),
                               ActivationKey("activation")};
 
-}  // namespace
+}  // namespace conv2d_layer
 
 extern constexpr LayerType kConv2dLayer{.kind = LayerKind::kConv2d,
-                                        .spellings = kNames,
-                                        .keys = kKeys,
-                                        .make = MakeConv2d,
-                                        .write_graph = WriteGraphOf<Conv2d>,
-                                        .summary = Summary};
+                                        .spellings = conv2d_layer::kNames,
+                                        .keys = conv2d_layer::kKeys,
+                                        .make = conv2d_layer::MakeConv2d,
+                                        .write_graph = WriteGraphOf<conv2d_layer::Conv2d>,
+                                        .summary = conv2d_layer::Summary};
 
 }  // namespace dtrain::model::layers

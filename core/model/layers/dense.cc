@@ -8,7 +8,7 @@
 #include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
-namespace {
+namespace dense_layer {
 
 using math::Trans;
 
@@ -108,13 +108,13 @@ constexpr LayerKey kKeys[] = {
         .RequiredUnlessLast("dense needs units (only the last layer may leave them to the data)"),
     ActivationKey("activation")};
 
-}  // namespace
+}  // namespace dense_layer
 
 extern constexpr LayerType kDenseLayer{.kind = LayerKind::kDense,
-                                       .spellings = kNames,
-                                       .keys = kKeys,
-                                       .make = MakeDense,
-                                       .write_graph = WriteGraphOf<Dense>,
-                                       .summary = Summary};
+                                       .spellings = dense_layer::kNames,
+                                       .keys = dense_layer::kKeys,
+                                       .make = dense_layer::MakeDense,
+                                       .write_graph = WriteGraphOf<dense_layer::Dense>,
+                                       .summary = dense_layer::Summary};
 
 }  // namespace dtrain::model::layers

@@ -10,7 +10,7 @@
 #include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
-namespace {
+namespace dropout_layer {
 
 class Dropout final : public Layer {
  public:
@@ -67,13 +67,13 @@ std::string Summary(const LayerSpec& layer, int /*outputs*/) {
 constexpr LayerSpelling kNames[] = {{"dropout", {.kind = LayerKind::kDropout, .rate = 0.5f}}};
 constexpr LayerKey kKeys[] = {FloatKey("rate", &LayerSpec::rate, {0.0, 1.0, false, true})};
 
-}  // namespace
+}  // namespace dropout_layer
 
 extern constexpr LayerType kDropoutLayer{.kind = LayerKind::kDropout,
-                                         .spellings = kNames,
-                                         .keys = kKeys,
-                                         .make = MakeDropout,
-                                         .write_graph = WriteGraphOf<Dropout>,
-                                         .summary = Summary};
+                                         .spellings = dropout_layer::kNames,
+                                         .keys = dropout_layer::kKeys,
+                                         .make = dropout_layer::MakeDropout,
+                                         .write_graph = WriteGraphOf<dropout_layer::Dropout>,
+                                         .summary = dropout_layer::Summary};
 
 }  // namespace dtrain::model::layers

@@ -5,7 +5,7 @@
 #include "core/model/layer_type.h"
 
 namespace dtrain::model::layers {
-namespace {
+namespace flatten_layer {
 
 class Flatten final : public Layer {
  public:
@@ -40,12 +40,12 @@ Result<std::unique_ptr<Layer>> MakeFlatten(const LayerSpec& /*spec*/, Shape inpu
 
 constexpr LayerSpelling kNames[] = {{"flatten", {.kind = LayerKind::kFlatten}}};
 
-}  // namespace
+}  // namespace flatten_layer
 
 extern constexpr LayerType kFlattenLayer{.kind = LayerKind::kFlatten,
-                                         .spellings = kNames,
+                                         .spellings = flatten_layer::kNames,
                                          .keys = {},
-                                         .make = MakeFlatten,
-                                         .write_graph = WriteGraphOf<Flatten>};
+                                         .make = flatten_layer::MakeFlatten,
+                                         .write_graph = WriteGraphOf<flatten_layer::Flatten>};
 
 }  // namespace dtrain::model::layers

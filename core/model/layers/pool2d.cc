@@ -16,7 +16,7 @@
 #include "core/model/onednn_paths.h"
 
 namespace dtrain::model::layers {
-namespace {
+namespace pool2d_layer {
 
 class Pool2d final : public Layer {
  public:
@@ -236,19 +236,19 @@ constexpr LayerKey kKeys[] = {
     IntKey("size", &LayerSpec::kernel, 1, kMaxWindowSide),
     IntKey("stride", &LayerSpec::stride, 1, kMaxWindowSide).SameAs(&LayerSpec::kernel)};
 
-}  // namespace
+}  // namespace pool2d_layer
 
 extern constexpr LayerType kMaxPool2dLayer{.kind = LayerKind::kMaxPool2d,
-                                           .spellings = kMaxNames,
-                                           .keys = kKeys,
-                                           .make = MakePool2d,
-                                           .write_graph = WriteGraphOf<Pool2d>,
-                                           .summary = Summary};
+                                           .spellings = pool2d_layer::kMaxNames,
+                                           .keys = pool2d_layer::kKeys,
+                                           .make = pool2d_layer::MakePool2d,
+                                           .write_graph = WriteGraphOf<pool2d_layer::Pool2d>,
+                                           .summary = pool2d_layer::Summary};
 extern constexpr LayerType kAvgPool2dLayer{.kind = LayerKind::kAvgPool2d,
-                                           .spellings = kAvgNames,
-                                           .keys = kKeys,
-                                           .make = MakePool2d,
-                                           .write_graph = WriteGraphOf<Pool2d>,
-                                           .summary = Summary};
+                                           .spellings = pool2d_layer::kAvgNames,
+                                           .keys = pool2d_layer::kKeys,
+                                           .make = pool2d_layer::MakePool2d,
+                                           .write_graph = WriteGraphOf<pool2d_layer::Pool2d>,
+                                           .summary = pool2d_layer::Summary};
 
 }  // namespace dtrain::model::layers
