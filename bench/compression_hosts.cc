@@ -24,10 +24,11 @@
 // --epochs epochs (default 2), evaluating on the test set after each, and prints each one's test
 // accuracy after every epoch, the running time, and its final difference from none in points;
 // --link RATE limits every host's link, --momentum trains with momentum SGD (lr 0.05, cosine)
-// instead of Adam, --target ACC adds the seconds to that test accuracy and none's over them.
+// instead of Adam, --target ACC adds the seconds to that test accuracy and none's over them,
+// --seed N sets the jobs' [train] seed (initialisation and data order; default 1, the job's).
 // Needs root. Usage: bench_compression_hosts [--model mlp|cnn] [--hosts N] [--per-host N]
 //   [--steps N] [--rounds N] [--accuracy] [--epochs N] [--link RATE] [--momentum] [--target ACC]
-//   [--only TEXT] [DTRAIND DTRAIN]   (default: the MLP, 2 hosts, 24 steps, 3 rounds; the
+//   [--seed N] [--only TEXT] [DTRAIND DTRAIN]   (default: the MLP, 2 hosts, 24 steps, 3 rounds; the
 //   binaries beside this one's build tree); --only runs the methods whose name contains TEXT, or
 //   one of TEXT's comma-separated parts ("none,serial"); a part ending in '$' must end the name
 //   ("none,powersgd$": not powersgd-serial).
@@ -83,6 +84,7 @@ struct Options {
   std::string link;       // --accuracy: every host's link (tc tbf rate); empty: no limit
   bool momentum = false;  // --accuracy: momentum SGD (lr 0.05, cosine) instead of Adam
   double target = 0.0;    // --accuracy: also the seconds to this test accuracy (0: not asked)
+  long long seed = 1;     // --accuracy: the jobs' [train] seed
 };
 
 struct Link {
@@ -288,16 +290,16 @@ double SecondsTo(const json& job, const std::vector<dtrain::bench::MetricSample>
 void Accuracy(JobCluster& cluster, const Options& options, const std::string& only) {
   const std::string train = "epochs = " + std::to_string(options.epochs) +
                             "\nbatch_size = " + std::to_string(kGlobalBatch / options.workers()) +
-                            "\nlog_every = 100\n";
+                            "\nlog_every = 100\nseed = " + std::to_string(options.seed) + "\n";
   const std::string optimizer =
       options.momentum
           ? "type = \"momentum\"\nlr = 0.05\nschedule = \"cosine\"\nwarmup_steps = 100\n"
           : dtrain::bench::kWideMlpAdam;
   std::printf(
-      "%d epochs at %s, %s; test accuracy after each epoch, running seconds, final accuracy's "
-      "points vs none",
+      "%d epochs at %s, %s, seed %lld; test accuracy after each epoch, running seconds, final "
+      "accuracy's points vs none",
       options.epochs, options.link.empty() ? "no limit" : options.link.c_str(),
-      options.momentum ? "momentum SGD lr 0.05, cosine" : "Adam lr 0.0005");
+      options.momentum ? "momentum SGD lr 0.05, cosine" : "Adam lr 0.0005", options.seed);
   if (options.target > 0.0) {
     std::printf("; seconds to %.2f (first evaluation at or above it) and none's over them",
                 options.target);
@@ -373,6 +375,8 @@ int main(int argc, char** argv) {
       options.momentum = true;
     } else if (a == "--target" && i + 1 < argc) {
       options.target = std::atof(argv[++i]);
+    } else if (a == "--seed" && i + 1 < argc) {
+      options.seed = std::max(0LL, std::atoll(argv[++i]));
     } else {
       rest.push_back(argv[i]);
     }
