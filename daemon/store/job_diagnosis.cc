@@ -12,18 +12,17 @@
 
 #include "core/train/metrics.h"
 #include "daemon/store/job_views.h"
+#include "daemon/worker/exit_status.h"
 
 namespace dtrain::store {
 namespace {
 
 using nlohmann::json;
 
-constexpr int kStoppedAsAsked = 130;
-
 bool Failed(const WorkerRecord& w) {
   if (w.state == WorkerState::kKilled) return true;
   return w.state == WorkerState::kExited && w.exit_status && *w.exit_status != 0 &&
-         *w.exit_status != kStoppedAsAsked;
+         *w.exit_status != worker::kExitStopped;
 }
 
 std::string SignalName(int signal) {

@@ -6,9 +6,10 @@
 //
 // The first cause is the earliest in time of:
 //  - a failed process: one killed by a signal, or one that exited with a status other than 0
-//    and 130 (130: it stopped as asked). A process killed by a signal within kPeerDeathSeconds
-//    of an earlier failure is taken instead of it: peers that lose a process fail right after it
-//    with an exit status, so the signal is the cause and their exits its consequence;
+//    and 130 (worker::kExitStopped: it stopped as asked). A process killed by a signal within
+//    kPeerDeathSeconds of an earlier failure is taken instead of it: peers that lose a process fail
+//    right after it with an exit status, so the signal is the cause and their exits its
+//    consequence;
 //  - the first non-finite value of a loss (a metric named *loss or *mse), by step;
 //  - the job's cancellation (the event into state cancelled);
 //  - the job's failure event, when no process failed (e.g. its data could not be read).
