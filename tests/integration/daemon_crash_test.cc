@@ -399,11 +399,15 @@ BOOST_AUTO_TEST_CASE(a_full_disk_fails_the_checkpoint_keeps_the_previous_and_say
   BOOST_REQUIRE(WaitUntil([&] { return NewestCheckpointStep(d, id) >= 20; }));
   BOOST_TEST_MESSAGE("filled " << FillDisk(filler) << " bytes");
   json job;
-  BOOST_REQUIRE_MESSAGE(WaitUntil([&] {
+  const bool failed_or_ended = WaitUntil([&] {
     job = d.Status(id);  // the daemon keeps answering
     return AnyContains(Reasons(job), "database or disk is full") ||
            (job["state"] != "running" && job["state"] != "recovering");
-  }), job.dump());
+  });
+  if (!failed_or_ended) {
+    for (const std::string& line : LogLines(d, id)) BOOST_TEST_MESSAGE("log: " << line);
+  }
+  BOOST_REQUIRE_MESSAGE(failed_or_ended, job.dump());
   BOOST_TEST(AnyContains(Reasons(job), "database or disk is full"), job.dump());
   BOOST_TEST(AnyContains(Reasons(job), "sent a checkpoint that could not be stored"), job.dump());
   // The newest checkpoint that was committed still loads and verifies.
