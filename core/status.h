@@ -24,6 +24,7 @@ enum class StatusCode {
   kError,
   kTimeout,  // a deadline passed before the operation completed
   kClosed,   // the other end (or our own side) closed the connection
+  kNoSpace,  // the disk is full: the same write may succeed once space is back
 };
 
 class [[nodiscard]] Status {

@@ -89,8 +89,10 @@ ClusterSide Cluster(const DaemonOptions& options, const net::ClusterKey* key,
 }
 
 ManagerSettings Settings(const config::DaemonConfig& c, const std::string& worker_exe,
-                         const Membership* membership, const std::string& data_host) {
+                         const Membership* membership, const std::string& data_host,
+                         const Logger* log) {
   ManagerSettings s;
+  s.warn = [log](std::string_view message) { log->Warning(message); };
   s.run_as_owner = RunsAsOwner();
   s.max_jobs = c.max_jobs;
   s.cores = ResolveCores(c.cores);
@@ -162,7 +164,7 @@ class Daemon {
         pool_(2),
         supervisor_(io_, static_cast<std::size_t>(options.config.max_log_line)),
         jobs_(io_, pool_, *store_, supervisor_,
-              Settings(options.config, options.worker_exe, &membership_, data_host_)),
+              Settings(options.config, options.worker_exe, &membership_, data_host_, &log_)),
         sweeps_(io_, pool_, *store_, jobs_),
         server_(io_, pool_, *store_, jobs_, options.config.socket, options.config.socket_mode,
                 Cluster(options, key(), &membership_, &supervisor_, data_host_), caps_),
@@ -269,7 +271,7 @@ class Daemon {
       log_.Error("SIGHUP: keeping the previous configuration");
     } else {
       const config::DaemonConfig& c = *loaded.config;
-      jobs_.Reload(Settings(c, options_.worker_exe, &membership_, DataHost(c)));
+      jobs_.Reload(Settings(c, options_.worker_exe, &membership_, DataHost(c), &log_));
       log_.set_level(LevelOf(c));
       log_.Info("SIGHUP: configuration re-read: max_jobs " + std::to_string(c.max_jobs) +
                 ", cores " + std::to_string(ResolveCores(c.cores)));

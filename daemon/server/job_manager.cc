@@ -205,9 +205,7 @@ void JobManager::Schedule() {
 asio::awaitable<void> JobManager::Start(std::int64_t id) {
   Job* job = jobs_.at(id).get();
   if (job->state == JobState::kQueued) {
-    Status s = co_await OffThread(pool_, [this, id] {
-      return store_.SetJobState(id, JobState::kStarting, "starting the worker processes");
-    });
+    Status s = co_await StoreState(id, JobState::kStarting, "starting the worker processes");
     job = jobs_.at(id).get();
     if (!s.ok()) {
       job->active = false;
@@ -378,11 +376,7 @@ asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t att
   if (q.pid != pid) co_return;  // replaced meanwhile
   q.row = row.value();
   if (const ProcessState& state = job->machine.process(rank); state.exited) {
-    // It ended before its row existed.
-    const std::int64_t r = q.row;
-    const ProcessExit e = state.exit;
-    co_await OffThread(
-        pool_, [this, r, e] { return store_.RecordWorkerExit(r, e.exit_status, e.signal); });
+    co_await RecordExit(q.row, state.exit, store::WallClock());  // it ended before its row existed
   }
 }
 
@@ -403,8 +397,9 @@ void JobManager::FailAttempt(Job& job, const std::string& why) {
 }
 
 asio::awaitable<void> JobManager::MarkRecovering(std::int64_t id, std::string reason) {
-  auto mark = [this, id, &reason] { return store_.SetJobState(id, JobState::kRecovering, reason); };
-  co_await OffThread(pool_, mark);
+  if (Status s = co_await StoreState(id, JobState::kRecovering, std::move(reason)); !s.ok()) {
+    Warn(s.message());
+  }
 }
 
 void JobManager::StopProcesses(Job& job, std::chrono::milliseconds grace) {
@@ -585,6 +580,7 @@ void JobManager::WorkerDone(std::int64_t id, int rank, const std::string& stop, 
 
 asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t attempt, int rank,
                                                ProcessExit exit) {
+  const double exited_at = store::WallClock();
   Job* job = Current(id, attempt);
   if (job == nullptr) co_return;
   job->machine.Exited(rank, exit);
@@ -623,11 +619,7 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
     FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
   }
   if (!job->machine.ready() && job->rendezvous) job->rendezvous->Abandon();  // admitted ones stop
-  if (row != 0) {
-    co_await OffThread(pool_, [this, row, exit] {
-      return store_.RecordWorkerExit(row, exit.exit_status, exit.signal);
-    });
-  }
+  if (row != 0) co_await RecordExit(row, exit, exited_at);
   job = Current(id, attempt);
   if (!counted.last || job == nullptr) co_return;
   if (job->OnSlurm()) {
@@ -652,10 +644,9 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
       break;
     case Outcome::Kind::kLeftForNextStart:
       if (j.state == JobState::kRunning || j.state == JobState::kStarting) {
-        co_await OffThread(pool_, [this, id] {
-          return store_.SetJobState(id, JobState::kRecovering,
-                                    "the daemon stopped; the job resumes at its next start");
-        });
+        // Unstored, it is "running" to the next start, which recovers it all the same.
+        (void)co_await StoreState(id, JobState::kRecovering,
+                                  "the daemon stopped; the job resumes at its next start");
       }
       jobs_.erase(id);
       break;
@@ -679,16 +670,106 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
 
 asio::awaitable<void> JobManager::Finish(std::int64_t id, store::JobState state,
                                          const std::string& reason) {
-  // Everything the worker printed is committed before the job is seen to end.
-  auto finish = [this, id, state, reason] {
+  // Everything the worker printed is committed before the job is seen to end (rows the disk had
+  // no room for were dropped: the daemon's log counts them, and the end goes on).
+  auto flush = [this, id, reason] {
     store_.AppendLog(id, 0, "daemon", reason);
-    Status flushed = store_.Flush();
-    Status moved = store_.SetJobState(id, state, reason);
-    return moved.ok() ? flushed : moved;
+    return store_.Flush();
   };
-  co_await OffThread(pool_, finish);
+  // Named: see async.h on GCC 12 and temporaries.
+  if (Status flushed = co_await OffThread(pool_, flush); !flushed.ok()) {
+    Warn("at the end of job " + std::to_string(id) + ": " + flushed.message());
+  }
+  auto ended = [this, id] {
+    if (on_end_) on_end_(id);
+  };
+  if (Status s = co_await StoreState(id, state, reason, ended); !s.ok()) Warn(s.message());
   jobs_.erase(id);
-  if (on_end_) on_end_(id);
+}
+
+asio::awaitable<Status> JobManager::StoreState(std::int64_t id, JobState to, std::string reason,
+                                               std::function<void()> stored) {
+  std::deque<StateChange>& queue = unstored_states_[id];
+  queue.push_back({to, std::move(reason), store::WallClock(), std::move(stored)});
+  if (queue.size() > 1) co_return Status::Ok();  // stored after the earlier ones, by their writer
+  StoredChanges result = co_await StoreQueuedStates(id);
+  if (!result.no_space.ok()) {
+    asio::co_spawn(io_, StoreStatesLater(id, std::move(result.no_space)), asio::detached);
+  }
+  co_return result.first;
+}
+
+asio::awaitable<JobManager::StoredChanges> JobManager::StoreQueuedStates(std::int64_t id) {
+  // One writer at a time per job: whoever found its queue empty, or StoreStatesLater.
+  StoredChanges out;
+  for (bool first = true;; first = false) {
+    std::deque<StateChange>& queue = unstored_states_[id];
+    if (queue.empty()) {
+      unstored_states_.erase(id);
+      co_return out;
+    }
+    StateChange change = queue.front();
+    Status s = co_await OffThread(pool_, [this, id, &change] {
+      return store_.SetJobState(id, change.to, change.reason, change.at);
+    });
+    if (s.code() == StatusCode::kNoSpace) {
+      out.no_space = std::move(s);
+      co_return out;
+    }
+    unstored_states_[id].pop_front();
+    if (s.ok()) {
+      if (change.stored) change.stored();
+    } else if (first) {
+      out.first = std::move(s);
+    } else {
+      Warn("a state change stored late was refused: " + s.message());
+    }
+  }
+}
+
+asio::awaitable<void> JobManager::StoreStatesLater(std::int64_t id, Status no_space) {
+  const std::string job = "job " + std::to_string(id);
+  Warn(no_space.message() + "; its state changes wait, and are tried again until stored");
+  for (auto wait = kStoreRetryFirst; co_await AwaitRetry(wait);) {
+    StoredChanges result = co_await StoreQueuedStates(id);
+    if (result.no_space.ok()) {
+      Warn(job + ": its state changes are stored");
+      co_return;
+    }
+  }
+  Warn(job + ": state changes not stored before the daemon stopped (its next start reconciles it)");
+}
+
+asio::awaitable<void> JobManager::RecordExit(std::int64_t row, ProcessExit exit, double at) {
+  Status s = co_await OffThread(pool_, [this, row, exit, at] {
+    return store_.RecordWorkerExit(row, exit.exit_status, exit.signal, at);
+  });
+  if (s.code() == StatusCode::kNoSpace) {
+    asio::co_spawn(io_, RecordExitLater(row, exit, at, std::move(s)), asio::detached);
+  }
+}
+
+asio::awaitable<void> JobManager::RecordExitLater(std::int64_t row, ProcessExit exit, double at,
+                                                  Status no_space) {
+  Warn(no_space.message() + "; tried again until stored");
+  for (auto wait = kStoreRetryFirst; co_await AwaitRetry(wait);) {
+    Status s = co_await OffThread(pool_, [this, row, exit, at] {
+      return store_.RecordWorkerExit(row, exit.exit_status, exit.signal, at);
+    });
+    if (s.code() != StatusCode::kNoSpace) co_return;
+  }
+}
+
+asio::awaitable<bool> JobManager::AwaitRetry(std::chrono::milliseconds& wait) {
+  if (shutting_down_) co_return false;
+  asio::steady_timer pause(io_, wait);
+  co_await pause.async_wait(asio::use_awaitable);
+  wait = std::min(wait * 2, kStoreRetryMost);
+  co_return !shutting_down_;
+}
+
+void JobManager::Warn(std::string_view message) const {
+  if (settings_.warn) settings_.warn(message);
 }
 
 asio::awaitable<std::optional<Refusal>> JobManager::Cancel(std::int64_t id, uid_t caller) {

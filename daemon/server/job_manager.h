@@ -23,6 +23,9 @@
 // its token on standard input. A daemon that cannot change users (not root) runs only its own
 // user's jobs.
 //
+// A job's state changes reach the store in the order they happened (StoreState): one the store
+// could not take for a full disk waits, with every later one, until it is stored.
+//
 // Lives on the io_context's thread: every method must be called there (coroutines resume there
 // too). Store calls that wait run on the blocking pool. Thread-compatible, not thread-safe.
 #pragma once
@@ -70,6 +73,13 @@ inline constexpr std::chrono::milliseconds kFailedAttemptGrace{2000};
 // How long a process's failure (an exit status, not a signal) waits before it becomes the
 // attempt's reason, so that a peer's death by a signal, usually its cause, is named instead.
 inline constexpr std::chrono::milliseconds kBlameGrace{300};
+// A job's state change or a process's exit that the store could not take for a full disk (the
+// space it keeps for such records taken by another program too) is tried again after
+// kStoreRetryFirst, then at doubling intervals up to kStoreRetryMost, until it is stored or the
+// daemon stops (whose next start reconciles the job): a job's record never keeps saying
+// "running" once space is back, and its changes are stored in the order they happened.
+inline constexpr std::chrono::milliseconds kStoreRetryFirst{250};
+inline constexpr std::chrono::milliseconds kStoreRetryMost{5000};
 
 struct ManagerSettings {
   // Whether job processes run as their owners (a root daemon); otherwise every job must be the
@@ -92,6 +102,8 @@ struct ManagerSettings {
   // Also told every line a worker prints (dtrain run echoes them); optional.
   std::function<void(std::int64_t job, int rank, std::string_view stream, std::string_view line)>
       on_line;
+  // The daemon's own log, for what the store could not take (optional).
+  std::function<void(std::string_view message)> warn;
 };
 
 // A refusal, with the control protocol's error code ("not_found", "denied", "conflict", ...).
@@ -356,6 +368,34 @@ class JobManager {
   // Builds a Job from a stored record, or says why it cannot run.
   asio::awaitable<Result<std::unique_ptr<Job>>> LoadJob(const store::JobRecord& record);
   asio::awaitable<void> Finish(std::int64_t id, store::JobState state, const std::string& reason);
+  // A job's state change as it happened, until the store has it.
+  struct StateChange {
+    store::JobState to;
+    std::string reason;
+    double at = 0;                 // when it happened, in seconds since the epoch
+    std::function<void()> stored;  // called once it is stored (optional)
+  };
+  struct StoredChanges {
+    Status first;     // the first change's result (OK while it waits for space)
+    Status no_space;  // not OK: a change waits for space, and every later one with it
+  };
+  // Stores the job's move to `to` after every earlier change of its state. OK once stored, and
+  // also when the disk is full: the change then waits, with any later one, and is tried again
+  // (kStoreRetryFirst) until stored. An error: the store refused it (the lifecycle).
+  asio::awaitable<Status> StoreState(std::int64_t id, store::JobState to, std::string reason,
+                                     std::function<void()> stored = {});
+  // Stores the job's queued changes in order, until none is left or the disk is full.
+  asio::awaitable<StoredChanges> StoreQueuedStates(std::int64_t id);
+  asio::awaitable<void> StoreStatesLater(std::int64_t id, Status no_space);
+  // Records that the process in worker row `row` ended (`at`: when); a full disk's failure is
+  // tried again later.
+  asio::awaitable<void> RecordExit(std::int64_t row, ProcessExit exit, double at);
+  asio::awaitable<void> RecordExitLater(std::int64_t row, ProcessExit exit, double at,
+                                        Status no_space);
+  // Waits `wait` before another try at a write the disk had no room for, and doubles it (up to
+  // kStoreRetryMost); false once the daemon is stopping.
+  asio::awaitable<bool> AwaitRetry(std::chrono::milliseconds& wait);
+  void Warn(std::string_view message) const;
   // Where the job's processes would run now with `workers` replicas (and its cores on this host,
   // set on the job).
   Placed Place(Job& job, int workers) const;
@@ -435,6 +475,8 @@ class JobManager {
   std::deque<std::pair<std::int64_t, std::string>> notes_;  // NoteEvents' (job, event), in order
   bool draining_notes_ = false;                             // DrainNotes is running
   std::function<void(std::int64_t id)> on_end_;             // SetJobEndSink's
+  // Each job's state changes not stored yet, oldest first (StoreState); absent when none.
+  std::map<std::int64_t, std::deque<StateChange>> unstored_states_;
 };
 
 }  // namespace dtrain::server

@@ -95,8 +95,7 @@ asio::awaitable<Result<Admission>> JobManager::AdmitWorker(
       reason += " from the checkpoint at step " + std::to_string(a.resume_step);
     }
     if (!a.members.empty()) reason += std::string("; ") + job->OthersJoin();
-    auto run = [this, id, reason] { return store_.SetJobState(id, JobState::kRunning, reason); };
-    Status s = co_await OffThread(pool_, run);
+    Status s = co_await StoreState(id, JobState::kRunning, reason);
     job = Current(id, attempt);
     if (job == nullptr) co_return refused;
     if (!s.ok()) {

@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <utility>
 
 namespace dtrain::store {
@@ -26,6 +28,15 @@ bool SpaceReserve::Make() {
   held_ = allocated && closed;
   if (!held_) ::unlink(path_.c_str());
   return held_;
+}
+
+bool SpaceReserve::MakeIfRoom() {
+  if (bytes_ == 0) return false;
+  const std::string dir = std::filesystem::path(path_).parent_path().string();
+  struct statvfs fs {};
+  if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) != 0) return false;
+  const auto free = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+  return free >= 2 * bytes_ && Make();
 }
 
 bool SpaceReserve::Release() {

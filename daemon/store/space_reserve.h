@@ -5,7 +5,8 @@
 // stays.
 //
 //   SpaceReserve reserve(db_path + "-reserve", 4 << 20);
-//   reserve.Make();                               // at start, and again once space is back
+//   reserve.Make();                               // at start
+//   reserve.MakeIfRoom();                         // again once space is back
 //   if (DiskFull(code) && reserve.Release()) ...  // retry the small write once
 //
 // The file survives restarts (a daemon that starts on a full disk still finds it). One thread at
@@ -25,6 +26,9 @@ class SpaceReserve {
   // Allocates the file to its full size unless it already is. False, leaving no partial file,
   // when the space is not there (or the directory cannot hold the file).
   bool Make();
+  // Make, but only when the file system has room for the reserve twice over: space that came
+  // back, not the little that giving the reserve back left free (one statvfs when there is not).
+  bool MakeIfRoom();
   // Removes the file, giving its space back. False when no reserve was held.
   bool Release();
   bool held() const { return held_; }

@@ -19,10 +19,6 @@ namespace {
 constexpr std::string_view kBusyTimeout = "PRAGMA busy_timeout = 10000";
 constexpr auto kSetUpPatience = std::chrono::seconds(10);
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 std::string JobName(std::int64_t job) { return "job " + std::to_string(job); }
 
 std::string CheckpointName(std::int64_t job, std::int64_t step) {
@@ -275,6 +271,10 @@ Status FillTags(ConnectionPool& pool, std::int64_t only, std::vector<JobRecord>&
 
 }  // namespace
 
+double WallClock() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 Store::Store(std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> writer)
     : readers_(std::move(readers)), writer_(std::move(writer)) {}
 
@@ -298,7 +298,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
 // --- jobs ---
 
 Result<std::int64_t> Store::CreateJob(const JobRecord& job) {
-  const double now = Now();
+  const double now = WallClock();
   std::int64_t id = 0;
   Status status = writer_->Execute([&](Database& db) -> Status {
     Result<std::int64_t> inserted = InsertJob(db, job, now);
@@ -348,16 +348,17 @@ Status ReplaceSpec(Database& db, std::int64_t job, const std::string& spec_toml,
 
 }  // namespace
 
-Status Store::SetJobState(std::int64_t job, JobState to, const std::string& reason) {
-  const double now = Now();
+Status Store::SetJobState(std::int64_t job, JobState to, const std::string& reason,
+                          std::optional<double> at) {
+  const double now = at.value_or(WallClock());
   Status status = writer_->Execute([&](Database& db) { return MoveJob(db, job, to, reason, now); });
-  if (!status.ok()) return Status::Error(JobName(job) + ": " + status.message());
+  if (!status.ok()) return Status::Error(status.code(), JobName(job) + ": " + status.message());
   return status;
 }
 
 Status Store::RequeueJob(std::int64_t job, const std::string& reason, const std::string& spec_toml,
                          const std::string& spec_reason) {
-  const double now = Now();
+  const double now = WallClock();
   Status status = writer_->Execute([&](Database& db) -> Status {
     Result<JobState> from = CurrentState(db, job);
     if (!from.ok()) return from.status();
@@ -382,7 +383,7 @@ Status Store::NoteReason(std::int64_t job, const std::string& reason) {
 }
 
 Status Store::NoteEventIn(std::int64_t job, const std::string& reason, bool as_reason) {
-  const double now = Now();
+  const double now = WallClock();
   Status status = writer_->Execute([&](Database& db) -> Status {
     Result<JobState> state = CurrentState(db, job);
     if (!state.ok()) return state.status();
@@ -411,7 +412,7 @@ Result<JobRecord> Store::GetJob(std::int64_t job) {
 
 Status Store::SetJobSpec(std::int64_t job, const std::string& spec_toml,
                          const std::string& reason) {
-  const double now = Now();
+  const double now = WallClock();
   Status status =
       writer_->Execute([&](Database& db) { return ReplaceSpec(db, job, spec_toml, reason, now); });
   if (!status.ok()) return Status::Error(JobName(job) + ": " + status.message());
@@ -551,7 +552,7 @@ Result<std::vector<EventRecord>> Store::Events(std::int64_t job) {
 // --- sweeps ---
 
 Result<std::int64_t> Store::CreateSweep(const SweepRecord& sweep) {
-  const double now = Now();
+  const double now = WallClock();
   std::int64_t id = 0;
   Status status = writer_->Execute([&](Database& db) -> Status {
     Result<Statement> insert = db.Prepare(
@@ -584,7 +585,7 @@ Result<std::int64_t> Store::CreateSweep(const SweepRecord& sweep) {
 }
 
 Result<std::int64_t> Store::CreateTrialJob(const SweepTrialRecord& trial, const JobRecord& job) {
-  const double now = Now();
+  const double now = WallClock();
   std::int64_t id = 0;
   Status status = writer_->Execute([&](Database& db) -> Status {
     Result<SweepState> state = CurrentSweepState(db, trial.sweep);
@@ -613,7 +614,7 @@ Result<std::int64_t> Store::CreateTrialJob(const SweepTrialRecord& trial, const 
 }
 
 Status Store::SetSweepState(std::int64_t sweep, SweepState to, const std::string& reason) {
-  const double now = Now();
+  const double now = WallClock();
   Status status = writer_->Execute([&](Database& db) -> Status {
     Result<SweepState> from = CurrentSweepState(db, sweep);
     if (!from.ok()) return from.status();
@@ -671,7 +672,7 @@ Result<std::vector<SweepTrialRecord>> Store::SweepTrials(std::int64_t sweep) {
 
 Result<std::int64_t> Store::RecordWorkerStart(std::int64_t job, int rank, std::string_view role,
                                               std::string_view host, std::int64_t pid) {
-  const double now = Now();
+  const double now = WallClock();
   std::int64_t id = 0;
   Status status = writer_->Execute([&](Database& db) -> Status {
     if (Result<JobState> state = CurrentState(db, job); !state.ok()) return state.status();
@@ -698,8 +699,9 @@ Result<std::int64_t> Store::RecordWorkerStart(std::int64_t job, int rank, std::s
   return id;
 }
 
-Status Store::RecordWorkerExit(std::int64_t worker, int exit_status, int signal) {
-  const double now = Now();
+Status Store::RecordWorkerExit(std::int64_t worker, int exit_status, int signal,
+                               std::optional<double> at) {
+  const double now = at.value_or(WallClock());
   const bool killed = signal > 0;
   Status status = writer_->Execute([&](Database& db) -> Status {
     Result<Statement> update = db.Prepare(
@@ -723,7 +725,8 @@ Status Store::RecordWorkerExit(std::int64_t worker, int exit_status, int signal)
     return Status::Ok();
   });
   if (!status.ok()) {
-    return Status::Error("worker record " + std::to_string(worker) + ": " + status.message());
+    return Status::Error(status.code(),
+                         "worker record " + std::to_string(worker) + ": " + status.message());
   }
   return status;
 }
@@ -758,12 +761,12 @@ Result<std::vector<WorkerRecord>> Store::Workers(std::int64_t job) {
 
 void Store::AppendMetrics(std::int64_t job, int worker,
                           std::span<const train::MetricPoint> points) {
-  writer_->Append(MetricRows{job, worker, Now(), {points.begin(), points.end()}});
+  writer_->Append(MetricRows{job, worker, WallClock(), {points.begin(), points.end()}});
 }
 
 void Store::AppendLog(std::int64_t job, int worker, std::string_view stream,
                       std::string_view line) {
-  writer_->Append(LogLine{job, worker, Now(), std::string(stream), std::string(line)});
+  writer_->Append(LogLine{job, worker, WallClock(), std::string(stream), std::string(line)});
 }
 
 Status Store::Flush() { return writer_->Flush(); }
@@ -860,7 +863,7 @@ Status Store::SaveCheckpoint(std::int64_t job, const CheckpointView& checkpoint,
   // Serialised here, on the caller's thread: the writer only binds the bytes.
   const std::string blob = EncodeCheckpoint(checkpoint);
   const std::uint32_t checksum = *StoredChecksum(blob);
-  const double now = Now();
+  const double now = WallClock();
   Status status = writer_->Execute([&](Database& db) -> Status {
     if (static_cast<std::int64_t>(blob.size()) > db.MaxBlobSize()) {
       return Status::Error("the checkpoint is " + std::to_string(blob.size()) +
@@ -967,7 +970,7 @@ Status Store::SaveBestModel(std::int64_t job, const BestModelInfo& best,
       "job " + std::to_string(job) + "'s best model at step " + std::to_string(best.step) + ": ";
   const std::string blob = EncodeCheckpoint(model);
   const std::uint32_t checksum = *StoredChecksum(blob);
-  const double now = Now();
+  const double now = WallClock();
   Status status = writer_->Execute(
       [&](Database& db) -> Status {
         if (static_cast<std::int64_t>(blob.size()) > db.MaxBlobSize()) {
@@ -1031,7 +1034,7 @@ Result<std::optional<CheckpointData>> Store::LoadBestModel(std::int64_t job) {
 Status Store::SaveClassReport(std::int64_t job, std::int64_t step,
                               const train::ClassReport& report) {
   const std::string confusion = train::ConfusionRowsJson(report);
-  const double now = Now();
+  const double now = WallClock();
   Status status = writer_->Execute(
       [&](Database& db) -> Status {
         if (Result<JobState> state = CurrentState(db, job); !state.ok()) return state.status();

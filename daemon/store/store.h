@@ -47,6 +47,9 @@ namespace dtrain::store {
 class ConnectionPool;
 class Writer;
 
+// Seconds since the epoch: the clock of every time the store records.
+double WallClock();
+
 struct LatestCheckpointResult {
   std::optional<CheckpointData> checkpoint;  // the newest that verifies; nullopt if none does
   // One message per newer checkpoint that failed verification, newest first, each naming the
@@ -78,8 +81,10 @@ class Store {
   Result<std::int64_t> CreateJob(const JobRecord& job);
   // Moves the job to `to` and records the event, in one transaction. Refused when the
   // lifecycle (records.h) does not allow it, e.g. out of a terminal state, so a late
-  // "succeeded" cannot overwrite "cancelled".
-  Status SetJobState(std::int64_t job, JobState to, const std::string& reason);
+  // "succeeded" cannot overwrite "cancelled". `at`: when it happened (a change stored late,
+  // after a full disk); now when not given. StatusCode::kNoSpace: the disk was full.
+  Status SetJobState(std::int64_t job, JobState to, const std::string& reason,
+                     std::optional<double> at = std::nullopt);
   // An event that changes no state (from and to are the job's current state), e.g. an async
   // replica restarted alone while the job runs on.
   Status NoteEvent(std::int64_t job, const std::string& reason);
@@ -123,7 +128,9 @@ class Store {
                                          std::string_view host, std::int64_t pid);
   // signal > 0: the process was killed by that signal (exit_status is then not stored);
   // otherwise it exited with exit_status. Refused for a worker whose exit is already recorded.
-  Status RecordWorkerExit(std::int64_t worker, int exit_status, int signal);
+  // `at` and kNoSpace as for SetJobState.
+  Status RecordWorkerExit(std::int64_t worker, int exit_status, int signal,
+                          std::optional<double> at = std::nullopt);
   Result<std::vector<WorkerRecord>> Workers(std::int64_t job);  // in start order
 
   // --- metrics and logs (asynchronous) ---

@@ -111,6 +111,9 @@ void Writer::Loop() {
 }
 
 void Writer::Process(std::vector<Request>& requests) {
+  // Space that came back (a file deleted, a disk grown) is the reserve's again before anything
+  // else takes it: until then metric rows are dropped.
+  if (reserve_.bytes() > 0 && !reserve_.held()) RemakeReserve(/*only_with_room=*/true);
   for (auto it = requests.begin(); it != requests.end();) {
     if (IsRow(*it)) {
       const auto end =
@@ -222,9 +225,9 @@ Status Writer::Commit(const std::function<Status()>& body, OnDiskFull on_full) {
   // the records, not for the next checkpoint.
   if (on_full == OnDiskFull::kFail && reserve_.bytes() > 0 && !reserve_.held() &&
       !RemakeReserve()) {
-    return Status::Error("database or disk is full (the " +
-                         std::to_string(reserve_.bytes() >> 20) + " MiB the store keeps free in " +
-                         reserve_.path() + " are in use)");
+    return Status::Error(StatusCode::kNoSpace,
+                         "database or disk is full (the " + std::to_string(reserve_.bytes() >> 20) +
+                             " MiB the store keeps free in " + reserve_.path() + " are in use)");
   }
   int code = 0;
   Status status = InTransaction(db_, body, &code);
@@ -232,6 +235,8 @@ Status Writer::Commit(const std::function<Status()>& body, OnDiskFull on_full) {
       ReleaseReserve()) {
     status = InTransaction(db_, body, &code);
   }
+  if (!status.ok() && IsDiskFull(code))
+    return Status::Error(StatusCode::kNoSpace, status.message());
   return status;
 }
 
@@ -259,8 +264,8 @@ bool Writer::ReleaseReserve() {
   return true;
 }
 
-bool Writer::RemakeReserve() {
-  if (!reserve_.Make()) return false;
+bool Writer::RemakeReserve(bool only_with_room) {
+  if (!(only_with_room ? reserve_.MakeIfRoom() : reserve_.Make())) return false;
   (void)db_.Exec("PRAGMA wal_autocheckpoint = 1000");  // SQLite's default; takes no lock
   return true;
 }

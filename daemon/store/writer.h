@@ -19,7 +19,9 @@
 // are kept too (and metric rows are dropped at once until the reserve is made again); a
 // transaction run with OnDiskFull::kFail (a checkpoint) never uses the reserve and just fails;
 // once the reserve was given back, such a transaction first makes it again, and fails (disk
-// full) when it cannot.
+// full) when it cannot. A reserve given back is also made again as soon as the disk has room
+// for it twice over (SpaceReserve::MakeIfRoom, checked before each batch of requests), so
+// metric rows are kept again once space is back.
 //
 // Appends return at once unless more than kMaxQueuedRows rows are waiting; then they wait for
 // the writer to catch up (backpressure instead of unbounded memory). Rows are gathered for up
@@ -88,7 +90,8 @@ class Writer {
   void Append(LogLine line);
 
   // Runs body(db) on the writer thread inside BEGIN IMMEDIATE ... COMMIT (rolled back if body
-  // fails) after everything queued before it, and returns its status once committed.
+  // fails) after everything queued before it, and returns its status once committed
+  // (StatusCode::kNoSpace when the disk was full).
   Status Execute(const std::function<Status(Database&)>& body,
                  OnDiskFull on_full = OnDiskFull::kUseReserve);
   // The same outside any transaction, for what SQLite refuses in one (VACUUM) or commits on its
@@ -125,7 +128,7 @@ class Writer {
   // stopping and resuming automatic WAL checkpoints, which would grow the database file into
   // the space given back.
   bool ReleaseReserve();
-  bool RemakeReserve();
+  bool RemakeReserve(bool only_with_room = false);
   void Drop(std::size_t rows, const std::string& why);
   Status TakeDropReport();
 

@@ -2,6 +2,8 @@
 // full disk: real daemons, real workers, the store read back as a restarted daemon would find it.
 #include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,11 +14,14 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "daemon/store/store.h"
 #include "daemon_fixture.h"
+#include "stored_metrics.h"
 #include "worker_processes.h"
 
 namespace dtrain::testing {
@@ -91,7 +96,7 @@ epochs = 1
 batch_size = 50
 )";
 
-// Checkpoints of about 1 MiB every 10 steps; `restarts` as given.
+// Checkpoints of about 1 MiB every 10 steps, metrics every step; `restarts` as given.
 std::string DiskJob(const std::string& name, int restarts) {
   return "name = \"" + name + R"("
 [data]
@@ -108,6 +113,7 @@ hidden = [512]
 epochs = 4
 batch_size = 64
 threads = 1
+log_every = 1
 [optimizer]
 type = "momentum"
 lr = 0.01
@@ -115,7 +121,8 @@ lr = 0.01
 every_steps = 10
 keep = 5
 [restart]
-max_restarts = )" + std::to_string(restarts) + "\n";
+max_restarts = )" +
+         std::to_string(restarts) + "\n";
 }
 
 bool WaitUntil(const std::function<bool()>& done, std::chrono::seconds limit = 60s) {
@@ -270,21 +277,41 @@ class TmpfsMount {
   int error_ = 0;
 };
 
-// Writes `path` until the file system says ENOSPC; returns the bytes written.
+// Takes every free byte of the file system that holds `path` (a file it grows) in one
+// allocation, as another program filling the disk would, and stops: space the daemon gives back
+// afterwards (its reserve) is left to it. Returns the bytes taken.
 std::uint64_t FillDisk(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   BOOST_REQUIRE(fd >= 0);
-  std::uint64_t total = 0;
-  for (std::size_t chunk : {std::size_t{1} << 20, std::size_t{4096}, std::size_t{1}}) {
-    const std::string bytes(chunk, 'x');
-    for (;;) {
-      const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-      if (n <= 0) break;
-      total += static_cast<std::uint64_t>(n);
-    }
+  std::uint64_t taken = 0;
+  // A try fails when the daemon wrote between the measure and the allocation: measure again.
+  for (int tries = 0; tries < 1000 && taken == 0; ++tries) {
+    struct statvfs fs {};
+    struct stat st {};
+    BOOST_REQUIRE(::fstatvfs(fd, &fs) == 0 && ::fstat(fd, &st) == 0);
+    const std::uint64_t free = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (free == 0) break;
+    if (::posix_fallocate(fd, st.st_size, static_cast<off_t>(free)) == 0) taken = free;
   }
   ::close(fd);
-  return total;
+  return taken;
+}
+
+// Restarts `d` with its state directory on a 32 MiB tmpfs (`mount`); false, saying why in the
+// test's log, where that cannot be done (not root, no tmpfs).
+bool RestartOnSmallDisk(DaemonFixture& d, std::optional<TmpfsMount>& mount) {
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
+    return false;
+  }
+  d.Stop(SIGTERM);
+  mount.emplace(d.dir().Path("state"), "32m");
+  if (!mount->mounted()) {
+    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs: " << std::strerror(mount->error()));
+    return false;
+  }
+  d.Start();
+  return true;
 }
 
 BOOST_AUTO_TEST_SUITE(daemon_crash)
@@ -327,7 +354,7 @@ BOOST_AUTO_TEST_CASE(sigkill_mid_training_orphans_no_worker_loses_no_submission_
     }
     return true;
   }, 10s));
-  BOOST_TEST(!ProcessRunning("dtraind worker --socket " + d.socket()));
+  BOOST_TEST(d.WorkerProcesses().empty());
   BOOST_TEST(VerifyCheckpointsAsLeft(d.dir().Path("state"), {sync}) >= 1);
 
   d.Start();
@@ -364,8 +391,7 @@ BOOST_AUTO_TEST_CASE(sigkill_while_a_checkpoint_is_being_written_never_corrupts_
       return d.Status(id)["state"] == "running" && NewestCheckpointStep(d, id) > newest;
     }));
     mid_write += KillMidWrite(d, wal, random) ? 1 : 0;
-    BOOST_TEST(WaitUntil([&] { return !ProcessRunning("dtraind worker --socket " + d.socket()); },
-                         10s));
+    BOOST_TEST(WaitUntil([&] { return d.WorkerProcesses().empty(); }, 10s));
     BOOST_TEST(VerifyCheckpointsAsLeft(d.dir().Path("state"), {id}) >= 1);
     d.Start();
     newest = NewestCheckpointStep(d, id);
@@ -379,19 +405,10 @@ BOOST_AUTO_TEST_CASE(sigkill_while_a_checkpoint_is_being_written_never_corrupts_
 }
 
 BOOST_AUTO_TEST_CASE(a_full_disk_fails_the_checkpoint_keeps_the_previous_and_says_why) {
-  if (::geteuid() != 0) {
-    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
-    return;
-  }
   DaemonFixture d;
-  d.Stop(SIGTERM);
+  std::optional<TmpfsMount> mount;
+  if (!RestartOnSmallDisk(d, mount)) return;
   const std::string state = d.dir().Path("state");
-  TmpfsMount mount(state, "32m");
-  if (!mount.mounted()) {
-    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs: " << std::strerror(mount.error()));
-    return;
-  }
-  d.Start();
   const std::string filler = state + "/filler";
 
   // 1. The disk fills while a job checkpoints; space comes back before its restarts run out.
@@ -406,6 +423,11 @@ BOOST_AUTO_TEST_CASE(a_full_disk_fails_the_checkpoint_keeps_the_previous_and_say
   });
   if (!failed_or_ended) {
     for (const std::string& line : LogLines(d, id)) BOOST_TEST_MESSAGE("log: " << line);
+    for (const auto& f : std::filesystem::directory_iterator(state)) {
+      BOOST_TEST_MESSAGE("file: " << f.path().filename().string() << " "
+                                  << (f.is_regular_file() ? f.file_size() : 0));
+    }
+    BOOST_TEST_MESSAGE("daemon: " << d.Stop(SIGTERM).err);
   }
   BOOST_REQUIRE_MESSAGE(failed_or_ended, job.dump());
   BOOST_TEST(AnyContains(Reasons(job), "database or disk is full"), job.dump());
@@ -437,6 +459,62 @@ BOOST_AUTO_TEST_CASE(a_full_disk_fails_the_checkpoint_keeps_the_previous_and_say
   std::filesystem::remove(filler);
   BOOST_TEST(d.Request({{"type", "list"}})["ok"] == true);
   d.Stop(SIGTERM);
+}
+
+BOOST_AUTO_TEST_CASE(a_disk_another_program_keeps_full_leaves_no_job_running_once_space_is_back) {
+  DaemonFixture d;
+  std::optional<TmpfsMount> mount;
+  if (!RestartOnSmallDisk(d, mount)) return;
+  const std::string filler = d.dir().Path("state") + "/filler";
+  const std::int64_t id = d.Submit(DiskJob("kept-full", 1));
+  BOOST_REQUIRE(WaitUntil([&] { return NewestCheckpointStep(d, id) >= 20; }));
+
+  // Another program takes every byte the disk frees, the daemon's reserve too: nothing the daemon
+  // writes is stored while the job's checkpoint fails, its one restart runs and fails the same
+  // way, and it gives up (two worker processes seen, none left).
+  std::atomic<bool> hogging{true};
+  std::thread hog([&] {
+    while (hogging) {
+      FillDisk(filler);
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  std::set<pid_t> seen;
+  const bool gave_up = WaitUntil(
+      [&] {
+        const std::vector<pid_t> now = d.WorkerProcesses();
+        seen.insert(now.begin(), now.end());
+        return seen.size() >= 2 && now.empty();
+      },
+      120s);
+  hogging = false;
+  hog.join();
+  std::filesystem::remove(filler);
+  BOOST_TEST(gave_up, seen.size() << " worker processes seen");
+
+  // Space is back: what the daemon could not store then is stored now, in the order it
+  // happened: the restart, the job's end, its processes' exits. Nothing says "running" for a
+  // process that is gone.
+  json ended = WaitEnded(d, id);
+  BOOST_TEST(ended["state"] == "failed", ended.dump());
+  BOOST_TEST(
+      ended["reason"].get<std::string>().find("gave up after 1 restarts") != std::string::npos,
+      ended.dump());
+  BOOST_TEST(AnyContains(Reasons(ended), "restart 1 of 1"), ended.dump());
+  const bool exits_stored = WaitUntil([&] {
+    ended = d.Status(id);
+    return std::none_of(ended["workers"].begin(), ended["workers"].end(),
+                        [](const json& w) { return w["state"] == "running"; });
+  });
+  BOOST_TEST(exits_stored, ended.dump());
+  // The store keeps its reserve again at once: the next job's metrics are stored from its first
+  // steps, not only after its first checkpoint (which would make the reserve again too).
+  const std::int64_t next = d.Submit(DiskJob("after", 1));
+  const json done = WaitEnded(d, next);
+  BOOST_TEST(done["state"] == "succeeded", done.dump());
+  const auto losses = StoredMetric(d, next, "train_loss");
+  BOOST_TEST(!losses.empty());
+  BOOST_TEST((!losses.empty() && losses.front().first < 10), losses.size() << " steps stored");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cstdint>
@@ -54,6 +55,25 @@ inline std::string EnvPath(const char* name) {
   return value;
 }
 
+// The live processes whose command line contains each of `needles` (a zombie is gone for our
+// purposes).
+inline std::vector<pid_t> ProcessesRunning(const std::vector<std::string>& needles) {
+  std::vector<pid_t> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string proc = entry.path().string();
+    const std::string cmdline = CommandLineOf(proc);
+    const bool matches = std::all_of(needles.begin(), needles.end(), [&](const std::string& n) {
+      return cmdline.find(n) != std::string::npos;
+    });
+    if (matches && StateInStat(proc + "/stat") != 'Z') {
+      found.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  return found;
+}
+
 class DaemonFixture {
  public:
   // `dtraind`: the binary to run; empty: $DTRAIND_BIN.
@@ -71,12 +91,18 @@ class DaemonFixture {
   const std::string& socket() const { return socket_; }
   const TempDir& dir() const { return dir_; }
   pid_t pid() const { return daemon_ ? daemon_->pid() : -1; }
+  // The live worker processes (`dtraind worker --job J --rank R --parent P ...`) of the daemon's
+  // latest start, also once it was stopped or killed.
+  std::vector<pid_t> WorkerProcesses() const {
+    return ProcessesRunning({" worker --job ", " --parent " + std::to_string(started_pid_) + " "});
+  }
 
   void Start() {
     std::vector<std::string> args = {dtraind_.empty() ? EnvPath("DTRAIND_BIN") : dtraind_,
                                      "--socket", socket_, "--state-dir", dir_.Path("state")};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     daemon_.emplace(StartProcess(args, dir_.Path("")));
+    started_pid_ = daemon_->pid();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < deadline) {
       auto probe = net::FrameStream::ConnectUnix(socket_, std::chrono::milliseconds(200));
@@ -197,20 +223,7 @@ class DaemonFixture {
   std::vector<std::string> extra_args_;
   std::string dtraind_;
   std::optional<ChildProcess> daemon_;
+  pid_t started_pid_ = -1;
 };
-
-// Whether any process still runs with `needle` in its command line (e.g. "dtraind worker --socket
-// /tmp/dtrain-test-XXXX/...").
-inline bool ProcessRunning(const std::string& needle) {
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string proc = entry.path().string();
-    // A zombie is gone for our purposes.
-    if (CommandLineOf(proc).find(needle) != std::string::npos && StateInStat(proc + "/stat") != 'Z')
-      return true;
-  }
-  return false;
-}
 
 }  // namespace dtrain::testing

@@ -198,7 +198,7 @@ BOOST_AUTO_TEST_CASE(cancel_of_a_running_job_leaves_no_process_behind) {
   const json reply = d.Request({{"type", "cancel"}, {"id", id}});
   BOOST_REQUIRE_MESSAGE(reply["ok"] == true, reply.dump());
   BOOST_TEST(reply["job"]["state"] == "cancelled");
-  BOOST_TEST(!ProcessRunning("dtraind worker --socket " + d.socket()));
+  BOOST_TEST(d.WorkerProcesses().empty());
   // The worker checkpointed on SIGTERM before it exited.
   const json checkpoints = d.Request({{"type", "checkpoints"}, {"id", id}});
   BOOST_TEST(!checkpoints["checkpoints"].empty());
@@ -221,11 +221,10 @@ BOOST_AUTO_TEST_CASE(a_daemon_killed_mid_job_resumes_it_from_the_newest_checkpoi
   d.Stop(SIGKILL);
   // Its worker dies with it.
   const auto gone = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (ProcessRunning("dtraind worker --socket " + d.socket()) &&
-         std::chrono::steady_clock::now() < gone) {
+  while (!d.WorkerProcesses().empty() && std::chrono::steady_clock::now() < gone) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  BOOST_TEST(!ProcessRunning("dtraind worker --socket " + d.socket()));
+  BOOST_TEST(d.WorkerProcesses().empty());
 
   d.Start();
   const json resumed = d.WaitForState(long_id, "running");
@@ -244,7 +243,7 @@ BOOST_AUTO_TEST_CASE(sigterm_checkpoints_running_jobs_and_the_next_start_resumes
   d.WaitForState(id, "running");
   const ProcessResult stopped = d.Stop(SIGTERM);
   BOOST_TEST(stopped.exit_code == 0, stopped.err);
-  BOOST_TEST(!ProcessRunning("dtraind worker --socket " + d.socket()));
+  BOOST_TEST(d.WorkerProcesses().empty());
   d.Start();
   // The job may still read "running" from before the stop until the new daemon has taken it up:
   // wait for its recovery's events, not for its state.
