@@ -32,10 +32,7 @@ asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
   if (!workers.ok()) co_return workers.status();
   for (const store::WorkerRecord& w : workers.value()) {
     if (w.state != store::WorkerState::kRunning) continue;
-    const std::int64_t row = w.id;
-    Status s = co_await OffThread(
-        pool_, [this, row] { return store_.RecordWorkerExit(row, -1, SIGKILL); });
-    if (!s.ok()) co_return s;
+    co_await RecordExit(w.id, ProcessExit{-1, SIGKILL}, store::WallClock());
   }
   config::LoadResult loaded = co_await OffThread(pool_, [&record] {
     return config::ParseJobText(record.spec_toml, "job " + std::to_string(record.id), {}, "/",
@@ -44,18 +41,15 @@ asio::awaitable<Result<std::unique_ptr<JobManager::Job>>> JobManager::LoadJob(
   if (!loaded.ok()) {
     std::string why =
         "its job file no longer validates: " + config::FormatDiagnostic(loaded.diagnostics.front());
-    auto fail = [this, id, why] { return store_.SetJobState(id, JobState::kFailed, why); };
-    Status s = co_await OffThread(pool_, fail);
-    if (!s.ok()) co_return s;
+    if (Status s = co_await StoreState(id, JobState::kFailed, why); !s.ok()) co_return s;
     co_return std::unique_ptr<Job>();
   }
   JobState state = record.state;
   if (state == JobState::kStarting || state == JobState::kRunning) {
     state = JobState::kRecovering;
-    Status s = co_await OffThread(pool_, [this, id] {
-      return store_.SetJobState(id, JobState::kRecovering,
-                                "its processes are gone; resuming from the newest checkpoint");
-    });
+    // On a full disk the change waits (StoreState), and the job resumes all the same.
+    Status s = co_await StoreState(id, JobState::kRecovering,
+                                   "its processes are gone; resuming from the newest checkpoint");
     if (!s.ok()) co_return s;
   }
   auto events = co_await OffThread(pool_, [this, id] { return store_.Events(id); });

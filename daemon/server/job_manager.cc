@@ -746,6 +746,8 @@ asio::awaitable<void> JobManager::RecordExit(std::int64_t row, ProcessExit exit,
   });
   if (s.code() == StatusCode::kNoSpace) {
     asio::co_spawn(io_, RecordExitLater(row, exit, at, std::move(s)), asio::detached);
+  } else if (!s.ok()) {
+    Warn(s.message());
   }
 }
 

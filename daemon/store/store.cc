@@ -283,7 +283,14 @@ Store::~Store() = default;
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
   Result<Database> db = Database::Open(path, Database::kCreate);
   if (!db.ok()) return db.status();
-  if (Status s = SetUpWriter(db.value()); !s.ok()) return s;
+  Status set_up = SetUpWriter(db.value());
+  // A daemon that died on a full disk left its reserve behind, and opening the file again (SQLite
+  // rebuilds the WAL's index) needs space: give the reserve back and try once more.
+  if (!set_up.ok() && IsDiskFull(db.value().ErrorCode()) && options.reserve_bytes > 0) {
+    SpaceReserve left(path + "-reserve", options.reserve_bytes);
+    if (left.Make() && left.Release()) set_up = SetUpWriter(db.value());
+  }
+  if (!set_up.ok()) return set_up;
   Result<std::unique_ptr<Writer>> writer =
       Writer::Start(std::move(db).value(), SpaceReserve(path + "-reserve", options.reserve_bytes));
   if (!writer.ok()) return WithPath(path, writer.status());

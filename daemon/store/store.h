@@ -67,7 +67,8 @@ class Store {
  public:
   // Opens or creates the file at `path` (its directory must exist): WAL mode, foreign keys,
   // a busy timeout, and the schema migrated to this build's version. A file written by a newer
-  // dtrain (a higher schema version) is refused with a message saying so.
+  // dtrain (a higher schema version) is refused with a message saying so. On a disk too full to
+  // open it, the reserve a previous owner left (StoreOptions::reserve_bytes) is given back first.
   static Result<std::unique_ptr<Store>> Open(const std::string& path,
                                              const StoreOptions& options = {});
   ~Store();  // writes everything queued, then stops the writer

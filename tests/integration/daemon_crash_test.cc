@@ -314,6 +314,24 @@ bool RestartOnSmallDisk(DaemonFixture& d, std::optional<TmpfsMount>& mount) {
   return true;
 }
 
+// Submits DiskJob(name, restarts) and waits until its checkpoint at step 20 is stored.
+std::int64_t SubmitPastTwoCheckpoints(const DaemonFixture& d, const std::string& name,
+                                      int restarts) {
+  const std::int64_t id = d.Submit(DiskJob(name, restarts));
+  BOOST_REQUIRE(WaitUntil([&] { return NewestCheckpointStep(d, id) >= 20; }));
+  return id;
+}
+
+// Waits until no worker row of job `id` says "running" (exits stored late included); `job`: the
+// job as last read.
+bool WaitForStoredExits(const DaemonFixture& d, std::int64_t id, json& job) {
+  return WaitUntil([&] {
+    job = d.Status(id);
+    return std::none_of(job["workers"].begin(), job["workers"].end(),
+                        [](const json& w) { return w["state"] == "running"; });
+  });
+}
+
 BOOST_AUTO_TEST_SUITE(daemon_crash)
 
 BOOST_AUTO_TEST_CASE(sigkill_mid_training_orphans_no_worker_loses_no_submission_and_resumes) {
@@ -412,8 +430,7 @@ BOOST_AUTO_TEST_CASE(a_full_disk_fails_the_checkpoint_keeps_the_previous_and_say
   const std::string filler = state + "/filler";
 
   // 1. The disk fills while a job checkpoints; space comes back before its restarts run out.
-  const std::int64_t id = d.Submit(DiskJob("disk-full", 10));
-  BOOST_REQUIRE(WaitUntil([&] { return NewestCheckpointStep(d, id) >= 20; }));
+  const std::int64_t id = SubmitPastTwoCheckpoints(d, "disk-full", 10);
   BOOST_TEST_MESSAGE("filled " << FillDisk(filler) << " bytes");
   json job;
   const bool failed_or_ended = WaitUntil([&] {
@@ -445,8 +462,7 @@ BOOST_AUTO_TEST_CASE(a_full_disk_fails_the_checkpoint_keeps_the_previous_and_say
   for (const std::string& r : Reasons(recovered)) BOOST_TEST_MESSAGE("event: " << r);
 
   // 2. The disk stays full: the job fails, and says why.
-  const std::int64_t doomed = d.Submit(DiskJob("disk-stays-full", 1));
-  BOOST_REQUIRE(WaitUntil([&] { return NewestCheckpointStep(d, doomed) >= 20; }));
+  const std::int64_t doomed = SubmitPastTwoCheckpoints(d, "disk-stays-full", 1);
   FillDisk(filler);
   const json failed = WaitEnded(d, doomed);
   BOOST_TEST(failed["state"] == "failed", failed.dump());
@@ -461,24 +477,42 @@ BOOST_AUTO_TEST_CASE(a_full_disk_fails_the_checkpoint_keeps_the_previous_and_say
   d.Stop(SIGTERM);
 }
 
+// Another program takes every byte the disk frees (`filler`), the daemon's reserve too, until
+// the guard ends and removes it.
+class DiskHog {
+ public:
+  explicit DiskHog(std::string filler)
+      : filler_(std::move(filler)), thread_([this] {
+          while (hogging_) {
+            FillDisk(filler_);
+            std::this_thread::sleep_for(1ms);
+          }
+        }) {}
+  ~DiskHog() { Stop(); }
+  DiskHog(const DiskHog&) = delete;
+  DiskHog& operator=(const DiskHog&) = delete;
+  void Stop() {
+    hogging_ = false;
+    if (thread_.joinable()) thread_.join();
+    std::filesystem::remove(filler_);
+  }
+
+ private:
+  std::string filler_;
+  std::atomic<bool> hogging_{true};
+  std::thread thread_;
+};
+
 BOOST_AUTO_TEST_CASE(a_disk_another_program_keeps_full_leaves_no_job_running_once_space_is_back) {
   DaemonFixture d;
   std::optional<TmpfsMount> mount;
   if (!RestartOnSmallDisk(d, mount)) return;
   const std::string filler = d.dir().Path("state") + "/filler";
-  const std::int64_t id = d.Submit(DiskJob("kept-full", 1));
-  BOOST_REQUIRE(WaitUntil([&] { return NewestCheckpointStep(d, id) >= 20; }));
+  const std::int64_t id = SubmitPastTwoCheckpoints(d, "kept-full", 1);
 
-  // Another program takes every byte the disk frees, the daemon's reserve too: nothing the daemon
-  // writes is stored while the job's checkpoint fails, its one restart runs and fails the same
-  // way, and it gives up (two worker processes seen, none left).
-  std::atomic<bool> hogging{true};
-  std::thread hog([&] {
-    while (hogging) {
-      FillDisk(filler);
-      std::this_thread::sleep_for(1ms);
-    }
-  });
+  // Nothing the daemon writes is stored while the job's checkpoint fails, its one restart runs
+  // and fails the same way, and it gives up (two worker processes seen, none left).
+  DiskHog hog(filler);
   std::set<pid_t> seen;
   const bool gave_up = WaitUntil(
       [&] {
@@ -487,9 +521,7 @@ BOOST_AUTO_TEST_CASE(a_disk_another_program_keeps_full_leaves_no_job_running_onc
         return seen.size() >= 2 && now.empty();
       },
       120s);
-  hogging = false;
-  hog.join();
-  std::filesystem::remove(filler);
+  hog.Stop();
   BOOST_TEST(gave_up, seen.size() << " worker processes seen");
 
   // Space is back: what the daemon could not store then is stored now, in the order it
@@ -501,12 +533,7 @@ BOOST_AUTO_TEST_CASE(a_disk_another_program_keeps_full_leaves_no_job_running_onc
       ended["reason"].get<std::string>().find("gave up after 1 restarts") != std::string::npos,
       ended.dump());
   BOOST_TEST(AnyContains(Reasons(ended), "restart 1 of 1"), ended.dump());
-  const bool exits_stored = WaitUntil([&] {
-    ended = d.Status(id);
-    return std::none_of(ended["workers"].begin(), ended["workers"].end(),
-                        [](const json& w) { return w["state"] == "running"; });
-  });
-  BOOST_TEST(exits_stored, ended.dump());
+  BOOST_TEST(WaitForStoredExits(d, id, ended), ended.dump());
   // The store keeps its reserve again at once: the next job's metrics are stored from its first
   // steps, not only after its first checkpoint (which would make the reserve again too).
   const std::int64_t next = d.Submit(DiskJob("after", 1));
@@ -515,6 +542,31 @@ BOOST_AUTO_TEST_CASE(a_disk_another_program_keeps_full_leaves_no_job_running_onc
   const auto losses = StoredMetric(d, next, "train_loss");
   BOOST_TEST(!losses.empty());
   BOOST_TEST((!losses.empty() && losses.front().first < 10), losses.size() << " steps stored");
+}
+
+BOOST_AUTO_TEST_CASE(a_daemon_restarted_on_a_full_disk_starts_and_resumes_once_space_is_back) {
+  DaemonFixture d;
+  std::optional<TmpfsMount> mount;
+  if (!RestartOnSmallDisk(d, mount)) return;
+  const std::string filler = d.dir().Path("state") + "/filler";
+  const std::int64_t id = SubmitPastTwoCheckpoints(d, "restarted-on-full-disk", 10);
+
+  // The daemon dies, and the disk fills meanwhile. The next daemon opens its store in the space
+  // it kept (its reserve), starts, answers, and records its workers' deaths and the job's
+  // recovery once space is back (or at once, in what the reserve left).
+  d.Stop(SIGKILL);
+  BOOST_REQUIRE(WaitUntil([&] { return d.WorkerProcesses().empty(); }, 10s));
+  BOOST_TEST_MESSAGE("filled " << FillDisk(filler) << " bytes");
+  d.Start();
+  BOOST_TEST(d.Request({{"type", "list"}})["ok"] == true);
+  std::filesystem::remove(filler);
+
+  const json done = WaitEnded(d, id);
+  BOOST_TEST(done["state"] == "succeeded", done.dump());
+  BOOST_TEST(AnyContains(Reasons(done), "its processes are gone; resuming from the newest"),
+             done.dump());
+  json job;
+  BOOST_TEST(WaitForStoredExits(d, id, job), job.dump());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
