@@ -741,24 +741,25 @@ asio::awaitable<void> JobManager::StoreStatesLater(std::int64_t id, Status no_sp
 }
 
 asio::awaitable<void> JobManager::RecordExit(std::int64_t row, ProcessExit exit, double at) {
-  Status s = co_await OffThread(pool_, [this, row, exit, at] {
+  std::function<Status()> write = [this, row, exit, at] {
     return store_.RecordWorkerExit(row, exit.exit_status, exit.signal, at);
-  });
+  };
+  Status s = co_await OffThread(pool_, write);
   if (s.code() == StatusCode::kNoSpace) {
-    asio::co_spawn(io_, RecordExitLater(row, exit, at, std::move(s)), asio::detached);
+    asio::co_spawn(io_, RecordExitLater(row, std::move(write), std::move(s)), asio::detached);
   } else if (!s.ok()) {
     Warn(s.message());
   }
 }
 
-asio::awaitable<void> JobManager::RecordExitLater(std::int64_t row, ProcessExit exit, double at,
+asio::awaitable<void> JobManager::RecordExitLater(std::int64_t row, std::function<Status()> write,
                                                   Status no_space) {
   Warn(no_space.message() + "; tried again until stored");
   for (auto wait = kStoreRetryFirst; co_await AwaitRetry(wait);) {
-    Status s = co_await OffThread(pool_, [this, row, exit, at] {
-      return store_.RecordWorkerExit(row, exit.exit_status, exit.signal, at);
-    });
-    if (s.code() != StatusCode::kNoSpace) co_return;
+    Status s = co_await OffThread(pool_, write);
+    if (s.code() == StatusCode::kNoSpace) continue;
+    Warn(s.ok() ? "worker record " + std::to_string(row) + ": its exit is stored" : s.message());
+    co_return;
   }
 }
 

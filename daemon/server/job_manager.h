@@ -390,7 +390,7 @@ class JobManager {
   // Records that the process in worker row `row` ended (`at`: when); a full disk's failure is
   // tried again later.
   asio::awaitable<void> RecordExit(std::int64_t row, ProcessExit exit, double at);
-  asio::awaitable<void> RecordExitLater(std::int64_t row, ProcessExit exit, double at,
+  asio::awaitable<void> RecordExitLater(std::int64_t row, std::function<Status()> write,
                                         Status no_space);
   // Waits `wait` before another try at a write the disk had no room for, and doubles it (up to
   // kStoreRetryMost); false once the daemon is stopping.
