@@ -366,17 +366,68 @@ asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t att
   const std::string host = !p.node.empty()                ? p.node
                            : !settings_.node_name.empty() ? settings_.node_name
                                                           : net::LocalHostName();
-  auto record = [this, id, rank, role, host, pid] {
-    return store_.RecordWorkerStart(id, rank, role, host, pid);
+  const ProcessKey key{id, rank, pid};
+  unrecorded_starts_[key];  // its exit, if seen before the row is stored, waits there
+  std::function<Result<std::int64_t>()> write = [this, id, rank, role, host, pid,
+                                                 at = store::WallClock()] {
+    return store_.RecordWorkerStart(id, rank, role, host, pid, at);
   };
-  auto row = co_await OffThread(pool_, record);
-  job = Current(id, attempt);
-  if (job == nullptr || !row.ok()) co_return;
-  Process& q = job->processes[static_cast<std::size_t>(rank)];
-  if (q.pid != pid) co_return;  // replaced meanwhile
-  q.row = row.value();
-  if (const ProcessState& state = job->machine.process(rank); state.exited) {
-    co_await RecordExit(q.row, state.exit, store::WallClock());  // it ended before its row existed
+  Result<std::int64_t> row = co_await OffThread(pool_, write);
+  if (row.status().code() == StatusCode::kNoSpace) {
+    asio::co_spawn(io_, RecordStartLater(key, attempt, std::move(write), row.status()),
+                   asio::detached);
+  } else if (row.ok()) {
+    co_await TakeRow(key, attempt, row.value());
+  } else {
+    unrecorded_starts_.erase(key);
+    Warn(row.status().message());
+  }
+}
+
+asio::awaitable<void> JobManager::RecordStartLater(ProcessKey key, std::uint64_t attempt,
+                                                   std::function<Result<std::int64_t>()> write,
+                                                   Status no_space) {
+  Warn(no_space.message() + "; tried again until stored");
+  for (auto wait = kStoreRetryFirst; co_await AwaitRetry(wait);) {
+    Result<std::int64_t> row = co_await OffThread(pool_, write);
+    if (row.status().code() == StatusCode::kNoSpace) continue;
+    if (!row.ok()) {
+      Warn(row.status().message());
+      break;
+    }
+    Warn("job " + std::to_string(key.job) + ": the start of worker " + std::to_string(key.rank) +
+         " (pid " + std::to_string(key.pid) + ") is stored");
+    co_await TakeRow(key, attempt, row.value());
+    co_return;
+  }
+  unrecorded_starts_.erase(key);
+}
+
+asio::awaitable<void> JobManager::TakeRow(ProcessKey key, std::uint64_t attempt, std::int64_t row) {
+  std::optional<ExitSeen> seen;
+  if (auto it = unrecorded_starts_.find(key); it != unrecorded_starts_.end()) {
+    seen = it->second;
+    unrecorded_starts_.erase(it);
+  }
+  if (Job* job = Current(key.job, attempt); job != nullptr) {
+    Process& p = job->processes[static_cast<std::size_t>(key.rank)];
+    if (p.pid == key.pid) {  // not replaced meanwhile
+      p.row = row;
+      // An exit the attempt counted before its row existed, but not yet passed on.
+      if (const ProcessState& state = job->machine.process(key.rank); state.exited && !seen) {
+        seen = ExitSeen{state.exit, store::WallClock()};
+      }
+    }
+  }
+  if (seen) co_await RecordExit(row, seen->exit, seen->at);
+}
+
+asio::awaitable<void> JobManager::RecordProcessExit(ProcessKey key, std::int64_t row,
+                                                    ProcessExit exit, double at) {
+  if (row != 0) {
+    co_await RecordExit(row, exit, at);
+  } else if (auto it = unrecorded_starts_.find(key); it != unrecorded_starts_.end()) {
+    it->second = ExitSeen{exit, at};  // TakeRow records it
   }
 }
 
@@ -583,6 +634,7 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   const double exited_at = store::WallClock();
   Job* job = Current(id, attempt);
   if (job == nullptr) co_return;
+  const ProcessKey key{id, rank, job->processes[static_cast<std::size_t>(rank)].pid};
   job->machine.Exited(rank, exit);
   const AttemptMachine& machine = job->machine;
   bool wanted = true;
@@ -595,7 +647,7 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
   if (wanted && job->machine.RestartsAlone(rank) && !job->regroup_finished) {
     // Async: the others go on; new processes take this replica's place among the shards.
     // Elastic: a new process takes its rank and joins the others' ring.
-    const bool handled = co_await ReplaceReplica(id, attempt, rank);
+    const bool handled = co_await ReplaceReplica(id, attempt, rank, exited_at);
     if (handled) co_return;
     job = Current(id, attempt);
     if (job == nullptr) co_return;
@@ -619,7 +671,7 @@ asio::awaitable<void> JobManager::OnWorkerExit(std::int64_t id, std::uint64_t at
     FailAttempt(*job, job->Who(rank) + " " + DescribeExit(exit));
   }
   if (!job->machine.ready() && job->rendezvous) job->rendezvous->Abandon();  // admitted ones stop
-  if (row != 0) co_await RecordExit(row, exit, exited_at);
+  co_await RecordProcessExit(key, row, exit, exited_at);
   job = Current(id, attempt);
   if (!counted.last || job == nullptr) co_return;
   if (job->OnSlurm()) {

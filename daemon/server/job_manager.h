@@ -321,14 +321,40 @@ class JobManager {
                                                   const std::string& reason);
   // A line a process of job `id` printed: stored while the attempt's log quota allows.
   void OnLine(std::int64_t id, int rank, std::string_view stream, std::string_view line);
-  // Records that process `rank` (pid `pid`) started, and its exit if it came first.
+  // A worker process of a job: its rank and pid.
+  struct ProcessKey {
+    std::int64_t job = 0;
+    int rank = 0;
+    pid_t pid = 0;
+    auto operator<=>(const ProcessKey&) const = default;
+  };
+  // An exit seen before the process's row was stored, and when it happened.
+  struct ExitSeen {
+    ProcessExit exit;
+    double at = 0;
+  };
+  // Records that process `rank` (pid `pid`) of the attempt started (now), and its exit once
+  // seen: also when the row is stored late (a full disk's failure is tried again, as for
+  // StoreState, until stored, even after the attempt ended).
   asio::awaitable<void> RecordStart(std::int64_t id, std::uint64_t attempt, int rank, pid_t pid);
-  // The exit of process `rank`, whose replica the attempt machine restarts alone: the replica's
+  asio::awaitable<void> RecordStartLater(ProcessKey key, std::uint64_t attempt,
+                                         std::function<Result<std::int64_t>()> write,
+                                         Status no_space);
+  // Process `key`'s row is stored: the attempt, while current, learns it, and the process's exit,
+  // if seen, is recorded in it.
+  asio::awaitable<void> TakeRow(ProcessKey key, std::uint64_t attempt, std::int64_t row);
+  // Records process `key`'s exit (`at`: when): in its row, or, while that row is being stored,
+  // once it is.
+  asio::awaitable<void> RecordProcessExit(ProcessKey key, std::int64_t row, ProcessExit exit,
+                                          double at);
+  // The exit of process `rank` (at `exited_at`), whose replica the attempt machine restarts
+  // alone: the replica's
   // other partitions are stopped, and once all have exited, new ones of the same attempt take
   // their places (one restart, an event naming the first exit). False when the replacement is
   // abandoned (the job failed, was cancelled, or the daemon stops meanwhile): the caller then
   // handles the exit as any other.
-  asio::awaitable<bool> ReplaceReplica(std::int64_t id, std::uint64_t attempt, int rank);
+  asio::awaitable<bool> ReplaceReplica(std::int64_t id, std::uint64_t attempt, int rank,
+                                       double exited_at);
   // Ends the replacement of the replica of `partitions`, all of whose processes have exited,
   // `rank` last, after `respawned` of them had started again.
   void GiveUpReplacing(Job& job, const std::vector<int>& partitions, int rank, int respawned);
@@ -477,6 +503,8 @@ class JobManager {
   std::function<void(std::int64_t id)> on_end_;             // SetJobEndSink's
   // Each job's state changes not stored yet, oldest first (StoreState); absent when none.
   std::map<std::int64_t, std::deque<StateChange>> unstored_states_;
+  // Processes whose row is being stored (RecordStart), with their exit once seen.
+  std::map<ProcessKey, std::optional<ExitSeen>> unrecorded_starts_;
 };
 
 }  // namespace dtrain::server

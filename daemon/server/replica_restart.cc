@@ -40,7 +40,8 @@ void JobManager::GiveUpReplacing(Job& job, const std::vector<int>& partitions, i
   job.processes[static_cast<std::size_t>(rank)].row = 0;  // its exit is recorded
 }
 
-asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t attempt, int rank) {
+asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t attempt, int rank,
+                                                 double exited_at) {
   Job* job = jobs_.at(id).get();
   const config::ClusterConfig& cluster = job->config.cluster;
   const int replica = config::RoleOf(cluster, rank).replica;
@@ -71,11 +72,7 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
              job->rejoining[replica].why.find("killed") == std::string::npos) {
     job->rejoining[replica].why = job->Who(rank) + " " + DescribeExit(exit);
   }
-  if (row != 0) {
-    co_await OffThread(pool_, [this, row, exit] {
-      return store_.RecordWorkerExit(row, exit.exit_status, exit.signal);
-    });
-  }
+  co_await RecordProcessExit({id, rank, pid}, row, exit, exited_at);
   job = Current(id, attempt);
   if (job == nullptr) co_return true;
   // Another partition's exit may have finished the replacement (or given it up) meanwhile.

@@ -678,8 +678,9 @@ Result<std::vector<SweepTrialRecord>> Store::SweepTrials(std::int64_t sweep) {
 // --- worker processes ---
 
 Result<std::int64_t> Store::RecordWorkerStart(std::int64_t job, int rank, std::string_view role,
-                                              std::string_view host, std::int64_t pid) {
-  const double now = WallClock();
+                                              std::string_view host, std::int64_t pid,
+                                              std::optional<double> at) {
+  const double now = at.value_or(WallClock());
   std::int64_t id = 0;
   Status status = writer_->Execute([&](Database& db) -> Status {
     if (Result<JobState> state = CurrentState(db, job); !state.ok()) return state.status();
@@ -700,8 +701,8 @@ Result<std::int64_t> Store::RecordWorkerStart(std::int64_t job, int rank, std::s
     return Status::Ok();
   });
   if (!status.ok()) {
-    return Status::Error(JobName(job) + ": cannot record worker " + std::to_string(rank) + ": " +
-                         status.message());
+    return Status::Error(status.code(), JobName(job) + ": cannot record worker " +
+                                            std::to_string(rank) + ": " + status.message());
   }
   return id;
 }

@@ -124,9 +124,11 @@ class Store {
 
   // --- worker processes (durable) ---
 
-  // Records a started worker process; returns the handle RecordWorkerExit takes.
+  // Records a started worker process; returns the handle RecordWorkerExit takes. `at` and
+  // kNoSpace as for SetJobState.
   Result<std::int64_t> RecordWorkerStart(std::int64_t job, int rank, std::string_view role,
-                                         std::string_view host, std::int64_t pid);
+                                         std::string_view host, std::int64_t pid,
+                                         std::optional<double> at = std::nullopt);
   // signal > 0: the process was killed by that signal (exit_status is then not stored);
   // otherwise it exited with exit_status. Refused for a worker whose exit is already recorded.
   // `at` and kNoSpace as for SetJobState.

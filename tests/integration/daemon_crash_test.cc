@@ -125,6 +125,33 @@ max_restarts = )" +
          std::to_string(restarts) + "\n";
 }
 
+// A job without checkpoints (a full disk would fail them), metrics every step, about ten seconds
+// of training on an idle core, restarted up to twice.
+constexpr const char* kUncheckpointedJob = R"(name = "uncheckpointed"
+[data]
+format = "synthetic"
+synthetic = "blobs"
+rows = 8000
+test_rows = 200
+features = 256
+classes = 4
+[model]
+type = "mlp"
+hidden = [512]
+[train]
+epochs = 100
+batch_size = 64
+threads = 1
+log_every = 1
+[optimizer]
+type = "momentum"
+lr = 0.01
+[checkpoint]
+every_steps = 0
+[restart]
+max_restarts = 2
+)";
+
 bool WaitUntil(const std::function<bool()>& done, std::chrono::seconds limit = 60s) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -568,6 +595,43 @@ BOOST_AUTO_TEST_CASE(a_daemon_restarted_on_a_full_disk_starts_and_resumes_once_s
              done.dump());
   json job;
   BOOST_TEST(WaitForStoredExits(d, id, job), job.dump());
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_started_on_a_full_disk_gets_its_row_once_space_is_back) {
+  DaemonFixture d;
+  std::optional<TmpfsMount> mount;
+  if (!RestartOnSmallDisk(d, mount)) return;
+  const std::string filler = d.dir().Path("state") + "/filler";
+  const std::int64_t id = d.Submit(kUncheckpointedJob);
+  BOOST_REQUIRE(d.WaitForStep(id, 1)["workers"].size() == 1);
+  const std::vector<pid_t> first = d.WorkerProcesses();
+  BOOST_REQUIRE(first.size() == 1);
+
+  // The disk fills (the daemon's reserve too, once its metric rows fail), the worker is killed,
+  // and the daemon restarts it: the new process's start cannot be stored, and it trains on.
+  DiskHog hog(filler);
+  std::this_thread::sleep_for(1s);
+  BOOST_REQUIRE(::kill(first.front(), SIGKILL) == 0);
+  std::vector<pid_t> second;
+  BOOST_REQUIRE(WaitUntil([&] {
+    second = d.WorkerProcesses();
+    return second.size() == 1 && second.front() != first.front();
+  }));
+  std::this_thread::sleep_for(1s);
+  const double space_back =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  hog.Stop();
+
+  // Space is back: the restarted process has its row, with the time it started (before the
+  // row could be stored), and its exit.
+  json done = WaitEnded(d, id);
+  BOOST_TEST(done["state"] == "succeeded", done.dump());
+  BOOST_TEST(WaitForStoredExits(d, id, done), done.dump());
+  const json& workers = done["workers"];
+  BOOST_REQUIRE_MESSAGE(workers.size() == 2, done.dump());
+  BOOST_TEST(workers[1]["pid"] == second.front(), done.dump());
+  BOOST_TEST(workers[1]["exit_status"] == 0, done.dump());
+  BOOST_TEST(workers[1]["started"].get<double>() < space_back, done.dump());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
