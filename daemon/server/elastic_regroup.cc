@@ -73,20 +73,10 @@ asio::awaitable<void> JobManager::ExpireRegroup(std::int64_t id, std::uint64_t a
 void JobManager::NoteEvents(std::int64_t id, std::vector<std::string> events) {
   for (std::string& event : events) {
     store_.AppendLog(id, 0, "daemon", event);
-    notes_.emplace_back(id, std::move(event));
+    if (Queue(id, {std::nullopt, std::move(event), store::WallClock(), {}, true})) {
+      asio::co_spawn(io_, StoreQueueWarning(id), asio::detached);  // the later ones with it
+    }
   }
-  if (draining_notes_ || notes_.empty()) return;
-  draining_notes_ = true;
-  asio::co_spawn(io_, DrainNotes(), asio::detached);
-}
-
-asio::awaitable<void> JobManager::DrainNotes() {
-  while (!notes_.empty()) {
-    const std::pair<std::int64_t, std::string> note = std::move(notes_.front());  // (job, event)
-    notes_.pop_front();
-    co_await OffThread(pool_, [this, &note] { return store_.NoteReason(note.first, note.second); });
-  }
-  draining_notes_ = false;
 }
 
 asio::awaitable<Result<Regrouped>> JobManager::WorkerRegroup(std::int64_t id, int rank,

@@ -741,49 +741,71 @@ asio::awaitable<void> JobManager::Finish(std::int64_t id, store::JobState state,
 
 asio::awaitable<Status> JobManager::StoreState(std::int64_t id, JobState to, std::string reason,
                                                std::function<void()> stored) {
-  std::deque<StateChange>& queue = unstored_states_[id];
-  queue.push_back({to, std::move(reason), store::WallClock(), std::move(stored)});
-  if (queue.size() > 1) co_return Status::Ok();  // stored after the earlier ones, by their writer
-  StoredChanges result = co_await StoreQueuedStates(id);
+  if (!Queue(id, {to, std::move(reason), store::WallClock(), std::move(stored), false})) {
+    co_return Status::Ok();  // stored after the earlier ones, by their writer
+  }
+  co_return co_await StoreQueue(id);
+}
+
+asio::awaitable<void> JobManager::StoreEvent(std::int64_t id, std::string event, bool sets_reason) {
+  if (Queue(id, {std::nullopt, std::move(event), store::WallClock(), {}, sets_reason})) {
+    co_await StoreQueueWarning(id);
+  }
+}
+
+bool JobManager::Queue(std::int64_t id, JobEvent event) {
+  std::deque<JobEvent>& queue = unstored_events_[id];
+  queue.push_back(std::move(event));
+  return queue.size() == 1;
+}
+
+asio::awaitable<Status> JobManager::StoreQueue(std::int64_t id) {
+  StoredEvents result = co_await StoreQueuedEvents(id);
   if (!result.no_space.ok()) {
-    asio::co_spawn(io_, StoreStatesLater(id, std::move(result.no_space)), asio::detached);
+    asio::co_spawn(io_, StoreEventsLater(id, std::move(result.no_space)), asio::detached);
   }
   co_return result.first;
 }
 
-asio::awaitable<JobManager::StoredChanges> JobManager::StoreQueuedStates(std::int64_t id) {
-  // One writer at a time per job: whoever found its queue empty, or StoreStatesLater.
-  StoredChanges out;
+asio::awaitable<void> JobManager::StoreQueueWarning(std::int64_t id) {
+  if (Status s = co_await StoreQueue(id); !s.ok()) Warn(s.message());
+}
+
+asio::awaitable<JobManager::StoredEvents> JobManager::StoreQueuedEvents(std::int64_t id) {
+  // One writer at a time per job: whoever found its queue empty, or StoreEventsLater.
+  StoredEvents out;
   for (bool first = true;; first = false) {
-    std::deque<StateChange>& queue = unstored_states_[id];
+    std::deque<JobEvent>& queue = unstored_events_[id];
     if (queue.empty()) {
-      unstored_states_.erase(id);
+      unstored_events_.erase(id);
       co_return out;
     }
-    StateChange change = queue.front();
-    Status s = co_await OffThread(pool_, [this, id, &change] {
-      return store_.SetJobState(id, change.to, change.reason, change.at);
+    JobEvent event = queue.front();
+    Status s = co_await OffThread(pool_, [this, id, &event] {
+      if (event.to) return store_.SetJobState(id, *event.to, event.reason, event.at);
+      return event.sets_reason ? store_.NoteReason(id, event.reason, event.at)
+                               : store_.NoteEvent(id, event.reason, event.at);
     });
     if (s.code() == StatusCode::kNoSpace) {
       out.no_space = std::move(s);
       co_return out;
     }
-    unstored_states_[id].pop_front();
+    unstored_events_[id].pop_front();
     if (s.ok()) {
-      if (change.stored) change.stored();
+      if (event.stored) event.stored();
     } else if (first) {
       out.first = std::move(s);
     } else {
-      Warn("a state change stored late was refused: " + s.message());
+      Warn("a record stored late was refused: " + s.message());
     }
   }
 }
 
-asio::awaitable<void> JobManager::StoreStatesLater(std::int64_t id, Status no_space) {
+asio::awaitable<void> JobManager::StoreEventsLater(std::int64_t id, Status no_space) {
   const std::string job = "job " + std::to_string(id);
   Warn(no_space.message() + "; its state changes wait, and are tried again until stored");
   for (auto wait = kStoreRetryFirst; co_await AwaitRetry(wait);) {
-    StoredChanges result = co_await StoreQueuedStates(id);
+    StoredEvents result = co_await StoreQueuedEvents(id);
     if (result.no_space.ok()) {
       Warn(job + ": its state changes are stored");
       co_return;

@@ -376,12 +376,11 @@ class JobManager {
   void FinishElastic(Job& job);
   // The round of `epoch` of the attempt, if still open after cluster.timeout_seconds, ends.
   asio::awaitable<void> ExpireRegroup(std::int64_t id, std::uint64_t attempt, int epoch);
-  // Records an elastic job's membership `events` as the job's (its log, and its events in the
-  // store); the last becomes its reason (the membership it trains in now). The store takes every
-  // job's notes in the order of the calls (DrainNotes, one at a time), so a loss noted before a
-  // join never becomes the reason after it.
+  // Records `events` as the job's (its log, and its events in the store, each through the
+  // job's queue: StoreEvent); the last becomes its reason (e.g. the membership an elastic job
+  // trains in now). They are stored in the order of the calls, so a loss noted before a join
+  // never becomes the reason after it.
   void NoteEvents(std::int64_t id, std::vector<std::string> events);
-  asio::awaitable<void> DrainNotes();
   // SIGTERM (then SIGKILL after `grace`) to every live process of the job.
   void StopProcesses(Job& job, std::chrono::milliseconds grace);
   // What process `rank` is admitted with: the common admission and its partition's part of the
@@ -394,25 +393,41 @@ class JobManager {
   // Builds a Job from a stored record, or says why it cannot run.
   asio::awaitable<Result<std::unique_ptr<Job>>> LoadJob(const store::JobRecord& record);
   asio::awaitable<void> Finish(std::int64_t id, store::JobState state, const std::string& reason);
-  // A job's state change as it happened, until the store has it.
-  struct StateChange {
-    store::JobState to;
+  // A record of a job's life as it happened, until the store has it: a state change (`to`), or
+  // an event that leaves the state as it is (no `to`: Store::NoteEvent, or NoteReason where
+  // `sets_reason`).
+  struct JobEvent {
+    std::optional<store::JobState> to;
     std::string reason;
     double at = 0;                 // when it happened, in seconds since the epoch
     std::function<void()> stored;  // called once it is stored (optional)
+    bool sets_reason = false;
   };
-  struct StoredChanges {
-    Status first;     // the first change's result (OK while it waits for space)
-    Status no_space;  // not OK: a change waits for space, and every later one with it
+  struct StoredEvents {
+    Status first;     // the first event's result (OK while it waits for space)
+    Status no_space;  // not OK: an event waits for space, and every later one with it
   };
-  // Stores the job's move to `to` after every earlier change of its state. OK once stored, and
-  // also when the disk is full: the change then waits, with any later one, and is tried again
-  // (kStoreRetryFirst) until stored. An error: the store refused it (the lifecycle).
+  // Stores the job's move to `to` after every earlier record of the job (state changes and
+  // events). OK once stored, and also when the disk is full: the change then waits, with any
+  // later one, and is tried again (kStoreRetryFirst) until stored. An error: the store refused
+  // it (the lifecycle).
   asio::awaitable<Status> StoreState(std::int64_t id, store::JobState to, std::string reason,
                                      std::function<void()> stored = {});
-  // Stores the job's queued changes in order, until none is left or the disk is full.
-  asio::awaitable<StoredChanges> StoreQueuedStates(std::int64_t id);
-  asio::awaitable<void> StoreStatesLater(std::int64_t id, Status no_space);
+  // Stores an event of the job that leaves its state as it is (`sets_reason`: it becomes the
+  // job's reason too), in the same order and way as StoreState; the store's refusal goes to the
+  // daemon's log.
+  asio::awaitable<void> StoreEvent(std::int64_t id, std::string event, bool sets_reason);
+  // Queues `event` after the job's earlier records; true when the queue was empty, and the
+  // caller is to store it (StoreQueue).
+  bool Queue(std::int64_t id, JobEvent event);
+  // Stores the job's queue in order, leaving what a full disk refuses to StoreEventsLater; the
+  // first event's result.
+  asio::awaitable<Status> StoreQueue(std::int64_t id);
+  // StoreQueue, its refusal to the daemon's log.
+  asio::awaitable<void> StoreQueueWarning(std::int64_t id);
+  // Stores the job's queued events in order, until none is left or the disk is full.
+  asio::awaitable<StoredEvents> StoreQueuedEvents(std::int64_t id);
+  asio::awaitable<void> StoreEventsLater(std::int64_t id, Status no_space);
   // Records that the process in worker row `row` ended (`at`: when); a full disk's failure is
   // tried again later.
   asio::awaitable<void> RecordExit(std::int64_t row, ProcessExit exit, double at);
@@ -498,11 +513,9 @@ class JobManager {
   std::set<std::int64_t> changing_;  // ended jobs being resumed or removed: one change at a time
   bool shutting_down_ = false;
   bool schedule_later_ = false;  // ScheduleLater is pending
-  std::deque<std::pair<std::int64_t, std::string>> notes_;  // NoteEvents' (job, event), in order
-  bool draining_notes_ = false;                             // DrainNotes is running
-  std::function<void(std::int64_t id)> on_end_;             // SetJobEndSink's
-  // Each job's state changes not stored yet, oldest first (StoreState); absent when none.
-  std::map<std::int64_t, std::deque<StateChange>> unstored_states_;
+  std::function<void(std::int64_t id)> on_end_;  // SetJobEndSink's
+  // Each job's state changes and events not stored yet, oldest first (Queue); absent when none.
+  std::map<std::int64_t, std::deque<JobEvent>> unstored_events_;
   // Processes whose row is being stored (RecordStart), with their exit once seen.
   std::map<ProcessKey, std::optional<ExitSeen>> unrecorded_starts_;
 };

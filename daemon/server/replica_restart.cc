@@ -123,7 +123,7 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
                              std::to_string(job->machine.max_restarts()) + ": " + why + "; " +
                              started + rejoins;
   store_.AppendLog(id, 0, "daemon", reason);
-  co_await OffThread(pool_, [this, id, &reason] { return store_.NoteEvent(id, reason); });
+  co_await StoreEvent(id, reason, /*sets_reason=*/false);
   for (std::size_t i = 0; i < partitions.size(); ++i) {
     co_await RecordStart(id, attempt, partitions[i], pids[i]);
   }

@@ -120,11 +120,8 @@ asio::awaitable<void> JobManager::NoteSlurmGrant(std::int64_t id, Owner owner,
                           : std::string();
   if (nodes.empty()) nodes = "(nodes unknown)";
   const std::string event = store::SlurmGrantReason({allocation, nodes, worker});
-  const std::string* noted = &event;
-  co_await OffThread(pool_, [this, id, noted] {
-    store_.AppendLog(id, 0, "daemon", *noted);
-    return store_.NoteEvent(id, *noted);
-  });
+  store_.AppendLog(id, 0, "daemon", event);
+  co_await StoreEvent(id, event, /*sets_reason=*/false);
 }
 
 asio::awaitable<void> JobManager::EndSlurmAttempt(std::int64_t id, std::uint64_t attempt) {
@@ -154,8 +151,7 @@ asio::awaitable<void> JobManager::EndSlurmAttempt(std::int64_t id, std::uint64_t
     if (!why.empty()) {
       job->machine.NameCause(why);
       // The attempt's first failure is an event already; this says what caused it.
-      const std::string* noted = &why;
-      co_await OffThread(pool_, [this, id, noted] { return store_.NoteEvent(id, *noted); });
+      co_await StoreEvent(id, why, /*sets_reason=*/false);
       job = Current(id, attempt);
       if (job == nullptr) co_return;
     }

@@ -381,16 +381,17 @@ Status Store::RequeueJob(std::int64_t job, const std::string& reason, const std:
   return status;
 }
 
-Status Store::NoteEvent(std::int64_t job, const std::string& reason) {
-  return NoteEventIn(job, reason, false);
+Status Store::NoteEvent(std::int64_t job, const std::string& reason, std::optional<double> at) {
+  return NoteEventIn(job, reason, false, at);
 }
 
-Status Store::NoteReason(std::int64_t job, const std::string& reason) {
-  return NoteEventIn(job, reason, true);
+Status Store::NoteReason(std::int64_t job, const std::string& reason, std::optional<double> at) {
+  return NoteEventIn(job, reason, true, at);
 }
 
-Status Store::NoteEventIn(std::int64_t job, const std::string& reason, bool as_reason) {
-  const double now = WallClock();
+Status Store::NoteEventIn(std::int64_t job, const std::string& reason, bool as_reason,
+                          std::optional<double> at) {
+  const double now = at.value_or(WallClock());
   Status status = writer_->Execute([&](Database& db) -> Status {
     Result<JobState> state = CurrentState(db, job);
     if (!state.ok()) return state.status();
@@ -403,7 +404,7 @@ Status Store::NoteEventIn(std::int64_t job, const std::string& reason, bool as_r
     }
     return InsertEvent(db, job, now, state.value(), state.value(), reason);
   });
-  if (!status.ok()) return Status::Error(JobName(job) + ": " + status.message());
+  if (!status.ok()) return Status::Error(status.code(), JobName(job) + ": " + status.message());
   return status;
 }
 

@@ -87,11 +87,13 @@ class Store {
   Status SetJobState(std::int64_t job, JobState to, const std::string& reason,
                      std::optional<double> at = std::nullopt);
   // An event that changes no state (from and to are the job's current state), e.g. an async
-  // replica restarted alone while the job runs on.
-  Status NoteEvent(std::int64_t job, const std::string& reason);
+  // replica restarted alone while the job runs on. `at` and kNoSpace as for SetJobState.
+  Status NoteEvent(std::int64_t job, const std::string& reason,
+                   std::optional<double> at = std::nullopt);
   // The same, and `reason` becomes the job's reason too: what it says now (an elastic job's
   // membership, "worker 1 joined at step 902: 3 of 3").
-  Status NoteReason(std::int64_t job, const std::string& reason);
+  Status NoteReason(std::int64_t job, const std::string& reason,
+                    std::optional<double> at = std::nullopt);
   Result<JobRecord> GetJob(std::int64_t job);
   // Replaces the job file of a job about to resume with changed settings
   // (config/resume_settings.h) and records an event with `reason` (its state stays).
@@ -220,7 +222,8 @@ class Store {
  private:
   Store(std::unique_ptr<ConnectionPool> readers, std::unique_ptr<Writer> writer);
   // NoteEvent, and with `as_reason` NoteReason.
-  Status NoteEventIn(std::int64_t job, const std::string& reason, bool as_reason);
+  Status NoteEventIn(std::int64_t job, const std::string& reason, bool as_reason,
+                     std::optional<double> at);
 
   std::unique_ptr<ConnectionPool> readers_;
   std::unique_ptr<Writer> writer_;  // declared last: destroyed (drained) first

@@ -96,8 +96,16 @@ epochs = 1
 batch_size = 50
 )";
 
-// Checkpoints of about 1 MiB every 10 steps, metrics every step; `restarts` as given.
-std::string DiskJob(const std::string& name, int restarts) {
+// How long a DiskJob trains, how often it logs and checkpoints.
+struct DiskJobShape {
+  int epochs = 4;
+  int log_every = 1;
+  int checkpoint_every = 10;
+};
+
+// Checkpoints of about 1 MiB every 10 steps, metrics every step (by default); `restarts` as
+// given.
+std::string DiskJob(const std::string& name, int restarts, const DiskJobShape& shape = {}) {
   return "name = \"" + name + R"("
 [data]
 format = "synthetic"
@@ -109,47 +117,41 @@ classes = 4
 [model]
 type = "mlp"
 hidden = [512]
-[train]
-epochs = 4
-batch_size = 64
-threads = 1
-log_every = 1
 [optimizer]
 type = "momentum"
 lr = 0.01
 [checkpoint]
-every_steps = 10
 keep = 5
-[restart]
-max_restarts = )" +
-         std::to_string(restarts) + "\n";
+)" +
+         "every_steps = " + std::to_string(shape.checkpoint_every) +
+         "\n[restart]\nmax_restarts = " + std::to_string(restarts) +
+         "\n[train]\nbatch_size = 64\nthreads = 1\nepochs = " + std::to_string(shape.epochs) +
+         "\nlog_every = " + std::to_string(shape.log_every) + "\n";
 }
 
-// A job without checkpoints (a full disk would fail them), metrics every step, about ten seconds
-// of training on an idle core, restarted up to twice.
-constexpr const char* kUncheckpointedJob = R"(name = "uncheckpointed"
+// Without checkpoints (a full disk would fail them), metrics every 10 steps, training for
+// minutes (a test cancels it once it has seen what it needs).
+const DiskJobShape kUncheckpointed{.epochs = 5000, .log_every = 10, .checkpoint_every = 0};
+
+// Two async replicas and a shard, without checkpoints, training for minutes (likewise).
+constexpr const char* kAsyncJob = R"(name = "async-on-full-disk"
 [data]
 format = "synthetic"
-synthetic = "blobs"
-rows = 8000
-test_rows = 200
-features = 256
-classes = 4
-[model]
-type = "mlp"
-hidden = [512]
+rows = 20000
 [train]
-epochs = 100
-batch_size = 64
-threads = 1
-log_every = 1
-[optimizer]
-type = "momentum"
-lr = 0.01
+epochs = 0
+steps = 10000000
+batch_size = 16
+log_every = 100
+[cluster]
+workers = 2
+mode = "async"
+servers = 1
+timeout_seconds = 30
 [checkpoint]
 every_steps = 0
 [restart]
-max_restarts = 2
+max_restarts = 1
 )";
 
 bool WaitUntil(const std::function<bool()>& done, std::chrono::seconds limit = 60s) {
@@ -602,7 +604,7 @@ BOOST_AUTO_TEST_CASE(a_worker_started_on_a_full_disk_gets_its_row_once_space_is_
   std::optional<TmpfsMount> mount;
   if (!RestartOnSmallDisk(d, mount)) return;
   const std::string filler = d.dir().Path("state") + "/filler";
-  const std::int64_t id = d.Submit(kUncheckpointedJob);
+  const std::int64_t id = d.Submit(DiskJob("uncheckpointed", 2, kUncheckpointed));
   BOOST_REQUIRE(d.WaitForStep(id, 1)["workers"].size() == 1);
   const std::vector<pid_t> first = d.WorkerProcesses();
   BOOST_REQUIRE(first.size() == 1);
@@ -623,15 +625,62 @@ BOOST_AUTO_TEST_CASE(a_worker_started_on_a_full_disk_gets_its_row_once_space_is_
   hog.Stop();
 
   // Space is back: the restarted process has its row, with the time it started (before the
-  // row could be stored), and its exit.
+  // row could be stored), and once the job is cancelled, its exit.
+  BOOST_REQUIRE(WaitUntil([&] { return d.Status(id)["workers"].size() == 2; }));
+  d.Request({{"type", "cancel"}, {"id", id}});
   json done = WaitEnded(d, id);
-  BOOST_TEST(done["state"] == "succeeded", done.dump());
+  BOOST_TEST(done["state"] == "cancelled", done.dump());
   BOOST_TEST(WaitForStoredExits(d, id, done), done.dump());
   const json& workers = done["workers"];
   BOOST_REQUIRE_MESSAGE(workers.size() == 2, done.dump());
   BOOST_TEST(workers[1]["pid"] == second.front(), done.dump());
-  BOOST_TEST(workers[1]["exit_status"] == 0, done.dump());
+  BOOST_TEST(workers[1]["state"] == "exited", done.dump());
   BOOST_TEST(workers[1]["started"].get<double>() < space_back, done.dump());
+}
+
+BOOST_AUTO_TEST_CASE(an_async_replica_restarted_on_a_full_disk_counts_once_space_is_back) {
+  DaemonFixture d;
+  std::optional<TmpfsMount> mount;
+  if (!RestartOnSmallDisk(d, mount)) return;
+  const std::string filler = d.dir().Path("state") + "/filler";
+  const std::int64_t id = d.Submit(kAsyncJob);
+  json job = d.WaitForStep(id, 100);
+  BOOST_REQUIRE_MESSAGE(job["state"] == "running" && job["workers"].size() == 3, job.dump());
+  const pid_t victim = job["workers"][1]["pid"].get<pid_t>();
+
+  // The disk fills; worker 1 is killed and restarted alone while the others go on: the restart
+  // (an event that changes no state, and what the job's restart count is made of) cannot be
+  // stored yet.
+  DiskHog hog(filler);
+  std::this_thread::sleep_for(1s);
+  BOOST_REQUIRE(::kill(victim, SIGKILL) == 0);
+  BOOST_REQUIRE(WaitUntil([&] {
+    const std::vector<pid_t> now = d.WorkerProcesses();
+    return now.size() == 3 && std::find(now.begin(), now.end(), victim) == now.end();
+  }));
+  std::this_thread::sleep_for(1s);
+  const double space_back =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  hog.Stop();
+
+  // Space is back: the restart is stored, in order and with its time, and counted (also once
+  // the job has ended: the count comes from the stored events).
+  BOOST_REQUIRE(WaitUntil([&] { return d.Status(id)["restarts"] == 1; }));
+  d.Request({{"type", "cancel"}, {"id", id}});
+  job = WaitEnded(d, id);
+  BOOST_TEST(job["state"] == "cancelled", job.dump());
+  BOOST_TEST(job["restarts"] == 1, job.dump());
+  int alone = 0;
+  for (const json& e : job["events"]) {
+    const std::string reason = e["reason"];
+    if (reason.find("started again alone") == std::string::npos) continue;
+    ++alone;
+    BOOST_TEST(e["to"] == "running", job.dump());
+    BOOST_TEST(e["time"].get<double>() < space_back, job.dump());
+  }
+  BOOST_TEST(alone == 1, job.dump());
+  BOOST_TEST(WaitForStoredExits(d, id, job), job.dump());
+  BOOST_TEST(job["workers"].size() == 4u, job.dump());  // the replacement's start too
 }
 
 BOOST_AUTO_TEST_SUITE_END()
