@@ -31,7 +31,8 @@ std::string DescribeExit(const ProcessExit& exit);
 struct JobManager::Process {
   int rank = 0;
   std::string node;  // the peer it runs on; empty: this daemon's host
-  pid_t pid = 0;  // 0 until it is started
+  pid_t pid = 0;     // 0 until it is started
+  double started = 0;  // when it was started (seconds since the epoch), for its row
   std::int64_t row = 0;
   std::string token;
   bool admitted = false;

@@ -31,12 +31,10 @@ bool JobManager::StartJoiner(Job& job, int rank, const std::string& node, const 
   p.rank = rank;
   p.token = net::RandomToken();
   if (node != settings_.node_name) p.node = node;
-  Result<pid_t> pid = SpawnProcess(job.id, job.attempt, p);
-  if (!pid.ok()) {
-    events.push_back("cannot start " + job.Who(rank) + ": " + pid.status().message());
+  if (Status spawned = SpawnProcess(job.id, job.attempt, p); !spawned.ok()) {
+    events.push_back("cannot start " + job.Who(rank) + ": " + spawned.message());
     return false;
   }
-  p.pid = pid.value();
   job.machine.Added(rank);
   job.placed_workers = rank + 1;
   events.push_back("started " + job.Who(rank) + " " + how +

@@ -281,12 +281,10 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
     if (r < job->placement.size() && job->placement[r] != settings_.node_name) {
       p.node = job->placement[r];
     }
-    Result<pid_t> pid = SpawnProcess(id, attempt, p);
-    if (!pid.ok()) {
-      FailAttempt(*job, "cannot start " + job->Who(rank) + ": " + pid.status().message());
+    if (Status started = SpawnProcess(id, attempt, p); !started.ok()) {
+      FailAttempt(*job, "cannot start " + job->Who(rank) + ": " + started.message());
       break;
     }
-    p.pid = pid.value();
     spawned.push_back(rank);
     job->machine.Spawned(rank);
   }
@@ -313,7 +311,7 @@ asio::awaitable<void> JobManager::Start(std::int64_t id) {
   }
 }
 
-Result<pid_t> JobManager::SpawnProcess(std::int64_t id, std::uint64_t attempt, const Process& p) {
+Status JobManager::SpawnProcess(std::int64_t id, std::uint64_t attempt, Process& p) {
   const Job& job = *jobs_.at(id);
   const int rank = p.rank;
   Supervisor::LineHandler on_line = [this, id, rank](std::string_view stream,
@@ -323,13 +321,19 @@ Result<pid_t> JobManager::SpawnProcess(std::int64_t id, std::uint64_t attempt, c
   Supervisor::ExitHandler on_exit = [this, id, attempt, rank](ProcessExit exit) {
     asio::co_spawn(io_, OnWorkerExit(id, attempt, rank, exit), asio::detached);
   };
-  if (job.OnSlurm()) {
+  const Result<pid_t> pid = [&]() -> Result<pid_t> {
+    if (!job.OnSlurm()) {
+      return launcher_.Start({id, rank, p.node, p.token, job.owner, job.config.memory_limit},
+                             std::move(on_line), std::move(on_exit));
+    }
     Result<Launch> task = SlurmTaskLaunch(job, p);
     if (!task.ok()) return task.status();
     return supervisor_.Spawn(task.value(), std::move(on_line), std::move(on_exit));
-  }
-  return launcher_.Start({id, rank, p.node, p.token, job.owner, job.config.memory_limit},
-                         std::move(on_line), std::move(on_exit));
+  }();
+  if (!pid.ok()) return pid.status();
+  p.pid = pid.value();
+  p.started = store::WallClock();
+  return Status::Ok();
 }
 
 void JobManager::OnLine(std::int64_t id, int rank, std::string_view stream, std::string_view line) {
@@ -368,38 +372,36 @@ asio::awaitable<void> JobManager::RecordStart(std::int64_t id, std::uint64_t att
                                                           : net::LocalHostName();
   const ProcessKey key{id, rank, pid};
   unrecorded_starts_[key];  // its exit, if seen before the row is stored, waits there
-  std::function<Result<std::int64_t>()> write = [this, id, rank, role, host, pid,
-                                                 at = store::WallClock()] {
-    return store_.RecordWorkerStart(id, rank, role, host, pid, at);
+  auto row = std::make_shared<std::int64_t>(0);
+  std::function<Status()> write = [this, id, rank, role, host, pid, at = p.started, row] {
+    Result<std::int64_t> stored = store_.RecordWorkerStart(id, rank, role, host, pid, at);
+    if (stored.ok()) *row = stored.value();
+    return stored.status();
   };
-  Result<std::int64_t> row = co_await OffThread(pool_, write);
-  if (row.status().code() == StatusCode::kNoSpace) {
-    asio::co_spawn(io_, RecordStartLater(key, attempt, std::move(write), row.status()),
+  Status s = co_await OffThread(pool_, write);
+  if (s.code() == StatusCode::kNoSpace) {
+    asio::co_spawn(io_, RecordStartLater(key, attempt, std::move(write), row, std::move(s)),
                    asio::detached);
-  } else if (row.ok()) {
-    co_await TakeRow(key, attempt, row.value());
+  } else if (s.ok()) {
+    co_await TakeRow(key, attempt, *row);
   } else {
     unrecorded_starts_.erase(key);
-    Warn(row.status().message());
+    Warn(s.message());
   }
 }
 
 asio::awaitable<void> JobManager::RecordStartLater(ProcessKey key, std::uint64_t attempt,
-                                                   std::function<Result<std::int64_t>()> write,
+                                                   std::function<Status()> write,
+                                                   std::shared_ptr<std::int64_t> row,
                                                    Status no_space) {
-  Warn(no_space.message() + "; tried again until stored");
-  for (auto wait = kStoreRetryFirst; co_await AwaitRetry(wait);) {
-    Result<std::int64_t> row = co_await OffThread(pool_, write);
-    if (row.status().code() == StatusCode::kNoSpace) continue;
-    if (!row.ok()) {
-      Warn(row.status().message());
-      break;
-    }
+  Status s = co_await RetryUntilStored(write, std::move(no_space));
+  if (s.ok()) {
     Warn("job " + std::to_string(key.job) + ": the start of worker " + std::to_string(key.rank) +
          " (pid " + std::to_string(key.pid) + ") is stored");
-    co_await TakeRow(key, attempt, row.value());
+    co_await TakeRow(key, attempt, *row);
     co_return;
   }
+  if (s.code() != StatusCode::kNoSpace) Warn(s.message());
   unrecorded_starts_.erase(key);
 }
 
@@ -803,15 +805,17 @@ asio::awaitable<JobManager::StoredEvents> JobManager::StoreQueuedEvents(std::int
 
 asio::awaitable<void> JobManager::StoreEventsLater(std::int64_t id, Status no_space) {
   const std::string job = "job " + std::to_string(id);
-  Warn(no_space.message() + "; its state changes wait, and are tried again until stored");
+  Warn(no_space.message() +
+       "; its state changes and events wait, and are tried again until stored");
   for (auto wait = kStoreRetryFirst; co_await AwaitRetry(wait);) {
     StoredEvents result = co_await StoreQueuedEvents(id);
     if (result.no_space.ok()) {
-      Warn(job + ": its state changes are stored");
+      Warn(job + ": its state changes and events are stored");
       co_return;
     }
   }
-  Warn(job + ": state changes not stored before the daemon stopped (its next start reconciles it)");
+  Warn(job + ": state changes and events not stored before the daemon stopped (its next start " +
+       "reconciles it)");
 }
 
 asio::awaitable<void> JobManager::RecordExit(std::int64_t row, ProcessExit exit, double at) {
@@ -828,13 +832,9 @@ asio::awaitable<void> JobManager::RecordExit(std::int64_t row, ProcessExit exit,
 
 asio::awaitable<void> JobManager::RecordExitLater(std::int64_t row, std::function<Status()> write,
                                                   Status no_space) {
-  Warn(no_space.message() + "; tried again until stored");
-  for (auto wait = kStoreRetryFirst; co_await AwaitRetry(wait);) {
-    Status s = co_await OffThread(pool_, write);
-    if (s.code() == StatusCode::kNoSpace) continue;
-    Warn(s.ok() ? "worker record " + std::to_string(row) + ": its exit is stored" : s.message());
-    co_return;
-  }
+  Status s = co_await RetryUntilStored(write, std::move(no_space));
+  if (s.code() == StatusCode::kNoSpace) co_return;  // the daemon stops: its next start reconciles
+  Warn(s.ok() ? "worker record " + std::to_string(row) + ": its exit is stored" : s.message());
 }
 
 asio::awaitable<bool> JobManager::AwaitRetry(std::chrono::milliseconds& wait) {
@@ -843,6 +843,16 @@ asio::awaitable<bool> JobManager::AwaitRetry(std::chrono::milliseconds& wait) {
   co_await pause.async_wait(asio::use_awaitable);
   wait = std::min(wait * 2, kStoreRetryMost);
   co_return !shutting_down_;
+}
+
+asio::awaitable<Status> JobManager::RetryUntilStored(const std::function<Status()>& write,
+                                                     Status no_space) {
+  Warn(no_space.message() + "; tried again until stored");
+  for (auto wait = kStoreRetryFirst; co_await AwaitRetry(wait);) {
+    Status s = co_await OffThread(pool_, write);
+    if (s.code() != StatusCode::kNoSpace) co_return s;
+  }
+  co_return no_space;
 }
 
 void JobManager::Warn(std::string_view message) const {

@@ -23,8 +23,9 @@
 // its token on standard input. A daemon that cannot change users (not root) runs only its own
 // user's jobs.
 //
-// A job's state changes reach the store in the order they happened (StoreState): one the store
-// could not take for a full disk waits, with every later one, until it is stored.
+// A job's state changes and events reach the store in the order they happened (StoreState,
+// StoreEvent): one the store could not take for a full disk waits, with every later one, until
+// it is stored.
 //
 // Lives on the io_context's thread: every method must be called there (coroutines resume there
 // too). Store calls that wait run on the blocking pool. Thread-compatible, not thread-safe.
@@ -73,11 +74,11 @@ inline constexpr std::chrono::milliseconds kFailedAttemptGrace{2000};
 // How long a process's failure (an exit status, not a signal) waits before it becomes the
 // attempt's reason, so that a peer's death by a signal, usually its cause, is named instead.
 inline constexpr std::chrono::milliseconds kBlameGrace{300};
-// A job's state change or a process's exit that the store could not take for a full disk (the
-// space it keeps for such records taken by another program too) is tried again after
-// kStoreRetryFirst, then at doubling intervals up to kStoreRetryMost, until it is stored or the
-// daemon stops (whose next start reconciles the job): a job's record never keeps saying
-// "running" once space is back, and its changes are stored in the order they happened.
+// A job's state change or event, or a process's start or exit, that the store could not take
+// for a full disk (the space it keeps for such records taken by another program too) is tried
+// again after kStoreRetryFirst, then at doubling intervals up to kStoreRetryMost, until it is
+// stored or the daemon stops (whose next start reconciles the job): a job's record never keeps
+// saying "running" once space is back, and its records are stored in the order they happened.
 inline constexpr std::chrono::milliseconds kStoreRetryFirst{250};
 inline constexpr std::chrono::milliseconds kStoreRetryMost{5000};
 
@@ -302,8 +303,9 @@ class JobManager {
   Job* Current(std::int64_t id, std::uint64_t attempt);
   // The active job `id` and its process `rank`; both null when there is no such process.
   std::pair<Job*, Process*> FindProcess(std::int64_t id, int rank);
-  // Starts process `p` of attempt `attempt` (its exit goes to OnWorkerExit).
-  Result<pid_t> SpawnProcess(std::int64_t id, std::uint64_t attempt, const Process& p);
+  // Starts process `p` of attempt `attempt` (its exit goes to OnWorkerExit), setting its pid
+  // and the time it started.
+  Status SpawnProcess(std::int64_t id, std::uint64_t attempt, Process& p);
   // (Re)reads what the store holds of `uid`'s logs into their [limits] log_quota_per_user.
   asio::awaitable<void> ChargeUserLogs(uid_t uid);
   // After jobs were deleted: gives the space back and recharges their owners' log quotas.
@@ -333,13 +335,13 @@ class JobManager {
     ProcessExit exit;
     double at = 0;
   };
-  // Records that process `rank` (pid `pid`) of the attempt started (now), and its exit once
-  // seen: also when the row is stored late (a full disk's failure is tried again, as for
-  // StoreState, until stored, even after the attempt ended).
+  // Records that process `rank` (pid `pid`) of the attempt started (at its Process::started),
+  // and its exit once seen: also when the row is stored late (a full disk's failure is tried
+  // again, as for StoreState, until stored, even after the attempt ended).
   asio::awaitable<void> RecordStart(std::int64_t id, std::uint64_t attempt, int rank, pid_t pid);
   asio::awaitable<void> RecordStartLater(ProcessKey key, std::uint64_t attempt,
-                                         std::function<Result<std::int64_t>()> write,
-                                         Status no_space);
+                                         std::function<Status()> write,
+                                         std::shared_ptr<std::int64_t> row, Status no_space);
   // Process `key`'s row is stored: the attempt, while current, learns it, and the process's exit,
   // if seen, is recorded in it.
   asio::awaitable<void> TakeRow(ProcessKey key, std::uint64_t attempt, std::int64_t row);
@@ -348,11 +350,10 @@ class JobManager {
   asio::awaitable<void> RecordProcessExit(ProcessKey key, std::int64_t row, ProcessExit exit,
                                           double at);
   // The exit of process `rank` (at `exited_at`), whose replica the attempt machine restarts
-  // alone: the replica's
-  // other partitions are stopped, and once all have exited, new ones of the same attempt take
-  // their places (one restart, an event naming the first exit). False when the replacement is
-  // abandoned (the job failed, was cancelled, or the daemon stops meanwhile): the caller then
-  // handles the exit as any other.
+  // alone: the replica's other partitions are stopped, and once all have exited, new ones of the
+  // same attempt take their places (one restart, an event naming the first exit). False when the
+  // replacement is abandoned (the job failed, was cancelled, or the daemon stops meanwhile): the
+  // caller then handles the exit as any other.
   asio::awaitable<bool> ReplaceReplica(std::int64_t id, std::uint64_t attempt, int rank,
                                        double exited_at);
   // Ends the replacement of the replica of `partitions`, all of whose processes have exited,
@@ -436,6 +437,10 @@ class JobManager {
   // Waits `wait` before another try at a write the disk had no room for, and doubles it (up to
   // kStoreRetryMost); false once the daemon is stopping.
   asio::awaitable<bool> AwaitRetry(std::chrono::milliseconds& wait);
+  // Says `no_space` (a write's failure for a full disk) in the daemon's log and runs `write` on
+  // the pool again at AwaitRetry's intervals while it fails the same way: its first other
+  // result, or `no_space` once the daemon is stopping.
+  asio::awaitable<Status> RetryUntilStored(const std::function<Status()>& write, Status no_space);
   void Warn(std::string_view message) const;
   // Where the job's processes would run now with `workers` replicas (and its cores on this host,
   // set on the job).

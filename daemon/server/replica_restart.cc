@@ -98,15 +98,13 @@ asio::awaitable<bool> JobManager::ReplaceReplica(std::int64_t id, std::uint64_t 
     fresh.rank = r;
     fresh.node = old.node;
     fresh.token = net::RandomToken();
-    Result<pid_t> spawned = SpawnProcess(id, attempt, fresh);
-    if (!spawned.ok()) {
+    if (Status spawned = SpawnProcess(id, attempt, fresh); !spawned.ok()) {
       // The replica cannot come back: the attempt fails (and may restart whole); the ones
       // started already are among those it stops.
       GiveUpReplacing(*job, partitions, rank, static_cast<int>(pids.size()));
-      FailAttempt(*job, "cannot start " + job->Who(r) + " again: " + spawned.status().message());
+      FailAttempt(*job, "cannot start " + job->Who(r) + " again: " + spawned.message());
       co_return false;
     }
-    fresh.pid = spawned.value();
     pids.push_back(fresh.pid);
     old = std::move(fresh);
     job->machine.Respawned(r);
